@@ -1,0 +1,34 @@
+"""npufit: will this network run on the NPU? check, fix, split, quantize, compile, bench.
+
+The library API mirrors the CLI one-to-one: `npufit.check(model, target)` is `npufit check`.
+Heavy modules are imported lazily so `import npufit` stays fast and SDK-free.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+_API = {
+    "check": ("npufit.check", "check"),
+    "load": ("npufit.graph", "load"),
+    "get_profile": ("npufit.targets", "get_profile"),
+    "split": ("npufit.split", "split"),
+    "run": ("npufit.split", "run"),
+    "fix": ("npufit.rewrite", "fix"),
+    "quantize": ("npufit.quantize", "quantize"),
+    "compile": ("npufit.compilers", "compile_model"),
+    "bench": ("npufit.bench", "bench"),
+    "probe": ("npufit.probe", "probe"),
+    "compare": ("npufit.check.compare", "compare"),
+}
+
+
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
+
+        mod, attr = _API[name]
+        return getattr(importlib.import_module(mod), attr)
+    raise AttributeError(f"module 'npufit' has no attribute {name!r}")
+
+
+__all__ = ["__version__", *_API]

@@ -1,0 +1,6 @@
+"""check: run a target over a graph -> CheckReport (per-node verdicts, partitions, boundaries)."""
+from .engine import check, check_graph
+from .partitions import Boundary, Partition
+from .result import SCHEMA, CheckReport, NodeResult, Reason
+
+__all__ = ["check", "check_graph", "CheckReport", "NodeResult", "Reason", "Partition", "Boundary", "SCHEMA"]

@@ -1,0 +1,146 @@
+"""Run a target profile over a graph: facts first (folding, shapes), verdicts second."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..graph import Graph, NodeView, load
+from ..graph.macs import node_macs
+from ..targets import get_profile
+from ..targets.base import Composite, OpSupport, Profile, Rule, Verdict, worst
+from .partitions import HOST, NPU, boundaries, npu_prefix, partition
+from .result import CheckReport, NodeResult, Reason
+
+CONTROL_FLOW = {"If", "Loop", "Scan"}
+
+
+def check(model: str | os.PathLike | Graph, target: str | Profile = "hailo8", input_shapes=None) -> CheckReport:
+    """Judge every node of `model` against `target`. The model file is only read."""
+    graph = model if isinstance(model, Graph) else load(model, input_shapes)
+    profile = target if isinstance(target, Profile) else get_profile(target)
+    return check_graph(graph, profile)
+
+
+def check_graph(graph: Graph, profile: Profile) -> CheckReport:
+    folded = getattr(graph, "folded", set())
+    composite_of = _match_composites(graph, profile)
+    results: dict[str, NodeResult] = {}
+    for node in graph.nodes:
+        results[node.name] = _judge(node, profile, folded, composite_of)
+    _propagate_control_flow(graph, results)
+    device_of = {n.name: (NPU if results[n.name].verdict == Verdict.NPU else HOST)
+                 for n in graph.top_nodes if results[n.name].verdict != Verdict.FOLDED}
+    macs = {name: r.macs for name, r in results.items()}
+    parts = partition(graph, device_of, macs)
+    for p in parts:
+        for name in p.nodes:
+            results[name].partition = p.id
+    bounds = boundaries(graph, parts)
+    prefix = npu_prefix(graph, device_of)
+    total = sum(macs.get(n, 0) for n in device_of)
+    prefix_macs = sum(macs.get(n, 0) for n in prefix["nodes"])
+    prefix_summary = {
+        "node_count": len(prefix["nodes"]),
+        "macs_pct": round(100.0 * prefix_macs / total, 2) if total else None,
+        "start_nodes": prefix["start_nodes"],
+        "end_nodes": prefix["end_nodes"],
+        "end_tensors": prefix["end_tensors"],
+        "covers_whole_model": len(prefix["nodes"]) == len(device_of),
+    }
+    warnings = list(graph.warnings)
+    if graph.format == "onnx" and profile.input_formats and "onnx" not in profile.input_formats:
+        warnings.append(f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces")
+    return CheckReport(
+        model=_model_info(graph),
+        target={"name": profile.name, "title": profile.title, "fallback": profile.fallback, "notes": list(profile.notes)},
+        nodes=[results[n.name] for n in graph.nodes],
+        partitions=parts,
+        boundaries=bounds,
+        prefix=prefix_summary,
+        warnings=warnings,
+    )
+
+
+def _model_info(graph: Graph) -> dict:
+    def tinfo(t):
+        return {"name": t.name, "shape": None if t.shape is None else list(t.shape), "dtype": t.dtype}
+
+    return {"path": str(graph.path), "file": Path(graph.path).name, "format": graph.format, "nodes": len(graph.nodes),
+            "opsets": graph.opsets, "inputs": [tinfo(t) for t in graph.inputs], "outputs": [tinfo(t) for t in graph.outputs]}
+
+
+def _match_composites(graph: Graph, profile: Profile) -> dict[str, tuple[Composite, str]]:
+    owner: dict[str, tuple[Composite, str]] = {}
+    for comp in profile.composites:
+        for m in comp.match(graph):
+            if any(n.name in owner for n in m.nodes):
+                continue  # first composite to claim a node wins
+            for n in m.nodes:
+                owner[n.name] = (comp, m.detail)
+    return owner
+
+
+def _judge(node: NodeView, profile: Profile, folded: set[str], composite_of) -> NodeResult:
+    res = NodeResult(node.name, node.op_type, node.domain, Verdict.NPU, macs=node_macs(node), parent=node.parent,
+                     inputs=node.inputs, outputs=node.outputs)
+    if node.name in folded:
+        res.verdict = Verdict.FOLDED
+        res.macs = 0
+        return res
+    if node.name in composite_of:
+        comp, detail = composite_of[node.name]
+        res.composite = comp.id
+        res.verdict = comp.verdict
+        if comp.verdict != Verdict.NPU:
+            res.reasons.append(Reason(comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules))
+        # rules on dtype/batch/rank still apply inside composites
+        _apply_rules(node, profile, profile.graph_rules, res)
+        return _finish(res, profile)
+    support = profile.support_for(node)
+    res.verdict = support.status
+    if support.status != Verdict.NPU:
+        res.reasons.append(_op_reason(node, profile, support))
+    _apply_rules(node, profile, tuple(profile.graph_rules) + tuple(support.rules), res)
+    return _finish(res, profile)
+
+
+def _op_reason(node: NodeView, profile: Profile, support: OpSupport) -> Reason:
+    if support is profile.unknown:
+        if node.domain not in ("", "ai.onnx"):
+            text = f"{node.domain}::{node.op_type} is a custom-domain op: {profile.name} has no kernel for it"
+        else:
+            text = support.reason.format(op=node.op_type) if support.reason else f"{node.op_type} is not in the {profile.name} operator table"
+        return Reason(f"{profile.name}.op.unknown", text, support.status, "", support.fix, support.source, support.fix_rules)
+    text = support.reason or f"{node.op_type} does not run on {profile.name}"
+    return Reason(f"{profile.name}.op.{support.op}", text, support.status, "", support.fix, support.source, support.fix_rules)
+
+
+def _apply_rules(node: NodeView, profile: Profile, rules: tuple[Rule, ...], res: NodeResult) -> None:
+    for rule in rules:
+        try:
+            detail = rule.check(node, profile.limits)
+        except Exception as e:  # a rule that cannot see what it needs must not abort the check
+            res.notes.append(f"rule {rule.id} could not be evaluated ({type(e).__name__})")
+            continue
+        if detail is not None:
+            res.reasons.append(Reason(rule.id, rule.sentence(profile.limits), rule.on_fail, str(detail), rule.fix, rule.source, rule.fix_rules))
+            res.verdict = worst(res.verdict, rule.on_fail)
+
+
+def _finish(res: NodeResult, profile: Profile) -> NodeResult:
+    if res.verdict == Verdict.UNSUPPORTED and profile.fallback == "none" and res.reasons:
+        hint = f"{profile.title.split(' (')[0]} has no CPU fallback inside the compiled binary: cut this node away (npufit split --target {profile.name}) or rewrite it"
+        first = res.reasons[0]
+        if hint not in first.fix:
+            res.reasons[0] = Reason(first.rule, first.text, first.verdict, first.detail, first.fix + (hint,), first.source, first.fix_rules)
+    return res
+
+
+def _propagate_control_flow(graph: Graph, results: dict[str, NodeResult]) -> None:
+    """A control-flow node is no better than the worst node in its bodies."""
+    for node in reversed(graph.nodes):
+        if node.parent and node.parent in results:
+            parent, child = results[node.parent], results[node.name]
+            if child.verdict in (Verdict.CPU, Verdict.UNSUPPORTED) and worst(parent.verdict, child.verdict) != parent.verdict:
+                parent.verdict = child.verdict
+                parent.reasons.append(Reason("body", f"its body contains {child.op_type} '{child.name}' ({child.verdict.value})", child.verdict))

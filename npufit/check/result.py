@@ -1,0 +1,202 @@
+"""CheckReport: per-node verdicts + partitions + boundaries; renders to every format."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..targets.base import Verdict
+from .partitions import Boundary, Partition
+
+SCHEMA = "npufit.check/1"
+
+
+@dataclass
+class Reason:
+    rule: str  # stable rule id
+    text: str  # the sentence (formatted from the profile's limits)
+    verdict: Verdict  # what breaking this rule means
+    detail: str = ""  # what this node has ("got keepdims=0")
+    fix: tuple[str, ...] = ()
+    source: str = ""
+    fix_rules: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        d = {"rule": self.rule, "text": self.text, "verdict": self.verdict.value, "detail": self.detail,
+             "fix": list(self.fix), "source": self.source}
+        if self.fix_rules:
+            d["fix_rules"] = list(self.fix_rules)
+        return d
+
+    def sentence(self) -> str:
+        return f"{self.text} ({self.detail})" if self.detail else self.text
+
+
+@dataclass
+class NodeResult:
+    name: str
+    op_type: str
+    domain: str
+    verdict: Verdict
+    reasons: list[Reason] = field(default_factory=list)
+    composite: str | None = None
+    macs: int = 0
+    partition: int | None = None
+    parent: str | None = None
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d: dict[str, Any] = {"name": self.name, "op_type": self.op_type, "verdict": self.verdict.value,
+                             "reasons": [r.to_dict() for r in self.reasons]}
+        if self.domain:
+            d["domain"] = self.domain
+        if self.composite:
+            d["composite"] = self.composite
+        if self.macs:
+            d["macs"] = self.macs
+        if self.partition is not None:
+            d["partition"] = self.partition
+        if self.parent:
+            d["parent"] = self.parent
+        if self.notes:
+            d["notes"] = self.notes
+        d["inputs"], d["outputs"] = list(self.inputs), list(self.outputs)
+        return d
+
+
+@dataclass
+class CheckReport:
+    model: dict[str, Any]
+    target: dict[str, Any]
+    nodes: list[NodeResult]
+    partitions: list[Partition]
+    boundaries: list[Boundary]
+    prefix: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # sections added by other stages (e.g. Q/DQ ledger)
+
+    # -- derived numbers -----------------------------------------------------------
+    @property
+    def counts(self) -> dict[str, int]:
+        c = Counter(n.verdict.value for n in self.nodes)
+        return {v.value: c.get(v.value, 0) for v in Verdict}
+
+    @property
+    def running(self) -> list[NodeResult]:
+        return [n for n in self.nodes if n.verdict != Verdict.FOLDED and n.parent is None]
+
+    @property
+    def coverage_nodes(self) -> float:
+        run = self.running
+        return 100.0 * sum(n.verdict == Verdict.NPU for n in run) / len(run) if run else 100.0
+
+    @property
+    def macs_total(self) -> int:
+        return sum(n.macs for n in self.running)
+
+    @property
+    def macs_npu(self) -> int:
+        return sum(n.macs for n in self.running if n.verdict == Verdict.NPU)
+
+    @property
+    def coverage_macs(self) -> float:
+        tot = self.macs_total
+        return 100.0 * self.macs_npu / tot if tot else self.coverage_nodes
+
+    @property
+    def failing(self) -> list[NodeResult]:
+        return [n for n in self.nodes if n.verdict in (Verdict.CPU, Verdict.UNSUPPORTED)]
+
+    @property
+    def fully_npu(self) -> bool:
+        return not self.failing
+
+    def node(self, name: str) -> NodeResult | None:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        return None
+
+    def fix_rules(self) -> list[str]:
+        """`npufit fix` rules that address at least one failing node (in first-seen order)."""
+        seen: dict[str, None] = {}
+        for n in self.failing:
+            for r in n.reasons:
+                for f in r.fix_rules:
+                    seen.setdefault(f, None)
+        return list(seen)
+
+    def summary(self) -> dict[str, Any]:
+        npu_parts = [p for p in self.partitions if p.device == "npu"]
+        return {
+            "nodes_total": len(self.nodes),
+            "counts": self.counts,
+            "coverage_nodes_pct": round(self.coverage_nodes, 2),
+            "coverage_macs_pct": round(self.coverage_macs, 2),
+            "macs_total": self.macs_total,
+            "macs_npu": self.macs_npu,
+            "npu_partitions": len(npu_parts),
+            "host_partitions": len(self.partitions) - len(npu_parts),
+            "boundaries": len(self.boundaries),
+            "boundary_bytes": sum(b.bytes or 0 for b in self.boundaries),
+            "fully_npu": self.fully_npu,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        from .. import __version__
+
+        d = {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "model": self.model,
+            "target": self.target,
+            "summary": self.summary(),
+            "nodes": [n.to_dict() for n in self.nodes],
+            "partitions": [p.to_dict() for p in self.partitions],
+            "boundaries": [b.to_dict() for b in self.boundaries],
+            "prefix": self.prefix,
+            "fix_suggestions": self.fix_rules(),
+            "warnings": self.warnings,
+        }
+        d.update(self.extra)
+        return d
+
+    # -- rendering (thin wrappers; renderers live in npufit.report) --------------------
+    def to_json(self, indent: int | None = 2) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+
+    def to_markdown(self, all_nodes: bool = False) -> str:
+        from ..report.check_markdown import render_markdown
+
+        return render_markdown(self, all_nodes=all_nodes)
+
+    def render(self, fmt: str = "table", all_nodes: bool = False) -> str:
+        if fmt == "json":
+            return self.to_json()
+        if fmt == "markdown":
+            return self.to_markdown(all_nodes)
+        if fmt == "html":
+            from ..report.html import render_check_html  # provided by the report work
+
+            return render_check_html(self)
+        from ..report.check_terminal import render_text
+
+        return render_text(self, all_nodes=all_nodes)
+
+
+def _json_default(o):
+    import numpy as np
+
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Verdict):
+        return o.value
+    return str(o)

@@ -1,0 +1,76 @@
+"""The `npufit` command: one module per verb, each calling exactly one library function."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from .. import __version__
+from ..errors import NpufitError
+
+# verb -> module (each module has register(subparsers) and run(args) -> int)
+COMMANDS = {
+    "check": "npufit.cli.check",
+    "targets": "npufit.cli.targets",
+    "compare": "npufit.cli.compare",
+    "fix": "npufit.cli.fix",
+    "split": "npufit.cli.split",
+    "run": "npufit.cli.run",
+    "quantize": "npufit.cli.quantize",
+    "compile": "npufit.cli.compile",
+    "env": "npufit.cli.env",
+    "probe": "npufit.cli.probe",
+    "bench": "npufit.cli.bench",
+    "pipeline": "npufit.cli.pipeline",
+    "report": "npufit.cli.report",
+    "doctor": "npufit.cli.doctor",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="npufit",
+        description="Will this network run on the NPU? Check, fix, split, quantize, compile and benchmark models "
+                    "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/65/85 and Rockchip RK3588.",
+        epilog="Run 'npufit COMMAND --help' for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"npufit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for verb, modname in COMMANDS.items():
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as e:
+            if e.name == modname:
+                continue  # verb not built into this version
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except NpufitError as e:
+        print(f"npufit: error: {e.message}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("npufit: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # the CLI edge: one line, never a traceback (NPUFIT_DEBUG=1 shows it)
+        if os.environ.get("NPUFIT_DEBUG"):
+            raise
+        msg = str(e).splitlines()[0][:300] if str(e) else ""
+        print(f"npufit: internal error: {type(e).__name__}: {msg} (set NPUFIT_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

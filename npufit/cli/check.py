@@ -1,0 +1,47 @@
+"""npufit check MODEL --target T: which node runs on the NPU, which does not, why, and how to fix it."""
+from __future__ import annotations
+
+import argparse
+
+from .common import add_format_option, add_input_shape_option, emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check", help="judge every node of a model against a target NPU",
+                       description="Judge every node of an ONNX or TFLite model against a target profile: verdict "
+                                   "(npu / cpu / unsupported / folded), the rule broken, how to fix it; coverage, "
+                                   "partitions, NPU<->host boundaries and the largest NPU-runnable prefix.")
+    p.add_argument("model", help="path to an .onnx or .tflite file (never modified)")
+    p.add_argument("--target", "-t", default="hailo8",
+                   help="target name, a comma-separated list, or 'all' (see 'npufit targets'; default: hailo8)")
+    add_format_option(p, choices=("table", "json", "markdown", "html"))
+    add_input_shape_option(p)
+    p.add_argument("--all-nodes", action="store_true", help="list every node in table/markdown output, not only the failing ones")
+    p.add_argument("--fail-under", type=float, metavar="PCT",
+                   help="exit 1 when NPU coverage (by nodes) is below PCT, for CI gates")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..check import check
+    from ..graph import load, parse_input_shapes
+    from ..targets import resolve_targets
+
+    targets = resolve_targets(args.target)
+    graph = load(args.model, parse_input_shapes(args.input_shape))
+    if len(targets) > 1:
+        from ..check.grid import check_grid  # multi-target grid (targets work)
+
+        grid = check_grid(graph, targets)
+        emit(grid.render(args.format), args.output)
+        worst = min(r.coverage_nodes for r in grid.reports.values())
+    else:
+        report = check(graph, targets[0])
+        emit(report.render(args.format, all_nodes=args.all_nodes), args.output)
+        worst = report.coverage_nodes
+    if args.fail_under is not None and worst < args.fail_under:
+        import sys
+
+        print(f"npufit: coverage {worst:.1f}% is below --fail-under {args.fail_under:g}%", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,26 @@
+"""Options and output handling shared by the verbs."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..util.io import atomic_write_text
+
+
+def add_format_option(p: argparse.ArgumentParser, choices=("table", "json", "markdown"), default="table") -> None:
+    p.add_argument("--format", "-f", choices=choices, default=default, help=f"output format (default: {default})")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+
+
+def add_input_shape_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,..",
+                   help="pin a dynamic input shape, e.g. images=1,3,640,640 (repeatable)")
+
+
+def emit(text: str, output: str | None) -> None:
+    """Print to stdout, or write atomically to --output."""
+    if output:
+        atomic_write_text(output, text if text.endswith("\n") else text + "\n")
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -1,0 +1,14 @@
+"""Errors are values with a reason until the CLI edge turns them into one line + exit code."""
+
+
+class NpufitError(Exception):
+    """A user-facing error: one clear sentence, no traceback. exit_code 2 = bad input."""
+
+    def __init__(self, message: str, exit_code: int = 2):
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class BadModelError(NpufitError):
+    """The model file is missing, unreadable, corrupt or unsafe."""

@@ -1,0 +1,224 @@
+"""Read-only views that rules see instead of raw IR objects (ONNX protobuf or TFLite flatbuffer)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+Dim = int | str | None  # int = static, str = symbolic name, None = unknown
+
+
+@dataclass(frozen=True)
+class QuantParams:
+    """Affine quantization of a tensor: real = scale * (q - zero_point)."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None  # None = per-tensor
+    dtype: str | None = None  # storage dtype, e.g. 'int8'
+
+    @property
+    def per_channel(self) -> bool:
+        return len(self.scale) > 1
+
+
+@dataclass
+class TensorInfo:
+    name: str
+    shape: tuple[Dim, ...] | None = None  # None = rank unknown
+    dtype: str | None = None  # numpy name: 'float32', 'int8', ...
+    is_const: bool = False  # initializer, Constant output, or folded at compile time
+    is_initializer: bool = False
+    value: np.ndarray | None = None  # only when known and small
+    quant: QuantParams | None = None
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) and d >= 0 for d in self.shape)
+
+    @property
+    def numel(self) -> int | None:
+        if not self.is_static:
+            return None
+        n = 1
+        for d in self.shape:  # type: ignore[union-attr]
+            n *= int(d)
+        return n
+
+    @property
+    def itemsize(self) -> int | None:
+        if self.dtype is None:
+            return None
+        if self.dtype == "bool":
+            return 1
+        try:
+            return np.dtype(self.dtype).itemsize
+        except TypeError:
+            return None
+
+    @property
+    def nbytes(self) -> int | None:
+        n, s = self.numel, self.itemsize
+        return None if n is None or s is None else n * s
+
+    def shape_str(self) -> str:
+        if self.shape is None:
+            return "?"
+        return "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
+
+
+@dataclass
+class NodeView:
+    """What a rule may look at: op, attributes, tensors and (small) constant values."""
+
+    name: str
+    op_type: str
+    domain: str
+    attrs: Mapping[str, Any]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    graph: "Graph" = field(repr=False, compare=False)
+    index: int = 0  # position in Graph.nodes (topological)
+    parent: str | None = None  # name of the If/Loop/Scan node holding this one
+    subgraph_of: tuple[str, ...] = ()  # attribute names holding subgraphs (If/Loop/Scan)
+    raw: Any = field(default=None, repr=False, compare=False)  # underlying IR object; loaders only, not for rules
+
+    # -- tensors -------------------------------------------------------------
+    def input(self, i: int) -> TensorInfo | None:
+        if i >= len(self.inputs) or not self.inputs[i]:
+            return None
+        return self.graph.tensor(self.inputs[i])
+
+    def output(self, i: int = 0) -> TensorInfo | None:
+        if i >= len(self.outputs) or not self.outputs[i]:
+            return None
+        return self.graph.tensor(self.outputs[i])
+
+    def input_shape(self, i: int = 0):
+        t = self.input(i)
+        return None if t is None else t.shape
+
+    def output_shape(self, i: int = 0):
+        t = self.output(i)
+        return None if t is None else t.shape
+
+    def input_dtype(self, i: int = 0) -> str | None:
+        t = self.input(i)
+        return None if t is None else t.dtype
+
+    def output_dtype(self, i: int = 0) -> str | None:
+        t = self.output(i)
+        return None if t is None else t.dtype
+
+    def is_const(self, i: int) -> bool:
+        t = self.input(i)
+        return bool(t and t.is_const)
+
+    def const_value(self, i: int) -> np.ndarray | None:
+        t = self.input(i)
+        return None if t is None else t.value
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    @property
+    def present_inputs(self) -> list[str]:
+        return [n for n in self.inputs if n]
+
+    @property
+    def key(self) -> str:
+        """Op key used by profiles: 'Conv', or 'com.microsoft::FusedConv' for other domains."""
+        return self.op_type if self.domain in ("", "ai.onnx") else f"{self.domain}::{self.op_type}"
+
+
+class Graph:
+    """A loaded model: nodes in topological order, a tensor table, producer/consumer maps."""
+
+    def __init__(
+        self,
+        path: str,
+        fmt: str,
+        nodes: Sequence[NodeView],
+        tensors: dict[str, TensorInfo],
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        opsets: Mapping[str, int] | None = None,
+        warnings: Iterable[str] = (),
+        meta: Mapping[str, Any] | None = None,
+    ):
+        self.path = path
+        self.format = fmt  # 'onnx' | 'tflite'
+        self.nodes = list(nodes)
+        self.tensors = tensors
+        self.input_names = list(inputs)
+        self.output_names = list(outputs)
+        self.opsets = dict(opsets or {})
+        self.warnings = list(warnings)
+        self.meta = dict(meta or {})
+        self._producer: dict[str, NodeView] = {}
+        self._consumers: dict[str, list[NodeView]] = {}
+        for i, n in enumerate(self.nodes):
+            n.index = i
+            n.graph = self
+            for o in n.outputs:
+                if o:
+                    self._producer[o] = n
+            for t in n.inputs:
+                if t:
+                    self._consumers.setdefault(t, []).append(n)
+        self._by_name = {n.name: n for n in self.nodes}
+
+    # -- lookups -----------------------------------------------------------------
+    def tensor(self, name: str) -> TensorInfo:
+        t = self.tensors.get(name)
+        if t is None:
+            t = self.tensors[name] = TensorInfo(name)
+        return t
+
+    def producer(self, tensor: str) -> NodeView | None:
+        return self._producer.get(tensor)
+
+    def consumers(self, tensor: str) -> list[NodeView]:
+        return self._consumers.get(tensor, [])
+
+    def node(self, name: str) -> NodeView | None:
+        return self._by_name.get(name)
+
+    @property
+    def inputs(self) -> list[TensorInfo]:
+        return [self.tensor(n) for n in self.input_names]
+
+    @property
+    def outputs(self) -> list[TensorInfo]:
+        return [self.tensor(n) for n in self.output_names]
+
+    @property
+    def top_nodes(self) -> list[NodeView]:
+        """Nodes of the main graph (not inside If/Loop/Scan bodies)."""
+        return [n for n in self.nodes if n.parent is None]
+
+    def predecessors(self, node: NodeView) -> list[NodeView]:
+        seen, out = set(), []
+        for t in node.inputs:
+            p = self._producer.get(t) if t else None
+            if p is not None and p.name not in seen:
+                seen.add(p.name)
+                out.append(p)
+        return out
+
+    def successors(self, node: NodeView) -> list[NodeView]:
+        seen, out = set(), []
+        for t in node.outputs:
+            for c in self._consumers.get(t, []):
+                if c.name not in seen:
+                    seen.add(c.name)
+                    out.append(c)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.nodes)

@@ -1,0 +1,267 @@
+"""Load an ONNX file into a Graph without reading external weights into memory.
+
+Why plain onnx protobuf rather than onnx-ir here: `onnx.load(load_external_data=False)` and
+the C++ shape inference keep a 100k-node check within seconds, and external weights are never
+touched. Rewrites (npufit.rewrite) use onnx-ir, where mutation is the point.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..errors import BadModelError
+from .model import Graph, NodeView, TensorInfo
+
+SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
+
+
+def np_dtype_name(elem_type: int) -> str | None:
+    if not elem_type:
+        return None
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except Exception:  # bfloat16/float8 have no numpy dtype
+        return onnx.TensorProto.DataType.Name(elem_type).lower()
+
+
+class LazyAttrs(Mapping):
+    """Attributes converted to Python values on first access (100k-node graphs stay fast)."""
+
+    __slots__ = ("_protos", "_cache")
+
+    def __init__(self, protos):
+        self._protos = {a.name: a for a in protos}
+        self._cache: dict[str, Any] = {}
+
+    def __getitem__(self, key):
+        if key not in self._cache:
+            a = self._protos[key]
+            if a.type == onnx.AttributeProto.GRAPH or a.type == onnx.AttributeProto.GRAPHS:
+                v = "<subgraph>"
+            elif a.type == onnx.AttributeProto.TENSOR:
+                v = numpy_helper.to_array(a.t) if _small(a.t) else f"<tensor {list(a.t.dims)}>"
+            else:
+                v = helper.get_attribute_value(a)
+                if isinstance(v, bytes):
+                    v = v.decode("utf-8", "replace")
+                elif isinstance(v, list) and v and isinstance(v[0], bytes):
+                    v = [x.decode("utf-8", "replace") for x in v]
+            self._cache[key] = v
+        return self._cache[key]
+
+    def __iter__(self):
+        return iter(self._protos)
+
+    def __len__(self):
+        return len(self._protos)
+
+
+def _small(t: onnx.TensorProto) -> bool:
+    n = 1
+    for d in t.dims:
+        n *= d
+    return n <= SMALL_VALUE_ELEMS and t.data_location != onnx.TensorProto.EXTERNAL
+
+
+def _shape_of(type_proto) -> tuple | None:
+    if not type_proto.HasField("tensor_type"):
+        return None
+    tt = type_proto.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    dims = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param") and d.dim_param:
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return tuple(dims)
+
+
+def _elem_type(type_proto) -> int:
+    return type_proto.tensor_type.elem_type if type_proto.HasField("tensor_type") else 0
+
+
+def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
+    """Parse the file (weights stay on disk when external) and refuse unsafe or broken input."""
+    p = Path(path)
+    if not p.exists():
+        raise BadModelError(f"{p}: no such file")
+    if p.is_dir():
+        raise BadModelError(f"{p}: is a directory, expected an .onnx or .tflite file")
+    size = p.stat().st_size
+    if size == 0:
+        raise BadModelError(f"{p}: empty file, not an ONNX model")
+    try:
+        model = onnx.load(str(p), load_external_data=False)
+    except Exception as e:  # DecodeError, RuntimeError from C++ parser
+        raise BadModelError(f"{p}: not a valid ONNX model (protobuf parse failed: {type(e).__name__})") from None
+    if not model.HasField("graph") or (model.ir_version == 0 and not model.opset_import):
+        raise BadModelError(f"{p}: not an ONNX model (no graph / ir_version in the protobuf)")
+    if len(model.graph.node) == 0 and len(model.graph.output) == 0:
+        raise BadModelError(f"{p}: ONNX model has an empty graph")
+    check_external_data(model, p.parent)
+    return model
+
+
+def _external_location(t: onnx.TensorProto) -> str | None:
+    if t.data_location != onnx.TensorProto.EXTERNAL:
+        return None
+    for kv in t.external_data:
+        if kv.key == "location":
+            return kv.value
+    return ""
+
+
+def _all_tensors(graph: onnx.GraphProto):
+    yield from graph.initializer
+    for n in graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                yield a.t
+            elif a.type == onnx.AttributeProto.GRAPH:
+                yield from _all_tensors(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    yield from _all_tensors(g)
+
+
+def check_external_data(model: onnx.ModelProto, base_dir: Path) -> list[str]:
+    """External data must stay inside the model's folder (path traversal is refused)."""
+    base = base_dir.resolve()
+    missing = []
+    for t in _all_tensors(model.graph):
+        loc = _external_location(t)
+        if loc is None:
+            continue
+        if not loc or os.path.isabs(loc):
+            raise BadModelError(f"initializer '{t.name}': external data location '{loc}' must be a relative path inside the model folder")
+        target = (base / loc).resolve()
+        if base != target and base not in target.parents:
+            raise BadModelError(f"initializer '{t.name}': external data '{loc}' points outside the model folder (refused: path traversal)")
+        if not target.exists():
+            missing.append(loc)
+    return sorted(set(missing))
+
+
+def apply_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """Pin dynamic input dims (in our in-memory copy only; the file is never modified)."""
+    by_name = {i.name: i for i in model.graph.input}
+    for name, dims in shapes.items():
+        if name not in by_name:
+            known = ", ".join(i.name for i in model.graph.input) or "none"
+            raise BadModelError(f"--input-shape: model has no input '{name}' (inputs: {known})")
+        tt = by_name[name].type.tensor_type
+        tt.shape.ClearField("dim")
+        for d in dims:
+            tt.shape.dim.add().dim_value = int(d)
+    # Stale value_info can contradict the new shapes; inference recomputes them.
+    if shapes:
+        del model.graph.value_info[:]
+
+
+def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception as e:
+        warnings.append(f"shape inference failed ({type(e).__name__}: {str(e).splitlines()[0][:160]}); shapes may be incomplete")
+        return model
+
+
+def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
+    model = read_model_proto(path)
+    warnings: list[str] = []
+    missing = check_external_data(model, Path(path).parent)
+    if missing:
+        warnings.append(f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)")
+    if input_shapes:
+        apply_input_shapes(model, input_shapes)
+    opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
+    if opsets.get("ai.onnx", 0) > onnx.defs.onnx_opset_version():
+        warnings.append(f"model opset {opsets['ai.onnx']} is newer than this onnx ({onnx.defs.onnx_opset_version()}); shapes may be incomplete")
+    model = _infer(model, warnings)
+    return build_graph(model, str(path), opsets, warnings)
+
+
+def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], warnings: list[str]) -> Graph:
+    tensors: dict[str, TensorInfo] = {}
+    nodes: list[NodeView] = []
+    g = model.graph
+    init_names = {t.name for t in g.initializer}
+    _collect_graph(g, tensors, nodes, parent=None, prefix="")
+    inputs = [i.name for i in g.input if i.name not in init_names]
+    outputs = [o.name for o in g.output]
+    for name in inputs:
+        t = tensors[name]
+        if t.shape is None:
+            warnings.append(f"input '{name}' has no shape; pass --input-shape {name}=1,3,224,224")
+        elif not t.is_static:
+            warnings.append(f"input '{name}' has dynamic dims {t.shape_str()}; pass --input-shape {name}=... to pin them")
+    graph = Graph(path, "onnx", nodes, tensors, inputs, outputs, opsets, warnings,
+                  meta={"producer": f"{model.producer_name} {model.producer_version}".strip(), "ir_version": model.ir_version})
+    from .folding import fold_constants  # late import: folding needs the Graph type
+
+    fold_constants(graph, opsets)
+    return graph
+
+
+def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str) -> None:
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        t = tensors.setdefault(vi.name, TensorInfo(vi.name))
+        t.shape = _shape_of(vi.type) if t.shape is None else t.shape
+        t.dtype = t.dtype or np_dtype_name(_elem_type(vi.type))
+    for init in g.initializer:
+        t = tensors.setdefault(init.name, TensorInfo(init.name))
+        t.shape = tuple(int(d) for d in init.dims)
+        t.dtype = np_dtype_name(init.data_type)
+        t.is_const = t.is_initializer = True
+        if _small(init):
+            try:
+                t.value = numpy_helper.to_array(init)
+            except Exception:
+                t.value = None
+    for i, n in enumerate(g.node):
+        name = n.name or f"{prefix}{n.op_type}_{i}"
+        subs = tuple(a.name for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS))
+        view = NodeView(name=name, op_type=n.op_type, domain=n.domain or "", attrs=LazyAttrs(n.attribute),
+                        inputs=tuple(n.input), outputs=tuple(n.output), graph=None, parent=parent, subgraph_of=subs, raw=n)  # type: ignore[arg-type]
+        nodes.append(view)
+        if n.op_type == "Constant":
+            _constant_output(n, tensors)
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _collect_graph(a.g, tensors, nodes, parent=name, prefix=f"{name}/")
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for sub in a.graphs:
+                    _collect_graph(sub, tensors, nodes, parent=name, prefix=f"{name}/")
+
+
+def _constant_output(n: onnx.NodeProto, tensors) -> None:
+    if not n.output:
+        return
+    t = tensors.setdefault(n.output[0], TensorInfo(n.output[0]))
+    t.is_const = True
+    for a in n.attribute:
+        try:
+            if a.name == "value":
+                t.shape, t.dtype = tuple(a.t.dims), np_dtype_name(a.t.data_type)
+                if _small(a.t):
+                    t.value = numpy_helper.to_array(a.t)
+            elif a.name in ("value_float", "value_int"):
+                v = helper.get_attribute_value(a)
+                t.value = np.array(v, dtype=np.float32 if a.name == "value_float" else np.int64)
+                t.shape, t.dtype = (), t.value.dtype.name
+            elif a.name in ("value_floats", "value_ints"):
+                v = helper.get_attribute_value(a)
+                t.value = np.array(v, dtype=np.float32 if a.name == "value_floats" else np.int64)
+                t.shape, t.dtype = t.value.shape, t.value.dtype.name
+        except Exception:
+            pass

@@ -1,0 +1,1 @@
+"""report: CheckReport / SplitPlan / BenchResult -> terminal, JSON, Markdown, HTML."""

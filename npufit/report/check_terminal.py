@@ -1,0 +1,129 @@
+"""CheckReport -> a terminal view a person reads at a glance (rich tables, colour when a TTY)."""
+from __future__ import annotations
+
+import io
+import sys
+from collections import Counter
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .style import VERDICT_STYLE, human_bytes, human_count, shape_str
+
+MAX_BOUNDARIES = 20
+
+
+def console_to_string(render, width: int = 120) -> str:
+    buf = io.StringIO()
+    tty = sys.stdout.isatty()
+    con = Console(file=buf, force_terminal=tty, width=width if not tty else None, no_color=not tty, highlight=False)
+    render(con)
+    return buf.getvalue()
+
+
+def render_text(report, all_nodes: bool = False) -> str:
+    return console_to_string(lambda con: print_report(con, report, all_nodes))
+
+
+def print_report(con: Console, report, all_nodes: bool = False) -> None:
+    s = report.summary()
+    t = report.target
+    con.print(Text.assemble(("npufit check ", "bold"), (report.model["file"], "bold cyan"), "  →  ", (t["title"], "bold")))
+    c = s["counts"]
+    line = Text.assemble(
+        ("coverage ", "bold"), (f"{s['coverage_nodes_pct']:.1f}%", "bold green" if report.fully_npu else "bold yellow"), " of nodes, ",
+        (f"{s['coverage_macs_pct']:.1f}%", "bold"), f" of MACs ({human_count(s['macs_npu'])}/{human_count(s['macs_total'])})   ",
+        (f"npu {c['npu']}", VERDICT_STYLE["npu"]), "  ", (f"cpu {c['cpu']}", VERDICT_STYLE["cpu"]), "  ",
+        (f"unsupported {c['unsupported']}", VERDICT_STYLE["unsupported"]), "  ", (f"folded {c['folded']}", VERDICT_STYLE["folded"]))
+    con.print(line)
+    con.print(f"partitions: {s['npu_partitions']} NPU, {s['host_partitions']} host   boundaries: {s['boundaries']} "
+              f"({human_bytes(s['boundary_bytes'])} crossing)")
+    for note in t.get("notes", []):
+        con.print(Text(f"note: {note}", style="dim"))
+    _op_summary(con, report)
+    _node_table(con, report, all_nodes)
+    _partitions(con, report)
+    _boundaries(con, report)
+    _prefix(con, report)
+    extra_sections = report.extra.get("_terminal_sections", [])
+    for section in extra_sections:
+        section(con, report)
+    fixes = report.fix_rules()
+    if fixes:
+        con.print(Text.assemble(("suggested: ", "bold"), f"npufit fix {report.model['file']} --target {t['name']} --rules {','.join(fixes)}"))
+    for w in report.warnings:
+        con.print(Text(f"warning: {w}", style="yellow"))
+
+
+def _op_summary(con: Console, report) -> None:
+    by_op: dict[str, Counter] = {}
+    for n in report.nodes:
+        by_op.setdefault(n.op_type, Counter())[n.verdict.value] += 1
+    tab = Table(title="ops by verdict", title_justify="left", show_edge=False, pad_edge=False)
+    tab.add_column("op")
+    for v in ("npu", "cpu", "unsupported", "folded"):
+        tab.add_column(v, justify="right", style=VERDICT_STYLE[v])
+    order = sorted(by_op.items(), key=lambda kv: (-(kv[1]["unsupported"] + kv[1]["cpu"]), -sum(kv[1].values()), kv[0]))
+    for op, cnt in order:
+        tab.add_row(op, *[str(cnt[v]) if cnt[v] else "" for v in ("npu", "cpu", "unsupported", "folded")])
+    con.print(tab)
+
+
+def _node_table(con: Console, report, all_nodes: bool) -> None:
+    rows = report.nodes if all_nodes else report.failing
+    if not rows:
+        con.print(Text("every node runs on the NPU (or is folded at compile time)", style="green"))
+        return
+    tab = Table(title="nodes" if all_nodes else "nodes not on the NPU", title_justify="left", show_lines=True)
+    tab.add_column("node", overflow="fold", max_width=36)
+    tab.add_column("op")
+    tab.add_column("verdict")
+    tab.add_column("why (rule)", overflow="fold")
+    tab.add_column("fix", overflow="fold")
+    for n in rows:
+        why = "\n".join(f"{r.sentence()} [{r.rule}]" for r in n.reasons) or ("folded at compile time" if n.verdict.value == "folded" else "")
+        fix = "\n".join(dict.fromkeys(f for r in n.reasons for f in r.fix))
+        tab.add_row(n.name, n.op_type, Text(n.verdict.value, style=VERDICT_STYLE[n.verdict.value]), why, fix)
+    con.print(tab)
+
+
+def _partitions(con: Console, report) -> None:
+    if not report.partitions:
+        return
+    tab = Table(title="partitions (execution order)", title_justify="left", show_edge=False)
+    for col in ("#", "device", "nodes", "MACs", "ops", "first → last"):
+        tab.add_column(col)
+    for p in report.partitions:
+        ops = Counter(report.node(n).op_type for n in p.nodes)
+        top = ", ".join(f"{o}×{k}" if k > 1 else o for o, k in ops.most_common(4)) + (" …" if len(ops) > 4 else "")
+        tab.add_row(str(p.id), Text(p.device, style="green" if p.device == "npu" else "yellow"), str(len(p.nodes)),
+                    human_count(p.macs), top, f"{p.nodes[0]} → {p.nodes[-1]}" if len(p.nodes) > 1 else p.nodes[0])
+    con.print(tab)
+
+
+def _boundaries(con: Console, report) -> None:
+    if not report.boundaries:
+        return
+    tab = Table(title="tensors crossing NPU↔host", title_justify="left", show_edge=False)
+    for col in ("tensor", "direction", "from → to", "shape", "dtype", "bytes"):
+        tab.add_column(col, overflow="fold")
+    for b in report.boundaries[:MAX_BOUNDARIES]:
+        tab.add_row(b.tensor, b.direction, f"{b.src} → {b.dst}", shape_str(b.shape), b.dtype or "?", human_bytes(b.bytes))
+    con.print(tab)
+    if len(report.boundaries) > MAX_BOUNDARIES:
+        con.print(Text(f"… {len(report.boundaries) - MAX_BOUNDARIES} more (see --format json)", style="dim"))
+
+
+def _prefix(con: Console, report) -> None:
+    p = report.prefix
+    if p["covers_whole_model"]:
+        con.print(Text("the whole model is one NPU-runnable graph", style="green"))
+        return
+    if not p["node_count"]:
+        con.print(Text("no NPU-runnable prefix: the first running node is not NPU-supported", style="yellow"))
+        return
+    macs = f", {p['macs_pct']:.1f}% of MACs" if p.get("macs_pct") is not None else ""
+    con.print(Text.assemble(("largest NPU prefix: ", "bold"), f"{p['node_count']} nodes{macs}"))
+    con.print(f"  --start-node-names {' '.join(p['start_nodes']) or '(inputs)'}")
+    con.print(f"  --end-node-names {' '.join(p['end_nodes'])}")

@@ -1,0 +1,68 @@
+"""Targets: WHAT each NPU can take. Pure data + small rule functions; never imports a vendor SDK."""
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+
+from ..errors import NpufitError
+from .base import Composite, CompositeMatch, OpSupport, Profile, Rule, Verdict, worst
+
+# target name -> module that defines it (each module has `profiles() -> dict[str, Profile]`)
+_MODULES = {
+    "hailo8": "npufit.targets.hailo",
+    "hailo8l": "npufit.targets.hailo",
+    "ethos-n78": "npufit.targets.ethos_n",
+    "ethos-u55-128": "npufit.targets.ethos_u",
+    "ethos-u55-256": "npufit.targets.ethos_u",
+    "ethos-u65-256": "npufit.targets.ethos_u",
+    "ethos-u65-512": "npufit.targets.ethos_u",
+    "ethos-u85-256": "npufit.targets.ethos_u",
+    "ethos-u85-512": "npufit.targets.ethos_u",
+    "ethos-u85-1024": "npufit.targets.ethos_u",
+    "ethos-u85-2048": "npufit.targets.ethos_u",
+    "rk3588": "npufit.targets.rockchip",
+}
+
+
+@lru_cache(maxsize=None)
+def _load_module(modname: str) -> dict[str, Profile]:
+    return importlib.import_module(modname).profiles()
+
+
+def available_targets() -> list[str]:
+    names = []
+    for name, mod in _MODULES.items():
+        try:
+            if name in _load_module(mod):
+                names.append(name)
+        except ModuleNotFoundError:
+            continue
+    return names
+
+
+def get_profile(name: str) -> Profile:
+    key = name.strip().lower()
+    mod = _MODULES.get(key)
+    profiles = None
+    if mod:
+        try:
+            profiles = _load_module(mod)
+        except ModuleNotFoundError:
+            profiles = None
+    if not profiles or key not in profiles:
+        raise NpufitError(f"unknown target '{name}' (available: {', '.join(available_targets())})")
+    return profiles[key]
+
+
+def resolve_targets(spec: str) -> list[str]:
+    """'hailo8' | 'hailo8,rk3588' | 'all' -> list of target names."""
+    if spec.strip().lower() == "all":
+        return available_targets()
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    for n in names:
+        get_profile(n)
+    return names
+
+
+__all__ = ["Profile", "Rule", "OpSupport", "Composite", "CompositeMatch", "Verdict", "worst",
+           "get_profile", "available_targets", "resolve_targets"]

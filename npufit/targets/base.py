@@ -1,0 +1,146 @@
+"""A target is data (limits, an op table) plus small rule functions.
+
+Borrowed from Vela: the sentence a user reads when a rule fails is the documentation line,
+formatted from the same limits the rule checks. Improved: the sentence is an explicit field,
+every rule is evaluated (not just the first), and results are values, not prints.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from ..graph import Graph, NodeView
+
+
+class Verdict(str, Enum):
+    NPU = "npu"  # runs on the accelerator
+    CPU = "cpu"  # the vendor toolchain places it on the host by itself
+    UNSUPPORTED = "unsupported"  # the toolchain rejects it: cut or rewrite the model
+    FOLDED = "folded"  # computed at compile time from constants / static shapes: runs nowhere
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
+
+
+SEVERITY = {Verdict.FOLDED: -1, Verdict.NPU: 0, Verdict.CPU: 1, Verdict.UNSUPPORTED: 2}
+
+
+def worst(*verdicts: Verdict) -> Verdict:
+    return max(verdicts, key=SEVERITY.__getitem__)
+
+
+# A check returns None when the node satisfies the rule, else a short detail ("got kernel 9x9").
+CheckFn = Callable[[NodeView, Mapping[str, Any]], "str | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str  # stable id, e.g. "hailo8.reducemax.keepdims"
+    text: str  # constraint sentence; may use {limit} fields from Profile.limits
+    check: CheckFn
+    on_fail: Verdict = Verdict.UNSUPPORTED
+    fix: tuple[str, ...] = ()  # hints shown to the user
+    source: str = ""  # source tag (see Profile.sources) or seed file name
+    fix_rules: tuple[str, ...] = ()  # names of `npufit fix` rewrite rules that address it
+
+    def sentence(self, limits: Mapping[str, Any]) -> str:
+        try:
+            return self.text.format(**limits)
+        except (KeyError, IndexError, ValueError):
+            return self.text
+
+
+@dataclass(frozen=True)
+class OpSupport:
+    """How a target treats one op type when none of its rules fail."""
+
+    op: str
+    status: Verdict
+    rules: tuple[Rule, ...] = ()
+    reason: str = ""  # why, when status is cpu/unsupported (a sentence)
+    fix: tuple[str, ...] = ()
+    source: str = ""
+    note: str = ""  # shown in the support matrix
+    fix_rules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompositeMatch:
+    nodes: tuple[NodeView, ...]
+    detail: str = ""  # e.g. "axes=[2] keepdims=0"
+
+
+@dataclass(frozen=True)
+class Composite:
+    """A multi-node unit judged as one (GELU from Erf, LayerNorm from reductions, mean->reshape->Linear)."""
+
+    id: str
+    name: str
+    text: str  # sentence shown for every node of the match
+    match: Callable[[Graph], list[CompositeMatch]]
+    verdict: Verdict
+    fix: tuple[str, ...] = ()
+    source: str = ""
+    fix_rules: tuple[str, ...] = ()
+
+
+@dataclass
+class Profile:
+    name: str  # e.g. "hailo8"
+    title: str  # e.g. "Hailo-8 (Hailo Dataflow Compiler 3.x)"
+    vendor: str
+    summary: str
+    fallback: str  # "none": nothing runs on the host inside the vendor binary; "cpu": toolchain falls back itself
+    limits: dict[str, Any]
+    ops: dict[str, OpSupport]
+    unknown: OpSupport  # for op types not in the table
+    graph_rules: tuple[Rule, ...] = ()  # apply to every non-folded node (dtype, batch, rank, static shapes)
+    composites: tuple[Composite, ...] = ()
+    sources: dict[str, str] = field(default_factory=dict)
+    input_formats: tuple[str, ...] = ("onnx",)
+    # Optional: map a NodeView to the op key used in `ops` (e.g. ONNX -> TFLite vocabulary for Ethos-U).
+    op_key: Callable[[NodeView], str] | None = None
+    notes: tuple[str, ...] = ()  # shown in reports and docs (e.g. "no CPU fallback inside a HEF")
+    aliases: tuple[str, ...] = ()
+
+    def support_for(self, node: NodeView) -> OpSupport:
+        key = self.op_key(node) if self.op_key else node.key
+        return self.ops.get(key) or self.unknown
+
+    def rules(self) -> list[Rule]:
+        out = list(self.graph_rules)
+        for s in self.ops.values():
+            out.extend(s.rules)
+        return out
+
+
+# -- small helpers shared by rule functions -------------------------------------------
+
+def spatial(node: NodeView, name: str, default: int = 1) -> list[int]:
+    """A per-spatial-axis attribute (kernel_shape, strides, dilations) as a list."""
+    v = node.attr(name)
+    if v is None:
+        w = node.input(1)
+        nsp = (len(w.shape) - 2) if (w is not None and w.shape) else 2
+        return [default] * max(nsp, 1)
+    return [int(x) for x in v]
+
+
+def kernel_shape(node: NodeView) -> list[int]:
+    k = node.attr("kernel_shape")
+    if k is not None:
+        return [int(x) for x in k]
+    w = node.input(1)
+    if w is not None and w.shape and len(w.shape) > 2:
+        return [int(x) if isinstance(x, int) else -1 for x in w.shape[2:]]
+    return []
+
+
+def fmt_list(v: Sequence[Any]) -> str:
+    return "x".join(str(x) for x in v)
+
+
+def in_range(values: Sequence[int], lo: int, hi: int) -> bool:
+    return all(lo <= v <= hi for v in values)
