@@ -1,0 +1,57 @@
+"""Seed-003 time-series regressors: GRU, LSTM, bidirectional LSTM and a TCN (the conv alternative
+seed 000 recommends for NPUs). Input [batch, seq_len, features] -> output [batch, horizon]."""
+from __future__ import annotations
+
+import os
+
+from .export import export_onnx
+
+KINDS = ("gru", "lstm", "bilstm", "tcn")
+
+
+def build(kind: str, features: int = 4, hidden: int = 32, seq_len: int = 32, horizon: int = 1, layers: int = 1):
+    import torch
+    from torch import nn
+
+    class RNNRegressor(nn.Module):
+        def __init__(self, cell: str, bidirectional: bool):
+            super().__init__()
+            rnn = nn.GRU if cell == "gru" else nn.LSTM
+            self.rnn = rnn(features, hidden, num_layers=layers, batch_first=True, bidirectional=bidirectional)
+            self.head = nn.Linear(hidden * (2 if bidirectional else 1), horizon)
+
+        def forward(self, x):
+            y, _ = self.rnn(x)
+            return self.head(y[:, -1, :])
+
+    class TCNRegressor(nn.Module):
+        """Dilated causal Conv2d stack over [N, C, 1, T] (Conv2d with (1,k) kernels: NPU-friendly)."""
+
+        def __init__(self):
+            super().__init__()
+            blocks, ch = [], features
+            for i, d in enumerate((1, 2, 4)):
+                blocks += [nn.ZeroPad2d((2 * d, 0, 0, 0)), nn.Conv2d(ch, hidden, (1, 3), dilation=(1, d)), nn.ReLU()]
+                ch = hidden
+            self.body = nn.Sequential(*blocks)
+            self.pool = nn.AdaptiveAvgPool2d((1, 1))
+            self.head = nn.Linear(hidden, horizon)
+
+        def forward(self, x):
+            x = x.transpose(1, 2).unsqueeze(2)  # [N, T, F] -> [N, F, 1, T]
+            y = self.pool(self.body(x)).flatten(1)
+            return self.head(y)
+
+    torch.manual_seed(0)
+    if kind == "tcn":
+        return TCNRegressor()
+    if kind not in KINDS:
+        raise ValueError(f"unknown time-series model '{kind}' (choose from {', '.join(KINDS)})")
+    return RNNRegressor("gru" if kind == "gru" else "lstm", kind == "bilstm")
+
+
+def export(kind_or_module, path: str | os.PathLike, features: int = 4, seq_len: int = 32, opset: int = 11, **kw) -> bytes:
+    import torch
+
+    module = build(kind_or_module, features=features, seq_len=seq_len, **kw) if isinstance(kind_or_module, str) else kind_or_module
+    return export_onnx(module, torch.randn(1, seq_len, features), path, opset, ["series"], ["forecast"])
