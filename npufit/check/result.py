@@ -75,7 +75,9 @@ class CheckReport:
     boundaries: list[Boundary]
     prefix: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)  # sections added by other stages (e.g. Q/DQ ledger)
+    # Sections added by other stages (e.g. the Q/DQ ledger): plain keys go to JSON; "_terminal_sections" and
+    # "_markdown_sections" hold render callables (con, report) / (report) -> str for the text formats.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     # -- derived numbers -----------------------------------------------------------
     @property
@@ -160,7 +162,7 @@ class CheckReport:
             "fix_suggestions": self.fix_rules(),
             "warnings": self.warnings,
         }
-        d.update(self.extra)
+        d.update({k: v for k, v in self.extra.items() if not k.startswith("_")})  # "_" keys hold render hooks
         return d
 
     # -- rendering (thin wrappers; renderers live in npufit.report) --------------------
