@@ -210,7 +210,63 @@ def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], wa
     from .folding import fold_constants  # late import: folding needs the Graph type
 
     fold_constants(graph, opsets)
+    _refine_shapes(model, graph, warnings)
     return graph
+
+
+def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) -> None:
+    """Second inference pass with folded values as initializers.
+
+    onnx's data propagation stops at many shape-arithmetic chains (Shape->Gather->Concat->Reshape as
+    torch exports flatten/view), leaving downstream shapes unknown. We already computed those values.
+    """
+    unknown = [t for n in graph.top_nodes if n.name not in graph.folded for t in n.outputs if t and graph.tensor(t).shape is None]
+    if not unknown or not graph.folded:
+        return
+    m = onnx.ModelProto()
+    m.CopyFrom(model) if not _has_big_embedded(model) else m.CopyFrom(_without_big_data(model))
+    g = m.graph
+    keep, consts = [], {}
+    for node in g.node:
+        view = graph.node(node.name) if node.name else None
+        outs = [graph.tensor(o) for o in node.output if o]
+        if view is not None and view.name in graph.folded and outs and all(t.value is not None for t in outs):
+            for t in outs:
+                consts[t.name] = t.value
+            continue
+        keep.append(node)
+    if not consts:
+        return
+    del g.node[:]
+    g.node.extend(keep)
+    del g.value_info[:]
+    g.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items())
+    try:
+        inferred = onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:
+        return
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        t = graph.tensors.get(vi.name)
+        if t is not None and t.shape is None:
+            t.shape = _shape_of(vi.type)
+            t.dtype = t.dtype or np_dtype_name(_elem_type(vi.type))
+
+
+def _has_big_embedded(model: onnx.ModelProto) -> bool:
+    return model.ByteSize() > 64 * 1024 * 1024
+
+
+def _without_big_data(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy with large embedded initializers turned into dims-only stubs (inference needs shapes only)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for t in m.graph.initializer:
+        if not _small(t):
+            t.ClearField("raw_data")
+            t.data_location = onnx.TensorProto.EXTERNAL
+            del t.external_data[:]
+            t.external_data.add(key="location", value="__npufit_stub__")
+    return m
 
 
 def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str) -> None:

@@ -9,7 +9,7 @@ from .export import export_onnx
 KINDS = ("gru", "lstm", "bilstm", "tcn")
 
 
-def build(kind: str, features: int = 4, hidden: int = 32, seq_len: int = 32, horizon: int = 1, layers: int = 1):
+def build(kind: str, features: int = 4, hidden: int = 32, seq_len: int = 32, horizon: int = 1, layers: int = 1, seed: int = 0):
     import torch
     from torch import nn
 
@@ -42,7 +42,7 @@ def build(kind: str, features: int = 4, hidden: int = 32, seq_len: int = 32, hor
             y = self.pool(self.body(x)).flatten(1)
             return self.head(y)
 
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     if kind == "tcn":
         return TCNRegressor()
     if kind not in KINDS:

@@ -1,0 +1,33 @@
+# Two commands for a newcomer: `make demo` and `make test`. Each creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.npufit-installed
+DEMO_OUT ?= out/demo
+
+.PHONY: demo test install bench docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch is pinned exactly (2.13.0, CPU build on this machine) inside the [dev] extra
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/npufit pipeline run examples/timeseries.yaml --output-dir $(DEMO_OUT)
+	@echo "report: $(DEMO_OUT)/report.html"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_check.py
+
+docs: $(STAMP)
+	$(BIN)/npufit targets --write-docs docs/targets
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

@@ -1,0 +1,93 @@
+"""The input pool a benchmark feeds: seeded random samples, or samples from an .npz file.
+
+Fresh inputs mean a pool of distinct samples prepared before timing and rotated each iteration (generating
+data inside the clock would time the generator); reused inputs mean one sample for every iteration.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import NpufitError
+from ..runtimes.base import InputSpec, concrete_shape
+from ..verify.compare import _ORT_TO_NP, random_inputs
+
+DEFAULT_POOL = 16
+MAX_POOL_BYTES = 256 * 1024 * 1024
+
+
+class _Specs:
+    """Adapter so verify.compare.random_inputs (written for an ORT session) draws feeds for any runtime."""
+
+    def __init__(self, specs: list[InputSpec]):
+        self._specs = specs
+
+    def get_inputs(self):
+        return self._specs
+
+
+def sample_bytes(specs: list[InputSpec], batch: int | None) -> int:
+    total = 0
+    for s in specs:
+        total += int(np.prod(concrete_shape(s, batch))) * np.dtype(_ORT_TO_NP.get(s.type, np.float32)).itemsize
+    return total
+
+
+def input_pool(specs: list[InputSpec], batch: int | None = None, fresh: bool = False, pool: int | None = None,
+               npz: str | os.PathLike | None = None, seed: int = 0) -> tuple[list[dict[str, np.ndarray]], str, list[str]]:
+    """Return (samples, source description, warnings)."""
+    if npz is not None:
+        return _from_npz(specs, Path(npz), batch, fresh)
+    warnings = []
+    size = 1
+    if fresh:
+        size = pool or DEFAULT_POOL
+        per = max(sample_bytes(specs, batch), 1)
+        if size * per > MAX_POOL_BYTES:
+            size = max(2, MAX_POOL_BYTES // per)
+            warnings.append(f"fresh-input pool cut to {size} samples to stay under "
+                            f"{MAX_POOL_BYTES // (1024 * 1024)} MiB")
+    shapes = {s.name: concrete_shape(s, batch) for s in specs}
+    samples = random_inputs(_Specs(specs), seed=seed, samples=size, shapes=shapes)
+    return samples, f"random (seed {seed}; float ~ N(0,1), integers in [0,10))", warnings
+
+
+def _from_npz(specs: list[InputSpec], path: Path, batch: int | None, fresh: bool):
+    if not path.is_file():
+        raise NpufitError(f"--inputs {path}: no such file")
+    try:
+        data = dict(np.load(path, allow_pickle=False))
+    except Exception as e:
+        raise NpufitError(f"--inputs {path}: not a readable .npz file ({type(e).__name__})") from None
+    missing = [s.name for s in specs if s.name not in data]
+    if missing:
+        raise NpufitError(f"--inputs {path}: no array for model input(s) {', '.join(missing)} "
+                          f"(the file has {', '.join(sorted(data)) or 'no arrays'})")
+    warnings = []
+    extra = sorted(set(data) - {s.name for s in specs})
+    if extra:
+        warnings.append(f"--inputs: arrays not used by the model: {', '.join(extra)}")
+    per_input: dict[str, list[np.ndarray]] = {}
+    for s in specs:
+        arr = data[s.name]
+        dtype = _ORT_TO_NP.get(s.type, np.float32)
+        # one more axis than the model input: a stack of samples (axis 0), otherwise a single sample
+        stack = arr if arr.ndim == len(s.shape) + 1 else arr[None]
+        if stack.ndim != len(s.shape) + 1:
+            raise NpufitError(f"--inputs: '{s.name}' has shape {list(arr.shape)}, the model input has rank {len(s.shape)}")
+        for d, (want, got) in enumerate(zip(s.shape, stack.shape[1:])):
+            if want is not None and want != got:
+                raise NpufitError(f"--inputs: '{s.name}' dimension {d} is {got}, the model needs {want}")
+        if batch is not None and stack.shape[1] != batch:
+            raise NpufitError(f"--inputs: '{s.name}' has batch {stack.shape[1]} but --batch is {batch}")
+        per_input[s.name] = [np.ascontiguousarray(x, dtype=dtype) for x in stack]
+    counts = {len(v) for v in per_input.values()}
+    if len(counts) != 1:
+        raise NpufitError("--inputs: every input needs the same number of samples")
+    n = counts.pop()
+    if not fresh:
+        n = 1
+    samples = [{name: per_input[name][i] for name in per_input} for i in range(n)]
+    return samples, f"{path.name} ({n} sample{'s' if n != 1 else ''})", warnings

@@ -1,0 +1,42 @@
+"""npufit doctor: versions, and which optional compilers/runtimes are present and what they enable."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from .common import emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser("doctor", help="show versions and which optional compilers/runtimes are installed",
+                       description="Versions of Python, onnx, onnxruntime, torch; which optional compilers and runtimes "
+                                   "(Vela, RKNN-Toolkit2 env, Hailo DFC/HailoRT, OpenVINO, TensorRT, CUDA) are present, "
+                                   "what each enables, and the exact install step for the missing ones.")
+    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..doctor import diagnose
+
+    rep = diagnose()
+    if args.format == "json":
+        emit(json.dumps(rep.to_dict(), indent=2), None)
+        return 0
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..report.check_terminal import console_to_string
+
+    def render(con):
+        for title, items in (("core", rep.core), ("compilers", rep.compilers), ("runtimes", rep.runtimes)):
+            t = Table(title=title, title_justify="left")
+            for col in ("component", "state", "version", "enables", "install / detail"):
+                t.add_column(col, overflow="fold")
+            for c in items:
+                state = Text("ok", style="green") if c.available else Text("missing", style="yellow")
+                t.add_row(c.name, state, c.version, c.enables, c.install or c.detail)
+            con.print(t)
+
+    emit(console_to_string(render, width=140), None)
+    return 0

@@ -1,0 +1,150 @@
+"""The compiler protocol: compile(model, target, options) -> CompileResult.
+
+Every vendor module runs its compiler as a child process (Vela's CLI, RKNN-Toolkit2 inside its own
+virtualenv, the Hailo DFC's `hailo` CLI) so that wall time and peak memory are those of the compiler
+process itself (seed 004 records both per model), and a crash in vendor code cannot take npufit down.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..envs.process import ToolRun, run_tool  # noqa: F401  (re-exported for vendor modules)
+
+SCHEMA = "npufit.compile/1"
+DEVICES = ("npu", "cpu", "folded")
+
+
+@dataclass
+class Placement:
+    """Where the compiler put one node of the user's model."""
+
+    node: str  # node name in the model the user gave us
+    op: str
+    device: str  # npu | cpu | folded (removed at compile time)
+    reason: str = ""  # the compiler's words, when it says why
+    layers: list[str] = field(default_factory=list)  # compiler-side layer names mapped to this node
+    how: str = "direct"  # how the layer was mapped back: direct | lineage | fused | absent
+
+    def to_dict(self) -> dict:
+        d = {"node": self.node, "op": self.op, "device": self.device, "reason": self.reason, "how": self.how}
+        if self.layers:
+            d["layers"] = self.layers
+        return d
+
+
+@dataclass
+class CompileOptions:
+    out_dir: str | os.PathLike | None = None  # default: ./npufit-compile/<model>-<target>
+    quantize: bool = False
+    calibration: str | None = None  # .npy / .npz / folder of .npy files
+    input_shapes: dict[str, tuple[int, ...]] | None = None
+    disable_rules: tuple[str, ...] = ()
+    simulate: bool = True  # RKNN: run the simulator against ONNX Runtime
+    emit_script: str | None = None  # Hailo: write the commands instead of running them
+    start_nodes: tuple[str, ...] = ()
+    end_nodes: tuple[str, ...] = ()
+    plan: str | None = None  # npufit split plan.json (Hailo start/end nodes)
+    timeout_s: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CompileResult:
+    compiler: str
+    compiler_version: str | None
+    target: str
+    model: str  # the user's file (never modified)
+    ok: bool
+    artifact: str | None = None
+    placement: list[Placement] = field(default_factory=list)
+    log_path: str | None = None
+    command: str = ""
+    wall_s: float | None = None
+    peak_rss_mb: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)  # cycles, SRAM, inference time, cosine, ...
+    error: str | None = None
+    retries: list[dict] = field(default_factory=list)  # e.g. RKNN disable_rules retries
+    notes: list[str] = field(default_factory=list)
+    outputs: dict[str, str] = field(default_factory=dict)  # other files kept (intermediate .tflite, scripts)
+    comparison: Any = None  # compare.PredictionComparison when --compare-prediction
+
+    @property
+    def cpu_nodes(self) -> list[Placement]:
+        return [p for p in self.placement if p.device == "cpu"]
+
+    @property
+    def log_text(self) -> str:
+        if not self.log_path:
+            return ""
+        try:
+            return Path(self.log_path).read_text("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def summary(self) -> dict:
+        counts = {d: sum(p.device == d for p in self.placement) for d in DEVICES}
+        return {"nodes": len(self.placement), **counts}
+
+    def to_dict(self) -> dict:
+        from .. import __version__
+
+        d = {"schema": SCHEMA, "npufit_version": __version__, "compiler": self.compiler,
+             "compiler_version": self.compiler_version, "target": self.target, "model": self.model, "ok": self.ok,
+             "error": self.error, "artifact": self.artifact, "outputs": self.outputs, "command": self.command,
+             "wall_s": self.wall_s, "peak_rss_mb": self.peak_rss_mb, "timings": self.timings, "metrics": self.metrics,
+             "log_path": self.log_path, "retries": self.retries, "notes": self.notes, "summary": self.summary(),
+             "placement": [p.to_dict() for p in self.placement]}
+        if self.comparison is not None:
+            d["comparison"] = self.comparison.to_dict()
+        return d
+
+    def render(self, fmt: str = "table", all_nodes: bool = False) -> str:
+        from .render import render_markdown, render_text
+
+        if fmt == "json":
+            import json
+
+            from ..check.result import _json_default
+
+            return json.dumps(self.to_dict(), indent=2, default=_json_default)
+        if fmt == "markdown":
+            return render_markdown(self, all_nodes)
+        return render_text(self, all_nodes)
+
+
+class Compiler(Protocol):
+    name: str
+
+    def handles(self, target: str) -> bool: ...
+
+    def status(self) -> dict: ...
+
+    def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult: ...
+
+
+# -- shared helpers --------------------------------------------------------------------------
+
+def default_out_dir(model: Path, target: str, out_dir: str | os.PathLike | None) -> Path:
+    d = Path(out_dir) if out_dir else Path.cwd() / "npufit-compile" / f"{model.stem}-{target}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def private_copy(model: Path, out_dir: Path) -> Path:
+    """Compilers and converters work on a copy: some rewrite or annotate their input in place."""
+    import shutil
+
+    dst = out_dir / ("input" + model.suffix.lower())
+    shutil.copyfile(model, dst)
+    data = model.with_name(model.name + ".data")
+    if data.exists():  # ONNX external data travels with the copy under the name the graph refers to
+        shutil.copyfile(data, out_dir / data.name)
+    return dst
+
+
+def tail(text: str, lines: int = 12) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])

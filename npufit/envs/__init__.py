@@ -1,0 +1,160 @@
+"""Isolated virtualenvs for vendor tools whose pins conflict with npufit's own (RKNN-Toolkit2 wants numpy < 2,
+onnx 1.18, setuptools < 70; the Hailo DFC ships its own TensorFlow). npufit creates them on request
+(`npufit env install rknn`) and talks to them through a subprocess and JSON files (npufit.envs.bridge).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import NpufitError
+
+SCHEMA = "npufit.env/1"
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    name: str
+    title: str
+    # pip install steps, run in order; each is one `pip install` argument list
+    steps: tuple[tuple[str, ...], ...]
+    probe: str  # Python statement that prints the tool version when the env works
+    enables: str
+    needs_wheel: str = ""  # a vendor wheel the user must supply (login-gated downloads)
+    notes: tuple[str, ...] = field(default=())
+
+
+SPECS: dict[str, EnvSpec] = {
+    "rknn": EnvSpec(
+        name="rknn",
+        title="Rockchip RKNN-Toolkit2 2.5.0",
+        steps=(
+            # The toolkit's runtime deps, minus its `torch<=2.4` pin: PyPI's torch 2.4 wheel drags ~2.5 GB of CUDA
+            # wheels, and the ONNX path only needs `import torch` to succeed, so the CPU build npufit uses serves.
+            ("numpy==1.26.4", "onnx==1.18.0", "onnxruntime>=1.17,<1.23", "protobuf>=4.21.6,<=4.25.4", "psutil",
+             "ruamel.yaml", "scipy", "tqdm", "opencv-python-headless", "fast-histogram", "torch==2.13.0"),
+            # torch pulls setuptools>=77, which dropped pkg_resources; the toolkit imports it at RKNN() time.
+            ("--no-deps", "setuptools<70"),
+            ("--no-deps", "rknn-toolkit2==2.5.0"),
+        ),
+        probe="import importlib.metadata as m; print(m.version('rknn-toolkit2'))",
+        enables="npufit compile --target rk3588 (and rk3562/rk3566/rk3568/rk3576/rv1106): build .rknn, per-layer placement, simulator",
+        notes=("installs torch 2.13.0 (CPU) instead of the toolkit's pinned torch<=2.4: the pinned PyPI wheel pulls CUDA",),
+    ),
+    "hailo": EnvSpec(
+        name="hailo",
+        title="Hailo Dataflow Compiler (user-supplied wheel)",
+        steps=(),
+        probe="import importlib.metadata as m; print(m.version('hailo-dataflow-compiler'))",
+        enables="npufit compile --target hailo8/hailo8l: parse, optimize, compile to HEF",
+        needs_wheel="hailo_dataflow_compiler-*.whl (download from the Hailo Developer Zone; login required)",
+        notes=("NOT exercised here: the DFC is login-gated and was never installed on npufit's build machines",),
+    ),
+}
+
+
+def envs_root() -> Path:
+    root = os.environ.get("NPUFIT_ENVS")
+    return Path(root) if root else Path.home() / ".cache" / "npufit" / "envs"
+
+
+def spec(name: str) -> EnvSpec:
+    if name not in SPECS:
+        raise NpufitError(f"unknown environment '{name}' (available: {', '.join(SPECS)})")
+    return SPECS[name]
+
+
+def env_dir(name: str) -> Path:
+    return envs_root() / spec(name).name
+
+
+def env_python(name: str) -> Path:
+    return env_dir(name) / "bin" / "python"
+
+
+def manifest(name: str) -> dict | None:
+    try:
+        return json.loads((env_dir(name) / "npufit-env.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def env_status(name: str) -> dict:
+    s = spec(name)
+    m = manifest(name)
+    ok = m is not None and env_python(name).exists()
+    return {"name": s.name, "title": s.title, "installed": ok, "path": str(env_dir(name)),
+            "version": m.get("version") if m else None, "size_mb": m.get("size_mb") if m else None,
+            "install_s": m.get("install_s") if m else None, "enables": s.enables,
+            "install": f"npufit env install {s.name}" + (" --wheel " + s.needs_wheel.split(" ")[0] if s.needs_wheel else "")}
+
+
+def list_envs() -> list[dict]:
+    return [env_status(n) for n in SPECS]
+
+
+def _dir_size_mb(p: Path) -> float:
+    total = 0
+    for root, _dirs, files in os.walk(p):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return round(total / 2**20, 1)
+
+
+def install(name: str, wheel: str | None = None, force: bool = False, log=None) -> dict:
+    """Create the env from scratch; returns its manifest (install time, size, tool version)."""
+    s = spec(name)
+    if s.needs_wheel and not wheel:
+        raise NpufitError(f"the {s.title} cannot be downloaded automatically: pass --wheel {s.needs_wheel}")
+    if wheel and not Path(wheel).is_file():
+        raise NpufitError(f"{wheel}: no such wheel file")
+    d = env_dir(name)
+    if d.exists():
+        if not force and manifest(name):
+            return manifest(name)  # type: ignore[return-value]
+        shutil.rmtree(d)
+    say = log or (lambda msg: print(msg, file=sys.stderr))
+    t0 = time.perf_counter()
+    d.parent.mkdir(parents=True, exist_ok=True)
+    tmp = d  # the manifest, written last, is what marks an env installed: a half-built one never looks ready
+    say(f"creating virtualenv {d}")
+    _run([sys.executable, "-m", "venv", str(tmp)])
+    pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    steps = list(s.steps) + ([(str(Path(wheel).resolve()),)] if wheel else [])
+    for i, step in enumerate(steps, 1):
+        say(f"[{i}/{len(steps)}] pip install {' '.join(step)}")
+        _run(pip + list(step))
+    version = _run([str(env_python(name)), "-c", s.probe]).strip().splitlines()[-1]
+    m = {"schema": SCHEMA, "name": s.name, "title": s.title, "version": version, "python": sys.version.split()[0],
+         "install_s": round(time.perf_counter() - t0, 1), "size_mb": _dir_size_mb(d),
+         "steps": [list(x) for x in steps], "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    from ..util.io import atomic_write_json
+
+    atomic_write_json(d / "npufit-env.json", m)
+    return m
+
+
+def remove(name: str) -> bool:
+    d = env_dir(name)
+    if d.exists():
+        shutil.rmtree(d)
+        return True
+    return False
+
+
+def _run(cmd: list[str]) -> str:
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        lines = (p.stderr or p.stdout).strip().splitlines()
+        last = next((ln for ln in reversed(lines) if ln.strip() and not ln.startswith("WARNING")), "")
+        raise NpufitError(f"'{' '.join(cmd[:6])} ...' failed: {last[:300]}")
+    return p.stdout

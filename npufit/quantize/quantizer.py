@@ -1,0 +1,178 @@
+"""ONNX Runtime's static quantizer in QDQ format, run inside a private temp folder.
+
+Why a private folder: ORT writes `<model>-inferred.onnx` next to the file it is given and an augmented
+copy for calibration; pointing it at a copy in our temp dir keeps the user's folder (and file) untouched.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import NpufitError
+from ..util.progress import track
+
+METHODS = ("minmax", "entropy", "percentile")
+ACTIVATION_TYPES = ("int8", "uint8")
+BIG_MODEL_BYTES = 1_800_000_000  # past this, protobuf cannot hold the model: weights go to external data
+
+
+@dataclass
+class QuantizeSettings:
+    method: str = "minmax"
+    per_channel: bool = False
+    activations: str = "int8"
+    exclude: tuple[str, ...] = ()
+    percentile: float = 99.999
+    preprocess: bool = True  # ORT's quant_pre_process: shape inference + constant folding/BN fusion
+
+    def validate(self) -> None:
+        if self.method not in METHODS:
+            raise NpufitError(f"--method {self.method}: choose one of {', '.join(METHODS)}")
+        if self.activations not in ACTIVATION_TYPES:
+            raise NpufitError(f"--activations {self.activations}: choose int8 or uint8")
+        if not 0.0 < self.percentile <= 100.0:
+            raise NpufitError(f"percentile {self.percentile} must be in (0, 100]")
+
+    def to_dict(self) -> dict:
+        d = {"method": self.method, "per_channel": self.per_channel, "activations": self.activations,
+             "weights": "int8", "format": "QDQ", "exclude": list(self.exclude), "preprocess": self.preprocess}
+        if self.method == "percentile":
+            d["percentile"] = self.percentile
+        return d
+
+
+@dataclass
+class QuantizedModel:
+    """What the quantizer produced (still inside the temp folder until the caller saves it)."""
+
+    float_path: Path  # the (pre-processed) float model the quantizer saw; tensor names match the QDQ model
+    qdq_path: Path
+    calibration_samples: int
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+
+class _ProgressReader:
+    """ORT's CalibrationDataReader protocol over our samples; the progress bar advances as ORT pulls them."""
+
+    def __init__(self, samples: Sequence[dict], description: str):
+        self._n = len(samples)
+        self._it = iter(track((samples[i] for i in range(self._n)), description, total=self._n))
+        self.consumed = 0
+
+    def get_next(self):
+        item = next(self._it, None)
+        if item is not None:
+            self.consumed += 1
+        return item
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = self.get_next()
+        if item is None:
+            raise StopIteration
+        return item
+
+
+class _Collect(logging.Handler):
+    """ORT reports through the root logger; keep its warnings for the report instead of the terminal."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        msg = record.getMessage().strip()
+        if "pre-process" not in msg and msg not in self.messages:  # we pre-process (or say why not) ourselves
+            self.messages.append(msg)
+
+
+@contextlib.contextmanager
+def _ort_logs_captured():
+    root = logging.getLogger()
+    handler, saved_handlers, saved_level = _Collect(), root.handlers[:], root.level
+    root.handlers = [handler]
+    root.setLevel(logging.WARNING)
+    try:
+        yield handler
+    finally:
+        root.handlers = saved_handlers
+        root.setLevel(saved_level)
+
+
+def save_float_copy(model, folder: Path) -> Path:
+    """Write the float model into the temp folder (external data for big ones), for ORT to read."""
+    import onnx
+
+    path = folder / "float.onnx"
+    big = model.ByteSize() > BIG_MODEL_BYTES
+    onnx.save_model(model, str(path), save_as_external_data=big, all_tensors_to_one_file=True, location="float.onnx.data")
+    return path
+
+
+def preprocess(float_path: Path, folder: Path, notes: list[str]) -> Path:
+    """ORT's recommended pre-processing (folds constants, fuses BN, infers shapes); falls back when it fails."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    out = folder / "preprocessed.onnx"
+    try:
+        with _ort_logs_captured():
+            quant_pre_process(str(float_path), str(out), skip_symbolic_shape=True,
+                              save_as_external_data=float_path.with_suffix(".onnx.data").exists(),
+                              all_tensors_to_one_file=True, external_data_location="preprocessed.onnx.data")
+        return out
+    except Exception as e:
+        notes.append(f"ORT pre-processing failed ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}); "
+                     "quantized the model as given")
+        return float_path
+
+
+def check_excludes(model, exclude: Sequence[str]) -> None:
+    names = {n.name for n in model.graph.node}
+    unknown = [n for n in exclude if n not in names]
+    if unknown:
+        raise NpufitError(f"--exclude: no node named {', '.join(repr(u) for u in unknown)} in the model "
+                          "(node names, as listed by 'npufit check --all-nodes')")
+
+
+def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: QuantizeSettings) -> QuantizedModel:
+    """Calibrate on `samples` and write folder/quantized.onnx. `model` is the float ModelProto (never saved in place)."""
+    import onnx
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    settings.validate()
+    notes: list[str] = []
+    float_path = save_float_copy(model, folder)
+    if settings.preprocess:
+        float_path = preprocess(float_path, folder, notes)
+    check_excludes(onnx.load(str(float_path), load_external_data=False), settings.exclude)
+    method = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
+              "percentile": CalibrationMethod.Percentile}[settings.method]
+    extra = {"CalibPercentile": settings.percentile} if settings.method == "percentile" else {}
+    act = QuantType.QInt8 if settings.activations == "int8" else QuantType.QUInt8
+    out = folder / "quantized.onnx"
+    reader = _ProgressReader(samples, f"calibrating ({settings.method})")
+    start = time.perf_counter()
+    try:
+        with _ort_logs_captured() as logs:
+            quantize_static(str(float_path), str(out), reader, quant_format=QuantFormat.QDQ, per_channel=settings.per_channel,
+                            activation_type=act, weight_type=QuantType.QInt8, calibrate_method=method,
+                            nodes_to_exclude=list(settings.exclude), extra_options=extra,
+                            use_external_data_format=model.ByteSize() > BIG_MODEL_BYTES)
+    except NpufitError:
+        raise
+    except Exception as e:
+        first = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
+        raise NpufitError(f"ONNX Runtime could not quantize the model: {first}") from None
+    seconds = time.perf_counter() - start
+    notes.extend(logs.messages)
+    return QuantizedModel(float_path, out, reader.consumed, seconds, notes)

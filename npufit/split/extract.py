@@ -1,0 +1,194 @@
+"""Stage extraction: a set of nodes -> a valid standalone ONNX model.
+
+Each stage carries only the initializers it reads; folded helpers (shape arithmetic) are copied
+into every stage that reads them, and a Shape/Size of a runtime tensor becomes a Constant of its
+static value (integers: bit-exact), so no shape tensor ever crosses a boundary. Weights stored as
+external data are streamed into the stage's own .data file one chunk at a time, never all loaded.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..errors import NpufitError
+from ..graph import Graph, model_format
+from ..graph.onnx_loader import _all_tensors, _external_location, _infer, apply_input_shapes, build_graph, check_external_data, read_model_proto
+from .planner import GraphIndex, Stage
+from .subgraphs import outer_reads
+
+PROTO_LIMIT = 1_800_000_000  # protobuf's 2 GiB ceiling, with margin
+CHUNK = 64 << 20  # bytes copied per read when streaming external weights
+ALIGN = 64
+
+
+def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelProto, Graph]:
+    """The inferred ModelProto (weights left on disk) and the Graph built from that same proto."""
+    if model_format(path) != "onnx":
+        raise NpufitError(f"{path}: split works on ONNX models; convert the TFLite model to ONNX first")
+    model = read_model_proto(path)
+    missing = check_external_data(model, Path(path).parent)
+    if missing:
+        raise NpufitError(f"{path}: external data file(s) not found: {', '.join(missing)} (split has to run the model)")
+    if input_shapes:
+        apply_input_shapes(model, input_shapes)
+    warnings: list[str] = []
+    opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
+    model = _infer(model, warnings)
+    return model, build_graph(model, str(path), opsets, warnings)
+
+
+class Extractor:
+    def __init__(self, model: onnx.ModelProto, ix: GraphIndex, src_dir: Path):
+        self.model = model
+        self.ix = ix
+        self.graph = ix.graph
+        self.src_dir = src_dir
+        g = model.graph
+        self.inits = {t.name: t for t in g.initializer}
+        self.vi = {v.name: v for v in list(g.input) + list(g.output) + list(g.value_info)}
+        self.functions = {(f.domain, f.name): f for f in model.functions}
+
+    def extract(self, st: Stage, dst: Path) -> dict:
+        """Write stage `st` to `dst` (inside the temp plan folder) and return facts for plan.json."""
+        nodes = self._closure(st)
+        protos, init_names = [], []
+        for name, how in nodes:
+            view = self.graph.node(name)
+            if how == "const":
+                protos.append(self._shape_constant(view))
+                continue
+            p = onnx.NodeProto()
+            p.CopyFrom(view.raw)
+            p.name = name  # unnamed exporter nodes get the names npufit reports (and plan.json lists)
+            protos.append(p)
+            init_names.extend(t for t in outer_reads(view) if t in self.inits)
+        inits = [self.inits[n] for n in dict.fromkeys(init_names)]
+        graph = helper.make_graph(protos, st.name, [self._value_info(t) for t in st.inputs],
+                                  [self._value_info(t) for t in st.outputs], initializer=[_copy(t) for t in inits])
+        model = helper.make_model(graph, opset_imports=list(self.model.opset_import), producer_name="npufit split")
+        model.ir_version = self.model.ir_version
+        model.functions.extend(self._functions(protos))
+        for prop in self.model.metadata_props:
+            model.metadata_props.add().CopyFrom(prop)
+        helper.set_model_props(model, {**{p.key: p.value for p in self.model.metadata_props}, "npufit.stage": st.name})
+        data_file, data_bytes = self._externalize(model, dst)
+        try:
+            model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        except Exception:  # inference gaps are reported by the checker/verification, not fatal here
+            pass
+        if data_file is None and model.ByteSize() > PROTO_LIMIT:
+            from ..util.io import atomic_save_onnx
+
+            atomic_save_onnx(model, dst, external_data=True)
+            data_file = dst.name + ".data"
+        else:
+            dst.write_bytes(model.SerializeToString())
+        self._check(dst, st.name)
+        return {"initializers": len(inits), "external_data": data_file, "external_bytes": data_bytes,
+                "node_count": len(st.nodes), "helper_nodes": len(nodes) - len(st.nodes)}
+
+    # -- pieces --------------------------------------------------------------------------------
+    def _closure(self, st: Stage) -> list[tuple[str, str]]:
+        """Stage nodes plus the folded nodes they (transitively) read, in original order."""
+        chosen = {n: "copy" for n in st.nodes}
+        stack = [t for n in st.nodes for t in outer_reads(self.graph.node(n))]
+        stack += [o for o in st.outputs if o not in self.ix.producer]  # a folded model output
+        seen: set[str] = set()
+        while stack:
+            t = stack.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            p = self.graph.producer(t)
+            if p is None or p.parent is not None or p.name in chosen or p.name in self.ix.device_of:
+                continue
+            src = p.input(0)
+            if p.op_type in ("Shape", "Size") and not (src is not None and src.is_const):
+                chosen[p.name] = "const"
+            else:
+                chosen[p.name] = "copy"
+                stack.extend(outer_reads(p))
+        return sorted(chosen.items(), key=lambda kv: self.ix.index[kv[0]])
+
+    def _shape_constant(self, view) -> onnx.NodeProto:
+        out = view.output(0)
+        if out is None or out.value is None:
+            raise NpufitError(f"cannot freeze {view.op_type} '{view.name}': its input shape is not static (pass --input-shape)")
+        value = numpy_helper.from_array(np.asarray(out.value, dtype=np.int64), view.outputs[0])
+        return helper.make_node("Constant", [], [view.outputs[0]], name=view.name, value=value)
+
+    def _value_info(self, name: str) -> onnx.ValueInfoProto:
+        vi = self.vi.get(name)
+        if vi is not None and vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            out = onnx.ValueInfoProto()
+            out.CopyFrom(vi)
+            return out
+        info = self.graph.tensor(name)
+        if info.dtype is None:
+            raise NpufitError(f"tensor '{name}' crosses a stage boundary but its type is unknown (shape inference failed; try --input-shape)")
+        elem = helper.np_dtype_to_tensor_dtype(np.dtype(info.dtype))
+        shape = None if info.shape is None else [d if d is not None else None for d in info.shape]
+        return helper.make_tensor_value_info(name, elem, shape)
+
+    def _functions(self, protos) -> list[onnx.FunctionProto]:
+        used, stack = {}, [(p.domain, p.op_type) for p in protos]
+        while stack:
+            key = stack.pop()
+            f = self.functions.get(key)
+            if f is None or key in used:
+                continue
+            used[key] = f
+            stack.extend((n.domain, n.op_type) for n in f.node)
+        return list(used.values())
+
+    def _externalize(self, model: onnx.ModelProto, dst: Path) -> tuple[str | None, int]:
+        """Stream every external tensor this stage uses into `<stage>.onnx.data` next to it."""
+        ext = [t for t in _all_tensors(model.graph) if _external_location(t) is not None]
+        if not ext:
+            return None, 0
+        data_name = dst.name + ".data"
+        pos = 0
+        with open(dst.parent / data_name, "wb") as out:
+            for t in ext:
+                meta = {kv.key: kv.value for kv in t.external_data}
+                src = self.src_dir / meta["location"]
+                offset = int(meta.get("offset", 0))
+                length = int(meta["length"]) if "length" in meta else src.stat().st_size - offset
+                pad = (-pos) % ALIGN
+                out.write(b"\0" * pad)
+                pos += pad
+                with open(src, "rb") as f:
+                    f.seek(offset)
+                    left = length
+                    while left:
+                        chunk = f.read(min(CHUNK, left))
+                        if not chunk:
+                            raise NpufitError(f"external data for '{t.name}' is truncated in {src.name}")
+                        out.write(chunk)
+                        left -= len(chunk)
+                del t.external_data[:]
+                for k, v in (("location", data_name), ("offset", str(pos)), ("length", str(length))):
+                    e = t.external_data.add()
+                    e.key, e.value = k, v
+                pos += length
+        return data_name, pos
+
+    def _check(self, path: Path, stage: str) -> None:
+        try:
+            onnx.checker.check_model(str(path))
+        except Exception as e:
+            try:  # a source model that already fails the checker cannot give stages that pass it
+                onnx.checker.check_model(self.model)
+            except Exception:
+                return
+            raise NpufitError(f"stage {stage} fails the ONNX checker: {str(e).splitlines()[0][:200]}") from None
+
+
+def _copy(t: onnx.TensorProto) -> onnx.TensorProto:
+    c = onnx.TensorProto()
+    c.CopyFrom(t)
+    return c

@@ -1,0 +1,161 @@
+"""Small reusable helpers for rule functions: ranks, static shapes, axes, constant operands.
+
+Every target module reads nodes through these, so axis normalisation and opset differences
+(e.g. Reduce* axes as an attribute before opset 18, as an input from 18) live in one place.
+Helpers return None when they cannot know (no shape, non-constant operand); rules decide
+what "unknown" means for their target.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..graph import NodeView, TensorInfo
+
+FEATURE_AXIS = 1  # ONNX is channel-first: NCHW / [N, C, L] / [N, C]
+
+
+def rank(node: NodeView, i: int = 0, output: bool = False) -> int | None:
+    t = node.output(i) if output else node.input(i)
+    return None if t is None else t.rank
+
+
+def ranks(node: NodeView) -> list[int]:
+    """Known ranks of every non-constant input and every output."""
+    out = []
+    for i in range(len(node.inputs)):
+        t = node.input(i)
+        if t is not None and not t.is_const and t.rank is not None:
+            out.append(t.rank)
+    for i in range(len(node.outputs)):
+        t = node.output(i)
+        if t is not None and t.rank is not None:
+            out.append(t.rank)
+    return out
+
+
+def is_static(t: TensorInfo | None) -> bool:
+    return bool(t is not None and t.is_static)
+
+
+def dynamic_inputs(node: NodeView) -> list[str]:
+    """Model inputs read by this node whose shape is not fully static."""
+    graph_inputs = set(node.graph.input_names)
+    return [t for t in node.inputs if t and t in graph_inputs and not node.graph.tensor(t).is_static]
+
+
+def norm_axis(axis: int, r: int | None) -> int:
+    """Negative axis -> positive (unchanged when the rank is unknown)."""
+    return axis + r if (axis < 0 and r is not None) else axis
+
+
+def norm_axes(axes: Sequence[int], r: int | None) -> list[int]:
+    return sorted(norm_axis(int(a), r) for a in axes)
+
+
+def reduce_axes(node: NodeView) -> list[int] | None:
+    """Axes of a Reduce* node, normalised; all axes when none are given; None if not constant."""
+    r = rank(node)
+    axes = node.attr("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        v = node.const_value(1)
+        if v is None:
+            return None
+        axes = [int(a) for a in np.asarray(v).reshape(-1)]
+    if axes is None or len(axes) == 0:
+        if node.attr("noop_with_empty_axes", 0):
+            return []
+        return None if r is None else list(range(r))
+    return norm_axes(axes, r)
+
+
+def keepdims(node: NodeView) -> bool:
+    return bool(node.attr("keepdims", 1))
+
+
+def const_array(node: NodeView, i: int) -> np.ndarray | None:
+    """Value of input i when it is a known constant (initializer, Constant, folded)."""
+    t = node.input(i)
+    if t is None or not t.is_const:
+        return None
+    return None if t.value is None else np.asarray(t.value)
+
+
+def const_scalar(node: NodeView, i: int) -> float | None:
+    v = const_array(node, i)
+    if v is None or v.size != 1:
+        return None
+    return float(v.reshape(-1)[0])
+
+
+def const_ints(node: NodeView, i: int) -> list[int] | None:
+    v = const_array(node, i)
+    return None if v is None else [int(x) for x in v.reshape(-1)]
+
+
+def is_const_input(node: NodeView, i: int) -> bool:
+    t = node.input(i)
+    return bool(t is not None and t.is_const)
+
+
+def activation_inputs(node: NodeView) -> list[int]:
+    """Indices of inputs that are computed at run time (not constants)."""
+    return [i for i, t in enumerate(node.inputs) if t and not node.graph.tensor(t).is_const]
+
+
+def close(value: float | None, target: float, rel: float = 1e-3) -> bool:
+    return value is not None and abs(value - target) <= rel * max(1.0, abs(target))
+
+
+def slice_axes(node: NodeView) -> list[int] | None:
+    """Axes a Slice node cuts (opset 10+: 'axes' input; opset 1-9: attribute), normalised."""
+    r = rank(node)
+    if node.attr("axes") is not None:
+        return norm_axes(node.attr("axes"), r)
+    if node.attr("starts") is not None:  # opset < 10 without axes: leading axes
+        return list(range(len(node.attr("starts"))))
+    if len(node.inputs) > 3 and node.inputs[3]:
+        v = const_ints(node, 3)
+        return None if v is None else norm_axes(v, r)
+    starts = node.input(1)
+    if starts is not None and starts.shape and isinstance(starts.shape[0], int):
+        return list(range(starts.shape[0]))
+    return None
+
+
+def transpose_perm(node: NodeView) -> list[int] | None:
+    p = node.attr("perm")
+    if p is not None:
+        return [int(x) for x in p]
+    r = rank(node)
+    return None if r is None else list(reversed(range(r)))
+
+
+def concat_axis(node: NodeView) -> int | None:
+    a = node.attr("axis")
+    if a is None:
+        return None
+    r = rank(node, output=True)
+    return norm_axis(int(a), r)
+
+
+def is_size1_reshape(node: NodeView) -> bool:
+    """True when input and output differ only by axes of size 1 (a layout no-op: squeeze/unsqueeze)."""
+    i, o = node.input(0), node.output(0)
+    if i is None or o is None or not i.is_static or not o.is_static:
+        return False
+    return [d for d in i.shape if d != 1] == [d for d in o.shape if d != 1]  # type: ignore[union-attr]
+
+
+def batch_preserved(node: NodeView) -> bool | None:
+    """Does the output keep the input's batch (axis 0) as its axis 0? None when shapes are unknown."""
+    i, o = node.input_shape(0), node.output_shape(0)
+    if not i or not o or not isinstance(i[0], int) or not isinstance(o[0], int):
+        return None
+    return i[0] == o[0]
+
+
+def graph_output(node: NodeView) -> list[str]:
+    outs = set(node.graph.output_names)
+    return [o for o in node.outputs if o in outs]

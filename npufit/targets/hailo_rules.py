@@ -1,0 +1,200 @@
+"""Hailo rule functions and Rule objects (shared by hailo8 and hailo8l; ids carry the profile name).
+
+Each check reads its numbers from Profile.limits, so the sentence the user sees is formatted
+from the same limits it checks. A check returns None when the node passes, else a short detail.
+
+The "shuffle" rule (Reshape/Flatten/Transpose) is designed from the evidence of targets.md §1c:
+every reported UnsupportedShuffleLayerError involves either a 5-D tensor (head reshapes, unfold),
+a rank-3 tensor ([N, C, H*W] from flatten(2), [B, T, C] -> [B, T, h, d] head splits, the DFL
+reshape [1, 64, 8400] -> [1, 4, 16, 8400]) or the transpose perm [0, 2, 1, 3]; while seed 000's
+4-D permute, 4-D reshape, conv -> Flatten -> Linear and squeeze(-1).squeeze(-1) all compiled.
+So: rank-4 <-> rank-4/2 reshuffles pass, rank-3 ones fail unless they only add or drop size-1 axes.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..graph import NodeView
+from .base import Rule, Verdict
+from .common import (batch_preserved, concat_axis, const_ints, dynamic_inputs, is_size1_reshape, keepdims, norm_axis,
+                     rank, ranks, reduce_axes, slice_axes, transpose_perm)
+
+UNSUP = Verdict.UNSUPPORTED
+L = Mapping[str, Any]
+
+# -- checks -----------------------------------------------------------------------------------------
+
+def static_inputs(node: NodeView, lim: L) -> str | None:
+    dyn = dynamic_inputs(node)
+    return f"reads {dyn[0]} {node.graph.tensor(dyn[0]).shape_str()}" if dyn else None
+
+
+def max_rank(node: NodeView, lim: L) -> str | None:
+    r = max(ranks(node), default=0)
+    return f"has a rank-{r} tensor" if r > lim["max_rank"] else None
+
+
+def conv_rank(node: NodeView, lim: L) -> str | None:
+    r = rank(node)
+    if r is None or r == lim["conv_rank"]:
+        return None
+    kind = {3: "Conv1d", 5: "Conv3d"}.get(r, f"rank-{r}")
+    return f"got a rank-{r} input {node.input(0).shape_str()} ({kind})"
+
+
+def shuffle_rank3(node: NodeView, lim: L) -> str | None:
+    if is_size1_reshape(node):
+        return None  # only inserts/removes size-1 axes: a layout no-op the parser accepts (seed 000 squeeze)
+    i, o = node.input(0), node.output(0)
+    for label, t in (("input", i), ("output", o)):
+        if t is not None and t.rank in lim["shuffle_bad_ranks"]:
+            return f"{label} {t.shape_str()} is rank-{t.rank} ({node.input(0).shape_str()} -> {node.output(0).shape_str()})"
+    return None
+
+
+def shuffle_batch(node: NodeView, lim: L) -> str | None:
+    if node.op_type == "Transpose":
+        perm = transpose_perm(node)
+        return f"perm {perm} moves the batch axis" if perm and perm[0] != 0 else None
+    kept = batch_preserved(node)
+    return None if kept in (None, True) else f"batch {node.input_shape(0)[0]} -> {node.output_shape(0)[0]}"
+
+
+def transpose_perm_rule(node: NodeView, lim: L) -> str | None:
+    perm = transpose_perm(node)
+    return f"perm {perm}" if perm is not None and list(perm) in [list(p) for p in lim["transpose_rejected_perms"]] else None
+
+
+def concat_batch(node: NodeView, lim: L) -> str | None:
+    a = concat_axis(node)
+    return "axis 0 (batch)" if a == 0 and (rank(node, output=True) or 0) > 1 else None
+
+
+def _feature_only(axes: list[int] | None, lim: L, what: str) -> str | None:
+    if axes is None:
+        return None
+    bad = [a for a in axes if a not in lim["feature_axes"]]
+    return f"{what} axes {axes}" if bad else None
+
+
+def slice_axis(node: NodeView, lim: L) -> str | None:
+    axes = slice_axes(node)
+    r = rank(node)
+    res = _feature_only(axes, lim, "slices")
+    return f"{res} of a rank-{r} tensor" if res and r else res
+
+
+def tile_batch(node: NodeView, lim: L) -> str | None:
+    reps = const_ints(node, 1)
+    return f"repeats {reps}" if reps and reps[0] != 1 else None
+
+
+def reduce_keepdims(node: NodeView, lim: L) -> str | None:
+    return "keepdims=0" if not keepdims(node) else None
+
+
+def reduce_features(node: NodeView, lim: L) -> str | None:
+    return _feature_only(reduce_axes(node), lim, "reduces over")
+
+
+def argmax_axis(node: NodeView, lim: L) -> str | None:
+    a = node.attr("axis", 0)
+    return _feature_only([norm_axis(int(a), rank(node))], lim, "arg-max over")
+
+
+def resize_mode(node: NodeView, lim: L) -> str | None:
+    mode = node.attr("mode", "nearest")
+    return f"mode '{mode}'" if mode not in lim["resize_modes"] else None
+
+
+def split_output(node: NodeView, lim: L) -> str | None:
+    outs = set(node.graph.output_names)
+    hit = [o for o in node.outputs if o in outs]
+    return f"output '{hit[0]}' is a model output" if hit else None
+
+
+def layernorm_rank(node: NodeView, lim: L) -> str | None:
+    r = rank(node)
+    return f"rank-{r} input" if r is not None and r < lim["layernorm_min_rank"] else None
+
+
+def eltwise_const_layout(node: NodeView, lim: L) -> str | None:
+    for i in range(2):
+        t = node.input(i)
+        if t is None or not t.is_const or t.shape is None:
+            continue
+        big = [d for d in t.shape if d != 1]
+        if t.rank == 3 and len(big) >= 2:
+            return f"constant operand {t.shape_str()}"
+    return None
+
+
+# -- rules ------------------------------------------------------------------------------------------
+
+SHUFFLE_FIX = ("keep tensors 4-D [N,C,H,W] around reshapes (express heads/bins through channels, use SpaceToDepth)",
+               "or end the Hailo graph before this node (the parser's recommended end node) and run the rest on the host")
+
+
+def graph_rules(p: str) -> tuple[Rule, ...]:
+    return (
+        Rule(f"{p}.input.static_shape", "All model inputs must have a static shape: the Hailo parser tolerates no dynamic axis",
+             static_inputs, UNSUP, ("pin the shape (npufit check --input-shape NAME=1,3,H,W) and re-export with fixed sizes",),
+             "H-MISC", ("fold_constants",)),
+        Rule(f"{p}.tensor.max_rank", "Hailo lays tensors out as NHWC: tensors above rank {max_rank} fail (UnsupportedShuffleLayerError "
+             "on 5-D reshapes/transposes, Tensor.unfold)", max_rank, UNSUP, SHUFFLE_FIX, "H-Y26"),
+    )
+
+
+def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
+    conv = Rule(f"{p}.conv.rank", "Convolutions run as 2-D convolutions on rank-{conv_rank} NCHW tensors; nn.Conv1d (rank-3 input) "
+                "timed out in the Dataflow Compiler", conv_rank, UNSUP,
+                ("rewrite nn.Conv1d as nn.Conv2d with kernel (1, k) on an [N, C, 1, L] tensor (seed 000)",), "seed 000",
+                ("conv1d_to_conv2d",))
+    shuffle = (
+        Rule(f"{p}.shuffle.rank3", "Reshape/Flatten/Transpose reading or writing a rank-3 tensor has no NHWC mapping in the Hailo "
+             "parser (UnsupportedShuffleLayerError: flatten(2), attention head split, DFL reshape); adding or dropping size-1 "
+             "axes is fine", shuffle_rank3, UNSUP, SHUFFLE_FIX, "H-YOLO"),
+        Rule(f"{p}.shuffle.batch", "Ops that move or resize the batch axis are rejected by the Hailo parser", shuffle_batch, UNSUP,
+             ("keep batch as axis 0 with size 1; do batch rearrangements on the host",), "H-VIT"),
+    )
+    transpose = shuffle + (
+        Rule(f"{p}.transpose.perm", "Transpose perms {transpose_rejected_perms} (the attention head transpose) fail with "
+             "UnsupportedShuffleLayerError; seed 000's 4-D permute compiled", transpose_perm_rule, UNSUP, SHUFFLE_FIX, "H-Y26"),
+    )
+    feature_fix = ("move the reduced/sliced axis to the channel axis (Transpose before it) or do it on the host",)
+    return {
+        "Conv": (conv,), "ConvTranspose": (conv,),
+        "Reshape": shuffle, "Flatten": shuffle, "Transpose": transpose,
+        "Concat": (Rule(f"{p}.concat.batch", "Concat over the batch axis is rejected (UnsupportedConcatLayerError: concat over axis "
+                        "batch)", concat_batch, UNSUP, ("concatenate over channels, or on the host",), "H10-C"),),
+        "Slice": (Rule(f"{p}.slice.axis", "Slice is supported on the feature (channel) axis {feature_axes} only", slice_axis, UNSUP,
+                       ("swap axes so the slice is on the channel axis, or do it on the host (seed 002)",), "seed 002"),),
+        "Tile": (Rule(f"{p}.tile.batch", "Tile over the batch axis is rejected (becomes a concat over axis batch)", tile_batch, UNSUP,
+                      ("move the batch replication to host post-processing or change the model (seed 002)",
+                       "when the input is constant, fold it at a fixed shape"), "seed 002", ("fold_constants",)),),
+        "ReduceMax": (
+            Rule(f"{p}.reducemax.keepdims", "ReduceMax is supported only with keepdims=1 (\"Reduce max is only supported on the "
+                 "features axis, and with keepdim=True\")", reduce_keepdims, UNSUP,
+                 ("export with keepdim=True and Squeeze afterwards (seed 002)",), "seed 002", ("reduce_keepdims",)),
+            Rule(f"{p}.reducemax.axis", "ReduceMax is supported only over the feature (channel) axis {feature_axes}", reduce_features,
+                 UNSUP, feature_fix + ("or use MaxPool over the spatial axes",), "H-Y26"),
+        ),
+        "ReduceSum": (Rule(f"{p}.reducesum.axis", "ReduceSum is supported over the feature (channel) axis {feature_axes} only",
+                           reduce_features, UNSUP, feature_fix, "H10-A"),),
+        "ArgMax": (Rule(f"{p}.argmax.axis", "ArgMax is supported over the feature (channel) axis {feature_axes} (segmentation heads)",
+                        argmax_axis, UNSUP, feature_fix, "H-MZ"),),
+        "Resize": (Rule(f"{p}.resize.mode", "Resize is supported in modes {resize_modes}", resize_mode, UNSUP,
+                        ("use nearest or bilinear interpolation",), "H-T332"),),
+        "Split": (Rule(f"{p}.split.output", "A Split output cannot be a model output (\"output shape is ambiguous\")", split_output,
+                       UNSUP, ("use separate Slice nodes, or add a layer after the split",), "H10-A"),),
+        "LayerNormalization": (Rule(f"{p}.layernorm.rank", "LayerNormalization needs a rank >= {layernorm_min_rank} input (rank-2 "
+                                    "inputs crash the parser's NHWC conversion)", layernorm_rank, UNSUP,
+                                    ("keep the batch axis (rank >= 3) or export at opset < 17 to get the decomposed form",),
+                                    "H10-D", ("opset_convert",)),),
+        **{op: (Rule(f"{p}.eltwise.const_layout", "An element-wise constant operand must broadcast in NHWC layout; rank-3 constants "
+                     "with two non-unit axes are rejected (\"constant shape (1,2,8400) not broadcastable\")", eltwise_const_layout,
+                     UNSUP, ("make the constant 4-D [1,C,1,1]/[1,C,H,W] or apply it on the host",), "H-YOLO"),)
+           for op in ("Add", "Sub", "Mul", "Div")},
+    }
+
