@@ -142,7 +142,7 @@ def stats(times_ns: np.ndarray, batch: int) -> dict[str, float]:
     out["max"] = float(t.max())
     out["cv"] = out["std"] / mean if mean > 0 else 0.0
     out["throughput_ips"] = batch * 1e3 / mean if mean > 0 else 0.0
-    return out
+    return {k: round(v, 6) for k, v in out.items()}  # ms to the nanosecond: the timer's resolution
 
 
 def noise_warnings(s: dict[str, float], n: int) -> list[str]:

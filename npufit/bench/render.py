@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..report.style import human_bytes
 
 COLUMNS = ("runtime", "boundary", "batch", "n", "p50 ms", "p90 ms", "p99 ms", "mean ± std ms", "min ms", "max ms",
-           "inf/s", "cold ms", "build s", "peak mem")
+           "inf/s", "cold ms", "build s", "peak mem (+added)")
 
 
 def fmt_ms(v: float | None) -> str:
@@ -15,11 +15,18 @@ def fmt_ms(v: float | None) -> str:
 
 def result_row(r) -> list[str]:
     lat = r.latency_ms
-    mem = r.memory.get("peak_bytes")
     return [r.runtime, r.boundary, str(r.batch), str(r.iterations), fmt_ms(lat["p50"]), fmt_ms(lat["p90"]),
             fmt_ms(lat["p99"]), f"{fmt_ms(lat['mean'])} ± {fmt_ms(lat['std'])}", fmt_ms(lat["min"]), fmt_ms(lat["max"]),
             f"{r.throughput_ips:,.1f}", fmt_ms(r.cold_ms), f"{r.build_s:.3f}" if r.build_s is not None else "-",
-            human_bytes(mem) if mem else "-"]
+            _mem(r.memory)]
+
+
+def _mem(m: dict) -> str:
+    """Peak RSS, and in brackets how much of it this runtime added over the RSS before it was built."""
+    peak, before = m.get("peak_bytes"), m.get("rss_before_bytes")
+    if not peak:
+        return "-"
+    return f"{human_bytes(peak)} (+{human_bytes(max(peak - before, 0))})" if before else human_bytes(peak)
 
 
 def header_lines(res) -> list[str]:

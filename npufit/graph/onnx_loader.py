@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from .model import Graph, NodeView, TensorInfo
 SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
 
 
+@lru_cache(maxsize=None)
 def np_dtype_name(elem_type: int) -> str | None:
     if not elem_type:
         return None
@@ -33,11 +35,18 @@ def np_dtype_name(elem_type: int) -> str | None:
 class LazyAttrs(Mapping):
     """Attributes converted to Python values on first access (100k-node graphs stay fast)."""
 
-    __slots__ = ("_protos", "_cache")
+    __slots__ = ("_raw", "_by_name", "_cache")
 
     def __init__(self, protos):
-        self._protos = {a.name: a for a in protos}
+        self._raw = protos  # the repeated field; indexed by name only when first read
+        self._by_name: dict[str, Any] | None = None
         self._cache: dict[str, Any] = {}
+
+    @property
+    def _protos(self) -> dict[str, Any]:
+        if self._by_name is None:
+            self._by_name = {a.name: a for a in self._raw}
+        return self._by_name
 
     def __getitem__(self, key):
         if key not in self._cache:

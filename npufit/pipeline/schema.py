@@ -82,7 +82,9 @@ STEP_KEYS: dict[str, dict[str, Key]] = {
             "skip_rules": Key(_str_list, None, "rewrite rules not to apply"),
             "allow_approx": Key(_bool, False, "also apply approximate rules (their error is reported)")},
     "split": {"mode": Key(_choice("prefix", "segments"), "prefix", "prefix: largest NPU-runnable prefix; segments: every NPU region"),
-              "min_nodes": Key(_int(1), 1, "smallest NPU region that becomes its own stage (segments mode)")},
+              "min_nodes": Key(_int(1), 1, "smallest NPU region that becomes its own stage (segments mode)"),
+              "min_npu_macs_pct": Key(_num(0.0, 100.0), 0.0, "reject the split (end the branch) when the NPU part would hold "
+                                      "less than this share of the MACs: not worth a device round trip")},
     "quantize": {"method": Key(_choice("minmax", "entropy", "percentile"), "minmax", "calibration method"),
                  "per_channel": Key(_bool, False, "per-channel weight scales"),
                  "samples": Key(_int(1), 64, "calibration windows taken from the training data")},

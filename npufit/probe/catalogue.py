@@ -29,6 +29,7 @@ class Case:
     seed: str = ""  # "seed 000" / "seed 002" when a seed document reports this case
     label: str = ""  # how the seed (or we) name it, e.g. "nn.Conv2d 3x3, padding 1"
     min_opset: int = 0  # the exporter cannot emit the op below this opset (GridSample: 16)
+    workaround: str = ""  # shown when the case fails before any compiler sees it (export failure)
 
     def build(self, **overrides):
         params = {**self.params, **overrides}
@@ -319,8 +320,8 @@ def argmax(axis=1):
 
 # -- the table ---------------------------------------------------------------------------------
 
-def _c(id, family, ops, builder, seed="", label="", grid=None, min_opset=0, **params) -> Case:
-    return Case(id, family, tuple(ops), builder, params, grid or {}, seed, label or id, min_opset)
+def _c(id, family, ops, builder, seed="", label="", grid=None, min_opset=0, workaround="", **params) -> Case:
+    return Case(id, family, tuple(ops), builder, params, grid or {}, seed, label or id, min_opset, workaround)
 
 
 _PERMS = tuple(p for p in itertools.permutations(range(4)) if p[0] == 0) + ((1, 0, 2, 3),)
@@ -384,7 +385,8 @@ CASES: tuple[Case, ...] = (
     # seed 000's failures
     _c("mean_dim_linear", "reduction", ["torch.mean(dim)", "torch.reshape", "nn.Linear"], mean_reshape_linear, SEED_000,
        "torch.mean(dim=...) -> reshape -> nn.Linear", grid={"dim": ((2, 3), 2, 3)}, dim=(2, 3), keepdim=False),
-    _c("view", "tensor", ["torch.Tensor.view"], view_noncontiguous, SEED_000, "torch.Tensor.view (on a permuted tensor)"),
+    _c("view", "tensor", ["torch.Tensor.view"], view_noncontiguous, SEED_000, "torch.Tensor.view (on a permuted tensor)",
+       workaround="use torch.reshape (or torch.squeeze) instead of view: both export and compile (seed 000)"),
     # seed 002 (DEIMv2 on the Hailo parser)
     _c("grid_sample", "sampling", ["F.grid_sample"], grid_sample, SEED_002, "GridSample (F.grid_sample)", min_opset=16),
     _c("gather_elements", "indexing", ["torch.gather"], gather_elements, SEED_002, "GatherElements (torch.gather)", axis=1),

@@ -6,6 +6,7 @@ copy for calibration; pointing it at a copy in our temp dir keeps the user's fol
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import time
 from collections.abc import Sequence
@@ -163,7 +164,8 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
     reader = _ProgressReader(samples, f"calibrating ({settings.method})")
     start = time.perf_counter()
     try:
-        with _ort_logs_captured() as logs:
+        # ORT prints histogram progress to stdout (entropy/percentile); stdout belongs to our report
+        with _ort_logs_captured() as logs, contextlib.redirect_stdout(io.StringIO()):
             quantize_static(str(float_path), str(out), reader, quant_format=QuantFormat.QDQ, per_channel=settings.per_channel,
                             activation_type=act, weight_type=QuantType.QInt8, calibrate_method=method,
                             nodes_to_exclude=list(settings.exclude), extra_options=extra,

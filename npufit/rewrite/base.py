@@ -16,6 +16,10 @@ import onnx_ir as ir
 MAX_ROUNDS = 32  # a pattern rule is re-applied until it stops matching; this bounds a rule that keeps matching its own output
 
 
+class RuleNotApplicable(Exception):
+    """A whole-model pass cannot run on this model; the message says why (shown in the fix report)."""
+
+
 @dataclass(frozen=True)
 class RuleContext:
     """What a rule may know about the model and the target while it builds its patterns."""

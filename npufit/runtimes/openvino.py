@@ -69,7 +69,7 @@ class OpenVinoRunner(Runner):
         self._out_names = [o.get_any_name() for o in self.compiled.outputs]
         self.details.update({
             "device": core.get_property("CPU", "FULL_DEVICE_NAME"),
-            "precision": str(self.compiled.get_property("INFERENCE_PRECISION_HINT")),
+            "precision": _type_name(self.compiled.get_property("INFERENCE_PRECISION_HINT")),
             "threads": int(self.compiled.get_property("INFERENCE_NUM_THREADS")),
             "performance_hint": "LATENCY", "streams": 1,
         })
@@ -87,3 +87,9 @@ class OpenVinoRunner(Runner):
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         res = self.request.infer({k: np.ascontiguousarray(v) for k, v in feeds.items()})
         return {name: np.asarray(res[i]) for i, name in enumerate(self._out_names)}
+
+
+def _type_name(t) -> str:
+    """ov.Type -> 'f32' (str() of it is "<Type: 'float32'>")."""
+    name = getattr(t, "get_type_name", None)
+    return name() if callable(name) else str(t)

@@ -18,8 +18,13 @@ from ..targets.base import Verdict
 from .subgraphs import outer_reads
 
 MODES = ("prefix", "segments", "explicit", "auto")
-RANKING = ("NPU share of MACs (higher first, in 0.1 % steps), then boundary tensors crossing NPU<->host "
-           "(fewer first), then bytes crossing (fewer first), then number of stages (fewer first)")
+# The stated cost: a rough latency model that turns the three numbers a cut trades off (host MACs,
+# boundary tensors, bytes crossing) into one figure. The rates are assumptions for an embedded host
+# with an M.2 accelerator, not measurements; they only need to be in the right proportion.
+COST_MODEL = {"host_gmacs_per_s": 10.0, "npu_gmacs_per_s": 1000.0, "ms_per_boundary": 0.1, "link_gb_per_s": 1.0}
+RANKING = ("estimated latency = host MACs / {host_gmacs_per_s:g} GMAC/s + NPU MACs / {npu_gmacs_per_s:g} GMAC/s "
+           "+ {ms_per_boundary:g} ms per tensor crossing NPU<->host + bytes crossing / {link_gb_per_s:g} GB/s "
+           "(lower first; ties: fewer boundaries, fewer bytes, fewer stages)").format(**COST_MODEL)
 
 
 @dataclass
@@ -43,7 +48,7 @@ class Cut:
 
     def rank_key(self) -> tuple:
         c = self.cost
-        return (-round(c["npu_macs_pct"], 1), c["boundaries"], c["bytes_crossing"], len(self.stages))
+        return (c["est_ms"], c["boundaries"], c["bytes_crossing"], len(self.stages))
 
     def signature(self) -> tuple:
         return tuple((s.device, tuple(s.nodes)) for s in self.stages)
@@ -167,8 +172,12 @@ def cut_cost(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> di
     crossing = [t for t in transfers(ix, stages, sources) if t["direction"] in ("npu->host", "host->npu")]
     npu_macs = sum(s.macs for s in stages if s.device == NPU)
     pct = 100.0 * npu_macs / ix.total_macs if ix.total_macs else 0.0
-    return {"npu_macs_pct": round(pct, 2), "npu_macs": npu_macs, "total_macs": ix.total_macs,
-            "boundaries": len(crossing), "bytes_crossing": sum(t["bytes"] or 0 for t in crossing),
+    nbytes = sum(t["bytes"] or 0 for t in crossing)
+    m = COST_MODEL
+    est = (1e3 * (ix.total_macs - npu_macs) / (m["host_gmacs_per_s"] * 1e9) + 1e3 * npu_macs / (m["npu_gmacs_per_s"] * 1e9)
+           + m["ms_per_boundary"] * len(crossing) + 1e3 * nbytes / (m["link_gb_per_s"] * 1e9))
+    return {"est_ms": round(est, 4), "npu_macs_pct": round(pct, 2), "npu_macs": npu_macs, "total_macs": ix.total_macs,
+            "boundaries": len(crossing), "bytes_crossing": nbytes,
             "unknown_size_boundaries": sum(t["bytes"] is None for t in crossing),
             "npu_stages": sum(s.device == NPU for s in stages), "host_stages": sum(s.device == HOST for s in stages)}
 

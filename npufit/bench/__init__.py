@@ -1,0 +1,86 @@
+"""npufit bench: one measurement protocol across runtimes, comparable numbers, JSON and plots.
+
+`bench(model, runtime=...)` is `npufit bench MODEL --runtime ...`; `compare(files, ...)` is
+`npufit bench --compare a.json b.json ...`. See docs/bench-protocol.md for what is timed and what is not.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import NpufitError
+from .protocol import Protocol
+from .result import SCHEMA, BenchResult, RuntimeResult
+
+__all__ = ["bench", "compare", "Protocol", "BenchResult", "RuntimeResult", "SCHEMA", "default_runtimes"]
+
+# what a model file runs on when --runtime is not given
+_DEFAULT_BY_SUFFIX = {".onnx": ["ort-cpu"], ".xml": ["openvino"], ".hef": ["hailort"], ".engine": ["tensorrt"],
+                      ".plan": ["tensorrt"], ".trt": ["tensorrt"]}
+
+
+def default_runtimes(model: Path) -> list[str]:
+    from ..runtimes.chain import is_plan_dir
+
+    if is_plan_dir(model):
+        return ["chain"]
+    if model.suffix.lower() in _DEFAULT_BY_SUFFIX:
+        return _DEFAULT_BY_SUFFIX[model.suffix.lower()]
+    raise NpufitError(f"{model}: expected an .onnx/.xml/.hef/.engine file or a split-plan folder with plan.json")
+
+
+def bench(model: str | os.PathLike, runtime: str | list[str] | None = None, *, batch: int | None = None,
+          threads: int | None = None, warmup: int = 10, iterations: int | None = 200, duration: float | None = None,
+          inputs: str | os.PathLike | None = None, fresh_inputs: bool = False, input_pool: int | None = None,
+          boundary: str | None = None, fp16: bool = False, seed: int = 0,
+          options: dict[str, Any] | None = None) -> BenchResult:
+    """Benchmark MODEL (a model file or a split-plan folder) on each runtime under one protocol."""
+    from ..runtimes import BOUNDARY_TEXT, parse_runtimes, runner_class
+    from ..runtimes.chain import is_plan_dir
+    from .environment import capture, model_identity
+    from .runner import bench_runtime
+
+    path = Path(model)
+    if not path.exists():
+        raise NpufitError(f"{path}: no such file or folder")
+    if path.is_dir() and not is_plan_dir(path):
+        raise NpufitError(f"{path}: a folder, but not a split plan (no plan.json)")
+    if boundary is not None and boundary not in BOUNDARY_TEXT:
+        raise NpufitError(f"unknown boundary '{boundary}' (choose from {', '.join(BOUNDARY_TEXT)})")
+    names = parse_runtimes(runtime) if runtime else default_runtimes(path)
+    from .inputs import DEFAULT_POOL
+
+    proto = Protocol(warmup=warmup, iterations=iterations, duration_s=duration, batch=batch, threads=threads,
+                     fresh_inputs=fresh_inputs, input_pool=(input_pool or DEFAULT_POOL) if fresh_inputs else 1,
+                     boundary=boundary, seed=seed)
+    proto.validate()
+    identity = model_identity(path)  # before running: the file we measured, not one changed meanwhile
+    opts = dict(options or {})
+    if fp16:
+        opts["fp16"] = True
+    created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    results: list[RuntimeResult] = []
+    sources = []
+    for name in names:
+        r, source = bench_runtime(name, path, proto, str(inputs) if inputs else None, opts)
+        results.append(r)
+        if source:
+            sources.append(source)
+    versions = {r.runtime: r.version for r in results}
+    versions.update({n: runner_class(n)(path).version() for n in names if versions.get(n) is None})
+    res = BenchResult(model=identity, protocol=proto.to_dict(), environment=capture(versions), results=results,
+                      created=created, inputs=sources[0] if sources else "")
+    if not res.measured and results and all(r.status == "failed" for r in results):
+        raise NpufitError("; ".join(f"{r.runtime}: {r.reason}" for r in results))
+    if proto.duration_s is None and proto.iterations and proto.iterations < 30:
+        res.warnings.append(f"{proto.iterations} iterations is too few for stable percentiles")
+    return res
+
+
+def compare(files: list[str | os.PathLike], baseline: str | None = None, plot: str | os.PathLike | None = None):
+    """`npufit bench --compare`: a comparison table of result files, ratios to a baseline, optional PNG."""
+    from .compare import compare_results
+
+    return compare_results(files, baseline=baseline, plot=plot)

@@ -1,0 +1,114 @@
+"""Benchmark one runtime under the protocol: build, cold call, warm-up, timed loop, statistics, memory."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import NpufitError
+from ..runtimes import BOUNDARY_TEXT, get_runner
+from ..runtimes.base import RuntimeUnavailable, first_line
+from .inputs import input_pool
+from .protocol import (Protocol, busy_warning, memory_now, noise_warnings, reset_peak_memory, stats, time_once,
+                       timed_loop)
+from .result import LATENCY_KEYS, MAX_STORED_SAMPLES, RuntimeResult
+
+
+def bench_runtime(name: str, model: Path, proto: Protocol, inputs_file: str | None = None,
+                  options: dict[str, Any] | None = None) -> tuple[RuntimeResult, str]:
+    """Return (result, input-source description). Absent runtimes come back as status 'skipped' with a reason."""
+    runner = get_runner(name, model, threads=proto.threads, batch=proto.batch, boundary=proto.boundary,
+                        options=options)
+    base = dict(runtime=name, title=runner.title, device_kind=runner.device_kind)
+    try:
+        runner.check_format()
+    except RuntimeUnavailable as e:
+        return RuntimeResult(status="skipped", reason=e.reason, **base), ""
+    warnings = [w for w in (busy_warning(),) if w]
+    exact_peak = reset_peak_memory()
+    mem0 = memory_now()
+    try:
+        t0 = time.perf_counter_ns()
+        runner.activate()
+        build_ns = time.perf_counter_ns() - t0
+    except RuntimeUnavailable as e:
+        return RuntimeResult(status="skipped", reason=e.reason, version=runner.version(), **base), ""
+    except NpufitError as e:  # this runtime cannot take the model; others may (bench() decides if that is fatal)
+        return RuntimeResult(status="failed", reason=e.message, version=runner.version(), **base), ""
+    try:
+        return _measure(runner, proto, inputs_file, build_ns, mem0, exact_peak, warnings, base)
+    except (RuntimeUnavailable, NpufitError):
+        raise
+    except Exception as e:  # a runtime that crashes mid-run is a finding, not a reason to lose the other numbers
+        return RuntimeResult(status="failed", reason=f"{type(e).__name__}: {first_line(e)}", version=runner.version(),
+                             boundary=runner.boundary, details=runner.details, **base), ""
+    finally:
+        runner.deactivate()
+
+
+def _measure(runner, proto: Protocol, inputs_file, build_ns, mem0, exact_peak, warnings, base):
+    specs = runner.input_specs()
+    pool, source, pool_warnings = input_pool(specs, proto.batch, proto.fresh_inputs, proto.input_pool, inputs_file,
+                                             proto.seed)
+    warnings += pool_warnings
+    batch = _batch_of(pool[0], specs)
+    calls = [runner.prepare(s) for s in pool]
+    cold_ns, _ = time_once(calls[0])
+    warm = [time_once(calls[i % len(calls)])[0] for i in range(proto.warmup)]
+    estimate = int(np.median(warm)) if warm else cold_ns
+    keep = bool(getattr(runner, "returns_stage_times", False))
+    times, kept = timed_loop(calls, proto.iterations, proto.duration_s, estimate, f"bench {runner.name}", keep)
+    mem1 = memory_now()
+    s = stats(times, batch)
+    warnings += noise_warnings(s, len(times))
+    res = RuntimeResult(
+        status="ok", version=runner.version(), boundary=runner.boundary, boundary_text=BOUNDARY_TEXT[runner.boundary],
+        batch=batch, warmup=proto.warmup, iterations=int(len(times)),
+        latency_ms={k: s[k] for k in LATENCY_KEYS}, cv=s["cv"], throughput_ips=s["throughput_ips"],
+        cold_ms=cold_ns / 1e6, build_s=build_ns / 1e9,
+        memory={"rss_before_bytes": mem0["rss"], "rss_after_bytes": mem1["rss"], "peak_bytes": mem1["peak"],
+                "peak_method": "VmHWM, reset just before this runtime was built" if exact_peak else
+                               "process peak RSS since start (could not reset per runtime)",
+                "note": "host process memory only; GPU/NPU device memory is not included"},
+        details=dict(runner.details), warnings=warnings, samples_ms=_stored_samples(times), **base)
+    if kept:
+        devices = {st["name"]: st["device"] for st in runner.details.get("stages", [])}
+        res.stages = [{"device": devices.get(r["name"], "?"), **r} for r in stage_summary(kept, s["p50"])]
+    return res, source
+
+
+def _batch_of(sample: dict[str, np.ndarray], specs) -> int:
+    """The leading dimension of the first input with a batch axis (a scalar-only model counts as batch 1)."""
+    for sp in specs:
+        arr = sample.get(sp.name)
+        if arr is not None and arr.ndim > 0:
+            return int(arr.shape[0])
+    return 1
+
+
+def _stored_samples(times: np.ndarray) -> list[float]:
+    if times.size > MAX_STORED_SAMPLES:  # evenly spaced, keeping time order
+        times = times[np.linspace(0, times.size - 1, MAX_STORED_SAMPLES).astype(np.int64)]
+    return [round(float(t) / 1e6, 6) for t in times]
+
+
+def stage_summary(kept: list, chain_p50_ms: float) -> list[dict[str, Any]]:
+    """Per-stage medians from each iteration's [(stage, seconds), ...]; the rest of the chain is host glue."""
+    per: dict[str, list[float]] = {}
+    for r in kept:
+        for stage, seconds in (r[1] if isinstance(r, tuple) and len(r) == 2 else []):
+            per.setdefault(str(stage), []).append(float(seconds) * 1e3)
+    rows = []
+    for stage, vals in per.items():
+        a = np.asarray(vals)
+        p50 = float(np.median(a))
+        rows.append({"name": stage, "p50_ms": p50, "mean_ms": float(a.mean()), "samples": int(a.size),
+                     "share_pct": 100.0 * p50 / chain_p50_ms if chain_p50_ms else 0.0})
+    if rows:
+        glue = chain_p50_ms - sum(r["p50_ms"] for r in rows)
+        rows.append({"name": "(between stages)", "device": "host", "p50_ms": max(glue, 0.0), "mean_ms": max(glue, 0.0),
+                     "samples": 0, "share_pct": 100.0 * max(glue, 0.0) / chain_p50_ms if chain_p50_ms else 0.0,
+                     "note": "chain p50 minus the sum of stage p50s: hand-over and glue, approximate"})
+    return rows

@@ -1,0 +1,77 @@
+"""Drive the real vendor compilers and read back where each node went.
+
+    compile_model("m.onnx", "rk3588")            # RKNN-Toolkit2 (own env)
+    compile_model("m.tflite", "ethos-u55-256")   # Vela
+    compile_model("m.onnx", "hailo8", emit_script="out/")  # Hailo DFC commands (NOT exercised here)
+
+Vendor SDKs are never imported by npufit itself: each compiler runs as a child process."""
+from __future__ import annotations
+
+import os
+from dataclasses import fields
+from pathlib import Path
+
+from ..errors import BadModelError, NpufitError
+from .base import CompileOptions, CompileResult, Placement
+
+__all__ = ["compile_model", "status", "compiler_for", "CompileOptions", "CompileResult", "Placement"]
+
+
+def _compilers():
+    from .hailo import HailoCompiler
+    from .rknn import RknnCompiler
+    from .vela import VelaCompiler
+
+    return [VelaCompiler(), RknnCompiler(), HailoCompiler()]
+
+
+def compiler_for(target: str):
+    for c in _compilers():
+        if c.handles(target):
+            return c
+    raise NpufitError(f"no compiler drives target '{target}' (Vela: ethos-u55-32..256, ethos-u65-256/512, "
+                      "ethos-u85-128..2048; RKNN: rk3588, rk3576, rk3568, rk3566, rk3562, rv1106; Hailo: hailo8, hailo8l)")
+
+
+def status() -> list[dict]:
+    """For `npufit doctor`: each compiler's name, availability, version, what it enables, how to install it."""
+    return [c.status() for c in _compilers()]
+
+
+def compile_model(model: str | os.PathLike, target: str, compare_prediction: bool = False, **options) -> CompileResult:
+    """Compile `model` for `target` with the vendor's compiler; the model file is only read (compilers get a copy).
+
+    options: the fields of CompileOptions (out_dir, quantize, calibration, input_shapes, disable_rules,
+    simulate, emit_script, start_nodes, end_nodes, plan, timeout_s, extra)."""
+    path = Path(model)
+    if not path.is_file():
+        raise BadModelError(f"{path}: no such file")
+    known = {f.name for f in fields(CompileOptions)}
+    bad = sorted(set(options) - known)
+    if bad:
+        raise NpufitError(f"unknown compile option(s): {', '.join(bad)}")
+    opts = CompileOptions(**options)
+    comp = compiler_for(target)
+    result = comp.compile(path, target.lower(), opts)
+    if compare_prediction:
+        attach_comparison(result, path, target, opts)
+    return result
+
+
+def attach_comparison(result: CompileResult, model: Path, target: str, opts: CompileOptions) -> None:
+    from ..check import check
+    from ..graph import load
+    from ..targets import get_profile
+    from .compare import compare_placement
+
+    if not result.ok or not result.placement:
+        result.notes.append("no placement to compare with: the compile did not finish")
+        return
+    profile_name = "rk3588" if target.lower().startswith(("rk", "rv")) else target.lower()
+    try:
+        profile = get_profile(profile_name)
+    except NpufitError:
+        result.notes.append(f"npufit has no profile for '{target}' yet: nothing to compare")
+        return
+    graph = load(result.outputs.get("checked_model", model), opts.input_shapes)
+    result.comparison = compare_placement(check(graph, profile), result.placement, result.compiler)

@@ -1,0 +1,91 @@
+"""Map compiler layers back to the nodes of the user's model.
+
+Compilers rename, split and fuse. A layer is attributed to a model node by, in order: its exact name
+(direct), the compiler's own logged rewrite lineage (lineage), or the longest node name that prefixes
+it (lineage). Nodes left without a layer were folded away at compile time or fused into a neighbour;
+they take the neighbour's device (fused)."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ..graph import Graph
+from .base import Placement
+
+
+@dataclass
+class Layer:
+    name: str  # the compiler's name for the layer
+    op: str  # the compiler's op type
+    device: str  # npu | cpu
+    reason: str = ""
+    cycles: str = ""  # compiler estimate, as printed
+
+
+def origins_from_lineage(rewrites: Iterable[tuple[list[str], list[str]]], known: set[str]) -> dict[str, set[str]]:
+    """rewrites: (removed, added) node-name lists in log order -> added name -> original model nodes."""
+    origin: dict[str, set[str]] = {}
+    for removed, added in rewrites:
+        src: set[str] = set()
+        for r in removed:
+            src |= origin.get(r, {r} if r in known else set())
+        if not src:
+            continue  # e.g. 'expand_to_4d' helpers: no removed node, fall back to the name prefix
+        for a in added:
+            origin[a] = origin.get(a, set()) | src if a not in known else {a}
+    return origin
+
+
+def _prefix_owner(name: str, names_sorted: list[str]) -> str | None:
+    for n in names_sorted:  # longest first
+        if name.startswith(n) and (len(name) == len(n) or not name[len(n)].isalnum()):
+            return n
+    return None
+
+
+def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str]] | None = None,
+            compiler: str = "compiler") -> list[Placement]:
+    nodes = {n.name: n for n in graph.top_nodes}
+    by_len = sorted(nodes, key=len, reverse=True)
+    hits: dict[str, list[tuple[Layer, str]]] = {}
+    for layer in layers:
+        if layer.name in nodes:
+            owners, how = {layer.name}, "direct"
+        elif lineage and layer.name in lineage:
+            owners, how = lineage[layer.name], "lineage"
+        else:
+            p = _prefix_owner(layer.name, by_len)
+            owners, how = ({p}, "lineage") if p else (set(), "")
+        for o in owners:
+            hits.setdefault(o, []).append((layer, how))
+
+    folded = getattr(graph, "folded", set())
+    out: dict[str, Placement] = {}
+    for n in graph.top_nodes:
+        got = hits.get(n.name)
+        if got:
+            # a node is on the CPU when any layer it became runs there: that is a host round trip
+            cpu = [lay for lay, _ in got if lay.device == "cpu"]
+            dev = "cpu" if cpu else "npu"
+            hows = {h for _, h in got}
+            reason = "; ".join(lay.reason or f"{compiler} placed {lay.op} layer '{lay.name}' on the CPU" for lay in cpu)
+            out[n.name] = Placement(n.name, n.op_type, dev, reason, [lay.name for lay, _ in got],
+                                    "direct" if hows == {"direct"} else "lineage")
+        elif n.name in folded or all(graph.tensor(t).is_const for t in n.present_inputs):
+            out[n.name] = Placement(n.name, n.op_type, "folded", f"no {compiler} layer: computed at compile time", how="absent")
+    # fused-into-neighbour: walk in topological order so chains (Conv->BN->Relu) resolve
+    for n in graph.top_nodes:
+        if n.name in out:
+            continue
+        neigh = [p for p in graph.predecessors(n) if p.name in out and out[p.name].device != "folded"]
+        if not neigh:
+            neigh = [s for s in graph.successors(n) if s.name in out and out[s.name].device != "folded"]
+        if neigh:
+            src = out[neigh[0].name]
+            out[n.name] = Placement(n.name, n.op_type, src.device,
+                                    f"fused into {src.op} '{src.node}' by the {compiler}" if src.device == "npu" else
+                                    f"fused into {src.op} '{src.node}', which the {compiler} placed on the CPU",
+                                    list(src.layers), "fused")
+        else:
+            out[n.name] = Placement(n.name, n.op_type, "folded", f"no {compiler} layer and no placed neighbour", how="absent")
+    return [out[n.name] for n in graph.top_nodes]

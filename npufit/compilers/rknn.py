@@ -1,0 +1,223 @@
+"""Rockchip RKNN-Toolkit2: ONNX -> .rknn, per-layer NPU/CPU placement, simulator vs ONNX Runtime.
+
+The toolkit pins numpy<2 / onnx 1.18, so it runs in its own env (npufit env install rknn) through
+npufit.envs.bridge. Placement comes from the verbose build's "Network Layer Information Table"
+(Target column), mapped back to ONNX nodes with the toolkit's logged fuse_ops lineage."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import NpufitError
+from ..graph import Graph, load
+from .base import CompileOptions, CompileResult, default_out_dir, private_copy, tail
+from .mapping import Layer, origins_from_lineage, resolve
+
+PLATFORMS = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1106", "rv1103", "rv1106b", "rv1103b", "rv1126b", "rk2118")
+ENV = "rknn"
+MAX_RULE_RETRIES = 4
+
+_PREFIX = re.compile(r"^[IDWE] RKNN: \[[\d:.]+\] ?")
+_REWRITE = re.compile(r"^\S*\s+(\w+): remove node = (\[.*?\])(?:, add node = (\[.*?\]))?\s*$")
+_DISABLE = re.compile(r"disable_rules=\[([^\]]*)\]")
+_MEM = re.compile(r"Total (Internal|Weight) Memory Size: ([\d.]+)\s*([KMG]?B)")
+
+
+class RknnCompiler:
+    name = "rknn"
+
+    def handles(self, target: str) -> bool:
+        return target.lower() in PLATFORMS
+
+    def status(self) -> dict:
+        from ..envs import env_status
+
+        s = env_status(ENV)
+        return {"name": "rknn-toolkit2", "available": s["installed"], "version": s["version"],
+                "enables": s["enables"], "install": s["install"],
+                "detail": f"env {s['path']} ({s['size_mb']} MB)" if s["installed"] else "not installed"}
+
+    def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
+        from ..envs import bridge
+
+        if model.suffix.lower() != ".onnx":
+            raise NpufitError(f"{model.name}: RKNN-Toolkit2 is driven from ONNX here; give an .onnx model")
+        out = default_out_dir(model, target, options.out_dir)
+        src = private_copy(model, out)
+        graph = load(model, options.input_shapes)
+        feeds, ref = _reference_run(src, graph, options, out)
+        request = {"platform": target.lower(), "model": str(src), "out": str(out / f"{model.stem}.rknn"),
+                   "quantize": options.quantize, "disable_rules": list(options.disable_rules),
+                   "sim_inputs": [str(p) for p in feeds] if options.simulate else [], "sim_prefix": str(out / "sim_out_"),
+                   "config": dict(options.extra.get("rknn_config", {}))}
+        if options.input_shapes:
+            request["inputs"] = list(options.input_shapes)
+            request["input_size_list"] = [list(s) for s in options.input_shapes.values()]
+        if options.quantize:
+            request["dataset"] = str(_dataset_file(options, feeds, out))
+        retries: list[dict] = []
+        while True:
+            log_path = out / ("build.log" if not retries else f"build.retry{len(retries)}.log")
+            resp, run = bridge.call(ENV, "rknn_build", request, out, log_path, options.timeout_s)
+            text = run.log
+            if resp.get("ok") or len(retries) >= MAX_RULE_RETRIES:
+                break
+            rules = [r for r in _suggested_rules(text) if r not in request["disable_rules"]]
+            if not rules:
+                break
+            retries.append({"disable_rules": rules, "failed_stage": resp.get("stage"), "error": resp.get("error"),
+                            "log": str(log_path)})
+            request["disable_rules"] = request["disable_rules"] + rules
+        res = CompileResult("rknn-toolkit2", resp.get("version"), target.lower(), str(model), bool(resp.get("ok")),
+                            log_path=str(run.log_path), command=run.command_line, wall_s=run.wall_s,
+                            peak_rss_mb=run.peak_rss_mb, timings=resp.get("timings", {}), retries=retries)
+        res.outputs["onnx_copy"] = str(src)
+        if retries:
+            res.notes.append(f"the toolkit crashed in its own rewrite rule(s); rebuilt with disable_rules={request['disable_rules']}")
+        if not res.ok:
+            res.error = f"RKNN {resp.get('stage')} failed: {resp.get('error') or 'see log'}"
+            res.notes.append(tail(text))
+            return res
+        res.artifact = request["out"]
+        layers, rewrites = parse_layer_table(text), parse_rewrites(text)
+        known = {n.name for n in graph.nodes}
+        res.placement = resolve(graph, layers, origins_from_lineage(rewrites, known), "RKNN-Toolkit2")
+        res.metrics.update(_table_metrics(text, layers))
+        res.metrics["quantized"] = options.quantize
+        if not options.quantize:
+            res.metrics["float_dtype"] = "float16"
+        if options.simulate and resp.get("sim_outputs"):
+            res.metrics["simulator_cosine"] = _cosines(ref, resp["sim_outputs"])
+            res.metrics["simulator_min_cosine"] = min(res.metrics["simulator_cosine"].values(), default=None)
+        return res
+
+
+# -- log parsing ----------------------------------------------------------------------------
+
+def _strip(line: str) -> str:
+    return _PREFIX.sub("", line.rstrip())
+
+
+def parse_layer_table(log: str) -> list[Layer]:
+    """The last 'Network Layer Information Table' of a verbose build -> layers with their Target."""
+    lines = [_strip(ln) for ln in log.splitlines()]
+    starts = [i for i, ln in enumerate(lines) if "Network Layer Information Table" in ln]
+    if not starts:
+        return []
+    rows: list[Layer] = []
+    hdr = None
+    for ln in lines[starts[-1] + 1:]:
+        if ln.startswith("ID ") and "Target" in ln:
+            hdr = ln.split()
+            continue
+        if hdr is None or set(ln.strip()) <= {"-", "+"}:
+            if hdr is not None and rows:
+                break  # closing rule
+            continue
+        f = ln.split()
+        if len(f) < len(hdr) or not f[0].isdigit():
+            break
+        full = " ".join(f[len(hdr) - 1:])
+        op, _, name = full.partition(":")
+        if f[1] in ("InputOperator", "OutputOperator"):
+            continue
+        dev = f[hdr.index("Target")].lower()
+        rows.append(Layer(name or full, f[1], "cpu" if dev == "cpu" else "npu",
+                          f"RKNN-Toolkit2 placed {f[1]} layer '{name or full}' on the CPU" if dev == "cpu" else "",
+                          f[hdr.index("Cycles(DDR/NPU/Total)")] if "Cycles(DDR/NPU/Total)" in hdr else ""))
+    return rows
+
+
+def parse_rewrites(log: str) -> list[tuple[list[str], list[str]]]:
+    """'rule: remove node = [..], add node = [..]' lines from the toolkit's graph-optimizer stages."""
+    out = []
+    for ln in log.splitlines():
+        m = _REWRITE.match(ln)
+        if not m:
+            continue
+        try:
+            removed = ast.literal_eval(m.group(2))
+            added = ast.literal_eval(m.group(3)) if m.group(3) else []
+        except (ValueError, SyntaxError):
+            continue
+        out.append(([str(x) for x in removed], [str(x) for x in added]))
+    return out
+
+
+def _suggested_rules(log: str) -> list[str]:
+    rules: list[str] = []
+    for m in _DISABLE.finditer(log):
+        for r in m.group(1).split(","):
+            r = r.strip().strip("'\"")
+            if r and r not in rules:
+                rules.append(r)
+    return rules
+
+
+def _table_metrics(log: str, layers: list[Layer]) -> dict:
+    total = 0
+    for lay in layers:
+        try:
+            total += int(lay.cycles.split("/")[-1])
+        except ValueError:
+            pass
+    m: dict = {"layers": len(layers), "cpu_layers": sum(lay.device == "cpu" for lay in layers), "npu_cycles_total": total}
+    scale = {"B": 1 / 1024, "KB": 1, "MB": 1024, "GB": 1024 * 1024}
+    for kind, val, unit in _MEM.findall(log):
+        m[f"{kind.lower()}_memory_kb"] = round(float(val) * scale.get(unit, 1), 2)
+    return m
+
+
+# -- simulator vs ONNX Runtime ----------------------------------------------------------------
+
+def _reference_run(src: Path, graph: Graph, options: CompileOptions, out: Path) -> tuple[list[Path], dict]:
+    from ..verify.compare import make_session, random_inputs, run_onnx
+
+    sess = make_session(src)
+    feeds = random_inputs(sess, seed=0, shapes=options.input_shapes)[0]
+    ref = run_onnx(sess, feeds)
+    paths = []
+    for i, inp in enumerate(sess.get_inputs()):
+        p = out / f"sim_in_{i}.npy"
+        np.save(p, feeds[inp.name])
+        paths.append(p)
+    return paths, ref
+
+
+def _dataset_file(options: CompileOptions, feeds: list[Path], out: Path) -> Path:
+    """RKNN's dataset.txt: one line per sample, the .npy file of each input separated by spaces."""
+    lines: list[str] = []
+    if options.calibration:
+        c = Path(options.calibration)
+        if c.is_dir():
+            files = sorted(c.glob("*.npy"))
+            if not files:
+                raise NpufitError(f"{c}: no .npy calibration files in this folder")
+            lines = [str(f.resolve()) for f in files]
+        elif c.suffix == ".txt" and c.is_file():
+            return c.resolve()
+        elif c.suffix == ".npy" and c.is_file():
+            lines = [str(c.resolve())]
+        else:
+            raise NpufitError(f"{c}: --calibration must be a folder of .npy files, one .npy, or an RKNN dataset.txt")
+    else:
+        lines = [" ".join(str(p.resolve()) for p in feeds)]
+    p = out / "dataset.txt"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _cosines(ref: dict, sim_paths: list[str]) -> dict[str, float]:
+    out = {}
+    for (name, a), p in zip(ref.items(), sim_paths):
+        b = np.load(p)
+        a64, b64 = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+        if a64.size != b64.size:
+            out[name] = float("nan")
+            continue
+        den = np.linalg.norm(a64) * np.linalg.norm(b64)
+        out[name] = round(float(a64 @ b64 / den), 6) if den else (1.0 if np.allclose(a64, b64) else 0.0)
+    return out

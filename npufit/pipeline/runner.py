@@ -1,0 +1,256 @@
+"""Run a pipeline: expand the matrix, then step by step run (or reuse) every cell, branch failures contained.
+
+For each cell: if a cell it depends on did not succeed, it is skipped and says which; else its cache key is
+computed from its settings and the sha256 of its inputs; a recorded result under the same key is reused
+("cached"), otherwise the step runs. An error in a step fails that cell only; the rest of the matrix goes on.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import NpufitError
+from ..util.io import atomic_write_json, atomic_write_text
+from ..util.progress import track
+from .cache import StepRecord, compute_key, digest_file, digest_tree, fresh
+from .matrix import Cell, dependencies, expand, model_source, select
+from .schema import STEPS, ModelSpec, PipelineConfig, load_config
+
+MANIFEST = "pipeline.json"
+RUN_SCHEMA = "npufit.pipeline-run/1"
+
+
+class Skip(Exception):
+    """The step cannot run here (tool not installed, no GPU): not an error, not cached, retried next run."""
+
+
+class Reject(Exception):
+    """The step ran and decided the branch ends here (e.g. nothing worth putting on the NPU); cached."""
+
+
+@dataclass
+class Outcome:
+    outputs: dict[str, str] = field(default_factory=dict)  # name -> path relative to the cell folder
+    metrics: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+
+@dataclass
+class StepContext:
+    """What a step function sees: its settings, its folder, the records of the cells it depends on."""
+
+    config: PipelineConfig
+    cell: Cell
+    folder: Path
+    settings: dict[str, Any]
+    deps: dict[str, tuple[StepRecord, Path]]  # dependency step name -> (record, folder)
+    model_from: str | None  # the step whose 'model' output this cell consumes
+    _dataset: Callable[[], Any]
+    log: Callable[[str], None]
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.config.model(self.cell.model)
+
+    def input(self, step: str, name: str) -> Path | None:
+        if step not in self.deps:
+            return None
+        rec, folder = self.deps[step]
+        return rec.output_path(folder, name)
+
+    def model_input(self) -> Path:
+        p = self.input(self.model_from, "model") if self.model_from else None
+        if p is None:
+            raise NpufitError(f"{self.cell.id}: no input model (the {self.model_from} step produced none)")
+        return p
+
+    def dataset(self):
+        return self._dataset()
+
+
+@dataclass
+class CellResult:
+    cell: Cell
+    record: StepRecord
+    action: str  # ran | cached | kept (outside --only/--from) | skipped | failed
+    folder: Path
+
+    def to_dict(self, root: Path) -> dict[str, Any]:
+        return {"cell": self.cell.id, "step": self.cell.step, "model": self.cell.model, "target": self.cell.target,
+                "runtime": self.cell.runtime, "action": self.action, "folder": os.path.relpath(self.folder, root),
+                **{k: v for k, v in self.record.to_dict().items() if k not in ("cell", "step", "schema")}}
+
+
+@dataclass
+class PipelineRun:
+    config: PipelineConfig
+    results: list[CellResult]
+    seconds: float = 0.0
+    started: str = ""
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {a: 0 for a in ("ran", "cached", "kept", "failed", "skipped", "rejected")}
+        for r in self.results:
+            out[r.action] = out.get(r.action, 0) + 1
+        return out
+
+    @property
+    def did_nothing(self) -> bool:
+        return not any(r.action in ("ran", "failed") for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.record.status == "failed" for r in self.results)
+
+    def result(self, cell_id: str) -> CellResult | None:
+        return next((r for r in self.results if r.cell.id == cell_id), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .. import __version__
+
+        root = self.config.output_dir
+        return {"schema": RUN_SCHEMA, "npufit_version": __version__, "started": self.started, "seconds": round(self.seconds, 2),
+                "counts": self.counts, "did_nothing": self.did_nothing, "config": self.config.to_dict(),
+                "environment": self.environment, "cells": [r.to_dict(root) for r in self.results]}
+
+    def render(self, fmt: str = "table") -> str:
+        from .summary import render_summary
+
+        return render_summary(self, fmt)
+
+
+def run_pipeline(path: str | os.PathLike, from_step: str | None = None, only: str | None = None, force: bool = False,
+                 output_dir: str | os.PathLike | None = None, quiet: bool = False) -> PipelineRun:
+    """`npufit pipeline run`: returns the per-cell results; writes <output_dir>/pipeline.json and the step folders."""
+    from .environment import environment
+
+    config = load_config(path, output_dir)
+    cells = expand(config)
+    selected = select(cells, only, from_step)
+    config.output_dir.mkdir(parents=True, exist_ok=True)
+    run = PipelineRun(config, [], started=datetime.now(timezone.utc).isoformat(timespec="seconds"), environment=environment())
+    log = (lambda s: None) if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    log(f"pipeline {config.name}: {len(cells)} steps over {len(config.models)} model(s) x {len(config.targets)} target(s)"
+        f" x {len(config.runtimes)} runtime(s) -> {config.output_dir}")
+    records: dict[str, CellResult] = {}
+    memo: dict[str, Any] = {}
+
+    def dataset():
+        if "dataset" not in memo:
+            from ..zoo.data import load_dataset
+
+            memo["dataset"] = load_dataset(config.data, config.path.parent)
+        return memo["dataset"]
+
+    t0 = time.perf_counter()
+    for step in STEPS:
+        todo = [c for c in cells if c.step == step]
+        if not todo:
+            continue
+        if step == "report":  # the report reads the manifest of this very run
+            run.results = list(records.values())
+            run.seconds = time.perf_counter() - t0
+            atomic_write_json(config.output_dir / MANIFEST, run.to_dict())
+        for cell in track(todo, f"{step:<9}", total=len(todo)):
+            res = _run_cell(cell, config, cells, records, selected, force, dataset, log)
+            records[cell.id] = res
+            log(_line(res))
+    run.results = list(records.values())
+    run.seconds = time.perf_counter() - t0
+    atomic_write_json(config.output_dir / MANIFEST, run.to_dict())
+    if run.did_nothing:
+        log(f"nothing to do: all {run.counts['cached'] + run.counts['kept']} steps are up to date "
+            "(inputs and settings unchanged; --force re-runs them)")
+    return run
+
+
+def _run_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: dict[str, CellResult], selected: set[str],
+              force: bool, dataset, log) -> CellResult:
+    from .steps import STEP_FUNCTIONS
+
+    folder = config.output_dir / cell.folder
+    deps = [records[d.id] for d in dependencies(cell, config, cells) if d.id in records]
+    if cell.step != "report":
+        blocked = [d for d in deps if d.record.status != "ok"]
+        if blocked:
+            d = blocked[0]
+            rec = StepRecord(cell.id, cell.step, status="skipped", message=f"skipped: blocked by {d.cell.id} ({d.record.status})")
+            return CellResult(cell, rec, "skipped", folder)
+    spec = config.model(cell.model) if cell.model else None
+    settings = config.settings(cell.step, spec)
+    key = compute_key(_key_parts(cell, config, spec, settings, deps))
+    previous = StepRecord.load(folder)
+    if cell.id not in selected:
+        if previous is None:
+            rec = StepRecord(cell.id, cell.step, status="failed",
+                             message="not selected by --only/--from and no earlier result: run the full pipeline once first")
+            return CellResult(cell, rec, "failed", folder)
+        return CellResult(cell, previous, "kept", folder)
+    ok, why = fresh(previous, key, folder)
+    if ok and not force:
+        return CellResult(cell, previous, "cached", folder)
+    src = model_source(cell, config)
+    ctx = StepContext(config, cell, folder, settings, {d.cell.step: (d.record, d.folder) for d in deps},
+                      src.step if src else None, dataset, log)
+    if folder.exists():
+        shutil.rmtree(folder)  # no stale outputs from an earlier run survive into this one
+    folder.mkdir(parents=True)
+    rec = StepRecord(cell.id, cell.step, key=key)
+    t0 = time.perf_counter()
+    try:
+        out = STEP_FUNCTIONS[cell.step](ctx)
+        rec.status, rec.outputs, rec.metrics, rec.message = "ok", out.outputs, out.metrics, out.message
+        rec.digests = {n: digest_tree(folder / p) for n, p in out.outputs.items()}
+    except Skip as e:
+        rec.status, rec.message = "skipped", f"skipped: {e}"
+    except Reject as e:
+        rec.status, rec.message = "rejected", str(e)
+    except NpufitError as e:
+        rec.status, rec.message = "failed", e.message
+    except Exception as e:  # a bug in one step must not take the matrix down; the traceback is kept
+        rec.status, rec.message = "failed", f"internal error: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        atomic_write_text(folder / "error.log", traceback.format_exc())
+    rec.seconds = round(time.perf_counter() - t0, 3)
+    rec.finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    rec.save(folder)
+    action = {"ok": "ran", "failed": "failed", "skipped": "skipped", "rejected": "rejected"}[rec.status]
+    return CellResult(cell, rec, action, folder)
+
+
+def _key_parts(cell: Cell, config: PipelineConfig, spec: ModelSpec | None, settings: dict, deps: list[CellResult]) -> dict:
+    from .. import __version__
+
+    parts: dict[str, Any] = {"cell": cell.id, "settings": settings, "npufit": __version__}
+    if cell.step == "report":
+        parts["inputs"] = {d.cell.id: [d.record.status, d.record.key, d.record.digests, d.record.message] for d in deps}
+        return parts
+    parts["inputs"] = {d.cell.id: d.record.digests for d in deps}
+    if cell.step in ("train", "export") and spec is not None:
+        parts["model"] = {"arch": spec.arch, "hidden": spec.hidden, "layers": spec.layers}
+        if spec.onnx is not None:
+            parts["model"]["onnx"] = digest_file(spec.onnx) if spec.onnx.is_file() else f"missing:{spec.onnx}"
+    if cell.step == "train":
+        parts["data"] = config.data
+    return parts
+
+
+_MARK = {"ran": "ok", "cached": "cached", "kept": "kept", "failed": "FAILED", "skipped": "skipped", "rejected": "rejected"}
+
+
+def _line(res: CellResult) -> str:
+    c, r = res.cell, res.record
+    where = " x ".join(p for p in (c.model, c.target or c.runtime) if p) or "all"
+    took = f"{r.seconds:6.2f}s" if res.action in ("ran", "failed", "rejected") else "       "
+    note = r.message
+    if res.action == "cached":
+        note = "up to date (same inputs and settings), not re-run" + (f"; {r.message}" if r.message else "")
+    return f"  {c.step:<9} {where:<28} {_MARK[res.action]:<8} {took}  {note}".rstrip()

@@ -1,0 +1,252 @@
+"""The nine steps. Each calls the same library function as its CLI verb and writes into its cell folder.
+
+A verb that is not part of this build (its module missing) fails its branch with "not available in this
+build"; a vendor tool or runtime that is not installed skips the cell with the reason (retried next run).
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..errors import NpufitError
+from ..util.io import atomic_write_bytes, atomic_write_json
+from .runner import Outcome, Reject, Skip, StepContext
+
+
+def library(step: str, module: str, attr: str):
+    """The library function behind a verb, or a clear branch failure when this build lacks it."""
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name and (module == e.name or module.startswith(e.name + ".")):
+            raise NpufitError(f"step '{step}' is not available in this build ({module}.{attr} is missing)") from None
+        raise
+    fn = getattr(mod, attr, None)
+    if fn is None:
+        raise NpufitError(f"step '{step}' is not available in this build ({module}.{attr} is missing)")
+    return fn
+
+
+def call(fn, *args, **kwargs):
+    """Call with the keyword options the function declares (None values left out: the verb's defaults apply)."""
+    params = inspect.signature(fn).parameters
+    takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    kw = {k: v for k, v in kwargs.items() if v is not None and (takes_any or k in params)}
+    return fn(*args, **kw)
+
+
+def save_result(result: Any, path: Path) -> dict[str, Any]:
+    d = result.to_dict() if hasattr(result, "to_dict") else (result if isinstance(result, dict) else {"result": str(result)})
+    atomic_write_json(path, d)
+    return d
+
+
+# -- train / export -----------------------------------------------------------------------------------
+def run_train(ctx: StepContext) -> Outcome:
+    from ..zoo.train import save_weights, train
+
+    s, spec, ds = ctx.settings, ctx.spec, ctx.dataset()
+    module, res = train(spec.arch, ds, epochs=s["epochs"], hidden=spec.hidden, layers=spec.layers, lr=s["lr"],
+                        batch_size=s["batch_size"], seed=s["seed"], max_windows=s["max_windows"])
+    save_weights(module, ctx.folder / "model.pt")
+    atomic_write_json(ctx.folder / "train.json", {**res.to_dict(), "dataset": ds.to_dict()})
+    # real windows for calibration (training part) and for bench/verification inputs (validation part)
+    ds.save_npz(ctx.folder / "calibration.npz", "train", limit=256)
+    ds.save_npz(ctx.folder / "validation.npz", "val", limit=256)
+    f = res.final
+    return Outcome({"weights": "model.pt", "history": "train.json", "calibration": "calibration.npz", "validation": "validation.npz"},
+                   {"train_loss": f["train_loss"], "val_loss": f["val_loss"], "baseline_val_loss": res.baseline_val_loss,
+                    "epochs": len(res.history), "parameters": res.parameters, "train_seconds": round(res.seconds, 2)},
+                   f"val MSE {f['val_loss']:.4f} (last-value baseline {res.baseline_val_loss:.4f})")
+
+
+def run_export(ctx: StepContext) -> Outcome:
+    out = ctx.folder / "model.onnx"
+    spec = ctx.spec
+    if spec.onnx is not None:
+        if not spec.onnx.is_file():
+            raise NpufitError(f"{spec.onnx}: no such ONNX file")
+        atomic_write_bytes(out, spec.onnx.read_bytes())  # a copy: later steps never touch the user's file
+        note = f"copied {spec.onnx.name}"
+    else:
+        from ..zoo.timeseries import export
+        from ..zoo.train import build_for, load_trained
+
+        ds = ctx.dataset()
+        weights = ctx.input("train", "weights")
+        module = (load_trained(spec.arch, weights, ds, spec.hidden, spec.layers) if weights
+                  else build_for(spec.arch, ds, spec.hidden, spec.layers))
+        export(module, out, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
+        note = f"opset {ctx.settings['opset']}" + ("" if weights else " (untrained weights: no train step)")
+    import onnx
+
+    m = onnx.load(str(out), load_external_data=False)
+    return Outcome({"model": "model.onnx"}, {"nodes": len(m.graph.node), "bytes": out.stat().st_size}, note)
+
+
+# -- check / fix / split ---------------------------------------------------------------------------------
+def run_check(ctx: StepContext) -> Outcome:
+    from ..check import check
+    from ..report.model_explorer import write_node_data
+
+    report = check(ctx.model_input(), ctx.cell.target)
+    atomic_write_json(ctx.folder / "check.json", report.to_dict())
+    write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())
+    s = report.summary()
+    metrics = {k: s[k] for k in ("coverage_nodes_pct", "coverage_macs_pct", "npu_partitions", "host_partitions",
+                                 "boundaries", "fully_npu")}
+    metrics["failing"] = len(report.failing)
+    ops = sorted({n.op_type for n in report.failing})
+    note = f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / {s['host_partitions']} host partition(s)"
+    return Outcome({"report": "check.json", "model_explorer": "model_explorer.json"}, metrics,
+                   note + (f"; off the NPU: {', '.join(ops)}" if ops else ""))
+
+
+def run_fix(ctx: StepContext) -> Outcome:
+    fix = library("fix", "npufit.rewrite", "fix")
+    s, out = ctx.settings, ctx.folder / "model.onnx"
+    result = call(fix, str(ctx.model_input()), target=ctx.cell.target, output=str(out), rules=s["rules"],
+                  skip_rules=s["skip_rules"], allow_approx=s["allow_approx"])
+    d = save_result(result, ctx.folder / "fix.json")
+    if not out.exists():  # nothing fired: the model passes through unchanged
+        shutil.copyfile(ctx.model_input(), out)
+    return Outcome({"model": "model.onnx", "report": "fix.json"}, _scalars(d), _fix_note(d))
+
+
+def _fix_note(d: dict) -> str:
+    fired = d.get("fired") or d.get("rules_fired") or {}
+    if isinstance(fired, dict) and fired:
+        return "rules fired: " + ", ".join(f"{k} x{v}" for k, v in fired.items())
+    return "no rewrite applied" if not fired else ""
+
+
+def run_split(ctx: StepContext) -> Outcome:
+    from ..check import check
+
+    s, model, target = ctx.settings, ctx.model_input(), ctx.cell.target
+    report = check(model, target)
+    if report.fully_npu:
+        shutil.copyfile(model, ctx.folder / "model.onnx")
+        return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": 100.0, "needed": False},
+                       "not needed: the whole model runs on the NPU")
+    prefix = report.prefix
+    share = prefix.get("macs_pct") or 0.0
+    if s["mode"] == "prefix" and (prefix["node_count"] == 0 or share < s["min_npu_macs_pct"]):
+        first = report.failing[0]
+        why = first.reasons[0].sentence() if first.reasons else first.verdict.value
+        raise Reject(f"rejected for {target}: the NPU-runnable prefix holds {share:.0f}% of the MACs "
+                     f"(needs >= {s['min_npu_macs_pct']:g}%); {first.op_type} '{first.name}': {why}")
+    split = library("split", "npufit.split", "split")
+    plan_dir = ctx.folder / "plan"
+    result = call(split, str(model), target=target, output_dir=str(plan_dir), mode=s["mode"], min_nodes=s["min_nodes"])
+    d = save_result(result, ctx.folder / "split.json")
+    npu = _npu_stage(plan_dir)
+    if npu is None:
+        raise Reject(f"rejected for {target}: the split plan has no NPU stage")
+    shutil.copyfile(npu, ctx.folder / "model.onnx")
+    metrics = {"needed": True, "npu_macs_pct": share, **_scalars(d)}
+    return Outcome({"model": "model.onnx", "plan": "plan", "report": "split.json"}, metrics,
+                   f"NPU stage {npu.name} ({share:.0f}% of MACs), the rest on the host")
+
+
+def _npu_stage(plan_dir: Path) -> Path | None:
+    import json
+
+    p = plan_dir / "plan.json"
+    if not p.is_file():
+        return None
+    plan = json.loads(p.read_text(encoding="utf-8"))
+    for st in plan.get("stages", []):
+        if st.get("device") == "npu" and st.get("file"):
+            return plan_dir / st["file"]
+    return None
+
+
+# -- quantize / compile ------------------------------------------------------------------------------------
+def run_quantize(ctx: StepContext) -> Outcome:
+    quantize = library("quantize", "npufit.quantize", "quantize")
+    s, out = ctx.settings, ctx.folder / "model.int8.onnx"
+    calib = ctx.input("train", "calibration")
+    result = call(quantize, str(ctx.model_input()), output=str(out), calibration=str(calib) if calib else "random",
+                  method=s["method"], per_channel=s["per_channel"], samples=s["samples"])
+    d = save_result(result, ctx.folder / "quantize.json")
+    return Outcome({"model": "model.int8.onnx", "report": "quantize.json"}, _scalars(d),
+                   "" if calib else "random calibration data: accuracy numbers mean little")
+
+
+def run_compile(ctx: StepContext) -> Outcome:
+    from .measure import measure
+
+    compilers = library("compile", "npufit.compilers", "compile_model")
+    state = _compiler_state(ctx.cell.target)
+    if state is not None and not state[1]:
+        raise Skip(f"{state[0]} not installed" + (f" ({state[2]})" if state[2] else ""))
+    s = ctx.settings
+    model = ctx.model_input()
+    calib = ctx.input("train", "calibration")
+    with measure() as usage:
+        result = call(compilers, str(model), target=ctx.cell.target, output_dir=str(ctx.folder / "out"),
+                      calibration=str(calib) if calib else None, options=s["options"])
+    d = save_result(result, ctx.folder / "compile.json")
+    metrics = {"model_bytes": model.stat().st_size, **usage.to_dict(), **_scalars(d)}
+    return Outcome({"report": "compile.json", "artifacts": "out"}, metrics,
+                   f"{usage.wall_s:.1f} s, peak {usage.peak_rss_bytes / 2**20:.0f} MiB")
+
+
+def _compiler_state(target: str) -> tuple[str, bool, str] | None:
+    """(compiler, installed?, install hint) from npufit.compilers.status(), when it tells."""
+    try:
+        status = importlib.import_module("npufit.compilers").status
+    except (ModuleNotFoundError, AttributeError):
+        return None
+    for entry in status() or []:
+        e = entry.to_dict() if hasattr(entry, "to_dict") else dict(entry)
+        targets = e.get("targets") or []
+        if any(target == t or target.startswith(t.rstrip("*")) for t in targets):
+            return e.get("name", "compiler"), bool(e.get("installed", e.get("available"))), e.get("install", "")
+    return None
+
+
+# -- bench / report ------------------------------------------------------------------------------------------
+def run_bench(ctx: StepContext) -> Outcome:
+    bench = library("bench", "npufit.bench", "bench")
+    s = ctx.settings
+    inputs = ctx.input("train", "validation")
+    try:
+        result = call(bench, str(ctx.model_input()), runtime=ctx.cell.runtime, runtimes=[ctx.cell.runtime],
+                      iterations=s["iterations"], warmup=s["warmup"], threads=s["threads"],
+                      inputs=str(inputs) if inputs else None)
+    except Exception as e:
+        if type(e).__name__ == "RuntimeUnavailable":
+            raise Skip(str(e)) from None
+        raise
+    d = save_result(result, ctx.folder / "bench.json")
+    return Outcome({"report": "bench.json"}, _scalars(d), "")
+
+
+def run_report(ctx: StepContext) -> Outcome:
+    from ..report.html import build_report
+
+    name = ctx.settings["output"]
+    path = build_report(ctx.config.output_dir, ctx.folder / name)
+    return Outcome({"html": name}, {"bytes": path.stat().st_size}, f"wrote {path}")
+
+
+def _scalars(d: dict, prefix: str = "", depth: int = 0) -> dict[str, Any]:
+    """Numbers and short strings of a result (one level into 'summary'-like dicts) for the summary table."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if k in ("schema", "npufit_version"):
+            continue
+        if isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) < 80):
+            out[prefix + k] = v
+        elif isinstance(v, dict) and depth == 0 and k in ("summary", "totals", "accuracy", "timings"):
+            out.update(_scalars(v, f"{k}.", 1))
+    return out
+
+
+STEP_FUNCTIONS = {"train": run_train, "export": run_export, "check": run_check, "fix": run_fix, "split": run_split,
+                  "quantize": run_quantize, "compile": run_compile, "bench": run_bench, "report": run_report}

@@ -1,0 +1,88 @@
+"""The measured side of a probe case: what a real vendor compiler did with it.
+
+Talks to npufit.compilers through its public protocol: `compile_model(path, target, **options)`
+returning a CompileResult (ok, error, placement: [Placement(node, op, device, reason)]) and
+`status()` saying which compilers are installed. Nothing here imports a vendor SDK.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from ..errors import NpufitError
+
+# --compiler name -> the target families it compiles
+COMPILER_TARGETS = {"vela": ("ethos-u",), "rknn": ("rk",), "hailo": ("hailo",)}
+
+
+def _compilers_api():
+    try:
+        from .. import compilers
+    except ImportError:
+        return None
+    if not hasattr(compilers, "compile_model"):
+        return None
+    return compilers
+
+
+def compiler_state(name: str) -> tuple[bool, str]:
+    """(installed, why not) for one compiler, from npufit.compilers.status()."""
+    api = _compilers_api()
+    if api is None:
+        return False, "npufit.compilers is not available in this installation"
+    try:
+        states = api.status() if hasattr(api, "status") else {}
+    except Exception as e:  # a broken vendor environment must not crash the probe
+        return False, f"compiler status failed ({type(e).__name__}: {e})"
+    entry = states.get(name) if isinstance(states, dict) else None
+    if entry is None:
+        return False, f"npufit.compilers knows no compiler '{name}'"
+    if isinstance(entry, dict):
+        ok = bool(entry.get("available", entry.get("installed", entry.get("ok", False))))
+        why = entry.get("reason") or entry.get("install") or entry.get("detail") or "not installed"
+        return ok, "" if ok else str(why)
+    return bool(entry), "" if entry else "not installed"
+
+
+def validate_compiler(name: str, target: str) -> None:
+    """Refuse, with one sentence, a compiler that cannot compile `target` or is not installed."""
+    if name not in COMPILER_TARGETS:
+        raise NpufitError(f"--compiler '{name}': choose one of {', '.join(COMPILER_TARGETS)}")
+    if not any(target.startswith(prefix) for prefix in COMPILER_TARGETS[name]):
+        raise NpufitError(f"--compiler {name} does not compile target '{target}' (it compiles {', '.join(COMPILER_TARGETS[name])}* targets)")
+    ok, why = compiler_state(name)
+    if not ok:
+        raise NpufitError(f"--compiler {name} is not usable here: {why} (see 'npufit doctor')")
+
+
+def measure(path: os.PathLike, target: str, compiler: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Compile one case; return its measured status and per-node placement (a plain dict)."""
+    api = _compilers_api()
+    if api is None:
+        return {"compiler": compiler, "status": "error", "symbol": "❌", "error": "npufit.compilers is not available"}
+    with tempfile.TemporaryDirectory(prefix="npufit-probe-compile-") as tmp:
+        try:
+            result = api.compile_model(str(path), target, out_dir=options.get("out_dir") or tmp,
+                                       **{k: v for k, v in options.items() if k != "out_dir"})
+        except NpufitError as e:
+            return {"compiler": compiler, "status": "failed", "symbol": "❌", "error": e.message}
+        except Exception as e:  # vendor crash: a measurement too, reported as an error
+            return {"compiler": compiler, "status": "error", "symbol": "❌", "error": f"{type(e).__name__}: {e}"[:400]}
+    return summarise(result, compiler)
+
+
+def summarise(result: Any, compiler: str) -> dict[str, Any]:
+    placement = {p.node: p.device for p in getattr(result, "placement", [])}
+    reasons = {p.node: p.reason for p in getattr(result, "placement", []) if getattr(p, "reason", "")}
+    if not getattr(result, "ok", False):
+        status = "failed"
+    elif any(d == "cpu" for d in placement.values()):
+        status = "cpu"
+    else:
+        status = "npu"
+    from .case_run import SYMBOL
+
+    return {"compiler": getattr(result, "compiler", compiler), "version": getattr(result, "compiler_version", None),
+            "status": status, "symbol": SYMBOL[status], "error": (getattr(result, "error", None) or "")[:400],
+            "placement": placement, "reasons": reasons, "wall_s": getattr(result, "wall_s", None)}

@@ -1,0 +1,186 @@
+"""QuantizeReport: what was quantized, how, and what it cost in accuracy; renders to table / JSON / Markdown."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .accuracy import Accuracy, LayerAccuracy
+
+SCHEMA = "npufit.quantize/1"
+TERMINAL_MAX_LAYERS = 40
+
+
+@dataclass
+class QuantizeReport:
+    model: str
+    output: str
+    settings: dict[str, Any]
+    calibration: dict[str, Any]
+    qdq: dict[str, int]
+    timing: dict[str, float]
+    accuracy: Accuracy | None = None  # None with --holdout 0
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the target's Q/DQ ledger of the output
+
+    @property
+    def min_output_cosine(self) -> float | None:
+        if not self.accuracy or not self.accuracy.outputs:
+            return None
+        return min(o.cosine for o in self.accuracy.outputs)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .. import __version__
+
+        d = {"schema": SCHEMA, "npufit_version": __version__, "model": self.model, "output": self.output,
+             "settings": self.settings, "calibration": self.calibration, "qdq": self.qdq, "timing": self.timing,
+             "accuracy": self.accuracy.to_dict() if self.accuracy else None,
+             "warnings": self.warnings, "notes": self.notes}
+        d.update({k: v for k, v in self.extra.items() if not k.startswith("_")})  # "_" keys hold render hooks
+        return d
+
+    def to_json(self, indent: int | None = 2) -> str:
+        from ..check.result import _json_default
+
+        return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+
+    def render(self, fmt: str = "table") -> str:
+        if fmt == "json":
+            return self.to_json()
+        if fmt == "markdown":
+            return render_markdown(self)
+        from ..report.check_terminal import console_to_string  # shared rich-to-string helper
+
+        return console_to_string(lambda con: print_terminal(con, self))
+
+
+# -- shared formatting ------------------------------------------------------------------------------------
+def db(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isinf(x) and x > 0):
+        return "exact"
+    return f"{x:.1f}"
+
+
+def _settings_line(r: QuantizeReport) -> str:
+    s = r.settings
+    parts = [f"method {s['method']}" + (f" ({s['percentile']}%)" if s.get("percentile") else ""),
+             f"activations {s['activations']}", "weights int8 " + ("per-channel" if s["per_channel"] else "per-tensor"), "QDQ"]
+    if s["exclude"]:
+        parts.append(f"excluded {', '.join(s['exclude'])}")
+    return ", ".join(parts)
+
+
+def _calibration_line(r: QuantizeReport) -> str:
+    c = r.calibration
+    line = f"{c['used']} calibration sample(s) from {c['source']}"
+    if c.get("preprocessing"):
+        line += f" [{c['preprocessing']}]"
+    return line
+
+
+def _timing_line(r: QuantizeReport) -> str:
+    t = r.timing
+    s = f"calibration + quantization {t['quantize_s']:.2f} s ({t['per_100_samples_s']:.2f} s per 100 samples)"
+    if t.get("evaluate_s") is not None:
+        s += f", evaluation {t['evaluate_s']:.2f} s"
+    return s
+
+
+def _layer_cells(l: LayerAccuracy) -> list[str]:
+    p = l.pair
+    op = p.op_type if p.op_type == p.qdq_op or p.qdq_op == "input" else f"{p.op_type} (in {p.qdq_op})"
+    return [str(l.rank), p.name, op, db(l.entire_sqnr_db), db(l.single_sqnr_db), f"{l.entire_cosine:.4f}",
+            f"{l.outlier_ratio:.0f}", l.diagnosis]
+
+
+LAYER_COLUMNS = ["rank", "tensor", "op", "entire dB", "single dB", "cos entire", "max/rms", "diagnosis"]
+
+
+# -- terminal --------------------------------------------------------------------------------------------
+def print_terminal(con, r: QuantizeReport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    con.print(Text.assemble(("npufit quantize ", "bold"), (r.model, "bold cyan"), "  →  ", (r.output, "bold")))
+    con.print(_settings_line(r))
+    con.print(_calibration_line(r))
+    q = r.qdq
+    con.print(f"{q['activations']} quantized activations, {q['QuantizeLinear']} QuantizeLinear + {q['DequantizeLinear']} DequantizeLinear nodes")
+    con.print(_timing_line(r))
+    for w in r.warnings:
+        con.print(Text(f"warning: {w}", style="bold yellow"))
+    acc = r.accuracy
+    if acc is None:
+        con.print(Text("no accuracy report (--holdout 0)", style="dim"))
+    else:
+        tab = Table(title=f"outputs: float vs quantized on {acc.samples} held-back sample(s)", title_justify="left", show_edge=False)
+        for c in ("output", "cosine", "SQNR dB", "max abs err", "ref max abs"):
+            tab.add_column(c, justify="left" if c == "output" else "right")
+        for o in acc.outputs:
+            style = "green" if o.cosine >= 0.99 else ("yellow" if o.cosine >= 0.95 else "red")
+            tab.add_row(o.name, Text(f"{o.cosine:.4f}", style=style), db(o.sqnr_db), f"{o.max_abs:.4g}", f"{o.ref_max_abs:.4g}")
+        con.print(tab)
+        layers = acc.layers
+        shown = layers if len(layers) <= TERMINAL_MAX_LAYERS else sorted(layers, key=lambda l: l.rank)[:TERMINAL_MAX_LAYERS]
+        title = "per layer (graph order): entire = in the quantized model, single = alone with float inputs"
+        if len(shown) < len(layers):
+            title = f"per layer: the {len(shown)} worst of {len(layers)} (all in --format json/markdown)"
+        tab = Table(title=title, title_justify="left", show_edge=False)
+        for c in LAYER_COLUMNS:
+            tab.add_column(c, overflow="fold", max_width=48 if c == "tensor" else None)
+        style = {"born here": "red", "inherited": "yellow", "ok": "green"}
+        for l in shown:
+            cells = _layer_cells(l)
+            tab.add_row(*cells[:-1], Text(cells[-1], style=style.get(l.diagnosis, "")))
+        con.print(tab)
+        if acc.worst:
+            con.print(Text("worst layers (by single SQNR: where the error is born)", style="bold"))
+            for name in acc.worst:
+                l = acc.layer(name)
+                con.print(f"  {l.rank}. {name} [{l.pair.op_type}] entire {db(l.entire_sqnr_db)} dB, single {db(l.single_sqnr_db)} dB: {l.suggestion}")
+    for section in r.extra.get("_terminal_sections", []):
+        section(con, r)
+    for n in r.notes:
+        con.print(Text(f"note: {n}", style="dim"))
+
+
+# -- markdown --------------------------------------------------------------------------------------------
+def _md_row(cells) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def render_markdown(r: QuantizeReport) -> str:
+    out = [f"# npufit quantize: `{r.model}` → `{r.output}`", "",
+           f"- settings: {_settings_line(r)}", f"- calibration: {_calibration_line(r)}",
+           f"- QDQ: {r.qdq['activations']} quantized activations, {r.qdq['QuantizeLinear']} QuantizeLinear, "
+           f"{r.qdq['DequantizeLinear']} DequantizeLinear", f"- time: {_timing_line(r)}", ""]
+    for w in r.warnings:
+        out.append(f"> **warning:** {w}")
+    if r.warnings:
+        out.append("")
+    acc = r.accuracy
+    if acc is not None:
+        out += [f"## Outputs (float vs quantized, {acc.samples} held-back samples)", "",
+                _md_row(["output", "cosine", "SQNR dB", "max abs err", "ref max abs"]), _md_row(["---"] * 5)]
+        out += [_md_row([f"`{o.name}`", f"{o.cosine:.4f}", db(o.sqnr_db), f"{o.max_abs:.4g}", f"{o.ref_max_abs:.4g}"]) for o in acc.outputs]
+        out += ["", "## Per layer", "",
+                "*entire*: the activation in the fully quantized model; *single*: the same layer fed the float "
+                "reference, so only its own error shows. Rank 1 = lowest single SQNR.", "",
+                _md_row(LAYER_COLUMNS), _md_row(["---"] * len(LAYER_COLUMNS))]
+        for l in acc.layers:
+            cells = _layer_cells(l)
+            cells[1] = f"`{cells[1]}`"
+            out.append(_md_row(cells))
+        if acc.worst:
+            out += ["", "## Worst layers", ""]
+            for name in acc.worst:
+                l = acc.layer(name)
+                out.append(f"{l.rank}. `{name}` ({l.pair.op_type}): entire {db(l.entire_sqnr_db)} dB, "
+                           f"single {db(l.single_sqnr_db)} dB — {l.suggestion}")
+    for section in r.extra.get("_markdown_sections", []):
+        out += ["", section(r)]
+    if r.notes:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in r.notes]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,45 @@
+"""fold_constants: evaluate nodes whose inputs are all known at export time (shape arithmetic on static
+shapes, Tile/Expand/ConstantOfShape/Where/Range on constants) and store their results as initializers.
+
+Hailo rejects Expand, ConstantOfShape and Where nodes even when their result is a constant; the
+folded model carries the values instead. Uses onnxscript's constant folder (ONNX reference kernels).
+"""
+from __future__ import annotations
+
+import onnx_ir as ir
+
+from ..base import RewriteRule, RuleContext, infer_shapes
+
+NAME = "fold_constants"
+OUTPUT_LIMIT = 1 << 22  # elements: folding a huge Expand would bloat the file more than it helps
+INPUT_LIMIT = 1 << 22
+ALWAYS = {"ConstantOfShape", "Tile", "Expand", "Where", "Range"}  # onnxscript skips some of these by default
+
+
+def _count(model: ir.Model) -> int:
+    return sum(1 for n in model.graph.all_nodes() if n.op_type != "Constant")
+
+
+def _run(model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
+    from onnxscript.optimizer import fold_constants
+
+    before = _count(model)
+    infer_shapes(model)
+    fold_constants(model, onnx_shape_inference=True, input_size_limit=INPUT_LIMIT, output_size_limit=OUTPUT_LIMIT,
+                   should_fold=lambda node: True if node.op_type in ALWAYS and all(
+                       v is None or v.const_value is not None for v in node.inputs) else None)
+    from ..base import remove_unused
+
+    remove_unused(model)
+    return model, max(0, before - _count(model))
+
+
+RULE = RewriteRule(
+    name=NAME,
+    summary="nodes computable from constants and static shapes (Shape/Gather/Concat chains, Tile, Expand, "
+            "ConstantOfShape, Where, Range) -> initializers",
+    exact=True,
+    ops=("Shape", "Gather", "Concat", "Unsqueeze", "Tile", "Expand", "ConstantOfShape", "Where", "Range", "Cast"),
+    run=_run,
+    notes=f"outputs above {OUTPUT_LIMIT} elements stay nodes; dynamic shapes stay dynamic",
+)

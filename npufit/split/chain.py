@@ -1,0 +1,127 @@
+"""Execute a plan's stages in order: each stage is fed from the original inputs and earlier stages.
+
+Host stages run on ONNX Runtime CPU. An NPU stage runs on the target's vendor runtime when that
+runtime is installed *and* the stage has a compiled binary; otherwise it runs on ONNX Runtime CPU
+and `notes` says why. The vendor runtime is detected lazily, on first use, never at import time.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import NpufitError
+from .plan import SplitPlan, load_plan
+
+ORT_CPU = "onnxruntime-cpu"
+# target family -> (runtime name, python module that provides it)
+VENDOR_RUNTIMES = {"hailo": ("hailort", "hailo_platform")}
+
+
+def vendor_runtime(target: str) -> tuple[str, str] | None:
+    for prefix, rt in VENDOR_RUNTIMES.items():
+        if target.startswith(prefix):
+            return rt
+    return None
+
+
+def runtime_installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class ChainRunner:
+    """Run the stage chain of a plan folder. `.device_of_stage` says what ran each stage."""
+
+    def __init__(self, plan_dir: str | os.PathLike, npu_runtime: str | None = None, *, plan: SplitPlan | None = None,
+                 threads: int = 1, optimized: bool = False):
+        self.plan_dir = Path(plan_dir)
+        self.plan = plan if plan is not None else load_plan(plan_dir)
+        self.notes: list[str] = []
+        self.device_of_stage: dict[str, str] = {}
+        npu_rt = self._pick_npu_runtime(npu_runtime)
+        self._sessions = {}
+        for st in self.plan.stages:
+            self.device_of_stage[st.name] = npu_rt if st.device == "npu" else ORT_CPU
+            self._sessions[st.name] = _session(self.plan_dir / st.file, threads, optimized)
+        self._release_after = self._last_uses()
+
+    def _pick_npu_runtime(self, wanted: str | None) -> str:
+        target = self.plan.target.get("name", "")
+        if not any(s.device == "npu" for s in self.plan.stages) or wanted == ORT_CPU:
+            return ORT_CPU
+        rt = vendor_runtime(target)
+        if wanted not in (None, "auto") and (rt is None or wanted != rt[0]):
+            known = ", ".join(["auto", ORT_CPU] + ([rt[0]] if rt else []))
+            raise NpufitError(f"--npu-runtime {wanted}: not a runtime for target {target} (choose from {known})")
+        if rt is None:
+            self.notes.append(f"no vendor runtime is known for {target}: NPU stages ran on {ORT_CPU}")
+            return ORT_CPU
+        name, module = rt
+        installed = runtime_installed(module)
+        if not installed:
+            msg = f"{name} (python module '{module}') is not installed: NPU stages ran on {ORT_CPU}"
+            if wanted == name:
+                raise NpufitError(msg.replace(f": NPU stages ran on {ORT_CPU}", ""))
+            self.notes.append(msg)
+            return ORT_CPU
+        # Running on the device needs a compiled binary per stage (npufit compile); plan stages hold ONNX only.
+        msg = f"{name} is installed but the plan's NPU stages are not compiled ({name} runs compiled binaries): they ran on {ORT_CPU}"
+        if wanted == name:
+            raise NpufitError(msg.split(":")[0] + ": compile them first (npufit compile)")
+        self.notes.append(msg)
+        return ORT_CPU
+
+    def _last_uses(self) -> dict[str, list[str]]:
+        """Tensors that can be dropped after each stage (memory stays flat on long chains)."""
+        keep = set(self.plan.output_names)
+        last: dict[str, str] = {}
+        for st in self.plan.stages:
+            for t in st.input_names:
+                last[t] = st.name
+        out: dict[str, list[str]] = {}
+        for t, s in last.items():
+            if t not in keep:
+                out.setdefault(s, []).append(t)
+        return out
+
+    def run(self, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[tuple[str, float]]]:
+        missing = [n for n in self.plan.input_names if n not in feeds]
+        if missing:
+            raise NpufitError(f"inputs missing: {', '.join(missing)} (the model takes {', '.join(self.plan.input_names)})")
+        env = {n: feeds[n] for n in self.plan.input_names}
+        times: list[tuple[str, float]] = []
+        for st in self.plan.stages:
+            sess = self._sessions[st.name]
+            stage_feeds = {n: env[n] for n in st.input_names}
+            t0 = time.perf_counter()
+            vals = sess.run(st.output_names, stage_feeds)
+            times.append((st.name, time.perf_counter() - t0))
+            env.update(zip(st.output_names, vals))
+            for t in self._release_after.get(st.name, ()):
+                if t not in self.plan.input_names:
+                    env.pop(t, None)
+        return {n: env[n] for n in self.plan.output_names}, times
+
+
+def _session(path: Path, threads: int, optimized: bool):
+    """Deterministic sessions (verify's settings) by default; `optimized` uses ORT's full graph optimizer."""
+    from ..verify.compare import make_session
+
+    if not optimized:
+        return make_session(path, threads)
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise NpufitError(f"ONNX Runtime cannot load {path.name}: {str(e).splitlines()[0][:300]}") from None

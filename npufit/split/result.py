@@ -1,0 +1,148 @@
+"""Result objects of split() and run(): to_dict() with a versioned schema, and table / JSON / Markdown text."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .plan import SplitPlan
+from .planner import RANKING, Cut
+
+SPLIT_SCHEMA = "npufit.split/1"
+RUN_SCHEMA = "npufit.run/1"
+
+
+def _kb(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
+
+
+def _table(rows: list[list[str]], md: bool) -> list[str]:
+    if md:
+        out = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+        return out + ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows[1:]]
+    w = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  " + "  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+
+
+def _how(c: Cut) -> str:
+    if c.mode == "segments":
+        return f"--mode segments --min-nodes {c.options['min_nodes']}"
+    if c.options.get("end_nodes") or c.options.get("start_nodes"):
+        parts = []
+        if c.options.get("start_nodes"):
+            parts.append("--start-nodes " + ",".join(c.options["start_nodes"]))
+        ends = c.options.get("end_nodes", [])
+        parts.append("--end-nodes " + (",".join(ends) if len(ends) <= 3 else ",".join(ends[:3]) + f",... ({len(ends)} names)"))
+        return " ".join(parts)
+    return f"--mode {c.mode}"
+
+
+@dataclass
+class SplitResult:
+    plan: SplitPlan
+    output_dir: Path
+    candidates: list[Cut]
+    chosen: Cut
+    timings: dict
+    top: int = 5
+
+    def to_dict(self) -> dict:
+        return {"schema": SPLIT_SCHEMA, "output_dir": str(self.output_dir), "plan": self.plan.to_dict(),
+                "ranking": RANKING, "candidates": [dict(c.summary(), rank=i + 1, chosen=c is self.chosen)
+                                                   for i, c in enumerate(self.candidates[: max(self.top, 1)])],
+                "timings": self.timings}
+
+    def render(self, fmt: str = "table") -> str:
+        if fmt == "json":
+            return json.dumps(self.to_dict(), indent=2, default=str)
+        md = fmt == "markdown"
+        p = self.plan
+        lines = [f"{'## ' if md else ''}npufit split {p.source['file']} -> {self.output_dir}  (target {p.target['name']}, mode {p.mode})", ""]
+        rows = [["#", "stage", "device", "nodes", "MACs", "inputs (from)", "outputs"]]
+        for i, s in enumerate(p.stages):
+            ins = ", ".join(f"{t['name']} ({t['from']})" for t in s.inputs[:3]) + (f", +{len(s.inputs) - 3}" if len(s.inputs) > 3 else "")
+            outs = ", ".join(t["name"] for t in s.outputs[:2]) + (f", +{len(s.outputs) - 2}" if len(s.outputs) > 2 else "")
+            pct = f"{100.0 * s.macs / p.cost['total_macs']:.1f}%" if p.cost.get("total_macs") else "-"
+            rows.append([str(i), s.file, s.device, str(s.node_count), pct, ins, outs])
+        lines += _table(rows, md)
+        c = p.cost
+        lines += ["", f"NPU share of MACs {c['npu_macs_pct']:.2f}%; {c['boundaries']} tensor(s) cross NPU<->host, "
+                      f"{_kb(c['bytes_crossing'])}" + (f" (+{c['unknown_size_boundaries']} of unknown size)" if c.get("unknown_size_boundaries") else "")]
+        for s in p.stages:
+            if s.device == "npu":
+                lines.append(f"{s.name}: start nodes {', '.join(s.start_node_names) or '-'}; end nodes {', '.join(s.end_node_names) or '-'}")
+                if "hailo" in s.vendor:
+                    lines.append(f"  {'`' if md else ''}{s.vendor['hailo']['parse_original']}{'`' if md else ''}")
+        v = p.verification
+        if v is None:
+            lines.append("verification: skipped (--no-verify)")
+        else:
+            src = f"{v['samples']} seeded sample(s), seed {v['seed']}" if v["inputs"] == "random" else f"{v['samples']} .npz sample(s)"
+            state = "bit-identical" if v["equivalent"] else "NOT EQUIVALENT (written with --force)"
+            per = ", ".join(f"{k} {d['max_abs']:.3g}/{d['max_rel']:.3g}" for k, d in v["per_output"].items())
+            lines.append(f"verification ({src}, ONNX Runtime CPU): {state}; max abs/rel per output: {per}")
+        for w in p.warnings:
+            lines.append(f"warning: {w}")
+        lines += ["", f"candidate cuts, ranked by {RANKING}:"]
+        rows = [["rank", "cut", "NPU MACs", "boundaries", "bytes", "stages", "select with"]]
+        for i, cut in enumerate(self.candidates[: max(self.top, 1)]):
+            mark = "*" if cut is self.chosen else ""
+            rows.append([f"{i + 1}{mark}", cut.label, f"{cut.cost['npu_macs_pct']:.1f}%", str(cut.cost["boundaries"]),
+                         _kb(cut.cost["bytes_crossing"]), str(len(cut.stages)), _how(cut)])
+        lines += _table(rows, md)
+        if self.chosen not in self.candidates[: max(self.top, 1)]:
+            rank = self.candidates.index(self.chosen) + 1
+            lines.append(f"  (the chosen cut ranks {rank} of {len(self.candidates)})")
+        t = self.timings
+        lines.append(f"\nwrote {len(p.stages)} stage model(s) + plan.json in {t['total_s']:.2f}s "
+                     f"(plan {t['plan_s']:.2f}s, extract {t['extract_s']:.2f}s, verify {t['verify_s']:.2f}s)")
+        return "\n".join(lines)
+
+
+@dataclass
+class RunResult:
+    plan_dir: Path
+    outputs: dict[str, np.ndarray]
+    stage_seconds: list[tuple[str, list[float]]]  # per stage: one time per repetition
+    device_of_stage: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+    comparison: dict | None = None  # against --compare-original
+    output_file: str | None = None
+
+    def stage_median(self) -> list[tuple[str, float]]:
+        return [(n, float(np.median(ts))) for n, ts in self.stage_seconds]
+
+    def to_dict(self) -> dict:
+        return {"schema": RUN_SCHEMA, "plan_dir": str(self.plan_dir),
+                "stages": [{"name": n, "runtime": self.device_of_stage[n], "median_ms": round(1000 * t, 4)} for n, t in self.stage_median()],
+                "chain_ms": round(1000 * sum(t for _, t in self.stage_median()), 4),
+                "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name} for k, v in self.outputs.items()},
+                "notes": self.notes, "compare_original": self.comparison, "output_file": self.output_file}
+
+    def render(self, fmt: str = "table") -> str:
+        if fmt == "json":
+            return json.dumps(self.to_dict(), indent=2, default=str)
+        md = fmt == "markdown"
+        d = self.to_dict()
+        reps = len(self.stage_seconds[0][1]) if self.stage_seconds else 0
+        lines = [f"{'## ' if md else ''}npufit run {self.plan_dir}" + (f"  (median of {reps} runs)" if reps > 1 else ""), ""]
+        rows = [["stage", "runtime", "latency"]] + [[s["name"], s["runtime"], f"{s['median_ms']:.3f} ms"] for s in d["stages"]]
+        rows.append(["chain", "", f"{d['chain_ms']:.3f} ms"])
+        lines += _table(rows, md)
+        lines += ["", "outputs: " + ", ".join(f"{k} {v['dtype']}{v['shape']}" for k, v in d["outputs"].items())]
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        if self.comparison is not None:
+            c = self.comparison
+            state = "bit-identical to the original" if c["equivalent"] else "DIFFERS from the original"
+            per = ", ".join(f"{k} {v['max_abs']:.3g}/{v['max_rel']:.3g}" for k, v in c["per_output"].items())
+            lines.append(f"compare-original: {state}; max abs/rel per output: {per}")
+            if c.get("sha256_matches") is False:
+                lines.append("warning: the model given to --compare-original is not the file this plan was split from (sha256 differs)")
+        if self.output_file:
+            lines.append(f"wrote {self.output_file}")
+        return "\n".join(lines)

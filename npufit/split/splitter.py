@@ -1,0 +1,180 @@
+"""split(): check verdicts -> a cut -> stage models + plan.json, proven equal to the original."""
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from pathlib import Path
+
+from ..errors import NpufitError
+from ..targets.base import Verdict
+from .chain import ORT_CPU, ChainRunner
+from .extract import Extractor, load_source
+from .plan import PLAN_FILE, PlanStage, SplitPlan, atomic_dir, sha256_file
+from .planner import MODES, Cut, GraphIndex, candidates, explicit_cut, prefix_cut, segments_cut, stage_node_names, transfers
+from .result import SplitResult
+from .verify import verify_chain
+
+
+def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os.PathLike | None = None,
+          mode: str | None = None, min_nodes: int = 8, start_nodes: list[str] | None = None,
+          end_nodes: list[str] | None = None, verify: bool = True, samples: int = 3, seed: int = 0,
+          inputs: list[str] | None = None, force: bool = False, input_shapes=None, top: int = 5) -> SplitResult:
+    """Cut `model` into NPU and host stages for `target` and write them with plan.json to `output_dir`.
+
+    mode: "prefix" (default; largest NPU prefix), "segments" (each NPU region of >= min_nodes nodes),
+    "explicit" (start_nodes/end_nodes: node or tensor names, Hailo semantics) or "auto" (the best-ranked
+    candidate). With verify (default) the chain must reproduce the original bit for bit, else nothing
+    is written unless force=True. The model file is only read."""
+    from ..check import check_graph
+    from ..targets import get_profile
+
+    t_start = time.perf_counter()
+    start_nodes, end_nodes = _names(start_nodes), _names(end_nodes)
+    mode = mode or ("explicit" if (start_nodes or end_nodes) else "prefix")
+    if mode not in MODES:
+        raise NpufitError(f"unknown split mode '{mode}' (choose from {', '.join(MODES)})")
+    if mode == "explicit" and not (start_nodes or end_nodes):
+        raise NpufitError("mode 'explicit' needs --start-nodes and/or --end-nodes (node or tensor names)")
+    if mode != "explicit" and (start_nodes or end_nodes):
+        raise NpufitError(f"--start-nodes/--end-nodes define an explicit cut; they cannot be combined with --mode {mode}")
+    if output_dir is None:
+        raise NpufitError("an output folder is required (--output-dir DIR)")
+    model_path = Path(model)
+    proto, graph = load_source(model_path, input_shapes)
+    profile = get_profile(target)
+    report = check_graph(graph, profile)
+    ix = GraphIndex(graph, report)
+    if not ix.order:
+        raise NpufitError(f"{model_path.name}: every node is a compile-time constant; there is nothing to split")
+
+    if mode == "prefix":
+        chosen = prefix_cut(ix)
+    elif mode == "segments":
+        chosen = segments_cut(ix, report.partitions, min_nodes)
+    elif mode == "explicit":
+        chosen = explicit_cut(ix, start_nodes, end_nodes)
+    else:
+        chosen = None
+    ranked = candidates(ix, report.partitions, chosen)
+    if chosen is None:
+        chosen = ranked[0]
+    _place_constant_outputs(ix, chosen)
+    t_plan = time.perf_counter()
+
+    warnings = list(graph.warnings) + _warnings(ix, chosen, profile.name)
+    src_dir = model_path.resolve().parent
+    extractor = Extractor(proto, ix, src_dir)
+    with atomic_dir(output_dir) as tmp:
+        stages = []
+        for st in chosen.stages:
+            facts = extractor.extract(st, tmp / f"{st.name}.onnx")
+            stages.append(_plan_stage(ix, chosen, st, facts, model_path.name, profile.name))
+        plan = SplitPlan(source=_source_info(model_path, graph), target={"name": profile.name, "title": profile.title},
+                         mode=chosen.mode, options=_options(chosen, mode), stages=stages,
+                         outputs=[{"name": o, "from": _output_source(chosen, o)} for o in ix.outputs],
+                         boundaries=transfers(ix, chosen.stages, chosen.sources), cost=dict(chosen.cost), warnings=warnings)
+        t_extract = time.perf_counter()
+        check = None
+        if verify:
+            runner = ChainRunner(tmp, ORT_CPU, plan=plan)
+            check = verify_chain(model_path, runner, inputs, samples, seed, input_shapes)
+            plan.verification = check.to_dict()
+            if not check.equivalent and not force:
+                raise NpufitError(f"the stage chain is not equivalent to the original: {check.worst_sentence()}; "
+                                  "plan not written (use --force to write it anyway)")
+        elif inputs:
+            raise NpufitError("--inputs is used for verification; it cannot be combined with --no-verify")
+        from ..util.io import atomic_write_json
+
+        atomic_write_json(tmp / PLAN_FILE, plan.to_dict())
+    t_end = time.perf_counter()
+    timings = {"plan_s": round(t_plan - t_start, 3), "extract_s": round(t_extract - t_plan, 3),
+               "verify_s": round(check.seconds, 3) if check else 0.0, "total_s": round(t_end - t_start, 3)}
+    return SplitResult(plan, Path(output_dir), [c for c in ranked], chosen, timings, top)
+
+
+def _names(v) -> list[str]:
+    if not v:
+        return []
+    if isinstance(v, str):
+        v = [v]
+    return [n.strip() for item in v for n in item.split(",") if n.strip()]
+
+
+def _place_constant_outputs(ix: GraphIndex, cut: Cut) -> None:
+    """A model output computed from constants only is emitted by the last stage (it holds the folded nodes)."""
+    for o in ix.outputs:
+        if o not in ix.producer and o not in ix.inputs and o not in cut.stages[-1].outputs:
+            cut.stages[-1].outputs.append(o)
+
+
+def _output_source(cut: Cut, name: str) -> str:
+    for st in cut.stages:
+        if name in st.outputs:
+            return st.name
+    return "input"
+
+
+def _options(cut: Cut, mode: str) -> dict:
+    return {"requested_mode": "auto", **cut.options} if mode == "auto" else dict(cut.options)
+
+
+def _source_info(path: Path, graph) -> dict:
+    def t(name):
+        info = graph.tensor(name)
+        return {"name": name, "shape": None if info.shape is None else list(info.shape), "dtype": info.dtype}
+
+    return {"path": str(path.resolve()), "file": path.name, "sha256": sha256_file(path),
+            "inputs": [t(n) for n in graph.input_names], "outputs": [t(n) for n in graph.output_names]}
+
+
+def _tensor_entry(ix: GraphIndex, name: str, **extra) -> dict:
+    info = ix.graph.tensor(name)
+    return {"name": name, **extra, "shape": None if info.shape is None else list(info.shape), "dtype": info.dtype, "bytes": info.nbytes}
+
+
+def _plan_stage(ix: GraphIndex, cut: Cut, st, facts: dict, source_file: str, target: str) -> PlanStage:
+    users: dict[str, list[str]] = {}
+    for other in cut.stages:
+        for t in other.inputs:
+            if cut.sources.get(t) == st.name:
+                users.setdefault(t, []).append(other.name)
+    outs = []
+    for o in st.outputs:
+        to = users.get(o, []) + (["output"] if o in ix.outputs else [])
+        outs.append(_tensor_entry(ix, o, to=to))
+    ps = PlanStage(st.name, f"{st.name}.onnx", st.device, [_tensor_entry(ix, t, **{"from": cut.sources[t]}) for t in st.inputs],
+                   outs, len(st.nodes), st.macs, files=facts)
+    if st.device == "npu":
+        ps.start_node_names, ps.end_node_names = stage_node_names(ix, st)
+        if target.startswith("hailo"):
+            ps.vendor = {"hailo": _hailo_commands(ix, st, ps, source_file, target)}
+    return ps
+
+
+def _hailo_commands(ix: GraphIndex, st, ps: PlanStage, source_file: str, target: str) -> dict:
+    """Both ways to hand this stage to the Hailo parser: the stage file, or the original with node names."""
+    q = shlex.quote
+    cmd = ["hailo", "parser", "onnx", q(source_file)]
+    if any(t not in ix.inputs for t in st.inputs):  # starting at the graph inputs needs no start names
+        cmd += ["--start-node-names", *map(q, ps.start_node_names)]
+    cmd += ["--end-node-names", *map(q, ps.end_node_names), "--hw-arch", target]
+    return {"parse_stage": f"hailo parser onnx {q(ps.file)} --hw-arch {target}", "parse_original": " ".join(cmd)}
+
+
+def _warnings(ix: GraphIndex, cut: Cut, target: str) -> list[str]:
+    out = []
+    npu = [s for s in cut.stages if s.device == "npu"]
+    if not npu:
+        first = next((n for n in ix.order if ix.device_of[n] == "host"), None)
+        why = f": the first running node '{first}' ({ix.graph.node(first).op_type}) does not run on {target}" if first else ""
+        out.append(f"no NPU stage in this cut{why}; everything runs on the host (try --mode segments)")
+    for s in npu:
+        bad = [n for n in s.nodes if ix.verdict[n] != Verdict.NPU]
+        if bad:
+            eg = ", ".join(f"{n} ({ix.graph.node(n).op_type})" for n in bad[:3])
+            out.append(f"{s.name} holds {len(bad)} node(s) the {target} check does not place on the NPU: {eg}")
+        if s.macs == 0 and ix.total_macs:
+            out.append(f"{s.name} holds no multiply-accumulate work; running it on the NPU saves nothing")
+    return out
