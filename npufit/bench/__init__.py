@@ -81,6 +81,6 @@ def bench(model: str | os.PathLike, runtime: str | list[str] | None = None, *, b
 
 def compare(files: list[str | os.PathLike], baseline: str | None = None, plot: str | os.PathLike | None = None):
     """`npufit bench --compare`: a comparison table of result files, ratios to a baseline, optional PNG."""
-    from .compare import compare_results
+    from .comparison import compare_results
 
     return compare_results(files, baseline=baseline, plot=plot)

@@ -121,8 +121,7 @@ def timed_loop(calls: Sequence[Callable[[], Any]], iterations: int | None = None
             yield n
 
     gc_was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
+    gc.disable()  # the caller collects before its warm-up: a collection here would evict the warm caches
     try:
         for _ in track(blocks(), description, total=math.ceil(planned / block)):
             pass

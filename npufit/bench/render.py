@@ -6,6 +6,8 @@ from ..report.style import human_bytes
 COLUMNS = ("runtime", "boundary", "batch", "n", "p50 ms", "p90 ms", "p99 ms", "mean ± std ms", "min ms", "max ms",
            "inf/s", "cold ms", "build s", "peak mem (+added)")
 
+STAGE_COLUMNS = ("stage", "device (ran on)", "p50 ms", "mean ms", "share of chain p50")
+
 
 def fmt_ms(v: float | None) -> str:
     if v is None:
@@ -41,7 +43,7 @@ def header_lines(res) -> list[str]:
 
 
 def stage_rows(r) -> list[list[str]]:
-    return [[s["name"], s.get("device", "?"), fmt_ms(s["p50_ms"]), fmt_ms(s["mean_ms"]), f"{s['share_pct']:.1f}%"]
+    return [[s["name"], f"{s.get('device', '?')} ({s.get('ran_on', '?')})", fmt_ms(s["p50_ms"]), fmt_ms(s["mean_ms"]), f"{s['share_pct']:.1f}%"]
             for s in r.stages]
 
 
@@ -73,8 +75,8 @@ def render_text(res) -> str:
         for r in res.measured:
             if r.stages:
                 st = Table(title=f"{r.runtime}: per-stage medians", show_edge=False, pad_edge=False)
-                for c in ("stage", "device", "p50 ms", "mean ms", "share of chain p50"):
-                    st.add_column(c, justify="left" if c in ("stage", "device") else "right")
+                for c in STAGE_COLUMNS:
+                    st.add_column(c, justify="left" if c in STAGE_COLUMNS[:2] else "right")
                 for row in stage_rows(r):
                     st.add_row(*row)
                 con.print(st)
@@ -104,7 +106,7 @@ def render_markdown(res) -> str:
     for r in res.measured:
         if r.stages:
             parts += [f"**{r.runtime}: per-stage medians**", "",
-                      md_table(("stage", "device", "p50 ms", "mean ms", "share of chain p50"), stage_rows(r)), ""]
+                      md_table(STAGE_COLUMNS, stage_rows(r)), ""]
     parts += [f"- {r.status} `{r.runtime}`: {r.reason}" for r in res.results if not r.ok]
     parts += [f"- {n}" for n in _notes(res)]
     parts += [f"- warning ({r.runtime}): {w}" for r in res.measured for w in r.warnings]

@@ -1,6 +1,7 @@
 """Benchmark one runtime under the protocol: build, cold call, warm-up, timed loop, statistics, memory."""
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 from typing import Any
@@ -8,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import NpufitError
-from ..runtimes import BOUNDARY_TEXT, get_runner
+from ..runtimes import BOUNDARY_TEXT, runner_class
 from ..runtimes.base import RuntimeUnavailable, first_line
 from .inputs import input_pool
 from .protocol import (Protocol, busy_warning, memory_now, noise_warnings, reset_peak_memory, stats, time_once,
@@ -19,10 +20,10 @@ from .result import LATENCY_KEYS, MAX_STORED_SAMPLES, RuntimeResult
 def bench_runtime(name: str, model: Path, proto: Protocol, inputs_file: str | None = None,
                   options: dict[str, Any] | None = None) -> tuple[RuntimeResult, str]:
     """Return (result, input-source description). Absent runtimes come back as status 'skipped' with a reason."""
-    runner = get_runner(name, model, threads=proto.threads, batch=proto.batch, boundary=proto.boundary,
-                        options=options)
-    base = dict(runtime=name, title=runner.title, device_kind=runner.device_kind)
+    cls = runner_class(name)
+    base = dict(runtime=name, title=cls.title, device_kind=cls.device_kind)
     try:
+        runner = cls(model, threads=proto.threads, batch=proto.batch, boundary=proto.boundary, options=options)
         runner.check_format()
     except RuntimeUnavailable as e:
         return RuntimeResult(status="skipped", reason=e.reason, **base), ""
@@ -52,13 +53,15 @@ def _measure(runner, proto: Protocol, inputs_file, build_ns, mem0, exact_peak, w
     specs = runner.input_specs()
     pool, source, pool_warnings = input_pool(specs, proto.batch, proto.fresh_inputs, proto.input_pool, inputs_file,
                                              proto.seed)
-    warnings += pool_warnings
+    warnings += pool_warnings + list(runner.details.get("notes", []))  # e.g. "NPU stages ran on onnxruntime-cpu"
     batch = _batch_of(pool[0], specs)
     calls = [runner.prepare(s) for s in pool]
     cold_ns, _ = time_once(calls[0])
-    warm = [time_once(calls[i % len(calls)])[0] for i in range(proto.warmup)]
-    estimate = int(np.median(warm)) if warm else cold_ns
+    gc.collect()  # before warm-up, so the caches it evicts are warm again when timing starts
     keep = bool(getattr(runner, "returns_stage_times", False))
+    # warm-up goes through the same loop code, so the interpreter and caches are warm when the clock starts
+    warm = timed_loop(calls, proto.warmup, None, cold_ns, f"warm-up {runner.name}", keep)[0] if proto.warmup else []
+    estimate = int(np.median(warm)) if len(warm) else cold_ns
     times, kept = timed_loop(calls, proto.iterations, proto.duration_s, estimate, f"bench {runner.name}", keep)
     mem1 = memory_now()
     s = stats(times, batch)
@@ -74,8 +77,9 @@ def _measure(runner, proto: Protocol, inputs_file, build_ns, mem0, exact_peak, w
                 "note": "host process memory only; GPU/NPU device memory is not included"},
         details=dict(runner.details), warnings=warnings, samples_ms=_stored_samples(times), **base)
     if kept:
-        devices = {st["name"]: st["device"] for st in runner.details.get("stages", [])}
-        res.stages = [{"device": devices.get(r["name"], "?"), **r} for r in stage_summary(kept, s["p50"])]
+        info = {st["name"]: st for st in runner.details.get("stages", [])}
+        res.stages = [{"device": info.get(r["name"], {}).get("device", "?"),
+                       "ran_on": info.get(r["name"], {}).get("ran_on", "?"), **r} for r in stage_summary(kept, s["p50"])]
     return res, source
 
 
@@ -108,7 +112,7 @@ def stage_summary(kept: list, chain_p50_ms: float) -> list[dict[str, Any]]:
                      "share_pct": 100.0 * p50 / chain_p50_ms if chain_p50_ms else 0.0})
     if rows:
         glue = chain_p50_ms - sum(r["p50_ms"] for r in rows)
-        rows.append({"name": "(between stages)", "device": "host", "p50_ms": max(glue, 0.0), "mean_ms": max(glue, 0.0),
+        rows.append({"name": "(outside stages)", "device": "host", "ran_on": "python", "p50_ms": max(glue, 0.0), "mean_ms": max(glue, 0.0),
                      "samples": 0, "share_pct": 100.0 * max(glue, 0.0) / chain_p50_ms if chain_p50_ms else 0.0,
-                     "note": "chain p50 minus the sum of stage p50s: hand-over and glue, approximate"})
+                     "note": "chain p50 minus the sum of stage p50s: hand-over between stages and the chain runner's own work, approximate"})
     return rows

@@ -4,3 +4,7 @@ from .partitions import Boundary, Partition
 from .result import SCHEMA, CheckReport, NodeResult, Reason
 
 __all__ = ["check", "check_graph", "CheckReport", "NodeResult", "Reason", "Partition", "Boundary", "SCHEMA"]
+
+from ..util.callable_module import make_callable  # noqa: E402
+
+make_callable(__name__, check)

@@ -50,7 +50,7 @@ def check_graph(graph: Graph, profile: Profile) -> CheckReport:
     warnings = list(graph.warnings)
     if graph.format == "onnx" and profile.input_formats and "onnx" not in profile.input_formats:
         warnings.append(f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces")
-    return CheckReport(
+    report = CheckReport(
         model=_model_info(graph),
         target={"name": profile.name, "title": profile.title, "fallback": profile.fallback, "notes": list(profile.notes)},
         nodes=[results[n.name] for n in graph.nodes],
@@ -59,6 +59,10 @@ def check_graph(graph: Graph, profile: Profile) -> CheckReport:
         prefix=prefix_summary,
         warnings=warnings,
     )
+    from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only)
+
+    attach_ledger(report, graph, profile)
+    return report
 
 
 def _model_info(graph: Graph) -> dict:

@@ -38,6 +38,8 @@ def register(sub) -> None:
     p.add_argument("--input-pool", type=int, metavar="K", help="pool size for --fresh-inputs (default: 16)")
     p.add_argument("--boundary", choices=("host-to-host", "compute-only"),
                    help="GPU runtimes: include host<->device copies (host-to-host, default) or not (compute-only)")
+    p.add_argument("--npu-runtime", metavar="NAME",
+                   help="split plans: what runs the NPU stages (auto, onnxruntime-cpu, hailort; default: auto)")
     p.add_argument("--fp16", action="store_true", help="TensorRT runtimes: allow FP16 kernels")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
     p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table",
@@ -70,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         result = bench(args.model, args.runtime, batch=args.batch, threads=args.threads, warmup=args.warmup,
                        iterations=None if args.duration else args.iterations, duration=args.duration,
                        inputs=args.inputs, fresh_inputs=args.fresh_inputs, input_pool=args.input_pool,
-                       boundary=args.boundary, fp16=args.fp16, seed=args.seed)
+                       boundary=args.boundary, fp16=args.fp16, seed=args.seed,
+                       options={"npu_runtime": args.npu_runtime} if args.npu_runtime else None)
     text = result.render(args.format)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     sys.stdout.flush()  # the table before the stderr notes, when both go to one terminal

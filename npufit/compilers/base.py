@@ -138,11 +138,13 @@ def private_copy(model: Path, out_dir: Path) -> Path:
     """Compilers and converters work on a copy: some rewrite or annotate their input in place."""
     import shutil
 
-    dst = out_dir / ("input" + model.suffix.lower())
+    work = out_dir / "input"  # a subfolder, so a copy can never land on the user's own file
+    work.mkdir(parents=True, exist_ok=True)
+    dst = work / model.name
     shutil.copyfile(model, dst)
     data = model.with_name(model.name + ".data")
     if data.exists():  # ONNX external data travels with the copy under the name the graph refers to
-        shutil.copyfile(data, out_dir / data.name)
+        shutil.copyfile(data, work / data.name)
     return dst
 
 

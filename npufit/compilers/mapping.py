@@ -36,6 +36,20 @@ def origins_from_lineage(rewrites: Iterable[tuple[list[str], list[str]]], known:
     return origin
 
 
+LAYOUT_OPS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"}
+# ONNX ops that compilers lower to pure layout layers: for these, a layout layer IS the work
+LAYOUT_NODE_OPS = LAYOUT_OPS | {"Gather", "Slice", "Split", "Concat", "Identity", "Expand", "Tile", "DepthToSpace", "SpaceToDepth"}
+
+
+def _shape_math(graph: Graph, n) -> bool:
+    """Shape arithmetic (Shape -> Gather -> Concat -> Reshape's shape input) that compilers fold on static
+    shapes: a node with no layer whose outputs are all integer tensors, or a Shape/Size op."""
+    if n.op_type in ("Shape", "Size"):
+        return True
+    dts = [graph.tensor(o).dtype for o in n.outputs if o]
+    return bool(dts) and all(d in ("int64", "int32") for d in dts)
+
+
 def _prefix_owner(name: str, names_sorted: list[str]) -> str | None:
     for n in names_sorted:  # longest first
         if name.startswith(n) and (len(name) == len(n) or not name[len(n)].isalnum()):
@@ -64,14 +78,16 @@ def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str
     for n in graph.top_nodes:
         got = hits.get(n.name)
         if got:
-            # a node is on the CPU when any layer it became runs there: that is a host round trip
-            cpu = [lay for lay, _ in got if lay.device == "cpu"]
+            # The node's device is that of the layers doing its work; layout helpers the compiler adds
+            # around it (a Reshape/Transpose on the CPU before an output) do not move the node itself.
+            work = [lay for lay, _ in got if lay.op not in LAYOUT_OPS or n.op_type in LAYOUT_NODE_OPS] or [lay for lay, _ in got]
+            cpu = [lay for lay in work if lay.device == "cpu"]
             dev = "cpu" if cpu else "npu"
             hows = {h for _, h in got}
             reason = "; ".join(lay.reason or f"{compiler} placed {lay.op} layer '{lay.name}' on the CPU" for lay in cpu)
             out[n.name] = Placement(n.name, n.op_type, dev, reason, [lay.name for lay, _ in got],
                                     "direct" if hows == {"direct"} else "lineage")
-        elif n.name in folded or all(graph.tensor(t).is_const for t in n.present_inputs):
+        elif n.name in folded or all(graph.tensor(t).is_const for t in n.present_inputs) or _shape_math(graph, n):
             out[n.name] = Placement(n.name, n.op_type, "folded", f"no {compiler} layer: computed at compile time", how="absent")
     # fused-into-neighbour: walk in topological order so chains (Conv->BN->Relu) resolve
     for n in graph.top_nodes:

@@ -89,6 +89,8 @@ class RknnCompiler:
         res.metrics["quantized"] = options.quantize
         if not options.quantize:
             res.metrics["float_dtype"] = "float16"
+        if resp.get("sim_error"):
+            res.notes.append(f"simulator run failed: {resp['sim_error']}")
         if options.simulate and resp.get("sim_outputs"):
             res.metrics["simulator_cosine"] = _cosines(ref, resp["sim_outputs"])
             res.metrics["simulator_min_cosine"] = min(res.metrics["simulator_cosine"].values(), default=None)

@@ -35,8 +35,9 @@ def run_tool(command: list[str], log_path: str | os.PathLike, cwd: str | os.Path
              env: dict[str, str] | None = None, timeout_s: float | None = None) -> ToolRun:
     """Run a compiler process, its stdout+stderr going to log_path; measure wall time and peak RSS.
 
-    os.wait4 returns the rusage of exactly this child (and the grandchildren it waited for), so the
-    memory figure is the compiler's, not npufit's."""
+    Peak memory is the VmHWM of the child (and its children), polled while it runs. Not rusage:
+    Linux carries the forking parent's RSS high-water mark into the child's ru_maxrss across exec,
+    so a 500 MB npufit process would report 500 MB for any compiler it starts."""
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -46,20 +47,43 @@ def run_tool(command: list[str], log_path: str | os.PathLike, cwd: str | os.Path
                                     cwd=cwd, env=env)
         except OSError as e:
             raise NpufitError(f"cannot start {command[0]}: {e.strerror or e}") from None
-        status, rusage = 0, None
+        status, hwm = 0, 0
         while True:
-            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+            hwm = max(hwm, _tree_hwm_kb(proc.pid))
+            pid, status, _ru = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             if timeout_s and time.perf_counter() - t0 > timeout_s:
                 proc.kill()
-                pid, status, rusage = os.wait4(proc.pid, 0)
+                pid, status, _ru = os.wait4(proc.pid, 0)
                 log.write(f"\n[npufit] killed after {timeout_s:.0f} s timeout\n".encode())
                 break
             time.sleep(0.02)
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
-    peak = rusage.ru_maxrss / 1024.0 if rusage is not None else None  # Linux reports KiB
+    peak = hwm / 1024.0 if hwm else None
     return ToolRun(list(map(str, command)), proc.returncode, round(wall, 3), round(peak, 1) if peak else None, log_path)
 
 
+
+
+def _tree_hwm_kb(pid: int) -> int:
+    """VmHWM of a process plus that of its live descendants (KiB); 0 once it is gone."""
+    try:
+        import psutil
+
+        procs = [psutil.Process(pid)]
+        procs += procs[0].children(recursive=True)
+    except Exception:
+        return 0
+    total = 0
+    for p in procs:
+        try:
+            with open(f"/proc/{p.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1])
+                        break
+        except (OSError, ValueError):
+            continue
+    return total

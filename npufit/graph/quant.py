@@ -140,7 +140,7 @@ def exec_dtype(node: NodeView) -> str | None:
         return t.dtype if t is not None else None
     if node.op_type in DEQUANTIZE_OPS:
         return node.input_dtype(0)
-    dqs = dq_producers(node)
+    dqs = dq_producers(node) if node.graph.format == "onnx" else []  # TFLite DEQUANTIZE -> op is explicitly float
     if dqs and is_qdq_wrapped(node):
         return dqs[0].input_dtype(0)
     return _compute_dtype(node)

@@ -183,7 +183,8 @@ def _run_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: di
         blocked = [d for d in deps if d.record.status != "ok"]
         if blocked:
             d = blocked[0]
-            rec = StepRecord(cell.id, cell.step, status="skipped", message=f"skipped: blocked by {d.cell.id} ({d.record.status})")
+            msg = d.record.message if "blocked by" in d.record.message else f"skipped: blocked by {d.cell.id} ({d.record.status})"
+            rec = StepRecord(cell.id, cell.step, status="skipped", message=msg)  # names the root cause, not the chain
             return CellResult(cell, rec, "skipped", folder)
     spec = config.model(cell.model) if cell.model else None
     settings = config.settings(cell.step, spec)
@@ -228,8 +229,9 @@ def _run_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: di
 
 def _key_parts(cell: Cell, config: PipelineConfig, spec: ModelSpec | None, settings: dict, deps: list[CellResult]) -> dict:
     from .. import __version__
+    from .steps import STEP_REVISION
 
-    parts: dict[str, Any] = {"cell": cell.id, "settings": settings, "npufit": __version__}
+    parts: dict[str, Any] = {"cell": cell.id, "settings": settings, "npufit": __version__, "revision": STEP_REVISION[cell.step]}
     if cell.step == "report":
         parts["inputs"] = {d.cell.id: [d.record.status, d.record.key, d.record.digests, d.record.message] for d in deps}
         return parts

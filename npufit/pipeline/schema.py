@@ -83,6 +83,7 @@ STEP_KEYS: dict[str, dict[str, Key]] = {
             "allow_approx": Key(_bool, False, "also apply approximate rules (their error is reported)")},
     "split": {"mode": Key(_choice("prefix", "segments"), "prefix", "prefix: largest NPU-runnable prefix; segments: every NPU region"),
               "min_nodes": Key(_int(1), 1, "smallest NPU region that becomes its own stage (segments mode)"),
+              "always": Key(_bool, False, "split even for targets whose runtime falls back to its CPU by itself (RKNN, Ethos-U)"),
               "min_npu_macs_pct": Key(_num(0.0, 100.0), 0.0, "reject the split (end the branch) when the NPU part would hold "
                                       "less than this share of the MACs: not worth a device round trip")},
     "quantize": {"method": Key(_choice("minmax", "entropy", "percentile"), "minmax", "calibration method"),
@@ -133,7 +134,7 @@ class _Loader(yaml.SafeLoader):
     """SafeLoader that turns the composed node tree into plain values and records each path's mark."""
 
     def to_python(self, node: yaml.Node, path: tuple, marks: dict[tuple, yaml.Mark]) -> Any:
-        marks[path] = node.start_mark
+        marks.setdefault(path, node.start_mark)  # a key's own mark (set by the caller) wins over its value's
         if isinstance(node, yaml.MappingNode):
             self.flatten_mapping(node)  # resolves '<<' merge keys
             out: dict[str, Any] = {}
@@ -144,8 +145,8 @@ class _Loader(yaml.SafeLoader):
                 if key in out:
                     raise _err_at(k_node.start_mark, _dotted(path + (key,)), "duplicate key")
                 marks[path + (key,)] = k_node.start_mark
-                out[key] = self.to_python(v_node, path + (key,), marks)
                 marks[path + (key, "")] = v_node.start_mark  # where the value itself starts
+                out[key] = self.to_python(v_node, path + (key,), marks)
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.to_python(n, path + (i,), marks) for i, n in enumerate(node.value)]

@@ -54,10 +54,12 @@ def run_train(ctx: StepContext) -> Outcome:
     save_weights(module, ctx.folder / "model.pt")
     atomic_write_json(ctx.folder / "train.json", {**res.to_dict(), "dataset": ds.to_dict()})
     # real windows for calibration (training part) and for bench/verification inputs (validation part)
-    ds.save_npz(ctx.folder / "calibration.npz", "train", limit=256)
-    ds.save_npz(ctx.folder / "validation.npz", "val", limit=256)
+    ds.save_npz(ctx.folder / "calibration.npz", "train", limit=256, stack=True)
+    ds.save_npz(ctx.folder / "validation.npz", "val", limit=256, stack=True)
+    ds.save_npy_folder(ctx.folder / "calibration_npy", "train", limit=64)  # RKNN's dataset format
     f = res.final
-    return Outcome({"weights": "model.pt", "history": "train.json", "calibration": "calibration.npz", "validation": "validation.npz"},
+    return Outcome({"weights": "model.pt", "history": "train.json", "calibration": "calibration.npz", "validation": "validation.npz",
+                    "calibration_npy": "calibration_npy"},
                    {"train_loss": f["train_loss"], "val_loss": f["val_loss"], "baseline_val_loss": res.baseline_val_loss,
                     "epochs": len(res.history), "parameters": res.parameters, "train_seconds": round(res.seconds, 2)},
                    f"val MSE {f['val_loss']:.4f} (last-value baseline {res.baseline_val_loss:.4f})")
@@ -81,9 +83,9 @@ def run_export(ctx: StepContext) -> Outcome:
                   else build_for(spec.arch, ds, spec.hidden, spec.layers))
         export(module, out, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
         note = f"opset {ctx.settings['opset']}" + ("" if weights else " (untrained weights: no train step)")
-    import onnx
+    from ..graph.onnx_loader import read_model_proto
 
-    m = onnx.load(str(out), load_external_data=False)
+    m = read_model_proto(out)  # a broken file fails here, with the loader's clear message
     return Outcome({"model": "model.onnx"}, {"nodes": len(m.graph.node), "bytes": out.stat().st_size}, note)
 
 
@@ -113,14 +115,19 @@ def run_fix(ctx: StepContext) -> Outcome:
     d = save_result(result, ctx.folder / "fix.json")
     if not out.exists():  # nothing fired: the model passes through unchanged
         shutil.copyfile(ctx.model_input(), out)
-    return Outcome({"model": "model.onnx", "report": "fix.json"}, _scalars(d), _fix_note(d))
+    metrics = {"coverage_before_pct": d.get("before", {}).get("coverage_pct"), "coverage_after_pct": d.get("after", {}).get("coverage_pct"),
+               "rules_applied": sum(1 for r in d.get("rules", []) if r.get("status") == "applied"), "written": d.get("written")}
+    return Outcome({"model": "model.onnx", "report": "fix.json"}, metrics, _fix_note(d))
 
 
 def _fix_note(d: dict) -> str:
-    fired = d.get("fired") or d.get("rules_fired") or {}
-    if isinstance(fired, dict) and fired:
-        return "rules fired: " + ", ".join(f"{k} x{v}" for k, v in fired.items())
-    return "no rewrite applied" if not fired else ""
+    fired = [r for r in d.get("rules", []) if r.get("fired") and r.get("status") == "applied"]
+    before, after = d.get("before", {}), d.get("after", {})
+    cov = (f"; coverage {before['coverage_pct']:.0f}% -> {after['coverage_pct']:.0f}%"
+           if "coverage_pct" in before and "coverage_pct" in after else "")
+    if not fired:
+        return "no rewrite applied" + cov
+    return "applied " + ", ".join(f"{r['rule']} x{r['fired']}" for r in fired) + cov
 
 
 def run_split(ctx: StepContext) -> Outcome:
@@ -132,6 +139,15 @@ def run_split(ctx: StepContext) -> Outcome:
         shutil.copyfile(model, ctx.folder / "model.onnx")
         return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": 100.0, "needed": False},
                        "not needed: the whole model runs on the NPU")
+    from ..targets import get_profile
+
+    fallback = get_profile(target).fallback
+    if fallback != "none" and not s["always"]:
+        # the vendor runtime runs the other nodes on its CPU inside the compiled model: nothing to cut by hand
+        shutil.copyfile(model, ctx.folder / "model.onnx")
+        return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": report.coverage_macs, "needed": False},
+                       f"not needed: {target} runs its {len(report.failing)} non-NPU node(s) on its {fallback} fallback "
+                       "inside the compiled model (the compile step shows the real placement)")
     prefix = report.prefix
     share = prefix.get("macs_pct") or 0.0
     if s["mode"] == "prefix" and (prefix["node_count"] == 0 or share < s["min_npu_macs_pct"]):
@@ -180,34 +196,35 @@ def run_quantize(ctx: StepContext) -> Outcome:
 def run_compile(ctx: StepContext) -> Outcome:
     from .measure import measure
 
-    compilers = library("compile", "npufit.compilers", "compile_model")
-    state = _compiler_state(ctx.cell.target)
-    if state is not None and not state[1]:
-        raise Skip(f"{state[0]} not installed" + (f" ({state[2]})" if state[2] else ""))
-    s = ctx.settings
-    model = ctx.model_input()
-    calib = ctx.input("train", "calibration")
-    with measure() as usage:
-        result = call(compilers, str(model), target=ctx.cell.target, output_dir=str(ctx.folder / "out"),
-                      calibration=str(calib) if calib else None, options=s["options"])
-    d = save_result(result, ctx.folder / "compile.json")
-    metrics = {"model_bytes": model.stat().st_size, **usage.to_dict(), **_scalars(d)}
-    return Outcome({"report": "compile.json", "artifacts": "out"}, metrics,
-                   f"{usage.wall_s:.1f} s, peak {usage.peak_rss_bytes / 2**20:.0f} MiB")
-
-
-def _compiler_state(target: str) -> tuple[str, bool, str] | None:
-    """(compiler, installed?, install hint) from npufit.compilers.status(), when it tells."""
+    compile_model = library("compile", "npufit.compilers", "compile_model")
+    compiler_for = library("compile", "npufit.compilers", "compiler_for")
     try:
-        status = importlib.import_module("npufit.compilers").status
-    except (ModuleNotFoundError, AttributeError):
-        return None
-    for entry in status() or []:
-        e = entry.to_dict() if hasattr(entry, "to_dict") else dict(entry)
-        targets = e.get("targets") or []
-        if any(target == t or target.startswith(t.rstrip("*")) for t in targets):
-            return e.get("name", "compiler"), bool(e.get("installed", e.get("available"))), e.get("install", "")
-    return None
+        state = compiler_for(ctx.cell.target).status()
+    except NpufitError as e:
+        raise Skip(e.message) from None
+    if not state.get("available"):
+        raise Skip(f"{state.get('name', 'compiler')} not installed ({state.get('install') or state.get('detail') or 'see npufit doctor'})")
+    s, model = ctx.settings, ctx.model_input()
+    calib = ctx.input("train", "calibration_npy")  # one .npy per sample: what every compiler here reads
+    plan = ctx.input("split", "plan")
+    with measure() as usage:
+        result = call(compile_model, str(model), ctx.cell.target, out_dir=str(ctx.folder / "out"), quantize=True,
+                      calibration=str(calib) if calib else None, plan=str(plan / "plan.json") if plan and (plan / "plan.json").exists() else None,
+                      extra=s["options"])
+    d = save_result(result, ctx.folder / "compile.json")
+    if not d.get("ok", True):
+        raise NpufitError(f"{d.get('compiler', 'compiler')} failed: {d.get('error') or 'see ' + str(ctx.folder / 'compile.json')}")
+    # the compiler's own measurement of its child process is the better number when it has one
+    wall = d.get("wall_s") or usage.wall_s
+    peak = d.get("peak_rss_mb") or usage.peak_rss_bytes / 2**20
+    metrics = {"model_bytes": model.stat().st_size, "wall_s": round(wall, 3), "peak_rss_mb": round(peak, 1),
+               "pipeline_wall_s": round(usage.wall_s, 3), "pipeline_peak_rss_mb": round(usage.peak_rss_bytes / 2**20, 1),
+               "compiler": d.get("compiler"), "compiler_version": d.get("compiler_version")}
+    on_npu = [p for p in d.get("placement", []) if str(p.get("device", p.get("target", ""))).lower() == "npu"]
+    note = f"{d.get('compiler')} {d.get('compiler_version') or ''}: {wall:.1f} s, peak {peak:.0f} MiB"
+    if d.get("placement"):
+        note += f", {len(on_npu)}/{len(d['placement'])} layers on the NPU"
+    return Outcome({"report": "compile.json", "artifacts": "out"}, metrics, note)
 
 
 # -- bench / report ------------------------------------------------------------------------------------------
@@ -215,16 +232,21 @@ def run_bench(ctx: StepContext) -> Outcome:
     bench = library("bench", "npufit.bench", "bench")
     s = ctx.settings
     inputs = ctx.input("train", "validation")
-    try:
-        result = call(bench, str(ctx.model_input()), runtime=ctx.cell.runtime, runtimes=[ctx.cell.runtime],
-                      iterations=s["iterations"], warmup=s["warmup"], threads=s["threads"],
-                      inputs=str(inputs) if inputs else None)
-    except Exception as e:
-        if type(e).__name__ == "RuntimeUnavailable":
-            raise Skip(str(e)) from None
-        raise
+    result = call(bench, str(ctx.model_input()), runtime=ctx.cell.runtime, iterations=s["iterations"], warmup=s["warmup"],
+                  threads=s["threads"], inputs=str(inputs) if inputs else None, fresh_inputs=bool(inputs))
     d = save_result(result, ctx.folder / "bench.json")
-    return Outcome({"report": "bench.json"}, _scalars(d), "")
+    rows = d.get("results", [])
+    if rows and all(r.get("status") == "skipped" for r in rows):
+        raise Skip("; ".join(r.get("reason", "") for r in rows))
+    ok = [r for r in rows if r.get("status") == "ok"]
+    if not ok:
+        raise NpufitError("; ".join(f"{r.get('runtime')}: {r.get('reason', r.get('status'))}" for r in rows) or "no result")
+    r = ok[0]
+    lat = r.get("latency_ms", {})
+    metrics = {"p50_ms": lat.get("p50"), "p99_ms": lat.get("p99"), "mean_ms": lat.get("mean"),
+               "throughput_ips": r.get("throughput_ips"), "iterations": r.get("iterations")}
+    return Outcome({"report": "bench.json"}, metrics,
+                   f"p50 {lat.get('p50', float('nan')):.3f} ms, {r.get('throughput_ips') or 0:.0f} inf/s ({r.get('boundary', '')})")
 
 
 def run_report(ctx: StepContext) -> Outcome:
@@ -247,6 +269,9 @@ def _scalars(d: dict, prefix: str = "", depth: int = 0) -> dict[str, Any]:
             out.update(_scalars(v, f"{k}.", 1))
     return out
 
+
+# bumped when a step's outputs change meaning or format, so results recorded by older code are not reused
+STEP_REVISION = {"train": 2, "export": 1, "check": 1, "fix": 1, "split": 1, "quantize": 1, "compile": 1, "bench": 1, "report": 1}
 
 STEP_FUNCTIONS = {"train": run_train, "export": run_export, "check": run_check, "fix": run_fix, "split": run_split,
                   "quantize": run_quantize, "compile": run_compile, "bench": run_bench, "report": run_report}

@@ -14,7 +14,8 @@ from typing import Any
 
 from .catalogue import BY_ID
 
-SYMBOL = {"npu": "✅", "cpu": "⚠️", "unsupported": "❌", "export_failed": "❌", "timeout": "⏱", "error": "❌", "failed": "❌"}
+SYMBOL = {"npu": "✅", "cpu": "⚠️", "unsupported": "❌", "export_failed": "❌", "timeout": "⏱", "error": "❌", "failed": "❌",
+          "unmeasured": "–"}
 PASS = {"npu"}
 
 
@@ -29,8 +30,13 @@ def warm_up() -> None:
     from ..zoo.export import export_onnx  # noqa: F401
 
 
+def case_of(task: dict[str, Any]):
+    """The catalogue case, or a user's own Case object carried in the task."""
+    return task.get("case_obj") or BY_ID[task["case"]]
+
+
 def base_result(task: dict[str, Any]) -> dict[str, Any]:
-    case = BY_ID[task["case"]]
+    case = case_of(task)
     return {"id": case.variant_id(**task.get("params", {})), "case": case.id, "params": task.get("params", {}),
             "family": case.family, "label": case.label, "seed": case.seed, "ops": list(case.ops),
             "opset": max(task["opset"], case.min_opset), "onnx_ops": [], "predicted": {}, "measured": None,
@@ -40,7 +46,7 @@ def base_result(task: dict[str, Any]) -> dict[str, Any]:
 def run_case(task: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     res = base_result(task)
-    case = BY_ID[task["case"]]
+    case = case_of(task)
     if case.min_opset > task["opset"]:
         res["notes"].append(f"exported at opset {case.min_opset}: the exporter has no {', '.join(case.ops)} below it")
     out_dir = task.get("out_dir")

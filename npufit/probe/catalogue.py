@@ -395,6 +395,8 @@ CASES: tuple[Case, ...] = (
        grid={"axis": (1, 2, 3), "keepdim": (False, True)}, axis=1, keepdim=False),
     _c("slice_axis4_5d", "tensor", ["tensor[..., a:b] on 5-D"], slice_axis, SEED_002, "Slice on axis 4 of a 5-D tensor",
        grid={"axis": (1, 2, 3, 4)}, axis=4, rank=5),
+    _c("slice_channel", "tensor", ["tensor[:, a:b] (channels)"], slice_axis, "", "Slice on the channel axis of a 4-D tensor",
+       grid={"axis": (1, 2, 3)}, axis=1, rank=4),
     _c("tile_batch", "tensor", ["Tensor.repeat (batch)"], tile, SEED_002, "Tile over the batch axis",
        grid={"repeats": ((2, 1, 1, 1), (1, 2, 1, 1), (1, 1, 2, 2))}, repeats=(2, 1, 1, 1)),
     _c("mod", "elementwise", ["torch.fmod"], mod, SEED_002, "Mod (torch.fmod)"),

@@ -12,8 +12,9 @@ from typing import Any
 
 from ..errors import NpufitError
 
-# --compiler name -> the target families it compiles
-COMPILER_TARGETS = {"vela": ("ethos-u",), "rknn": ("rk",), "hailo": ("hailo",)}
+# --compiler name -> the target families it compiles, and its name in npufit.compilers.status()
+COMPILER_TARGETS = {"vela": ("ethos-u",), "rknn": ("rk", "rv"), "hailo": ("hailo",)}
+STATUS_NAMES = {"vela": "vela", "rknn": "rknn-toolkit2", "hailo": "hailo-dfc"}
 
 
 def _compilers_api():
@@ -35,12 +36,16 @@ def compiler_state(name: str) -> tuple[bool, str]:
         states = api.status() if hasattr(api, "status") else {}
     except Exception as e:  # a broken vendor environment must not crash the probe
         return False, f"compiler status failed ({type(e).__name__}: {e})"
-    entry = states.get(name) if isinstance(states, dict) else None
+    key = STATUS_NAMES.get(name, name)
+    if isinstance(states, dict):
+        entry = states.get(key)
+    else:  # a list of {"name": ..., "available": ...}
+        entry = next((s for s in states if isinstance(s, dict) and s.get("name") == key), None)
     if entry is None:
         return False, f"npufit.compilers knows no compiler '{name}'"
     if isinstance(entry, dict):
         ok = bool(entry.get("available", entry.get("installed", entry.get("ok", False))))
-        why = entry.get("reason") or entry.get("install") or entry.get("detail") or "not installed"
+        why = "; ".join(str(entry[k]) for k in ("detail", "install") if entry.get(k)) or "not installed"
         return ok, "" if ok else str(why)
     return bool(entry), "" if entry else "not installed"
 
@@ -65,10 +70,10 @@ def measure(path: os.PathLike, target: str, compiler: str, options: dict[str, An
         try:
             result = api.compile_model(str(path), target, out_dir=options.get("out_dir") or tmp,
                                        **{k: v for k, v in options.items() if k != "out_dir"})
-        except NpufitError as e:
-            return {"compiler": compiler, "status": "failed", "symbol": "❌", "error": e.message}
-        except Exception as e:  # vendor crash: a measurement too, reported as an error
-            return {"compiler": compiler, "status": "error", "symbol": "❌", "error": f"{type(e).__name__}: {e}"[:400]}
+        except NpufitError as e:  # set-up problem (converter, environment): nothing was measured
+            return {"compiler": compiler, "status": "unmeasured", "symbol": "–", "error": e.message[:400]}
+        except Exception as e:  # a bug on our side of the compiler protocol: not a measurement either
+            return {"compiler": compiler, "status": "unmeasured", "symbol": "–", "error": f"{type(e).__name__}: {e}"[:400]}
     return summarise(result, compiler)
 
 

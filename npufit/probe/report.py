@@ -50,7 +50,7 @@ class ProbeReport:
         rows = []
         for c in self.cases:
             m = c.get("measured")
-            if not m:
+            if not m or m["status"] == "unmeasured":
                 continue
             p = c["predicted"]
             node_diffs = []
@@ -65,6 +65,11 @@ class ProbeReport:
                              "predicted_rules": sorted({r for f in p.get("failing", []) for r in f["rules"]}),
                              "compiler_error": m.get("error", ""), "nodes": node_diffs})
         return rows
+
+    def unmeasured(self) -> list[dict[str, Any]]:
+        """Cases the compiler could not be asked about (converter or environment missing), with why."""
+        return [{"case": c["id"], "why": c["measured"].get("error", "")} for c in self.cases
+                if c.get("measured") and c["measured"]["status"] == "unmeasured"]
 
     def boundaries(self) -> list[dict[str, Any]]:
         """Per swept parameter: the values tried with their verdicts, and where the verdict changes."""
@@ -88,7 +93,8 @@ class ProbeReport:
         return {"schema": SCHEMA, "npufit_version": __version__, "target": self.target, "title": self.title,
                 "opset": self.opset, "compiler": self.compiler, "jobs": self.jobs, "timeout_s": self.timeout_s,
                 "wall_s": round(self.wall_s, 2), "sweep": self.sweep, "summary": self.counts(), "cases": self.cases,
-                "boundaries": self.boundaries() if self.sweep else [], "drift": self.drift(), "files": self.files}
+                "boundaries": self.boundaries() if self.sweep else [], "drift": self.drift(),
+                "unmeasured": self.unmeasured(), "files": self.files}
 
     def to_json(self) -> str:
         import json

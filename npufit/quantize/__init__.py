@@ -66,11 +66,13 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
              method: str = "minmax", per_channel: bool = False, activations: str = "int8", exclude: Sequence[str] = (),
              samples: int = 100, holdout: int = 10, seed: int = 0, input_shapes: Mapping[str, Sequence[int]] | None = None,
              image: ImagePreprocessing | None = None, percentile: float = 99.999, worst: int = 5,
-             preprocess: bool = True) -> QuantizeReport:
+             preprocess: bool = True, target: str | None = None) -> QuantizeReport:
     """Quantize `model` to an INT8 QDQ ONNX file at `output` and measure what it cost on held-back samples.
 
     calibration: a folder of images (see `image` for the preprocessing), an .npz/.npy file, or "random".
     samples: at most this many calibration samples; holdout: samples held back for the report (0 = no report).
+    target: optional target name(s) ('ethos-n78', 'hailo8,rk3588', 'all'): `check` the output and report what
+    the quantized graph costs there (float islands, extra Q/DQ ops) from the Q/DQ ledger.
     The input file is never modified; `output` is written atomically.
     """
     import onnx
@@ -122,8 +124,13 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
     timing = {"quantize_s": round(qm.seconds, 3),
               "per_100_samples_s": round(qm.seconds * 100.0 / max(1, qm.calibration_samples), 3),
               "evaluate_s": round(eval_s, 3) if eval_s is not None else None}
-    return QuantizeReport(model=str(src), output=str(dst), settings=settings.to_dict(), calibration=cal_info, qdq=counts,
-                          timing=timing, accuracy=accuracy, warnings=warnings, notes=qm.notes + pair_notes)
+    report = QuantizeReport(model=str(src), output=str(dst), settings=settings.to_dict(), calibration=cal_info, qdq=counts,
+                            timing=timing, accuracy=accuracy, warnings=warnings, notes=qm.notes + pair_notes)
+    if target:
+        from .target_cost import target_costs
+
+        report.extra["target_cost"] = target_costs(dst, target)
+    return report
 
 
 class _CallableModule(type(os)):

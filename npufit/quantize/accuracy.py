@@ -2,13 +2,13 @@
 
 SQNR (dB) = 10·log10(Σref² / Σ(ref−quant)²) over all held-back samples; cosine over the flattened tensors.
 "entire": the activation as the fully quantized model computes it (errors from upstream accumulate).
-"single": the same layer fed the float reference (quantized as its inputs would be), so only the error
-born in this layer shows. Low single = fix this layer; low entire with good single = inherited from upstream.
+"single": the same layer fed the exact float reference, with its own quantized weights and output, so only
+the error born in this layer shows. Low single = fix this layer; low entire with good single = inherited.
+Both are also measured per channel (median over axis 1), which a whole-channel outlier cannot hide from.
 """
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,41 +21,77 @@ from .qdq import REF_SUFFIX, ActivationPair
 
 POOR_DB = 20.0  # below this a layer loses visible accuracy (≈ 10% relative noise)
 GOOD_DB = 30.0  # int8 per-tensor quantization of a well-behaved activation lands around 30-45 dB
-OUTLIER_RATIO = 25.0  # max|x| / rms(x) above this: the range is set by rare outliers, not by the bulk
+SPIKE_RATIO = 25.0  # max|x| / rms(x) above this: the range is set by rare spikes, not by the bulk
+CHANNEL_RATIO = 20.0  # widest channel / median channel above this: one channel sets everyone's step size
 WEIGHTED_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 
 
 class _Acc:
-    """Running sums for one float/quantized tensor pair over all held-back samples."""
+    """Running sums for one float/quantized tensor pair over all held-back samples.
 
-    __slots__ = ("sig", "err", "dot", "qq", "max_abs", "ref_max", "n")
+    Per-channel sums (axis 1) back the channel-median SQNR: a whole-channel outlier leaves the tensor SQNR
+    high (its own power dominates) while every other channel is crushed; the median channel shows that.
+    """
+
+    __slots__ = ("sig", "err", "dot", "qq", "max_abs", "ref_max", "n", "nonfinite", "sig_c", "err_c", "max_c")
 
     def __init__(self):
         self.sig = self.err = self.dot = self.qq = self.max_abs = self.ref_max = 0.0
-        self.n = 0
+        self.n = self.nonfinite = 0
+        self.sig_c = self.err_c = self.max_c = None
 
     def add(self, ref: np.ndarray, got: np.ndarray) -> None:
-        r = np.asarray(ref, dtype=np.float64).ravel()
-        g = np.asarray(got, dtype=np.float64).ravel()
+        with np.errstate(over="ignore", invalid="ignore"):
+            self._add(ref, got)
+
+    def _add(self, ref: np.ndarray, got: np.ndarray) -> None:
+        # float32 BLAS dots/einsums (no float64 copies): accumulation error is far below the 0.01 dB we print
+        r = np.asarray(ref, dtype=np.float32)
+        g = np.asarray(got, dtype=np.float32)
         if r.shape != g.shape:
             raise ValueError(f"shape mismatch {ref.shape} vs {got.shape}")
+        finite = np.isfinite(r) & np.isfinite(g)
+        if not finite.all():  # e.g. a scale that overflowed on a -3.4e38 attention mask: count, measure the rest
+            self.nonfinite += int(g.size - np.count_nonzero(np.isfinite(g)))
+            r, g = r[finite], g[finite]
+        if r.size and max(float(np.abs(r).max()), float(np.abs(g).max())) > 1e15:
+            r, g = r.astype(np.float64), g.astype(np.float64)  # squares would overflow float32
         d = r - g
-        self.sig += float(r @ r)
-        self.err += float(d @ d)
-        self.dot += float(r @ g)
-        self.qq += float(g @ g)
-        if r.size:
-            self.max_abs = max(self.max_abs, float(np.abs(d).max()))
-            self.ref_max = max(self.ref_max, float(np.abs(r).max()))
-        self.n += r.size
+        rf, gf, df = r.reshape(-1), g.reshape(-1), d.reshape(-1)
+        self.sig += float(np.dot(rf, rf))
+        self.err += float(np.dot(df, df))
+        self.dot += float(np.dot(rf, gf))
+        self.qq += float(np.dot(gf, gf))
+        if rf.size:
+            self.max_abs = max(self.max_abs, float(np.abs(df).max()))
+            self.ref_max = max(self.ref_max, float(np.abs(rf).max()))
+        self.n += rf.size
+        if r.ndim >= 2 and r.shape[1] > 1 and r.size:
+            r3, d3 = r.reshape(r.shape[0], r.shape[1], -1), d.reshape(r.shape[0], r.shape[1], -1)
+            sig_c = np.einsum("ncx,ncx->c", r3, r3).astype(np.float64)
+            err_c = np.einsum("ncx,ncx->c", d3, d3).astype(np.float64)
+            max_c = np.maximum(r3.max(axis=(0, 2)), -r3.min(axis=(0, 2))).astype(np.float64)
+            if self.sig_c is None or self.sig_c.shape != sig_c.shape:
+                self.sig_c, self.err_c, self.max_c = sig_c, err_c, max_c
+            else:
+                self.sig_c += sig_c
+                self.err_c += err_c
+                self.max_c = np.maximum(self.max_c, max_c)
 
     @property
     def sqnr_db(self) -> float:
-        if self.err == 0.0:
-            return math.inf
-        if self.sig == 0.0:
-            return -math.inf
-        return 10.0 * math.log10(self.sig / self.err)
+        return -math.inf if self.nonfinite else _sqnr(self.sig, self.err)
+
+    @property
+    def channel_sqnr_db(self) -> float:
+        """Median over channels (axis 1) of the per-channel SQNR; the tensor SQNR when there are no channels."""
+        if self.sig_c is None or self.nonfinite:
+            return self.sqnr_db
+        live = self.sig_c > 0  # all-zero channels (dead ReLUs) quantize exactly and say nothing
+        if not live.any():
+            return self.sqnr_db
+        vals = [_sqnr(s, e) for s, e in zip(self.sig_c[live], self.err_c[live])]
+        return float(np.median(vals))
 
     @property
     def cosine(self) -> float:
@@ -66,13 +102,31 @@ class _Acc:
         return self.dot / math.sqrt(self.sig * self.qq)
 
     @property
-    def outlier_ratio(self) -> float:
+    def spike_ratio(self) -> float:
         rms = math.sqrt(self.sig / self.n) if self.n else 0.0
         return self.ref_max / rms if rms > 0 else 0.0
 
+    @property
+    def channel_ratio(self) -> float:
+        if self.max_c is None:
+            return 1.0
+        live = self.max_c[self.max_c > 0]
+        return float(live.max() / np.median(live)) if live.size else 1.0
 
-def _db(x: float) -> float | None:
-    return None if math.isinf(x) or math.isnan(x) else round(x, 2)
+
+def _sqnr(sig: float, err: float) -> float:
+    if err == 0.0:
+        return math.inf
+    if sig == 0.0:
+        return -math.inf
+    return 10.0 * math.log10(sig / err)
+
+
+def _db(x: float) -> float | str | None:
+    """JSON has no inf: exact (no error) is null, -inf (non-finite quantized values) is the string "-inf"."""
+    if math.isnan(x) or (math.isinf(x) and x > 0):
+        return None
+    return "-inf" if math.isinf(x) else round(x, 2)
 
 
 @dataclass
@@ -91,13 +145,9 @@ class OutputAccuracy:
 @dataclass
 class LayerAccuracy:
     pair: ActivationPair
-    entire_sqnr_db: float
-    entire_cosine: float
-    entire_max_abs: float
-    single_sqnr_db: float
-    single_cosine: float
-    outlier_ratio: float
-    rank: int = 0  # 1 = worst (lowest single SQNR)
+    entire: _Acc = field(repr=False)
+    single: _Acc = field(repr=False)
+    rank: int = 0  # 1 = worst (lowest single score)
     diagnosis: str = ""  # 'born here' | 'inherited' | 'ok'
     suggestion: str = ""
 
@@ -105,15 +155,31 @@ class LayerAccuracy:
     def name(self) -> str:
         return self.pair.name
 
+    @property
+    def entire_score(self) -> float:
+        """min(tensor SQNR, channel-median SQNR): what ranking and diagnosis use."""
+        return min(self.entire.sqnr_db, self.entire.channel_sqnr_db)
+
+    @property
+    def single_score(self) -> float:
+        return min(self.single.sqnr_db, self.single.channel_sqnr_db)
+
     def to_dict(self) -> dict:
         p = self.pair
         lo, hi = p.value_range
+
+        def side(a: _Acc) -> dict:
+            return {"sqnr_db": _db(a.sqnr_db), "channel_median_sqnr_db": _db(a.channel_sqnr_db),
+                    "cosine": round(a.cosine, 6), "max_abs_error": a.max_abs, "nonfinite_values": a.nonfinite}
+
+        def fin(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
         d = {"tensor": p.name, "node": p.node, "op_type": p.op_type, "quantized_node": p.qdq_node,
-             "quantized_op": p.qdq_op, "inputs": list(p.inputs), "dtype": p.dtype, "scale": p.scale,
-             "zero_point": p.zero_point, "range": [lo, hi],
-             "entire": {"sqnr_db": _db(self.entire_sqnr_db), "cosine": round(self.entire_cosine, 6), "max_abs_error": self.entire_max_abs},
-             "single": {"sqnr_db": _db(self.single_sqnr_db), "cosine": round(self.single_cosine, 6)},
-             "outlier_ratio": round(self.outlier_ratio, 2), "rank": self.rank, "diagnosis": self.diagnosis}
+             "quantized_op": p.qdq_op, "inputs": list(p.inputs), "dtype": p.dtype, "scale": fin(p.scale),
+             "zero_point": p.zero_point, "range": [fin(lo), fin(hi)], "entire": side(self.entire), "single": side(self.single),
+             "spike_ratio": round(self.entire.spike_ratio, 2), "channel_ratio": round(self.entire.channel_ratio, 2),
+             "rank": self.rank, "diagnosis": self.diagnosis}
         if self.suggestion:
             d["suggestion"] = self.suggestion
         return d
@@ -137,9 +203,9 @@ class Accuracy:
 def evaluate(float_path: Path, float_probe: Path, entire_probe: Path, single_probe: Path,
              pairs: Sequence[ActivationPair], holdout: Sequence[dict], per_channel: bool, worst_n: int = 5) -> Accuracy:
     """One run of each probe per held-back sample; every layer's numbers come out of the same runs."""
-    threads = min(4, os.cpu_count() or 1)
-    s_float, s_fprobe = make_session(float_path, threads), make_session(float_probe, threads)
-    s_entire, s_single = make_session(entire_probe, threads), make_session(single_probe, threads)
+    # one intra-op thread each: four sessions run back to back, and spinning worker threads would fight
+    s_float, s_fprobe = make_session(float_path), make_session(float_probe)
+    s_entire, s_single = make_session(entire_probe), make_session(single_probe)
     out_names = [o.name for o in s_float.get_outputs()]
     single_inputs = {i.name for i in s_single.get_inputs()}
     outs = {n: _Acc() for n in out_names}
@@ -163,8 +229,7 @@ def evaluate(float_path: Path, float_probe: Path, entire_probe: Path, single_pro
             sgl[id(p)].add(ref[p.name], alone[p.dequantized[0]])
     acc = Accuracy(len(holdout))
     acc.outputs = [OutputAccuracy(n, a.cosine, a.sqnr_db, a.max_abs, a.ref_max) for n, a in outs.items() if a.n]
-    acc.layers = [LayerAccuracy(p, ent[id(p)].sqnr_db, ent[id(p)].cosine, ent[id(p)].max_abs, sgl[id(p)].sqnr_db,
-                                sgl[id(p)].cosine, ent[id(p)].outlier_ratio) for p in pairs]
+    acc.layers = [LayerAccuracy(p, ent[id(p)], sgl[id(p)]) for p in pairs]
     diagnose(acc, per_channel, worst_n)
     return acc
 
@@ -182,18 +247,18 @@ def _ancestors(layer: LayerAccuracy, by_name: dict[str, LayerAccuracy]) -> list[
 
 
 def _fmt_db(x: float) -> str:
-    return "∞" if math.isinf(x) and x > 0 else f"{x:.1f} dB"
+    return "exact" if math.isinf(x) and x > 0 else f"{x:.1f} dB"
 
 
 def diagnose(acc: Accuracy, per_channel: bool, worst_n: int) -> None:
-    """Rank by single SQNR (where error is born), then say what to do about the worst ones."""
+    """Rank by the single score (where error is born), then say what to do about the worst ones."""
     by_name = {l.name: l for l in acc.layers}
-    ranked = sorted(acc.layers, key=lambda l: (l.single_sqnr_db, l.entire_sqnr_db))
+    ranked = sorted(acc.layers, key=lambda l: (l.single_score, l.entire_score))
     for i, l in enumerate(ranked, 1):
         l.rank = i
-        if l.single_sqnr_db < POOR_DB:
+        if l.single_score < POOR_DB:
             l.diagnosis = "born here"
-        elif l.entire_sqnr_db < POOR_DB:
+        elif l.entire_score < POOR_DB:
             l.diagnosis = "inherited"
         else:
             l.diagnosis = "ok"
@@ -205,22 +270,33 @@ def diagnose(acc: Accuracy, per_channel: bool, worst_n: int) -> None:
 def _suggest(l: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: bool) -> str:
     p = l.pair
     node = p.qdq_node or p.node
+    lo, hi = p.value_range
+    if l.single.nonfinite:
+        return (f"the quantized '{p.name}' holds non-finite values (int8 range [{lo:.3g}, {hi:.3g}]): its calibrated range "
+                f"is unusable (often a -inf/float-min mask); --exclude {node} or keep it in float/16-bit")
     if l.diagnosis == "inherited":
         ups = _ancestors(l, by_name)
-        src = min(ups, key=lambda u: u.single_sqnr_db) if ups else None
-        where = f"; the worst upstream layer is '{src.name}' (single {_fmt_db(src.single_sqnr_db)})" if src else ""
-        return f"inherited: this layer alone is fine (single {_fmt_db(l.single_sqnr_db)}), the error enters upstream{where}"
-    if l.diagnosis == "ok" and l.single_sqnr_db >= GOOD_DB:
+        src = min(ups, key=lambda u: u.single_score) if ups else None
+        where = f"; the worst layer upstream is '{src.name}' (single {_fmt_db(src.single_score)})" if src else ""
+        return f"inherited: this layer alone is fine (single {_fmt_db(l.single_score)}), the error enters upstream{where}"
+    if l.diagnosis == "ok" and l.single_score >= GOOD_DB:
         return "within int8 noise; nothing to do"
-    culprits = [x for x in [l, *(by_name[i] for i in p.inputs if i in by_name)] if x.outlier_ratio > OUTLIER_RATIO]
-    if culprits:
-        c = max(culprits, key=lambda x: x.outlier_ratio)
-        lo, hi = c.pair.value_range
-        return (f"the int8 range of '{c.name}' ([{lo:.3g}, {hi:.3g}]) is set by rare outliers (max = {c.outlier_ratio:.0f}x rms): "
-                f"re-calibrate with --method percentile or entropy, or keep '{c.name}' in 16-bit")
+    ch, spike = l.entire.channel_ratio, l.entire.spike_ratio
+    if l.single.channel_sqnr_db < l.single.sqnr_db - 6.0 and p.qdq_op == "Concat" and ch > 2.0:
+        return (f"the inputs of this Concat span different ranges (widest channel {ch:.0f}x the median) but share one int8 "
+                f"scale, so the narrow ones lose precision (median channel {_fmt_db(l.single.channel_sqnr_db)}): "
+                "keep it in 16-bit, or rescale the branches to similar ranges before the Concat")
+    if ch > CHANNEL_RATIO and l.single.channel_sqnr_db < l.single.sqnr_db - 6.0:
+        return (f"one channel spans {ch:.0f}x the range of the median channel, so the int8 step of '{p.name}' "
+                f"(range [{lo:.3g}, {hi:.3g}]) crushes the others (median channel {_fmt_db(l.single.channel_sqnr_db)}): "
+                "keep it in 16-bit, or equalize channel ranges (cross-layer equalization) before quantizing; "
+                "percentile calibration does not fix a whole-channel outlier")
+    if spike > SPIKE_RATIO:
+        return (f"the range of '{p.name}' ([{lo:.3g}, {hi:.3g}]) is set by rare spikes (max = {spike:.0f}x rms): "
+                "re-calibrate with --method percentile or entropy, or keep it in 16-bit")
     if p.qdq_op in WEIGHTED_OPS and not per_channel:
         return f"weight quantization of {p.qdq_op} '{node}': try --per-channel, else keep it in 16-bit"
     if p.is_graph_input:
-        return "the model input itself loses precision in int8: check the calibration data matches the preprocessing"
+        return "the model input loses precision in int8: check the calibration data matches the model's preprocessing"
     return (f"keep '{p.name}' in 16-bit on the target, or --exclude {node} to leave it in float "
             "(on Ethos-N/U a float node is a CPU island with Q/DQ at its edges)")

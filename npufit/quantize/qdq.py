@@ -4,9 +4,9 @@ and build the probe models that expose every pair in one ONNX Runtime run.
 Probe models (all written to the temp folder, never next to the user's files):
   float probe  — the float model with every paired activation as an extra output;
   entire probe — the QDQ model with every pair's dequantized tensor as an extra output (errors accumulate);
-  single probe — the entire probe where each pair's consumers read Q/DQ(float reference) instead, fed as
-                 extra inputs, so each layer sees perfect upstream data quantized as it would be on the
-                 target (RKNN's "single" split: the error born in the layer itself).
+  single probe — the entire probe where each pair's consumers read the float reference instead (fed as
+                 extra inputs), so each layer computes from exact float inputs with its own quantized weights
+                 and output: only the error born in the layer shows (RKNN's "single" split).
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 REF_SUFFIX = "::npufit_ref"
-SINGLE_SUFFIX = "::npufit_single_in"
 
 
 @dataclass
@@ -46,7 +45,8 @@ class ActivationPair:
     @property
     def value_range(self) -> tuple[float, float]:
         info = np.iinfo(np.dtype(self.dtype))
-        return (self.scale * (info.min - self.zero_point), self.scale * (info.max - self.zero_point))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return (float(np.float64(self.scale) * (info.min - self.zero_point)), float(np.float64(self.scale) * (info.max - self.zero_point)))
 
 
 def _const_value(model, name: str):
@@ -166,25 +166,15 @@ def write_probes(qdq_model, pairs: Sequence[ActivationPair], folder: Path) -> tu
     entire = _save(qdq_model, folder / "probe_entire.onnx")
 
     g = qdq_model.graph
-    q_nodes = {n.name: n for n in g.node if n.op_type == "QuantizeLinear"}
-    dq_nodes = {n.output[0]: n for n in g.node if n.op_type == "DequantizeLinear" and n.output}
     rename: dict[str, str] = {}
-    new_nodes, new_inputs = [], []
+    new_inputs = []
     for p in pairs:
         if p.is_graph_input:
-            continue  # its consumers already read Q/DQ of the float input
+            continue  # its consumers already read Q/DQ of the float input, which is the reference itself
         ref = p.name + REF_SUFFIX
         new_inputs.append(helper.make_tensor_value_info(ref, p.elem_type, None))
-        q = q_nodes[p.q_node]
-        q_ref = helper.make_node("QuantizeLinear", [ref, *q.input[1:]], [ref + "::q"], name=q.name + REF_SUFFIX)
-        q_ref.attribute.extend(q.attribute)
-        new_nodes.append(q_ref)
         for d in p.dequantized:
-            dq = dq_nodes[d]
-            dq_ref = helper.make_node("DequantizeLinear", [ref + "::q", *dq.input[1:]], [d + SINGLE_SUFFIX], name=dq.name + REF_SUFFIX)
-            dq_ref.attribute.extend(dq.attribute)
-            new_nodes.append(dq_ref)
-            rename[d] = d + SINGLE_SUFFIX
+            rename[d] = ref
         rename.setdefault(p.raw, ref)  # float consumers of the raw tensor (outside the Q) read the reference too
     pair_q = {p.q_node for p in pairs}
     for n in g.node:
@@ -194,7 +184,4 @@ def write_probes(qdq_model, pairs: Sequence[ActivationPair], folder: Path) -> tu
             if t in rename:
                 n.input[i] = rename[t]
     g.input.extend(new_inputs)
-    old = list(g.node)
-    del g.node[:]
-    g.node.extend(new_nodes + old)  # the new nodes read only graph inputs and initializers: first keeps topological order
     return entire, _save(qdq_model, folder / "probe_single.onnx")

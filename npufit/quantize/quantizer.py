@@ -9,6 +9,7 @@ import contextlib
 import io
 import logging
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,7 +166,9 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
     start = time.perf_counter()
     try:
         # ORT prints histogram progress to stdout (entropy/percentile); stdout belongs to our report
-        with _ort_logs_captured() as logs, contextlib.redirect_stdout(io.StringIO()):
+        with _ort_logs_captured() as logs, contextlib.redirect_stdout(io.StringIO()), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
             quantize_static(str(float_path), str(out), reader, quant_format=QuantFormat.QDQ, per_channel=settings.per_channel,
                             activation_type=act, weight_type=QuantType.QInt8, calibrate_method=method,
                             nodes_to_exclude=list(settings.exclude), extra_options=extra,
@@ -177,4 +180,7 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
         raise NpufitError(f"ONNX Runtime could not quantize the model: {first}") from None
     seconds = time.perf_counter() - start
     notes.extend(logs.messages)
+    if any(issubclass(w.category, RuntimeWarning) for w in caught):
+        notes.append("numeric overflow while computing quantization parameters: some tensor has an extreme range "
+                     "(e.g. a float-min attention mask); see the per-layer table for non-finite rows")
     return QuantizedModel(float_path, out, reader.consumed, seconds, notes)

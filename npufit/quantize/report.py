@@ -60,7 +60,14 @@ class QuantizeReport:
 def db(x: float | None) -> str:
     if x is None or (isinstance(x, float) and math.isinf(x) and x > 0):
         return "exact"
+    if math.isinf(x) or math.isnan(x):
+        return "non-finite"
     return f"{x:.1f}"
+
+
+def db_unit(x: float | None) -> str:
+    s = db(x)
+    return s if s in ("exact", "non-finite") else s + " dB"
 
 
 def _settings_line(r: QuantizeReport) -> str:
@@ -91,11 +98,16 @@ def _timing_line(r: QuantizeReport) -> str:
 def _layer_cells(l: LayerAccuracy) -> list[str]:
     p = l.pair
     op = p.op_type if p.op_type == p.qdq_op or p.qdq_op == "input" else f"{p.op_type} (in {p.qdq_op})"
-    return [str(l.rank), p.name, op, db(l.entire_sqnr_db), db(l.single_sqnr_db), f"{l.entire_cosine:.4f}",
-            f"{l.outlier_ratio:.0f}", l.diagnosis]
+    return [str(l.rank), p.name, op, db(l.entire.sqnr_db), db(l.single.sqnr_db), db(l.single.channel_sqnr_db),
+            f"{l.entire.cosine:.4f}", f"{l.entire.channel_ratio:.0f}", l.diagnosis]
 
 
-LAYER_COLUMNS = ["rank", "tensor", "op", "entire dB", "single dB", "cos entire", "max/rms", "diagnosis"]
+LAYER_COLUMNS = ["rank", "tensor", "op", "entire dB", "single dB", "ch-med dB", "cos", "ch×", "diagnosis"]
+
+
+def _worst_line(l: LayerAccuracy) -> str:
+    return (f"entire {db_unit(l.entire.sqnr_db)}, single {db_unit(l.single.sqnr_db)} "
+            f"(median channel {db_unit(l.single.channel_sqnr_db)})")
 
 
 # -- terminal --------------------------------------------------------------------------------------------
@@ -129,19 +141,23 @@ def print_terminal(con, r: QuantizeReport) -> None:
             title = f"per layer: the {len(shown)} worst of {len(layers)} (all in --format json/markdown)"
         tab = Table(title=title, title_justify="left", show_edge=False)
         for c in LAYER_COLUMNS:
-            tab.add_column(c, overflow="fold", max_width=48 if c == "tensor" else None)
+            tab.add_column(c, overflow="fold", min_width=24 if c == "tensor" else None, max_width=56 if c == "tensor" else None)
         style = {"born here": "red", "inherited": "yellow", "ok": "green"}
         for l in shown:
             cells = _layer_cells(l)
             tab.add_row(*cells[:-1], Text(cells[-1], style=style.get(l.diagnosis, "")))
         con.print(tab)
         if acc.worst:
-            con.print(Text("worst layers (by single SQNR: where the error is born)", style="bold"))
+            con.print(Text("worst layers (by single score = min(tensor, median-channel SQNR): where the error is born)", style="bold"))
             for name in acc.worst:
                 l = acc.layer(name)
-                con.print(f"  {l.rank}. {name} [{l.pair.op_type}] entire {db(l.entire_sqnr_db)} dB, single {db(l.single_sqnr_db)} dB: {l.suggestion}")
-    for section in r.extra.get("_terminal_sections", []):
-        section(con, r)
+                con.print(f"  {l.rank}. {name} [{l.pair.op_type}] {_worst_line(l)}: {l.suggestion}")
+    if r.extra.get("target_cost"):
+        from .target_cost import describe
+
+        con.print(Text("what the quantized graph costs on the target (npufit check + Q/DQ ledger)", style="bold"))
+        for row in r.extra["target_cost"]:
+            con.print(f"  {row['target']}: {describe(row)}")
     for n in r.notes:
         con.print(Text(f"note: {n}", style="dim"))
 
@@ -166,8 +182,10 @@ def render_markdown(r: QuantizeReport) -> str:
                 _md_row(["output", "cosine", "SQNR dB", "max abs err", "ref max abs"]), _md_row(["---"] * 5)]
         out += [_md_row([f"`{o.name}`", f"{o.cosine:.4f}", db(o.sqnr_db), f"{o.max_abs:.4g}", f"{o.ref_max_abs:.4g}"]) for o in acc.outputs]
         out += ["", "## Per layer", "",
-                "*entire*: the activation in the fully quantized model; *single*: the same layer fed the float "
-                "reference, so only its own error shows. Rank 1 = lowest single SQNR.", "",
+                "*entire*: the activation in the fully quantized model; *single*: the same layer fed the exact float "
+                "reference, so only its own error shows; *ch-median*: the median channel's SQNR (a whole-channel "
+                "outlier cannot hide there); *cos*: cosine, entire; *ch×*: widest channel range / median channel range. "
+                "Rank 1 = lowest single score (min of tensor and ch-median SQNR).", "",
                 _md_row(LAYER_COLUMNS), _md_row(["---"] * len(LAYER_COLUMNS))]
         for l in acc.layers:
             cells = _layer_cells(l)
@@ -177,10 +195,12 @@ def render_markdown(r: QuantizeReport) -> str:
             out += ["", "## Worst layers", ""]
             for name in acc.worst:
                 l = acc.layer(name)
-                out.append(f"{l.rank}. `{name}` ({l.pair.op_type}): entire {db(l.entire_sqnr_db)} dB, "
-                           f"single {db(l.single_sqnr_db)} dB — {l.suggestion}")
-    for section in r.extra.get("_markdown_sections", []):
-        out += ["", section(r)]
+                out.append(f"{l.rank}. `{name}` ({l.pair.op_type}): {_worst_line(l)} — {l.suggestion}")
+    if r.extra.get("target_cost"):
+        from .target_cost import describe
+
+        out += ["", "## Target cost (npufit check + Q/DQ ledger)", ""]
+        out += [f"- **{row['target']}**: {describe(row)}" for row in r.extra["target_cost"]]
     if r.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in r.notes]
     return "\n".join(out) + "\n"

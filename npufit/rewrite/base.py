@@ -44,18 +44,40 @@ class RewriteRule:
     prepare_cleanup: Callable[[ir.Model], None] | None = None  # before each tidy-up round (split a Squeeze's fan-out)
     run: ModelPass | None = None  # whole-model transform (used instead of patterns)
     notes: str = ""  # conditions under which the rule refuses to fire, semantics caveats
+    keep_when_neutral: bool = False  # kept by default even when verdicts and node count do not improve (opset_convert)
 
     def apply(self, model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
         """Apply to a fixed point; returns the (possibly new) model and how many times the rule fired."""
         if self.run is not None:
             return self.run(model, ctx)
+        names = [(v, v.name) for v in model.graph.inputs]
         fired = _to_fixed_point(model, self.patterns(ctx)) if self.patterns else 0
         if fired and self.cleanup is not None:
             _to_fixed_point(model, self.cleanup(ctx), self.prepare_cleanup)
             _merge_duplicates(model)
         if fired:
             remove_unused(model)
+            for v, name in names:  # replacing a value by a graph input renames the input: keep the model's interface
+                v.name = name
         return model, fired
+
+
+    def refusals(self, model: ir.Model, ctx: RuleContext) -> list[str]:
+        """Why the main patterns matched a node's wiring but refused it (the checks' reasons), deduplicated."""
+        if self.patterns is None:
+            return []
+        from onnxscript.rewriter.pattern import MatchingTracer, MatchStatus, RewriteRuleSet
+
+        tracer = MatchingTracer()
+        RewriteRuleSet(self.patterns(ctx)).apply_to_model(model, tracer=tracer)
+        out: list[str] = []
+        for infos in tracer.best_matches_map.values():
+            for info in infos:
+                if info.status == MatchStatus.CONDITION_FAILED and info.match_result.reason:
+                    text = f"{info.root_node.op_type} '{info.root_node.name}': {info.match_result.reason}"
+                    if text not in out:
+                        out.append(text)
+        return out
 
 
 def _to_fixed_point(model: ir.Model, rules: list, before_round: Callable[[ir.Model], None] | None = None) -> int:

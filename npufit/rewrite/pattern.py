@@ -51,6 +51,25 @@ def expand_h(op, x, opset: int, **kw):
     return op.Reshape(x, op.Constant(value=ir.tensor(np.array([0, 0, 1, -1], dtype=np.int64))), **kw)
 
 
+def on_channel_axis(op, x, axis: int, r: int, keep: bool, opset: int, make):
+    """Reduce a rank-3/4 tensor over one axis by moving that axis to the channel axis (1) of a 4-D tensor:
+    [N,A,B] -> [N,A,1,B]; Transpose exchanging the axis with 1 (its own inverse); make(op, t) reduces over axis 1
+    with keepdims=1; Transpose back; Squeeze to the original result rank. Same values, same first-index ties."""
+    from .irutil import squeeze
+
+    t, a4 = (x, axis) if r == 4 else (expand_h(op, x, opset), 1 if axis == 1 else 3)
+    perm = None
+    if a4 != 1:
+        perm = [0, 1, 2, 3]
+        perm[1], perm[a4] = a4, 1
+        t = op.Transpose(t, perm=perm)
+    y = make(op, t)
+    if perm is not None:
+        y = op.Transpose(y, perm=perm)
+    drop = ([] if r == 4 else [2]) + ([] if keep else [a4])
+    return squeeze(op, y, sorted(drop), opset) if drop else y
+
+
 # -- shared tidy-ups: remove the Squeeze -> ... -> expand pairs that per-node rewrites leave behind ---------
 
 UNARY_ELEMENTWISE = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus",

@@ -64,10 +64,12 @@ class Runner:
         self.threads = threads
         self.batch = batch
         self.options = dict(options or {})
+        self.details_note = ""
         if boundary and boundary != self.boundary:
             self._set_boundary(boundary)
         self.active = False
-        self.details: dict[str, Any] = {}  # provider list, device name, precision ... recorded in the result
+        self.details: dict[str, Any] = {"note": self.details_note} if self.details_note else {}
+        # ^ provider list, device name, precision ... recorded in the result
 
     # -- protocol ------------------------------------------------------------------------------------------
     def check_format(self) -> None:
@@ -112,7 +114,11 @@ class Runner:
         pass
 
     def _set_boundary(self, boundary: str) -> None:
-        raise NpufitError(f"runtime {self.name} measures only the '{self.boundary}' boundary, not '{boundary}'")
+        if self.device_kind == "cpu" and self.boundary == BOUNDARY_HOST and boundary == BOUNDARY_DEVICE:
+            # host memory is the device memory: compute-only and host-to-host are the same measurement
+            self.details_note = "CPU runtime: no host<->device copies exist, so compute-only equals host-to-host"
+            return
+        raise RuntimeUnavailable(f"{self.name} measures only the '{self.boundary}' boundary, not '{boundary}'")
 
     def __enter__(self):
         self.activate()

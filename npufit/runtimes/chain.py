@@ -5,17 +5,15 @@ reports per-stage seconds, which the benchmark keeps per iteration and summarise
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ..errors import NpufitError
-from .base import BOUNDARY_CHAIN, InputSpec, Runner, RuntimeUnavailable, first_line, onnx_input_specs
+from .base import BOUNDARY_CHAIN, InputSpec, Runner, RuntimeUnavailable, onnx_input_specs
 
 PLAN_FILE = "plan.json"
-PLAN_SCHEMA = "npufit.plan/1"
 
 
 def is_plan_dir(path: str | Path) -> bool:
@@ -23,33 +21,21 @@ def is_plan_dir(path: str | Path) -> bool:
     return p.is_dir() and (p / PLAN_FILE).is_file()
 
 
-def read_plan_json(plan_dir: str | Path) -> dict:
-    p = Path(plan_dir) / PLAN_FILE
-    try:
-        plan = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise NpufitError(f"{p}: not a readable split plan ({first_line(e)})") from None
-    if not isinstance(plan, dict) or not str(plan.get("schema", "")).startswith("npufit.plan/"):
-        raise NpufitError(f"{p}: not a split plan (expected schema '{PLAN_SCHEMA}')")
-    if not plan.get("stages"):
-        raise NpufitError(f"{p}: the plan has no stages")
-    return plan
-
-
 def plan_files(plan_dir: str | Path) -> list[Path]:
     """plan.json and every stage file it names, in plan order (what a result's sha256 covers)."""
-    plan = read_plan_json(plan_dir)
-    return [Path(plan_dir) / PLAN_FILE] + [Path(plan_dir) / s["file"] for s in plan["stages"] if s.get("file")]
+    from ..split import load_plan
+
+    plan = load_plan(plan_dir)
+    return [Path(plan_dir) / PLAN_FILE] + [Path(plan_dir) / s.file for s in plan.stages]
 
 
 def chain_version() -> str | None:
-    try:
-        from ..split import chain  # noqa: F401
-    except ImportError:
-        return None
+    """The chain runner ships with npufit, so its version is npufit's (None when split is not built in)."""
+    import importlib.util
+
     from .. import __version__
 
-    return __version__
+    return __version__ if importlib.util.find_spec("npufit.split.chain") is not None else None
 
 
 class ChainBenchRunner(Runner):
@@ -67,37 +53,36 @@ class ChainBenchRunner(Runner):
         return chain_version()
 
     def input_specs(self) -> list[InputSpec]:
-        """Chain inputs: the tensors stages read that no earlier stage produces (or plan['inputs'] when given)."""
-        plan = read_plan_json(self.model)
-        produced: set[str] = set()
-        wanted: list[str] = []
+        """The chain's inputs (the original model's), typed from the stage models that read them."""
+        from ..split import load_plan
+
+        plan = load_plan(self.model)
         by_name: dict[str, InputSpec] = {}
-        for st in plan["stages"]:
-            f = Path(self.model) / st.get("file", "")
-            if f.suffix.lower() == ".onnx" and f.is_file():
-                by_name.update({s.name: s for s in onnx_input_specs(f)})
-            for t in st.get("inputs", []):
-                if t not in produced and t not in wanted:
-                    wanted.append(t)
-            produced.update(st.get("outputs", []))
-        names = [i["name"] if isinstance(i, dict) else i for i in plan.get("inputs", [])] or wanted
-        missing = [n for n in names if n not in by_name]
+        for st in plan.stages:
+            by_name.update({s.name: s for s in onnx_input_specs(Path(self.model) / st.file)})
+        missing = [n for n in plan.input_names if n not in by_name]
         if missing:
-            raise NpufitError(f"{self.model}: no stage model declares the shape of chain input(s) {', '.join(missing)}")
-        return [by_name[n] for n in names]
+            raise NpufitError(f"{self.model}: no stage model reads chain input(s) {', '.join(missing)}")
+        return [by_name[n] for n in plan.input_names]
 
     def _activate(self) -> None:
         try:
             from ..split.chain import ChainRunner
         except ImportError:
             raise RuntimeUnavailable("npufit.split.chain is not available in this npufit build") from None
-        plan = read_plan_json(self.model)
-        self.chain = ChainRunner(str(self.model), npu_runtime=self.options.get("npu_runtime"))
+        # the deployment setting: ORT's full graph optimiser, the thread count the user asked for (0 = ORT's)
+        self.chain = ChainRunner(str(self.model), npu_runtime=self.options.get("npu_runtime"),
+                                 threads=int(self.threads or 0), optimized=True)
+        plan = self.chain.plan
         self.details.update({
-            "stages": [{"name": s.get("name", f"stage{i}"), "device": s.get("device", "?"), "file": s.get("file")}
-                       for i, s in enumerate(plan["stages"])],
-            "npu_runtime": self.options.get("npu_runtime") or "default of ChainRunner (no NPU runtime given)",
+            "stages": [{"name": s.name, "device": s.device, "file": s.file,
+                        "ran_on": self.chain.device_of_stage.get(s.name, "?")} for s in plan.stages],
+            "target": plan.target.get("name", ""),
+            "npu_runtime": self.options.get("npu_runtime") or "auto",
+            "host_runtime": "onnxruntime-cpu (ORT_ENABLE_ALL)",
         })
+        if self.chain.notes:
+            self.details["notes"] = list(self.chain.notes)
 
     def _deactivate(self) -> None:
         close = getattr(self.chain, "close", None)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .base import BOUNDARY_DEVICE, BOUNDARY_HOST, Runner, RuntimeUnavailable, first_line, onnx_input_specs
+from .base import BOUNDARY_DEVICE, Runner, RuntimeUnavailable, first_line, onnx_input_specs
 
 
 def ort_version() -> str | None:

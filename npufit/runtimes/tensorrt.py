@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .base import BOUNDARY_DEVICE, InputSpec, Runner, RuntimeUnavailable, concrete_shape, first_line, onnx_input_specs
+from .base import BOUNDARY_DEVICE, InputSpec, Runner, RuntimeUnavailable, concrete_shape, onnx_input_specs
 
 
 def tensorrt_version() -> str | None:

@@ -50,6 +50,12 @@ class ChainRunner:
             self.device_of_stage[st.name] = npu_rt if st.device == "npu" else ORT_CPU
             self._sessions[st.name] = _session(self.plan_dir / st.file, threads, optimized)
         self._release_after = self._last_uses()
+        # precomputed per stage: (name, session, input names, output names, tensors to drop afterwards)
+        keep = set(self.plan.input_names)
+        self._steps = [(st.name, self._sessions[st.name], tuple(st.input_names), list(st.output_names),
+                        tuple(t for t in self._release_after.get(st.name, ()) if t not in keep)) for st in self.plan.stages]
+        self._inputs = tuple(self.plan.input_names)
+        self._outputs = tuple(self.plan.output_names)
 
     def _pick_npu_runtime(self, wanted: str | None) -> str:
         target = self.plan.target.get("name", "")
@@ -91,22 +97,24 @@ class ChainRunner:
         return out
 
     def run(self, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[tuple[str, float]]]:
-        missing = [n for n in self.plan.input_names if n not in feeds]
+        missing = [n for n in self._inputs if n not in feeds]
         if missing:
-            raise NpufitError(f"inputs missing: {', '.join(missing)} (the model takes {', '.join(self.plan.input_names)})")
-        env = {n: feeds[n] for n in self.plan.input_names}
+            raise NpufitError(f"inputs missing: {', '.join(missing)} (the model takes {', '.join(self._inputs)})")
+        env = {n: feeds[n] for n in self._inputs}
         times: list[tuple[str, float]] = []
-        for st in self.plan.stages:
-            sess = self._sessions[st.name]
-            stage_feeds = {n: env[n] for n in st.input_names}
-            t0 = time.perf_counter()
-            vals = sess.run(st.output_names, stage_feeds)
-            times.append((st.name, time.perf_counter() - t0))
-            env.update(zip(st.output_names, vals))
-            for t in self._release_after.get(st.name, ()):
-                if t not in self.plan.input_names:
-                    env.pop(t, None)
-        return {n: env[n] for n in self.plan.output_names}, times
+        clock = time.perf_counter
+        for name, sess, ins, outs, drop in self._steps:
+            stage_feeds = {n: env[n] for n in ins}
+            t0 = clock()
+            try:
+                vals = sess.run(outs, stage_feeds)
+            except Exception as e:  # wrong shapes/dtypes in the user's feeds surface here
+                raise NpufitError(f"{name}: ONNX Runtime failed: {str(e).splitlines()[0][:240]}") from None
+            times.append((name, clock() - t0))
+            env.update(zip(outs, vals))
+            for t in drop:
+                del env[t]
+        return {n: env[n] for n in self._outputs}, times
 
 
 def _session(path: Path, threads: int, optimized: bool):

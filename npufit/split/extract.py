@@ -23,6 +23,7 @@ from .subgraphs import outer_reads
 PROTO_LIMIT = 1_800_000_000  # protobuf's 2 GiB ceiling, with margin
 CHUNK = 64 << 20  # bytes copied per read when streaming external weights
 ALIGN = 64
+INLINE_MAX = 1024  # external tensors up to this size are stored inline (onnx's own size_threshold)
 
 
 def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelProto, Graph]:
@@ -34,11 +35,26 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
     if missing:
         raise NpufitError(f"{path}: external data file(s) not found: {', '.join(missing)} (split has to run the model)")
     if input_shapes:
+        _refuse_static_changes(model, input_shapes)
         apply_input_shapes(model, input_shapes)
     warnings: list[str] = []
     opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
     model = _infer(model, warnings)
     return model, build_graph(model, str(path), opsets, warnings)
+
+
+def _refuse_static_changes(model: onnx.ModelProto, shapes) -> None:
+    """--input-shape pins dynamic dims; changing a fixed dim would make stages the original cannot match."""
+    for i in model.graph.input:
+        if i.name not in shapes:
+            continue
+        dims = i.type.tensor_type.shape.dim
+        want = shapes[i.name]
+        if dims and len(dims) != len(want):
+            raise NpufitError(f"--input-shape {i.name}: the model input has rank {len(dims)}, got {len(want)} dims")
+        for k, (d, w) in enumerate(zip(dims, want)):
+            if d.HasField("dim_value") and d.dim_value != w:
+                raise NpufitError(f"--input-shape {i.name}: dim {k} is fixed to {d.dim_value} in the model; only dynamic dims can be pinned")
 
 
 class Extractor:
@@ -148,16 +164,19 @@ class Extractor:
     def _externalize(self, model: onnx.ModelProto, dst: Path) -> tuple[str | None, int]:
         """Stream every external tensor this stage uses into `<stage>.onnx.data` next to it."""
         ext = [t for t in _all_tensors(model.graph) if _external_location(t) is not None]
+        for t in [t for t in ext if self._ext_length(t) <= INLINE_MAX]:
+            # small tensors (axes, shapes, scales) go inline: ORT's shape inference cannot read them externally
+            t.raw_data = self._read_ext(t)
+            t.data_location = onnx.TensorProto.DEFAULT
+            del t.external_data[:]
+        ext = [t for t in ext if t.data_location == onnx.TensorProto.EXTERNAL]
         if not ext:
             return None, 0
         data_name = dst.name + ".data"
         pos = 0
         with open(dst.parent / data_name, "wb") as out:
             for t in ext:
-                meta = {kv.key: kv.value for kv in t.external_data}
-                src = self.src_dir / meta["location"]
-                offset = int(meta.get("offset", 0))
-                length = int(meta["length"]) if "length" in meta else src.stat().st_size - offset
+                src, offset, length = self._ext_span(t)
                 pad = (-pos) % ALIGN
                 out.write(b"\0" * pad)
                 pos += pad
@@ -176,6 +195,22 @@ class Extractor:
                     e.key, e.value = k, v
                 pos += length
         return data_name, pos
+
+    def _ext_span(self, t: onnx.TensorProto) -> tuple[Path, int, int]:
+        meta = {kv.key: kv.value for kv in t.external_data}
+        src = self.src_dir / meta["location"]
+        offset = int(meta.get("offset", 0))
+        length = int(meta["length"]) if "length" in meta else src.stat().st_size - offset
+        return src, offset, length
+
+    def _ext_length(self, t: onnx.TensorProto) -> int:
+        return self._ext_span(t)[2]
+
+    def _read_ext(self, t: onnx.TensorProto) -> bytes:
+        src, offset, length = self._ext_span(t)
+        with open(src, "rb") as f:
+            f.seek(offset)
+            return f.read(length)
 
     def _check(self, path: Path, stage: str) -> None:
         try:

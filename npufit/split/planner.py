@@ -168,14 +168,18 @@ def transfers(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> l
     return out
 
 
+def estimate_ms(host_macs: int, npu_macs: int, boundaries: int, nbytes: int) -> float:
+    m = COST_MODEL
+    return (1e3 * host_macs / (m["host_gmacs_per_s"] * 1e9) + 1e3 * npu_macs / (m["npu_gmacs_per_s"] * 1e9)
+            + m["ms_per_boundary"] * boundaries + 1e3 * nbytes / (m["link_gb_per_s"] * 1e9))
+
+
 def cut_cost(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> dict:
     crossing = [t for t in transfers(ix, stages, sources) if t["direction"] in ("npu->host", "host->npu")]
     npu_macs = sum(s.macs for s in stages if s.device == NPU)
     pct = 100.0 * npu_macs / ix.total_macs if ix.total_macs else 0.0
     nbytes = sum(t["bytes"] or 0 for t in crossing)
-    m = COST_MODEL
-    est = (1e3 * (ix.total_macs - npu_macs) / (m["host_gmacs_per_s"] * 1e9) + 1e3 * npu_macs / (m["npu_gmacs_per_s"] * 1e9)
-           + m["ms_per_boundary"] * len(crossing) + 1e3 * nbytes / (m["link_gb_per_s"] * 1e9))
+    est = estimate_ms(ix.total_macs - npu_macs, npu_macs, len(crossing), nbytes)
     return {"est_ms": round(est, 4), "npu_macs_pct": round(pct, 2), "npu_macs": npu_macs, "total_macs": ix.total_macs,
             "boundaries": len(crossing), "bytes_crossing": nbytes,
             "unknown_size_boundaries": sum(t["bytes"] is None for t in crossing),
@@ -297,8 +301,8 @@ def prefix_truncations(ix: GraphIndex, keep: int = 4) -> list[Cut]:
                 if remaining[o] or o in outs:
                     open_t.add(o)
                     nbytes += ix.nbytes(o) or 0
-        pct = 100.0 * macs / ix.total_macs if ix.total_macs else 0.0
-        key = (-round(pct, 1), len(open_t) + len(used_inputs), nbytes)
+        nb = len(open_t) + len(used_inputs)
+        key = (round(estimate_ms(ix.total_macs - macs, macs, nb, nbytes), 4), nb, nbytes)
         best[key] = k  # the longest prefix with this score wins
     cuts = []
     for key in sorted(best)[:keep]:

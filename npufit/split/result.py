@@ -28,6 +28,18 @@ def _table(rows: list[list[str]], md: bool) -> list[str]:
     return ["  " + "  ".join(c.ljust(w[i]) for i, c in enumerate(r)).rstrip() for r in rows]
 
 
+def _grouped(pairs: list[tuple[str, str]], arrow: str = "<-") -> str:
+    """'images <- input; 3 tensors <- stage0_npu': original inputs/outputs by name, stage tensors counted."""
+    by: dict[str, list[str]] = {}
+    for name, where in pairs:
+        by.setdefault(where, []).append(name)
+    parts = []
+    for where, names in by.items():
+        what = ", ".join(names) if where in ("input", "output") or len(names) == 1 and len(names[0]) <= 24 else f"{len(names)} tensor(s)"
+        parts.append(f"{what} {arrow} {where}")
+    return "; ".join(parts)
+
+
 def _how(c: Cut) -> str:
     if c.mode == "segments":
         return f"--mode segments --min-nodes {c.options['min_nodes']}"
@@ -62,10 +74,10 @@ class SplitResult:
         md = fmt == "markdown"
         p = self.plan
         lines = [f"{'## ' if md else ''}npufit split {p.source['file']} -> {self.output_dir}  (target {p.target['name']}, mode {p.mode})", ""]
-        rows = [["#", "stage", "device", "nodes", "MACs", "inputs (from)", "outputs"]]
+        rows = [["#", "stage", "device", "nodes", "MACs", "inputs", "outputs"]]
         for i, s in enumerate(p.stages):
-            ins = ", ".join(f"{t['name']} ({t['from']})" for t in s.inputs[:3]) + (f", +{len(s.inputs) - 3}" if len(s.inputs) > 3 else "")
-            outs = ", ".join(t["name"] for t in s.outputs[:2]) + (f", +{len(s.outputs) - 2}" if len(s.outputs) > 2 else "")
+            ins = _grouped([(t["name"], t["from"]) for t in s.inputs])
+            outs = _grouped([(t["name"], ",".join(t["to"])) for t in s.outputs], arrow="->")
             pct = f"{100.0 * s.macs / p.cost['total_macs']:.1f}%" if p.cost.get("total_macs") else "-"
             rows.append([str(i), s.file, s.device, str(s.node_count), pct, ins, outs])
         lines += _table(rows, md)
@@ -88,10 +100,10 @@ class SplitResult:
         for w in p.warnings:
             lines.append(f"warning: {w}")
         lines += ["", f"candidate cuts, ranked by {RANKING}:"]
-        rows = [["rank", "cut", "NPU MACs", "boundaries", "bytes", "stages", "select with"]]
+        rows = [["rank", "cut", "est. ms", "NPU MACs", "boundaries", "bytes", "stages", "select with"]]
         for i, cut in enumerate(self.candidates[: max(self.top, 1)]):
             mark = "*" if cut is self.chosen else ""
-            rows.append([f"{i + 1}{mark}", cut.label, f"{cut.cost['npu_macs_pct']:.1f}%", str(cut.cost["boundaries"]),
+            rows.append([f"{i + 1}{mark}", cut.label, f"{cut.cost['est_ms']:.3f}", f"{cut.cost['npu_macs_pct']:.1f}%", str(cut.cost["boundaries"]),
                          _kb(cut.cost["bytes_crossing"]), str(len(cut.stages)), _how(cut)])
         lines += _table(rows, md)
         if self.chosen not in self.candidates[: max(self.top, 1)]:

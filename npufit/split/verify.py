@@ -87,8 +87,13 @@ def verify_chain(original: str | os.PathLike, runner, inputs: list[str] | None =
     result = ChainCheck(len(feeds), seed if source == "random" else None, source)
     total = None
     for f in track(feeds, "verifying chain", total=len(feeds)):
-        ref = run_onnx(sess, f)
-        got, _ = runner.run(f)
+        try:
+            ref = run_onnx(sess, f)
+            got, _ = runner.run(f)
+        except NpufitError:
+            raise
+        except Exception as e:  # ORT rejects the feeds (shape/dtype): a user-input problem
+            raise NpufitError(f"ONNX Runtime could not run the {source} sample: {str(e).splitlines()[0][:240]}") from None
         c = compare_outputs(ref, got)
         total = c if total is None else total.merge(c)
     if total is not None:

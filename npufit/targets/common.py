@@ -54,9 +54,11 @@ def norm_axes(axes: Sequence[int], r: int | None) -> list[int]:
     return sorted(norm_axis(int(a), r) for a in axes)
 
 
-def reduce_axes(node: NodeView) -> list[int] | None:
-    """Axes of a Reduce* node, normalised; all axes when none are given; None if not constant."""
+def reduce_axes(node: NodeView, rank_hint: int | None = None) -> list[int] | None:
+    """Axes of a Reduce* node, normalised; all axes when none are given; None if not constant.
+    rank_hint: the input rank when shape inference could not give it (e.g. same as another node's)."""
     r = rank(node)
+    r = rank_hint if r is None else r
     axes = node.attr("axes")
     if axes is None and len(node.inputs) > 1 and node.inputs[1]:
         v = node.const_value(1)
@@ -159,3 +161,12 @@ def batch_preserved(node: NodeView) -> bool | None:
 def graph_output(node: NodeView) -> list[str]:
     outs = set(node.graph.output_names)
     return [o for o in node.outputs if o in outs]
+
+
+class Choices(tuple):
+    """A tuple of allowed values that reads as 'a, b, c' in rule sentences (limits stay data)."""
+
+    def __str__(self) -> str:
+        return ", ".join(str(x) for x in self)
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731 - str.format() of a limit

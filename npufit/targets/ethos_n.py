@@ -24,16 +24,16 @@ SOURCES = {
 }
 
 LIMITS = {
-    "dtypes": ("int8", "uint8"),
+    "dtypes": common.Choices(("int8", "uint8")),
     "max_rank": 4,
     "batch": 1,
-    "conv_kernels": (1, 2, 3, 5, 7, 9),
-    "conv_strides": (1, 2),
+    "conv_kernels": common.Choices((1, 2, 3, 5, 7, 9)),
+    "conv_strides": common.Choices((1, 2)),
     "big_kernel": 7,
     "transpose_conv_stride": 2,
     "concat_channel_multiple": 16,
     "split_channel_multiple": 16,
-    "mean_sizes": (7, 8),
+    "mean_sizes": common.Choices((7, 8)),
     "maxpool_s1_valid_max": 9,
     "maxpool_s1_same_max": 17,
     "maxpool_3x3_max_width": 417,

@@ -31,7 +31,7 @@ U85_EXTRA = ("ASSIGN_VARIABLE CAST DIV EQUAL GATHER GREATER GREATER_EQUAL LESS L
              "NOT_EQUAL READ_VARIABLE REDUCE_ALL REDUCE_ANY SCATTER_ND SELECT SELECT_V2").split()
 
 BASE_LIMITS = {
-    "fmap_dtypes": ("int8", "uint8", "int16", "int32", "int64"),
+    "fmap_dtypes": common.Choices(("int8", "uint8", "int16", "int32", "int64")),
     "weight_sum_8bit": 8323072,
     "stride_max": 3,
     "pool_kernel_product": 256 * 256,
@@ -40,15 +40,15 @@ BASE_LIMITS = {
     "mean_reduced_int8": 16777216, "mean_reduced_uint8": 8388608, "mean_reduced_int16": 65536,
     "mean_axis_max": 4096,
     "softmax_hw_max": 65536,
-    "resize_scales": (2, 4, 8),
+    "resize_scales": common.Choices((2, 4, 8)),
     "argmax_depth": 127,
     "matmul_depth": 65536,
     "transpose_rank": 8,
     "transpose_dim": 65536,
-    "per_axis_ops": ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"),
-    "no_quant_ops": ("ARG_MAX", "EXPAND_DIMS", "MIRROR_PAD", "PAD", "PADV2", "QUANTIZE", "TRANSPOSE"),
+    "per_axis_ops": common.Choices(("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")),
+    "no_quant_ops": common.Choices(("ARG_MAX", "EXPAND_DIMS", "MIRROR_PAD", "PAD", "PADV2", "QUANTIZE", "TRANSPOSE")),
 }
-U85_LIMITS = {**BASE_LIMITS, "fmap_dtypes": ("bool", "int8", "uint8", "int16", "int32", "int64"), "resize_max_scale": 1024,
+U85_LIMITS = {**BASE_LIMITS, "fmap_dtypes": common.Choices(("bool", "int8", "uint8", "int16", "int32", "int64")), "resize_max_scale": 1024,
               "resize_max_scale_align": 2048}
 
 # name -> (generation, title, MACs/cycle)

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ..graph import NodeView
 from .base import Rule, Verdict
 from .common import (batch_preserved, concat_axis, const_ints, dynamic_inputs, is_size1_reshape, keepdims, norm_axis,
@@ -90,6 +92,17 @@ def tile_batch(node: NodeView, lim: L) -> str | None:
     return f"repeats {reps}" if reps and reps[0] != 1 else None
 
 
+def expand_noop(node: NodeView, lim: L) -> str | None:
+    shape, target = node.input_shape(0), const_ints(node, 1)
+    if target is None or shape is None or not all(isinstance(d, int) for d in shape):
+        return "broadcast shape unknown"
+    try:
+        out = np.broadcast_shapes(tuple(shape), tuple(target))
+    except ValueError:
+        return f"shape {target}"
+    return None if tuple(out) == tuple(shape) else f"broadcasts {list(shape)} -> {list(out)}"
+
+
 def reduce_keepdims(node: NodeView, lim: L) -> str | None:
     return "keepdims=0" if not keepdims(node) else None
 
@@ -140,7 +153,7 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
     return (
         Rule(f"{p}.input.static_shape", "All model inputs must have a static shape: the Hailo parser tolerates no dynamic axis",
              static_inputs, UNSUP, ("pin the shape (npufit check --input-shape NAME=1,3,H,W) and re-export with fixed sizes",),
-             "H-MISC", ("fold_constants",)),
+             "H-MISC"),
         Rule(f"{p}.tensor.max_rank", "Hailo lays tensors out as NHWC: tensors above rank {max_rank} fail (UnsupportedShuffleLayerError "
              "on 5-D reshapes/transposes, Tensor.unfold)", max_rank, UNSUP, SHUFFLE_FIX, "H-Y26"),
     )
@@ -170,6 +183,10 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                         "batch)", concat_batch, UNSUP, ("concatenate over channels, or on the host",), "H10-C"),),
         "Slice": (Rule(f"{p}.slice.axis", "Slice is supported on the feature (channel) axis {feature_axes} only", slice_axis, UNSUP,
                        ("swap axes so the slice is on the channel axis, or do it on the host (seed 002)",), "seed 002"),),
+        "Expand": (Rule(f"{p}.expand.broadcast", "Expand is rejected (UnexpectedNodeError: Expand) unless it is a no-op that the "
+                        "parser's onnx-simplifier retry removes", expand_noop, UNSUP,
+                        ("materialise the broadcast as a constant at a fixed shape (npufit fix fold_constants), or broadcast "
+                         "implicitly in the element-wise op that consumes it",), "H-BERT", ("fold_constants", "remove_identity")),),
         "Tile": (Rule(f"{p}.tile.batch", "Tile over the batch axis is rejected (becomes a concat over axis batch)", tile_batch, UNSUP,
                       ("move the batch replication to host post-processing or change the model (seed 002)",
                        "when the input is constant, fold it at a fixed shape"), "seed 002", ("fold_constants",)),),

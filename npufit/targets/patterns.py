@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from ..graph import Graph, NodeView
 from .base import CompositeMatch
-from .common import activation_inputs, close, const_scalar, keepdims, reduce_axes
+from .common import activation_inputs, close, const_scalar, keepdims, rank, reduce_axes
 
 SQRT2 = 2 ** 0.5
 SQRT_2_OVER_PI = (2 / 3.141592653589793) ** 0.5
@@ -168,7 +168,7 @@ def match_layernorm(graph: Graph) -> list[CompositeMatch]:
         if sq is None:
             continue
         var = sole_consumer(graph, sq, ("ReduceMean",))
-        if var is None or reduce_axes(var) != reduce_axes(mean):
+        if var is None or reduce_axes(var, rank(mean)) != reduce_axes(mean):
             continue
         eps = sole_consumer(graph, var, ("Add",))
         if eps is None or scalar_operand(eps, var.outputs[0]) is None:

@@ -198,3 +198,22 @@ def out_shape(node: NodeView, i: int = 0) -> list | None:
 
 def channel_axis(node: NodeView) -> int:
     return -1 if is_tflite(node) else 1
+
+
+# -- the other direction: TFLite builtins as ONNX op types (for ONNX-keyed targets such as rk3588) --------
+
+_REVERSE_PREFERRED = {
+    "CONV_2D": "Conv", "DEPTHWISE_CONV_2D": "Conv", "FULLY_CONNECTED": "Gemm", "BATCH_MATMUL": "MatMul", "RELU6": "Clip",
+    "RELU_N1_TO_1": "Clip", "RELU_0_TO_1": "Clip", "MEAN": "ReduceMean", "RESHAPE": "Reshape", "PAD": "Pad", "PADV2": "Pad",
+    "MIRROR_PAD": "Pad", "RESIZE_BILINEAR": "Resize", "RESIZE_NEAREST_NEIGHBOR": "Resize", "STRIDED_SLICE": "Slice", "SLICE": "Slice",
+    "SPLIT": "Split", "SPLIT_V": "Split", "UNIDIRECTIONAL_SEQUENCE_LSTM": "LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM": "LSTM",
+    "SQUARED_DIFFERENCE": "Sub", "RSQRT": "Sqrt", "PACK": "Concat", "UNPACK": "Split", "QUANTIZE": "QuantizeLinear",
+    "DEQUANTIZE": "DequantizeLinear", "SELECT": "Where", "SELECT_V2": "Where", "NOT_EQUAL": "Equal", "SQUEEZE": "Squeeze",
+    "EXPAND_DIMS": "Unsqueeze", "GATHER_ND": "GatherND", "MAXIMUM": "Max", "MINIMUM": "Min",
+}
+_REVERSE = {v: k for k, v in _SIMPLE.items() if k[0].isupper() and not k.startswith("Q")} | _REVERSE_PREFERRED
+
+
+def onnx_op(node: NodeView) -> str:
+    """ONNX op type a TFLite builtin corresponds to (best effort; custom ops keep their key)."""
+    return _REVERSE.get(node.op_type, node.key) if is_tflite(node) else node.key

@@ -17,6 +17,9 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=suffix or dst.suffix, dir=dst.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp creates 0600; outputs should be as readable as a normal file
     try:
         yield tmp_path
         os.replace(tmp_path, dst)

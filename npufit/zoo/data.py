@@ -97,14 +97,29 @@ class SeriesDataset:
                 "seq_len": self.seq_len, "horizon": self.horizon, "train_windows": int(len(self.x_train)),
                 "val_windows": int(len(self.x_val)), "mean": self.mean.tolist(), "std": self.std.tolist()}
 
-    def save_npz(self, path: str | os.PathLike, split: str = "val", limit: int | None = None, input_name: str = "series") -> Path:
-        """Write windows as one [N, seq_len, F] array under the model's input name (calibration / bench inputs)."""
+    def save_npz(self, path: str | os.PathLike, split: str = "val", limit: int | None = None, input_name: str = "series",
+                 stack: bool = False) -> Path:
+        """Write windows under the model's input name (calibration / bench inputs): [N, seq_len, F], or with
+        stack=True [N, 1, seq_len, F] -- N separate batch-1 samples, one axis more than the model input."""
         from ..util.io import atomic_path
 
         x = self.x_val if split == "val" else self.x_train
+        x = x[:limit] if limit else x
         with atomic_path(path, suffix=".npz") as tmp:
-            np.savez(tmp, **{input_name: x[:limit] if limit else x})
+            np.savez(tmp, **{input_name: x[:, None] if stack else x})
         return Path(path)
+
+
+    def save_npy_folder(self, folder: str | os.PathLike, split: str = "train", limit: int | None = 64) -> Path:
+        """One [1, seq_len, F] .npy per window (the calibration folder format the compilers read)."""
+        from ..util.io import atomic_path
+
+        x = (self.x_val if split == "val" else self.x_train)[:limit]
+        out = Path(folder)
+        for i, w in enumerate(x):
+            with atomic_path(out / f"sample_{i:04d}.npy", suffix=".npy") as tmp:
+                np.save(tmp, w[None])
+        return out
 
 
 def make_dataset(values: np.ndarray, names: list[str], target: str | None = None, seq_len: int = 32, horizon: int = 1,

@@ -44,21 +44,26 @@ def main(req_path, resp_path):
         step("load_onnx", lambda: rknn.load_onnx(**load_kw))
         step("build", lambda: rknn.build(do_quantization=bool(req.get("quantize")), dataset=req.get("dataset")))
         step("export_rknn", lambda: rknn.export_rknn(req["out"]))
+        resp["ok"] = True  # the .rknn exists: a simulator failure below is reported, not fatal
         if req.get("sim_inputs"):
-            feeds = [np.load(p) for p in req["sim_inputs"]]
-            step("init_runtime", lambda: rknn.init_runtime())
-            fmts = ["nchw" if f.ndim == 4 else None for f in feeds]
-            outs = step("inference", lambda: rknn.inference(inputs=feeds, data_format=fmts))
-            if outs is None:
-                raise RuntimeError("RKNN.inference returned None")
-            paths = []
-            for i, o in enumerate(outs):
-                p = f"{req['sim_prefix']}{i}.npy"
-                np.save(p, np.asarray(o))
-                paths.append(p)
-            resp["sim_outputs"] = paths
+            try:
+                feeds = [np.load(p) for p in req["sim_inputs"]]
+                step("init_runtime", lambda: rknn.init_runtime())
+                # ONNX feeds are NCHW; the toolkit's default for 4-D inputs is NHWC (non-4-D: format unused)
+                kw = {"data_format": "nchw"} if any(f.ndim == 4 for f in feeds) else {}
+                outs = step("inference", lambda: rknn.inference(inputs=feeds, **kw))
+                if outs is None:
+                    raise RuntimeError("RKNN.inference returned None")
+                paths = []
+                for i, o in enumerate(outs):
+                    p = f"{req['sim_prefix']}{i}.npy"
+                    np.save(p, np.asarray(o))
+                    paths.append(p)
+                resp["sim_outputs"] = paths
+            except Exception as e:
+                traceback.print_exc()
+                resp["sim_error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300]}"
         rknn.release()
-        resp["ok"] = True
         resp["stage"] = "done"
     except Exception as e:  # reported to the parent as data; the traceback goes to the log
         traceback.print_exc()

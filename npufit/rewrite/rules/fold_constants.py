@@ -21,17 +21,28 @@ def _count(model: ir.Model) -> int:
 
 
 def _run(model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
-    from onnxscript.optimizer import fold_constants
+    import logging
 
     before = _count(model)
     infer_shapes(model)
-    fold_constants(model, onnx_shape_inference=True, input_size_limit=INPUT_LIMIT, output_size_limit=OUTPUT_LIMIT,
-                   should_fold=lambda node: True if node.op_type in ALWAYS and all(
-                       v is None or v.const_value is not None for v in node.inputs) else None)
+    log = logging.getLogger("onnxscript.optimizer._constant_folding")
+    level, log.level = log.level, logging.ERROR  # its "Evaluation failed" warnings are about nodes it leaves alone
+    try:
+        _fold(model)
+    finally:
+        log.setLevel(level)
     from ..base import remove_unused
 
     remove_unused(model)
     return model, max(0, before - _count(model))
+
+
+def _fold(model: ir.Model) -> None:
+    from onnxscript.optimizer import fold_constants
+
+    fold_constants(model, onnx_shape_inference=True, input_size_limit=INPUT_LIMIT, output_size_limit=OUTPUT_LIMIT,
+                   should_fold=lambda node: True if node.op_type in ALWAYS and all(
+                       v is None or v.const_value is not None for v in node.inputs) else None)
 
 
 RULE = RewriteRule(

@@ -1,41 +1,93 @@
-"""opset_convert: convert the model to the opset a target officially supports (Hailo: 8 and 11) with
-onnx.version_converter. Verified with ONNX Runtime like every other rule."""
+"""opset_convert: convert the model to the opset a target officially supports (Hailo: 8 and 11).
+
+First onnx.version_converter; it has few down-conversion adapters (e.g. none for Mul 14 -> 13), so
+when it refuses, a conservative downgrade follows: axes inputs that became attributes (Squeeze,
+Unsqueeze, ReduceSum < 13, Reduce* < 18, Split < 13) go back to attributes when constant, every other
+node is kept as it is, and the result must pass onnx.checker with full shape inference at the new
+opset. Like every rule, fix then verifies it numerically with ONNX Runtime.
+"""
 from __future__ import annotations
 
+import numpy as np
+import onnx
 import onnx_ir as ir
+from onnx import helper, numpy_helper
 
-from ..base import RewriteRule, RuleContext, RuleNotApplicable
+from ..base import RewriteRule, RuleContext, RuleNotApplicable, remove_unused
 from ..irutil import opset_of
 
 NAME = "opset_convert"
+AXES_INPUT_SINCE = {"Squeeze": 13, "Unsqueeze": 13, "ReduceSum": 13, "Split": 13, "ReduceMax": 18, "ReduceMin": 18,
+                    "ReduceMean": 18, "ReduceProd": 18, "ReduceL1": 18, "ReduceL2": 18, "ReduceLogSum": 18,
+                    "ReduceLogSumExp": 18, "ReduceSumSquare": 18}
 
 
 def _run(model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
     target = ctx.options.get("opset")
     if not target:
         raise RuleNotApplicable(f"{ctx.target or 'this target'} names no opset to convert to")
-    current = opset_of(model)
-    accepted = tuple(ctx.options.get("accepted", ())) or (int(target),)
+    current, target = opset_of(model), int(target)
+    accepted = tuple(ctx.options.get("accepted", ())) or (target,)
     if current in accepted:
         return model, 0
-    import onnx
-    from onnx import version_converter
-
     proto = ir.serde.serialize_model(model)
     try:
-        converted = version_converter.convert_version(proto, int(target))
-        onnx.checker.check_model(converted)
-    except Exception as e:  # an op without an adapter (LayerNormalization to < 17, ...)
-        msg = str(e).strip().splitlines()[-1][:200] if str(e).strip() else type(e).__name__
-        raise RuleNotApplicable(f"onnx.version_converter cannot convert opset {current} -> {target}: {msg}") from None
-    return ir.serde.deserialize_model(converted), 1
+        converted = onnx.version_converter.convert_version(proto, target)
+        onnx.checker.check_model(converted, full_check=True)
+    except Exception as e:
+        first = _message(e)
+        if target > current:
+            raise RuleNotApplicable(f"onnx.version_converter cannot convert opset {current} -> {target}: {first}") from None
+        converted = _downgrade(proto, current, target, first)
+    out = ir.serde.deserialize_model(converted)
+    remove_unused(out)  # Constant nodes that held axes
+    return out, 1
+
+
+def _message(e: Exception) -> str:
+    msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+    return msg.split("failed: ")[-1][:200]  # drop the C++ source location
+
+
+def _downgrade(proto: onnx.ModelProto, current: int, target: int, why: str) -> onnx.ModelProto:
+    m = onnx.ModelProto()
+    m.CopyFrom(proto)
+    consts = {t.name: t for t in m.graph.initializer}
+    consts.update({n.output[0]: n.attribute[0].t for n in m.graph.node
+                   if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"})
+    for node in m.graph.node:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        try:
+            onnx.defs.get_schema(node.op_type, target, "")
+        except onnx.defs.SchemaError:
+            raise RuleNotApplicable(f"{node.op_type} does not exist in opset {target} (version converter: {why})") from None
+        since = AXES_INPUT_SINCE.get(node.op_type)
+        if since and current >= since > target and len(node.input) > 1 and node.input[1]:
+            src = consts.get(node.input[1])
+            if src is None:
+                raise RuleNotApplicable(f"{node.op_type} '{node.name}' has non-constant axes; opset {target} needs them as an attribute")
+            vals = [int(v) for v in np.atleast_1d(numpy_helper.to_array(src))]
+            node.attribute.append(helper.make_attribute("split" if node.op_type == "Split" else "axes", vals))
+            del node.input[1]
+    for o in m.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = target
+    try:
+        onnx.checker.check_model(m, full_check=True)
+    except Exception as e:
+        raise RuleNotApplicable(f"cannot convert opset {current} -> {target}: version converter: {why}; "
+                                f"plain downgrade invalid: {_message(e)}") from None
+    return m
 
 
 RULE = RewriteRule(
     name=NAME,
-    summary="convert to the target's supported opset (hailo8: 11) with onnx.version_converter",
+    summary="convert to the target's supported opset (hailo8: 11) with onnx.version_converter, else a checked "
+            "conservative downgrade (axes inputs -> attributes)",
     exact=True,
     ops=(),
     run=_run,
-    notes="does nothing when the opset is already accepted; reports the converter's error when an op has no adapter",
+    keep_when_neutral=True,  # the target asks for this opset even when no verdict changes
+    notes="does nothing when the opset is already accepted; reports why when an op cannot exist at the target opset",
 )

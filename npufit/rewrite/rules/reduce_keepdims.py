@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..base import RewriteRule, RuleContext
 from ..irutil import attr_int, normalize_axes, rank_of, reduce, reduce_axes, squeeze
-from ..pattern import NodeRule
+from ..pattern import NodeRule, on_channel_axis
 
 NAME = "reduce_keepdims"
 
@@ -24,10 +24,10 @@ def _plan(node, x, channel_axis: bool):
         return "input rank unknown"
     axes = normalize_axes(axes, r) if axes else list(range(r))
     keep = attr_int(node, "keepdims", 1)
-    swap = axes[0] if channel_axis and r == 4 and len(axes) == 1 and axes[0] in (2, 3) else None
-    if keep and swap is None:
+    move = channel_axis and r in (3, 4) and len(axes) == 1 and axes != [1]
+    if keep and not move:
         return "already keepdims=1" + (" on the channel axis" if axes == [1] else "")
-    return axes, keep, swap
+    return axes, keep, move
 
 
 class KeepdimsReduce(NodeRule):
@@ -47,13 +47,11 @@ class KeepdimsReduce(NodeRule):
         return self.refuse(plan) if isinstance(plan, str) else True
 
     def rewrite(self, op, x, out, **_):
-        axes, keep, swap = _plan(out.producer(), x, self.channel_axis)
-        if swap is not None:
-            perm = [0, swap, 2, 3] if swap == 3 else [0, 2, 1, 3]
-            perm[swap] = 1  # exchange channel and reduced axis; the permutation is its own inverse
-            y = op.Transpose(reduce(op, self.op_type, op.Transpose(x, perm=perm), [1], 1, self.opset), perm=perm)
-        else:
-            y = reduce(op, self.op_type, x, axes, 1, self.opset)
+        axes, keep, move = _plan(out.producer(), x, self.channel_axis)
+        if move:
+            return on_channel_axis(op, x, axes[0], rank_of(x), bool(keep), self.opset,
+                                   lambda o, t: reduce(o, self.op_type, t, [1], 1, self.opset))
+        y = reduce(op, self.op_type, x, axes, 1, self.opset)
         return y if keep else squeeze(op, y, axes, self.opset)
 
 
@@ -63,8 +61,8 @@ def _patterns(ctx: RuleContext) -> list:
 
 RULE = RewriteRule(
     name=NAME,
-    summary="ReduceMax/ReduceMin keepdims=0 -> keepdims=1 + Squeeze; with the target option channel_axis, a "
-            "single H or W reduction of a rank-4 tensor -> Transpose + reduce over channels + Transpose",
+    summary="ReduceMax/ReduceMin keepdims=0 -> keepdims=1 + Squeeze; with the target option channel_axis (hailo), a "
+            "single-axis reduction of a rank-3/4 tensor -> 4-D + Transpose + reduce over channels + Transpose + Squeeze",
     exact=True,
     ops=("ReduceMax", "ReduceMin"),
     patterns=_patterns,

@@ -8,8 +8,8 @@ is irrelevant for one element.
 from __future__ import annotations
 
 from ..base import RewriteRule, RuleContext
-from ..irutil import attr_int, const, reduce
-from ..pattern import NodeRule
+from ..irutil import attr_int, const, normalize_axes, rank_of, reduce
+from ..pattern import NodeRule, on_channel_axis
 
 NAME = "topk1_to_argmax"
 
@@ -29,9 +29,15 @@ class TopK1(NodeRule):
     def rewrite(self, op, x, k, values, **_):
         node = values.producer()
         axis, largest = attr_int(node, "axis", -1), attr_int(node, "largest", 1)
-        vals = reduce(op, "ReduceMax" if largest else "ReduceMin", x, [axis], 1, self.opset)
-        idx = (op.ArgMax if largest else op.ArgMin)(x, axis=axis, keepdims=1)
-        return vals, idx
+        red, arg = ("ReduceMax", "ArgMax") if largest else ("ReduceMin", "ArgMin")
+        r = rank_of(x)
+        a = normalize_axes([axis], r)[0] if r else axis
+        if self.ctx.options.get("channel_axis") and r in (3, 4) and a != 1:
+            # the target reduces only over channels: same layout trick as reduce_keepdims
+            vals = on_channel_axis(op, x, a, r, True, self.opset, lambda o, t: reduce(o, red, t, [1], 1, self.opset))
+            idx = on_channel_axis(op, x, a, r, True, self.opset, lambda o, t: getattr(o, arg)(t, axis=1, keepdims=1))
+            return vals, idx
+        return reduce(op, red, x, [axis], 1, self.opset), getattr(op, arg)(x, axis=axis, keepdims=1)
 
 
 def _patterns(ctx: RuleContext) -> list:
@@ -40,7 +46,8 @@ def _patterns(ctx: RuleContext) -> list:
 
 RULE = RewriteRule(
     name=NAME,
-    summary="TopK k=1 -> ArgMax (indices, int64, first index on ties) + ReduceMax (values); ArgMin/ReduceMin when largest=0",
+    summary="TopK k=1 -> ArgMax (indices, int64, first index on ties) + ReduceMax (values); ArgMin/ReduceMin when "
+            "largest=0; with channel_axis (hailo) both run over the channel axis of a 4-D tensor",
     exact=True,
     ops=("TopK",),
     patterns=_patterns,

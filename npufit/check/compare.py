@@ -1,0 +1,124 @@
+"""Several models (variants) × one target: seed 001's comparison table, one row per model.
+
+Columns: total ops, ops by type, NPU/CPU partitions (TVM's "functions"), NPU %, extra Q/DQ ops, status.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import NpufitError
+from ..graph import Graph, load
+from ..util.progress import track
+from .grid import target_summary
+from .result import CheckReport, _json_default
+
+SCHEMA = "npufit.compare/1"
+TOP_OPS = 5
+
+
+def model_row(report: CheckReport) -> dict[str, Any]:
+    s = target_summary(report)
+    ops = Counter(n.op_type for n in report.running)
+    led = report.extra.get("qdq_ledger")
+    c = s["counts"]
+    status = "all on NPU" if s["fully_npu"] else (f"fails: {c['unsupported']} unsupported" if c["unsupported"] else f"{c['cpu']} ops on CPU")
+    return {"model": report.model["file"], "path": report.model["path"], "total_ops": len(report.running),
+            "ops_by_type": dict(ops.most_common()), "npu_partitions": s["npu_partitions"], "cpu_partitions": s["host_partitions"],
+            "npu_pct": s["coverage_nodes_pct"], "npu_macs_pct": s["coverage_macs_pct"], "extra_qdq_ops": s["extra_qdq_ops"],
+            "islands": led["totals"]["islands"] if led else 0, "ledger": led["by_op"] if led else [], "status": status,
+            "fully_npu": s["fully_npu"]}
+
+
+@dataclass
+class CompareReport:
+    target: dict[str, Any]
+    reports: list[CheckReport] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [model_row(r) for r in self.reports]
+
+    def best(self) -> str | None:
+        rows = self.rows
+        if not rows:
+            return None
+        return min(rows, key=lambda r: (not r["fully_npu"], -r["npu_pct"], r["extra_qdq_ops"], r["npu_partitions"] + r["cpu_partitions"]))["model"]
+
+    def to_dict(self) -> dict[str, Any]:
+        from .. import __version__
+
+        return {"schema": SCHEMA, "npufit_version": __version__, "target": self.target, "best": self.best(), "models": self.rows}
+
+    def render(self, fmt: str = "table") -> str:
+        if fmt == "json":
+            return json.dumps(self.to_dict(), indent=2, default=_json_default)
+        if fmt == "markdown":
+            return self._markdown()
+        from ..report.check_terminal import console_to_string
+
+        return console_to_string(self._print)
+
+    @staticmethod
+    def _ops_cell(row, sep=", ") -> str:
+        items = list(row["ops_by_type"].items())
+        text = sep.join(f"{op} {n}" for op, n in items[:TOP_OPS])
+        return text + (f"{sep}… +{len(items) - TOP_OPS}" if len(items) > TOP_OPS else "")
+
+    def _print(self, con) -> None:
+        from rich.table import Table
+        from rich.text import Text
+
+        con.print(Text.assemble(("npufit compare ", "bold"), f"{len(self.reports)} models  →  ", (self.target["title"], "bold")))
+        tab = Table(show_edge=False, show_lines=True)
+        for col in ("model", "total ops", "ops by type", "NPU/CPU partitions", "NPU %", "extra Q/DQ ops", "status"):
+            tab.add_column(col, overflow="fold")
+        best = self.best()
+        for r in self.rows:
+            style = "green" if r["fully_npu"] else ("bold red" if r["status"].startswith("fails") else "yellow")
+            tab.add_row(Text(r["model"] + (" ★" if r["model"] == best and len(self.reports) > 1 else ""), style="bold" if r["model"] == best else ""),
+                        str(r["total_ops"]), self._ops_cell(r, "\n"), f"{r['npu_partitions']}/{r['cpu_partitions']}", f"{r['npu_pct']:.1f}%",
+                        f"{r['extra_qdq_ops']:,}", Text(r["status"], style=style))
+        con.print(tab)
+        for r in self.rows:
+            for g in r["ledger"]:
+                con.print(f"{r['model']}: {g['ops']} × {g['count']} = {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops "
+                          f"(dequantize → {g['ops']} → quantize, on {g['device']})")
+
+    def _markdown(self) -> str:
+        out = [f"# npufit compare → {self.target['title']}", "",
+               "| model | total ops | ops by type | NPU/CPU partitions | NPU % | extra Q/DQ ops | status |", "|---|---:|---|---:|---:|---:|---|"]
+        best = self.best()
+        for r in self.rows:
+            name = f"**{r['model']}**" if r["model"] == best and len(self.reports) > 1 else r["model"]
+            out.append(f"| {name} | {r['total_ops']} | {self._ops_cell(r)} | {r['npu_partitions']}/{r['cpu_partitions']} | {r['npu_pct']:.1f}% | "
+                       f"{r['extra_qdq_ops']:,} | {r['status']} |")
+        notes = [f"- `{r['model']}`: {g['ops']} × {g['count']} → {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops (on {g['device']})"
+                 for r in self.rows for g in r["ledger"]]
+        if notes:
+            out += ["", "Float islands (dequantize → op → quantize):", ""] + notes
+        return "\n".join(out) + "\n"
+
+
+def compare(models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None) -> CompareReport:
+    """Check every model against one target; one row per model (model files are only read)."""
+    from ..targets import get_profile
+    from .engine import check_graph
+
+    if not models:
+        raise NpufitError("compare needs at least one model")
+    profile = get_profile(target)
+    out = CompareReport(target={"name": profile.name, "title": profile.title})
+    names = set()
+    for m in track(list(models), "checking models", total=len(models)):
+        graph = m if isinstance(m, Graph) else load(m, input_shapes)
+        rep = check_graph(graph, profile)
+        if rep.model["file"] in names:  # same file name in two folders: keep rows distinguishable
+            rep.model["file"] = str(Path(rep.model["path"]))
+        names.add(rep.model["file"])
+        out.reports.append(rep)
+    return out

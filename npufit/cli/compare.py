@@ -1,0 +1,26 @@
+"""npufit compare MODEL... --target T: one row per model variant (seed 001's table)."""
+from __future__ import annotations
+
+import argparse
+
+from .common import add_format_option, add_input_shape_option, emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="compare model variants on one target (ops, partitions, NPU %%, Q/DQ overhead)",
+                       description="Check several models (e.g. ReLU vs LeakyReLU variants) against one target and print one row "
+                                   "per model: total ops, ops by type, NPU/CPU partitions, NPU %, extra quantize/dequantize ops, status.")
+    p.add_argument("models", nargs="+", help=".onnx or .tflite files (never modified)")
+    p.add_argument("--target", "-t", required=True, help="target name (see 'npufit targets')")
+    add_format_option(p)
+    add_input_shape_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..check.compare import compare
+    from ..graph import parse_input_shapes
+
+    report = compare(args.models, args.target, parse_input_shapes(args.input_shape))
+    emit(report.render(args.format), args.output)
+    return 0

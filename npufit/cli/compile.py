@@ -1,0 +1,47 @@
+"""npufit compile MODEL --target T: run the vendor compiler, read back per-node placement, compare with npufit."""
+from __future__ import annotations
+
+import argparse
+
+from .common import add_format_option, add_input_shape_option, emit
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compile", help="compile with the real vendor compiler and read back per-node placement",
+                       description="Run Vela (ethos-u55/u65/u85-*), RKNN-Toolkit2 (rk3588, ...; its env comes from "
+                                   "'npufit env install rknn') or the Hailo DFC (hailo8/hailo8l; --emit-script without it). "
+                                   "Reports where each node went (npu/cpu), why, the compiler's log, version, command, "
+                                   "wall time and peak memory; --compare-prediction holds npufit's check against it.")
+    p.add_argument("model", help=".onnx or .tflite file (never modified: compilers work on a copy)")
+    p.add_argument("--target", "-t", required=True, help="ethos-u55-256, ethos-u85-512, rk3588, hailo8, ...")
+    p.add_argument("--out-dir", metavar="DIR", help="where artifacts and logs go (default ./npufit-compile/MODEL-TARGET)")
+    p.add_argument("--quantize", action="store_true", help="RKNN: int8 build (default: float16)")
+    p.add_argument("--calibration", metavar="PATH", help="calibration data: a .npy, a folder of .npy files (RKNN: or dataset.txt)")
+    p.add_argument("--disable-rule", action="append", default=[], metavar="RULE",
+                   help="RKNN: disable one of the toolkit's rewrite rules (repeatable; crashes that name one are retried automatically)")
+    p.add_argument("--no-simulate", action="store_true", help="RKNN: skip the simulator-vs-ONNX Runtime check")
+    p.add_argument("--emit-script", metavar="DIR", help="Hailo: write the DFC commands, model script and inputs to DIR instead of running them")
+    p.add_argument("--start-node", action="append", default=[], metavar="NODE", help="Hailo: parser start node (repeatable)")
+    p.add_argument("--end-node", action="append", default=[], metavar="NODE", help="Hailo: parser end node (repeatable)")
+    p.add_argument("--plan", metavar="PLAN_JSON", help="Hailo: take start/end nodes from 'npufit split' plan.json")
+    p.add_argument("--timeout", type=float, metavar="S", help="kill the compiler after S seconds")
+    p.add_argument("--compare-prediction", action="store_true",
+                   help="hold npufit's check against the compiler's placement: CPU-fallback recall/precision + every disagreement")
+    p.add_argument("--all-nodes", action="store_true", help="list every node's placement, not only the CPU ones")
+    add_format_option(p, choices=("table", "json", "markdown"))
+    add_input_shape_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..compilers import compile_model
+    from ..graph import parse_input_shapes
+
+    res = compile_model(args.model, args.target, compare_prediction=args.compare_prediction,
+                        out_dir=args.out_dir, quantize=args.quantize, calibration=args.calibration,
+                        input_shapes=parse_input_shapes(args.input_shape) or None,
+                        disable_rules=tuple(args.disable_rule), simulate=not args.no_simulate,
+                        emit_script=args.emit_script, start_nodes=tuple(args.start_node), end_nodes=tuple(args.end_node),
+                        plan=args.plan, timeout_s=args.timeout)
+    emit(res.render(args.format, all_nodes=args.all_nodes), args.output)
+    return 0 if res.ok else 1

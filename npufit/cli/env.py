@@ -1,0 +1,44 @@
+"""npufit env install|list|remove NAME: isolated virtualenvs for vendor tools with conflicting pins."""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("env", help="create / list / remove the isolated environments of vendor tools (rknn, hailo)",
+                       description="Vendor tools whose pins clash with npufit's (RKNN-Toolkit2: numpy<2, onnx 1.18; the "
+                                   "Hailo DFC: its own TensorFlow) live in their own virtualenv under ~/.cache/npufit/envs "
+                                   "(override with NPUFIT_ENVS); npufit calls them through a subprocess and JSON.")
+    s = p.add_subparsers(dest="env_cmd", metavar="ACTION")
+    i = s.add_parser("install", help="create an environment (e.g. 'npufit env install rknn')")
+    i.add_argument("name", help="rknn | hailo")
+    i.add_argument("--wheel", help="hailo: the hailo_dataflow_compiler-*.whl you downloaded from the Hailo Developer Zone")
+    i.add_argument("--force", action="store_true", help="recreate it even if it exists")
+    ls = s.add_parser("list", help="show every environment, installed or not, and how to install it")
+    ls.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    r = s.add_parser("remove", help="delete an environment")
+    r.add_argument("name")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import envs
+
+    cmd = getattr(args, "env_cmd", None)
+    if cmd == "install":
+        m = envs.install(args.name, wheel=args.wheel, force=args.force)
+        print(f"{m['title']}: version {m['version']} in {envs.env_dir(args.name)} "
+              f"({m['size_mb']:.0f} MB, installed in {m['install_s']:.0f} s)")
+        return 0
+    if cmd == "remove":
+        print(("removed " if envs.remove(args.name) else "not installed: ") + str(envs.env_dir(args.name)))
+        return 0
+    rows = envs.list_envs()
+    if cmd == "list" and args.format == "json":
+        print(json.dumps({"schema": envs.SCHEMA, "envs": rows}, indent=2))
+        return 0
+    for r in rows:
+        state = f"installed, {r['version']}, {r['size_mb']:.0f} MB" if r["installed"] else "not installed"
+        print(f"{r['name']:<6} {state}\n       {r['title']}\n       enables: {r['enables']}\n       install: {r['install']}")
+    return 0

@@ -1,0 +1,95 @@
+"""npufit quantize MODEL --output OUT.onnx --calibration SOURCE: INT8 QDQ model + per-layer accuracy report."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import NpufitError
+from .common import add_input_shape_option, emit
+
+
+def _floats(text: str, what: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise NpufitError(f"{what} '{text}': expected comma-separated numbers, e.g. 0.485,0.456,0.406") from None
+
+
+def _size(text: str | None) -> tuple[int, int] | None:
+    if not text:
+        return None
+    parts = text.lower().replace("x", ",").split(",")
+    try:
+        dims = tuple(int(p) for p in parts if p.strip())
+    except ValueError:
+        dims = ()
+    if len(dims) == 1:
+        dims = dims * 2
+    if len(dims) != 2 or min(dims) < 1:
+        raise NpufitError(f"--image-size '{text}': expected H,W (e.g. 224,224) or one number")
+    return dims  # type: ignore[return-value]
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "quantize", help="INT8 post-training quantization (QDQ) with a per-layer accuracy report",
+        description="Quantize an ONNX model to INT8 (ONNX Runtime static quantizer, QDQ format) from calibration "
+                    "data, then compare float vs quantized on held-back samples: per output (cosine, SQNR, max abs "
+                    "error) and per quantized activation, 'entire' (in the quantized model) vs 'single' (the layer "
+                    "alone with float inputs), so an error born in a layer is told from an inherited one.")
+    p.add_argument("model", help="float .onnx model (never modified)")
+    p.add_argument("--output", "-o", required=True, metavar="OUT.onnx", help="where to write the quantized QDQ model (atomically)")
+    p.add_argument("--calibration", "-c", required=True, metavar="SOURCE",
+                   help="a folder of images, an .npz (one array per input, [N, ...]) or .npy file, or 'random' "
+                        "(seeded noise: the accuracy numbers then mean little)")
+    p.add_argument("--method", choices=("minmax", "entropy", "percentile"), default="minmax",
+                   help="activation range calibration (default: minmax)")
+    p.add_argument("--percentile", type=float, default=99.999, help="percentile for --method percentile (default 99.999)")
+    p.add_argument("--per-channel", action="store_true", help="per-channel weight scales (default: per-tensor)")
+    p.add_argument("--activations", choices=("int8", "uint8"), default="int8", help="activation type (weights are int8)")
+    p.add_argument("--exclude", action="append", metavar="NODES", default=[],
+                   help="comma-separated node names to leave in float (repeatable)")
+    p.add_argument("--samples", type=int, default=100, help="calibration samples to use at most (default 100)")
+    p.add_argument("--holdout", type=int, default=10,
+                   help="samples held back (never calibrated on) for the accuracy report; 0 = no report (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="seed for --calibration random (default 0)")
+    p.add_argument("--worst", type=int, default=5, help="how many worst layers to name with a suggestion (default 5)")
+    p.add_argument("--no-preprocess", action="store_true", help="skip ONNX Runtime's pre-processing (constant folding, BN fusion)")
+    img = p.add_argument_group("image folder preprocessing (stated in the report)")
+    img.add_argument("--image-size", metavar="H,W", help="resize to H,W (default: the model input's static size)")
+    img.add_argument("--mean", default="0,0,0", help="per-channel mean subtracted after scaling (default 0,0,0)")
+    img.add_argument("--std", default="1,1,1", help="per-channel std divided by after the mean (default 1,1,1)")
+    img.add_argument("--scale", type=float, default=1.0 / 255.0, help="pixel multiplier before mean/std (default 1/255)")
+    img.add_argument("--layout", choices=("nchw", "nhwc"), help="input layout (default: from the input shape)")
+    img.add_argument("--bgr", action="store_true", help="feed BGR channel order instead of RGB")
+    p.add_argument("--target", "-t", metavar="T",
+                   help="also check the quantized model on target(s) (e.g. ethos-n78, 'all') and report its Q/DQ cost")
+    add_input_shape_option(p)
+    p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="report format (default: table)")
+    p.add_argument("--report", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    p.add_argument("--min-cosine", type=float, metavar="C", help="exit 1 when any output's cosine is below C (CI gate)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..graph import parse_input_shapes
+    from ..quantize import ImagePreprocessing, quantize
+
+    image = ImagePreprocessing(size=_size(args.image_size), mean=_floats(args.mean, "--mean"), std=_floats(args.std, "--std"),
+                               scale=args.scale, layout=args.layout, bgr=args.bgr)
+    exclude = [n.strip() for spec in args.exclude for n in spec.split(",") if n.strip()]
+    if args.calibration == "random":
+        print("npufit: warning: --calibration random fits scales to seeded noise; the accuracy report says little "
+              "about real inputs", file=sys.stderr)
+    report = quantize(args.model, args.output, args.calibration, method=args.method, per_channel=args.per_channel,
+                      activations=args.activations, exclude=exclude, samples=args.samples, holdout=args.holdout,
+                      seed=args.seed, input_shapes=parse_input_shapes(args.input_shape), image=image,
+                      percentile=args.percentile, worst=args.worst, preprocess=not args.no_preprocess,
+                      target=args.target)
+    print(f"wrote {args.output}", file=sys.stderr)
+    emit(report.render(args.format), args.report)
+    cos = report.min_output_cosine
+    if args.min_cosine is not None and cos is not None and cos < args.min_cosine:
+        print(f"npufit: output cosine {cos:.4f} is below --min-cosine {args.min_cosine:g}", file=sys.stderr)
+        return 1
+    return 0

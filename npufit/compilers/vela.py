@@ -1,0 +1,145 @@
+"""Arm Vela (ethos-u-vela) for Ethos-U55/U65/U85: per-operator NPU/CPU placement from its per-layer CSV,
+the reason for each CPU operator from its "supported operators" warnings, cycles / SRAM / flash / inference
+time from its summary CSV. Input: a fully int8 TFLite file (an ONNX model is converted first, on a copy)."""
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from ..errors import NpufitError
+from .base import CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
+from .mapping import Layer
+
+_CONFIG = re.compile(r"^ethos-u(55-(32|64|128|256)|65-(256|512)|85-(128|256|512|1024|2048))$")
+_WARN = re.compile(r"Warning \(supported operators\) operator: (\w+), ofm: '([^']*)'\s*\nReason: ([^\n]*)((?:\n(?!\n)[^\n]*)*)")
+SUMMARY_KEYS = {"inference_time": "inference_time_s", "inferences_per_second": "inferences_per_second",
+                "cycles_total": "cycles_total", "cycles_npu": "cycles_npu", "sram_memory_used": "sram_used_kib",
+                "off_chip_flash_memory_used": "off_chip_flash_used_kib", "on_chip_flash_memory_used": "on_chip_flash_used_kib",
+                "dram_memory_used": "dram_used_kib", "nn_macs": "macs", "total_npu_encoded_weights": "npu_encoded_weights_bytes",
+                "system_config": "system_config", "memory_mode": "memory_mode", "accelerator_configuration": "accelerator"}
+
+
+def _vela_exe() -> str | None:
+    exe = Path(sys.executable).with_name("vela")
+    return str(exe) if exe.exists() else shutil.which("vela")
+
+
+def vela_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("ethos-u-vela")
+    except Exception:
+        return None
+
+
+class VelaCompiler:
+    name = "vela"
+
+    def handles(self, target: str) -> bool:
+        return bool(_CONFIG.match(target.lower()))
+
+    def status(self) -> dict:
+        v = vela_version()
+        exe = _vela_exe()
+        return {"name": "vela", "available": bool(v and exe), "version": v,
+                "enables": "npufit compile --target ethos-u55-*/u65-*/u85-*: Vela placement, cycles, SRAM/flash, inference time",
+                "install": "pip install 'ethos-u-vela==5.2.0'", "detail": exe or "vela executable not found"}
+
+    def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
+        exe = _vela_exe()
+        if not exe:
+            raise NpufitError("Vela is not installed: pip install 'ethos-u-vela==5.2.0'")
+        out = default_out_dir(model, target, options.out_dir)
+        notes: list[str] = []
+        outputs: dict[str, str] = {}
+        graph = None
+        if model.suffix.lower() == ".tflite":
+            src = private_copy(model, out)
+        else:
+            from ..convert import onnx_to_int8_tflite
+
+            conv = onnx_to_int8_tflite(model, out / f"{model.stem}_int8.tflite", calibration=options.calibration,
+                                       input_shapes=options.input_shapes)
+            src = conv.path
+            graph = conv.graph
+            outputs["int8_tflite"] = str(src)
+            notes.append(f"converted ONNX -> int8 TFLite with npufit.convert ({conv.summary()})")
+        cmd = [exe, str(src), "--accelerator-config", target.lower(), "--output-dir", str(out / "vela"),
+               "--verbose-performance", "--show-cpu-operations"] + list(options.extra.get("vela_args", ()))
+        run = run_tool(cmd, out / "vela.log", cwd=out, timeout_s=options.timeout_s)
+        text = run.log
+        res = CompileResult("vela", vela_version(), target.lower(), str(model), run.returncode == 0,
+                            log_path=str(run.log_path), command=run.command_line, wall_s=run.wall_s,
+                            peak_rss_mb=run.peak_rss_mb, outputs=outputs, notes=notes)
+        res.timings["vela"] = run.wall_s
+        if run.returncode != 0:
+            res.error = f"Vela exited with code {run.returncode}: {tail(text, 3)}"
+            return res
+        stem = src.stem
+        vdir = out / "vela"
+        res.artifact = str(vdir / f"{stem}_vela.tflite")
+        layers = parse_per_layer_csv(vdir / f"{stem}_per-layer.csv", parse_reasons(text))
+        res.metrics.update(parse_summary_csv(next(iter(sorted(vdir.glob(f"{stem}_summary_*.csv"))), None)))
+        res.metrics["cpu_operators"] = sum(lay.device == "cpu" for lay in layers)
+        res.metrics["npu_operators"] = sum(lay.device == "npu" for lay in layers)
+        if graph is not None:
+            from .mapping import resolve
+
+            res.placement = resolve(graph, layers, None, "Vela")
+        else:
+            res.placement = [Placement(lay.name, lay.op, lay.device, lay.reason, [lay.name]) for lay in layers]
+        return res
+
+
+def parse_reasons(log: str) -> dict[str, str]:
+    """ofm tensor name -> "Vela: <reason> (<constraint text>)" from the supported-operators warnings."""
+    out = {}
+    for m in _WARN.finditer(log):
+        op, ofm, reason, more = m.groups()
+        detail = " ".join(s.strip().lstrip("- ") for s in more.strip().splitlines() if s.strip())
+        out[ofm] = f"Vela: {op} {reason.strip()}" + (f" ({detail})" if detail else "")
+    return out
+
+
+def parse_per_layer_csv(path: Path, reasons: dict[str, str]) -> list[Layer]:
+    """One Layer per original TFLite operator (Vela splits some, e.g. Conv2D + fused Relu, into NNG ops)."""
+    if not path.exists():
+        return []
+    layers: dict[tuple[str, str], Layer] = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            key = (row["Name"], row["Original Operator"])
+            dev = "cpu" if row["Target"].strip().upper() == "CPU" else "npu"
+            lay = layers.get(key)
+            if lay is None:
+                layers[key] = Layer(row["Name"], row["Original Operator"], dev,
+                                    reasons.get(row["Name"], "Vela: scheduled on the CPU") if dev == "cpu" else "",
+                                    row.get("Op Cycles", ""))
+            elif dev == "cpu":
+                lay.device, lay.reason = "cpu", reasons.get(row["Name"], "Vela: scheduled on the CPU")
+    return list(layers.values())
+
+
+def parse_summary_csv(path: Path | None) -> dict:
+    if path is None or not path.exists():
+        return {}
+    with open(path, newline="") as f:
+        row = next(csv.DictReader(f), None)
+    if not row:
+        return {}
+    out = {}
+    for k, name in SUMMARY_KEYS.items():
+        v = row.get(k)
+        if v is None:
+            continue
+        try:
+            out[name] = float(v) if "." in v or "e" in v else int(v)
+        except ValueError:
+            out[name] = v
+    if isinstance(out.get("inference_time_s"), float):
+        out["inference_time_ms"] = round(out["inference_time_s"] * 1000, 4)
+    return out

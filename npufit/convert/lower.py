@@ -1,0 +1,180 @@
+"""The lowering context: ONNX tensors -> TFLite tensors, layout (NCHW vs NHWC), quantization, lineage.
+
+Layout: a 4-D ONNX activation is stored NHWC in TFLite ('nhwc'); everything else keeps ONNX's axis order
+('plain'). Ops that care about axis order ask for the layout they need and get a TRANSPOSE (or a free
+RESHAPE when the permutation moves only size-1 axes) inserted once per tensor. Every TFLite op records the
+ONNX node(s) it came from; its output tensor name is the key Vela reports layers by."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import NpufitError
+from ..graph import NodeView
+from .onnx_prep import Prepared
+from .qparams import FIXED, Q, activation_q, const_q, quantize
+from .ranges import Ranges
+from .tflite_writer import TFLiteBuilder
+
+TO_NHWC = (0, 2, 3, 1)
+TO_NCHW = (0, 3, 1, 2)
+NHWC_AXIS = {0: 0, 1: 3, 2: 1, 3: 2}  # ONNX NCHW axis -> NHWC axis
+
+
+class Unsupported(NpufitError):
+    """One node the converter cannot express in int8 TFLite (collected into one message)."""
+
+
+@dataclass
+class TT:
+    index: int
+    name: str
+    shape: tuple[int, ...]  # TFLite shape
+    q: Q | None
+    layout: str  # 'nhwc' | 'plain'
+
+
+def onnx_to_tfl_shape(shape, layout: str) -> tuple[int, ...]:
+    shape = tuple(int(d) for d in shape)
+    return tuple(shape[i] for i in TO_NHWC) if layout == "nhwc" else shape
+
+
+def memory_trivial(shape, perm) -> bool:
+    """True when permuting `shape` by `perm` keeps the element order (only size-1 axes move)."""
+    moved = [p for p in perm if shape[p] != 1]
+    return moved == sorted(moved)
+
+
+class Lowering:
+    def __init__(self, prep: Prepared, ranges: Ranges):
+        self.prep, self.graph, self.ranges = prep, prep.graph, ranges
+        self.b = TFLiteBuilder(description="npufit onnx->int8 tflite")
+        self.tensors: dict[str, TT] = {}
+        self._views: dict[tuple[str, str], TT] = {}
+        self.lineage: dict[str, list[str]] = {}
+        self.ops: list[dict] = []
+        self.current: list[str] = []  # ONNX node names the op being emitted comes from
+        self.absorbed: set[str] = set()  # BN / activation nodes folded into a producer
+        self.aliases: dict[str, str] = {}
+        self._names: set[str] = set()
+
+    # -- ONNX facts ---------------------------------------------------------------------------------------
+    def shape(self, name: str) -> tuple[int, ...]:
+        s = self.ranges.shapes.get(name)
+        if s is None:
+            t = self.graph.tensors.get(name)
+            if t is None or not t.is_static:
+                raise NpufitError(f"tensor '{name}' has no static shape")
+            s = tuple(int(d) for d in t.shape)
+        return s
+
+    def const(self, name: str) -> np.ndarray | None:
+        return None if not name else self.prep.const(name)
+
+    def is_const(self, name: str) -> bool:
+        return self.const(name) is not None
+
+    def q_of(self, name: str) -> Q:
+        name = self.resolve(name)
+        r = self.prep.fixed_ranges.get(name) or self.ranges.get(name)
+        if r is None:
+            raise NpufitError(f"tensor '{name}': no calibration range (it was not produced by the float model run)")
+        return activation_q(*r)
+
+    def resolve(self, name: str) -> str:
+        while name in self.aliases:
+            name = self.aliases[name]
+        return name
+
+    def sole_consumer(self, name: str) -> NodeView | None:
+        """The only consumer of `name`, if the tensor is not also a model output (then it must exist)."""
+        if name in self.graph.output_names:
+            return None
+        cons = self.graph.consumers(name)
+        return cons[0] if len(cons) == 1 else None
+
+    # -- TFLite tensors -------------------------------------------------------------------------------
+    def _unique(self, name: str) -> str:
+        base, i = name, 1
+        while name in self._names:
+            i += 1
+            name = f"{base}_{i}"
+        self._names.add(name)
+        return name
+
+    def new(self, name: str, shape, q: Q | None, layout: str, dtype: str = "int8", data=None, per_channel=None) -> TT:
+        name = self._unique(name)
+        if per_channel is not None:
+            scales, axis = per_channel
+            idx = self.b.tensor(name, shape, dtype, data=data, scale=list(scales), zero_point=[0] * len(scales), axis=axis)
+        else:
+            idx = self.b.tensor(name, shape, dtype, data=data, scale=None if q is None else q.scale,
+                                zero_point=None if q is None else q.zero_point)
+        return TT(idx, name, tuple(int(d) for d in shape), q, layout)
+
+    def output(self, onnx_name: str, layout: str, q: Q | None = None, shape=None) -> TT:
+        """The TFLite tensor for an ONNX node output (named like it, so Vela reports the ONNX name)."""
+        shape = shape if shape is not None else onnx_to_tfl_shape(self.shape(onnx_name), layout)
+        t = self.new(onnx_name, shape, q or self.q_of(onnx_name), layout)
+        self.tensors[onnx_name] = t
+        return t
+
+    def int32(self, name: str, values) -> TT:
+        arr = np.asarray(values, np.int32)
+        return self.new(name, arr.shape, None, "plain", "int32", data=arr)
+
+    def const_int8(self, name: str, value: np.ndarray, layout: str) -> TT:
+        v = np.asarray(value, np.float32)
+        if layout == "nhwc" and v.ndim == 4:
+            v = v.transpose(TO_NHWC)
+        q = const_q(v)
+        return self.new(name, v.shape, q, layout, data=quantize(v, q))
+
+    def act(self, name: str, layout: str | None = None) -> TT:
+        """The TFLite tensor of ONNX tensor `name`, in `layout` when given (converted once, then cached)."""
+        name = self.resolve(name)
+        t = self.tensors.get(name)
+        if t is None:
+            v = self.const(name)
+            if v is None:
+                raise NpufitError(f"tensor '{name}' was not produced by any lowered op")
+            t = self.tensors[name] = self.const_int8(name, v, "plain")
+        if layout is None or t.layout == layout or len(t.shape) != 4:
+            return t
+        key = (name, layout)
+        if key not in self._views:
+            perm = TO_NCHW if layout == "plain" else TO_NHWC
+            shape = tuple(t.shape[p] for p in perm)
+            out = self.new(f"{name}/{'nchw' if layout == 'plain' else 'nhwc'}", shape, t.q, layout)
+            self.layout_op(t, out, perm)
+            self._views[key] = out
+        return self._views[key]
+
+    def layout_op(self, src: TT, dst: TT, perm) -> None:
+        if memory_trivial(src.shape, perm):
+            self.emit("RESHAPE", [src, self.int32(f"{dst.name}/shape", dst.shape)], [dst], "ReshapeOptions", new_shape=list(dst.shape))
+        else:
+            self.emit("TRANSPOSE", [src, self.int32(f"{dst.name}/perm", perm)], [dst], "TransposeOptions")
+
+    def requant(self, t: TT, q: Q, why: str = "rq") -> TT:
+        """`t` with quantization `q`: itself if equal, else through a QUANTIZE (int8 -> int8 rescale) op."""
+        if t.q is None or t.q.close_to(q):
+            return t
+        out = self.new(f"{t.name}/{why}", t.shape, q, t.layout)
+        self.emit("QUANTIZE", [t], [out], "QuantizeOptions")
+        return out
+
+    def fixed_or_range(self, tfl_op: str, onnx_name: str) -> Q:
+        return FIXED.get(tfl_op) or self.q_of(onnx_name)
+
+    # -- ops --------------------------------------------------------------------------------------------
+    def emit(self, op: str, ins, outs, options_type: str | None = None, **options) -> None:
+        idx = [-1 if t is None else t.index for t in ins]
+        self.b.op(op, idx, [t.index for t in outs], options_type, **options)
+        for t in outs:
+            self.lineage[t.name] = list(self.current)
+        self.ops.append({"index": len(self.ops), "op": op, "outputs": [t.name for t in outs], "onnx_nodes": list(self.current)})
+
+    def fail(self, node: NodeView, why: str) -> Unsupported:
+        return Unsupported(f"{node.op_type} '{node.name}': {why}")

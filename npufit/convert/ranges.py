@@ -1,0 +1,89 @@
+"""Per-tensor float ranges and real shapes from ONNX Runtime runs of the float model on calibration samples.
+
+Every intermediate the converter may quantize is exposed as a graph output of a private copy of the model,
+so one run per sample gives min/max (and the true static shape) of all of them. Then tensors that TFLite's
+int8 kernels pass through unchanged (RESHAPE, MAX_POOL, CONCATENATION, ...) are merged into one range, so
+that no requantization op has to be inserted between them."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ..util.progress import track
+
+
+@dataclass
+class Ranges:
+    lo: dict[str, float] = field(default_factory=dict)
+    hi: dict[str, float] = field(default_factory=dict)
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    samples: int = 0
+
+    def get(self, name: str) -> tuple[float, float] | None:
+        return (self.lo[name], self.hi[name]) if name in self.lo else None
+
+    def update(self, name: str, arr: np.ndarray) -> None:
+        self.shapes[name] = tuple(int(d) for d in arr.shape)
+        if arr.dtype.kind != "f" or arr.size == 0:
+            return
+        a = arr[np.isfinite(arr)]
+        if a.size == 0:
+            return
+        lo, hi = float(a.min()), float(a.max())
+        self.lo[name] = min(lo, self.lo.get(name, lo))
+        self.hi[name] = max(hi, self.hi.get(name, hi))
+
+
+def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict[str, np.ndarray]]) -> Ranges:
+    """Run the float model once per sample with `names` (and the model's own outputs) exposed."""
+    from ..verify.compare import make_session
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    have = {o.name for o in m.graph.output}
+    inputs = {i.name for i in m.graph.input}
+    for n in dict.fromkeys(names):
+        if n and n not in have and n not in inputs:
+            m.graph.output.append(helper.make_empty_tensor_value_info(n))
+    sess = make_session(m.SerializeToString())
+    out_names = [o.name for o in sess.get_outputs()]
+    r = Ranges()
+    for feed in track(samples, "calibrating (ONNX Runtime)", total=len(samples)):
+        for k, v in feed.items():
+            r.update(k, np.asarray(v))
+        for name, val in zip(out_names, sess.run(out_names, feed)):
+            r.update(name, np.asarray(val))
+        r.samples += 1
+    return r
+
+
+def merge_groups(r: Ranges, links: Iterable[tuple[str, str]], fixed: Iterable[str] = ()) -> None:
+    """Union-find over linked tensors; each group gets the union of its members' ranges.
+
+    Tensors in `fixed` (the user's own Q/DQ ranges) are never widened; their group keeps theirs."""
+    parent: dict[str, str] = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in links:
+        if a in r.lo and b in r.lo:
+            parent[find(a)] = find(b)
+    groups: dict[str, list[str]] = {}
+    for x in list(parent):
+        groups.setdefault(find(x), []).append(x)
+    fixed = set(fixed)
+    for members in groups.values():
+        pinned = [m for m in members if m in fixed]
+        src = pinned or members
+        lo, hi = min(r.lo[m] for m in src), max(r.hi[m] for m in src)
+        for m in members:
+            r.lo[m], r.hi[m] = lo, hi

@@ -1,0 +1,85 @@
+"""`npufit probe`: one tiny model per op -> the target profile (predicted) and real compilers (measured).
+
+probe(target, ...) exports every catalogue case with PyTorch's TorchScript exporter, checks it
+against the profile, optionally compiles it with an installed vendor compiler, and returns a
+ProbeReport (support matrix in seed 000's ✅/❌ layout, JSON, sweep boundaries, drift table).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import time
+from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import NpufitError
+from .catalogue import BY_ID, CASES, Case, select, sweep_variants
+from .report import ProbeReport
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def probe(target: str = "hailo8", opset: int = 11, cases: str | Sequence[Case] | None = None, compiler: str | None = None,
+          output: str | os.PathLike | None = None, jobs: int | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+          sweep: bool = False, compile_options: dict[str, Any] | None = None) -> ProbeReport:
+    """Run the probe suite (the library side of `npufit probe`).
+
+    cases: glob patterns over the catalogue (ids, families, 'seed000'), or your own Case objects
+    (their builders must be importable module-level functions: cases run in worker processes).
+    """
+    from ..targets import get_profile
+
+    profile = get_profile(target)
+    if importlib.util.find_spec("torch") is None:
+        raise NpufitError("npufit probe builds its cases with PyTorch: pip install 'npufit[torch]' (torch==2.13.0)")
+    if not 7 <= int(opset) <= 20:
+        raise NpufitError(f"--opset {opset}: the TorchScript exporter supports opsets 7 to 20")
+    if timeout <= 0:
+        raise NpufitError(f"--timeout {timeout:g}: must be a positive number of seconds")
+    if compiler:
+        from .measure import validate_compiler
+
+        validate_compiler(compiler, profile.name)
+    chosen = list(cases) if cases is not None and not isinstance(cases, str) else select(cases)
+    if not chosen:
+        raise NpufitError("no probe cases to run")
+    jobs = max(1, int(jobs or os.cpu_count() or 1))
+    out_dir = Path(output) if output else None
+    if out_dir is not None and out_dir.exists() and not out_dir.is_dir():
+        raise NpufitError(f"--output {out_dir}: exists and is not a directory")
+    tasks = []
+    for case in chosen:
+        variants = [{}] + (sweep_variants(case) if sweep else [])
+        for params in variants:
+            tasks.append({"case": case.id, "case_obj": None if BY_ID.get(case.id) is case else case, "params": params,
+                          "opset": int(opset), "target": profile.name,
+                          "compiler": compiler, "compile_options": compile_options or {},
+                          "out_dir": str(out_dir) if out_dir else None})
+    from .runner import run_tasks
+
+    t0 = time.perf_counter()
+    results = run_tasks(tasks, min(jobs, len(tasks)), float(timeout), f"probe {profile.name}")
+    report = ProbeReport(profile.name, profile.title, int(opset), results, compiler, min(jobs, len(tasks)), float(timeout),
+                         time.perf_counter() - t0, sweep)
+    if out_dir is not None:
+        write_outputs(report, out_dir)
+    return report
+
+
+def write_outputs(report: ProbeReport, out_dir: Path) -> dict[str, str]:
+    """matrix.md, probe.json and drift.json under out_dir (atomically); the case models are in out_dir/cases."""
+    from ..util.io import atomic_write_json, atomic_write_text
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {"matrix": out_dir / f"{report.target}-matrix.md", "json": out_dir / f"{report.target}-probe.json",
+             "drift": out_dir / f"{report.target}-drift.json"}
+    report.files = {k: str(v) for k, v in files.items()}
+    atomic_write_text(files["matrix"], report.to_markdown())
+    atomic_write_json(files["drift"], {"schema": "npufit.probe.drift/1", "target": report.target, "compiler": report.compiler,
+                                       "drift": report.drift()})
+    atomic_write_text(files["json"], report.to_json() + "\n")
+    return report.files
+
+
+__all__ = ["probe", "ProbeReport", "Case", "CASES", "BY_ID", "select", "write_outputs"]

@@ -1,0 +1,301 @@
+"""The report of a pipeline results folder (what `npufit pipeline run` wrote): overview, training curves,
+per model and target the placement graph, cut points, reasons and fixes, split verification, quantization
+error, compile time/memory, benchmarks, environment. Reads pipeline.json and each cell's step.json.
+
+Results of verbs built elsewhere (split, quantize, compile, bench) are rendered from their to_dict():
+known fields get their own tables and charts, the rest is shown as a generic key/value table.
+"""
+from __future__ import annotations
+
+import json
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ..errors import NpufitError
+from .html import badge, cards, check_sections, data_uri, environment_section, esc, page, table
+from .html_charts import bar_chart, line_chart
+from .style import human_bytes
+
+STATUS_TEXT = {"ran": "ok", "cached": "cached", "kept": "kept", "failed": "failed", "skipped": "skipped", "rejected": "rejected"}
+
+
+def _load(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+class Results:
+    """pipeline.json plus lazy access to each cell's files."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        m = _load(root / "pipeline.json")
+        if m is None or not str(m.get("schema", "")).startswith("npufit.pipeline-run/"):
+            raise NpufitError(f"{root}: no pipeline.json from `npufit pipeline run` (is this a results folder?)")
+        self.manifest = m
+        self.cells = {c["cell"]: c for c in m["cells"]}
+
+    def cell(self, cid: str) -> dict | None:
+        return self.cells.get(cid)
+
+    def json(self, cid: str, output: str = "report") -> dict | None:
+        c = self.cells.get(cid)
+        if not c or c.get("status") != "ok" or output not in c.get("outputs", {}):
+            return None
+        return _load(self.root / c["folder"] / c["outputs"][output])
+
+    def path(self, cid: str, output: str) -> Path | None:
+        c = self.cells.get(cid)
+        if not c or output not in c.get("outputs", {}):
+            return None
+        p = self.root / c["folder"] / c["outputs"][output]
+        return p if p.exists() else None
+
+
+def _status(c: dict | None) -> str:
+    if c is None:
+        return ""
+    a = c["action"]
+    tip = esc(c.get("message") or "")
+    secs = f" {c['seconds']:.1f}s" if a in ("ran", "failed", "rejected") and c.get("seconds") else ""
+    return f'<span class="st-{esc(a)}" title="{tip}">{STATUS_TEXT.get(a, a)}{secs}</span>'
+
+
+def _overview(r: Results) -> str:
+    m, cfg = r.manifest, r.manifest["config"]
+    cnt = m["counts"]
+    steps = [s for s in cfg["steps"] if s != "report"]
+    out = ['<section id="overview"><h2>Overview</h2>',
+           cards([("models", str(len(cfg["models"]))), ("targets", esc(", ".join(cfg["targets"]) or "-")),
+                  ("runtimes", esc(", ".join(cfg["runtimes"]))), ("steps ran / cached", f"{cnt.get('ran', 0)} / {cnt.get('cached', 0) + cnt.get('kept', 0)}"),
+                  ("failed / rejected / skipped", f"{cnt.get('failed', 0)} / {cnt.get('rejected', 0)} / {cnt.get('skipped', 0)}"),
+                  ("run time", f"{m['seconds']:.1f} s")])]
+    rows: dict[tuple, dict] = {}
+    for c in m["cells"]:
+        if c["step"] != "report":
+            rows.setdefault((c["model"], c["target"] or c["runtime"] or "-"), {})[c["step"]] = c
+    out.append("<h3>Every step of every branch</h3><p class=\"note\">Hover a status for its message.</p>")
+    out.append(table(["model", "target / runtime", *steps], [[esc(mo), esc(t), *[_status(cs.get(s)) for s in steps]] for (mo, t), cs in rows.items()]))
+    stopped = [c for c in m["cells"] if c["action"] in ("failed", "rejected") or (c["action"] == "skipped" and "blocked by" not in c.get("message", ""))]
+    if stopped:
+        out.append("<h3>Why some branches stopped</h3>")
+        out.append(table(["step", "outcome", "message"], [[esc(c["cell"]), _status(c), esc(c.get("message"))] for c in stopped]))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _placement_matrix(r: Results) -> str:
+    cfg = r.manifest["config"]
+    if not cfg["targets"] or "check" not in cfg["steps"]:
+        return ""
+    rows = []
+    for mo in cfg["models"]:
+        for t in cfg["targets"]:
+            ch = r.cell(f"check/{mo['name']}/{t}")
+            met = (ch or {}).get("metrics", {})
+            cov = f"{met['coverage_nodes_pct']:.0f}% nodes / {met['coverage_macs_pct']:.0f}% MACs" if "coverage_nodes_pct" in met else _status(ch)
+            parts = f"{met.get('npu_partitions', '-')} / {met.get('host_partitions', '-')}"
+            sp = r.cell(f"split/{mo['name']}/{t}")
+            co = r.cell(f"compile/{mo['name']}/{t}")
+            rows.append([f'<a href="#m-{esc(mo["name"])}-{esc(t)}">{esc(mo["name"])}</a>', esc(t), cov, parts,
+                         _status(sp) + (f' <span class="note">{esc(sp.get("message", ""))[:140]}</span>' if sp else ""),
+                         _status(co) + (f' <span class="note">{esc(co.get("message", ""))[:100]}</span>' if co else "")])
+    return ('<section id="placement"><h2>Placement: model × target</h2>'
+            + table(["model", "target", "on the NPU", "NPU / host partitions", "split", "compile"], rows) + "</section>")
+
+
+def _training(r: Results) -> str:
+    cfg = r.manifest["config"]
+    rows, charts = [], []
+    for mo in cfg["models"]:
+        h = r.json(f"train/{mo['name']}", "history")
+        if not h:
+            continue
+        rows.append([esc(mo["name"]), esc(h["kind"]), esc(len(h["history"])), f"{h['final_train_loss']:.5f}", f"{h['final_val_loss']:.5f}",
+                     f"{h['baseline_val_loss']:.5f}", esc(h["parameters"]), f"{h['seconds']:.1f}"])
+        series = {"train": [(e["epoch"], e["train_loss"]) for e in h["history"]], "val": [(e["epoch"], e["val_loss"]) for e in h["history"]]}
+        charts.append(line_chart(series, "epoch", "MSE", f"{mo['name']} loss", log_y=True))
+    if not rows:
+        return ""
+    ds = (r.json(f"train/{cfg['models'][0]['name']}", "history") or {}).get("dataset", {})
+    src = ds.get("source", {})
+    desc = (f'<p class="note">Data: {esc(src.get("kind", ""))} ({esc(src.get("path") or str(src.get("length", "")) + " steps, seed " + str(src.get("seed", "")))}), '
+            f'{len(ds.get("features", []))} sensors, forecasting {esc(ds.get("target"))} {esc(ds.get("horizon"))} step(s) ahead from '
+            f'{esc(ds.get("seq_len"))}-step windows; {esc(ds.get("train_windows"))} train / {esc(ds.get("val_windows"))} validation windows. '
+            'Baseline = predicting the last observed value.</p>') if ds else ""
+    return ('<section id="training"><h2>Training</h2>' + desc
+            + table(["model", "arch", "epochs", "train MSE", "val MSE", "baseline val MSE", "parameters", "seconds"], rows, num_cols=range(2, 8))
+            + f'<div class="grid2">{"".join(charts)}</div></section>')
+
+
+def generic(d: dict | None, skip: tuple[str, ...] = ("schema", "npufit_version")) -> str:
+    """Scalars as a key/value table; lists of records as tables (first 40 rows)."""
+    if not d:
+        return ""
+    kv, out = [], []
+    for k, v in d.items():
+        if k in skip:
+            continue
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            kv.append([esc(k), esc(f"{v:.6g}" if isinstance(v, float) else v)])
+        elif isinstance(v, dict) and all(not isinstance(x, (dict, list)) for x in v.values()):
+            kv += [[esc(f"{k}.{k2}"), esc(f"{x:.6g}" if isinstance(x, float) else x)] for k2, x in v.items()]
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            cols = [c for c in dict.fromkeys(k2 for x in v for k2 in x) if all(not isinstance(x.get(c), (dict, list)) for x in v)]
+            rows = [[esc(f"{x.get(c):.6g}" if isinstance(x.get(c), float) else x.get(c, "")) for c in cols] for x in v[:40]]
+            out.append(f"<h4>{esc(k)}</h4>" + table([esc(c) for c in cols], rows))
+    return (table(["", ""], kv) if kv else "") + "".join(out)
+
+
+def _split_part(r: Results, mo: str, t: str) -> str:
+    c = r.cell(f"split/{mo}/{t}")
+    if c is None:
+        return ""
+    head = f"<h4>Split: {_status(c)} <span class=\"note\">{esc(c.get('message'))}</span></h4>"
+    plan_dir = r.path(f"split/{mo}/{t}", "plan")
+    plan = _load(plan_dir / "plan.json") if plan_dir else None
+    body = ""
+    if plan:
+        body += table(["stage", "device", "file", "inputs", "outputs"],
+                      [[esc(i), badge("npu") if s.get("device") == "npu" else badge("cpu").replace(">cpu<", ">host<"), esc(s.get("file")),
+                        esc(", ".join(map(str, s.get("inputs", [])))), esc(", ".join(map(str, s.get("outputs", []))))]
+                       for i, s in enumerate(plan.get("stages", []))])
+    rep = r.json(f"split/{mo}/{t}")
+    if rep:
+        body += "<details><summary>split verification and plan details</summary>" + generic(rep) + "</details>"
+    return head + body
+
+
+def _quantize_part(r: Results, mo: str, t: str) -> str:
+    c = r.cell(f"quantize/{mo}/{t}")
+    if c is None:
+        return ""
+    rep = r.json(f"quantize/{mo}/{t}")
+    return f"<h4>Quantization: {_status(c)} <span class=\"note\">{esc(c.get('message'))}</span></h4>" + (generic(rep) if rep else "")
+
+
+def _compile_part(r: Results, mo: str, t: str) -> str:
+    c = r.cell(f"compile/{mo}/{t}")
+    if c is None:
+        return ""
+    rep = r.json(f"compile/{mo}/{t}")
+    return (f"<h4>Compile: {_status(c)} <span class=\"note\">{esc(c.get('message'))}</span></h4>"
+            + ("<details><summary>compiler result</summary>" + generic(rep) + "</details>" if rep else ""))
+
+
+def _overlay_link(r: Results, cid: str) -> str:
+    p = r.path(cid, "model_explorer")
+    if not p:
+        return ""
+    name = cid.replace("/", "_") + ".model_explorer.json"
+    return (f'<p class="note">Model Explorer overlay: <a download="{esc(name)}" href="{data_uri(p, "application/json")}">{esc(name)}</a> '
+            '(load it as custom node data on this model in Google Model Explorer)</p>')
+
+
+def _models(r: Results) -> str:
+    cfg = r.manifest["config"]
+    out = []
+    for mo in cfg["models"]:
+        name = mo["name"]
+        parts = [f'<section id="m-{esc(name)}"><h2>Model {esc(name)}</h2>']
+        ex = r.cell(f"export/{name}")
+        if ex:
+            met = ex.get("metrics", {})
+            parts.append(f'<p>Export: {_status(ex)} {esc(ex.get("message"))} · {esc(met.get("nodes", "?"))} ONNX nodes, '
+                         f'{esc(human_bytes(met.get("bytes")))}</p>')
+        for t in cfg["targets"]:
+            parts.append(f'<h3 id="m-{esc(name)}-{esc(t)}">{esc(name)} on {esc(t)}</h3>')
+            ch = r.cell(f"check/{name}/{t}")
+            rep = r.json(f"check/{name}/{t}")
+            if rep:
+                parts.append(check_sections(rep, f"{name}-{t}") + _overlay_link(r, f"check/{name}/{t}"))
+            elif ch:
+                parts.append(f"<p>Check: {_status(ch)} {esc(ch.get('message'))}</p>")
+            fx = r.cell(f"fix/{name}/{t}")
+            if fx:
+                parts.append(f"<h4>Fix: {_status(fx)} <span class=\"note\">{esc(fx.get('message'))}</span></h4>")
+            parts += [_split_part(r, name, t), _quantize_part(r, name, t), _compile_part(r, name, t)]
+        parts.append("</section>")
+        out.append("".join(parts))
+    return "".join(out)
+
+
+def _compile_table(r: Results) -> str:
+    rows = []
+    for c in r.manifest["cells"]:
+        if c["step"] != "compile":
+            continue
+        m = c.get("metrics", {})
+        rows.append([esc(c["model"]), esc(c["target"]), esc(human_bytes(m["model_bytes"])) if m.get("model_bytes") else "-",
+                     f"{m['wall_s']:.1f} s" if "wall_s" in m else "-", f"{m['peak_rss_mb']:.0f} MiB" if "peak_rss_mb" in m else "-",
+                     _status(c) + f' <span class="note">{esc(c.get("message"))}</span>'])
+    if not rows:
+        return ""
+    return ('<section id="compile"><h2>Compile time and memory</h2><p class="note">Wall time and peak resident memory of the '
+            'compiler (npufit + child processes, sampled every 50 ms) per model and target: seed 004\'s table, measured.</p>'
+            + table(["model", "target", "model size", "compile time", "peak memory", "status"], rows, num_cols=(2, 3, 4)) + "</section>")
+
+
+LAT_KEYS = ("p50_ms", "median_ms", "p50", "mean_ms", "mean")
+TPUT_KEYS = ("throughput", "throughput_ips", "inferences_per_s", "fps")
+
+
+def find_number(d: Any, keys: tuple[str, ...], depth: int = 0) -> float | None:
+    """First numeric value under any of `keys`, searching nested dicts/lists breadth-first (bench schemas vary)."""
+    if depth > 4:
+        return None
+    if isinstance(d, dict):
+        for k in keys:
+            if isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool):
+                return float(d[k])
+        children = list(d.values())
+    elif isinstance(d, list):
+        children = d
+    else:
+        return None
+    for v in children:
+        got = find_number(v, keys, depth + 1)
+        if got is not None:
+            return got
+    return None
+
+
+def _bench(r: Results) -> str:
+    cells = [c for c in r.manifest["cells"] if c["step"] == "bench"]
+    if not cells:
+        return ""
+    rows, lat, tput, extra = [], [], [], []
+    for c in cells:
+        rep = r.json(c["cell"])
+        p50, thr = find_number(rep, LAT_KEYS), find_number(rep, TPUT_KEYS)
+        label = f"{c['model']} · {c['runtime']}"
+        if p50 is not None:
+            lat.append((label, p50))
+        if thr is not None:
+            tput.append((label, thr))
+        rows.append([esc(c["model"]), esc(c["runtime"]), _status(c), f"{p50:.4g}" if p50 is not None else "-",
+                     f"{thr:.4g}" if thr is not None else "-", esc(c.get("message") if c["action"] != "ran" else "")])
+        if rep:
+            extra.append(f"<details><summary>{esc(label)}: full result</summary>{generic(rep)}</details>")
+        folder = r.root / c["folder"]
+        for png in sorted(folder.glob("*.png")) if folder.is_dir() else []:
+            extra.append(f'<img alt="{esc(png.name)}" src="{data_uri(png)}" style="max-width:100%">')
+    return ('<section id="bench"><h2>Benchmarks</h2>'
+            + table(["model", "runtime", "status", "latency p50 / mean (ms)", "throughput (inf/s)", "note"], rows, num_cols=(3, 4))
+            + '<div class="grid2">' + bar_chart(lat, "ms", "latency (lower is better)") + bar_chart(tput, "inf/s", "throughput (higher is better)")
+            + "</div>" + "".join(extra) + "</section>")
+
+
+def render_results_html(root: Path) -> str:
+    r = Results(root)
+    cfg, m = r.manifest["config"], r.manifest
+    sub = (f"pipeline <b>{esc(cfg['name'])}</b> · {escape(m.get('started', ''))} · {m['seconds']:.1f} s · npufit {esc(m.get('npufit_version'))}"
+           f" · <span class=\"note\">{esc(cfg['path'])}</span>")
+    nav = [("overview", "overview"), ("placement", "placement"), ("training", "training"), *[(f"m-{x['name']}", x["name"]) for x in cfg["models"]],
+           ("compile", "compile"), ("bench", "bench"), ("environment", "environment")]
+    body = (_overview(r) + _placement_matrix(r) + _training(r) + _models(r) + _compile_table(r) + _bench(r)
+            + environment_section(m.get("environment", {})))
+    return page(f"npufit report: {cfg['name']}", sub, body, nav)

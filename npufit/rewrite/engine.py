@@ -1,0 +1,258 @@
+"""fix(): apply a target's rules to a fixed point; keep each rule only if ONNX Runtime says the model still
+computes the same thing (and, for default rules, if the target's verdicts do not get worse)."""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+
+from ..errors import NpufitError
+from ..targets import get_profile
+from ..util.progress import track
+from .base import RuleContext, RuleNotApplicable
+from .registry import get_rule, rule_options, rules_for_target
+from .result import FixResult, RuleOutcome, TargetState
+
+MAX_ROUNDS = 4  # rounds over the whole rule list; a round in which nothing is kept ends the loop
+RULE_TAG = "pkg.onnxscript.rewriter.rule_name"
+
+
+def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathLike | None = None,
+        rules: list[str] | None = None, skip_rules: list[str] | None = None, allow_approx: bool = False,
+        dry_run: bool = False, input_shapes=None, samples: int = 3, seed: int = 0,
+        rtol: float = 1e-5, atol: float = 1e-6, approx_rtol: float = 1e-2) -> FixResult:
+    """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified."""
+    from ..graph.onnx_loader import read_model_proto
+
+    src = Path(model)
+    read_model_proto(src)  # existence, parse and external-data safety checks with clear errors
+    if output is not None and not dry_run and Path(output).resolve() == src.resolve():
+        raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
+    profile = get_profile(target)
+    names = _select(profile, rules, skip_rules)
+    proto = onnx.load(str(src))  # with external weights: rewriting and verifying need them
+    session = _session(proto, "the original model")
+    from ..verify.compare import random_inputs, run_onnx
+
+    feeds = random_inputs(session, seed=seed, samples=samples, shapes=input_shapes or None)
+    refs = [run_onnx(session, f) for f in feeds]
+    int_outputs = {k for k, v in refs[0].items() if not np.issubdtype(v.dtype, np.floating)}
+    state0, report0 = _judge(proto, profile, input_shapes)
+    state, current = state0, proto
+    outcomes = {n: RuleOutcome(n, get_rule(n).exact, "not fired", reason=_idle_reason(get_rule(n))) for n in names}
+    disabled: set[str] = set()
+    for n in names:
+        if not get_rule(n).exact and not allow_approx:
+            outcomes[n].status, outcomes[n].reason = "skipped", "approximate: needs --allow-approx"
+            disabled.add(n)
+    explicit = set(rules or ())
+    worst_abs = worst_rel = 0.0
+    for _ in range(MAX_ROUNDS):
+        kept_any = False
+        for name in track([n for n in names if n not in disabled], f"fix: rules (target {profile.name})"):
+            rule, out = get_rule(name), outcomes[name]
+            ctx = RuleContext(opset=_opset(current),
+                              target=profile.name, options=rule_options(profile.name, name))
+            try:
+                cand, fired = rule.apply(ir.serde.deserialize_model(current), ctx)
+            except RuleNotApplicable as e:
+                out.status, out.reason = "not applicable", str(e)
+                disabled.add(name)
+                continue
+            if not fired:
+                if out.status == "not fired":
+                    why = rule.refusals(ir.serde.deserialize_model(current), ctx)
+                    out.reason = "; ".join(why[:3]) + (f"; +{len(why) - 3} more" if len(why) > 3 else "") if why else out.reason
+                continue
+            _name_new_nodes(cand, name)
+            cand_proto = ir.serde.serialize_model(cand)
+            verdict = _verify(cand_proto, feeds, refs, int_outputs, rtol if rule.exact else approx_rtol, atol)
+            if isinstance(verdict, str):
+                out.status, out.reason, out.fired = "rolled back", verdict, fired
+                disabled.add(name)
+                continue
+            new_state, _ = _judge(cand_proto, profile, input_shapes)
+            if name not in explicit and not _pays(new_state, state, rule.keep_when_neutral):
+                out.status, out.fired = "rolled back", fired
+                out.reason = (f"does not pay on {profile.name}: nodes not on npu {state.not_npu} -> {new_state.not_npu}, "
+                              f"partitions {state.partitions} -> {new_state.partitions}, nodes {state.nodes} -> {new_state.nodes}")
+                out.before, out.after = state, new_state
+                disabled.add(name)
+                continue
+            _record(out, current, cand_proto, fired, state, new_state, verdict)
+            worst_abs, worst_rel = max(worst_abs, verdict[0]), max(worst_rel, verdict[1])
+            current, state, kept_any = cand_proto, new_state, True
+        if not kept_any:
+            break
+    final_state, final_report = _judge(current, profile, input_shapes) if current is not proto else (state0, report0)
+    remaining, advice = _remaining(final_report, profile.name, src, names, outcomes)
+    written = False
+    if output is not None and not dry_run:
+        from ..util.io import atomic_save_onnx
+
+        atomic_save_onnx(current, output)
+        written = True
+    tol = f"exact rules: |diff| <= {atol:g} + {rtol:g}*max|ref|, integer outputs equal" + (
+        f"; approximate rules: rel {approx_rtol:g}" if allow_approx else "")
+    verification = {"samples": samples, "seed": seed, "max_abs": worst_abs, "max_rel": worst_rel, "tolerance": tol,
+                    "integer_outputs": sorted(int_outputs)}
+    return FixResult(str(src), profile.name, None if output is None else str(output), written, dry_run,
+                     [outcomes[n] for n in names], state0, final_state, verification, remaining, advice,
+                     (_opset(proto), _opset(current)))
+
+
+def _opset(proto: onnx.ModelProto) -> int:
+    for o in proto.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    return 0
+
+
+def _select(profile, rules, skip_rules) -> list[str]:
+    from .registry import RULE_NAMES
+
+    chosen = list(rules) if rules else rules_for_target(profile)
+    for n in list(chosen) + list(skip_rules or ()):
+        get_rule(n)  # unknown names -> one clear error
+    skip = set(skip_rules or ())
+    return [n for n in RULE_NAMES if n in chosen and n not in skip]
+
+
+def _idle_reason(rule) -> str:
+    return "no match in this model" if rule.ops else "nothing to do for this model"
+
+
+def _session(proto: onnx.ModelProto, what: str):
+    from ..verify.compare import make_session
+
+    try:
+        if proto.ByteSize() < 1_800_000_000:
+            return make_session(proto.SerializeToString())
+        with tempfile.TemporaryDirectory() as d:  # >2 GB protobufs must go through a file with external data
+            p = Path(d) / "m.onnx"
+            onnx.save_model(proto, str(p), save_as_external_data=True, location="m.onnx.data")
+            return make_session(p)
+    except NpufitError as e:
+        raise NpufitError(f"cannot verify {what}: {e.message}") from None
+
+
+def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
+    """(max_abs, max_rel) when every output matches on every sample, else the reason (str)."""
+    from ..verify.compare import compare_outputs, run_onnx
+
+    try:
+        sess = _session(cand, "the rewritten model")
+        got = [run_onnx(sess, f) for f in feeds]
+    except Exception as e:
+        return f"ONNX Runtime cannot run the rewritten model ({str(e).splitlines()[0][:160]})"
+    total = None
+    for ref, g in zip(refs, got):
+        c = compare_outputs(ref, g)
+        total = c if total is None else total.merge(c)
+    if total.missing:
+        return f"outputs missing after the rewrite: {', '.join(total.missing)}"
+    for name, d in total.per_output.items():
+        limit = 0.0 if name in int_outputs else atol + rtol * d["ref_max_abs"]
+        if d["max_abs"] > limit:
+            return f"output '{name}' differs from the original: max abs diff {d['max_abs']:.3g} > {limit:.3g}"
+    return total.max_abs, total.max_rel
+
+
+def _judge(proto: onnx.ModelProto, profile, input_shapes):
+    from ..check import check_graph
+    from ..graph.onnx_loader import apply_input_shapes, build_graph
+
+    m = onnx.ModelProto()
+    m.CopyFrom(proto)
+    for init in m.graph.initializer:  # verdicts need shapes, not weights: keep the copy light
+        if init.raw_data and len(init.raw_data) > 1 << 16:
+            init.ClearField("raw_data")
+            init.data_location = onnx.TensorProto.EXTERNAL
+            init.external_data.add(key="location", value="npufit-fix-stripped")
+    warnings: list[str] = []
+    if input_shapes:
+        apply_input_shapes(m, input_shapes)
+    try:
+        m = onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:
+        warnings.append("shape inference failed on the rewritten model")
+    opsets = {(o.domain or "ai.onnx"): o.version for o in m.opset_import}
+    graph = build_graph(m, "<fix>", opsets, warnings)
+    rep = check_graph(graph, profile)
+    running = rep.running
+    state = TargetState(sum(n.verdict.value in ("cpu", "unsupported") for n in running), len(rep.partitions),
+                        rep.coverage_nodes, len(rep.nodes))
+    return state, rep
+
+
+def _pays(new: TargetState, old: TargetState, keep_when_neutral: bool) -> bool:
+    """A default rule must move nodes to the NPU or merge partitions; a neutral one must at least not grow the
+    graph (folding, Identity removal). It must never put more nodes off the NPU or add partitions."""
+    if new.not_npu != old.not_npu:
+        return new.not_npu < old.not_npu
+    if new.partitions != old.partitions:
+        return new.partitions < old.partitions
+    return keep_when_neutral or new.nodes <= old.nodes
+
+
+def _name_new_nodes(model: ir.Model, rule: str) -> None:
+    """Nodes a rule created are named '<rule>/<Op>_<i>' so check/split output shows where they came from."""
+    taken = {n.name for n in model.graph.all_nodes() if n.name}
+    i = 0
+    for n in model.graph.all_nodes():
+        if n.metadata_props.pop(RULE_TAG, None) is None and n.name:
+            continue
+        while f"{rule}/{n.op_type}_{i}" in taken:
+            i += 1
+        n.name = f"{rule}/{n.op_type}_{i}"
+        taken.add(n.name)
+
+
+def _op_counts(proto: onnx.ModelProto) -> Counter:
+    return Counter(n.op_type for n in proto.graph.node if n.op_type != "Constant")
+
+
+def _record(out: RuleOutcome, before: onnx.ModelProto, after: onnx.ModelProto, fired: int, s0, s1, verdict) -> None:
+    c0, c1 = _op_counts(before), _op_counts(after)
+    if out.status != "applied":  # first kept application (a later round may fire the rule again)
+        out.status, out.fired, out.before, out.removed, out.added = "applied", 0, s0, {}, {}
+    out.fired += fired
+    for k, v in (c0 - c1).items():
+        out.removed[k] = out.removed.get(k, 0) + v
+    for k, v in (c1 - c0).items():
+        out.added[k] = out.added.get(k, 0) + v
+    out.after = s1
+    out.max_abs = max(out.max_abs or 0.0, verdict[0])
+    out.max_rel = max(out.max_rel or 0.0, verdict[1])
+    out.reason = ""
+
+
+def _remaining(report, target: str, src: Path, names: list[str], outcomes: dict[str, RuleOutcome]):
+    """Failing nodes after fix, and honest advice: which are left for `npufit split`."""
+    remaining, unaddressed = [], []
+    for n in report.failing:
+        if n.parent is not None:
+            continue
+        reason = n.reasons[0].sentence() if n.reasons else ""
+        hints = sorted({f for r in n.reasons for f in r.fix_rules})
+        remaining.append({"name": n.name, "op_type": n.op_type, "verdict": n.verdict.value, "reason": reason,
+                          "fix_rules": hints})
+        if not any(h in names and outcomes[h].status not in ("skipped",) for h in hints):
+            unaddressed.append(n)
+    advice = []
+    if not remaining:
+        advice.append(f"every running node is judged npu on {target}")
+        return remaining, advice
+    ops = sorted({n.op_type for n in unaddressed} | {r["op_type"] for r in remaining})
+    advice.append(f"{len(remaining)} node(s) still do not run on the {target} NPU ({', '.join(ops)}): no rewrite rule "
+                  f"here turns them into NPU operations. Cut them away and run them on the host: "
+                  f"npufit split {src.name} --target {target}")
+    skipped = sorted({h for r in remaining for h in r["fix_rules"] if h in outcomes and outcomes[h].status == "skipped"})
+    if skipped:
+        advice.append(f"rule(s) {', '.join(skipped)} address some of them but were skipped (approximate: add --allow-approx)")
+    return remaining, advice

@@ -1,0 +1,149 @@
+"""FixResult: what each rule did to the model and to the target's verdicts; renders to table/JSON/Markdown."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "npufit.fix/1"
+
+
+@dataclass
+class TargetState:
+    """The numbers fix compares before and after a rule (from npufit.check)."""
+
+    not_npu: int  # running nodes judged cpu or unsupported
+    partitions: int
+    coverage_pct: float  # by nodes
+    nodes: int  # nodes in the graph (all verdicts)
+
+    def to_dict(self) -> dict:
+        return {"not_npu": self.not_npu, "partitions": self.partitions, "coverage_pct": round(self.coverage_pct, 2),
+                "nodes": self.nodes}
+
+
+@dataclass
+class RuleOutcome:
+    name: str
+    exact: bool
+    status: str  # applied | rolled back | not fired | skipped | not applicable
+    fired: int = 0
+    removed: dict[str, int] = field(default_factory=dict)  # op type -> count
+    added: dict[str, int] = field(default_factory=dict)
+    before: TargetState | None = None
+    after: TargetState | None = None
+    max_abs: float | None = None  # measured against the original model
+    max_rel: float | None = None
+    reason: str = ""
+
+    @property
+    def moved_to_npu(self) -> int:
+        return 0 if self.before is None or self.after is None else self.before.not_npu - self.after.not_npu
+
+    def change_text(self) -> str:
+        if not self.removed and not self.added:
+            return ""
+        fmt = lambda d: ", ".join(f"{k}x{v}" if v > 1 else k for k, v in sorted(d.items()))  # noqa: E731
+        parts = ([f"-[{fmt(self.removed)}]"] if self.removed else []) + ([f"+[{fmt(self.added)}]"] if self.added else [])
+        return " ".join(parts)
+
+    def to_dict(self) -> dict:
+        d: dict[str, Any] = {"rule": self.name, "exact": self.exact, "status": self.status, "fired": self.fired,
+                             "removed": self.removed, "added": self.added, "moved_to_npu": self.moved_to_npu}
+        if self.before is not None:
+            d["before"] = self.before.to_dict()
+        if self.after is not None:
+            d["after"] = self.after.to_dict()
+        if self.max_abs is not None:
+            d["max_abs_diff"], d["max_rel_diff"] = self.max_abs, self.max_rel
+        if self.reason:
+            d["reason"] = self.reason
+        return d
+
+
+@dataclass
+class FixResult:
+    model: str
+    target: str
+    output: str | None
+    written: bool
+    dry_run: bool
+    rules: list[RuleOutcome]
+    before: TargetState
+    after: TargetState
+    verification: dict[str, Any]  # samples, seed, max_abs, max_rel, tolerance
+    remaining: list[dict[str, Any]]  # failing nodes after fix: name, op_type, verdict, reason
+    advice: list[str]
+    opset: tuple[int, int]  # before, after
+
+    @property
+    def applied(self) -> list[RuleOutcome]:
+        return [r for r in self.rules if r.status == "applied"]
+
+    def to_dict(self) -> dict:
+        from .. import __version__
+
+        return {"schema": SCHEMA, "npufit_version": __version__, "model": self.model, "target": self.target,
+                "output": self.output, "written": self.written, "dry_run": self.dry_run,
+                "opset": {"before": self.opset[0], "after": self.opset[1]},
+                "before": self.before.to_dict(), "after": self.after.to_dict(),
+                "rules": [r.to_dict() for r in self.rules], "verification": self.verification,
+                "remaining": self.remaining, "advice": self.advice}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        from ..check.result import _json_default
+
+        return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+
+    def render(self, fmt: str = "table") -> str:
+        if fmt == "json":
+            return self.to_json()
+        return _render_text(self, markdown=(fmt == "markdown"))
+
+
+def _state(s: TargetState | None) -> str:
+    return "-" if s is None else f"{s.coverage_pct:.1f}% / {s.partitions}p"
+
+
+def _render_text(r: FixResult, markdown: bool) -> str:
+    head = ["rule", "kind", "status", "fired", "moved to npu", "coverage / partitions", "max diff", "change / reason"]
+    rows = []
+    for o in r.rules:
+        kind = "exact" if o.exact else "APPROX"
+        cov = f"{_state(o.before)} -> {_state(o.after)}" if o.after else "-"
+        diff = "-" if o.max_abs is None else f"{o.max_abs:.1e}"
+        what = o.change_text() if o.status == "applied" else o.reason
+        if o.status == "applied" and o.reason:
+            what = f"{what}; {o.reason}"
+        rows.append([o.name, kind, o.status, str(o.fired), str(o.moved_to_npu) if o.after else "-", cov, diff, what])
+    title = f"npufit fix {r.model} --target {r.target}" + (" (dry run)" if r.dry_run else "")
+    summary = (f"coverage {r.before.coverage_pct:.1f}% -> {r.after.coverage_pct:.1f}%, partitions {r.before.partitions} -> "
+               f"{r.after.partitions}, nodes not on npu {r.before.not_npu} -> {r.after.not_npu}, "
+               f"opset {r.opset[0]} -> {r.opset[1]}")
+    v = r.verification
+    check = (f"verified with ONNX Runtime CPU on {v['samples']} seeded samples (seed {v['seed']}): max abs diff "
+             f"{v['max_abs']:.2e}, max rel diff {v['max_rel']:.2e} (tolerance {v['tolerance']})")
+    if r.written:
+        status = f"wrote {r.output}"
+    elif r.dry_run:
+        status = "dry run: nothing written"
+    else:
+        status = "nothing written"
+    lines: list[str] = []
+    if markdown:
+        lines += [f"## {title}", "", f"**{summary}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+        lines += ["", check, "", status]
+        if r.remaining:
+            lines += ["", "### Still not on the NPU", ""] + [f"- `{n['name']}` ({n['op_type']}, {n['verdict']}): {n['reason']}" for n in r.remaining]
+        lines += [""] + [f"- {a}" for a in r.advice]
+        return "\n".join(lines) + "\n"
+    widths = [max(len(head[i]), *(len(row[i]) for row in rows)) if rows else len(head[i]) for i in range(len(head))]
+    widths[-1] = len(head[-1])
+    fmt_row = lambda row: "  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip()  # noqa: E731
+    lines += [title, summary, "", fmt_row(head), fmt_row(["-" * w for w in widths])] + [fmt_row(row) for row in rows]
+    lines += ["", check, status]
+    if r.remaining:
+        lines += ["", "still not on the npu:"] + [f"  {n['name']} ({n['op_type']}, {n['verdict']}): {n['reason']}" for n in r.remaining]
+    lines += [""] + r.advice if r.advice else []
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1 @@
+"""One rewrite rule per module; each exposes RULE (npufit.rewrite.base.RewriteRule)."""

@@ -1,0 +1,376 @@
+"""Rockchip RK3588 (RKNPU2, rknn-toolkit2 2.3.x) — ONNX operator list and RK3588 limits (targets.md §4).
+
+Three outcomes: `npu` (RK3588 NPU op within its limits), `cpu` (the RKNN runtime has a CPU kernel: the op
+is outside the NPU list or breaks an NPU limit), `unsupported` (the converter rejects the op).
+Every limit is its own rule (`rk3588.<op>.<what>`) so a measured correction touches one line.
+"""
+from __future__ import annotations
+
+from ..graph import quant
+from ..graph.model import NodeView
+from . import common, patterns, tflite_map as tm
+from .base import Composite, OpSupport, Profile, Rule, Verdict
+
+NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
+N = "rk3588"
+
+SOURCES = {
+    "R-OP": "airockchip/rknn-toolkit2 doc/RKNNToolKit2_OP_Support-2.3.2.md @ 59a913d (converter op list)",
+    "R-PDF": "airockchip/rknn-toolkit2 doc/05_RKNN_Compiler_Support_Operator_List_V2.3.2.pdf @ 59a913d (§3.2 RK3588 NPU limits, Ch.4 CPU ops)",
+    "INF": "inferred from R-PDF (see targets.md §4a)",
+    "RKNN-C": "observed: rknn-toolkit2 2.5.0 build for rk3588, Network Layer Information Table (benchmarks/compile_rk3588.py)",
+}
+
+LIMITS = {
+    "dtypes": common.Choices(("int8", "uint8", "float16", "float32")),
+    "max_rank": 4,
+    "conv_kernel": 31, "dw_kernel": 8, "conv_stride": 7, "conv_pad": 15, "conv_dilation": 31, "dilated_max_width": 16383,
+    "tconv_strides": common.Choices((1, 2, 4, 8)),
+    "pool_kernel": 7, "pool_stride": 8, "pool_pad": 7, "pool_dim": 8192,
+    "global_pool_hw": 7,
+    "resize_scales": common.Choices((2, 3, 4, 5, 6, 7, 8)),
+    "resize_linear_modes": common.Choices(("half_pixel", "pytorch_half_pixel", "align_corners")),
+    "softmax_axes": common.Choices((1, 3)),
+    "pow_exponents": common.Choices((0.0, 1.0, 2.0, 3.0, 0.5, -0.5)),
+    "matmul_k": 8192,
+    "rnn_dim": 8192,
+    "transpose_p": 8192, "transpose_q": 2048,
+    "reflect_pad_ch": 8192, "reflect_pad_w": 8176,
+    "axes_max": 3,
+    # the RKNN runtime converts layout (NC1HWC2 <-> NCHW) and dtype when a tensor crosses to a CPU op (INF)
+    "boundary_layout": "NC1HWC2",
+}
+
+
+def _r(rid, text, fn, fix=(), src="R-PDF", on_fail=CPU, fix_rules=()):
+    return Rule(f"{N}.{rid}", text, fn, on_fail, tuple(fix), src, tuple(fix_rules))
+
+
+def _fmt(v):
+    return "x".join(str(x) for x in v)
+
+
+# -- graph rules ---------------------------------------------------------------------------------
+
+def _dtype(node, lim):
+    d = quant.exec_dtype(node)
+    return None if d is None or d in lim["dtypes"] or node.op_type in ("Cast", "Shape") else f"computes in {d}"
+
+
+# rknn-toolkit2 2.5.0 kept these on the NPU with 5-D tensors (RT-DETR decoder, source RKNN-C)
+RANK_FREE = {"Reshape", "Unsqueeze", "Squeeze", "Transpose", "Gather", "Concat", "Add", "Sub", "Div"}  # not Mul: 5-D Mul went to the CPU
+
+
+def _rank(node, lim):
+    if node.op_type in RANK_FREE:
+        return None
+    r = max(common.ranks(node), default=0)
+    return f"rank {r}" if r > lim["max_rank"] else None
+
+
+GRAPH_RULES = (
+    _r("dtype", "NPU ops compute in int8 or float16 (float32 models are quantized or converted to float16 by rknn.build)", _dtype,
+       ("keep integer index math out of the network body",)),
+    _r("rank", "NPU tensors are 4-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU", _rank,
+       ("reshape to 4-D or fewer",), "INF"),
+)
+
+
+# -- op rules -----------------------------------------------------------------------------------
+
+def _conv_kernel(node, lim):
+    k = tm.kernel(node)
+    dw = tm.tflite_op(node) == "DEPTHWISE_CONV_2D"
+    cap = lim["dw_kernel"] if dw else lim["conv_kernel"]
+    return None if all(1 <= x <= cap for x in k) else f"kernel {_fmt(k)}{' (depthwise)' if dw else ''}"
+
+
+def _conv_stride(node, lim):
+    s = tm.strides(node)
+    if s == tm.kernel(node) and not any(int(x) for x in (node.attr("pads") or [])):
+        return None  # RKNN-C: patchify conv (kernel == stride, no pads) ran on the NPU with stride 8
+    return None if all(1 <= x <= lim["conv_stride"] for x in s) else f"stride {_fmt(s)}"
+
+
+def _conv_pads(node, lim):
+    p = [int(x) for x in (node.attr("pads") or [])]
+    return None if all(0 <= x <= lim["conv_pad"] for x in p) else f"pads {p}"
+
+
+def _conv_dilation(node, lim):
+    d = tm.dilations(node)
+    if not all(1 <= x <= lim["conv_dilation"] for x in d):
+        return f"dilation {_fmt(d)}"
+    k = tm.kernel(node)
+    x = node.input_shape(0)
+    if k and d[0] > 1 and k[0] > 1 and x and isinstance(x[-1], int) and x[-1] >= lim["dilated_max_width"]:
+        return f"dilated kernel with input width {x[-1]}"
+    return None
+
+
+def _tconv(node, lim):
+    s, d, k = tm.strides(node), tm.dilations(node), tm.kernel(node)
+    if any(x not in lim["tconv_strides"] for x in s):
+        return f"stride {_fmt(s)}"
+    if any(x != 1 for x in d) and k != [1, 1]:
+        return f"dilation {_fmt(d)} with kernel {_fmt(k)}"
+    g = int(node.attr("group", 1))
+    x = node.input_shape(0)
+    if g != 1 and not (x and g == x[1]):
+        return f"group {g}"
+    return None
+
+
+def _pool(node, lim):
+    k, s = tm.kernel(node), tm.strides(node)
+    p = [int(x) for x in (node.attr("pads") or [])]
+    if any(x > lim["pool_kernel"] for x in k):
+        return f"kernel {_fmt(k)}"
+    if any(x > lim["pool_stride"] for x in s):
+        return f"stride {_fmt(s)}"
+    if any(x > lim["pool_pad"] for x in p):
+        return f"pads {p}"
+    x = node.input_shape(0)
+    if x and any(isinstance(v, int) and v > lim["pool_dim"] for v in x[1:]):
+        return f"input {list(x)}"
+    return None
+
+
+def _ceil_changes_shape(node) -> bool:
+    x = node.input_shape(0)
+    k, s = tm.kernel(node), tm.strides(node)
+    p = [int(v) for v in (node.attr("pads") or [0] * (2 * len(k)))]
+    if not x or len(x) < 2 + len(k) or not all(isinstance(v, int) for v in x[2:]):
+        return True
+    n = len(k)
+    return any((x[2 + i] + p[i] + p[i + n] - k[i]) % s[i] != 0 for i in range(n))
+
+
+def _pool_ceil(node, lim):
+    if int(node.attr("ceil_mode", 0)) and _ceil_changes_shape(node):  # RKNN-C: a no-op ceil_mode stays on the NPU
+        return "ceil_mode=1"
+    if node.attr("auto_pad", "NOTSET") != "NOTSET":
+        return f"auto_pad={node.attr('auto_pad')}"
+    return None
+
+
+def _global_pool(node, lim):
+    x = node.input_shape(0)
+    if x and len(x) == 4 and all(isinstance(v, int) for v in x[2:]) and max(x[2:]) > lim["global_pool_hw"]:
+        return f"input {x[2]}x{x[3]}"
+    return None
+
+
+def _axis_le3(node, lim):
+    r = common.rank(node, output=node.op_type == "Concat")
+    a = common.norm_axis(int(node.attr("axis", 0)), r)
+    return None if 0 <= a <= lim["axes_max"] else f"axis {a}"
+
+
+def _slice_steps(node, lim):
+    steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
+    return None if not steps or all(s == 1 for s in steps) else f"steps {steps}"
+
+
+def _gather(node, lim):
+    idx = node.input(1)
+    if idx is not None and idx.rank is not None and idx.rank > 1:
+        return f"indices of rank {idx.rank}"
+    r = common.rank(node)
+    a = common.norm_axis(int(node.attr("axis", 0)), r)
+    return None if a <= lim["axes_max"] else f"axis {a}"
+
+
+def _transpose(node, lim):
+    perm = common.transpose_perm(node)
+    x = node.input_shape(0)
+    if perm is None or not x or len(x) != 4 or not all(isinstance(v, int) for v in x):
+        return None
+    _, c, h, w = x
+    p, q = lim["transpose_p"], lim["transpose_q"]
+    if perm == [0, 2, 3, 1] and not (c < 8192 and (h * w) % 8 == 0 and w * c < 16 * p):
+        return f"perm {perm} on [{c},{h},{w}]"
+    if perm == [0, 1, 3, 2] and not (h % 16 == 0 and h * w < 16 * p and h * w < 2 * q):
+        return f"perm {perm} on [{c},{h},{w}]"
+    if perm == [0, 3, 1, 2] and not (h * w < p and w < 8192 and h * c < p):
+        return f"perm {perm} on [{c},{h},{w}]"
+    return None
+
+
+def _pad_mode(node, lim):
+    mode = node.attr("mode", "constant")
+    if mode == "constant":
+        return None
+    if mode == "reflect":
+        x = node.input_shape(0)
+        if x and len(x) == 4 and all(isinstance(v, int) for v in x[1:]):
+            if x[1] > lim["reflect_pad_ch"] or x[2] > lim["reflect_pad_ch"] or x[3] > lim["reflect_pad_w"]:
+                return f"reflect pad on {list(x)}"
+        return None
+    return f"mode {mode}"
+
+
+def _resize(node, lim):
+    mode = node.attr("mode", "nearest")
+    ctm = node.attr("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear"):
+        return f"mode {mode}"
+    if mode == "linear" and ctm not in lim["resize_linear_modes"]:
+        return f"linear with {ctm}"
+    x, y = node.input_shape(0), node.output_shape(0)
+    if not x or not y or len(x) != 4 or not all(isinstance(v, int) for v in list(x[2:]) + list(y[2:])):
+        return None
+    for a, b in zip(x[2:], y[2:]):
+        if b == a or (a == 1 and x[2] == x[3] == 1):
+            continue
+        if b % a or b // a not in lim["resize_scales"]:
+            return f"{x[2]}x{x[3]} → {y[2]}x{y[3]}"
+    return None
+
+
+def _softmax(node, lim):
+    r = common.rank(node)
+    a = common.norm_axis(int(node.attr("axis", -1 if node.graph.opsets.get("ai.onnx", 13) >= 13 else 1)), r)
+    return None if a in lim["softmax_axes"] else f"axis {a}"
+
+
+def _pow(node, lim):
+    e = common.const_scalar(node, 1)
+    return None if e is not None and e in lim["pow_exponents"] else f"exponent {e if e is not None else 'not constant'}"
+
+
+def _div_dtype(node, lim):
+    d = quant.exec_dtype(node)
+    return f"computes in {d}" if d in ("int8", "uint8") else None
+
+
+def _matmul(node, lim):
+    x = node.input_shape(0)
+    k = x[-1] if x else None
+    return None if not isinstance(k, int) or k <= lim["matmul_k"] else f"K = {k}"
+
+
+def _rnn(node, lim):
+    x = node.input_shape(0)
+    hs = node.attr("hidden_size")
+    if x and len(x) == 3 and all(isinstance(v, int) for v in x):
+        seq, batch, size = x
+        if max(seq, size) > lim["rnn_dim"] or batch > lim["rnn_dim"] or (batch > 1 and batch % 4):
+            return f"seq {seq}, batch {batch}, input {size}"
+    if hs is not None and int(hs) > lim["rnn_dim"]:
+        return f"hidden {hs}"
+    return None
+
+
+def _qdq(node, lim):
+    return None if quant.absorbed(node) else "bounds a CPU op"
+
+
+def _ops() -> dict[str, OpSupport]:
+    ops: dict[str, OpSupport] = {}
+
+    def add(op, status=NPU, rules=(), reason="", fix=(), src="R-PDF", note="", fix_rules=()):
+        ops[op] = OpSupport(op, status, tuple(rules), reason, tuple(fix), src, note, tuple(fix_rules))
+
+    conv_rules = (
+        _r("conv.kernel", "convolution kernels must be 1..{conv_kernel} (depthwise 1..{dw_kernel})", _conv_kernel, ("split large kernels",)),
+        _r("conv.stride", "convolution stride must be 1..{conv_stride}", _conv_stride, ("use a smaller stride followed by pooling",)),
+        _r("conv.pads", "convolution pads must each be 0..{conv_pad}", _conv_pads, ("move large padding into a Pad op",)),
+        _r("conv.dilation", "dilation must be 1..{conv_dilation}; a dilated kernel needs input width < {dilated_max_width}", _conv_dilation),
+    )
+    add("Conv", rules=conv_rules, note="fuses Relu/Clip/LeakyRelu/Sigmoid/... that follow")
+    add("ConvTranspose", rules=(conv_rules[0], _r("conv_transpose.config", "transposed convolution: stride in {tconv_strides}, group 1 (or depthwise), "
+                                                   "dilation only with a 1x1 kernel", _tconv, ("use Resize + Conv",))))
+    pool = _r("pool.limits", "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}", _pool)
+    ceil = _r("pool.ceil_mode", "pooling supports only ceil_mode=0 and auto_pad=NOTSET", _pool_ceil, ("export with ceil_mode=False and explicit pads",))
+    add("MaxPool", rules=(pool, ceil))
+    add("AveragePool", rules=(pool, ceil))
+    gp = _r("global_pool.size", "global pooling on the NPU takes inputs up to {global_pool_hw}x{global_pool_hw}", _global_pool,
+            ("pool down to 7x7 first",))
+    add("GlobalAveragePool", rules=(gp,))
+    add("GlobalMaxPool", rules=(gp,))
+    for op in ("Add", "Sub", "Mul", "Max", "Min", "Sigmoid", "Tanh", "Relu", "Clip", "PRelu", "LeakyRelu", "HardSigmoid", "HardSwish",
+               "Elu", "Softplus", "BatchNormalization", "Where", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Tile", "Expand", "Gemm",
+               "LayerNormalization", "Identity"):
+        add(op)
+    add("Div", rules=(_r("div.dtype", "Div runs on the NPU only in float16: in an int8 build it falls back to the CPU", _div_dtype,
+                         ("multiply by the reciprocal constant instead",)),))
+    add("Pow", rules=(_r("pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),))
+    ax = _r("axis.range", "the axis must be 0..{axes_max}", _axis_le3)
+    add("Concat", rules=(ax,))
+    add("Split", rules=(ax,))
+    add("Slice", rules=(_r("slice.steps", "Slice steps must all be 1 on the NPU", _slice_steps, ("slice with step 1 and subsample with a strided conv or pooling",)),))
+    add("Gather", rules=(_r("gather.indices", "Gather needs rank-1 indices and an axis 0..{axes_max}", _gather),))
+    add("Transpose", rules=(_r("transpose.perm", "transpose limits for perm [0,2,3,1] (c < 8192, h·w % 8 == 0, w·c < 16·{transpose_p}), [0,1,3,2] "
+                                                 "(h % 16 == 0, h·w < 16·{transpose_p} and < 2·{transpose_q}), [0,3,1,2] (h·w < {transpose_p}, w < 8192, h·c < {transpose_p})",
+                               _transpose),))
+    add("Pad", rules=(_r("pad.mode", "Pad supports constant mode, and reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),))
+    add("Resize", rules=(_r("resize.config", "Resize: nearest or linear (linear only with {resize_linear_modes}), integer H/W scale factors 2..8", _resize,
+                            ("upsample by an integer factor 2..8",)),))
+    add("Softmax", rules=(_r("softmax.axis", "Softmax runs on the NPU along axis 1 or 3 only", _softmax, ("transpose so the softmax axis is the channel axis",)),))
+    add("Hardmax", rules=(_r("softmax.axis", "Hardmax runs on the NPU along axis 1 or 3 only", _softmax),))
+    add("MatMul", rules=(_r("matmul.k", "MatMul (exMatMul) needs K ≤ {matmul_k}", _matmul),))
+    rnn = _r("rnn.size", "LSTM/GRU: seq_len, input and hidden size ≤ {rnn_dim}; batch ≤ {rnn_dim} and a multiple of 4 when > 1", _rnn)
+    add("LSTM", rules=(rnn,))
+    add("GRU", rules=(rnn,))
+    qdq = _r("qdq.absorbed", "a QuantizeLinear/DequantizeLinear pair is folded into the int8 op it wraps; one bounding a CPU op is a CPU conversion", _qdq)
+    add("QuantizeLinear", rules=(qdq,))
+    add("DequantizeLinear", rules=(qdq,))
+    cpu_ops = {
+        "GatherElements": "R-PDF", "ScatterND": "R-PDF", "LogSoftmax": "R-PDF", "Erf": "R-PDF", "Exp": "R-PDF", "Log": "R-PDF",
+        "Sqrt": "R-PDF", "Floor": "R-PDF", "Round": "R-PDF", "Cos": "R-PDF", "Sin": "R-PDF", "Not": "R-PDF", "And": "R-PDF",
+        "Mod": "R-PDF", "Equal": "R-PDF", "Greater": "R-PDF", "Less": "R-PDF", "GreaterOrEqual": "R-PDF", "LessOrEqual": "R-PDF",
+        "InstanceNormalization": "R-PDF", "LpNormalization": "R-PDF", "LRN": "R-PDF", "ReduceMax": "R-PDF",
+        "ReduceMin": "R-PDF", "ReduceL2": "R-PDF", "ArgMax": "R-PDF", "ArgMin": "R-PDF", "TopK": "R-PDF",
+        "Cast": "R-PDF", "DepthToSpace": "R-PDF", "SpaceToDepth": "R-PDF",
+    }
+    fixes = {"ReduceMean": ("mean_to_global_pool", "reduce_keepdims"), "Mod": ("mod_decompose",), "TopK": ("topk1_to_argmax",)}
+    for op in ("ReduceMean", "ReduceSum"):  # RKNN-C: rewritten to NPU convs by rknn.build
+        add(op, NPU, src="RKNN-C", note="the toolkit rewrites it to a conv / global pooling on the NPU")
+    for op, src in cpu_ops.items():
+        add(op, CPU, reason=f"{op} is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel", src=src,
+            fix_rules=fixes.get(op, ()), fix=("the rewrite moves it to an NPU op" ,) if op in fixes else ())
+    for op in ("GatherND", "ScatterElements", "GroupNormalization", "RNN", "GridSample", "Einsum", "NonMaxSuppression", "NonZero",
+               "CumSum", "Range", "Reciprocal", "Neg", "Abs", "Ceil", "Sign", "Selu", "Trilu", "Unique", "Loop", "Scan", "DeformConv", "If", "EyeLike"):
+        add(op, UNSUP, reason=f"{op} is not supported by the RKNN-Toolkit2 converter: conversion fails", src="R-OP",
+            fix=("cut the model before this op (npufit split) or rewrite it",))
+    return ops
+
+
+def _io_conversion(node: NodeView) -> bool:
+    g = node.graph
+    if node.op_type == "QuantizeLinear":
+        return bool(node.inputs) and node.inputs[0] in g.input_names
+    return node.op_type == "DequantizeLinear" and any(o in g.output_names for o in node.outputs)
+
+
+def op_key(node: NodeView) -> str:
+    if node.graph.format == "tflite":
+        return tm.onnx_op(node)
+    if _io_conversion(node):
+        return "IO_" + node.op_type
+    return node.key
+
+
+def profiles() -> dict[str, Profile]:
+    ops = _ops()
+    io = OpSupport("IO_QuantizeLinear", Verdict.FOLDED, reason="RKNN folds model-boundary quantization into its input/output conversion "
+                   "(set int8 pass-through I/O to skip it)", source="INF")
+    ops["IO_QuantizeLinear"] = io
+    ops["IO_DequantizeLinear"] = OpSupport("IO_DequantizeLinear", io.status, reason=io.reason, source="INF")
+    fused = "the RKNN converter fuses it into one NPU op ({name})"
+    comps = (
+        Composite(f"{N}.swish", "SiLU/Swish", fused.format(name="exSwish"), patterns.match_silu, NPU, source="R-PDF"),
+        Composite(f"{N}.gelu", "GELU", fused.format(name="exGelu"), patterns.match_gelu_erf, NPU, source="R-PDF"),
+        Composite(f"{N}.gelu_tanh", "GELU (tanh)", fused.format(name="exGelu"), patterns.match_gelu_tanh, NPU, source="R-PDF"),
+        Composite(f"{N}.layernorm", "LayerNorm", fused.format(name="exNorm"), patterns.match_layernorm, NPU, source="R-PDF"),
+    )
+    return {N: Profile(
+        name=N, title="Rockchip RK3588 (RKNPU2, rknn-toolkit2 2.3)", vendor="Rockchip",
+        summary="ONNX models converted by RKNN-Toolkit2; ops outside the RK3588 NPU list or its limits run as CPU kernels in the RKNN runtime; "
+                "ops the converter does not know fail the conversion.",
+        fallback="cpu", limits=dict(LIMITS), ops=ops,
+        unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
+        graph_rules=GRAPH_RULES, composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"), op_key=op_key,
+        notes=("CPU-kernel ops run in the RKNN runtime on the Cortex-A cores; each NPU↔CPU crossing converts layout (NC1HWC2↔NCHW) and dtype",),
+    )}

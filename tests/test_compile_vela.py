@@ -1,0 +1,76 @@
+"""Vela (ethos-u-vela, real) on int8 TFLite models built in the test with npufit.convert.tflite_writer."""
+import hashlib
+
+import numpy as np
+import pytest
+
+from npufit.compilers import compile_model, status
+from npufit.convert.tflite_writer import TFLiteBuilder
+
+pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install ethos-u-vela==5.2.0)")
+
+
+def _cnn(path, bad_pool=False, s2d=False):
+    rng = np.random.default_rng(0)
+    b = TFLiteBuilder()
+    x = b.tensor("input", (1, 16, 16, 3), "int8", scale=0.02, zero_point=0)
+    w = b.tensor("conv1/w", (8, 3, 3, 3), "int8", data=rng.integers(-100, 100, (8, 3, 3, 3)), scale=[0.01] * 8, axis=0)
+    bias = b.tensor("conv1/b", (8,), "int32", data=np.zeros(8), scale=[0.0002] * 8)
+    y = b.tensor("conv1", (1, 16, 16, 8), "int8", scale=0.05, zero_point=-128)
+    b.op("CONV_2D", [x, w, bias], [y], "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1,
+         fused_activation_function="RELU", dilation_w_factor=1, dilation_h_factor=1)
+    last, hw, c = y, 16, 8
+    if s2d:
+        z = b.tensor("s2d", (1, 8, 8, 32), "int8", scale=0.05, zero_point=-128)
+        b.op("SPACE_TO_DEPTH", [last], [z], "SpaceToDepthOptions", block_size=2)
+        last, hw, c = z, 8, 32
+    k = 9 if bad_pool else 3  # Vela: SAME average pooling takes kernels up to 8x8
+    q = b.tensor("avg", (1, hw, hw, c), "int8", scale=0.05, zero_point=-128)
+    b.op("AVERAGE_POOL_2D", [last], [q], "Pool2DOptions", padding="SAME", stride_w=1, stride_h=1, filter_width=k, filter_height=k)
+    p = b.tensor("pool", (1, 1, 1, c), "int8", scale=0.05, zero_point=-128)
+    b.op("AVERAGE_POOL_2D", [q], [p], "Pool2DOptions", padding="VALID", stride_w=1, stride_h=1, filter_width=hw, filter_height=hw)
+    b.io([x], [p])
+    path.write_bytes(b.build())
+    return path
+
+
+def test_vela_small_cnn_all_on_npu(tmp_path):
+    m = _cnn(tmp_path / "cnn.tflite")
+    before = hashlib.sha256(m.read_bytes()).hexdigest()
+    r = compile_model(m, "ethos-u55-256", out_dir=tmp_path / "out")
+    assert r.ok and r.compiler == "vela" and r.compiler_version
+    assert [p.device for p in r.placement] == ["npu", "npu", "npu"]
+    assert r.metrics["cycles_total"] > 0 and r.metrics["inference_time_ms"] > 0 and r.metrics["sram_used_kib"] > 0
+    assert (tmp_path / "out" / "vela" / "cnn_vela.tflite").exists() and r.artifact.endswith("cnn_vela.tflite")
+    assert r.wall_s > 0 and r.peak_rss_mb and r.peak_rss_mb > 10 and "--verbose-performance" in r.command
+    assert "Network summary" in r.log_text
+    assert hashlib.sha256(m.read_bytes()).hexdigest() == before  # the user's file is never touched
+    d = r.to_dict()
+    assert d["schema"] == "npufit.compile/1" and d["summary"]["npu"] == 3
+
+
+def test_vela_rejected_ops_are_cpu_with_vela_reason(tmp_path):
+    m = _cnn(tmp_path / "bad.tflite", bad_pool=True, s2d=True)
+    r = compile_model(m, "ethos-u85-512", out_dir=tmp_path / "out")
+    by = {p.node: p for p in r.placement}
+    assert by["avg"].device == "cpu" and "kernel width: 9 out of range" in by["avg"].reason
+    assert by["s2d"].device == "cpu" and "Unsupported opType" in by["s2d"].reason
+    assert by["conv1"].device == "npu" and by["pool"].device == "npu"
+    assert r.metrics["cpu_operators"] == 2
+    text = r.render("table")
+    assert "kernel width: 9 out of range" in text
+
+
+def test_unknown_accelerator_config_is_one_clear_error(tmp_path):
+    from npufit.errors import NpufitError
+
+    m = _cnn(tmp_path / "cnn.tflite")
+    with pytest.raises(NpufitError, match="no compiler drives target"):
+        compile_model(m, "ethos-u55-999")
+
+
+def test_status_lists_every_compiler_with_install_command():
+    rows = {r["name"]: r for r in status()}
+    assert set(rows) == {"vela", "rknn-toolkit2", "hailo-dfc"}
+    assert rows["vela"]["available"] and rows["vela"]["version"] == "5.2.0"
+    assert all(r["install"] for r in rows.values())

@@ -1,0 +1,28 @@
+"""Isolated envs: status/list and the measured child process (wall time, peak memory)."""
+import sys
+
+import numpy as np
+
+from npufit.envs import SPECS, list_envs
+from npufit.envs.process import run_tool
+
+
+def test_peak_memory_is_the_childs_not_the_parents(tmp_path):
+    ballast = np.ones(300 * 2**20 // 8)  # a fat parent must not inflate the child's figure
+    small = run_tool([sys.executable, "-c", "import time; time.sleep(0.3)"], tmp_path / "a.log")
+    big = run_tool([sys.executable, "-c", "import time; b = bytearray(250 * 2**20); time.sleep(0.3)"], tmp_path / "b.log")
+    assert small.returncode == 0 and small.peak_rss_mb < 100
+    assert big.peak_rss_mb > 240 and big.wall_s >= 0.3
+    assert ballast.sum() > 0
+
+
+def test_log_and_exit_code_are_kept(tmp_path):
+    r = run_tool([sys.executable, "-c", "print('hello'); raise SystemExit(3)"], tmp_path / "x.log")
+    assert r.returncode == 3 and "hello" in r.log and "-c" in r.command_line
+
+
+def test_list_envs_names_install_commands():
+    rows = {r["name"]: r for r in list_envs()}
+    assert set(rows) == set(SPECS)
+    assert rows["rknn"]["install"] == "npufit env install rknn"
+    assert "--wheel" in rows["hailo"]["install"]

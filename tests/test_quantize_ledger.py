@@ -1,0 +1,41 @@
+"""Seed 001 on the quantized graph: LeakyReLU leaves dequantize → LeakyRelu → quantize islands on Ethos-N78,
+ReLU (fused into the conv by the quantizer) leaves none. The ledger comes from `check` (npufit.check.ledger)."""
+from __future__ import annotations
+
+import pytest
+
+import npufit
+from npufit.check import check
+
+pytest.importorskip("torch", reason="the seed-001 detector is exported from PyTorch")
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory):
+    from npufit.zoo import detector
+
+    d = tmp_path_factory.mktemp("seed001")
+    out = {}
+    for act in ("relu", "leakyrelu"):
+        detector.export(act, d / f"{act}.onnx")
+        out[act] = npufit.quantize(d / f"{act}.onnx", d / f"{act}_int8.onnx", "random", samples=8, holdout=2,
+                                   target="ethos-n78")
+    return d, out
+
+
+def test_leakyrelu_pays_extra_qdq_on_ethos_n78(quantized):
+    d, reports = quantized
+    led = {act: check(d / f"{act}_int8.onnx", "ethos-n78").extra["qdq_ledger"] for act in ("relu", "leakyrelu")}
+    leaky, relu = led["leakyrelu"], led["relu"]
+    assert relu["totals"]["islands"] == 0
+    by_op = {g["ops"]: g for g in leaky["by_op"]}
+    assert by_op["LeakyRelu"]["count"] == 6  # one island per LeakyReLU of the detector
+    assert by_op["LeakyRelu"]["qdq_ops"] == 12  # each: dequantize → LeakyRelu → quantize
+    assert leaky["totals"]["extra_ops"] > relu["totals"]["extra_ops"]
+    # quantize reports the same cost itself (--target)
+    cost = {a: r.extra["target_cost"][0] for a, r in reports.items()}
+    assert cost["leakyrelu"]["float_islands"] == 6 and cost["relu"]["float_islands"] == 0
+    assert cost["leakyrelu"]["extra_qdq_ops"] > cost["relu"]["extra_qdq_ops"]
+    assert "LeakyRelu × 6" in reports["leakyrelu"].render("table")
+    # and the quantizer itself shows why: 6 more quantized activations (the LeakyReLU outputs ReLU fuses away)
+    assert reports["leakyrelu"].qdq["activations"] - reports["relu"].qdq["activations"] == 6

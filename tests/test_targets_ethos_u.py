@@ -1,0 +1,98 @@
+"""Ethos-U (Vela 5.2.0 rules): one passing and one failing node per rule family, with the reason sentence."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from npufit.targets import get_profile
+
+from .quant_builders import float_op, qdq_op
+from .target_cases import judge
+
+W = np.random.default_rng(1).standard_normal
+
+
+def conv(k=3, s=1, group=1, cin=8, cout=8, hw=16, pads=None):
+    p = pads if pads is not None else [k // 2] * 4
+    o = (hw + p[0] + p[2] - k) // s + 1
+    return qdq_op("Conv", [1, cin, hw, hw], [1, cout, o, o], dict(kernel_shape=[k, k], strides=[s, s], pads=p, group=group),
+                  weight=W((cout, cin // group, k, k)).astype(np.float32))
+
+
+def resize(scale):
+    return qdq_op("Resize", [1, 8, 4, 4], [1, 8, 4 * scale, 4 * scale], dict(mode="nearest"),
+                  extra_inputs=[("roi", np.zeros(0, np.float32)), ("sc", np.array([1, 1, scale, scale], np.float32))])
+
+
+CASES = [  # (target, rule id, passing model, failing model, words of the sentence)
+    ("ethos-u55-256", "fmap.dtype", qdq_op("Relu", [1, 8, 4, 4], [1, 8, 4, 4]), float_op("Relu", [1, 8, 4, 4], [1, 8, 4, 4]),
+     "feature-map data types must be one of int8, uint8, int16, int32, int64"),
+    ("ethos-u55-256", "stride.gt3", conv(k=4, s=4, pads=[0, 0, 0, 0]), conv(k=5, s=4, pads=[2, 2, 2, 2]),
+     "stride > 3 is supported only with dilation 1 and VALID padding"),
+    ("ethos-u55-256", "depthwise.stride", conv(group=8, s=2), conv(group=8, k=4, s=4, pads=[0, 0, 0, 0]), "kernel stride must be in the range (1, 3)"),
+    ("ethos-u55-256", "avgpool.kernel", qdq_op("AveragePool", [1, 8, 16, 16], [1, 8, 16, 16], dict(kernel_shape=[7, 7], pads=[3] * 4)),
+     qdq_op("AveragePool", [1, 8, 16, 16], [1, 8, 16, 16], dict(kernel_shape=[9, 9], pads=[4] * 4)), "SAME kernels up to 8x8"),
+    ("ethos-u55-256", "mean.limits", qdq_op("ReduceMean", [1, 8, 16, 16], [1, 8, 1, 1], dict(axes=[2, 3])),
+     qdq_op("ReduceMean", [1, 8, 16, 4096], [1, 8, 16, 1], dict(axes=[3])), "each reduced axis < 4096"),
+    ("ethos-u55-256", "softmax.hw", qdq_op("Softmax", [1, 8, 16, 16], [1, 8, 16, 16], dict(axis=1)),
+     qdq_op("Softmax", [1, 2, 256, 256], [1, 2, 256, 256], dict(axis=1)), "softmax needs IFM width × height < 65536"),
+    ("ethos-u55-256", "resize.scale", resize(2), resize(3), "resize scale must be 2x, 4x or 8x"),
+    ("ethos-u85-256", "resize.scale", resize(16), resize(3), "integer power of two up to 1024"),
+    ("ethos-u55-256", "transpose.shape", qdq_op("Transpose", [1, 8, 16, 16], [1, 16, 16, 8], dict(perm=[0, 2, 3, 1])),
+     qdq_op("Transpose", [1, 300, 300, 8], [1, 8, 300, 300], dict(perm=[0, 3, 1, 2])), "product of N−2 axes ≤ 65536"),
+    ("ethos-u55-256", "argmax.depth", qdq_op("ArgMax", [1, 4, 4, 8], [1, 4, 4, 1], dict(axis=1, keepdims=1)),
+     qdq_op("ArgMax", [1, 200, 4, 4], [1, 1, 4, 4], dict(axis=1, keepdims=1)), "along the depth axis with depth ≤ 127"),
+]
+
+
+@pytest.mark.parametrize("target,rid,good,bad,words", CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_rule_family(target, rid, good, bad, words):
+    v, reasons = judge(good, target)
+    assert v == "npu", reasons
+    v, reasons = judge(bad, target)
+    assert v == "cpu" and f"{target}.{rid}" in reasons, reasons
+    assert words in reasons[f"{target}.{rid}"]
+
+
+def test_u85_differences():
+    div = qdq_op("Div", [1, 8, 4, 4], [1, 8, 4, 4], n_inputs=2)
+    v, reasons = judge(div, "ethos-u55-256")
+    assert v == "cpu" and "Div is not in Vela 5.2.0's supported-operator list" in reasons["ethos-u55-256.op.unknown"]
+    assert judge(div, "ethos-u85-256")[0] == "npu"
+    # U55 has the stride>3 rule; Vela lists none for U85
+    bad = conv(k=5, s=4, pads=[2, 2, 2, 2])
+    assert judge(bad, "ethos-u85-512")[0] == "npu"
+    gather = qdq_op("Gather", [1, 8, 4, 4], [1, 2, 4, 4], dict(axis=1), extra_inputs=[("idx", np.array([0, 1], np.int64))])
+    v, reasons = judge(gather, "ethos-u85-256")
+    assert v == "cpu" and "axis must equal batch_dims" in reasons["ethos-u85-256.gather.axis"]
+
+
+def test_mac_configs_share_rules():
+    a, b = get_profile("ethos-u55-128"), get_profile("ethos-u55-256")
+    assert [r.text for r in a.rules()] == [r.text for r in b.rules()]
+    assert a.limits["macs_per_cycle"] == 128 and b.limits["macs_per_cycle"] == 256
+    assert get_profile("ethos-u85-2048").ops.keys() > get_profile("ethos-u65-512").ops.keys()
+
+
+def test_model_boundary_quantize_is_removed_by_int8_io():
+    v, reasons = judge(qdq_op("Relu", [1, 8, 4, 4], [1, 8, 4, 4]), "ethos-u55-256", node="q_in0")
+    assert v == "folded" and "int8 input/output types" in reasons["ethos-u55-256.op.IO_QUANTIZE"]
+
+
+def test_tflite_quantization_rules(tmp_path):
+    from npufit.check import check
+
+    from .quant_builders import TinyTFLite
+
+    t = TinyTFLite()
+    x = t.tensor("x", (1, 4, 4, 8), "int8", scale=0.1, zp=0)
+    c = t.tensor("c", (1, 4, 4, 8), "int8", data=np.ones((1, 4, 4, 8), np.int8), scale=[0.1] * 8, zp=[0] * 8, axis=3)
+    y = t.tensor("y", (1, 4, 4, 8), "int8")  # no quantization parameters
+    t.op("ADD", [x, c], [y])
+    p = tmp_path / "add.tflite"
+    p.write_bytes(t.build([x], [y]))
+    n = check(p, "ethos-u55-256").node("ADD_0")
+    rules = {r.rule: r.sentence() for r in n.reasons}
+    assert n.verdict.value == "cpu"
+    assert "must have quantization parameters with a positive scale" in rules["ethos-u55-256.quant.params"]
+    assert "per-axis quantization is supported only for CONV_2D" in rules["ethos-u55-256.quant.per_axis"]
