@@ -21,6 +21,7 @@ demo: $(STAMP)
 	@echo "report: $(DEMO_OUT)/report.html"
 
 test: $(STAMP)
+	bash scripts/test-setup.sh $(BIN)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: $(STAMP)

@@ -12,6 +12,7 @@ from rich.text import Text
 from .style import VERDICT_STYLE, human_bytes, human_count, shape_str
 
 MAX_BOUNDARIES = 20
+MAX_PARTITIONS = 16
 
 
 def console_to_string(render, width: int = 120) -> str:
@@ -60,31 +61,64 @@ def _op_summary(con: Console, report) -> None:
     by_op: dict[str, Counter] = {}
     for n in report.nodes:
         by_op.setdefault(n.op_type, Counter())[n.verdict.value] += 1
+    running = {op: c for op, c in by_op.items() if c["npu"] + c["cpu"] + c["unsupported"]}
     tab = Table(title="ops by verdict", title_justify="left", show_edge=False, pad_edge=False)
     tab.add_column("op")
     for v in ("npu", "cpu", "unsupported", "folded"):
         tab.add_column(v, justify="right", style=VERDICT_STYLE[v])
-    order = sorted(by_op.items(), key=lambda kv: (-(kv[1]["unsupported"] + kv[1]["cpu"]), -sum(kv[1].values()), kv[0]))
+    order = sorted(running.items(), key=lambda kv: (-(kv[1]["unsupported"] + kv[1]["cpu"]), -sum(kv[1].values()), kv[0]))
     for op, cnt in order:
         tab.add_row(op, *[str(cnt[v]) if cnt[v] else "" for v in ("npu", "cpu", "unsupported", "folded")])
     con.print(tab)
+    only_folded = sorted(((op, c["folded"]) for op, c in by_op.items() if op not in running), key=lambda x: -x[1])
+    if only_folded:
+        con.print(Text("folded at compile time (run nowhere): " + ", ".join(f"{op}×{k}" for op, k in only_folded), style="dim"))
+
+
+def _generic(hint: str) -> bool:
+    return "no CPU fallback inside" in hint  # said once in the header notes, not on every row
 
 
 def _node_table(con: Console, report, all_nodes: bool) -> None:
-    rows = report.nodes if all_nodes else report.failing
-    if not rows:
+    if all_nodes:
+        _all_nodes_table(con, report)
+        return
+    if not report.failing:
         con.print(Text("every node runs on the NPU (or is folded at compile time)", style="green"))
         return
-    tab = Table(title="nodes" if all_nodes else "nodes not on the NPU", title_justify="left", show_lines=True)
+    # One row per (verdict, op, rules): a model with 40 identical TopK/Transpose failures reads as one line.
+    groups: dict[tuple, list] = {}
+    for n in report.failing:
+        key = (n.verdict.value, n.op_type, tuple(r.rule for r in n.reasons))
+        groups.setdefault(key, []).append(n)
+    tab = Table(title="why not on the NPU (one row per op and rule; --all-nodes lists every node)", title_justify="left", show_lines=True)
+    tab.add_column("verdict")
+    tab.add_column("op")
+    tab.add_column("#", justify="right")
+    tab.add_column("nodes", overflow="fold", max_width=30)
+    tab.add_column(Text("why [rule]"), overflow="fold", ratio=3)
+    tab.add_column("fix", overflow="fold", ratio=2)
+    order = sorted(groups.items(), key=lambda kv: (kv[0][0] != "unsupported", -len(kv[1]), kv[0][1]))
+    for (verdict, op, _), nodes in order:
+        first = nodes[0]
+        why = "\n".join(f"{r.sentence()} [{r.rule}]" for r in first.reasons)
+        fix = "\n".join(f for f in dict.fromkeys(f for r in first.reasons for f in r.fix) if not _generic(f))
+        names = ", ".join(n.name for n in nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
+        tab.add_row(Text(verdict, style=VERDICT_STYLE[verdict]), op, str(len(nodes)), Text(names), Text(why), Text(fix))
+    con.print(tab)
+
+
+def _all_nodes_table(con: Console, report) -> None:
+    tab = Table(title="nodes", title_justify="left", show_lines=True)
     tab.add_column("node", overflow="fold", max_width=36)
     tab.add_column("op")
     tab.add_column("verdict")
-    tab.add_column("why (rule)", overflow="fold")
+    tab.add_column(Text("why [rule]"), overflow="fold")
     tab.add_column("fix", overflow="fold")
-    for n in rows:
+    for n in report.nodes:
         why = "\n".join(f"{r.sentence()} [{r.rule}]" for r in n.reasons) or ("folded at compile time" if n.verdict.value == "folded" else "")
-        fix = "\n".join(dict.fromkeys(f for r in n.reasons for f in r.fix))
-        tab.add_row(n.name, n.op_type, Text(n.verdict.value, style=VERDICT_STYLE[n.verdict.value]), why, fix)
+        fix = "\n".join(f for f in dict.fromkeys(f for r in n.reasons for f in r.fix) if not _generic(f))
+        tab.add_row(Text(n.name), n.op_type, Text(n.verdict.value, style=VERDICT_STYLE[n.verdict.value]), Text(why), Text(fix))
     con.print(tab)
 
 
@@ -94,12 +128,14 @@ def _partitions(con: Console, report) -> None:
     tab = Table(title="partitions (execution order)", title_justify="left", show_edge=False)
     for col in ("#", "device", "nodes", "MACs", "ops", "first → last"):
         tab.add_column(col)
-    for p in report.partitions:
+    for p in report.partitions[:MAX_PARTITIONS]:
         ops = Counter(report.node(n).op_type for n in p.nodes)
         top = ", ".join(f"{o}×{k}" if k > 1 else o for o, k in ops.most_common(4)) + (" …" if len(ops) > 4 else "")
         tab.add_row(str(p.id), Text(p.device, style="green" if p.device == "npu" else "yellow"), str(len(p.nodes)),
                     human_count(p.macs), top, f"{p.nodes[0]} → {p.nodes[-1]}" if len(p.nodes) > 1 else p.nodes[0])
     con.print(tab)
+    if len(report.partitions) > MAX_PARTITIONS:
+        con.print(Text(f"… {len(report.partitions) - MAX_PARTITIONS} more partitions (see --format json)", style="dim"))
 
 
 def _boundaries(con: Console, report) -> None:

@@ -1,0 +1,192 @@
+"""ONNX (float, or QDQ) -> fully int8 TFLite for Arm Vela, in-house and small.
+
+    res = convert("det.onnx", "det_int8.tflite", calibration="calib.npz")   # or calibration=None: seeded random
+    res.path, res.sidecar, res.lineage   # lineage: TFLite op output name -> ONNX node name(s)
+
+Steps: pin inputs and fold constants (npufit.graph), run the float model in ONNX Runtime on the calibration
+samples with every intermediate exposed (per-tensor min/max), lower node by node (ops_nn / ops_tensor) into
+NHWC int8 TFLite through tflite_writer, write the .tflite and a JSON sidecar (io layouts and quantization,
+per-op ONNX origin). Why not onnx2tf / litert-torch: docs/compilers.md, "ONNX -> int8 TFLite"."""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import NpufitError
+from ..util.io import atomic_write_bytes, atomic_write_json
+from . import ops_nn as nn
+from . import ops_tensor as ts
+
+SCHEMA = "npufit.convert/1"
+CONVERTER = "npufit.convert.onnx_to_tflite"
+
+OPS = {
+    "Conv": nn.conv, "BatchNormalization": nn.batchnorm, "Gemm": nn.gemm, "MatMul": nn.gemm,
+    "MaxPool": nn.pool, "AveragePool": nn.pool, "GlobalAveragePool": nn.pool, "GlobalMaxPool": nn.pool,
+    "ReduceMean": nn.reduce_mean,
+    "Relu": ts.unary, "LeakyRelu": ts.unary, "Clip": ts.unary, "Sigmoid": ts.unary, "Tanh": ts.unary, "HardSwish": ts.unary,
+    "Add": ts.binary, "Sub": ts.binary, "Mul": ts.binary, "Div": ts.binary, "Max": ts.binary, "Min": ts.binary,
+    "Concat": ts.concat, "Reshape": ts.reshape, "Flatten": ts.reshape, "Squeeze": ts.reshape, "Unsqueeze": ts.reshape,
+    "Transpose": ts.transpose, "Resize": ts.resize, "Upsample": ts.resize, "Softmax": ts.softmax, "Pad": ts.pad,
+    "Slice": ts.slice_, "Identity": ts.alias, "Dropout": ts.alias, "Cast": ts.alias,
+}
+# int8 TFLite kernels that pass values through without rescaling: their tensors share one range
+PASS_THROUGH = {"MaxPool", "AveragePool", "GlobalMaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+                "Resize", "Upsample", "Pad", "Slice", "Identity", "Dropout", "Cast", "Concat"}
+MAX_SAMPLES = 64
+
+
+@dataclass
+class ConversionResult:
+    path: Path
+    sidecar: Path
+    source: str
+    graph: Any = field(repr=False)  # npufit Graph of the source model (for mapping placements back)
+    lineage: dict[str, list[str]] = field(default_factory=dict)
+    ops: list[dict] = field(default_factory=list)
+    io: dict[str, list[dict]] = field(default_factory=dict)
+    calibration: dict = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    verification: Any = None  # verify.Verification, when verified
+
+    @property
+    def op_counts(self) -> dict[str, int]:
+        return dict(Counter(o["op"] for o in self.ops).most_common())
+
+    def summary(self) -> str:
+        s = f"{len(self.ops)} int8 TFLite ops in {self.timings.get('total_s', 0):.2f} s"
+        if self.verification is not None:
+            s += f"; {self.verification.summary()}"
+        return s
+
+    def to_dict(self) -> dict:
+        from .. import __version__
+
+        return {"schema": SCHEMA, "npufit_version": __version__, "converter": CONVERTER, "source": self.source,
+                "tflite": str(self.path), "io": self.io, "calibration": self.calibration, "timings": self.timings,
+                "op_counts": self.op_counts, "notes": self.notes,
+                "verification": None if self.verification is None else self.verification.to_dict(),
+                "ops": self.ops, "lineage": self.lineage}
+
+    def render(self, fmt: str = "table") -> str:
+        if fmt == "json":
+            import json
+
+            return json.dumps(self.to_dict(), indent=2)
+        head = "| | |\n|---|---|\n" if fmt == "markdown" else ""
+        rows = [("source", self.source), ("tflite", str(self.path)), ("ops", ", ".join(f"{k} x{v}" for k, v in self.op_counts.items())),
+                ("time", f"{self.timings.get('total_s', 0):.2f} s"), ("calibration", self.calibration.get("source", ""))]
+        if self.verification is not None:
+            rows.append(("verified", self.verification.summary()))
+        if fmt == "markdown":
+            return head + "\n".join(f"| {k} | {v} |" for k, v in rows)
+        return "\n".join(f"{k:12} {v}" for k, v in rows)
+
+
+def unsupported_nodes(graph) -> dict[str, list[str]]:
+    """op type -> node names the converter has no lowering for (folded nodes excluded)."""
+    bad: dict[str, list[str]] = {}
+    for n in _work_nodes(graph):
+        if n.op_type not in OPS or n.domain not in ("", "ai.onnx") or n.subgraph_of:
+            bad.setdefault(n.key, []).append(n.name)
+    return bad
+
+
+def _work_nodes(graph):
+    folded = getattr(graph, "folded", set())
+    return [n for n in graph.top_nodes if n.name not in folded and n.op_type != "Constant"]
+
+
+def _unsupported_message(bad: dict[str, list[str]]) -> str:
+    parts = []
+    for op, names in sorted(bad.items(), key=lambda kv: -len(kv[1])):
+        shown = ", ".join(f"'{n}'" for n in names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
+        parts.append(f"{op} x{len(names)} ({shown})" if len(names) > 1 else f"{op} ({shown})")
+    return "cannot convert to int8 TFLite, no lowering for: " + "; ".join(parts)
+
+
+def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: str | None = None,
+            input_shapes: dict[str, tuple[int, ...]] | None = None, samples: int = 8, seed: int = 0,
+            verify: int | None = 4) -> ConversionResult:
+    """Convert `model` into a fully int8 TFLite file at `out_path` (+ `<stem>.json` sidecar); the model is only read.
+
+    calibration: None / 'random' (seeded N(0,1), `samples` of them), an .npz/.npy file or a folder of images
+    (npufit.quantize.calibration readers). verify: number of seeded random samples to compare the TFLite
+    (LiteRT interpreter) with ONNX Runtime on, or None to skip."""
+    from ..quantize.calibration import input_specs, load_calibration
+    from .lower import Lowering
+    from .onnx_prep import prepare
+    from .ranges import collect, merge_groups
+
+    src, out = Path(model), Path(out_path)
+    if src.resolve() == out.resolve():
+        raise NpufitError(f"{out}: the output would overwrite the input model")
+    t0 = time.perf_counter()
+    prep = prepare(src, input_shapes)
+    bad = unsupported_nodes(prep.graph)
+    if bad:
+        raise NpufitError(_unsupported_message(bad))
+    work = _work_nodes(prep.graph)
+    cal = load_calibration(calibration or "random", input_specs(prep.model), count=samples, seed=seed,
+                           input_shapes=input_shapes)
+    n = min(len(cal), MAX_SAMPLES if cal.kind != "random" else samples)
+    feeds = [cal[i] for i in range(n)]
+    t1 = time.perf_counter()
+    ranges = collect(prep.model, [o for nd in work for o in nd.outputs if o], feeds)
+    links = [(i, o) for nd in work if nd.op_type in PASS_THROUGH for i in nd.inputs[:1 if nd.op_type != "Concat" else None]
+             for o in nd.outputs[:1] if i]
+    merge_groups(ranges, links, prep.fixed_ranges)
+    t2 = time.perf_counter()
+
+    L = Lowering(prep, ranges)
+    for name in prep.graph.input_names:
+        L.output(name, "nhwc" if len(L.shape(name)) == 4 else "plain")
+    for nd in work:
+        if nd.name in L.absorbed:
+            continue
+        L.current = [nd.name]
+        OPS[nd.op_type](L, nd)
+    ins = [L.tensors[name] for name in prep.graph.input_names]
+    outs = []
+    for name in prep.graph.output_names:
+        t = L.tensors.get(L.resolve(name))
+        if t is None or t.q is None:
+            raise NpufitError(f"output '{name}' is not computed by any lowered op (a constant or pass-through output)")
+        outs.append(t)
+    L.b.io([t.index for t in ins], [t.index for t in outs])
+    data = L.b.build()
+    t3 = time.perf_counter()
+    atomic_write_bytes(out, data)
+
+    def io_row(name, t):
+        return {"onnx": name, "tflite": t.name, "onnx_shape": list(L.shape(name)), "tflite_shape": list(t.shape),
+                "layout": t.layout, "scale": t.q.scale, "zero_point": t.q.zero_point, "dtype": "int8"}
+
+    res = ConversionResult(out, out.with_suffix(".json"), str(src), graph=None, lineage=L.lineage, ops=L.ops,
+                           io={"inputs": [io_row(n, t) for n, t in zip(prep.graph.input_names, ins)],
+                               "outputs": [io_row(n, t) for n, t in zip(prep.graph.output_names, outs)]},
+                           calibration={**cal.describe(), "samples_used": n}, notes=list(prep.notes) + list(cal.warnings),
+                           timings={"prepare_s": round(t1 - t0, 4), "calibrate_s": round(t2 - t1, 4),
+                                    "lower_s": round(t3 - t2, 4), "total_s": round(time.perf_counter() - t0, 4)})
+    if verify:
+        from .verify import verify_tflite
+
+        tv = time.perf_counter()
+        res.verification = verify_tflite(out, src, samples=verify, input_shapes=input_shapes, seed=seed + 1000, io=res.io)
+        res.timings["verify_s"] = round(time.perf_counter() - tv, 4)
+    atomic_write_json(res.sidecar, res.to_dict())
+    return res
+
+
+def onnx_to_int8_tflite(model, out_path, calibration=None, input_shapes=None, **kw) -> ConversionResult:
+    """What `npufit compile --target ethos-u*` calls on an ONNX model; attaches the source Graph for mapping."""
+    from ..graph import load
+
+    res = convert(model, out_path, calibration=calibration, input_shapes=input_shapes, **kw)
+    res.graph = load(model, input_shapes)
+    return res

@@ -1,0 +1,249 @@
+"""Lowering of the weighted and spatial ops: Conv (+ folded BatchNormalization + fused Relu/Clip), pools,
+Gemm/MatMul with constant weights (FULLY_CONNECTED), standalone BatchNormalization."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..graph import NodeView
+from .lower import NHWC_AXIS, TT, Lowering, onnx_to_tfl_shape
+from .qparams import Q, bias_int32, per_channel_weights, quantize
+
+# fused_activation_function values TFLite kernels clamp to, keyed by the (min, max) of a ReLU/Clip
+_FUSED = {(0.0, math.inf): "RELU", (0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1"}
+
+
+def clip_bounds(L: Lowering, node: NodeView) -> tuple[float, float] | None:
+    if node.op_type == "Relu":
+        return 0.0, math.inf
+    if node.op_type != "Clip":
+        return None
+    if "min" in node.attrs or "max" in node.attrs:  # opset < 11
+        return float(node.attr("min", -math.inf)), float(node.attr("max", math.inf))
+    lo = L.const(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    hi = L.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    if (len(node.inputs) > 1 and node.inputs[1] and lo is None) or (len(node.inputs) > 2 and node.inputs[2] and hi is None):
+        return None  # bounds computed at run time
+    return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
+
+
+def fused_activation(L: Lowering, node: NodeView | None) -> str | None:
+    if node is None:
+        return None
+    b = clip_bounds(L, node)
+    return None if b is None else _FUSED.get(b)
+
+
+def absorb_tail(L: Lowering, node: NodeView, allow_bn: bool = False):
+    """Follow the op's single output through a BatchNormalization (fold) and a ReLU/Clip (fuse).
+
+    -> (final ONNX tensor the TFLite op produces, fused activation name, (bn_scale, bn_shift) or None)."""
+    out, bn, act = node.outputs[0], None, "NONE"
+    c = L.sole_consumer(out)
+    if allow_bn and c is not None and c.op_type == "BatchNormalization" and c.inputs[0] == out and len(c.present_inputs) == 5:
+        vals = [L.const(t) for t in c.inputs[1:5]]
+        if all(v is not None for v in vals):
+            gamma, beta, mean, var = (np.asarray(v, np.float64) for v in vals)
+            scale = gamma / np.sqrt(var + float(c.attr("epsilon", 1e-5)))
+            bn, out = (scale, beta - mean * scale), c.outputs[0]
+            _absorb(L, c)
+            c = L.sole_consumer(out)
+    f = fused_activation(L, c)
+    if f is not None and c.inputs[0] == out:
+        act, out = f, c.outputs[0]
+        _absorb(L, c)
+    return out, act, bn
+
+
+def _absorb(L: Lowering, node: NodeView) -> None:
+    L.absorbed.add(node.name)
+    L.current.append(node.name)
+
+
+def _pairs(node: NodeView, rank: int = 2):
+    return (list(node.attr("strides", [1] * rank)), list(node.attr("dilations", [1] * rank)))
+
+
+def spatial_pad(L: Lowering, node: NodeView, x: TT, kernel, strides, dilations, out_hw, pad_value: int | None = None,
+                allow_same: bool = True):
+    """ONNX pads/auto_pad -> TFLite SAME/VALID, or an explicit PAD(V2) + VALID when neither matches."""
+    in_hw = x.shape[1:3]
+    auto = node.attr("auto_pad", "NOTSET")
+    pads = list(node.attr("pads", [0, 0, 0, 0]))
+    begins = []
+    for i in range(2):
+        keff = (kernel[i] - 1) * dilations[i] + 1
+        need = max((out_hw[i] - 1) * strides[i] + keff - in_hw[i], 0)
+        if auto == "SAME_UPPER":
+            begins.append(need // 2)
+        elif auto == "SAME_LOWER":
+            begins.append(need - need // 2)
+        elif auto == "VALID":
+            begins.append(0)
+        else:
+            begins.append(int(pads[i]))
+    afters, same = [], True
+    for i in range(2):
+        keff = (kernel[i] - 1) * dilations[i] + 1
+        need = (out_hw[i] - 1) * strides[i] + keff - in_hw[i]
+        afters.append(max(need - begins[i], 0))
+        same &= out_hw[i] == -(-in_hw[i] // strides[i]) and begins[i] == max(need, 0) // 2
+        if need - begins[i] < 0 and (in_hw[i] + begins[i] - keff) // strides[i] + 1 != out_hw[i]:
+            raise L.fail(node, f"padding {pads} gives an output size TFLite cannot reproduce")
+    if not any(begins) and not any(afters):
+        return x, "VALID"
+    if same and allow_same:
+        return x, "SAME"
+    shape = (x.shape[0], in_hw[0] + begins[0] + afters[0], in_hw[1] + begins[1] + afters[1], x.shape[3])
+    out = L.new(f"{x.name}/pad", shape, x.q, "nhwc")
+    paddings = L.int32(f"{out.name}/paddings", [[0, 0], [begins[0], afters[0]], [begins[1], afters[1]], [0, 0]])
+    if pad_value is None:
+        L.emit("PAD", [x, paddings], [out], "PadOptions")
+    else:
+        val = L.new(f"{out.name}/value", (), x.q, "plain", data=np.array(pad_value, np.int8))
+        L.emit("PADV2", [x, paddings, val], [out], "PadV2Options")
+    return out, "VALID"
+
+
+def conv(L: Lowering, node: NodeView) -> None:
+    w = L.const(node.inputs[1])
+    if w is None:
+        raise L.fail(node, "the weights are computed at run time (only constant weights can be quantized per channel)")
+    if w.ndim != 4:
+        raise L.fail(node, f"{w.ndim - 2}-D convolution; only 2-D (NCHW) convolutions are lowered")
+    b = L.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    out, act, bn = absorb_tail(L, node, allow_bn=True)
+    w = np.asarray(w, np.float64)
+    b = np.zeros(w.shape[0]) if b is None else np.asarray(b, np.float64)
+    if bn is not None:
+        w, b = w * bn[0].reshape(-1, 1, 1, 1), b * bn[0] + bn[1]
+    x = L.act(node.inputs[0], "nhwc")
+    O, Ig, kh, kw = w.shape
+    C, group = x.shape[3], int(node.attr("group", 1))
+    strides, dil = _pairs(node)
+    oshape = onnx_to_tfl_shape(L.shape(out), "nhwc")
+    x, padding = spatial_pad(L, node, x, (kh, kw), strides, dil, oshape[1:3])
+    y = L.output(out, "nhwc")
+    opts = dict(padding=padding, stride_w=strides[1], stride_h=strides[0], dilation_w_factor=dil[1],
+                dilation_h_factor=dil[0], fused_activation_function=act)
+    if group == 1:
+        _conv2d(L, x, w, b, y, opts)
+    elif group == C and Ig == 1:
+        wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=3)  # [1, kh, kw, O]
+        bq, bs = bias_int32(b, x.q.scale, ws)
+        wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
+        bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+        L.emit("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions", depth_multiplier=O // C, **opts)
+    else:  # grouped: SPLIT along channels, one CONV_2D per group, CONCATENATION (Vela has no grouped conv)
+        parts = [L.new(f"{y.name}/in{g}", x.shape[:3] + (C // group,), x.q, "nhwc") for g in range(group)]
+        L.emit("SPLIT", [L.int32(f"{y.name}/axis", 3), x], parts, "SplitOptions", num_splits=group)
+        og, outs = O // group, []
+        for g in range(group):
+            yg = L.new(f"{y.name}/g{g}", y.shape[:3] + (og,), y.q, "nhwc")
+            _conv2d(L, parts[g], w[g * og:(g + 1) * og], b[g * og:(g + 1) * og], yg, opts)
+            outs.append(yg)
+        L.emit("CONCATENATION", outs, [y], "ConcatenationOptions", axis=3, fused_activation_function="NONE")
+
+
+def _conv2d(L: Lowering, x: TT, w: np.ndarray, b: np.ndarray, y: TT, opts: dict) -> None:
+    wq, ws = per_channel_weights(w.transpose(0, 2, 3, 1), axis=0)  # OHWI
+    bq, bs = bias_int32(b, x.q.scale, ws)
+    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
+    bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+    L.emit("CONV_2D", [x, wt, bt], [y], "Conv2DOptions", **opts)
+
+
+def batchnorm(L: Lowering, node: NodeView) -> None:
+    """A BatchNormalization with no conv to fold into: a 1x1 DEPTHWISE_CONV_2D (per-channel scale + bias)."""
+    vals = [L.const(t) for t in node.inputs[1:5]]
+    if any(v is None for v in vals) or len(L.shape(node.inputs[0])) != 4:
+        raise L.fail(node, "only inference-mode BatchNormalization on 4-D inputs with constant statistics")
+    gamma, beta, mean, var = (np.asarray(v, np.float64) for v in vals)
+    scale = gamma / np.sqrt(var + float(node.attr("epsilon", 1e-5)))
+    out, act, _ = absorb_tail(L, node)
+    x = L.act(node.inputs[0], "nhwc")
+    y = L.output(out, "nhwc")
+    wq, ws = per_channel_weights(scale.reshape(1, 1, 1, -1), axis=3)
+    bq, bs = bias_int32(beta - mean * scale, x.q.scale, ws)
+    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
+    bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+    L.emit("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions", padding="VALID", stride_w=1, stride_h=1,
+           depth_multiplier=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function=act)
+
+
+def pool(L: Lowering, node: NodeView) -> None:
+    x = L.act(node.inputs[0], "nhwc")
+    if len(x.shape) != 4:
+        raise L.fail(node, "only 2-D pooling on 4-D inputs")
+    glob = node.op_type.startswith("Global")
+    out = node.outputs[0]
+    if node.op_type == "GlobalAveragePool":  # MEAN requantizes, so it keeps its own calibrated range
+        y = L.output(out, "nhwc")
+        L.emit("MEAN", [x, L.int32(f"{y.name}/axes", [1, 2])], [y], "ReducerOptions", keep_dims=True)
+        return
+    kernel = x.shape[1:3] if glob else list(node.attr("kernel_shape"))
+    strides, dil = ([1, 1], [1, 1]) if glob else _pairs(node)
+    if any(d != 1 for d in dil):
+        raise L.fail(node, "dilated pooling has no TFLite equivalent")
+    is_max = "Max" in node.op_type
+    oshape = onnx_to_tfl_shape(L.shape(out), "nhwc")
+    # TFLite's SAME average pool leaves padding out of the count: right for count_include_pad=0 only
+    include = not is_max and int(node.attr("count_include_pad", 0)) == 1
+    x2, padding = spatial_pad(L, node, x, kernel, strides, dil, oshape[1:3], pad_value=-128 if is_max else None,
+                              allow_same=not include)
+    if not is_max and x2 is not x and int(node.attr("count_include_pad", 0)) == 0:
+        raise L.fail(node, "asymmetric padding with count_include_pad=0 has no TFLite equivalent")
+    # int8 pooling kernels do not rescale: the output keeps the input's quantization
+    y = L.output(out, "nhwc", q=x.q)
+    L.emit("MAX_POOL_2D" if is_max else "AVERAGE_POOL_2D", [x2], [y], "Pool2DOptions", padding=padding,
+           stride_w=strides[1], stride_h=strides[0], filter_width=kernel[1], filter_height=kernel[0],
+           fused_activation_function="NONE")
+
+
+def gemm(L: Lowering, node: NodeView) -> None:
+    """Gemm / MatMul with a constant right-hand side -> FULLY_CONNECTED (weights [out, in], per channel)."""
+    wv = L.const(node.inputs[1])
+    if wv is None or L.is_const(node.inputs[0]):
+        raise L.fail(node, "only activation x constant-weight products are lowered (FULLY_CONNECTED)")
+    w = np.asarray(wv, np.float64)
+    if node.op_type == "Gemm":
+        if int(node.attr("transA", 0)):
+            raise L.fail(node, "transA=1 is not supported")
+        w = (w if int(node.attr("transB", 0)) else w.T) * float(node.attr("alpha", 1.0))
+        c = L.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+        b = np.zeros(w.shape[0]) if c is None else np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (w.shape[0],)) * float(node.attr("beta", 1.0))
+    else:
+        if w.ndim != 2:
+            raise L.fail(node, f"MatMul with a {w.ndim}-D constant; only 2-D weights map to FULLY_CONNECTED")
+        w, b = w.T, np.zeros(w.shape[1])
+    out, act, _ = absorb_tail(L, node)
+    x = L.act(node.inputs[0], "plain")
+    y = L.output(out, "plain")
+    wq, ws = per_channel_weights(w, axis=0)
+    bq, bs = bias_int32(b, x.q.scale, ws)
+    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
+    bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+    L.emit("FULLY_CONNECTED", [x, wt, bt], [y], "FullyConnectedOptions", fused_activation_function=act,
+           keep_num_dims=len(x.shape) > 2)
+
+
+def reduce_mean(L: Lowering, node: NodeView) -> None:
+    axes = node.attr("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1]:
+        axes = L.const(node.inputs[1])
+    x = L.act(node.inputs[0])
+    rank = len(x.shape)
+    if axes is None:
+        axes = list(range(rank))
+    axes = sorted(int(a) % rank for a in np.atleast_1d(axes))
+    keep = bool(node.attr("keepdims", 1))
+    if x.layout == "nhwc" and not keep:
+        x = L.act(node.inputs[0], "plain")
+    tfl_axes = [NHWC_AXIS[a] for a in axes] if x.layout == "nhwc" else axes
+    y = L.output(node.outputs[0], x.layout)
+    L.emit("MEAN", [x, L.int32(f"{y.name}/axes", tfl_axes)], [y], "ReducerOptions", keep_dims=keep)
+
+
+def int8_scalar(L: Lowering, name: str, value: float, q: Q) -> TT:
+    return L.new(name, (), q, "plain", data=quantize(np.array(value), q))

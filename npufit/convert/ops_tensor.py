@@ -1,0 +1,251 @@
+"""Lowering of activations, elementwise arithmetic and the layout-sensitive tensor ops (Concat, Reshape family,
+Transpose, Resize, Softmax, Pad, Slice)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..graph import NodeView
+from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial
+from .ops_nn import absorb_tail, clip_bounds, fused_activation, int8_scalar
+from .qparams import FIXED, quantize
+
+UNARY = {"Sigmoid": "LOGISTIC", "Tanh": "TANH", "HardSwish": "HARD_SWISH", "Relu": "RELU"}
+BINARY = {"Add": "ADD", "Sub": "SUB", "Mul": "MUL", "Div": "MUL", "Max": "MAXIMUM", "Min": "MINIMUM"}
+_OPTS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "MAXIMUM": "MaximumMinimumOptions",
+         "MINIMUM": "MaximumMinimumOptions"}
+
+
+def alias(L: Lowering, node: NodeView) -> None:
+    """Identity / Dropout (inference) / float->float Cast: the output is the input."""
+    if node.op_type == "Cast" and L.graph.tensor(node.outputs[0]).dtype not in (None, "float32"):
+        raise L.fail(node, "only float32 -> float32 casts have an int8 equivalent")
+    L.aliases[node.outputs[0]] = node.inputs[0]
+    if node.outputs[0] in L.graph.output_names and L.resolve(node.inputs[0]) in L.tensors:
+        L.tensors[node.outputs[0]] = L.tensors[L.resolve(node.inputs[0])]
+
+
+def unary(L: Lowering, node: NodeView) -> None:
+    x = L.act(node.inputs[0])
+    op = node.op_type
+    if op == "LeakyRelu":
+        y = L.output(node.outputs[0], x.layout)
+        L.emit("LEAKY_RELU", [x], [y], "LeakyReluOptions", alpha=float(node.attr("alpha", 0.01)))
+        return
+    if op == "Clip":
+        return _clip(L, node, x)
+    tfl = UNARY.get(op)
+    if tfl is None:
+        raise L.fail(node, "no int8 TFLite lowering")
+    y = L.output(node.outputs[0], x.layout, q=FIXED.get(tfl))
+    L.emit(tfl, [x], [y])
+
+
+def _clip(L: Lowering, node: NodeView, x: TT) -> None:
+    b = clip_bounds(L, node)
+    if b is None:
+        raise L.fail(node, "Clip bounds computed at run time")
+    f = fused_activation(L, node)
+    y = L.output(node.outputs[0], x.layout)
+    if f == "RELU6":
+        L.emit("RELU6", [x], [y])
+    elif f == "RELU_N1_TO_1":
+        L.emit("RELU_N1_TO_1", [x], [y])
+    elif f == "RELU":
+        L.emit("RELU", [x], [y])
+    else:  # general bounds: MAXIMUM with lo, then MINIMUM with hi (int8 saturation does the rest)
+        cur = x
+        for k, (bound, op) in enumerate(((b[0], "MAXIMUM"), (b[1], "MINIMUM"))):
+            if not math.isfinite(bound):
+                continue
+            last = k == 1 or not math.isfinite(b[1])
+            dst = y if last else L.new(f"{y.name}/max", y.shape, y.q, y.layout)
+            L.emit(op, [cur, int8_scalar(L, f"{dst.name}/bound", bound, cur.q)], [dst], "MaximumMinimumOptions")
+            cur = dst
+
+
+def binary(L: Lowering, node: NodeView) -> None:
+    a, b = node.inputs[0], node.inputs[1]
+    ca, cb = L.const(a), L.const(b)
+    tfl = BINARY[node.op_type]
+    if node.op_type == "Div":
+        if cb is None:
+            raise L.fail(node, "division by a run-time tensor has no int8 TFLite kernel Vela accepts")
+        cb = 1.0 / np.asarray(cb, np.float64)
+    rank = len(L.shape(node.outputs[0]))
+    acts = [L.act(n) for n, c in ((a, ca), (b, cb)) if c is None]
+    layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
+    out, act, _ = absorb_tail(L, node) if tfl in ("ADD", "SUB", "MUL") else (node.outputs[0], "NONE", None)
+    ins = []
+    for name, c in ((a, ca), (b, cb)):
+        if c is None:
+            if len(L.shape(name)) != rank and layout == "nhwc":
+                raise L.fail(node, "broadcasting a lower-rank activation against a 4-D one is not lowered")
+            ins.append(L.act(name, layout))
+        else:
+            v = np.asarray(c, np.float32)
+            v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
+            ins.append(L.const_int8(f"{out}/{'lhs' if name == a else 'rhs'}", v, layout))
+    y = L.output(out, layout)
+    opts = {"fused_activation_function": act} if tfl in ("ADD", "SUB", "MUL") else {}
+    L.emit(tfl, ins, [y], _OPTS[tfl], **opts)
+
+
+def concat(L: Lowering, node: NodeView) -> None:
+    rank = len(L.shape(node.outputs[0]))
+    axis = int(node.attr("axis", 0)) % rank
+    acts = [L.act(n) for n in node.inputs if n and not L.is_const(n)]
+    layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
+    y = L.output(node.outputs[0], layout)
+    ins = []
+    for n in node.inputs:
+        if not n:
+            continue
+        c = L.const(n)
+        if c is not None:  # constants quantized straight into the output's parameters
+            v = np.asarray(c, np.float32)
+            v = v.transpose(TO_NHWC) if layout == "nhwc" else v
+            ins.append(L.new(f"{y.name}/const", v.shape, y.q, layout, data=quantize(v, y.q)))
+        else:
+            ins.append(L.requant(L.act(n, layout), y.q))  # int8 CONCATENATION does not rescale
+    L.emit("CONCATENATION", ins, [y], "ConcatenationOptions", axis=NHWC_AXIS[axis] if layout == "nhwc" else axis,
+           fused_activation_function="NONE")
+
+
+def reshape(L: Lowering, node: NodeView) -> None:
+    """Reshape / Flatten / Squeeze / Unsqueeze: ONNX element order, so an NHWC input goes back to NCHW first
+    (free when only size-1 axes move, e.g. after global pooling)."""
+    x = L.act(node.inputs[0])
+    if x.layout == "nhwc" and not memory_trivial(x.shape, TO_NCHW):
+        x = L.act(node.inputs[0], "plain")
+    shape = L.shape(node.outputs[0])
+    y = L.output(node.outputs[0], "plain", q=x.q)
+    L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", shape)], [y], "ReshapeOptions", new_shape=list(shape))
+
+
+def transpose(L: Lowering, node: NodeView) -> None:
+    x = L.act(node.inputs[0])
+    rank = len(x.shape)
+    perm = [int(p) for p in node.attr("perm", list(range(rank))[::-1])]
+    base = TO_NCHW if x.layout == "nhwc" else tuple(range(rank))
+    tfl_perm = [base[p] for p in perm]  # ONNX perm expressed on the TFLite tensor's axes
+    out = node.outputs[0]
+    if tfl_perm == list(range(rank)):  # e.g. NCHW->NHWC of an NHWC-stored tensor: nothing to move
+        L.tensors[out] = TT(x.index, x.name, x.shape, x.q, "plain")
+        return
+    if rank == 4 and [tfl_perm[p] for p in TO_NHWC] == [0, 1, 2, 3]:  # result is NCHW of the stored data
+        L.tensors[out] = TT(x.index, x.name, x.shape, x.q, "nhwc")
+        return
+    y = L.output(out, "plain", q=x.q)
+    if memory_trivial(x.shape, tfl_perm):
+        L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+    else:
+        L.emit("TRANSPOSE", [x, L.int32(f"{y.name}/perm", tfl_perm)], [y], "TransposeOptions")
+
+
+_NEAREST = {("asymmetric", "floor"): (False, False), ("align_corners", "round_prefer_ceil"): (True, False),
+            ("half_pixel", "round_prefer_ceil"): (False, True), ("pytorch_half_pixel", "round_prefer_ceil"): (False, True),
+            ("tf_half_pixel_for_nn", "floor"): (False, True)}
+_LINEAR = {"asymmetric": (False, False), "align_corners": (True, False), "half_pixel": (False, True),
+           "pytorch_half_pixel": (False, True)}
+
+
+def resize(L: Lowering, node: NodeView) -> None:
+    x = L.act(node.inputs[0], "nhwc")
+    if len(x.shape) != 4:
+        raise L.fail(node, "only 4-D (NCHW) resizes are lowered")
+    mode = node.attr("mode", "nearest")
+    ctm = node.attr("coordinate_transformation_mode", "asymmetric" if node.op_type == "Upsample" else "half_pixel")
+    if mode == "nearest":
+        flags = _NEAREST.get((ctm, node.attr("nearest_mode", "floor" if node.op_type == "Upsample" else "round_prefer_floor")))
+        op, opts = "RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"
+    elif mode in ("linear", "bilinear"):
+        flags, op, opts = _LINEAR.get(ctm), "RESIZE_BILINEAR", "ResizeBilinearOptions"
+    else:
+        flags = None
+    if flags is None:
+        raise L.fail(node, f"mode={mode} coordinate_transformation_mode={ctm} has no TFLite resize equivalent")
+    y = L.output(node.outputs[0], "nhwc", q=x.q)  # int8 resize kernels do not rescale
+    L.emit(op, [x, L.int32(f"{y.name}/size", y.shape[1:3])], [y], opts, align_corners=flags[0], half_pixel_centers=flags[1])
+
+
+def softmax(L: Lowering, node: NodeView) -> None:
+    x = L.act(node.inputs[0])
+    rank = len(x.shape)
+    opset = L.graph.opsets.get("ai.onnx", 13)
+    axis = int(node.attr("axis", -1 if opset >= 13 else 1)) % rank
+    shape = L.shape(node.inputs[0])
+    if opset < 13 and any(d != 1 for d in shape[axis + 1:-1]):
+        raise L.fail(node, "opset<13 Softmax over several flattened axes is not lowered")
+    last = axis == rank - 1 or (opset < 13 and all(d == 1 for d in shape[axis:-1]))
+    if x.layout == "nhwc" and axis == 1:
+        last = True  # channels are the innermost TFLite axis
+    elif x.layout == "nhwc":
+        x, last = L.act(node.inputs[0], "plain"), axis == rank - 1
+    if not last:
+        raise L.fail(node, f"softmax over axis {axis} of a rank-{rank} tensor (TFLite normalizes the last axis)")
+    y = L.output(node.outputs[0], x.layout, q=FIXED["SOFTMAX"])
+    L.emit("SOFTMAX", [x], [y], "SoftmaxOptions", beta=1.0)
+
+
+def pad(L: Lowering, node: NodeView) -> None:
+    x = L.act(node.inputs[0])
+    rank = len(x.shape)
+    pads = node.attr("pads") if "pads" in node.attrs else L.const(node.inputs[1])
+    if pads is None:
+        raise L.fail(node, "pads computed at run time")
+    pads = [int(p) for p in np.asarray(pads).reshape(-1)]
+    axes = L.const(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] else None
+    full = [[0, 0] for _ in range(rank)]
+    for i, ax in enumerate([int(a) % rank for a in axes] if axes is not None else range(rank)):
+        n = len(pads) // 2
+        full[ax] = [pads[i], pads[i + n]]
+    if any(p < 0 for pr in full for p in pr):
+        raise L.fail(node, "negative pads (cropping) are not lowered")
+    if x.layout == "nhwc":
+        full = [full[p] for p in TO_NHWC]
+    mode = node.attr("mode", "constant")
+    value = node.attr("value", 0.0)
+    if len(node.inputs) > 2 and node.inputs[2]:
+        v = L.const(node.inputs[2])
+        if v is None:
+            raise L.fail(node, "pad value computed at run time")
+        value = float(np.asarray(v).reshape(-1)[0]) if np.asarray(v).size else 0.0
+    y = L.output(node.outputs[0], x.layout, q=x.q)
+    paddings = L.int32(f"{y.name}/paddings", full)
+    if mode == "reflect":
+        L.emit("MIRROR_PAD", [x, paddings], [y], "MirrorPadOptions", mode=0)
+    elif mode != "constant":
+        raise L.fail(node, f"mode={mode} is not lowered")
+    elif value == 0.0:
+        L.emit("PAD", [x, paddings], [y], "PadOptions")
+    else:
+        L.emit("PADV2", [x, paddings, int8_scalar(L, f"{y.name}/value", value, x.q)], [y], "PadV2Options")
+
+
+def slice_(L: Lowering, node: NodeView) -> None:
+    shape = L.shape(node.inputs[0])
+    rank = len(shape)
+    if "starts" in node.attrs:  # opset < 10
+        starts, ends, axes, steps = node.attr("starts"), node.attr("ends"), node.attr("axes"), None
+    else:
+        vals = [L.const(t) if i < len(node.inputs) and t else None for i, t in enumerate(node.inputs[1:5], 1)]
+        if vals[0] is None or vals[1] is None or (len(node.inputs) > 3 and node.inputs[3] and vals[2] is None):
+            raise L.fail(node, "slice bounds computed at run time")
+        starts, ends, axes = vals[0], vals[1], vals[2]
+        steps = vals[3] if len(vals) > 3 else None
+    axes = list(range(len(starts))) if axes is None else [int(a) % rank for a in np.atleast_1d(axes)]
+    steps = [1] * len(axes) if steps is None else [int(s) for s in np.atleast_1d(steps)]
+    begin, end, stride = [0] * rank, list(shape), [1] * rank
+    for ax, s, e, st in zip(axes, np.atleast_1d(starts), np.atleast_1d(ends), steps):
+        if st <= 0:
+            raise L.fail(node, "negative or zero slice steps are not lowered")
+        b0, e0, _ = slice(int(max(min(s, 2**62), -2**62)), int(max(min(e, 2**62), -2**62)), st).indices(shape[ax])
+        begin[ax], end[ax], stride[ax] = b0, max(e0, b0), st
+    x = L.act(node.inputs[0])
+    if x.layout == "nhwc":
+        begin, end, stride = ([v[p] for p in TO_NHWC] for v in (begin, end, stride))
+    y = L.output(node.outputs[0], x.layout, q=x.q)
+    L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end),
+                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions")
