@@ -12,3 +12,10 @@ class NpufitError(Exception):
 
 class BadModelError(NpufitError):
     """The model file is missing, unreadable, corrupt or unsafe."""
+
+
+class UnsupportedModelError(NpufitError):
+    """The model is valid, but this toolchain cannot take it (an op it has no lowering/kernel for).
+
+    A finding about the model x target, not a tool failure: pipelines record it as `rejected`.
+    """

@@ -42,7 +42,7 @@ def test_first_run_does_every_step_and_records_results(tiny):
     assert check["schema"] == "npufit.check/1" and check["summary"]["counts"]["npu"] < check["summary"]["nodes_total"]
     manifest = json.loads((folder / "out/pipeline.json").read_text())
     assert manifest["schema"] == "npufit.pipeline-run/1" and len(manifest["cells"]) == 9
-    assert (folder / "out/report/report.html").stat().st_size > 10_000
+    assert (folder / "out/report.html").stat().st_size > 10_000
 
 
 def test_second_run_does_no_work_and_says_so(tiny, capsys):

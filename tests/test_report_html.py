@@ -96,7 +96,7 @@ def test_report_cli_writes_one_self_contained_file(results, tmp_path):
 
 def test_report_renders_in_headless_chromium(results, tmp_path):
     exe = _chromium()
-    html = results / "report" / "report.html"
+    html = results / "report.html"
     base = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--allow-file-access-from-files",
             f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run(base + ["--virtual-time-budget=3000", "--enable-logging=stderr", "--v=0", "--dump-dom", html.as_uri()],

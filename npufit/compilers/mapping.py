@@ -57,6 +57,21 @@ def _prefix_owner(name: str, names_sorted: list[str]) -> str | None:
     return None
 
 
+def _fused_into(n, neigh: list, out: Mapping[str, Placement], op_of: Mapping[str, str]):
+    """The neighbour a layer-less node was fused into. Compilers fuse into accelerator layers (ConvAdd,
+    ConvRelu, exNorm, exSDPAttention); their CPU layers are one op each. So prefer an NPU neighbour whose
+    fused layer names this op (ConvAdd for an Add), then any NPU neighbour, and only then a CPU one
+    (RKNN-C: RT-DETR's residual Add after the CPU GatherElements is inside the NPU layer 'o_proj/MatMul#2_ConvAdd')."""
+    npu = [p for p in neigh if out[p.name].device == "npu"]
+
+    def names_op(lay: str) -> bool:
+        op = op_of.get(lay, "")
+        return op != n.op_type and n.op_type in op
+
+    named = [p for p in npu if any(names_op(lay) for lay in out[p.name].layers)]
+    return (named or npu or neigh)[0]
+
+
 def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str]] | None = None,
             compiler: str = "compiler") -> list[Placement]:
     nodes = {n.name: n for n in graph.top_nodes}
@@ -90,14 +105,14 @@ def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str
         elif n.name in folded or all(graph.tensor(t).is_const for t in n.present_inputs) or _shape_math(graph, n):
             out[n.name] = Placement(n.name, n.op_type, "folded", f"no {compiler} layer: computed at compile time", how="absent")
     # fused-into-neighbour: walk in topological order so chains (Conv->BN->Relu) resolve
+    op_of = {lay.name: lay.op for lays in hits.values() for lay, _ in lays}
     for n in graph.top_nodes:
         if n.name in out:
             continue
-        neigh = [p for p in graph.predecessors(n) if p.name in out and out[p.name].device != "folded"]
-        if not neigh:
-            neigh = [s for s in graph.successors(n) if s.name in out and out[s.name].device != "folded"]
+        # predecessors first (a fused op follows the layer it joins), then successors
+        neigh = [m for m in (*graph.predecessors(n), *graph.successors(n)) if m.name in out and out[m.name].device != "folded"]
         if neigh:
-            src = out[neigh[0].name]
+            src = out[_fused_into(n, neigh, out, op_of).name]
             out[n.name] = Placement(n.name, n.op_type, src.device,
                                     f"fused into {src.op} '{src.node}' by the {compiler}" if src.device == "npu" else
                                     f"fused into {src.op} '{src.node}', which the {compiler} placed on the CPU",

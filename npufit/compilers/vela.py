@@ -53,21 +53,15 @@ class VelaCompiler:
         exe = _vela_exe()
         if not exe:
             raise NpufitError("Vela is not installed: pip install 'ethos-u-vela==5.2.0'")
-        out = default_out_dir(model, target, options.out_dir)
+        out = default_out_dir(model, target, options.out_dir).resolve()  # Vela runs with cwd=out: paths must be absolute
         notes: list[str] = []
         outputs: dict[str, str] = {}
-        graph = None
+        graph = lineage = conv = None
         if model.suffix.lower() == ".tflite":
             src = private_copy(model, out)
         else:
-            from ..convert import onnx_to_int8_tflite
-
-            conv = onnx_to_int8_tflite(model, out / f"{model.stem}_int8.tflite", calibration=options.calibration,
-                                       input_shapes=options.input_shapes)
-            src = conv.path
-            graph = conv.graph
-            outputs["int8_tflite"] = str(src)
-            notes.append(f"converted ONNX -> int8 TFLite with npufit.convert ({conv.summary()})")
+            conv = convert_onnx(model, out, options, notes, outputs)
+            src, graph, lineage = conv.path, conv.graph, conv.lineage
         cmd = [exe, str(src), "--accelerator-config", target.lower(), "--output-dir", str(out / "vela"),
                "--verbose-performance", "--show-cpu-operations"] + list(options.extra.get("vela_args", ()))
         run = run_tool(cmd, out / "vela.log", cwd=out, timeout_s=options.timeout_s)
@@ -76,6 +70,8 @@ class VelaCompiler:
                             log_path=str(run.log_path), command=run.command_line, wall_s=run.wall_s,
                             peak_rss_mb=run.peak_rss_mb, outputs=outputs, notes=notes)
         res.timings["vela"] = run.wall_s
+        if conv is not None:
+            record_conversion(res, conv)
         if run.returncode != 0:
             res.error = f"Vela exited with code {run.returncode}: {tail(text, 3)}"
             return res
@@ -89,7 +85,7 @@ class VelaCompiler:
         if graph is not None:
             from .mapping import resolve
 
-            res.placement = resolve(graph, layers, None, "Vela")
+            res.placement = resolve(graph, layers, layer_lineage(layers, lineage), "Vela")
         else:
             res.placement = [Placement(lay.name, lay.op, lay.device, lay.reason, [lay.name]) for lay in layers]
         return res
@@ -143,3 +139,46 @@ def parse_summary_csv(path: Path | None) -> dict:
     if isinstance(out.get("inference_time_s"), float):
         out["inference_time_ms"] = round(out["inference_time_s"] * 1000, 4)
     return out
+
+
+# -- ONNX input: npufit's own int8 converter (npufit/convert), on the work dir, never on the user's file -----
+def convert_onnx(model: Path, out: Path, options: CompileOptions, notes: list[str], outputs: dict[str, str]):
+    from ..convert import onnx_to_int8_tflite
+
+    conv = onnx_to_int8_tflite(model, out / f"{model.stem}_int8.tflite", calibration=options.calibration,
+                               input_shapes=options.input_shapes, qdq_twin=True)
+    outputs.update({"int8_tflite": str(conv.path), "conversion": str(conv.sidecar), "checked_model": str(conv.qdq_twin)})
+    notes.append(f"converted ONNX -> int8 TFLite with npufit.convert ({conv.summary()})")
+    notes.extend(conv.notes)
+    return conv
+
+
+def record_conversion(res: CompileResult, conv) -> None:
+    """Converter name, time and verification in the result and at the end of the compile log."""
+    from ..convert.onnx_to_tflite import CONVERTER
+
+    v = conv.verification
+    res.timings["convert"] = conv.timings.get("total_s", 0.0)
+    res.metrics["conversion"] = {"converter": CONVERTER, "wall_s": conv.timings.get("total_s"), "tflite_ops": len(conv.ops),
+                                 "calibration": conv.calibration.get("source"),
+                                 "min_cosine_vs_onnx": None if v is None else v.min_cosine,
+                                 "max_abs_vs_onnx": None if v is None else v.max_abs}
+    if res.log_path:
+        with open(res.log_path, "a", encoding="utf-8") as f:
+            f.write(f"\n[npufit] input converted by {CONVERTER}: {conv.summary()}\n[npufit] sidecar: {conv.sidecar}\n")
+
+
+def layer_lineage(layers, lineage: dict[str, list[str]] | None) -> dict[str, set[str]] | None:
+    """Vela names a layer by its output tensor, sometimes with a suffix of its own (split or fused ops):
+    exact converter lineage first, else the longest converter tensor name that prefixes the layer name."""
+    if not lineage:
+        return None
+    keys = sorted(lineage, key=len, reverse=True)
+    out = {}
+    for lay in layers:
+        key = lay.name if lay.name in lineage else next(
+            (k for k in keys if lay.name.startswith(k) and not lay.name[len(k)].isalnum()), None)
+        if key is not None and lineage[key]:
+            out[lay.name] = set(lineage[key])
+    return out
+

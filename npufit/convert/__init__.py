@@ -1,13 +1,27 @@
-"""Model conversion for compilers that do not take ONNX. `tflite_writer.TFLiteBuilder` writes int8 TFLite
-flatbuffers (verified against the LiteRT interpreter in tests/test_convert_tflite_writer.py).
+"""Model conversion for compilers that do not take ONNX.
 
-ONNX -> fully int8 TFLite (for Vela) is NOT built yet: onnx_to_int8_tflite raises a clear error naming the
-converters measured in issue 7 (litert-torch + ai-edge-quantizer: 23/26 models; onnx2tf: 13/26)."""
+`tflite_writer.TFLiteBuilder` writes TFLite flatbuffers; `onnx_to_tflite.convert` turns a float (or QDQ) ONNX
+model into a fully int8 TFLite file for Arm Vela; `verify.verify_tflite` holds a TFLite file against ONNX
+Runtime with the LiteRT interpreter. Heavy imports happen inside the functions."""
 from __future__ import annotations
 
-from ..errors import NpufitError
+
+def convert(model, out_path, calibration=None, input_shapes=None, **kw):
+    from .onnx_to_tflite import convert as _convert
+
+    return _convert(model, out_path, calibration=calibration, input_shapes=input_shapes, **kw)
 
 
-def onnx_to_int8_tflite(model, out_path, calibration=None, input_shapes=None):
-    raise NpufitError(f"{getattr(model, 'name', model)}: Vela takes a fully int8 .tflite and npufit cannot convert ONNX yet; "
-                      "export one with litert-torch + ai-edge-quantizer (from the PyTorch module) and pass that file")
+def onnx_to_int8_tflite(model, out_path, calibration=None, input_shapes=None, **kw):
+    from .onnx_to_tflite import onnx_to_int8_tflite as _conv
+
+    return _conv(model, out_path, calibration=calibration, input_shapes=input_shapes, **kw)
+
+
+def verify_tflite(tflite_path, onnx_path, samples=4, **kw):
+    from .verify import verify_tflite as _verify
+
+    return _verify(tflite_path, onnx_path, samples, **kw)
+
+
+__all__ = ["convert", "onnx_to_int8_tflite", "verify_tflite"]

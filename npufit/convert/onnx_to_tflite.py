@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import NpufitError
+from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
 from . import ops_nn as nn
 from . import ops_tensor as ts
@@ -53,6 +53,7 @@ class ConversionResult:
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     verification: Any = None  # verify.Verification, when verified
+    qdq_twin: Path | None = None
 
     @property
     def op_counts(self) -> dict[str, int]:
@@ -68,7 +69,7 @@ class ConversionResult:
         from .. import __version__
 
         return {"schema": SCHEMA, "npufit_version": __version__, "converter": CONVERTER, "source": self.source,
-                "tflite": str(self.path), "io": self.io, "calibration": self.calibration, "timings": self.timings,
+                "tflite": str(self.path), "qdq_twin": None if self.qdq_twin is None else str(self.qdq_twin), "io": self.io, "calibration": self.calibration, "timings": self.timings,
                 "op_counts": self.op_counts, "notes": self.notes,
                 "verification": None if self.verification is None else self.verification.to_dict(),
                 "ops": self.ops, "lineage": self.lineage}
@@ -112,12 +113,13 @@ def _unsupported_message(bad: dict[str, list[str]]) -> str:
 
 def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: str | None = None,
             input_shapes: dict[str, tuple[int, ...]] | None = None, samples: int = 8, seed: int = 0,
-            verify: int | None = 4) -> ConversionResult:
+            verify: int | None = 4, qdq_twin: bool = False) -> ConversionResult:
     """Convert `model` into a fully int8 TFLite file at `out_path` (+ `<stem>.json` sidecar); the model is only read.
 
     calibration: None / 'random' (seeded N(0,1), `samples` of them), an .npz/.npy file or a folder of images
     (npufit.quantize.calibration readers). verify: number of seeded random samples to compare the TFLite
-    (LiteRT interpreter) with ONNX Runtime on, or None to skip."""
+    (LiteRT interpreter) with ONNX Runtime on, or None to skip. qdq_twin: also write `<stem>_qdq.onnx`, the
+    source graph with the converter's int8 parameters as Q/DQ pairs (what `--compare-prediction` checks)."""
     from ..quantize.calibration import input_specs, load_calibration
     from .lower import Lowering
     from .onnx_prep import prepare
@@ -130,7 +132,7 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     prep = prepare(src, input_shapes)
     bad = unsupported_nodes(prep.graph)
     if bad:
-        raise NpufitError(_unsupported_message(bad))
+        raise UnsupportedModelError(_unsupported_message(bad))
     work = _work_nodes(prep.graph)
     cal = load_calibration(calibration or "random", input_specs(prep.model), count=samples, seed=seed,
                            input_shapes=input_shapes)
@@ -173,12 +175,17 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
                            calibration={**cal.describe(), "samples_used": n}, notes=list(prep.notes) + list(cal.warnings),
                            timings={"prepare_s": round(t1 - t0, 4), "calibrate_s": round(t2 - t1, 4),
                                     "lower_s": round(t3 - t2, 4), "total_s": round(time.perf_counter() - t0, 4)})
+    if qdq_twin:
+        from .qdq_twin import write_qdq_twin
+
+        res.qdq_twin = write_qdq_twin(L, work, out.with_name(out.stem + "_qdq.onnx"))
     if verify:
         from .verify import verify_tflite
 
         tv = time.perf_counter()
         res.verification = verify_tflite(out, src, samples=verify, input_shapes=input_shapes, seed=seed + 1000, io=res.io)
         res.timings["verify_s"] = round(time.perf_counter() - tv, 4)
+        res.notes.extend(res.verification.notes)
     atomic_write_json(res.sidecar, res.to_dict())
     return res
 

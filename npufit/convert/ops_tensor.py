@@ -134,10 +134,15 @@ def transpose(L: Lowering, node: NodeView) -> None:
     if tfl_perm == list(range(rank)):  # e.g. NCHW->NHWC of an NHWC-stored tensor: nothing to move
         L.tensors[out] = TT(x.index, x.name, x.shape, x.q, "plain")
         return
-    if rank == 4 and [tfl_perm[p] for p in TO_NHWC] == [0, 1, 2, 3]:  # result is NCHW of the stored data
+    nhwc_perm = [tfl_perm[p] for p in TO_NHWC] if rank == 4 else None
+    if nhwc_perm == [0, 1, 2, 3]:  # result is NCHW of the stored data
         L.tensors[out] = TT(x.index, x.name, x.shape, x.q, "nhwc")
         return
-    y = L.output(out, "plain", q=x.q)
+    if nhwc_perm is not None and x.layout == "nhwc":  # stay NHWC: spatial consumers need no second TRANSPOSE
+        layout, tfl_perm = "nhwc", nhwc_perm
+    else:
+        layout = "plain"
+    y = L.output(out, layout, q=x.q)
     if memory_trivial(x.shape, tfl_perm):
         L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
     else:

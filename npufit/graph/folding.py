@@ -71,7 +71,7 @@ def _evaluate(node: NodeView, opsets: Mapping[str, int]) -> None:
         if name and isinstance(val, np.ndarray) and val.size <= MAX_EVAL_ELEMS:
             t = node.graph.tensor(name)
             t.value = val
-            if t.shape is None:
+            if t.shape is None or not t.is_static:  # the value's shape beats inference's 'unk__N' dims
                 t.shape = tuple(int(d) for d in val.shape)
             t.dtype = t.dtype or val.dtype.name
 

@@ -219,19 +219,36 @@ def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], wa
     from .folding import fold_constants  # late import: folding needs the Graph type
 
     fold_constants(graph, opsets)
-    _refine_shapes(model, graph, warnings)
+    # A refined shape can make a Shape node static, whose folded value refines further shapes
+    # (RT-DETR: ConstantOfShape -> Expand -> ... -> Shape -> Slice -> Concat); a few rounds reach the fixpoint.
+    for _ in range(MAX_REFINE_ROUNDS):
+        if not _refine_shapes(model, graph, warnings):
+            break
+        fold_constants(graph, opsets)
     return graph
 
 
-def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) -> None:
-    """Second inference pass with folded values as initializers.
+MAX_REFINE_ROUNDS = 3
+
+
+def _unknown_dims(shape: tuple | None) -> int:
+    """Dims inference could not name: None, or onnx's generated 'unk__N' symbols (not a user's 'batch')."""
+    if shape is None:
+        return 1 << 30
+    return sum(1 for d in shape if d is None or (isinstance(d, str) and d.startswith("unk__")))
+
+
+def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) -> bool:
+    """Second inference pass with folded values as initializers; True when some shape became better known.
 
     onnx's data propagation stops at many shape-arithmetic chains (Shape->Gather->Concat->Reshape as
-    torch exports flatten/view), leaving downstream shapes unknown. We already computed those values.
+    torch exports flatten/view; ConstantOfShape->Expand), leaving downstream shapes unknown or with
+    'unk__N' dims. We already computed those values.
     """
-    unknown = [t for n in graph.top_nodes if n.name not in graph.folded for t in n.outputs if t and graph.tensor(t).shape is None]
+    unknown = [t for n in graph.top_nodes if n.name not in graph.folded for t in n.outputs
+               if t and _unknown_dims(graph.tensor(t).shape)]
     if not unknown or not graph.folded:
-        return
+        return False
     m = onnx.ModelProto()
     m.CopyFrom(model) if not _has_big_embedded(model) else m.CopyFrom(_without_big_data(model))
     g = m.graph
@@ -245,7 +262,7 @@ def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) ->
             continue
         keep.append(node)
     if not consts:
-        return
+        return False
     del g.node[:]
     g.node.extend(keep)
     del g.value_info[:]
@@ -253,12 +270,18 @@ def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) ->
     try:
         inferred = onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
     except Exception:
-        return
+        return False
+    changed = False
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
         t = graph.tensors.get(vi.name)
-        if t is not None and t.shape is None:
-            t.shape = _shape_of(vi.type)
-            t.dtype = t.dtype or np_dtype_name(_elem_type(vi.type))
+        if t is None or t.value is not None:
+            continue
+        new = _shape_of(vi.type)
+        if new is not None and _unknown_dims(new) < _unknown_dims(t.shape):
+            t.shape = new
+            changed = True
+        t.dtype = t.dtype or np_dtype_name(_elem_type(vi.type))
+    return changed
 
 
 def _has_big_embedded(model: onnx.ModelProto) -> bool:

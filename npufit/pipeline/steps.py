@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ..errors import NpufitError
+from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
 from .runner import Outcome, Reject, Skip, StepContext
 
@@ -205,12 +205,16 @@ def run_compile(ctx: StepContext) -> Outcome:
     if not state.get("available"):
         raise Skip(f"{state.get('name', 'compiler')} not installed ({state.get('install') or state.get('detail') or 'see npufit doctor'})")
     s, model = ctx.settings, ctx.model_input()
-    calib = ctx.input("train", "calibration_npy")  # one .npy per sample: what every compiler here reads
+    # RKNN reads a folder of .npy samples; the ONNX -> int8 TFLite converter before Vela reads the .npz stack
+    calib = ctx.input("train", "calibration_npy" if ctx.cell.target.startswith(("rk", "rv")) else "calibration")
     plan = ctx.input("split", "plan")
     with measure() as usage:
-        result = call(compile_model, str(model), ctx.cell.target, out_dir=str(ctx.folder / "out"), quantize=True,
-                      calibration=str(calib) if calib else None, plan=str(plan / "plan.json") if plan and (plan / "plan.json").exists() else None,
-                      extra=s["options"])
+        try:
+            result = call(compile_model, str(model), ctx.cell.target, out_dir=str(ctx.folder / "out"), quantize=True,
+                          calibration=str(calib) if calib else None, plan=str(plan / "plan.json") if plan and (plan / "plan.json").exists() else None,
+                          extra=s["options"])
+        except UnsupportedModelError as e:  # the toolchain cannot take this model: a finding, not a tool failure
+            raise Reject(f"rejected by the {ctx.cell.target} toolchain: {e.message}") from None
     d = save_result(result, ctx.folder / "compile.json")
     if not d.get("ok", True):
         raise NpufitError(f"{d.get('compiler', 'compiler')} failed: {d.get('error') or 'see ' + str(ctx.folder / 'compile.json')}")
@@ -250,11 +254,13 @@ def run_bench(ctx: StepContext) -> Outcome:
 
 
 def run_report(ctx: StepContext) -> Outcome:
+    import os
+
     from ..report.html import build_report
 
-    name = ctx.settings["output"]
-    path = build_report(ctx.config.output_dir, ctx.folder / name)
-    return Outcome({"html": name}, {"bytes": path.stat().st_size}, f"wrote {path}")
+    # at the top of the results folder, where people look for it (`npufit report` writes the same file)
+    path = build_report(ctx.config.output_dir, ctx.config.output_dir / ctx.settings["output"])
+    return Outcome({"html": os.path.relpath(path, ctx.folder)}, {"bytes": path.stat().st_size}, f"wrote {path}")
 
 
 def _scalars(d: dict, prefix: str = "", depth: int = 0) -> dict[str, Any]:
@@ -271,7 +277,7 @@ def _scalars(d: dict, prefix: str = "", depth: int = 0) -> dict[str, Any]:
 
 
 # bumped when a step's outputs change meaning or format, so results recorded by older code are not reused
-STEP_REVISION = {"train": 2, "export": 1, "check": 1, "fix": 1, "split": 1, "quantize": 1, "compile": 1, "bench": 1, "report": 1}
+STEP_REVISION = {"train": 2, "export": 1, "check": 1, "fix": 1, "split": 1, "quantize": 1, "compile": 2, "bench": 1, "report": 2}
 
 STEP_FUNCTIONS = {"train": run_train, "export": run_export, "check": run_check, "fix": run_fix, "split": run_split,
                   "quantize": run_quantize, "compile": run_compile, "bench": run_bench, "report": run_report}

@@ -115,6 +115,7 @@ def _execute(tasks, jobs, timeout, results):
                         w.task = None
                         yield idx
                     else:  # worker died or could not start
+                        w.proc.join(timeout=5)  # reap it, so the exit code is known
                         code = w.proc.exitcode
                         why = payload if kind == "fatal" else f"worker process died (exit code {code})"
                         if w.task is not None:

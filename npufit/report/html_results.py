@@ -101,8 +101,8 @@ def _placement_matrix(r: Results) -> str:
             sp = r.cell(f"split/{mo['name']}/{t}")
             co = r.cell(f"compile/{mo['name']}/{t}")
             rows.append([f'<a href="#m-{esc(mo["name"])}-{esc(t)}">{esc(mo["name"])}</a>', esc(t), cov, parts,
-                         _status(sp) + (f' <span class="note">{esc(sp.get("message", ""))[:140]}</span>' if sp else ""),
-                         _status(co) + (f' <span class="note">{esc(co.get("message", ""))[:100]}</span>' if co else "")])
+                         _status(sp) + (f' <span class="note">{esc(sp.get("message", "")[:140])}</span>' if sp else ""),
+                         _status(co) + (f' <span class="note">{esc(co.get("message", "")[:100])}</span>' if co else "")])
     return ('<section id="placement"><h2>Placement: model × target</h2>'
             + table(["model", "target", "on the NPU", "NPU / host partitions", "split", "compile"], rows) + "</section>")
 

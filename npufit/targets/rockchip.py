@@ -6,6 +6,8 @@ Every limit is its own rule (`rk3588.<op>.<what>`) so a measured correction touc
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, patterns, tflite_map as tm
@@ -27,7 +29,6 @@ LIMITS = {
     "conv_kernel": 31, "dw_kernel": 8, "conv_stride": 7, "conv_pad": 15, "conv_dilation": 31, "dilated_max_width": 16383,
     "tconv_strides": common.Choices((1, 2, 4, 8)),
     "pool_kernel": 7, "pool_stride": 8, "pool_pad": 7, "pool_dim": 8192,
-    "global_pool_hw": 7,
     "resize_scales": common.Choices((2, 3, 4, 5, 6, 7, 8)),
     "resize_linear_modes": common.Choices(("half_pixel", "pytorch_half_pixel", "align_corners")),
     "softmax_axes": common.Choices((1, 3)),
@@ -37,6 +38,7 @@ LIMITS = {
     "transpose_p": 8192, "transpose_q": 2048,
     "reflect_pad_ch": 8192, "reflect_pad_w": 8176,
     "axes_max": 3,
+    "output_align": 8,  # RKNN-C, float16 builds
     # the RKNN runtime converts layout (NC1HWC2 <-> NCHW) and dtype when a tensor crosses to a CPU op (INF)
     "boundary_layout": "NC1HWC2",
 }
@@ -52,8 +54,35 @@ def _fmt(v):
 
 # -- graph rules ---------------------------------------------------------------------------------
 
+def _noop_expand(node) -> bool:
+    """An Expand whose broadcast leaves its input shape unchanged: rknn.build deletes it
+    ('remove_invalid_expand', RKNN-C: RT-DETR's int64 Expand of the TopK indices to [1, 1, 1])."""
+    if node.op_type != "Expand":
+        return False
+    x, shape = node.input_shape(0), common.const_ints(node, 1)
+    if not x or shape is None or not all(isinstance(d, int) for d in x):
+        return False
+    try:
+        return tuple(np.broadcast_shapes(tuple(x), tuple(shape))) == tuple(x)
+    except ValueError:
+        return False
+
+
+def _mul_add_to_bn(node) -> bool:
+    """x * c followed by + c2 / - c2 (constants): rknn.build turns the pair into one BatchNormalization and
+    reshapes it to 4-D ('replace_mul_add_by_bn', RKNN-C: RT-DETR's 6-D sampling-grid 2*x-1 ran on the NPU)."""
+    if node.op_type != "Mul" or len(common.activation_inputs(node)) != 1:
+        return False
+    outs = [c for o in node.outputs if o for c in node.graph.consumers(o)]
+    return len(outs) == 1 and outs[0].op_type in ("Add", "Sub") and len(common.activation_inputs(outs[0])) == 1
+
+
 def _dtype(node, lim):
-    d = quant.exec_dtype(node)
+    if _noop_expand(node):
+        return None
+    # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
+    # Where ran on the NPU with a bool condition)
+    d = node.output_dtype(0) if node.op_type == "Where" else quant.exec_dtype(node)
     return None if d is None or d in lim["dtypes"] or node.op_type in ("Cast", "Shape") else f"computes in {d}"
 
 
@@ -62,10 +91,27 @@ RANK_FREE = {"Reshape", "Unsqueeze", "Squeeze", "Transpose", "Gather", "Concat",
 
 
 def _rank(node, lim):
-    if node.op_type in RANK_FREE:
+    if node.op_type in RANK_FREE or _noop_expand(node) or _mul_add_to_bn(node):
         return None
     r = max(common.ranks(node), default=0)
     return f"rank {r}" if r > lim["max_rank"] else None
+
+
+OUTPUT_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Gather"}
+
+
+def _output_layout(node, lim):
+    """The last reshape before a model output of rank != 4 runs on the CPU when its innermost dimension is not a
+    multiple of 8 (RKNN-C: MobileNetV2/BERT/LSTM's logits reshape, RT-DETR's final Gather-as-reshape,
+    and test builds: Flatten to [1, 12] ran on the CPU, to [1, 16] and [1, 24] on the NPU)."""
+    if node.op_type not in OUTPUT_RESHAPES or not common.graph_output(node):
+        return None
+    if node.op_type == "Gather" and not common.is_size1_reshape(node):
+        return None  # a real gather becomes a Slice/Gather layer, not the output reshape
+    y = node.output_shape(0)
+    if not y or len(y) == 4 or not isinstance(y[-1], int) or y[-1] % lim["output_align"] == 0:
+        return None
+    return f"output {list(y)}: innermost dimension {y[-1]} is not a multiple of {lim['output_align']}"
 
 
 GRAPH_RULES = (
@@ -73,6 +119,9 @@ GRAPH_RULES = (
        ("keep integer index math out of the network body",)),
     _r("rank", "NPU tensors are 4-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU", _rank,
        ("reshape to 4-D or fewer",), "INF"),
+    _r("output_layout", "a reshape that produces a non-4-D model output runs on the CPU unless its innermost dimension is a "
+       "multiple of {output_align} (the NPU writes outputs in {output_align}-element float16 blocks)", _output_layout,
+       ("pad the last output dimension to a multiple of 8, or return the 4-D tensor and reshape on the host",), "RKNN-C"),
 )
 
 
@@ -151,13 +200,6 @@ def _pool_ceil(node, lim):
         return "ceil_mode=1"
     if node.attr("auto_pad", "NOTSET") != "NOTSET":
         return f"auto_pad={node.attr('auto_pad')}"
-    return None
-
-
-def _global_pool(node, lim):
-    x = node.input_shape(0)
-    if x and len(x) == 4 and all(isinstance(v, int) for v in x[2:]) and max(x[2:]) > lim["global_pool_hw"]:
-        return f"input {x[2]}x{x[3]}"
     return None
 
 
@@ -285,10 +327,10 @@ def _ops() -> dict[str, OpSupport]:
     ceil = _r("pool.ceil_mode", "pooling supports only ceil_mode=0 and auto_pad=NOTSET", _pool_ceil, ("export with ceil_mode=False and explicit pads",))
     add("MaxPool", rules=(pool, ceil))
     add("AveragePool", rules=(pool, ceil))
-    gp = _r("global_pool.size", "global pooling on the NPU takes inputs up to {global_pool_hw}x{global_pool_hw}", _global_pool,
-            ("pool down to 7x7 first",))
-    add("GlobalAveragePool", rules=(gp,))
-    add("GlobalMaxPool", rules=(gp,))
+    # RKNN-C: the R-PDF 7x7 limit is the native op's; rknn.build splits larger global pooling into a chain of NPU
+    # convs ('_2conv0..2', average) or pooling tiles ('_tile0..2', max): 20x20, 64x64, 160x160 and TCN's 1x32 all ran on the NPU
+    add("GlobalAveragePool", src="RKNN-C", note="any size: rknn.build splits it into NPU convs")
+    add("GlobalMaxPool", src="RKNN-C", note="any size: rknn.build splits it into NPU pooling tiles")
     for op in ("Add", "Sub", "Mul", "Max", "Min", "Sigmoid", "Tanh", "Relu", "Clip", "PRelu", "LeakyRelu", "HardSigmoid", "HardSwish",
                "Elu", "Softplus", "BatchNormalization", "Where", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Tile", "Expand", "Gemm",
                "LayerNormalization", "Identity"):
@@ -323,6 +365,8 @@ def _ops() -> dict[str, OpSupport]:
         "InstanceNormalization": "R-PDF", "LpNormalization": "R-PDF", "LRN": "R-PDF", "ReduceMax": "R-PDF",
         "ReduceMin": "R-PDF", "ReduceL2": "R-PDF", "ArgMax": "R-PDF", "ArgMin": "R-PDF", "TopK": "R-PDF",
         "Cast": "R-PDF", "DepthToSpace": "R-PDF", "SpaceToDepth": "R-PDF",
+        # RKNN-C: rknn-toolkit2 2.5.0 converts these and runs them as CPU layers (RT-DETR's GridSample, BERT's IsNaN)
+        "GridSample": "RKNN-C", "IsNaN": "RKNN-C",
     }
     fixes = {"ReduceMean": ("mean_to_global_pool", "reduce_keepdims"), "Mod": ("mod_decompose",), "TopK": ("topk1_to_argmax",)}
     for op in ("ReduceMean", "ReduceSum"):  # RKNN-C: rewritten to NPU convs by rknn.build
@@ -330,7 +374,7 @@ def _ops() -> dict[str, OpSupport]:
     for op, src in cpu_ops.items():
         add(op, CPU, reason=f"{op} is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel", src=src,
             fix_rules=fixes.get(op, ()), fix=("the rewrite moves it to an NPU op" ,) if op in fixes else ())
-    for op in ("GatherND", "ScatterElements", "GroupNormalization", "RNN", "GridSample", "Einsum", "NonMaxSuppression", "NonZero",
+    for op in ("GatherND", "ScatterElements", "GroupNormalization", "RNN", "Einsum", "NonMaxSuppression", "NonZero",
                "CumSum", "Range", "Reciprocal", "Neg", "Abs", "Ceil", "Sign", "Selu", "Trilu", "Unique", "Loop", "Scan", "DeformConv", "If", "EyeLike"):
         add(op, UNSUP, reason=f"{op} is not supported by the RKNN-Toolkit2 converter: conversion fails", src="R-OP",
             fix=("cut the model before this op (npufit split) or rewrite it",))

@@ -25,20 +25,26 @@ def build(kind: str, features: int = 4, hidden: int = 32, seq_len: int = 32, hor
             return self.head(y[:, -1, :])
 
     class TCNRegressor(nn.Module):
-        """Dilated causal Conv2d stack over [N, C, 1, T] (Conv2d with (1,k) kernels: NPU-friendly)."""
+        """Dilated causal convolutions over time, 4-D all the way (NPU-friendly, seed 000's advice).
+
+        [N, T, F] is reshaped (not transposed) to [N, 1, T, F]: adding a size-1 axis is a free reshape on
+        every target, while a rank-3 transpose is a shuffle layer Hailo's parser rejects. The first conv
+        mixes all features with a (3, F) kernel; the rest are (3, 1) kernels dilated along time.
+        """
 
         def __init__(self):
             super().__init__()
-            blocks, ch = [], features
+            blocks, ch = [], 1
             for i, d in enumerate((1, 2, 4)):
-                blocks += [nn.ZeroPad2d((2 * d, 0, 0, 0)), nn.Conv2d(ch, hidden, (1, 3), dilation=(1, d)), nn.ReLU()]
+                kw = features if i == 0 else 1
+                blocks += [nn.ZeroPad2d((0, 0, 2 * d, 0)), nn.Conv2d(ch, hidden, (3, kw), dilation=(d, 1)), nn.ReLU()]
                 ch = hidden
             self.body = nn.Sequential(*blocks)
             self.pool = nn.AdaptiveAvgPool2d((1, 1))
             self.head = nn.Linear(hidden, horizon)
 
         def forward(self, x):
-            x = x.transpose(1, 2).unsqueeze(2)  # [N, T, F] -> [N, F, 1, T]
+            x = x.reshape(x.shape[0], 1, seq_len, features)  # [N, T, F] -> [N, 1, T, F]
             y = self.pool(self.body(x)).flatten(1)
             return self.head(y)
 

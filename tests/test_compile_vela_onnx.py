@@ -1,0 +1,79 @@
+"""`npufit compile MODEL.onnx --target ethos-u55-256`: npufit's int8 converter, then the real Vela, placement
+mapped back to ONNX node names, prediction compared."""
+import hashlib
+import json
+
+import pytest
+
+from npufit.compilers.vela import vela_version
+
+pytest.importorskip("ai_edge_litert.interpreter", reason="ai-edge-litert is not installed (pip install 'ai-edge-litert>=2.3')")
+torch = pytest.importorskip("torch", reason="test models are exported from torch")
+pytestmark = pytest.mark.skipif(vela_version() is None, reason="Vela is not installed (pip install 'ethos-u-vela==5.2.0')")
+
+
+@pytest.mark.parametrize("act", ["relu", "leakyrelu"])
+def test_cli_compile_detector_onnx_fully_npu(tmp_path, capsys, act):
+    from npufit.cli import main
+    from npufit.zoo.detector import export
+
+    src = tmp_path / "det.onnx"
+    export(act, src, opset=13)
+    before = hashlib.sha256(src.read_bytes()).hexdigest()
+    rc = main(["compile", str(src), "--target", "ethos-u55-256", "--compare-prediction", "--format", "json",
+               "--out-dir", str(tmp_path / "out")])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["ok"], d.get("error")
+    assert hashlib.sha256(src.read_bytes()).hexdigest() == before
+    assert d["metrics"]["cpu_operators"] == 0 and d["metrics"]["npu_operators"] > 0
+    conv = d["metrics"]["conversion"]
+    assert conv["converter"] == "npufit.convert.onnx_to_tflite" and conv["min_cosine_vs_onnx"] >= 0.99
+    assert "convert" in d["timings"] and d["outputs"]["int8_tflite"].endswith("_int8.tflite")
+    by = {p["node"]: p for p in d["placement"]}
+    assert by["/stem/stem.0/Conv"]["device"] == "npu" and by["/head_small/Conv"]["layers"] == ["p3"]
+    assert all(p["device"] in ("npu", "folded") for p in d["placement"])
+    if act == "leakyrelu":  # Vela runs LEAKY_RELU on U55; npufit's prediction (on the int8 twin) agrees
+        assert by["/stem/stem.2/LeakyRelu"]["device"] == "npu"
+    sc = d["comparison"]["scores"]
+    assert sc["fp"] == 0 and sc["fn"] == 0 and sc["tn"] >= 16
+    assert "npufit.convert.onnx_to_tflite" in open(d["log_path"]).read()
+
+
+def test_vela_cpu_op_is_reported_on_the_onnx_node(tmp_path):
+    from npufit.compilers import compile_model
+    from npufit.zoo.export import export_onnx
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 4, 1)
+            self.pool = torch.nn.AvgPool2d(9, 1, 4, count_include_pad=False)  # SAME 9x9: Vela's limit is 8
+
+        def forward(self, x):
+            return self.c2(self.pool(torch.relu(self.c1(x))))
+
+    torch.manual_seed(0)
+    src = tmp_path / "ap.onnx"
+    export_onnx(M(), torch.randn(1, 3, 16, 16), src, 13, ["x"], ["y"])
+    r = compile_model(src, "ethos-u55-256", compare_prediction=True, out_dir=tmp_path / "out")
+    by = {p.node: p for p in r.placement}
+    assert by["/pool/AveragePool"].device == "cpu" and "kernel width: 9 out of range" in by["/pool/AveragePool"].reason
+    assert by["/c1/Conv"].device == "npu" and by["/c2/Conv"].device == "npu"
+    assert r.comparison.scores()["tp"] == 1 and r.comparison.recall == 1.0
+
+
+def test_unconvertible_onnx_is_one_line_cli_error(tmp_path, capsys):
+    from onnx import TensorProto, helper
+
+    from npufit.cli import main
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Erf", ["a"], ["y"], name="the_erf")],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    src = tmp_path / "erf.onnx"
+    src.write_bytes(m.SerializeToString())
+    rc = main(["compile", str(src), "--target", "ethos-u55-256", "--out-dir", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "Erf ('the_erf')" in err and len(err.splitlines()) == 1
