@@ -88,3 +88,16 @@ def test_fully_supported_model_is_one_partition(tmp_path):
     onnx.save_model(model(nodes, [vi("x", [1, 3, 8, 8])], [vi("y", [1, 4, 6, 6])], [conv_weight("w", 4, 3)]), str(p))
     rep = check(p, "hailo8")
     assert rep.fully_npu and len(rep.partitions) == 1 and rep.prefix["covers_whole_model"]
+
+
+def test_assume_int8_predicts_the_converted_model(tmp_path):
+    """A float model on an int8-only target: off the NPU as is, on it once judged as its int8 conversion."""
+    pytest.importorskip("torch")
+    from npufit.zoo import detector
+
+    p = tmp_path / "det.onnx"
+    detector.export("leakyrelu", p)
+    as_is = check(p, "ethos-u55-256")
+    assert as_is.counts["npu"] == 0 and any("--assume-int8" in w for w in as_is.warnings)
+    predicted = check(p, "ethos-u55-256", assume_int8=True)
+    assert predicted.fully_npu and predicted.counts["npu"] == as_is.counts["cpu"]

@@ -31,8 +31,6 @@ CASES = [  # (rule id, passing, failing, words, failing verdict)
      float_op("MaxPool", [1, 8, 16, 16], [1, 8, 2, 2], dict(kernel_shape=[8, 8], strides=[8, 8])), "pooling: kernel ≤ 7", "cpu"),
     ("pool.ceil_mode", float_op("MaxPool", [1, 8, 16, 16], [1, 8, 8, 8], dict(kernel_shape=[2, 2], strides=[2, 2])),
      float_op("MaxPool", [1, 8, 15, 15], [1, 8, 8, 8], dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)), "only ceil_mode=0", "cpu"),
-    ("global_pool.size", float_op("GlobalAveragePool", [1, 8, 7, 7], [1, 8, 1, 1]), float_op("GlobalAveragePool", [1, 8, 20, 20], [1, 8, 1, 1]),
-     "global pooling on the NPU takes inputs up to 7x7", "cpu"),
     ("resize.config", float_op("Resize", [1, 8, 4, 4], [1, 8, 8, 8], dict(mode="nearest"), inits=[c("roi", np.zeros(0, np.float32)), c("sc", np.array([1, 1, 2, 2], np.float32))]),
      float_op("Resize", [1, 8, 4, 4], [1, 8, 6, 6], dict(mode="nearest"), inits=[c("roi", np.zeros(0, np.float32)), c("sc", np.array([1, 1, 1.5, 1.5], np.float32))]),
      "integer H/W scale factors 2..8", "cpu"),
@@ -68,6 +66,13 @@ def test_cpu_kernels_and_converter_rejections():
     assert v == "unsupported" and "not supported by the RKNN-Toolkit2 converter" in reasons[f"{T}.op.GatherND"]
     v, reasons = judge(float_op("Xyz", [1, 8], [1, 8]), T)
     assert v == "unsupported" and "not in RKNN-Toolkit2's ONNX operator list" in reasons[f"{T}.op.unknown"]
+
+
+def test_global_pooling_of_any_size_runs_on_npu():
+    # Expectation changed (was: > 7x7 -> cpu, rule rk3588.global_pool.size from the R-PDF): RKNN-Toolkit2 2.5.0
+    # split 20x20, 64x64 and 160x160 global average/max pooling into NPU conv/pool tiles (RKNN-C, simulator cosine 1.0).
+    for op in ("GlobalAveragePool", "GlobalMaxPool"):
+        assert judge(float_op(op, [1, 8, 64, 64], [1, 8, 1, 1]), T) == ("npu", {})
 
 
 def test_silu_is_fused():

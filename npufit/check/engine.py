@@ -14,9 +14,16 @@ from .result import CheckReport, NodeResult, Reason
 CONTROL_FLOW = {"If", "Loop", "Scan"}
 
 
-def check(model: str | os.PathLike | Graph, target: str | Profile = "hailo8", input_shapes=None) -> CheckReport:
-    """Judge every node of `model` against `target`. The model file is only read."""
+def check(model: str | os.PathLike | Graph, target: str | Profile = "hailo8", input_shapes=None,
+          assume_int8: bool = False) -> CheckReport:
+    """Judge every node of `model` against `target`. The model file is only read.
+
+    assume_int8: judge float activations as the int8 tensors a converter would produce (for int8-only
+    targets such as Ethos-N/U, before the model is quantized).
+    """
     graph = model if isinstance(model, Graph) else load(model, input_shapes)
+    if assume_int8:
+        graph.meta["assume_int8"] = True
     profile = target if isinstance(target, Profile) else get_profile(target)
     return check_graph(graph, profile)
 
@@ -48,6 +55,12 @@ def check_graph(graph: Graph, profile: Profile) -> CheckReport:
         "covers_whole_model": len(prefix["nodes"]) == len(device_of),
     }
     warnings = list(graph.warnings)
+    if graph.meta.get("assume_int8"):
+        warnings.append("--assume-int8: float activations were judged as the int8 tensors a converter would produce "
+                        "(quantize with `npufit quantize`, or let `npufit compile` convert it, to check the real thing)")
+    elif profile.limits.get("int8_only") is not False and _float_model_on_int8_target(graph, report_profile=profile):
+        warnings.append(f"this is a float model and {profile.name} runs int8 only: float ops are judged off the NPU; "
+                        "pass --assume-int8 to predict the int8 model a converter would produce")
     if graph.format == "onnx" and profile.input_formats and "onnx" not in profile.input_formats:
         warnings.append(f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces")
     report = CheckReport(
@@ -63,6 +76,15 @@ def check_graph(graph: Graph, profile: Profile) -> CheckReport:
 
     attach_ledger(report, graph, profile)
     return report
+
+
+def _float_model_on_int8_target(graph: Graph, report_profile: Profile) -> bool:
+    """True when the profile rejects float feature maps and the model has no quantization at all."""
+    ids = {r.id for r in report_profile.graph_rules}
+    needs_int = any(i.endswith((".fmap.dtype", ".dtype")) for i in ids)
+    quantized = any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or n.op_type.startswith("QLinear")
+                    for n in graph.nodes) or any(t.quant is not None for t in graph.inputs)
+    return needs_int and not quantized and any(t.dtype in ("float32", "float16") for t in graph.inputs)
 
 
 def _model_info(graph: Graph) -> dict:

@@ -17,6 +17,8 @@ def register(sub) -> None:
     add_format_option(p, choices=("table", "json", "markdown", "html"))
     add_input_shape_option(p)
     p.add_argument("--all-nodes", action="store_true", help="list every node in table/markdown output, not only the failing ones")
+    p.add_argument("--assume-int8", action="store_true",
+                   help="judge a float model as the int8 model a converter would produce (for int8-only targets: Ethos-N/U)")
     p.add_argument("--fail-under", type=float, metavar="PCT",
                    help="exit 1 when NPU coverage (by nodes) is below PCT, for CI gates")
     p.set_defaults(func=run)
@@ -29,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
     targets = resolve_targets(args.target)
     graph = load(args.model, parse_input_shapes(args.input_shape))
+    if args.assume_int8:
+        graph.meta["assume_int8"] = True
     if len(targets) > 1:
         from ..check.grid import check_grid  # multi-target grid (targets work)
 

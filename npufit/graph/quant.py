@@ -85,11 +85,21 @@ def is_quantized(graph: Graph) -> bool:
 
 
 def _compute_dtype(node: NodeView) -> str | None:
-    """dtype of the first non-constant input (the activation), else of the first output."""
+    """dtype of the first non-constant input (the activation), else of the first output.
+
+    With `check --assume-int8` (graph.meta["assume_int8"]) a float activation is reported as int8: the
+    verdict is then the one for the int8 model a converter would produce from this float graph.
+    """
+    d = None
     for i, name in enumerate(node.inputs):
         if name and not node.is_const(i):
-            return node.graph.tensor(name).dtype
-    return node.output_dtype(0)
+            d = node.graph.tensor(name).dtype
+            break
+    else:
+        d = node.output_dtype(0)
+    if d in FLOAT_DTYPES and node.graph.meta.get("assume_int8"):
+        return "int8"
+    return d
 
 
 def activation_inputs(node: NodeView) -> list[int]:
