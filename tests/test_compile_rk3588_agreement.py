@@ -128,6 +128,30 @@ def test_output_rule_needs_a_model_output_and_a_reshape():
     assert judge(m, T)[0] == "cpu"
 
 
+def test_noop_cast_is_removed_but_a_real_cast_is_a_cpu_kernel():
+    def cast(src, dst):
+        return model([helper.make_node("Cast", ["x"], ["y"], name="op", to=dst)], [vi("x", [1, 16], src)], [vi("y", [1, 16], dst)])
+
+    assert judge(cast(TensorProto.BOOL, TensorProto.BOOL), T)[0] == "npu"  # BERT's mask Cast: 'remove_invalid_cast'
+    v, reasons = judge(cast(TensorProto.INT64, TensorProto.BOOL), T)
+    assert v == "cpu" and "int64 → bool" in reasons[f"{T}.cast.cpu"]
+
+
+def test_nodes_the_log_says_were_removed_run_nowhere():
+    from npufit.compilers.rknn import parse_removed
+
+    log = ("D     remove_invalid_cast: remove node = ['cast2']\n"
+           "D     fuse_two_reshape: remove node = ['r1']\n"
+           "D     convert_flatten_to_reshape: remove node = ['flat'], add node = ['flat_2rs']\n")
+    assert parse_removed(log) == {"cast2": "remove_invalid_cast"}  # only 'remove_*' rules with no replacement
+    nodes = [helper.make_node("Cast", ["x"], ["c"], name="cast0", to=TensorProto.BOOL),
+             helper.make_node("Cast", ["c"], ["y"], name="cast2", to=TensorProto.BOOL)]
+    g = _graph(model(nodes, [vi("x", [1, 16], TensorProto.INT64)], [vi("y", [1, 16], TensorProto.BOOL)]))
+    placed = {p.node: p for p in resolve(g, [Layer("cast0", "Cast", "cpu")], removed=parse_removed(log))}
+    assert placed["cast2"].device == "folded" and "remove_invalid_cast" in placed["cast2"].reason
+    assert {p.node: p.device for p in resolve(g, [Layer("cast0", "Cast", "cpu")])}["cast2"] == "cpu"  # without the log: its neighbour's
+
+
 # -- mapping: a layer-less node joins the NPU layer that fused it, not a CPU neighbour --------------------
 
 def test_layerless_add_is_fused_into_npu_convadd_not_the_cpu_gather():

@@ -73,7 +73,8 @@ def _fused_into(n, neigh: list, out: Mapping[str, Placement], op_of: Mapping[str
 
 
 def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str]] | None = None,
-            compiler: str = "compiler") -> list[Placement]:
+            compiler: str = "compiler", removed: Mapping[str, str] | None = None) -> list[Placement]:
+    """removed: nodes the compiler's log says it deleted as no-ops (node -> rule); without a layer they run nowhere."""
     nodes = {n.name: n for n in graph.top_nodes}
     by_len = sorted(nodes, key=len, reverse=True)
     hits: dict[str, list[tuple[Layer, str]]] = {}
@@ -102,6 +103,9 @@ def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str
             reason = "; ".join(lay.reason or f"{compiler} placed {lay.op} layer '{lay.name}' on the CPU" for lay in cpu)
             out[n.name] = Placement(n.name, n.op_type, dev, reason, [lay.name for lay, _ in got],
                                     "direct" if hows == {"direct"} else "lineage")
+        elif removed and n.name in removed:
+            out[n.name] = Placement(n.name, n.op_type, "folded", f"removed by the {compiler}'s '{removed[n.name]}' rewrite (a no-op)",
+                                    how="absent")
         elif n.name in folded or all(graph.tensor(t).is_const for t in n.present_inputs) or _shape_math(graph, n):
             out[n.name] = Placement(n.name, n.op_type, "folded", f"no {compiler} layer: computed at compile time", how="absent")
     # fused-into-neighbour: walk in topological order so chains (Conv->BN->Relu) resolve

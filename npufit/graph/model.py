@@ -157,6 +157,7 @@ class Graph:
         self.tensors = tensors
         self.input_names = list(inputs)
         self.output_names = list(outputs)
+        self.input_set = frozenset(self.input_names)  # rules test membership once per node
         self.opsets = dict(opsets or {})
         self.warnings = list(warnings)
         self.meta = dict(meta or {})
@@ -172,6 +173,7 @@ class Graph:
                 if t:
                     self._consumers.setdefault(t, []).append(n)
         self._by_name = {n.name: n for n in self.nodes}
+        self._top = [n for n in self.nodes if n.parent is None]
 
     # -- lookups -----------------------------------------------------------------
     def tensor(self, name: str) -> TensorInfo:
@@ -200,7 +202,7 @@ class Graph:
     @property
     def top_nodes(self) -> list[NodeView]:
         """Nodes of the main graph (not inside If/Loop/Scan bodies)."""
-        return [n for n in self.nodes if n.parent is None]
+        return self._top
 
     def predecessors(self, node: NodeView) -> list[NodeView]:
         seen, out = set(), []

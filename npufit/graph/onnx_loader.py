@@ -117,7 +117,9 @@ def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
         raise BadModelError(f"{p}: not an ONNX model (no graph / ir_version in the protobuf)")
     if len(model.graph.node) == 0 and len(model.graph.output) == 0:
         raise BadModelError(f"{p}: ONNX model has an empty graph")
-    check_external_data(model, p.parent)
+    model_missing = check_external_data(model, p.parent)
+    if model_missing:
+        model.metadata_props.add(key="npufit.missing_external_data", value=",".join(model_missing))
     return model
 
 
@@ -188,7 +190,8 @@ def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
 def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
     model = read_model_proto(path)
     warnings: list[str] = []
-    missing = check_external_data(model, Path(path).parent)
+    missing = [kv.value for kv in model.metadata_props if kv.key == "npufit.missing_external_data"]
+    missing = missing[0].split(",") if missing else []
     if missing:
         warnings.append(f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)")
     if input_shapes:
@@ -316,20 +319,19 @@ def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefi
                 t.value = numpy_helper.to_array(init)
             except Exception:
                 t.value = None
+    GRAPH, GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     for i, n in enumerate(g.node):
         name = n.name or f"{prefix}{n.op_type}_{i}"
-        subs = tuple(a.name for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS))
+        bodies = [a for a in n.attribute if a.type == GRAPH or a.type == GRAPHS] if n.attribute else []
         view = NodeView(name=name, op_type=n.op_type, domain=n.domain or "", attrs=LazyAttrs(n.attribute),
-                        inputs=tuple(n.input), outputs=tuple(n.output), graph=None, parent=parent, subgraph_of=subs, raw=n)  # type: ignore[arg-type]
+                        inputs=tuple(n.input), outputs=tuple(n.output), graph=None, parent=parent,  # type: ignore[arg-type]
+                        subgraph_of=tuple(a.name for a in bodies), raw=n)
         nodes.append(view)
         if n.op_type == "Constant":
             _constant_output(n, tensors)
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                _collect_graph(a.g, tensors, nodes, parent=name, prefix=f"{name}/")
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                for sub in a.graphs:
-                    _collect_graph(sub, tensors, nodes, parent=name, prefix=f"{name}/")
+        for a in bodies:
+            for sub in ([a.g] if a.type == GRAPH else a.graphs):
+                _collect_graph(sub, tensors, nodes, parent=name, prefix=f"{name}/")
 
 
 def _constant_output(n: onnx.NodeProto, tensors) -> None:

@@ -41,7 +41,7 @@ def is_static(t: TensorInfo | None) -> bool:
 
 def dynamic_inputs(node: NodeView) -> list[str]:
     """Model inputs read by this node whose shape is not fully static."""
-    graph_inputs = set(node.graph.input_names)
+    graph_inputs = node.graph.input_set
     return [t for t in node.inputs if t and t in graph_inputs and not node.graph.tensor(t).is_static]
 
 

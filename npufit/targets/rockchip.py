@@ -77,6 +77,11 @@ def _mul_add_to_bn(node) -> bool:
     return len(outs) == 1 and outs[0].op_type in ("Add", "Sub") and len(common.activation_inputs(outs[0])) == 1
 
 
+def _noop_cast(node) -> bool:
+    """A Cast to the dtype it already has: rknn.build deletes it ('remove_invalid_cast', RKNN-C: BERT's bool->bool mask Cast)."""
+    return node.op_type == "Cast" and node.input_dtype(0) is not None and node.input_dtype(0) == node.output_dtype(0)
+
+
 def _dtype(node, lim):
     if _noop_expand(node):
         return None
@@ -304,6 +309,10 @@ def _rnn(node, lim):
     return None
 
 
+def _cast(node, lim):
+    return None if _noop_cast(node) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
+
+
 def _qdq(node, lim):
     return None if quant.absorbed(node) else "bounds a CPU op"
 
@@ -364,10 +373,12 @@ def _ops() -> dict[str, OpSupport]:
         "Mod": "R-PDF", "Equal": "R-PDF", "Greater": "R-PDF", "Less": "R-PDF", "GreaterOrEqual": "R-PDF", "LessOrEqual": "R-PDF",
         "InstanceNormalization": "R-PDF", "LpNormalization": "R-PDF", "LRN": "R-PDF", "ReduceMax": "R-PDF",
         "ReduceMin": "R-PDF", "ReduceL2": "R-PDF", "ArgMax": "R-PDF", "ArgMin": "R-PDF", "TopK": "R-PDF",
-        "Cast": "R-PDF", "DepthToSpace": "R-PDF", "SpaceToDepth": "R-PDF",
+        "DepthToSpace": "R-PDF", "SpaceToDepth": "R-PDF",
         # RKNN-C: rknn-toolkit2 2.5.0 converts these and runs them as CPU layers (RT-DETR's GridSample, BERT's IsNaN)
         "GridSample": "RKNN-C", "IsNaN": "RKNN-C",
     }
+    add("Cast", rules=(_r("cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel "
+                              "(a Cast to the dtype it already has is deleted by rknn.build, RKNN-C)", _cast, src="R-PDF"),))
     fixes = {"ReduceMean": ("mean_to_global_pool", "reduce_keepdims"), "Mod": ("mod_decompose",), "TopK": ("topk1_to_argmax",)}
     for op in ("ReduceMean", "ReduceSum"):  # RKNN-C: rewritten to NPU convs by rknn.build
         add(op, NPU, src="RKNN-C", note="the toolkit rewrites it to a conv / global pooling on the NPU")
