@@ -74,7 +74,7 @@ class Comparison:
         from rich.table import Table
         from rich.text import Text
 
-        from ..report.check_terminal import console_to_string
+        from ..report.console import console_to_string
 
         def draw(con):
             t = Table(title=f"baseline: {self.baseline}  (p50 vs base < 1 = faster than base)", show_edge=False)

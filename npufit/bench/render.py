@@ -59,7 +59,7 @@ def render_text(res) -> str:
     from rich.table import Table
     from rich.text import Text
 
-    from ..report.check_terminal import console_to_string
+    from ..report.console import console_to_string
 
     def draw(con):
         con.print(Text("npufit bench", style="bold"))

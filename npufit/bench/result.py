@@ -81,7 +81,7 @@ class BenchResult:
                    warnings=list(d.get("warnings", [])), created=d.get("created", ""), inputs=d.get("inputs", ""))
 
     def to_json(self, indent: int | None = 2) -> str:
-        from ..check.result import _json_default
+        from ..util.jsonutil import json_default as _json_default
 
         return json.dumps(self.to_dict(), indent=indent, default=_json_default)
 

@@ -4,7 +4,6 @@ Columns: total ops, ops by type, NPU/CPU partitions (TVM's "functions"), NPU %, 
 """
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -15,7 +14,8 @@ from ..errors import NpufitError
 from ..graph import Graph, load
 from ..util.progress import track
 from .grid import target_summary
-from .result import CheckReport, _json_default
+from ..report.console import Renderable
+from .result import CheckReport
 
 SCHEMA = "npufit.compare/1"
 TOP_OPS = 5
@@ -35,7 +35,7 @@ def model_row(report: CheckReport) -> dict[str, Any]:
 
 
 @dataclass
-class CompareReport:
+class CompareReport(Renderable):
     target: dict[str, Any]
     reports: list[CheckReport] = field(default_factory=list)
 
@@ -53,15 +53,6 @@ class CompareReport:
         from .. import __version__
 
         return {"schema": SCHEMA, "npufit_version": __version__, "target": self.target, "best": self.best(), "models": self.rows}
-
-    def render(self, fmt: str = "table") -> str:
-        if fmt == "json":
-            return json.dumps(self.to_dict(), indent=2, default=_json_default)
-        if fmt == "markdown":
-            return self._markdown()
-        from ..report.check_terminal import console_to_string
-
-        return console_to_string(self._print)
 
     @staticmethod
     def _ops_cell(row, sep=", ") -> str:

@@ -5,14 +5,14 @@ target judges the same Graph.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..graph import Graph
 from ..targets.base import Verdict
 from ..util.progress import track
-from .result import CheckReport, _json_default
+from ..report.console import Renderable
+from .result import CheckReport
 
 SCHEMA = "npufit.check_grid/1"
 MAX_ROWS = 60
@@ -29,7 +29,7 @@ def target_summary(report: CheckReport) -> dict[str, Any]:
 
 
 @dataclass
-class GridReport:
+class GridReport(Renderable):
     model: dict[str, Any]
     reports: dict[str, CheckReport] = field(default_factory=dict)
 
@@ -56,15 +56,6 @@ class GridReport:
 
         return {"schema": SCHEMA, "npufit_version": __version__, "model": self.model, "targets": self.summaries(),
                 "grid": self.rows(all_nodes=True), "reports": {t: r.to_dict() for t, r in self.reports.items()}}
-
-    def render(self, fmt: str = "table") -> str:
-        if fmt == "json":
-            return json.dumps(self.to_dict(), indent=2, default=_json_default)
-        if fmt == "markdown":
-            return self._markdown()
-        from ..report.check_terminal import console_to_string
-
-        return console_to_string(self._print)
 
     def _print(self, con) -> None:
         from rich.table import Table

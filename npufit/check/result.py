@@ -190,15 +190,4 @@ class CheckReport:
         return render_text(self, all_nodes=all_nodes)
 
 
-def _json_default(o):
-    import numpy as np
-
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Verdict):
-        return o.value
-    return str(o)
+from ..util.jsonutil import json_default as _json_default  # noqa: E402  (kept for older imports)

@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from ..report.check_terminal import console_to_string
+    from ..report.console import console_to_string
 
     def render(con):
         for title, items in (("core", rep.core), ("compilers", rep.compilers), ("runtimes", rep.runtimes)):

@@ -35,12 +35,12 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "markdown" or args.output:
             emit(render_profile_markdown(prof), args.output)
         else:
-            from ..report.check_terminal import console_to_string
+            from ..report.console import console_to_string
             from rich.markdown import Markdown
 
             emit(console_to_string(lambda con: con.print(Markdown(render_profile_markdown(prof))), width=160), None)
         return 0
-    from ..report.check_terminal import console_to_string
+    from ..report.console import console_to_string
     from rich.table import Table
 
     def table(con):

@@ -108,7 +108,7 @@ class CompileResult:
         if fmt == "json":
             import json
 
-            from ..check.result import _json_default
+            from ..util.jsonutil import json_default as _json_default
 
             return json.dumps(self.to_dict(), indent=2, default=_json_default)
         if fmt == "markdown":
@@ -129,7 +129,8 @@ class Compiler(Protocol):
 # -- shared helpers --------------------------------------------------------------------------
 
 def default_out_dir(model: Path, target: str, out_dir: str | os.PathLike | None) -> Path:
-    d = Path(out_dir) if out_dir else Path.cwd() / "npufit-compile" / f"{model.stem}-{target}"
+    # absolute: compiler workers run with another cwd and read their request files by path
+    d = (Path(out_dir) if out_dir else Path.cwd() / "npufit-compile" / f"{model.stem}-{target}").resolve()
     d.mkdir(parents=True, exist_ok=True)
     return d
 

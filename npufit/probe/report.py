@@ -99,7 +99,7 @@ class ProbeReport:
     def to_json(self) -> str:
         import json
 
-        from ..check.result import _json_default
+        from ..util.jsonutil import json_default as _json_default
 
         return json.dumps(self.to_dict(), indent=2, default=_json_default, ensure_ascii=False)
 

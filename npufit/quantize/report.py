@@ -42,7 +42,7 @@ class QuantizeReport:
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
-        from ..check.result import _json_default
+        from ..util.jsonutil import json_default as _json_default
 
         return json.dumps(self.to_dict(), indent=indent, default=_json_default)
 
@@ -51,7 +51,7 @@ class QuantizeReport:
             return self.to_json()
         if fmt == "markdown":
             return render_markdown(self)
-        from ..report.check_terminal import console_to_string  # shared rich-to-string helper
+        from ..report.console import console_to_string  # shared rich-to-string helper
 
         return console_to_string(lambda con: print_terminal(con, self))
 

@@ -1,26 +1,17 @@
 """CheckReport -> a terminal view a person reads at a glance (rich tables, colour when a TTY)."""
 from __future__ import annotations
 
-import io
-import sys
 from collections import Counter
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .console import console_to_string  # noqa: F401  (re-exported: other renderers import it from here)
 from .style import VERDICT_STYLE, human_bytes, human_count, shape_str
 
 MAX_BOUNDARIES = 20
 MAX_PARTITIONS = 16
-
-
-def console_to_string(render, width: int = 120) -> str:
-    buf = io.StringIO()
-    tty = sys.stdout.isatty()
-    con = Console(file=buf, force_terminal=tty, width=width if not tty else None, no_color=not tty, highlight=False)
-    render(con)
-    return buf.getvalue()
 
 
 def render_text(report, all_nodes: bool = False) -> str:

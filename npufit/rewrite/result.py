@@ -91,7 +91,7 @@ class FixResult:
                 "remaining": self.remaining, "advice": self.advice}
 
     def to_json(self, indent: int | None = 2) -> str:
-        from ..check.result import _json_default
+        from ..util.jsonutil import json_default as _json_default
 
         return json.dumps(self.to_dict(), indent=indent, default=_json_default)
 

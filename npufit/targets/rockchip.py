@@ -421,7 +421,7 @@ def profiles() -> dict[str, Profile]:
         Composite(f"{N}.layernorm", "LayerNorm", fused.format(name="exNorm"), patterns.match_layernorm, NPU, source="R-PDF"),
     )
     return {N: Profile(
-        name=N, title="Rockchip RK3588 (RKNPU2, rknn-toolkit2 2.3)", vendor="Rockchip",
+        name=N, title="Rockchip RK3588 (RKNPU2; rknn-toolkit2 2.3.2 docs, checked against 2.5.0)", vendor="Rockchip",
         summary="ONNX models converted by RKNN-Toolkit2; ops outside the RK3588 NPU list or its limits run as CPU kernels in the RKNN runtime; "
                 "ops the converter does not know fail the conversion.",
         fallback="cpu", limits=dict(LIMITS), ops=ops,

@@ -39,7 +39,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
-    from ..check.result import _json_default
+    from .jsonutil import json_default as _json_default
 
     return atomic_write_text(path, json.dumps(obj, indent=2, default=_json_default) + "\n")
 

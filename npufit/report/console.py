@@ -1,0 +1,32 @@
+"""Render with rich into a string: colour on a terminal, plain fixed-width text otherwise."""
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable
+
+from rich.console import Console
+
+
+def console_to_string(render: Callable[[Console], None], width: int = 120) -> str:
+    buf = io.StringIO()
+    tty = sys.stdout.isatty()
+    con = Console(file=buf, force_terminal=tty, width=width if not tty else None, no_color=not tty, highlight=False)
+    render(con)
+    return buf.getvalue()
+
+
+class Renderable:
+    """Mixin for result objects: `to_dict()`, `_markdown()` and `_print(console)` give `render(fmt)`."""
+
+    def to_json(self, indent: int | None = 2) -> str:
+        from ..util.jsonutil import dumps
+
+        return dumps(self.to_dict(), indent)  # type: ignore[attr-defined]
+
+    def render(self, fmt: str = "table") -> str:
+        if fmt == "json":
+            return self.to_json()
+        if fmt == "markdown":
+            return self._markdown()  # type: ignore[attr-defined]
+        return console_to_string(self._print)  # type: ignore[attr-defined]
