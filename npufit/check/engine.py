@@ -78,10 +78,14 @@ def check_graph(graph: Graph, profile: Profile) -> CheckReport:
     return report
 
 
+def int8_only(profile: Profile) -> bool:
+    """The target rejects float feature maps (a dtype rule applies to every node): Ethos-N, Ethos-U."""
+    return any(r.id.endswith((".fmap.dtype", ".dtype")) for r in profile.graph_rules)
+
+
 def _float_model_on_int8_target(graph: Graph, report_profile: Profile) -> bool:
     """True when the profile rejects float feature maps and the model has no quantization at all."""
-    ids = {r.id for r in report_profile.graph_rules}
-    needs_int = any(i.endswith((".fmap.dtype", ".dtype")) for i in ids)
+    needs_int = int8_only(report_profile)
     quantized = any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or n.op_type.startswith("QLinear")
                     for n in graph.nodes) or any(t.quant is not None for t in graph.inputs)
     return needs_int and not quantized and any(t.dtype in ("float32", "float16") for t in graph.inputs)

@@ -42,8 +42,8 @@ def register(sub) -> None:
                    help="split plans: what runs the NPU stages (auto, onnxruntime-cpu, hailort; default: auto)")
     p.add_argument("--fp16", action="store_true", help="TensorRT runtimes: allow FP16 kernels")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
-    p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table",
-                   help="what to print on stdout (default: table)")
+    p.add_argument("--format", "-f", choices=("table", "json", "markdown", "html"), default="table",
+                   help="what to print on stdout (default: table; html = one self-contained page, e.g. > bench.html)")
     p.add_argument("--output", "-o", metavar="FILE",
                    help="also write the full JSON result (npufit.bench/1) to FILE, atomically")
     p.add_argument("--compare", nargs="+", metavar="RESULT.json", help="compare result files instead of measuring")
@@ -74,7 +74,12 @@ def run(args: argparse.Namespace) -> int:
                        inputs=args.inputs, fresh_inputs=args.fresh_inputs, input_pool=args.input_pool,
                        boundary=args.boundary, fp16=args.fp16, seed=args.seed,
                        options={"npu_runtime": args.npu_runtime} if args.npu_runtime else None)
-    text = result.render(args.format)
+    if args.format == "html" and not args.compare:
+        from ..report.html_verbs import render_bench_html
+
+        text = render_bench_html(result.to_dict())
+    else:
+        text = result.render("table" if args.format == "html" else args.format)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     sys.stdout.flush()  # the table before the stderr notes, when both go to one terminal
     if args.output:

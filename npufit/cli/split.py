@@ -33,7 +33,7 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="write the plan even when the chain is not bit-identical")
     p.add_argument("--top", type=int, default=5, metavar="N", help="candidate cuts to list (default: 5)")
     add_input_shape_option(p)
-    add_format_option(p)
+    add_format_option(p, choices=("table", "json", "markdown", "html"))
     p.set_defaults(func=run)
 
 
@@ -45,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
                 start_nodes=args.start_nodes, end_nodes=args.end_nodes, verify=not args.no_verify, samples=args.samples,
                 seed=args.seed, inputs=args.inputs, force=args.force, input_shapes=parse_input_shapes(args.input_shape),
                 top=args.top)
-    emit(res.render(args.format), args.output)
+    if args.format == "html":
+        from ..report.html_verbs import render_split_html
+
+        emit(render_split_html(res.to_dict()), args.output)
+    else:
+        emit(res.render(args.format), args.output)
     v = res.plan.verification
     return 1 if v is not None and not v["equivalent"] else 0
