@@ -22,15 +22,9 @@ def _mobilenet_v2_rescaled(path: Path) -> None:
             if isinstance(mod, torch.nn.BatchNorm2d):
                 mod.running_var.uniform_(0.5, 1.5)
 
-    class Wrap(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
+    from npufit.zoo.hf import wrap
 
-        def forward(self, images):
-            return self.m(pixel_values=images).logits
-
-    export_onnx(Wrap(m), torch.randn(1, 3, 96, 96), path, 13, ["images"], ["logits"])
+    export_onnx(wrap(m, ("pixel_values",), ("logits",)), torch.randn(1, 3, 96, 96), path, 13, ["images"], ["logits"])
 
 
 def main() -> None:

@@ -1,7 +1,6 @@
 """BenchResult (schema npufit.bench/1): one model, one protocol, one environment, one entry per runtime."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,9 +80,9 @@ class BenchResult:
                    warnings=list(d.get("warnings", [])), created=d.get("created", ""), inputs=d.get("inputs", ""))
 
     def to_json(self, indent: int | None = 2) -> str:
-        from ..util.jsonutil import json_default as _json_default
+        from ..util.jsonutil import dumps
 
-        return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+        return dumps(self.to_dict(), indent)
 
     def render(self, fmt: str = "table") -> str:
         from .render import render_markdown, render_text

@@ -64,7 +64,7 @@ def _matmul(node: NodeView) -> int:
 
 
 def _rnn(node: NodeView) -> int:
-    x, out = node.input_shape(0), node.output_shape(0)
+    x = node.input_shape(0)
     hidden = node.attr("hidden_size")
     if not _static(x) or not hidden or len(x) < 3:
         return 0

@@ -1,7 +1,6 @@
 """QuantizeReport: what was quantized, how, and what it cost in accuracy; renders to table / JSON / Markdown."""
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,9 +41,9 @@ class QuantizeReport:
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
-        from ..util.jsonutil import json_default as _json_default
+        from ..util.jsonutil import dumps
 
-        return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+        return dumps(self.to_dict(), indent)
 
     def render(self, fmt: str = "table") -> str:
         if fmt == "json":

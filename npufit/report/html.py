@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .html_graph import graph_svg, legend_html
-from .style import VERDICT_COLOR_HEX, human_bytes, human_count, shape_str
+from .style import human_bytes, human_count, shape_str
 
 CSS = """
 :root{--fg:#1f2933;--muted:#616e7c;--line:#e4e7eb;--bg:#f5f7fa;--card:#fff;--accent:#3867d6}

@@ -16,6 +16,23 @@ def _torch():
     return torch
 
 
+def wrap(model, arg_names: tuple[str, ...], outputs: tuple[str, ...]):
+    """A plain-tensor module around a transformers model: positional inputs -> named fields of its output."""
+    import torch
+
+    class Outputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = model
+
+        def forward(self, *args):
+            o = self.m(**dict(zip(arg_names, args)))
+            got = tuple(getattr(o, k) for k in outputs)
+            return got[0] if len(got) == 1 else got
+
+    return Outputs()
+
+
 def rtdetr(path: str | os.PathLike, opset: int = 17, size: int = 128) -> bytes:
     """RT-DETR (ResNet backbone, hybrid encoder, deformable decoder with TopK/GridSample/GatherElements)."""
     torch = _torch()
@@ -29,16 +46,8 @@ def rtdetr(path: str | os.PathLike, opset: int = 17, size: int = 128) -> bytes:
                        decoder_in_channels=[32, 32, 32], anchor_image_size=None, use_pretrained_backbone=False)
     model = RTDetrForObjectDetection(cfg).eval()
 
-    class Wrap(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, images):
-            o = self.m(pixel_values=images)
-            return o.logits, o.pred_boxes
-
-    return export_onnx(Wrap(model), torch.randn(1, 3, size, size), path, opset, ["images"], ["logits", "boxes"])
+    return export_onnx(wrap(model, ("pixel_values",), ("logits", "pred_boxes")), torch.randn(1, 3, size, size), path, opset,
+                       ["images"], ["logits", "boxes"])
 
 
 def mobilenet_v2(path: str | os.PathLike, opset: int = 13, size: int = 96) -> bytes:
@@ -48,15 +57,7 @@ def mobilenet_v2(path: str | os.PathLike, opset: int = 13, size: int = 96) -> by
     cfg = MobileNetV2Config(image_size=size, depth_multiplier=0.35, num_labels=10)
     model = MobileNetV2ForImageClassification(cfg).eval()
 
-    class Wrap(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, images):
-            return self.m(pixel_values=images).logits
-
-    return export_onnx(Wrap(model), torch.randn(1, 3, size, size), path, opset, ["images"], ["logits"])
+    return export_onnx(wrap(model, ("pixel_values",), ("logits",)), torch.randn(1, 3, size, size), path, opset, ["images"], ["logits"])
 
 
 def vit(path: str | os.PathLike, opset: int = 14, size: int = 32) -> bytes:
@@ -67,15 +68,7 @@ def vit(path: str | os.PathLike, opset: int = 14, size: int = 32) -> bytes:
                     intermediate_size=64, num_labels=10)
     model = ViTForImageClassification(cfg).eval()
 
-    class Wrap(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, images):
-            return self.m(pixel_values=images).logits
-
-    return export_onnx(Wrap(model), torch.randn(1, 3, size, size), path, opset, ["images"], ["logits"])
+    return export_onnx(wrap(model, ("pixel_values",), ("logits",)), torch.randn(1, 3, size, size), path, opset, ["images"], ["logits"])
 
 
 def bert(path: str | os.PathLike, opset: int = 14, seq: int = 16) -> bytes:
@@ -86,17 +79,10 @@ def bert(path: str | os.PathLike, opset: int = 14, seq: int = 16) -> bytes:
                      max_position_embeddings=64, num_labels=2)
     model = BertForSequenceClassification(cfg).eval()
 
-    class Wrap(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, input_ids, attention_mask):
-            return self.m(input_ids=input_ids, attention_mask=attention_mask).logits
-
     ids = torch.randint(0, 100, (1, seq))
     mask = torch.ones(1, seq, dtype=torch.int64)
-    return export_onnx(Wrap(model), (ids, mask), path, opset, ["input_ids", "attention_mask"], ["logits"])
+    return export_onnx(wrap(model, ("input_ids", "attention_mask"), ("logits",)), (ids, mask), path, opset,
+                       ["input_ids", "attention_mask"], ["logits"])
 
 
 BUILDERS = {"rtdetr": rtdetr, "mobilenet_v2": mobilenet_v2, "vit": vit, "bert": bert}
