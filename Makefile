@@ -18,6 +18,8 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/npufit pipeline run examples/timeseries.yaml --output-dir $(DEMO_OUT)
+	@echo; echo "== one check report in full: the seed-003 LSTM regressor on Hailo-8 =="
+	$(BIN)/npufit check $(DEMO_OUT)/lstm/export/model.onnx --target hailo8
 	@echo "report: $(DEMO_OUT)/report.html"
 
 test: $(STAMP)

@@ -92,9 +92,13 @@ def run_export(ctx: StepContext) -> Outcome:
 # -- check / fix / split ---------------------------------------------------------------------------------
 def run_check(ctx: StepContext) -> Outcome:
     from ..check import check
+    from ..check.engine import int8_only
     from ..report.model_explorer import write_node_data
+    from ..targets import get_profile
 
-    report = check(ctx.model_input(), ctx.cell.target)
+    # the pipeline quantizes before it compiles: an int8-only target is judged for the int8 model it will get
+    assume_int8 = int8_only(get_profile(ctx.cell.target))
+    report = check(ctx.model_input(), ctx.cell.target, assume_int8=assume_int8)
     atomic_write_json(ctx.folder / "check.json", report.to_dict())
     write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())
     s = report.summary()
@@ -103,6 +107,7 @@ def run_check(ctx: StepContext) -> Outcome:
     metrics["failing"] = len(report.failing)
     ops = sorted({n.op_type for n in report.failing})
     note = f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / {s['host_partitions']} host partition(s)"
+    note += " (as int8)" if assume_int8 else ""
     return Outcome({"report": "check.json", "model_explorer": "model_explorer.json"}, metrics,
                    note + (f"; off the NPU: {', '.join(ops)}" if ops else ""))
 
