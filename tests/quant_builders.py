@@ -1,11 +1,11 @@
 """Small quantized test models: ONNX QDQ single-op graphs, a minimal TFLite flatbuffer writer, the detector variants."""
 from __future__ import annotations
 
-import importlib
 
-import flatbuffers
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
+
+from npufit.convert.tflite_writer import TFLiteBuilder
 
 from .onnx_builders import model, vi
 
@@ -49,126 +49,18 @@ def float_op(op: str, x_shape, y_shape, attrs=None, inits=(), n_inputs=1, opset=
     return model([helper.make_node(op, ins, ["y"], name="op", **(attrs or {}))], inputs, [vi("y", list(y_shape))], list(inits), opset=opset)
 
 
-# -- TFLite flatbuffers, written with the schema bindings of the `tflite` package -------------------
-
-TYPES = {"float32": 0, "int32": 2, "uint8": 3, "int64": 4, "int16": 7, "int8": 9}
-OPS = {"CONV_2D": 3, "LEAKY_RELU": 98, "QUANTIZE": 114, "DEQUANTIZE": 6, "SOFTMAX": 25, "ADD": 0, "RESHAPE": 22}
-OPTIONS = {"Conv2DOptions": 1, "LeakyReluOptions": 75, "SoftmaxOptions": 9}
+# -- TFLite flatbuffers (npufit.convert.tflite_writer) ------------------------------------------------
 
 
-def _m(name):
-    return importlib.import_module(f"tflite.{name}")
-
-
-class TinyTFLite:
-    """tensors + buffers + builtin ops -> bytes. Enough for loader tests; not a converter."""
-
-    def __init__(self):
-        self.tensors, self.buffers, self.ops = [], [b""], []
+class TinyTFLite(TFLiteBuilder):
+    """The package's TFLite writer with the short argument names these tests use (zp=, build(inputs, outputs))."""
 
     def tensor(self, name, shape, dtype, data=None, scale=None, zp=None, axis=0):
-        buf = 0
-        if data is not None:
-            self.buffers.append(np.ascontiguousarray(data).tobytes())
-            buf = len(self.buffers) - 1
-        self.tensors.append((name, tuple(shape), dtype, buf, scale, zp, axis))
-        return len(self.tensors) - 1
-
-    def op(self, code, ins, outs, options=None, **fields):
-        self.ops.append((code, ins, outs, options, fields))
+        return super().tensor(name, shape, dtype, data=data, scale=scale, zero_point=zp, axis=axis)
 
     def build(self, inputs, outputs) -> bytes:
-        b = flatbuffers.Builder(1024)
-        T, Q, B, O, OC, SG, M = (_m(n) for n in ("Tensor", "QuantizationParameters", "Buffer", "Operator", "OperatorCode", "SubGraph", "Model"))
-
-        def ivec(start, vals, kind="int32"):
-            start(b, len(vals))
-            for v in reversed(vals):
-                (b.PrependInt32 if kind == "int32" else b.PrependFloat32 if kind == "float" else b.PrependInt64)(v)
-            return b.EndVector()
-
-        tens = []
-        for name, shape, dtype, buf, scale, zp, axis in self.tensors:
-            n = b.CreateString(name)
-            sh = ivec(T.TensorStartShapeVector, list(shape))
-            q = None
-            if scale is not None:
-                sc = ivec(Q.QuantizationParametersStartScaleVector, list(np.atleast_1d(scale)), "float")
-                z = ivec(Q.QuantizationParametersStartZeroPointVector, [int(x) for x in np.atleast_1d(zp if zp is not None else 0)], "int64")
-                Q.QuantizationParametersStart(b)
-                Q.QuantizationParametersAddScale(b, sc)
-                Q.QuantizationParametersAddZeroPoint(b, z)
-                Q.QuantizationParametersAddQuantizedDimension(b, axis)
-                q = Q.QuantizationParametersEnd(b)
-            T.TensorStart(b)
-            T.TensorAddShape(b, sh)
-            T.TensorAddType(b, TYPES[dtype])
-            T.TensorAddBuffer(b, buf)
-            T.TensorAddName(b, n)
-            if q is not None:
-                T.TensorAddQuantization(b, q)
-            tens.append(T.TensorEnd(b))
-        ops = []
-        codes = sorted({c for c, *_ in self.ops}, key=list(OPS).index)
-        for code, ins, outs, options, fields in self.ops:
-            opt = None
-            if options:
-                mod = _m(options)
-                getattr(mod, f"{options}Start")(b)
-                for k, v in fields.items():
-                    getattr(mod, f"{options}Add{''.join(p.title() for p in k.split('_'))}")(b, v)
-                opt = getattr(mod, f"{options}End")(b)
-            iv = ivec(O.OperatorStartInputsVector, ins)
-            ov = ivec(O.OperatorStartOutputsVector, outs)
-            O.OperatorStart(b)
-            O.OperatorAddOpcodeIndex(b, codes.index(code))
-            O.OperatorAddInputs(b, iv)
-            O.OperatorAddOutputs(b, ov)
-            if opt is not None:
-                O.OperatorAddBuiltinOptionsType(b, OPTIONS[options])
-                O.OperatorAddBuiltinOptions(b, opt)
-            ops.append(O.OperatorEnd(b))
-
-        def tvec(start, items):
-            start(b, len(items))
-            for it in reversed(items):
-                b.PrependUOffsetTRelative(it)
-            return b.EndVector()
-
-        sg_t = tvec(SG.SubGraphStartTensorsVector, tens)
-        sg_o = tvec(SG.SubGraphStartOperatorsVector, ops)
-        sg_i = ivec(SG.SubGraphStartInputsVector, inputs)
-        sg_out = ivec(SG.SubGraphStartOutputsVector, outputs)
-        SG.SubGraphStart(b)
-        SG.SubGraphAddTensors(b, sg_t)
-        SG.SubGraphAddOperators(b, sg_o)
-        SG.SubGraphAddInputs(b, sg_i)
-        SG.SubGraphAddOutputs(b, sg_out)
-        sg = SG.SubGraphEnd(b)
-        bufs = []
-        for data in self.buffers:
-            d = b.CreateByteVector(data) if data else None
-            B.BufferStart(b)
-            if d is not None:
-                B.BufferAddData(b, d)
-            bufs.append(B.BufferEnd(b))
-        ocs = []
-        for c in codes:
-            OC.OperatorCodeStart(b)
-            OC.OperatorCodeAddBuiltinCode(b, OPS[c])
-            OC.OperatorCodeAddDeprecatedBuiltinCode(b, min(OPS[c], 127))
-            OC.OperatorCodeAddVersion(b, 1)
-            ocs.append(OC.OperatorCodeEnd(b))
-        m_sg, m_b, m_oc = tvec(M.ModelStartSubgraphsVector, [sg]), tvec(M.ModelStartBuffersVector, bufs), tvec(M.ModelStartOperatorCodesVector, ocs)
-        desc = b.CreateString("npufit-tests")
-        M.ModelStart(b)
-        M.ModelAddVersion(b, 3)
-        M.ModelAddSubgraphs(b, m_sg)
-        M.ModelAddBuffers(b, m_b)
-        M.ModelAddOperatorCodes(b, m_oc)
-        M.ModelAddDescription(b, desc)
-        b.Finish(M.ModelEnd(b), file_identifier=b"TFL3")
-        return bytes(b.Output())
+        self.io(inputs, outputs)
+        return super().build()
 
 
 def int8_conv_leaky(explicit_island: bool = False) -> bytes:

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..report.console import Renderable
+
 SCHEMA = "npufit.bench/1"
 LATENCY_KEYS = ("mean", "std", "min", "p50", "p90", "p95", "p99", "max")
 MAX_STORED_SAMPLES = 20000  # enough for a distribution plot; statistics always use every sample
@@ -53,7 +55,7 @@ class RuntimeResult:
 
 
 @dataclass
-class BenchResult:
+class BenchResult(Renderable):
     model: dict[str, Any]
     protocol: dict[str, Any]
     environment: dict[str, Any]
@@ -79,16 +81,12 @@ class BenchResult:
                    results=[RuntimeResult.from_dict(r) for r in d.get("results", [])],
                    warnings=list(d.get("warnings", [])), created=d.get("created", ""), inputs=d.get("inputs", ""))
 
-    def to_json(self, indent: int | None = 2) -> str:
-        from ..util.jsonutil import dumps
+    def _markdown(self) -> str:
+        from .render import render_markdown
 
-        return dumps(self.to_dict(), indent)
+        return render_markdown(self)
 
-    def render(self, fmt: str = "table") -> str:
-        from .render import render_markdown, render_text
+    def _text(self) -> str:
+        from .render import render_text
 
-        if fmt == "json":
-            return self.to_json()
-        if fmt == "markdown":
-            return render_markdown(self)
         return render_text(self)

@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .accuracy import Accuracy, LayerAccuracy
+from ..report.console import Renderable
 
 SCHEMA = "npufit.quantize/1"
 TERMINAL_MAX_LAYERS = 40
 
 
 @dataclass
-class QuantizeReport:
+class QuantizeReport(Renderable):
     model: str
     output: str
     settings: dict[str, Any]
@@ -40,19 +41,11 @@ class QuantizeReport:
         d.update({k: v for k, v in self.extra.items() if not k.startswith("_")})  # "_" keys hold render hooks
         return d
 
-    def to_json(self, indent: int | None = 2) -> str:
-        from ..util.jsonutil import dumps
+    def _markdown(self) -> str:
+        return render_markdown(self)
 
-        return dumps(self.to_dict(), indent)
-
-    def render(self, fmt: str = "table") -> str:
-        if fmt == "json":
-            return self.to_json()
-        if fmt == "markdown":
-            return render_markdown(self)
-        from ..report.console import console_to_string  # shared rich-to-string helper
-
-        return console_to_string(lambda con: print_terminal(con, self))
+    def _print(self, con) -> None:
+        print_terminal(con, self)
 
 
 # -- shared formatting ------------------------------------------------------------------------------------

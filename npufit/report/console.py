@@ -17,7 +17,7 @@ def console_to_string(render: Callable[[Console], None], width: int = 120) -> st
 
 
 class Renderable:
-    """Mixin for result objects: `to_dict()`, `_markdown()` and `_print(console)` give `render(fmt)`."""
+    """Mixin for result objects: `to_dict()`, `_markdown()` and `_print(console)` (or `_text()`) give `render(fmt)`."""
 
     def to_json(self, indent: int | None = 2) -> str:
         from ..util.jsonutil import dumps
@@ -29,4 +29,7 @@ class Renderable:
             return self.to_json()
         if fmt == "markdown":
             return self._markdown()  # type: ignore[attr-defined]
+        return self._text()
+
+    def _text(self) -> str:
         return console_to_string(self._print)  # type: ignore[attr-defined]
