@@ -130,18 +130,10 @@ class Runner:
 
 def onnx_input_specs(path: str | os.PathLike) -> list[InputSpec]:
     """Graph inputs (initializers excluded) of an ONNX file, without reading external weights."""
-    from ..graph.onnx_loader import np_dtype_name, read_model_proto
+    from ..graph.onnx_loader import read_model_proto
+    from ..quantize.calibration import input_specs
 
-    model = read_model_proto(path)
-    inits = {t.name for t in model.graph.initializer}
-    specs = []
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        dims = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in tt.shape.dim)
-        specs.append(InputSpec(vi.name, dims, _ort_type(np_dtype_name(tt.elem_type) or "float32")))
-    return specs
+    return [InputSpec(s.name, s.shape, _ort_type(s.dtype.name)) for s in input_specs(read_model_proto(path))]
 
 
 _NP_TO_ORT = {"float32": "float", "float64": "double", "bool": "bool"}
