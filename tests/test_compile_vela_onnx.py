@@ -77,3 +77,20 @@ def test_unconvertible_onnx_is_one_line_cli_error(tmp_path, capsys):
     rc = main(["compile", str(src), "--target", "ethos-u55-256", "--out-dir", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and "Erf ('the_erf')" in err and len(err.splitlines()) == 1
+
+
+def test_stride4_conv_after_explicit_padding_fails_as_predicted(tmp_path):
+    """Vela 5.2 cannot place (nor fall back) a stride-4 conv once it folds the PAD in: the profile says 'unsupported'."""
+    from npufit.compilers import compile_model
+    from npufit.zoo.export import export_onnx
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, stride=4, padding=1)).eval()
+    src = tmp_path / "s4.onnx"
+    export_onnx(m, torch.randn(1, 3, 32, 32), src, 13, ["x"], ["y"])
+    r = compile_model(src, "ethos-u55-256", compare_prediction=True, out_dir=tmp_path / "out")
+    assert not r.ok and "could not run on NPU" in r.error
+    from npufit import check
+
+    n = check(src, "ethos-u55-256", assume_int8=True).node("/2/Conv")
+    assert n.verdict.value == "unsupported" and n.reasons[0].rule == "ethos-u55-256.stride.gt3_padded"

@@ -27,7 +27,7 @@ def resize(scale):
 CASES = [  # (target, rule id, passing model, failing model, words of the sentence)
     ("ethos-u55-256", "fmap.dtype", qdq_op("Relu", [1, 8, 4, 4], [1, 8, 4, 4]), float_op("Relu", [1, 8, 4, 4], [1, 8, 4, 4]),
      "feature-map data types must be one of int8, uint8, int16, int32, int64"),
-    ("ethos-u55-256", "stride.gt3", conv(k=4, s=4, pads=[0, 0, 0, 0]), conv(k=5, s=4, pads=[2, 2, 2, 2]),
+    ("ethos-u55-256", "stride.gt3", conv(k=4, s=4, pads=[0, 0, 0, 0]), conv(k=6, s=4, pads=[2, 2, 2, 2], hw=30),  # SAME padding
      "stride > 3 is supported only with dilation 1 and VALID padding"),
     ("ethos-u55-256", "depthwise.stride", conv(group=8, s=2), conv(group=8, k=4, s=4, pads=[0, 0, 0, 0]), "kernel stride must be in the range (1, 3)"),
     ("ethos-u55-256", "avgpool.kernel", qdq_op("AveragePool", [1, 8, 16, 16], [1, 8, 16, 16], dict(kernel_shape=[7, 7], pads=[3] * 4)),
@@ -65,6 +65,22 @@ def test_u85_differences():
     gather = qdq_op("Gather", [1, 8, 4, 4], [1, 2, 4, 4], dict(axis=1), extra_inputs=[("idx", np.array([0, 1], np.int64))])
     v, reasons = judge(gather, "ethos-u85-256")
     assert v == "cpu" and "axis must equal batch_dims" in reasons["ethos-u85-256.gather.axis"]
+
+
+def test_stride4_after_explicit_padding_fails_the_compile():
+    """Measured by the probe (Vela 5.2.0): PAD + stride-4 conv fails the whole compile; SAME padding falls back."""
+    v, reasons = judge(conv(k=3, s=4, pads=[1, 1, 1, 1], hw=32), "ethos-u55-256")
+    assert v == "unsupported" and "fails the Vela compile" in reasons["ethos-u55-256.stride.gt3_padded"], reasons
+    assert "ethos-u55-256.stride.gt3" not in reasons  # one reason, not the CPU-fallback one as well
+    rule = next(r for r in get_profile("ethos-u55-256").rules() if r.id == "ethos-u55-256.stride.gt3_padded")
+    assert rule.source == "PROBE-V" and "npufit probe" in get_profile("ethos-u55-256").sources["PROBE-V"]
+    assert judge(conv(k=3, s=4, pads=[1, 1, 1, 1], hw=32), "ethos-u85-256")[0] == "npu"
+
+
+def test_div_by_constant_is_a_mul():
+    """x / c reaches Vela as MUL by 1/c (the probe measured div[operand=constant] on the NPU); x / y stays DIV."""
+    div_c = qdq_op("Div", [1, 8, 4, 4], [1, 8, 4, 4], extra_inputs=[("c", np.full((1,), 4.0, np.float32))])
+    assert judge(div_c, "ethos-u55-256") == ("npu", {})
 
 
 def test_mac_configs_share_rules():

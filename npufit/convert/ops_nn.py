@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from .lower import NHWC_AXIS, TT, Lowering, onnx_to_tfl_shape
+from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
 from .qparams import Q, bias_int32, per_channel_weights, quantize
 
 # fused_activation_function values TFLite kernels clamp to, keyed by the (min, max) of a ReLU/Clip
@@ -238,11 +238,27 @@ def reduce_mean(L: Lowering, node: NodeView) -> None:
         axes = list(range(rank))
     axes = sorted(int(a) % rank for a in np.atleast_1d(axes))
     keep = bool(node.attr("keepdims", 1))
-    if x.layout == "nhwc" and not keep:
-        x = L.act(node.inputs[0], "plain")
-    tfl_axes = [NHWC_AXIS[a] for a in axes] if x.layout == "nhwc" else axes
-    y = L.output(node.outputs[0], x.layout)
-    L.emit("MEAN", [x, L.int32(f"{y.name}/axes", tfl_axes)], [y], "ReducerOptions", keep_dims=keep)
+    out = node.outputs[0]
+    if x.layout != "nhwc":
+        y = L.output(out, x.layout)
+        L.emit("MEAN", [x, L.int32(f"{y.name}/axes", axes)], [y], "ReducerOptions", keep_dims=keep)
+        return
+    # Reduce in NHWC: moving the tensor back to NCHW first would turn a spatial mean into a MEAN over
+    # TFLite's depth axis, which Vela rejects ("Unsupported depth-reduction", probe case mean_dim_linear).
+    tfl_axes = [NHWC_AXIS[a] for a in axes]
+    kept = [a for a in TO_NHWC if a not in axes]  # surviving ONNX axes in NHWC storage order
+    if keep or kept == sorted(kept):  # keepdims, or the survivors are already in ONNX order: MEAN writes the output directly
+        y = L.output(out, "nhwc" if keep else "plain")
+        L.emit("MEAN", [x, L.int32(f"{y.name}/axes", tfl_axes)], [y], "ReducerOptions", keep_dims=keep)
+        return
+    # e.g. a mean over H alone: reduce with keepdims in NHWC, bring the 4-D result to NCHW, then drop the axis
+    q = L.q_of(out)
+    m = L.new(f"{out}/mean", tuple(1 if i in tfl_axes else d for i, d in enumerate(x.shape)), q, "nhwc")
+    L.emit("MEAN", [x, L.int32(f"{m.name}/axes", tfl_axes)], [m], "ReducerOptions", keep_dims=True)
+    nchw = L.new(f"{out}/nchw", tuple(m.shape[p] for p in TO_NCHW), q, "plain")
+    L.layout_op(m, nchw, TO_NCHW)
+    y = L.output(out, "plain", q=q)
+    L.emit("RESHAPE", [nchw, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
 
 
 def int8_scalar(L: Lowering, name: str, value: float, q: Q) -> TT:

@@ -14,11 +14,12 @@ from ..graph.model import NodeView
 from . import common, tflite_map as tm
 from .base import OpSupport, Profile, Rule, Verdict
 
-NPU, CPU = Verdict.NPU, Verdict.CPU
+NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
 
 SOURCES = {
     "VELA": "vela --supported-ops-report, ethos-u-vela 5.2.0 (TFLite sections for Ethos-U55/U65 and Ethos-U85)",
     "CONV": "usual ONNX -> TF -> TFLite int8 converter behaviour (inferred, targets.md §3 preamble)",
+    "PROBE-V": "measured: npufit probe --target ethos-u55-256 --compiler vela --sweep (Vela 5.2.0), docs/probe/ethos-u55-256-matrix.md",
 }
 
 # Operators listed in Vela 5.2.0's TFLite summary tables.
@@ -142,11 +143,26 @@ def graph_rules(gen: str, name: str) -> tuple[Rule, ...]:
 
 # -- op-specific ---------------------------------------------------------------------------------
 
+def _padded_input(node) -> bool:
+    """Padding that is neither SAME nor VALID: ONNX explicit pads, or a TFLite VALID conv fed by a PAD op."""
+    if not tm.is_tflite(node):
+        return tm.padding(node) == "EXPLICIT"
+    src = node.graph.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    return tm.padding(node) == "VALID" and src is not None and src.op_type in ("PAD", "PADV2")
+
+
 def _stride_gt3(node, lim):
     s, d, p = tm.strides(node), tm.dilations(node), tm.padding(node)
-    if max(s) > lim["stride_max"] and not (all(x == 1 for x in d) and p == "VALID"):
+    if max(s) > lim["stride_max"] and not (all(x == 1 for x in d) and p == "VALID") and not _padded_input(node):
         return f"stride {_fmt(s)}, dilation {_fmt(d)}, padding {p}"
     return None
+
+
+def _stride_gt3_padded(node, lim):
+    """Vela 5.2 folds the PAD into the convolution after its support check, then cannot place the result on
+    the NPU nor hand it to the CPU: the whole compile fails (probe: conv2d_3x3[stride=4]; SAME padding falls back)."""
+    s = tm.strides(node)
+    return f"stride {_fmt(s)} after explicit padding" if max(s) > lim["stride_max"] and _padded_input(node) else None
 
 
 def _stride_range(node, lim):
@@ -442,9 +458,12 @@ def build(name: str) -> Profile:
     w8 = R("weights.8bit", "weight tensors must be 8-bit", _weight_8bit, ("quantize weights to int8",))
     wsum = R("weights.sum", "the sum of absolute weights per output channel cannot exceed {weight_sum_8bit}", _weight_sum)
     bias = R("bias.const", "bias tensors must be constant int32/int64 values on the channel axis", _bias)
+    s3pad = Rule(f"{name}.stride.gt3_padded", "stride > {stride_max} after explicit padding (a PAD before a VALID convolution) "
+                 "fails the Vela compile: 'Non-passthrough operation (Conv2D) could not run on NPU'", _stride_gt3_padded, UNSUP,
+                 ("use SAME or VALID padding, or stride ≤ 3 (then pool)",), "PROBE-V")
     conv = [f32, bias, w8, wsum] if u55 else [bias, w8, wsum]
     if u55:
-        conv.append(s3)
+        conv += [s3, s3pad]
     pc = R("params.const", "parameter tensors must be constant", _params_const)
     ops: dict[str, OpSupport] = {}
     listed = U55_OPS + (U85_EXTRA if not u55 else [])
@@ -456,7 +475,7 @@ def build(name: str) -> Profile:
         ops[op] = OpSupport(op, NPU, tuple(base) + tuple(rules), source="VELA", note=note)
 
     ops["CONV_2D"] = OpSupport("CONV_2D", NPU, tuple(conv), source="VELA")
-    ops["DEPTHWISE_CONV_2D"] = OpSupport("DEPTHWISE_CONV_2D", NPU, tuple(conv[:-1] if u55 else conv) + (
+    ops["DEPTHWISE_CONV_2D"] = OpSupport("DEPTHWISE_CONV_2D", NPU, tuple(conv[:-2] if u55 else conv) + (
         (R("depthwise.stride", "kernel stride must be in the range (1, {stride_max})", _stride_range, ("use stride ≤ 3",)),) if u55 else ()), source="VELA")
     put("TRANSPOSE_CONV", bias, w8, *((R("transpose_conv.stride", "transposed-convolution stride must be 1x1 or 2x2 (2x1/1x2 only when the IFM and "
                                         "kernel are 1 in that dimension)", _tconv_stride, ("use stride 2 or Resize + Conv",)),) if u55 else ()))

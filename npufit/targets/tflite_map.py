@@ -51,6 +51,10 @@ def tflite_op(node: NodeView) -> str:
         return "FULLY_CONNECTED" if _const_weights(node) else "BATCH_MATMUL"
     if op == "Clip":
         return _clip_kind(node)
+    if op == "Div" and node.is_const(1):
+        # x / c is emitted as MUL by 1/c (TF's arithmetic optimizer, npufit.convert): Vela ran it on the NPU
+        # while it has no int8 DIV (probe case div[operand=constant], Ethos-U55)
+        return "MUL"
     if op == "Pad":
         return "MIRROR_PAD" if node.attr("mode", "constant") in ("reflect", "edge") else "PAD"
     if op in ("Resize", "Upsample"):
