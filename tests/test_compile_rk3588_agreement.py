@@ -123,8 +123,9 @@ def test_output_rule_needs_a_model_output_and_a_reshape():
     m = model([helper.make_node("Gather", ["x", "i"], ["y"], name="op", axis=1)], [vi("x", [1, 3, 4])], [vi("y", [1, 4])],
               [_i64("i", 0)])
     assert f"{T}.output_layout" not in judge(m, T)[1]
-    m = model([helper.make_node("Gather", ["x", "i"], ["y"], name="op", axis=1)], [vi("x", [1, 1, 20, 4])], [vi("y", [1, 20, 4])],
-              [_i64("i", 0)])  # RT-DETR's last-decoder-layer select: 'convert_gather_to_reshape', a CPU Reshape
+    m = model([helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Gather", ["r", "i"], ["y"], name="op", axis=1)],
+              [vi("x", [1, 1, 20, 4])], [vi("y", [1, 20, 4])],
+              [_i64("i", 0)])  # RT-DETR's last-decoder-layer select of an NPU tensor: 'convert_gather_to_reshape', a CPU Reshape
     assert judge(m, T)[0] == "cpu"
 
 

@@ -23,16 +23,17 @@ def c(name, arr):
 
 
 CASES = [  # (rule id, passing, failing, words, failing verdict)
-    ("conv.kernel", conv(k=7), conv(k=33, pad=0, hw=40), "convolution kernels must be 1..31 (depthwise 1..8)", "cpu"),
-    ("conv.kernel", conv(k=7, group=8), conv(k=9, group=8), "(depthwise 1..8)", "cpu"),
-    ("conv.stride", conv(s=2), conv(s=8, k=3, pad=1), "convolution stride must be 1..7", "cpu"),
+    # depthwise, stride and pooling limits as measured by `npufit probe --compiler rknn` (PROBE-R), not the R-PDF's 8 / 7 / 7
+    ("conv.kernel", conv(k=7), conv(k=33, pad=0, hw=40), "convolution kernels must be 1..31", "cpu"),
+    ("conv.kernel", conv(k=31, group=8, hw=40), conv(k=33, group=8, pad=0, hw=40), "depthwise too: 3..31 measured", "cpu"),
+    ("conv.stride", conv(s=16, k=3, pad=1), conv(s=17, k=3, pad=1, hw=64), "convolution stride must be 1..16", "cpu"),
     ("conv.pads", conv(k=3), conv(k=3, pad=16), "convolution pads must each be 0..15", "cpu"),
-    ("pool.limits", float_op("MaxPool", [1, 8, 16, 16], [1, 8, 8, 8], dict(kernel_shape=[2, 2], strides=[2, 2])),
-     float_op("MaxPool", [1, 8, 16, 16], [1, 8, 2, 2], dict(kernel_shape=[8, 8], strides=[8, 8])), "pooling: kernel ≤ 7", "cpu"),
-    ("pool.ceil_mode", float_op("MaxPool", [1, 8, 16, 16], [1, 8, 8, 8], dict(kernel_shape=[2, 2], strides=[2, 2])),
-     float_op("MaxPool", [1, 8, 15, 15], [1, 8, 8, 8], dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)), "only ceil_mode=0", "cpu"),
+    ("pool.limits", float_op("MaxPool", [1, 8, 64, 64], [1, 8, 1, 1], dict(kernel_shape=[64, 64], strides=[2, 2])),
+     float_op("MaxPool", [1, 8, 130, 130], [1, 8, 2, 2], dict(kernel_shape=[65, 65], strides=[2, 2])), "pooling: kernel ≤ 64", "cpu"),
+    ("pool.auto_pad", float_op("MaxPool", [1, 8, 15, 15], [1, 8, 8, 8], dict(kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)),
+     float_op("MaxPool", [1, 8, 15, 15], [1, 8, 8, 8], dict(kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER")), "only auto_pad=NOTSET", "cpu"),
     ("resize.config", float_op("Resize", [1, 8, 4, 4], [1, 8, 8, 8], dict(mode="nearest"), inits=[c("roi", np.zeros(0, np.float32)), c("sc", np.array([1, 1, 2, 2], np.float32))]),
-     float_op("Resize", [1, 8, 4, 4], [1, 8, 6, 6], dict(mode="nearest"), inits=[c("roi", np.zeros(0, np.float32)), c("sc", np.array([1, 1, 1.5, 1.5], np.float32))]),
+     float_op("Resize", [1, 8, 4, 4], [1, 8, 6, 6], dict(mode="linear"), inits=[c("roi", np.zeros(0, np.float32)), c("sc", np.array([1, 1, 1.5, 1.5], np.float32))]),
      "integer H/W scale factors 2..8", "cpu"),
     ("softmax.axis", float_op("Softmax", [1, 8, 4, 4], [1, 8, 4, 4], dict(axis=1)), float_op("Softmax", [1, 8, 4, 4], [1, 8, 4, 4], dict(axis=2)),
      "Softmax runs on the NPU along axis 1 or 3 only", "cpu"),
@@ -47,6 +48,20 @@ CASES = [  # (rule id, passing, failing, words, failing verdict)
     ("axis.range", float_op("Concat", [[1, 8, 4, 4], [1, 8, 4, 4]], [1, 16, 4, 4], dict(axis=1), n_inputs=2),
      float_op("Concat", [[1, 2, 3, 4, 5], [1, 2, 3, 4, 5]], [1, 2, 3, 4, 10], dict(axis=4), n_inputs=2), "the axis must be 0..3", "cpu"),
     ("rank", float_op("Relu", [1, 8, 4, 4], [1, 8, 4, 4]), float_op("Relu", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5]), "more than 4 dimensions run on the CPU", "cpu"),
+    # measured by the probe (PROBE-R): which Tile / GatherElements / 5-D Slice / 6-D Transpose stay on the NPU
+    ("tile.axes", float_op("Tile", [1, 8, 4, 4], [1, 16, 4, 4], inits=[c("r", np.array([1, 2, 1, 1], np.int64))]),
+     float_op("Tile", [1, 8, 4, 4], [2, 8, 4, 4], inits=[c("r", np.array([2, 1, 1, 1], np.int64))]), "repeating the batch or two axes", "cpu"),
+    ("tile.axes", float_op("Tile", [1, 8, 4, 4], [1, 8, 8, 4], inits=[c("r", np.array([1, 1, 2, 1], np.int64))]),
+     float_op("Tile", [1, 8, 4, 4], [1, 8, 8, 8], inits=[c("r", np.array([1, 1, 2, 2], np.int64))]), "tile 2 axes", "cpu"),
+    ("gather_elements.indices", float_op("GatherElements", [1, 8, 16, 16], [1, 8, 4, 16], dict(axis=2), inits=[c("i", np.zeros((1, 8, 4, 16), np.int64))]),
+     float_op("GatherElements", [1, 8, 16, 16], [1, 8, 4, 4], dict(axis=2), inits=[c("i", np.zeros((1, 8, 4, 4), np.int64))]),
+     "differ from the data [1, 8, 16, 16] on axis 3", "cpu"),
+    ("gather_elements.indices", float_op("GatherElements", [1, 336, 4], [1, 20, 4], dict(axis=1), inits=[c("i", np.zeros((1, 20, 4), np.int64))]),
+     float_op("GatherElements", [[1, 336, 4], [1, 20, 4]], [1, 20, 4], dict(axis=1), n_inputs=2), "computed at run time", "cpu"),  # RT-DETR's
+    ("rank", float_op("Slice", [1, 2, 4, 16, 16], [1, 1, 4, 16, 16], inits=[c("st", [1]), c("en", [2]), c("ax", [1])]),
+     float_op("Slice", [1, 2, 4, 16, 16], [1, 2, 2, 16, 16], inits=[c("st", [2]), c("en", [4]), c("ax", [2])]), "(rank 5)", "cpu"),
+    ("rank", float_op("Transpose", [1, 2, 3, 4, 5], [1, 2, 3, 5, 4], dict(perm=[0, 1, 2, 4, 3])),
+     float_op("Transpose", [1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 6, 5], dict(perm=[0, 1, 2, 3, 5, 4])), "(rank 6)", "cpu"),
 ]
 
 
@@ -84,3 +99,45 @@ def test_silu_is_fused():
               [vi("x", [1, 8, 4, 4])], [vi("y", [1, 8, 4, 4])])
     assert judge(m, T) == ("npu", {})
     assert judge(m, "ethos-n78")[0] == "cpu"  # var × var multiply has no Ethos-N pattern
+
+
+def test_rk3588_is_not_an_int8_only_target():
+    """RKNN builds float16 too: a float model is judged as float (no 'runs int8 only' warning, no int8 Div rule);
+    the pipeline, which always builds int8, still judges the int8 model."""
+    from npufit.check.engine import int8_only, judges_dtype
+    from npufit.targets import get_profile
+
+    assert not int8_only(get_profile(T)) and judges_dtype(get_profile(T))
+    assert int8_only(get_profile("ethos-u55-256")) and int8_only(get_profile("ethos-n78"))
+    assert not int8_only(get_profile("hailo8"))
+
+
+def test_ops_the_probe_moved():
+    """npufit probe --compiler rknn (PROBE-R) contradicted the R-PDF / R-OP lists for these ops."""
+    from npufit.targets import get_profile
+
+    ops = get_profile(T).ops
+    for op in ("InstanceNormalization", "DepthToSpace", "Sqrt", "Abs", "Neg"):  # documented CPU or unknown; ran on the NPU
+        assert ops[op].status.value == "npu" and ops[op].source == "PROBE-R", op
+    for op in ("Selu", "Reciprocal"):  # R-OP does not list them; the converter took them as CPU layers
+        assert ops[op].status.value == "cpu" and ops[op].source == "PROBE-R", op
+    for op in ("Exp", "Log", "Floor", "Sin"):  # the probe agreed with the R-PDF
+        assert ops[op].status.value == "cpu" and ops[op].source == "R-PDF", op
+    assert "docs/probe/rk3588-measured.json" in get_profile(T).sources["PROBE-R"]
+    nearest = float_op("Resize", [1, 8, 4, 4], [1, 8, 6, 6], dict(mode="nearest"),
+                       inits=[c("roi", np.zeros(0, np.float32)), c("sc", np.array([1, 1, 1.5, 1.5], np.float32))])
+    assert judge(nearest, T) == ("npu", {})
+
+
+@pytest.mark.parametrize("channels,size,verdict", [(8, 1, "npu"), (16, 1, "npu"), (12, 1, "cpu"), (4, 2, "cpu"), (6, 2, "cpu")])
+def test_output_flatten_of_an_npu_tensor(channels, size, verdict):
+    """PROBE-R flatten_output / flatten_output_1x1: conv -> Flatten as the model output."""
+    from onnx import helper
+
+    from .onnx_builders import model, vi
+
+    w = c("w", np.ones((channels, 8, 1, 1), np.float32))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["f"], name="conv"), helper.make_node("Flatten", ["f"], ["y"], name="op", axis=1)]
+    m = model(nodes, [vi("x", [1, 8, size, size])], [vi("y", [1, channels * size * size])], [w])
+    v, reasons = judge(m, T)
+    assert v == verdict, reasons

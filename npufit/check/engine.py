@@ -78,9 +78,15 @@ def check_graph(graph: Graph, profile: Profile) -> CheckReport:
     return report
 
 
-def int8_only(profile: Profile) -> bool:
-    """The target rejects float feature maps (a dtype rule applies to every node): Ethos-N, Ethos-U."""
+def judges_dtype(profile: Profile) -> bool:
+    """The profile has a dtype rule for every node (Ethos-N, Ethos-U, RK3588): an int8 build is judged differently."""
     return any(r.id.endswith((".fmap.dtype", ".dtype")) for r in profile.graph_rules)
+
+
+def int8_only(profile: Profile) -> bool:
+    """The target rejects float feature maps: Ethos-N, Ethos-U (RK3588 also runs float16, so it is not)."""
+    allowed = profile.limits.get("dtypes") or profile.limits.get("fmap_dtypes") or ()
+    return judges_dtype(profile) and not any(d in allowed for d in ("float16", "float32"))
 
 
 def _float_model_on_int8_target(graph: Graph, report_profile: Profile) -> bool:

@@ -11,11 +11,14 @@ def register(sub) -> None:
                        description="Export one small PyTorch model per operation (seed 000's test suite as a catalogue), "
                                    "judge each with the target profile and, with --compiler, compile it with the real vendor "
                                    "compiler; write the matrix in seed 000's ✅/❌ layout, JSON, and a drift table.")
-    p.add_argument("--target", "-t", default="hailo8", help="target profile (default: hailo8)")
+    p.add_argument("--target", "-t", help="target profile (default: hailo8, or the --replay record's target)")
     p.add_argument("--opset", type=int, default=11, help="ONNX opset for the TorchScript exporter (default: 11, as seed 000)")
     p.add_argument("--cases", metavar="PATTERN", help="comma-separated globs over case ids, families or seeds "
                                                       "(e.g. 'conv*,pooling', 'seed000')")
     p.add_argument("--compiler", choices=("vela", "rknn", "hailo"), help="also compile every case with this installed compiler")
+    p.add_argument("--replay", metavar="FILE", help="compare the prediction with a recorded compiler run (<target>-measured.json "
+                                                    "from an earlier --compiler run, e.g. docs/probe/rk3588-measured.json) "
+                                                    "instead of compiling: the drift table without the vendor toolkit")
     p.add_argument("--output", "-o", metavar="DIR", help="write <target>-matrix.md, <target>-probe.json, <target>-drift.json and "
                                                         "cases/*.onnx into DIR")
     p.add_argument("--jobs", "-j", type=int, help="worker processes (default: number of CPUs)")
@@ -36,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"| {c.id} | {c.family} | {c.seed or '-'} | {', '.join(c.ops)} | {', '.join(c.grid) or '-'} |")
         emit("\n".join(lines), None)
         return 0
-    report = probe(args.target, opset=args.opset, cases=args.cases, compiler=args.compiler, output=args.output,
-                   jobs=args.jobs, timeout=args.timeout, sweep=args.sweep)
+    report = probe(args.target if args.target or args.replay else "hailo8", opset=args.opset, cases=args.cases, compiler=args.compiler, output=args.output,
+                   jobs=args.jobs, timeout=args.timeout, sweep=args.sweep, replay=args.replay)
     emit(report.render(args.format), None)
     return 0

@@ -92,12 +92,12 @@ def run_export(ctx: StepContext) -> Outcome:
 # -- check / fix / split ---------------------------------------------------------------------------------
 def run_check(ctx: StepContext) -> Outcome:
     from ..check import check
-    from ..check.engine import int8_only
+    from ..check.engine import judges_dtype
     from ..report.model_explorer import write_node_data
     from ..targets import get_profile
 
-    # the pipeline quantizes before it compiles: an int8-only target is judged for the int8 model it will get
-    assume_int8 = int8_only(get_profile(ctx.cell.target))
+    # the pipeline's compile step builds int8 for every target: a profile with dtype rules judges that int8 model
+    assume_int8 = judges_dtype(get_profile(ctx.cell.target))
     report = check(ctx.model_input(), ctx.cell.target, assume_int8=assume_int8)
     atomic_write_json(ctx.folder / "check.json", report.to_dict())
     write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())

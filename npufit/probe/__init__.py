@@ -20,17 +20,34 @@ from .report import ProbeReport
 DEFAULT_TIMEOUT_S = 120.0
 
 
-def probe(target: str = "hailo8", opset: int = 11, cases: str | Sequence[Case] | None = None, compiler: str | None = None,
+def probe(target: str | None = "hailo8", opset: int = 11, cases: str | Sequence[Case] | None = None, compiler: str | None = None,
           output: str | os.PathLike | None = None, jobs: int | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-          sweep: bool = False, compile_options: dict[str, Any] | None = None) -> ProbeReport:
+          sweep: bool = False, compile_options: dict[str, Any] | None = None, replay: str | os.PathLike | None = None) -> ProbeReport:
     """Run the probe suite (the library side of `npufit probe`).
 
     cases: glob patterns over the catalogue (ids, families, 'seed000'), or your own Case objects
     (their builders must be importable module-level functions: cases run in worker processes).
+    replay: a <target>-measured.json from an earlier `--compiler` run; the prediction is compared with it
+    (drift table) without the compiler installed. Target, cases and sweep default to the recorded run's.
     """
     from ..targets import get_profile
 
-    profile = get_profile(target)
+    record = None
+    if replay is not None:
+        if compiler:
+            raise NpufitError("--replay compares with a recorded compiler run: leave out --compiler")
+        record = load_record(replay)
+        target = target or record["target"]
+        if target != record["target"]:
+            raise NpufitError(f"--replay {replay}: recorded for target {record['target']}, not {target}")
+        base = sorted({cid.split("[")[0] for cid in record["cases"]} & set(BY_ID))
+        if cases is None:
+            if not base:
+                raise NpufitError(f"--replay {replay}: no recorded case is in this catalogue")
+            cases = ",".join(base)
+        sweep = sweep or any("[" in cid for cid in record["cases"])
+        opset = record.get("opset", opset)
+    profile = get_profile(target or "hailo8")
     if importlib.util.find_spec("torch") is None:
         raise NpufitError("npufit probe builds its cases with PyTorch: pip install 'npufit[torch]' (torch==2.13.0)")
     if not 7 <= int(opset) <= 20:
@@ -62,24 +79,49 @@ def probe(target: str = "hailo8", opset: int = 11, cases: str | Sequence[Case] |
     results = run_tasks(tasks, min(jobs, len(tasks)), float(timeout), f"probe {profile.name}")
     report = ProbeReport(profile.name, profile.title, int(opset), results, compiler, min(jobs, len(tasks)), float(timeout),
                          time.perf_counter() - t0, sweep)
+    if record is not None:
+        report = report.replay(record)
     if out_dir is not None:
         write_outputs(report, out_dir)
     return report
 
 
 def write_outputs(report: ProbeReport, out_dir: Path) -> dict[str, str]:
-    """matrix.md, probe.json and drift.json under out_dir (atomically); the case models are in out_dir/cases."""
+    """matrix.md, probe.json and drift.json under out_dir (atomically), and with a compiler the compact
+    measured.json (see ProbeReport.measured_record); the case models are in out_dir/cases."""
     from ..util.io import atomic_write_json, atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {"matrix": out_dir / f"{report.target}-matrix.md", "json": out_dir / f"{report.target}-probe.json",
              "drift": out_dir / f"{report.target}-drift.json"}
+    if report.compiler and not report.record:  # a replay's measured side is the record it read
+        files["measured"] = out_dir / f"{report.target}-measured.json"
     report.files = {k: str(v) for k, v in files.items()}
+    if "measured" in files:
+        atomic_write_json(files["measured"], report.measured_record())
     atomic_write_text(files["matrix"], report.to_markdown())
     atomic_write_json(files["drift"], {"schema": "npufit.probe.drift/1", "target": report.target, "compiler": report.compiler,
                                        "drift": report.drift()})
     atomic_write_text(files["json"], report.to_json() + "\n")
     return report.files
+
+
+def load_record(path: str | os.PathLike) -> dict[str, Any]:
+    """A measured record (ProbeReport.measured_record) from disk, or one clear error."""
+    import json
+
+    from .report import RECORD_SCHEMA
+
+    try:
+        data = json.loads(Path(path).read_text("utf-8"))
+    except FileNotFoundError:
+        raise NpufitError(f"--replay {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise NpufitError(f"--replay {path}: not a readable JSON file ({e})") from None
+    if not isinstance(data, dict) or data.get("schema") != RECORD_SCHEMA or not isinstance(data.get("cases"), dict):
+        raise NpufitError(f"--replay {path}: not a {RECORD_SCHEMA} file (write one with 'npufit probe --compiler ... --output DIR')")
+    data["path"] = str(path)
+    return data
 
 
 __all__ = ["probe", "ProbeReport", "Case", "CASES", "BY_ID", "select", "write_outputs"]

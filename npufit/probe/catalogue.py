@@ -97,11 +97,11 @@ def conv1d(kernel=3, padding=1, cin=8, cout=16, length=32):
     return _module(lambda m, x: m.conv(x), conv=nn.Conv1d(cin, cout, kernel, padding=padding)), (_x(1, cin, length),)
 
 
-def pool2d(kind="max", kernel=2, stride=2, padding=0, size=16, functional=False):
+def pool2d(kind="max", kernel=2, stride=2, padding=0, size=16, functional=False, ceil_mode=False):
     _, nn, F = _nn()
     if functional:
         return _module(lambda m, x: F.max_pool2d(x, kernel, stride, padding)), (_x(1, 8, size, size),)
-    layer = nn.MaxPool2d(kernel, stride, padding) if kind == "max" else nn.AvgPool2d(kernel, stride, padding)
+    layer = nn.MaxPool2d(kernel, stride, padding, ceil_mode=ceil_mode) if kind == "max" else nn.AvgPool2d(kernel, stride, padding, ceil_mode=ceil_mode)
     return _module(lambda m, x: m.pool(x), pool=layer), (_x(1, 8, size, size),)
 
 
@@ -132,6 +132,29 @@ def activation(name="relu"):
     children = {"hardswish": {"act": nn.Hardswish()}, "hardsigmoid": {"act": nn.Hardsigmoid()},
                 "prelu": {"act": nn.PReLU(8)}}.get(name, {})
     return _module(fns[name], **children), (_x(1, 8, 16, 16),)
+
+
+def unary(name="abs"):
+    """One element-wise math op; ops defined only for positive inputs get a positive input."""
+    torch, _, _ = _nn()
+    fns = {"abs": torch.abs, "sqrt": torch.sqrt, "exp": torch.exp, "log": torch.log, "neg": torch.neg,
+           "reciprocal": torch.reciprocal, "floor": torch.floor, "sin": torch.sin}
+    positive = name in ("sqrt", "log", "reciprocal")
+    x = _x(1, 8, 16, 16)
+    return _module(lambda m, x: fns[name](x)), (x.abs() + 0.5 if positive else x,)
+
+
+def softmax(axis=1):
+    torch, _, _ = _nn()
+    return _module(lambda m, x: torch.softmax(x, dim=axis)), (_x(1, 8, 16, 16),)
+
+
+def pixel_shuffle(factor=2, inverse=False):
+    """PixelShuffle exports as DepthToSpace (CRD); PixelUnshuffle as SpaceToDepth, or reshape/transpose."""
+    _, _, F = _nn()
+    if inverse:
+        return _module(lambda m, x: F.pixel_unshuffle(x, factor)), (_x(1, 8, 16, 16),)
+    return _module(lambda m, x: F.pixel_shuffle(x, factor)), (_x(1, 8 * factor * factor, 8, 8),)
 
 
 def norm(kind="batch"):
@@ -192,6 +215,13 @@ def clamp(lo=0.0, hi=6.0):
 
 def reshape(shape=(1, 8, 32, 8), in_shape=(1, 8, 16, 16)):
     return _module(lambda m, x: x.reshape(*shape)), (_x(*in_shape),)
+
+
+def conv_flatten(channels=3, size=2, start_dim=1):
+    """conv 1x1 -> Flatten as the model output: [1, channels*size*size] (a classifier's last reshape), or
+    [1, channels, size*size] with start_dim=2 (a detection head's)."""
+    _, nn, _ = _nn()
+    return _module(lambda m, x: m.flat(m.conv(x)), conv=nn.Conv2d(8, channels, 1), flat=nn.Flatten(start_dim)), (_x(1, 8, size, size),)
 
 
 def flatten_from(start_dim=2):
@@ -262,10 +292,21 @@ def grid_sample(out=8):
     return _module(lambda m, x: F.grid_sample(x, grid, align_corners=False)), (_x(1, 8, 16, 16),)
 
 
-def gather_elements(axis=1):
+def gather_elements(axis=1, narrow_other=False, indices="const", rank=4):
+    """torch.gather with indices 4 long on the gather axis; narrow_other also shortens another axis.
+    indices='runtime' computes them in the model (top-4 along the axis, as a detector's query selection does);
+    rank=3 gathers from [1, 16, 16] (RT-DETR gathers boxes from [1, queries, 4])."""
     torch, _, _ = _nn()
-    idx = torch.zeros(1, 4, 16, 16, dtype=torch.long) if axis == 1 else torch.zeros(1, 8, 16, 4, dtype=torch.long)
-    return _module(lambda m, x: torch.gather(x, axis, idx)), (_x(1, 8, 16, 16),)
+    x = _x(*(1, 8, 16, 16)[:rank] if rank == 4 else (1, 16, 16))
+    shape = list(x.shape)
+    shape[axis] = 4
+    if narrow_other:
+        other = 2 if axis != 2 else rank - 1
+        shape[other] = 4
+    if indices == "runtime":
+        return _module(lambda m, x: torch.gather(x, axis, x.topk(4, dim=axis).indices)), (x,)
+    idx = torch.zeros(*shape, dtype=torch.long)
+    return _module(lambda m, x: torch.gather(x, axis, idx)), (x,)
 
 
 def topk(k=3, axis=1):
@@ -280,7 +321,8 @@ def reduce_max(axis=1, keepdim=False):
 def slice_axis(axis=4, rank=5):
     shape = (1, 2, 4, 16, 16) if rank == 5 else (1, 8, 16, 16)
     index = [slice(None)] * rank
-    index[axis] = slice(2, 6)
+    stop = min(6, shape[axis])
+    index[axis] = slice(min(2, stop - 1), stop)  # never empty: axis 1 of the 5-D input has only 2 entries
     return _module(lambda m, x: x[tuple(index)]), (_x(*shape),)
 
 
@@ -321,6 +363,8 @@ def argmax(axis=1):
 # -- the table ---------------------------------------------------------------------------------
 
 def _c(id, family, ops, builder, seed="", label="", grid=None, min_opset=0, workaround="", **params) -> Case:
+    # a swept parameter needs its default here, or the case's own run would not know it
+    assert set(grid or {}) <= set(params), f"probe case {id}: grid {sorted(set(grid) - set(params))} has no default"
     return Case(id, family, tuple(ops), builder, params, grid or {}, seed, label or id, min_opset, workaround)
 
 
@@ -330,11 +374,13 @@ CASES: tuple[Case, ...] = (
     # I. convolution (seed 000)
     _c("conv2d_1x1", "convolution", ["nn.Conv2d"], conv2d, SEED_000, "nn.Conv2d 1x1", kernel=1, padding=0),
     _c("conv2d_3x3", "convolution", ["nn.Conv2d"], conv2d, SEED_000, "nn.Conv2d 3x3, padding 1",
-       grid={"kernel": (1, 3, 5, 7, 9, 11), "stride": (1, 2, 3, 4), "dilation": (1, 2, 3), "cout": (8, 64, 256)},
+       grid={"kernel": (1, 3, 5, 7, 9, 11), "stride": (1, 2, 3, 4, 7, 8, 16), "dilation": (1, 2, 3), "cout": (8, 64, 256)},
        kernel=3, padding=1, stride=1, dilation=1, cout=16),
     _c("conv2d_5x5_s2", "convolution", ["nn.Conv2d"], conv2d, SEED_000, "nn.Conv2d 5x5, stride 2, padding 2", kernel=5, stride=2, padding=2),
     _c("conv2d_depthwise", "convolution", ["nn.Conv2d(groups=C)"], conv2d, SEED_000, "depthwise nn.Conv2d (groups=in_channels)",
-       kernel=3, padding=1, groups=8, cout=8),
+       grid={"kernel": (3, 5, 7, 9, 11)}, kernel=3, padding=1, groups=8, cout=8),
+    _c("conv2d_depthwise_large", "convolution", ["nn.Conv2d(groups=C)"], conv2d, "", "depthwise nn.Conv2d, large kernel, padding 'same'",
+       grid={"kernel": (13, 15, 17, 21, 25, 31)}, kernel=13, padding="same", groups=8, cout=8, size=32),
     _c("conv2d_grouped", "convolution", ["nn.Conv2d(groups=2)"], conv2d, SEED_000, "grouped nn.Conv2d (1 < groups < in_channels)",
        kernel=3, padding=1, groups=2),
     _c("conv2d_dilated", "convolution", ["nn.Conv2d(dilation=2)"], conv2d, SEED_000, "dilated nn.Conv2d (dilation 2)",
@@ -344,12 +390,16 @@ CASES: tuple[Case, ...] = (
     _c("conv1d", "convolution", ["nn.Conv1d"], conv1d, SEED_000, "nn.Conv1d", grid={"kernel": (1, 3, 5)}, kernel=3, padding=1),
     # II. pooling
     _c("maxpool2d_k2s2", "pooling", ["nn.MaxPool2d"], pool2d, SEED_000, "nn.MaxPool2d 2x2, stride 2",
-       grid={"kernel": (2, 3, 5), "stride": (1, 2), "padding": (0, 1)}, kind="max", kernel=2, stride=2, padding=0),
+       grid={"kernel": (2, 3, 5, 7, 8, 9, 12, 16), "stride": (1, 2), "padding": (0, 1)}, kind="max", kernel=2, stride=2, padding=0),
     _c("maxpool2d_k3s1p1", "pooling", ["nn.MaxPool2d"], pool2d, SEED_000, "nn.MaxPool2d 3x3, stride 1, padding 1", kind="max", kernel=3, stride=1, padding=1),
     _c("avgpool2d_k2s2", "pooling", ["nn.AvgPool2d"], pool2d, SEED_000, "nn.AvgPool2d 2x2, stride 2", kind="avg", kernel=2, stride=2, padding=0),
     _c("avgpool2d_k3s1p1", "pooling", ["nn.AvgPool2d"], pool2d, SEED_000, "nn.AvgPool2d 3x3, stride 1, padding 1", kind="avg", kernel=3, stride=1, padding=1),
     _c("adaptive_maxpool2d", "pooling", ["nn.AdaptiveMaxPool2d"], adaptive_pool2d, SEED_000, "nn.AdaptiveMaxPool2d (4, 4)", kind="max", output=4),
     _c("adaptive_avgpool2d", "pooling", ["nn.AdaptiveAvgPool2d"], adaptive_pool2d, SEED_000, "nn.AdaptiveAvgPool2d (1, 1)", kind="avg", output=1),
+    _c("avgpool2d_ceil", "pooling", ["nn.AvgPool2d(ceil_mode=True)"], pool2d, "", "nn.AvgPool2d 3x3, stride 2, ceil_mode=True",
+       grid={"ceil_mode": (False, True), "kind": ("avg", "max")}, kind="avg", kernel=3, stride=2, padding=0, ceil_mode=True),
+    _c("maxpool2d_large", "pooling", ["nn.MaxPool2d"], pool2d, "", "nn.MaxPool2d, large kernel on 64x64, stride 2",
+       grid={"kernel": (16, 24, 32, 48, 64)}, kind="max", kernel=16, stride=2, padding=0, size=64),
     _c("f_max_pool2d", "pooling", ["F.max_pool2d"], pool2d, SEED_000, "F.max_pool2d", kind="max", functional=True),
     # III. activations
     *(_c(n, "activation", [lbl], activation, SEED_000, lbl, name=n) for n, lbl in (
@@ -372,11 +422,13 @@ CASES: tuple[Case, ...] = (
     _c("zeropad2d", "tensor", ["nn.ZeroPad2d"], zeropad2d, SEED_000, "nn.ZeroPad2d", pad=1),
     _c("clamp", "tensor", ["torch.clamp"], clamp, SEED_000, "torch.clamp"),
     _c("reshape", "tensor", ["torch.reshape"], reshape, SEED_000, "torch.reshape [1,8,16,16] -> [1,8,32,8]",
-       grid={"shape": ((1, 8, 32, 8), (1, 16, 8, 16), (1, 2048), (1, 8, 256), (1, 8, 16, 4, 4))}, shape=(1, 8, 32, 8)),
+       grid={"shape": ((1, 8, 32, 8), (1, 16, 8, 16), (1, 2048), (1, 8, 256), (1, 8, 16, 4, 4), (1, 512, 4), (1, 128, 16),
+                       (1, 1024, 2), (1, 8, 16, 16, 1))}, shape=(1, 8, 32, 8)),
     # VII. resize
     _c("interpolate_bilinear", "resize", ["F.interpolate(bilinear)"], interpolate, SEED_000, "F.interpolate (bilinear)",
-       grid={"scale": (2, 4)}, mode="bilinear", scale=2),
-    _c("interpolate_nearest", "resize", ["F.interpolate(nearest)"], interpolate, SEED_000, "F.interpolate (nearest)", mode="nearest", scale=2),
+       grid={"scale": (1.5, 2, 3, 4, 8)}, mode="bilinear", scale=2),
+    _c("interpolate_nearest", "resize", ["F.interpolate(nearest)"], interpolate, SEED_000, "F.interpolate (nearest)",
+       grid={"scale": (1.5, 2, 3, 4, 8)}, mode="nearest", scale=2),
     # VIII. patterns
     _c("dropout2d", "pattern", ["nn.Dropout2d"], dropout2d, SEED_000, "nn.Dropout2d (no-op at inference)"),
     _c("residual_block", "pattern", ["residual add"], residual_block, SEED_000, "residual block (skip connection by addition)"),
@@ -389,7 +441,9 @@ CASES: tuple[Case, ...] = (
        workaround="use torch.reshape (or torch.squeeze) instead of view: both export and compile (seed 000)"),
     # seed 002 (DEIMv2 on the Hailo parser)
     _c("grid_sample", "sampling", ["F.grid_sample"], grid_sample, SEED_002, "GridSample (F.grid_sample)", min_opset=16),
-    _c("gather_elements", "indexing", ["torch.gather"], gather_elements, SEED_002, "GatherElements (torch.gather)", axis=1),
+    _c("gather_elements", "indexing", ["torch.gather"], gather_elements, SEED_002, "GatherElements (torch.gather)",
+       grid={"axis": (1, 2, 3), "narrow_other": (False, True), "indices": ("const", "runtime"), "rank": (4, 3)},
+       axis=1, narrow_other=False, indices="const", rank=4),
     _c("topk", "indexing", ["torch.topk"], topk, SEED_002, "TopK (torch.topk)", grid={"k": (1, 3)}, k=3, axis=1),
     _c("reduce_max_keepdims0", "reduction", ["torch.amax(keepdim=False)"], reduce_max, SEED_002, "ReduceMax keepdims=0",
        grid={"axis": (1, 2, 3), "keepdim": (False, True)}, axis=1, keepdim=False),
@@ -398,7 +452,8 @@ CASES: tuple[Case, ...] = (
     _c("slice_channel", "tensor", ["tensor[:, a:b] (channels)"], slice_axis, "", "Slice on the channel axis of a 4-D tensor",
        grid={"axis": (1, 2, 3)}, axis=1, rank=4),
     _c("tile_batch", "tensor", ["Tensor.repeat (batch)"], tile, SEED_002, "Tile over the batch axis",
-       grid={"repeats": ((2, 1, 1, 1), (1, 2, 1, 1), (1, 1, 2, 2))}, repeats=(2, 1, 1, 1)),
+       grid={"repeats": ((2, 1, 1, 1), (1, 2, 1, 1), (1, 4, 1, 1), (1, 1, 2, 1), (1, 1, 1, 2), (1, 1, 2, 2), (1, 2, 2, 1))},
+       repeats=(2, 1, 1, 1)),
     _c("mod", "elementwise", ["torch.fmod"], mod, SEED_002, "Mod (torch.fmod)"),
     # sequence models (seed 003's regressors; targets.md §1c LSTM)
     _c("gru", "sequence", ["nn.GRU"], rnn, "", "nn.GRU", cell="gru"),
@@ -409,10 +464,19 @@ CASES: tuple[Case, ...] = (
     _c("selu", "activation", ["F.selu"], activation, "", "F.selu", name="selu"),
     _c("gelu_tanh", "activation", ["F.gelu(approximate='tanh')"], activation, "", "F.gelu (tanh approximation)", name="gelu_tanh"),
     _c("softmax", "activation", ["torch.softmax(dim=1)"], activation, "", "torch.softmax over channels", name="softmax"),
+    _c("softmax_axis", "activation", ["torch.softmax(dim)"], softmax, "", "torch.softmax along one axis of NCHW", grid={"axis": (1, 2, 3)}, axis=2),
+    # element-wise math (targets.md op lists disagree across vendors and toolkit versions)
+    *(_c(n, "math", [f"torch.{n}"], unary, "", f"torch.{n}", name=n) for n in ("abs", "sqrt", "exp", "log", "neg", "reciprocal", "floor", "sin")),
+    _c("pixel_shuffle", "tensor", ["F.pixel_shuffle"], pixel_shuffle, "", "F.pixel_shuffle (DepthToSpace)", factor=2),
+    _c("pixel_unshuffle", "tensor", ["F.pixel_unshuffle"], pixel_shuffle, "", "F.pixel_unshuffle (SpaceToDepth)", factor=2, inverse=True),
     _c("expand", "tensor", ["Tensor.expand"], expand, "", "Tensor.expand (channel broadcast)"),
     _c("where", "tensor", ["torch.where"], where, "", "torch.where"),
     _c("transpose_0213", "tensor", ["torch.permute(0, 2, 1, 3)"], permute, "", "torch.permute (0, 2, 1, 3)", perm=(0, 2, 1, 3)),
     _c("permute_5d", "tensor", ["torch.permute on 5-D"], permute, "", "torch.permute of a 5-D tensor", perm=(0, 1, 2, 4, 3), rank=5),
+    _c("flatten_output", "tensor", ["nn.Flatten (model output)"], conv_flatten, "", "conv -> nn.Flatten as the model output [1, 12]",
+       grid={"channels": (2, 3, 4, 6), "start_dim": (1, 2)}, channels=3, size=2, start_dim=1),
+    _c("flatten_output_1x1", "tensor", ["nn.Flatten (model output)"], conv_flatten, "", "conv -> nn.Flatten of a 1x1 map as the model output",
+       grid={"channels": (8, 12, 16, 24)}, channels=12, size=1),
     _c("flatten_rank3", "tensor", ["Tensor.flatten(2)"], flatten_from, "", "x.flatten(2) -> [N, C, H*W]", start_dim=2),
     _c("head_split", "tensor", ["reshape + permute (attention heads)"], head_split, "", "attention head split [B,T,C] -> [B,h,T,d]"),
     _c("argmax", "reduction", ["torch.argmax(dim=1)"], argmax, "", "torch.argmax over channels", grid={"axis": (1, 2, 3)}, axis=1),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA = "npufit.probe/1"
+RECORD_SCHEMA = "npufit.probe.measured/1"
 OK_SYMBOLS = {"✅"}
 
 
@@ -25,6 +26,7 @@ class ProbeReport:
     wall_s: float = 0.0
     sweep: bool = False
     files: dict[str, str] = field(default_factory=dict)
+    record: str | None = None  # the measured_record() file the measured side was replayed from, if any
 
     # -- views ---------------------------------------------------------------------------------
     @property
@@ -86,6 +88,44 @@ class ProbeReport:
                         "passing": [v for v, s in vals if s in OK_SYMBOLS], "failing": [v for v, s in vals if s not in OK_SYMBOLS]})
         return out
 
+    # -- measured record ------------------------------------------------------------------------
+    def measured_record(self) -> dict[str, Any]:
+        """What the real compiler did, per case and node, without the prediction: small enough to keep in the
+        repository as the source a profile correction cites, and to replay against later predictions."""
+        from .. import __version__
+
+        measured = [c for c in self.cases if c.get("measured")]
+        versions = sorted({str(c["measured"].get("version")) for c in measured if c["measured"].get("version")})
+        cases = {}
+        for c in measured:
+            m = c["measured"]
+            row: dict[str, Any] = {"status": m["status"], "symbol": m["symbol"]}
+            if m.get("placement"):
+                row["placement"] = {n: d for n, d in m["placement"].items() if d != "folded"}
+            if m.get("error"):
+                row["error"] = m["error"].strip().splitlines()[-1][:200]
+            cases[c["id"]] = row
+        return {"schema": RECORD_SCHEMA, "target": self.target, "opset": self.opset, "compiler": self.compiler,
+                "compiler_versions": versions, "npufit_version": __version__, "cases": cases}
+
+    def replay(self, record: dict[str, Any]) -> "ProbeReport":
+        """This (predicted-only) report with the measured side taken from a measured_record(): its drift()
+        is then the disagreement between today's profile and that recorded compiler run."""
+        import copy
+
+        if record.get("schema") != RECORD_SCHEMA or record.get("target") != self.target:
+            raise ValueError(f"not a {RECORD_SCHEMA} record for {self.target}")
+        cases = []
+        for c in self.cases:
+            m = record["cases"].get(c["id"])
+            if m is not None:
+                c = copy.deepcopy(c)
+                c["measured"] = {"compiler": record["compiler"], "status": m["status"], "symbol": m["symbol"],
+                                 "placement": dict(m.get("placement", {})), "error": m.get("error", "")}
+                cases.append(c)
+        return ProbeReport(self.target, self.title, self.opset, cases, record["compiler"], self.jobs, self.timeout_s,
+                           self.wall_s, self.sweep, record=str(record.get("path") or "recorded run"))
+
     # -- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
@@ -94,7 +134,7 @@ class ProbeReport:
                 "opset": self.opset, "compiler": self.compiler, "jobs": self.jobs, "timeout_s": self.timeout_s,
                 "wall_s": round(self.wall_s, 2), "sweep": self.sweep, "summary": self.counts(), "cases": self.cases,
                 "boundaries": self.boundaries() if self.sweep else [], "drift": self.drift(),
-                "unmeasured": self.unmeasured(), "files": self.files}
+                "unmeasured": self.unmeasured(), "files": self.files, "replayed_from": self.record}
 
     def to_json(self) -> str:
         import json

@@ -21,14 +21,18 @@ SOURCES = {
     "R-PDF": "airockchip/rknn-toolkit2 doc/05_RKNN_Compiler_Support_Operator_List_V2.3.2.pdf @ 59a913d (§3.2 RK3588 NPU limits, Ch.4 CPU ops)",
     "INF": "inferred from R-PDF (see targets.md §4a)",
     "RKNN-C": "observed: rknn-toolkit2 2.5.0 build for rk3588, Network Layer Information Table (benchmarks/compile_rk3588.py)",
+    "PROBE-R": "measured: npufit probe --target rk3588 --compiler rknn --sweep (rknn-toolkit2 2.5.0, float16 builds); "
+               "record docs/probe/rk3588-measured.json, matrix docs/probe/rk3588-matrix.md",
 }
 
 LIMITS = {
     "dtypes": common.Choices(("int8", "uint8", "float16", "float32")),
     "max_rank": 4,
-    "conv_kernel": 31, "dw_kernel": 8, "conv_stride": 7, "conv_pad": 15, "conv_dilation": 31, "dilated_max_width": 16383,
+    # R-PDF lists depthwise kernels to 8, strides to 7 and pooling kernels to 7; PROBE-R measured depthwise 3..31,
+    # conv stride 16 and max-pooling kernels to 64 (64x64 input) on the NPU: the limits are the largest values measured
+    "conv_kernel": 31, "dw_kernel": 31, "conv_stride": 16, "conv_pad": 15, "conv_dilation": 31, "dilated_max_width": 16383,
     "tconv_strides": common.Choices((1, 2, 4, 8)),
-    "pool_kernel": 7, "pool_stride": 8, "pool_pad": 7, "pool_dim": 8192,
+    "pool_kernel": 64, "pool_stride": 8, "pool_pad": 7, "pool_dim": 8192,
     "resize_scales": common.Choices((2, 3, 4, 5, 6, 7, 8)),
     "resize_linear_modes": common.Choices(("half_pixel", "pytorch_half_pixel", "align_corners")),
     "softmax_axes": common.Choices((1, 3)),
@@ -95,28 +99,47 @@ def _dtype(node, lim):
 RANK_FREE = {"Reshape", "Unsqueeze", "Squeeze", "Transpose", "Gather", "Concat", "Add", "Sub", "Div"}  # not Mul: 5-D Mul went to the CPU
 
 
+def _rank_exempt(node, r: int) -> bool:
+    if node.op_type == "Transpose":
+        return r <= 5  # PROBE-R: pixel_unshuffle's 6-D Transpose ran on the CPU, its 6-D Reshapes on the NPU
+    if node.op_type == "Slice" and r == 5:
+        axes = common.const_ints(node, 3) if len(node.inputs) > 3 and node.inputs[3] else None
+        return axes is not None and all(common.norm_axis(a, r) == 1 for a in axes)  # PROBE-R: axis 1 NPU, axes 2-4 CPU
+    return node.op_type in RANK_FREE or _noop_expand(node) or _mul_add_to_bn(node)
+
+
 def _rank(node, lim):
-    if node.op_type in RANK_FREE or _noop_expand(node) or _mul_add_to_bn(node):
-        return None
     r = max(common.ranks(node), default=0)
-    return f"rank {r}" if r > lim["max_rank"] else None
+    return f"rank {r}" if r > lim["max_rank"] and not _rank_exempt(node, r) else None
 
 
 OUTPUT_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Gather"}
 
 
 def _output_layout(node, lim):
-    """The last reshape before a model output of rank != 4 runs on the CPU when its innermost dimension is not a
-    multiple of 8 (RKNN-C: MobileNetV2/BERT/LSTM's logits reshape, RT-DETR's final Gather-as-reshape,
-    and test builds: Flatten to [1, 12] ran on the CPU, to [1, 16] and [1, 24] on the NPU)."""
+    """The reshape that produces a non-4-D model output. From an NPU tensor (NC1HWC2 blocks of 8 channels) it runs on
+    the NPU only when that layout already is the output's order: a 1x1 map with C % 8 == 0 (PROBE-R: conv -> Flatten of
+    [1,C,1,1]: C = 8, 16, 24 NPU, 12 CPU; of [1,C,2,2]: CPU for every C; RKNN-C: MobileNetV2/BERT/LSTM logits and
+    RT-DETR's final Gather-as-reshape ran on the CPU). Straight from a model input it runs on the NPU unless it is 2-D
+    with an innermost dimension off the 8-grid (RKNN-C: Flatten [1,12,1,1] -> [1,12] CPU; PROBE-R: [1,8,16,16] to
+    [1,2048], [1,512,4], [1,8,16,4,4] ... NPU)."""
     if node.op_type not in OUTPUT_RESHAPES or not common.graph_output(node):
         return None
     if node.op_type == "Gather" and not common.is_size1_reshape(node):
         return None  # a real gather becomes a Slice/Gather layer, not the output reshape
-    y = node.output_shape(0)
-    if not y or len(y) == 4 or not isinstance(y[-1], int) or y[-1] % lim["output_align"] == 0:
+    x, y = node.input_shape(0), node.output_shape(0)
+    if not x or not y or len(y) == 4 or not all(isinstance(v, int) for v in list(x) + list(y)):
         return None
-    return f"output {list(y)}: innermost dimension {y[-1]} is not a multiple of {lim['output_align']}"
+    align = lim["output_align"]
+    if node.graph.producer(node.inputs[0]) is None:  # reads a model input
+        if len(y) == 2 and y[-1] % align:
+            return f"output {list(y)}: innermost dimension {y[-1]} is not a multiple of {align}"
+        return None
+    if len(x) == 4 and x[2] * x[3] == 1 and x[1] % align == 0:
+        return None
+    if len(x) == 4 and x[2] * x[3] == 1:
+        return f"output {list(y)} from a 1x1 map of {x[1]} channels, not a multiple of {align}"
+    return f"output {list(y)} from an NPU tensor {list(x)}: the NC1HWC2 layout must be reordered"
 
 
 GRAPH_RULES = (
@@ -124,9 +147,10 @@ GRAPH_RULES = (
        ("keep integer index math out of the network body",)),
     _r("rank", "NPU tensors are 4-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU", _rank,
        ("reshape to 4-D or fewer",), "INF"),
-    _r("output_layout", "a reshape that produces a non-4-D model output runs on the CPU unless its innermost dimension is a "
-       "multiple of {output_align} (the NPU writes outputs in {output_align}-element float16 blocks)", _output_layout,
-       ("pad the last output dimension to a multiple of 8, or return the 4-D tensor and reshape on the host",), "RKNN-C"),
+    _r("output_layout", "a reshape that produces a non-4-D model output runs on the CPU unless the NPU's NC1HWC2 layout "
+       "(blocks of {output_align} channels) already is its order: a 1x1 map with channels % {output_align} == 0 "
+       "(from a model input: unless 2-D with an innermost dimension off the {output_align}-grid)", _output_layout,
+       ("return the 4-D tensor and reshape on the host",), "PROBE-R"),
 )
 
 
@@ -190,19 +214,8 @@ def _pool(node, lim):
     return None
 
 
-def _ceil_changes_shape(node) -> bool:
-    x = node.input_shape(0)
-    k, s = tm.kernel(node), tm.strides(node)
-    p = [int(v) for v in (node.attr("pads") or [0] * (2 * len(k)))]
-    if not x or len(x) < 2 + len(k) or not all(isinstance(v, int) for v in x[2:]):
-        return True
-    n = len(k)
-    return any((x[2 + i] + p[i] + p[i + n] - k[i]) % s[i] != 0 for i in range(n))
-
-
-def _pool_ceil(node, lim):
-    if int(node.attr("ceil_mode", 0)) and _ceil_changes_shape(node):  # RKNN-C: a no-op ceil_mode stays on the NPU
-        return "ceil_mode=1"
+def _pool_auto_pad(node, lim):
+    # R-PDF also excludes ceil_mode=1; PROBE-R measured shape-changing ceil_mode average and max pooling on the NPU
     if node.attr("auto_pad", "NOTSET") != "NOTSET":
         return f"auto_pad={node.attr('auto_pad')}"
     return None
@@ -217,6 +230,30 @@ def _axis_le3(node, lim):
 def _slice_steps(node, lim):
     steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
     return None if not steps or all(s == 1 for s in steps) else f"steps {steps}"
+
+
+def _gather_elements(node, lim):
+    """PROBE-R: constant indices of the data's shape except along the axis ran on the NPU (axes 1, 2, 3; rank 3 and 4);
+    indices also narrower on another axis, or computed at run time (top-k, as in RT-DETR), ran on the CPU."""
+    if not node.is_const(1):
+        return "indices are computed at run time"
+    x, idx = node.input_shape(0), node.input_shape(1)
+    if not x or not idx or len(x) != len(idx):
+        return "indices of another rank"
+    a = common.norm_axis(int(node.attr("axis", 0)), len(x))
+    other = [i for i in range(len(x)) if i != a and x[i] != idx[i]]
+    return f"indices {list(idx)} differ from the data {list(x)} on axis {other[0]}" if other else None
+
+
+def _tile(node, lim):
+    """PROBE-R: repeating one of C, H or W ran on the NPU; repeating the batch, or two axes at once, ran on the CPU."""
+    reps = common.const_ints(node, 1)
+    if reps is None:
+        return "repeats are not constant"
+    if reps and reps[0] != 1:
+        return f"repeats {reps} tile the batch axis"
+    tiled = [i for i, r in enumerate(reps) if r != 1]
+    return f"repeats {reps} tile {len(tiled)} axes" if len(tiled) > 1 else None
 
 
 def _gather(node, lim):
@@ -264,6 +301,8 @@ def _resize(node, lim):
         return f"mode {mode}"
     if mode == "linear" and ctm not in lim["resize_linear_modes"]:
         return f"linear with {ctm}"
+    if mode == "nearest":
+        return None  # PROBE-R: nearest x1.5 ran on the NPU (bilinear x1.5 on the CPU); integer factors 2..8 both
     x, y = node.input_shape(0), node.output_shape(0)
     if not x or not y or len(x) != 4 or not all(isinstance(v, int) for v in list(x[2:]) + list(y[2:])):
         return None
@@ -324,7 +363,8 @@ def _ops() -> dict[str, OpSupport]:
         ops[op] = OpSupport(op, status, tuple(rules), reason, tuple(fix), src, note, tuple(fix_rules))
 
     conv_rules = (
-        _r("conv.kernel", "convolution kernels must be 1..{conv_kernel} (depthwise 1..{dw_kernel})", _conv_kernel, ("split large kernels",)),
+        _r("conv.kernel", "convolution kernels must be 1..{conv_kernel} (depthwise too: 3..{dw_kernel} measured on the NPU)", _conv_kernel,
+           ("split large kernels",)),
         _r("conv.stride", "convolution stride must be 1..{conv_stride}", _conv_stride, ("use a smaller stride followed by pooling",)),
         _r("conv.pads", "convolution pads must each be 0..{conv_pad}", _conv_pads, ("move large padding into a Pad op",)),
         _r("conv.dilation", "dilation must be 1..{conv_dilation}; a dilated kernel needs input width < {dilated_max_width}", _conv_dilation),
@@ -333,7 +373,7 @@ def _ops() -> dict[str, OpSupport]:
     add("ConvTranspose", rules=(conv_rules[0], _r("conv_transpose.config", "transposed convolution: stride in {tconv_strides}, group 1 (or depthwise), "
                                                    "dilation only with a 1x1 kernel", _tconv, ("use Resize + Conv",))))
     pool = _r("pool.limits", "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}", _pool)
-    ceil = _r("pool.ceil_mode", "pooling supports only ceil_mode=0 and auto_pad=NOTSET", _pool_ceil, ("export with ceil_mode=False and explicit pads",))
+    ceil = _r("pool.auto_pad", "pooling supports only auto_pad=NOTSET (explicit pads)", _pool_auto_pad, ("export with explicit pads",))
     add("MaxPool", rules=(pool, ceil))
     add("AveragePool", rules=(pool, ceil))
     # RKNN-C: the R-PDF 7x7 limit is the native op's; rknn.build splits larger global pooling into a chain of NPU
@@ -341,9 +381,18 @@ def _ops() -> dict[str, OpSupport]:
     add("GlobalAveragePool", src="RKNN-C", note="any size: rknn.build splits it into NPU convs")
     add("GlobalMaxPool", src="RKNN-C", note="any size: rknn.build splits it into NPU pooling tiles")
     for op in ("Add", "Sub", "Mul", "Max", "Min", "Sigmoid", "Tanh", "Relu", "Clip", "PRelu", "LeakyRelu", "HardSigmoid", "HardSwish",
-               "Elu", "Softplus", "BatchNormalization", "Where", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Tile", "Expand", "Gemm",
+               "Elu", "Softplus", "BatchNormalization", "Where", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Gemm",
                "LayerNormalization", "Identity"):
         add(op)
+    # R-PDF lists these as CPU ops or not at all; rknn-toolkit2 2.5.0 ran them on the NPU (probe cases
+    # instancenorm2d, pixel_shuffle, sqrt, abs, neg)
+    for op in ("InstanceNormalization", "DepthToSpace", "Sqrt", "Abs", "Neg"):
+        add(op, src="PROBE-R")
+    add("Tile", rules=(_r("tile.axes", "Tile runs on the NPU when it repeats one of C, H, W; repeating the batch or two axes "
+                                       "runs on the CPU", _tile, ("tile one axis at a time, and keep batch repeats on the host",), "PROBE-R"),))
+    add("GatherElements", rules=(_r("gather_elements.indices", "GatherElements runs on the NPU when its indices are constant and "
+                                                               "have the data's shape except along the gather axis", _gather_elements,
+                                    ("gather along one axis with indices spanning the others",), "PROBE-R", fix_rules=()),))
     add("Div", rules=(_r("div.dtype", "Div runs on the NPU only in float16: in an int8 build it falls back to the CPU", _div_dtype,
                          ("multiply by the reciprocal constant instead",)),))
     add("Pow", rules=(_r("pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),))
@@ -356,7 +405,7 @@ def _ops() -> dict[str, OpSupport]:
                                                  "(h % 16 == 0, h·w < 16·{transpose_p} and < 2·{transpose_q}), [0,3,1,2] (h·w < {transpose_p}, w < 8192, h·c < {transpose_p})",
                                _transpose),))
     add("Pad", rules=(_r("pad.mode", "Pad supports constant mode, and reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),))
-    add("Resize", rules=(_r("resize.config", "Resize: nearest or linear (linear only with {resize_linear_modes}), integer H/W scale factors 2..8", _resize,
+    add("Resize", rules=(_r("resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale factors 2..8", _resize,
                             ("upsample by an integer factor 2..8",)),))
     add("Softmax", rules=(_r("softmax.axis", "Softmax runs on the NPU along axis 1 or 3 only", _softmax, ("transpose so the softmax axis is the channel axis",)),))
     add("Hardmax", rules=(_r("softmax.axis", "Hardmax runs on the NPU along axis 1 or 3 only", _softmax),))
@@ -368,14 +417,16 @@ def _ops() -> dict[str, OpSupport]:
     add("QuantizeLinear", rules=(qdq,))
     add("DequantizeLinear", rules=(qdq,))
     cpu_ops = {
-        "GatherElements": "R-PDF", "ScatterND": "R-PDF", "LogSoftmax": "R-PDF", "Erf": "R-PDF", "Exp": "R-PDF", "Log": "R-PDF",
-        "Sqrt": "R-PDF", "Floor": "R-PDF", "Round": "R-PDF", "Cos": "R-PDF", "Sin": "R-PDF", "Not": "R-PDF", "And": "R-PDF",
+        "ScatterND": "R-PDF", "LogSoftmax": "R-PDF", "Erf": "R-PDF", "Exp": "R-PDF", "Log": "R-PDF",
+        "Floor": "R-PDF", "Round": "R-PDF", "Cos": "R-PDF", "Sin": "R-PDF", "Not": "R-PDF", "And": "R-PDF",
         "Mod": "R-PDF", "Equal": "R-PDF", "Greater": "R-PDF", "Less": "R-PDF", "GreaterOrEqual": "R-PDF", "LessOrEqual": "R-PDF",
-        "InstanceNormalization": "R-PDF", "LpNormalization": "R-PDF", "LRN": "R-PDF", "ReduceMax": "R-PDF",
+        "LpNormalization": "R-PDF", "LRN": "R-PDF", "ReduceMax": "R-PDF",
         "ReduceMin": "R-PDF", "ReduceL2": "R-PDF", "ArgMax": "R-PDF", "ArgMin": "R-PDF", "TopK": "R-PDF",
-        "DepthToSpace": "R-PDF", "SpaceToDepth": "R-PDF",
+        "SpaceToDepth": "R-PDF",
         # RKNN-C: rknn-toolkit2 2.5.0 converts these and runs them as CPU layers (RT-DETR's GridSample, BERT's IsNaN)
         "GridSample": "RKNN-C", "IsNaN": "RKNN-C",
+        # PROBE-R: the converter takes these (R-OP does not list them) and runs them as CPU layers
+        "Selu": "PROBE-R", "Reciprocal": "PROBE-R",
     }
     add("Cast", rules=(_r("cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel "
                               "(a Cast to the dtype it already has is deleted by rknn.build, RKNN-C)", _cast, src="R-PDF"),))
@@ -386,7 +437,7 @@ def _ops() -> dict[str, OpSupport]:
         add(op, CPU, reason=f"{op} is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel", src=src,
             fix_rules=fixes.get(op, ()), fix=("the rewrite moves it to an NPU op" ,) if op in fixes else ())
     for op in ("GatherND", "ScatterElements", "GroupNormalization", "RNN", "Einsum", "NonMaxSuppression", "NonZero",
-               "CumSum", "Range", "Reciprocal", "Neg", "Abs", "Ceil", "Sign", "Selu", "Trilu", "Unique", "Loop", "Scan", "DeformConv", "If", "EyeLike"):
+               "CumSum", "Range", "Ceil", "Sign", "Trilu", "Unique", "Loop", "Scan", "DeformConv", "If", "EyeLike"):
         add(op, UNSUP, reason=f"{op} is not supported by the RKNN-Toolkit2 converter: conversion fails", src="R-OP",
             fix=("cut the model before this op (npufit split) or rewrite it",))
     return ops
