@@ -75,6 +75,7 @@ def test_stride4_after_explicit_padding_fails_the_compile():
     rule = next(r for r in get_profile("ethos-u55-256").rules() if r.id == "ethos-u55-256.stride.gt3_padded")
     assert rule.source == "PROBE-V" and "npufit probe" in get_profile("ethos-u55-256").sources["PROBE-V"]
     assert judge(conv(k=3, s=4, pads=[1, 1, 1, 1], hw=32), "ethos-u85-256")[0] == "npu"
+    assert judge(conv(k=3, s=16, pads=[1, 1, 1, 1], hw=16), "ethos-u55-256")[0] == "npu"  # 1x1 output: the window never moves
 
 
 def test_div_by_constant_is_a_mul():

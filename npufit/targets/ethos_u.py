@@ -160,9 +160,13 @@ def _stride_gt3(node, lim):
 
 def _stride_gt3_padded(node, lim):
     """Vela 5.2 folds the PAD into the convolution after its support check, then cannot place the result on
-    the NPU nor hand it to the CPU: the whole compile fails (probe: conv2d_3x3[stride=4]; SAME padding falls back)."""
+    the NPU nor hand it to the CPU: the whole compile fails (probe: conv2d_3x3[stride=4,7,8]; SAME padding falls
+    back). A stride along an axis with one output position never moves the window: stride 16 to a 1x1 output ran."""
+    y = tm.out_shape(node)
     s = tm.strides(node)
-    return f"stride {_fmt(s)} after explicit padding" if max(s) > lim["stride_max"] and _padded_input(node) else None
+    hw = y[1:3] if y and len(y) == 4 else [None, None]
+    moving = [st for st, n in zip(s, hw) if not (isinstance(n, int) and n == 1)]
+    return f"stride {_fmt(s)} after explicit padding" if moving and max(moving) > lim["stride_max"] and _padded_input(node) else None
 
 
 def _stride_range(node, lim):

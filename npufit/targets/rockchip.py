@@ -116,6 +116,20 @@ def _rank(node, lim):
 OUTPUT_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Gather"}
 
 
+def _reshape_source(node) -> tuple[list | None, bool]:
+    """The tensor a chain of reshapes starts from (its shape, and whether it is a model input): the toolkit folds
+    the chain into one layout change (PROBE-R squeeze: GAP -> Squeeze -> Squeeze ran fused into the GAP)."""
+    seen = 0
+    while seen < 16:
+        src = node.graph.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        if src is None:
+            return node.input_shape(0), True
+        if src.op_type not in OUTPUT_RESHAPES or (src.op_type == "Gather" and not common.is_size1_reshape(src)):
+            return node.input_shape(0), False
+        node, seen = src, seen + 1
+    return node.input_shape(0), False
+
+
 def _output_layout(node, lim):
     """The reshape that produces a non-4-D model output. From an NPU tensor (NC1HWC2 blocks of 8 channels) it runs on
     the NPU only when that layout already is the output's order: a 1x1 map with C % 8 == 0 (PROBE-R: conv -> Flatten of
@@ -127,11 +141,12 @@ def _output_layout(node, lim):
         return None
     if node.op_type == "Gather" and not common.is_size1_reshape(node):
         return None  # a real gather becomes a Slice/Gather layer, not the output reshape
-    x, y = node.input_shape(0), node.output_shape(0)
+    x, from_input = _reshape_source(node)
+    y = node.output_shape(0)
     if not x or not y or len(y) == 4 or not all(isinstance(v, int) for v in list(x) + list(y)):
         return None
     align = lim["output_align"]
-    if node.graph.producer(node.inputs[0]) is None:  # reads a model input
+    if from_input:
         if len(y) == 2 and y[-1] % align:
             return f"output {list(y)}: innermost dimension {y[-1]} is not a multiple of {align}"
         return None
