@@ -199,8 +199,13 @@ def squeeze():
     return _module(lambda m, x: m.gap(x).squeeze(-1).squeeze(-1), gap=nn.AdaptiveAvgPool2d(1)), (_x(1, 8, 16, 16),)
 
 
-def permute(perm=(0, 2, 3, 1), rank=4):
-    shape = (1, 8, 16, 16) if rank == 4 else (1, 2, 4, 8, 8)
+def permute(perm=(0, 2, 3, 1), rank=4, size=16, channels=8, inside=False):
+    """x.permute(perm); inside=True puts it between a 1x1 conv and a ReLU, so it reorders an NPU tensor rather
+    than a model input or output (which a toolkit may fold into its input/output layout conversion)."""
+    shape = (1, channels, size, size) if rank == 4 else (1, 2, 4, 8, 8)
+    if inside:
+        _, nn, F = _nn()
+        return _module(lambda m, x: F.relu(m.conv(x).permute(*perm)), conv=nn.Conv2d(channels, channels, 1)), (_x(*shape),)
     return _module(lambda m, x: x.permute(*perm)), (_x(*shape),)
 
 
@@ -472,6 +477,10 @@ CASES: tuple[Case, ...] = (
     _c("expand", "tensor", ["Tensor.expand"], expand, "", "Tensor.expand (channel broadcast)"),
     _c("where", "tensor", ["torch.where"], where, "", "torch.where"),
     _c("transpose_0213", "tensor", ["torch.permute(0, 2, 1, 3)"], permute, "", "torch.permute (0, 2, 1, 3)", perm=(0, 2, 1, 3)),
+    # RK3588's documented transpose limits depend on C, H and W ("falls back only above some HxW"): one case per permutation
+    *(_c(f"transpose_{''.join(map(str, p))}_size", "tensor", [f"torch.permute{p}"], permute, "", f"conv -> torch.permute {p} -> relu over spatial sizes",
+         grid={"size": (16, 32, 48, 64, 96, 128, 256), "channels": (8, 64, 256)}, perm=p, size=16, channels=8, inside=True)
+      for p in ((0, 1, 3, 2), (0, 2, 3, 1), (0, 3, 1, 2))),
     _c("permute_5d", "tensor", ["torch.permute on 5-D"], permute, "", "torch.permute of a 5-D tensor", perm=(0, 1, 2, 4, 3), rank=5),
     _c("flatten_output", "tensor", ["nn.Flatten (model output)"], conv_flatten, "", "conv -> nn.Flatten as the model output [1, 12]",
        grid={"channels": (2, 3, 4, 6), "start_dim": (1, 2)}, channels=3, size=2, start_dim=1),
