@@ -168,8 +168,9 @@ def test_unsupported_attribute_and_dynamic_input(tmp_path):
     assert res.io["inputs"][0]["tflite_shape"] == [1, 8, 8, 4]
 
 
+@pytest.mark.parametrize("op", ["MEAN", "REDUCE_MAX"])
 @pytest.mark.parametrize("dims,keep", [((2, 3), False), ((2, 3), True), (2, False), (3, False), (1, False), ((1, 2), False)])
-def test_reduce_mean_stays_spatial_in_nhwc(tmp_path, dims, keep):
+def test_reduce_stays_spatial_in_nhwc(tmp_path, dims, keep, op):
     """A mean over H/W must stay a MEAN over TFLite's H/W axes: moving the tensor back to NCHW first made Vela see a
     depth reduction and run it on the CPU (probe case mean_dim_linear)."""
     class M(torch.nn.Module):
@@ -178,7 +179,8 @@ def test_reduce_mean_stays_spatial_in_nhwc(tmp_path, dims, keep):
             self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
 
         def forward(self, x):
-            return torch.relu(self.conv(x)).mean(dim=dims, keepdim=keep)
+            y = torch.relu(self.conv(x))
+            return y.mean(dim=dims, keepdim=keep) if op == "MEAN" else torch.amax(y, dim=dims, keepdim=keep)
 
     torch.manual_seed(0)
     src = tmp_path / "mean.onnx"
@@ -187,8 +189,27 @@ def test_reduce_mean_stays_spatial_in_nhwc(tmp_path, dims, keep):
     assert res.verification.min_cosine >= 0.99, res.verification.to_dict()
     it = litert.Interpreter(model_path=str(res.path))
     details = it.get_tensor_details()
-    mean = next(op for op in it._get_ops_details() if op["op_name"] == "MEAN")
+    mean = next(d for d in it._get_ops_details() if d["op_name"] == op)
     axes = it.get_tensor(mean["inputs"][1]).tolist()
     assert details[mean["inputs"][0]]["shape"].tolist() == [1, 16, 12, 8]  # the conv's NHWC output, not a transposed copy
     nhwc = {0: 0, 1: 3, 2: 1, 3: 2}
     assert sorted(axes) == sorted(nhwc[d] for d in np.atleast_1d(dims))
+
+
+@pytest.mark.parametrize("fn,tfl", [(torch.nn.functional.elu, "ELU"), (torch.abs, "ABS"), (torch.neg, "NEG"), (torch.exp, "EXP"),
+                                    (lambda x: torch.log(torch.sigmoid(x)), "LOG")])
+def test_elementwise_math_lowerings(tmp_path, fn, tfl):
+    """ELU/ABS/NEG/EXP/LOG as int8 TFLite kernels: LiteRT agrees with ONNX Runtime (lets the Vela probe measure them)."""
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+        def forward(self, x):
+            return fn(self.conv(x))
+
+    torch.manual_seed(0)
+    src = tmp_path / "m.onnx"
+    export_onnx(M(), torch.randn(1, 3, 8, 8), src, 13, ["x"], ["y"])
+    res = convert(src, tmp_path / "m.tflite", samples=8)
+    assert tfl in res.op_counts and res.verification.min_cosine >= 0.99, (res.op_counts, res.verification.to_dict())

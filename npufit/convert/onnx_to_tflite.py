@@ -27,7 +27,8 @@ CONVERTER = "npufit.convert.onnx_to_tflite"
 OPS = {
     "Conv": nn.conv, "BatchNormalization": nn.batchnorm, "Gemm": nn.gemm, "MatMul": nn.gemm,
     "MaxPool": nn.pool, "AveragePool": nn.pool, "GlobalAveragePool": nn.pool, "GlobalMaxPool": nn.pool,
-    "ReduceMean": nn.reduce_mean,
+    "ReduceMean": nn.reduce, "ReduceMax": nn.reduce, "Elu": ts.unary, "Abs": ts.unary, "Neg": ts.unary, "Exp": ts.unary,
+    "Log": ts.unary,
     "Relu": ts.unary, "LeakyRelu": ts.unary, "Clip": ts.unary, "Sigmoid": ts.unary, "Tanh": ts.unary, "HardSwish": ts.unary,
     "Add": ts.binary, "Sub": ts.binary, "Mul": ts.binary, "Div": ts.binary, "Max": ts.binary, "Min": ts.binary,
     "Concat": ts.concat, "Reshape": ts.reshape, "Flatten": ts.reshape, "Squeeze": ts.reshape, "Unsqueeze": ts.reshape,
@@ -35,7 +36,7 @@ OPS = {
     "Slice": ts.slice_, "Identity": ts.alias, "Dropout": ts.alias, "Cast": ts.alias,
 }
 # int8 TFLite kernels that pass values through without rescaling: their tensors share one range
-PASS_THROUGH = {"MaxPool", "AveragePool", "GlobalMaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+PASS_THROUGH = {"MaxPool", "AveragePool", "GlobalMaxPool", "ReduceMax", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
                 "Resize", "Upsample", "Pad", "Slice", "Identity", "Dropout", "Cast", "Concat"}
 MAX_SAMPLES = 64
 

@@ -228,7 +228,12 @@ def gemm(L: Lowering, node: NodeView) -> None:
            keep_num_dims=len(x.shape) > 2)
 
 
-def reduce_mean(L: Lowering, node: NodeView) -> None:
+REDUCE = {"ReduceMean": "MEAN", "ReduceMax": "REDUCE_MAX"}
+
+
+def reduce(L: Lowering, node: NodeView) -> None:
+    """ReduceMean -> MEAN, ReduceMax -> REDUCE_MAX (int8; REDUCE_MAX shares its input's range, see PASS_THROUGH)."""
+    op = REDUCE[node.op_type]
     axes = node.attr("axes")
     if axes is None and len(node.inputs) > 1 and node.inputs[1]:
         axes = L.const(node.inputs[1])
@@ -241,7 +246,7 @@ def reduce_mean(L: Lowering, node: NodeView) -> None:
     out = node.outputs[0]
     if x.layout != "nhwc":
         y = L.output(out, x.layout)
-        L.emit("MEAN", [x, L.int32(f"{y.name}/axes", axes)], [y], "ReducerOptions", keep_dims=keep)
+        L.emit(op, [x, L.int32(f"{y.name}/axes", axes)], [y], "ReducerOptions", keep_dims=keep)
         return
     # Reduce in NHWC: moving the tensor back to NCHW first would turn a spatial mean into a MEAN over
     # TFLite's depth axis, which Vela rejects ("Unsupported depth-reduction", probe case mean_dim_linear).
@@ -249,12 +254,12 @@ def reduce_mean(L: Lowering, node: NodeView) -> None:
     kept = [a for a in TO_NHWC if a not in axes]  # surviving ONNX axes in NHWC storage order
     if keep or kept == sorted(kept):  # keepdims, or the survivors are already in ONNX order: MEAN writes the output directly
         y = L.output(out, "nhwc" if keep else "plain")
-        L.emit("MEAN", [x, L.int32(f"{y.name}/axes", tfl_axes)], [y], "ReducerOptions", keep_dims=keep)
+        L.emit(op, [x, L.int32(f"{y.name}/axes", tfl_axes)], [y], "ReducerOptions", keep_dims=keep)
         return
     # e.g. a mean over H alone: reduce with keepdims in NHWC, bring the 4-D result to NCHW, then drop the axis
     q = L.q_of(out)
     m = L.new(f"{out}/mean", tuple(1 if i in tfl_axes else d for i, d in enumerate(x.shape)), q, "nhwc")
-    L.emit("MEAN", [x, L.int32(f"{m.name}/axes", tfl_axes)], [m], "ReducerOptions", keep_dims=True)
+    L.emit(op, [x, L.int32(f"{m.name}/axes", tfl_axes)], [m], "ReducerOptions", keep_dims=True)
     nchw = L.new(f"{out}/nchw", tuple(m.shape[p] for p in TO_NCHW), q, "plain")
     L.layout_op(m, nchw, TO_NCHW)
     y = L.output(out, "plain", q=q)

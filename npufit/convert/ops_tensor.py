@@ -11,7 +11,8 @@ from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial
 from .ops_nn import absorb_tail, clip_bounds, fused_activation, int8_scalar
 from .qparams import FIXED, quantize
 
-UNARY = {"Sigmoid": "LOGISTIC", "Tanh": "TANH", "HardSwish": "HARD_SWISH", "Relu": "RELU"}
+UNARY = {"Sigmoid": "LOGISTIC", "Tanh": "TANH", "HardSwish": "HARD_SWISH", "Relu": "RELU", "Elu": "ELU", "Abs": "ABS",
+         "Neg": "NEG", "Exp": "EXP", "Log": "LOG"}
 BINARY = {"Add": "ADD", "Sub": "SUB", "Mul": "MUL", "Div": "MUL", "Max": "MAXIMUM", "Min": "MINIMUM"}
 _OPTS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "MAXIMUM": "MaximumMinimumOptions",
          "MINIMUM": "MaximumMinimumOptions"}
