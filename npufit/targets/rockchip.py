@@ -362,15 +362,16 @@ def _ops() -> dict[str, OpSupport]:
 
     conv_rules = (
         _r("conv.kernel", "convolution kernels must be 1..{conv_kernel} (depthwise too: 3..{dw_kernel} measured on the NPU)", _conv_kernel,
-           ("split large kernels",)),
-        _r("conv.stride", "convolution stride must be 1..{conv_stride}", _conv_stride, ("use a smaller stride followed by pooling",)),
+           ("split large kernels",), "PROBE-R"),
+        _r("conv.stride", "convolution stride must be 1..{conv_stride}", _conv_stride, ("use a smaller stride followed by pooling",), "PROBE-R"),
         _r("conv.pads", "convolution pads must each be 0..{conv_pad}", _conv_pads, ("move large padding into a Pad op",)),
         _r("conv.dilation", "dilation must be 1..{conv_dilation}; a dilated kernel needs input width < {dilated_max_width}", _conv_dilation),
     )
     add("Conv", rules=conv_rules, note="fuses Relu/Clip/LeakyRelu/Sigmoid/... that follow")
     add("ConvTranspose", rules=(conv_rules[0], _r("conv_transpose.config", "transposed convolution: stride in {tconv_strides}, group 1 (or depthwise), "
                                                    "dilation only with a 1x1 kernel", _tconv, ("use Resize + Conv",))))
-    pool = _r("pool.limits", "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}", _pool)
+    pool = _r("pool.limits", "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}", _pool,
+              src="PROBE-R")  # kernel measured; stride/pads/dims from the R-PDF
     ceil = _r("pool.auto_pad", "pooling supports only auto_pad=NOTSET (explicit pads)", _pool_auto_pad, ("export with explicit pads",))
     add("MaxPool", rules=(pool, ceil))
     add("AveragePool", rules=(pool, ceil))
@@ -405,7 +406,7 @@ def _ops() -> dict[str, OpSupport]:
                                          "the 2.3.2 document's per-permutation size limits were not observed")
     add("Pad", rules=(_r("pad.mode", "Pad supports constant mode, and reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),))
     add("Resize", rules=(_r("resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale factors 2..8", _resize,
-                            ("upsample by an integer factor 2..8",)),))
+                            ("upsample by an integer factor 2..8",), "PROBE-R"),))
     add("Softmax", rules=(_r("softmax.axis", "Softmax runs on the NPU along axis 1 or 3 only", _softmax, ("transpose so the softmax axis is the channel axis",)),))
     add("Hardmax", rules=(_r("softmax.axis", "Hardmax runs on the NPU along axis 1 or 3 only", _softmax),))
     add("MatMul", rules=(_r("matmul.k", "MatMul (exMatMul) needs K ≤ {matmul_k}", _matmul),))
