@@ -213,3 +213,17 @@ def test_elementwise_math_lowerings(tmp_path, fn, tfl):
     export_onnx(M(), torch.randn(1, 3, 8, 8), src, 13, ["x"], ["y"])
     res = convert(src, tmp_path / "m.tflite", samples=8)
     assert tfl in res.op_counts and res.verification.min_cosine >= 0.99, (res.op_counts, res.verification.to_dict())
+
+
+@pytest.mark.parametrize("channels", [8, 1])
+def test_prelu_lowering(tmp_path, channels):
+    """nn.PReLU (per-channel [C,1,1] slope, or one shared slope) -> PRELU with the slope in NHWC."""
+    torch.manual_seed(0)
+    act = torch.nn.PReLU(channels)
+    with torch.no_grad():
+        act.weight.copy_(torch.linspace(0.05, 0.4, channels))
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), act).eval()
+    src = tmp_path / "p.onnx"
+    export_onnx(m, torch.randn(1, 3, 8, 8), src, 13, ["x"], ["y"])
+    res = convert(src, tmp_path / "p.tflite", samples=8)
+    assert "PRELU" in res.op_counts and res.verification.min_cosine >= 0.99, (res.op_counts, res.verification.to_dict())

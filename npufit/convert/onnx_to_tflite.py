@@ -28,7 +28,7 @@ OPS = {
     "Conv": nn.conv, "BatchNormalization": nn.batchnorm, "Gemm": nn.gemm, "MatMul": nn.gemm,
     "MaxPool": nn.pool, "AveragePool": nn.pool, "GlobalAveragePool": nn.pool, "GlobalMaxPool": nn.pool,
     "ReduceMean": nn.reduce, "ReduceMax": nn.reduce, "Elu": ts.unary, "Abs": ts.unary, "Neg": ts.unary, "Exp": ts.unary,
-    "Log": ts.unary,
+    "Log": ts.unary, "PRelu": ts.prelu,
     "Relu": ts.unary, "LeakyRelu": ts.unary, "Clip": ts.unary, "Sigmoid": ts.unary, "Tanh": ts.unary, "HardSwish": ts.unary,
     "Add": ts.binary, "Sub": ts.binary, "Mul": ts.binary, "Div": ts.binary, "Max": ts.binary, "Min": ts.binary,
     "Concat": ts.concat, "Reshape": ts.reshape, "Flatten": ts.reshape, "Squeeze": ts.reshape, "Unsqueeze": ts.reshape,

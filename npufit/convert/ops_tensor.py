@@ -43,6 +43,20 @@ def unary(L: Lowering, node: NodeView) -> None:
     L.emit(tfl, [x], [y])
 
 
+def prelu(L: Lowering, node: NodeView) -> None:
+    """PRelu -> PRELU with an int8 slope broadcast in the tensor's own layout ([C,1,1] -> [1,1,1,C] in NHWC)."""
+    x = L.act(node.inputs[0])
+    slope = L.const(node.inputs[1])
+    if slope is None:
+        raise L.fail(node, "slope computed at run time")
+    rank = len(x.shape)
+    slope = np.asarray(slope, np.float32)
+    slope = slope.reshape((1,) * (rank - slope.ndim) + slope.shape)
+    a = L.const_int8(f"{node.outputs[0]}/slope", slope, x.layout)
+    y = L.output(node.outputs[0], x.layout)
+    L.emit("PRELU", [x, a], [y])
+
+
 def _clip(L: Lowering, node: NodeView, x: TT) -> None:
     b = clip_bounds(L, node)
     if b is None:
