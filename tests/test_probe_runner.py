@@ -96,9 +96,25 @@ def test_measured_record_replays_without_the_compiler(tmp_path):
     d = json.loads(r.stdout)
     assert d["target"] == "hailo8" and [c["id"] for c in d["cases"]] == ["relu"] and d["replayed_from"] == str(f)
     assert d["cases"][0]["predicted"]["symbol"] == "✅" and [x["case"] for x in d["drift"]] == ["relu"]
+    with pytest.raises(NpufitError, match="recorded for target hailo8, not rk3588"):
+        probe("rk3588", replay=f)
+    with pytest.raises(NpufitError, match="leave out --compiler"):
+        probe(None, replay=f, compiler="vela")
+    with pytest.raises(NpufitError, match="no such file"):
+        probe(None, replay=tmp_path / "missing.json")
+    f.write_text(json.dumps({**rec, "cases": {"relu": {"placement": {}}}}))  # a case entry without its status
+    with pytest.raises(NpufitError, match="not a npufit.probe.measured/1 file"):
+        probe(None, replay=f)
     f.write_text("{}")
     r = subprocess.run([sys.executable, "-m", "npufit", "probe", "--replay", str(f)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not a npufit.probe.measured/1 file" in r.stderr
+
+
+def test_catalogue_refuses_a_grid_without_a_default():
+    from npufit.probe.catalogue import _c
+
+    with pytest.raises(AssertionError, match="grid \\['size'\\] has no default"):
+        _c("bad", "f", ["x"], conv2d, grid={"size": (8, 16)}, kernel=3)
 
 
 def test_bad_arguments_are_one_line_errors(tmp_path):

@@ -78,6 +78,34 @@ def test_stride4_after_explicit_padding_fails_the_compile():
     assert judge(conv(k=3, s=16, pads=[1, 1, 1, 1], hw=16), "ethos-u55-256")[0] == "npu"  # 1x1 output: the window never moves
 
 
+def test_stride4_after_a_pad_op_in_tflite(tmp_path):
+    """The same measurement read from a TFLite model: PAD -> VALID CONV_2D stride 4 is 'unsupported'; SAME falls back."""
+    from npufit.check import check
+
+    from .quant_builders import TinyTFLite
+
+    def model(padded: bool) -> bytes:
+        t = TinyTFLite()
+        x = t.tensor("x", (1, 32, 32, 8), "int8", scale=0.02, zp=0)
+        src = x
+        if padded:
+            src = t.tensor("padded", (1, 34, 34, 8), "int8", scale=0.02, zp=0)
+            pads = t.tensor("pads", (4, 2), "int32", data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))
+            t.op("PAD", [x, pads], [src], "PadOptions")
+        w = t.tensor("w", (8, 3, 3, 8), "int8", data=np.ones((8, 3, 3, 8), np.int8), scale=[0.01] * 8, zp=[0] * 8, axis=0)
+        b = t.tensor("b", (8,), "int32", data=np.zeros(8, np.int32), scale=[0.0002] * 8, zp=[0] * 8)
+        y = t.tensor("y", (1, 8, 8, 8), "int8", scale=0.05, zp=0)
+        t.op("CONV_2D", [src, w, b], [y], "Conv2DOptions", padding=1 if padded else 0, stride_w=4, stride_h=4,
+             dilation_w_factor=1, dilation_h_factor=1)
+        return t.build([x], [y])
+
+    for padded, verdict, rule in ((True, "unsupported", "stride.gt3_padded"), (False, "cpu", "stride.gt3")):
+        p = tmp_path / f"c{int(padded)}.tflite"
+        p.write_bytes(model(padded))
+        conv = next(n for n in check(p, "ethos-u55-256").nodes if n.op_type == "CONV_2D")
+        assert conv.verdict.value == verdict and [r.rule for r in conv.reasons] == [f"ethos-u55-256.{rule}"], conv.reasons
+
+
 def test_div_by_constant_is_a_mul():
     """x / c reaches Vela as MUL by 1/c (the probe measured div[operand=constant] on the NPU); x / y stays DIV."""
     div_c = qdq_op("Div", [1, 8, 4, 4], [1, 8, 4, 4], extra_inputs=[("c", np.full((1,), 4.0, np.float32))])

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"| {c.id} | {c.family} | {c.seed or '-'} | {', '.join(c.ops)} | {', '.join(c.grid) or '-'} |")
         emit("\n".join(lines), None)
         return 0
-    report = probe(args.target if args.target or args.replay else "hailo8", opset=args.opset, cases=args.cases, compiler=args.compiler, output=args.output,
+    report = probe(args.target, opset=args.opset, cases=args.cases, compiler=args.compiler, output=args.output,
                    jobs=args.jobs, timeout=args.timeout, sweep=args.sweep, replay=args.replay)
     emit(report.render(args.format), None)
     return 0

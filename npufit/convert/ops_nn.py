@@ -258,7 +258,7 @@ def reduce(L: Lowering, node: NodeView) -> None:
         return
     # e.g. a mean over H alone: reduce with keepdims in NHWC, bring the 4-D result to NCHW, then drop the axis
     q = L.q_of(out)
-    m = L.new(f"{out}/mean", tuple(1 if i in tfl_axes else d for i, d in enumerate(x.shape)), q, "nhwc")
+    m = L.new(f"{out}/reduced", tuple(1 if i in tfl_axes else d for i, d in enumerate(x.shape)), q, "nhwc")
     L.emit(op, [x, L.int32(f"{m.name}/axes", tfl_axes)], [m], "ReducerOptions", keep_dims=True)
     nchw = L.new(f"{out}/nchw", tuple(m.shape[p] for p in TO_NCHW), q, "plain")
     L.layout_op(m, nchw, TO_NCHW)

@@ -118,7 +118,8 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
         raise NpufitError(f"--replay {path}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise NpufitError(f"--replay {path}: not a readable JSON file ({e})") from None
-    if not isinstance(data, dict) or data.get("schema") != RECORD_SCHEMA or not isinstance(data.get("cases"), dict):
+    if (not isinstance(data, dict) or data.get("schema") != RECORD_SCHEMA or not isinstance(data.get("cases"), dict)
+            or not all(isinstance(v, dict) and {"status", "symbol"} <= set(v) for v in data["cases"].values())):
         raise NpufitError(f"--replay {path}: not a {RECORD_SCHEMA} file (write one with 'npufit probe --compiler ... --output DIR')")
     data["path"] = str(path)
     return data

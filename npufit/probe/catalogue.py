@@ -111,6 +111,10 @@ def adaptive_pool2d(kind="avg", output=1, size=16):
     return _module(lambda m, x: m.pool(x), pool=layer), (_x(1, 8, size, size),)
 
 
+MATH_OPS = ("abs", "sqrt", "exp", "log", "neg", "reciprocal", "floor", "sin")
+POSITIVE_ONLY = {"sqrt", "log", "reciprocal"}  # these get a positive input
+
+
 def activation(name="relu"):
     torch, nn, F = _nn()
     fns = {
@@ -128,20 +132,12 @@ def activation(name="relu"):
         "selu": lambda m, x: F.selu(x),
         "erf": lambda m, x: torch.erf(x),
         "softmax": lambda m, x: torch.softmax(x, dim=1),
+        **{n: (lambda f: lambda m, x: f(x))(getattr(torch, n)) for n in MATH_OPS},
     }
     children = {"hardswish": {"act": nn.Hardswish()}, "hardsigmoid": {"act": nn.Hardsigmoid()},
                 "prelu": {"act": nn.PReLU(8)}}.get(name, {})
-    return _module(fns[name], **children), (_x(1, 8, 16, 16),)
-
-
-def unary(name="abs"):
-    """One element-wise math op; ops defined only for positive inputs get a positive input."""
-    torch, _, _ = _nn()
-    fns = {"abs": torch.abs, "sqrt": torch.sqrt, "exp": torch.exp, "log": torch.log, "neg": torch.neg,
-           "reciprocal": torch.reciprocal, "floor": torch.floor, "sin": torch.sin}
-    positive = name in ("sqrt", "log", "reciprocal")
     x = _x(1, 8, 16, 16)
-    return _module(lambda m, x: fns[name](x)), (x.abs() + 0.5 if positive else x,)
+    return _module(fns[name], **children), (x.abs() + 0.5 if name in POSITIVE_ONLY else x,)
 
 
 def softmax(axis=1):
@@ -302,7 +298,7 @@ def gather_elements(axis=1, narrow_other=False, indices="const", rank=4):
     indices='runtime' computes them in the model (top-4 along the axis, as a detector's query selection does);
     rank=3 gathers from [1, 16, 16] (RT-DETR gathers boxes from [1, queries, 4])."""
     torch, _, _ = _nn()
-    x = _x(*(1, 8, 16, 16)[:rank] if rank == 4 else (1, 16, 16))
+    x = _x(*((1, 8, 16, 16) if rank == 4 else (1, 16, 16)))
     shape = list(x.shape)
     shape[axis] = 4
     if narrow_other:
@@ -471,7 +467,7 @@ CASES: tuple[Case, ...] = (
     _c("softmax", "activation", ["torch.softmax(dim=1)"], activation, "", "torch.softmax over channels", name="softmax"),
     _c("softmax_axis", "activation", ["torch.softmax(dim)"], softmax, "", "torch.softmax along one axis of NCHW", grid={"axis": (1, 2, 3)}, axis=2),
     # element-wise math (targets.md op lists disagree across vendors and toolkit versions)
-    *(_c(n, "math", [f"torch.{n}"], unary, "", f"torch.{n}", name=n) for n in ("abs", "sqrt", "exp", "log", "neg", "reciprocal", "floor", "sin")),
+    *(_c(n, "math", [f"torch.{n}"], activation, "", f"torch.{n}", name=n) for n in MATH_OPS),
     _c("pixel_shuffle", "tensor", ["F.pixel_shuffle"], pixel_shuffle, "", "F.pixel_shuffle (DepthToSpace)", factor=2),
     _c("pixel_unshuffle", "tensor", ["F.pixel_unshuffle"], pixel_shuffle, "", "F.pixel_unshuffle (SpaceToDepth)", factor=2, inverse=True),
     _c("expand", "tensor", ["Tensor.expand"], expand, "", "Tensor.expand (channel broadcast)"),

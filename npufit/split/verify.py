@@ -10,24 +10,17 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..util.progress import track
+from ..verify.compare import OutputDiffs
 
 
 @dataclass
-class ChainCheck:
+class ChainCheck(OutputDiffs):
     samples: int
     seed: int | None
     source: str  # "random" | "npz"
     per_output: dict[str, dict[str, float]] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     seconds: float = 0.0
-
-    @property
-    def max_abs(self) -> float:
-        return max((d["max_abs"] for d in self.per_output.values()), default=0.0)
-
-    @property
-    def max_rel(self) -> float:
-        return max((d["max_rel"] for d in self.per_output.values()), default=0.0)
 
     @property
     def equivalent(self) -> bool:
@@ -37,7 +30,7 @@ class ChainCheck:
     def worst_sentence(self) -> str:
         if self.missing:
             return f"output(s) {', '.join(self.missing)} missing from the chain"
-        name, d = max(self.per_output.items(), key=lambda kv: kv[1]["max_abs"])
+        name, d = self.worst()
         return f"output '{name}' differs by max abs {d['max_abs']:.3g} (max rel {d['max_rel']:.3g}) over {self.samples} sample(s)"
 
     def to_dict(self) -> dict:

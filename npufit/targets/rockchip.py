@@ -115,17 +115,19 @@ def _rank(node, lim):
 OUTPUT_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Gather"}
 
 
+def _is_reshape(node) -> bool:
+    # a Gather of index 0 on a size-1 axis is a reshape; a real gather becomes a Slice/Gather layer
+    return node.op_type in OUTPUT_RESHAPES and (node.op_type != "Gather" or common.is_size1_reshape(node))
+
+
 def _reshape_source(node) -> tuple[list | None, bool]:
     """The tensor a chain of reshapes starts from (its shape, and whether it is a model input): the toolkit folds
     the chain into one layout change (PROBE-R squeeze: GAP -> Squeeze -> Squeeze ran fused into the GAP)."""
-    seen = 0
-    while seen < 16:
+    for _ in range(16):  # bounded: a cycle cannot occur in a valid graph, but a broken one must not hang
         src = node.graph.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
-        if src is None:
-            return node.input_shape(0), True
-        if src.op_type not in OUTPUT_RESHAPES or (src.op_type == "Gather" and not common.is_size1_reshape(src)):
-            return node.input_shape(0), False
-        node, seen = src, seen + 1
+        if src is None or not _is_reshape(src):
+            return node.input_shape(0), src is None
+        node = src
     return node.input_shape(0), False
 
 
@@ -136,10 +138,8 @@ def _output_layout(node, lim):
     RT-DETR's final Gather-as-reshape ran on the CPU). Straight from a model input it runs on the NPU unless it is 2-D
     with an innermost dimension off the 8-grid (RKNN-C: Flatten [1,12,1,1] -> [1,12] CPU; PROBE-R: [1,8,16,16] to
     [1,2048], [1,512,4], [1,8,16,4,4] ... NPU)."""
-    if node.op_type not in OUTPUT_RESHAPES or not common.graph_output(node):
+    if not _is_reshape(node) or not common.graph_output(node):
         return None
-    if node.op_type == "Gather" and not common.is_size1_reshape(node):
-        return None  # a real gather becomes a Slice/Gather layer, not the output reshape
     x, from_input = _reshape_source(node)
     y = node.output_shape(0)
     if not x or not y or len(y) == 4 or not all(isinstance(v, int) for v in list(x) + list(y)):
@@ -391,7 +391,7 @@ def _ops() -> dict[str, OpSupport]:
                                        "runs on the CPU", _tile, ("tile one axis at a time, and keep batch repeats on the host",), "PROBE-R"),))
     add("GatherElements", rules=(_r("gather_elements.indices", "GatherElements runs on the NPU when its indices are constant and "
                                                                "have the data's shape except along the gather axis", _gather_elements,
-                                    ("gather along one axis with indices spanning the others",), "PROBE-R", fix_rules=()),))
+                                    ("gather along one axis with indices spanning the others",), "PROBE-R"),))
     add("Div", rules=(_r("div.dtype", "Div runs on the NPU only in float16: in an int8 build it falls back to the CPU", _div_dtype,
                          ("multiply by the reciprocal constant instead",)),))
     add("Pow", rules=(_r("pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),))

@@ -59,12 +59,12 @@ def run_onnx(model_or_session: Any, feeds: Mapping[str, np.ndarray]) -> dict[str
     return dict(zip(names, vals))
 
 
-@dataclass
-class Comparison:
-    """Per-output differences between a reference and a candidate run."""
+class OutputDiffs:
+    """Worst-case figures over `per_output` ({output: {"max_abs", "max_rel", ...}}); shared by Comparison and the
+    split chain check."""
 
-    per_output: dict[str, dict[str, float]] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
+    per_output: dict[str, dict[str, float]]
+    missing: list[str]
 
     @property
     def max_abs(self) -> float:
@@ -74,15 +74,23 @@ class Comparison:
     def max_rel(self) -> float:
         return max((d["max_rel"] for d in self.per_output.values()), default=0.0)
 
-    def ok(self, atol: float = 0.0, rtol: float = 0.0) -> bool:
-        if self.missing:
-            return False
-        return all(d["max_abs"] <= atol + rtol * d["ref_max_abs"] for d in self.per_output.values())
-
     def worst(self) -> tuple[str, dict[str, float]] | None:
         if not self.per_output:
             return None
         return max(self.per_output.items(), key=lambda kv: kv[1]["max_abs"])
+
+
+@dataclass
+class Comparison(OutputDiffs):
+    """Per-output differences between a reference and a candidate run."""
+
+    per_output: dict[str, dict[str, float]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    def ok(self, atol: float = 0.0, rtol: float = 0.0) -> bool:
+        if self.missing:
+            return False
+        return all(d["max_abs"] <= atol + rtol * d["ref_max_abs"] for d in self.per_output.values())
 
     def merge(self, other: "Comparison") -> "Comparison":
         for k, d in other.per_output.items():
