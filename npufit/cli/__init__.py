@@ -4,10 +4,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
+import threading
 import sys
 
 from .. import __version__
 from ..errors import NpufitError
+from ..util.term import EscapingStream, esc_line
 
 # verb -> module (each module has register(subparsers) and run(args) -> int)
 COMMANDS = {
@@ -54,10 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    # names from a model never reach the terminal raw (progress bars draw on the unwrapped stream)
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapingStream(stdout), EscapingStream(stderr)
+    previous_term = _exit_on_sigterm()
     try:
         return int(args.func(args) or 0)
     except NpufitError as e:
-        print(f"npufit: error: {e.message}", file=sys.stderr)
+        print(f"npufit: error: {esc_line(e.message)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("npufit: interrupted", file=sys.stderr)
@@ -68,8 +75,23 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("NPUFIT_DEBUG"):
             raise
         msg = str(e).splitlines()[0][:300] if str(e) else ""
-        print(f"npufit: internal error: {type(e).__name__}: {msg} (set NPUFIT_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(f"npufit: internal error: {type(e).__name__}: {esc_line(msg)} (set NPUFIT_DEBUG=1 for the traceback)", file=sys.stderr)
         return 3
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+
+
+def _exit_on_sigterm():
+    """SIGTERM (kill, timeout, CI cancel) unwinds like Ctrl-C, so temp files and folders are removed."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def _raise(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, _raise)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import BadModelError
+from ..util.io import note_input
 from .model import Graph, NodeView, TensorInfo
 
 SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
@@ -119,6 +120,8 @@ def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
     if len(model.graph.node) == 0 and len(model.graph.output) == 0:
         raise BadModelError(f"{p}: ONNX model has an empty graph")
     model_missing = check_external_data(model, p.parent)
+    for f in [p, *external_data_files(model, p.parent)]:
+        note_input(f)  # no output of this run may land on a file it reads
     if model_missing:
         model.metadata_props.add(key="npufit.missing_external_data", value=",".join(model_missing))
     return model
@@ -162,6 +165,12 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path) -> list[str]:
         if not target.exists():
             missing.append(loc)
     return sorted(set(missing))
+
+
+def external_data_files(model: onnx.ModelProto, base_dir: Path) -> list[Path]:
+    """The external data files a model names that exist (locations already checked by check_external_data)."""
+    locs = {loc for t in _all_tensors(model.graph) if (loc := _external_location(t))}
+    return [base_dir / loc for loc in sorted(locs) if (base_dir / loc).is_file()]
 
 
 def apply_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]]) -> None:

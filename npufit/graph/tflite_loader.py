@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BadModelError
+from ..util.io import note_input
 from .model import Graph, NodeView, QuantParams, TensorInfo
 
 SMALL_VALUE_ELEMS = 4096
@@ -108,6 +109,7 @@ def load_tflite(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, .
     size = p.stat().st_size
     if size < 16:
         raise BadModelError(f"{p}: {size} bytes is too small for a TFLite flatbuffer")
+    note_input(p)  # no output of this run may land on a file it reads
     with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         if mm[4:8] != b"TFL3":
             raise BadModelError(f"{p}: not a TFLite model (no 'TFL3' file identifier)")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import NpufitError
-from ..util.io import atomic_write_json, atomic_write_text
+from ..util.io import atomic_write_json, atomic_write_text, claim_dir
 from ..util.progress import track
 from .cache import StepRecord, compute_key, digest_file, digest_tree, fresh
 from .matrix import Cell, dependencies, expand, model_source, select
@@ -136,7 +136,8 @@ def run_pipeline(path: str | os.PathLike, from_step: str | None = None, only: st
     config = load_config(path, output_dir)
     cells = expand(config)
     selected = select(cells, only, from_step)
-    config.output_dir.mkdir(parents=True, exist_ok=True)
+    claim_dir(config.output_dir, "pipeline-results", "--output-dir", [m.onnx for m in config.models if m.onnx],
+              legacy_owned=lambda d: os.listdir(d) if (d / MANIFEST).is_file() else None)  # step folders get deleted on re-runs
     run = PipelineRun(config, [], started=datetime.now(timezone.utc).isoformat(timespec="seconds"), environment=environment())
     log = (lambda s: None) if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     log(f"pipeline {config.name}: {len(cells)} steps over {len(config.models)} model(s) x {len(config.targets)} target(s)"

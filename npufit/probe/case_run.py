@@ -7,12 +7,12 @@ what seed 000 recorded for `view`.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from .catalogue import BY_ID
+from ..util.io import private_tempdir
 
 SYMBOL = {"npu": "✅", "cpu": "⚠️", "unsupported": "❌", "export_failed": "❌", "timeout": "⏱", "error": "❌", "failed": "❌",
           "unmeasured": "–"}
@@ -50,7 +50,7 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
     if case.min_opset > task["opset"]:
         res["notes"].append(f"exported at opset {case.min_opset}: the exporter has no {', '.join(case.ops)} below it")
     out_dir = task.get("out_dir")
-    with tempfile.TemporaryDirectory(prefix="npufit-probe-") as tmp:
+    with private_tempdir("probe") as tmp:
         path = Path(out_dir) / "cases" / f"{_safe(res['id'])}.onnx" if out_dir else Path(tmp) / "case.onnx"
         err = _export(case, task.get("params", {}), res["opset"], path)
         if err is not None:

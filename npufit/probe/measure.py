@@ -7,10 +7,10 @@ returning a CompileResult (ok, error, placement: [Placement(node, op, device, re
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any
 
 from ..errors import NpufitError
+from ..util.io import private_tempdir
 
 # --compiler name -> the target families it compiles, and its name in npufit.compilers.status()
 COMPILER_TARGETS = {"vela": ("ethos-u",), "rknn": ("rk", "rv"), "hailo": ("hailo",)}
@@ -66,7 +66,7 @@ def measure(path: os.PathLike, target: str, compiler: str, options: dict[str, An
     api = _compilers_api()
     if api is None:
         return {"compiler": compiler, "status": "error", "symbol": "❌", "error": "npufit.compilers is not available"}
-    with tempfile.TemporaryDirectory(prefix="npufit-probe-compile-") as tmp:
+    with private_tempdir("probe-compile") as tmp:
         try:
             result = api.compile_model(str(path), target, out_dir=options.get("out_dir") or tmp,
                                        **{k: v for k, v in options.items() if k != "out_dir"})

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from ..errors import NpufitError
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration
 from .quantizer import METHODS, QuantizeSettings, quantize_static_qdq
 from .report import SCHEMA, QuantizeReport
+from ..util.io import private_tempdir
 
 __all__ = ["quantize", "QuantizeReport", "ImagePreprocessing", "METHODS", "SCHEMA"]
 
@@ -93,7 +93,7 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
     warnings = list(calib.warnings)
     n_cal, n_hold = split_samples(len(calib), samples, holdout, warnings)
 
-    with tempfile.TemporaryDirectory(prefix="npufit-quantize-") as tmp:
+    with private_tempdir("quantize") as tmp:
         folder = Path(tmp)
         qm = quantize_static_qdq(float_model, folder, _Subset(calib, 0, n_cal), settings)
         del float_model  # the copy in the temp folder is what the rest reads

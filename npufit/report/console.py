@@ -6,12 +6,24 @@ import sys
 from collections.abc import Callable
 
 from rich.console import Console
+from rich.segment import Segment
+
+from ..util.term import esc
+
+
+class SafeConsole(Console):
+    """A rich Console whose text (node and file names included) cannot carry terminal control codes;
+    only the styles rich itself adds become escape sequences."""
+
+    def render(self, renderable, options=None):
+        for seg in super().render(renderable, options):
+            yield seg if seg.control or not seg.text else Segment(esc(seg.text), seg.style, seg.control)
 
 
 def console_to_string(render: Callable[[Console], None], width: int = 120) -> str:
     buf = io.StringIO()
     tty = sys.stdout.isatty()
-    con = Console(file=buf, force_terminal=tty, width=width if not tty else None, no_color=not tty, highlight=False)
+    con = SafeConsole(file=buf, force_terminal=tty, width=width if not tty else None, no_color=not tty, highlight=False)
     render(con)
     return buf.getvalue()
 

@@ -3,7 +3,6 @@ computes the same thing (and, for default rules, if the target's verdicts do not
 from __future__ import annotations
 
 import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from ..util.progress import track
 from .base import RuleContext, RuleNotApplicable
 from .registry import get_rule, rule_options, rules_for_target
 from .result import FixResult, RuleOutcome, TargetState
+from ..util.io import private_tempdir
 
 MAX_ROUNDS = 4  # rounds over the whole rule list; a round in which nothing is kept ends the loop
 RULE_TAG = "pkg.onnxscript.rewriter.rule_name"
@@ -133,7 +133,7 @@ def _session(proto: onnx.ModelProto, what: str):
     try:
         if proto.ByteSize() < 1_800_000_000:
             return make_session(proto.SerializeToString())
-        with tempfile.TemporaryDirectory() as d:  # >2 GB protobufs must go through a file with external data
+        with private_tempdir("rewrite") as d:  # >2 GB protobufs must go through a file with external data
             p = Path(d) / "m.onnx"
             onnx.save_model(proto, str(p), save_as_external_data=True, location="m.onnx.data")
             return make_session(p)

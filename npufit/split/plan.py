@@ -4,12 +4,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import NpufitError
 
@@ -132,29 +129,14 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-@contextmanager
-def atomic_dir(dst: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temp folder next to `dst`; it replaces `dst` only when the block succeeds.
-
-    An existing `dst` is replaced only if it is empty or an earlier plan folder, so a wrong
-    --output-dir can never wipe unrelated files."""
-    dst = Path(dst)
-    if dst.exists():
-        if not dst.is_dir():
-            raise NpufitError(f"--output-dir {dst} is a file, expected a folder")
-        if any(dst.iterdir()) and not (dst / PLAN_FILE).exists():
-            raise NpufitError(f"--output-dir {dst} exists and is not an npufit plan folder; choose an empty or new folder")
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", dir=dst.parent))
+def legacy_plan_entries(folder: Path) -> list[str] | None:
+    """What a plan folder written before ownership markers holds: plan.json and the stage files it names."""
+    f = folder / PLAN_FILE
     try:
-        yield tmp
-        old = None
-        if dst.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{dst.name}.old.", dir=dst.parent))
-            os.replace(dst, old / "plan")
-        os.replace(tmp, dst)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        if not f.is_file() or f.stat().st_size > 16 << 20:
+            return None
+        stages = json.loads(f.read_text("utf-8")).get("stages", [])
+        files = [s["file"] for s in stages if isinstance(s, dict) and isinstance(s.get("file"), str)]
+    except (OSError, ValueError, AttributeError):
+        return None
+    return [PLAN_FILE] + [n for f_ in files if "/" not in f_ for n in (f_, f_ + ".data")]

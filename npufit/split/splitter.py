@@ -10,7 +10,8 @@ from ..errors import NpufitError
 from ..targets.base import Verdict
 from .chain import ORT_CPU, ChainRunner
 from .extract import Extractor, load_source
-from .plan import PLAN_FILE, PlanStage, SplitPlan, atomic_dir, sha256_file
+from ..util.io import atomic_dir, check_output_dir
+from .plan import PLAN_FILE, PlanStage, SplitPlan, legacy_plan_entries, sha256_file
 from .planner import MODES, Cut, GraphIndex, candidates, explicit_cut, prefix_cut, segments_cut, stage_node_names, transfers
 from .result import SplitResult
 from .verify import verify_chain
@@ -41,7 +42,11 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
     if output_dir is None:
         raise NpufitError("an output folder is required (--output-dir DIR)")
     model_path = Path(model)
+    check_output_dir(Path(output_dir), "--output-dir", [model_path], legacy_plan_entries)  # fail before any work
     proto, graph = load_source(model_path, input_shapes)
+    from ..graph.onnx_loader import external_data_files
+
+    sources = [model_path, *external_data_files(proto, model_path.parent)]
     profile = get_profile(target)
     report = check_graph(graph, profile)
     ix = GraphIndex(graph, report)
@@ -65,7 +70,7 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
     warnings = list(graph.warnings) + _warnings(ix, chosen, profile.name)
     src_dir = model_path.resolve().parent
     extractor = Extractor(proto, ix, src_dir)
-    with atomic_dir(output_dir) as tmp:
+    with atomic_dir(output_dir, "split-plan", "--output-dir", sources, legacy_plan_entries) as tmp:
         stages = []
         for st in chosen.stages:
             facts = extractor.extract(st, tmp / f"{st.name}.onnx")

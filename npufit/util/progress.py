@@ -21,6 +21,10 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.console import Console
 
+    from .term import esc_line, raw_stream
+
+    description = esc_line(description)
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as prog:
+                  console=Console(file=raw_stream(sys.stderr)), transient=True) as prog:
         yield from prog.track(items, total=total, description=description)

@@ -1,0 +1,68 @@
+"""Text from a model (node, tensor, file names) is data: it must never drive the user's terminal.
+
+Control characters (C0 except newline/tab, DEL, C1) and bidirectional overrides are shown as \\uXXXX,
+a form that is also a valid escape inside a JSON string, so machine output stays parseable.
+"""
+from __future__ import annotations
+
+import re
+
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _hex(m: re.Match) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
+def esc(text: str) -> str:
+    """`text` with terminal control characters made visible (newlines and tabs kept)."""
+    return _UNSAFE.sub(_hex, text)
+
+
+def esc_line(text: str) -> str:
+    """Like esc(), and newlines too: for a message that must stay one line."""
+    return _UNSAFE_LINE.sub(_hex, text)
+
+
+_SGR = re.compile("\x1b\\[[0-9;]*m")
+
+
+def esc_keep_styles(text: str) -> str:
+    """esc(), but colour/style sequences (SGR) pass: for terminal output whose styles npufit drew itself
+    (report.console.SafeConsole has already escaped the names inside it)."""
+    out, last = [], 0
+    for m in _SGR.finditer(text):
+        out.append(esc(text[last:m.start()]))
+        out.append(m.group())
+        last = m.end()
+    out.append(esc(text[last:]))
+    return "".join(out)
+
+
+class EscapingStream:
+    """Wraps sys.stdout/sys.stderr so everything a verb prints passes through esc(); on a terminal the
+    colour codes of npufit's own tables pass."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        try:
+            self._styles = stream.isatty()
+        except (AttributeError, ValueError):
+            self._styles = False
+
+    def write(self, s: str) -> int:
+        self._stream.write(esc_keep_styles(s) if self._styles else esc(s))
+        return len(s)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def raw_stream(stream):
+    """The stream under an EscapingStream: for progress bars, whose own control codes must pass."""
+    return stream._stream if isinstance(stream, EscapingStream) else stream
