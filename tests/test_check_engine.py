@@ -9,7 +9,7 @@ from onnx import helper
 
 from npufit.check import check, check_graph
 from npufit.graph import load
-from npufit.targets.base import OpSupport, Profile, Rule, Verdict
+from npufit.targets.base import Executes, OpSupport, Profile, Rule, Verdict
 from tests.onnx_builders import branchy_model, conv_weight, model, vi
 
 
@@ -19,7 +19,7 @@ def _toy_profile(**kw) -> Profile:
         Rule("toy.conv.kernel", "Conv kernel must be at most {max_k}", lambda n, L: None if max(n.attr("kernel_shape", [3])) <= L["max_k"] else f"got {n.attr('kernel_shape')}", Verdict.CPU, ("use a smaller kernel",), "toy"),
         Rule("toy.conv.pads", "Conv padding must be at most {max_pad}", lambda n, L: None if max(n.attr("pads", [0])) <= L["max_pad"] else f"got {n.attr('pads')}", Verdict.UNSUPPORTED, (), "toy"),
     ))
-    base = dict(name="toy", title="Toy NPU", vendor="test", summary="", fallback="cpu", limits={"max_k": 1, "max_pad": 0}, ops=ops,
+    base = dict(name="toy", title="Toy NPU", vendor="test", summary="", fallback="cpu", limits={"max_k": 1, "max_pad": 0}, ops=ops, executes=Executes.FP16_INT8,
                 unknown=OpSupport("*", Verdict.CPU, reason="{op} is not in the toy table"))
     base.update(kw)
     return Profile(**base)
@@ -90,14 +90,23 @@ def test_fully_supported_model_is_one_partition(tmp_path):
     assert rep.fully_npu and len(rep.partitions) == 1 and rep.prefix["covers_whole_model"]
 
 
-def test_assume_int8_predicts_the_converted_model(tmp_path):
-    """A float model on an int8-only target: off the NPU as is, on it once judged as its int8 conversion."""
+def test_float_model_on_int8_target_is_judged_as_its_int8_conversion(tmp_path):
+    """A float model on an int8-only target: judged as its int8 conversion by default (said once), off the NPU
+    only when --judge float asks for the float graph; the Graph is not changed by either call."""
     pytest.importorskip("torch")
+    from npufit.graph import load
     from npufit.zoo import detector
 
     p = tmp_path / "det.onnx"
     detector.export("leakyrelu", p)
-    as_is = check(p, "ethos-u55-256")
-    assert as_is.counts["npu"] == 0 and any("--assume-int8" in w for w in as_is.warnings)
-    predicted = check(p, "ethos-u55-256", assume_int8=True)
-    assert predicted.fully_npu and predicted.counts["npu"] == as_is.counts["cpu"]
+    graph = load(p)
+    default = check(graph, "ethos-u55-256")
+    assert default.fully_npu and default.target["judged_as"] == "int8"
+    assert sum("judged as int8" in w for w in default.warnings) == 1
+    as_float = check(graph, "ethos-u55-256", judge="float")
+    assert as_float.counts["npu"] == 0 and as_float.target["judged_as"] == "as is"
+    assert any("--judge float" in w for w in as_float.warnings)
+    assert check(graph, "ethos-u55-256").fully_npu  # no flag sticks to the graph between calls
+    assert "assume_int8" not in graph.meta
+    assert check(p, "ethos-u55-256", assume_int8=True).counts["npu"] == as_float.counts["cpu"]
+    assert check(graph, "hailo8").target["judged_as"] == "as is"  # the DFC quantizes itself

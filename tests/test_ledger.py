@@ -60,9 +60,13 @@ def test_rk3588_boundaries_cost_a_layout_conversion(tmp_path):
     assert all(b["layout"] == "NC1HWC2" for b in led["boundaries"])
 
 
-def test_float_model_has_no_ledger(tmp_path):
+def test_float_model_has_no_ledger_unless_judged_as_int8(tmp_path):
+    """A float model judged as float has no Q/DQ; on an int8-only target it is judged (by default) as its int8
+    conversion, whose ledger predicts the islands the converter will make."""
     from npufit.zoo.detector import export
 
     p = tmp_path / "f.onnx"
     export("relu", p)
-    assert "qdq_ledger" not in check(p, "ethos-n78").extra
+    assert "qdq_ledger" not in check(p, "ethos-n78", judge="float").extra
+    assert "qdq_ledger" not in check(p, "hailo8").extra
+    assert check(p, "ethos-n78").extra["qdq_ledger"]["quant_form"] == "int8"

@@ -102,12 +102,12 @@ def test_silu_is_fused():
 def test_rk3588_is_not_an_int8_only_target():
     """RKNN builds float16 too: a float model is judged as float (no 'runs int8 only' warning, no int8 Div rule);
     the pipeline, which always builds int8, still judges the int8 model."""
-    from npufit.check.engine import int8_only, judges_dtype
     from npufit.targets import get_profile
+    from npufit.targets.base import Executes
 
-    assert not int8_only(get_profile(T)) and judges_dtype(get_profile(T))
-    assert int8_only(get_profile("ethos-u55-256")) and int8_only(get_profile("ethos-n78"))
-    assert not int8_only(get_profile("hailo8"))
+    assert get_profile(T).executes is Executes.FP16_INT8
+    assert get_profile("ethos-u55-256").executes is Executes.INT8 and get_profile("ethos-n78").executes is Executes.INT8
+    assert get_profile("hailo8").executes is Executes.QUANTIZES_ITSELF
 
 
 def test_ops_the_probe_moved():

@@ -95,7 +95,8 @@ class CompareReport(Renderable):
         return "\n".join(out) + "\n"
 
 
-def compare(models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None) -> CompareReport:
+def compare(models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None,
+            judge: str = "auto") -> CompareReport:
     """Check every model against one target; one row per model (model files are only read)."""
     from ..targets import get_profile
     from .engine import check_graph
@@ -107,7 +108,7 @@ def compare(models: list[str | os.PathLike | Graph], target: str = "ethos-n78", 
     names = set()
     for m in track(list(models), "checking models", total=len(models)):
         graph = m if isinstance(m, Graph) else load(m, input_shapes)
-        rep = check_graph(graph, profile)
+        rep = check_graph(graph, profile, judge)
         if rep.model["file"] in names:  # same file name in two folders: keep rows distinguishable
             rep.model["file"] = str(Path(rep.model["path"]))
         names.add(rep.model["file"])

@@ -7,28 +7,78 @@ from pathlib import Path
 from ..graph import Graph, NodeView, load
 from ..graph.macs import node_macs
 from ..targets import get_profile
-from ..targets.base import Composite, OpSupport, Profile, Rule, Verdict, worst
+from ..errors import NpufitError
+from ..targets.base import Composite, Executes, OpSupport, Profile, Rule, Verdict, worst
 from .partitions import HOST, NPU, boundaries, npu_prefix, partition
 from .result import CheckReport, NodeResult, Reason
 
 CONTROL_FLOW = {"If", "Loop", "Scan"}
 
 
-def check(model: str | os.PathLike | Graph, target: str | Profile = "hailo8", input_shapes=None,
-          assume_int8: bool = False) -> CheckReport:
-    """Judge every node of `model` against `target`. The model file is only read.
+JUDGE_MODES = ("auto", "int8", "float")
 
-    assume_int8: judge float activations as the int8 tensors a converter would produce (for int8-only
-    targets such as Ethos-N/U, before the model is quantized).
+
+def check(model: str | os.PathLike | Graph, target: str | Profile = "hailo8", input_shapes=None,
+          judge: str = "auto", assume_int8: bool = False) -> CheckReport:
+    """Judge every node of `model` against `target`. The model file (and a Graph passed in) is only read.
+
+    judge: how a float model is judged. "auto" (default): as its int8 conversion on a target that runs int8
+    only (the profile's `executes`), as it is elsewhere; "int8": as its int8 conversion on any target;
+    "float": the float graph as it is. `assume_int8=True` is the older spelling of judge="int8".
     """
     graph = model if isinstance(model, Graph) else load(model, input_shapes)
-    if assume_int8:
-        graph.meta["assume_int8"] = True
     profile = target if isinstance(target, Profile) else get_profile(target)
-    return check_graph(graph, profile)
+    return check_graph(graph, profile, "int8" if assume_int8 else judge)
 
 
-def check_graph(graph: Graph, profile: Profile) -> CheckReport:
+def judged_as_int8(graph: Graph, profile: Profile, judge: str = "auto") -> bool:
+    """Whether float activations of `graph` are judged as the int8 tensors a converter would produce."""
+    if judge not in JUDGE_MODES:
+        raise NpufitError(f"unknown --judge '{judge}' (choose from {', '.join(JUDGE_MODES)})")
+    if judge != "auto":
+        return judge == "int8" and is_float_model(graph)
+    return profile.executes is Executes.INT8 and is_float_model(graph)
+
+
+def is_float_model(graph: Graph) -> bool:
+    """A model with float inputs and no quantization at all (no Q/DQ, no QLinear ops, no quantized inputs)."""
+    quantized = any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or n.op_type.startswith("QLinear")
+                    for n in graph.nodes) or any(t.quant is not None for t in graph.inputs)
+    return not quantized and any(t.dtype in ("float32", "float16") for t in graph.inputs)
+
+
+def check_graph(graph: Graph, profile: Profile, judge: str = "auto") -> CheckReport:
+    as_int8 = judged_as_int8(graph, profile, judge)
+    previous = graph.meta.get("assume_int8")
+    graph.meta["assume_int8"] = as_int8  # read by the dtype facts of every rule; restored below
+    try:
+        report = _check_graph(graph, profile)
+    finally:
+        if previous is None:
+            graph.meta.pop("assume_int8", None)
+        else:
+            graph.meta["assume_int8"] = previous
+    report.target["judged_as"] = "int8" if as_int8 else "as is"
+    report.warnings[:0] = _judge_warnings(graph, profile, judge, as_int8)
+    return report
+
+
+def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool) -> list[str]:
+    """One sentence that says how a float model was judged, and how to judge it the other way."""
+    if not is_float_model(graph):
+        return []
+    if as_int8 and judge == "auto":
+        return [f"judged as int8: {profile.name} runs int8 only, so this float model is judged as the int8 model a converter "
+                "produces (`npufit quantize` or `npufit compile` make it; --judge float judges the float graph)"]
+    if as_int8:
+        return [f"--judge int8: float activations were judged as the int8 tensors a converter would produce on {profile.name}"]
+    if profile.executes is Executes.INT8:
+        return [f"--judge float: the float graph is judged as it is; {profile.name} runs int8 only, so float ops are off the NPU "
+                "(the default judges its int8 conversion)"]
+    return []
+
+
+def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
     folded = getattr(graph, "folded", set())
     composite_of = _match_composites(graph, profile)
     results: dict[str, NodeResult] = {}
@@ -55,12 +105,6 @@ def check_graph(graph: Graph, profile: Profile) -> CheckReport:
         "covers_whole_model": len(prefix["nodes"]) == len(device_of),
     }
     warnings = list(graph.warnings)
-    if graph.meta.get("assume_int8"):
-        warnings.append("--assume-int8: float activations were judged as the int8 tensors a converter would produce "
-                        "(quantize with `npufit quantize`, or let `npufit compile` convert it, to check the real thing)")
-    elif profile.limits.get("int8_only") is not False and _float_model_on_int8_target(graph, report_profile=profile):
-        warnings.append(f"this is a float model and {profile.name} runs int8 only: float ops are judged off the NPU; "
-                        "pass --assume-int8 to predict the int8 model a converter would produce")
     if graph.format == "onnx" and profile.input_formats and "onnx" not in profile.input_formats:
         warnings.append(f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces")
     report = CheckReport(
@@ -76,25 +120,6 @@ def check_graph(graph: Graph, profile: Profile) -> CheckReport:
 
     attach_ledger(report, graph, profile)
     return report
-
-
-def judges_dtype(profile: Profile) -> bool:
-    """The profile has a dtype rule for every node (Ethos-N, Ethos-U, RK3588): an int8 build is judged differently."""
-    return any(r.id.endswith((".fmap.dtype", ".dtype")) for r in profile.graph_rules)
-
-
-def int8_only(profile: Profile) -> bool:
-    """The target rejects float feature maps: Ethos-N, Ethos-U (RK3588 also runs float16, so it is not)."""
-    allowed = profile.limits.get("dtypes") or profile.limits.get("fmap_dtypes") or ()
-    return judges_dtype(profile) and not any(d in allowed for d in ("float16", "float32"))
-
-
-def _float_model_on_int8_target(graph: Graph, report_profile: Profile) -> bool:
-    """True when the profile rejects float feature maps and the model has no quantization at all."""
-    needs_int = int8_only(report_profile)
-    quantized = any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or n.op_type.startswith("QLinear")
-                    for n in graph.nodes) or any(t.quant is not None for t in graph.inputs)
-    return needs_int and not quantized and any(t.dtype in ("float32", "float16") for t in graph.inputs)
 
 
 def _model_info(graph: Graph) -> dict:

@@ -109,14 +109,14 @@ class GridReport(Renderable):
         return "\n".join(out) + "\n"
 
 
-def check_grid(graph: Graph, targets: list[str]) -> GridReport:
+def check_grid(graph: Graph, targets: list[str], judge: str = "auto") -> GridReport:
     """Judge one loaded graph against every target in `targets` (names)."""
     from .engine import _model_info, check_graph
     from ..targets import get_profile
 
     grid = GridReport(model=_model_info(graph))
     for name in track(targets, "checking targets", total=len(targets)):
-        grid.reports[name] = check_graph(graph, get_profile(name))
+        grid.reports[name] = check_graph(graph, get_profile(name), judge)
     return grid
 
 

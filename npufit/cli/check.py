@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_format_option, add_input_shape_option, emit
+from .common import add_format_option, add_input_shape_option, add_judge_option, emit
 
 
 def register(sub) -> None:
@@ -17,8 +17,7 @@ def register(sub) -> None:
     add_format_option(p, choices=("table", "json", "markdown", "html"))
     add_input_shape_option(p)
     p.add_argument("--all-nodes", action="store_true", help="list every node in table/markdown output, not only the failing ones")
-    p.add_argument("--assume-int8", action="store_true",
-                   help="judge a float model as the int8 model a converter would produce (for int8-only targets: Ethos-N/U)")
+    add_judge_option(p)
     p.add_argument("--fail-under", type=float, metavar="PCT",
                    help="exit 1 when NPU coverage (by nodes) is below PCT, for CI gates")
     p.set_defaults(func=run)
@@ -31,16 +30,14 @@ def run(args: argparse.Namespace) -> int:
 
     targets = resolve_targets(args.target)
     graph = load(args.model, parse_input_shapes(args.input_shape))
-    if args.assume_int8:
-        graph.meta["assume_int8"] = True
     if len(targets) > 1:
         from ..check.grid import check_grid  # multi-target grid (targets work)
 
-        grid = check_grid(graph, targets)
+        grid = check_grid(graph, targets, args.judge)
         emit(grid.render(args.format), args.output)
         worst = min(r.coverage_nodes for r in grid.reports.values())
     else:
-        report = check(graph, targets[0])
+        report = check(graph, targets[0], judge=args.judge)
         emit(report.render(args.format, all_nodes=args.all_nodes), args.output)
         worst = report.coverage_nodes
     if args.fail_under is not None and worst < args.fail_under:

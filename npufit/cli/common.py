@@ -17,6 +17,13 @@ def add_input_shape_option(p: argparse.ArgumentParser) -> None:
                    help="pin a dynamic input shape, e.g. images=1,3,640,640 (repeatable)")
 
 
+def add_judge_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--judge", choices=("auto", "int8", "float"), default="auto",
+                   help="how a float model is judged: auto (default) = as its int8 conversion on an int8-only target "
+                        "(Ethos-U, Ethos-N), as it is elsewhere; int8 = as its int8 conversion; float = the float graph as it is")
+    p.add_argument("--assume-int8", dest="judge", action="store_const", const="int8", help=argparse.SUPPRESS)  # older spelling
+
+
 def emit(text: str, output: str | None) -> None:
     """Print to stdout, or write atomically to --output."""
     if output:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_format_option, add_input_shape_option, emit
+from .common import add_format_option, add_input_shape_option, add_judge_option, emit
 
 
 def register(sub) -> None:
@@ -14,6 +14,7 @@ def register(sub) -> None:
     p.add_argument("--target", "-t", required=True, help="target name (see 'npufit targets')")
     add_format_option(p)
     add_input_shape_option(p)
+    add_judge_option(p)
     p.set_defaults(func=run)
 
 
@@ -21,6 +22,6 @@ def run(args: argparse.Namespace) -> int:
     from ..check.compare import compare
     from ..graph import parse_input_shapes
 
-    report = compare(args.models, args.target, parse_input_shapes(args.input_shape))
+    report = compare(args.models, args.target, parse_input_shapes(args.input_shape), judge=args.judge)
     emit(report.render(args.format), args.output)
     return 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_input_shape_option
+from .common import add_input_shape_option, add_judge_option
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -29,6 +29,7 @@ def register(sub) -> None:
     p.add_argument("--samples", type=int, default=3, help="seeded input samples used for verification (default: 3)")
     p.add_argument("--seed", type=int, default=0, help="seed of the verification inputs (default: 0)")
     add_input_shape_option(p)
+    add_judge_option(p)
     p.set_defaults(func=run)
 
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         raise NpufitError("--samples must be at least 1")
     result = fix(args.model, target=args.target, output=args.output, rules=_names(args.rules),
                  skip_rules=_names(args.skip_rules), allow_approx=args.allow_approx, dry_run=args.dry_run,
-                 input_shapes=parse_input_shapes(args.input_shape), samples=args.samples, seed=args.seed)
+                 input_shapes=parse_input_shapes(args.input_shape), samples=args.samples, seed=args.seed, judge=args.judge)
     text = result.render(args.format)
     emit(text, None)
     if args.report:

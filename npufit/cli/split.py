@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_format_option, add_input_shape_option, emit
+from .common import add_format_option, add_input_shape_option, emit, add_judge_option
 
 
 def register(sub) -> None:
@@ -34,6 +34,7 @@ def register(sub) -> None:
     p.add_argument("--top", type=int, default=5, metavar="N", help="candidate cuts to list (default: 5)")
     add_input_shape_option(p)
     add_format_option(p, choices=("table", "json", "markdown", "html"))
+    add_judge_option(p)
     p.set_defaults(func=run)
 
 
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     res = split(args.model, args.target, args.output_dir, mode=args.mode, min_nodes=args.min_nodes,
                 start_nodes=args.start_nodes, end_nodes=args.end_nodes, verify=not args.no_verify, samples=args.samples,
                 seed=args.seed, inputs=args.inputs, force=args.force, input_shapes=parse_input_shapes(args.input_shape),
-                top=args.top)
+                top=args.top, judge=args.judge)
     if args.format == "html":
         from ..report.html_verbs import render_split_html
 

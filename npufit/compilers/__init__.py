@@ -74,4 +74,5 @@ def attach_comparison(result: CompileResult, model: Path, target: str, opts: Com
         result.notes.append(f"npufit has no profile for '{target}' yet: nothing to compare")
         return
     graph = load(result.outputs.get("checked_model", model), opts.input_shapes)
-    result.comparison = compare_placement(check(graph, profile), result.placement, result.compiler)
+    judge = "int8" if opts.quantize else "auto"  # an int8 build is predicted as int8 on any target
+    result.comparison = compare_placement(check(graph, profile, judge=judge), result.placement, result.compiler)

@@ -87,8 +87,9 @@ def is_quantized(graph: Graph) -> bool:
 def _compute_dtype(node: NodeView) -> str | None:
     """dtype of the first non-constant input (the activation), else of the first output.
 
-    With `check --assume-int8` (graph.meta["assume_int8"]) a float activation is reported as int8: the
-    verdict is then the one for the int8 model a converter would produce from this float graph.
+    When check judges a float model as int8 (graph.meta["assume_int8"], set by check_graph from --judge and the
+    profile's `executes`) a float activation is reported as int8: the verdict is then the one for the int8
+    model a converter would produce from this float graph.
     """
     d = None
     for i, name in enumerate(node.inputs):

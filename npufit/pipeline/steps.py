@@ -90,15 +90,21 @@ def run_export(ctx: StepContext) -> Outcome:
 
 
 # -- check / fix / split ---------------------------------------------------------------------------------
+def pipeline_judge(target: str) -> str:
+    """How the pipeline judges a float model on `target`, the same in its check, fix and split steps: its
+    compile step builds int8 wherever the target runs int8 (Ethos-U/N, RK3588); Hailo's DFC quantizes itself."""
+    from ..targets import get_profile
+    from ..targets.base import Executes
+
+    return "int8" if get_profile(target).executes in (Executes.INT8, Executes.FP16_INT8) else "auto"
+
+
 def run_check(ctx: StepContext) -> Outcome:
     from ..check import check
-    from ..check.engine import judges_dtype
     from ..report.model_explorer import write_node_data
-    from ..targets import get_profile
 
-    # the pipeline's compile step builds int8 for every target: a profile with dtype rules judges that int8 model
-    assume_int8 = judges_dtype(get_profile(ctx.cell.target))
-    report = check(ctx.model_input(), ctx.cell.target, assume_int8=assume_int8)
+    report = check(ctx.model_input(), ctx.cell.target, judge=pipeline_judge(ctx.cell.target))
+    assume_int8 = report.target.get("judged_as") == "int8"
     atomic_write_json(ctx.folder / "check.json", report.to_dict())
     write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())
     s = report.summary()
@@ -116,7 +122,7 @@ def run_fix(ctx: StepContext) -> Outcome:
     fix = library("fix", "npufit.rewrite", "fix")
     s, out = ctx.settings, ctx.folder / "model.onnx"
     result = call(fix, str(ctx.model_input()), target=ctx.cell.target, output=str(out), rules=s["rules"],
-                  skip_rules=s["skip_rules"], allow_approx=s["allow_approx"])
+                  skip_rules=s["skip_rules"], allow_approx=s["allow_approx"], judge=pipeline_judge(ctx.cell.target))
     d = save_result(result, ctx.folder / "fix.json")
     if not out.exists():  # nothing fired: the model passes through unchanged
         shutil.copyfile(ctx.model_input(), out)
@@ -139,7 +145,7 @@ def run_split(ctx: StepContext) -> Outcome:
     from ..check import check
 
     s, model, target = ctx.settings, ctx.model_input(), ctx.cell.target
-    report = check(model, target)
+    report = check(model, target, judge=pipeline_judge(target))
     if report.fully_npu:
         shutil.copyfile(model, ctx.folder / "model.onnx")
         return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": 100.0, "needed": False},
@@ -162,7 +168,8 @@ def run_split(ctx: StepContext) -> Outcome:
                      f"(needs >= {s['min_npu_macs_pct']:g}%); {first.op_type} '{first.name}': {why}")
     split = library("split", "npufit.split", "split")
     plan_dir = ctx.folder / "plan"
-    result = call(split, str(model), target=target, output_dir=str(plan_dir), mode=s["mode"], min_nodes=s["min_nodes"])
+    result = call(split, str(model), target=target, output_dir=str(plan_dir), mode=s["mode"], min_nodes=s["min_nodes"],
+                  judge=pipeline_judge(target))
     d = save_result(result, ctx.folder / "split.json")
     npu = _npu_stage(plan_dir)
     if npu is None:

@@ -85,12 +85,10 @@ def _export(case, params: dict, opset: int, path: Path) -> str | None:
 
 def _predict(res: dict, path: os.PathLike, target: str) -> None:
     from ..check import check
-    from ..check.engine import int8_only
-    from ..targets import get_profile
 
-    # Probe cases are float torch modules; an int8-only target (Ethos-N/U) is predicted for their int8 conversion,
-    # which is what its compiler will receive (npufit compile converts first).
-    report = check(path, target, assume_int8=int8_only(get_profile(target)))
+    # Probe cases are float torch modules; on an int8-only target (Ethos-N/U) check's default judges their int8
+    # conversion, which is what its compiler receives (npufit compile converts first).
+    report = check(path, target)
     running = [n for n in report.nodes if n.verdict.value != "folded"]
     res["onnx_ops"] = sorted({n.op_type for n in running})
     failing = []

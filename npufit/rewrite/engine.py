@@ -25,7 +25,7 @@ RULE_TAG = "pkg.onnxscript.rewriter.rule_name"
 def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathLike | None = None,
         rules: list[str] | None = None, skip_rules: list[str] | None = None, allow_approx: bool = False,
         dry_run: bool = False, input_shapes=None, samples: int = 3, seed: int = 0,
-        rtol: float = 1e-5, atol: float = 1e-6, approx_rtol: float = 1e-2) -> FixResult:
+        rtol: float = 1e-5, atol: float = 1e-6, approx_rtol: float = 1e-2, judge: str = "auto") -> FixResult:
     """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified."""
     from ..graph.onnx_loader import read_model_proto
 
@@ -42,7 +42,7 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
     feeds = random_inputs(session, seed=seed, samples=samples, shapes=input_shapes or None)
     refs = [run_onnx(session, f) for f in feeds]
     int_outputs = {k for k, v in refs[0].items() if not np.issubdtype(v.dtype, np.floating)}
-    state0, report0 = _judge(proto, profile, input_shapes)
+    state0, report0 = _judge(proto, profile, input_shapes, judge)
     state, current = state0, proto
     outcomes = {n: RuleOutcome(n, get_rule(n).exact, "not fired", reason=_idle_reason(get_rule(n))) for n in names}
     disabled: set[str] = set()
@@ -76,7 +76,7 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
                 out.status, out.reason, out.fired = "rolled back", verdict, fired
                 disabled.add(name)
                 continue
-            new_state, _ = _judge(cand_proto, profile, input_shapes)
+            new_state, _ = _judge(cand_proto, profile, input_shapes, judge)
             if name not in explicit and not _pays(new_state, state, rule.keep_when_neutral):
                 out.status, out.fired = "rolled back", fired
                 out.reason = (f"does not pay on {profile.name}: nodes not on npu {state.not_npu} -> {new_state.not_npu}, "
@@ -89,7 +89,7 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
             current, state, kept_any = cand_proto, new_state, True
         if not kept_any:
             break
-    final_state, final_report = _judge(current, profile, input_shapes) if current is not proto else (state0, report0)
+    final_state, final_report = _judge(current, profile, input_shapes, judge) if current is not proto else (state0, report0)
     remaining, advice = _remaining(final_report, profile.name, src, names, outcomes)
     written = False
     if output is not None and not dry_run:
@@ -163,7 +163,7 @@ def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
     return total.max_abs, total.max_rel
 
 
-def _judge(proto: onnx.ModelProto, profile, input_shapes):
+def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = "auto"):
     from ..check import check_graph
     from ..graph.onnx_loader import apply_input_shapes, build_graph
 
@@ -183,7 +183,7 @@ def _judge(proto: onnx.ModelProto, profile, input_shapes):
         warnings.append("shape inference failed on the rewritten model")
     opsets = {(o.domain or "ai.onnx"): o.version for o in m.opset_import}
     graph = build_graph(m, "<fix>", opsets, warnings)
-    rep = check_graph(graph, profile)
+    rep = check_graph(graph, profile, judge)
     running = rep.running
     state = TargetState(sum(n.verdict.value in ("cpu", "unsupported") for n in running), len(rep.partitions),
                         rep.coverage_nodes, len(rep.nodes))

@@ -20,7 +20,8 @@ from .verify import verify_chain
 def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os.PathLike | None = None,
           mode: str | None = None, min_nodes: int = 8, start_nodes: list[str] | None = None,
           end_nodes: list[str] | None = None, verify: bool = True, samples: int = 3, seed: int = 0,
-          inputs: list[str] | None = None, force: bool = False, input_shapes=None, top: int = 5) -> SplitResult:
+          inputs: list[str] | None = None, force: bool = False, input_shapes=None, top: int = 5,
+          judge: str = "auto") -> SplitResult:
     """Cut `model` into NPU and host stages for `target` and write them with plan.json to `output_dir`.
 
     mode: "prefix" (default; largest NPU prefix), "segments" (each NPU region of >= min_nodes nodes),
@@ -48,7 +49,7 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
 
     sources = [model_path, *external_data_files(proto, model_path.parent)]
     profile = get_profile(target)
-    report = check_graph(graph, profile)
+    report = check_graph(graph, profile, judge)
     ix = GraphIndex(graph, report)
     if not ix.order:
         raise NpufitError(f"{model_path.name}: every node is a compile-time constant; there is nothing to split")

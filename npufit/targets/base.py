@@ -24,6 +24,16 @@ class Verdict(str, Enum):
         return self.value
 
 
+class Executes(str, Enum):
+    """What the target's NPU computes in, the one fact every verb reads to decide how a float model is judged."""
+    INT8 = "int8"  # int8 only (Ethos-U, Ethos-N): a float model reaches it as its int8 conversion
+    FP16_INT8 = "fp16+int8"  # float16 and int8 builds (RK3588): a float model is judged as it is
+    QUANTIZES_ITSELF = "quantizes itself"  # the vendor compiler quantizes float models inside its flow (Hailo DFC)
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
+
+
 SEVERITY = {Verdict.FOLDED: -1, Verdict.NPU: 0, Verdict.CPU: 1, Verdict.UNSUPPORTED: 2}
 
 
@@ -96,6 +106,7 @@ class Profile:
     limits: dict[str, Any]
     ops: dict[str, OpSupport]
     unknown: OpSupport  # for op types not in the table
+    executes: Executes  # int8 only / fp16+int8 / quantizes itself: decides how a float model is judged
     graph_rules: tuple[Rule, ...] = ()  # apply to every non-folded node (dtype, batch, rank, static shapes)
     composites: tuple[Composite, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, tflite_map as tm
-from .base import OpSupport, Profile, Rule, Verdict
+from .base import OpSupport, Profile, Rule, Verdict, Executes
 
 NPU, CPU = Verdict.NPU, Verdict.CPU
 N = "ethos-n78"
@@ -393,7 +393,7 @@ def profiles() -> dict[str, Profile]:
         name=N, title="Arm Ethos-N78 (Apache TVM BYOC ethos-n, driver stack 3.2.0)", vendor="Arm",
         summary="Int8/uint8 NHWC models through TVM's `partition_for_ethosn`; anything its pattern table does not claim runs on the host CPU.",
         fallback="cpu", limits=dict(LIMITS), ops=_ops(),
-        unknown=OpSupport("*", CPU, reason="{op} has no Ethos-N pattern in TVM's pattern table: it runs on the host CPU", source="N-PY"),
+        executes=Executes.INT8, unknown=OpSupport("*", CPU, reason="{op} has no Ethos-N pattern in TVM's pattern table: it runs on the host CPU", source="N-PY"),
         graph_rules=GRAPH_RULES, sources=dict(SOURCES), input_formats=("tflite", "onnx"), op_key=tm.tflite_op,
         notes=("ONNX ops are judged as the TFLite/Relay QNN ops they import as (Conv → CONV_2D/qnn.conv2d, Sigmoid → LOGISTIC, ...)",
                "NPU partitions that contain no multiply-accumulate may be inlined back to the CPU when the compiler option is set (N-INL)"),

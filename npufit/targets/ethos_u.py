@@ -12,7 +12,7 @@ import math
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, tflite_map as tm
-from .base import OpSupport, Profile, Rule, Verdict
+from .base import OpSupport, Profile, Rule, Verdict, Executes
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
 
@@ -535,7 +535,7 @@ def build(name: str) -> Profile:
         name=name, title=f"{title} (Vela 5.2.0, {macs} MACs/cycle)", vendor="Arm",
         summary="Int8/int16 TFLite models compiled by Vela; operators that break a constraint (or are not listed) are scheduled on the CPU by TensorFlow Lite Micro.",
         fallback="cpu", limits=lim, ops=ops,
-        unknown=OpSupport("*", CPU, reason="{op} is not in Vela 5.2.0's supported-operator list: it is scheduled on the CPU", source="VELA"),
+        executes=Executes.INT8, unknown=OpSupport("*", CPU, reason="{op} is not in Vela 5.2.0's supported-operator list: it is scheduled on the CPU", source="VELA"),
         graph_rules=graph_rules(gen, name), sources=dict(SOURCES), input_formats=("tflite",), op_key=tm.tflite_op, notes=tuple(notes),
     )
 

@@ -8,7 +8,7 @@ op is `unsupported`. Rule functions live in hailo_rules.py; composite matchers i
 from __future__ import annotations
 
 from . import patterns
-from .base import Composite, OpSupport, Profile, Verdict
+from .base import Composite, OpSupport, Profile, Verdict, Executes
 from .hailo_rules import graph_rules, op_rules
 
 NPU, UNSUP = Verdict.NPU, Verdict.UNSUPPORTED
@@ -146,7 +146,7 @@ def _build(name: str, title: str, summary: str) -> Profile:
     unknown = OpSupport("*", UNSUP, reason="{op} is not in the Hailo operator table: no public evidence that the Dataflow Compiler "
                         "parses it", fix=("replace it with a supported op, or cut it away and run it on the host",), source="H-I98")
     return Profile(
-        name=name, title=title, vendor="Hailo", summary=summary, fallback="none", limits=dict(LIMITS), ops=ops, unknown=unknown,
+        name=name, title=title, vendor="Hailo", summary=summary, fallback="none", limits=dict(LIMITS), ops=ops, executes=Executes.QUANTIZES_ITSELF, unknown=unknown,
         graph_rules=graph_rules(name), composites=_composites(name), sources=dict(SOURCES), input_formats=("onnx", "tflite"),
         notes=(
             "No CPU fallback inside a HEF: every unsupported node must be cut away (parser start/end nodes) and run on the host "

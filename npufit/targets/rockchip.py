@@ -11,7 +11,7 @@ import numpy as np
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, patterns, tflite_map as tm
-from .base import Composite, OpSupport, Profile, Rule, Verdict
+from .base import Composite, OpSupport, Profile, Rule, Verdict, Executes
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
 N = "rk3588"
@@ -476,7 +476,7 @@ def profiles() -> dict[str, Profile]:
         summary="ONNX models converted by RKNN-Toolkit2; ops outside the RK3588 NPU list or its limits run as CPU kernels in the RKNN runtime; "
                 "ops the converter does not know fail the conversion.",
         fallback="cpu", limits=dict(LIMITS), ops=ops,
-        unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
+        executes=Executes.FP16_INT8, unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
         graph_rules=GRAPH_RULES, composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"), op_key=op_key,
         notes=("CPU-kernel ops run in the RKNN runtime on the Cortex-A cores; each NPU↔CPU crossing converts layout (NC1HWC2↔NCHW) and dtype",),
     )}
