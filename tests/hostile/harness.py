@@ -1,0 +1,121 @@
+"""Run one npufit verb on one hostile input the way a user would, and judge the outcome.
+
+A run is a real `python -m npufit` subprocess with an address-space cap, a wall-clock cap, a private TMPDIR
+and stdin closed; the judge asserts what every hostile case must show (hostile-input issue, part 5):
+exit 0 with a result or exit 2 with exactly one `npufit: error:` line, never a traceback; the inputs
+byte-identical; nothing created outside the named output; no temp files left.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MEM_CAP_MB = 2048  # address-space cap; ONNX Runtime and numpy reserve some virtual memory up front
+TIME_CAP_S = 120.0  # a generous bound that only a hang reaches, never a timing assertion
+
+
+@dataclass
+class Outcome:
+    argv: list[str]
+    rc: int | None  # None: killed at the time cap
+    stdout: str
+    stderr: str
+    peak_rss_mb: float
+    tmp_left: list[str] = field(default_factory=list)
+
+    @property
+    def hung(self) -> bool:
+        return self.rc is None
+
+    def describe(self) -> str:
+        return (f"npufit {' '.join(self.argv)} -> rc={self.rc} peak={self.peak_rss_mb:.0f} MB\n"
+                f"stdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-2000:]}")
+
+
+def _limits(mem_mb: int):
+    def apply() -> None:
+        cap = mem_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        os.setsid()  # the time cap kills the whole group (ORT threads, workers)
+    return apply
+
+
+def run_verb(argv: list[str | os.PathLike], cwd: Path, *, time_cap: float = TIME_CAP_S,
+             mem_mb: int = MEM_CAP_MB, env: dict[str, str] | None = None) -> Outcome:
+    """Run `npufit ARGV` in `cwd` under the caps; TMPDIR is a fresh folder checked for leftovers."""
+    args = [str(a) for a in argv]
+    tmp = cwd / f".hostile-tmp-{time.monotonic_ns()}"
+    tmp.mkdir()
+    run_env = dict(os.environ)
+    run_env.update({"TMPDIR": str(tmp), "NPUFIT_NO_PROGRESS": "1", "PYTHONFAULTHANDLER": ""})
+    run_env.pop("PYTHONFAULTHANDLER")
+    if env:
+        run_env.update(env)
+    proc = subprocess.Popen([sys.executable, "-m", "npufit", *args], cwd=cwd, env=run_env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_limits(mem_mb), text=True, errors="replace")
+    try:
+        out, err = proc.communicate(timeout=time_cap)
+        rc: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        rc = None
+    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: good enough as an upper bound per run
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+    left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
+    for p in sorted(tmp.rglob("*"), reverse=True):
+        p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
+    tmp.rmdir()
+    return Outcome(args, rc, out, err, peak, left)
+
+
+def snapshot(folder: Path) -> dict[str, bytes | str]:
+    """Every entry under `folder`: file bytes, or the kind for FIFOs, links and folders (never opened)."""
+    snap: dict[str, bytes | str] = {}
+    for p in sorted(folder.rglob("*")):
+        rel = str(p.relative_to(folder))
+        if rel.startswith(".hostile-tmp-"):
+            continue
+        if p.is_symlink():
+            snap[rel] = f"link->{os.readlink(p)}"
+        elif p.is_dir():
+            snap[rel] = "dir"
+        elif p.is_fifo():
+            snap[rel] = "fifo"
+        elif p.is_file():
+            snap[rel] = p.read_bytes()
+        else:
+            snap[rel] = "other"
+    return snap
+
+
+def assert_sane(o: Outcome, *, allow_ok: bool = True, needle: str | None = None) -> None:
+    """Exit 2 with one clear line (containing `needle` if given) or, when allowed, exit 0; never a
+    traceback, an internal error, a hang or temp files left behind."""
+    assert not o.hung, "hang: " + o.describe()
+    assert "Traceback" not in o.stderr and "Traceback" not in o.stdout, o.describe()
+    assert not o.tmp_left, f"temp files left: {o.tmp_left}\n" + o.describe()
+    if o.rc == 0 and allow_ok:
+        return
+    assert o.rc == 2, "not a clean refusal: " + o.describe()
+    lines = [ln for ln in o.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("npufit: error:"), "not one line: " + o.describe()
+    if needle is not None:
+        assert needle.lower() in lines[0].lower(), o.describe()
+
+
+def assert_untouched(before: dict[str, bytes | str], folder: Path, *, allowed_new: tuple[str, ...] = ()) -> None:
+    """The folder holds exactly what it held before plus the named outputs (and what lies under them)."""
+    after = snapshot(folder)
+    for k, v in before.items():
+        assert after.get(k) == v, f"{k} was changed or removed"
+    extra = [k for k in after if k not in before
+             and not any(k == a or k.startswith(a.rstrip("/") + "/") for a in allowed_new)]
+    assert not extra, f"created outside the requested output: {extra}"
