@@ -16,10 +16,11 @@ def register(sub) -> None:
     p.add_argument("--target", "-t", default="hailo8", help="target name (see 'npufit targets'; default: hailo8)")
     p.add_argument("--output-dir", "-d", required=True, metavar="DIR",
                    help="folder for the stage models and plan.json (written atomically; an earlier plan folder is replaced)")
-    p.add_argument("--mode", choices=("prefix", "segments", "explicit", "auto"),
-                   help="prefix: largest NPU-runnable prefix on the NPU, the rest on the host (default); segments: every "
-                        "NPU region of at least --min-nodes nodes is its own stage; explicit: --start-nodes/--end-nodes; "
-                        "auto: the best-ranked candidate cut")
+    p.add_argument("--mode", choices=("best", "prefix", "segments", "explicit", "auto"),
+                   help="best: the best-ranked candidate cut (default; the ranking is printed); prefix: largest "
+                        "NPU-runnable prefix on the NPU, the rest on the host; segments: every NPU region of at least "
+                        "--min-nodes nodes is its own stage; explicit: --start-nodes/--end-nodes; auto: npufit fix "
+                        "(exact rules) on a copy, then the best cut of the fixed model, verified against the original")
     p.add_argument("--min-nodes", type=int, default=8, metavar="N", help="segments: smallest NPU region kept on the NPU (default: 8)")
     p.add_argument("--start-nodes", action="append", metavar="NAMES",
                    help="explicit cut: comma-separated node or tensor names where the NPU stage starts (Hailo start_node_names)")

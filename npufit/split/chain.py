@@ -121,15 +121,7 @@ def _session(path: Path, threads: int, optimized: bool):
     """Deterministic sessions (verify's settings) by default; `optimized` uses ORT's full graph optimizer."""
     from ..verify.compare import make_session
 
-    if not optimized:
-        return make_session(path, threads)
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
     try:
-        return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-    except Exception as e:
-        raise NpufitError(f"ONNX Runtime cannot load {path.name}: {str(e).splitlines()[0][:300]}") from None
+        return make_session(path, threads, optimized)
+    except NpufitError as e:
+        raise NpufitError(f"{path.name}: {e.message}") from None

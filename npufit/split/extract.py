@@ -142,13 +142,48 @@ class Extractor:
         if vi is not None and vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
             out = onnx.ValueInfoProto()
             out.CopyFrom(vi)
-            return out
-        info = self.graph.tensor(name)
-        if info.dtype is None:
-            raise NpufitError(f"tensor '{name}' crosses a stage boundary but its type is unknown (shape inference failed; try --input-shape)")
-        elem = helper.np_dtype_to_tensor_dtype(np.dtype(info.dtype))
-        shape = None if info.shape is None else [d if d is not None else None for d in info.shape]
-        return helper.make_tensor_value_info(name, elem, shape)
+        else:
+            info = self.graph.tensor(name)
+            if info.dtype is None:
+                raise NpufitError(f"tensor '{name}' crosses a stage boundary but its type is unknown (shape inference failed; try --input-shape)")
+            elem = helper.np_dtype_to_tensor_dtype(np.dtype(info.dtype))
+            shape = None if info.shape is None else [d if d is not None else None for d in info.shape]
+            out = helper.make_tensor_value_info(name, elem, shape)
+        if not out.type.tensor_type.HasField("shape"):
+            # A stage's inputs and outputs need a rank (the ONNX checker requires it), but shape inference can lose
+            # it (e.g. Squeeze without axes on a dynamic dim): the original model, run once, tells the rank.
+            rank = self._measured_ranks().get(name)
+            if rank is None:
+                raise NpufitError(f"tensor '{name}' crosses a stage boundary and its rank is unknown even after running "
+                                  "the model; pin dynamic inputs with --input-shape")
+            dims = out.type.tensor_type.shape.dim
+            for k in range(rank):
+                dims.add().dim_param = f"{name}_dim{k}"
+        return out
+
+    def _measured_ranks(self) -> dict[str, int]:
+        """Ranks of every tensor whose rank inference left unknown, from one seeded ONNX Runtime run of the
+        original (weights read where they lie); computed once per split."""
+        if getattr(self, "_ranks", None) is not None:
+            return self._ranks
+        from ..verify.compare import make_session, random_inputs
+
+        g = self.model.graph
+        known = {v.name for v in list(g.input) + list(g.output) + list(g.value_info) if v.type.tensor_type.HasField("shape")}
+        wanted = [o for n in g.node for o in n.output if o and o not in known]
+        probe = onnx.ModelProto()
+        probe.CopyFrom(self.model)
+        del probe.graph.output[:]
+        probe.graph.output.extend(onnx.ValueInfoProto(name=t) for t in wanted)
+        self._ranks = {}
+        try:
+            sess = make_session(probe.SerializeToString(), external_dir=str(self.src_dir))
+            feeds = random_inputs(sess, seed=0)[0]
+            vals = sess.run(wanted, feeds)
+            self._ranks = {t: np.asarray(v).ndim for t, v in zip(wanted, vals)}
+        except Exception:  # the caller reports the unknown rank as one line
+            pass
+        return self._ranks
 
     def _functions(self, protos) -> list[onnx.FunctionProto]:
         used, stack = {}, [(p.domain, p.op_type) for p in protos]

@@ -1,4 +1,4 @@
-"""Where to cut: stage groups for each mode (prefix / segments / explicit / auto), the tensors each
+"""Where to cut: stage groups for each mode (best / prefix / segments / explicit / auto), the tensors each
 stage reads and writes, and the candidate cuts ranked by a stated cost.
 
 Only *running* top-level nodes are placed into stages. Folded nodes (shape arithmetic, constant
@@ -17,7 +17,9 @@ from ..graph import Graph
 from ..targets.base import Verdict
 from .subgraphs import outer_reads
 
-MODES = ("prefix", "segments", "explicit", "auto")
+# best: the top-ranked candidate (the default); auto: `fix` first (exact rules), then best, verified against the
+# original model
+MODES = ("best", "prefix", "segments", "explicit", "auto")
 # The stated cost: a rough latency model that turns the three numbers a cut trades off (host MACs,
 # boundary tensors, bytes crossing) into one figure. The rates are assumptions for an embedded host
 # with an M.2 accelerator, not measurements; they only need to be in the right proportion.

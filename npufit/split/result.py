@@ -9,6 +9,7 @@ import numpy as np
 
 from .plan import SplitPlan
 from .planner import RANKING, Cut
+from .verify import ChainCheck
 
 SPLIT_SCHEMA = "npufit.split/1"
 RUN_SCHEMA = "npufit.run/1"
@@ -40,7 +41,8 @@ def _grouped(pairs: list[tuple[str, str]], arrow: str = "<-") -> str:
     return "; ".join(parts)
 
 
-def _how(c: Cut) -> str:
+def how_to_select(c: Cut) -> str:
+    """The CLI options that ask for cut `c` again."""
     if c.mode == "segments":
         return f"--mode segments --min-nodes {c.options['min_nodes']}"
     if c.options.get("end_nodes") or c.options.get("start_nodes"):
@@ -53,6 +55,14 @@ def _how(c: Cut) -> str:
     return f"--mode {c.mode}"
 
 
+def verification_sentence(v: dict) -> str:
+    """The one-line verification statement of a plan's recorded `verification` dict."""
+    c = ChainCheck(v["samples"], v["seed"], v["inputs"], dict(v["per_output"]), list(v.get("missing", [])),
+                   v.get("seconds", 0.0), v.get("optimized"))
+    text = c.sentence()
+    return text if c.equivalent else text + " (written with --force)"
+
+
 @dataclass
 class SplitResult:
     plan: SplitPlan
@@ -61,12 +71,13 @@ class SplitResult:
     chosen: Cut
     timings: dict
     top: int = 5
+    why: str = ""  # one sentence: why this cut was written (best-ranked, or the mode asked for and its rank)
 
     def to_dict(self) -> dict:
         return {"schema": SPLIT_SCHEMA, "output_dir": str(self.output_dir), "plan": self.plan.to_dict(),
                 "ranking": RANKING, "candidates": [dict(c.summary(), rank=i + 1, chosen=c is self.chosen)
                                                    for i, c in enumerate(self.candidates[: max(self.top, 1)])],
-                "timings": self.timings}
+                "why": self.why, "timings": self.timings}
 
     def render(self, fmt: str = "table") -> str:
         if fmt == "json":
@@ -84,6 +95,8 @@ class SplitResult:
         c = p.cost
         lines += ["", f"NPU share of MACs {c['npu_macs_pct']:.2f}%; {c['boundaries']} tensor(s) cross NPU<->host, "
                       f"{_kb(c['bytes_crossing'])}" + (f" (+{c['unknown_size_boundaries']} of unknown size)" if c.get("unknown_size_boundaries") else "")]
+        if self.why:
+            lines.append(self.why)
         for s in p.stages:
             if s.device == "npu":
                 lines.append(f"{s.name}: start nodes {', '.join(s.start_node_names) or '-'}; end nodes {', '.join(s.end_node_names) or '-'}")
@@ -93,10 +106,9 @@ class SplitResult:
         if v is None:
             lines.append("verification: skipped (--no-verify)")
         else:
-            src = f"{v['samples']} seeded sample(s), seed {v['seed']}" if v["inputs"] == "random" else f"{v['samples']} .npz sample(s)"
-            state = "bit-identical" if v["equivalent"] else "NOT EQUIVALENT (written with --force)"
+            lines.append(verification_sentence(v))
             per = ", ".join(f"{k} {d['max_abs']:.3g}/{d['max_rel']:.3g}" for k, d in v["per_output"].items())
-            lines.append(f"verification ({src}, ONNX Runtime CPU): {state}; max abs/rel per output: {per}")
+            lines.append(f"  max abs/rel per output ({v.get('settings', 'graph optimizations off')}): {per}")
         for w in p.warnings:
             lines.append(f"warning: {w}")
         lines += ["", f"candidate cuts, ranked by {RANKING}:"]
@@ -104,7 +116,7 @@ class SplitResult:
         for i, cut in enumerate(self.candidates[: max(self.top, 1)]):
             mark = "*" if cut is self.chosen else ""
             rows.append([f"{i + 1}{mark}", cut.label, f"{cut.cost['est_ms']:.3f}", f"{cut.cost['npu_macs_pct']:.1f}%", str(cut.cost["boundaries"]),
-                         _kb(cut.cost["bytes_crossing"]), str(len(cut.stages)), _how(cut)])
+                         _kb(cut.cost["bytes_crossing"]), str(len(cut.stages)), how_to_select(cut)])
         lines += _table(rows, md)
         if self.chosen not in self.candidates[: max(self.top, 1)]:
             rank = self.candidates.index(self.chosen) + 1

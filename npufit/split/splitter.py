@@ -21,19 +21,21 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
           mode: str | None = None, min_nodes: int = 8, start_nodes: list[str] | None = None,
           end_nodes: list[str] | None = None, verify: bool = True, samples: int = 3, seed: int = 0,
           inputs: list[str] | None = None, force: bool = False, input_shapes=None, top: int = 5,
-          judge: str = "auto") -> SplitResult:
+          judge: str = "auto", verify_against: str | os.PathLike | None = None) -> SplitResult:
     """Cut `model` into NPU and host stages for `target` and write them with plan.json to `output_dir`.
 
-    mode: "prefix" (default; largest NPU prefix), "segments" (each NPU region of >= min_nodes nodes),
-    "explicit" (start_nodes/end_nodes: node or tensor names, Hailo semantics) or "auto" (the best-ranked
-    candidate). With verify (default) the chain must reproduce the original bit for bit, else nothing
-    is written unless force=True. The model file is only read."""
+    mode: "best" (default: the best-ranked candidate cut), "prefix" (largest NPU prefix), "segments" (each NPU
+    region of >= min_nodes nodes), "explicit" (start_nodes/end_nodes: node or tensor names, Hailo semantics) or
+    "auto" (`fix` with the target's exact rules first, then the best cut of the fixed model, verified against the
+    original). With verify (default) the chain must reproduce the original bit for bit (ONNX Runtime graph
+    optimizations off; the default optimizer is verified and reported too), else nothing is written unless
+    force=True. The model file is only read."""
     from ..check import check_graph
     from ..targets import get_profile
 
     t_start = time.perf_counter()
     start_nodes, end_nodes = _names(start_nodes), _names(end_nodes)
-    mode = mode or ("explicit" if (start_nodes or end_nodes) else "prefix")
+    mode = mode or ("explicit" if (start_nodes or end_nodes) else "best")
     if mode not in MODES:
         raise NpufitError(f"unknown split mode '{mode}' (choose from {', '.join(MODES)})")
     if mode == "explicit" and not (start_nodes or end_nodes):
@@ -44,6 +46,9 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
         raise NpufitError("an output folder is required (--output-dir DIR)")
     model_path = Path(model)
     check_output_dir(Path(output_dir), "--output-dir", [model_path], legacy_plan_entries)  # fail before any work
+    if mode == "auto":
+        return _fix_then_split(model_path, target, output_dir, min_nodes=min_nodes, verify=verify, samples=samples,
+                               seed=seed, inputs=inputs, force=force, input_shapes=input_shapes, top=top, judge=judge)
     proto, graph = load_source(model_path, input_shapes)
     from ..graph.onnx_loader import external_data_files
 
@@ -68,7 +73,7 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
     _place_constant_outputs(ix, chosen)
     t_plan = time.perf_counter()
 
-    warnings = list(graph.warnings) + _warnings(ix, chosen, profile.name)
+    warnings = list(graph.warnings) + _warnings(ix, chosen, profile.name) + _fix_hints(ix, report, chosen, model_path, profile.name)
     src_dir = model_path.resolve().parent
     extractor = Extractor(proto, ix, src_dir)
     with atomic_dir(output_dir, "split-plan", "--output-dir", sources, legacy_plan_entries) as tmp:
@@ -84,7 +89,8 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
         check = None
         if verify:
             runner = ChainRunner(tmp, ORT_CPU, plan=plan)
-            check = verify_chain(model_path, runner, inputs, samples, seed, input_shapes)
+            optimized = ChainRunner(tmp, ORT_CPU, plan=plan, optimized=True)
+            check = verify_chain(verify_against or model_path, runner, inputs, samples, seed, input_shapes, optimized)
             plan.verification = check.to_dict()
             if not check.equivalent and not force:
                 raise NpufitError(f"the stage chain is not equivalent to the original: {check.worst_sentence()}; "
@@ -97,7 +103,62 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
     t_end = time.perf_counter()
     timings = {"plan_s": round(t_plan - t_start, 3), "extract_s": round(t_extract - t_plan, 3),
                "verify_s": round(check.seconds, 3) if check else 0.0, "total_s": round(t_end - t_start, 3)}
-    return SplitResult(plan, Path(output_dir), [c for c in ranked], chosen, timings, top)
+    return SplitResult(plan, Path(output_dir), [c for c in ranked], chosen, timings, top, _why(mode, chosen, ranked))
+
+
+def _why(mode: str, chosen: Cut, ranked: list[Cut]) -> str:
+    """One sentence: why this cut was written."""
+    if mode in ("best", "auto"):
+        runner_up = next((c for c in ranked if c is not chosen), None)
+        vs = f"; next: {runner_up.label}, {runner_up.cost['est_ms']:.3f} ms" if runner_up else ""
+        return f"chosen: the best-ranked of {len(ranked)} candidate cut(s) ({chosen.label}, est. {chosen.cost['est_ms']:.3f} ms{vs})"
+    rank = ranked.index(chosen) + 1
+    best = ranked[0]
+    if rank == 1:
+        return f"chosen: --mode {mode}, which is also the best-ranked of {len(ranked)} candidate cut(s)"
+    return (f"chosen: --mode {mode} as asked; it ranks {rank} of {len(ranked)} (best: {best.label}, "
+            f"est. {best.cost['est_ms']:.3f} ms vs {chosen.cost['est_ms']:.3f} ms: select it with {_select(best)})")
+
+
+def _select(c: Cut) -> str:
+    from .result import how_to_select
+
+    return how_to_select(c)
+
+
+def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str) -> list[str]:
+    """Host nodes of this cut that a `fix` rule would move to the NPU: say so, with the command."""
+    host = {n for s in cut.stages if s.device == "host" for n in s.nodes}
+    rules: dict[str, None] = {}
+    moved = 0
+    for n in report.failing:
+        if n.name in host:
+            fixes = [f for r in n.reasons for f in r.fix_rules]
+            moved += bool(fixes)
+            rules.update(dict.fromkeys(fixes))
+    if not rules:
+        return []
+    return [f"{moved} host node(s) of this cut have a rewrite that may move them to the NPU: "
+            f"npufit fix {shlex.quote(model_path.name)} --target {target} --rules {','.join(rules)} "
+            f"(or split --mode auto: fix + split in one go, verified against the original)"]
+
+
+def _fix_then_split(model_path: Path, target: str, output_dir, **kw) -> SplitResult:
+    """--mode auto: the target's exact rewrites on a private copy, then the best cut of the fixed model; the
+    chain is verified against the ORIGINAL model, so the rewrites are proven too."""
+    from ..rewrite import fix
+    from ..util.io import private_tempdir
+
+    with private_tempdir("split-auto") as tmp:
+        fixed = tmp / model_path.name
+        fx = fix(model_path, target, fixed, input_shapes=kw["input_shapes"], judge=kw["judge"])
+        if not fx.applied:  # nothing applied: split the original itself
+            fixed = model_path
+        res = split(fixed, target, output_dir, mode="best", verify_against=model_path, **kw)
+    applied = [o.name for o in fx.applied]
+    res.why = (f"--mode auto: fix applied {', '.join(applied) if applied else 'no rule'} on a copy; "
+               + res.why.replace("chosen: ", "then ", 1))
+    return res
 
 
 def _names(v) -> list[str]:

@@ -10,15 +10,24 @@ import numpy as np
 from ..errors import NpufitError
 
 
-def make_session(model: str | os.PathLike | bytes, threads: int = 1):
-    """A deterministic ORT CPU session: one thread, no graph rewrites that change rounding."""
+# The two ONNX Runtime settings a result is verified under: rewrites off (bit-exact comparisons), and
+# ORT's default full optimizer (what a host application runs; fusions may change rounding).
+ORT_SETTINGS = {False: "graph optimizations off", True: "default graph optimizations (ORT_ENABLE_ALL)"}
+
+
+def make_session(model: str | os.PathLike | bytes, threads: int = 1, optimized: bool = False, external_dir: str | None = None):
+    """An ORT CPU session: deterministic (one thread, no graph rewrites that change rounding) by default,
+    ORT's full optimizer with `optimized`; `external_dir` resolves external weights of a model given as bytes."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if not optimized:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if external_dir is not None:
+        so.add_session_config_entry("session.model_external_initializers_file_folder_path", str(external_dir))
     try:
         return ort.InferenceSession(model if isinstance(model, bytes) else str(model), so, providers=["CPUExecutionProvider"])
     except Exception as e:
