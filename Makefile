@@ -34,3 +34,5 @@ docs: $(STAMP)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
+	@echo "vendor tool environments live outside the repository (~/.cache/npufit/envs, or \$$NPUFIT_ENVS):"
+	@echo "  list them with '.venv/bin/npufit env list' (before clean) or remove one with 'npufit env remove NAME'"

@@ -19,6 +19,12 @@ _API = {
     "bench": ("npufit.bench", "bench"),
     "probe": ("npufit.probe", "probe"),
     "compare": ("npufit.check.compare", "compare"),
+    "env": ("npufit.envs", "env"),
+    # verbs whose name is also a subpackage: the module itself is callable (npufit/util/verbs.py)
+    "pipeline": ("npufit.pipeline", None),
+    "targets": ("npufit.targets", None),
+    "report": ("npufit.report", None),
+    "doctor": ("npufit.doctor", None),
 }
 
 
@@ -27,7 +33,8 @@ def __getattr__(name: str):
         import importlib
 
         mod, attr = _API[name]
-        return getattr(importlib.import_module(mod), attr)
+        module = importlib.import_module(mod)
+        return module if attr is None else getattr(module, attr)
     raise AttributeError(f"module 'npufit' has no attribute {name!r}")
 
 

@@ -151,6 +151,19 @@ def remove(name: str) -> bool:
     return False
 
 
+def env(action: str = "list", name: str | None = None, wheel: str | None = None, force: bool = False):
+    """`npufit env install|list|remove [NAME]`: list -> status dicts; install -> manifest; remove -> removed?"""
+    if action == "list":
+        return list_envs() if name is None else env_status(name)
+    if name is None:
+        raise NpufitError(f"env {action} needs an environment name (available: {', '.join(SPECS)})")
+    if action == "install":
+        return install(name, wheel=wheel, force=force)
+    if action == "remove":
+        return remove(name)
+    raise NpufitError(f"unknown env action '{action}' (install, list or remove)")
+
+
 def _run(cmd: list[str]) -> str:
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:

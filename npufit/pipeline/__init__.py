@@ -21,4 +21,8 @@ def validate(path, output_dir=None) -> PipelineConfig:
     return config
 
 
+from ..util.verbs import make_callable
+
+make_callable(__name__, run_pipeline)  # npufit.pipeline("pipeline.yaml") == npufit pipeline run pipeline.yaml
+
 __all__ = ["STEPS", "PipelineConfig", "load_config", "run_pipeline", "validate"]

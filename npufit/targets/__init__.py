@@ -66,3 +66,13 @@ def resolve_targets(spec: str) -> list[str]:
 
 __all__ = ["Profile", "Rule", "OpSupport", "Composite", "CompositeMatch", "Verdict", "worst",
            "get_profile", "available_targets", "resolve_targets"]
+
+
+def targets(name: str | None = None):
+    """`npufit targets [show NAME]`: every Profile, or the one named."""
+    return get_profile(name) if name else [get_profile(n) for n in available_targets()]
+
+
+from ..util.verbs import make_callable  # noqa: E402
+
+make_callable(__name__, targets)  # npufit.targets() == npufit targets
