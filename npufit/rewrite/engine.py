@@ -36,6 +36,12 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
     profile = get_profile(target)
     names = _select(profile, rules, skip_rules)
     proto = onnx.load(str(src))  # with external weights: rewriting and verifying need them
+    if input_shapes:
+        # the shapes the verdicts are judged on are the shapes written (as onnxsim's --overwrite-input-shape does):
+        # a fixed model that is judged static but written dynamic would not compile as judged
+        from ..graph.onnx_loader import apply_input_shapes
+
+        apply_input_shapes(proto, input_shapes)
     session = _session(proto, "the original model")
     from ..verify.compare import random_inputs, run_onnx
 
@@ -91,6 +97,9 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
             break
     final_state, final_report = _judge(current, profile, input_shapes, judge) if current is not proto else (state0, report0)
     remaining, advice = _remaining(final_report, profile.name, src, names, outcomes)
+    if input_shapes:
+        pinned = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in input_shapes.items())
+        advice.insert(0, f"input shapes pinned in the fixed model: {pinned} (--input-shape)")
     written = False
     if output is not None and not dry_run:
         from ..util.io import atomic_save_onnx

@@ -11,15 +11,15 @@ from typing import Any
 from ..errors import NpufitError
 from .base import RewriteRule
 from .rules import (conv1d_to_conv2d, fold_batchnorm, fold_constants, gelu_tanh, linear_to_conv1x1, mean_to_global_pool,
-                    mod_decompose, opset_convert, reduce_keepdims, remove_identity, topk1_to_argmax)
+                    merge_reshapes, mod_decompose, opset_convert, reduce_keepdims, remove_identity, topk1_to_argmax)
 
 # Order matters only for speed: cleanups first (smaller graphs), opset conversion last (rules are opset-aware).
 RULES: dict[str, RewriteRule] = {m.RULE.name: m.RULE for m in (
-    remove_identity, fold_constants, fold_batchnorm, conv1d_to_conv2d, mean_to_global_pool, reduce_keepdims,
+    remove_identity, fold_constants, fold_batchnorm, conv1d_to_conv2d, merge_reshapes, mean_to_global_pool, reduce_keepdims,
     topk1_to_argmax, linear_to_conv1x1, mod_decompose, gelu_tanh, opset_convert)}
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 
-_COMMON = ("remove_identity", "fold_constants", "fold_batchnorm", "conv1d_to_conv2d", "mean_to_global_pool")
+_COMMON = ("remove_identity", "fold_constants", "fold_batchnorm", "conv1d_to_conv2d", "merge_reshapes", "mean_to_global_pool")
 
 # Why each set (sources: /work/shared/reference/targets.md, seeds 000 and 002):
 RULE_SETS: dict[str, tuple[str, ...]] = {

@@ -5,7 +5,8 @@ from npufit.rewrite.docs import rules_markdown
 from npufit.targets import available_targets, get_profile
 
 FIXED = ("conv1d_to_conv2d", "mean_to_global_pool", "reduce_keepdims", "topk1_to_argmax", "linear_to_conv1x1",
-         "mod_decompose", "fold_constants", "remove_identity", "fold_batchnorm", "opset_convert", "gelu_tanh")
+         "mod_decompose", "fold_constants", "remove_identity", "fold_batchnorm", "opset_convert", "gelu_tanh",
+         "merge_reshapes")
 
 
 def test_rule_names_are_the_published_ones():
