@@ -36,3 +36,17 @@ def test_cli_target_all(leaky, capsys):
     assert main(["check", leaky, "--target", "ethos-n78,rk3588"]) == 0
     out = capsys.readouterr().out
     assert "per target" in out and "extra Q/DQ ops" in out
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_all_targets_grid_keeps_node_and_op_readable_on_narrow_terminals(leaky, width):
+    from npufit.report.console import console_to_string
+    from npufit.targets import available_targets
+
+    grid = check_grid(load(leaky), available_targets())
+    text = console_to_string(grid._print, width=width)
+    leaky_node = next(r["node"] for r in grid.rows() if r["node"].endswith("stem.2/LeakyRelu"))
+    # before: 12 target columns squeezed node and op to zero width at 80 and 120 columns
+    assert leaky_node.split("/")[-1] in text and "LeakyRelu" in text
+    assert "n78 cpu" in text
+    assert max(len(line) for line in text.splitlines()) <= width

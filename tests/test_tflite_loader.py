@@ -92,3 +92,20 @@ def test_converter_output_if_available(tmp_path):
     g = load(out)
     assert g.format == "tflite" and any(n.op_type == "CONV_2D" for n in g.nodes)
     assert check(g, "ethos-u55-256").coverage_nodes > 50
+
+
+def test_tflite_on_a_target_that_does_not_model_tflite_is_refused_not_judged_zero(tfl, capsys):
+    # before: hailo8 listed tflite and judged every TFLite op "hailo8.op.unknown" (0 % on real TFLite models)
+    from npufit.cli import main
+    from npufit.targets import available_targets, get_profile
+
+    assert main(["check", str(tfl), "--target", "hailo8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "judges ONNX models only" in err[0]
+    assert main(["check", str(tfl), "--target", "all", "--format", "json"]) == 0
+    import json
+
+    d = json.loads(capsys.readouterr().out)
+    no_tflite = {t for t in available_targets() if "tflite" not in get_profile(t).input_formats}
+    assert set(d["skipped"]) == no_tflite and "hailo8" in no_tflite
+    assert set(d["reports"]) == set(available_targets()) - no_tflite

@@ -47,7 +47,20 @@ def is_float_model(graph: Graph) -> bool:
     return not quantized and any(t.dtype in ("float32", "float16") for t in graph.inputs)
 
 
+def refuses_format(graph: Graph, profile: Profile) -> str | None:
+    """Why `profile` cannot judge a model of this file format (None when it can). ONNX models are judged on every
+    target (through the converter's op mapping where the NPU compiles TFLite); a TFLite model only on targets whose
+    profile models that path."""
+    if graph.format == "tflite" and "tflite" not in profile.input_formats:
+        return (f"{profile.name} judges ONNX models only: npufit does not model this toolchain's TFLite path; check the "
+                f"ONNX model the TFLite file was converted from")
+    return None
+
+
 def check_graph(graph: Graph, profile: Profile, judge: str = "auto") -> CheckReport:
+    why_not = refuses_format(graph, profile)
+    if why_not:
+        raise NpufitError(why_not)
     as_int8 = judged_as_int8(graph, profile, judge)
     previous = graph.meta.get("assume_int8")
     graph.meta["assume_int8"] = as_int8  # read by the dtype facts of every rule; restored below

@@ -32,6 +32,7 @@ def target_summary(report: CheckReport) -> dict[str, Any]:
 class GridReport(Renderable):
     model: dict[str, Any]
     reports: dict[str, CheckReport] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # target -> why it cannot judge this model
 
     def rows(self, all_nodes: bool = False) -> list[dict[str, Any]]:
         first = next(iter(self.reports.values()), None)
@@ -55,7 +56,8 @@ class GridReport(Renderable):
         from .. import __version__
 
         return {"schema": SCHEMA, "npufit_version": __version__, "model": self.model, "targets": self.summaries(),
-                "grid": self.rows(all_nodes=True), "reports": {t: r.to_dict() for t, r in self.reports.items()}}
+                "grid": self.rows(all_nodes=True), "reports": {t: r.to_dict() for t, r in self.reports.items()},
+                "skipped": dict(self.skipped)}
 
     def _print(self, con) -> None:
         from rich.table import Table
@@ -74,18 +76,31 @@ class GridReport(Renderable):
             tab.add_row(s["target"], f"{s['coverage_nodes_pct']:.1f}%", f"{s['coverage_macs_pct']:.1f}%",
                         f"{s['npu_partitions']}/{s['host_partitions']}", str(s["boundaries"]), f"{s['extra_qdq_ops']:,}", status)
         con.print(tab)
+        for t, why in self.skipped.items():
+            con.print(Text(f"skipped {t}: {why}", style="dim"))
         rows = self.rows()
         if not rows:
             con.print(Text("every node runs on the NPU of every target (or is folded)", style="green"))
             return
-        grid = Table(title="nodes not on the NPU of at least one target", title_justify="left", show_edge=False)
-        grid.add_column("node", overflow="fold", max_width=40)
-        grid.add_column("op")
-        for t in self.reports:
-            grid.add_column(t.replace("ethos-", ""), no_wrap=True)
+        labels = {t: t.replace("ethos-", "") for t in self.reports}
         short = {"npu": "npu", "cpu": "cpu", "unsupported": "✗", "folded": "·"}  # 12 targets must fit one screen
+        grid = Table(title="nodes not on the NPU of at least one target", title_justify="left", show_edge=False)
+        # one column per target only when node and op names still fit beside them; else one "off the NPU on" column
+        wide = 24 + 12 + sum(len(v) + 3 for v in labels.values()) <= con.width
+        grid.add_column("node", overflow="fold", min_width=12, max_width=40, ratio=None if wide else 2)
+        grid.add_column("op", min_width=6, no_wrap=True)
+        if wide:
+            for t in self.reports:
+                grid.add_column(labels[t], no_wrap=True)
+        else:
+            grid.add_column("not on the NPU of (cpu = CPU fallback, ✗ = unsupported)", overflow="fold", ratio=3)
         for r in rows[:MAX_ROWS]:
-            grid.add_row(r["node"], r["op"], *[Text(short[v], style=VERDICT_STYLE[v]) for v in r["verdicts"].values()])
+            if wide:
+                grid.add_row(r["node"], r["op"], *[Text(short[v], style=VERDICT_STYLE[v]) for v in r["verdicts"].values()])
+            else:
+                off = [Text.assemble(f"{labels[t]} ", (short[v], VERDICT_STYLE[v])) for t, v in r["verdicts"].items()
+                       if v not in ("npu", "folded")]
+                grid.add_row(r["node"], r["op"], Text(", ").join(off))
         con.print(grid)
         if len(rows) > MAX_ROWS:
             con.print(Text(f"… {len(rows) - MAX_ROWS} more rows (see --format json)", style="dim"))
@@ -114,9 +129,19 @@ def check_grid(graph: Graph, targets: list[str], judge: str = "auto") -> GridRep
     from .engine import _model_info, check_graph
     from ..targets import get_profile
 
+    from ..errors import NpufitError
+    from .engine import refuses_format
+
     grid = GridReport(model=_model_info(graph))
     for name in track(targets, "checking targets", total=len(targets)):
-        grid.reports[name] = check_graph(graph, get_profile(name), judge)
+        profile = get_profile(name)
+        why_not = refuses_format(graph, profile)
+        if why_not:
+            grid.skipped[name] = why_not
+            continue
+        grid.reports[name] = check_graph(graph, profile, judge)
+    if not grid.reports:
+        raise NpufitError(next(iter(grid.skipped.values())) if grid.skipped else "no target to check")
     return grid
 
 

@@ -147,7 +147,7 @@ def _build(name: str, title: str, summary: str) -> Profile:
                         "parses it", fix=("replace it with a supported op, or cut it away and run it on the host",), source="H-I98")
     return Profile(
         name=name, title=title, vendor="Hailo", summary=summary, fallback="none", limits=dict(LIMITS), ops=ops, executes=Executes.QUANTIZES_ITSELF, unknown=unknown,
-        graph_rules=graph_rules(name), composites=_composites(name), sources=dict(SOURCES), input_formats=("onnx", "tflite"),
+        graph_rules=graph_rules(name), composites=_composites(name), sources=dict(SOURCES), input_formats=("onnx",),
         notes=(
             "No CPU fallback inside a HEF: every unsupported node must be cut away (parser start/end nodes) and run on the host "
             "(H-COM, H-I98).",
