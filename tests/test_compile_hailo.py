@@ -73,3 +73,29 @@ def test_emit_script_writes_commands_and_model_script(tmp_path, monkeypatch):
     assert "--end-node-names" in script and "topk" not in script.split("--end-node-names")[1].split("\n")[0]
     assert "hailo optimize m.har" in script and "hailo compiler m_optimized.har" in script
     assert (out / "m.alls").read_text().startswith("# npufit-generated")
+
+
+def test_another_models_plan_is_refused_and_the_script_header_is_honest(tmp_path, monkeypatch, capsys):
+    import npufit
+    from npufit.cli import main
+
+    monkeypatch.setenv("NPUFIT_HAILO", "")
+    monkeypatch.setenv("PATH", os.defpath)
+    a = _model(tmp_path / "a.onnx")
+    npufit.split(a, "hailo8", tmp_path / "plan_a", mode="prefix")
+    other = tmp_path / "b.onnx"
+    m = onnx.load(str(a))
+    for n in m.graph.node:
+        n.name = "b_" + n.name  # same graph, other node names: a's plan names nodes b does not have
+    onnx.save(m, str(other))
+    rc = main(["compile", str(other), "-t", "hailo8", "--plan", str(tmp_path / "plan_a" / "plan.json"), "--emit-script", str(tmp_path / "e")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "split from a.onnx, not from b.onnx" in err[0]
+    rc = main(["compile", str(a), "-t", "hailo8", "--end-node", "nope", "--emit-script", str(tmp_path / "e2")])
+    assert rc == 2 and "nope is not a node of a.onnx" in capsys.readouterr().err
+    rc = main(["compile", str(a), "-t", "hailo8", "--plan", str(tmp_path / "plan_a" / "plan.json"), "--emit-script", str(tmp_path / "e3")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    head = out.splitlines()[0]
+    assert "?" not in head and "not run" in head and "script written" in head
+    assert "placement (predicted: the parse region, not compiled): 3 npu, 1 cpu" in out  # was "0 npu ... of 0 nodes"

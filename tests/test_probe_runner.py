@@ -31,9 +31,9 @@ def test_timeout_and_crash_are_verdicts_and_other_cases_finish():
     cases = [Case("slow", "custom", ("sleep",), slow_conv, {"seconds": 60.0}),
              Case("crash", "custom", ("os._exit",), crashing_case),
              BY_ID["conv2d_1x1"], BY_ID["topk"]]
-    t0 = time.perf_counter()
+    # no wall-clock assert (a loaded CI machine makes them flaky): the "timeout" verdict below is the runner's own
+    # record that it cut the sleeper at 8 s; a runner that waited would block here for the sleeper's full minute
     rep = probe("hailo8", cases=cases, jobs=2, timeout=8)  # generous: a loaded 2-core machine must not time out conv2d_1x1
-    assert time.perf_counter() - t0 < 55  # the sleeper was cut at 8 s, not waited for (60 s)
     by = {c["id"]: c["predicted"] for c in rep.cases}
     assert by["slow"]["status"] == "timeout" and "8 s" in by["slow"]["error"] and by["slow"]["symbol"] == "⏱"
     assert by["crash"]["status"] == "error" and "exit code 3" in by["crash"]["error"]

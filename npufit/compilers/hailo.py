@@ -74,6 +74,7 @@ class HailoCompiler:
             res.ok = bool(options.emit_script)
             res.command = f"bash {script}"
             res.notes.append("NOT exercised here: commands written for a machine with the Hailo DFC; npufit did not run them")
+            res.placement = _placement(model, start, end, {}, options)  # the region the parser is asked to take
             if not options.emit_script:
                 res.error = "the Hailo DFC ('hailo' CLI) is not installed; rerun with --emit-script DIR to get the commands"
             return res
@@ -139,7 +140,7 @@ def _version(exe: str) -> str | None:
 
 def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[str], list[str]]:
     if options.start_nodes or options.end_nodes:
-        return list(options.start_nodes), list(options.end_nodes)
+        return _known_nodes(model, list(options.start_nodes), list(options.end_nodes), options, "--start/--end-nodes")
     if options.plan:
         try:
             plan = json.loads(Path(options.plan).read_text())
@@ -148,13 +149,37 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
         npu = [s for s in plan.get("stages", []) if s.get("device") == "npu"]
         if not npu:
             raise NpufitError(f"{options.plan}: the plan has no NPU stage")
-        return list(npu[0].get("start_node_names", [])), list(npu[0].get("end_node_names", []))
+        _same_model(model, plan, options.plan)
+        return _known_nodes(model, list(npu[0].get("start_node_names", [])), list(npu[0].get("end_node_names", [])),
+                            options, f"--plan {options.plan}")
     from ..check import check
 
     pre = check(model, target if target in ("hailo8", "hailo8l") else "hailo8", options.input_shapes).prefix
     if pre.get("covers_whole_model"):
         return [], []
     return list(pre.get("start_nodes", [])), list(pre.get("end_nodes", []))
+
+
+def _same_model(model: Path, plan: dict, plan_path) -> None:
+    """A plan names nodes of the model it was split from; another model's plan would emit end nodes that do not exist."""
+    from ..split.plan import sha256_file
+
+    src = plan.get("source") if isinstance(plan.get("source"), dict) else {}
+    want = src.get("sha256")
+    if want and want != sha256_file(model):
+        raise NpufitError(f"--plan {plan_path}: the plan was split from {src.get('file', 'another model')}, not from "
+                          f"{model.name} (sha256 differs); split this model first")
+
+
+def _known_nodes(model: Path, start: list[str], end: list[str], options, origin: str) -> tuple[list[str], list[str]]:
+    from ..graph import load
+
+    g = load(model, options.input_shapes)
+    missing = [n for n in start + end if g.node(n) is None]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise NpufitError(f"{origin}: {shown} {'is not a node' if len(missing) == 1 else 'are not nodes'} of {model.name}")
+    return start, end
 
 
 def _write_inputs(out: Path, name: str, src: Path, options: CompileOptions) -> dict[str, str]:

@@ -14,13 +14,17 @@ def _fmt(v, unit="") -> str:
 
 def _head(r: CompileResult) -> list[str]:
     s = r.summary()
-    lines = [f"{r.compiler} {r.compiler_version or '?'} -> {r.target}: {'OK' if r.ok else 'FAILED'}",
+    ran = bool(r.timings) or r.wall_s is not None
+    version = r.compiler_version or ("version unknown" if ran else "not run")
+    state = ("OK" if r.ok else "FAILED") if ran else ("script written" if r.ok else "NOT RUN")
+    lines = [f"{r.compiler} ({version}) -> {r.target}: {state}",
              f"  model     {r.model}",
              f"  artifact  {r.artifact or '-'}",
              f"  command   {r.command}",
              f"  log       {r.log_path}",
              f"  wall {_fmt(r.wall_s, ' s')}, peak memory {_fmt(r.peak_rss_mb, ' MB')} (compiler process)",
-             f"  placement: {s['npu']} npu, {s['cpu']} cpu, {s['folded']} folded of {s['nodes']} nodes"]
+             f"  placement{'' if ran else ' (predicted: the parse region, not compiled)'}: {s['npu']} npu, {s['cpu']} cpu, "
+             f"{s['folded']} folded of {s['nodes']} nodes"]
     if r.error:
         lines.append(f"  error: {r.error}")
     for k, v in r.metrics.items():
