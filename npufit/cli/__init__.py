@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run 'npufit COMMAND --help' for the options of a command.",
     )
     parser.add_argument("--version", action="version", version=f"npufit {__version__}")
+    parser.add_argument("--quiet", "-q", dest="global_quiet", action="store_true",
+                        help="no progress bars (they are shown only on a terminal anyway)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for verb, modname in COMMANDS.items():
         try:
@@ -57,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    if args.global_quiet:
+        os.environ["NPUFIT_NO_PROGRESS"] = "1"
     # names from a model never reach the terminal raw (progress bars draw on the unwrapped stream)
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = EscapingStream(stdout), EscapingStream(stderr)

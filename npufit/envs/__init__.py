@@ -126,13 +126,16 @@ def install(name: str, wheel: str | None = None, force: bool = False, log=None) 
     t0 = time.perf_counter()
     d.parent.mkdir(parents=True, exist_ok=True)
     tmp = d  # the manifest, written last, is what marks an env installed: a half-built one never looks ready
+    from ..util.progress import working
+
     say(f"creating virtualenv {d}")
     _run([sys.executable, "-m", "venv", str(tmp)])
     pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     steps = list(s.steps) + ([(str(Path(wheel).resolve()),)] if wheel else [])
     for i, step in enumerate(steps, 1):
         say(f"[{i}/{len(steps)}] pip install {' '.join(step)}")
-        _run(pip + list(step))
+        with working(f"env {name}: step {i}/{len(steps)}"):
+            _run(pip + list(step))
     version = _run([str(env_python(name)), "-c", s.probe]).strip().splitlines()[-1]
     m = {"schema": SCHEMA, "name": s.name, "title": s.title, "version": version, "python": sys.version.split()[0],
          "install_s": round(time.perf_counter() - t0, 1), "size_mb": _dir_size_mb(d),

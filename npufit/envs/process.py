@@ -38,10 +38,12 @@ def run_tool(command: list[str], log_path: str | os.PathLike, cwd: str | os.Path
     Peak memory is the VmHWM of the child (and its children), polled while it runs. Not rusage:
     Linux carries the forking parent's RSS high-water mark into the child's ru_maxrss across exec,
     so a 500 MB npufit process would report 500 MB for any compiler it starts."""
+    from ..util.progress import working
+
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    with open(log_path, "wb") as log:
+    with open(log_path, "wb") as log, working(f"running {Path(command[0]).name} (log: {log_path.name})"):
         try:
             proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     cwd=cwd, env=env)
