@@ -98,6 +98,14 @@ def page(title: str, subtitle: str, body: str, nav: list[tuple[str, str]] | None
 
 
 # -- a single check ------------------------------------------------------------------------------------------
+def graph_block(d: dict[str, Any], anchor: str) -> str:
+    """The legend, zoom buttons and the graph SVG of a check-shaped dict (check report or split stage view)."""
+    gid = f"g-{anchor}"
+    svg = graph_svg(d, f"{d['model'].get('file', '')} on {d['target']['name']}").replace('class="graph"', f'class="graph" id="{esc(gid)}"', 1)
+    return (f'{legend_html()}<div class="zoom" data-graph="{esc(gid)}"><button data-z="in">zoom +</button>'
+            f'<button data-z="out">zoom −</button><button data-z="fit">fit</button></div><div class="graphbox">{svg}</div>')
+
+
 def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") -> str:
     """Coverage cards, the graph, failing nodes with reasons and fixes, partitions, boundaries, warnings."""
     s, tgt = d["summary"], d["target"]
@@ -109,11 +117,7 @@ def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") 
                       ("boundary tensors", f"{s['boundaries']} ({human_bytes(s['boundary_bytes'])})"),
                       ("NPU prefix", f"{d['prefix'].get('node_count', 0)} nodes"
                        + (f", {d['prefix']['macs_pct']:.0f}% MACs" if d["prefix"].get("macs_pct") is not None else ""))]))
-    gid = f"g-{anchor}"
-    svg = graph_svg(d, f"{d['model'].get('file', '')} on {tgt['name']}").replace('class="graph"', f'class="graph" id="{esc(gid)}"', 1)
-    out.append(f'<h4>Graph (folded nodes hidden; hover a node for its reasons)</h4>{legend_html()}'
-               f'<div class="zoom" data-graph="{esc(gid)}"><button data-z="in">zoom +</button><button data-z="out">zoom −</button>'
-               f'<button data-z="fit">fit</button></div><div class="graphbox">{svg}</div>')
+    out.append(f'<h4>Graph (folded nodes hidden; hover a node for its reasons)</h4>{graph_block(d, anchor)}')
     failing = [n for n in d["nodes"] if n["verdict"] in ("cpu", "unsupported")]
     out.append(f"<h4>Nodes off the NPU ({len(failing)})</h4>")
     rows = []
@@ -138,7 +142,7 @@ def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") 
                          [[esc(b["tensor"]), esc(shape_str(b["shape"])), esc(b["dtype"]), esc(human_bytes(b["bytes"])), esc(b["from"]),
                            esc(b["to"]), esc(b["direction"])] for b in d["boundaries"]], num_cols=(3,)))
     if d["prefix"].get("end_nodes"):
-        out.append(f'<p>Hailo-style cut for the NPU prefix: start nodes <code>{esc(",".join(d["prefix"]["start_nodes"]))}</code>, '
+        out.append(f'<p>Largest NPU prefix: start nodes <code>{esc(",".join(d["prefix"]["start_nodes"]))}</code>, '
                    f'end nodes <code>{esc(",".join(d["prefix"]["end_nodes"]))}</code></p>')
     if d.get("warnings"):
         out.append("<h4>Warnings</h4><ul>" + "".join(f'<li class="warn">{esc(w)}</li>' for w in d["warnings"]) + "</ul>")

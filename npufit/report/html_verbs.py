@@ -8,7 +8,11 @@ from .html_charts import bar_chart
 from .html_results import generic
 
 
-def render_split_html(d: dict[str, Any]) -> str:
+def render_split_html(d: dict[str, Any], stage_view: dict[str, Any] | None = None) -> str:
+    """d: SplitResult.to_dict(); stage_view: SplitResult.stage_view() (the graph coloured by stage)."""
+    from ..split.result import verification_rows, verification_sentence
+    from .html import graph_block
+
     plan = d.get("plan", {})
     stages = plan.get("stages", [])
     rows = []
@@ -18,7 +22,17 @@ def render_split_html(d: dict[str, Any]) -> str:
         outs = ", ".join(i.get("name") if isinstance(i, dict) else str(i) for i in s.get("outputs", []))
         rows.append([esc(s.get("name")), dev, esc(s.get("file")), esc(ins), esc(outs)])
     body = ('<section id="stages"><h2>Stages (execution order)</h2>' + table(["stage", "device", "file", "inputs", "outputs"], rows)
-            + "</section>")
+            + (f'<p>{esc(d["why"])}</p>' if d.get("why") else "") + "</section>")
+    if stage_view is not None:
+        body += ('<section id="graph"><h2>Graph by stage (✂ marks the tensors that cross NPU ↔ host)</h2>'
+                 + graph_block(stage_view, "split") + "</section>")
+    v = plan.get("verification")
+    if v:
+        body += ('<section id="verification"><h2>Verification</h2>'
+                 + f'<p class="{"ok" if v["equivalent"] else "warn"}">{esc(verification_sentence(v))}</p>'
+                 + table(["output", "max abs (optimizations off)", "max rel (optimizations off)", "max abs (ORT_ENABLE_ALL)",
+                          "max rel (ORT_ENABLE_ALL)"], [[esc(c) for c in r] for r in verification_rows(v)], num_cols=range(1, 5))
+                 + "</section>")
     cands = d.get("candidates", [])
     if cands:
         body += f'<section id="candidates"><h2>Candidate cuts</h2><p class="note">{esc(d.get("ranking", ""))}</p>' + generic({"candidates": cands}) + "</section>"

@@ -55,6 +55,14 @@ def how_to_select(c: Cut) -> str:
     return f"--mode {c.mode}"
 
 
+def verification_rows(v: dict) -> list[list[str]]:
+    """Per output: max abs / max rel under each ONNX Runtime setting the chain was verified with."""
+    opt = (v.get("optimized") or {}).get("per_output", {})
+    return [[k, f"{d['max_abs']:.3g}", f"{d['max_rel']:.3g}",
+             f"{opt[k]['max_abs']:.3g}" if k in opt else "-", f"{opt[k]['max_rel']:.3g}" if k in opt else "-"]
+            for k, d in v["per_output"].items()]
+
+
 def verification_sentence(v: dict) -> str:
     """The one-line verification statement of a plan's recorded `verification` dict."""
     c = ChainCheck(v["samples"], v["seed"], v["inputs"], dict(v["per_output"]), list(v.get("missing", [])),
@@ -72,6 +80,21 @@ class SplitResult:
     timings: dict
     top: int = 5
     why: str = ""  # one sentence: why this cut was written (best-ranked, or the mode asked for and its rank)
+    report: object = None  # the CheckReport the cut was made from (for the HTML graph; not in to_dict)
+
+    def stage_view(self) -> dict | None:
+        """The check report re-coloured by stage: each stage is a partition, its cut edges the plan's boundaries
+        (the shape report.html_graph draws)."""
+        if self.report is None:
+            return None
+        d = self.report.to_dict()
+        stage_of = {n: i for i, st in enumerate(self.chosen.stages) for n in st.nodes}
+        for n in d["nodes"]:
+            n["partition"] = stage_of.get(n["name"])
+        d["partitions"] = [{"id": i, "device": st.device, "node_count": len(st.nodes), "nodes": st.nodes}
+                           for i, st in enumerate(self.chosen.stages)]
+        d["boundaries"] = [b for b in self.plan.boundaries if b.get("direction") in ("npu->host", "host->npu")]
+        return d
 
     def to_dict(self) -> dict:
         return {"schema": SPLIT_SCHEMA, "output_dir": str(self.output_dir), "plan": self.plan.to_dict(),

@@ -103,7 +103,7 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
     t_end = time.perf_counter()
     timings = {"plan_s": round(t_plan - t_start, 3), "extract_s": round(t_extract - t_plan, 3),
                "verify_s": round(check.seconds, 3) if check else 0.0, "total_s": round(t_end - t_start, 3)}
-    return SplitResult(plan, Path(output_dir), [c for c in ranked], chosen, timings, top, _why(mode, chosen, ranked))
+    return SplitResult(plan, Path(output_dir), [c for c in ranked], chosen, timings, top, _why(mode, chosen, ranked), report)
 
 
 def _why(mode: str, chosen: Cut, ranked: list[Cut]) -> str:
