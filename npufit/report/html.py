@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterable
 
-from .html_graph import graph_svg, legend_html
+from .html_graph import graph_views, legend_html
 from .style import human_bytes, human_count, shape_str
 
 CSS = """
@@ -38,7 +38,9 @@ svg.graph .cut-mark text{fill:#d64545;font-size:12px}svg.graph .node:hover rect{
 svg.chart .blabel{text-anchor:end}svg.chart .plotbg{fill:#fbfcfd;stroke:#e4e7eb}svg.chart .grid{stroke:#e4e7eb}
 .note{color:var(--muted)}.warn{color:#b7791f}.err{color:#d64545}code{background:#f0f4f8;padding:0 4px;border-radius:3px}
 details>summary{cursor:pointer;font-weight:600;margin:6px 0}.filter{margin:4px 0 6px;padding:4px 8px;border:1px solid var(--line);border-radius:4px;width:260px}
-.zoom button{margin-right:4px}.grid2{display:flex;flex-wrap:wrap;gap:18px}nav a{margin-right:14px;color:#cbd2d9}
+.zoom button,.views button{margin-right:4px}.views button.on{font-weight:700}svg.graph .node.group{cursor:pointer}
+svg.graph .node.group rect{stroke-dasharray:4 2;stroke-opacity:.8}svg.graph .node.flash rect{stroke:#1f6feb;stroke-width:4;stroke-opacity:1}
+svg.graph .bandlabel{text-anchor:start;font-size:9px;fill:#52606d}.grid2{display:flex;flex-wrap:wrap;gap:18px}nav a{margin-right:14px;color:#cbd2d9}
 """
 
 JS = """
@@ -49,11 +51,26 @@ document.addEventListener('DOMContentLoaded',function(){
   var t=document.getElementById(inp.dataset.table);if(!t)return;
   inp.addEventListener('input',function(){var q=inp.value.toLowerCase();
    t.querySelectorAll('tbody tr').forEach(function(r){r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});});
+ function scale(svg,s){if(!svg.dataset.w){svg.dataset.w=svg.getAttribute('width');svg.dataset.h=svg.getAttribute('height');}
+  svg.dataset.s=s;svg.setAttribute('width',svg.dataset.w*s);svg.setAttribute('height',svg.dataset.h*s);}
+ function fit(svg){var box=svg.parentNode;if(!box.clientWidth)return;
+  scale(svg,Math.max(0.25,Math.min(1,box.clientWidth/svg.dataset.w,(box.clientHeight||700)/svg.dataset.h)));}
+ function firstProblem(svg){var n=svg.querySelector('.node.v-unsupported,.node.v-cpu');if(!n)return;var box=svg.parentNode;
+  var r=n.getBoundingClientRect(),b=box.getBoundingClientRect();box.scrollTop+=r.top-b.top-box.clientHeight/3;box.scrollLeft+=r.left-b.left-box.clientWidth/3;}
+ function show(views,which,node){views.querySelectorAll('.gview').forEach(function(v){v.hidden=v.dataset.view!==which;});
+  views.querySelectorAll('.views button').forEach(function(b){b.classList.toggle('on',b.dataset.show===which);});
+  var svg=views.querySelector('.gview[data-view="'+which+'"] svg');if(!svg)return;if(!svg.dataset.s){scale(svg,1);fit(svg);}
+  var t=node?svg.querySelector('[data-node="'+CSS.escape(node)+'"]'):null;
+  if(t){t.classList.add('flash');t.scrollIntoView({block:'center',inline:'center'});}else{firstProblem(svg);}}
+ document.querySelectorAll('.gviews').forEach(function(views){
+  views.querySelectorAll('.views button').forEach(function(b){b.addEventListener('click',function(){show(views,b.dataset.show);});});
+  views.querySelectorAll('.node.group').forEach(function(g){g.addEventListener('click',function(){show(views,'full',g.dataset.node);});});
+  var first=views.querySelector('.gview:not([hidden])');if(first)show(views,first.dataset.view);});
  document.querySelectorAll('.zoom').forEach(function(z){
-  var svg=document.getElementById(z.dataset.graph);if(!svg)return;var w=svg.getAttribute('width')*1,h=svg.getAttribute('height')*1,s=1;
+  var views=z.nextElementSibling;if(!views)return;
   z.querySelectorAll('button').forEach(function(b){b.addEventListener('click',function(){
-   s=b.dataset.z==='fit'?Math.min(1,svg.parentNode.clientWidth/w):Math.max(0.1,Math.min(4,s*(b.dataset.z==='in'?1.25:0.8)));
-   svg.setAttribute('width',w*s);svg.setAttribute('height',h*s);});});});
+   var svg=views.querySelector('.gview:not([hidden]) svg');if(!svg)return;
+   if(b.dataset.z==='fit'){fit(svg);}else{scale(svg,Math.max(0.1,Math.min(4,(svg.dataset.s||1)*(b.dataset.z==='in'?1.25:0.8))));}});});});
  document.body.setAttribute('data-ready','1');
 });
 """
@@ -101,9 +118,9 @@ def page(title: str, subtitle: str, body: str, nav: list[tuple[str, str]] | None
 def graph_block(d: dict[str, Any], anchor: str) -> str:
     """The legend, zoom buttons and the graph SVG of a check-shaped dict (check report or split stage view)."""
     gid = f"g-{anchor}"
-    svg = graph_svg(d, f"{d['model'].get('file', '')} on {d['target']['name']}").replace('class="graph"', f'class="graph" id="{esc(gid)}"', 1)
+    views = graph_views(d, gid, f"{d['model'].get('file', '')} on {d['target']['name']}")
     return (f'{legend_html()}<div class="zoom" data-graph="{esc(gid)}"><button data-z="in">zoom +</button>'
-            f'<button data-z="out">zoom −</button><button data-z="fit">fit</button></div><div class="graphbox">{svg}</div>')
+            f'<button data-z="out">zoom −</button><button data-z="fit">fit</button></div>{views}')
 
 
 def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") -> str:
