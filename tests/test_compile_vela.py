@@ -51,11 +51,15 @@ def test_vela_small_cnn_all_on_npu(tmp_path):
 
 def test_vela_rejected_ops_are_cpu_with_vela_reason(tmp_path):
     m = _cnn(tmp_path / "bad.tflite", bad_pool=True, s2d=True)
-    r = compile_model(m, "ethos-u85-512", out_dir=tmp_path / "out")
+    r = compile_model(m, "ethos-u85-512", out_dir=tmp_path / "out", compare_prediction=True)
+    # Vela names layers by their output tensor; placement is reported under npufit's own TFLite operator names
     by = {p.node: p for p in r.placement}
-    assert by["avg"].device == "cpu" and "kernel width: 9 out of range" in by["avg"].reason
-    assert by["s2d"].device == "cpu" and "Unsupported opType" in by["s2d"].reason
-    assert by["conv1"].device == "npu" and by["pool"].device == "npu"
+    assert by["AVERAGE_POOL_2D_2"].device == "cpu" and "kernel width: 9 out of range" in by["AVERAGE_POOL_2D_2"].reason
+    assert by["SPACE_TO_DEPTH_1"].device == "cpu" and "Unsupported opType" in by["SPACE_TO_DEPTH_1"].reason
+    assert by["CONV_2D_0"].device == "npu" and by["AVERAGE_POOL_2D_3"].device == "npu"
+    # so --compare-prediction compares every operator (it compared nothing before: names never met)
+    cmp = r.comparison.to_dict()
+    assert len(cmp["nodes"]) == 4 and cmp["scores"]["tp"] == 2 and cmp["scores"]["cpu_fallback_recall"] == 1.0
     assert r.metrics["cpu_operators"] == 2
     text = r.render("table")
     assert "kernel width: 9 out of range" in text

@@ -59,6 +59,7 @@ class VelaCompiler:
         graph = lineage = conv = None
         if model.suffix.lower() == ".tflite":
             src = private_copy(model, out)
+            graph, lineage = tflite_lineage(src)
         else:
             conv = convert_onnx(model, out, options, notes, outputs)
             src, graph, lineage = conv.path, conv.graph, conv.lineage
@@ -166,6 +167,15 @@ def record_conversion(res: CompileResult, conv) -> None:
     if res.log_path:
         with open(res.log_path, "a", encoding="utf-8") as f:
             f.write(f"\n[npufit] input converted by {CONVERTER}: {conv.summary()}\n[npufit] sidecar: {conv.sidecar}\n")
+
+
+def tflite_lineage(path: Path):
+    """A TFLite model's graph and output tensor -> operator: Vela names each layer by its output (OFM) tensor while
+    npufit names TFLite operators by op type and index, so placement is matched through the tensor."""
+    from ..graph import load
+
+    graph = load(path)
+    return graph, {o: [n.name] for n in graph.top_nodes for o in n.outputs if o}
 
 
 def layer_lineage(layers, lineage: dict[str, list[str]] | None) -> dict[str, set[str]] | None:
