@@ -10,7 +10,6 @@ Without the DFC, `emit_script=DIR` writes these exact commands and files for a u
 A HEF has no CPU fallback: nodes outside the start/end-node region run on the host (placement "cpu")."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -141,14 +140,12 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
     if options.start_nodes or options.end_nodes:
         return list(options.start_nodes), list(options.end_nodes)
     if options.plan:
-        try:
-            plan = json.loads(Path(options.plan).read_text())
-        except (OSError, ValueError) as e:
-            raise NpufitError(f"{options.plan}: cannot read the split plan ({e})") from None
-        npu = [s for s in plan.get("stages", []) if s.get("device") == "npu"]
+        from ..split.plan import load_plan
+
+        npu = [s for s in load_plan(options.plan).stages if s.device == "npu"]
         if not npu:
             raise NpufitError(f"{options.plan}: the plan has no NPU stage")
-        return list(npu[0].get("start_node_names", [])), list(npu[0].get("end_node_names", []))
+        return list(npu[0].start_node_names), list(npu[0].end_node_names)
     from ..check import check
 
     pre = check(model, target if target in ("hailo8", "hailo8l") else "hailo8", options.input_shapes).prefix
@@ -163,9 +160,12 @@ def _write_inputs(out: Path, name: str, src: Path, options: CompileOptions) -> d
             "performance_param(compiler_optimization_level=max)"]
     if options.calibration:
         c = Path(options.calibration)
-        arr = np.load(c) if c.suffix == ".npy" else None
-        if arr is None:
+        if c.suffix != ".npy":
             raise NpufitError(f"{c}: the Hailo calibration set must be one .npy array [N, H, W, C]")
+        from ..util.readers import ArrayFile
+
+        with ArrayFile(c, "--calibration") as f:
+            arr = f.read("", rows=64)  # the DFC calibrates on at most 64 (calibset_size below)
         np.save(out / "calib_set.npy", arr)
         files["calib_set"] = "calib_set.npy"
         alls.append(f"model_optimization_config(calibration, batch_size=1, calibset_size={min(len(arr), 64)})")
