@@ -146,7 +146,7 @@ class ArrayFile:
     def __init__(self, path: str | os.PathLike, what: str = "array file", max_bytes: int = ARRAY_MAX_BYTES,
                  error: type[NpufitError] = NpufitError):
         self.path, self.what, self.max_bytes, self.error = os.fspath(path), what, max_bytes, error
-        require_regular_file(path, what, error)
+        require_regular_file(path, f"{what} file", error)
         self._zip: zipfile.ZipFile | None = None
         self.headers: dict[str, tuple[tuple[int, ...], Any, bool]] = {}  # name -> (shape, dtype, fortran order)
         self._member: dict[str, str] = {}
