@@ -89,17 +89,44 @@ class Comparison:
 
 
 def load_result(path: str | os.PathLike) -> BenchResult:
+    from ..util.readers import read_json
+
     p = Path(path)
-    try:
-        d = json.loads(p.read_text())
-    except OSError:
-        raise NpufitError(f"{p}: cannot read the file") from None
-    except ValueError:
-        raise NpufitError(f"{p}: not JSON (expected an 'npufit bench --output' file)") from None
+    d = read_json(p, "bench result (an 'npufit bench --output' file)")
     if not isinstance(d, dict) or d.get("schema") != SCHEMA:
         raise NpufitError(f"{p}: not an npufit bench result (schema is {d.get('schema') if isinstance(d, dict) else None!r}, "
                           f"expected '{SCHEMA}')")
+    for k in ("model", "protocol", "environment"):
+        if not isinstance(d.get(k, {}), dict):
+            raise NpufitError(f"{p}: bench result field '{k}' is not an object")
+    rows = d.get("results", [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise NpufitError(f"{p}: bench result field 'results' is not a list of objects")
+    for i, r in enumerate(rows):
+        bad = _mistyped(r)
+        if bad:
+            raise NpufitError(f"{p}: bench result field 'results[{i}].{bad}' is missing or has the wrong type")
     return BenchResult.from_dict(d)
+
+
+_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "None": (type(None),), "dict": (dict,), "list": (list,)}
+
+
+def _mistyped(r: dict[str, Any]) -> str | None:
+    """The first field of a runtime entry whose value does not have its declared type (a hand-edited file)."""
+    for name, f in RuntimeResult.__dataclass_fields__.items():
+        if name not in r:
+            if name in ("runtime", "status"):
+                return name
+            continue
+        allowed = tuple(t for part in str(f.type).split("|") for t in _TYPES.get(part.strip().split("[")[0], (object,)))
+        v = r[name]
+        if not isinstance(v, allowed) or isinstance(v, bool) and bool not in allowed:
+            return name
+        inner = v.values() if isinstance(v, dict) and name == "latency_ms" else v if name == "samples_ms" else ()
+        if any(not isinstance(x, (int, float)) or isinstance(x, bool) for x in inner):
+            return name
+    return None
 
 
 def compare_results(files: list[str | os.PathLike], baseline: str | None = None,

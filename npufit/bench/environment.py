@@ -14,12 +14,7 @@ from typing import Any
 COMPARABLE_KEYS = ("cpu_model", "cpu_logical_cores", "gpu", "os")
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
+from ..util.readers import sha256_file
 
 
 def model_identity(path: str | os.PathLike) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def input_pool(specs: list[InputSpec], batch: int | None = None, fresh: bool = F
                npz: str | os.PathLike | None = None, seed: int = 0) -> tuple[list[dict[str, np.ndarray]], str, list[str]]:
     """Return (samples, source description, warnings)."""
     if npz is not None:
-        return _from_npz(specs, Path(npz), batch, fresh)
+        return _from_npz(specs, Path(npz), batch, fresh, pool)
     warnings = []
     size = 1
     if fresh:
@@ -54,19 +54,25 @@ def input_pool(specs: list[InputSpec], batch: int | None = None, fresh: bool = F
     return samples, f"random (seed {seed}; float ~ N(0,1), integers in [0,10))", warnings
 
 
-def _from_npz(specs: list[InputSpec], path: Path, batch: int | None, fresh: bool):
-    if not path.is_file():
-        raise NpufitError(f"--inputs {path}: no such file")
-    try:
-        data = dict(np.load(path, allow_pickle=False))
-    except Exception as e:
-        raise NpufitError(f"--inputs {path}: not a readable .npz file ({type(e).__name__})") from None
+def _stacked(shape: tuple[int, ...], specs: list[InputSpec], name: str) -> bool:
+    return any(s.name == name and len(shape) == len(s.shape) + 1 for s in specs)
+
+
+def _from_npz(specs: list[InputSpec], path: Path, batch: int | None, fresh: bool, pool: int | None = None):
+    from ..util.readers import ArrayFile
+
+    wanted = {s.name for s in specs}
+    with ArrayFile(path, "--inputs") as z:  # regular file, header-checked, never unpickled, within budget
+        names = list(z)
+        # a stack [N, *input] is read only as far as it is used: one sample, --input-pool K, or all (byte budget)
+        rows = (pool or None) if fresh else 1
+        data = {k: z.read(k, rows) if _stacked(z.shape(k), specs, k) else z.read(k) for k in names if k in wanted}
     missing = [s.name for s in specs if s.name not in data]
     if missing:
         raise NpufitError(f"--inputs {path}: no array for model input(s) {', '.join(missing)} "
                           f"(the file has {', '.join(sorted(data)) or 'no arrays'})")
     warnings = []
-    extra = sorted(set(data) - {s.name for s in specs})
+    extra = sorted(set(names) - wanted)
     if extra:
         warnings.append(f"--inputs: arrays not used by the model: {', '.join(extra)}")
     per_input: dict[str, list[np.ndarray]] = {}

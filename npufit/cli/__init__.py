@@ -31,8 +31,17 @@ COMMANDS = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """Usage errors (a bad number, a missing argument) are one line like every other npufit error, exit 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        verb = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        hint = f"'npufit {verb} --help'" if verb else "'npufit --help'"
+        self.exit(2, f"npufit: error: {verb + ': ' if verb else ''}{esc_line(message)} (see {hint})\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="npufit",
         description="Will this network run on the NPU? Check, fix, split, quantize, compile and benchmark models "
                     "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/65/85 and Rockchip RK3588.",

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from ..util.io import atomic_write_text
+from .common import count_int, positive_float, positive_int, seed_int
 
 RUNTIME_NAMES = "ort-cpu,ort-cuda,ort-trt,tensorrt,openvino,hailort,chain"
 
@@ -26,22 +27,22 @@ def register(sub) -> None:
     p.add_argument("--runtime", "-r", metavar="LIST",
                    help=f"comma-separated runtimes: {RUNTIME_NAMES} (default: by model type; ort-cpu for .onnx, "
                         f"chain for a plan folder)")
-    p.add_argument("--batch", type=int, metavar="N", help="batch size for a dynamic first dimension (default: 1)")
-    p.add_argument("--threads", type=int, metavar="N", help="intra-op / inference threads (default: runtime's own)")
-    p.add_argument("--warmup", type=int, default=10, metavar="N", help="untimed calls after the cold call (default: 10)")
+    p.add_argument("--batch", type=positive_int, metavar="N", help="batch size for a dynamic first dimension (default: 1)")
+    p.add_argument("--threads", type=positive_int, metavar="N", help="intra-op / inference threads (default: runtime's own)")
+    p.add_argument("--warmup", type=count_int, default=10, metavar="N", help="untimed calls after the cold call (default: 10)")
     loop = p.add_mutually_exclusive_group()
-    loop.add_argument("--iterations", "-n", type=int, default=200, metavar="N", help="timed calls (default: 200)")
-    loop.add_argument("--duration", type=float, metavar="S", help="time calls for S seconds instead of N iterations")
+    loop.add_argument("--iterations", "-n", type=positive_int, default=200, metavar="N", help="timed calls (default: 200)")
+    loop.add_argument("--duration", type=positive_float, metavar="S", help="time calls for S seconds instead of N iterations")
     p.add_argument("--inputs", metavar="FILE.npz", help="inputs by name; an extra leading axis holds several samples")
     p.add_argument("--fresh-inputs", action="store_true",
                    help="rotate a pool of distinct samples, one per iteration (default: reuse one sample)")
-    p.add_argument("--input-pool", type=int, metavar="K", help="pool size for --fresh-inputs (default: 16)")
+    p.add_argument("--input-pool", type=positive_int, metavar="K", help="pool size for --fresh-inputs (default: 16)")
     p.add_argument("--boundary", choices=("host-to-host", "compute-only"),
                    help="GPU runtimes: include host<->device copies (host-to-host, default) or not (compute-only)")
     p.add_argument("--npu-runtime", metavar="NAME",
                    help="split plans: what runs the NPU stages (auto, onnxruntime-cpu, hailort; default: auto)")
     p.add_argument("--fp16", action="store_true", help="TensorRT runtimes: allow FP16 kernels")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the random inputs (default: 0)")
     p.add_argument("--format", "-f", choices=("table", "json", "markdown", "html"), default="table",
                    help="what to print on stdout (default: table; html = one self-contained page, e.g. > bench.html)")
     p.add_argument("--output", "-o", metavar="FILE",

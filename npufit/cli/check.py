@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_format_option, add_input_shape_option, add_judge_option, emit
+from .common import add_format_option, add_input_shape_option, add_judge_option, emit, name_arg, percent
 
 
 def register(sub) -> None:
@@ -12,13 +12,13 @@ def register(sub) -> None:
                                    "(npu / cpu / unsupported / folded), the rule broken, how to fix it; coverage, "
                                    "partitions, NPU<->host boundaries and the largest NPU-runnable prefix.")
     p.add_argument("model", help="path to an .onnx or .tflite file (never modified)")
-    p.add_argument("--target", "-t", default="hailo8",
+    p.add_argument("--target", "-t", type=name_arg, default="hailo8",
                    help="target name, a comma-separated list, or 'all' (see 'npufit targets'; default: hailo8)")
     add_format_option(p, choices=("table", "json", "markdown", "html"))
     add_input_shape_option(p)
     p.add_argument("--all-nodes", action="store_true", help="list every node in table/markdown output, not only the failing ones")
     add_judge_option(p)
-    p.add_argument("--fail-under", type=float, metavar="PCT",
+    p.add_argument("--fail-under", type=percent, metavar="PCT",
                    help="exit 1 when NPU coverage (by nodes) is below PCT, for CI gates")
     p.set_defaults(func=run)
 

@@ -2,9 +2,57 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 
 from ..util.io import atomic_write_text
+
+
+# -- numbers and names on the command line: refused by argparse (one line, exit 2) before any work -------------
+def _number(kind: type, lo: float | None = None, hi: float | None = None, lo_open: bool = False, what: str = ""):
+    """An argparse `type=` for a finite int/float in [lo, hi] (or (lo, hi] with lo_open); NaN and inf never pass."""
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"expected {what or ('an integer' if kind is int else 'a number')}, got {text!r}") from None
+        if not math.isfinite(v) or (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return v
+    parse.__name__ = what or kind.__name__  # argparse names the type in some messages
+    return parse
+
+
+positive_int = _number(int, 1, what="an integer >= 1")
+count_int = _number(int, 0, what="an integer >= 0")
+seed_int = _number(int, 0, 2**63 - 1, what="an integer seed >= 0")
+positive_float = _number(float, 0.0, lo_open=True, what="a number > 0")
+percent = _number(float, 0.0, 100.0, what="a percentage in [0, 100]")
+finite_float = _number(float, what="a finite number")
+percentile = _number(float, 0.0, 100.0, lo_open=True, what="a percentile in (0, 100]")
+cosine = _number(float, -1.0, 1.0, what="a cosine in [-1, 1]")
+MAX_DIM = 2**31 - 1  # far above any real input; bigger ones only overflow sizes downstream
+
+
+def name_arg(text: str) -> str:
+    """A target or other name: not empty, no control characters (they would reach the terminal)."""
+    if not text.strip() or any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise argparse.ArgumentTypeError(f"expected a name, got {text!r}")
+    return text
+
+
+_SHAPE = re.compile(r"^(?P<name>.+)=(?P<dims>[0-9]+(?:[,x][0-9]+)*)$")
+
+
+def input_shape_arg(text: str) -> str:
+    """NAME=D0,D1,..: every dim an integer >= 1 (a dim of 0 or below has no meaning for a pinned input)."""
+    m = _SHAPE.match(text.strip())
+    dims = [int(d) for d in re.split(r"[,x]", m["dims"])] if m else []
+    if not m or not all(1 <= d <= MAX_DIM for d in dims) or len(dims) > 16:
+        raise argparse.ArgumentTypeError(f"expected NAME=D0,D1,... with every dimension in [1, {MAX_DIM}] "
+                                         f"(e.g. images=1,3,224,224), got {text!r}")
+    return text.strip()
 
 
 def add_format_option(p: argparse.ArgumentParser, choices=("table", "json", "markdown"), default="table") -> None:
@@ -13,7 +61,7 @@ def add_format_option(p: argparse.ArgumentParser, choices=("table", "json", "mar
 
 
 def add_input_shape_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,..",
+    p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,..", type=input_shape_arg,
                    help="pin a dynamic input shape, e.g. images=1,3,640,640 (repeatable)")
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_format_option, add_input_shape_option, add_judge_option, emit
+from .common import add_format_option, add_input_shape_option, add_judge_option, emit, name_arg
 
 
 def register(sub) -> None:
@@ -11,7 +11,7 @@ def register(sub) -> None:
                        description="Check several models (e.g. ReLU vs LeakyReLU variants) against one target and print one row "
                                    "per model: total ops, ops by type, NPU/CPU partitions, NPU %, extra quantize/dequantize ops, status.")
     p.add_argument("models", nargs="+", help=".onnx or .tflite files (never modified)")
-    p.add_argument("--target", "-t", required=True, help="target name (see 'npufit targets')")
+    p.add_argument("--target", "-t", type=name_arg, required=True, help="target name (see 'npufit targets')")
     add_format_option(p)
     add_input_shape_option(p)
     add_judge_option(p)

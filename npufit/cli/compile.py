@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_format_option, add_input_shape_option, emit
+from .common import add_format_option, add_input_shape_option, emit, name_arg, positive_float
 
 
 def register(sub) -> None:
@@ -13,7 +13,7 @@ def register(sub) -> None:
                                    "Reports where each node went (npu/cpu), why, the compiler's log, version, command, "
                                    "wall time and peak memory; --compare-prediction holds npufit's check against it.")
     p.add_argument("model", help=".onnx or .tflite file (never modified: compilers work on a copy)")
-    p.add_argument("--target", "-t", required=True, help="ethos-u55-256, ethos-u85-512, rk3588, hailo8, ...")
+    p.add_argument("--target", "-t", type=name_arg, required=True, help="ethos-u55-256, ethos-u85-512, rk3588, hailo8, ...")
     p.add_argument("--out-dir", metavar="DIR", help="where artifacts and logs go (default ./npufit-compile/MODEL-TARGET)")
     p.add_argument("--quantize", action="store_true", help="RKNN: int8 build (default: float16)")
     p.add_argument("--calibration", metavar="PATH", help="calibration data: a .npy, a folder of .npy files (RKNN: or dataset.txt)")
@@ -24,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("--start-node", action="append", default=[], metavar="NODE", help="Hailo: parser start node (repeatable)")
     p.add_argument("--end-node", action="append", default=[], metavar="NODE", help="Hailo: parser end node (repeatable)")
     p.add_argument("--plan", metavar="PLAN_JSON", help="Hailo: take start/end nodes from 'npufit split' plan.json")
-    p.add_argument("--timeout", type=float, metavar="S", help="kill the compiler after S seconds")
+    p.add_argument("--timeout", type=positive_float, metavar="S", help="kill the compiler after S seconds")
     p.add_argument("--compare-prediction", action="store_true",
                    help="hold npufit's check against the compiler's placement: CPU-fallback recall/precision + every disagreement")
     p.add_argument("--all-nodes", action="store_true", help="list every node's placement, not only the CPU ones")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_input_shape_option, add_judge_option
+from .common import add_input_shape_option, add_judge_option, name_arg, positive_int, seed_int
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -17,7 +17,7 @@ def register(sub) -> None:
                                    "ONNX Runtime CPU on seeded inputs and rolled back if the outputs differ; the model "
                                    "is written only when it verifies. The input file is never modified.")
     p.add_argument("model", help="path to an .onnx file (never modified)")
-    p.add_argument("--target", "-t", default="hailo8", help="target name (see 'npufit targets'; default: hailo8)")
+    p.add_argument("--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)")
     p.add_argument("--output", "-o", metavar="OUT", help="where to write the rewritten model (required unless --dry-run)")
     p.add_argument("--rules", metavar="A,B", help="apply only these rules (default: the target's rule set)")
     p.add_argument("--skip-rules", metavar="C,D", help="do not apply these rules")
@@ -26,8 +26,8 @@ def register(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="report format (default: table)")
     p.add_argument("--report", metavar="FILE", help="also write the report to FILE (atomically)")
-    p.add_argument("--samples", type=int, default=3, help="seeded input samples used for verification (default: 3)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the verification inputs (default: 0)")
+    p.add_argument("--samples", type=positive_int, default=3, help="seeded input samples used for verification (default: 3)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the verification inputs (default: 0)")
     add_input_shape_option(p)
     add_judge_option(p)
     p.set_defaults(func=run)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import emit
+from .common import emit, name_arg, positive_float, positive_int
 
 
 def register(sub) -> None:
@@ -11,8 +11,8 @@ def register(sub) -> None:
                        description="Export one small PyTorch model per operation (seed 000's test suite as a catalogue), "
                                    "judge each with the target profile and, with --compiler, compile it with the real vendor "
                                    "compiler; write the matrix in seed 000's ✅/❌ layout, JSON, and a drift table.")
-    p.add_argument("--target", "-t", help="target profile (default: hailo8, or the --replay record's target)")
-    p.add_argument("--opset", type=int, default=11, help="ONNX opset for the TorchScript exporter (default: 11, as seed 000)")
+    p.add_argument("--target", "-t", type=name_arg, help="target profile (default: hailo8, or the --replay record's target)")
+    p.add_argument("--opset", type=positive_int, default=11, help="ONNX opset for the TorchScript exporter (default: 11, as seed 000)")
     p.add_argument("--cases", metavar="PATTERN", help="comma-separated globs over case ids, families or seeds "
                                                       "(e.g. 'conv*,pooling', 'seed000')")
     p.add_argument("--compiler", choices=("vela", "rknn", "hailo"), help="also compile every case with this installed compiler")
@@ -21,8 +21,8 @@ def register(sub) -> None:
                                                     "instead of compiling: the drift table without the vendor toolkit")
     p.add_argument("--output", "-o", metavar="DIR", help="write <target>-matrix.md, <target>-probe.json, <target>-drift.json and "
                                                         "cases/*.onnx into DIR")
-    p.add_argument("--jobs", "-j", type=int, help="worker processes (default: number of CPUs)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="per-case timeout in seconds; a timeout is a verdict "
+    p.add_argument("--jobs", "-j", type=positive_int, help="worker processes (default: number of CPUs)")
+    p.add_argument("--timeout", type=positive_float, default=120.0, metavar="S", help="per-case timeout in seconds; a timeout is a verdict "
                                                                               "(default: 120)")
     p.add_argument("--sweep", action="store_true", help="also walk each case's parameter grid and report where the verdict changes")
     p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="stdout format (default: table)")

@@ -5,13 +5,13 @@ import argparse
 import sys
 
 from ..errors import NpufitError
-from .common import add_input_shape_option, emit
+from .common import add_input_shape_option, cosine, count_int, emit, finite_float, name_arg, percentile, positive_float, positive_int, seed_int
 
 
 def _floats(text: str, what: str) -> tuple[float, ...]:
     try:
-        return tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
+        return tuple(finite_float(v) for v in text.split(",") if v.strip())
+    except argparse.ArgumentTypeError:
         raise NpufitError(f"{what} '{text}': expected comma-separated numbers, e.g. 0.485,0.456,0.406") from None
 
 
@@ -44,30 +44,30 @@ def register(sub) -> None:
                         "(seeded noise: the accuracy numbers then mean little)")
     p.add_argument("--method", choices=("minmax", "entropy", "percentile"), default="minmax",
                    help="activation range calibration (default: minmax)")
-    p.add_argument("--percentile", type=float, default=99.999, help="percentile for --method percentile (default 99.999)")
+    p.add_argument("--percentile", type=percentile, default=99.999, help="percentile for --method percentile (default 99.999)")
     p.add_argument("--per-channel", action="store_true", help="per-channel weight scales (default: per-tensor)")
     p.add_argument("--activations", choices=("int8", "uint8"), default="int8", help="activation type (weights are int8)")
     p.add_argument("--exclude", action="append", metavar="NODES", default=[],
                    help="comma-separated node names to leave in float (repeatable)")
-    p.add_argument("--samples", type=int, default=100, help="calibration samples to use at most (default 100)")
-    p.add_argument("--holdout", type=int, default=10,
+    p.add_argument("--samples", type=positive_int, default=100, help="calibration samples to use at most (default 100)")
+    p.add_argument("--holdout", type=count_int, default=10,
                    help="samples held back (never calibrated on) for the accuracy report; 0 = no report (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed for --calibration random (default 0)")
-    p.add_argument("--worst", type=int, default=5, help="how many worst layers to name with a suggestion (default 5)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed for --calibration random (default 0)")
+    p.add_argument("--worst", type=count_int, default=5, help="how many worst layers to name with a suggestion (default 5)")
     p.add_argument("--no-preprocess", action="store_true", help="skip ONNX Runtime's pre-processing (constant folding, BN fusion)")
     img = p.add_argument_group("image folder preprocessing (stated in the report)")
     img.add_argument("--image-size", metavar="H,W", help="resize to H,W (default: the model input's static size)")
     img.add_argument("--mean", default="0,0,0", help="per-channel mean subtracted after scaling (default 0,0,0)")
     img.add_argument("--std", default="1,1,1", help="per-channel std divided by after the mean (default 1,1,1)")
-    img.add_argument("--scale", type=float, default=1.0 / 255.0, help="pixel multiplier before mean/std (default 1/255)")
+    img.add_argument("--scale", type=positive_float, default=1.0 / 255.0, help="pixel multiplier before mean/std (default 1/255)")
     img.add_argument("--layout", choices=("nchw", "nhwc"), help="input layout (default: from the input shape)")
     img.add_argument("--bgr", action="store_true", help="feed BGR channel order instead of RGB")
-    p.add_argument("--target", "-t", metavar="T",
+    p.add_argument("--target", "-t", type=name_arg, metavar="T",
                    help="also check the quantized model on target(s) (e.g. ethos-n78, 'all') and report its Q/DQ cost")
     add_input_shape_option(p)
     p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="report format (default: table)")
     p.add_argument("--report", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
-    p.add_argument("--min-cosine", type=float, metavar="C", help="exit 1 when any output's cosine is below C (CI gate)")
+    p.add_argument("--min-cosine", type=cosine, metavar="C", help="exit 1 when any output's cosine is below C (CI gate)")
     p.set_defaults(func=run)
 
 

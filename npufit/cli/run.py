@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from .common import positive_int
 
 
 def register(sub) -> None:
@@ -15,8 +16,8 @@ def register(sub) -> None:
     p.add_argument("--compare-original", metavar="MODEL", help="also run the original model and print the difference per output")
     p.add_argument("--npu-runtime", default="auto", metavar="NAME",
                    help="auto (default: vendor runtime if installed, else onnxruntime-cpu), onnxruntime-cpu, or hailort")
-    p.add_argument("--repeat", type=int, default=1, metavar="N", help="run N times and report the median latency per stage")
-    p.add_argument("--threads", type=int, default=1, metavar="N", help="ONNX Runtime intra-op threads per stage (default: 1, deterministic)")
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="run N times and report the median latency per stage")
+    p.add_argument("--threads", type=positive_int, default=1, metavar="N", help="ONNX Runtime intra-op threads per stage (default: 1, deterministic)")
     p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="output format (default: table)")
     p.set_defaults(func=run)
 

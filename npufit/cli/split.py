@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_format_option, add_input_shape_option, emit, add_judge_option
+from .common import add_format_option, add_input_shape_option, add_judge_option, emit, name_arg, positive_int, seed_int
 
 
 def register(sub) -> None:
@@ -13,7 +13,7 @@ def register(sub) -> None:
                                    "from, bytes crossing, Hailo-style start/end node names), and verify with ONNX "
                                    "Runtime CPU that the chain reproduces the original bit for bit.")
     p.add_argument("model", help="path to an .onnx file (never modified)")
-    p.add_argument("--target", "-t", default="hailo8", help="target name (see 'npufit targets'; default: hailo8)")
+    p.add_argument("--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)")
     p.add_argument("--output-dir", "-d", required=True, metavar="DIR",
                    help="folder for the stage models and plan.json (written atomically; an earlier plan folder is replaced)")
     p.add_argument("--mode", choices=("best", "prefix", "segments", "explicit", "auto"),
@@ -21,18 +21,18 @@ def register(sub) -> None:
                         "NPU-runnable prefix on the NPU, the rest on the host; segments: every NPU region of at least "
                         "--min-nodes nodes is its own stage; explicit: --start-nodes/--end-nodes; auto: npufit fix "
                         "(exact rules) on a copy, then the best cut of the fixed model, verified against the original")
-    p.add_argument("--min-nodes", type=int, default=8, metavar="N", help="segments: smallest NPU region kept on the NPU (default: 8)")
+    p.add_argument("--min-nodes", type=positive_int, default=8, metavar="N", help="segments: smallest NPU region kept on the NPU (default: 8)")
     p.add_argument("--start-nodes", action="append", metavar="NAMES",
                    help="explicit cut: comma-separated node or tensor names where the NPU stage starts (Hailo start_node_names)")
     p.add_argument("--end-nodes", action="append", metavar="NAMES",
                    help="explicit cut: comma-separated node or tensor names where the NPU stage ends (Hailo end_node_names)")
     p.add_argument("--inputs", action="append", metavar="FILE.npz",
                    help="verify on real data: one .npz per sample, one array per model input (repeatable)")
-    p.add_argument("--samples", type=int, default=3, metavar="N", help="seeded random samples to verify with (default: 3)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random samples (default: 0)")
+    p.add_argument("--samples", type=positive_int, default=3, metavar="N", help="seeded random samples to verify with (default: 3)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the random samples (default: 0)")
     p.add_argument("--no-verify", action="store_true", help="skip the equivalence check (not recommended)")
     p.add_argument("--force", action="store_true", help="write the plan even when the chain is not bit-identical")
-    p.add_argument("--top", type=int, default=5, metavar="N", help="candidate cuts to list (default: 5)")
+    p.add_argument("--top", type=positive_int, default=5, metavar="N", help="candidate cuts to list (default: 5)")
     add_input_shape_option(p)
     add_format_option(p, choices=("table", "json", "markdown", "html"))
     add_judge_option(p)

@@ -51,6 +51,10 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
     if bad:
         raise NpufitError(f"unknown compile option(s): {', '.join(bad)}")
     opts = CompileOptions(**options)
+    if opts.plan:  # schema and stage paths checked before any compiler runs
+        from ..split.plan import load_plan
+
+        load_plan(opts.plan)
     comp = compiler_for(target)
     result = comp.compile(path, target.lower(), opts)
     if compare_prediction:

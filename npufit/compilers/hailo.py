@@ -10,7 +10,6 @@ Without the DFC, `emit_script=DIR` writes these exact commands and files for a u
 A HEF has no CPU fallback: nodes outside the start/end-node region run on the host (placement "cpu")."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -142,16 +141,14 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
     if options.start_nodes or options.end_nodes:
         return _known_nodes(model, list(options.start_nodes), list(options.end_nodes), options, "--start/--end-nodes")
     if options.plan:
-        try:
-            plan = json.loads(Path(options.plan).read_text())
-        except (OSError, ValueError) as e:
-            raise NpufitError(f"{options.plan}: cannot read the split plan ({e})") from None
-        npu = [s for s in plan.get("stages", []) if s.get("device") == "npu"]
+        from ..split.plan import load_plan
+
+        plan = load_plan(options.plan)
+        npu = [s for s in plan.stages if s.device == "npu"]
         if not npu:
             raise NpufitError(f"{options.plan}: the plan has no NPU stage")
-        _same_model(model, plan, options.plan)
-        return _known_nodes(model, list(npu[0].get("start_node_names", [])), list(npu[0].get("end_node_names", [])),
-                            options, f"--plan {options.plan}")
+        _same_model(model, plan.source, options.plan)
+        return _known_nodes(model, list(npu[0].start_node_names), list(npu[0].end_node_names), options, f"--plan {options.plan}")
     from ..check import check
 
     pre = check(model, target if target in ("hailo8", "hailo8l") else "hailo8", options.input_shapes).prefix
@@ -160,12 +157,11 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
     return list(pre.get("start_nodes", [])), list(pre.get("end_nodes", []))
 
 
-def _same_model(model: Path, plan: dict, plan_path) -> None:
+def _same_model(model: Path, src: dict, plan_path) -> None:
     """A plan names nodes of the model it was split from; another model's plan would emit end nodes that do not exist."""
     from ..split.plan import sha256_file
 
-    src = plan.get("source") if isinstance(plan.get("source"), dict) else {}
-    want = src.get("sha256")
+    want = src.get("sha256") if isinstance(src, dict) else None
     if want and want != sha256_file(model):
         raise NpufitError(f"--plan {plan_path}: the plan was split from {src.get('file', 'another model')}, not from "
                           f"{model.name} (sha256 differs); split this model first")
@@ -188,9 +184,12 @@ def _write_inputs(out: Path, name: str, src: Path, options: CompileOptions) -> d
             "performance_param(compiler_optimization_level=max)"]
     if options.calibration:
         c = Path(options.calibration)
-        arr = np.load(c) if c.suffix == ".npy" else None
-        if arr is None:
+        if c.suffix != ".npy":
             raise NpufitError(f"{c}: the Hailo calibration set must be one .npy array [N, H, W, C]")
+        from ..util.readers import ArrayFile
+
+        with ArrayFile(c, "--calibration") as f:
+            arr = f.read("", rows=64)  # the DFC calibrates on at most 64 (calibset_size below)
         np.save(out / "calib_set.npy", arr)
         files["calib_set"] = "calib_set.npy"
         alls.append(f"model_optimization_config(calibration, batch_size=1, calibset_size={min(len(arr), 64)})")

@@ -15,6 +15,7 @@ from ..errors import NpufitError
 from ..graph import Graph, load
 from .base import CompileOptions, CompileResult, default_out_dir, private_copy, tail
 from .mapping import Layer, origins_from_lineage, resolve
+from ..util.readers import require_regular_file
 
 PLATFORMS = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1106", "rv1103", "rv1106b", "rv1103b", "rv1126b", "rk2118")
 ENV = "rknn"
@@ -211,6 +212,8 @@ def _dataset_file(options: CompileOptions, feeds: list[Path], out: Path) -> Path
             files = sorted(c.glob("*.npy"))
             if not files:
                 raise NpufitError(f"{c}: no .npy calibration files in this folder")
+            for f in files:  # the toolkit opens each: a pipe or device among them would hang it
+                require_regular_file(f, "calibration .npy file")
             lines = [str(f.resolve()) for f in files]
         elif c.suffix == ".txt" and c.is_file():
             return c.resolve()

@@ -79,10 +79,13 @@ def env_python(name: str) -> Path:
 
 
 def manifest(name: str) -> dict | None:
+    from ..util.readers import read_json
+
     try:
-        return json.loads((env_dir(name) / "npufit-env.json").read_text())
-    except (OSError, ValueError):
+        m = read_json(env_dir(name) / "npufit-env.json", "environment metadata")
+    except NpufitError:  # absent or unreadable: the environment counts as not installed
         return None
+    return m if isinstance(m, dict) else None
 
 
 def env_status(name: str) -> dict:

@@ -28,8 +28,12 @@ def call(env: str, worker: str, request: dict, workdir: Path, log_path: Path,
     clean["PYTHONUNBUFFERED"] = "1"  # keep the log in order when the toolkit's C++ and Python both print
     run = run_tool([str(env_python(env)), str(WORKERS / f"{worker}.py"), str(req), str(resp)], log_path,
                    cwd=workdir, env=clean, timeout_s=timeout_s)
+    from ..util.readers import read_json
+
     try:
-        response = json.loads(resp.read_text())
-    except (OSError, ValueError):
+        response = read_json(resp, "worker response")
+        if not isinstance(response, dict):
+            raise NpufitError(f"{resp}: not an object")
+    except NpufitError:
         response = {"ok": False, "error": f"worker exited with code {run.returncode} without an answer", "crashed": True}
     return response, run

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ..util.io import atomic_write_json
+from ..errors import NpufitError
+from ..util.readers import confined, read_json, sha256_file
 
 RECORD = "step.json"
 SCHEMA = "npufit.step/1"
@@ -29,11 +31,7 @@ def digest_file(path: str | os.PathLike) -> str:
     st = p.stat()
     memo = (str(p.resolve()), st.st_size, st.st_mtime_ns)
     if memo not in _digests:
-        h = hashlib.sha256()
-        with open(p, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        _digests[memo] = h.hexdigest()
+        _digests[memo] = sha256_file(p, "step output")
     return _digests[memo]
 
 
@@ -71,18 +69,34 @@ class StepRecord:
 
     @classmethod
     def load(cls, folder: Path) -> "StepRecord | None":
+        """The record of an earlier run, or None when there is none or it cannot be trusted (unreadable, another
+        version, wrong field types, outputs outside the cell folder): the step then simply runs again."""
         p = folder / RECORD
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        if not os.path.lexists(p):
             return None
-        if d.get("schema") != SCHEMA:
+        try:
+            d = read_json(p, RECORD)
+        except NpufitError:
+            return None
+        if not isinstance(d, dict) or d.get("schema") != SCHEMA:
             return None
         d.pop("schema", None)
         try:
-            return cls(**d)
+            rec = cls(**d)
         except TypeError:  # written by another version: treat as absent
             return None
+        types = {"cell": str, "step": str, "key": str, "status": str, "message": str, "outputs": dict, "digests": dict,
+                 "metrics": dict, "finished": str}
+        if not all(isinstance(getattr(rec, k), t) for k, t in types.items()) or not isinstance(rec.seconds, (int, float)):
+            return None
+        try:
+            for rel in rec.outputs.values():
+                confined(folder, rel, "step output")
+        except NpufitError:
+            return None
+        if not all(isinstance(v, str) for v in rec.digests.values()):
+            return None
+        return rec
 
     def save(self, folder: Path) -> None:
         atomic_write_json(folder / RECORD, self.to_dict())

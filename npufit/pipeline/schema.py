@@ -16,11 +16,14 @@ from typing import Any, Callable
 import yaml
 
 from ..errors import NpufitError
+from ..util.readers import read_text
 
 STEPS = ("train", "export", "check", "fix", "split", "quantize", "compile", "bench", "report")
 ZOO_ARCHS = ("gru", "lstm", "bilstm", "tcn")
 RUNTIMES = ("ort-cpu", "ort-cuda", "ort-trt", "tensorrt", "openvino", "hailort")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # used in folder names
+# a run is models x targets x runtimes step folders: bounds far above a real sweep, below a machine-filling one
+MAX_MODELS, MAX_TARGETS, MAX_RUNTIMES = 100, 32, len(RUNTIMES)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,16 @@ def _name(v) -> str | None:
     return None if isinstance(v, str) and NAME_RE.match(v) else "expected a name of letters, digits, '_', '.' or '-'"
 
 
+def _inside_name(v) -> str | None:
+    """A file name inside the results folder: relative, no '..' (nothing is written outside the folder)."""
+    if not isinstance(v, str) or not v.strip() or "\x00" in v:
+        return "expected a file name"
+    parts = v.replace("\\", "/").split("/")
+    if v.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", v) or ".." in parts or v.endswith("/"):
+        return "expected a file name inside the results folder (no absolute path, no '..')"
+    return None
+
+
 def _bool(v) -> str | None:
     return None if isinstance(v, bool) else "expected true or false"
 
@@ -67,6 +80,25 @@ def _str_list(v) -> str | None:
 
 def _any_mapping(v) -> str | None:
     return None if isinstance(v, dict) else "expected a mapping of option: value"
+
+
+def _each_in(v: list, allowed) -> str | None:
+    bad = [s for s in v if s not in allowed]
+    return f"unknown runtime(s) {', '.join(bad)}; expected some of {', '.join(allowed)}" if bad else None
+
+
+def _bounded(check: Callable[[Any], str | None], most: int, what: str) -> Callable[[Any], str | None]:
+    """`check`, then at most `most` entries, none repeated (a repeat would only run the same steps again)."""
+    def chk(v):
+        err = check(v)
+        if err:
+            return err
+        if len(v) > most:
+            return f"expected at most {most} {what}, got {len(v)}"
+        keys = [str(x).lower() for x in v]
+        dup = next((x for i, x in enumerate(v) if keys.index(str(x).lower()) != i), None)
+        return f"'{dup}' is listed twice" if dup is not None else None
+    return chk
 
 
 TRAIN = {"epochs": Key(_int(1), 3, "passes over the training windows"),
@@ -94,7 +126,7 @@ STEP_KEYS: dict[str, dict[str, Key]] = {
     "bench": {"iterations": Key(_int(1), 100, "timed inferences per runtime"),
               "warmup": Key(_int(0), 10, "untimed inferences first"),
               "threads": Key(_int(1), None, "intra-op threads (default: the runtime's)")},
-    "report": {"output": Key(_str, "report.html", "file name of the HTML report inside the results folder")},
+    "report": {"output": Key(_inside_name, "report.html", "file name of the HTML report inside the results folder")},
 }
 DATA = {"csv": Key(_str, None, "CSV file (relative to the YAML); omit for the bundled synthetic sensor set"),
         "columns": Key(_str_list, None, "CSV columns to use as features (default: every numeric column)"),
@@ -117,23 +149,53 @@ TOP = {"version": Key(lambda v: None if v == 1 else "expected 1 (the only schema
        "name": Key(_name, "pipeline", "pipeline name"),
        "output_dir": Key(_str, None, "results folder, relative to the YAML (default: results/<name>)"),
        "data": Key(_any_mapping, {}, "the dataset (see data keys)"),
-       "models": Key(lambda v: None if isinstance(v, list) and v else "expected a non-empty list of models", None,
+       "models": Key(lambda v: (None if len(v) <= MAX_MODELS else f"expected at most {MAX_MODELS} models, got {len(v)}")
+                     if isinstance(v, list) and v else "expected a non-empty list of models", None,
                      "the models (see model keys)", required=True),
-       "targets": Key(_str_list, [], "NPU targets for check/fix/split/quantize/compile"),
-       "runtimes": Key(lambda v: _str_list(v) or _each_in(v, RUNTIMES), ["ort-cpu"], "runtimes for bench"),
+       "targets": Key(_bounded(_str_list, MAX_TARGETS, "targets"), [], "NPU targets for check/fix/split/quantize/compile"),
+       "runtimes": Key(_bounded(lambda v: _str_list(v) or _each_in(v, RUNTIMES), MAX_RUNTIMES, "runtimes"), ["ort-cpu"],
+                       "runtimes for bench"),
        "steps": Key(_any_mapping, None, "the steps to run, each with its settings (order is fixed)", required=True)}
 
 
-def _each_in(v: list, allowed) -> str | None:
-    bad = [s for s in v if s not in allowed]
-    return f"unknown runtime(s) {', '.join(bad)}; expected some of {', '.join(allowed)}" if bad else None
-
-
 # -- YAML with marks ---------------------------------------------------------------------------
+# A pipeline file is a page of settings; these bounds are far above any real one and stop the YAML bombs: an
+# alias expands its anchor once more each time it is used (a few lines reach gigabytes), deep nesting
+# exhausts the stack.
+YAML_MAX_ALIASES = 100
+YAML_MAX_DEPTH = 32
+YAML_MAX_VALUES = 100_000  # keys, items and scalars after aliases are expanded
+
+
+class _Limit(Exception):
+    def __init__(self, mark: yaml.Mark | None, msg: str):
+        self.mark, self.msg = mark, msg
+
+
 class _Loader(yaml.SafeLoader):
     """SafeLoader that turns the composed node tree into plain values and records each path's mark."""
 
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._aliases = self._depth = self._values = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > YAML_MAX_ALIASES:
+                raise _Limit(self.peek_event().start_mark, f"has more than {YAML_MAX_ALIASES} aliases (*name)")
+        self._depth += 1
+        try:
+            if self._depth > YAML_MAX_DEPTH:
+                raise _Limit(self.peek_event().start_mark, f"nests more than {YAML_MAX_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
     def to_python(self, node: yaml.Node, path: tuple, marks: dict[tuple, yaml.Mark]) -> Any:
+        self._values += 1
+        if self._values > YAML_MAX_VALUES or len(path) > YAML_MAX_DEPTH:
+            raise _Limit(node.start_mark, f"expands to more than {YAML_MAX_VALUES} values (aliases of aliases?)")
         marks.setdefault(path, node.start_mark)  # a key's own mark (set by the caller) wins over its value's
         if isinstance(node, yaml.MappingNode):
             self.flatten_mapping(node)  # resolves '<<' merge keys
@@ -183,6 +245,11 @@ def parse_yaml(text: str, name: str = "<pipeline>") -> tuple[Any, dict[tuple, ya
         mark = e.problem_mark or e.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
         raise NpufitError(f"{where}: invalid YAML: {e.problem or e.context}") from None
+    except _Limit as e:
+        where = f"{name}:{e.mark.line + 1}:{e.mark.column + 1}" if e.mark else name
+        raise NpufitError(f"{where}: the YAML {e.msg}; npufit reads pipeline files within these bounds") from None
+    except yaml.YAMLError as e:  # errors without a mark (e.g. a bad stream)
+        raise NpufitError(f"{name}: invalid YAML: {str(e).splitlines()[0][:200]}") from None
     return data, marks
 
 
@@ -262,12 +329,9 @@ class PipelineConfig:
 def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = None) -> PipelineConfig:
     """Read and validate PIPELINE.yaml; raise NpufitError('file:line:col: where: what') on any problem."""
     p = Path(path)
-    if not p.is_file():
+    if not os.path.lexists(p):
         raise NpufitError(f"{p}: no such pipeline file")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise NpufitError(f"{p}: not a UTF-8 text file") from None
+    text = read_text(p, "pipeline file")
     data, marks = parse_yaml(text, str(p))
     v = _Validator(marks, str(p))
     if not isinstance(data, dict):

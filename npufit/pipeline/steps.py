@@ -69,9 +69,10 @@ def run_export(ctx: StepContext) -> Outcome:
     out = ctx.folder / "model.onnx"
     spec = ctx.spec
     if spec.onnx is not None:
-        if not spec.onnx.is_file():
-            raise NpufitError(f"{spec.onnx}: no such ONNX file")
-        atomic_write_bytes(out, spec.onnx.read_bytes())  # a copy: later steps never touch the user's file
+        from ..util.readers import read_bytes_capped
+
+        # a copy: later steps never touch the user's file (a regular file, within protobuf's 2 GiB)
+        atomic_write_bytes(out, read_bytes_capped(spec.onnx, 2048 * 1024 * 1024, "ONNX file"))
         note = f"copied {spec.onnx.name}"
     else:
         from ..zoo.timeseries import export
@@ -181,15 +182,13 @@ def run_split(ctx: StepContext) -> Outcome:
 
 
 def _npu_stage(plan_dir: Path) -> Path | None:
-    import json
+    from ..split.plan import load_plan
 
-    p = plan_dir / "plan.json"
-    if not p.is_file():
+    if not (plan_dir / "plan.json").is_file():
         return None
-    plan = json.loads(p.read_text(encoding="utf-8"))
-    for st in plan.get("stages", []):
-        if st.get("device") == "npu" and st.get("file"):
-            return plan_dir / st["file"]
+    for st in load_plan(plan_dir).stages:  # schema-checked, stage files inside the plan folder
+        if st.device == "npu":
+            return plan_dir / st.file
     return None
 
 
@@ -270,8 +269,11 @@ def run_report(ctx: StepContext) -> Outcome:
 
     from ..report.html import build_report
 
+    from ..util.readers import confined
+
     # at the top of the results folder, where people look for it (`npufit report` writes the same file)
-    path = build_report(ctx.config.output_dir, ctx.config.output_dir / ctx.settings["output"])
+    out = confined(ctx.config.output_dir, ctx.settings["output"], "steps.report.output")
+    path = build_report(ctx.config.output_dir, out)
     return Outcome({"html": os.path.relpath(path, ctx.folder)}, {"bytes": path.stat().st_size}, f"wrote {path}")
 
 

@@ -108,18 +108,15 @@ def write_outputs(report: ProbeReport, out_dir: Path) -> dict[str, str]:
 
 def load_record(path: str | os.PathLike) -> dict[str, Any]:
     """A measured record (ProbeReport.measured_record) from disk, or one clear error."""
-    import json
-
+    from ..util.readers import read_json
     from .report import RECORD_SCHEMA
 
-    try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except FileNotFoundError:
-        raise NpufitError(f"--replay {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise NpufitError(f"--replay {path}: not a readable JSON file ({e})") from None
+    data = read_json(path, "--replay record")  # regular file, size and depth budget
     if (not isinstance(data, dict) or data.get("schema") != RECORD_SCHEMA or not isinstance(data.get("cases"), dict)
-            or not all(isinstance(v, dict) and {"status", "symbol"} <= set(v) for v in data["cases"].values())):
+            or not isinstance(data.get("target"), str) or not isinstance(data.get("compiler"), str)
+            or not isinstance(data.get("opset", 11), int) or isinstance(data.get("opset"), bool)
+            or not all(isinstance(v, dict) and isinstance(v.get("status"), str) and isinstance(v.get("symbol"), str)
+                       for v in data["cases"].values())):
         raise NpufitError(f"--replay {path}: not a {RECORD_SCHEMA} file (write one with 'npufit probe --compiler ... --output DIR')")
     data["path"] = str(path)
     return data

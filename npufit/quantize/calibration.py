@@ -95,7 +95,8 @@ def input_specs(model) -> list[InputSpec]:
 def load_calibration(source: str | os.PathLike, specs: Sequence[InputSpec], *, count: int | None = None, seed: int = 0,
                      input_shapes: Mapping[str, Sequence[int]] | None = None,
                      image: ImagePreprocessing | None = None) -> CalibrationSet:
-    """Open a calibration source. `count` is only used for 'random' (how many samples to generate)."""
+    """Open a calibration source. `count`: how many samples are used (generated for 'random'; at most this
+    many are read from an .npz/.npy)."""
     if not specs:
         raise NpufitError("the model has no inputs to calibrate")
     src = str(source)
@@ -108,9 +109,9 @@ def load_calibration(source: str | os.PathLike, specs: Sequence[InputSpec], *, c
         return _image_set(p, specs, image or ImagePreprocessing())
     suffix = p.suffix.lower()
     if suffix == ".npz":
-        return _npz_set(p, specs)
+        return _npz_set(p, specs, count)
     if suffix == ".npy":
-        return _npy_set(p, specs)
+        return _npy_set(p, specs, count)
     raise NpufitError(f"--calibration {src}: unsupported file type '{suffix}' (expected a folder of images, .npz, .npy or 'random')")
 
 
@@ -185,23 +186,34 @@ def _array_set(kind: str, path: Path, arrays: Mapping[str, np.ndarray], specs) -
     return CalibrationSet(kind, str(path), load, next(iter(counts.values())), "as stored (no preprocessing)")
 
 
-def _npz_set(path: Path, specs) -> CalibrationSet:
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except Exception as e:
-        raise NpufitError(f"--calibration {path}: cannot read as .npz ({type(e).__name__})") from None
-    return _array_set("npz", path, arrays, specs)
+def _read_arrays(path: Path, specs, count: int | None, single: bool) -> dict[str, np.ndarray]:
+    """The arrays of an .npz/.npy, only as many samples as are used (`count`): a file that declares or
+    decompresses to gigabytes costs only those (util/readers.ArrayFile; never unpickled)."""
+    from ..util.readers import ArrayFile
+
+    by_rank = {s.name: s for s in specs}
+    with ArrayFile(path, "--calibration") as f:
+        if single and len(list(f)) != 1:
+            raise NpufitError(f"--calibration {path}: holds {len(list(f))} arrays")
+        out = {}
+        for name in f:
+            spec = by_rank.get(name) or (specs[0] if len(specs) == 1 else None)
+            rows = None
+            if count is not None and spec is not None:
+                # [N, *input] holds one sample per row; [N*batch, ...] stacks `batch` rows per sample
+                rows = count if len(f.shape(name)) == len(spec.shape) + 1 else count * (spec.shape[0] or 1) if spec.shape else None
+            out["" if single else name] = f.read(name, rows)
+        return out
 
 
-def _npy_set(path: Path, specs) -> CalibrationSet:
+def _npz_set(path: Path, specs, count: int | None = None) -> CalibrationSet:
+    return _array_set("npz", path, _read_arrays(path, specs, count, single=False), specs)
+
+
+def _npy_set(path: Path, specs, count: int | None = None) -> CalibrationSet:
     if len(specs) != 1:
         raise NpufitError(f"--calibration {path}: a .npy holds one array but the model has {len(specs)} inputs; use a .npz keyed by input name")
-    try:
-        arr = np.load(path, allow_pickle=False, mmap_mode="r")
-    except Exception as e:
-        raise NpufitError(f"--calibration {path}: cannot read as .npy ({type(e).__name__})") from None
-    return _array_set("npy", path, {specs[0].name: arr}, specs)
+    return _array_set("npy", path, {specs[0].name: _read_arrays(path, specs, count, single=True)[""]}, specs)
 
 
 # -- images ----------------------------------------------------------------------------------------------

@@ -102,8 +102,13 @@ def badge(verdict: str) -> str:
     return f'<span class="badge v-{esc(verdict)}">{esc(verdict)}</span>'
 
 
+EMBED_MAX_BYTES = 32 << 20  # one embedded chart or overlay; a bigger file is a sign something is wrong
+
+
 def data_uri(path: str | os.PathLike, mime: str = "image/png") -> str:
-    return f"data:{mime};base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    from ..util.readers import read_bytes_capped
+
+    return f"data:{mime};base64," + base64.b64encode(read_bytes_capped(path, EMBED_MAX_BYTES, "embedded file")).decode("ascii")
 
 
 def page(title: str, subtitle: str, body: str, nav: list[tuple[str, str]] | None = None) -> str:

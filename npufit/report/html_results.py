@@ -7,7 +7,6 @@ known fields get their own tables and charts, the rest is shown as a generic key
 """
 from __future__ import annotations
 
-import json
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -15,44 +14,110 @@ from typing import Any
 from ..errors import NpufitError
 from .html import badge, cards, check_sections, data_uri, environment_section, esc, page, table
 from .html_charts import bar_chart, line_chart
+from ..util.readers import confined, read_json
 from .style import human_bytes
 
 STATUS_TEXT = {"ran": "ok", "cached": "cached", "kept": "kept", "failed": "failed", "skipped": "skipped", "rejected": "rejected"}
 
 
 def _load(path: Path) -> dict | None:
+    """A step's JSON result, or None when it is missing or unreadable (the report then shows less)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        d = read_json(path, "step result")
+    except NpufitError:
         return None
+    return d if isinstance(d, dict) else None
+
+
+# The fields of pipeline.json the report reads, with their types: a results folder is a plain folder that anyone
+# may have edited, so each is checked once here instead of failing deep inside the rendering.
+_NUM = (int, float)
+_CELL = {"cell": str, "step": str, "model": (str, type(None)), "target": (str, type(None)), "runtime": (str, type(None)), "folder": str,
+         "action": str, "message": (str, type(None)), "metrics": dict, "outputs": dict}
+_CONFIG = {"name": str, "path": str, "models": list, "targets": list, "runtimes": list, "steps": (dict, list)}
+
+
+def _check_manifest(m: Any, where: str) -> None:
+    def bad(field: str) -> NpufitError:
+        return NpufitError(f"{where}: pipeline.json field '{field}' is missing or has the wrong type (re-run the pipeline)")
+
+    if not isinstance(m, dict) or not str(m.get("schema", "")).startswith("npufit.pipeline-run/"):
+        raise NpufitError(f"{where}: no pipeline.json from `npufit pipeline run` (is this a results folder?)")
+    for k, t in (("seconds", _NUM), ("counts", dict), ("config", dict), ("cells", list)):
+        if not isinstance(m.get(k), t) or isinstance(m.get(k), bool):
+            raise bad(k)
+    for k, t in (("started", str), ("npufit_version", str), ("environment", dict)):
+        if k in m and not isinstance(m[k], t):
+            raise bad(k)
+    cfg = m["config"]
+    for k, t in _CONFIG.items():
+        if not isinstance(cfg.get(k), t):
+            raise bad(f"config.{k}")
+    if not all(isinstance(x, dict) and isinstance(x.get("name"), str) for x in cfg["models"]):
+        raise bad("config.models")
+    for k in ("targets", "runtimes", "steps"):
+        if not all(isinstance(x, str) for x in cfg[k]):
+            raise bad(f"config.{k}")
+    if not all(isinstance(v, int) for v in m["counts"].values()):
+        raise bad("counts")
+    for i, c in enumerate(m["cells"]):
+        if not isinstance(c, dict):
+            raise bad(f"cells[{i}]")
+        for k, t in _CELL.items():
+            if k in c or k not in ("message", "metrics", "outputs"):
+                if not isinstance(c.get(k), t):
+                    raise bad(f"cells[{i}].{k}")
+        if "seconds" in c and not (c["seconds"] is None or isinstance(c["seconds"], _NUM)):
+            raise bad(f"cells[{i}].seconds")
 
 
 class Results:
-    """pipeline.json plus lazy access to each cell's files."""
+    """pipeline.json plus lazy access to each cell's files, never outside the results folder."""
 
     def __init__(self, root: Path):
-        self.root = root
-        m = _load(root / "pipeline.json")
-        if m is None or not str(m.get("schema", "")).startswith("npufit.pipeline-run/"):
+        if not (root / "pipeline.json").exists() and not (root / "pipeline.json").is_symlink():
             raise NpufitError(f"{root}: no pipeline.json from `npufit pipeline run` (is this a results folder?)")
+        self.root = root.resolve()
+        m = read_json(confined(root, "pipeline.json", f"{root}: pipeline.json"), "pipeline.json")
+        _check_manifest(m, str(root))
         self.manifest = m
         self.cells = {c["cell"]: c for c in m["cells"]}
 
     def cell(self, cid: str) -> dict | None:
         return self.cells.get(cid)
 
+    def _inside(self, *parts: Any) -> Path | None:
+        """root/parts when it stays inside the results folder (links resolved), else None: never read outside."""
+        if not all(isinstance(p, str) for p in parts):
+            return None
+        try:
+            return confined(self.root, "/".join(parts), "results file")
+        except NpufitError:
+            return None
+
     def json(self, cid: str, output: str = "report") -> dict | None:
         c = self.cells.get(cid)
         if not c or c.get("status") != "ok" or output not in c.get("outputs", {}):
             return None
-        return _load(self.root / c["folder"] / c["outputs"][output])
+        p = self._inside(c["folder"], c["outputs"][output])
+        return _load(p) if p else None
 
     def path(self, cid: str, output: str) -> Path | None:
         c = self.cells.get(cid)
         if not c or output not in c.get("outputs", {}):
             return None
-        p = self.root / c["folder"] / c["outputs"][output]
-        return p if p.exists() else None
+        p = self._inside(c["folder"], c["outputs"][output])
+        return p if p and p.exists() else None
+
+    def embed(self, p: Path, mime: str) -> str | None:
+        """A data: URI of a file inside the results folder (a regular file within budget), else None."""
+        q = self._inside(str(p.relative_to(self.root))) if p.is_relative_to(self.root) else None
+        if q is None:
+            return None
+        try:
+            return data_uri(q, mime)
+        except NpufitError:
+            return None
 
 
 def _status(c: dict | None) -> str:
@@ -156,7 +221,8 @@ def _split_part(r: Results, mo: str, t: str) -> str:
         return ""
     head = f"<h4>Split: {_status(c)} <span class=\"note\">{esc(c.get('message'))}</span></h4>"
     plan_dir = r.path(f"split/{mo}/{t}", "plan")
-    plan = _load(plan_dir / "plan.json") if plan_dir else None
+    plan_json = r._inside(str(plan_dir.relative_to(r.root)), "plan.json") if plan_dir else None
+    plan = _load(plan_json) if plan_json else None
     body = ""
     if plan:
         body += table(["stage", "device", "file", "inputs", "outputs"],
@@ -188,10 +254,11 @@ def _compile_part(r: Results, mo: str, t: str) -> str:
 
 def _overlay_link(r: Results, cid: str) -> str:
     p = r.path(cid, "model_explorer")
-    if not p:
+    uri = r.embed(p, "application/json") if p else None
+    if not uri:
         return ""
     name = cid.replace("/", "_") + ".model_explorer.json"
-    return (f'<p class="note">Model Explorer overlay: <a download="{esc(name)}" href="{data_uri(p, "application/json")}">{esc(name)}</a> '
+    return (f'<p class="note">Model Explorer overlay: <a download="{esc(name)}" href="{uri}">{esc(name)}</a> '
             '(load it as custom node data on this model in Google Model Explorer)</p>')
 
 
@@ -280,9 +347,11 @@ def _bench(r: Results) -> str:
                      f"{thr:.4g}" if thr is not None else "-", esc(c.get("message") if c["action"] != "ran" else "")])
         if rep:
             extra.append(f"<details><summary>{esc(label)}: full result</summary>{generic(rep)}</details>")
-        folder = r.root / c["folder"]
-        for png in sorted(folder.glob("*.png")) if folder.is_dir() else []:
-            extra.append(f'<img alt="{esc(png.name)}" src="{data_uri(png)}" style="max-width:100%">')
+        folder = r._inside(c["folder"])
+        for png in sorted(folder.glob("*.png")) if folder and folder.is_dir() else []:
+            uri = r.embed(png, "image/png")
+            if uri:
+                extra.append(f'<img alt="{esc(png.name)}" src="{uri}" style="max-width:100%">')
     return ('<section id="bench"><h2>Benchmarks</h2>'
             + table(["model", "runtime", "status", "latency p50 / mean (ms)", "throughput (inf/s)", "note"], rows, num_cols=(3, 4))
             + '<div class="grid2">' + bar_chart(lat, "ms", "latency (lower is better)") + bar_chart(tput, "inf/s", "throughput (higher is better)")
@@ -291,6 +360,15 @@ def _bench(r: Results) -> str:
 
 def render_results_html(root: Path) -> str:
     r = Results(root)
+    try:
+        return _render(r)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        # a step result edited by hand (pipeline.json itself is checked above): one line, not a traceback
+        raise NpufitError(f"{root}: a step result in this results folder is malformed ({type(e).__name__}: "
+                          f"{str(e)[:80]}); re-run the pipeline") from None
+
+
+def _render(r: Results) -> str:
     cfg, m = r.manifest["config"], r.manifest
     sub = (f"pipeline <b>{esc(cfg['name'])}</b> · {escape(m.get('started', ''))} · {m['seconds']:.1f} s · npufit {esc(m.get('npufit_version'))}"
            f" · <span class=\"note\">{esc(cfg['path'])}</span>")

@@ -1,7 +1,6 @@
 """plan.json (schema "npufit.plan/1"): the stages of a split model, in execution order, and how to run them."""
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -9,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..util.readers import confined, read_json, require_regular_file
+from ..util.readers import sha256_file as _sha256
 
 SCHEMA = "npufit.plan/1"
 PLAN_FILE = "plan.json"
@@ -91,42 +92,125 @@ class SplitPlan:
 
     @classmethod
     def from_dict(cls, d: dict) -> "SplitPlan":
-        if d.get("schema") != SCHEMA:
-            raise NpufitError(f"plan.json has schema {d.get('schema')!r}, this npufit reads {SCHEMA!r}")
-        try:
-            return cls(d["source"], d["target"], d["mode"], d.get("options", {}), [PlanStage.from_dict(s) for s in d["stages"]],
-                       d["outputs"], d.get("boundaries", []), d.get("cost", {}), d.get("verification"), d.get("warnings", []),
-                       d.get("npufit_version", ""))
-        except (KeyError, TypeError) as e:
-            raise NpufitError(f"plan.json is incomplete or malformed (missing {e})") from None
+        validate_plan(d)
+        return cls(d["source"], d["target"], d["mode"], d.get("options", {}), [PlanStage.from_dict(s) for s in d["stages"]],
+                   d["outputs"], d.get("boundaries", []), d.get("cost", {}), d.get("verification"), d.get("warnings", []),
+                   d.get("npufit_version", ""))
+
+
+# -- validation: a plan.json is read back from disk, where anyone may have edited it -----------------------------
+def _bad(where: str, what: str) -> NpufitError:
+    return NpufitError(f"plan.json: {where}: expected {what}")
+
+
+def _want(d: dict, key: str, types, where: str, what: str, required: bool = True):
+    if key not in d:
+        if required:
+            raise NpufitError(f"plan.json: {where}: missing '{key}'")
+        return None
+    v = d[key]
+    if not isinstance(v, types) or isinstance(v, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise _bad(f"{where}.{key}", what)
+    return v
+
+
+def _names(v: Any, where: str) -> list[str]:
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        raise _bad(where, "a list of names")
+    return v
+
+
+def _tensors(v: Any, where: str, link: str) -> list[dict]:
+    if not isinstance(v, list):
+        raise _bad(where, "a list of tensors")
+    for i, t in enumerate(v):
+        w = f"{where}[{i}]"
+        if not isinstance(t, dict):
+            raise _bad(w, "an object")
+        if not isinstance(t.get("name"), str) or not t["name"]:
+            raise _bad(f"{w}.name", "a tensor name")
+        if link in t and not isinstance(t[link], (str, list)):
+            raise _bad(f"{w}.{link}", "a stage name or a list of them")
+        shape = t.get("shape")
+        if shape is not None and not (isinstance(shape, list)
+                                      and all(x is None or isinstance(x, str) or isinstance(x, int) and not isinstance(x, bool)
+                                              for x in shape)):
+            raise _bad(f"{w}.shape", "a list of dimensions")
+    return v
+
+
+def validate_plan(d: Any) -> None:
+    """Every field npufit reads from a plan, its type, and that the stages feed each other in order; one line
+    naming the field otherwise (never a KeyError later, in run, bench or compile)."""
+    if not isinstance(d, dict):
+        raise NpufitError("plan.json: expected a JSON object at the top level")
+    if d.get("schema") != SCHEMA:
+        raise NpufitError(f"plan.json has schema {str(d.get('schema'))[:80]!r}, this npufit reads {SCHEMA!r}")
+    src = _want(d, "source", dict, "plan", "an object")
+    _tensors(src.get("inputs", []), "source.inputs", "from")
+    tgt = _want(d, "target", dict, "plan", "an object")
+    _want(tgt, "name", str, "target", "a target name")
+    _want(d, "mode", str, "plan", "a split mode")
+    for key, types, what in (("options", dict, "an object"), ("boundaries", list, "a list"), ("cost", dict, "an object"),
+                             ("verification", (dict, type(None)), "an object or null"), ("warnings", list, "a list"),
+                             ("npufit_version", str, "a version string")):
+        _want(d, key, types, "plan", what, required=False)
+    stages = _want(d, "stages", list, "plan", "a list of stages")
+    if not stages:
+        raise NpufitError("plan.json: plan.stages: the plan has no stage")
+    available = {t["name"] for t in src.get("inputs", [])}
+    seen: set[str] = set()
+    for i, st in enumerate(stages):
+        w = f"stages[{i}]"
+        if not isinstance(st, dict):
+            raise _bad(w, "an object")
+        name = _want(st, "name", str, w, "a stage name")
+        if not name or name in seen or name in ("input", "output"):
+            raise _bad(f"{w}.name", "a unique stage name")
+        seen.add(name)
+        _want(st, "file", str, w, "a file name inside the plan folder")
+        if st.get("device") not in ("npu", "host"):
+            raise _bad(f"{w}.device", "'npu' or 'host'")
+        for key in ("node_count", "macs"):
+            v = _want(st, key, int, w, "an integer >= 0", required=False)
+            if v is not None and v < 0:
+                raise _bad(f"{w}.{key}", "an integer >= 0")
+        for key in ("start_node_names", "end_node_names"):
+            if key in st:
+                _names(st[key], f"{w}.{key}")
+        for key in ("vendor", "files"):
+            _want(st, key, dict, w, "an object", required=False)
+        ins = _tensors(_want(st, "inputs", list, w, "a list of tensors"), f"{w}.inputs", "from")
+        outs = _tensors(_want(st, "outputs", list, w, "a list of tensors"), f"{w}.outputs", "to")
+        unfed = [t["name"] for t in ins if t["name"] not in available]
+        if unfed:
+            raise NpufitError(f"plan.json: {w} ({name}) reads {unfed[0][:80]!r}, which no earlier stage or model input provides")
+        available.update(t["name"] for t in outs)
+    outputs = _tensors(_want(d, "outputs", list, "plan", "a list of outputs"), "outputs", "from")
+    missing = [t["name"] for t in outputs if t["name"] not in available]
+    if missing:
+        raise NpufitError(f"plan.json: output {missing[0][:80]!r} is produced by no stage")
 
 
 def load_plan(plan_dir: str | os.PathLike) -> SplitPlan:
-    """Read PLAN_DIR/plan.json (or a plan.json path) and check that every stage file is there."""
+    """Read PLAN_DIR/plan.json (or a plan.json path): schema-checked, within the JSON budgets, and every stage
+    file a regular file inside the plan folder."""
     p = Path(plan_dir)
-    f = p if p.is_file() else p / PLAN_FILE
-    if not f.exists():
+    f = p if p.is_file() or p.name == PLAN_FILE else p / PLAN_FILE
+    if not os.path.lexists(f):
         raise NpufitError(f"{p}: no {PLAN_FILE} here (create one with 'npufit split MODEL --output-dir {p}')")
-    try:
-        data = json.loads(f.read_text("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise NpufitError(f"{f}: not valid JSON ({e})") from None
-    plan = SplitPlan.from_dict(data)
+    plan = SplitPlan.from_dict(read_json(f, "plan.json"))
     for s in plan.stages:
-        sp = (f.parent / s.file).resolve()
-        if f.parent.resolve() not in sp.parents:
-            raise NpufitError(f"{f}: stage file '{s.file}' points outside the plan folder (refused)")
-        if not sp.exists():
-            raise NpufitError(f"{f}: stage file '{s.file}' is missing")
+        sp = confined(f.parent, s.file, f"{f}: stage file")
+        require_regular_file(sp, "stage model")
+        for key, rel in s.files.items():  # helper files the stage names (external data, initializers)
+            if isinstance(rel, str):
+                confined(f.parent, rel, f"{f}: stage {s.name} file '{key}'")
     return plan
 
 
 def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return _sha256(path)
 
 
 def legacy_plan_entries(folder: Path) -> list[str] | None:

@@ -63,14 +63,13 @@ class ChainCheck(OutputDiffs):
 
 def load_npz(path: str | os.PathLike, input_names: list[str]) -> dict[str, np.ndarray]:
     """One sample: an .npz with one array per model input, keyed by input name."""
+    from ..util.readers import ArrayFile
+
     p = Path(path)
-    if not p.exists():
-        raise NpufitError(f"--inputs {p}: no such file")
-    try:
-        with np.load(p, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except Exception as e:
-        raise NpufitError(f"--inputs {p}: not a readable .npz file ({type(e).__name__})") from None
+    with ArrayFile(p, "--inputs") as z:  # regular file, header-checked, never unpickled, within budget
+        data = {k: z.read(k) for k in z if k in input_names}
+        if not data:
+            data = {k: None for k in z}  # only for the message below
     missing = [n for n in input_names if n not in data]
     if missing:
         raise NpufitError(f"--inputs {p}: no array for input(s) {', '.join(missing)} (has {', '.join(sorted(data)) or 'nothing'})")

@@ -6,17 +6,22 @@ line, not a hang or gigabytes of memory.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import BadModelError, NpufitError
 
 MiB = 1 << 20
 JSON_MAX_BYTES = 64 * MiB  # plans, records, results: far above any real one
 JSON_MAX_DEPTH = 64  # npufit's own JSON nests a handful of levels
+TEXT_MAX_BYTES = 16 * MiB  # pipeline YAML and other hand-written text
+ARRAY_MAX_BYTES = 768 * MiB  # array data read from one .npz/.npy (the samples used, not the file)
+ARRAY_MAX_MEMBERS = 1024  # arrays in one .npz
 
 
 def _kind(mode: int) -> str:
@@ -92,4 +97,153 @@ def read_json(path: str | os.PathLike, what: str = "JSON file", max_bytes: int =
     return obj
 
 
-__all__ = ["require_regular_file", "read_bytes_capped", "read_json", "BadModelError", "MiB"]
+def read_text(path: str | os.PathLike, what: str = "text file", max_bytes: int = TEXT_MAX_BYTES,
+              error: type[NpufitError] = NpufitError) -> str:
+    data = read_bytes_capped(path, max_bytes, what, error)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise error(f"{os.fspath(path)}: {what} is not UTF-8 text") from None
+
+
+def sha256_file(path: str | os.PathLike, what: str = "file", error: type[NpufitError] = NpufitError) -> str:
+    """sha256 of a regular file, read in chunks (a FIFO or device is refused, not hashed forever)."""
+    require_regular_file(path, what, error)
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as e:
+        raise error(f"{os.fspath(path)}: cannot be read ({e.strerror or e})") from None
+    return h.hexdigest()
+
+
+def confined(root: str | os.PathLike, rel: Any, what: str, error: type[NpufitError] = NpufitError) -> Path:
+    """root/rel for a relative path `rel` read from a file npufit wrote (plan, record, results folder);
+    refused when it is not a plain relative path or leads outside `root` (through '..' or a link)."""
+    if not isinstance(rel, str) or not rel or "\x00" in rel:
+        raise error(f"{what}: expected a relative file name, got {str(rel)[:80]!r}")
+    if os.path.isabs(rel):
+        raise error(f"{what} '{rel[:200]}' is an absolute path; it must stay inside {os.fspath(root)}")
+    base = Path(root).resolve()
+    try:
+        full = (base / rel).resolve()
+        full.relative_to(base)
+    except (OSError, RuntimeError, ValueError):
+        raise error(f"{what} '{rel[:200]}' points outside {os.fspath(root)} (refused)") from None
+    return full
+
+
+# ---------------------------------------------------------------- .npy / .npz
+class ArrayFile:
+    """The arrays of an .npz or .npy file, read without unpickling and within a byte budget.
+
+    Opening reads only each array's header (shape, dtype); `read(name, rows)` then reads the first `rows`
+    entries along axis 0 and no more, so a small file that declares (or decompresses to) gigabytes costs
+    only what is used. Use as a context manager."""
+
+    def __init__(self, path: str | os.PathLike, what: str = "array file", max_bytes: int = ARRAY_MAX_BYTES,
+                 error: type[NpufitError] = NpufitError):
+        self.path, self.what, self.max_bytes, self.error = os.fspath(path), what, max_bytes, error
+        require_regular_file(path, f"{what} file", error)
+        self._zip: zipfile.ZipFile | None = None
+        self.headers: dict[str, tuple[tuple[int, ...], Any, bool]] = {}  # name -> (shape, dtype, fortran order)
+        self._member: dict[str, str] = {}
+        try:
+            if zipfile.is_zipfile(self.path):
+                self._zip = zipfile.ZipFile(self.path)
+                infos = [i for i in self._zip.infolist() if not i.is_dir()]
+                if len(infos) > ARRAY_MAX_MEMBERS:
+                    raise self._fail(f"holds {len(infos)} arrays, more than the {ARRAY_MAX_MEMBERS} npufit reads")
+                for info in infos:
+                    name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                    with self._zip.open(info) as f:
+                        self.headers[name] = self._header(f, name)
+                    self._member[name] = info.filename
+            else:
+                with open(self.path, "rb") as f:
+                    self.headers[""] = self._header(f, "")
+        except NpufitError:
+            self.close()
+            raise
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, NotImplementedError, RuntimeError) as e:
+            self.close()
+            raise self._fail(f"not a readable .npz/.npy file ({type(e).__name__})") from None
+
+    def _fail(self, msg: str) -> NpufitError:
+        return self.error(f"{self.what} {self.path}: {msg}")
+
+    def _header(self, f, name: str):
+        import numpy as np
+        from numpy.lib import format as npy
+
+        try:
+            version = npy.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = npy.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = npy.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"version {version}")
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, EOFError) as e:
+            what = f"array '{name}'" if name else "it as .npz or .npy"
+            raise self._fail(f"cannot read {what}: no valid .npy header ({type(e).__name__})") from None
+        if dtype.hasobject:
+            raise self._fail(f"array '{name}' holds Python objects; npufit never unpickles data")
+        if any(int(d) < 0 for d in shape):
+            raise self._fail(f"array '{name}' declares a negative dimension")
+        return tuple(int(d) for d in shape), np.dtype(dtype), bool(fortran)
+
+    def __enter__(self) -> "ArrayFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._zip is not None:
+            self._zip.close()
+            self._zip = None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.headers)
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.headers[name][0]
+
+    def read(self, name: str, rows: int | None = None):
+        """The array `name` ("" for a .npy), or only its first `rows` entries along axis 0."""
+        import numpy as np
+
+        shape, dtype, fortran = self.headers[name]
+        if rows is not None and shape and rows < shape[0]:
+            shape = (rows,) + shape[1:]
+            if fortran:  # column-major data cannot be cut by rows without reading all of it
+                raise self._fail(f"array '{name}' is stored in Fortran order; save it in C order (np.ascontiguousarray)")
+        count = 1
+        for d in shape:
+            count *= d
+        nbytes = count * dtype.itemsize
+        if nbytes > self.max_bytes:
+            raise self._fail(f"array '{name}' {list(shape)} {dtype} needs {nbytes / MiB:.0f} MiB, more than the "
+                             f"{self.max_bytes / MiB:.0f} MiB npufit reads from one file (use fewer or smaller samples)")
+        arr = np.empty(count, dtype=dtype)  # filled in place: one copy of the data in memory, writable
+        buf, got = memoryview(arr).cast("B"), 0
+        try:
+            with (self._zip.open(self._member[name]) if self._zip is not None else open(self.path, "rb")) as f:
+                self._header(f, name)
+                while got < nbytes:
+                    n = f.readinto(buf[got:])
+                    if not n:
+                        break
+                    got += n
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, RuntimeError) as e:
+            raise self._fail(f"array '{name}' cannot be read ({type(e).__name__})") from None
+        if got != nbytes:
+            raise self._fail(f"array '{name}' is truncated ({got} of {nbytes} bytes)")
+        return arr.reshape(shape, order="F" if fortran else "C")
+
+
+__all__ = ["require_regular_file", "read_bytes_capped", "read_json", "read_text", "sha256_file", "confined", "ArrayFile",
+           "BadModelError", "MiB"]

@@ -8,6 +8,7 @@ lag and noise, so the next value of sensor 0 is predictable from the window but 
 from __future__ import annotations
 
 import csv
+import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,11 +45,10 @@ def synthetic(length: int = 4000, features: int = 4, seed: int = 0, noise: float
 
 def from_csv(path: str | os.PathLike, columns: Sequence[str] | None = None) -> tuple[np.ndarray, list[str]]:
     """Numeric columns of a CSV with a header row (all numeric columns when `columns` is None)."""
+    from ..util.readers import MiB, read_text
+
     p = Path(path)
-    if not p.is_file():
-        raise NpufitError(f"{p}: no such CSV file")
-    with open(p, newline="", encoding="utf-8") as f:
-        rows = list(csv.reader(f))
+    rows = list(csv.reader(io.StringIO(read_text(p, "CSV file", 256 * MiB), newline="")))
     if len(rows) < 3:
         raise NpufitError(f"{p}: needs a header row and at least two data rows")
     header, body = [h.strip() for h in rows[0]], rows[1:]

@@ -18,6 +18,8 @@ from pathlib import Path
 
 MEM_CAP_MB = 2048  # address-space cap; ONNX Runtime and numpy reserve some virtual memory up front
 TIME_CAP_S = 120.0  # a generous bound that only a hang reaches, never a timing assertion
+# files third-party libraries keep in TMPDIR on purpose (not npufit's leftovers): ONNX Runtime's session id
+FOREIGN_TMP = {".ses"}
 
 
 @dataclass
@@ -69,7 +71,7 @@ def run_verb(argv: list[str | os.PathLike], cwd: Path, *, time_cap: float = TIME
         rc = None
     # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: good enough as an upper bound per run
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-    left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
+    left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if str(p.relative_to(tmp)) not in FOREIGN_TMP)
     for p in sorted(tmp.rglob("*"), reverse=True):
         p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
     tmp.rmdir()
