@@ -30,6 +30,7 @@ def model_row(report: CheckReport) -> dict[str, Any]:
     return {"model": report.model["file"], "path": report.model["path"], "total_ops": len(report.running),
             "ops_by_type": dict(ops.most_common()), "npu_partitions": s["npu_partitions"], "cpu_partitions": s["host_partitions"],
             "npu_pct": s["coverage_nodes_pct"], "npu_macs_pct": s["coverage_macs_pct"], "extra_qdq_ops": s["extra_qdq_ops"],
+            "qdq": (led or {}).get("qdq") or {"quantize": 0, "dequantize": 0, "dequantize_weights": 0, "dequantize_activations": 0},
             "islands": led["totals"]["islands"] if led else 0, "ledger": led["by_op"] if led else [], "status": status,
             "fully_npu": s["fully_npu"]}
 
@@ -58,7 +59,10 @@ class CompareReport(Renderable):
     def _ops_cell(row, sep=", ") -> str:
         items = list(row["ops_by_type"].items())
         text = sep.join(f"{op} {n}" for op, n in items[:TOP_OPS])
-        return text + (f"{sep}… +{len(items) - TOP_OPS}" if len(items) > TOP_OPS else "")
+        text += f"{sep}… +{len(items) - TOP_OPS}" if len(items) > TOP_OPS else ""
+        w = row["qdq"]["dequantize_weights"]
+        # weight dequantizes are folded into their kernels (not run, not counted above); quantize's totals include them
+        return text + (f"{sep}(+{w} DequantizeLinear on weights, folded)" if w else "")
 
     def _print(self, con) -> None:
         from rich.table import Table
