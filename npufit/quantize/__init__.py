@@ -196,7 +196,8 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
         pairs, pair_notes = find_pairs(onnx.load(str(qm.float_path)), qdq)
         # the definition check's ledger and compare use, on the in-memory graph (the output is never read back)
         opsets = {(o.domain or "ai.onnx"): o.version for o in qdq.opset_import}
-        counts = {**qdq_counts(build_graph(qdq, str(dst), opsets, [])), "activations": len(pairs)}
+        qgraph = build_graph(qdq, str(dst), opsets, [])
+        counts = {**qdq_counts(qgraph), "activations": len(pairs)}
         atomic_save_onnx(qdq, dst)
         accuracy, eval_s = None, None
         if n_hold:
@@ -222,7 +223,7 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
     if target:
         from .target_cost import target_costs
 
-        report.extra["target_cost"] = target_costs(dst, target)
+        report.extra["target_cost"] = target_costs(qgraph, target)
     return report
 
 

@@ -24,7 +24,12 @@ GOOD_DB = 30.0  # int8 per-tensor quantization of a well-behaved activation land
 SPIKE_RATIO = 25.0  # max|x| / rms(x) above this: the range is set by rare spikes, not by the bulk
 CHANNEL_RATIO = 20.0  # widest channel / median channel above this: one channel sets everyone's step size
 WEIGHTED_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
-CLIP_FRACTION = 0.001  # held-back values past the calibrated range above this share: the range, not the weights, is the cause
+# Held-back values past the calibrated range: above CLIP_WARN of them the calibration missed part of what the
+# model sees (warned); above CLIP_FRACTION, and carrying most of a layer's own error, clipping is its cause.
+# Below that a minmax range misses only the far tail of the same distribution (about 2/N of N calibrated values).
+CLIP_WARN = 0.01
+CLIP_FRACTION = 0.001
+CLIP_CAUSE_SHARE = 0.5
 
 
 class _Acc:
@@ -153,6 +158,7 @@ class LayerAccuracy:
     single: _Acc = field(repr=False)
     clipped: int = 0  # float reference values of held-back samples outside the int8 range (they saturate)
     values: int = 0
+    clip_error: float = 0.0  # Σ(ref - clamp(ref, range))²: the error energy saturation alone causes
     rank: int = 0  # 1 = worst (lowest single score)
     diagnosis: str = ""  # 'born here' | 'inherited' | 'ok'
     suggestion: str = ""
@@ -167,7 +173,14 @@ class LayerAccuracy:
 
     @property
     def clips(self) -> bool:
-        return self.clipped_fraction > CLIP_FRACTION
+        """So many held-back values saturate that the calibration data cannot represent what the model sees."""
+        return self.clipped_fraction > CLIP_WARN
+
+    @property
+    def clipping_is_the_cause(self) -> bool:
+        """Saturation carries most of the error born in this layer (then range advice comes before weight advice)."""
+        share = self.clip_error / self.single.err if self.single.err > 0 else 0.0
+        return self.clips or (self.clipped_fraction > CLIP_FRACTION and share >= CLIP_CAUSE_SHARE)
 
     @property
     def entire_score(self) -> float:
@@ -226,7 +239,7 @@ def evaluate(float_path: Path, float_probe: Path, entire_probe: Path, single_pro
     outs = {n: _Acc() for n in out_names}
     ent = {id(p): _Acc() for p in pairs}
     sgl = {id(p): _Acc() for p in pairs}
-    clip = {id(p): [0, 0] for p in pairs}
+    clip = {id(p): [0, 0, 0.0] for p in pairs}
     # a value saturates past half a step beyond the int8 range: the calibrated range did not cover it
     bounds = {id(p): (p.value_range[0] - p.scale / 2, p.value_range[1] + p.scale / 2) for p in pairs}
     for feeds in track(holdout, "evaluating on held-back samples", total=len(holdout)):
@@ -246,12 +259,16 @@ def evaluate(float_path: Path, float_probe: Path, entire_probe: Path, single_pro
             ent[id(p)].add(ref[p.name], got[p.dequantized[0]])
             sgl[id(p)].add(ref[p.name], alone[p.dequantized[0]])
             lo, hi = bounds[id(p)]
-            r = np.asarray(ref[p.name])
-            with np.errstate(invalid="ignore"):
-                clip[id(p)][0] += int(np.count_nonzero(r < lo) + np.count_nonzero(r > hi))
-            clip[id(p)][1] += r.size
+            r = np.asarray(ref[p.name], dtype=np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):
+                c = clip[id(p)]
+                c[0] += int(np.count_nonzero(r < lo) + np.count_nonzero(r > hi))
+                c[1] += r.size
+                excess = r - np.clip(r, *p.value_range)
+                c[2] += float(np.nansum(excess * excess))
     acc = Accuracy(len(holdout))
-    acc.layers = [LayerAccuracy(p, ent[id(p)], sgl[id(p)], clipped=clip[id(p)][0], values=clip[id(p)][1]) for p in pairs]
+    acc.layers = [LayerAccuracy(p, ent[id(p)], sgl[id(p)], clipped=clip[id(p)][0], values=clip[id(p)][1],
+                                clip_error=clip[id(p)][2]) for p in pairs]
     out_clip = {l.name: l.clipped_fraction for l in acc.layers}  # a quantized graph output is one of the pairs
     acc.outputs = [OutputAccuracy(n, a.cosine, a.sqnr_db, a.max_abs, a.ref_max, out_clip.get(n)) for n, a in outs.items() if a.n]
     diagnose(acc, per_channel, worst_n)
@@ -307,7 +324,7 @@ def _suggest(l: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: b
     if l.single.nonfinite:
         return (f"the quantized '{p.name}' holds non-finite values (int8 range [{lo:.3g}, {hi:.3g}]): its calibrated range "
                 f"is unusable (often a -inf/float-min mask); --exclude {node} or keep it in float/16-bit")
-    if l.clips and l.single_score < GOOD_DB:  # saturation is born here whatever the weights do: say it first
+    if l.clipping_is_the_cause and l.single_score < GOOD_DB:  # saturation is born here whatever the weights do: say it first
         return clipping_advice(p.name, l.clipped_fraction, lo, hi)
     if l.diagnosis == "inherited":
         ups = _ancestors(l, by_name)
