@@ -109,7 +109,9 @@ def _qdq_line(r: QuantizeReport) -> str:
 
 
 def clip_cell(fraction: float | None) -> str:
-    return "-" if fraction is None else ("0" if fraction == 0 else f"{fraction:.2%}")
+    if fraction is None:
+        return "-"
+    return "0" if fraction == 0 else ("<0.01%" if fraction < 1e-4 else f"{fraction:.2%}")
 
 
 def _timing_line(r: QuantizeReport) -> str:

@@ -27,7 +27,7 @@ def _db_class(v: Any, warn_db: float = GOOD_DB) -> str:
 def _clip(v: Any) -> str:
     if v is None:
         return "-"
-    return "0" if v == 0 else f"{v:.2%}"
+    return "0" if v == 0 else ("&lt;0.01%" if v < 1e-4 else f"{v:.2%}")
 
 
 def matrix_row(model: str, target: str, rep: dict | None, status_html: str) -> list[str]:
