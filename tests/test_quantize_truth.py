@@ -157,6 +157,22 @@ def test_the_other_cli_options(tmp_path, capsys, opset):
     out = _flat(capsys)
     assert "(99.9%)" in out and "12 held back" in out and "ethos-u55-256:" in out and "worst layers" in out
     assert main(base + ["--min-cosine", "1.01", "--samples", "4"]) == 1  # the CI gate
+    capsys.readouterr()
+
+    # an image folder with every preprocessing option, and random data with a pinned shape and seed
+    from PIL import Image
+
+    imgs = tmp_path / "imgs"
+    imgs.mkdir()
+    rng = np.random.default_rng(1)
+    for i in range(12):
+        Image.fromarray(rng.integers(0, 255, (20, 24, 3), dtype=np.uint8)).save(imgs / f"{i:02d}.png")
+    assert main(["quantize", src, "-o", q, "-c", str(imgs), "--image-size", "16,16", "--mean", "0.5,0.5,0.5", "--std", "0.25",
+                 "--scale", "0.00392", "--layout", "nchw", "--bgr"]) == 0
+    out = _flat(capsys)
+    assert "resize to 16x16" in out and "BGR" in out and "10 calibration sample(s)" in out and "2 held back" in out
+    assert main(["quantize", src, "-o", q, "-c", "random", "--seed", "3", "--input-shape", "x=1,3,16,16", "--samples", "6"]) == 0
+    assert "random (seed 3)" in _flat(capsys)
 
 
 def test_quantize_ledger_and_compare_count_the_same_qdq_nodes(tmp_path, capsys):

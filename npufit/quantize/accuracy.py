@@ -310,9 +310,9 @@ def diagnose(acc: Accuracy, per_channel: bool, worst_n: int) -> None:
 
 def clipping_advice(name: str, fraction: float, lo: float, hi: float, samples: int | None = None) -> str:
     """What to do when held-back values fall outside the calibrated range (shared by layer and report warnings)."""
-    used = f" ({samples} calibration sample(s))" if samples else ""
+    used = f"the {samples} calibration sample(s)" if samples else "the calibration samples"
     return (f"{fraction:.1%} of the held-back values of '{name}' fall outside its calibrated range [{lo:.4g}, {hi:.4g}] "
-            f"and saturate: the calibration samples{used} do not cover what the model sees; calibrate on more, or more "
+            f"and saturate: {used} do not cover what the model sees; calibrate on more, or more "
             "representative, samples (--samples, data spread over every operating condition); when a few outliers set "
             "the range instead, --method percentile or entropy fits it to the bulk")
 
