@@ -2,6 +2,8 @@
 `executes` fact), so no verb says 0% where another says 100% for the same node."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -27,6 +29,37 @@ def _mixed_float_model(path):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], [w1, w2])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     return path
+
+
+def _all_npu_as_int8_model(path):
+    """Conv -> LeakyRelu -> Conv at opset 11 (what Hailo users export): as int8 every node runs on Ethos-U, as float
+    none does; the demo TCN's case, where one verb said 100% and others 0%."""
+    rng = np.random.default_rng(1)
+    w1 = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((4, 8, 1, 1)).astype(np.float32), "w2")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("LeakyRelu", ["a"], ["b"], name="lrelu", alpha=0.1),
+             helper.make_node("Conv", ["b", "w2"], ["y"], name="conv2")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 16, 16])], [w1, w2])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    m.ir_version = 7
+    onnx.save(m, str(path))
+    return path
+
+
+def _pipeline_verdicts(p, tmp_path, steps: str):
+    """Run the real pipeline (check, fix, split[, compile]) on the ONNX file; its results as written."""
+    import json
+
+    from npufit.pipeline import run_pipeline
+
+    y = tmp_path / "p.yaml"
+    y.write_text(f"version: 1\nname: story\nmodels:\n  - {{name: m, onnx: {p.name}}}\ntargets: [{TARGET}]\nruntimes: []\n"
+                 f"steps:\n  export: {{}}\n  check: {{}}\n  fix: {{}}\n  split: {{}}\n{steps}")
+    run = run_pipeline(y, output_dir=tmp_path / "out", quiet=True)
+    check_json = json.loads((tmp_path / "out" / "m" / TARGET / "check" / "check.json").read_text())
+    return run, {n["name"]: n["verdict"] for n in check_json["nodes"]}
 
 
 def test_profiles_declare_what_they_execute():
@@ -68,6 +101,51 @@ def test_every_verb_agrees_on_every_node(tmp_path):
 
     as_float = check(p, TARGET, judge="float")  # the explicit way to judge the float graph
     assert as_float.counts["npu"] == 0
+
+    # the pipeline itself (not only the judge it picks): its check, fix and split steps on the same file
+    run, piped_json = _pipeline_verdicts(p, tmp_path, "")
+    assert piped_json == verdict
+    fix_rec = run.result(f"fix/m/{TARGET}").record
+    assert "coverage 75% -> 75%" in fix_rec.message, fix_rec.message
+    split_rec = run.result(f"split/m/{TARGET}").record
+    assert "runs its 1 non-NPU node(s) on its cpu fallback" in split_rec.message, split_rec.message
+
+
+def test_every_verb_agrees_on_a_model_that_is_all_npu_as_int8(tmp_path, capsys):
+    """No verb says 0% where another says 100%: check, fix, split, compare, probe, the pipeline and Vela itself."""
+    from npufit.check.compare import compare
+    from npufit.cli import main
+    from npufit.probe.case_run import _predict
+    from npufit.rewrite import fix
+    from npufit.split import split
+
+    p = _all_npu_as_int8_model(tmp_path / "m.onnx")
+    want = {"conv1": "npu", "lrelu": "npu", "conv2": "npu"}
+    assert {n.name: n.verdict.value for n in check(p, TARGET).nodes} == want
+    assert fix(p, TARGET, dry_run=True, rules=["remove_identity"]).before.coverage_pct == 100.0
+    res = split(p, TARGET, tmp_path / "plan", mode="segments", min_nodes=1)
+    assert [st.device for st in res.chosen.stages] == ["npu"] and set(res.chosen.stages[0].nodes) == set(want)
+    assert {n.name: n.verdict.value for n in compare([p], TARGET).reports[0].nodes} == want
+    probed: dict = {"notes": []}
+    _predict(probed, p, TARGET)
+    assert probed["predicted"]["nodes"] == want
+    for argv in (["fix", str(p), "-t", TARGET, "--dry-run"], ["split", str(p), "-t", TARGET, "-d", str(tmp_path / "s")]):
+        main(argv)
+        out = " ".join(capsys.readouterr().out.split())
+        assert not re.search(r"(?<![\d.])0(\.0)?%", out) and "no NPU stage" not in out, (argv[0], out)
+        assert "100.0%" in out
+
+    vela = __import__("importlib").util.find_spec("ethosu") is not None
+    run, piped = _pipeline_verdicts(p, tmp_path, "  compile: {}\n" if vela else "")
+    assert piped == want
+    assert "coverage 100% -> 100%" in run.result(f"fix/m/{TARGET}").record.message
+    assert run.result(f"split/m/{TARGET}").record.message.startswith("not needed: the whole model runs on the NPU")
+    if vela:  # the compiler agrees: Vela places every node of the int8 model on the NPU
+        from npufit.compilers import compile_model
+
+        r = compile_model(p, TARGET, compare_prediction=True, out_dir=tmp_path / "c")
+        assert r.ok and r.comparison.nodes and all(row.predicted == row.actual == "npu" for row in r.comparison.nodes)
+        assert run.result(f"compile/m/{TARGET}").record.status == "ok"
 
 
 def test_cli_verbs_state_the_int8_judgement_once(tmp_path, capsys):

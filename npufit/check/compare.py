@@ -12,6 +12,8 @@ from typing import Any
 
 from ..errors import NpufitError
 from ..graph import Graph, load
+from ..graph.quant import QDQ_OPS
+from ..targets.base import Verdict
 from ..util.progress import track
 from .grid import target_summary
 from ..report.console import Renderable
@@ -26,10 +28,13 @@ def model_row(report: CheckReport) -> dict[str, Any]:
     ops = Counter(n.op_type for n in report.running)
     led = report.extra.get("qdq_ledger")
     c = s["counts"]
+    qdq = (led or {}).get("qdq") or {"quantize": 0, "dequantize": 0, "dequantize_weights": 0, "dequantize_activations": 0}
+    folded_qdq = sum(1 for n in report.nodes if n.parent is None and n.verdict == Verdict.FOLDED and n.op_type in QDQ_OPS)
     status = "all on NPU" if s["fully_npu"] else (f"fails: {c['unsupported']} unsupported" if c["unsupported"] else f"{c['cpu']} ops on CPU")
     return {"model": report.model["file"], "path": report.model["path"], "total_ops": len(report.running),
             "ops_by_type": dict(ops.most_common()), "npu_partitions": s["npu_partitions"], "cpu_partitions": s["host_partitions"],
             "npu_pct": s["coverage_nodes_pct"], "npu_macs_pct": s["coverage_macs_pct"], "extra_qdq_ops": s["extra_qdq_ops"],
+            "qdq": qdq, "qdq_folded": {"weights": qdq["dequantize_weights"], "model_io": folded_qdq - qdq["dequantize_weights"]},
             "islands": led["totals"]["islands"] if led else 0, "ledger": led["by_op"] if led else [], "status": status,
             "fully_npu": s["fully_npu"]}
 
@@ -58,7 +63,12 @@ class CompareReport(Renderable):
     def _ops_cell(row, sep=", ") -> str:
         items = list(row["ops_by_type"].items())
         text = sep.join(f"{op} {n}" for op, n in items[:TOP_OPS])
-        return text + (f"{sep}… +{len(items) - TOP_OPS}" if len(items) > TOP_OPS else "")
+        text += f"{sep}… +{len(items) - TOP_OPS}" if len(items) > TOP_OPS else ""
+        # Q/DQ nodes that never run on the target are not counted above; quantize's totals include them
+        f = row["qdq_folded"]
+        parts = ([f"{f['weights']} DequantizeLinear on weights"] if f["weights"] else []) + \
+            ([f"{f['model_io']} Q/DQ at the model I/O"] if f["model_io"] else [])
+        return text + (f"{sep}(+{' and '.join(parts)}, folded)" if parts else "")
 
     def _print(self, con) -> None:
         from rich.table import Table

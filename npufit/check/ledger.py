@@ -27,6 +27,7 @@ class QdqLedger:
     islands: list[dict[str, Any]] = field(default_factory=list)
     boundaries: list[dict[str, Any]] = field(default_factory=list)
     io: list[dict[str, Any]] = field(default_factory=list)
+    qdq: dict[str, int] = field(default_factory=dict)  # quant.qdq_counts: the numbers quantize and compare print
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -69,7 +70,7 @@ class QdqLedger:
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "target": self.target, "quant_form": self.quant_form, "totals": self.totals,
+        return {"schema": SCHEMA, "target": self.target, "quant_form": self.quant_form, "qdq": self.qdq, "totals": self.totals,
                 "by_op": self.by_op(), "islands": self.islands, "boundaries": self.boundaries, "io": self.io}
 
 
@@ -85,7 +86,7 @@ def _float_predicate(profile: Profile):
 def build_ledger(graph: Graph, profile: Profile, report) -> QdqLedger:
     verdict = {n.name: n.verdict for n in report.nodes}
     device = {name: ("npu" if v == Verdict.NPU else "folded" if v == Verdict.FOLDED else "host") for name, v in verdict.items()}
-    led = QdqLedger(profile.name, quant.graph_quant_form(graph))
+    led = QdqLedger(profile.name, quant.graph_quant_form(graph), qdq=quant.qdq_counts(graph))
     folded = getattr(graph, "folded", set())
     for isl in quant.islands(graph, _float_predicate(profile), skip=folded):
         devs = {device.get(n, "host") for n in isl.nodes}
@@ -129,6 +130,8 @@ def _terminal(con, led: QdqLedger) -> None:
     from rich.text import Text
 
     con.print(Text.assemble(("Q/DQ ledger: ", "bold"), led.headline()))
+    if led.qdq:
+        con.print(f"in the model: {quant.describe_qdq(led.qdq)}")
     if not led.islands:
         return
     tab = Table(title="float islands (int8 → float → int8)", title_justify="left", show_edge=False)
@@ -145,6 +148,7 @@ def _terminal(con, led: QdqLedger) -> None:
 def render_markdown(led: QdqLedger) -> str:
     t = led.totals
     out = ["## Q/DQ ledger", "", led.headline(), "",
+           *([f"- in the model: {quant.describe_qdq(led.qdq)}"] if led.qdq else []),
            f"- islands: {t['islands']} ({t['host_islands']} on the host), {t['island_ops']:,} ops inside them",
            f"- extra conversion ops: {t['extra_ops']:,} (dequantize {t['dequantize_ops']}, quantize {t['quantize_ops']}, layout {t['transpose_ops']})",
            f"- bytes converted per inference: {t['bytes_converted']:,}"]

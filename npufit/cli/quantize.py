@@ -50,8 +50,12 @@ def register(sub) -> None:
     p.add_argument("--exclude", action="append", metavar="NODES", default=[],
                    help="comma-separated node names to leave in float (repeatable)")
     p.add_argument("--samples", type=positive_int, default=100, help="calibration samples to use at most (default 100)")
-    p.add_argument("--holdout", type=count_int, default=10,
-                   help="samples held back (never calibrated on) for the accuracy report; 0 = no report (default 10)")
+    p.add_argument("--holdout", type=count_int, default=None,
+                   help="samples held back (never calibrated on) for the accuracy report; 0 = no report (default: 10 of the "
+                        "calibration source, at most a fifth of a small set; every sample of --evaluation)")
+    p.add_argument("--evaluation", metavar="SOURCE",
+                   help="held-back samples from this source (same kinds as --calibration, e.g. validation data) instead of "
+                        "the last samples of the calibration source")
     p.add_argument("--seed", type=seed_int, default=0, help="seed for --calibration random (default 0)")
     p.add_argument("--worst", type=count_int, default=5, help="how many worst layers to name with a suggestion (default 5)")
     p.add_argument("--no-preprocess", action="store_true", help="skip ONNX Runtime's pre-processing (constant folding, BN fusion)")
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         print("npufit: warning: --calibration random fits scales to seeded noise; the accuracy report says little "
               "about real inputs", file=sys.stderr)
     report = quantize(args.model, args.output, args.calibration, method=args.method, per_channel=args.per_channel,
-                      activations=args.activations, exclude=exclude, samples=args.samples, holdout=args.holdout,
+                      activations=args.activations, exclude=exclude, samples=args.samples, holdout=args.holdout, evaluation=args.evaluation,
                       seed=args.seed, input_shapes=parse_input_shapes(args.input_shape), image=image,
                       percentile=args.percentile, worst=args.worst, preprocess=not args.no_preprocess,
                       target=args.target)

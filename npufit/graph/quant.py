@@ -342,3 +342,27 @@ def absorbed(node: NodeView, float_op: FloatOp | None = None) -> bool:
         p = g.producer(node.inputs[0]) if node.inputs else None
         return p is not None and int8_kernel(p) and exec_dtype(p) in INTEGER_DTYPES
     return False
+
+
+# -- counting Q/DQ nodes: the one definition quantize, check's ledger and compare all report -----------------
+def qdq_counts(graph: Graph) -> dict[str, int]:
+    """How many quantize / dequantize nodes the model holds, the dequantizes split by what they read.
+
+    A dequantize of a constant (weights, bias) is folded into its kernel at compile time and never runs,
+    so `check` lists it as folded; an activation dequantize is a real node a converter fuses or keeps.
+    quantize, the Q/DQ ledger and compare all print these numbers (see `describe_qdq`), so they agree.
+    """
+    q = dq = weight_dq = 0
+    for n in graph.top_nodes:
+        if is_quantize(n):
+            q += 1
+        elif is_dequantize(n):
+            dq += 1
+            weight_dq += is_weight_dequantize(n)
+    return {"quantize": q, "dequantize": dq, "dequantize_weights": weight_dq, "dequantize_activations": dq - weight_dq}
+
+
+def describe_qdq(counts: dict[str, int]) -> str:
+    """'17 QuantizeLinear + 33 DequantizeLinear (16 on weights, folded; 17 on activations)'."""
+    return (f"{counts['quantize']} QuantizeLinear + {counts['dequantize']} DequantizeLinear "
+            f"({counts['dequantize_weights']} on weights, folded; {counts['dequantize_activations']} on activations)")

@@ -120,7 +120,11 @@ STEP_KEYS: dict[str, dict[str, Key]] = {
                                       "less than this share of the MACs: not worth a device round trip")},
     "quantize": {"method": Key(_choice("minmax", "entropy", "percentile"), "minmax", "calibration method"),
                  "per_channel": Key(_bool, False, "per-channel weight scales"),
-                 "samples": Key(_int(1), 64, "calibration windows taken from the training data")},
+                 "samples": Key(_int(1), 64, "calibration windows, spread over the training data"),
+                 "holdout": Key(_int(0), None, "held-back windows (between the calibration ones) the int8 accuracy is measured "
+                                "on; default: all 256 the train step writes"),
+                 "warn_sqnr_db": Key(_num(), 30.0, "the step line warns when the worst output's SQNR vs float is below this"),
+                 "min_sqnr_db": Key(_num(), 20.0, "the step fails (its branch stops) when the worst output's SQNR is below this")},
     "compile": {"compilers": Key(_str_list, None, "only these compilers (default: the one for each target)"),
                 "options": Key(_any_mapping, None, "extra options passed to the compiler")},
     "bench": {"iterations": Key(_int(1), 100, "timed inferences per runtime"),

@@ -53,12 +53,15 @@ def run_train(ctx: StepContext) -> Outcome:
                         batch_size=s["batch_size"], seed=s["seed"], max_windows=s["max_windows"])
     save_weights(module, ctx.folder / "model.pt")
     atomic_write_json(ctx.folder / "train.json", {**res.to_dict(), "dataset": ds.to_dict()})
-    # real windows for calibration (training part) and for bench/verification inputs (validation part)
+    # real windows for calibration (training part, spread over all of it), held-back windows from the same period
+    # that calibration never sees (for the int8 accuracy), and bench/verification inputs (validation part)
     ds.save_npz(ctx.folder / "calibration.npz", "train", limit=256, stack=True)
+    ds.save_npz(ctx.folder / "holdout.npz", "train", limit=256, stack=True, between=True)
     ds.save_npz(ctx.folder / "validation.npz", "val", limit=256, stack=True)
     ds.save_npy_folder(ctx.folder / "calibration_npy", "train", limit=64)  # RKNN's dataset format
     f = res.final
-    return Outcome({"weights": "model.pt", "history": "train.json", "calibration": "calibration.npz", "validation": "validation.npz",
+    return Outcome({"weights": "model.pt", "history": "train.json", "calibration": "calibration.npz", "holdout": "holdout.npz",
+                    "validation": "validation.npz",
                     "calibration_npy": "calibration_npy"},
                    {"train_loss": f["train_loss"], "val_loss": f["val_loss"], "baseline_val_loss": res.baseline_val_loss,
                     "epochs": len(res.history), "parameters": res.parameters, "train_seconds": round(res.seconds, 2)},
@@ -196,12 +199,32 @@ def _npu_stage(plan_dir: Path) -> Path | None:
 def run_quantize(ctx: StepContext) -> Outcome:
     quantize = library("quantize", "npufit.quantize", "quantize")
     s, out = ctx.settings, ctx.folder / "model.int8.onnx"
-    calib = ctx.input("train", "calibration")
+    calib, held = ctx.input("train", "calibration"), ctx.input("train", "holdout")
     result = call(quantize, str(ctx.model_input()), output=str(out), calibration=str(calib) if calib else "random",
-                  method=s["method"], per_channel=s["per_channel"], samples=s["samples"])
+                  method=s["method"], per_channel=s["per_channel"], samples=s["samples"], holdout=s["holdout"],
+                  evaluation=str(held) if held else None)
     d = save_result(result, ctx.folder / "quantize.json")
+    note, floor = quantize_note(d, s["warn_sqnr_db"]), s["min_sqnr_db"]
+    sq = (d.get("summary") or {}).get("min_output_sqnr_db")
+    if isinstance(sq, (int, float)) and sq < floor or sq == "-inf":
+        raise NpufitError(f"int8 output SQNR below the floor min_sqnr_db {floor:g} dB: {note} (see {ctx.folder / 'quantize.json'})")
     return Outcome({"model": "model.int8.onnx", "report": "quantize.json"}, _scalars(d),
-                   "" if calib else "random calibration data: accuracy numbers mean little")
+                   note + ("" if calib else "; random calibration data: accuracy numbers mean little"))
+
+
+def quantize_note(d: dict, warn_db: float) -> str:
+    """The step line: worst output SQNR and cosine vs float, samples, and a warning below `warn_db` (with the cause)."""
+    sm, cal = d.get("summary") or {}, d.get("calibration") or {}
+    sq, cos = sm.get("min_output_sqnr_db"), sm.get("min_output_cosine")
+    if cos is None:
+        return f"{cal.get('used')} calibration samples; no held-back samples, no accuracy measured"
+    shown = "exact" if sq is None else (f"{sq:.1f} dB" if isinstance(sq, (int, float)) else str(sq))
+    text = f"SQNR {shown}, cosine {cos:.4f} vs float on {cal.get('holdout')} held-back; {cal.get('used')} calibration samples"
+    if isinstance(sq, (int, float)) and sq < warn_db or sq == "-inf":
+        clip = sm.get("max_clipped_fraction") or 0.0
+        why = f"; {clip:.1%} of some tensor's held-back values saturate: more or more representative calibration data" if clip > 0.001 else ""
+        text = f"warning: {text}, below {warn_db:g} dB{why}"
+    return text
 
 
 def run_compile(ctx: StepContext) -> Outcome:
@@ -291,7 +314,7 @@ def _scalars(d: dict, prefix: str = "", depth: int = 0) -> dict[str, Any]:
 
 
 # bumped when a step's outputs change meaning or format, so results recorded by older code are not reused
-STEP_REVISION = {"train": 2, "export": 1, "check": 1, "fix": 1, "split": 1, "quantize": 1, "compile": 2, "bench": 1, "report": 2}
+STEP_REVISION = {"train": 3, "export": 1, "check": 1, "fix": 1, "split": 1, "quantize": 2, "compile": 2, "bench": 1, "report": 2}
 
 STEP_FUNCTIONS = {"train": run_train, "export": run_export, "check": run_check, "fix": run_fix, "split": run_split,
                   "quantize": run_quantize, "compile": run_compile, "bench": run_bench, "report": run_report}

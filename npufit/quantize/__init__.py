@@ -18,25 +18,52 @@ from ..util.io import private_tempdir
 __all__ = ["quantize", "QuantizeReport", "ImagePreprocessing", "METHODS", "SCHEMA"]
 
 
-class _Subset(Sequence):
-    def __init__(self, base: CalibrationSet, start: int, stop: int):
-        self.base, self.start, self.stop = base, start, stop
+class _Pick(Sequence):
+    """Some samples of a set, by index (read lazily)."""
+
+    def __init__(self, base: CalibrationSet, indices: Sequence[int]):
+        self.base, self.indices = base, list(indices)
 
     def __len__(self) -> int:
-        return self.stop - self.start
+        return len(self.indices)
 
     def __getitem__(self, i):  # type: ignore[override]
         if not 0 <= i < len(self):
             raise IndexError(i)
-        return self.base[self.start + i]
+        return self.base[self.indices[i]]
 
 
-def split_samples(total: int, samples: int, holdout: int, warnings: list[str]) -> tuple[int, int]:
-    """(calibration count, held-back count): held-back samples are the last ones and are never calibrated on."""
+def spread(available: int, count: int) -> list[int]:
+    """`count` indices evenly spaced over range(available), first and last included.
+
+    Why not the first `count`: a set stored in time (or class) order would calibrate on one corner of the data,
+    and values outside that corner saturate.
+    """
+    if count >= available:
+        return list(range(available))
+    if count == 1:
+        return [0]
+    return sorted({round(i * (available - 1) / (count - 1)) for i in range(count)})
+
+
+MIN_CALIBRATION_SAMPLES = 32  # fewer: ranges come from a handful of inputs and clip the rest (issue seen with 2-12)
+DEFAULT_HOLDOUT = 10
+
+
+def split_samples(total: int, samples: int, holdout: int | None, warnings: list[str]) -> tuple[int, int]:
+    """(calibration count, held-back count) from one source: held-back samples are the last ones, never calibrated on.
+
+    holdout=None holds back DEFAULT_HOLDOUT but never more than a fifth of a small set, so calibration keeps most
+    samples; an explicit holdout is honoured as long as one sample is left to calibrate.
+    """
     if samples < 1:
         raise NpufitError("--samples must be at least 1")
-    if holdout < 0:
+    if holdout is not None and holdout < 0:
         raise NpufitError("--holdout must be 0 or more")
+    if holdout is None:
+        holdout = min(DEFAULT_HOLDOUT, max(1, total // 5)) if total >= 2 else 0
+        if total < 2:
+            warnings.append("the calibration set has 1 sample: nothing is held back, so there is no accuracy report")
     if holdout == 0:
         return min(samples, total), 0
     if total - holdout >= 1:
@@ -47,6 +74,24 @@ def split_samples(total: int, samples: int, holdout: int, warnings: list[str]) -
     held = max(1, total // 5)
     warnings.append(f"only {total} samples: holding back {held} (not {holdout}) for the accuracy report")
     return total - held, held
+
+
+def clipping_warnings(accuracy, calibration_samples: int) -> list[str]:
+    """One warning per model output whose held-back values saturate past the calibrated range."""
+    from .accuracy import clipping_advice
+
+    out = []
+    for o in accuracy.outputs:
+        layer = accuracy.layer(o.name)
+        if layer is not None and layer.clips:
+            lo, hi = layer.pair.value_range
+            out.append("output " + clipping_advice(o.name, layer.clipped_fraction, lo, hi, calibration_samples))
+    outputs = {o.name for o in accuracy.outputs}
+    inner = sorted((l for l in accuracy.layers if l.clips and l.name not in outputs), key=lambda l: -l.clipped_fraction)
+    if inner:
+        out.append(f"{len(inner)} inner tensor(s) saturate on held-back values past their calibrated range (worst: "
+                   f"'{inner[0].name}', {inner[0].clipped_fraction:.1%}); see the clip column of the per-layer table")
+    return out
 
 
 def _read_model(path: Path):
@@ -62,15 +107,42 @@ def _read_model(path: Path):
     return model
 
 
+PER_CHANNEL_OPSET = 13  # DequantizeLinear takes `axis` (per-channel scales) from opset 13 on
+
+
+def raise_opset_for_per_channel(model, notes: list[str]):
+    """Per-channel weight scales need DequantizeLinear's `axis` (opset 13): convert the in-memory copy, and say so.
+
+    Converting before calibration keeps one graph for every later step (the float reference included); a
+    model the converter cannot take is refused here, before any calibration work.
+    """
+    from onnx import version_converter
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None or opset >= PER_CHANNEL_OPSET:
+        return model
+    try:
+        converted = version_converter.convert_version(model, PER_CHANNEL_OPSET)
+    except Exception as e:
+        raise NpufitError(f"--per-channel needs opset {PER_CHANNEL_OPSET} and this opset-{opset} model cannot be converted "
+                          f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else 'no detail'}); "
+                          f"re-export at opset {PER_CHANNEL_OPSET} or quantize per-tensor") from None
+    notes.append(f"--per-channel: the quantized copy was raised from opset {opset} to {PER_CHANNEL_OPSET} (per-channel "
+                 f"DequantizeLinear needs its `axis` attribute); the input file keeps opset {opset}")
+    return converted
+
+
 def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: str | os.PathLike = "random", *,
              method: str = "minmax", per_channel: bool = False, activations: str = "int8", exclude: Sequence[str] = (),
-             samples: int = 100, holdout: int = 10, seed: int = 0, input_shapes: Mapping[str, Sequence[int]] | None = None,
+             samples: int = 100, holdout: int | None = None, evaluation: str | os.PathLike | None = None, seed: int = 0, input_shapes: Mapping[str, Sequence[int]] | None = None,
              image: ImagePreprocessing | None = None, percentile: float = 99.999, worst: int = 5,
              preprocess: bool = True, target: str | None = None) -> QuantizeReport:
     """Quantize `model` to an INT8 QDQ ONNX file at `output` and measure what it cost on held-back samples.
 
     calibration: a folder of images (see `image` for the preprocessing), an .npz/.npy file, or "random".
-    samples: at most this many calibration samples; holdout: samples held back for the report (0 = no report).
+    samples: at most this many calibration samples; holdout: samples held back for the report (0 = no report;
+    None = 10, at most a fifth of a small set). evaluation: a separate source (same kinds) for the held-back samples,
+    e.g. validation data; then calibration uses up to `samples` of its own and holdout defaults to all of evaluation.
     target: optional target name(s) ('ethos-n78', 'hailo8,rk3588', 'all'): `check` the output and report what
     the quantized graph costs there (float islands, extra Q/DQ ops) from the Q/DQ ledger.
     The input file is never modified; `output` is written atomically.
@@ -88,25 +160,44 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
                                 exclude=tuple(exclude), percentile=percentile, preprocess=preprocess)
     settings.validate()
     float_model = _read_model(src)
+    opset_notes: list[str] = []
+    if per_channel:
+        float_model = raise_opset_for_per_channel(float_model, opset_notes)
     specs = input_specs(float_model)
-    calib = load_calibration(calibration, specs, count=samples + holdout, seed=seed, input_shapes=input_shapes, image=image)
+    extra = 0 if evaluation is not None else (DEFAULT_HOLDOUT if holdout is None else holdout)
+    calib = load_calibration(calibration, specs, count=samples + extra, seed=seed, input_shapes=input_shapes, image=image)
     warnings = list(calib.warnings)
-    n_cal, n_hold = split_samples(len(calib), samples, holdout, warnings)
+    if evaluation is None:
+        n_cal, n_hold = split_samples(len(calib), samples, holdout, warnings)
+        held: Sequence[dict] = _Pick(calib, range(len(calib) - n_hold, len(calib)))
+        held_from = f"the last {n_hold} of {calib.source}"
+    else:
+        n_cal = min(samples, len(calib))
+        ev = load_calibration(evaluation, specs, count=holdout or DEFAULT_HOLDOUT, seed=seed + 1, input_shapes=input_shapes, image=image)
+        n_hold = len(ev) if holdout is None else min(holdout, len(ev))
+        held, held_from = _Pick(ev, spread(len(ev), n_hold)), ev.source
+    if n_cal < MIN_CALIBRATION_SAMPLES and calib.kind != "random":
+        warnings.append(f"only {n_cal} sample(s) calibrate the int8 ranges (fewer than {MIN_CALIBRATION_SAMPLES}): values the "
+                        "calibration did not see saturate; add samples (--samples) or hold fewer back (--holdout)")
 
     with private_tempdir("quantize") as tmp:
         folder = Path(tmp)
-        qm = quantize_static_qdq(float_model, folder, _Subset(calib, 0, n_cal), settings)
+        qm = quantize_static_qdq(float_model, folder, _Pick(calib, spread(len(calib) - (n_hold if evaluation is None else 0), n_cal)), settings)
         del float_model  # the copy in the temp folder is what the rest reads
         qdq = onnx.load(str(qm.qdq_path))
         try:
             onnx.checker.check_model(str(qm.qdq_path))
         except Exception as e:
             raise NpufitError(f"the quantized model fails onnx.checker: {str(e).splitlines()[0][:200]}") from None
-        from .qdq import count_qdq, find_pairs, write_float_probe, write_probes
+        from ..graph.onnx_loader import build_graph
+        from ..graph.quant import qdq_counts
+        from .qdq import find_pairs, write_float_probe, write_probes
 
         pairs, pair_notes = find_pairs(onnx.load(str(qm.float_path)), qdq)
-        counts = count_qdq(qdq)
-        counts["activations"] = len(pairs)
+        # the definition check's ledger and compare use, on the in-memory graph (the output is never read back)
+        opsets = {(o.domain or "ai.onnx"): o.version for o in qdq.opset_import}
+        qgraph = build_graph(qdq, str(dst), opsets, [])
+        counts = {**qdq_counts(qgraph), "activations": len(pairs)}
         atomic_save_onnx(qdq, dst)
         accuracy, eval_s = None, None
         if n_hold:
@@ -116,20 +207,23 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
             float_probe = write_float_probe(onnx.load(str(qm.float_path)), pairs, folder / "probe_float.onnx")
             entire, single = write_probes(qdq, pairs, folder)
             accuracy = evaluate(folder / "float.onnx", float_probe, entire, single, pairs,
-                                _Subset(calib, len(calib) - n_hold, len(calib)), per_channel, worst)
+                                held, per_channel, worst)
             eval_s = time.perf_counter() - t0
 
     cal_info = calib.describe()
-    cal_info.update({"used": qm.calibration_samples, "holdout": n_hold, "seed": seed if calib.kind == "random" else None})
+    cal_info.update({"used": qm.calibration_samples, "holdout": n_hold, "holdout_source": held_from if n_hold else None,
+                     "seed": seed if calib.kind == "random" else None})
+    if accuracy is not None:
+        warnings[:0] = clipping_warnings(accuracy, qm.calibration_samples)  # the likely cause of a bad result: first
     timing = {"quantize_s": round(qm.seconds, 3),
               "per_100_samples_s": round(qm.seconds * 100.0 / max(1, qm.calibration_samples), 3),
               "evaluate_s": round(eval_s, 3) if eval_s is not None else None}
     report = QuantizeReport(model=str(src), output=str(dst), settings=settings.to_dict(), calibration=cal_info, qdq=counts,
-                            timing=timing, accuracy=accuracy, warnings=warnings, notes=qm.notes + pair_notes)
+                            timing=timing, accuracy=accuracy, warnings=warnings, notes=opset_notes + qm.notes + pair_notes)
     if target:
         from .target_cost import target_costs
 
-        report.extra["target_cost"] = target_costs(dst, target)
+        report.extra["target_cost"] = target_costs(qgraph, target)
     return report
 
 

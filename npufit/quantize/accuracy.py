@@ -24,6 +24,12 @@ GOOD_DB = 30.0  # int8 per-tensor quantization of a well-behaved activation land
 SPIKE_RATIO = 25.0  # max|x| / rms(x) above this: the range is set by rare spikes, not by the bulk
 CHANNEL_RATIO = 20.0  # widest channel / median channel above this: one channel sets everyone's step size
 WEIGHTED_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
+# Held-back values past the calibrated range: above CLIP_WARN of them the calibration missed part of what the
+# model sees (warned); above CLIP_FRACTION, and carrying most of a layer's own error, clipping is its cause.
+# Below that a minmax range misses only the far tail of the same distribution (about 2/N of N calibrated values).
+CLIP_WARN = 0.01
+CLIP_FRACTION = 0.001
+CLIP_CAUSE_SHARE = 0.5
 
 
 class _Acc:
@@ -137,9 +143,12 @@ class OutputAccuracy:
     max_abs: float
     ref_max_abs: float
 
+    clipped_fraction: float | None = None  # of its values past the calibrated range (None: output not quantized)
+
     def to_dict(self) -> dict:
         return {"name": self.name, "cosine": round(self.cosine, 6), "sqnr_db": _db(self.sqnr_db),
-                "max_abs_error": self.max_abs, "ref_max_abs": self.ref_max_abs}
+                "max_abs_error": self.max_abs, "ref_max_abs": self.ref_max_abs,
+                "clipped_fraction": None if self.clipped_fraction is None else round(self.clipped_fraction, 6)}
 
 
 @dataclass
@@ -147,6 +156,9 @@ class LayerAccuracy:
     pair: ActivationPair
     entire: _Acc = field(repr=False)
     single: _Acc = field(repr=False)
+    clipped: int = 0  # float reference values of held-back samples outside the int8 range (they saturate)
+    values: int = 0
+    clip_error: float = 0.0  # Σ(ref - clamp(ref, range))²: the error energy saturation alone causes
     rank: int = 0  # 1 = worst (lowest single score)
     diagnosis: str = ""  # 'born here' | 'inherited' | 'ok'
     suggestion: str = ""
@@ -154,6 +166,21 @@ class LayerAccuracy:
     @property
     def name(self) -> str:
         return self.pair.name
+
+    @property
+    def clipped_fraction(self) -> float:
+        return self.clipped / self.values if self.values else 0.0
+
+    @property
+    def clips(self) -> bool:
+        """So many held-back values saturate that the calibration data cannot represent what the model sees."""
+        return self.clipped_fraction > CLIP_WARN
+
+    @property
+    def clipping_is_the_cause(self) -> bool:
+        """Saturation carries most of the error born in this layer (then range advice comes before weight advice)."""
+        share = self.clip_error / self.single.err if self.single.err > 0 else 0.0
+        return self.clips or (self.clipped_fraction > CLIP_FRACTION and share >= CLIP_CAUSE_SHARE)
 
     @property
     def entire_score(self) -> float:
@@ -178,6 +205,7 @@ class LayerAccuracy:
         d = {"tensor": p.name, "node": p.node, "op_type": p.op_type, "quantized_node": p.qdq_node,
              "quantized_op": p.qdq_op, "inputs": list(p.inputs), "dtype": p.dtype, "scale": fin(p.scale),
              "zero_point": p.zero_point, "range": [fin(lo), fin(hi)], "entire": side(self.entire), "single": side(self.single),
+             "clipped_fraction": round(self.clipped_fraction, 6),
              "spike_ratio": round(self.entire.spike_ratio, 2), "channel_ratio": round(self.entire.channel_ratio, 2),
              "rank": self.rank, "diagnosis": self.diagnosis}
         if self.suggestion:
@@ -211,6 +239,9 @@ def evaluate(float_path: Path, float_probe: Path, entire_probe: Path, single_pro
     outs = {n: _Acc() for n in out_names}
     ent = {id(p): _Acc() for p in pairs}
     sgl = {id(p): _Acc() for p in pairs}
+    clip = {id(p): [0, 0, 0.0] for p in pairs}
+    # a value saturates past half a step beyond the int8 range: the calibrated range did not cover it
+    bounds = {id(p): (p.value_range[0] - p.scale / 2, p.value_range[1] + p.scale / 2) for p in pairs}
     for feeds in track(holdout, "evaluating on held-back samples", total=len(holdout)):
         ref_out = run_onnx(s_float, feeds)
         ref = run_onnx(s_fprobe, feeds)
@@ -227,9 +258,19 @@ def evaluate(float_path: Path, float_probe: Path, entire_probe: Path, single_pro
         for p in pairs:
             ent[id(p)].add(ref[p.name], got[p.dequantized[0]])
             sgl[id(p)].add(ref[p.name], alone[p.dequantized[0]])
+            lo, hi = bounds[id(p)]
+            r = np.asarray(ref[p.name], dtype=np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):
+                c = clip[id(p)]
+                c[0] += int(np.count_nonzero(r < lo) + np.count_nonzero(r > hi))
+                c[1] += r.size
+                excess = r - np.clip(r, *p.value_range)
+                c[2] += float(np.nansum(excess * excess))
     acc = Accuracy(len(holdout))
-    acc.outputs = [OutputAccuracy(n, a.cosine, a.sqnr_db, a.max_abs, a.ref_max) for n, a in outs.items() if a.n]
-    acc.layers = [LayerAccuracy(p, ent[id(p)], sgl[id(p)]) for p in pairs]
+    acc.layers = [LayerAccuracy(p, ent[id(p)], sgl[id(p)], clipped=clip[id(p)][0], values=clip[id(p)][1],
+                                clip_error=clip[id(p)][2]) for p in pairs]
+    out_clip = {l.name: l.clipped_fraction for l in acc.layers}  # a quantized graph output is one of the pairs
+    acc.outputs = [OutputAccuracy(n, a.cosine, a.sqnr_db, a.max_abs, a.ref_max, out_clip.get(n)) for n, a in outs.items() if a.n]
     diagnose(acc, per_channel, worst_n)
     return acc
 
@@ -267,6 +308,15 @@ def diagnose(acc: Accuracy, per_channel: bool, worst_n: int) -> None:
         l.suggestion = _suggest(l, by_name, per_channel)
 
 
+def clipping_advice(name: str, fraction: float, lo: float, hi: float, samples: int | None = None) -> str:
+    """What to do when held-back values fall outside the calibrated range (shared by layer and report warnings)."""
+    used = f"the {samples} calibration sample(s)" if samples else "the calibration samples"
+    return (f"{fraction:.1%} of the held-back values of '{name}' fall outside its calibrated range [{lo:.4g}, {hi:.4g}] "
+            f"and saturate: {used} do not cover what the model sees; calibrate on more, or more "
+            "representative, samples (--samples, data spread over every operating condition); when a few outliers set "
+            "the range instead, --method percentile or entropy fits it to the bulk")
+
+
 def _suggest(l: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: bool) -> str:
     p = l.pair
     node = p.qdq_node or p.node
@@ -274,6 +324,8 @@ def _suggest(l: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: b
     if l.single.nonfinite:
         return (f"the quantized '{p.name}' holds non-finite values (int8 range [{lo:.3g}, {hi:.3g}]): its calibrated range "
                 f"is unusable (often a -inf/float-min mask); --exclude {node} or keep it in float/16-bit")
+    if l.clipping_is_the_cause and l.single_score < GOOD_DB:  # saturation is born here whatever the weights do: say it first
+        return clipping_advice(p.name, l.clipped_fraction, lo, hi)
     if l.diagnosis == "inherited":
         ups = _ancestors(l, by_name)
         src = min(ups, key=lambda u: u.single_score) if ups else None

@@ -10,7 +10,6 @@ Probe models (all written to the temp folder, never next to the user's files):
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,11 +125,6 @@ def find_pairs(float_model, qdq_model) -> tuple[list[ActivationPair], list[str]]
     if skipped:
         notes.append(f"{skipped} Q/DQ pair(s) have no float counterpart or a per-channel activation scale; not in the per-layer table")
     return pairs, notes
-
-
-def count_qdq(model) -> dict[str, int]:
-    c = Counter(n.op_type for n in model.graph.node)
-    return {"QuantizeLinear": c.get("QuantizeLinear", 0), "DequantizeLinear": c.get("DequantizeLinear", 0)}
 
 
 # -- probe models -----------------------------------------------------------------------------------------------

@@ -31,11 +31,32 @@ class QuantizeReport(Renderable):
             return None
         return min(o.cosine for o in self.accuracy.outputs)
 
+    @property
+    def min_output_sqnr_db(self) -> float | None:
+        """The worst output's SQNR (inf = exact); None without an accuracy report."""
+        if not self.accuracy or not self.accuracy.outputs:
+            return None
+        return min(o.sqnr_db for o in self.accuracy.outputs)
+
+    def summary(self) -> dict[str, Any]:
+        """The numbers a pipeline step line, the HTML report and a CI gate read."""
+        from .accuracy import _db
+
+        acc = self.accuracy
+        sq = self.min_output_sqnr_db
+        clipped = max((l.clipped_fraction for l in acc.layers), default=0.0) if acc else None
+        return {"min_output_sqnr_db": _db(sq) if sq is not None else None,
+                "min_output_cosine": round(self.min_output_cosine, 6) if acc and acc.outputs else None,
+                "calibration_samples": self.calibration.get("used"), "holdout_samples": self.calibration.get("holdout"),
+                "max_clipped_fraction": round(clipped, 6) if clipped is not None else None,
+                "worst_layer": acc.worst[0] if acc and acc.worst else None}
+
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
 
         d = {"schema": SCHEMA, "npufit_version": __version__, "model": self.model, "output": self.output,
              "settings": self.settings, "calibration": self.calibration, "qdq": self.qdq, "timing": self.timing,
+             "summary": self.summary(),
              "accuracy": self.accuracy.to_dict() if self.accuracy else None,
              "warnings": self.warnings, "notes": self.notes}
         d.update({k: v for k, v in self.extra.items() if not k.startswith("_")})  # "_" keys hold render hooks
@@ -73,10 +94,24 @@ def _settings_line(r: QuantizeReport) -> str:
 
 def _calibration_line(r: QuantizeReport) -> str:
     c = r.calibration
-    line = f"{c['used']} calibration sample(s) from {c['source']}"
+    line = f"{c['used']} calibration sample(s) from {c['source']} ({c['samples_available']} available)"
     if c.get("preprocessing"):
         line += f" [{c['preprocessing']}]"
-    return line
+    held = (f"; {c['holdout']} held back for the accuracy report, never calibrated on ({c['holdout_source']}; --holdout sets how many)"
+            if c.get("holdout") else "; nothing held back: no accuracy report")
+    return line + held
+
+
+def _qdq_line(r: QuantizeReport) -> str:
+    from ..graph.quant import describe_qdq
+
+    return f"{r.qdq['activations']} quantized activations; {describe_qdq(r.qdq)}"
+
+
+def clip_cell(fraction: float | None) -> str:
+    if fraction is None:
+        return "-"
+    return "0" if fraction == 0 else ("<0.01%" if fraction < 1e-4 else f"{fraction:.2%}")
 
 
 def _timing_line(r: QuantizeReport) -> str:
@@ -91,10 +126,17 @@ def _layer_cells(l: LayerAccuracy) -> list[str]:
     p = l.pair
     op = p.op_type if p.op_type == p.qdq_op or p.qdq_op == "input" else f"{p.op_type} (in {p.qdq_op})"
     return [str(l.rank), p.name, op, db(l.entire.sqnr_db), db(l.single.sqnr_db), db(l.single.channel_sqnr_db),
-            f"{l.entire.cosine:.4f}", f"{l.entire.channel_ratio:.0f}", l.diagnosis]
+            f"{l.entire.cosine:.4f}", f"{l.entire.channel_ratio:.0f}", clip_cell(l.clipped_fraction), l.diagnosis]
 
 
-LAYER_COLUMNS = ["rank", "tensor", "op", "entire dB", "single dB", "ch-med dB", "cos", "ch×", "diagnosis"]
+LAYER_COLUMNS = ["rank", "tensor", "op", "entire dB", "single dB", "ch-med dB", "cos", "ch×", "clip", "diagnosis"]
+
+
+OUTPUT_COLUMNS = ["output", "cosine", "SQNR dB", "max abs err", "ref max abs", "clip"]
+
+
+def output_cells(o) -> list[str]:
+    return [o.name, f"{o.cosine:.4f}", db(o.sqnr_db), f"{o.max_abs:.4g}", f"{o.ref_max_abs:.4g}", clip_cell(o.clipped_fraction)]
 
 
 def _worst_line(l: LayerAccuracy) -> str:
@@ -110,8 +152,7 @@ def print_terminal(con, r: QuantizeReport) -> None:
     con.print(Text.assemble(("npufit quantize ", "bold"), (r.model, "bold cyan"), "  →  ", (r.output, "bold")))
     con.print(_settings_line(r))
     con.print(_calibration_line(r))
-    q = r.qdq
-    con.print(f"{q['activations']} quantized activations, {q['QuantizeLinear']} QuantizeLinear + {q['DequantizeLinear']} DequantizeLinear nodes")
+    con.print(_qdq_line(r))
     con.print(_timing_line(r))
     for w in r.warnings:
         con.print(Text(f"warning: {w}", style="bold yellow"))
@@ -120,11 +161,12 @@ def print_terminal(con, r: QuantizeReport) -> None:
         con.print(Text("no accuracy report (--holdout 0)", style="dim"))
     else:
         tab = Table(title=f"outputs: float vs quantized on {acc.samples} held-back sample(s)", title_justify="left", show_edge=False)
-        for c in ("output", "cosine", "SQNR dB", "max abs err", "ref max abs"):
+        for c in OUTPUT_COLUMNS:
             tab.add_column(c, justify="left" if c == "output" else "right")
         for o in acc.outputs:
             style = "green" if o.cosine >= 0.99 else ("yellow" if o.cosine >= 0.95 else "red")
-            tab.add_row(o.name, Text(f"{o.cosine:.4f}", style=style), db(o.sqnr_db), f"{o.max_abs:.4g}", f"{o.ref_max_abs:.4g}")
+            cells = output_cells(o)
+            tab.add_row(cells[0], Text(cells[1], style=style), *cells[2:])
         con.print(tab)
         layers = acc.layers
         shown = layers if len(layers) <= TERMINAL_MAX_LAYERS else sorted(layers, key=lambda l: l.rank)[:TERMINAL_MAX_LAYERS]
@@ -162,8 +204,7 @@ def _md_row(cells) -> str:
 def render_markdown(r: QuantizeReport) -> str:
     out = [f"# npufit quantize: `{r.model}` → `{r.output}`", "",
            f"- settings: {_settings_line(r)}", f"- calibration: {_calibration_line(r)}",
-           f"- QDQ: {r.qdq['activations']} quantized activations, {r.qdq['QuantizeLinear']} QuantizeLinear, "
-           f"{r.qdq['DequantizeLinear']} DequantizeLinear", f"- time: {_timing_line(r)}", ""]
+           f"- QDQ: {_qdq_line(r)}", f"- time: {_timing_line(r)}", ""]
     for w in r.warnings:
         out.append(f"> **warning:** {w}")
     if r.warnings:
@@ -171,12 +212,13 @@ def render_markdown(r: QuantizeReport) -> str:
     acc = r.accuracy
     if acc is not None:
         out += [f"## Outputs (float vs quantized, {acc.samples} held-back samples)", "",
-                _md_row(["output", "cosine", "SQNR dB", "max abs err", "ref max abs"]), _md_row(["---"] * 5)]
-        out += [_md_row([f"`{o.name}`", f"{o.cosine:.4f}", db(o.sqnr_db), f"{o.max_abs:.4g}", f"{o.ref_max_abs:.4g}"]) for o in acc.outputs]
+                _md_row(OUTPUT_COLUMNS), _md_row(["---"] * len(OUTPUT_COLUMNS))]
+        out += [_md_row([f"`{o.name}`", *output_cells(o)[1:]]) for o in acc.outputs]
         out += ["", "## Per layer", "",
                 "*entire*: the activation in the fully quantized model; *single*: the same layer fed the exact float "
                 "reference, so only its own error shows; *ch-median*: the median channel's SQNR (a whole-channel "
-                "outlier cannot hide there); *cos*: cosine, entire; *ch×*: widest channel range / median channel range. "
+                "outlier cannot hide there); *cos*: cosine, entire; *ch×*: widest channel range / median channel range; "
+                "*clip*: share of held-back float values past the calibrated int8 range (they saturate). "
                 "Rank 1 = lowest single score (min of tensor and ch-median SQNR).", "",
                 _md_row(LAYER_COLUMNS), _md_row(["---"] * len(LAYER_COLUMNS))]
         for l in acc.layers:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..graph import Graph
 
-def target_costs(qdq_path: str | os.PathLike, targets: str) -> list[dict[str, Any]]:
-    """One row per target: coverage, partitions and the ledger totals of the quantized model."""
+
+def target_costs(qdq: str | os.PathLike | Graph, targets: str) -> list[dict[str, Any]]:
+    """One row per target: coverage, partitions and the ledger totals of the quantized model (a file or its Graph)."""
     from ..check import check
     from ..graph import load
     from ..targets import resolve_targets
 
-    graph = load(qdq_path)
+    graph = qdq if isinstance(qdq, Graph) else load(qdq)
     rows = []
     for name in resolve_targets(targets):
         rep = check(graph, name)

@@ -236,11 +236,31 @@ def _split_part(r: Results, mo: str, t: str) -> str:
 
 
 def _quantize_part(r: Results, mo: str, t: str) -> str:
+    from .html_quantize import cell_detail
+
     c = r.cell(f"quantize/{mo}/{t}")
     if c is None:
         return ""
     rep = r.json(f"quantize/{mo}/{t}")
-    return f"<h4>Quantization: {_status(c)} <span class=\"note\">{esc(c.get('message'))}</span></h4>" + (generic(rep) if rep else "")
+    return (f"<h4>Quantization: {_status(c)} <span class=\"note\">{esc(c.get('message'))}</span></h4>"
+            + (cell_detail(rep, f"q-{mo}-{t}") if rep else ""))
+
+
+def _quantization_matrix(r: Results) -> str:
+    from .html_quantize import matrix_row, matrix_section
+
+    cfg = r.manifest["config"]
+    if "quantize" not in cfg["steps"]:
+        return ""
+    rows = []
+    for mo in cfg["models"]:
+        for t in cfg["targets"]:
+            c = r.cell(f"quantize/{mo['name']}/{t}")
+            if c is not None:
+                rep = r.json(f"quantize/{mo['name']}/{t}")
+                note = "" if rep else f' <span class="note">{esc(c.get("message", "")[:160])}</span>'
+                rows.append(matrix_row(mo["name"], t, rep, _status(c) + note))
+    return matrix_section(rows)
 
 
 def _compile_part(r: Results, mo: str, t: str) -> str:
@@ -372,8 +392,8 @@ def _render(r: Results) -> str:
     cfg, m = r.manifest["config"], r.manifest
     sub = (f"pipeline <b>{esc(cfg['name'])}</b> · {escape(m.get('started', ''))} · {m['seconds']:.1f} s · npufit {esc(m.get('npufit_version'))}"
            f" · <span class=\"note\">{esc(cfg['path'])}</span>")
-    nav = [("overview", "overview"), ("placement", "placement"), ("training", "training"), *[(f"m-{x['name']}", x["name"]) for x in cfg["models"]],
+    nav = [("overview", "overview"), ("placement", "placement"), ("quantization", "quantization"), ("training", "training"), *[(f"m-{x['name']}", x["name"]) for x in cfg["models"]],
            ("compile", "compile"), ("bench", "bench"), ("environment", "environment")]
-    body = (_overview(r) + _placement_matrix(r) + _training(r) + _models(r) + _compile_table(r) + _bench(r)
+    body = (_overview(r) + _placement_matrix(r) + _quantization_matrix(r) + _training(r) + _models(r) + _compile_table(r) + _bench(r)
             + environment_section(m.get("environment", {})))
     return page(f"npufit report: {cfg['name']}", sub, body, nav)
