@@ -60,7 +60,7 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
 
     model, applied = apply_rules(model)
     origin, decomposed = decompose(model)
-    rewrites = applied + [f"decomposed {d}" for d in decomposed]
+    rewrites = applied + decomposed
     if rewrites:
         notes.append("before converting, on a copy: " + ", ".join(rewrites))
     opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}

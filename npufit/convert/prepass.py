@@ -4,7 +4,8 @@
    Conv becomes a (1,k) Conv2d, chains stay 4-D) and `topk1_to_argmax` (TopK k=1 -> ArgMax + ReduceMax).
 2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
    so ONNX Runtime calibrates every intermediate tensor the int8 graph will hold: LayerNormalization,
-   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains.
+   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains; LSTM and
+   GRU with a static sequence length unrolled step by step (prepass_rnn).
 
 Each new node is named `<original node>/<step>` and `Prepared.origin` maps it back, so Vela's placement and
 the converter's lineage still name the user's node."""
@@ -146,7 +147,9 @@ def _groupnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict, shapes: 
 
 def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
     """Decompose the ops above in place (the converter's own copy); -> (new node -> original node, notes)."""
-    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization"}
+    from .prepass_rnn import unroll
+
+    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU"}
     if not wanted & {n.op_type for n in model.graph.node}:
         return {}, []
     try:
@@ -173,8 +176,12 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
             continue
         b = _Builder(model, n, taken)
         rank = len(shapes[n.input[0]]) if n.input[0] in shapes else None
-        fn = {"LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Gelu": _gelu}.get(n.op_type)
-        ok = fn(b, n, rank, consts) if fn else _groupnorm(b, n, rank, consts, shapes)
+        if n.op_type in ("LSTM", "GRU"):
+            ok = unroll(b, n, consts, shapes)
+        elif n.op_type == "GroupNormalization":
+            ok = _groupnorm(b, n, rank, consts, shapes)
+        else:
+            ok = {"LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Gelu": _gelu}[n.op_type](b, n, rank, consts)
         if not ok:
             out_nodes.append(n)
             continue
@@ -184,4 +191,4 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
         counts[n.op_type] = counts.get(n.op_type, 0) + 1
     del model.graph.node[:]
     model.graph.node.extend(out_nodes)
-    return origin, [f"{op} x{k}" for op, k in counts.items()]
+    return origin, [f"{'unrolled' if op in ('LSTM', 'GRU') else 'decomposed'} {op} x{k}" for op, k in counts.items()]
