@@ -61,7 +61,7 @@ class VelaCompiler:
             src = private_copy(model, out)
             graph, lineage = tflite_lineage(src)
         else:
-            conv = convert_onnx(model, out, options, notes, outputs)
+            conv = convert_onnx(model, out, options, notes, outputs, target.lower())
             src, graph, lineage = conv.path, conv.graph, conv.lineage
         cmd = [exe, str(src), "--accelerator-config", target.lower(), "--output-dir", str(out / "vela"),
                "--verbose-performance", "--show-cpu-operations"] + list(options.extra.get("vela_args", ()))
@@ -143,11 +143,14 @@ def parse_summary_csv(path: Path | None) -> dict:
 
 
 # -- ONNX input: npufit's own int8 converter (npufit/convert), on the work dir, never on the user's file -----
-def convert_onnx(model: Path, out: Path, options: CompileOptions, notes: list[str], outputs: dict[str, str]):
+def convert_onnx(model: Path, out: Path, options: CompileOptions, notes: list[str], outputs: dict[str, str],
+                 target: str | None = None):
+    """A node the converter cannot lower stops here with npufit's gap message (naming the node and the split
+    command that avoids it); the exact rewrites it applied first are listed in the notes."""
     from ..convert import onnx_to_int8_tflite
 
     conv = onnx_to_int8_tflite(model, out / f"{model.stem}_int8.tflite", calibration=options.calibration,
-                               input_shapes=options.input_shapes, qdq_twin=True)
+                               input_shapes=options.input_shapes, qdq_twin=True, target=target)
     outputs.update({"int8_tflite": str(conv.path), "conversion": str(conv.sidecar), "checked_model": str(conv.qdq_twin)})
     notes.append(f"converted ONNX -> int8 TFLite with npufit.convert ({conv.summary()})")
     notes.extend(conv.notes)

@@ -23,7 +23,11 @@ NHWC_AXIS = {0: 0, 1: 3, 2: 1, 3: 2}  # ONNX NCHW axis -> NHWC axis
 
 
 class Unsupported(NpufitError):
-    """One node the converter cannot express in int8 TFLite (collected into one message)."""
+    """One node the converter cannot express in int8 TFLite (turned into the converter-gap message)."""
+
+    def __init__(self, op: str, node: str, why: str):
+        super().__init__(f"{op} '{node}': {why}")
+        self.op, self.node, self.why = op, node, why
 
 
 @dataclass
@@ -33,6 +37,7 @@ class TT:
     shape: tuple[int, ...]  # TFLite shape
     q: Q | None
     layout: str  # 'nhwc' | 'plain'
+    dtype: str = "int8"  # int32 for indices (ARG_MAX)
 
 
 def onnx_to_tfl_shape(shape, layout: str) -> tuple[int, ...]:
@@ -82,6 +87,14 @@ class Lowering:
             raise NpufitError(f"tensor '{name}': no calibration range (it was not produced by the float model run)")
         return activation_q(*r)
 
+    def real_range(self, t: TT) -> tuple[float, float]:
+        """The calibrated float range behind a TFLite tensor (not widened to include 0), else its int8 range."""
+        for name in (t.name, t.name[:-5] if t.name.endswith(("/nhwc", "/nchw")) else t.name):
+            r = self.prep.fixed_ranges.get(name) or self.ranges.get(name)
+            if r is not None:
+                return r
+        return t.q.range
+
     def resolve(self, name: str) -> str:
         while name in self.aliases:
             name = self.aliases[name]
@@ -111,7 +124,7 @@ class Lowering:
         else:
             idx = self.b.tensor(name, shape, dtype, data=data, scale=None if q is None else q.scale,
                                 zero_point=None if q is None else q.zero_point)
-        return TT(idx, name, tuple(int(d) for d in shape), q, layout)
+        return TT(idx, name, tuple(int(d) for d in shape), q, layout, dtype)
 
     def output(self, onnx_name: str, layout: str, q: Q | None = None, shape=None) -> TT:
         """The TFLite tensor for an ONNX node output (named like it, so Vela reports the ONNX name)."""
@@ -177,4 +190,4 @@ class Lowering:
         self.ops.append({"index": len(self.ops), "op": op, "outputs": [t.name for t in outs], "onnx_nodes": list(self.current)})
 
     def fail(self, node: NodeView, why: str) -> Unsupported:
-        return Unsupported(f"{node.op_type} '{node.name}': {why}")
+        return Unsupported(node.op_type, node.name, why)

@@ -24,6 +24,11 @@ class Prepared:
     consts: dict[str, np.ndarray]  # full-size initializer / Constant values
     fixed_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)  # from the user's Q/DQ pairs
     notes: list[str] = field(default_factory=list)
+    origin: dict[str, str] = field(default_factory=dict)  # node added by the prepass -> the user's node
+    rewrites: list[str] = field(default_factory=list)  # what the prepass did, e.g. "conv1d_to_conv2d x2"
+
+    def source_node(self, name: str) -> str:
+        return self.origin.get(name, name)
 
     def const(self, name: str) -> np.ndarray | None:
         """The value of a tensor known at conversion time (initializer, Constant, folded, or Identity of one)."""
@@ -51,6 +56,13 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
     if input_shapes:
         apply_input_shapes(model, input_shapes)
     fixed, notes = _undo_qdq(model)
+    from .prepass import apply_rules, decompose
+
+    model, applied = apply_rules(model)
+    origin, decomposed = decompose(model)
+    rewrites = applied + decomposed
+    if rewrites:
+        notes.append("before converting, on a copy: " + ", ".join(rewrites))
     opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
     try:
         model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
@@ -71,7 +83,7 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
                 elif a.name in ("value_float", "value_floats", "value_int", "value_ints"):
                     consts[n.output[0]] = np.asarray(helper.get_attribute_value(a),
                                                      np.float32 if "float" in a.name else np.int64)
-    return Prepared(model, graph, consts, fixed, notes)
+    return Prepared(model, graph, consts, fixed, notes, origin, rewrites)
 
 
 def _undo_qdq(model: onnx.ModelProto) -> tuple[dict[str, tuple[float, float]], list[str]]:

@@ -18,25 +18,30 @@ from typing import Any
 
 from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
+from . import ops_math as mt
 from . import ops_nn as nn
+from . import ops_shape as sh
 from . import ops_tensor as ts
 
 SCHEMA = "npufit.convert/1"
 CONVERTER = "npufit.convert.onnx_to_tflite"
 
 OPS = {
-    "Conv": nn.conv, "BatchNormalization": nn.batchnorm, "Gemm": nn.gemm, "MatMul": nn.gemm,
+    "Conv": nn.conv, "BatchNormalization": nn.batchnorm, "Gemm": nn.gemm, "MatMul": sh.matmul,
+    "ReduceSum": nn.reduce, "ReduceMin": nn.reduce, "Erf": mt.erf, "Pow": mt.pow_, "Sqrt": mt.sqrt, "Reciprocal": mt.reciprocal,
+    "Split": sh.split, "Gather": sh.gather, "Where": sh.where, "ArgMax": sh.argmax, "DepthToSpace": sh.depth_to_space,
+    "Expand": sh.expand, "Tile": sh.tile,
     "MaxPool": nn.pool, "AveragePool": nn.pool, "GlobalAveragePool": nn.pool, "GlobalMaxPool": nn.pool,
     "ReduceMean": nn.reduce, "ReduceMax": nn.reduce, "Elu": ts.unary, "Abs": ts.unary, "Neg": ts.unary, "Exp": ts.unary,
     "Log": ts.unary, "PRelu": ts.prelu,
     "Relu": ts.unary, "LeakyRelu": ts.unary, "Clip": ts.unary, "Sigmoid": ts.unary, "Tanh": ts.unary, "HardSwish": ts.unary,
     "Add": ts.binary, "Sub": ts.binary, "Mul": ts.binary, "Div": ts.binary, "Max": ts.binary, "Min": ts.binary,
     "Concat": ts.concat, "Reshape": ts.reshape, "Flatten": ts.reshape, "Squeeze": ts.reshape, "Unsqueeze": ts.reshape,
-    "Transpose": ts.transpose, "Resize": ts.resize, "Upsample": ts.resize, "Softmax": ts.softmax, "Pad": ts.pad,
+    "Transpose": ts.transpose, "Resize": ts.resize, "Upsample": ts.resize, "Softmax": sh.softmax, "Pad": ts.pad,
     "Slice": ts.slice_, "Identity": ts.alias, "Dropout": ts.alias, "Cast": ts.alias,
 }
 # int8 TFLite kernels that pass values through without rescaling: their tensors share one range
-PASS_THROUGH = {"MaxPool", "AveragePool", "GlobalMaxPool", "ReduceMax", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+PASS_THROUGH = {"MaxPool", "AveragePool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Split", "Gather", "Expand", "Tile", "DepthToSpace", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
                 "Resize", "Upsample", "Pad", "Slice", "Identity", "Dropout", "Cast", "Concat"}
 MAX_SAMPLES = 64
 
@@ -104,17 +109,34 @@ def _work_nodes(graph):
     return [n for n in graph.top_nodes if n.name not in folded and n.op_type != "Constant"]
 
 
-def _unsupported_message(bad: dict[str, list[str]]) -> str:
+def gap_message(gaps: list[tuple[str, str, str]], model: str | os.PathLike | None = None, target: str | None = None,
+                graph=None) -> str:
+    """One line: npufit's converter (not the vendor) lacks these nodes, and the command that avoids them.
+
+    gaps: (op type, node name, why). The way out: cut the model before the first gap with `npufit split` (explicit
+    end nodes = that node's activation inputs) and compile the NPU stage."""
+    by_op: dict[str, list[tuple[str, str]]] = {}
+    for op, name, why in gaps:
+        by_op.setdefault(op, []).append((name, why))
     parts = []
-    for op, names in sorted(bad.items(), key=lambda kv: -len(kv[1])):
-        shown = ", ".join(f"'{n}'" for n in names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
-        parts.append(f"{op} x{len(names)} ({shown})" if len(names) > 1 else f"{op} ({shown})")
-    return "cannot convert to int8 TFLite, no lowering for: " + "; ".join(parts)
+    for op, items in sorted(by_op.items(), key=lambda kv: -len(kv[1])):
+        shown = ", ".join(f"'{n}'" + (f" ({w})" if w else "") for n, w in items[:3]) + (f" +{len(items) - 3} more" if len(items) > 3 else "")
+        parts.append(f"{op} x{len(items)}: {shown}" if len(items) > 1 else f"{op} {shown}")
+    msg = "npufit's ONNX -> int8 TFLite converter (not the vendor toolchain) has no lowering for " + "; ".join(parts)
+    first = gaps[0][1]
+    node = graph.node(first) if graph is not None and hasattr(graph, "node") else None
+    ends = [] if node is None else [t for t in node.inputs if t and graph.producer(t) is not None
+                                    and not getattr(graph.tensors.get(t), "is_const", False)]
+    if model is not None:
+        cut = f"--mode explicit --end-nodes {','.join(ends)}" if ends else "--mode prefix"
+        msg += (f"; way out: npufit split {model} --target {target or 'ethos-u55-256'} {cut} -d {Path(model).stem}-split "
+                f"puts the part before '{first}' in its own stage, then npufit compile that stage")
+    return msg
 
 
 def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: str | None = None,
             input_shapes: dict[str, tuple[int, ...]] | None = None, samples: int = 8, seed: int = 0,
-            verify: int | None = 4, qdq_twin: bool = False) -> ConversionResult:
+            verify: int | None = 4, qdq_twin: bool = False, target: str | None = None) -> ConversionResult:
     """Convert `model` into a fully int8 TFLite file at `out_path` (+ `<stem>.json` sidecar); the model is only read.
 
     calibration: None / 'random' (seeded N(0,1), `samples` of them), an .npz/.npy file or a folder of images
@@ -122,7 +144,7 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     (LiteRT interpreter) with ONNX Runtime on, or None to skip. qdq_twin: also write `<stem>_qdq.onnx`, the
     source graph with the converter's int8 parameters as Q/DQ pairs (what `--compare-prediction` checks)."""
     from ..quantize.calibration import input_specs, load_calibration
-    from .lower import Lowering
+    from .lower import Lowering, Unsupported
     from .onnx_prep import prepare
     from .ranges import collect, merge_groups
 
@@ -133,7 +155,8 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     prep = prepare(src, input_shapes)
     bad = unsupported_nodes(prep.graph)
     if bad:
-        raise UnsupportedModelError(_unsupported_message(bad))
+        gaps = [(op, n, "") for op, names in bad.items() for n in names]
+        raise UnsupportedModelError(gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph))
     work = _work_nodes(prep.graph)
     cal = load_calibration(calibration or "random", input_specs(prep.model), count=samples, seed=seed,
                            input_shapes=input_shapes)
@@ -142,7 +165,7 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     t1 = time.perf_counter()
     ranges = collect(prep.model, [o for nd in work for o in nd.outputs if o], feeds)
     links = [(i, o) for nd in work if nd.op_type in PASS_THROUGH for i in nd.inputs[:1 if nd.op_type != "Concat" else None]
-             for o in nd.outputs[:1] if i]
+             for o in nd.outputs[:1 if nd.op_type != "Split" else None] if i]
     merge_groups(ranges, links, prep.fixed_ranges)
     t2 = time.perf_counter()
 
@@ -152,13 +175,16 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     for nd in work:
         if nd.name in L.absorbed:
             continue
-        L.current = [nd.name]
-        OPS[nd.op_type](L, nd)
+        L.current = [prep.source_node(nd.name)]
+        try:
+            OPS[nd.op_type](L, nd)
+        except Unsupported as e:
+            raise UnsupportedModelError(gap_message([(e.op, prep.source_node(e.node), e.why)], src, target, prep.graph)) from None
     ins = [L.tensors[name] for name in prep.graph.input_names]
     outs = []
     for name in prep.graph.output_names:
         t = L.tensors.get(L.resolve(name))
-        if t is None or t.q is None:
+        if t is None or (t.q is None and t.dtype == "int8"):
             raise NpufitError(f"output '{name}' is not computed by any lowered op (a constant or pass-through output)")
         outs.append(t)
     L.b.io([t.index for t in ins], [t.index for t in outs])
@@ -168,7 +194,8 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
 
     def io_row(name, t):
         return {"onnx": name, "tflite": t.name, "onnx_shape": list(L.shape(name)), "tflite_shape": list(t.shape),
-                "layout": t.layout, "scale": t.q.scale, "zero_point": t.q.zero_point, "dtype": "int8"}
+                "layout": t.layout, "scale": None if t.q is None else t.q.scale,
+                "zero_point": None if t.q is None else t.q.zero_point, "dtype": t.dtype}
 
     res = ConversionResult(out, out.with_suffix(".json"), str(src), graph=None, lineage=L.lineage, ops=L.ops,
                            io={"inputs": [io_row(n, t) for n, t in zip(prep.graph.input_names, ins)],

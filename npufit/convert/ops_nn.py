@@ -228,11 +228,12 @@ def gemm(L: Lowering, node: NodeView) -> None:
            keep_num_dims=len(x.shape) > 2)
 
 
-REDUCE = {"ReduceMean": "MEAN", "ReduceMax": "REDUCE_MAX"}
+REDUCE = {"ReduceMean": "MEAN", "ReduceMax": "REDUCE_MAX", "ReduceMin": "REDUCE_MIN", "ReduceSum": "SUM"}
 
 
 def reduce(L: Lowering, node: NodeView) -> None:
-    """ReduceMean -> MEAN, ReduceMax -> REDUCE_MAX (int8; REDUCE_MAX shares its input's range, see PASS_THROUGH)."""
+    """ReduceMean -> MEAN, ReduceSum -> SUM, ReduceMax/Min -> REDUCE_MAX/MIN (these share their input's range, see
+    PASS_THROUGH), over any axes."""
     op = REDUCE[node.op_type]
     axes = node.attr("axes")
     if axes is None and len(node.inputs) > 1 and node.inputs[1]:

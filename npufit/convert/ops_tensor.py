@@ -1,5 +1,5 @@
 """Lowering of activations, elementwise arithmetic and the layout-sensitive tensor ops (Concat, Reshape family,
-Transpose, Resize, Softmax, Pad, Slice)."""
+Transpose, Resize, Pad, Slice)."""
 from __future__ import annotations
 
 import math
@@ -85,8 +85,10 @@ def binary(L: Lowering, node: NodeView) -> None:
     ca, cb = L.const(a), L.const(b)
     tfl = BINARY[node.op_type]
     if node.op_type == "Div":
-        if cb is None:
-            raise L.fail(node, "division by a run-time tensor has no int8 TFLite kernel Vela accepts")
+        if cb is None:  # MUL by a reciprocal built from RSQRT (int8 DIV has no Vela kernel)
+            from .ops_math import div
+
+            return div(L, node)
         cb = 1.0 / np.asarray(cb, np.float64)
     rank = len(L.shape(node.outputs[0]))
     acts = [L.act(n) for n, c in ((a, ca), (b, cb)) if c is None]
@@ -190,25 +192,6 @@ def resize(L: Lowering, node: NodeView) -> None:
     L.emit(op, [x, L.int32(f"{y.name}/size", y.shape[1:3])], [y], opts, align_corners=flags[0], half_pixel_centers=flags[1])
 
 
-def softmax(L: Lowering, node: NodeView) -> None:
-    x = L.act(node.inputs[0])
-    rank = len(x.shape)
-    opset = L.graph.opsets.get("ai.onnx", 13)
-    axis = int(node.attr("axis", -1 if opset >= 13 else 1)) % rank
-    shape = L.shape(node.inputs[0])
-    if opset < 13 and any(d != 1 for d in shape[axis + 1:-1]):
-        raise L.fail(node, "opset<13 Softmax over several flattened axes is not lowered")
-    last = axis == rank - 1 or (opset < 13 and all(d == 1 for d in shape[axis:-1]))
-    if x.layout == "nhwc" and axis == 1:
-        last = True  # channels are the innermost TFLite axis
-    elif x.layout == "nhwc":
-        x, last = L.act(node.inputs[0], "plain"), axis == rank - 1
-    if not last:
-        raise L.fail(node, f"softmax over axis {axis} of a rank-{rank} tensor (TFLite normalizes the last axis)")
-    y = L.output(node.outputs[0], x.layout, q=FIXED["SOFTMAX"])
-    L.emit("SOFTMAX", [x], [y], "SoftmaxOptions", beta=1.0)
-
-
 def pad(L: Lowering, node: NodeView) -> None:
     x = L.act(node.inputs[0])
     rank = len(x.shape)
@@ -232,6 +215,10 @@ def pad(L: Lowering, node: NodeView) -> None:
         if v is None:
             raise L.fail(node, "pad value computed at run time")
         value = float(np.asarray(v).reshape(-1)[0]) if np.asarray(v).size else 0.0
+    if mode == "edge":
+        from .ops_shape import edge_pad
+
+        return edge_pad(L, x, full, node.outputs[0])
     y = L.output(node.outputs[0], x.layout, q=x.q)
     paddings = L.int32(f"{y.name}/paddings", full)
     if mode == "reflect":

@@ -101,6 +101,7 @@ def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, 
     ref: dict[str, list[np.ndarray]] = {r["onnx"]: [] for r in out_rows}
     got: dict[str, list[np.ndarray]] = {r["onnx"]: [] for r in out_rows}
     onames = [r["onnx"] for r in out_rows]
+    index_outputs: set[str] = set()
     for feed in feeds:
         for k, row in enumerate(in_rows):
             d = by_name_in.get(row.get("tflite"), tin[k])
@@ -112,6 +113,8 @@ def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, 
             it.set_tensor(d["index"], q.astype(d["dtype"]))
         it.invoke()
         for name, val in zip(onames, sess.run(onames, feed)):
+            if not np.issubdtype(np.asarray(val).dtype, np.floating):
+                index_outputs.add(name)
             ref[name].append(np.asarray(val, np.float32))
         for k, row in enumerate(out_rows):
             d = by_name_out.get(row.get("tflite"), tout[k])
@@ -129,6 +132,8 @@ def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, 
         cos = float(a @ b / (na * nb)) if na > 0 and nb > 0 else float(na == nb)
         res.per_output[name] = {"cosine": round(cos, 6), "max_abs": float(np.abs(a - b).max()) if a.size else 0.0,
                                 "ref_max_abs": float(np.abs(a).max()) if a.size else 0.0}
+        if name in index_outputs:  # indices (ArgMax/TopK): int8 ties pick another index, so count agreement too
+            res.per_output[name]["agreement"] = round(float(np.mean(a == b)), 6) if a.size else 1.0
         if res.per_output[name]["ref_max_abs"] < 1e-6:  # int8 cannot represent it; the cosine means nothing
             res.notes.append(f"output '{name}': the float reference is ~0 (max |x| {res.per_output[name]['ref_max_abs']:.3g}); "
                              "its cosine is not meaningful (random weights?)")

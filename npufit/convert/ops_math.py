@@ -1,0 +1,149 @@
+"""Lowering of the math ops that have no int8 TFLite kernel of their own, built from ones Vela runs on the NPU
+(MUL, ADD, TANH, RSQRT): Erf, Pow with a constant exponent, Sqrt, Reciprocal and Div by a run-time tensor.
+
+Intermediate tensors that exist only in the TFLite graph get ranges derived from their input's calibrated
+range (the math is monotone or bounded), not guessed."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..graph import NodeView
+from .lower import TT, Lowering
+from .qparams import FIXED, activation_q, quantize
+
+# erf(z) ~= tanh(A z + B z^3): the GELU tanh form's own approximation (max |error| 3.6e-4 on the real line,
+# far below the int8 step 1/128 of the result); z beyond +-3 saturates to +-1 either way.
+ERF_A = 2.0 / math.sqrt(math.pi)
+ERF_B = math.sqrt(2.0 / math.pi) * 0.044715 * 2.0 * math.sqrt(2.0)
+ERF_SAT_Z, TANH_SAT = 3.0, 4.0
+
+
+def _scalar_const(L: Lowering, name: str, value: float) -> TT:
+    q = activation_q(min(value, 0.0), max(value, 0.0))
+    return L.new(name, (), q, "plain", data=quantize(np.array(value), q))
+
+
+def mul(L: Lowering, a: TT, b: TT, name: str, q, out: TT | None = None) -> TT:
+    y = out or L.new(name, _bshape(a.shape, b.shape), q, a.layout if len(a.shape) >= len(b.shape) else b.layout)
+    L.emit("MUL", [a, b], [y], "MulOptions", fused_activation_function="NONE")
+    return y
+
+
+def _bshape(a, b):
+    return tuple(int(d) for d in np.broadcast_shapes(tuple(a), tuple(b)))
+
+
+def _absmax(t: TT, cap: float = math.inf) -> float:
+    lo, hi = t.q.range
+    return min(max(abs(lo), abs(hi)), cap)
+
+
+def erf(L: Lowering, node: NodeView) -> None:
+    """Erf -> TANH(z * (A + B z^2)): four NPU ops (MUL, MUL, ADD, MUL) and a TANH look-up table."""
+    x = L.act(node.inputs[0])
+    out = node.outputs[0]
+    m = _absmax(x, ERF_SAT_Z)
+    z2 = mul(L, x, x, f"{out}/z2", activation_q(0.0, m * m))
+    bz2 = mul(L, z2, _scalar_const(L, f"{out}/b", ERF_B), f"{out}/bz2", activation_q(0.0, ERF_B * m * m))
+    a = L.new(f"{out}/poly", z2.shape, activation_q(0.0, ERF_A + ERF_B * m * m), x.layout)
+    L.emit("ADD", [bz2, _scalar_const(L, f"{out}/a", ERF_A)], [a], "AddOptions", fused_activation_function="NONE")
+    u = mul(L, x, a, f"{out}/arg", activation_q(-TANH_SAT, TANH_SAT))
+    y = L.output(out, x.layout, q=FIXED["TANH"])
+    L.emit("TANH", [u], [y])
+
+
+def pow_(L: Lowering, node: NodeView) -> None:
+    e = L.const(node.inputs[1])
+    if e is None or np.asarray(e).size != 1:
+        raise L.fail(node, "only a constant scalar exponent is lowered")
+    e = float(np.asarray(e).reshape(-1)[0])
+    x = L.act(node.inputs[0])
+    out = node.outputs[0]
+    if e == 1.0:
+        L.aliases[out] = node.inputs[0]
+        return
+    if e == 0.5:
+        return _sqrt_of(L, x, out)
+    if e == -0.5:
+        y = L.output(out, x.layout)
+        L.emit("RSQRT", [x], [y])
+        return
+    if e not in (2.0, 3.0):
+        raise L.fail(node, f"exponent {e:g} (lowered: 0.5, -0.5, 1, 2, 3)")
+    if e == 2.0:
+        mul(L, x, x, out, None, out=L.output(out, x.layout))
+        return
+    m = _absmax(x)
+    x2 = mul(L, x, x, f"{out}/x2", activation_q(0.0, m * m))
+    mul(L, x2, x, out, None, out=L.output(out, x.layout))
+
+
+def _rsqrt(L: Lowering, x: TT, name: str) -> TT:
+    """RSQRT of a positive tensor, its output range from the input's calibrated one."""
+    lo, hi = L.real_range(x)
+    if hi <= 0:
+        raise ValueError("not positive")
+    lo = max(lo, hi / 255.0 / 2, 1e-12)  # the smallest positive int8 step of the input: anything below rounds to it
+    r = L.new(name, x.shape, activation_q(0.0, 1.0 / math.sqrt(lo)), x.layout)
+    L.emit("RSQRT", [x], [r])
+    return r
+
+
+def _sqrt_of(L: Lowering, x: TT, out: str) -> None:
+    """sqrt(x) = x * rsqrt(x): both NPU ops (int8 SQRT has no Vela kernel)."""
+    r = _rsqrt(L, x, f"{out}/rsqrt")
+    mul(L, x, r, out, None, out=L.output(out, x.layout))
+
+
+def sqrt(L: Lowering, node: NodeView) -> None:
+    out = node.outputs[0]
+    users = L.graph.consumers(out)
+    if out not in L.graph.output_names and users and all(u.op_type in ("Div", "Reciprocal") and u.inputs[-1] == out
+                                                          and u.inputs[0] != out for u in users):
+        return  # every user divides by it: they take RSQRT of the input instead (see reciprocal_of)
+    x = L.act(node.inputs[0])
+    try:
+        _sqrt_of(L, x, out)
+    except ValueError:
+        raise L.fail(node, "the input is never positive on the calibration data") from None
+
+
+def reciprocal_of(L: Lowering, node: NodeView, name: str) -> TT:
+    """1/`name` from NPU ops: RSQRT of the Sqrt's input when `name` is a Sqrt output, else RSQRT squared."""
+    p = L.graph.producer(name)
+    try:
+        if p is not None and p.op_type == "Sqrt" and L.resolve(name) not in L.tensors:
+            return _rsqrt(L, L.act(p.inputs[0]), f"{name}/rsqrt")
+        b = L.act(name)
+        lo, hi = L.real_range(b)
+        if lo <= 0:
+            raise ValueError("not positive")
+        r = _rsqrt(L, b, f"{name}/rsqrt")
+        return mul(L, r, r, f"{name}/reciprocal", activation_q(0.0, 1.0 / lo))
+    except ValueError:
+        raise L.fail(node, "division by a run-time tensor that is not always positive on the calibration data") from None
+
+
+def reciprocal(L: Lowering, node: NodeView) -> None:
+    r = reciprocal_of(L, node, node.inputs[0])
+    y = L.output(node.outputs[0], r.layout)
+    L.emit("QUANTIZE", [r], [y], "QuantizeOptions")
+
+
+def div(L: Lowering, node: NodeView) -> None:
+    """a / b with b computed at run time -> MUL(a, 1/b)."""
+    r = reciprocal_of(L, node, node.inputs[1])
+    a = L.const(node.inputs[0])
+    layout = r.layout
+    if a is None:
+        x = L.act(node.inputs[0])
+        layout = x.layout if len(x.shape) >= len(r.shape) else r.layout
+        if x.layout != r.layout and len(x.shape) == len(r.shape) == 4:
+            x = L.act(node.inputs[0], r.layout)
+    else:
+        rank = len(L.shape(node.outputs[0]))
+        v = np.asarray(a, np.float32)
+        x = L.const_int8(f"{node.outputs[0]}/lhs", v.reshape((1,) * (rank - v.ndim) + v.shape), layout)
+    mul(L, x, r, node.outputs[0], None, out=L.output(node.outputs[0], layout))

@@ -1,0 +1,272 @@
+"""Lowering of the data-movement and selection ops of transformers, detectors and RNNs: Split, Gather with
+constant indices, Where with a constant condition, ArgMax, DepthToSpace (PixelShuffle), Expand, MatMul of two
+activations (BATCH_MATMUL), Softmax on any axis."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import NodeView
+from .lower import NHWC_AXIS, TO_NHWC, TT, Lowering
+from .ops_nn import gemm
+from .qparams import FIXED, Q, per_channel_weights, quantize
+
+UNIT = Q(1 / 255, -128)  # [0, 1] with both ends exact: 0/1 masks
+
+
+def _axis(L: Lowering, x: TT, onnx_axis: int) -> int:
+    return NHWC_AXIS[onnx_axis] if x.layout == "nhwc" else onnx_axis
+
+
+def split(L: Lowering, node: NodeView) -> None:
+    x = L.act(node.inputs[0])
+    rank = len(x.shape)
+    axis = int(node.attr("axis", 0)) % rank
+    sizes = [L.shape(o)[axis] for o in node.outputs]
+    tax = _axis(L, x, axis)
+    outs = [L.output(o, x.layout, q=x.q) for o in node.outputs]  # int8 SPLIT does not rescale
+    if len(set(sizes)) == 1:
+        L.emit("SPLIT", [L.int32(f"{outs[0].name}/axis", tax), x], outs, "SplitOptions", num_splits=len(outs))
+    else:
+        L.emit("SPLIT_V", [x, L.int32(f"{outs[0].name}/sizes", sizes), L.int32(f"{outs[0].name}/axis", tax)], outs,
+               "SplitVOptions", num_splits=len(outs))
+
+
+def strided(L: Lowering, x: TT, begin, end, stride, out: str, shrink: int = 0) -> TT:
+    """STRIDED_SLICE over TFLite axes; `out` is the ONNX output (pass-through quantization)."""
+    y = L.output(out, "plain" if shrink else x.layout, q=x.q)
+    L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end),
+                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions", shrink_axis_mask=shrink)
+    return y
+
+
+def gather(L: Lowering, node: NodeView) -> None:
+    """Gather with constant indices: a STRIDED_SLICE when they are one index or an evenly spaced run, else GATHER."""
+    idx = L.const(node.inputs[1])
+    if idx is None:
+        raise L.fail(node, "indices computed at run time (an embedding lookup of integer inputs): only constant indices")
+    if L.is_const(node.inputs[0]):
+        raise L.fail(node, "a constant table indexed by constants should have been folded")
+    x = L.act(node.inputs[0], "plain")
+    rank = len(x.shape)
+    axis = int(node.attr("axis", 0)) % rank
+    idx = np.asarray(idx, np.int64)
+    idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    begin, end, stride = [0] * rank, list(x.shape), [1] * rank
+    out = node.outputs[0]
+    if idx.ndim == 0:
+        begin[axis], end[axis] = int(idx), int(idx) + 1
+        strided(L, x, begin, end, stride, out, shrink=1 << axis)
+        return
+    flat = idx.reshape(-1)
+    steps = np.diff(flat)
+    if idx.ndim == 1 and flat.size and (flat.size == 1 or (steps[0] > 0 and np.all(steps == steps[0]))):
+        begin[axis], end[axis] = int(flat[0]), int(flat[-1]) + 1
+        stride[axis] = int(steps[0]) if flat.size > 1 else 1
+        strided(L, x, begin, end, stride, out)
+        return
+    y = L.output(out, "plain", q=x.q)
+    L.emit("GATHER", [x, L.int32(f"{y.name}/indices", idx)], [y], "GatherOptions", axis=axis, batch_dims=0)
+
+
+def where(L: Lowering, node: NodeView) -> None:
+    """Where with a constant condition: a selection mask. y = a*c + b*(1-c) as MUL + ADD of constants when one
+    branch is constant (the attention-mask pattern), else MUL/MUL/ADD."""
+    c = L.const(node.inputs[0])
+    if c is None:
+        raise L.fail(node, "the condition is computed at run time")
+    c = np.asarray(c, bool)
+    out = node.outputs[0]
+    if c.all() or not c.any():
+        src = node.inputs[1] if c.all() else node.inputs[2]
+        if L.is_const(src):
+            raise L.fail(node, "the output is a constant")
+        L.aliases[out] = src
+        return
+    rank = len(L.shape(out))
+    yq = L.q_of(out)
+    lo, hi = yq.range
+    layout = "plain"
+    terms = []
+    for name, mask in ((node.inputs[1], c), (node.inputs[2], ~c)):
+        v = L.const(name)
+        m = mask.reshape((1,) * (rank - mask.ndim) + mask.shape).astype(np.float32)
+        if v is None:
+            t = L.act(name)
+            layout = t.layout if rank == 4 else "plain"
+            terms.append(("act", name, m))
+        else:  # -inf fills (masked attention scores) clip to the output's range: the same after int8 anyway
+            v = np.clip(np.nan_to_num(np.asarray(v, np.float32), posinf=hi, neginf=lo), lo, hi)
+            terms.append(("const", v.reshape((1,) * (rank - v.ndim) + v.shape) * m, None))
+    acts = [t for t in terms if t[0] == "act"]
+    const = sum((t[1] for t in terms if t[0] == "const"), np.zeros((1,) * rank, np.float32))
+    parts = []
+    for _, name, m in acts:
+        x = L.act(name, layout)
+        mm = m.transpose(TO_NHWC) if layout == "nhwc" else m
+        mt = L.new(f"{out}/mask", mm.shape, UNIT, layout, data=quantize(mm, UNIT))
+        p = L.new(f"{out}/masked", np.broadcast_shapes(x.shape, mm.shape), x.q, layout)
+        L.emit("MUL", [x, mt], [p], "MulOptions", fused_activation_function="NONE")
+        parts.append(p)
+    if len(parts) == 1 and np.any(const):
+        cv = const.transpose(TO_NHWC) if layout == "nhwc" and const.ndim == 4 else const
+        parts.append(L.const_int8(f"{out}/fill", cv, layout))
+    y = L.output(out, layout, q=yq)
+    if len(parts) == 1:
+        L.emit("QUANTIZE", parts, [y], "QuantizeOptions")
+    else:
+        L.emit("ADD", parts, [y], "AddOptions", fused_activation_function="NONE")
+
+
+def argmax(L: Lowering, node: NodeView) -> None:
+    """ArgMax -> ARG_MAX (int32 indices; along depth Vela runs it on the NPU)."""
+    if int(node.attr("select_last_index", 0)):
+        raise L.fail(node, "select_last_index=1 has no TFLite equivalent")
+    x = L.act(node.inputs[0])
+    rank = len(x.shape)
+    axis = int(node.attr("axis", 0)) % rank
+    if x.layout == "nhwc" and axis != 1:
+        x = L.act(node.inputs[0], "plain")
+    tax = _axis(L, x, axis)
+    out = node.outputs[0]
+    oshape = L.shape(out)
+    red = tuple(d for i, d in enumerate(x.shape) if i != tax)
+    keep = int(node.attr("keepdims", 1))
+    y = L.new(out, red if not keep else oshape, None, "plain", "int32")
+    L.tensors[out] = y
+    if not keep:
+        L.emit("ARG_MAX", [x, L.int32(f"{out}/axis", [tax])], [y], "ArgMaxOptions", output_type=2)
+        return
+    t = L.new(f"{out}/argmax", red, None, "plain", "int32")
+    L.emit("ARG_MAX", [x, L.int32(f"{out}/axis", [tax])], [t], "ArgMaxOptions", output_type=2)
+    L.emit("RESHAPE", [t, L.int32(f"{out}/shape", oshape)], [y], "ReshapeOptions", new_shape=list(oshape))
+
+
+def depth_to_space(L: Lowering, node: NodeView) -> None:
+    """DepthToSpace / PixelShuffle -> DEPTH_TO_SPACE (TFLite's order is ONNX's DCR); CRD (PyTorch) first reorders
+    the channels with an exact 1x1 permutation CONV_2D."""
+    x = L.act(node.inputs[0], "nhwc")
+    bs = int(node.attr("blocksize"))
+    C = x.shape[3]
+    if node.attr("mode", "DCR") == "CRD":
+        c2 = C // (bs * bs)
+        perm = np.arange(C).reshape(c2, bs * bs).T.reshape(-1)  # DCR channel k reads CRD channel perm[k]
+        w = np.zeros((C, 1, 1, C), np.float64)
+        w[np.arange(C), 0, 0, perm] = 1.0
+        wq, ws = per_channel_weights(w, axis=0)
+        p = L.new(f"{node.outputs[0]}/dcr", x.shape, x.q, "nhwc")
+        wt = L.new(f"{p.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
+        bt = L.new(f"{p.name}/bias", (C,), None, "plain", "int32", data=np.zeros(C, np.int32),
+                   per_channel=(x.q.scale * ws, 0))
+        L.emit("CONV_2D", [x, wt, bt], [p], "Conv2DOptions", padding="VALID", stride_w=1, stride_h=1,
+               dilation_w_factor=1, dilation_h_factor=1, fused_activation_function="NONE")
+        x = p
+    y = L.output(node.outputs[0], "nhwc", q=x.q)
+    L.emit("DEPTH_TO_SPACE", [x], [y], "DepthToSpaceOptions", block_size=bs)
+
+
+def expand(L: Lowering, node: NodeView) -> None:
+    x = L.act(node.inputs[0], "plain")
+    shape = L.shape(node.outputs[0])
+    xs = (1,) * (len(shape) - len(x.shape)) + tuple(x.shape)
+    if xs != tuple(x.shape):
+        r = L.new(f"{node.outputs[0]}/rank", xs, x.q, "plain")
+        L.emit("RESHAPE", [x, L.int32(f"{r.name}/shape", xs)], [r], "ReshapeOptions", new_shape=list(xs))
+        x = r
+    y = L.output(node.outputs[0], "plain", q=x.q)
+    if tuple(x.shape) == tuple(shape):
+        L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", shape)], [y], "ReshapeOptions", new_shape=list(shape))
+    else:
+        L.emit("BROADCAST_TO", [x, L.int32(f"{y.name}/shape", shape)], [y])
+
+
+def matmul(L: Lowering, node: NodeView) -> None:
+    """MatMul of two activations (attention) -> BATCH_MATMUL; a constant operand of rank > 2 rides along as int8.
+    activation x 2-D constant stays FULLY_CONNECTED (per-channel weights, an NPU op)."""
+    w = L.const(node.inputs[1])
+    if w is not None and np.ndim(w) == 2 and not L.is_const(node.inputs[0]):
+        return gemm(L, node)
+    ins = []
+    for k, name in enumerate(node.inputs[:2]):
+        v = L.const(name)
+        if v is None:
+            ins.append(L.act(name, "plain"))
+        else:
+            ins.append(L.const_int8(f"{node.outputs[0]}/{'lhs' if k == 0 else 'rhs'}", np.asarray(v, np.float32), "plain"))
+    if min(len(t.shape) for t in ins) < 2:
+        raise L.fail(node, "a 1-D operand (vector product) is not lowered")
+    y = L.output(node.outputs[0], "plain")
+    L.emit("BATCH_MATMUL", ins, [y], "BatchMatMulOptions", adj_x=False, adj_y=False)
+
+
+def softmax(L: Lowering, node: NodeView) -> None:
+    """Softmax on the innermost TFLite axis; any other axis is moved there and back with TRANSPOSEs."""
+    x = L.act(node.inputs[0])
+    rank = len(x.shape)
+    opset = L.graph.opsets.get("ai.onnx", 13)
+    axis = int(node.attr("axis", -1 if opset >= 13 else 1)) % rank
+    shape = L.shape(node.inputs[0])
+    if opset < 13 and axis != rank - 1:  # opset < 13 normalizes over the flattened axes [axis:]
+        if any(d != 1 for d in shape[axis:-1]):
+            raise L.fail(node, "opset<13 Softmax over several flattened axes is not lowered")
+        axis = rank - 1
+    tax = _axis(L, x, axis)
+    out = node.outputs[0]
+    if tax == rank - 1:
+        y = L.output(out, x.layout, q=FIXED["SOFTMAX"])
+        L.emit("SOFTMAX", [x], [y], "SoftmaxOptions", beta=1.0)
+        return
+    perm = list(range(rank))
+    perm[tax], perm[-1] = perm[-1], perm[tax]  # a swap is its own inverse
+    moved = tuple(x.shape[p] for p in perm)
+    t = L.new(f"{out}/moved", moved, x.q, x.layout)
+    L.layout_op(x, t, perm)
+    s = L.new(f"{out}/softmax", moved, FIXED["SOFTMAX"], x.layout)
+    L.emit("SOFTMAX", [t], [s], "SoftmaxOptions", beta=1.0)
+    y = L.output(out, x.layout, q=FIXED["SOFTMAX"])
+    L.layout_op(s, y, perm)
+
+
+def tile(L: Lowering, node: NodeView) -> None:
+    """Tile with constant repeats -> CONCATENATION of copies per repeated axis (memory-only on the NPU)."""
+    reps = L.const(node.inputs[1])
+    if reps is None:
+        raise L.fail(node, "repeats computed at run time")
+    x = L.act(node.inputs[0])
+    out = node.outputs[0]
+    reps = [int(r) for r in np.asarray(reps).reshape(-1)]
+    if x.layout == "nhwc":
+        reps = [reps[p] for p in TO_NHWC]
+    todo = [a for a, r in enumerate(reps) if r != 1]
+    if not todo:
+        L.aliases[out] = node.inputs[0]
+        return
+    for k, a in enumerate(todo):
+        shape = tuple(d * reps[a] if i == a else d for i, d in enumerate(x.shape))
+        y = L.output(out, x.layout, q=x.q) if k == len(todo) - 1 else L.new(f"{out}/tile{a}", shape, x.q, x.layout)
+        L.emit("CONCATENATION", [x] * reps[a], [y], "ConcatenationOptions", axis=a, fused_activation_function="NONE")
+        x = y
+
+
+def edge_pad(L: Lowering, x: TT, full: list[list[int]], out: str) -> None:
+    """Pad mode=edge: MIRROR_PAD SYMMETRIC where every pad is <= 1 (the same values), else concatenated edge copies."""
+    if all(p <= 1 for pr in full for p in pr):
+        y = L.output(out, x.layout, q=x.q)
+        L.emit("MIRROR_PAD", [x, L.int32(f"{y.name}/paddings", full)], [y], "MirrorPadOptions", mode=1)
+        return
+    todo = [a for a, pr in enumerate(full) if any(pr)]
+    for k, a in enumerate(todo):
+        parts = []
+        for side, n in enumerate(full[a]):
+            if not n:
+                continue
+            begin, end = [0] * len(x.shape), list(x.shape)
+            begin[a], end[a] = (0, 1) if side == 0 else (x.shape[a] - 1, x.shape[a])
+            e = L.new(f"{out}/edge{a}_{side}", tuple(1 if i == a else d for i, d in enumerate(x.shape)), x.q, x.layout)
+            L.emit("STRIDED_SLICE", [x, L.int32(f"{e.name}/begin", begin), L.int32(f"{e.name}/end", end),
+                                     L.int32(f"{e.name}/strides", [1] * len(x.shape))], [e], "StridedSliceOptions")
+            parts.append((side, [e] * n))
+        ins = [t for side, ts in parts if side == 0 for t in ts] + [x] + [t for side, ts in parts if side == 1 for t in ts]
+        shape = tuple(d + sum(full[a]) if i == a else d for i, d in enumerate(x.shape))
+        y = L.output(out, x.layout, q=x.q) if k == len(todo) - 1 else L.new(f"{out}/pad{a}", shape, x.q, x.layout)
+        L.emit("CONCATENATION", ins, [y], "ConcatenationOptions", axis=a, fused_activation_function="NONE")
+        x = y

@@ -1,0 +1,194 @@
+"""What the converter does to its private copy of the ONNX model before lowering, and says it did.
+
+1. npufit's own exact rewrite rules (npufit/rewrite) that make a graph convertible: `conv1d_to_conv2d` (a rank-3
+   Conv becomes a (1,k) Conv2d, chains stay 4-D) and `topk1_to_argmax` (TopK k=1 -> ArgMax + ReduceMax).
+2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
+   so ONNX Runtime calibrates every intermediate tensor the int8 graph will hold: LayerNormalization,
+   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains; LSTM and
+   GRU with a static sequence length unrolled step by step (prepass_rnn).
+
+Each new node is named `<original node>/<step>` and `Prepared.origin` maps it back, so Vela's placement and
+the converter's lineage still name the user's node."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+CONVERT_RULES = ("conv1d_to_conv2d", "topk1_to_argmax")  # exact rules only: the converter never approximates
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    return next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+
+
+def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
+    """Apply each converter rule whose op occurs in the model; -> (model, ["conv1d_to_conv2d x2", ...])."""
+    import onnx_ir as ir
+
+    from ..rewrite import RuleContext, get_rule
+
+    applied = []
+    for name in CONVERT_RULES:
+        rule = get_rule(name)
+        if not set(rule.ops) & {n.op_type for n in model.graph.node}:
+            continue
+        cand, fired = rule.apply(ir.serde.deserialize_model(model), RuleContext(opset=default_opset(model), target="ethos-u"))
+        if fired:
+            model = ir.serde.serialize_model(cand)
+            applied.append(f"{name} x{fired}")
+    return model, applied
+
+
+class _Builder:
+    """Appends nodes/initializers for one decomposed node under unique names derived from it."""
+
+    def __init__(self, model: onnx.ModelProto, node: onnx.NodeProto, taken: set[str]):
+        self.model, self.base, self.taken, self.nodes = model, node.name or node.op_type, taken, []
+        self.opset = default_opset(model)
+
+    def name(self, step: str) -> str:
+        n, i = f"{self.base}/{step}", 1
+        while n in self.taken:
+            i += 1
+            n = f"{self.base}/{step}{i}"
+        self.taken.add(n)
+        return n
+
+    def const(self, step: str, value) -> str:
+        n = self.name(step)
+        self.model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), n))
+        return n
+
+    def op(self, op_type: str, inputs, step: str, out: str | None = None, **attrs) -> str:
+        name = self.name(step)
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out or name], name=name, **attrs))
+        return out or name
+
+    def mean(self, x: str, axes: list[int], step: str) -> str:
+        if self.opset >= 18:
+            return self.op("ReduceMean", [x, self.const(step + "_axes", np.array(axes, np.int64))], step, keepdims=1)
+        return self.op("ReduceMean", [x], step, axes=axes, keepdims=1)
+
+    def normalize(self, x: str, axes: list[int], eps: float, out: str | None = None) -> str:
+        """(x - mean) / sqrt(var + eps) over `axes` (keepdims), written to `out`."""
+        mu = self.mean(x, axes, "mean")
+        d = self.op("Sub", [x, mu], "centered")
+        var = self.mean(self.op("Mul", [d, d], "squared"), axes, "variance")
+        std = self.op("Sqrt", [self.op("Add", [var, self.const("epsilon", np.array(eps, np.float32))], "variance_eps")], "std")
+        return self.op("Div", [d, std], "normalized", out=out)
+
+
+def _attr(node: onnx.NodeProto, name: str, default):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _layernorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    if rank is None or len(n.output) > 1 and any(n.output[1:]):
+        return False  # mean / inv-std outputs (training mode) are not decomposed
+    axis = int(_attr(n, "axis", -1)) % rank
+    y = b.normalize(n.input[0], list(range(axis, rank)), float(_attr(n, "epsilon", 1e-5)))
+    if len(n.input) > 2 and n.input[2]:
+        b.op("Add", [b.op("Mul", [y, n.input[1]], "scaled"), n.input[2]], "shifted", out=n.output[0])
+    else:
+        b.op("Mul", [y, n.input[1]], "scaled", out=n.output[0])
+    return True
+
+
+def _instancenorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    scale, bias = consts.get(n.input[1]), consts.get(n.input[2])
+    if rank is None or rank < 3 or scale is None or bias is None:
+        return False
+    shape = (-1,) + (1,) * (rank - 2)
+    y = b.normalize(n.input[0], list(range(2, rank)), float(_attr(n, "epsilon", 1e-5)))
+    y = b.op("Mul", [y, b.const("scale", np.asarray(scale, np.float32).reshape(shape))], "scaled")
+    b.op("Add", [y, b.const("bias", np.asarray(bias, np.float32).reshape(shape))], "shifted", out=n.output[0])
+    return True
+
+
+def _gelu(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    x = n.input[0]
+    if _attr(n, "approximate", b"none") in (b"tanh", "tanh"):
+        x3 = b.op("Mul", [b.op("Mul", [x, x], "square"), x], "cube")
+        inner = b.op("Add", [x, b.op("Mul", [x3, b.const("c", np.array(0.044715, np.float32))], "cube_scaled")], "inner")
+        t = b.op("Tanh", [b.op("Mul", [inner, b.const("k", np.array(math.sqrt(2 / math.pi), np.float32))], "arg")], "tanh")
+        half = b.op("Add", [t, b.const("one", np.array(1.0, np.float32))], "one_plus")
+    else:
+        e = b.op("Erf", [b.op("Mul", [x, b.const("inv_sqrt2", np.array(1 / math.sqrt(2), np.float32))], "arg")], "erf")
+        half = b.op("Add", [e, b.const("one", np.array(1.0, np.float32))], "one_plus")
+    b.op("Mul", [b.op("Mul", [x, half], "x_times"), b.const("half", np.array(0.5, np.float32))], "gelu", out=n.output[0])
+    return True
+
+
+def _groupnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict, shapes: dict) -> bool:
+    shape = shapes.get(n.input[0])
+    scale, bias = consts.get(n.input[1]), consts.get(n.input[2])
+    g = int(_attr(n, "num_groups", 1))
+    if shape is None or scale is None or bias is None or len(shape) < 3:
+        return False
+    N, C = shape[0], shape[1]
+    grouped = b.op("Reshape", [n.input[0], b.const("grouped_shape", np.array([N, g, -1], np.int64))], "grouped")
+    y = b.normalize(grouped, [2], float(_attr(n, "epsilon", 1e-5)))
+    y = b.op("Reshape", [y, b.const("shape", np.array(shape, np.int64))], "ungrouped")
+    per_c = (-1,) + (1,) * (len(shape) - 2)
+    scale = np.asarray(scale, np.float32)
+    scale = np.repeat(scale, C // g) if scale.size == g and C != g else scale  # opset-18 per-group scale
+    bias = np.asarray(bias, np.float32)
+    bias = np.repeat(bias, C // g) if bias.size == g and C != g else bias
+    y = b.op("Mul", [y, b.const("scale", scale.reshape(per_c))], "scaled")
+    b.op("Add", [y, b.const("bias", bias.reshape(per_c))], "shifted", out=n.output[0])
+    return True
+
+
+def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
+    """Decompose the ops above in place (the converter's own copy); -> (new node -> original node, notes)."""
+    from .prepass_rnn import unroll
+
+    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU"}
+    if not wanted & {n.op_type for n in model.graph.node}:
+        return {}, []
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:
+        inferred = model
+    shapes = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+            shapes[vi.name] = tuple(int(d.dim_value) for d in dims)
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "Constant" and n.output and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    taken = {n.name for n in model.graph.node} | {t.name for t in model.graph.initializer}
+    taken |= {o for n in model.graph.node for o in n.output}
+    origin: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    out_nodes = []
+    for n in model.graph.node:
+        if n.op_type not in wanted or n.domain not in ("", "ai.onnx"):
+            out_nodes.append(n)
+            continue
+        b = _Builder(model, n, taken)
+        rank = len(shapes[n.input[0]]) if n.input[0] in shapes else None
+        if n.op_type in ("LSTM", "GRU"):
+            ok = unroll(b, n, consts, shapes)
+        elif n.op_type == "GroupNormalization":
+            ok = _groupnorm(b, n, rank, consts, shapes)
+        else:
+            ok = {"LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Gelu": _gelu}[n.op_type](b, n, rank, consts)
+        if not ok:
+            out_nodes.append(n)
+            continue
+        for new in b.nodes:
+            origin[new.name] = n.name
+        out_nodes.extend(b.nodes)
+        counts[n.op_type] = counts.get(n.op_type, 0) + 1
+    del model.graph.node[:]
+    model.graph.node.extend(out_nodes)
+    return origin, [f"{'unrolled' if op in ('LSTM', 'GRU') else 'decomposed'} {op} x{k}" for op, k in counts.items()]
