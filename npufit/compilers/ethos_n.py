@@ -24,7 +24,7 @@ VARIANTS = {"1tops-2ple": "Ethos-N78_1TOPS_2PLE_RATIO", "1tops-4ple": "Ethos-N78
             "4tops-2ple": "Ethos-N78_4TOPS_2PLE_RATIO", "4tops-4ple": "Ethos-N78_4TOPS_4PLE_RATIO",
             "8tops-2ple": "Ethos-N78_8TOPS_2PLE_RATIO"}
 DEFAULT_VARIANT = "4tops-4ple"  # seed 001's configuration (TOPS=4, PLE=4)
-_TARGET = re.compile(r"^ethos-n78(?:-(\dtops-\dple))?$")
+_TARGET = re.compile(r"^ethos-n78(?:-(" + "|".join(VARIANTS) + "))?$")
 # The library's own performance model (EstimationUtils.cpp CalculateMetric): DMA moves 16 bytes per NPU cycle.
 DMA_BYTES_PER_CYCLE = 16.0
 # The clock at which the variant names' TOPS hold (4TOPS: 8 engines x 2 OGs x 8 MAC units x 16 MACs x 2 ops x 1 GHz).
