@@ -15,7 +15,7 @@ def register(sub) -> None:
     p.add_argument("--opset", type=positive_int, default=11, help="ONNX opset for the TorchScript exporter (default: 11, as seed 000)")
     p.add_argument("--cases", metavar="PATTERN", help="comma-separated globs over case ids, families or seeds "
                                                       "(e.g. 'conv*,pooling', 'seed000')")
-    p.add_argument("--compiler", choices=("vela", "rknn", "hailo"), help="also compile every case with this installed compiler")
+    p.add_argument("--compiler", choices=("vela", "rknn", "hailo", "ethos-n"), help="also compile every case with this installed compiler")
     p.add_argument("--replay", metavar="FILE", help="compare the prediction with a recorded compiler run (<target>-measured.json "
                                                     "from an earlier --compiler run, e.g. docs/probe/rk3588-measured.json) "
                                                     "instead of compiling: the drift table without the vendor toolkit")

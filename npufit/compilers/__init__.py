@@ -3,6 +3,7 @@
     compile_model("m.onnx", "rk3588")            # RKNN-Toolkit2 (own env)
     compile_model("m.tflite", "ethos-u55-256")   # Vela
     compile_model("m.onnx", "hailo8", emit_script="out/")  # Hailo DFC commands (NOT exercised here)
+    compile_model("m.tflite", "ethos-n78")       # Arm Ethos-N support library (npufit env install ethos-n)
 
 Vendor SDKs are never imported by npufit itself: each compiler runs as a child process."""
 from __future__ import annotations
@@ -18,11 +19,12 @@ __all__ = ["compile_model", "status", "compiler_for", "CompileOptions", "Compile
 
 
 def _compilers():
+    from .ethos_n import EthosNCompiler
     from .hailo import HailoCompiler
     from .rknn import RknnCompiler
     from .vela import VelaCompiler
 
-    return [VelaCompiler(), RknnCompiler(), HailoCompiler()]
+    return [VelaCompiler(), RknnCompiler(), HailoCompiler(), EthosNCompiler()]
 
 
 def compiler_for(target: str):
@@ -30,7 +32,8 @@ def compiler_for(target: str):
         if c.handles(target):
             return c
     raise NpufitError(f"no compiler drives target '{target}' (Vela: ethos-u55-32..256, ethos-u65-256/512, "
-                      "ethos-u85-128..2048; RKNN: rk3588, rk3576, rk3568, rk3566, rk3562, rv1106; Hailo: hailo8, hailo8l)")
+                      "ethos-u85-128..2048; RKNN: rk3588, rk3576, rk3568, rk3566, rk3562, rv1106; Hailo: hailo8, hailo8l; "
+                      "Ethos-N support library: ethos-n78, ethos-n78-<1|2|4|8>tops-<2|4>ple)")
 
 
 def status() -> list[dict]:
@@ -72,6 +75,8 @@ def attach_comparison(result: CompileResult, model: Path, target: str, opts: Com
         result.notes.append("no placement to compare with: the compile did not finish")
         return
     profile_name = "rk3588" if target.lower().startswith(("rk", "rv")) else target.lower()
+    if profile_name.startswith("ethos-n78"):
+        profile_name = "ethos-n78"  # one profile for every N78 variant
     try:
         profile = get_profile(profile_name)
     except NpufitError:

@@ -28,6 +28,7 @@ class EnvSpec:
     enables: str
     needs_wheel: str = ""  # a vendor wheel the user must supply (login-gated downloads)
     notes: tuple[str, ...] = field(default=())
+    kind: str = "venv"  # venv: a virtualenv of pip steps | native: a C++ build (npufit.envs.ethos_n)
 
 
 SPECS: dict[str, EnvSpec] = {
@@ -56,6 +57,16 @@ SPECS: dict[str, EnvSpec] = {
         needs_wheel="hailo_dataflow_compiler-*.whl (download from the Hailo Developer Zone; login required)",
         notes=("NOT exercised here: the DFC is login-gated and was never installed on npufit's build machines",),
     ),
+    "ethos-n": EnvSpec(
+        name="ethos-n",
+        title="Arm Ethos-N support library (driver stack 25.03, built from source)",
+        steps=(),
+        probe="",
+        enables="npufit compile --target ethos-n78 (and check --measure, probe --compiler ethos-n): the library's own "
+                "per-operation support verdicts with reasons, Compile(), EstimatePerformance()",
+        notes=("needs g++ and scons 4.4.0; --source DIR or NPUFIT_ETHOSN_SOURCE=DIR builds from a local copy",),
+        kind="native",
+    ),
 }
 
 
@@ -78,6 +89,15 @@ def env_python(name: str) -> Path:
     return env_dir(name) / "bin" / "python"
 
 
+def env_ready_path(name: str) -> Path:
+    """The file whose presence (with the manifest) means the env works: its Python, or a native tool."""
+    if spec(name).kind == "native":
+        from . import ethos_n
+
+        return ethos_n.shim_path(env_dir(name))
+    return env_python(name)
+
+
 def manifest(name: str) -> dict | None:
     from ..util.readers import read_json
 
@@ -91,11 +111,12 @@ def manifest(name: str) -> dict | None:
 def env_status(name: str) -> dict:
     s = spec(name)
     m = manifest(name)
-    ok = m is not None and env_python(name).exists()
+    ok = m is not None and env_ready_path(name).exists()
     return {"name": s.name, "title": s.title, "installed": ok, "path": str(env_dir(name)),
             "version": m.get("version") if m else None, "size_mb": m.get("size_mb") if m else None,
             "install_s": m.get("install_s") if m else None, "enables": s.enables,
-            "install": f"npufit env install {s.name}" + (" --wheel " + s.needs_wheel.split(" ")[0] if s.needs_wheel else "")}
+            "install": f"npufit env install {s.name}" + (" --wheel " + s.needs_wheel.split(" ")[0] if s.needs_wheel else "")
+            + (" [--source DIR|GIT_URL]" if s.kind == "native" else "")}
 
 
 def list_envs() -> list[dict]:
@@ -113,9 +134,14 @@ def _dir_size_mb(p: Path) -> float:
     return round(total / 2**20, 1)
 
 
-def install(name: str, wheel: str | None = None, force: bool = False, log=None) -> dict:
-    """Create the env from scratch; returns its manifest (install time, size, tool version)."""
+def install(name: str, wheel: str | None = None, force: bool = False, log=None, source: str | None = None,
+            jobs: int | None = None) -> dict:
+    """Create the env from scratch; returns its manifest (install time, size, tool version).
+
+    An installed env is left as it is (manifest["reused"] is then True) unless force is given."""
     s = spec(name)
+    if s.kind == "native":
+        return _install_native(s, force, log, source, jobs)
     if s.needs_wheel and not wheel:
         raise NpufitError(f"the {s.title} cannot be downloaded automatically: pass --wheel {s.needs_wheel}")
     if wheel and not Path(wheel).is_file():
@@ -147,6 +173,33 @@ def install(name: str, wheel: str | None = None, force: bool = False, log=None) 
 
     atomic_write_json(d / "npufit-env.json", m)
     return m
+
+
+def _install_native(s: EnvSpec, force: bool, log, source: str | None, jobs: int | None) -> dict:
+    from . import ethos_n
+
+    d = env_dir(s.name)
+    say = log or (lambda msg: print(msg, file=sys.stderr))
+    m = manifest(s.name)
+    if m and not force and env_ready_path(s.name).exists():
+        if m.get("shim_digest") == ethos_n.shim_digest():
+            return dict(m, reused=True)
+        m["shim_s"] = round(ethos_n.link_shim(d, say=say), 1)  # npufit's shim changed: relink only
+        m["shim_digest"] = ethos_n.shim_digest()
+    else:
+        if force and d.exists():
+            shutil.rmtree(d)
+        if (d / "npufit-env.json").exists():
+            (d / "npufit-env.json").unlink()  # the manifest, written last, marks an env installed
+        t0 = time.perf_counter()
+        m = {"schema": SCHEMA, "name": s.name, "title": s.title, **ethos_n.build(d, source, jobs, say)}
+        m["install_s"] = round(time.perf_counter() - t0, 1)
+        m["created"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    m["size_mb"] = _dir_size_mb(d)
+    from ..util.io import atomic_write_json
+
+    atomic_write_json(d / "npufit-env.json", m)
+    return dict(m, reused=False)
 
 
 def remove(name: str) -> bool:

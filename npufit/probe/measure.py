@@ -13,8 +13,8 @@ from ..errors import NpufitError
 from ..util.io import private_tempdir
 
 # --compiler name -> the target families it compiles, and its name in npufit.compilers.status()
-COMPILER_TARGETS = {"vela": ("ethos-u",), "rknn": ("rk", "rv"), "hailo": ("hailo",)}
-STATUS_NAMES = {"vela": "vela", "rknn": "rknn-toolkit2", "hailo": "hailo-dfc"}
+COMPILER_TARGETS = {"vela": ("ethos-u",), "rknn": ("rk", "rv"), "hailo": ("hailo",), "ethos-n": ("ethos-n",)}
+STATUS_NAMES = {"vela": "vela", "rknn": "rknn-toolkit2", "hailo": "hailo-dfc", "ethos-n": "ethos-n-support-library"}
 
 
 def _compilers_api():

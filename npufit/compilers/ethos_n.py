@@ -1,0 +1,237 @@
+"""Arm Ethos-N78 through Arm's own Ethos-N support library (driver stack 25.03), the compiler underneath the Arm NN
+and TVM Ethos-N backends. `npufit env install ethos-n` builds it; npufit lowers the int8 TFLite graph op by op
+(npufit.compilers.ethos_n_lower) and a small C++ program (npufit/envs/ethos_n/shim.cpp) asks the library, per
+operation, IsXxxSupported (Supported / EstimateOnly / Unsupported, with its reason text), builds the network of
+the supported operations, runs Compile() and EstimatePerformance(). An ONNX model is converted to int8 TFLite
+first with npufit.convert (as for Vela) and the placement is mapped back to the ONNX nodes.
+
+Flow: these verdicts are the library's. TVM's flow imports an int8 TFLite LEAKY_RELU as dequantize → leaky_relu →
+quantize and runs that island on the host (seed 001); the library itself supports int8 LeakyReLU.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ..errors import NpufitError
+from .base import CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
+from .mapping import Layer
+
+ENV = "ethos-n"
+VARIANTS = {"1tops-2ple": "Ethos-N78_1TOPS_2PLE_RATIO", "1tops-4ple": "Ethos-N78_1TOPS_4PLE_RATIO",
+            "2tops-2ple": "Ethos-N78_2TOPS_2PLE_RATIO", "2tops-4ple": "Ethos-N78_2TOPS_4PLE_RATIO",
+            "4tops-2ple": "Ethos-N78_4TOPS_2PLE_RATIO", "4tops-4ple": "Ethos-N78_4TOPS_4PLE_RATIO",
+            "8tops-2ple": "Ethos-N78_8TOPS_2PLE_RATIO"}
+DEFAULT_VARIANT = "4tops-4ple"  # seed 001's configuration (TOPS=4, PLE=4)
+_TARGET = re.compile(r"^ethos-n78(?:-(" + "|".join(VARIANTS) + "))?$")
+# The library's own performance model (EstimationUtils.cpp CalculateMetric): DMA moves 16 bytes per NPU cycle.
+DMA_BYTES_PER_CYCLE = 16.0
+# The clock at which the variant names' TOPS hold (4TOPS: 8 engines x 2 OGs x 8 MAC units x 16 MACs x 2 ops x 1 GHz).
+DEFAULT_CLOCK_MHZ = 1000.0
+FLOW = "Arm Ethos-N support library 6.0.0 (driver stack 25.03), as Arm NN and TVM call it"
+LEVELS = ("supported", "estimate_only", "unsupported")
+
+
+def variant_of(target: str, options: CompileOptions | None = None) -> str:
+    m = _TARGET.match(target.lower())
+    key = (options.extra.get("ethos_n_variant") if options else None) or (m.group(1) if m else None) or DEFAULT_VARIANT
+    if key not in VARIANTS:
+        raise NpufitError(f"unknown Ethos-N78 variant '{key}' (one of: {', '.join(VARIANTS)})")
+    return VARIANTS[key]
+
+
+class EthosNCompiler:
+    name = "ethos-n"
+
+    def handles(self, target: str) -> bool:
+        return bool(_TARGET.match(target.lower()))
+
+    def status(self) -> dict:
+        from ..envs import env_status
+
+        s = env_status(ENV)
+        return {"name": "ethos-n-support-library", "available": s["installed"], "version": s["version"],
+                "enables": s["enables"], "install": s["install"],
+                "detail": f"env {s['path']} ({s['size_mb']} MB)" if s["installed"] else "not installed"}
+
+    def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
+        from ..envs import env_dir, env_status
+        from ..envs.ethos_n import shim_path
+        from ..graph import load
+        from .ethos_n_lower import lower, request_with
+        from .vela import convert_onnx, record_conversion
+
+        if not env_status(ENV)["installed"]:
+            raise NpufitError("the Ethos-N support library is not built: run 'npufit env install ethos-n' "
+                              "(--source DIR for a local copy of the driver stack)")
+        variant = variant_of(target, options)
+        out = default_out_dir(model, target, options.out_dir)
+        notes: list[str] = []
+        outputs: dict[str, str] = {}
+        conv = None
+        if model.suffix.lower() == ".tflite":
+            src = private_copy(model, out)
+        else:
+            conv = convert_onnx(model, out, options, notes, outputs)
+            src = conv.path
+        tgraph = load(src)
+        low = lower(tgraph, src)
+        work = out / "ethos_n"
+        work.mkdir(parents=True, exist_ok=True)
+        blob, req, resp_path = work / "constants.bin", work / "request.txt", work / "response.json"
+        blob.write_bytes(low.blob)
+        sram = int(options.extra.get("ethos_n_sram_bytes", 0))
+        req.write_text(request_with(low, variant, sram, blob.resolve()))
+        if resp_path.exists():
+            resp_path.unlink()
+        cmd = [str(shim_path(env_dir(ENV))), str(req), str(resp_path)]
+        if options.extra.get("ethos_n_estimate") is False:
+            cmd.append("--no-estimate")
+        run = run_tool(cmd, out / "ethos_n.log", cwd=work, timeout_s=options.timeout_s)
+        try:
+            resp = json.loads(resp_path.read_text())
+        except (OSError, ValueError):
+            resp = {"error": f"the shim exited with code {run.returncode} without an answer: {tail(run.log, 3)}"}
+        comp = resp.get("compile") or {}
+        res = CompileResult("ethos-n-support-library", resp.get("version"), target.lower(), str(model),
+                            bool(comp.get("ok")) and not resp.get("error"), log_path=str(run.log_path),
+                            command=run.command_line, wall_s=run.wall_s, peak_rss_mb=run.peak_rss_mb, outputs=outputs,
+                            notes=notes)
+        res.timings["support_library"] = run.wall_s
+        res.outputs.update({"request": str(req), "response": str(resp_path)})
+        if conv is not None:
+            record_conversion(res, conv)
+        if resp.get("error"):
+            res.error = f"Ethos-N shim: {resp['error']}"
+            return res
+        layers, levels = node_layers(tgraph, low, resp)
+        res.placement = placements(tgraph, low, layers, conv)
+        res.metrics.update(summary_metrics(tgraph, low, resp, levels, variant, options))
+        if not comp:
+            res.error = "nothing for the NPU: no operation is supported by the Ethos-N support library"
+        elif not comp.get("ok"):
+            res.error = f"Compile() failed: {comp.get('error') or 'no compiled network'}"
+        else:
+            res.artifact = None  # the compiled network is kept in memory by the shim; its size is in metrics
+        res.notes.append(f"verdicts are the Ethos-N support library's ({FLOW}); in TVM's flow an int8 LEAKY_RELU is "
+                         "imported as dequantize -> leaky_relu -> quantize and runs on the host")
+        return res
+
+
+def _reason(level: str, text: str, host_reason: str | None) -> str:
+    if host_reason:
+        return host_reason
+    label = {"estimate_only": "EstimateOnly", "unsupported": "Unsupported"}.get(level, "Supported")
+    return f"Ethos-N support library: {label}" + (f": {text}" if text else "")
+
+
+def node_layers(graph, low, resp) -> tuple[list[Layer], dict[str, str]]:
+    """One Layer per lowered TFLite node (named by its first output, as the converter's lineage is keyed),
+    its level the worst of its operations' levels."""
+    by_op = {o["id"]: o for o in resp.get("ops", [])}
+    layers, levels = [], {}
+    for n in graph.top_nodes:
+        ops = low.ops_of.get(n.name)
+        if not ops:
+            continue
+        verdicts = [by_op.get(o, {"level": "unsupported", "reason": "no answer from the shim"}) for o in ops]
+        worst = max(verdicts, key=lambda v: LEVELS.index(v["level"]))
+        levels[n.name] = worst["level"]
+        reason = "" if worst["level"] == "supported" else _reason(worst["level"], worst.get("reason", ""), low.host.get(ops[0]))
+        layers.append(Layer(n.outputs[0] if n.outputs else n.name, n.op_type,
+                            "npu" if worst["level"] == "supported" else "cpu", reason))
+    for pad, conv in low.fused.items():
+        levels[pad] = levels.get(conv, "unsupported")
+    return layers, levels
+
+
+def placements(graph, low, layers: list[Layer], conv) -> list[Placement]:
+    if conv is not None:
+        from .mapping import resolve
+        from .vela import layer_lineage
+
+        return resolve(conv.graph, layers, layer_lineage(layers, conv.lineage), "Ethos-N support library")
+    by_out = {lay.name: lay for lay in layers}
+    out: dict[str, Placement] = {}
+    folded = getattr(graph, "folded", set())
+    for n in graph.top_nodes:
+        lay = by_out.get(n.outputs[0] if n.outputs else n.name)
+        if lay is not None:
+            out[n.name] = Placement(n.name, n.op_type, lay.device, lay.reason, [lay.name])
+        elif n.name in folded:
+            out[n.name] = Placement(n.name, n.op_type, "folded", "constant: computed at compile time", how="absent")
+    for pad, into in low.fused.items():
+        p = out.get(into)
+        if p is not None:
+            out[pad] = Placement(pad, graph.node(pad).op_type, p.device,
+                                 f"fused into the padding of {p.op} '{into}'" + (f"; {p.reason}" if p.reason else ""),
+                                 list(p.layers), "fused")
+    return [out[n.name] for n in graph.top_nodes if n.name in out]
+
+
+def partitions(graph, on_npu: set[str]) -> tuple[int, int]:
+    """Connected NPU regions and host regions over the TFLite graph's edges."""
+    counts = []
+    for want in (True, False):
+        nodes = {n.name for n in graph.top_nodes if (n.name in on_npu) == want and n.name not in getattr(graph, "folded", set())}
+        seen, k = set(), 0
+        for name in nodes:
+            if name in seen:
+                continue
+            k += 1
+            stack = [name]
+            while stack:
+                cur = stack.pop()
+                if cur in seen:
+                    continue
+                seen.add(cur)
+                node = graph.node(cur)
+                stack.extend(m.name for m in (*graph.predecessors(node), *graph.successors(node)) if m.name in nodes)
+        counts.append(k)
+    return counts[0], counts[1]
+
+
+def performance(passes: list[dict], clock_mhz: float) -> dict:
+    """Roll the library's per-pass figures up with its own model: DMA read and write, MCE and PLE run in parallel,
+    non-parallel DRAM transfers add; stripe overheads left out."""
+    total = mce = ple = dram = sram = 0.0
+    for p in passes:
+        par_r = (p["input"]["dram_parallel"] + p["weights"]["dram_parallel"]) / DMA_BYTES_PER_CYCLE
+        par_w = p["output"]["dram_parallel"] / DMA_BYTES_PER_CYCLE
+        nonpar = sum(p[k]["dram_non_parallel"] for k in ("input", "weights", "output")) / DMA_BYTES_PER_CYCLE
+        total += nonpar + max(par_r, par_w, p["mce_cycles"], p["ple_cycles"])
+        mce += p["mce_cycles"]
+        ple += p["ple_cycles"]
+        dram += sum(p[k]["dram_parallel"] + p[k]["dram_non_parallel"] for k in ("input", "weights", "output"))
+        sram += sum(p[k]["sram"] for k in ("input", "weights", "output"))
+    return {"passes": len(passes), "cycles_estimated": int(total), "mce_cycles": int(mce), "ple_cycles": int(ple),
+            "dram_bytes": int(dram), "sram_bytes": int(sram), "clock_mhz": clock_mhz,
+            "latency_ms_estimated": round(total / (clock_mhz * 1e3), 4),
+            "model": f"per pass: non-parallel DRAM bytes/{DMA_BYTES_PER_CYCLE:g} + max(parallel DMA read, write, MCE, PLE "
+                     f"cycles); the library's EstimationUtils model without stripe overheads; at {clock_mhz:g} MHz"}
+
+
+def summary_metrics(graph, low, resp, levels: dict[str, str], variant: str, options: CompileOptions) -> dict:
+    counts = {lv: sum(v == lv for v in levels.values()) for lv in LEVELS}
+    on_npu = {n for n, v in levels.items() if v == "supported"}
+    npu_parts, host_parts = partitions(graph, on_npu)
+    qdq_host = sum(1 for n in graph.top_nodes if n.op_type in ("QUANTIZE", "DEQUANTIZE") and levels.get(n.name) != "supported")
+    lowered = len(levels)
+    m = {"flow": FLOW, "variant": variant, "support_levels": counts, "nodes": lowered, "npu_nodes": counts["supported"],
+         "host_nodes": lowered - counts["supported"],
+         "npu_ratio": round(counts["supported"] / lowered, 4) if lowered else None,
+         "npu_partitions": npu_parts, "host_partitions": host_parts, "host_quantize_dequantize": qdq_host,
+         "network": resp.get("network"), "compile": resp.get("compile")}
+    est = resp.get("estimate") or {}
+    if est.get("ok"):
+        clock = float(options.extra.get("ethos_n_clock_mhz", DEFAULT_CLOCK_MHZ))
+        m["estimate"] = perf = performance(est.get("passes", []), clock)
+        perf["wall_s"] = est.get("wall_s")
+        m.update({"estimated_latency_ms": perf["latency_ms_estimated"], "estimated_cycles": perf["cycles_estimated"],
+                  "clock_mhz": clock, "dram_bytes": perf["dram_bytes"]})
+        if est.get("failures"):
+            m["estimate"]["failures"] = est["failures"]
+    elif est:
+        m["estimate"] = {"error": est.get("error")}
+    return m

@@ -1,0 +1,222 @@
+"""Ethos-N78 through Arm's own Ethos-N support library (npufit env install ethos-n): the env build, the TFLite
+lowering, the compile adapter (the library's verdicts, Compile(), EstimatePerformance()) and seed 001's table.
+
+The library tests run the real library (built from ../shared/vendor/ethos-n-driver-stack-25.03 by
+scripts/test-setup.sh) and skip, saying so, where it is not built."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from npufit.envs import env_status, install
+from npufit.errors import NpufitError
+
+pytest.importorskip("torch")
+
+VENDOR = Path(__file__).resolve().parents[2] / "shared" / "vendor" / "ethos-n-driver-stack-25.03"
+BUILT = env_status("ethos-n")["installed"]
+needs_lib = pytest.mark.skipif(not BUILT, reason="the Ethos-N support library is not built here: run "
+                               "'npufit env install ethos-n --source <driver stack>' (scripts/test-setup.sh does it for make test)")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    from npufit.compilers.ethos_n_seed import build_models
+
+    return build_models(tmp_path_factory.mktemp("seed001"), size=32, width=16)
+
+
+def _cli(*args, env=None):
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "npufit", *args], capture_output=True, text=True, env=e, timeout=600)
+
+
+# -- without the library ------------------------------------------------------------------------------
+
+def test_missing_build_tools_is_one_clear_error(tmp_path, monkeypatch):
+    from npufit.envs import ethos_n
+
+    monkeypatch.setenv("NPUFIT_ENVS", str(tmp_path / "envs"))
+    monkeypatch.setattr(ethos_n, "tools", lambda: {"g++": None, "scons": None})
+    with pytest.raises(NpufitError) as e:
+        install("ethos-n", source=str(tmp_path))
+    assert "g++" in e.value.message and "scons==4.4.0" in e.value.message
+    assert not (tmp_path / "envs" / "ethos-n" / "npufit-env.json").exists()
+
+
+def test_a_folder_that_is_not_the_driver_stack_is_refused(tmp_path, monkeypatch):
+    from npufit.envs import ethos_n
+
+    if None in ethos_n.tools().values():
+        pytest.skip("g++ or scons missing here: the tool check comes first")
+    monkeypatch.setenv("NPUFIT_ENVS", str(tmp_path / "envs"))
+    (tmp_path / "src").mkdir()
+    with pytest.raises(NpufitError, match="not an Ethos-N driver stack"):
+        install("ethos-n", source=str(tmp_path / "src"))
+
+
+def test_compile_without_the_library_says_how_to_build_it(tmp_path, models):
+    r = _cli("compile", str(models["level2_relu"]), "--target", "ethos-n78", "--out-dir", str(tmp_path / "o"),
+             env={"NPUFIT_ENVS": str(tmp_path / "no-envs")})
+    assert r.returncode == 2 and "npufit env install ethos-n" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_variants_are_target_options():
+    from npufit.compilers import compiler_for
+    from npufit.compilers.base import CompileOptions
+    from npufit.compilers.ethos_n import variant_of
+
+    assert variant_of("ethos-n78") == "Ethos-N78_4TOPS_4PLE_RATIO"  # seed 001's TOPS=4, PLE=4
+    assert variant_of("ethos-n78-8tops-2ple") == "Ethos-N78_8TOPS_2PLE_RATIO"
+    assert variant_of("ethos-n78", CompileOptions(extra={"ethos_n_variant": "1tops-4ple"})) == "Ethos-N78_1TOPS_4PLE_RATIO"
+    assert compiler_for("ethos-n78-2tops-4ple").name == "ethos-n"
+    with pytest.raises(NpufitError):
+        compiler_for("ethos-n78-3tops-1ple")
+
+
+def test_lowering_builds_one_library_op_per_tflite_op(models):
+    """PAD before a VALID convolution is folded into its padding; LeakyReLU stays one int8 op (no Q/DQ)."""
+    from npufit.compilers.ethos_n_lower import lower
+    from npufit.graph import load
+
+    path = models["level3_leakyrelu"]
+    g = load(path)
+    low = lower(g, path)
+    kinds = [ln.split()[2] for ln in low.request.splitlines() if ln.startswith("op ")]
+    pads = [n.name for n in g.nodes if n.op_type == "PAD"]
+    assert pads and set(low.fused) == set(pads)
+    assert "pad" not in kinds and kinds.count("leaky") == sum(n.op_type == "LEAKY_RELU" for n in g.nodes)
+    assert {"conv", "concat", "pool", "split", "resize"} <= set(kinds) and "requant" not in kinds
+    conv_lines = [ln for ln in low.request.splitlines() if ln.startswith("op ") and " conv " in ln]
+    assert any("pad=1,1,1,1" in ln or "pad=0,1,0,1" in ln for ln in conv_lines)
+    # weights are HWIO with per-output-channel scales on axis 3
+    w = next(ln for ln in low.request.splitlines() if ln.startswith("tensor ") and " HWIO " in ln).split()
+    assert w[9] == "3" and int(w[10]) == int(w[7])
+
+
+# -- with the library ----------------------------------------------------------------------------------
+
+@needs_lib
+def test_env_install_is_idempotent():
+    t0 = time.perf_counter()
+    m = install("ethos-n")
+    assert m["reused"] and m["version"] == "6.0.0" and m["size_mb"] > 1
+    assert time.perf_counter() - t0 < 30  # nothing rebuilt (generous bound)
+    r = _cli("env", "install", "ethos-n")
+    assert r.returncode == 0 and "nothing to do" in r.stdout
+
+
+@needs_lib
+def test_relu_detector_compiles_fully_on_the_npu(tmp_path, models):
+    from npufit.compilers import compile_model
+
+    r = compile_model(models["level2_relu"], "ethos-n78", out_dir=tmp_path)
+    assert r.ok, r.error
+    assert r.compiler == "ethos-n-support-library" and r.compiler_version == "6.0.0"
+    assert {p.device for p in r.placement} == {"npu"}
+    m = r.metrics
+    assert m["compile"]["ok"] and m["compile"]["networks"] >= 1 and m["compile"]["serialized_bytes"] > 0
+    assert m["support_levels"]["unsupported"] == 0 and m["npu_partitions"] == 1 and m["host_partitions"] == 0
+    est = m["estimate"]
+    assert est["passes"] >= 1 and est["mce_cycles"] > 0 and est["dram_bytes"] > 0
+    assert m["estimated_latency_ms"] == pytest.approx(est["cycles_estimated"] / (m["clock_mhz"] * 1e3), rel=1e-3)
+    assert "support library" in m["flow"]
+
+
+@needs_lib
+def test_leaky_relu_is_supported_by_the_library_but_an_island_in_tvms_flow(tmp_path, models):
+    from npufit.check import check
+    from npufit.compilers import compile_model
+
+    path = models["level2_leakyrelu"]
+    r = compile_model(path, "ethos-n78", out_dir=tmp_path)
+    leaky = [p for p in r.placement if p.op == "LEAKY_RELU"]
+    assert r.ok and leaky and all(p.device == "npu" for p in leaky)
+    assert any("TVM" in n and "leaky_relu" in n for n in r.notes)
+    tvm = check(path, "ethos-n78")  # the profile models TVM's flow
+    assert all(tvm.node(p.node).verdict.value == "cpu" for p in leaky)
+
+
+@needs_lib
+def test_unsupported_operations_carry_the_librarys_reason(tmp_path):
+    """A 2x2/1 max pool: the library answers Unsupported with its own words; SOFTMAX has no library operation."""
+    import torch
+
+    from npufit.compilers import compile_model
+    from npufit.convert import onnx_to_int8_tflite
+    from npufit.zoo.export import export_onnx
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(16, 16, 3, padding=1)
+
+        def forward(self, x):
+            y = torch.nn.functional.max_pool2d(torch.relu(self.conv(x)), 2, 1)
+            return torch.softmax(y.flatten(1), 1)
+
+    export_onnx(M().eval(), torch.randn(1, 16, 16, 16), tmp_path / "m.onnx", 13)
+    tfl = onnx_to_int8_tflite(tmp_path / "m.onnx", tmp_path / "m.tflite").path
+    r = compile_model(tfl, "ethos-n78", out_dir=tmp_path / "o")
+    by_op = {p.op: p for p in r.placement}
+    assert by_op["CONV_2D"].device == "npu"
+    pool = by_op["MAX_POOL_2D"]
+    assert pool.device == "cpu" and pool.reason.startswith("Ethos-N support library: Unsupported: ")
+    assert len(pool.reason) > len("Ethos-N support library: Unsupported: ") + 5
+    assert by_op["SOFTMAX"].device == "cpu" and by_op["SOFTMAX"].reason.startswith("npufit: ")
+    assert r.ok and r.metrics["host_partitions"] >= 1
+
+
+@needs_lib
+def test_onnx_input_is_converted_and_mapped_back(tmp_path):
+    from npufit.compilers import compile_model
+    from npufit.zoo import detector
+
+    onnx = tmp_path / "det.onnx"
+    detector.export("relu", onnx, size=32)
+    r = compile_model(onnx, "ethos-n78", out_dir=tmp_path / "o")
+    assert r.ok, r.error
+    ops = {p.op for p in r.placement}
+    assert "Conv" in ops and "CONV_2D" not in ops  # the user's ONNX nodes, not the TFLite ones
+    assert all(p.device in ("npu", "folded") for p in r.placement)
+    assert "int8_tflite" in r.outputs and r.metrics["conversion"]["tflite_ops"] > 0
+
+
+@needs_lib
+def test_a_bigger_variant_estimates_fewer_mce_cycles(tmp_path, models):
+    from npufit.compilers import compile_model
+
+    small = compile_model(models["level2_relu"], "ethos-n78-1tops-2ple", out_dir=tmp_path / "a").metrics
+    big = compile_model(models["level2_relu"], "ethos-n78-8tops-2ple", out_dir=tmp_path / "b").metrics
+    assert small["variant"] == "Ethos-N78_1TOPS_2PLE_RATIO" and big["variant"] == "Ethos-N78_8TOPS_2PLE_RATIO"
+    assert big["estimate"]["mce_cycles"] < small["estimate"]["mce_cycles"]
+
+
+@needs_lib
+def test_compile_cli_prints_the_librarys_figures(tmp_path, models):
+    r = _cli("compile", str(models["level2_relu"]), "--target", "ethos-n78", "--out-dir", str(tmp_path / "o"), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["compiler"] == "ethos-n-support-library" and d["metrics"]["estimated_latency_ms"] > 0
+
+
+@needs_lib
+def test_seed001_table_from_the_real_library(tmp_path, models):
+    from npufit.compilers.ethos_n_seed import measure, render
+
+    rows = measure(models, tmp_path)
+    print("\n" + render(rows))
+    assert len(rows) == 6 and all(r.compiled for r in rows), [r.notes for r in rows]
+    for r in rows:
+        if r.act == "relu":
+            assert r.ratio >= 0.95  # seed 001: ReLU variants 96-99% on the NPU
+        else:
+            assert r.leaky > 0 and r.library_extra_qdq == 0  # the library runs int8 LeakyReLU as is
+            assert r.tvm_ratio < r.ratio  # TVM's dequantize -> leaky_relu -> quantize islands go to the host
+    assert "Level 3 LeakyReLU" in render(rows)
