@@ -69,7 +69,7 @@ def test_cli_errors_are_one_line(results, tmp_path, capsys):
     bad.write_text('{"schema": "npufit.check/1"}')
     cases = [([str(tmp_path / "missing.onnx")], "no such file"),
              (["--compare", str(bad)], "not an npufit bench result"),
-             ([str(d / "conv.onnx"), "-n", "0"], "--iterations must be at least 1"),
+             ([str(d / "conv.onnx"), "-n", "0"], "--iterations/-n: expected an integer >= 1"),
              ([str(d / "conv.onnx"), "--compare", str(a)], "not both"),
              (["--compare", str(a), "--baseline", "nope"], "matches no entry"),
              ([str(d / "conv.onnx"), "-r", "rknn"], "not a benchmark")]

@@ -64,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a usage error already printed as one line: a return code
+        return int(e.code or 0) if not isinstance(e.code, str) else 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
