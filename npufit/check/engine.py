@@ -100,6 +100,7 @@ def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
     _propagate_control_flow(graph, results)
     device_of = {n.name: (NPU if results[n.name].verdict == Verdict.NPU else HOST)
                  for n in graph.top_nodes if results[n.name].verdict != Verdict.FOLDED}
+    _body_macs(results)
     macs = {name: r.macs for name, r in results.items()}
     parts = partition(graph, device_of, macs)
     for p in parts:
@@ -141,6 +142,18 @@ def _model_info(graph: Graph) -> dict:
 
     return {"path": str(graph.path), "file": Path(graph.path).name, "format": graph.format, "nodes": len(graph.nodes),
             "opsets": graph.opsets, "inputs": [tinfo(t) for t in graph.inputs], "outputs": [tinfo(t) for t in graph.outputs]}
+
+
+def _body_macs(results: dict[str, NodeResult]) -> None:
+    """A control-flow node (If/Loop/Scan) carries the MACs of its bodies: both branches of an If (an upper bound),
+    one iteration of a Loop or Scan (the trip count is a runtime value). Nested bodies roll up innermost first."""
+    children: dict[str, list[NodeResult]] = {}
+    for r in results.values():
+        if r.parent is not None:
+            children.setdefault(r.parent, []).append(r)
+    for r in reversed(list(results.values())):  # bodies follow their parent in graph order: inner ones are done first
+        if r.name in children and r.verdict != Verdict.FOLDED:
+            r.macs += sum(c.macs for c in children[r.name] if c.verdict != Verdict.FOLDED)
 
 
 def _match_composites(graph: Graph, profile: Profile) -> dict[str, tuple[Composite, str]]:

@@ -82,7 +82,14 @@ class CheckReport:
     # -- derived numbers -----------------------------------------------------------
     @property
     def counts(self) -> dict[str, int]:
-        c = Counter(n.verdict.value for n in self.nodes)
+        """Verdicts of the model's own (top-level) nodes: the nodes the coverage figures count."""
+        c = Counter(n.verdict.value for n in self.nodes if n.parent is None)
+        return {v.value: c.get(v.value, 0) for v in Verdict}
+
+    @property
+    def body_counts(self) -> dict[str, int]:
+        """Verdicts of the nodes inside If/Loop/Scan bodies (their control-flow node carries them at top level)."""
+        c = Counter(n.verdict.value for n in self.nodes if n.parent is not None)
         return {v.value: c.get(v.value, 0) for v in Verdict}
 
     @property
@@ -135,6 +142,7 @@ class CheckReport:
         return {
             "nodes_total": len(self.nodes),
             "counts": self.counts,
+            "subgraph_counts": self.body_counts,
             "coverage_nodes_pct": round(self.coverage_nodes, 2),
             "coverage_macs_pct": round(self.coverage_macs, 2),
             "macs_total": self.macs_total,

@@ -339,9 +339,10 @@ def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefi
         nodes.append(view)
         if n.op_type == "Constant":
             _constant_output(n, tensors)
-        for a in bodies:
-            for sub in ([a.g] if a.type == GRAPH else a.graphs):
-                _collect_graph(sub, tensors, nodes, parent=name, prefix=f"{name}/")
+        for a in bodies:  # the branch name in the prefix: then/else bodies often hold the same unnamed nodes
+            subs = [a.g] if a.type == GRAPH else list(a.graphs)
+            for k, sub in enumerate(subs):
+                _collect_graph(sub, tensors, nodes, parent=name, prefix=f"{name}/{a.name}{k if len(subs) > 1 else ''}/")
 
 
 def _constant_output(n: onnx.NodeProto, tensors) -> None:

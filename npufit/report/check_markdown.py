@@ -14,8 +14,9 @@ def render_markdown(report, all_nodes: bool = False) -> str:
     s, t = report.summary(), report.target
     c = s["counts"]
     out = [f"# npufit check: `{report.model['file']}` → {t['title']}", ""]
-    out.append(f"- **coverage**: {s['coverage_nodes_pct']:.1f}% of nodes, {s['coverage_macs_pct']:.1f}% of MACs "
-               f"({human_count(s['macs_npu'])} / {human_count(s['macs_total'])})")
+    macs = (f"{s['coverage_macs_pct']:.1f}% of MACs ({human_count(s['macs_npu'])} / {human_count(s['macs_total'])})"
+            if s["macs_total"] else "MACs unknown (dynamic shapes: pin them with --input-shape)")
+    out.append(f"- **coverage**: {s['coverage_nodes_pct']:.1f}% of nodes, {macs}")
     out.append(f"- **verdicts**: npu {c['npu']}, cpu {c['cpu']}, unsupported {c['unsupported']}, folded {c['folded']}")
     out.append(f"- **partitions**: {s['npu_partitions']} NPU, {s['host_partitions']} host; **boundaries**: {s['boundaries']} "
                f"({human_bytes(s['boundary_bytes'])})")

@@ -23,12 +23,21 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
     t = report.target
     con.print(Text.assemble(("npufit check ", "bold"), (report.model["file"], "bold cyan"), "  →  ", (t["title"], "bold")))
     c = s["counts"]
+    # dynamic shapes first: every figure below depends on them (MACs are unknown, shape rules cannot fire)
+    shape_hints = [w for w in report.warnings if "--input-shape" in w]
+    for w in shape_hints:
+        con.print(Text(f"warning: {w}", style="bold yellow"))
+    macs = ((f"{s['coverage_macs_pct']:.1f}%", "bold"), f" of MACs ({human_count(s['macs_npu'])}/{human_count(s['macs_total'])})   ") \
+        if s["macs_total"] else ("MACs unknown (dynamic shapes)   ",)
     line = Text.assemble(
         ("coverage ", "bold"), (f"{s['coverage_nodes_pct']:.1f}%", "bold green" if report.fully_npu else "bold yellow"), " of nodes, ",
-        (f"{s['coverage_macs_pct']:.1f}%", "bold"), f" of MACs ({human_count(s['macs_npu'])}/{human_count(s['macs_total'])})   ",
-        (f"npu {c['npu']}", VERDICT_STYLE["npu"]), "  ", (f"cpu {c['cpu']}", VERDICT_STYLE["cpu"]), "  ",
+        *macs, (f"npu {c['npu']}", VERDICT_STYLE["npu"]), "  ", (f"cpu {c['cpu']}", VERDICT_STYLE["cpu"]), "  ",
         (f"unsupported {c['unsupported']}", VERDICT_STYLE["unsupported"]), "  ", (f"folded {c['folded']}", VERDICT_STYLE["folded"]))
     con.print(line)
+    b = s.get("subgraph_counts") or {}
+    if sum(b.values()):
+        con.print(Text(f"inside If/Loop/Scan bodies (carried by their control-flow node above): npu {b['npu']}, cpu {b['cpu']}, "
+                       f"unsupported {b['unsupported']}, folded {b['folded']}", style="dim"))
     con.print(f"partitions: {s['npu_partitions']} NPU, {s['host_partitions']} host   boundaries: {s['boundaries']} "
               f"({human_bytes(s['boundary_bytes'])} crossing)")
     for note in t.get("notes", []):
@@ -45,7 +54,8 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
     if fixes:
         con.print(Text.assemble(("suggested: ", "bold"), f"npufit fix {report.model['file']} --target {t['name']} --rules {','.join(fixes)}"))
     for w in report.warnings:
-        con.print(Text(f"warning: {w}", style="yellow"))
+        if w not in shape_hints:
+            con.print(Text(f"warning: {w}", style="yellow"))
 
 
 def _op_summary(con: Console, report) -> None:
