@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..errors import NpufitError
+from .readers import file_kind as _kind
 
 OWNED_MARK = ".npufit-owned"  # a folder holding this file was created by npufit; it lists the entries npufit wrote
 _TMP_TAG = ".npufit-tmp-"
@@ -34,18 +35,6 @@ def note_input(path: str | os.PathLike) -> None:
     except OSError:
         return
     _INPUTS.add((st.st_dev, st.st_ino))
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def check_output_file(path: str | os.PathLike) -> Path:

@@ -24,7 +24,8 @@ ARRAY_MAX_BYTES = 768 * MiB  # array data read from one .npz/.npy (the samples u
 ARRAY_MAX_MEMBERS = 1024  # arrays in one .npz
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular path is, for a one-line refusal ("a named pipe", "a device", ...)."""
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -48,7 +49,7 @@ def require_regular_file(path: str | os.PathLike, what: str = "file", error: typ
     except OSError as e:
         raise error(f"{p}: cannot be read ({e.strerror or e})") from None
     if not stat.S_ISREG(st.st_mode):
-        raise error(f"{p}: is {_kind(st.st_mode)}, not a {what}")
+        raise error(f"{p}: is {file_kind(st.st_mode)}, not a {what}")
     return st
 
 
