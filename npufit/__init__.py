@@ -20,7 +20,7 @@ _API = {
     "probe": ("npufit.probe", "probe"),
     "compare": ("npufit.check.compare", "compare"),
     "env": ("npufit.envs", "env"),
-    # verbs whose name is also a subpackage: the module itself is callable (npufit/util/verbs.py)
+    # verbs whose name is also a subpackage: the module itself is callable (npufit/util/callable_module.py)
     "pipeline": ("npufit.pipeline", None),
     "targets": ("npufit.targets", None),
     "report": ("npufit.report", None),

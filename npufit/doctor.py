@@ -102,6 +102,6 @@ def diagnose() -> DoctorReport:
     return rep
 
 
-from .util.verbs import make_callable  # noqa: E402  (after diagnose is defined)
+from .util.callable_module import make_callable  # noqa: E402  (after diagnose is defined)
 
 make_callable(__name__, diagnose)  # npufit.doctor() == npufit doctor

@@ -39,9 +39,7 @@ def test_every_command_has_help(capsys):
     assert "check" in verbs and "doctor" in verbs and "targets" in verbs
     for verb in verbs:
         assert verb in COMMANDS
-        with pytest.raises(SystemExit) as e:
-            main([verb, "--help"])
-        assert e.value.code == 0
+        assert main([verb, "--help"]) == 0  # a return code for library callers, not a SystemExit
         assert "usage: npufit" in capsys.readouterr().out
 
 

@@ -12,8 +12,10 @@ from npufit.errors import NpufitError
 
 @pytest.mark.parametrize("verb", sorted(COMMANDS))
 def test_every_cli_verb_is_callable_from_the_library(verb):
-    if verb in ("pipeline", "targets", "report", "doctor"):  # also subpackages: importing them must not hide the verb
+    try:  # a verb that is also a subpackage: importing it binds the module to npufit.<verb>, which must stay callable
         importlib.import_module(f"npufit.{verb}")
+    except ModuleNotFoundError:
+        pass
     assert callable(getattr(npufit, verb)), f"npufit.{verb} is not a library function"
 
 

@@ -21,7 +21,7 @@ def validate(path, output_dir=None) -> PipelineConfig:
     return config
 
 
-from ..util.verbs import make_callable
+from ..util.callable_module import make_callable
 
 make_callable(__name__, run_pipeline)  # npufit.pipeline("pipeline.yaml") == npufit pipeline run pipeline.yaml
 

@@ -123,3 +123,8 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
 
 
 __all__ = ["probe", "ProbeReport", "Case", "CASES", "BY_ID", "select", "write_outputs"]
+
+
+from ..util.callable_module import make_callable  # noqa: E402
+
+make_callable(__name__, probe)  # npufit.probe(...) works even once this package is imported

@@ -227,14 +227,6 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
     return report
 
 
-class _CallableModule(type(os)):
-    """`npufit.quantize` is both this package and the API function: once the package is imported, Python binds
-    the attribute to the module, so the module forwards calls to `quantize` (npufit.quantize(...) always works)."""
+from ..util.callable_module import make_callable  # noqa: E402
 
-    def __call__(self, *args, **kwargs) -> QuantizeReport:
-        return quantize(*args, **kwargs)
-
-
-import sys as _sys  # noqa: E402
-
-_sys.modules[__name__].__class__ = _CallableModule
+make_callable(__name__, quantize)  # npufit.quantize(...) quantizes even once this package is imported

@@ -9,6 +9,6 @@ def report(results_dir, output=None):
     return build_report(results_dir, output)
 
 
-from ..util.verbs import make_callable  # noqa: E402
+from ..util.callable_module import make_callable  # noqa: E402
 
 make_callable(__name__, report)  # npufit.report(results_dir) == npufit report results_dir

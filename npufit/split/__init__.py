@@ -2,9 +2,7 @@
 equals the original, and run it. `npufit.split(...)` is `npufit split`, `npufit.run(...)` is `npufit run`."""
 from __future__ import annotations
 
-import sys
-import types
-
+from ..util.callable_module import make_callable
 from .plan import SCHEMA, PlanStage, SplitPlan, load_plan
 from .runner import run
 from .splitter import split
@@ -12,11 +10,4 @@ from .splitter import split
 __all__ = ["split", "run", "load_plan", "SplitPlan", "PlanStage", "SCHEMA"]
 
 
-class _CallableModule(types.ModuleType):
-    """Once imported, this package shadows npufit's lazy `split` attribute; calling it must still split."""
-
-    def __call__(self, *args, **kwargs):
-        return split(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+make_callable(__name__, split)  # npufit.split(...) splits even once this package is imported

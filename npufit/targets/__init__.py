@@ -73,6 +73,6 @@ def targets(name: str | None = None):
     return get_profile(name) if name else [get_profile(n) for n in available_targets()]
 
 
-from ..util.verbs import make_callable  # noqa: E402
+from ..util.callable_module import make_callable  # noqa: E402
 
 make_callable(__name__, targets)  # npufit.targets() == npufit targets
