@@ -2,6 +2,7 @@
 `executes` fact), so no verb says 0% where another says 100% for the same node."""
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import numpy as np
@@ -135,7 +136,7 @@ def test_every_verb_agrees_on_a_model_that_is_all_npu_as_int8(tmp_path, capsys):
         assert not re.search(r"(?<![\d.])0(\.0)?%", out) and "no NPU stage" not in out, (argv[0], out)
         assert "100.0%" in out
 
-    vela = __import__("importlib").util.find_spec("ethosu") is not None
+    vela = importlib.util.find_spec("ethosu") is not None
     run, piped = _pipeline_verdicts(p, tmp_path, "  compile: {}\n" if vela else "")
     assert piped == want
     assert "coverage 100% -> 100%" in run.result(f"fix/m/{TARGET}").record.message

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration
-from .quantizer import METHODS, QuantizeSettings, quantize_static_qdq
+from .quantizer import BIG_MODEL_BYTES, METHODS, QuantizeSettings, quantize_static_qdq
 from .report import SCHEMA, QuantizeReport
 from ..util.io import private_tempdir
 
@@ -116,6 +116,7 @@ def raise_opset_for_per_channel(model, notes: list[str]):
     Converting before calibration keeps one graph for every later step (the float reference included); a
     model the converter cannot take is refused here, before any calibration work.
     """
+    import onnx
     from onnx import version_converter
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
@@ -123,6 +124,8 @@ def raise_opset_for_per_channel(model, notes: list[str]):
         return model
     try:
         converted = version_converter.convert_version(model, PER_CHANNEL_OPSET)
+        if converted.ByteSize() < BIG_MODEL_BYTES:  # the in-memory checker cannot take a proto past protobuf's limit
+            onnx.checker.check_model(converted)  # the converter passes some ops through unchanged (Scatter): not valid at 13
     except Exception as e:
         raise NpufitError(f"--per-channel needs opset {PER_CHANNEL_OPSET} and this opset-{opset} model cannot be converted "
                           f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else 'no detail'}); "
