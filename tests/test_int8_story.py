@@ -146,7 +146,8 @@ def test_every_verb_agrees_on_a_model_that_is_all_npu_as_int8(tmp_path, capsys):
 
         r = compile_model(p, TARGET, compare_prediction=True, out_dir=tmp_path / "c")
         assert r.ok and r.comparison.nodes and all(row.predicted == row.actual == "npu" for row in r.comparison.nodes)
-        assert run.result(f"compile/m/{TARGET}").record.status == "ok"
+        comp = run.result(f"compile/m/{TARGET}").record
+        assert comp.status == "ok" and "3/3 nodes on the NPU" in comp.message, comp.message
 
 
 def test_cli_verbs_state_the_int8_judgement_once(tmp_path, capsys):
