@@ -179,13 +179,15 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
         ev = load_calibration(evaluation, specs, count=holdout or DEFAULT_HOLDOUT, seed=seed + 1, input_shapes=input_shapes, image=image)
         n_hold = len(ev) if holdout is None else min(holdout, len(ev))
         held, held_from = _Pick(ev, spread(len(ev), n_hold)), ev.source
+    # calibrate on samples spread over everything not held back
+    cal = _Pick(calib, spread(len(calib) - (n_hold if evaluation is None else 0), n_cal))
     if n_cal < MIN_CALIBRATION_SAMPLES and calib.kind != "random":
         warnings.append(f"only {n_cal} sample(s) calibrate the int8 ranges (fewer than {MIN_CALIBRATION_SAMPLES}): values the "
                         "calibration did not see saturate; add samples (--samples) or hold fewer back (--holdout)")
 
     with private_tempdir("quantize") as tmp:
         folder = Path(tmp)
-        qm = quantize_static_qdq(float_model, folder, _Pick(calib, spread(len(calib) - (n_hold if evaluation is None else 0), n_cal)), settings)
+        qm = quantize_static_qdq(float_model, folder, cal, settings)
         del float_model  # the copy in the temp folder is what the rest reads
         qdq = onnx.load(str(qm.qdq_path))
         try:
@@ -209,8 +211,7 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
             t0 = time.perf_counter()
             float_probe = write_float_probe(onnx.load(str(qm.float_path)), pairs, folder / "probe_float.onnx")
             entire, single = write_probes(qdq, pairs, folder)
-            accuracy = evaluate(folder / "float.onnx", float_probe, entire, single, pairs,
-                                held, per_channel, worst)
+            accuracy = evaluate(folder / "float.onnx", float_probe, entire, single, pairs, held, per_channel, worst)
             eval_s = time.perf_counter() - t0
 
     cal_info = calib.describe()
