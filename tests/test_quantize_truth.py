@@ -122,6 +122,9 @@ def test_per_channel_refuses_a_model_that_cannot_reach_opset_13_before_any_work(
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "--per-channel needs opset 13 and this opset-11 model cannot be converted" in err and "Scatter" in err
     assert not (tmp_path / "q.onnx").exists() and "calibrating" not in err
+    for bad in (["--holdout", "-1", "--evaluation", "random"], ["--samples", "0", "--evaluation", "random"]):
+        assert main(["quantize", str(tmp_path / "s.onnx"), "-o", str(tmp_path / "q.onnx"), "-c", "random", *bad]) == 2
+        assert "must be" in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 def _cnn(tmp_path, opset: int) -> str:

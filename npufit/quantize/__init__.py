@@ -162,6 +162,10 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
     settings = QuantizeSettings(method=method, per_channel=per_channel, activations=activations,
                                 exclude=tuple(exclude), percentile=percentile, preprocess=preprocess)
     settings.validate()
+    if samples < 1:
+        raise NpufitError("--samples must be at least 1")
+    if holdout is not None and holdout < 0:
+        raise NpufitError("--holdout must be 0 or more")
     float_model = _read_model(src)
     opset_notes: list[str] = []
     if per_channel:
