@@ -2,6 +2,7 @@
 `executes` fact), so no verb says 0% where another says 100% for the same node."""
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import numpy as np
@@ -135,7 +136,7 @@ def test_every_verb_agrees_on_a_model_that_is_all_npu_as_int8(tmp_path, capsys):
         assert not re.search(r"(?<![\d.])0(\.0)?%", out) and "no NPU stage" not in out, (argv[0], out)
         assert "100.0%" in out
 
-    vela = __import__("importlib").util.find_spec("ethosu") is not None
+    vela = importlib.util.find_spec("ethosu") is not None
     run, piped = _pipeline_verdicts(p, tmp_path, "  compile: {}\n" if vela else "")
     assert piped == want
     assert "coverage 100% -> 100%" in run.result(f"fix/m/{TARGET}").record.message
@@ -145,7 +146,8 @@ def test_every_verb_agrees_on_a_model_that_is_all_npu_as_int8(tmp_path, capsys):
 
         r = compile_model(p, TARGET, compare_prediction=True, out_dir=tmp_path / "c")
         assert r.ok and r.comparison.nodes and all(row.predicted == row.actual == "npu" for row in r.comparison.nodes)
-        assert run.result(f"compile/m/{TARGET}").record.status == "ok"
+        comp = run.result(f"compile/m/{TARGET}").record
+        assert comp.status == "ok" and "3/3 nodes on the NPU" in comp.message, comp.message
 
 
 def test_cli_verbs_state_the_int8_judgement_once(tmp_path, capsys):

@@ -27,6 +27,10 @@ def test_quantize_step_line_warning_floor_and_report(tmp_path):
     assert q["calibration"]["holdout_source"].endswith("holdout.npz") and q["calibration"]["used"] > 0
     sq = q["summary"]["min_output_sqnr_db"]
     assert rec.metrics["summary.min_output_sqnr_db"] == sq
+    from npufit.pipeline.summary import render_summary
+
+    assert f"| tcn | ethos-u55-256 | {sq:.1f} dB |" in render_summary(run, "markdown")
+    assert "int8 vs float on held-back samples" in render_summary(run, "table")
 
     html = (tmp_path / "out" / "report.html").read_text()
     section = html[html.index('<section id="quantization">'):]

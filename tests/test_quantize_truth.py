@@ -108,6 +108,25 @@ def test_per_channel_on_opset_11_raises_the_copy_to_13(tmp_path):
     assert src.read_bytes() == before
 
 
+def test_per_channel_refuses_a_model_that_cannot_reach_opset_13_before_any_work(tmp_path, capsys):
+    """Scatter (deprecated at opset 11) has no opset-13 form: one sentence, exit 2, nothing written."""
+    idx = numpy_helper.from_array(np.zeros((1, 4), np.int64), "i")
+    upd = numpy_helper.from_array(np.ones((1, 4), np.float32), "u")
+    g = helper.make_graph([helper.make_node("Scatter", ["x", "i", "u"], ["y"], name="n")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [idx, upd])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    m.ir_version = 7
+    onnx.save(m, str(tmp_path / "s.onnx"))
+    assert main(["quantize", str(tmp_path / "s.onnx"), "-o", str(tmp_path / "q.onnx"), "-c", "random", "--per-channel"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--per-channel needs opset 13 and this opset-11 model cannot be converted" in err and "Scatter" in err
+    assert not (tmp_path / "q.onnx").exists() and "calibrating" not in err
+    for bad in (["--holdout", "-1", "--evaluation", "random"], ["--samples", "0", "--evaluation", "random"]):
+        assert main(["quantize", str(tmp_path / "s.onnx"), "-o", str(tmp_path / "q.onnx"), "-c", "random", *bad]) == 2
+        assert "must be" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
 def _cnn(tmp_path, opset: int) -> str:
     m = small_cnn(size=16)
     m.opset_import[0].version = opset  # Conv/Relu/GlobalAveragePool/Flatten/Gemm mean the same at 11 and 17

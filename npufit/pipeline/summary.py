@@ -39,6 +39,24 @@ def compile_rows(run: "PipelineRun") -> list[dict]:
     return out
 
 
+def quantize_rows(run: "PipelineRun") -> list[dict]:
+    """int8 accuracy per model x target from the quantize steps' metrics (summary.* of quantize.json)."""
+    out = []
+    for r in run.results:
+        if r.cell.step != "quantize" or r.record.status != "ok":
+            continue
+        m = r.record.metrics
+        out.append({"model": r.cell.model, "target": r.cell.target, "sqnr_db": m.get("summary.min_output_sqnr_db"),
+                    "cosine": m.get("summary.min_output_cosine"), "calibration": m.get("summary.calibration_samples"),
+                    "holdout": m.get("summary.holdout_samples"), "message": r.record.message})
+    return out
+
+
+def _sqnr(q: dict) -> str:
+    v = q["sqnr_db"]
+    return "exact" if v is None and q["cosine"] is not None else (f"{v:.1f} dB" if isinstance(v, (int, float)) else str(v or "-"))
+
+
 def _cell_text(r: "CellResult | None") -> str:
     if r is None:
         return ""
@@ -102,6 +120,15 @@ def _terminal(run: "PipelineRun") -> str:
             ct.add_row(c["model"], c["target"], human_bytes(c["model_bytes"]) if c["model_bytes"] else "-",
                        _time(c), _mem(c), c["message"][:70] or c["status"])
         con.print(ct)
+    quant = quantize_rows(run)
+    if quant:
+        qt = Table(title="int8 vs float on held-back samples (worst output)", title_justify="left")
+        for h in ("model", "target", "SQNR", "cosine", "calibration / held-back"):
+            qt.add_column(h)
+        for q in quant:
+            qt.add_row(q["model"], q["target"], _sqnr(q), f"{q['cosine']:.5f}" if q["cosine"] is not None else "-",
+                       f"{q['calibration']} / {q['holdout']}")
+        con.print(qt)
     notes = _notes(run)
     if notes:
         con.print("Why some branches stopped:")
@@ -123,6 +150,11 @@ def _markdown(run: "PipelineRun") -> str:
         for c in comp:
             lines.append(f"| {c['model']} | {c['target']} | {human_bytes(c['model_bytes']) if c['model_bytes'] else '-'} | "
                          f"{_time(c)} | {_mem(c)} | {c['message'] or c['status']} |")
+    quant = quantize_rows(run)
+    if quant:
+        lines += ["", "| model | target | int8 vs float SQNR | cosine | calibration / held-back |", "|---|---|---:|---:|---:|"]
+        lines += [f"| {q['model']} | {q['target']} | {_sqnr(q)} | {q['cosine'] if q['cosine'] is not None else '-'} | "
+                  f"{q['calibration']} / {q['holdout']} |" for q in quant]
     notes = _notes(run)
     if notes:
         lines += ["", "Why some branches stopped:", ""] + [f"- `{cid}`: {msg}" for cid, _, msg in notes]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration
-from .quantizer import METHODS, QuantizeSettings, quantize_static_qdq
+from .quantizer import BIG_MODEL_BYTES, METHODS, QuantizeSettings, quantize_static_qdq
 from .report import SCHEMA, QuantizeReport
 from ..util.io import private_tempdir
 
@@ -116,6 +116,7 @@ def raise_opset_for_per_channel(model, notes: list[str]):
     Converting before calibration keeps one graph for every later step (the float reference included); a
     model the converter cannot take is refused here, before any calibration work.
     """
+    import onnx
     from onnx import version_converter
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
@@ -123,6 +124,8 @@ def raise_opset_for_per_channel(model, notes: list[str]):
         return model
     try:
         converted = version_converter.convert_version(model, PER_CHANNEL_OPSET)
+        if converted.ByteSize() < BIG_MODEL_BYTES:  # the in-memory checker cannot take a proto past protobuf's limit
+            onnx.checker.check_model(converted)  # the converter passes some ops through unchanged (Scatter): not valid at 13
     except Exception as e:
         raise NpufitError(f"--per-channel needs opset {PER_CHANNEL_OPSET} and this opset-{opset} model cannot be converted "
                           f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else 'no detail'}); "
@@ -159,6 +162,10 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
     settings = QuantizeSettings(method=method, per_channel=per_channel, activations=activations,
                                 exclude=tuple(exclude), percentile=percentile, preprocess=preprocess)
     settings.validate()
+    if samples < 1:
+        raise NpufitError("--samples must be at least 1")
+    if holdout is not None and holdout < 0:
+        raise NpufitError("--holdout must be 0 or more")
     float_model = _read_model(src)
     opset_notes: list[str] = []
     if per_channel:
@@ -176,13 +183,15 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
         ev = load_calibration(evaluation, specs, count=holdout or DEFAULT_HOLDOUT, seed=seed + 1, input_shapes=input_shapes, image=image)
         n_hold = len(ev) if holdout is None else min(holdout, len(ev))
         held, held_from = _Pick(ev, spread(len(ev), n_hold)), ev.source
+    # calibrate on samples spread over everything not held back
+    cal = _Pick(calib, spread(len(calib) - (n_hold if evaluation is None else 0), n_cal))
     if n_cal < MIN_CALIBRATION_SAMPLES and calib.kind != "random":
         warnings.append(f"only {n_cal} sample(s) calibrate the int8 ranges (fewer than {MIN_CALIBRATION_SAMPLES}): values the "
                         "calibration did not see saturate; add samples (--samples) or hold fewer back (--holdout)")
 
     with private_tempdir("quantize") as tmp:
         folder = Path(tmp)
-        qm = quantize_static_qdq(float_model, folder, _Pick(calib, spread(len(calib) - (n_hold if evaluation is None else 0), n_cal)), settings)
+        qm = quantize_static_qdq(float_model, folder, cal, settings)
         del float_model  # the copy in the temp folder is what the rest reads
         qdq = onnx.load(str(qm.qdq_path))
         try:
@@ -206,8 +215,7 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
             t0 = time.perf_counter()
             float_probe = write_float_probe(onnx.load(str(qm.float_path)), pairs, folder / "probe_float.onnx")
             entire, single = write_probes(qdq, pairs, folder)
-            accuracy = evaluate(folder / "float.onnx", float_probe, entire, single, pairs,
-                                held, per_channel, worst)
+            accuracy = evaluate(folder / "float.onnx", float_probe, entire, single, pairs, held, per_channel, worst)
             eval_s = time.perf_counter() - t0
 
     cal_info = calib.describe()
