@@ -174,11 +174,19 @@ def batchnorm(L: Lowering, node: NodeView) -> None:
 
 def pool(L: Lowering, node: NodeView) -> None:
     x = L.act(node.inputs[0], "nhwc")
+    glob = node.op_type.startswith("Global")
+    if not glob and len(x.shape) == 4 and L.shape(node.outputs[0])[2:] == (1, 1) and not any(node.attr("pads", [0] * 4)) \
+            and all(k >= d for k, d in zip(node.attr("kernel_shape"), x.shape[1:3])):
+        glob = True  # one window over the whole map (ceil_mode clips it to the input): a global pool
+    if glob and len(x.shape) != 4:  # 1-D / 3-D global pooling: a MEAN / REDUCE_MAX over the spatial axes
+        y = L.output(node.outputs[0], "plain", q=None if node.op_type == "GlobalAveragePool" else x.q)
+        L.emit("MEAN" if node.op_type == "GlobalAveragePool" else "REDUCE_MAX",
+               [x, L.int32(f"{y.name}/axes", list(range(2, len(x.shape))))], [y], "ReducerOptions", keep_dims=True)
+        return
     if len(x.shape) != 4:
         raise L.fail(node, "only 2-D pooling on 4-D inputs")
-    glob = node.op_type.startswith("Global")
     out = node.outputs[0]
-    if node.op_type == "GlobalAveragePool":  # MEAN requantizes, so it keeps its own calibrated range
+    if node.op_type == "GlobalAveragePool" or (glob and node.op_type == "AveragePool"):  # MEAN requantizes: own range
         y = L.output(out, "nhwc")
         L.emit("MEAN", [x, L.int32(f"{y.name}/axes", [1, 2])], [y], "ReducerOptions", keep_dims=True)
         return
@@ -269,3 +277,41 @@ def reduce(L: Lowering, node: NodeView) -> None:
 
 def int8_scalar(L: Lowering, name: str, value: float, q: Q) -> TT:
     return L.new(name, (), q, "plain", data=quantize(np.array(value), q))
+
+
+def conv_transpose(L: Lowering, node: NodeView) -> None:
+    """ConvTranspose (2-D, group 1) -> TRANSPOSE_CONV with VALID or SAME padding (weights OHWI, per channel)."""
+    w = L.const(node.inputs[1])
+    if w is None or w.ndim != 4 or int(node.attr("group", 1)) != 1:
+        raise L.fail(node, "only 2-D, group-1 transposed convolutions with constant weights are lowered")
+    if any(d != 1 for d in node.attr("dilations", [1, 1])):
+        raise L.fail(node, "dilated transposed convolution has no TFLite equivalent")
+    b = L.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    out, act, bn = absorb_tail(L, node, allow_bn=True)
+    w = np.asarray(w, np.float64)  # [Cin, Cout, kh, kw]
+    b = np.zeros(w.shape[1]) if b is None else np.asarray(b, np.float64)
+    if bn is not None:
+        w, b = w * bn[0].reshape(1, -1, 1, 1), b * bn[0] + bn[1]
+    x = L.act(node.inputs[0], "nhwc")
+    y = L.output(out, "nhwc")
+    strides = list(node.attr("strides", [1, 1]))
+    pads = list(node.attr("pads", [0, 0, 0, 0]))
+    padding = None
+    for name in ("VALID", "SAME"):
+        ok = True
+        for i in range(2):
+            k, s, n_in, n_out = w.shape[2 + i], strides[i], x.shape[1 + i], y.shape[1 + i]
+            want = (n_in - 1) * s + k if name == "VALID" else n_in * s
+            total = max((n_in - 1) * s + k - n_out, 0)
+            ok &= n_out == want and (name == "VALID" and not any(pads) or name == "SAME" and pads[i] == total // 2)
+        if ok:
+            padding = name
+            break
+    if padding is None:
+        raise L.fail(node, f"pads {pads} / output size match neither TFLite VALID nor SAME")
+    wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=0)  # OHWI
+    bq, bs = bias_int32(b, x.q.scale, ws)
+    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
+    bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+    L.emit("TRANSPOSE_CONV", [L.int32(f"{y.name}/output_shape", y.shape), wt, x, bt], [y], "TransposeConvOptions",
+           padding=padding, stride_w=strides[1], stride_h=strides[0], fused_activation_function=act)

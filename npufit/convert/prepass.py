@@ -20,12 +20,21 @@ from onnx import helper, numpy_helper
 CONVERT_RULES = ("conv1d_to_conv2d", "topk1_to_argmax")  # exact rules only: the converter never approximates
 
 
+def _needs_rules(model: onnx.ModelProto) -> bool:
+    """Cheap test before importing the rewriter (onnx-ir costs seconds): a rank-3 Conv weight or a TopK node."""
+    ranks = {t.name: len(t.dims) for t in model.graph.initializer}
+    return any(n.op_type == "TopK" or (n.op_type == "Conv" and ranks.get(n.input[1], 4) == 3) for n in model.graph.node)
+
+
 def default_opset(model: onnx.ModelProto) -> int:
     return next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
 
 
-def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
-    """Apply each converter rule whose op occurs in the model; -> (model, ["conv1d_to_conv2d x2", ...])."""
+def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dict[str, str]]:
+    """Apply each converter rule whose op occurs in the model; -> (model, ["conv1d_to_conv2d x2", ...], origin)."""
+    if not _needs_rules(model):
+        return model, [], {}
+    before = [(n.name, n.op_type) for n in model.graph.node if n.op_type != "Constant"]
     import onnx_ir as ir
 
     from ..rewrite import RuleContext, get_rule
@@ -39,7 +48,32 @@ def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
         if fired:
             model = ir.serde.serialize_model(cand)
             applied.append(f"{name} x{fired}")
-    return model, applied
+    return model, applied, _origins(before, model) if applied else {}
+
+
+def _origins(before: list[tuple[str, str]], model: onnx.ModelProto) -> dict[str, str]:
+    """New node -> the user's node it came from. The rewriter renames every node; the rules keep the order and type
+    of the nodes they rewrite (Conv stays Conv), so the k-th node of a type is the k-th of that type before; helper
+    nodes (Reshape, Squeeze, ArgMax, ...) belong to their nearest neighbour in the node order."""
+    old: dict[str, list[str]] = {}
+    for name, op in before:
+        old.setdefault(op, []).append(name)
+    nodes = [n for n in model.graph.node if n.op_type != "Constant"]
+    new: dict[str, list[str]] = {}
+    for n in nodes:
+        new.setdefault(n.op_type, []).append(n.name)
+    origin = {}
+    for op, names in new.items():
+        if len(old.get(op, ())) == len(names):
+            origin.update(zip(names, old[op]))
+    mapped = [origin.get(n.name) for n in nodes]
+    for i, n in enumerate(nodes):
+        if n.name not in origin:
+            near = next((mapped[j] for d in range(1, len(nodes)) for j in (i + d, i - d)
+                         if 0 <= j < len(nodes) and mapped[j]), None)
+            if near:
+                origin[n.name] = near
+    return origin
 
 
 class _Builder:
