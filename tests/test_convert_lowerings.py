@@ -208,3 +208,24 @@ def test_isnan_guard_and_large_constant_gather(tmp_path):
         return a + table[torch.zeros(x.shape[1], dtype=torch.long) + 2][:, :16].unsqueeze(0)
 
     _convert(tmp_path, Seq(f, lin(8, 16)), torch.randn(1, 5, 8), 13)
+
+
+def test_channel_mean_of_a_map_is_a_1x1_conv(tmp_path):
+    """ConvNeXt's channels-first LayerNorm: a mean over C of an HxW map becomes a 1x1 CONV_2D (Vela has no MEAN over
+    depth there), in NHWC and in a channels-last (permuted) tensor, keepdims or not."""
+    def f(s, x):
+        y = s.mods[0](x)
+        u = y.mean(1, keepdim=True)
+        z = (y - u) / torch.sqrt(((y - u) ** 2).mean(1, keepdim=True) + 1e-6)
+        p = z.permute(0, 2, 3, 1)
+        return torch.nn.functional.layer_norm(p, (8,)), torch.relu(y).permute(0, 2, 3, 1).sum(-1)
+
+    _convert(tmp_path, Seq(f, conv(3, 8)), torch.randn(1, 3, 6, 6), 13, ops=("CONV_2D",), absent=("MEAN", "SUM"))
+
+
+def test_stride4_conv_runs_at_stride2_then_subsamples(tmp_path):
+    """SegFormer's 7x7 stride-4 patch embedding: CONV_2D at stride 2 + a 1x1 stride-2 MAX_POOL (Vela takes strides <= 3)."""
+    torch.manual_seed(4)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 7, stride=4, padding=3), torch.nn.ReLU(), torch.nn.Conv2d(16, 8, 8, stride=8))
+    res = _convert(tmp_path, m, torch.randn(1, 3, 64, 64), 13, ops=("MAX_POOL_2D",))
+    assert res.op_counts["CONV_2D"] == 2 and res.op_counts["MAX_POOL_2D"] == 1  # the k == s patchify conv is left as is

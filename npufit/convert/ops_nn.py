@@ -8,7 +8,7 @@ import numpy as np
 
 from ..graph import NodeView
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
-from .qparams import Q, bias_int32, per_channel_weights, quantize
+from .qparams import Q, activation_q, bias_int32, per_channel_weights, quantize
 
 # fused_activation_function values TFLite kernels clamp to, keyed by the (min, max) of a ReLU/Clip
 _FUSED = {(0.0, math.inf): "RELU", (0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1"}
@@ -123,8 +123,13 @@ def conv(L: Lowering, node: NodeView) -> None:
     C, group = x.shape[3], int(node.attr("group", 1))
     strides, dil = _pairs(node)
     oshape = onnx_to_tfl_shape(L.shape(out), "nhwc")
-    x, padding = spatial_pad(L, node, x, (kh, kw), strides, dil, oshape[1:3])
-    y = L.output(out, "nhwc")
+    split = _stride_split(strides, (kh, kw))
+    x, padding = spatial_pad(L, node, x, (kh, kw), strides, dil, oshape[1:3], allow_same=split is None)
+    y = final = L.output(out, "nhwc")
+    if split is not None:  # stride a*b: CONV_2D at stride a, then every b-th pixel (1x1 MAX_POOL at stride b)
+        strides, pool = split
+        hw = [(x.shape[1 + i] - ((kh, kw)[i] - 1) * dil[i] - 1) // strides[i] + 1 for i in range(2)]
+        y = L.new(f"{out}/stride{strides[0]}x{strides[1]}", (y.shape[0], *hw, y.shape[3]), y.q, "nhwc")
     opts = dict(padding=padding, stride_w=strides[1], stride_h=strides[0], dilation_w_factor=dil[1],
                 dilation_h_factor=dil[0], fused_activation_function=act)
     if group == 1:
@@ -144,6 +149,24 @@ def conv(L: Lowering, node: NodeView) -> None:
             _conv2d(L, parts[g], w[g * og:(g + 1) * og], b[g * og:(g + 1) * og], yg, opts)
             outs.append(yg)
         L.emit("CONCATENATION", outs, [y], "ConcatenationOptions", axis=3, fused_activation_function="NONE")
+    if y is not final:
+        L.emit("MAX_POOL_2D", [y], [final], "Pool2DOptions", padding="VALID", stride_w=pool[1], stride_h=pool[0],
+               filter_width=1, filter_height=1, fused_activation_function="NONE")
+
+
+def _stride_split(strides, kernel):
+    """Vela takes strides up to 3 (a stride-4 Conv2D stops its compiler): stride s = a*b with a, b <= 3 ->
+    ((a_h, a_w), (b_h, b_w)). None when every stride is <= 3 or equals its kernel (patchify convs compile as is)."""
+    if all(s <= 3 or s == k for s, k in zip(strides, kernel)):
+        return None
+    conv, pool = [], []
+    for s in strides:
+        a = next((a for a in (3, 2, 1) if s % a == 0 and s // a <= 3), None)
+        if a is None:
+            return None
+        conv.append(a)
+        pool.append(s // a)
+    return conv, pool
 
 
 def _conv2d(L: Lowering, x: TT, w: np.ndarray, b: np.ndarray, y: TT, opts: dict) -> None:
@@ -253,6 +276,9 @@ def reduce(L: Lowering, node: NodeView) -> None:
     axes = sorted(int(a) % rank for a in np.atleast_1d(axes))
     keep = bool(node.attr("keepdims", 1))
     out = node.outputs[0]
+    if op in ("MEAN", "SUM") and rank == 4 and [NHWC_AXIS[a] if x.layout == "nhwc" else a for a in axes] == [3] \
+            and min(x.shape[1:3]) > 1:
+        return _depth_reduce(L, x, out, op, keep)
     if x.layout != "nhwc":
         y = L.output(out, x.layout)
         L.emit(op, [x, L.int32(f"{y.name}/axes", axes)], [y], "ReducerOptions", keep_dims=keep)
@@ -273,6 +299,27 @@ def reduce(L: Lowering, node: NodeView) -> None:
     L.layout_op(m, nchw, TO_NCHW)
     y = L.output(out, "plain", q=q)
     L.emit("RESHAPE", [nchw, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+
+
+def _depth_reduce(L: Lowering, x: TT, out: str, op: str, keep: bool) -> None:
+    """A mean/sum over channels of an HxW map (LayerNorm over C in channels-first models): Vela runs no MEAN over
+    depth there ("Unsupported depth-reduction"), but it runs the same sum as a 1x1 CONV_2D with one output channel
+    whose weights are all 1/C (or 1): exact in int8, each weight quantizes to 127."""
+    C = x.shape[3]
+    w = np.full((1, C, 1, 1), 1.0 / C if op == "MEAN" else 1.0)
+    opts = dict(padding="VALID", stride_w=1, stride_h=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function="NONE")
+    q = L.q_of(out)
+    floor = x.q.scale * float(w.flat[0]) / 127 / 128  # int8 kernels need input*weight/output scale < 256 (XNNPACK)
+    if q.scale < floor:  # a mean that is ~0 on all calibration data (centred input): widen its range to the floor
+        lo, hi = q.range
+        q = activation_q(min(lo, -128 * floor), max(hi, 127 * floor))
+    if keep:
+        _conv2d(L, x, w, np.zeros(1), L.output(out, x.layout, q=q), opts)
+        return
+    m = L.new(f"{out}/keepdims", x.shape[:3] + (1,), q, x.layout)
+    _conv2d(L, x, w, np.zeros(1), m, opts)
+    y = L.output(out, "plain", q=m.q)
+    L.emit("RESHAPE", [m, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
 
 
 def int8_scalar(L: Lowering, name: str, value: float, q: Q) -> TT:

@@ -1,7 +1,7 @@
 """What the converter does to its private copy of the ONNX model before lowering, and says it did.
 
-1. npufit's own exact rewrite rules (npufit/rewrite) that make a graph convertible: `conv1d_to_conv2d` (a rank-3
-   Conv becomes a (1,k) Conv2d, chains stay 4-D) and `topk1_to_argmax` (TopK k=1 -> ArgMax + ReduceMax).
+1. npufit's exact rewrite rules that make a graph convertible: `conv1d_to_conv2d` (a rank-3 Conv becomes a (1,k)
+   Conv2d, chains stay 4-D; prepass_conv1d) and `topk1_to_argmax` (npufit/rewrite: TopK k=1 -> ArgMax + ReduceMax).
 2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
    so ONNX Runtime calibrates every intermediate tensor the int8 graph will hold: LayerNormalization,
    InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains; LSTM and
@@ -17,13 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-CONVERT_RULES = ("conv1d_to_conv2d", "topk1_to_argmax")  # exact rules only: the converter never approximates
-
-
-def _needs_rules(model: onnx.ModelProto) -> bool:
-    """Cheap test before importing the rewriter (onnx-ir costs seconds): a rank-3 Conv weight or a TopK node."""
-    ranks = {t.name: len(t.dims) for t in model.graph.initializer}
-    return any(n.op_type == "TopK" or (n.op_type == "Conv" and ranks.get(n.input[1], 4) == 3) for n in model.graph.node)
+CONVERT_RULES = ("topk1_to_argmax",)  # exact rules only: the converter never approximates
 
 
 def default_opset(model: onnx.ModelProto) -> int:
@@ -31,9 +25,16 @@ def default_opset(model: onnx.ModelProto) -> int:
 
 
 def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dict[str, str]]:
-    """Apply each converter rule whose op occurs in the model; -> (model, ["conv1d_to_conv2d x2", ...], origin)."""
-    if not _needs_rules(model):
-        return model, [], {}
+    """Apply each converter rule whose op occurs in the model; -> (model, ["conv1d_to_conv2d x2", ...], origin).
+
+    conv1d_to_conv2d runs as the converter's own linear pass (prepass_conv1d); the others through npufit/rewrite,
+    imported only when their op occurs (onnx-ir and the pattern matcher cost seconds)."""
+    from .prepass_conv1d import conv1d_to_conv2d
+
+    fired, origin = conv1d_to_conv2d(model)
+    applied0 = [f"conv1d_to_conv2d x{fired}"] if fired else []
+    if not any(n.op_type == "TopK" for n in model.graph.node):
+        return model, applied0, origin
     before = [(n.name, n.op_type) for n in model.graph.node if n.op_type != "Constant"]
     import onnx_ir as ir
 
@@ -48,7 +49,8 @@ def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dic
         if fired:
             model = ir.serde.serialize_model(cand)
             applied.append(f"{name} x{fired}")
-    return model, applied, _origins(before, model) if applied else {}
+    origin = {k: origin.get(v, v) for k, v in _origins(before, model).items()} if applied else origin
+    return model, applied0 + applied, origin
 
 
 def _origins(before: list[tuple[str, str]], model: onnx.ModelProto) -> dict[str, str]:
