@@ -77,9 +77,19 @@ def test_instance_and_group_norm(tmp_path):
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("opset", [13, 20])
 def test_gelu_exact_and_tanh(tmp_path, approximate, opset):
-    """Exact GELU exports Erf (opset 13) or Gelu (opset 20); both end as NPU ops (MUL/ADD/TANH), no GELU kernel."""
+    """Exact GELU exports Erf (opset 13) or Gelu (opset 20): the whole chain fuses into x * sigmoid(polynomial);
+    the tanh form lowers op by op. Both end as NPU ops (MUL/ADD/LOGISTIC/TANH), no GELU kernel (CPU in Vela)."""
     m = Seq(lambda s, x: F.gelu(s.mods[0](x), approximate=approximate), lin(16, 64))
-    _convert(tmp_path, m, torch.randn(1, 6, 16) * 2, opset, ops=("TANH",), absent=("GELU",))
+    res = _convert(tmp_path, m, torch.randn(1, 6, 16) * 2, opset, ops=("TANH",) if approximate == "tanh" else ("LOGISTIC",),
+                   absent=("GELU",))
+    if approximate == "none":
+        assert res.op_counts["MUL"] == 4 and res.op_counts["LOGISTIC"] == 1 and "TANH" not in res.op_counts, res.op_counts
+
+
+def test_standalone_erf(tmp_path):
+    """An Erf outside the GELU pattern: TANH(z * (A + B z^2)), all NPU ops."""
+    m = Seq(lambda s, x: torch.erf(s.mods[0](x)) * s.mods[0](x), lin(16, 32))
+    _convert(tmp_path, m, torch.randn(1, 6, 16), 13, ops=("TANH",))
 
 
 @pytest.mark.parametrize("dims", [(-1,), (1,), (2, 3), (1, 2, 3)])
