@@ -58,8 +58,9 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
     fixed, notes = _undo_qdq(model)
     from .prepass import apply_rules, decompose
 
-    model, applied = apply_rules(model)
-    origin, decomposed = decompose(model)
+    model, applied, origin = apply_rules(model)
+    more, decomposed = decompose(model)
+    origin.update({k: origin.get(v, v) for k, v in more.items()})
     rewrites = applied + decomposed
     if rewrites:
         notes.append("before converting, on a copy: " + ", ".join(rewrites))

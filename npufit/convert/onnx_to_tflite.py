@@ -27,10 +27,10 @@ SCHEMA = "npufit.convert/1"
 CONVERTER = "npufit.convert.onnx_to_tflite"
 
 OPS = {
-    "Conv": nn.conv, "BatchNormalization": nn.batchnorm, "Gemm": nn.gemm, "MatMul": sh.matmul,
+    "Conv": nn.conv, "ConvTranspose": nn.conv_transpose, "BatchNormalization": nn.batchnorm, "Gemm": nn.gemm, "MatMul": sh.matmul,
     "ReduceSum": nn.reduce, "ReduceMin": nn.reduce, "Erf": mt.erf, "Pow": mt.pow_, "Sqrt": mt.sqrt, "Reciprocal": mt.reciprocal,
     "Split": sh.split, "Gather": sh.gather, "Where": sh.where, "ArgMax": sh.argmax, "DepthToSpace": sh.depth_to_space,
-    "Expand": sh.expand, "Tile": sh.tile,
+    "Expand": sh.expand, "Tile": sh.tile, "IsNaN": sh.never_special, "IsInf": sh.never_special,
     "MaxPool": nn.pool, "AveragePool": nn.pool, "GlobalAveragePool": nn.pool, "GlobalMaxPool": nn.pool,
     "ReduceMean": nn.reduce, "ReduceMax": nn.reduce, "Elu": ts.unary, "Abs": ts.unary, "Neg": ts.unary, "Exp": ts.unary,
     "Log": ts.unary, "PRelu": ts.prelu,
@@ -129,8 +129,9 @@ def gap_message(gaps: list[tuple[str, str, str]], model: str | os.PathLike | Non
                                     and not getattr(graph.tensors.get(t), "is_const", False)]
     if model is not None:
         cut = f"--mode explicit --end-nodes {','.join(ends)}" if ends else "--mode prefix"
-        msg += (f"; way out: npufit split {model} --target {target or 'ethos-u55-256'} {cut} -d {Path(model).stem}-split "
-                f"puts the part before '{first}' in its own stage, then npufit compile that stage")
+        t, d = target or "ethos-u55-256", f"{Path(model).stem}-split"
+        msg += (f"; way out: npufit split {model} --target {t} {cut} -d {d} (the part before '{first}' becomes "
+                f"{d}/stage0_npu.onnx), then npufit compile {d}/stage0_npu.onnx --target {t}")
     return msg
 
 
@@ -163,7 +164,10 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     n = min(len(cal), MAX_SAMPLES if cal.kind != "random" else samples)
     feeds = [cal[i] for i in range(n)]
     t1 = time.perf_counter()
-    ranges = collect(prep.model, [o for nd in work for o in nd.outputs if o], feeds)
+    unvalued = {t for nd in work for t in nd.inputs if t and prep.graph.producer(t) is not None
+                and prep.graph.producer(t).name in getattr(prep.graph, "folded", ()) and prep.const(t) is None}
+    ranges = collect(prep.model, [o for nd in work for o in nd.outputs if o], feeds, keep=unvalued)
+    prep.consts.update(ranges.values)
     links = [(i, o) for nd in work if nd.op_type in PASS_THROUGH for i in nd.inputs[:1 if nd.op_type != "Concat" else None]
              for o in nd.outputs[:1 if nd.op_type != "Split" else None] if i]
     merge_groups(ranges, links, prep.fixed_ranges)

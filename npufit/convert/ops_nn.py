@@ -8,7 +8,7 @@ import numpy as np
 
 from ..graph import NodeView
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
-from .qparams import Q, bias_int32, per_channel_weights, quantize
+from .qparams import Q, activation_q, bias_int32, per_channel_weights, quantize
 
 # fused_activation_function values TFLite kernels clamp to, keyed by the (min, max) of a ReLU/Clip
 _FUSED = {(0.0, math.inf): "RELU", (0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1"}
@@ -123,8 +123,13 @@ def conv(L: Lowering, node: NodeView) -> None:
     C, group = x.shape[3], int(node.attr("group", 1))
     strides, dil = _pairs(node)
     oshape = onnx_to_tfl_shape(L.shape(out), "nhwc")
-    x, padding = spatial_pad(L, node, x, (kh, kw), strides, dil, oshape[1:3])
-    y = L.output(out, "nhwc")
+    split = _stride_split(strides, (kh, kw))
+    x, padding = spatial_pad(L, node, x, (kh, kw), strides, dil, oshape[1:3], allow_same=split is None)
+    y = final = L.output(out, "nhwc")
+    if split is not None:  # stride a*b: CONV_2D at stride a, then every b-th pixel (1x1 MAX_POOL at stride b)
+        strides, pool = split
+        hw = [(x.shape[1 + i] - ((kh, kw)[i] - 1) * dil[i] - 1) // strides[i] + 1 for i in range(2)]
+        y = L.new(f"{out}/stride{strides[0]}x{strides[1]}", (y.shape[0], *hw, y.shape[3]), y.q, "nhwc")
     opts = dict(padding=padding, stride_w=strides[1], stride_h=strides[0], dilation_w_factor=dil[1],
                 dilation_h_factor=dil[0], fused_activation_function=act)
     if group == 1:
@@ -144,6 +149,24 @@ def conv(L: Lowering, node: NodeView) -> None:
             _conv2d(L, parts[g], w[g * og:(g + 1) * og], b[g * og:(g + 1) * og], yg, opts)
             outs.append(yg)
         L.emit("CONCATENATION", outs, [y], "ConcatenationOptions", axis=3, fused_activation_function="NONE")
+    if y is not final:
+        L.emit("MAX_POOL_2D", [y], [final], "Pool2DOptions", padding="VALID", stride_w=pool[1], stride_h=pool[0],
+               filter_width=1, filter_height=1, fused_activation_function="NONE")
+
+
+def _stride_split(strides, kernel):
+    """Vela takes strides up to 3 (a stride-4 Conv2D stops its compiler): stride s = a*b with a, b <= 3 ->
+    ((a_h, a_w), (b_h, b_w)). None when every stride is <= 3 or equals its kernel (patchify convs compile as is)."""
+    if all(s <= 3 or s == k for s, k in zip(strides, kernel)):
+        return None
+    conv, pool = [], []
+    for s in strides:
+        a = next((a for a in (3, 2, 1) if s % a == 0 and s // a <= 3), None)
+        if a is None:
+            return None
+        conv.append(a)
+        pool.append(s // a)
+    return conv, pool
 
 
 def _conv2d(L: Lowering, x: TT, w: np.ndarray, b: np.ndarray, y: TT, opts: dict) -> None:
@@ -174,11 +197,19 @@ def batchnorm(L: Lowering, node: NodeView) -> None:
 
 def pool(L: Lowering, node: NodeView) -> None:
     x = L.act(node.inputs[0], "nhwc")
+    glob = node.op_type.startswith("Global")
+    if not glob and len(x.shape) == 4 and L.shape(node.outputs[0])[2:] == (1, 1) and not any(node.attr("pads", [0] * 4)) \
+            and all(k >= d for k, d in zip(node.attr("kernel_shape"), x.shape[1:3])):
+        glob = True  # one window over the whole map (ceil_mode clips it to the input): a global pool
+    if glob and len(x.shape) != 4:  # 1-D / 3-D global pooling: a MEAN / REDUCE_MAX over the spatial axes
+        y = L.output(node.outputs[0], "plain", q=None if node.op_type == "GlobalAveragePool" else x.q)
+        L.emit("MEAN" if node.op_type == "GlobalAveragePool" else "REDUCE_MAX",
+               [x, L.int32(f"{y.name}/axes", list(range(2, len(x.shape))))], [y], "ReducerOptions", keep_dims=True)
+        return
     if len(x.shape) != 4:
         raise L.fail(node, "only 2-D pooling on 4-D inputs")
-    glob = node.op_type.startswith("Global")
     out = node.outputs[0]
-    if node.op_type == "GlobalAveragePool":  # MEAN requantizes, so it keeps its own calibrated range
+    if node.op_type == "GlobalAveragePool" or (glob and node.op_type == "AveragePool"):  # MEAN requantizes: own range
         y = L.output(out, "nhwc")
         L.emit("MEAN", [x, L.int32(f"{y.name}/axes", [1, 2])], [y], "ReducerOptions", keep_dims=True)
         return
@@ -245,6 +276,9 @@ def reduce(L: Lowering, node: NodeView) -> None:
     axes = sorted(int(a) % rank for a in np.atleast_1d(axes))
     keep = bool(node.attr("keepdims", 1))
     out = node.outputs[0]
+    if op in ("MEAN", "SUM") and rank == 4 and [NHWC_AXIS[a] if x.layout == "nhwc" else a for a in axes] == [3] \
+            and min(x.shape[1:3]) > 1:
+        return _depth_reduce(L, x, out, op, keep)
     if x.layout != "nhwc":
         y = L.output(out, x.layout)
         L.emit(op, [x, L.int32(f"{y.name}/axes", axes)], [y], "ReducerOptions", keep_dims=keep)
@@ -267,5 +301,64 @@ def reduce(L: Lowering, node: NodeView) -> None:
     L.emit("RESHAPE", [nchw, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
 
 
+def _depth_reduce(L: Lowering, x: TT, out: str, op: str, keep: bool) -> None:
+    """A mean/sum over channels of an HxW map (LayerNorm over C in channels-first models): Vela runs no MEAN over
+    depth there ("Unsupported depth-reduction"), but it runs the same sum as a 1x1 CONV_2D with one output channel
+    whose weights are all 1/C (or 1): exact in int8, each weight quantizes to 127."""
+    C = x.shape[3]
+    w = np.full((1, C, 1, 1), 1.0 / C if op == "MEAN" else 1.0)
+    opts = dict(padding="VALID", stride_w=1, stride_h=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function="NONE")
+    q = L.q_of(out)
+    floor = x.q.scale * float(w.flat[0]) / 127 / 128  # int8 kernels need input*weight/output scale < 256 (XNNPACK)
+    if q.scale < floor:  # a mean that is ~0 on all calibration data (centred input): widen its range to the floor
+        lo, hi = q.range
+        q = activation_q(min(lo, -128 * floor), max(hi, 127 * floor))
+    if keep:
+        _conv2d(L, x, w, np.zeros(1), L.output(out, x.layout, q=q), opts)
+        return
+    m = L.new(f"{out}/keepdims", x.shape[:3] + (1,), q, x.layout)
+    _conv2d(L, x, w, np.zeros(1), m, opts)
+    y = L.output(out, "plain", q=m.q)
+    L.emit("RESHAPE", [m, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+
+
 def int8_scalar(L: Lowering, name: str, value: float, q: Q) -> TT:
     return L.new(name, (), q, "plain", data=quantize(np.array(value), q))
+
+
+def conv_transpose(L: Lowering, node: NodeView) -> None:
+    """ConvTranspose (2-D, group 1) -> TRANSPOSE_CONV with VALID or SAME padding (weights OHWI, per channel)."""
+    w = L.const(node.inputs[1])
+    if w is None or w.ndim != 4 or int(node.attr("group", 1)) != 1:
+        raise L.fail(node, "only 2-D, group-1 transposed convolutions with constant weights are lowered")
+    if any(d != 1 for d in node.attr("dilations", [1, 1])):
+        raise L.fail(node, "dilated transposed convolution has no TFLite equivalent")
+    b = L.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    out, act, bn = absorb_tail(L, node, allow_bn=True)
+    w = np.asarray(w, np.float64)  # [Cin, Cout, kh, kw]
+    b = np.zeros(w.shape[1]) if b is None else np.asarray(b, np.float64)
+    if bn is not None:
+        w, b = w * bn[0].reshape(1, -1, 1, 1), b * bn[0] + bn[1]
+    x = L.act(node.inputs[0], "nhwc")
+    y = L.output(out, "nhwc")
+    strides = list(node.attr("strides", [1, 1]))
+    pads = list(node.attr("pads", [0, 0, 0, 0]))
+    padding = None
+    for name in ("VALID", "SAME"):
+        ok = True
+        for i in range(2):
+            k, s, n_in, n_out = w.shape[2 + i], strides[i], x.shape[1 + i], y.shape[1 + i]
+            want = (n_in - 1) * s + k if name == "VALID" else n_in * s
+            total = max((n_in - 1) * s + k - n_out, 0)
+            ok &= n_out == want and (name == "VALID" and not any(pads) or name == "SAME" and pads[i] == total // 2)
+        if ok:
+            padding = name
+            break
+    if padding is None:
+        raise L.fail(node, f"pads {pads} / output size match neither TFLite VALID nor SAME")
+    wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=0)  # OHWI
+    bq, bs = bias_int32(b, x.q.scale, ws)
+    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
+    bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+    L.emit("TRANSPOSE_CONV", [L.int32(f"{y.name}/output_shape", y.shape), wt, x, bt], [y], "TransposeConvOptions",
+           padding=padding, stride_w=strides[1], stride_h=strides[0], fused_activation_function=act)

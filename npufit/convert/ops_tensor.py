@@ -81,6 +81,13 @@ def _clip(L: Lowering, node: NodeView, x: TT) -> None:
 
 
 def binary(L: Lowering, node: NodeView) -> None:
+    if node.op_type in ("Div", "Mul"):
+        from .ops_math import gelu, gelu_pattern
+
+        chain = gelu_pattern(L, node)
+        if chain is not None:
+            L.current = list(dict.fromkeys(L.prep.source_node(n.name) for n in chain))
+            return gelu(L, chain)
     a, b = node.inputs[0], node.inputs[1]
     ca, cb = L.const(a), L.const(b)
     tfl = BINARY[node.op_type]

@@ -1,7 +1,7 @@
 """What the converter does to its private copy of the ONNX model before lowering, and says it did.
 
-1. npufit's own exact rewrite rules (npufit/rewrite) that make a graph convertible: `conv1d_to_conv2d` (a rank-3
-   Conv becomes a (1,k) Conv2d, chains stay 4-D) and `topk1_to_argmax` (TopK k=1 -> ArgMax + ReduceMax).
+1. npufit's exact rewrite rules that make a graph convertible: `conv1d_to_conv2d` (a rank-3 Conv becomes a (1,k)
+   Conv2d, chains stay 4-D; prepass_conv1d) and `topk1_to_argmax` (npufit/rewrite: TopK k=1 -> ArgMax + ReduceMax).
 2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
    so ONNX Runtime calibrates every intermediate tensor the int8 graph will hold: LayerNormalization,
    InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains; LSTM and
@@ -17,15 +17,25 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-CONVERT_RULES = ("conv1d_to_conv2d", "topk1_to_argmax")  # exact rules only: the converter never approximates
+CONVERT_RULES = ("topk1_to_argmax",)  # exact rules only: the converter never approximates
 
 
 def default_opset(model: onnx.ModelProto) -> int:
     return next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
 
 
-def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
-    """Apply each converter rule whose op occurs in the model; -> (model, ["conv1d_to_conv2d x2", ...])."""
+def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dict[str, str]]:
+    """Apply each converter rule whose op occurs in the model; -> (model, ["conv1d_to_conv2d x2", ...], origin).
+
+    conv1d_to_conv2d runs as the converter's own linear pass (prepass_conv1d); the others through npufit/rewrite,
+    imported only when their op occurs (onnx-ir and the pattern matcher cost seconds)."""
+    from .prepass_conv1d import conv1d_to_conv2d
+
+    fired, origin = conv1d_to_conv2d(model)
+    applied0 = [f"conv1d_to_conv2d x{fired}"] if fired else []
+    if not any(n.op_type == "TopK" for n in model.graph.node):
+        return model, applied0, origin
+    before = [(n.name, n.op_type) for n in model.graph.node if n.op_type != "Constant"]
     import onnx_ir as ir
 
     from ..rewrite import RuleContext, get_rule
@@ -39,7 +49,33 @@ def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
         if fired:
             model = ir.serde.serialize_model(cand)
             applied.append(f"{name} x{fired}")
-    return model, applied
+    origin = {k: origin.get(v, v) for k, v in _origins(before, model).items()} if applied else origin
+    return model, applied0 + applied, origin
+
+
+def _origins(before: list[tuple[str, str]], model: onnx.ModelProto) -> dict[str, str]:
+    """New node -> the user's node it came from. The rewriter renames every node; the rules keep the order and type
+    of the nodes they rewrite (Conv stays Conv), so the k-th node of a type is the k-th of that type before; helper
+    nodes (Reshape, Squeeze, ArgMax, ...) belong to their nearest neighbour in the node order."""
+    old: dict[str, list[str]] = {}
+    for name, op in before:
+        old.setdefault(op, []).append(name)
+    nodes = [n for n in model.graph.node if n.op_type != "Constant"]
+    new: dict[str, list[str]] = {}
+    for n in nodes:
+        new.setdefault(n.op_type, []).append(n.name)
+    origin = {}
+    for op, names in new.items():
+        if len(old.get(op, ())) == len(names):
+            origin.update(zip(names, old[op]))
+    mapped = [origin.get(n.name) for n in nodes]
+    for i, n in enumerate(nodes):
+        if n.name not in origin:
+            near = next((mapped[j] for d in range(1, len(nodes)) for j in (i + d, i - d)
+                         if 0 <= j < len(nodes) and mapped[j]), None)
+            if near:
+                origin[n.name] = near
+    return origin
 
 
 class _Builder:

@@ -21,6 +21,7 @@ class Ranges:
     lo: dict[str, float] = field(default_factory=dict)
     hi: dict[str, float] = field(default_factory=dict)
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    values: dict[str, np.ndarray] = field(default_factory=dict)  # constants too large for npufit.graph to fold
     samples: int = 0
 
     def get(self, name: str) -> tuple[float, float] | None:
@@ -38,8 +39,12 @@ class Ranges:
         self.hi[name] = max(hi, self.hi.get(name, hi))
 
 
-def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict[str, np.ndarray]]) -> Ranges:
-    """Run the float model once per sample with `names` (and the model's own outputs) exposed."""
+def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict[str, np.ndarray]],
+            keep: Iterable[str] = ()) -> Ranges:
+    """Run the float model once per sample with `names` (and the model's own outputs) exposed; the values of
+    `keep` (input-independent tensors) are recorded from the first run."""
+    keep = set(keep)
+    names = list(names) + sorted(keep)
     from ..verify.compare import make_session
 
     m = onnx.ModelProto()
@@ -57,6 +62,8 @@ def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict
             r.update(k, np.asarray(v))
         for name, val in zip(out_names, sess.run(out_names, feed)):
             r.update(name, np.asarray(val))
+            if name in keep and name not in r.values:
+                r.values[name] = np.asarray(val)
         r.samples += 1
     return r
 
