@@ -126,6 +126,11 @@ def _mistyped(r: dict[str, Any]) -> str | None:
         inner = v.values() if isinstance(v, dict) and name == "latency_ms" else v if name == "samples_ms" else ()
         if any(not isinstance(x, (int, float)) or isinstance(x, bool) for x in inner):
             return name
+    if r.get("status") == "ok":  # what a comparison row computes with
+        if not all(k in r.get("latency_ms", {}) for k in ("p50", "p99", "mean")):
+            return "latency_ms"
+        if not isinstance(r.get("throughput_ips"), (int, float)) or isinstance(r.get("throughput_ips"), bool):
+            return "throughput_ips"
     return None
 
 

@@ -10,7 +10,7 @@ from ..util.io import atomic_write_text
 
 
 # -- numbers and names on the command line: refused by argparse (one line, exit 2) before any work -------------
-def _number(kind: type, lo: float | None = None, hi: float | None = None, lo_open: bool = False, what: str = ""):
+def bounded_number(kind: type, lo: float | None = None, hi: float | None = None, lo_open: bool = False, what: str = ""):
     """An argparse `type=` for a finite int/float in [lo, hi] (or (lo, hi] with lo_open); NaN and inf never pass."""
     def parse(text: str):
         try:
@@ -24,14 +24,15 @@ def _number(kind: type, lo: float | None = None, hi: float | None = None, lo_ope
     return parse
 
 
-positive_int = _number(int, 1, what="an integer >= 1")
-count_int = _number(int, 0, what="an integer >= 0")
-seed_int = _number(int, 0, 2**63 - 1, what="an integer seed >= 0")
-positive_float = _number(float, 0.0, lo_open=True, what="a number > 0")
-percent = _number(float, 0.0, 100.0, what="a percentage in [0, 100]")
-finite_float = _number(float, what="a finite number")
-percentile = _number(float, 0.0, 100.0, lo_open=True, what="a percentile in (0, 100]")
-cosine = _number(float, -1.0, 1.0, what="a cosine in [-1, 1]")
+MAX_COUNT = 2**31 - 1  # samples, iterations, threads, ...: far above any real use, below index overflow
+positive_int = bounded_number(int, 1, MAX_COUNT, what=f"an integer in [1, {MAX_COUNT}]")
+count_int = bounded_number(int, 0, MAX_COUNT, what=f"an integer in [0, {MAX_COUNT}]")
+seed_int = bounded_number(int, 0, 2**63 - 1, what="an integer seed >= 0")
+positive_float = bounded_number(float, 0.0, lo_open=True, what="a number > 0")
+percent = bounded_number(float, 0.0, 100.0, what="a percentage in [0, 100]")
+finite_float = bounded_number(float, what="a finite number")
+percentile = bounded_number(float, 0.0, 100.0, lo_open=True, what="a percentile in (0, 100]")
+cosine = bounded_number(float, -1.0, 1.0, what="a cosine in [-1, 1]")
 MAX_DIM = 2**31 - 1  # far above any real input; bigger ones only overflow sizes downstream
 
 

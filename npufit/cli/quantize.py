@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from ..errors import NpufitError
-from .common import add_input_shape_option, cosine, count_int, emit, finite_float, name_arg, percentile, positive_float, positive_int, seed_int
+from .common import bounded_number, add_input_shape_option, cosine, count_int, emit, finite_float, name_arg, percentile, positive_float, positive_int, seed_int
 
 
 def _floats(text: str, what: str) -> tuple[float, ...]:
@@ -30,6 +30,10 @@ def _size(text: str | None) -> tuple[int, int] | None:
     return dims  # type: ignore[return-value]
 
 
+# calibration statistics settle within a few hundred samples; the bound keeps 'random' from generating forever
+calibration_samples = bounded_number(int, 1, 100_000, what="an integer in [1, 100000]")
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "quantize", help="INT8 post-training quantization (QDQ) with a per-layer accuracy report",
@@ -49,7 +53,8 @@ def register(sub) -> None:
     p.add_argument("--activations", choices=("int8", "uint8"), default="int8", help="activation type (weights are int8)")
     p.add_argument("--exclude", action="append", metavar="NODES", default=[],
                    help="comma-separated node names to leave in float (repeatable)")
-    p.add_argument("--samples", type=positive_int, default=100, help="calibration samples to use at most (default 100)")
+    p.add_argument("--samples", type=calibration_samples, default=100,
+                   help="calibration samples to use at most (default 100, at most 100000)")
     p.add_argument("--holdout", type=count_int, default=None,
                    help="samples held back (never calibrated on) for the accuracy report; 0 = no report (default: 10 of the "
                         "calibration source, at most a fifth of a small set; every sample of --evaluation)")

@@ -5,7 +5,6 @@ them so; outputs are dequantized and put back in ONNX axis order before comparin
 similarity (over all samples) and max absolute error, next to the reference's magnitude."""
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,10 +58,13 @@ def _io(path: Path, io: dict | None) -> dict:
         return io
     side = path.with_suffix(".json")
     if side.exists():
+        from ..util.readers import read_json
+
         try:
-            return json.loads(side.read_text()).get("io", {})
-        except (OSError, ValueError):
-            pass
+            d = read_json(side, "converter side file")
+        except NpufitError:
+            return {}
+        return d.get("io", {}) if isinstance(d, dict) and isinstance(d.get("io", {}), dict) else {}
     return {}
 
 

@@ -4,7 +4,6 @@ onnx 1.18, setuptools < 70; the Hailo DFC ships its own TensorFlow). npufit crea
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess

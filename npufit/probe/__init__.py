@@ -48,6 +48,8 @@ def probe(target: str | None = "hailo8", opset: int = 11, cases: str | Sequence[
         sweep = sweep or any("[" in cid for cid in record["cases"])
         opset = record.get("opset", opset)
     profile = get_profile(target or "hailo8")
+    if record is not None and record["target"] != profile.name:
+        raise NpufitError(f"--replay {replay}: recorded for target {record['target'][:80]!r}, not {profile.name}")
     if importlib.util.find_spec("torch") is None:
         raise NpufitError("npufit probe builds its cases with PyTorch: pip install 'npufit[torch]' (torch==2.13.0)")
     if not 7 <= int(opset) <= 20:
@@ -113,7 +115,7 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
 
     data = read_json(path, "--replay record")  # regular file, size and depth budget
     if (not isinstance(data, dict) or data.get("schema") != RECORD_SCHEMA or not isinstance(data.get("cases"), dict)
-            or not isinstance(data.get("target"), str) or not isinstance(data.get("compiler"), str)
+            or not isinstance(data.get("target"), str) or not data["target"] or not isinstance(data.get("compiler"), str)
             or not isinstance(data.get("opset", 11), int) or isinstance(data.get("opset"), bool)
             or not all(isinstance(v, dict) and isinstance(v.get("status"), str) and isinstance(v.get("symbol"), str)
                        for v in data["cases"].values())):

@@ -58,6 +58,9 @@ class TensorrtRunner(Runner):
         if self.model.suffix.lower() == ".onnx":
             plan = self._build(trt, logger)
         else:
+            from ..util.readers import require_regular_file
+
+            require_regular_file(self.model, "TensorRT engine")  # a pipe or device would block or never end
             plan = self.model.read_bytes()
         self.runtime = trt.Runtime(logger)
         self.engine = self.runtime.deserialize_cuda_engine(plan)
