@@ -108,8 +108,10 @@ class EthosNCompiler:
         layers, levels = node_layers(tgraph, low, resp)
         res.placement = placements(tgraph, low, layers, conv)
         res.metrics.update(summary_metrics(tgraph, low, resp, levels, variant, options))
-        if not comp:
-            res.error = "nothing for the NPU: no operation is supported by the Ethos-N support library"
+        if not comp:  # as for Vela, a model with nothing for the NPU compiles: it all runs on the host
+            res.ok = True
+            res.notes.append("no operation is supported by the Ethos-N support library: Compile() had nothing to "
+                             "compile and the whole model runs on the host")
         elif not comp.get("ok"):
             res.error = f"Compile() failed: {comp.get('error') or 'no compiled network'}"
         else:
