@@ -123,6 +123,7 @@ def test_relu_detector_compiles_fully_on_the_npu(tmp_path, models):
     assert {p.device for p in r.placement} == {"npu"}
     m = r.metrics
     assert m["compile"]["ok"] and m["compile"]["networks"] >= 1 and m["compile"]["serialized_bytes"] > 0
+    assert Path(r.artifact).stat().st_size == m["compile"]["serialized_bytes"]  # the compiled command stream
     assert m["support_levels"]["unsupported"] == 0 and m["npu_partitions"] == 1 and m["host_partitions"] == 0
     est = m["estimate"]
     assert est["passes"] >= 1 and est["mce_cycles"] > 0 and est["dram_bytes"] > 0

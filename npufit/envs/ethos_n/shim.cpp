@@ -673,11 +673,14 @@ int main(int argc, char** argv)
         return 2;
     }
     bool doCompile = true, doEstimate = true;
+    std::string savePrefix;  // --save PREFIX: write each compiled network to PREFIX<i>.bin
     for (int i = 3; i < argc; ++i)
     {
         std::string a = argv[i];
         doCompile     = doCompile && a != "--no-compile";
         doEstimate    = doEstimate && a != "--no-estimate";
+        if (a == "--save" && i + 1 < argc)
+            savePrefix = argv[++i];
     }
     std::ostringstream os;
     int rc = 0;
@@ -709,12 +712,14 @@ int main(int argc, char** argv)
                 sl::CompilationOptions opts;
                 auto compiled = sl::Compile(*net.Net(), opts);
                 size_t bytes  = 0, inter = 0;
-                for (auto& c : compiled)
+                for (size_t i = 0; i < compiled.size(); ++i)
                 {
                     std::ostringstream ser;
-                    c->Serialize(ser);
+                    compiled[i]->Serialize(ser);
                     bytes += ser.str().size();
-                    inter += c->GetIntermediateBufferSize();
+                    inter += compiled[i]->GetIntermediateBufferSize();
+                    if (!savePrefix.empty())
+                        std::ofstream(savePrefix + std::to_string(i) + ".bin", std::ios::binary) << ser.str();
                 }
                 os << "\"ok\": " << (compiled.empty() ? "false" : "true") << ", \"networks\": " << compiled.size()
                    << ", \"serialized_bytes\": " << bytes << ", \"intermediate_bytes\": " << inter;
