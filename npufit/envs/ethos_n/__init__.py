@@ -2,7 +2,7 @@
 
 Unlike the RKNN and Hailo envs this is not a virtualenv: the library is C++ (Arm Ethos-N Driver Stack 25.03,
 Apache-2.0). npufit copies or clones the driver stack, builds the static support library with SCons and links
-a small C++ program (shim.cpp, next to this file) against it. npufit talks to that program through a request
+a small C++ program (shim.cpp and shim_io.hpp, next to this file) against it. npufit talks to that program through a request
 file and a JSON answer (npufit.compilers.ethos_n); nothing here is imported by `import npufit`.
 
 Layout of <envs>/ethos-n: source/ (the driver stack), bin/npufit-ethosn (the shim), build.log, npufit-env.json.
@@ -28,12 +28,13 @@ SCONS_PIN = "scons==4.4.0"  # newer SCons fails on firmware/ple/SConscript of re
 LIB = Path("driver/support_library/build/release_native/libEthosNSupport.a")
 INCLUDE = Path("driver/support_library/include")
 SHIM_SRC = Path(__file__).with_name("shim.cpp")
+SHIM_FILES = (SHIM_SRC, Path(__file__).with_name("shim_io.hpp"))
 SHIM = Path("bin/npufit-ethosn")
 _COMPILING = re.compile(r"^g\+\+ -o \S*?/src/(\w+)\.o ")
 
 
 def shim_digest() -> str:
-    return hashlib.sha256(SHIM_SRC.read_bytes()).hexdigest()[:16]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in SHIM_FILES)).hexdigest()[:16]
 
 
 def tools() -> dict[str, str | None]:
