@@ -60,12 +60,22 @@ def test_a_folder_that_is_not_the_driver_stack_is_refused(tmp_path, monkeypatch)
     (tmp_path / "src").mkdir()
     with pytest.raises(NpufitError, match="not an Ethos-N driver stack"):
         install("ethos-n", source=str(tmp_path / "src"))
+    assert not (tmp_path / "envs" / "ethos-n").exists()  # nothing left behind
 
 
 def test_compile_without_the_library_says_how_to_build_it(tmp_path, models):
     r = _cli("compile", str(models["level2_relu"]), "--target", "ethos-n78", "--out-dir", str(tmp_path / "o"),
              env={"NPUFIT_ENVS": str(tmp_path / "no-envs")})
     assert r.returncode == 2 and "npufit env install ethos-n" in r.stderr and "Traceback" not in r.stderr
+
+
+@needs_lib
+def test_a_corrupt_model_is_one_line_naming_the_users_file(tmp_path):
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"\x00" * 64)
+    r = _cli("compile", str(bad), "--target", "ethos-n78", "--out-dir", str(tmp_path / "o"))
+    assert r.returncode == 2 and r.stderr.strip() == f"npufit: error: {bad}: not a TFLite model (no 'TFL3' file identifier)"
+    assert bad.read_bytes() == b"\x00" * 64
 
 
 def test_variants_are_target_options():

@@ -71,11 +71,12 @@ class EthosNCompiler:
         outputs: dict[str, str] = {}
         conv = None
         if model.suffix.lower() == ".tflite":
+            tgraph = load(model)  # errors name the user's file; the library side reads the private copy
             src = private_copy(model, out)
         else:
             conv = convert_onnx(model, out, options, notes, outputs)
             src = conv.path
-        tgraph = load(src)
+            tgraph = load(src)
         low = lower(tgraph, src)
         work = out / "ethos_n"
         work.mkdir(parents=True, exist_ok=True)

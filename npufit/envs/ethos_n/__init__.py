@@ -83,9 +83,11 @@ def _fetch(src: str, dst: Path, say) -> str:
 def build(d: Path, source: str | None, jobs: int | None, say) -> dict:
     """Fetch (once), build the static library (incremental), link the shim; returns the manifest fields."""
     t = _require_tools()
-    src = resolve_source(source)
     srcdir = d / "source"
     origin_file = d / "source-origin.txt"
+    if source is None and not os.environ.get(SOURCE_ENV) and origin_file.is_file() and srcdir.is_dir():
+        source = origin_file.read_text().strip()  # a half-finished earlier build: continue from its source
+    src = resolve_source(source)
     t0 = time.perf_counter()
     if srcdir.exists() and (not origin_file.exists() or origin_file.read_text().strip() != src):
         shutil.rmtree(srcdir)  # a different source: start over
@@ -93,7 +95,13 @@ def build(d: Path, source: str | None, jobs: int | None, say) -> dict:
         d.mkdir(parents=True, exist_ok=True)
         tmp = d / "source.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        origin = _fetch(src, tmp, say)
+        try:
+            origin = _fetch(src, tmp, say)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not any(d.iterdir()):
+                d.rmdir()  # leave no empty env folder behind a refused source
+            raise
         tmp.rename(srcdir)
         origin_file.write_text(src + "\n")
     else:
