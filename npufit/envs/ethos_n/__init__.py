@@ -27,6 +27,7 @@ SOURCE_ENV = "NPUFIT_ETHOSN_SOURCE"  # CI and tests point this at a local copy o
 SCONS_PIN = "scons==4.4.0"  # newer SCons fails on firmware/ple/SConscript of release 25.03
 LIB = Path("driver/support_library/build/release_native/libEthosNSupport.a")
 INCLUDE = Path("driver/support_library/include")
+UTILS_INCLUDE = Path("driver/utils/include")  # the library's logger, to read why Compile() found no plan
 SHIM_SRC = Path(__file__).with_name("shim.cpp")
 SHIM_FILES = (SHIM_SRC, Path(__file__).with_name("shim_io.hpp"))
 SHIM = Path("bin/npufit-ethosn")
@@ -142,7 +143,7 @@ def link_shim(d: Path, gxx: str | None = None, say=lambda m: None) -> float:
     tmp = out.with_name(out.name + ".partial")
     say("linking the npufit shim against the support library")
     t0 = time.perf_counter()
-    p = subprocess.run([gxx, "-std=c++14", "-O2", "-I", str(d / "source" / INCLUDE), str(SHIM_SRC),
+    p = subprocess.run([gxx, "-std=c++14", "-O2", "-I", str(d / "source" / INCLUDE), "-I", str(d / "source" / UTILS_INCLUDE), str(SHIM_SRC),
                         str(d / "source" / LIB), "-lpthread", "-o", str(tmp)], capture_output=True, text=True)
     if p.returncode != 0:
         raise NpufitError(f"linking the Ethos-N shim failed: {(p.stderr.strip().splitlines() or ['no message'])[-1][:300]}")

@@ -444,7 +444,9 @@ int main(int argc, char** argv)
             try
             {
                 sl::CompilationOptions opts;
+                sl::g_Logger.AddSink(&ErrorSink);
                 auto compiled = sl::Compile(*net.Net(), opts);
+                sl::g_Logger.RemoveSink(&ErrorSink);
                 size_t bytes  = 0, inter = 0;
                 for (size_t i = 0; i < compiled.size(); ++i)
                 {
@@ -458,7 +460,12 @@ int main(int argc, char** argv)
                 os << "\"ok\": " << (compiled.empty() ? "false" : "true") << ", \"networks\": " << compiled.size()
                    << ", \"serialized_bytes\": " << bytes << ", \"intermediate_bytes\": " << inter;
                 if (compiled.empty())
-                    os << ", \"error\": \"Compile() returned no compiled network\"";
+                {
+                    std::string why;
+                    for (auto& e : LibraryErrors())
+                        why += (why.empty() ? "" : "; ") + e;
+                    os << ", \"error\": \"" << Esc(why.empty() ? "Compile() returned no compiled network" : why) << "\"";
+                }
             }
             catch (const std::exception& e)
             {

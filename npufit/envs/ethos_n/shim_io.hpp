@@ -16,6 +16,18 @@
 #include <string>
 #include <vector>
 
+#include <ethosn_utils/Log.hpp>
+
+namespace ethosn
+{
+namespace support_library
+{
+// The library's own logger (src/Utils.hpp; a release build has no ETHOSN_LOGGING, so its type is Logger<Info>).
+// Compile() logs why it found no plan and returns nothing; npufit attaches a sink to report that reason.
+extern ethosn::utils::log::Logger<ethosn::utils::log::Severity::Info> g_Logger;
+}    // namespace support_library
+}    // namespace ethosn
+
 namespace sl = ethosn::support_library;
 
 namespace
@@ -223,6 +235,18 @@ sl::Padding Pad(const std::vector<long>& p)
 sl::Stride Stride(const std::vector<long>& s)
 {
     return s.size() == 2 ? sl::Stride(static_cast<uint32_t>(s[0]), static_cast<uint32_t>(s[1])) : sl::Stride();
+}
+
+std::vector<std::string>& LibraryErrors()
+{
+    static std::vector<std::string> errors;
+    return errors;
+}
+
+void ErrorSink(ethosn::utils::log::Severity severity, const char* msg)
+{
+    if (severity <= ethosn::utils::log::Severity::Error)
+        LibraryErrors().push_back(msg);
 }
 
 double Seconds(std::chrono::steady_clock::time_point t0)
