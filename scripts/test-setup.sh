@@ -9,6 +9,15 @@ BIN=${1:-.venv/bin}
   && echo "test-setup: rknn env ready" \
   || echo "test-setup: rknn env unavailable (its tests will skip): see 'npufit env install rknn'"
 
+# Arm's Ethos-N support library, built from the driver stack copy in ../shared (else $NPUFIT_ETHOSN_SOURCE, else
+# the public repository): g++ and scons 4.4.0; about 12 min on 2 cores the first time, nothing to do afterwards.
+ETHOSN_SRC=${NPUFIT_ETHOSN_SOURCE:-}
+[ -z "$ETHOSN_SRC" ] && [ -d ../shared/vendor/ethos-n-driver-stack-25.03 ] && ETHOSN_SRC=../shared/vendor/ethos-n-driver-stack-25.03
+"$BIN/python" -m pip install -q 'scons==4.4.0' >/dev/null 2>&1
+"$BIN/npufit" env install ethos-n ${ETHOSN_SRC:+--source "$ETHOSN_SRC"} >/dev/null 2>&1 \
+  && echo "test-setup: ethos-n support library ready" \
+  || echo "test-setup: ethos-n support library unavailable (its tests will skip): see 'npufit env install ethos-n'"
+
 # Headless Chromium for the HTML report test (Debian's package; needs root).
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

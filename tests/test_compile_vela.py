@@ -75,6 +75,6 @@ def test_unknown_accelerator_config_is_one_clear_error(tmp_path):
 
 def test_status_lists_every_compiler_with_install_command():
     rows = {r["name"]: r for r in status()}
-    assert set(rows) == {"vela", "rknn-toolkit2", "hailo-dfc"}
+    assert set(rows) == {"vela", "rknn-toolkit2", "hailo-dfc", "ethos-n-support-library"}
     assert rows["vela"]["available"] and rows["vela"]["version"] == "5.2.0"
     assert all(r["install"] for r in rows.values())

@@ -1,7 +1,7 @@
-"""Today's profiles against the recorded real-compiler probe runs in docs/probe (the sources PROBE-R / PROBE-V cite).
+"""Today's profiles against the recorded real-compiler probe runs in docs/probe (the sources PROBE-R / PROBE-V / N-LIB cite).
 
 Runs the prediction for every recorded case and sweep variant and replays the recorded measurement: a profile
-edit that contradicts RKNN-Toolkit2 or Vela fails here, on any machine, without the vendor toolkit.
+edit that contradicts RKNN-Toolkit2, Vela or the Ethos-N support library fails here, on any machine, without the vendor toolkit.
 """
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ RECORDS = Path(__file__).resolve().parent.parent / "docs" / "probe"
 KNOWN_OPEN: dict[str, dict[str, str]] = {
     "rk3588": {},
     "ethos-u55-256": {},
+    # npufit.convert writes torch's AvgPool2d(3, 1, 1) (count_include_pad=True) as PAD + a VALID 3x3 pool, which the
+    # library refuses ('Unsupported configuration in AVG pooling'); it takes only the padded 3x3/1/1 form
+    "ethos-n78": {"avgpool2d_k3s1p1": "converter: PAD + VALID average pool"},
 }
 
 

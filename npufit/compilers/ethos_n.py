@@ -71,11 +71,12 @@ class EthosNCompiler:
         outputs: dict[str, str] = {}
         conv = None
         if model.suffix.lower() == ".tflite":
+            tgraph = load(model)  # errors name the user's file; the library side reads the private copy
             src = private_copy(model, out)
         else:
             conv = convert_onnx(model, out, options, notes, outputs)
             src = conv.path
-        tgraph = load(src)
+            tgraph = load(src)
         low = lower(tgraph, src)
         work = out / "ethos_n"
         work.mkdir(parents=True, exist_ok=True)
@@ -83,9 +84,9 @@ class EthosNCompiler:
         blob.write_bytes(low.blob)
         sram = int(options.extra.get("ethos_n_sram_bytes", 0))
         req.write_text(request_with(low, variant, sram, blob.resolve()))
-        if resp_path.exists():
-            resp_path.unlink()
-        cmd = [str(shim_path(env_dir(ENV))), str(req), str(resp_path)]
+        for stale in [resp_path, *work.glob("compiled_network_*.bin")]:
+            stale.unlink(missing_ok=True)
+        cmd = [str(shim_path(env_dir(ENV))), str(req), str(resp_path), "--save", str(work / "compiled_network_")]
         if options.extra.get("ethos_n_estimate") is False:
             cmd.append("--no-estimate")
         run = run_tool(cmd, out / "ethos_n.log", cwd=work, timeout_s=options.timeout_s)
@@ -108,12 +109,16 @@ class EthosNCompiler:
         layers, levels = node_layers(tgraph, low, resp)
         res.placement = placements(tgraph, low, layers, conv)
         res.metrics.update(summary_metrics(tgraph, low, resp, levels, variant, options))
-        if not comp:
-            res.error = "nothing for the NPU: no operation is supported by the Ethos-N support library"
+        if not comp:  # as for Vela, a model with nothing for the NPU compiles: it all runs on the host
+            res.ok = True
+            res.notes.append("no operation is supported by the Ethos-N support library: Compile() had nothing to "
+                             "compile and the whole model runs on the host")
         elif not comp.get("ok"):
             res.error = f"Compile() failed: {comp.get('error') or 'no compiled network'}"
-        else:
-            res.artifact = None  # the compiled network is kept in memory by the shim; its size is in metrics
+        else:  # the serialized command stream(s) the Arm NN / driver library would load
+            nets = sorted(work.glob("compiled_network_*.bin"))
+            res.artifact = str(nets[0]) if nets else None
+            res.outputs.update({f"compiled_network_{i}": str(p) for i, p in enumerate(nets)})
         res.notes.append(f"verdicts are the Ethos-N support library's ({FLOW}); in TVM's flow an int8 LEAKY_RELU is "
                          "imported as dequantize -> leaky_relu -> quantize and runs on the host")
         return res

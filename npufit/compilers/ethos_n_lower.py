@@ -274,6 +274,8 @@ class _Lowering:
 
     # -- element-wise and activations -----------------------------------------------------------------
     def _binary(self, n, kind):
+        if self._const_as_depthwise(n, kind):
+            return
         ins = []
         for t in n.inputs[:2]:
             ti = self.g.tensor(t)
@@ -286,6 +288,42 @@ class _Lowering:
                 ins.append(self.ids[t])
         dst = self.act(n, n.outputs[0])
         self._ordered(n, kind, ins, dst, n.outputs[0])
+
+    def _const_as_depthwise(self, n, kind) -> bool:
+        """x + c and x * c with a scalar or per-channel constant c become a 1x1 depthwise convolution, as TVM's
+        ConvertEquivalents and Arm NN's Ethos-N backend lower them (the library's own Addition/Multiplication
+        cannot broadcast a constant: 'Cannot stretch along the requested dimensions')."""
+        consts = [i for i in (0, 1) if i < len(n.inputs) and self.g.tensor(n.inputs[i]).is_const]
+        if len(consts) != 1:
+            return False
+        c_name, x_name = n.inputs[consts[0]], n.inputs[1 - consts[0]]
+        c, ct, xt = self.buffers.get(c_name), self.g.tensor(c_name), self.g.tensor(x_name)
+        x4 = shape4(xt.shape)
+        if c is None or ct.quant is None or ct.dtype not in INT_TYPES or x4 is None or xt.quant is None:
+            return False
+        chans = x4[3]
+        if c.size not in (1, chans) or (c.size == chans and c.ndim and max(c.shape) != chans) or \
+                (c.ndim and c.size == chans and c.shape[-1] != chans):
+            return False
+        real = (c.astype(np.float64).ravel() - ct.quant.zero_point[0]) * ct.quant.scale[0]
+        real = np.broadcast_to(real, (chans,))
+        if kind == "mul":
+            ws = float(np.abs(real).max() / 127.0) or 1.0
+            w, bias = np.round(real / ws).astype(np.int8), np.zeros(chans, np.int32)
+        else:
+            ws = 1.0 / 127.0
+            w = np.full(chans, 127, np.int8)
+            bias = np.round(real / (xt.quant.scale[0] * ws)).astype(np.int64)
+            if np.abs(bias).max(initial=0) >= 2**31:
+                return False
+            bias = bias.astype(np.int32)
+        wid = self.tensor(f"{n.name}/dw_weights", fmt="HWIM", data=w.reshape(1, 1, chans, 1), shape=(1, 1, chans, 1),
+                          scales=(ws,), zp=0, dtype="int8")
+        bid = self.tensor(f"{n.name}/dw_bias", data=bias.reshape(1, 1, 1, chans), shape=(1, 1, 1, chans), dtype="int32",
+                          scales=(1.0,), zp=0)
+        dst = self.act(n, n.outputs[0])
+        self._ordered(n, "dwconv", [self.ids[x_name], wid, bid], dst, n.outputs[0], pad=[0, 0, 0, 0], stride=[1, 1])
+        return True
 
     def _op_add(self, n):
         self._binary(n, "add")

@@ -180,11 +180,13 @@ def _install_native(s: EnvSpec, force: bool, log, source: str | None, jobs: int 
     d = env_dir(s.name)
     say = log or (lambda msg: print(msg, file=sys.stderr))
     m = manifest(s.name)
+    relinked = False
     if m and not force and env_ready_path(s.name).exists():
         if m.get("shim_digest") == ethos_n.shim_digest():
             return dict(m, reused=True)
         m["shim_s"] = round(ethos_n.link_shim(d, say=say), 1)  # npufit's shim changed: relink only
         m["shim_digest"] = ethos_n.shim_digest()
+        relinked = True
     else:
         if force and d.exists():
             shutil.rmtree(d)
@@ -198,7 +200,7 @@ def _install_native(s: EnvSpec, force: bool, log, source: str | None, jobs: int 
     from ..util.io import atomic_write_json
 
     atomic_write_json(d / "npufit-env.json", m)
-    return dict(m, reused=False)
+    return dict(m, reused=False, relinked=relinked)
 
 
 def remove(name: str) -> bool:

@@ -1,9 +1,12 @@
-"""Arm Ethos-N78 through Apache TVM's BYOC `ethos-n` target (targets.md §2).
+"""Arm Ethos-N78: what Arm's Ethos-N support library (driver stack 25.03, library 6.0.0) accepts, measured by
+`npufit probe --compiler ethos-n` (source N-LIB, docs/probe/ethos-n78-measured.json), with TVM's flow where it
+differs and a seed measured it (targets.md §2).
 
-TVM imports an int8 model (TFLite int8, or ONNX QDQ) as a Relay QNN graph, merges the pattern table
-(qnn_conv2d, qnn_add, qnn_sigmoid, ...) into composites, offloads those plus a few single ops (max_pool2d,
-reshape, qnn.concatenate, split, depth_to_space, clip) and leaves everything else on the host CPU:
-the verdict for a fallback is `cpu`. Ops are keyed in TFLite vocabulary (ONNX nodes are mapped first).
+The support library is the compiler under TVM's BYOC `ethos-n` target and Arm NN's Ethos-N backend. Rules first
+written from TVM's pattern table and Arm's documentation (N-PY, N-API, N-SL) were corrected where the library
+answered otherwise. One TVM-flow rule stays: TVM imports an int8 LEAKY_RELU as dequantize → leaky_relu →
+quantize and runs that island on the host (seed 001, N-KOR), while the library itself supports int8 LeakyReLU.
+Fallbacks run on the host CPU (verdict `cpu`). Ops are keyed in TFLite vocabulary (ONNX nodes are mapped first).
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ SOURCES = {
     "N-CE": "apache/tvm src/relay/backend/contrib/ethosn/convert_equivalent.cc @ v0.13.0",
     "N-SL": "Arm Ethos-N Driver Stack operator support text (copy in koreaygj/ethos-vision-optimizer docs/ethos-n/npu_supported_op.md @ d025d9c0)",
     "N-KOR": "koreaygj/ethos-vision-optimizer models/npu_report @ d025d9c0 (seed 001: measured TVM + Ethos-N78 partitions)",
+    "N-LIB": "Arm Ethos-N support library 6.0.0 (ARM-software/ethos-n-driver-stack 25.03, 6834c826): IsXxxSupported / "
+             "Compile() measured by `npufit probe --compiler ethos-n` (docs/probe/ethos-n78-measured.json)",
 }
 
 LIMITS = {
@@ -31,7 +36,6 @@ LIMITS = {
     "conv_strides": common.Choices((1, 2)),
     "big_kernel": 7,
     "transpose_conv_stride": 2,
-    "concat_channel_multiple": 16,
     "split_channel_multiple": 16,
     "mean_sizes": common.Choices((7, 8)),
     "maxpool_s1_valid_max": 9,
@@ -40,6 +44,7 @@ LIMITS = {
     "sigmoid_scale": "1/256",
     "tanh_scale": "1/128",
     "depth_to_space_block": 2,
+    "transpose_sram_bytes": 1024 * 1024,  # the N78 4TOPS/4PLE SRAM: a transposed tensor must fit it (N-LIB)
     # ops TVM's frontends import as dequantize -> float op -> quantize even in an int8 model
     "float_ops": ("LOGISTIC", "TANH", "LEAKY_RELU", "SOFTMAX", "LOG_SOFTMAX", "HARD_SWISH", "ELU", "GELU", "EXP", "LOG",
                   "SQRT", "RSQRT", "POW", "ERF", "SIN", "COS"),
@@ -166,6 +171,8 @@ def _maxpool(node, lim):
     if s == [2, 2] and k in ([1, 1], [2, 2], [3, 3]):
         if k == [3, 3] and x and isinstance(x[2], int) and x[2] > lim["maxpool_3x3_max_width"]:
             return f"3x3/2 pooling on width {x[2]}"
+        if k == [3, 3] and pad == "VALID" and not node.attr("ceil_mode", 0) and x and any(isinstance(d, int) and d % 2 == 0 for d in x[1:3]):
+            return f"3x3/2 VALID pooling of an even {x[1]}x{x[2]} map"
         return None
     if s == [1, 1] and k[0] == k[1]:
         cap = lim["maxpool_s1_valid_max"] if pad == "VALID" else lim["maxpool_s1_same_max"]
@@ -204,13 +211,6 @@ def _const_operand(node: NodeView):
             v = node.const_value(i) if node.is_const(i) else (p.const_value(0) if p is not None else None)
             return i, v
     return None, None
-
-
-def _mul_const(node, lim):
-    i, v = _const_operand(node)
-    if i is None:
-        return "both operands are computed at run time"
-    return _per_channel_const(node, i, v)
 
 
 def _add_const(node, lim):
@@ -257,11 +257,65 @@ def _concat(node, lim):
     r = common.rank(node, output=True)
     axis = node.attr("axis", -1)
     axis = axis + r if (r and axis < 0) else axis
-    channel_axis = (r - 1) if node.graph.format == "tflite" else 1
-    if r != 4 or axis != channel_axis:
+    return "concatenation along the batch axis" if r and axis == 0 else None
+
+
+def _slice(node, lim):
+    """A unit-stride slice along one axis (npufit lowers it as a Split, the library having no slice)."""
+    x, y = tm.in_shape(node), tm.out_shape(node)
+    steps = common.const_ints(node, 4) if node.graph.format == "onnx" else common.const_ints(node, 3)
+    if node.graph.format == "tflite" and node.op_type == "SLICE":
+        steps = None
+    if steps and any(s != 1 for s in steps):
+        return f"step {common_fmt(steps)}"
+    if x and y and len(x) == len(y):
+        cut = sum(1 for a, b in zip(x, y) if a != b)
+        if cut > 1:
+            return f"slices {cut} axes"
+    return None
+
+
+def _fc_per_channel(node, lim):
+    i = 3 if node.op_type == "QLinearMatMul" else 1
+    t = node.input(i)
+    if t is not None and t.dtype in ("float32", "float16") and node.is_const(i):
+        return "per-channel weight scales (npufit's int8 conversion quantizes fully connected weights per output channel)"
+    p = node.graph.producer(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] else None
+    if p is not None and quant.is_weight_dequantize(p):
+        t = p.input(1)  # the DQ's scale tensor
+        return "per-channel weight scales" if t is not None and t.shape and max(t.shape, default=1) > 1 else None
+    if t is not None and t.quant is not None and len(t.quant.scale) > 1:
+        return "per-channel weight scales"
+    return None
+
+
+def _mul_operands(node, lim):
+    i, _ = _const_operand(node)
+    if i is not None:
+        return _add_const(node, lim)
+    a, b = tm.in_shape(node, 0), tm.in_shape(node, 1)
+    return f"broadcasts {a} with {b}" if a and b and list(a) != list(b) else None
+
+
+def _transpose_size(node, lim):
+    # measured boundary: permute (0,1,3,2) of a 16x256x256 map is 'too large'; (0,2,3,1) and (0,3,1,2) passed at 256
+    if common.transpose_perm(node) != [0, 1, 3, 2]:
         return None
-    bad = _channel_ok([tm.in_shape(node, i) for i in quant.activation_inputs(node)], lim["concat_channel_multiple"])
-    return None if bad is None else f"an input has {bad} channels"
+    x = tm.in_shape(node)
+    if not x or len(x) != 4 or not all(isinstance(d, int) for d in x):
+        return None
+    n = x[0] * (-(-x[1] // 8) * 8) * (-(-x[2] // 8) * 8) * (-(-x[3] // 16) * 16)  # NHWCB bricks: 8x8x16
+    return f"{n} bytes in SRAM bricks" if n >= lim["transpose_sram_bytes"] else None
+
+
+def _pad_hw(node, lim):
+    p = common.const_array(node, 1)
+    if p is None or p.size != 8:
+        return None
+    p = p.reshape(-1)
+    # ONNX: [n0, c0, h0, w0, n1, c1, h1, w1]; TFLite: [[n0, n1], [h0, h1], [w0, w1], [c0, c1]]
+    bc = (p[0], p[1], p[4], p[5]) if node.graph.format == "onnx" else (p[0], p[1], p[6], p[7])
+    return None if not any(bc) else "pads the batch or channel axis"
 
 
 def _split(node, lim):
@@ -284,20 +338,6 @@ def _d2s(node, lim):
     if node.graph.format == "onnx" and node.attr("mode", "DCR") != "DCR":
         return f"mode {node.attr('mode')}"
     return None if int(b) == lim["depth_to_space_block"] else f"block size {b}"
-
-
-def _pad_fused(node, lim):
-    g = node.graph
-    cons = [c for o in node.outputs if o for c in g.consumers(o)]
-    walk = []
-    for c in cons:  # ONNX QDQ: pad -> Q -> DQ -> Conv
-        walk.extend(g.consumers(c.outputs[0]) if quant.is_quantize(c) or quant.is_dequantize(c) else [c])
-    walk2 = []
-    for c in walk:
-        walk2.extend(g.consumers(c.outputs[0]) if quant.is_dequantize(c) else [c])
-    if walk2 and all(tm.tflite_op(c) in ("CONV_2D", "DEPTHWISE_CONV_2D") for c in walk2):
-        return None
-    return "not followed by a convolution"
 
 
 def _qdq_absorbed(node, lim):
@@ -337,24 +377,29 @@ def _ops() -> dict[str, OpSupport]:
         note="qnn_conv2d composite, channel multiplier 1")
     add("TRANSPOSE_CONV", rules=(CONV_RULES[0], _r("transpose_conv.stride", "transposed convolution stride must be {transpose_conv_stride}",
                                                   _tconv_stride, ("use Resize (nearest) + Conv instead",))), note="qnn_conv2d_transpose composite")
-    add("FULLY_CONNECTED", rules=(_r("fc.weights", "fully connected weights must be constants", _const_weights, (), "N-PY"),), note="qnn_fc composite")
+    add("FULLY_CONNECTED", rules=(_r("fc.weights", "fully connected weights must be constants", _const_weights, (), "N-PY"),
+                                  _r("fc.per_channel", "fully connected weights must have one quantization scale "
+                                     "(the library: 'Multiple quantization scales is not supported for FullyConnected')",
+                                     _fc_per_channel, ("quantize the fully connected weights per tensor",), "N-LIB")),
+        note="qnn_fc composite")
     add("BATCH_MATMUL", CPU, reason="activation × activation matmul has no Ethos-N pattern: it runs on the host",
         fix=("keep attention / matmul blocks on the host, or restructure to a constant-weight FC",))
-    add("MAX_POOL_2D", rules=(_r("maxpool.config", "max pooling supports 1x1/2x2/3x3 with stride 2 (3x3 up to width {maxpool_3x3_max_width}), "
-                                 "or stride 1 up to {maxpool_s1_valid_max}x{maxpool_s1_valid_max} VALID / {maxpool_s1_same_max}x{maxpool_s1_same_max} SAME", _maxpool,
-                                 ("use 2x2/2 or 3x3/2 pooling",)),))
+    add("MAX_POOL_2D", rules=(_r("maxpool.config", "max pooling supports 1x1/2x2/3x3 with stride 2 (3x3 up to width {maxpool_3x3_max_width}, "
+                                 "and VALID 3x3/2 only on odd input sizes), or stride 1 up to {maxpool_s1_valid_max}x{maxpool_s1_valid_max} "
+                                 "VALID / {maxpool_s1_same_max}x{maxpool_s1_same_max} SAME", _maxpool,
+                                 ("use 2x2/2 or 3x3/2 pooling",), "N-LIB"),))
     add("AVERAGE_POOL_2D", rules=(_r("avgpool.config", "average pooling supports only 3x3 stride 1 SAME, or a global 7x7/8x8 mean", _avgpool,
                                      ("pool down to 7x7 or 8x8 before a global average",)),), note="qnn_avg_pool2d composite")
     add("MEAN", rules=(_r("mean.size", "mean over H,W supports only {mean_sizes[0]}x{mean_sizes[0]} or {mean_sizes[1]}x{mean_sizes[1]} inputs reduced to 1x1", _mean,
                           ("pool down to 7x7 or 8x8 before the global average",)),), note="qnn_mean composite")
     add("ADD", rules=(_r("add.constant", "an addition with a constant needs a scalar or a per-channel [C] constant", _add_const, (), "N-CE"),))
-    add("MUL", rules=(_r("mul.constant", "multiplication is offloaded only with a constant operand (scalar or per-channel [C]); "
-                         "activation × activation (SiLU, attention) runs on the host", _mul_const,
-                         ("replace SiLU (x·sigmoid(x)) by ReLU/ReLU6 or LeakyReLU",), "N-PY"),))
+    add("MUL", rules=(_r("mul.constant", "a multiplication by a constant needs a scalar or a per-channel [C] constant; "
+                         "activation × activation multiplies on the NPU only with equal shapes (the library: 'Cannot stretch "
+                         "along the requested dimensions')", _mul_operands, ("expand the smaller operand to the full shape",), "N-LIB"),))
     add("LEAKY_RELU", rules=(_r("leaky_relu.island",
-                                "int8 LeakyReLU is imported as dequantize → leaky_relu → quantize; in the measured TVM + Ethos-N78 flow these "
-                                "float islands run on the host (seed 001: 402 × 3 extra ops) although TVM declares a qnn_leaky_relu composite "
-                                "for 0 < alpha < 1 — the discrepancy is unresolved", _leaky,
+                                "TVM flow: int8 LeakyReLU is imported as dequantize → leaky_relu → quantize and in the measured TVM + "
+                                "Ethos-N78 flow these float islands run on the host (seed 001: 402 × 3 extra ops); the Ethos-N support "
+                                "library itself supports int8 LeakyReLU (N-LIB: npufit compile --target ethos-n78 keeps it on the NPU)", _leaky,
                                 ("use ReLU or ReLU6 activations (the ReLU variants of seed 001 reached 99% NPU)",), "N-KOR"),))
     add("LOGISTIC", rules=(_r("sigmoid.qparams", "sigmoid offloads (qnn_sigmoid) only when its output quantization is scale {sigmoid_scale} "
                               "with zero point -128 (int8) / 0 (uint8)", _sigmoid, ("quantize the sigmoid output with scale 1/256",), "N-API"),))
@@ -362,8 +407,11 @@ def _ops() -> dict[str, OpSupport]:
                           "with zero point 0 (int8) / 128 (uint8)", _tanh, ("quantize the tanh output with scale 1/128",), "N-API"),))
     for op in ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "MINIMUM"):
         add(op, note="clip")
-    add("CONCATENATION", rules=(_r("concat.channels", "channel concatenation needs every input's channel count to be a multiple of {concat_channel_multiple}",
-                                   _concat, ("pad channels to a multiple of 16",)),))
+    add("CONCATENATION", rules=(_r("concat.axis", "concatenation cannot run along the batch axis", _concat,
+                                   ("concatenate along channels, height or width",), "N-LIB"),))
+    for op in ("STRIDED_SLICE", "SLICE"):
+        add(op, rules=(_r("slice.unit_stride", "a slice runs on the NPU with unit steps along one axis (npufit lowers it as "
+                          "a Split of the support library)", _slice, ("slice one axis at a time with step 1",), "N-LIB"),))
     for op in ("SPLIT", "SPLIT_V"):
         add(op, rules=(_r("split.channels", "channel split needs every output's channel count to be a multiple of {split_channel_multiple}",
                           _split, ("pad channels to a multiple of 16",)),))
@@ -372,11 +420,13 @@ def _ops() -> dict[str, OpSupport]:
     add("DEPTH_TO_SPACE", rules=(_r("depth_to_space.block", "depth-to-space needs block size {depth_to_space_block} (DCR mode)", _d2s),))
     add("RESIZE_NEAREST_NEIGHBOR", rules=(_r("resize.scale", "nearest-neighbour resize needs output height/width = 2n or 2n−1 of the input",
                                              _resize, ("upsample by exactly 2",)),), note="qnn_resize pattern")
-    add("RESIZE_BILINEAR", CPU, reason="only nearest-neighbour resize has an Ethos-N pattern: bilinear resize runs on the host",
-        fix=("use nearest-neighbour upsampling",))
-    add("PAD", rules=(_r("pad.standalone", "a pad is offloaded only fused into the convolution it feeds (no standalone pad pattern)", _pad_fused,
-                         ("fold the padding into the convolution's own padding",), "N-PY"),))
-    add("TRANSPOSE", CPU, reason="transpose has no TVM Ethos-N pattern: it runs on the host", fix=("keep the model NHWC end to end",))
+    add("RESIZE_BILINEAR", rules=(_r("resize.scale", "resize needs output height/width = 2n or 2n−1 of the input",
+                                     _resize, ("upsample by exactly 2",), "N-LIB"),))
+    add("PAD", rules=(_r("pad.axes", "padding runs on the NPU for height and width only (fused into the convolution it feeds, "
+                         "or as the library's standalone padding)", _pad_hw, ("pad only height and width",), "N-LIB"),))
+    add("TRANSPOSE", rules=(_r("transpose.size", "a 4-D transpose runs on the NPU; swapping the last two axes needs the tensor "
+                               "to fit the {transpose_sram_bytes}-byte SRAM (the library: 'The tensors are too large')", _transpose_size,
+                               ("transpose smaller tiles, or keep the model NHWC end to end",), "N-LIB"),))
     add("SOFTMAX", CPU, reason="softmax has no Ethos-N pattern: it runs on the host", fix=("move softmax into post-processing",))
     qdq_rule = _r("qdq.standalone", "a quantize/dequantize is offloaded only inside an int8 kernel pattern; one at a model input/output or "
                   "around a host float island runs on the host", _qdq_absorbed, ("feed int8 input and read int8 outputs",), "N-PY")
@@ -390,8 +440,9 @@ def _ops() -> dict[str, OpSupport]:
 
 def profiles() -> dict[str, Profile]:
     return {N: Profile(
-        name=N, title="Arm Ethos-N78 (Apache TVM BYOC ethos-n, driver stack 3.2.0)", vendor="Arm",
-        summary="Int8/uint8 NHWC models through TVM's `partition_for_ethosn`; anything its pattern table does not claim runs on the host CPU.",
+        name=N, title="Arm Ethos-N78 (Ethos-N support library 6.0.0, driver stack 25.03; TVM flow for LeakyReLU)", vendor="Arm",
+        summary="Int8/uint8 NHWC models as Arm's Ethos-N support library takes them (measured: npufit compile --target ethos-n78); "
+                "TVM's flow keeps int8 LeakyReLU as a host float island; anything else the library refuses runs on the host CPU.",
         fallback="cpu", limits=dict(LIMITS), ops=_ops(),
         executes=Executes.INT8, unknown=OpSupport("*", CPU, reason="{op} has no Ethos-N pattern in TVM's pattern table: it runs on the host CPU", source="N-PY"),
         graph_rules=GRAPH_RULES, sources=dict(SOURCES), input_formats=("tflite", "onnx"), op_key=tm.tflite_op,

@@ -2,7 +2,7 @@
 
 Unlike the RKNN and Hailo envs this is not a virtualenv: the library is C++ (Arm Ethos-N Driver Stack 25.03,
 Apache-2.0). npufit copies or clones the driver stack, builds the static support library with SCons and links
-a small C++ program (shim.cpp, next to this file) against it. npufit talks to that program through a request
+a small C++ program (shim.cpp and shim_io.hpp, next to this file) against it. npufit talks to that program through a request
 file and a JSON answer (npufit.compilers.ethos_n); nothing here is imported by `import npufit`.
 
 Layout of <envs>/ethos-n: source/ (the driver stack), bin/npufit-ethosn (the shim), build.log, npufit-env.json.
@@ -27,13 +27,15 @@ SOURCE_ENV = "NPUFIT_ETHOSN_SOURCE"  # CI and tests point this at a local copy o
 SCONS_PIN = "scons==4.4.0"  # newer SCons fails on firmware/ple/SConscript of release 25.03
 LIB = Path("driver/support_library/build/release_native/libEthosNSupport.a")
 INCLUDE = Path("driver/support_library/include")
+UTILS_INCLUDE = Path("driver/utils/include")  # the library's logger, to read why Compile() found no plan
 SHIM_SRC = Path(__file__).with_name("shim.cpp")
+SHIM_FILES = (SHIM_SRC, Path(__file__).with_name("shim_io.hpp"))
 SHIM = Path("bin/npufit-ethosn")
 _COMPILING = re.compile(r"^g\+\+ -o \S*?/src/(\w+)\.o ")
 
 
 def shim_digest() -> str:
-    return hashlib.sha256(SHIM_SRC.read_bytes()).hexdigest()[:16]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in SHIM_FILES)).hexdigest()[:16]
 
 
 def tools() -> dict[str, str | None]:
@@ -82,9 +84,11 @@ def _fetch(src: str, dst: Path, say) -> str:
 def build(d: Path, source: str | None, jobs: int | None, say) -> dict:
     """Fetch (once), build the static library (incremental), link the shim; returns the manifest fields."""
     t = _require_tools()
-    src = resolve_source(source)
     srcdir = d / "source"
     origin_file = d / "source-origin.txt"
+    if source is None and not os.environ.get(SOURCE_ENV) and origin_file.is_file() and srcdir.is_dir():
+        source = origin_file.read_text().strip()  # a half-finished earlier build: continue from its source
+    src = resolve_source(source)
     t0 = time.perf_counter()
     if srcdir.exists() and (not origin_file.exists() or origin_file.read_text().strip() != src):
         shutil.rmtree(srcdir)  # a different source: start over
@@ -92,7 +96,13 @@ def build(d: Path, source: str | None, jobs: int | None, say) -> dict:
         d.mkdir(parents=True, exist_ok=True)
         tmp = d / "source.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        origin = _fetch(src, tmp, say)
+        try:
+            origin = _fetch(src, tmp, say)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not any(d.iterdir()):
+                d.rmdir()  # leave no empty env folder behind a refused source
+            raise
         tmp.rename(srcdir)
         origin_file.write_text(src + "\n")
     else:
@@ -133,7 +143,7 @@ def link_shim(d: Path, gxx: str | None = None, say=lambda m: None) -> float:
     tmp = out.with_name(out.name + ".partial")
     say("linking the npufit shim against the support library")
     t0 = time.perf_counter()
-    p = subprocess.run([gxx, "-std=c++14", "-O2", "-I", str(d / "source" / INCLUDE), str(SHIM_SRC),
+    p = subprocess.run([gxx, "-std=c++14", "-O2", "-I", str(d / "source" / INCLUDE), "-I", str(d / "source" / UTILS_INCLUDE), str(SHIM_SRC),
                         str(d / "source" / LIB), "-lpthread", "-o", str(tmp)], capture_output=True, text=True)
     if p.returncode != 0:
         raise NpufitError(f"linking the Ethos-N shim failed: {(p.stderr.strip().splitlines() or ['no message'])[-1][:300]}")
