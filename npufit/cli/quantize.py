@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from ..errors import NpufitError
-from .common import add_input_shape_option, emit
+from .common import add_input_shape_option, emit, add_verify_timeout_option
 
 
 def _floats(text: str, what: str) -> tuple[float, ...]:
@@ -37,6 +37,7 @@ def register(sub) -> None:
                     "data, then compare float vs quantized on held-back samples: per output (cosine, SQNR, max abs "
                     "error) and per quantized activation, 'entire' (in the quantized model) vs 'single' (the layer "
                     "alone with float inputs), so an error born in a layer is told from an inherited one.")
+    add_verify_timeout_option(p)
     p.add_argument("model", help="float .onnx model (never modified)")
     p.add_argument("--output", "-o", required=True, metavar="OUT.onnx", help="where to write the quantized QDQ model (atomically)")
     p.add_argument("--calibration", "-c", required=True, metavar="SOURCE",

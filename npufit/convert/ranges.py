@@ -40,7 +40,7 @@ class Ranges:
 
 def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict[str, np.ndarray]]) -> Ranges:
     """Run the float model once per sample with `names` (and the model's own outputs) exposed."""
-    from ..verify.compare import make_session
+    from ..verify.compare import make_session, timed_run
 
     m = onnx.ModelProto()
     m.CopyFrom(model)
@@ -55,7 +55,7 @@ def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict
     for feed in track(samples, "calibrating (ONNX Runtime)", total=len(samples)):
         for k, v in feed.items():
             r.update(k, np.asarray(v))
-        for name, val in zip(out_names, sess.run(out_names, feed)):
+        for name, val in zip(out_names, timed_run(sess, out_names, feed)):
             r.update(name, np.asarray(val))
         r.samples += 1
     return r

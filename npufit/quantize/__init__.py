@@ -54,7 +54,10 @@ def _read_model(path: Path):
 
     from ..graph.onnx_loader import read_model_proto
 
+    from ..graph.validate import require_external_data
+
     model = read_model_proto(path)  # validates, refuses external data outside the model folder
+    require_external_data(model, path.parent)
     try:
         onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
     except Exception as e:
