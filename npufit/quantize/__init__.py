@@ -49,6 +49,20 @@ def split_samples(total: int, samples: int, holdout: int, warnings: list[str]) -
     return total - held, held
 
 
+def _refuse_huge_inputs(specs, input_shapes) -> None:
+    """Calibration holds samples of every input: a hostile 2^40-element input is refused before any is made."""
+    import math
+
+    from ..verify.compare import MAX_SAMPLE_BYTES
+
+    for s in specs:
+        dims = (input_shapes or {}).get(s.name) or [d or 1 for d in s.shape]
+        nbytes = math.prod(dims) * s.dtype.itemsize
+        if nbytes > MAX_SAMPLE_BYTES:
+            raise NpufitError(f"input '{s.name}' of shape {list(dims)} would take {nbytes / (1 << 30):.1f} GiB per "
+                              f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for one input sample")
+
+
 def _read_model(path: Path):
     import onnx
 
@@ -92,6 +106,7 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
     settings.validate()
     float_model = _read_model(src)
     specs = input_specs(float_model)
+    _refuse_huge_inputs(specs, input_shapes)
     calib = load_calibration(calibration, specs, count=samples + holdout, seed=seed, input_shapes=input_shapes, image=image)
     warnings = list(calib.warnings)
     n_cal, n_hold = split_samples(len(calib), samples, holdout, warnings)

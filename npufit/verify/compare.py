@@ -34,6 +34,10 @@ def verify_timeout(seconds: float):
         _verify_timeout[0] = before
 
 
+def current_verify_timeout() -> float:
+    return _verify_timeout[0]
+
+
 def ort_quiet() -> int:
     """ONNX Runtime's own log level: errors and warnings stay out of npufit's one-line output unless --verbose
     (NPUFIT_VERBOSE=1). Returns the severity to put on session and run options."""
@@ -56,7 +60,7 @@ def make_session(model: str | os.PathLike | bytes, threads: int = 1):
     try:
         return ort.InferenceSession(model if isinstance(model, bytes) else str(model), so, providers=["CPUExecutionProvider"])
     except Exception as e:
-        raise NpufitError(f"ONNX Runtime cannot load the model: {_ort_message(e)}") from None
+        raise NpufitError(f"ONNX Runtime cannot load the model: {ort_message(e)}") from None
 
 
 _ORT_TO_NP = {
@@ -111,14 +115,18 @@ def timed_run(sess, names: list[str], feeds: Mapping[str, np.ndarray]) -> list:
         if ro.terminate:
             raise NpufitError(f"ONNX Runtime did not finish one run within {limit:g} s (--verify-timeout): the model "
                               f"may loop forever (a Loop without a trip count)") from None
-        raise NpufitError(f"ONNX Runtime cannot run the model: {_ort_message(e)}") from None
+        raise NpufitError(f"ONNX Runtime cannot run the model: {ort_message(e)}") from None
     finally:
         timer.cancel()
 
 
-def _ort_message(e: Exception) -> str:
+def ort_message(e: Exception) -> str:
     msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-    return msg.split("Status Message: ", 1)[-1][:240]
+    msg = msg.split("Status Message: ", 1)[-1]
+    if "Failed to allocate memory" in msg:  # the arena's C++ location says nothing to a user
+        size = msg.rsplit("size ", 1)[-1].split()[0] if "size " in msg else "?"
+        return f"out of memory (a tensor of {size} bytes could not be allocated)"
+    return msg[:240]
 
 
 def run_onnx(model_or_session: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

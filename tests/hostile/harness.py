@@ -18,6 +18,8 @@ from pathlib import Path
 
 MEM_CAP_MB = 2048  # address-space cap; ONNX Runtime and numpy reserve some virtual memory up front
 TIME_CAP_S = 120.0  # a generous bound that only a hang reaches, never a timing assertion
+# ONNX Runtime itself writes a session-id file into TMPDIR when imported: not npufit's temp file
+FOREIGN_TMP = {".ses"}
 
 
 @dataclass
@@ -85,7 +87,7 @@ def run_verb(argv: list[str | os.PathLike], cwd: Path, *, time_cap: float = TIME
         rc = None
     ru = proc.rusage or resource.getrusage(resource.RUSAGE_CHILDREN)  # fallback: an upper bound
     peak = ru.ru_maxrss / 1024.0
-    left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*"))
+    left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.name not in FOREIGN_TMP)
     for p in sorted(tmp.rglob("*"), reverse=True):
         p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
     tmp.rmdir()
