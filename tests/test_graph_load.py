@@ -19,7 +19,7 @@ def test_missing_file(tmp_path):
 
 
 def test_directory(tmp_path):
-    with pytest.raises(BadModelError, match="is a directory"):
+    with pytest.raises(BadModelError, match="is a folder"):
         load(tmp_path)
 
 

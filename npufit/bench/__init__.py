@@ -47,6 +47,14 @@ def bench(model: str | os.PathLike, runtime: str | list[str] | None = None, *, b
         raise NpufitError(f"{path}: no such file or folder")
     if path.is_dir() and not is_plan_dir(path):
         raise NpufitError(f"{path}: a folder, but not a split plan (no plan.json)")
+    if not path.is_dir():
+        from ..util.readers import require_regular_file
+
+        require_regular_file(path, "model file")  # hashing or loading a FIFO would block forever
+        if path.suffix.lower() == ".onnx":
+            from ..graph.onnx_loader import read_model_proto
+
+            read_model_proto(path)  # the validation front door: the checker's one line, not ORT's stack
     if boundary is not None and boundary not in BOUNDARY_TEXT:
         raise NpufitError(f"unknown boundary '{boundary}' (choose from {', '.join(BOUNDARY_TEXT)})")
     names = parse_runtimes(runtime) if runtime else default_runtimes(path)

@@ -56,7 +56,7 @@ def _measure(runner, proto: Protocol, inputs_file, build_ns, mem0, exact_peak, w
     warnings += pool_warnings + list(runner.details.get("notes", []))  # e.g. "NPU stages ran on onnxruntime-cpu"
     batch = _batch_of(pool[0], specs)
     calls = [runner.prepare(s) for s in pool]
-    cold_ns, _ = time_once(calls[0])
+    cold_ns, _ = _cold_call(runner, calls[0])
     gc.collect()  # before warm-up, so the caches it evicts are warm again when timing starts
     keep = bool(getattr(runner, "returns_stage_times", False))
     # warm-up goes through the same loop code, so the interpreter and caches are warm when the clock starts
@@ -81,6 +81,31 @@ def _measure(runner, proto: Protocol, inputs_file, build_ns, mem0, exact_peak, w
         res.stages = [{"device": info.get(r["name"], {}).get("device", "?"),
                        "ran_on": info.get(r["name"], {}).get("ran_on", "?"), **r} for r in stage_summary(kept, s["p50"])]
     return res, source
+
+
+def _cold_call(runner, call):
+    """The first call under the verification time limit (--verify-timeout): a model that never finishes (a Loop
+    without a trip count) is stopped before warm-up and timing. Runtimes without `interrupt` run it as is."""
+    import threading
+
+    from ..verify.compare import current_verify_timeout
+
+    stop = getattr(runner, "interrupt", None)
+    if stop is None:
+        return time_once(call)
+    limit, fired = current_verify_timeout(), []
+    timer = threading.Timer(limit, lambda: (fired.append(True), stop()))
+    timer.daemon = True
+    timer.start()
+    try:
+        return time_once(call)
+    except Exception:
+        if fired:
+            raise NpufitError(f"{runner.name}: the first call did not finish within {limit:g} s (--verify-timeout): "
+                              f"the model may loop forever (a Loop without a trip count)") from None
+        raise
+    finally:
+        timer.cancel()
 
 
 def _batch_of(sample: dict[str, np.ndarray], specs) -> int:

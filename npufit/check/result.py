@@ -123,10 +123,14 @@ class CheckReport:
         return not self.failing
 
     def node(self, name: str) -> NodeResult | None:
-        for n in self.nodes:
-            if n.name == name:
-                return n
-        return None
+        # an index, rebuilt when the node list changes: renderers look up every node (linear, not quadratic)
+        index = self.__dict__.get("_index")
+        if index is None or index[0] is not self.nodes or index[1] != len(self.nodes):
+            by_name: dict[str, NodeResult] = {}
+            for n in self.nodes:
+                by_name.setdefault(n.name, n)  # the first of equal names, as the linear search returned
+            index = self.__dict__["_index"] = (self.nodes, len(self.nodes), by_name)
+        return index[2].get(name)
 
     def fix_rules(self) -> list[str]:
         """`npufit fix` rules that address at least one failing node (in first-seen order)."""

@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import sys
+import warnings
 
 from .. import __version__
 from ..errors import NpufitError
@@ -50,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"npufit {__version__}")
     parser.add_argument("--quiet", "-q", dest="global_quiet", action="store_true",
                         help="no progress bars (they are shown only on a terminal anyway)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also show ONNX Runtime's own log lines and Python warnings (hidden by default)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for verb, modname in COMMANDS.items():
         try:
@@ -77,8 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = EscapingStream(stdout), EscapingStream(stderr)
     previous_term = _exit_on_sigterm()
+    if args.verbose:
+        os.environ["NPUFIT_VERBOSE"] = "1"  # read where ONNX Runtime sessions are made (verify.compare.ort_quiet)
     try:
-        return int(args.func(args) or 0)
+        from ..verify.compare import DEFAULT_VERIFY_TIMEOUT_S, verify_timeout
+
+        with warnings.catch_warnings():
+            if not args.verbose:  # a library's warning must not precede npufit's own one-line output
+                warnings.simplefilter("ignore")
+            with verify_timeout(getattr(args, "verify_timeout", DEFAULT_VERIFY_TIMEOUT_S)):
+                return int(args.func(args) or 0)
     except NpufitError as e:
         print(f"npufit: error: {esc_line(e.message)}", file=sys.stderr)
         return e.exit_code

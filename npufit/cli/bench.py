@@ -10,6 +10,8 @@ from .common import count_int, positive_float, positive_int, seed_int
 RUNTIME_NAMES = "ort-cpu,ort-cuda,ort-trt,tensorrt,openvino,hailort,chain"
 
 
+from .common import add_verify_timeout_option
+
 def register(sub) -> None:
     p = sub.add_parser(
         "bench", help="benchmark a model or split plan on several runtimes under one protocol",
@@ -23,6 +25,7 @@ def register(sub) -> None:
                "  npufit bench plan_dir/ --duration 10\n"
                "  npufit bench --compare cpu.json gpu.json --baseline ort-cpu --plot bench.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_verify_timeout_option(p)
     p.add_argument("model", nargs="?", help="an .onnx (.xml, .hef, .engine) file or a split-plan folder (never modified)")
     p.add_argument("--runtime", "-r", metavar="LIST",
                    help=f"comma-separated runtimes: {RUNTIME_NAMES} (default: by model type; ort-cpu for .onnx, "

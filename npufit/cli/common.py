@@ -73,6 +73,14 @@ def add_judge_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--assume-int8", dest="judge", action="store_const", const="int8", help=argparse.SUPPRESS)  # older spelling
 
 
+def add_verify_timeout_option(p: argparse.ArgumentParser) -> None:
+    from ..verify.compare import DEFAULT_VERIFY_TIMEOUT_S
+
+    p.add_argument("--verify-timeout", type=float, default=DEFAULT_VERIFY_TIMEOUT_S, metavar="SECONDS",
+                   help=f"time limit for each ONNX Runtime verification run (default: {DEFAULT_VERIFY_TIMEOUT_S:g}); "
+                        "a model that loops forever is stopped with one clear error")
+
+
 def emit(text: str, output: str | None) -> None:
     """Print to stdout, or write atomically to --output."""
     if output:

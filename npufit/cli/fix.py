@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_input_shape_option, add_judge_option, name_arg, positive_int, seed_int
+from .common import add_input_shape_option, add_judge_option, add_verify_timeout_option, name_arg, positive_int, seed_int
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -16,6 +16,7 @@ def register(sub) -> None:
                                    "ArgMax, ...) to a fixed point. Every rule is checked against the original with "
                                    "ONNX Runtime CPU on seeded inputs and rolled back if the outputs differ; the model "
                                    "is written only when it verifies. The input file is never modified.")
+    add_verify_timeout_option(p)
     p.add_argument("model", help="path to an .onnx file (never modified)")
     p.add_argument("--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)")
     p.add_argument("--output", "-o", metavar="OUT", help="where to write the rewritten model (required unless --dry-run)")

@@ -5,7 +5,8 @@ import argparse
 import sys
 
 from ..errors import NpufitError
-from .common import bounded_number, add_input_shape_option, cosine, count_int, emit, finite_float, name_arg, percentile, positive_float, positive_int, seed_int
+from .common import (add_input_shape_option, add_verify_timeout_option, bounded_number, cosine, count_int, emit, finite_float,
+                     name_arg, percentile, positive_float, positive_int, seed_int)
 
 
 def _floats(text: str, what: str) -> tuple[float, ...]:
@@ -41,6 +42,7 @@ def register(sub) -> None:
                     "data, then compare float vs quantized on held-back samples: per output (cosine, SQNR, max abs "
                     "error) and per quantized activation, 'entire' (in the quantized model) vs 'single' (the layer "
                     "alone with float inputs), so an error born in a layer is told from an inherited one.")
+    add_verify_timeout_option(p)
     p.add_argument("model", help="float .onnx model (never modified)")
     p.add_argument("--output", "-o", required=True, metavar="OUT.onnx", help="where to write the quantized QDQ model (atomically)")
     p.add_argument("--calibration", "-c", required=True, metavar="SOURCE",

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_format_option, add_input_shape_option, add_judge_option, emit, name_arg, positive_int, seed_int
+from .common import (add_format_option, add_input_shape_option, add_judge_option, add_verify_timeout_option, emit, name_arg,
+                     positive_int, seed_int)
 
 
 def register(sub) -> None:
@@ -12,6 +13,7 @@ def register(sub) -> None:
                                    "standalone ONNX per stage and plan.json (execution order, where each input comes "
                                    "from, bytes crossing, Hailo-style start/end node names), and verify with ONNX "
                                    "Runtime CPU that the chain reproduces the original bit for bit.")
+    add_verify_timeout_option(p)
     p.add_argument("model", help="path to an .onnx file (never modified)")
     p.add_argument("--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)")
     p.add_argument("--output-dir", "-d", required=True, metavar="DIR",

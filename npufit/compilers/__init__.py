@@ -46,9 +46,10 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
 
     options: the fields of CompileOptions (out_dir, quantize, calibration, input_shapes, disable_rules,
     simulate, emit_script, start_nodes, end_nodes, plan, timeout_s, extra)."""
+    from ..util.readers import require_regular_file
+
     path = Path(model)
-    if not path.is_file():
-        raise BadModelError(f"{path}: no such file")
+    require_regular_file(path, "model file", BadModelError)  # a FIFO would block the copy for the compiler
     known = {f.name for f in fields(CompileOptions)}
     bad = sorted(set(options) - known)
     if bad:

@@ -48,7 +48,9 @@ class Prepared:
 def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> Prepared:
     from ..graph.onnx_loader import apply_input_shapes, build_graph, read_model_proto
 
-    read_model_proto(path)  # validates the file (and refuses external data outside its folder)
+    from ..graph.validate import require_external_data
+
+    require_external_data(read_model_proto(path), Path(path).parent)  # validates the file and its external data
     try:
         model = onnx.load(str(path))  # with external weights: the converter needs every value
     except Exception as e:

@@ -45,7 +45,7 @@ def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict
     `keep` (input-independent tensors) are recorded from the first run."""
     keep = set(keep)
     names = list(names) + sorted(keep)
-    from ..verify.compare import make_session
+    from ..verify.compare import make_session, timed_run
 
     m = onnx.ModelProto()
     m.CopyFrom(model)
@@ -60,7 +60,7 @@ def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict
     for feed in track(samples, "calibrating (ONNX Runtime)", total=len(samples)):
         for k, v in feed.items():
             r.update(k, np.asarray(v))
-        for name, val in zip(out_names, sess.run(out_names, feed)):
+        for name, val in zip(out_names, timed_run(sess, out_names, feed)):
             r.update(name, np.asarray(val))
             if name in keep and name not in r.values:
                 r.values[name] = np.asarray(val)

@@ -77,7 +77,7 @@ def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, 
         raise NpufitError("verifying a TFLite file needs the LiteRT interpreter: pip install 'ai-edge-litert>=2.3'") from None
     from ..graph.onnx_loader import apply_input_shapes, read_model_proto
     from ..quantize.calibration import input_specs, load_calibration
-    from ..verify.compare import make_session
+    from ..verify.compare import make_session, timed_run
 
     tfl, src = Path(tflite_path), Path(onnx_path)
     proto = read_model_proto(src)
@@ -114,7 +114,7 @@ def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, 
             q = np.clip(np.round(x / scale) + zp, -128, 127) if scale else x
             it.set_tensor(d["index"], q.astype(d["dtype"]))
         it.invoke()
-        for name, val in zip(onames, sess.run(onames, feed)):
+        for name, val in zip(onames, timed_run(sess, onames, feed)):
             if not np.issubdtype(np.asarray(val).dtype, np.floating):
                 index_outputs.add(name)
             ref[name].append(np.asarray(val, np.float32))

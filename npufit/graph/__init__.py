@@ -13,7 +13,10 @@ __all__ = ["load", "Graph", "NodeView", "TensorInfo", "QuantParams", "Dim", "par
 
 def model_format(path: str | os.PathLike) -> str:
     """'tflite' when the file carries the TFLite flatbuffer identifier, else 'onnx'."""
+    from ..util.readers import require_regular_file
+
     p = Path(path)
+    require_regular_file(p, "model file (.onnx or .tflite)", BadModelError)  # sniffing a FIFO would block forever
     if p.suffix.lower() == ".tflite":
         return "tflite"
     try:
@@ -29,10 +32,6 @@ def model_format(path: str | os.PathLike) -> str:
 def load(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
     """Load a model for checking. Weights in external data are never read."""
     p = Path(path)
-    if not p.exists():
-        raise BadModelError(f"{p}: no such file")
-    if p.is_dir():
-        raise BadModelError(f"{p}: is a directory, expected an .onnx or .tflite file")
     if model_format(p) == "tflite":
         from .tflite_loader import load_tflite
 

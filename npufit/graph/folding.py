@@ -15,6 +15,12 @@ from .model import Graph, NodeView
 NON_DETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 CONTROL_FLOW = {"If", "Loop", "Scan"}
 MAX_EVAL_ELEMS = 1 << 16  # evaluate folded nodes only while their tensors stay small
+MAX_TOTAL_BYTES = 256 << 20  # all values folding computes in one graph; past it, nodes keep the verdict, not a value
+# Ops whose output never holds more elements than their largest input: evaluated even when onnx cannot
+# infer their output shape (a hostile model cannot grow memory through them).
+NON_GROWING = {"Identity", "Cast", "CastLike", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice",
+               "Neg", "Abs", "Floor", "Ceil", "Round", "Sqrt", "Reciprocal", "Not", "Sign", "Relu", "Sigmoid",
+               "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin", "Shape", "Size"}
 
 
 def is_foldable(node: NodeView) -> bool:
@@ -31,6 +37,7 @@ def is_foldable(node: NodeView) -> bool:
 
 def fold_constants(graph: Graph, opsets: Mapping[str, int]) -> set[str]:
     folded: set[str] = set()
+    budget = [MAX_TOTAL_BYTES]  # shared by every node of this pass
     for node in graph.nodes:
         if not is_foldable(node):
             continue
@@ -38,12 +45,12 @@ def fold_constants(graph: Graph, opsets: Mapping[str, int]) -> set[str]:
         for o in node.outputs:
             if o:
                 graph.tensor(o).is_const = True
-        _evaluate(node, opsets)
+        _evaluate(node, opsets, budget)
     graph.folded = folded  # type: ignore[attr-defined]
     return folded
 
 
-def _evaluate(node: NodeView, opsets: Mapping[str, int]) -> None:
+def _evaluate(node: NodeView, opsets: Mapping[str, int], budget: list[int]) -> None:
     out = node.output(0)
     if out is None or out.value is not None:
         return
@@ -61,14 +68,20 @@ def _evaluate(node: NodeView, opsets: Mapping[str, int]) -> None:
     ins = [node.graph.tensor(t) if t else None for t in node.inputs]
     if any(t is not None and t.value is None for t in ins) or node.raw is None:
         return
-    if any(t is not None and t.value.size > MAX_EVAL_ELEMS for t in ins):
+    if any(t is not None and t.value.size > MAX_EVAL_ELEMS for t in ins) or budget[0] <= 0:
         return
     try:
-        results = _run_reference(node, [None if t is None else t.value for t in ins], opsets)
+        m = _single_node_model(node, [None if t is None else t.value for t in ins], opsets)
+        if not _output_fits(node, m, budget):
+            return  # the value would be too large to keep: never computed (207-byte models asking for GBs)
+        from onnx.reference import ReferenceEvaluator
+
+        results = ReferenceEvaluator(m).run(None, {})
     except Exception:
         return
     for name, val in zip(node.outputs, results):
         if name and isinstance(val, np.ndarray) and val.size <= MAX_EVAL_ELEMS:
+            budget[0] -= val.nbytes
             t = node.graph.tensor(name)
             t.value = val
             if t.shape is None or not t.is_static:  # the value's shape beats inference's 'unk__N' dims
@@ -76,18 +89,42 @@ def _evaluate(node: NodeView, opsets: Mapping[str, int]) -> None:
             t.dtype = t.dtype or val.dtype.name
 
 
-def _run_reference(node: NodeView, values, opsets: Mapping[str, int]):
-    from onnx import helper
-    from onnx.reference import ReferenceEvaluator
+def _output_fits(node: NodeView, m, budget: list[int]) -> bool:
+    """Compute each output's size from shapes BEFORE evaluating: onnx shape inference on the one-node model whose
+    inputs are the real values (the file's own value_info, which could lie, plays no part)."""
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+        outs = {vi.name: vi.type for vi in inferred.graph.output}
+    except Exception:
+        outs = {}
+    total = 0
+    for name in (o for o in node.outputs if o):
+        tt = outs[name].tensor_type if name in outs and outs[name].HasField("tensor_type") else None
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim] if tt and tt.HasField("shape") else None
+        if dims is None or any(d < 0 for d in dims):
+            if node.op_type in NON_GROWING:
+                continue
+            return False  # size unknown: evaluating could allocate anything
+        n = 1
+        for d in dims:
+            n *= d
+        if n > MAX_EVAL_ELEMS:
+            return False
+        total += n * 8  # at most 8 bytes per element
+    return total <= budget[0]
+
+
+def _single_node_model(node: NodeView, values, opsets: Mapping[str, int]):
+    """The node alone, its constant inputs as initializers (shape inference and the evaluator both read them)."""
+    from onnx import helper, numpy_helper
 
     proto = node.raw
-    feeds, in_vi = {}, []
-    for name, v in zip(proto.input, values):
-        if name and v is not None:
-            feeds[name] = v
-            in_vi.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape))
+    given = {name: v for name, v in zip(proto.input, values) if name and v is not None}
+    inits = [numpy_helper.from_array(np.asarray(v), name) for name, v in given.items()]
     out_vi = [helper.make_tensor_value_info(o, 0, None) for o in proto.output if o]
-    g = helper.make_graph([proto], "fold", in_vi, out_vi)
+    g = helper.make_graph([proto], "fold", [], out_vi, inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid(d if d != "ai.onnx" else "", v) for d, v in opsets.items()])
     m.ir_version = 8
-    return ReferenceEvaluator(m).run(None, feeds)
+    return m

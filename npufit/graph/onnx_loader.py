@@ -18,7 +18,9 @@ from onnx import helper, numpy_helper
 
 from ..errors import BadModelError
 from ..util.io import note_input
+from ..util.readers import require_regular_file
 from .model import Graph, NodeView, TensorInfo
+from .validate import check_external_data, external_data_files, validate_model
 
 SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
 
@@ -104,12 +106,7 @@ def _elem_type(type_proto) -> int:
 def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
     """Parse the file (weights stay on disk when external) and refuse unsafe or broken input."""
     p = Path(path)
-    if not p.exists():
-        raise BadModelError(f"{p}: no such file")
-    if p.is_dir():
-        raise BadModelError(f"{p}: is a directory, expected an .onnx or .tflite file")
-    size = p.stat().st_size
-    if size == 0:
+    if require_regular_file(p, "ONNX model", BadModelError).st_size == 0:
         raise BadModelError(f"{p}: empty file, not an ONNX model")
     try:
         model = onnx.load(str(p), load_external_data=False)
@@ -120,57 +117,14 @@ def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
     if len(model.graph.node) == 0 and len(model.graph.output) == 0:
         raise BadModelError(f"{p}: ONNX model has an empty graph")
     model_missing = check_external_data(model, p.parent)
+    checker_warnings = validate_model(model, p, model_missing)
     for f in [p, *external_data_files(model, p.parent)]:
         note_input(f)  # no output of this run may land on a file it reads
     if model_missing:
         model.metadata_props.add(key="npufit.missing_external_data", value=",".join(model_missing))
+    for w in checker_warnings:
+        model.metadata_props.add(key="npufit.warning", value=w)
     return model
-
-
-def _external_location(t: onnx.TensorProto) -> str | None:
-    if t.data_location != onnx.TensorProto.EXTERNAL:
-        return None
-    for kv in t.external_data:
-        if kv.key == "location":
-            return kv.value
-    return ""
-
-
-def _all_tensors(graph: onnx.GraphProto):
-    yield from graph.initializer
-    for n in graph.node:
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.TENSOR:
-                yield a.t
-            elif a.type == onnx.AttributeProto.GRAPH:
-                yield from _all_tensors(a.g)
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                for g in a.graphs:
-                    yield from _all_tensors(g)
-
-
-def check_external_data(model: onnx.ModelProto, base_dir: Path) -> list[str]:
-    """External data must stay inside the model's folder (path traversal is refused)."""
-    base = base_dir.resolve()
-    missing = []
-    for t in _all_tensors(model.graph):
-        loc = _external_location(t)
-        if loc is None:
-            continue
-        if not loc or os.path.isabs(loc):
-            raise BadModelError(f"initializer '{t.name}': external data location '{loc}' must be a relative path inside the model folder")
-        target = (base / loc).resolve()
-        if base != target and base not in target.parents:
-            raise BadModelError(f"initializer '{t.name}': external data '{loc}' points outside the model folder (refused: path traversal)")
-        if not target.exists():
-            missing.append(loc)
-    return sorted(set(missing))
-
-
-def external_data_files(model: onnx.ModelProto, base_dir: Path) -> list[Path]:
-    """The external data files a model names that exist (locations already checked by check_external_data)."""
-    locs = {loc for t in _all_tensors(model.graph) if (loc := _external_location(t))}
-    return [base_dir / loc for loc in sorted(locs) if (base_dir / loc).is_file()]
 
 
 def apply_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]]) -> None:
@@ -202,6 +156,7 @@ def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...
     warnings: list[str] = []
     missing = [kv.value for kv in model.metadata_props if kv.key == "npufit.missing_external_data"]
     missing = missing[0].split(",") if missing else []
+    warnings += [kv.value for kv in model.metadata_props if kv.key == "npufit.warning"]
     if missing:
         warnings.append(f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)")
     if input_shapes:

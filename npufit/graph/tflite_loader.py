@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import BadModelError
 from ..util.io import note_input
+from ..util.readers import require_regular_file
 from .model import Graph, NodeView, QuantParams, TensorInfo
 
 SMALL_VALUE_ELEMS = 4096
@@ -104,21 +105,27 @@ _NP = {"float32": np.float32, "float16": np.float16, "int32": np.int32, "uint8":
 
 def load_tflite(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
     p = Path(path)
-    if not p.exists():
-        raise BadModelError(f"{p}: no such file")
-    size = p.stat().st_size
+    size = require_regular_file(p, "TFLite model", BadModelError).st_size
     if size < 16:
         raise BadModelError(f"{p}: {size} bytes is too small for a TFLite flatbuffer")
     note_input(p)  # no output of this run may land on a file it reads
-    with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+    try:
+        f = open(p, "rb")
+    except OSError as e:
+        raise BadModelError(f"{p}: cannot be read ({e.strerror or e})") from None
+    # The error is raised after the mmap is closed: numpy views into it, held by a traceback, would make
+    # closing it fail (BufferError) and hide the one-line message.
+    problem = None
+    with f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         if mm[4:8] != b"TFL3":
             raise BadModelError(f"{p}: not a TFLite model (no 'TFL3' file identifier)")
         try:
             return _build(mm, str(p), input_shapes or {})
-        except BadModelError:
-            raise
+        except BadModelError as e:
+            problem = e.message
         except (struct.error, IndexError, ValueError, TypeError, AttributeError, OverflowError) as e:
-            raise BadModelError(f"{p}: truncated or corrupt TFLite flatbuffer ({type(e).__name__})") from None
+            problem = f"{p}: truncated or corrupt TFLite flatbuffer ({type(e).__name__})"
+    raise BadModelError(problem)
 
 
 def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph:
@@ -173,6 +180,7 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph
         outs = tuple(tname(int(x)) for x in op.OutputsAsNumpy()) if op.OutputsLength() else ()
         nodes.append(NodeView(name=f"{op_type}_{i}", op_type=op_type, domain=domain, attrs=_read_options(op, classes),
                               inputs=ins, outputs=outs, graph=None))  # type: ignore[arg-type]
+    _require_execution_order(nodes, path)
     for name in inputs:
         t = tensors[name]
         if t.shape is not None and not t.is_static:
@@ -187,6 +195,18 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph
                 if o:
                     tensors[o].is_const = True
     return graph
+
+
+def _require_execution_order(nodes: list[NodeView], path: str) -> None:
+    """TFLite stores operators in execution order: an operator may read only what an earlier one wrote, so a
+    cycle or a forward reference is a corrupt file, refused here rather than failing somewhere downstream."""
+    producer = {o: i for i, n in enumerate(nodes) for o in n.outputs if o}
+    for i, n in enumerate(nodes):
+        for t in n.inputs:
+            j = producer.get(t)
+            if j is not None and j >= i:
+                raise BadModelError(f"{path}: operator {i} ({n.op_type}) reads tensor '{t}' that operator {j} writes "
+                                    f"later (a cycle or out-of-order operators)")
 
 
 def _apply_input_shapes(tensors, inputs, shapes, warnings) -> None:

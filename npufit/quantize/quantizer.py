@@ -151,9 +151,14 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
+    from ..verify.compare import make_session, ort_message, ort_quiet, run_onnx
+
     settings.validate()
+    ort_quiet()  # the calibration sessions ORT makes itself log through the default logger
     notes: list[str] = []
     float_path = save_float_copy(model, folder)
+    if samples:  # ORT's calibration runs have no time limit: one timed run first stops a model that loops forever
+        run_onnx(make_session(float_path), samples[0])
     if settings.preprocess:
         float_path = preprocess(float_path, folder, notes)
     check_excludes(onnx.load(str(float_path), load_external_data=False), settings.exclude)
@@ -176,8 +181,7 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
     except NpufitError:
         raise
     except Exception as e:
-        first = str(e).splitlines()[0][:300] if str(e) else type(e).__name__
-        raise NpufitError(f"ONNX Runtime could not quantize the model: {first}") from None
+        raise NpufitError(f"ONNX Runtime could not quantize the model: {ort_message(e)}") from None
     seconds = time.perf_counter() - start
     notes.extend(logs.messages)
     if any(issubclass(w.category, RuntimeWarning) for w in caught):

@@ -30,7 +30,9 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
     from ..graph.onnx_loader import read_model_proto
 
     src = Path(model)
-    read_model_proto(src)  # existence, parse and external-data safety checks with clear errors
+    from ..graph.validate import require_external_data
+
+    require_external_data(read_model_proto(src), src.parent)  # parse, checker and external-data checks: clear errors
     if output is not None and not dry_run and Path(output).resolve() == src.resolve():
         raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
     profile = get_profile(target)

@@ -51,8 +51,10 @@ class OrtRunner(Runner):
         if self.provider not in ort.get_available_providers():
             raise RuntimeUnavailable(f"this onnxruntime build has no {self.provider} "
                                      f"(has: {', '.join(ort.get_available_providers())}; install onnxruntime-gpu)")
+        from ..verify.compare import ort_quiet
+
         so = ort.SessionOptions()
-        so.log_severity_level = 3
+        so.log_severity_level = ort_quiet()
         # The deployment setting: full graph optimisation, one request at a time, sequential node execution.
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -74,6 +76,8 @@ class OrtRunner(Runner):
         self.details.update({"providers": used, "intra_op_threads": self.threads or "ort-default",
                              "graph_optimization": "ORT_ENABLE_ALL"})
         self._out_names = [o.name for o in self.session.get_outputs()]
+        self._ro = ort.RunOptions()  # lets bench stop a first call that never ends (interrupt)
+        self._ro.log_severity_level = ort_quiet()
 
     def _deactivate(self) -> None:
         self.session = None
@@ -82,7 +86,11 @@ class OrtRunner(Runner):
         if self.boundary == BOUNDARY_DEVICE:
             return self._prepare_device(feeds)
         # sess.run on host arrays: for GPU providers ORT copies inputs in, runs, copies outputs out (synchronous).
-        return functools.partial(self.session.run, self._out_names, dict(feeds))
+        return functools.partial(self.session.run, self._out_names, dict(feeds), self._ro)
+
+    def interrupt(self) -> None:
+        """Stop the run in progress (ORT checks the flag between kernels and on every Loop iteration)."""
+        self._ro.terminate = True
 
     def _prepare_device(self, feeds: Mapping[str, np.ndarray]) -> Callable[[], Any]:
         import onnxruntime as ort

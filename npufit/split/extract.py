@@ -16,7 +16,8 @@ from onnx import helper, numpy_helper
 
 from ..errors import NpufitError
 from ..graph import Graph, model_format
-from ..graph.onnx_loader import _all_tensors, _external_location, _infer, apply_input_shapes, build_graph, check_external_data, read_model_proto
+from ..graph.onnx_loader import _infer, apply_input_shapes, build_graph, check_external_data, read_model_proto
+from ..graph.validate import all_tensors, external_location
 from .planner import GraphIndex, Stage
 from .subgraphs import outer_reads
 
@@ -166,7 +167,7 @@ class Extractor:
         original (weights read where they lie); computed once per split."""
         if getattr(self, "_ranks", None) is not None:
             return self._ranks
-        from ..verify.compare import make_session, random_inputs
+        from ..verify.compare import make_session, random_inputs, timed_run
 
         g = self.model.graph
         known = {v.name for v in list(g.input) + list(g.output) + list(g.value_info) if v.type.tensor_type.HasField("shape")}
@@ -179,7 +180,7 @@ class Extractor:
         try:
             sess = make_session(probe.SerializeToString(), external_dir=str(self.src_dir))
             feeds = random_inputs(sess, seed=0)[0]
-            vals = sess.run(wanted, feeds)
+            vals = timed_run(sess, wanted, feeds)
             self._ranks = {t: np.asarray(v).ndim for t, v in zip(wanted, vals)}
         except Exception:  # the caller reports the unknown rank as one line
             pass
@@ -198,7 +199,7 @@ class Extractor:
 
     def _externalize(self, model: onnx.ModelProto, dst: Path) -> tuple[str | None, int]:
         """Stream every external tensor this stage uses into `<stage>.onnx.data` next to it."""
-        ext = [t for t in _all_tensors(model.graph) if _external_location(t) is not None]
+        ext = [t for t in all_tensors(model) if external_location(t) is not None]
         for t in [t for t in ext if self._ext_length(t) <= INLINE_MAX]:
             # small tensors (axes, shapes, scales) go inline: ORT's shape inference cannot read them externally
             t.raw_data = self._read_ext(t)

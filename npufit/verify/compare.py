@@ -1,13 +1,51 @@
 """Seeded inputs, deterministic ONNX Runtime CPU runs, and per-output differences."""
 from __future__ import annotations
 
+import math
 import os
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..errors import NpufitError
+
+DEFAULT_VERIFY_TIMEOUT_S = 300.0  # generous: real verifications take seconds; only a runaway Loop reaches it
+_verify_timeout = [DEFAULT_VERIFY_TIMEOUT_S]
+MAX_SAMPLE_BYTES = 512 << 20  # one seeded input tensor; a 2^40-element input is refused, not allocated
+
+
+@contextmanager
+def verify_timeout(seconds: float):
+    """Bound every ONNX Runtime verification run inside the block (`--verify-timeout` of fix, split, quantize, bench)."""
+    try:
+        seconds = float(seconds)
+    except (TypeError, ValueError):
+        raise NpufitError(f"--verify-timeout must be a number of seconds, got {seconds!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise NpufitError(f"--verify-timeout must be a positive number of seconds, got {seconds:g}")
+    before = _verify_timeout[0]
+    _verify_timeout[0] = seconds
+    try:
+        yield
+    finally:
+        _verify_timeout[0] = before
+
+
+def current_verify_timeout() -> float:
+    return _verify_timeout[0]
+
+
+def ort_quiet() -> int:
+    """ONNX Runtime's own log level: errors and warnings stay out of npufit's one-line output unless --verbose
+    (NPUFIT_VERBOSE=1). Returns the severity to put on session and run options."""
+    import onnxruntime as ort
+
+    level = 2 if os.environ.get("NPUFIT_VERBOSE") else 4
+    ort.set_default_logger_severity(level)
+    return level
 
 
 # The two ONNX Runtime settings a result is verified under: rewrites off (bit-exact comparisons), and
@@ -23,7 +61,7 @@ def make_session(model: str | os.PathLike | bytes, threads: int = 1, optimized: 
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
-    so.log_severity_level = 3
+    so.log_severity_level = ort_quiet()
     if not optimized:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     if external_dir is not None:
@@ -31,7 +69,7 @@ def make_session(model: str | os.PathLike | bytes, threads: int = 1, optimized: 
     try:
         return ort.InferenceSession(model if isinstance(model, bytes) else str(model), so, providers=["CPUExecutionProvider"])
     except Exception as e:
-        raise NpufitError(f"ONNX Runtime cannot load the model: {str(e).splitlines()[0][:300]}") from None
+        raise NpufitError(f"ONNX Runtime cannot load the model: {ort_message(e)}") from None
 
 
 _ORT_TO_NP = {
@@ -50,6 +88,12 @@ def random_inputs(session, seed: int = 0, samples: int = 1, shapes: Mapping[str,
         for i in session.get_inputs():
             shape = tuple((shapes or {}).get(i.name) or [d if isinstance(d, int) and d > 0 else 1 for d in i.shape])
             dt = _ORT_TO_NP.get(i.type, np.float32)
+            if not i.type.startswith("tensor("):
+                raise NpufitError(f"input '{i.name}' is a {i.type}, not a tensor: npufit feeds tensor inputs only")
+            nbytes = math.prod(shape) * np.dtype(dt).itemsize
+            if nbytes > MAX_SAMPLE_BYTES:
+                raise NpufitError(f"input '{i.name}' of shape {list(shape)} would take {nbytes / (1 << 30):.1f} GiB per "
+                                  f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for a seeded input")
             if np.issubdtype(dt, np.floating):
                 feeds[i.name] = rng.standard_normal(shape).astype(dt)
             elif dt is np.bool_:
@@ -60,11 +104,49 @@ def random_inputs(session, seed: int = 0, samples: int = 1, shapes: Mapping[str,
     return out
 
 
+def timed_run(sess, names: list[str], feeds: Mapping[str, np.ndarray]) -> list:
+    """sess.run under the verification time limit; any ONNX Runtime failure becomes one NpufitError line.
+
+    Why a watchdog thread, not a child process: ONNX Runtime checks RunOptions.terminate between kernels and on
+    every Loop iteration, so a timer that sets it stops a Loop without a trip count at no per-call cost, while a
+    child process would copy the model and every feed for each run."""
+    import onnxruntime as ort
+
+    ro = ort.RunOptions()
+    ro.log_severity_level = ort_quiet()
+    limit = _verify_timeout[0]
+    timer = threading.Timer(limit, lambda: setattr(ro, "terminate", True))
+    timer.daemon = True
+    timer.start()
+    try:
+        return sess.run(names, dict(feeds), ro)
+    except Exception as e:
+        if ro.terminate:
+            raise NpufitError(f"ONNX Runtime did not finish one run within {limit:g} s (--verify-timeout): the model "
+                              f"may loop forever (a Loop without a trip count)") from None
+        raise NpufitError(f"ONNX Runtime cannot run the model: {ort_message(e)}") from None
+    finally:
+        timer.cancel()
+
+
+def ort_message(e: Exception) -> str:
+    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    msg = msg.split("Status Message: ", 1)[-1]
+    if "Failed to allocate memory" in msg:  # the arena's C++ location says nothing to a user
+        size = msg.rsplit("size ", 1)[-1].split()[0] if "size " in msg else "?"
+        return f"out of memory (a tensor of {size} bytes could not be allocated)"
+    return msg[:240]
+
+
 def run_onnx(model_or_session: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     sess = model_or_session if hasattr(model_or_session, "run") else make_session(model_or_session)
-    names = [o.name for o in sess.get_outputs()]
+    outs = sess.get_outputs()
+    for o in outs:
+        if not o.type.startswith("tensor("):
+            raise NpufitError(f"output '{o.name}' is a {o.type}, not a tensor: npufit verifies tensor outputs only")
+    names = [o.name for o in outs]
     wanted = {i.name for i in sess.get_inputs()}
-    vals = sess.run(names, {k: v for k, v in feeds.items() if k in wanted})
+    vals = timed_run(sess, names, {k: v for k, v in feeds.items() if k in wanted})
     return dict(zip(names, vals))
 
 

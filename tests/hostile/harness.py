@@ -18,7 +18,7 @@ from pathlib import Path
 
 MEM_CAP_MB = 2048  # address-space cap; ONNX Runtime and numpy reserve some virtual memory up front
 TIME_CAP_S = 120.0  # a generous bound that only a hang reaches, never a timing assertion
-# files third-party libraries keep in TMPDIR on purpose (not npufit's leftovers): ONNX Runtime's session id
+# ONNX Runtime itself writes a session-id file into TMPDIR when imported: not npufit's temp file
 FOREIGN_TMP = {".ses"}
 
 
@@ -40,6 +40,22 @@ class Outcome:
                 f"stdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-2000:]}")
 
 
+class _Popen(subprocess.Popen):
+    """Popen that reaps its child with wait4, keeping that run's own peak RSS (the child's and what it waited
+    for: Vela, verification workers), not the largest of every earlier run."""
+
+    rusage = None
+
+    def _try_wait(self, wait_flags):
+        try:
+            pid, sts, ru = os.wait4(self.pid, wait_flags)
+        except ChildProcessError:
+            return self.pid, 0
+        if pid == self.pid:
+            self.rusage = ru
+        return pid, sts
+
+
 def _limits(mem_mb: int):
     def apply() -> None:
         cap = mem_mb * 1024 * 1024
@@ -59,7 +75,7 @@ def run_verb(argv: list[str | os.PathLike], cwd: Path, *, time_cap: float = TIME
     run_env.pop("PYTHONFAULTHANDLER")
     if env:
         run_env.update(env)
-    proc = subprocess.Popen([sys.executable, "-m", "npufit", *args], cwd=cwd, env=run_env,
+    proc = _Popen([sys.executable, "-m", "npufit", *args], cwd=cwd, env=run_env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=_limits(mem_mb), text=True, errors="replace")
     try:
@@ -69,9 +85,9 @@ def run_verb(argv: list[str | os.PathLike], cwd: Path, *, time_cap: float = TIME
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         rc = None
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far: good enough as an upper bound per run
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-    left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if str(p.relative_to(tmp)) not in FOREIGN_TMP)
+    ru = proc.rusage or resource.getrusage(resource.RUSAGE_CHILDREN)  # fallback: an upper bound
+    peak = ru.ru_maxrss / 1024.0
+    left = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.name not in FOREIGN_TMP)
     for p in sorted(tmp.rglob("*"), reverse=True):
         p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
     tmp.rmdir()

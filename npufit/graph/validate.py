@@ -1,0 +1,225 @@
+"""The one validation front door for ONNX models (hostile-input issue, part 3).
+
+Every verb reads a model through `onnx_loader.read_model_proto`, which calls `validate_model`: the ONNX checker
+(structural check always; the full check with strict shape inference where affordable), a raw-data length check,
+and the external-data guard, which covers every tensor a model can carry (initializers, sparse initializers,
+TENSOR and TENSORS attributes, subgraphs and model-local function bodies). What the checker cannot judge
+(a model newer than the installed onnx) proceeds with a warning that says so.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import onnx
+
+from ..errors import BadModelError
+from ..util.readers import require_regular_file
+
+FULL_CHECK_MAX_NODES = 20_000  # strict inference doubles the loader's inference cost; big graphs get the structural check
+MAX_LOCATION_CHARS = 1024  # an external-data location is a file name beside the model, not an essay
+MAX_PATH_COMPONENT = 255  # NAME_MAX on every filesystem npufit runs on
+
+_SIZES = {onnx.TensorProto.FLOAT: 4, onnx.TensorProto.DOUBLE: 8, onnx.TensorProto.FLOAT16: 2, onnx.TensorProto.BFLOAT16: 2,
+          onnx.TensorProto.INT8: 1, onnx.TensorProto.UINT8: 1, onnx.TensorProto.INT16: 2, onnx.TensorProto.UINT16: 2,
+          onnx.TensorProto.INT32: 4, onnx.TensorProto.UINT32: 4, onnx.TensorProto.INT64: 8, onnx.TensorProto.UINT64: 8,
+          onnx.TensorProto.BOOL: 1}
+
+
+def validate_model(model: onnx.ModelProto, path: Path, missing: list[str]) -> list[str]:
+    """Refuse what the ONNX checker rejects (one line); return warnings for what it could not judge.
+    Call after `check_external_data` (whose guard comes first: the checker's own file probing fails on
+    hostile locations with a C++ filesystem error), passing the locations it found missing."""
+    warnings: list[str] = []
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in all_tensors(model))
+    if model.ir_version > onnx.IR_VERSION or opset > onnx.defs.onnx_opset_version():
+        warnings.append(f"not validated by the ONNX checker: the model (IR {model.ir_version}, opset {opset}) is newer than "
+                        f"onnx {onnx.__version__} (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})")
+    elif missing:
+        warnings.append("not validated by the ONNX checker: it needs every external data file")
+    else:
+        full = _node_count(model.graph) <= FULL_CHECK_MAX_NODES
+        try:
+            _run_checker(model, path, full, external)
+        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
+            raise BadModelError(f"{path}: the ONNX checker rejects this model: {_first_line(e)}") from None
+        except ValueError as e:  # over 2 GB of embedded weights: the protobuf cannot be handed to the checker
+            warnings.append(f"not validated by the ONNX checker ({_first_line(e)})")
+        except _Unshaped:
+            warnings.append("validated by the ONNX checker only in part: some graph inputs or outputs have no shape")
+    _check_raw_lengths(model, path)
+    return warnings
+
+
+class _Unshaped(Exception):
+    pass
+
+
+def _run_checker(model: onnx.ModelProto, path: Path, full: bool, external: bool) -> None:
+    """The checker demands a shape on every graph input/output type, which ONNX Runtime and exporters do not:
+    a rank-unknown tensor gets an empty shape for the structural check only (restored after; full check
+    skipped, its inference would read the stand-in as a scalar)."""
+    unshaped = [vi.type.tensor_type for g in _graphs(model.graph) for vi in (*g.input, *g.output, *g.value_info)
+                if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")]
+    if not unshaped:
+        # with external data the checker must know the model's folder, which only the path form gives it
+        onnx.checker.check_model(str(path) if external else model, full_check=full)
+        return
+    if external:
+        raise _Unshaped
+    for tt in unshaped:
+        tt.shape.SetInParent()
+    try:
+        onnx.checker.check_model(model, full_check=False)
+    finally:
+        for tt in unshaped:
+            tt.ClearField("shape")
+
+
+def _graphs(g: onnx.GraphProto):
+    yield g
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from _graphs(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for sub in a.graphs:
+                    yield from _graphs(sub)
+
+
+def _first_line(e: Exception) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.startswith("==>")]
+    return (lines[0] if lines else type(e).__name__)[:300]
+
+
+def _node_count(g: onnx.GraphProto) -> int:
+    n = len(g.node)
+    if n > FULL_CHECK_MAX_NODES:
+        return n
+    for node in g.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                n += _node_count(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                n += sum(_node_count(s) for s in a.graphs)
+    return n
+
+
+def _check_raw_lengths(model: onnx.ModelProto, path: Path) -> None:
+    """Embedded raw_data must hold exactly the bytes its dims and type say (the checker does not look)."""
+    for t in all_tensors(model):
+        size = _SIZES.get(t.data_type)
+        if size is None or t.data_location == onnx.TensorProto.EXTERNAL or not t.HasField("raw_data"):
+            continue
+        n = 1
+        for d in t.dims:
+            n *= d
+        if len(t.raw_data) != n * size:
+            raise BadModelError(f"{path}: tensor '{t.name}' holds {len(t.raw_data)} bytes of data but its shape "
+                                f"{list(t.dims)} and type need {n * size}")
+
+
+# -- every tensor a model can carry --------------------------------------------------------------------------
+def all_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
+    yield from graph_tensors(model.graph)
+    for f in model.functions:
+        yield from _node_tensors(f.node)
+
+
+def graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
+    yield from graph.initializer
+    for s in graph.sparse_initializer:
+        yield s.values
+        yield s.indices
+    yield from _node_tensors(graph.node)
+
+
+def _node_tensors(nodes) -> Iterator[onnx.TensorProto]:
+    A = onnx.AttributeProto
+    for n in nodes:
+        for a in n.attribute:
+            if a.type == A.TENSOR:
+                yield a.t
+            elif a.type == A.TENSORS:
+                yield from a.tensors
+            elif a.type == A.SPARSE_TENSOR:
+                yield a.sparse_tensor.values
+                yield a.sparse_tensor.indices
+            elif a.type == A.SPARSE_TENSORS:
+                for s in a.sparse_tensors:
+                    yield s.values
+                    yield s.indices
+            elif a.type == A.GRAPH:
+                yield from graph_tensors(a.g)
+            elif a.type == A.GRAPHS:
+                for g in a.graphs:
+                    yield from graph_tensors(g)
+
+
+# -- external data ---------------------------------------------------------------------------------------------
+def external_location(t: onnx.TensorProto) -> str | None:
+    if t.data_location != onnx.TensorProto.EXTERNAL:
+        return None
+    for kv in t.external_data:
+        if kv.key == "location":
+            return kv.value
+    return ""
+
+
+def _span(t: onnx.TensorProto) -> tuple[int, int | None]:
+    meta = {kv.key: kv.value for kv in t.external_data}
+    try:
+        offset = int(meta.get("offset", 0))
+        length = int(meta["length"]) if "length" in meta else None
+    except ValueError:
+        raise BadModelError(f"tensor '{t.name}': external data offset/length are not integers") from None
+    if offset < 0 or (length is not None and length < 0):
+        raise BadModelError(f"tensor '{t.name}': external data offset {offset} / length {length} must not be negative")
+    return offset, length
+
+
+def check_external_data(model: onnx.ModelProto, base_dir: Path) -> list[str]:
+    """Every external-data location must be a plain relative name inside the model's folder, naming a regular
+    file when it exists. Returns what running would lack: locations that do not exist or end before a tensor's
+    span (checking needs only shapes; verbs that run the model call `require_external_data`)."""
+    base = base_dir.resolve()
+    missing = []
+    for t in all_tensors(model):
+        loc = external_location(t)
+        if loc is None:
+            continue
+        what = f"tensor '{t.name}': external data location"
+        if not loc or os.path.isabs(loc):
+            raise BadModelError(f"{what} '{loc}' must be a relative path inside the model folder")
+        if "\x00" in loc:
+            raise BadModelError(f"{what} contains a NUL byte")
+        if len(loc) > MAX_LOCATION_CHARS or any(len(part.encode()) > MAX_PATH_COMPONENT for part in loc.split("/")):
+            raise BadModelError(f"{what} is {len(loc)} characters long, not a file name")
+        target = (base / loc).resolve()
+        if base != target and base not in target.parents:
+            raise BadModelError(f"tensor '{t.name}': external data '{loc}' points outside the model folder (refused: path traversal)")
+        offset, length = _span(t)
+        if not os.path.lexists(target):
+            missing.append(loc)
+            continue
+        size = require_regular_file(target, "external data file", BadModelError).st_size
+        end = offset + (length or 0)
+        if offset > size or end > size:
+            missing.append(f"{loc} (ends at byte {size} before tensor '{t.name}' bytes {offset}-{end})")  # no comma: joined with ','
+    return sorted(set(missing))
+
+
+def require_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
+    """For verbs that run the model: every external-data file must be there."""
+    missing = check_external_data(model, base_dir)
+    if missing:
+        raise BadModelError(f"external data missing or too short: {', '.join(missing[:3])}"
+                            f"{' …' if len(missing) > 3 else ''} (running the model needs its weights)")
+
+
+def external_data_files(model: onnx.ModelProto, base_dir: Path) -> list[Path]:
+    """The external data files a model names that exist (locations already checked by check_external_data)."""
+    locs = {loc for t in all_tensors(model) if (loc := external_location(t))}
+    return [base_dir / loc for loc in sorted(locs) if (base_dir / loc).is_file()]

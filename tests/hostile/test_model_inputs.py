@@ -1,0 +1,149 @@
+"""Hostile MODEL inputs (hostile-input issue, parts 2-5) through every applicable verb of the real CLI.
+
+Each case from `model_cases` runs as a capped subprocess (`harness.run_verb`: address-space and time caps) and
+must end in exit 0 with a result or exit 2 with one `npufit: error:` line; the folder holding the inputs is
+byte-identical afterwards apart from the named output; no temp file is left; peak RSS stays under 1 GB.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from . import model_cases as mc
+from .harness import assert_sane, assert_untouched, run_verb, snapshot
+
+PEAK_MB = 1024  # the issue's goal for every hostile case (an upper bound: the child inherits the fork's mark)
+VT = ["--verify-timeout", "3"]  # the Loop cases reach it; every other run finishes far below it
+
+VERBS = {
+    "check": lambda m, d: (["check", m, "-t", "hailo8"], ()),
+    "compare": lambda m, d: (["compare", m, "-t", "hailo8"], ()),
+    "fix": lambda m, d: (["fix", m, "-t", "hailo8", "-o", d / "out.onnx", *VT], ("out.onnx",)),
+    "split": lambda m, d: (["split", m, "-t", "hailo8", "-d", d / "plan", *VT], ("plan",)),
+    "quantize": lambda m, d: (["quantize", m, "-o", d / "q.onnx", "-c", "random", "--samples", "2", "--holdout", "1",
+                               *VT], ("q.onnx",)),
+    "compile": lambda m, d: (["compile", m, "-t", "ethos-u55-256", "--out-dir", d / "c", "--timeout", "60"], ("c",)),
+    "bench": lambda m, d: (["bench", m, "-n", "2", "--warmup", "0", *VT], ()),
+}
+
+REFUSE = "refuse"  # exit 2, one line containing the needle
+OK = "ok"  # exit 0: a correct result
+EITHER = "either"  # exit 0 or a clean refusal (e.g. running as root makes a chmod-0 file readable)
+
+# case -> [(verb, expectation, needle)]
+MATRIX: dict[str, list[tuple[str, str, str | None]]] = {
+    **{b: [("check", OK, None)] for b in ("bomb_constant_of_shape", "bomb_expand", "bomb_range", "bomb_tile",
+                                          "bomb_pad", "bomb_resize", "bomb_matmul")},
+    "bomb_expand": [("check", OK, None), ("fix", REFUSE, "out of memory"), ("split", REFUSE, "out of memory")],
+    "concat_20000": [("check", OK, None)],
+    "cyclic": [(v, REFUSE, "topologically sorted") for v in ("check", "compare", "fix", "split", "compile")],
+    "loop_no_trip_count": [("check", OK, None)] + [(v, REFUSE, "verify-timeout") for v in ("fix", "split", "quantize",
+                                                                                             "bench")],
+    "huge_dims": [("check", OK, None), ("fix", REFUSE, "GiB per sample"), ("split", REFUSE, "GiB per sample"),
+                  ("quantize", REFUSE, "GiB per sample")],
+    "sequence_output": [("check", OK, None), ("fix", REFUSE, "not a tensor")],
+    "ansi_names": [("check", OK, None), ("fix", OK, None), ("split", OK, None)],
+    **{c: [("check", REFUSE, "checker rejects"), ("compare", REFUSE, "checker rejects")]
+       for c in ("undefined_tensor", "duplicate_names", "wrong_attribute_type", "empty_op_type")},
+    "wrong_raw_length": [("check", REFUSE, "raw_data"), ("compile", REFUSE, "raw_data"), ("bench", REFUSE, "raw_data")],
+    "bfloat16_weights": [("check", OK, None), ("fix", OK, None)],
+    "ext_missing": [("check", OK, None), ("fix", REFUSE, "external data missing")],
+    "ext_url": [("check", OK, None), ("fix", REFUSE, "external data missing")],
+    "ext_past_eof": [("check", OK, None), ("fix", REFUSE, "too short"), ("quantize", REFUSE, "too short")],
+    # refused while reading, before any verb-specific work: check and fix (which needs the weights) cover them
+    "ext_folder": [("check", REFUSE, "is a folder"), ("fix", REFUSE, "is a folder")],
+    "ext_fifo": [("check", REFUSE, "named pipe"), ("fix", REFUSE, "named pipe"), ("split", REFUSE, "named pipe")],
+    "ext_negative_offset": [("fix", REFUSE, "negative")],
+    "ext_nul": [("fix", REFUSE, "NUL byte")],
+    "ext_long": [("fix", REFUSE, "characters long")],
+    **{c: [("check", REFUSE, "path traversal")]
+       for c in ("ext_in_function_body", "ext_in_sparse_initializer", "ext_in_tensors_attribute")},
+    "fifo_model": [(v, REFUSE, "named pipe") for v in ("check", "compare", "fix", "split", "quantize", "compile", "bench")],
+    "fifo_tflite": [(v, REFUSE, "named pipe") for v in ("check", "compile")],
+    "tflite_cycle": [("check", REFUSE, "cycle"), ("compare", REFUSE, "cycle")],
+    "tflite_bad_tensor_index": [("check", REFUSE, "tensor 999"), ("compare", REFUSE, "tensor 999")],
+    "tflite_truncated": [("check", REFUSE, "corrupt")],
+    "tflite_unreadable": [("check", EITHER, None)],
+}
+RUNS = [pytest.param(c, v, e, n, id=f"{c}-{v}") for c, rows in MATRIX.items() for v, e, n in rows]
+
+# known advisory line of `quantize -c random`: not an error line
+ADVISORY = "npufit: warning: --calibration random"
+
+
+@pytest.mark.parametrize("case, verb, expect, needle", RUNS)
+def test_hostile_model(tmp_path, case, verb, expect, needle):
+    model = mc.build(case, tmp_path)
+    argv, outputs = VERBS[verb](model, tmp_path)
+    before = snapshot(tmp_path)
+    o = run_verb(argv, tmp_path)
+    o = dataclasses.replace(o, stderr="\n".join(ln for ln in o.stderr.splitlines() if not ln.startswith(ADVISORY)))
+    assert_sane(o, allow_ok=expect != REFUSE, needle=needle)
+    if expect == OK:
+        assert o.rc == 0, o.describe()
+    assert o.peak_rss_mb < PEAK_MB, o.describe()
+    assert "\x1b" not in o.stdout and "\x1b" not in o.stderr, "a raw escape reached the terminal: " + o.describe()
+    assert_untouched(before, tmp_path, allowed_new=outputs)
+
+
+def test_verbose_restores_onnx_runtime_logs(tmp_path):
+    """Quiet by default (the one-line error above); --verbose lets ONNX Runtime's own log lines through."""
+    model = mc.build("bomb_expand", tmp_path)
+    o = run_verb(["--verbose", "fix", model, "-t", "hailo8", "-o", tmp_path / "out.onnx"], tmp_path)
+    assert o.rc == 2 and "onnxruntime" in o.stderr.lower(), o.describe()
+    assert len([ln for ln in o.stderr.splitlines() if ln.strip()]) > 1, o.describe()
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-5"])
+def test_verify_timeout_must_be_positive(tmp_path, value):
+    model = mc.build("ansi_names", tmp_path)
+    o = run_verb(["fix", model, "-t", "hailo8", "-o", tmp_path / "out.onnx", "--verify-timeout", value], tmp_path)
+    assert_sane(o, allow_ok=False, needle="--verify-timeout")
+
+
+# -- in-process checks of the bounds themselves ------------------------------------------------------------
+@pytest.mark.parametrize("case, tensor, shape", [("bomb_constant_of_shape", "big", (mc.BIG,)),
+                                                 ("bomb_matmul", "big", (1 << 16, 1 << 16)),
+                                                 ("bomb_tile", "big", (1 << 15, 1 << 15))])
+def test_folding_keeps_the_shape_but_never_materialises_the_value(tmp_path, case, tensor, shape):
+    from npufit.graph import load
+
+    g = load(mc.build(case, tmp_path))
+    t = g.tensor(tensor)
+    assert t.is_const and t.value is None and t.shape == shape
+    assert g.producer(tensor).name in g.folded
+
+
+def test_small_folds_still_computed(tmp_path):
+    """The budget leaves ordinary shape arithmetic alone: ConstantOfShape of a small shape is still a value."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from npufit.graph import load
+
+    n = [helper.make_node("ConstantOfShape", ["s"], ["c"], name="cos", value=helper.make_tensor("v", TensorProto.FLOAT, [1], [2.0])),
+         helper.make_node("Add", ["x", "c"], ["y"], name="add")]
+    m = mc._with_add(n[:1], "c", [mc._i64("s", [1, 4])])
+    p = tmp_path / "small.onnx"
+    onnx.save(m, str(p))
+    g = load(p)
+    assert np.array_equal(g.tensor("c").value, np.full((1, 4), 2.0, np.float32))
+
+
+def test_report_node_lookup_follows_the_node_list():
+    from npufit.check.result import CheckReport
+
+    rep = CheckReport({}, {}, [], [], [], {})
+    assert rep.node("a") is None
+
+    class N:
+        def __init__(self, name):
+            self.name = name
+
+    first, second = N("a"), N("b")
+    rep.nodes = [first]
+    assert rep.node("a") is first and rep.node("b") is None
+    rep.nodes.append(second)  # the cached index notices the list grew
+    assert rep.node("b") is second
