@@ -21,26 +21,26 @@ def _conv(name, x, cin, cout, rng, inits, k=3, rank=2):
     return helper.make_node("Conv", [x, w.name], [f"{name}_o"], name=name, pads=[k // 2] * (2 if rank == 1 else 4))
 
 
-def _slice_first(path):
-    """A detector-like body whose very first node (a channel Slice) does not run on an int8 Ethos-N78 NPU."""
+def _host_first(path):
+    """A detector-like body whose very first node (a GridSample warp) does not run on Hailo-8."""
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(np.array([0], np.int64), "st"), numpy_helper.from_array(np.array([3], np.int64), "en"),
-             numpy_helper.from_array(np.array([1], np.int64), "ax")]
-    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax"], ["xs"], name="slice"),
-             _conv("c1", "xs", 3, 32, rng, inits), helper.make_node("Relu", ["c1_o"], ["r1"], name="r1"),
+    inits: list = []
+    nodes = [helper.make_node("GridSample", ["x", "grid"], ["xs"], name="warp", align_corners=0),
+             _conv("c1", "xs", 4, 32, rng, inits), helper.make_node("Relu", ["c1_o"], ["r1"], name="r1"),
              _conv("c2", "r1", 32, 32, rng, inits), helper.make_node("Relu", ["c2_o"], ["y"], name="r2")]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 64, 64])],
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 64, 64]),
+                                       helper.make_tensor_value_info("grid", TensorProto.FLOAT, [1, 64, 64, 2])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 64, 64])], inits)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]), str(path))
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     return path
 
 
 def test_default_is_the_best_ranked_cut_not_the_empty_prefix(tmp_path):
-    model = _slice_first(tmp_path / "det.onnx")
-    prefix = npufit.split(model, "ethos-n78", tmp_path / "prefix", mode="prefix")
+    model = _host_first(tmp_path / "det.onnx")
+    prefix = npufit.split(model, "hailo8", tmp_path / "prefix", mode="prefix")
     assert prefix.plan.cost["npu_macs_pct"] == 0.0  # the first node blocks the whole prefix
     assert "ranks" in prefix.why and "best:" in prefix.why  # and split says a better cut exists, with its options
-    best = npufit.split(model, "ethos-n78", tmp_path / "best")
+    best = npufit.split(model, "hailo8", tmp_path / "best")
     assert best.chosen is best.candidates[0]
     assert best.plan.cost["npu_macs_pct"] > 99.0
     assert best.plan.cost["est_ms"] < prefix.plan.cost["est_ms"]
@@ -76,8 +76,8 @@ def test_blocking_node_with_a_rewrite_gets_a_fix_hint_and_auto_fixes_then_splits
 
 
 def test_verification_states_both_ort_settings(tmp_path, capsys):
-    model = _slice_first(tmp_path / "det.onnx")
-    rc = main(["split", str(model), "-t", "ethos-n78", "-d", str(tmp_path / "plan")])
+    model = _host_first(tmp_path / "det.onnx")
+    rc = main(["split", str(model), "-t", "hailo8", "-d", str(tmp_path / "plan")])
     out = capsys.readouterr().out
     assert rc == 0
     line = next(ln for ln in out.splitlines() if ln.startswith("verification"))
