@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calibration import corpus, records  # noqa: E402
+from npufit.errors import NpufitError  # noqa: E402
 
 
 def _export(opsets, names) -> None:
@@ -62,8 +63,11 @@ def _record(target: str, build: str, opset: int, names) -> None:
             entry.update(ok=False, stage="export", error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
         else:
             with tempfile.TemporaryDirectory(prefix="npufit-cal-") as d:
+                stage = "compile"
                 try:
                     r = _compile(onnx, target, build, Path(d) / "out")
+                except NpufitError as e:  # npufit's ONNX -> int8 TFLite converter does not take this model today
+                    r, err, stage = None, f"{type(e).__name__}: {str(e)[:300]}", "convert"
                 except Exception as e:
                     r, err = None, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
                     traceback.print_exc()
@@ -74,7 +78,10 @@ def _record(target: str, build: str, opset: int, names) -> None:
                     if r.retries:
                         entry["disable_rules"] = r.retries[-1]["disable_rules"]
                 else:
-                    entry.update(ok=False, stage="compile", error=(r.error if r is not None else err) or "no placement")
+                    msg = (r.error if r is not None else err) or "no placement"
+                    last = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+                    # a toolkit traceback: its first line names the stage, its last line the cause
+                    entry.update(ok=False, stage=stage, error=last[0][:120] + (" ... " + last[-1][:200] if len(last) > 1 else ""))
         rec["models"][n] = entry
         atomic_write_json(path, rec)
         cpu = len(entry.get("cpu", {}))
