@@ -10,7 +10,7 @@ import numpy as np
 
 from ..graph import quant
 from ..graph.model import NodeView
-from . import common, patterns, tflite_map as tm
+from . import common, patterns, rockchip_fitted as fit, tflite_map as tm
 from .base import Composite, OpSupport, Profile, Rule, Verdict, Executes
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
@@ -23,6 +23,8 @@ SOURCES = {
     "RKNN-C": "observed: rknn-toolkit2 2.5.0 build for rk3588, Network Layer Information Table (benchmarks/compile_rk3588.py)",
     "PROBE-R": "measured: npufit probe --target rk3588 --compiler rknn --sweep (rknn-toolkit2 2.5.0, float16 builds); "
                "record docs/probe/rk3588-measured.json, matrix docs/probe/rk3588-matrix.md",
+    "CAL-R": "measured: rknn-toolkit2 2.5.0 builds of the 48-architecture calibration corpus (benchmarks/calibration); "
+             "records docs/calibration/rk3588-*.json; each condition names the models and families that show it",
 }
 
 LIMITS = {
@@ -98,9 +100,11 @@ def _dtype(node, lim):
 RANK_FREE = {"Reshape", "Unsqueeze", "Squeeze", "Transpose", "Gather", "Concat", "Add", "Sub", "Div"}  # not Mul: 5-D Mul went to the CPU
 
 
-def _rank_exempt(node, r: int) -> bool:
+def _rank_exempt(node, r: int, lim) -> bool:
     if node.op_type == "Transpose":
-        return r <= 5  # PROBE-R: pixel_unshuffle's 6-D Transpose ran on the CPU, its 6-D Reshapes on the NPU
+        return r <= 5 or fit.rank_exempt(node, r, lim)  # PROBE-R: 5-D ran on the NPU; 6-D: see rockchip_fitted
+    if fit.rank_exempt(node, r, lim):
+        return True
     if node.op_type == "Slice" and r == 5:
         axes = common.const_ints(node, 3) if len(node.inputs) > 3 and node.inputs[3] else None
         return axes is not None and all(common.norm_axis(a, r) == 1 for a in axes)  # PROBE-R: axis 1 NPU, axes 2-4 CPU
@@ -109,7 +113,7 @@ def _rank_exempt(node, r: int) -> bool:
 
 def _rank(node, lim):
     r = max(common.ranks(node), default=0)
-    return f"rank {r}" if r > lim["max_rank"] and not _rank_exempt(node, r) else None
+    return f"rank {r}" if r > lim["max_rank"] and not _rank_exempt(node, r, lim) else None
 
 
 OUTPUT_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Gather"}
@@ -149,7 +153,7 @@ def _output_layout(node, lim):
         if len(y) == 2 and y[-1] % align:
             return f"output {list(y)}: innermost dimension {y[-1]} is not a multiple of {align}"
         return None
-    if len(x) == 4 and x[2] * x[3] == 1 and x[1] % align == 0:
+    if (len(x) == 4 and x[2] * x[3] == 1 and x[1] % align == 0) or fit.unit_channel_squeeze(x, y, lim):
         return None
     if len(x) == 4 and x[2] * x[3] == 1:
         return f"output {list(y)} from a 1x1 map of {x[1]} channels, not a multiple of {align}"
@@ -238,12 +242,16 @@ def _pool_auto_pad(node, lim):
 def _axis_le3(node, lim):
     r = common.rank(node, output=node.op_type == "Concat")
     a = common.norm_axis(int(node.attr("axis", 0)), r)
-    return None if 0 <= a <= lim["axes_max"] else f"axis {a}"
+    if 0 <= a <= lim["axes_max"] or (r == 5 and fit.rank5_from_npu(node, r, lim)):
+        return None
+    return f"axis {a}"
 
 
 def _slice_steps(node, lim):
     steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
-    return None if not steps or all(s == 1 for s in steps) else f"steps {steps}"
+    if not steps or all(s == 1 for s in steps):
+        return None
+    return None if fit.positive_steps(steps, lim) else f"steps {steps}"
 
 
 def _gather_elements(node, lim):
@@ -282,7 +290,7 @@ def _gather(node, lim):
 def _pad_mode(node, lim):
     mode = node.attr("mode", "constant")
     if mode == "constant":
-        return None
+        return fit.pad_rank3_axis1(node, lim)
     if mode == "reflect":
         x = node.input_shape(0)
         if x and len(x) == 4 and all(isinstance(v, int) for v in x[1:]):
@@ -315,7 +323,9 @@ def _resize(node, lim):
 def _softmax(node, lim):
     r = common.rank(node)
     a = common.norm_axis(int(node.attr("axis", -1 if node.graph.opsets.get("ai.onnx", 13) >= 13 else 1)), r)
-    return None if a in lim["softmax_axes"] else f"axis {a}"
+    if a in lim["softmax_axes"]:
+        return None
+    return None if fit.softmax_last_axis(node, r, a, lim) else f"axis {a}"
 
 
 def _pow(node, lim):
@@ -398,13 +408,15 @@ def _ops() -> dict[str, OpSupport]:
     ax = _r("axis.range", "the axis must be 0..{axes_max}", _axis_le3)
     add("Concat", rules=(ax,))
     add("Split", rules=(ax,))
-    add("Slice", rules=(_r("slice.steps", "Slice steps must all be 1 on the NPU", _slice_steps, ("slice with step 1 and subsample with a strided conv or pooling",)),))
+    add("Slice", rules=(_r("slice.steps", "Slice steps must be positive on the NPU (step 2 measured; the 2.3.2 document says 1)",
+                           _slice_steps, ("slice forwards and subsample with a strided conv or pooling",), "CAL-R"),))
     add("Gather", rules=(_r("gather.indices", "Gather needs rank-1 indices and an axis 0..{axes_max}", _gather),))
     # R-PDF 2.3.2 gives size limits per permutation; PROBE-R (transpose_*_size, conv -> permute -> relu) measured
     # [0,1,3,2], [0,2,3,1] and [0,3,1,2] on the NPU up to 8x256x256 and 256x16x16, past every one of them
     add("Transpose", src="PROBE-R", note="4-D permutations measured on the NPU up to 8x256x256 and 256x16x16; "
                                          "the 2.3.2 document's per-permutation size limits were not observed")
-    add("Pad", rules=(_r("pad.mode", "Pad supports constant mode, and reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),))
+    add("Pad", rules=(_r("pad.mode", "Pad supports constant mode (a 3-D tensor padded at the end of axis 1 runs on the CPU, CAL-R), and "
+                                     "reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),))
     add("Resize", rules=(_r("resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale factors 2..8", _resize,
                             ("upsample by an integer factor 2..8",), "PROBE-R"),))
     add("Softmax", rules=(_r("softmax.axis", "Softmax runs on the NPU along axis 1 or 3 only", _softmax, ("transpose so the softmax axis is the channel axis",)),))
@@ -417,11 +429,11 @@ def _ops() -> dict[str, OpSupport]:
     add("QuantizeLinear", rules=(qdq,))
     add("DequantizeLinear", rules=(qdq,))
     cpu_ops = {
-        "ScatterND": "R-PDF", "LogSoftmax": "R-PDF", "Erf": "R-PDF", "Exp": "R-PDF", "Log": "R-PDF",
+        "LogSoftmax": "R-PDF", "Erf": "R-PDF", "Exp": "R-PDF", "Log": "R-PDF",
         "Floor": "R-PDF", "Round": "R-PDF", "Cos": "R-PDF", "Sin": "R-PDF", "Not": "R-PDF", "And": "R-PDF",
         "Mod": "R-PDF", "Equal": "R-PDF", "Greater": "R-PDF", "Less": "R-PDF", "GreaterOrEqual": "R-PDF", "LessOrEqual": "R-PDF",
         "LpNormalization": "R-PDF", "LRN": "R-PDF", "ReduceMax": "R-PDF",
-        "ReduceMin": "R-PDF", "ReduceL2": "R-PDF", "ArgMax": "R-PDF", "ArgMin": "R-PDF", "TopK": "R-PDF",
+        "ReduceMin": "R-PDF", "ArgMax": "R-PDF", "ArgMin": "R-PDF", "TopK": "R-PDF",
         "SpaceToDepth": "R-PDF",
         # RKNN-C: rknn-toolkit2 2.5.0 converts these and runs them as CPU layers (RT-DETR's GridSample, BERT's IsNaN)
         "GridSample": "RKNN-C", "IsNaN": "RKNN-C",
@@ -436,7 +448,15 @@ def _ops() -> dict[str, OpSupport]:
     for op, src in cpu_ops.items():
         add(op, CPU, reason=f"{op} is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel", src=src,
             fix_rules=fixes.get(op, ()), fix=("the rewrite moves it to an NPU op" ,) if op in fixes else ())
-    for op in ("GatherND", "ScatterElements", "GroupNormalization", "RNN", "Einsum", "NonMaxSuppression", "NonZero",
+    add("ScatterND", rules=(_r("scatter_nd.measured", "ScatterND runs on the NPU with constant indices (the 2.3.2 document "
+                                                     "lists a CPU kernel)", fit.scatter_nd,
+                               src="CAL-R"),), src="CAL-R")
+    add("ReduceL2", rules=(_r("reduce_l2.measured", "ReduceL2 runs on the NPU (measured in float16 builds; the 2.3.2 document "
+                                                   "lists a CPU kernel)", fit.reduce_l2, src="CAL-R"),), src="CAL-R")
+    add("Einsum", rules=(_r("einsum.two_operands", "Einsum converts when it has two operands (lowered to MatMul on the NPU); "
+                                                   "other forms are rejected by the converter", fit.einsum,
+                            ("write the contraction as MatMul",), "CAL-R", on_fail=UNSUP),), src="CAL-R")
+    for op in ("GatherND", "ScatterElements", "GroupNormalization", "RNN", "NonMaxSuppression", "NonZero",
                "CumSum", "Range", "Ceil", "Sign", "Trilu", "Unique", "Loop", "Scan", "DeformConv", "If", "EyeLike"):
         add(op, UNSUP, reason=f"{op} is not supported by the RKNN-Toolkit2 converter: conversion fails", src="R-OP",
             fix=("cut the model before this op (npufit split) or rewrite it",))

@@ -1,0 +1,111 @@
+"""Build the calibration corpus and record real-compiler placement on it (issue 14).
+
+    python benchmarks/calibration/build.py export [--opset 17 11]
+    python benchmarks/calibration/build.py record --target rk3588 --build fp16 --opset 17 [--models NAME ...]
+    python benchmarks/calibration/build.py record --target ethos-u55-256 --build int8 --opset 17
+
+`export` writes the ONNX files to the cache (~/.cache/npufit/calibration, NPUFIT_CALIBRATION_CACHE), offline.
+`record` compiles every model one after another (one worker: the machine is shared) and rewrites
+docs/calibration/<target>-<build>-op<opset>.json after each model, so a long run leaves data early; models
+already in the record with the same export are skipped. RKNN needs `npufit env install rknn`; Vela goes through
+npufit's ONNX -> int8 TFLite converter, and a model it does not take is recorded as not converted, with why."""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from calibration import corpus, records  # noqa: E402
+from npufit.errors import NpufitError  # noqa: E402
+
+
+def _export(opsets, names) -> None:
+    for op in opsets:
+        for n in names:
+            t = time.time()
+            try:
+                p = corpus.export(corpus.ARCHS[n], op)
+                print(f"op{op} {n:<34} {time.time() - t:6.1f}s {p.name}", flush=True)
+            except Exception as e:  # an exporter limit is a fact of the corpus, not a crash of the script
+                print(f"op{op} {n:<34} export failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
+
+
+def _compile(onnx: Path, target: str, build: str, out: Path):
+    from npufit.compilers import compile_model
+
+    if target.startswith("rk"):
+        return compile_model(onnx, target, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=900)
+    return compile_model(onnx, target, out_dir=out, timeout_s=900)
+
+
+def _record(target: str, build: str, opset: int, names) -> None:
+    from npufit.graph import load
+    from npufit.util.io import atomic_write_json
+
+    path = records.record_path(target, build, opset)
+    rec = records.load_record(path) if path.is_file() else records.empty_record(target, build, opset,
+                                                                                  "rknn-toolkit2" if target.startswith("rk") else "vela")
+    for n in names:
+        arch = corpus.ARCHS[n]
+        entry: dict = {"family": arch.family, "config_hash": corpus.config_hash(arch, opset)}
+        old = rec["models"].get(n)
+        if old and old.get("config_hash") == entry["config_hash"]:
+            continue
+        t = time.time()
+        try:
+            onnx = corpus.export(arch, opset)
+        except Exception as e:
+            entry.update(ok=False, stage="export", error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        else:
+            with tempfile.TemporaryDirectory(prefix="npufit-cal-") as d:
+                stage = "compile"
+                try:
+                    r = _compile(onnx, target, build, Path(d) / "out")
+                except NpufitError as e:  # npufit's ONNX -> int8 TFLite converter does not take this model today
+                    r, err, stage = None, f"{type(e).__name__}: {str(e)[:300]}", "convert"
+                except Exception as e:
+                    r, err = None, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+                    traceback.print_exc()
+                if r is not None and r.ok and r.placement:
+                    entry.update(ok=True, **records.placement_entry(load(onnx), r.placement))
+                    if r.compiler_version and r.compiler_version not in rec["compiler_versions"]:
+                        rec["compiler_versions"].append(r.compiler_version)
+                    if r.retries:
+                        entry["disable_rules"] = r.retries[-1]["disable_rules"]
+                else:
+                    msg = (r.error if r is not None else err) or "no placement"
+                    last = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+                    # a toolkit traceback: its first line names the stage, its last line the cause
+                    entry.update(ok=False, stage=stage, error=last[0][:120] + (" ... " + last[-1][:200] if len(last) > 1 else ""))
+        rec["models"][n] = entry
+        atomic_write_json(path, rec)
+        cpu = len(entry.get("cpu", {}))
+        print(f"{target} {build} op{opset} {n:<34} {time.time() - t:6.1f}s "
+              f"{'ok' if entry['ok'] else 'FAILED ' + entry.get('error', '')[:120]} cpu={cpu}", flush=True)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("export")
+    e.add_argument("--opset", type=int, nargs="+", default=list(corpus.OPSETS))
+    e.add_argument("--models", nargs="+", default=list(corpus.ARCHS))
+    r = sub.add_parser("record")
+    r.add_argument("--target", required=True)
+    r.add_argument("--build", choices=("fp16", "int8"), required=True)
+    r.add_argument("--opset", type=int, default=17)
+    r.add_argument("--models", nargs="+", default=list(corpus.ARCHS))
+    a = ap.parse_args(argv)
+    if a.cmd == "export":
+        _export(a.opset, a.models)
+    else:
+        _record(a.target, a.build, a.opset, a.models)
+
+
+if __name__ == "__main__":
+    main()

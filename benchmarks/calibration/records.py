@@ -1,0 +1,126 @@
+"""Measured placement records (docs/calibration/*.json): write them from real compiles, replay them against
+today's profiles.
+
+One record file per (target, build, opset). Per model it keeps the family, the export's config hash, the
+node count, a hash of the ONNX op sequence (a replay on a different export fails loudly instead of scoring
+the wrong nodes), a placement string with one letter per top-level node in graph order (n: NPU, c: CPU,
+f: folded away at compile time) and, for reading, the CPU nodes by name and op."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from .corpus import ARCHS, FAMILIES, export
+
+SCHEMA = "npufit.calibration.measured/1"
+RECORDS = Path(__file__).resolve().parents[2] / "docs" / "calibration"
+LETTER = {"npu": "n", "cpu": "c", "folded": "f"}
+
+
+def ops_sha(graph) -> str:
+    return hashlib.sha256(",".join(n.op_type for n in graph.top_nodes).encode()).hexdigest()[:16]
+
+
+def record_path(target: str, build: str, opset: int) -> Path:
+    return RECORDS / f"{target}-{build}-op{opset}.json"
+
+
+def empty_record(target: str, build: str, opset: int, compiler: str) -> dict:
+    import torch
+
+    try:
+        import transformers
+
+        tv = transformers.__version__
+    except ImportError:
+        tv = None
+    return {"schema": SCHEMA, "target": target, "build": build, "opset": opset, "compiler": compiler, "compiler_versions": [],
+            "exporter": {"torch": torch.__version__.split("+")[0], "transformers": tv}, "models": {}}
+
+
+def placement_entry(graph, placement) -> dict:
+    by = {p.node: p for p in placement}
+    letters = "".join(LETTER[by[n.name].device] if n.name in by else "f" for n in graph.top_nodes)
+    return {"nodes": len(graph.top_nodes), "ops_sha": ops_sha(graph), "placement": letters,
+            "cpu": {n.name: n.op_type for n, c in zip(graph.top_nodes, letters) if c == "c"}}
+
+
+def load_record(path: Path) -> dict:
+    rec = json.loads(path.read_text())
+    if rec.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: not a {SCHEMA} record")
+    return rec
+
+
+def all_records() -> list[Path]:
+    return sorted(RECORDS.glob("*-op*.json"))
+
+
+# -- replay ---------------------------------------------------------------------------------------------------
+
+def profile_for(target: str, held_out: str | None = None):
+    """Today's profile; with `held_out`, the profile fitted without that family's records: calibrated conditions
+    name the families whose records show them (limits['fit_families'] says which may be used)."""
+    import copy
+
+    from npufit.targets import get_profile
+
+    prof = get_profile(target)
+    if held_out is None:
+        return prof
+    prof = copy.copy(prof)
+    prof.limits = {**prof.limits, "fit_families": tuple(f for f in FAMILIES if f != held_out)}
+    return prof
+
+
+def predict(rec: dict, model: Path, held_out: str | None = None):
+    """npufit's verdict per top-level node of the recorded model, as the record's build would be judged."""
+    from npufit.check import check
+    from npufit.graph import load
+
+    graph = load(model)
+    judge = "int8" if rec["build"] == "int8" else "auto"
+    rep = check(graph, profile_for(rec["target"], held_out), judge=judge)
+    verdicts = {n.name: n for n in rep.nodes if n.parent is None}
+    return graph, verdicts
+
+
+OFF = ("cpu", "unsupported")
+
+
+def replay_model(rec: dict, name: str, held_out: str | None = None) -> dict:
+    """Score today's profile on one recorded model: tp/fp/fn/tn of CPU fallback and the disagreeing nodes."""
+    m = rec["models"][name]
+    graph, verdicts = predict(rec, export(ARCHS[name], rec["opset"]), held_out)
+    if ops_sha(graph) != m["ops_sha"]:
+        raise AssertionError(f"{name}: the export differs from the recorded one (op sequence changed): re-record it")
+    counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
+    wrong = []
+    for n, letter in zip(graph.top_nodes, m["placement"]):
+        v = verdicts.get(n.name)
+        pred_off = v is not None and v.verdict.value in OFF
+        act_off = letter == "c"
+        kind = ("tp" if act_off else "fp") if pred_off else ("fn" if act_off else "tn")
+        counts[kind] += 1
+        if kind in ("fp", "fn"):
+            rules = ",".join(r.rule for r in v.reasons) if v is not None else ""
+            wrong.append({"node": n.name, "op": n.op_type, "kind": kind, "rules": rules})
+    return {"model": name, "family": m["family"], **counts, "wrong": wrong}
+
+
+def f1(c: dict) -> dict:
+    tp, fp, fn = c["tp"], c["fp"], c["fn"]
+    p = tp / (tp + fp) if tp + fp else None
+    r = tp / (tp + fn) if tp + fn else None
+    f = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 1.0  # no CPU node and none predicted: perfect
+    return {"precision": p, "recall": r, "f1": f}
+
+
+def pool(rows: list[dict]) -> dict:
+    c = {k: sum(r[k] for r in rows) for k in ("tp", "fp", "fn", "tn")}
+    return {**c, **f1(c)}
+
+
+def by_family(rows: list[dict]) -> dict[str, dict]:
+    return {fam: pool([r for r in rows if r["family"] == fam]) for fam in FAMILIES}

@@ -1,0 +1,65 @@
+"""CPU-fallback F1 of today's profiles on the recorded calibration compiles: whole corpus and leave-one-family-out.
+
+    python benchmarks/calibration/score.py [--records docs/calibration/rk3588-fp16-op17.json ...] [--wrong]
+
+Whole corpus: the shipped profiles against every recorded model. Leave-one-family-out (LOFO): for each family,
+the profile with every calibrated condition whose records come only from that family switched off (each such
+condition names the families it was derived from), scored on that family alone. A node the compiler folded
+away counts as not on the CPU. Needs torch + transformers (the models are re-exported from the corpus cache)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from calibration import records  # noqa: E402
+from calibration.corpus import FAMILIES  # noqa: E402
+
+
+def score_record(path: Path) -> dict:
+    rec = records.load_record(path)
+    ok = [n for n, m in rec["models"].items() if m.get("ok")]
+    rows = [records.replay_model(rec, n) for n in ok]
+    lofo = {}
+    for fam in FAMILIES:
+        names = [n for n in ok if rec["models"][n]["family"] == fam]
+        if names:
+            lofo[fam] = records.pool([records.replay_model(rec, n, held_out=fam) for n in names])
+    return {"record": path.name, "target": rec["target"], "build": rec["build"], "opset": rec["opset"],
+            "versions": rec["compiler_versions"], "models": len(ok), "failed": len(rec["models"]) - len(ok),
+            "rows": rows, "whole": records.pool(rows), "families": records.by_family(rows), "lofo": lofo}
+
+
+def _f(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", nargs="+", type=Path, default=records.all_records())
+    ap.add_argument("--wrong", action="store_true", help="list every disagreeing node, grouped by op")
+    a = ap.parse_args(argv)
+    print("| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | "
+          + " | ".join(f"LOFO {f}" for f in FAMILIES) + " |")
+    print("|---|---|---|---|---|---|---|" + "---|" * len(FAMILIES))
+    results = [score_record(p) for p in a.records]
+    for r in results:
+        w = r["whole"]
+        lofo = " | ".join(f"{_f(r['lofo'][f]['f1'])} ({r['lofo'][f]['tp'] + r['lofo'][f]['fn']})" if f in r["lofo"] else "-"
+                          for f in FAMILIES)
+        print(f"| {r['target']} {r['build']} opset {r['opset']} | {', '.join(r['versions'])} | {r['models']} ({r['failed']}) | "
+              f"{w['tp'] + w['fn']} | {_f(w['precision'])} | {_f(w['recall'])} | {_f(w['f1'])} | {lofo} |")
+    if a.wrong:
+        for r in results:
+            print(f"\n{r['record']}:")
+            groups = Counter((x["op"], x["kind"], x["rules"]) for row in r["rows"] for x in row["wrong"])
+            for (op, kind, rules), k in groups.most_common():
+                models = sorted({row["model"] for row in r["rows"] for x in row["wrong"] if (x["op"], x["kind"], x["rules"]) == (op, kind, rules)})
+                print(f"  {k:4d} {kind} {op:<22} {rules or '-':<40} {', '.join(models)}")
+
+
+if __name__ == "__main__":
+    main()
