@@ -114,6 +114,16 @@ def test_cli_table_flags_differences_and_absent_compiler_is_one_line(tmp_path):
     assert bad.returncode == 2 and "one target" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_unknown_judge_is_one_clear_error(tmp_path):
+    from npufit.errors import NpufitError
+
+    m = _onnx_with_exp(tmp_path / "exp.onnx")
+    with pytest.raises(NpufitError, match="unknown --measure judge"):
+        check(m, "ethos-u55-256", measure="sometimes")
+    with pytest.raises(NpufitError, match="TFLite models on Ethos-U"):
+        check(m, "ethos-u55-256", measure="vela-checks")
+
+
 def test_rknn_measure_flags_where_prediction_and_toolkit_differ(tmp_path):
     from npufit.envs import env_status
 
