@@ -15,7 +15,7 @@ from npufit.check import check  # noqa: E402
 from npufit.zoo import hailo_zoo  # noqa: E402
 
 pytestmark = pytest.mark.slow
-WHOLE = ("vit", "deit", "detr_r18", "detr_r50", "yolov8", "yolov5")
+WHOLE = ("vit", "deit", "vit_pose", "detr_r18", "detr_r50", "yolov8", "yolov5")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def test_zoo_network_is_npu_up_to_the_zoo_end_nodes(built, name):
 
 def test_transformer_blocks_are_one_npu_partition(built):
     d = built[0]
-    for name in ("vit", "deit", "detr_r18"):
+    for name in ("vit", "deit", "vit_pose", "detr_r18"):
         report = check(d / f"{name}.onnx", "hailo8")
         assert len(report.partitions) == 1 and report.partitions[0].device == "npu", name
         claimed = {n.composite for n in report.nodes if n.composite}

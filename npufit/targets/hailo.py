@@ -133,8 +133,10 @@ def _composites(p: str) -> tuple[Composite, ...]:
                   "were not attention MatMul operands", tokens.match_attention, NPU, source="H-MZ"),
         Composite(f"{p}.tokens", "feature map <-> token sequence",
                   ok.format("flatten(2) + transpose(1, 2) of a feature map (patch embedding, DETR's encoder input), its "
-                            "reverse, a token grid reshape with features last and BatchNorm1d over tokens") + ": on chip in "
-                  "the Zoo's vit (start node = the image input), detr and levit256", tokens.match_token_layout, NPU,
+                            "reverse, a token grid reshape with features last (to or from NCHW through a 4-D transpose, "
+                            "around a strided subsampling Slice) and BatchNorm1d over tokens") + ": on chip in the Zoo's vit "
+                  "(start node = the image input), detr, levit256 and vit_pose_small (tokens back to a map for the "
+                  "heatmap head)", tokens.match_token_layout, NPU,
                   source="H-MZ"),
         Composite(f"{p}.mean_linear", "mean(dim) -> reshape -> Linear",
                   "torch.mean(dim=...) followed by reshape and Linear fails at Hailo parse (\"Invalid kernel shape\": the "

@@ -154,7 +154,8 @@ def _token_batchnorm(graph: Graph, node: NodeView) -> list[NodeView] | None:
 
 def match_token_layout(graph: Graph) -> list[CompositeMatch]:
     """Feature map <-> token sequence: flatten(2) + transpose(1, 2) (patch embedding, DETR's encoder input), the
-    reverse, token-grid reshapes with the features last (and the strided Slice between them), BatchNorm1d on tokens."""
+    reverse, token-grid reshapes with the features last (to or from NCHW through a 4-D transpose, or around the
+    strided Slice of a subsampling block), BatchNorm1d on tokens."""
     out, seen = [], set()
 
     def add(nodes, detail):
@@ -173,6 +174,12 @@ def match_token_layout(graph: Graph) -> list[CompositeMatch]:
             r = sole_consumer(graph, node, ("Reshape",))
             if r is not None and _unflatten_hw(r):
                 add([node, r], f"tokens {node.input(0).shape_str()} -> feature map {r.output(0).shape_str()}")
+        elif _token_grid(node) and node.input(0).rank == 3 and (t := sole_consumer(graph, node, ("Transpose",))) is not None \
+                and transpose_perm(t) == [0, 3, 1, 2]:
+            add([node, t], f"tokens {node.input(0).shape_str()} -> grid -> feature map {t.output(0).shape_str()}")
+        elif node.op_type == "Transpose" and transpose_perm(node) == [0, 2, 3, 1] and \
+                (r := sole_consumer(graph, node, ("Reshape",))) is not None and _token_grid(r) and r.output(0).rank == 3:
+            add([node, r], f"feature map {node.input(0).shape_str()} -> grid -> tokens {r.output(0).shape_str()}")
         elif _token_grid(node) and node.input(0).rank == 3:
             chain, cur = [node], node
             while (nxt := sole_consumer(graph, cur, ("Slice",))) is not None:

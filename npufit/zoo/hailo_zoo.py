@@ -37,10 +37,11 @@ def _torch():
     return torch
 
 
-def _hf(model, path: Path, size: int, outputs: tuple[str, ...]) -> None:
+def _hf(model, path: Path, size: int | tuple[int, int], outputs: tuple[str, ...]) -> None:
     torch = _torch()
     model.set_attn_implementation("eager")  # explicit MatMul/Softmax: what an opset-11 export (the Zoo's) holds
-    export_onnx(wrap(model.eval(), ("pixel_values",), outputs), torch.randn(1, 3, size, size), path, OPSET, ["images"],
+    h, w = (size, size) if isinstance(size, int) else size
+    export_onnx(wrap(model.eval(), ("pixel_values",), outputs), torch.randn(1, 3, h, w), path, OPSET, ["images"],
                 list(outputs))
 
 
@@ -71,6 +72,17 @@ def levit(path: Path) -> tuple[str, ...]:
     cfg = LevitConfig(image_size=64, hidden_sizes=[32, 48, 64], num_attention_heads=[2, 3, 4], depths=[1, 1, 1],
                       key_dim=[8, 8, 8], mlp_ratio=[2, 2, 2], attention_ratio=[2, 2, 2], num_labels=10)
     _hf(LevitForImageClassificationWithTeacher(cfg), path, 64, ("logits",))
+    return ()
+
+
+def vit_pose(path: Path) -> tuple[str, ...]:
+    """ViTPose: a ViT backbone whose tokens are laid back out as a feature map for a deconvolution heatmap head."""
+    _torch()
+    from transformers import VitPoseBackboneConfig, VitPoseConfig, VitPoseForPoseEstimation
+
+    bb = VitPoseBackboneConfig(image_size=[64, 48], patch_size=[8, 8], hidden_size=32, num_hidden_layers=2,
+                               num_attention_heads=2, intermediate_size=64, out_indices=[2])
+    _hf(VitPoseForPoseEstimation(VitPoseConfig(backbone_config=bb, num_labels=5)), path, (64, 48), ("heatmaps",))
     return ()
 
 
@@ -218,6 +230,8 @@ ZOO: tuple[ZooNet, ...] = (
     ZooNet("vit", "vit_tiny, vit_small, vit_base", "`897` / `898` (the classifier output)", "nothing", vit),
     ZooNet("deit", "deit_tiny, deit_small, deit_base", "the classifier output", "nothing", deit),
     ZooNet("levit", "levit256", "`995` (the classifier output)", "nothing", levit),
+    ZooNet("vit_pose", "vit_pose_small", "`1126` (the heatmap output)", "nothing (keypoint decoding is post-processing)",
+           vit_pose),
     ZooNet("detr_r18", "detr_resnet_v1_18_bn", "`Add_3451` (class logits), `Sigmoid_3460` (boxes)",
            "nothing inside the network (Softmax and box conversion are post-processing)", detr_r18),
     ZooNet("detr_r50", "detr_resnet_v1_50", "`/class_embed/Add`, `/Sigmoid`",
