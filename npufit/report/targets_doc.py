@@ -85,4 +85,5 @@ def _zoo_section(profile: Profile) -> list[str]:
         lines.append(f"| {r['network']} | {_cell(r['zoo'])} | {_cell(r['zoo_end_nodes'])} | {_cell(', '.join(f'`{e}`' if e[0] != '(' else e for e in r['end_nodes']))} "
                      f"| {r['npu_to_end']}/{r['nodes_to_end']} | {_cell(', '.join(r['off_npu_to_end']) or '—')} | "
                      f"{_cell(r['zoo_cuts_after'])} | {_cell(', '.join(r['flagged_after_end']) or '—')} |")
-    return lines
+    notes = [f"- {r['network']}: {r['note']}" for r in rec["networks"] if r.get("note")]
+    return lines + ([""] + notes if notes else [])

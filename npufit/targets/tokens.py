@@ -36,7 +36,8 @@ def _noop_cast(node: NodeView) -> bool:
 
 
 def _rank_ok(node: NodeView) -> bool:
-    return all(t is not None and t.rank is not None and t.rank <= 4 for t in (node.input(0), node.output(0)))
+    """Head split/merge shuffles stay within rank 3..4 (5-D is another rule; rank 2 is a batch-flattened token matrix)."""
+    return all(t is not None and t.rank is not None and 3 <= t.rank <= 4 for t in (node.input(0), node.output(0)))
 
 
 def _walk_back(graph: Graph, tensor: str) -> list[NodeView]:
