@@ -44,8 +44,11 @@ def test_partitions_and_cut_points_are_listed(rtdetr_report):
     assert any(p.device == "npu" for p in parts) and any(p.device == "host" for p in parts)
     assert rtdetr_report.boundaries, "NPU<->host boundary tensors must be listed"
     prefix = rtdetr_report.prefix
-    # the largest NPU prefix covers the backbone and ends where Hailo users cut RT-DETR (the encoder input projections)
-    assert prefix["end_nodes"] and all("encoder_input_proj" in n for n in prefix["end_nodes"])
+    # the largest NPU prefix covers the backbone and the hybrid encoder (its AIFI attention is the form the Model Zoo
+    # compiles in DETR's encoder, H-MZ) and ends before the decoder's TopK / GridSample / GatherElements
+    assert prefix["end_nodes"] and not any("/backbone/" in n or "/encoder/" in n for n in prefix["end_nodes"])
+    attention = [n for n in rtdetr_report.nodes if "/encoder/aifi" in n.name and n.op_type in ("MatMul", "Softmax", "Transpose")]
+    assert attention and all(n.verdict.value == "npu" for n in attention)
     backbone = {n.name for n in rtdetr_report.nodes if "/backbone/" in n.name and n.verdict.value == "npu"}
     assert backbone and backbone <= {n.name for n in rtdetr_report.nodes if n.partition is not None}
     d = json.loads(rtdetr_report.to_json())

@@ -18,6 +18,10 @@ def register(sub) -> None:
     add_input_shape_option(p)
     p.add_argument("--all-nodes", action="store_true", help="list every node in table/markdown output, not only the failing ones")
     add_judge_option(p)
+    p.add_argument("--measure", nargs="?", const="auto", choices=("auto", "vela-checks", "compile"), metavar="JUDGE",
+                   help="also run the real compiler when it is installed (Vela; RKNN-Toolkit2 through its env) and show its "
+                        "placement per node beside npufit's explanation, flagging every difference. JUDGE: auto (default: "
+                        "Vela's operator checks for a TFLite model on Ethos-U55/U65, else a compile), vela-checks, compile")
     p.add_argument("--fail-under", type=percent, metavar="PCT",
                    help="exit 1 when NPU coverage (by nodes) is below PCT, for CI gates")
     p.set_defaults(func=run)
@@ -31,13 +35,18 @@ def run(args: argparse.Namespace) -> int:
     targets = resolve_targets(args.target)
     graph = load(args.model, parse_input_shapes(args.input_shape))
     if len(targets) > 1:
+        if args.measure:
+            from ..errors import NpufitError
+
+            raise NpufitError("--measure takes one target (a compiler runs per target): give --target NAME")
         from ..check.grid import check_grid  # multi-target grid (targets work)
 
         grid = check_grid(graph, targets, args.judge)
         emit(grid.render(args.format), args.output)
         worst = min(r.coverage_nodes for r in grid.reports.values())
     else:
-        report = check(graph, targets[0], judge=args.judge)
+        report = check(graph, targets[0], judge=args.judge, measure=args.measure or False,
+                       input_shapes=parse_input_shapes(args.input_shape))
         emit(report.render(args.format, all_nodes=args.all_nodes), args.output)
         worst = report.coverage_nodes
     if args.fail_under is not None and worst < args.fail_under:

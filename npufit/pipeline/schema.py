@@ -73,6 +73,11 @@ def _choice(*opts: str) -> Callable[[Any], str | None]:
     return lambda v: None if v in opts else f"expected one of {', '.join(opts)}"
 
 
+def _measure(v) -> str | None:
+    ok = isinstance(v, bool) or v in ("auto", "vela-checks", "compile")
+    return None if ok else "expected false, true, auto, vela-checks or compile"
+
+
 def _str_list(v) -> str | None:
     ok = isinstance(v, list) and all(isinstance(s, str) and s.strip() for s in v)
     return None if ok else "expected a list of strings"
@@ -109,7 +114,9 @@ TRAIN = {"epochs": Key(_int(1), 3, "passes over the training windows"),
 STEP_KEYS: dict[str, dict[str, Key]] = {
     "train": TRAIN,
     "export": {"opset": Key(_int(7), 11, "ONNX opset of the exported model (11: what the Hailo DFC officially takes)")},
-    "check": {},
+    "check": {"measure": Key(_measure, False,
+                             "also run the real compiler when installed and record its placement beside the prediction "
+                             "(check --measure)")},
     "fix": {"rules": Key(_str_list, None, "only these rewrite rules (default: the target's rule set)"),
             "skip_rules": Key(_str_list, None, "rewrite rules not to apply"),
             "allow_approx": Key(_bool, False, "also apply approximate rules (their error is reported)")},

@@ -107,7 +107,7 @@ def run_check(ctx: StepContext) -> Outcome:
     from ..check import check
     from ..report.model_explorer import write_node_data
 
-    report = check(ctx.model_input(), ctx.cell.target, judge=pipeline_judge(ctx.cell.target))
+    report = check(ctx.model_input(), ctx.cell.target, judge=pipeline_judge(ctx.cell.target), measure=ctx.settings["measure"])
     assume_int8 = report.target.get("judged_as") == "int8"
     atomic_write_json(ctx.folder / "check.json", report.to_dict())
     write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())
@@ -115,6 +115,9 @@ def run_check(ctx: StepContext) -> Outcome:
     metrics = {k: s[k] for k in ("coverage_nodes_pct", "coverage_macs_pct", "npu_partitions", "host_partitions",
                                  "boundaries", "fully_npu")}
     metrics["failing"] = len(report.failing)
+    measured = report.extra.get("measurement")
+    if measured:  # how far the prediction is from the compiler, or why nothing was measured
+        metrics["measured_differing"] = len(measured["differing"]) if "differing" in measured else None
     ops = sorted({n.op_type for n in report.failing})
     note = f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / {s['host_partitions']} host partition(s)"
     note += " (as int8)" if assume_int8 else ""

@@ -61,4 +61,29 @@ def render_profile_markdown(profile: Profile) -> str:
         lines += ["", "## Limits", "", "| limit | value |", "|---|---|"] + _limits_str(profile)
     if profile.sources:
         lines += ["", "## Sources", ""] + [f"- **{k}**: {_cell(v)}" for k, v in profile.sources.items()]
+    lines += _zoo_section(profile)
     return "\n".join(lines) + "\n"
+
+
+def _zoo_section(profile: Profile) -> list[str]:
+    """Verdicts on vendor model-zoo networks rebuilt here (a record written by npufit.zoo.<vendor>_zoo), if any."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "targets" / "records" / f"{profile.name}-zoo.json"
+    if not path.is_file():
+        return []
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    lines = ["", "## Model Zoo networks, rebuilt and checked", "",
+             f"Small rebuilds of the vendor's Model Zoo networks (same architecture, random weights, ONNX opset {rec['opset']}; "
+             "`npufit/zoo/hailo_zoo.py`), checked with this profile. The Zoo compiles everything up to its end nodes on the "
+             "chip, so every node up to the matching nodes of the rebuild should be `npu`. Refresh with "
+             "`python -m npufit.zoo.hailo_zoo`; a test rebuilds the networks and fails when this record is stale.", "",
+             "| rebuild | Zoo network(s) | Zoo end nodes | end nodes in the rebuild | npu up to the end nodes | not npu up to the end "
+             "nodes | Zoo cuts after the end nodes | flagged after the end nodes |", "|---|---|---|---|---|---|---|---|"]
+    for r in rec["networks"]:
+        lines.append(f"| {r['network']} | {_cell(r['zoo'])} | {_cell(r['zoo_end_nodes'])} | {_cell(', '.join(f'`{e}`' if e[0] != '(' else e for e in r['end_nodes']))} "
+                     f"| {r['npu_to_end']}/{r['nodes_to_end']} | {_cell(', '.join(r['off_npu_to_end']) or '—')} | "
+                     f"{_cell(r['zoo_cuts_after'])} | {_cell(', '.join(r['flagged_after_end']) or '—')} |")
+    notes = [f"- {r['network']}: {r['note']}" for r in rec["networks"] if r.get("note")]
+    return lines + ([""] + notes if notes else [])

@@ -7,7 +7,7 @@ op is `unsupported`. Rule functions live in hailo_rules.py; composite matchers i
 """
 from __future__ import annotations
 
-from . import patterns
+from . import patterns, tokens
 from .base import Composite, OpSupport, Profile, Verdict, Executes
 from .hailo_rules import graph_rules, op_rules
 
@@ -21,6 +21,7 @@ LIMITS = {
     "transpose_rejected_perms": [[0, 2, 1, 3]],
     "resize_modes": ["nearest", "linear", "bilinear"],
     "layernorm_min_rank": 3,
+    "gather_max_indices": 1,
     "opsets": [8, 11],
 }
 
@@ -75,6 +76,8 @@ _NPU_OPS = (
     (("ReduceSum",), "feature axis only", "H10-A"),
     (("ArgMax",), "over channels, at the end of the graph", "H-MZ"),
     (("Constant",), "folded", "seed 000"),
+    (("Gather",), "one constant position on a non-batch axis (the class token x[:, 0]); no lookups", "H-MZ"),
+    (("Cast",), "no-op casts only (removed by the parser's onnx-simplifier retry)", "H-I98"),
 )
 
 # (ops, reason, fix hints, source, fix_rules)
@@ -97,9 +100,6 @@ _UNSUPPORTED = (
      "F.gelu pattern Div/Erf/Add/Mul/Mul is recognised", ("use the tanh approximation of GELU (npufit fix gelu_tanh)",), "H-OCR",
      ("gelu_tanh",)),
     (("Selu",), "Selu is not supported (\"Selu operation is unsupported\")", ("replace it with Elu or LeakyRelu",), "H-VIT", ()),
-    (("Gather",), "Gather is not supported on the device (embedding lookup, batch-axis gather, \"Can't find index\")",
-     ("do the lookup on the host (zoo text encoders start after the embeddings)", "or use a Slice on the channel axis"), "H-BERT",
-     ()),
     (("GatherND", "ScatterND", "ScatterElements"), "Gather/Scatter by index tensors are not supported", ("rewrite, or do it on the host",),
      "H10-B", ()),
     (("NonMaxSuppression",), "NonMaxSuppression is not an ONNX op the parser takes; Hailo adds NMS as host post-processing",
@@ -126,6 +126,18 @@ def _composites(p: str) -> tuple[Composite, ...]:
                   source="seed 000"),
         Composite(f"{p}.silu", "SiLU", ok.format("x * sigmoid(x)"), patterns.match_silu, NPU, source="seed 000"),
         Composite(f"{p}.hardswish", "HardSwish", ok.format("x * hardsigmoid(x)"), patterns.match_hardswish, NPU, source="seed 000"),
+        Composite(f"{p}.attention", "multi-head attention (head split/merge shuffles)",
+                  ok.format("Multi-head attention (reshape [N,T,C] -> [N,T,h,d], Transpose [0,2,1,3], Q.K^T and A.V MatMuls, "
+                            "head merge, constant score bias)") + ": the Model Zoo compiles vit/deit/levit/detr/clip with no cut "
+                  "inside these blocks. Evidence conflicts with the head-reshape and [0,2,1,3] failures of H-OCR/H-Y26, which "
+                  "were not attention MatMul operands", tokens.match_attention, NPU, source="H-MZ"),
+        Composite(f"{p}.tokens", "feature map <-> token sequence",
+                  ok.format("flatten(2) + transpose(1, 2) of a feature map (patch embedding, DETR's encoder input), its "
+                            "reverse, a token grid reshape with features last (to or from NCHW through a 4-D transpose, "
+                            "around a strided subsampling Slice) and BatchNorm1d over tokens") + ": on chip in the Zoo's vit "
+                  "(start node = the image input), detr, levit256 and vit_pose_small (tokens back to a map for the "
+                  "heatmap head)", tokens.match_token_layout, NPU,
+                  source="H-MZ"),
         Composite(f"{p}.mean_linear", "mean(dim) -> reshape -> Linear",
                   "torch.mean(dim=...) followed by reshape and Linear fails at Hailo parse (\"Invalid kernel shape\": the "
                   "parser's Linear-as-conv conversion cannot take the reduced tensor)", patterns.match_mean_linear, UNSUP,
@@ -152,8 +164,10 @@ def _build(name: str, title: str, summary: str) -> Profile:
             "No CPU fallback inside a HEF: every unsupported node must be cut away (parser start/end nodes) and run on the host "
             "(H-COM, H-I98).",
             "ONNX opsets 8 and 11 are the officially supported ones (H-I27); the seed-000 evidence is opset 11.",
-            "Shuffle rule (designed from the evidence, hailo_rules.py): 4-D <-> 4-D/2-D Reshape/Flatten/Transpose pass "
-            "(seed 000), rank-3 and 5-D ones fail, Transpose perm [0,2,1,3] fails (H-YOLO, H-Y26).",
+            "Shuffle rules (designed from the evidence, hailo_rules.py, tokens.py): 4-D <-> 4-D/2-D Reshape/Flatten/Transpose "
+            "pass (seed 000); 5-D ones fail (H-Y26); rank-3 ones and Transpose perm [0,2,1,3] fail in detection heads (H-YOLO "
+            "DFL, H-Y26) but pass inside attention blocks and patch embeddings, which the Model Zoo compiles (H-MZ: vit, deit, "
+            "levit256, detr). Verdicts on rebuilt Zoo networks are listed below.",
         ),
         aliases=("hailo-8",) if name == "hailo8" else ("hailo-8l",),
     )

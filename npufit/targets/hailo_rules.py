@@ -19,6 +19,7 @@ import numpy as np
 
 from ..graph import NodeView
 from .base import Rule, Verdict
+from .tokens import features_last
 from .common import (batch_preserved, concat_axis, const_ints, dynamic_inputs, is_size1_reshape, keepdims, norm_axis,
                      rank, ranks, reduce_axes, slice_axes, transpose_perm)
 
@@ -138,9 +139,27 @@ def eltwise_const_layout(node: NodeView, lim: L) -> str | None:
         if t is None or not t.is_const or t.shape is None:
             continue
         big = [d for d in t.shape if d != 1]
-        if t.rank == 3 and len(big) >= 2:
+        other = node.inputs[1 - i] if len(node.inputs) > 1 else None
+        if t.rank == 3 and len(big) >= 2 and not (other and features_last(node.graph, other)):
             return f"constant operand {t.shape_str()}"
     return None
+
+
+def gather_position(node: NodeView, lim: L) -> str | None:
+    idx = node.const_value(1)
+    if idx is None:
+        return "indices are computed at run time (a lookup)"
+    if node.input(0) is not None and node.input(0).is_const:
+        return "gathers from a constant table"
+    if idx.size > lim["gather_max_indices"]:
+        return f"{idx.size} indices"
+    r = rank(node)
+    return "over the batch axis" if norm_axis(int(node.attr("axis", 0)), r) == 0 else None
+
+
+def cast_noop(node: NodeView, lim: L) -> str | None:
+    src, dst = node.input_dtype(0), node.output_dtype(0)
+    return None if src is not None and src == dst else f"{src} -> {dst}"
 
 
 # -- rules ------------------------------------------------------------------------------------------
@@ -165,15 +184,20 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 ("rewrite nn.Conv1d as nn.Conv2d with kernel (1, k) on an [N, C, 1, L] tensor (seed 000)",), "seed 000",
                 ("conv1d_to_conv2d",))
     shuffle = (
-        Rule(f"{p}.shuffle.rank3", "Reshape/Flatten/Transpose reading or writing a rank-3 tensor has no NHWC mapping in the Hailo "
-             "parser (UnsupportedShuffleLayerError: flatten(2), attention head split, DFL reshape); adding or dropping size-1 "
-             "axes is fine", shuffle_rank3, UNSUP, SHUFFLE_FIX, "H-YOLO"),
+        Rule(f"{p}.shuffle.rank3", "Reshape/Flatten/Transpose reading or writing a rank-3 tensor outside a recognised "
+             "transformer form has no NHWC mapping in the Hailo parser (UnsupportedShuffleLayerError on YOLO heads' [N, C, H*W] "
+             "bins and the DFL reshape, H-YOLO; on a Keras MHA head reshape, H-OCR). Evidence conflicts: the Model Zoo compiles "
+             "vit/deit/levit/detr with the same ops inside attention and patch embedding (H-MZ), so those forms are judged by "
+             "the composites " f"{p}.attention and {p}.tokens" " instead; adding or dropping size-1 axes is fine (seed 000 squeeze)",
+             shuffle_rank3, UNSUP, SHUFFLE_FIX, "H-YOLO"),
         Rule(f"{p}.shuffle.batch", "Ops that move or resize the batch axis are rejected by the Hailo parser", shuffle_batch, UNSUP,
              ("keep batch as axis 0 with size 1; do batch rearrangements on the host",), "H-VIT"),
     )
     transpose = shuffle + (
-        Rule(f"{p}.transpose.perm", "Transpose perms {transpose_rejected_perms} (the attention head transpose) fail with "
-             "UnsupportedShuffleLayerError; seed 000's 4-D permute compiled", transpose_perm_rule, UNSUP, SHUFFLE_FIX, "H-Y26"),
+        Rule(f"{p}.transpose.perm", "Transpose perms {transpose_rejected_perms} fail with UnsupportedShuffleLayerError outside "
+             "attention (YOLO DFL transpose, H-YOLO; H-Y26). Evidence conflicts: the same perm splits and merges heads inside "
+             "the attention blocks the Model Zoo compiles (vit/deit/levit/detr, H-MZ), judged by " f"{p}.attention and {p}.tokens" "; "
+             "seed 000's 4-D permute (0, 2, 3, 1) compiled", transpose_perm_rule, UNSUP, SHUFFLE_FIX, "H-Y26"),
     )
     feature_fix = ("move the reduced/sliced axis to the channel axis (Transpose before it) or do it on the host",)
     return {
@@ -209,8 +233,21 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                                     "inputs crash the parser's NHWC conversion)", layernorm_rank, UNSUP,
                                     ("keep the batch axis (rank >= 3) or export at opset < 17 to get the decomposed form",),
                                     "H10-D", ("opset_convert",)),),
+        "Gather": (Rule(f"{p}.gather.position", "Gather runs only as a one-position slice: constant indices (at most "
+                        "{gather_max_indices}) on a non-batch axis of an activation, e.g. the class token x[:, 0] before the "
+                        "vit/deit classifier (Model Zoo end nodes after it, inferred from the node numbering). Embedding lookups "
+                        "(UnsupportedGatherLayerError, H-BERT), batch-axis gathers (H-VIT) and run-time indices (\"Can't find "
+                        "index\", H-Y26) are rejected", gather_position, UNSUP,
+                        ("do the lookup on the host (Zoo text encoders start after the embeddings)",
+                         "or use a Slice on the channel axis"), "H-MZ"),),
+        "Cast": (Rule(f"{p}.cast.noop", "Only a Cast to the dtype the tensor already has is accepted: the parser's onnx-simplifier "
+                      "retry removes it (HF eager attention exports two around Softmax); no public evidence of a real dtype "
+                      "conversion inside a HEF (the Dataflow Compiler quantizes the float graph itself)", cast_noop, UNSUP,
+                      ("remove the conversion from the model, or do it on the host",), "H-I98"),),
         **{op: (Rule(f"{p}.eltwise.const_layout", "An element-wise constant operand must broadcast in NHWC layout; rank-3 constants "
-                     "with two non-unit axes are rejected (\"constant shape (1,2,8400) not broadcastable\")", eltwise_const_layout,
+                     "with two non-unit axes are rejected on channel-first [N, C, L] tensors (\"constant shape (1,2,8400) not "
+                     "broadcastable\", YOLO anchors, H-YOLO) and accepted on token sequences [N, T, C] (the position embeddings "
+                     "of the Zoo's vit/deit/detr, H-MZ)", eltwise_const_layout,
                      UNSUP, ("make the constant 4-D [1,C,1,1]/[1,C,H,W] or apply it on the host",), "H-YOLO"),)
            for op in ("Add", "Sub", "Mul", "Div")},
     }

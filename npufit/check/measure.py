@@ -1,0 +1,201 @@
+"""check --measure: the real compiler's placement beside npufit's prediction, node by node.
+
+Judges (`mode`):
+  vela-checks  Vela's own operator checks through its library, no compile (TFLite on Ethos-U55/U65; the default
+               there): the semantic and supported-operator checks, with the reason text Vela prints.
+  compile      the vendor compiler itself (Vela, RKNN-Toolkit2 in its env) in a temporary folder; placement is
+               mapped back to the model's nodes by npufit.compilers.mapping.
+  auto         vela-checks where it applies, else compile.
+The compiler is optional: when it is absent the measurement says so in one line and the prediction stands alone.
+Compilers are imported only here, inside the functions, and only when a measurement is asked for.
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import NpufitError
+from ..graph import Graph
+from ..targets.base import Profile
+
+SCHEMA = "npufit.check.measure/1"
+MODES = ("auto", "vela-checks", "compile")
+WORKER = Path(__file__).resolve().parent.parent / "envs" / "workers" / "vela_checks.py"
+
+
+@dataclass
+class Measurement:
+    target: str
+    mode: str  # the judge that ran: vela-checks | compile | none
+    compiler: str = ""
+    version: str | None = None
+    message: str = ""  # one line: why nothing was measured, or what the judge was
+    comparison: Any = None  # npufit.compilers.compare.PredictionComparison
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def measured(self) -> bool:
+        return self.comparison is not None
+
+    @property
+    def differing(self) -> list:
+        return self.comparison.disagreements if self.comparison else []
+
+    def to_dict(self) -> dict:
+        d = {"schema": SCHEMA, "target": self.target, "judge": self.mode, "compiler": self.compiler,
+             "compiler_version": self.version, "message": self.message, "notes": self.notes}
+        if self.comparison is not None:
+            cmp = self.comparison.to_dict()
+            d.update(scores=cmp["scores"], differing=[n["node"] for n in cmp["disagreements"]],
+                     nodes=[_row(n) for n in self.comparison.nodes])
+        return d
+
+
+def _row(n) -> dict:
+    why = "; ".join(f"{r['text']}" + (f" ({r['detail']})" if r.get("detail") else "") + f" [{r['rule']}]" for r in n.rules)
+    return {"node": n.node, "op": n.op, "predicted": n.predicted, "measured": n.actual, "differs": n.kind in ("fp", "fn"),
+            "npufit_explanation": why, "compiler_reason": n.compiler_reason, "mapped": n.how}
+
+
+def measure(graph: Graph, report, profile: Profile, mode: str = "auto", input_shapes=None,
+            timeout_s: float | None = 600) -> Measurement:
+    """Measure where the real compiler puts every node of `graph` for `profile` and hold it against `report`."""
+    if mode not in MODES:
+        raise NpufitError(f"unknown --measure judge '{mode}' (choose from {', '.join(MODES)})")
+    from ..compilers import compiler_for
+
+    target = profile.name
+    try:
+        comp = compiler_for(target)
+    except NpufitError:
+        return Measurement(target, "none", message=f"not measured: no compiler for {target} runs here")
+    st = comp.status()
+    if not st["available"]:
+        return Measurement(target, "none", st["name"], message=f"not measured: {st['name']} is not installed ({st['install']})")
+    if comp.name == "hailo":
+        return Measurement(target, "none", st["name"], message="not measured: the Hailo Dataflow Compiler gives no per-node "
+                                                                 "placement (no CPU fallback inside a HEF)")
+    tflite = graph.format == "tflite"
+    if mode == "vela-checks" and not (comp.name == "vela" and tflite):
+        raise NpufitError("--measure vela-checks judges TFLite models on Ethos-U targets; use --measure compile")
+    if mode == "vela-checks" or (mode == "auto" and comp.name == "vela" and tflite and not target.startswith("ethos-u85")):
+        return _vela_checks(graph, report, target, st.get("version"), timeout_s)
+    try:
+        return _compile(graph, report, target, input_shapes, timeout_s)
+    except NpufitError as e:  # e.g. RKNN is driven from ONNX only: say it in the measurement, keep the prediction
+        return Measurement(target, "none", st["name"], st.get("version"), f"not measured: {e}")
+
+
+def _comparison(report, placement, compiler: str):
+    from ..compilers.compare import compare_placement
+
+    return compare_placement(report, placement, compiler)
+
+
+def _by_output(graph: Graph) -> dict[str, str]:
+    return {o: n.name for n in graph.top_nodes for o in n.outputs if o}
+
+
+def _vela_checks(graph: Graph, report, target: str, version: str | None, timeout_s) -> Measurement:
+    import json
+
+    from ..compilers.base import Placement, run_tool
+
+    with tempfile.TemporaryDirectory(prefix="npufit-measure-") as d:
+        resp_path = Path(d) / "vela_checks.json"
+        run = run_tool([sys.executable, str(WORKER), str(Path(graph.path).resolve()), str(resp_path)], Path(d) / "vela_checks.log",
+                       cwd=d, timeout_s=timeout_s)
+        resp = json.loads(resp_path.read_text()) if resp_path.exists() else {"ok": False, "error": f"exit code {run.returncode}"}
+    if not resp.get("ok"):
+        return Measurement(target, "none", "vela", version, f"not measured: Vela's operator checks failed ({resp.get('error')})")
+    owner = _by_output(graph)
+    placement = [Placement(owner[o["ofm"]], graph.node(owner[o["ofm"]]).op_type, "npu" if o["npu"] else "cpu", f"Vela: {o['reason']}" if o["reason"] else "",
+                           [o["ofm"]]) for o in resp["ops"] if o["ofm"] in owner]
+    m = Measurement(target, "vela-checks", "vela", resp.get("version"),
+                    "judge: Vela's supported-operator checks (library call, no compile)", _comparison(report, placement, "vela"))
+    m.notes.append("Vela 5.2.0 compiles with its C++ core (Regor) by default, whose limits are wider for some operators "
+                   "(TRANSPOSE): --measure compile runs the compile itself")
+    return m
+
+
+def _compile(graph: Graph, report, target: str, input_shapes, timeout_s) -> Measurement:
+    from ..compilers import compile_model
+
+    with tempfile.TemporaryDirectory(prefix="npufit-measure-") as d:
+        judge_int8 = report.target.get("judged_as") == "int8"
+        res = compile_model(graph.path, target, out_dir=d, simulate=False, timeout_s=timeout_s, input_shapes=input_shapes,
+                            quantize=judge_int8 and target.startswith(("rk", "rv")))
+    if not res.ok or not res.placement:
+        return Measurement(target, "none", res.compiler, res.compiler_version,
+                           f"not measured: {res.compiler} did not finish ({(res.error or 'no placement').splitlines()[0][:200]})")
+    placement = res.placement
+    if graph.format == "tflite":  # Vela names a TFLite layer by its output tensor; fused ops have no layer of their own
+        from ..compilers.mapping import Layer, resolve
+
+        owner = _by_output(graph)
+        layers = [Layer(owner[p.node], p.op, p.device, p.reason) for p in placement if p.node in owner]
+        placement = resolve(graph, layers, compiler=res.compiler)
+    m = Measurement(target, "compile", res.compiler, res.compiler_version, f"judge: {res.compiler} {res.compiler_version or ''} "
+                    f"compile ({res.wall_s:.1f} s)".replace("  ", " "), _comparison(report, placement, res.compiler))
+    m.notes.extend(n for n in res.notes if "converted ONNX" in n)
+    return m
+
+
+def attach_measurement(report, graph: Graph, profile: Profile, mode: str = "auto", input_shapes=None) -> Measurement:
+    """Measure and add the result to report.extra (JSON key "measurement", terminal and Markdown sections)."""
+    m = measure(graph, report, profile, mode, input_shapes)
+    report.extra["measurement"] = m.to_dict()
+    report.extra.setdefault("_terminal_sections", []).append(lambda con, rep: _terminal(con, m))
+    report.extra.setdefault("_markdown_sections", []).append(lambda rep: render_markdown(m))
+    return m
+
+
+def _summary_line(m: Measurement) -> str:
+    s = m.comparison.scores()
+    return (f"{len(m.comparison.nodes)} nodes measured: compiler put {s['compiler_cpu_nodes']} on the CPU, npufit predicted "
+            f"{s['predicted_off_npu']} off the NPU; {len(m.differing)} differ (CPU-fallback recall "
+            f"{_pct(s['cpu_fallback_recall'])}, precision {_pct(s['cpu_fallback_precision'])})")
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def _terminal(con, m: Measurement) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    con.print(Text(f"measured placement ({m.target}): {m.message}", style="bold"))
+    if not m.measured:
+        return
+    for note in m.notes:
+        con.print(Text(f"note: {note}", style="dim"))
+    con.print(_summary_line(m))
+    rows = [n for n in m.comparison.nodes if n.actual != "folded" or n.predicted != "folded"]
+    t = Table(show_edge=False, pad_edge=False)
+    for col in ("", "node", "op", "predicted", "measured", "npufit's explanation", "compiler's reason"):
+        t.add_column(col, overflow="fold")
+    for n in rows:
+        r = _row(n)
+        flag = "≠" if r["differs"] else ""
+        t.add_row(Text(flag, style="bold red"), n.node, n.op, n.predicted, n.actual, r["npufit_explanation"] or "—",
+                  n.compiler_reason or "—", style="red" if flag else None)
+    con.print(t)
+
+
+def render_markdown(m: Measurement) -> str:
+    out = ["## Measured placement", "", f"{m.target}: {m.message}"]
+    if not m.measured:
+        return "\n".join(out)
+    out += [""] + [f"- note: {n}" for n in m.notes] + ["", _summary_line(m), "",
+                                                       "| differs | node | op | predicted | measured | npufit's explanation | compiler's reason |",
+                                                       "|---|---|---|---|---|---|---|"]
+    esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    for n in m.comparison.nodes:
+        r = _row(n)
+        out.append(f"| {'≠' if r['differs'] else ''} | `{esc(n.node)}` | {n.op} | {n.predicted} | {n.actual} | "
+                   f"{esc(r['npufit_explanation']) or '—'} | {esc(n.compiler_reason) or '—'} |")
+    return "\n".join(out)

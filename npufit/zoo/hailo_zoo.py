@@ -1,0 +1,319 @@
+"""Small rebuilds of Hailo Model Zoo networks, for checking the hailo8 profile against what the Zoo compiles.
+
+The Zoo (hailo-ai/hailo_model_zoo v2.12, cfg/networks/*.yaml, summarised in
+reference/hailo_model_zoo_cut_points.md) compiles these networks for Hailo-8 with the start/end nodes
+listed in ZOO below: everything between them runs on the chip. The rebuilds have the same architecture at a
+small size with random weights (transformers configs, offline) or, for YOLO, hand-written torch modules with the
+Ultralytics module layout, exported at opset 11 (the Zoo's opset). Each builder returns the names of the nodes
+that play the Zoo's end nodes in the rebuild (none: the whole network runs on the chip).
+Needs torch and transformers.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .export import export_onnx
+from .hf import wrap
+
+OPSET = 11
+
+
+@dataclass(frozen=True)
+class ZooNet:
+    name: str           # the rebuild
+    zoo: str            # Model Zoo network(s) it stands for
+    zoo_end: str        # the Zoo's end nodes (v2.12 yaml), verbatim
+    after_end: str      # what the Zoo cuts after the end nodes and runs on the host
+    build: Callable[[Path], tuple[str, ...]]
+    note: str = ""      # what the table should say beside the verdicts
+
+
+def _torch():
+    import torch
+
+    torch.manual_seed(0)
+    return torch
+
+
+def _hf(model, path: Path, size: int | tuple[int, int], outputs: tuple[str, ...]) -> None:
+    torch = _torch()
+    model.set_attn_implementation("eager")  # explicit MatMul/Softmax: what an opset-11 export (the Zoo's) holds
+    h, w = (size, size) if isinstance(size, int) else size
+    export_onnx(wrap(model.eval(), ("pixel_values",), outputs), torch.randn(1, 3, h, w), path, OPSET, ["images"],
+                list(outputs))
+
+
+def vit(path: Path) -> tuple[str, ...]:
+    _torch()
+    from transformers import ViTConfig, ViTForImageClassification
+
+    cfg = ViTConfig(image_size=32, patch_size=8, hidden_size=48, num_hidden_layers=2, num_attention_heads=3,
+                    intermediate_size=96, num_labels=10)
+    _hf(ViTForImageClassification(cfg), path, 32, ("logits",))
+    return ()
+
+
+def deit(path: Path) -> tuple[str, ...]:
+    _torch()
+    from transformers import DeiTConfig, DeiTForImageClassificationWithTeacher
+
+    cfg = DeiTConfig(image_size=32, patch_size=8, hidden_size=48, num_hidden_layers=2, num_attention_heads=3,
+                     intermediate_size=96, num_labels=10)
+    _hf(DeiTForImageClassificationWithTeacher(cfg), path, 32, ("logits",))
+    return ()
+
+
+def levit(path: Path) -> tuple[str, ...]:
+    _torch()
+    from transformers import LevitConfig, LevitForImageClassificationWithTeacher
+
+    cfg = LevitConfig(image_size=64, hidden_sizes=[32, 48, 64], num_attention_heads=[2, 3, 4], depths=[1, 1, 1],
+                      key_dim=[8, 8, 8], mlp_ratio=[2, 2, 2], attention_ratio=[2, 2, 2], num_labels=10)
+    _hf(LevitForImageClassificationWithTeacher(cfg), path, 64, ("logits",))
+    return ()
+
+
+def vit_pose(path: Path) -> tuple[str, ...]:
+    """ViTPose: a ViT backbone whose tokens are laid back out as a feature map for a deconvolution heatmap head."""
+    _torch()
+    from transformers import VitPoseBackboneConfig, VitPoseConfig, VitPoseForPoseEstimation
+
+    bb = VitPoseBackboneConfig(image_size=[64, 48], patch_size=[8, 8], hidden_size=32, num_hidden_layers=2,
+                               num_attention_heads=2, intermediate_size=64, out_indices=[2])
+    _hf(VitPoseForPoseEstimation(VitPoseConfig(backbone_config=bb, num_labels=5)), path, (64, 48), ("heatmaps",))
+    return ()
+
+
+def _detr(path: Path, layer_type: str) -> tuple[str, ...]:
+    _torch()
+    from transformers import DetrConfig, DetrForObjectDetection, ResNetConfig
+
+    bb = ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], layer_type=layer_type,
+                      out_features=["stage4"])
+    cfg = DetrConfig(use_timm_backbone=False, backbone_config=bb, use_pretrained_backbone=False, d_model=32,
+                     encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+                     encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10, num_labels=5)
+    _hf(DetrForObjectDetection(cfg), path, 128, ("logits", "pred_boxes"))
+    return ()
+
+
+def detr_r18(path: Path) -> tuple[str, ...]:
+    return _detr(path, "basic")
+
+
+def detr_r50(path: Path) -> tuple[str, ...]:
+    return _detr(path, "bottleneck")
+
+
+def _conv(cin: int, cout: int, k: int = 1, s: int = 1):
+    from torch import nn
+
+    class Conv(nn.Module):  # Ultralytics Conv: conv + BN + SiLU
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(cin, cout, k, s, k // 2, bias=False)
+            self.bn = nn.BatchNorm2d(cout)
+            self.act = nn.SiLU()
+
+        def forward(self, x):
+            return self.act(self.bn(self.conv(x)))
+
+    return Conv()
+
+
+def _backbone(w: int):
+    """Three feature maps at strides 8, 16, 32 (a CSP-free stand-in: the head is what the Zoo cuts)."""
+    from torch import nn
+
+    return nn.ModuleList([nn.Sequential(_conv(3, w, 3, 2), _conv(w, w, 3, 2), _conv(w, w, 3, 2)),
+                          _conv(w, 2 * w, 3, 2), _conv(2 * w, 4 * w, 3, 2)])
+
+
+def yolov8(path: Path) -> tuple[str, ...]:
+    """YOLOv8 anchor-free head: cv2 (4*reg_max box logits) and cv3 (class logits) per scale, then DFL and
+    dist2bbox, as Ultralytics exports it; the Zoo's end nodes are the six cv2/cv3 output convs."""
+    torch = _torch()
+    from torch import nn
+
+    reg_max, nc, w, size = 16, 4, 16, 128
+
+    class Detect(nn.Module):
+        def __init__(self, chs):
+            super().__init__()
+            self.cv2 = nn.ModuleList(nn.Sequential(_conv(c, 32, 3), _conv(32, 32, 3), nn.Conv2d(32, 4 * reg_max, 1)) for c in chs)
+            self.cv3 = nn.ModuleList(nn.Sequential(_conv(c, 32, 3), _conv(32, 32, 3), nn.Conv2d(32, nc, 1)) for c in chs)
+            self.dfl = nn.Conv2d(reg_max, 1, 1, bias=False)
+            self.dfl.weight.data[:] = torch.arange(reg_max, dtype=torch.float32).view(1, reg_max, 1, 1)
+
+        def forward(self, xs):
+            outs = [torch.cat((self.cv2[i](x), self.cv3[i](x)), 1) for i, x in enumerate(xs)]
+            strides = [size // x.shape[-1] for x in xs]
+            anchors, stride_t = [], []
+            for x, s in zip(xs, strides):  # constant anchor points (computed once at export)
+                h, wd = x.shape[-2:]
+                sy, sx = torch.meshgrid(torch.arange(h) + 0.5, torch.arange(wd) + 0.5, indexing="ij")
+                anchors.append(torch.stack((sx, sy), -1).view(-1, 2))
+                stride_t.append(torch.full((h * wd, 1), float(s)))
+            anchor = torch.cat(anchors).transpose(0, 1).unsqueeze(0)
+            stride = torch.cat(stride_t).transpose(0, 1).unsqueeze(0)
+            cat = torch.cat([o.view(1, 4 * reg_max + nc, -1) for o in outs], 2)
+            box, cls = cat.split((4 * reg_max, nc), 1)
+            b = self.dfl(box.view(1, 4, reg_max, -1).transpose(2, 1).softmax(1)).view(1, 4, -1)
+            lt, rb = b.chunk(2, 1)
+            xy = ((anchor - lt) + (anchor + rb)) / 2
+            wh = (anchor + rb) - (anchor - lt)
+            return torch.cat((torch.cat((xy, wh), 1) * stride, cls.sigmoid()), 1)
+
+    class YOLOv8(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = _backbone(w)
+            self.head = Detect((w, 2 * w, 4 * w))
+
+        def forward(self, x):
+            p3 = self.backbone[0](x)
+            p4 = self.backbone[1](p3)
+            return self.head([p3, p4, self.backbone[2](p4)])
+
+    export_onnx(YOLOv8().eval(), torch.randn(1, 3, size, size), path, OPSET, ["images"], ["output0"])
+    return tuple(f"/head/{b}.{i}/{b}.{i}.2/Conv" for i in range(3) for b in ("cv2", "cv3"))
+
+
+def yolov5(path: Path) -> tuple[str, ...]:
+    """YOLOv5 anchor head: one 1x1 conv per scale, then view(bs, na, no, ny, nx) -> permute, sigmoid and the
+    grid/anchor decode, as Ultralytics exports it; the Zoo's end nodes are the three 1x1 detect convs."""
+    torch = _torch()
+    from torch import nn
+
+    na, nc, w, size = 3, 4, 16, 128
+    no = nc + 5
+
+    class Detect(nn.Module):
+        def __init__(self, chs):
+            super().__init__()
+            self.m = nn.ModuleList(nn.Conv2d(c, na * no, 1) for c in chs)
+
+        def forward(self, xs):
+            z = []
+            for i, x in enumerate(xs):
+                y = self.m[i](x)
+                ny, nx = y.shape[-2:]
+                s = size // nx
+                y = y.view(1, na, no, ny, nx).permute(0, 1, 3, 4, 2).sigmoid()
+                gy, gx = torch.meshgrid(torch.arange(ny), torch.arange(nx), indexing="ij")
+                grid = torch.stack((gx, gy), 2).view(1, 1, ny, nx, 2).float() - 0.5
+                anchor = torch.full((1, na, 1, 1, 2), float(s) * 2)
+                xy, wh, conf = y.split((2, 2, no - 4), 4)
+                xy = (xy * 2 + grid) * s
+                wh = (wh * 2) ** 2 * anchor
+                z.append(torch.cat((xy, wh, conf), 4).view(1, na * nx * ny, no))
+            return torch.cat(z, 1)
+
+    class YOLOv5(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = _backbone(w)
+            self.head = Detect((w, 2 * w, 4 * w))
+
+        def forward(self, x):
+            p3 = self.backbone[0](x)
+            p4 = self.backbone[1](p3)
+            return self.head([p3, p4, self.backbone[2](p4)])
+
+    export_onnx(YOLOv5().eval(), torch.randn(1, 3, size, size), path, OPSET, ["images"], ["output0"])
+    return tuple(f"/head/m.{i}/Conv" for i in range(3))
+
+
+ZOO: tuple[ZooNet, ...] = (
+    ZooNet("vit", "vit_tiny, vit_small, vit_base", "`897` / `898` (the classifier output)", "nothing", vit),
+    ZooNet("deit", "deit_tiny, deit_small, deit_base", "the classifier output", "nothing", deit),
+    ZooNet("levit", "levit256", "`995` (the classifier output)", "nothing", levit,
+           "the nodes off the NPU read shapes the loader's 3 shape-refinement rounds leave unknown (reshape_as chains); "
+           "with the refinement run to its fixpoint all nodes are npu, one partition (tests/test_hailo_zoo.py)"),
+    ZooNet("vit_pose", "vit_pose_small", "`1126` (the heatmap output)", "nothing (keypoint decoding is post-processing)",
+           vit_pose),
+    ZooNet("detr_r18", "detr_resnet_v1_18_bn", "`Add_3451` (class logits), `Sigmoid_3460` (boxes)",
+           "nothing inside the network (Softmax and box conversion are post-processing)", detr_r18),
+    ZooNet("detr_r50", "detr_resnet_v1_50", "`/class_embed/Add`, `/Sigmoid`",
+           "nothing inside the network (Softmax and box conversion are post-processing)", detr_r50),
+    ZooNet("yolov8", "yolov8n/s/m/l/x", "`/model.22/cv2.{0,1,2}/cv2.{i}.2/Conv`, `/model.22/cv3.{0,1,2}/cv3.{i}.2/Conv`",
+           "DFL, dist2bbox, class Sigmoid, Concat (nms_postprocess on the host)", yolov8),
+    ZooNet("yolov5", "yolov5s/m (v2.12)", "the three 1x1 detect convs (`Conv_234`, `Conv_218`, `Conv_202` in yolov5s)",
+           "view(bs,3,85,ny,nx) + permute, Sigmoid, grid/anchor decode, Concat (nms_postprocess on the host)", yolov5),
+)
+BY_NAME = {z.name: z for z in ZOO}
+
+
+def build(name: str, folder: str | os.PathLike) -> tuple[Path, tuple[str, ...]]:
+    """Export one rebuild to `folder`/<name>.onnx; returns the path and the end-node names of the rebuild."""
+    path = Path(folder) / f"{name}.onnx"
+    ends = BY_NAME[name].build(path)
+    return path, ends
+
+
+def _ancestors(graph, ends: tuple[str, ...]) -> set[str]:
+    """The end nodes and every node they depend on (all nodes when there are no end nodes)."""
+    if not ends:
+        return {n.name for n in graph.nodes}
+    seen, stack = set(), [graph.node(e) for e in ends]
+    while stack:
+        n = stack.pop()
+        if n is None or n.name in seen:
+            continue
+        seen.add(n.name)
+        stack.extend(graph.predecessors(n))
+    return seen
+
+
+def evaluate(net: ZooNet, folder: str | os.PathLike, target: str = "hailo8") -> dict:
+    """Build one rebuild and judge it: how many nodes up to the end nodes run on the NPU, and what is cut after."""
+    from ..check import check
+    from ..graph import load
+
+    path, ends = build(net.name, folder)
+    graph = load(path)
+    missing = [e for e in ends if graph.node(e) is None]
+    if missing:
+        raise ValueError(f"{net.name}: end nodes {missing} are not in the export")
+    report = check(graph, target)
+    inside = _ancestors(graph, ends)
+    running = [r for r in report.nodes if r.verdict.value != "folded"]
+    before = [r for r in running if r.name in inside]
+    after = [r for r in running if r.name not in inside]
+    off = [r for r in before if r.verdict.value != "npu"]
+    cut_after = sorted({r.op_type for r in after if r.verdict.value != "npu"})
+    return {"network": net.name, "zoo": net.zoo, "zoo_end_nodes": net.zoo_end, "zoo_cuts_after": net.after_end,
+            "end_nodes": list(ends) or ["(the model outputs)"], "nodes_to_end": len(before),
+            "npu_to_end": len(before) - len(off), "off_npu_to_end": sorted({f"{r.op_type} [{r.reasons[0].rule}]" for r in off
+                                                                          if r.reasons}),
+            "nodes_after_end": len(after), "flagged_after_end": cut_after, "note": net.note}
+
+
+def evaluate_all(folder: str | os.PathLike, target: str = "hailo8") -> list[dict]:
+    return [evaluate(z, folder, target) for z in ZOO]
+
+
+RECORD = Path(__file__).resolve().parent.parent / "targets" / "records" / "hailo8-zoo.json"
+
+
+def write_record(folder: str | os.PathLike, path: str | os.PathLike = RECORD) -> list[dict]:
+    """Rebuild every network, judge it with today's hailo8 profile and write the record docs/targets/hailo8.md shows."""
+    import json
+
+    from ..util.io import atomic_write_text
+
+    rows = evaluate_all(folder)
+    atomic_write_text(Path(path), json.dumps({"schema": "npufit.hailo-zoo/1", "target": "hailo8", "opset": OPSET,
+                                              "networks": rows}, indent=1) + "\n")
+    return rows
+
+
+if __name__ == "__main__":  # python -m npufit.zoo.hailo_zoo: refresh the record (then `npufit targets --write-docs docs/targets`)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        for row in write_record(d):
+            print(f"{row['network']}: {row['npu_to_end']}/{row['nodes_to_end']} npu up to the end nodes")
