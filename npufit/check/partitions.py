@@ -43,64 +43,93 @@ class Boundary:
                 "from": self.src, "to": self.dst, "direction": self.direction}
 
 
-class _UF:
-    def __init__(self):
-        self.p: dict[str, str] = {}
+def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int]) -> list[Partition]:
+    """device_of: node name -> 'npu' | 'host' for every top-level node that runs somewhere.
 
-    def find(self, a: str) -> str:
-        self.p.setdefault(a, a)
-        while self.p[a] != a:
-            self.p[a] = self.p[self.p[a]]
-            a = self.p[a]
+    Linear in nodes + edges: one pass in topological order assigns levels and unions same-device,
+    same-level neighbours (union-find with path halving); a second pass collects each region's
+    inputs and outputs.
+    """
+    runnable = [n for n in graph.top_nodes if n.name in device_of]
+    made_by = _running_producers(runnable)
+    level: dict[str, int] = {}
+    root: dict[str, str] = {}  # union-find parent by node name
+
+    def find(a: str) -> str:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
         return a
 
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.p[rb] = ra
-
-
-def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int]) -> list[Partition]:
-    """device_of: node name -> 'npu' | 'host' for every top-level node that runs somewhere."""
-    level: dict[str, int] = {}
-    uf = _UF()
-    runnable = [n for n in graph.top_nodes if n.name in device_of]
     for n in runnable:
-        dev = device_of[n.name]
-        preds = [p for p in graph.predecessors(n) if p.name in device_of]
+        name = n.name
+        dev = device_of[name]
+        preds = _preds(n, made_by)
         lv = 0
         for p in preds:
-            lv = max(lv, level[p.name] + (device_of[p.name] != dev))
-        level[n.name] = lv
-        uf.find(n.name)
+            pl = level[p] + (device_of[p] != dev)
+            if pl > lv:
+                lv = pl
+        level[name] = lv
+        root[name] = name
         for p in preds:
-            if device_of[p.name] == dev and level[p.name] == lv:
-                uf.union(p.name, n.name)
-    groups: dict[str, list[NodeView]] = {}
-    for n in runnable:
-        groups.setdefault(uf.find(n.name), []).append(n)
-    parts = []
-    for i, members in enumerate(sorted(groups.values(), key=lambda ms: ms[0].index)):
-        parts.append(_describe(graph, i, device_of[members[0].name], members, macs))
-    return parts
-
-
-def _describe(graph: Graph, pid: int, device: str, members: list[NodeView], macs: dict[str, int]) -> Partition:
-    names = {m.name for m in members}
-    produced = {o for m in members for o in m.outputs if o}
-    ins, outs = [], []
+            if level[p] == lv and device_of[p] == dev:
+                ra, rb = find(p), find(name)
+                if ra != rb:
+                    root[rb] = ra
+    group_of: dict[str, int] = {}
+    groups: list[list[NodeView]] = []
+    first: dict[str, int] = {}
+    for n in runnable:  # topological order: groups are numbered by their earliest node
+        r = find(n.name)
+        g = first.get(r)
+        if g is None:
+            g = first[r] = len(groups)
+            groups.append([])
+        groups[g].append(n)
+        group_of[n.name] = g
+    ins: list[dict[str, None]] = [{} for _ in groups]  # insertion-ordered sets
+    outs: list[dict[str, None]] = [{} for _ in groups]
     graph_outs = set(graph.output_names)
-    for m in members:
-        for t in m.inputs:
-            if t and t not in produced and t not in ins and not graph.tensor(t).is_const:
-                ins.append(t)
-        for o in m.outputs:
-            if not o:
+    tensors = graph.tensors
+    for n in runnable:
+        g = group_of[n.name]
+        for t in n.inputs:
+            if not t or t in ins[g]:
                 continue
-            used_outside = any(c.name not in names for c in graph.consumers(o) if c.parent is None)
-            if (used_outside or o in graph_outs) and o not in outs:
-                outs.append(o)
-    return Partition(pid, device, [m.name for m in members], sum(macs.get(m.name, 0) for m in members), ins, outs)
+            p = made_by.get(t)
+            if p is not None and group_of[p] == g:
+                continue
+            info = tensors.get(t)
+            if info is None or not info.is_const:
+                ins[g][t] = None
+        for o in n.outputs:
+            if not o or o in outs[g]:
+                continue
+            if o in graph_outs or any(c.parent is None and group_of.get(c.name) != g for c in graph.consumers(o)):
+                outs[g][o] = None
+    return [Partition(g, device_of[members[0].name], [m.name for m in members], sum(macs.get(m.name, 0) for m in members),
+                      list(ins[g]), list(outs[g])) for g, members in enumerate(groups)]
+
+
+def _running_producers(runnable: list[NodeView]) -> dict[str, str]:
+    """tensor -> name of the running node that writes it."""
+    made_by: dict[str, str] = {}
+    for n in runnable:
+        for o in n.outputs:
+            if o:
+                made_by[o] = n.name
+    return made_by
+
+
+def _preds(node: NodeView, made_by: dict[str, str]) -> list[str]:
+    """Names of the distinct running producers of `node`'s inputs."""
+    out: list[str] = []
+    for t in node.inputs:
+        p = made_by.get(t)
+        if p is not None and p not in out:
+            out.append(p)
+    return out
 
 
 def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
@@ -135,22 +164,21 @@ def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
 
 def npu_prefix(graph: Graph, device_of: dict[str, str]) -> dict:
     """Largest NPU-runnable prefix: NPU nodes all of whose running ancestors are NPU nodes too."""
-    ok: set[str] = set()
-    for n in graph.top_nodes:
-        if device_of.get(n.name) != NPU:
-            continue
-        if all(p.name in ok for p in graph.predecessors(n) if p.name in device_of):
-            ok.add(n.name)
+    ok: dict[str, None] = {}  # topological order is kept by insertion
+    runnable = [n for n in graph.top_nodes if n.name in device_of]
+    made_by = _running_producers(runnable)
+    for n in runnable:
+        if device_of[n.name] == NPU and all(p in ok for p in _preds(n, made_by)):
+            ok[n.name] = None
     graph_ins, graph_outs = set(graph.input_names), set(graph.output_names)
     start, end, end_tensors = [], [], []
-    for n in graph.top_nodes:
-        if n.name not in ok:
-            continue
+    for name in ok:
+        n = graph.node(name)
         if any(t in graph_ins for t in n.inputs):
-            start.append(n.name)
+            start.append(name)
         crossing = [o for o in n.outputs if o and (o in graph_outs or any(
             c.name not in ok and c.name in device_of for c in graph.consumers(o)))]
         if crossing:
-            end.append(n.name)
+            end.append(name)
             end_tensors.extend(crossing)
-    return {"nodes": sorted(ok, key=lambda s: graph.node(s).index), "start_nodes": start, "end_nodes": end, "end_tensors": end_tensors}
+    return {"nodes": list(ok), "start_nodes": start, "end_nodes": end, "end_tensors": end_tensors}
