@@ -61,19 +61,6 @@ def test_ray_tasks_go_only_where_their_resource_is(local_ray):
     assert out[2].status == "error" and "ValueError" in out[2].error
 
 
-@pytest.mark.parametrize("name", ["pool", "inprocess"])
-def test_a_crash_or_a_bad_task_is_an_outcome_not_the_end(name):
-    tasks = [Task("math:sqrt", 4.0), Task("math:sqrt", -1.0), Task("math:sqrt", 9.0)]
-    if name == "pool":  # only a separate process can be killed or die without taking the batch down
-        tasks += [Task("os:_exit", 3), Task("time:sleep", 60)]
-    with get_executor(name, 2) as ex:
-        out = ex.map(tasks, timeout=20)
-    assert [o.status for o in out[:3]] == ["ok", "error", "ok"] and out[2].value == 3.0
-    if name == "pool":
-        assert out[3].status == "error" and "exit code 3" in out[3].error
-        assert out[4].status == "timeout" and "20 s" in out[4].error
-
-
 def test_cache_skips_unchanged_models_and_rechecks_a_changed_one(tmp_path):
     paths = write_zoo(tmp_path / "zoo", 6)
     cache = tmp_path / "scan-cache.json"

@@ -10,7 +10,7 @@ from ..targets import get_profile
 from ..errors import NpufitError
 from ..util.gcpause import gc_paused
 from ..targets.base import Composite, Executes, OpSupport, Profile, Rule, Verdict, worst
-from .partitions import HOST, NPU, boundaries, npu_prefix, partition
+from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from .result import CheckReport, NodeResult, Reason
 
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -94,12 +94,13 @@ def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
         if v is not _FOLDED:
             device_of[n.name] = NPU if v is _NPU else HOST
     macs = {name: r.macs for name, r in results.items()}
-    parts = partition(graph, device_of, macs)
+    dag = RunningDag(graph, device_of)  # shared by partitioning and the prefix
+    parts = partition(graph, device_of, macs, dag)
     for p in parts:
         for name in p.nodes:
             results[name].partition = p.id
     bounds = boundaries(graph, parts)
-    prefix = npu_prefix(graph, device_of)
+    prefix = npu_prefix(graph, device_of, dag)
     total = sum(macs.get(n, 0) for n in device_of)
     prefix_macs = sum(macs.get(n, 0) for n in prefix["nodes"])
     prefix_summary = {

@@ -43,93 +43,97 @@ class Boundary:
                 "from": self.src, "to": self.dst, "direction": self.direction}
 
 
-def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int]) -> list[Partition]:
+class RunningDag:
+    """The running top-level nodes as index lists: device per node and distinct running predecessors.
+
+    Built once per check and shared by partition() and npu_prefix(); lists indexed by node position
+    instead of name-keyed dicts keep a 100k-node graph to a few list reads per edge.
+    """
+
+    def __init__(self, graph: Graph, device_of: dict[str, str]):
+        self.graph = graph
+        self.runnable = [n for n in graph.top_nodes if n.name in device_of]
+        nodes = graph.nodes
+        self.dev: list[str | None] = [None] * len(nodes)
+        for n in self.runnable:
+            self.dev[n.index] = device_of[n.name]
+        dev, producer = self.dev, graph.producer
+        self.preds: list[list[int]] = []
+        for n in self.runnable:
+            ps: list[int] = []
+            for t in n.inputs:
+                if t:
+                    p = producer(t)
+                    if p is not None and dev[p.index] is not None and p.index not in ps:
+                        ps.append(p.index)
+            self.preds.append(ps)
+
+
+def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag: RunningDag | None = None) -> list[Partition]:
     """device_of: node name -> 'npu' | 'host' for every top-level node that runs somewhere.
 
     Linear in nodes + edges: one pass in topological order assigns levels and unions same-device,
     same-level neighbours (union-find with path halving); a second pass collects each region's
     inputs and outputs.
     """
-    runnable = [n for n in graph.top_nodes if n.name in device_of]
-    made_by = _running_producers(runnable)
-    level: dict[str, int] = {}
-    root: dict[str, str] = {}  # union-find parent by node name
+    dag = dag or RunningDag(graph, device_of)
+    nodes, dev, runnable = graph.nodes, dag.dev, dag.runnable
+    level = [0] * len(nodes)
+    root = list(range(len(nodes)))  # union-find parent by node index
 
-    def find(a: str) -> str:
+    def find(a: int) -> int:
         while root[a] != a:
             root[a] = root[root[a]]
             a = root[a]
         return a
 
-    for n in runnable:
-        name = n.name
-        dev = device_of[name]
-        preds = _preds(n, made_by)
+    for n, preds in zip(runnable, dag.preds):
+        i, d = n.index, dev[n.index]
         lv = 0
         for p in preds:
-            pl = level[p] + (device_of[p] != dev)
+            pl = level[p] + (dev[p] != d)
             if pl > lv:
                 lv = pl
-        level[name] = lv
-        root[name] = name
+        level[i] = lv
         for p in preds:
-            if level[p] == lv and device_of[p] == dev:
-                ra, rb = find(p), find(name)
+            if level[p] == lv and dev[p] == d:
+                ra, rb = find(p), find(i)
                 if ra != rb:
                     root[rb] = ra
-    group_of: dict[str, int] = {}
+    group = [-1] * len(nodes)
     groups: list[list[NodeView]] = []
-    first: dict[str, int] = {}
+    first: dict[int, int] = {}
     for n in runnable:  # topological order: groups are numbered by their earliest node
-        r = find(n.name)
+        r = find(n.index)
         g = first.get(r)
         if g is None:
             g = first[r] = len(groups)
             groups.append([])
         groups[g].append(n)
-        group_of[n.name] = g
+        group[n.index] = g
     ins: list[dict[str, None]] = [{} for _ in groups]  # insertion-ordered sets
     outs: list[dict[str, None]] = [{} for _ in groups]
     graph_outs = set(graph.output_names)
-    tensors = graph.tensors
+    tensors, producer, consumers = graph.tensors, graph.producer, graph.consumers
     for n in runnable:
-        g = group_of[n.name]
+        g = group[n.index]
+        gin, gout = ins[g], outs[g]
         for t in n.inputs:
-            if not t or t in ins[g]:
+            if not t or t in gin:
                 continue
-            p = made_by.get(t)
-            if p is not None and group_of[p] == g:
+            p = producer(t)
+            if p is not None and group[p.index] == g:
                 continue
             info = tensors.get(t)
             if info is None or not info.is_const:
-                ins[g][t] = None
+                gin[t] = None
         for o in n.outputs:
-            if not o or o in outs[g]:
+            if not o or o in gout:
                 continue
-            if o in graph_outs or any(c.parent is None and group_of.get(c.name) != g for c in graph.consumers(o)):
-                outs[g][o] = None
-    return [Partition(g, device_of[members[0].name], [m.name for m in members], sum(macs.get(m.name, 0) for m in members),
+            if o in graph_outs or any(c.parent is None and group[c.index] != g for c in consumers(o)):
+                gout[o] = None
+    return [Partition(g, dev[members[0].index], [m.name for m in members], sum(macs.get(m.name, 0) for m in members),  # type: ignore[arg-type]
                       list(ins[g]), list(outs[g])) for g, members in enumerate(groups)]
-
-
-def _running_producers(runnable: list[NodeView]) -> dict[str, str]:
-    """tensor -> name of the running node that writes it."""
-    made_by: dict[str, str] = {}
-    for n in runnable:
-        for o in n.outputs:
-            if o:
-                made_by[o] = n.name
-    return made_by
-
-
-def _preds(node: NodeView, made_by: dict[str, str]) -> list[str]:
-    """Names of the distinct running producers of `node`'s inputs."""
-    out: list[str] = []
-    for t in node.inputs:
-        p = made_by.get(t)
-        if p is not None and p not in out:
-            out.append(p)
-    return out
 
 
 def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
@@ -162,23 +166,23 @@ def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
     return out
 
 
-def npu_prefix(graph: Graph, device_of: dict[str, str]) -> dict:
+def npu_prefix(graph: Graph, device_of: dict[str, str], dag: RunningDag | None = None) -> dict:
     """Largest NPU-runnable prefix: NPU nodes all of whose running ancestors are NPU nodes too."""
-    ok: dict[str, None] = {}  # topological order is kept by insertion
-    runnable = [n for n in graph.top_nodes if n.name in device_of]
-    made_by = _running_producers(runnable)
-    for n in runnable:
-        if device_of[n.name] == NPU and all(p in ok for p in _preds(n, made_by)):
-            ok[n.name] = None
+    dag = dag or RunningDag(graph, device_of)
+    ok = [False] * len(graph.nodes)
+    chosen: list[NodeView] = []  # topological order
+    for n, preds in zip(dag.runnable, dag.preds):
+        if dag.dev[n.index] == NPU and all(ok[p] for p in preds):
+            ok[n.index] = True
+            chosen.append(n)
     graph_ins, graph_outs = set(graph.input_names), set(graph.output_names)
     start, end, end_tensors = [], [], []
-    for name in ok:
-        n = graph.node(name)
+    for n in chosen:
         if any(t in graph_ins for t in n.inputs):
-            start.append(name)
+            start.append(n.name)
         crossing = [o for o in n.outputs if o and (o in graph_outs or any(
-            c.name not in ok and c.name in device_of for c in graph.consumers(o)))]
+            not ok[c.index] and dag.dev[c.index] is not None for c in graph.consumers(o)))]
         if crossing:
-            end.append(name)
+            end.append(n.name)
             end_tensors.extend(crossing)
-    return {"nodes": list(ok), "start_nodes": start, "end_nodes": end, "end_tensors": end_tensors}
+    return {"nodes": [n.name for n in chosen], "start_nodes": start, "end_nodes": end, "end_tensors": end_tensors}

@@ -120,8 +120,9 @@ def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
         raise BadModelError(f"{p}: not an ONNX model (no graph / ir_version in the protobuf)")
     if len(model.graph.node) == 0 and len(model.graph.output) == 0:
         raise BadModelError(f"{p}: ONNX model has an empty graph")
-    model_missing = check_external_data(model, p.parent)
-    for f in [p, *external_data_files(model, p.parent)]:
+    refs = _external_refs(model.graph)
+    model_missing = check_external_data(model, p.parent, refs)
+    for f in [p, *external_data_files(model, p.parent, refs)]:
         note_input(f)  # no output of this run may land on a file it reads
     if model_missing:
         model.metadata_props.add(key="npufit.missing_external_data", value=",".join(model_missing))
@@ -139,38 +140,45 @@ def _external_location(t: onnx.TensorProto) -> str | None:
 
 def _all_tensors(graph: onnx.GraphProto):
     yield from graph.initializer
+    TENSOR, GRAPH, GRAPHS = onnx.AttributeProto.TENSOR, onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     for n in graph.node:
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.TENSOR:
+        attrs = n.attribute
+        if not attrs:
+            continue
+        for a in attrs:
+            kind = a.type
+            if kind == TENSOR:
                 yield a.t
-            elif a.type == onnx.AttributeProto.GRAPH:
+            elif kind == GRAPH:
                 yield from _all_tensors(a.g)
-            elif a.type == onnx.AttributeProto.GRAPHS:
+            elif kind == GRAPHS:
                 for g in a.graphs:
                     yield from _all_tensors(g)
 
 
-def check_external_data(model: onnx.ModelProto, base_dir: Path) -> list[str]:
+def _external_refs(graph: onnx.GraphProto) -> list[tuple[str, str]]:
+    """(tensor name, location) of every tensor stored outside the file: one walk over the graph."""
+    return [(t.name, loc) for t in _all_tensors(graph) if (loc := _external_location(t)) is not None]
+
+
+def check_external_data(model: onnx.ModelProto, base_dir: Path, refs: list[tuple[str, str]] | None = None) -> list[str]:
     """External data must stay inside the model's folder (path traversal is refused)."""
     base = base_dir.resolve()
     missing = []
-    for t in _all_tensors(model.graph):
-        loc = _external_location(t)
-        if loc is None:
-            continue
+    for name, loc in (_external_refs(model.graph) if refs is None else refs):
         if not loc or os.path.isabs(loc):
-            raise BadModelError(f"initializer '{t.name}': external data location '{loc}' must be a relative path inside the model folder")
+            raise BadModelError(f"initializer '{name}': external data location '{loc}' must be a relative path inside the model folder")
         target = (base / loc).resolve()
         if base != target and base not in target.parents:
-            raise BadModelError(f"initializer '{t.name}': external data '{loc}' points outside the model folder (refused: path traversal)")
+            raise BadModelError(f"initializer '{name}': external data '{loc}' points outside the model folder (refused: path traversal)")
         if not target.exists():
             missing.append(loc)
     return sorted(set(missing))
 
 
-def external_data_files(model: onnx.ModelProto, base_dir: Path) -> list[Path]:
+def external_data_files(model: onnx.ModelProto, base_dir: Path, refs: list[tuple[str, str]] | None = None) -> list[Path]:
     """The external data files a model names that exist (locations already checked by check_external_data)."""
-    locs = {loc for t in _all_tensors(model.graph) if (loc := _external_location(t))}
+    locs = {loc for _, loc in (_external_refs(model.graph) if refs is None else refs) if loc}
     return [base_dir / loc for loc in sorted(locs) if (base_dir / loc).is_file()]
 
 
@@ -210,17 +218,61 @@ def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...
     opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
     if opsets.get("ai.onnx", 0) > onnx.defs.onnx_opset_version():
         warnings.append(f"model opset {opsets['ai.onnx']} is newer than this onnx ({onnx.defs.onnx_opset_version()}); shapes may be incomplete")
+    kept = _strip_weights(model)
     model = _infer(model, warnings)
     with gc_paused():
-        return build_graph(model, str(path), opsets, warnings)
+        graph = build_graph(model, str(path), opsets, warnings, kept)
+    return graph
 
 
-def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], warnings: list[str]) -> Graph:
+SHAPE_DATA_ELEMS = 64  # float initializers up to this size keep their data for inference (Resize scales, Range bounds)
+
+
+def _strip_weights(model: onnx.ModelProto) -> dict[str, tuple[bytes, tuple[int, ...], int]]:
+    """Drop weight bytes from our in-memory copy before shape inference, which needs dims and dtype only.
+
+    Inference serializes the model, parses it in C++ and back: with the weights that is most of a big
+    model's load time, and a copy of every weight in memory. Integer tensors (shape vectors, axes) and
+    tiny float ones keep their data for data propagation. Returns the raw bytes of the stripped tensors
+    small enough for rules to read their values (SMALL_VALUE_ELEMS), decoded only if a rule asks.
+    """
+    kept: dict[str, tuple[bytes, tuple[int, ...], int]] = {}
+    EXTERNAL = onnx.TensorProto.EXTERNAL
+    INTEGER = _INTEGER_TYPES
+    for init in model.graph.initializer:
+        if init.data_location == EXTERNAL or not init.HasField("raw_data"):
+            continue
+        dims = tuple(init.dims)
+        n = 1
+        for d in dims:
+            n *= d
+        if n <= SHAPE_DATA_ELEMS or (init.data_type in INTEGER and n <= SMALL_VALUE_ELEMS):
+            continue
+        if n <= SMALL_VALUE_ELEMS:
+            kept[init.name] = (init.raw_data, dims, init.data_type)
+        init.ClearField("raw_data")
+        init.data_location = EXTERNAL
+        init.external_data.add(key="location", value=_STUB_LOCATION)
+    return kept
+
+
+_STUB_LOCATION = "__npufit_stub__"  # never opened: inference reads no external data
+_INTEGER_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
+                            onnx.TensorProto.UINT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT16, onnx.TensorProto.UINT8,
+                            onnx.TensorProto.BOOL})
+
+
+def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], warnings: list[str],
+                kept: Mapping[str, tuple[bytes, tuple[int, ...], int]] | None = None) -> Graph:
     tensors: dict[str, TensorInfo] = {}
     nodes: list[NodeView] = []
     g = model.graph
     init_names = {t.name for t in g.initializer}
     _collect_graph(g, tensors, nodes, parent=None, prefix="")
+    for name, raw in (kept or {}).items():  # values of the weights stripped before inference
+        t = tensors.get(name)
+        if isinstance(t, _InitializerInfo):
+            t._proto = raw
     inputs = [i.name for i in g.input if i.name not in init_names]
     outputs = [o.name for o in g.output]
     for name in inputs:
@@ -314,7 +366,7 @@ def _without_big_data(model: onnx.ModelProto) -> onnx.ModelProto:
             t.ClearField("raw_data")
             t.data_location = onnx.TensorProto.EXTERNAL
             del t.external_data[:]
-            t.external_data.add(key="location", value="__npufit_stub__")
+            t.external_data.add(key="location", value=_STUB_LOCATION)
     return m
 
 
@@ -326,7 +378,7 @@ class _InitializerInfo(TensorInfo):
 
     __slots__ = ("_proto",)
 
-    def __init__(self, name: str, proto: onnx.TensorProto | None):
+    def __init__(self, name: str, proto: onnx.TensorProto | tuple | None):
         TensorInfo.__init__(self, name)
         self._proto = proto
 
@@ -336,6 +388,9 @@ class _InitializerInfo(TensorInfo):
         if proto is not None:
             self._proto = None
             try:
+                if isinstance(proto, tuple):  # (raw bytes, dims, data type) kept by _strip_weights
+                    raw, dims, dtype = proto
+                    proto = onnx.TensorProto(dims=dims, data_type=dtype, raw_data=raw)
                 _VALUE.__set__(self, numpy_helper.to_array(proto))
             except Exception:
                 _VALUE.__set__(self, None)
