@@ -66,6 +66,8 @@ def test_cache_skips_unchanged_models_and_rechecks_a_changed_one(tmp_path):
     cache = tmp_path / "scan-cache.json"
     first = scan([tmp_path / "zoo"], "hailo8,rk3588", executor="inprocess", cache=cache)
     assert first.run["checked"] == 6 and cache.is_file()
+    # size and mtime of every file are kept with its hash: an unchanged file is not read again
+    assert json.loads(cache.read_text())["files"][str(paths[0])][2] == first.rows[0]["sha256"]
     again = scan([tmp_path / "zoo"], "hailo8,rk3588", executor="inprocess", cache=cache)
     assert again.run["checked"] == 0 and again.run["from_cache"] == 6 and all(r["cached"] for r in again.rows)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "cached"} for r in rows]  # noqa: E731

@@ -69,15 +69,25 @@ def _manifest(path: Path, depth: int) -> list[str]:
     return out
 
 
-def content_hash(path: str) -> str:
-    """sha256 of the model file (external weights do not change a check, so they are not hashed)."""
+def content_hash(path: str, known: dict[str, Any] | None = None) -> str:
+    """sha256 of the model file (external weights do not change a check, so they are not hashed).
+
+    known: {path: [size, mtime_ns, sha256]} from the cache; a file whose size and mtime are unchanged is not
+    read again (a zoo on shared storage is hashed once, not on every scan)."""
     from ..util.readers import require_regular_file
 
-    require_regular_file(path, "model file")
+    st = require_regular_file(path, "model file")
+    seen = (known or {}).get(path)
+    if isinstance(seen, list) and len(seen) == 3 and seen[:2] == [st.st_size, st.st_mtime_ns]:
+        return str(seen[2])
+    if known is not None:
+        known[path] = [st.st_size, st.st_mtime_ns, None]
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
+    if known is not None:
+        known[path][2] = h.hexdigest()
     return h.hexdigest()
 
 
@@ -87,15 +97,17 @@ def _cache_key(sha: str, target: str, judge: str) -> str:
     return f"{sha}:{target}:{judge}:{__version__}"  # a new npufit may judge differently: its own entries
 
 
-def _load_cache(path: Path | None) -> dict[str, Any]:
+def _load_cache(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(rows by key, files by path) of an earlier scan's cache."""
     if path is None or not path.exists():
-        return {}
+        return {}, {}
     from ..util.readers import read_json
 
     d = read_json(path, "scan cache", max_bytes=CACHE_MAX_BYTES)
     if not isinstance(d, dict) or d.get("schema") != CACHE_SCHEMA or not isinstance(d.get("rows"), dict):
         raise NpufitError(f"--cache {path}: not an npufit scan cache (schema {CACHE_SCHEMA})")
-    return d["rows"]
+    files = d.get("files")
+    return d["rows"], files if isinstance(files, dict) else {}
 
 
 def scan(paths: Sequence[str | os.PathLike], targets: str | Sequence[str] = "hailo8", executor: str = "pool",
@@ -118,14 +130,14 @@ def scan(paths: Sequence[str | os.PathLike], targets: str | Sequence[str] = "hai
     if not models:
         raise NpufitError("no .onnx or .tflite model found under " + ", ".join(str(p) for p in paths))
     cache_path = Path(cache) if cache is not None else None
-    cached = _load_cache(cache_path)
+    cached, files = _load_cache(cache_path)
     t0 = time.perf_counter()
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     shas: dict[str, str] = {}
     todo: list[str] = []
     for m in models:
         try:
-            shas[m] = content_hash(m)
+            shas[m] = content_hash(m, files)
         except NpufitError as e:
             for t in names:
                 rows[(m, t)] = _row(m, "", t, {"status": "error", "error": e.message}, False)
@@ -151,7 +163,7 @@ def scan(paths: Sequence[str | os.PathLike], targets: str | Sequence[str] = "hai
     elapsed = time.perf_counter() - t0
     ordered = [rows[(m, t)] for m in models for t in names]
     if cache_path is not None:
-        _save_cache(cache_path, cached, ordered, judge)
+        _save_cache(cache_path, cached, files, ordered, judge)
     return ScanReport(ordered, names, judge, {**run_info, "models": len(models), "checked": len(todo),
                                                "from_cache": len(models) - len(todo), "seconds": round(elapsed, 3)})
 
@@ -163,12 +175,13 @@ def _row(model: str, sha: str, target: str, body: dict[str, Any], from_cache: bo
     return {"model": model, "sha256": sha, "target": target, **full, "cached": from_cache}
 
 
-def _save_cache(path: Path, old: dict[str, Any], rows: list[dict[str, Any]], judge: str) -> None:
-    from ..util.io import atomic_write_json
+def _save_cache(path: Path, old: dict[str, Any], files: dict[str, Any], rows: list[dict[str, Any]], judge: str) -> None:
+    from ..util.io import atomic_write_text
+    from ..util.jsonutil import dumps
 
     keep = dict(old)
     for r in rows:
         if r["status"] == "ok" and r["sha256"]:  # errors and timeouts are tried again next time
             body = {k: v for k, v in r.items() if k not in ("model", "sha256", "target", "cached")}
             keep[_cache_key(r["sha256"], r["target"], judge)] = body
-    atomic_write_json(path, {"schema": CACHE_SCHEMA, "rows": keep})
+    atomic_write_text(path, dumps({"schema": CACHE_SCHEMA, "files": files, "rows": keep}, None) + "\n")
