@@ -130,8 +130,13 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
         for o in n.outputs:
             if not o or o in gout:
                 continue
-            if o in graph_outs or any(c.parent is None and group[c.index] != g for c in consumers(o)):
+            if o in graph_outs:
                 gout[o] = None
+                continue
+            for c in consumers(o):  # a plain loop: a generator per tensor costs more than the test
+                if c.parent is None and group[c.index] != g:
+                    gout[o] = None
+                    break
     return [Partition(g, dev[members[0].index], [m.name for m in members], sum(macs.get(m.name, 0) for m in members),  # type: ignore[arg-type]
                       list(ins[g]), list(outs[g])) for g, members in enumerate(groups)]
 

@@ -42,7 +42,7 @@ class LazyAttrs(Mapping):
     def __init__(self, protos):
         self._raw = protos  # the repeated field; indexed by name only when first read
         self._by_name: dict[str, Any] | None = None
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, Any] | None = None  # made on first read: most nodes' attributes are never read
 
     @property
     def _protos(self) -> dict[str, Any]:
@@ -51,6 +51,8 @@ class LazyAttrs(Mapping):
         return self._by_name
 
     def __getitem__(self, key):
+        if self._cache is None:
+            self._cache = {}
         if key not in self._cache:
             a = self._protos[key]
             if a.type == onnx.AttributeProto.GRAPH or a.type == onnx.AttributeProto.GRAPHS:
