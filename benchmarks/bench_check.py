@@ -1,50 +1,53 @@
-"""Wall time and peak RSS of `npufit check` (load + judge + partitions), each case in a fresh process.
+"""`npufit check` against the cost of reading the graph, and its memory on a model with 1 GiB of weights.
 
-Cases: a generated 2,000-node graph, a 100,000-node graph, and a model with >= 1 GB of weights in
-external data (check must not read them). Goals: 2k < 0.3 s, 100k < 5 s, 1 GB model peak RSS < 300 MB.
-Run: .venv/bin/python benchmarks/bench_check.py [--keep DIR]
+Cases (each run in fresh processes, best of --repeats, the two commands interleaved so both see the same load):
+- Conv/Relu/Add blocks (a Mod island every 125 blocks, one 8x8x3x3 weight per Conv), opset 17, at 2,000 and
+  100,000 nodes (the latter ~82 MB): whole-process `npufit check --format json` (stdout to /dev/null) against
+  a bare `python -c "onnx.load(f); onnx.shape_inference.infer_shapes(m)"`. Goal: ratio <= 2 at both sizes.
+- an MLP with >= 1 GiB of weights in external data: peak RSS of `npufit check` < 300 MB (weights never read).
+Ratios are printed for wall time and for CPU time (user + sys of the child): on a shared machine the CPU
+ratio is the steadier of the two.
+Run: .venv/bin/python benchmarks/bench_check.py [--keep DIR] [--repeats N] [--skip-big]
 """
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+BASELINE = "import onnx, sys; m = onnx.load(sys.argv[1]); onnx.shape_inference.infer_shapes(m)"
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss across execve, so a child would report the parent's peak.
-CHILD = r"""
-def hwm_mb():
+RSS_WRAPPER = r"""
+import runpy, sys
+sys.argv = ["npufit"] + sys.argv[1:]
+try:
+    runpy.run_module("npufit", run_name="__main__")
+finally:
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-import json, sys, time
-t0 = time.perf_counter()
-import npufit
-from npufit.check import check
-t1 = time.perf_counter()
-rep = check(sys.argv[1], sys.argv[2])
-t2 = time.perf_counter()
-s = rep.summary()
-print(json.dumps({"import_s": t1 - t0, "check_s": t2 - t1, "nodes": s["nodes_total"], "partitions": s["npu_partitions"] + s["host_partitions"],
-                  "peak_rss_mb": hwm_mb()}))
+            print(int(line.split()[1]) / 1024, file=sys.stderr)
 """
 
 
-def chain_model(n_nodes: int) -> onnx.ModelProto:
-    """Residual conv blocks (Conv, Relu, Add, and an unsupported TopK-free Mod island every 500 nodes)."""
+def chain_model(n_nodes: int, opset: int = 17) -> onnx.ModelProto:
+    """Residual conv blocks (Conv, Relu, Add; a Mod island every 125 blocks), one weight per Conv."""
     c, hw = 8, 8
-    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((c, c, 3, 3)).astype(np.float32), "w")
+    rng = np.random.default_rng(0)
     m = numpy_helper.from_array(np.array(2.0, np.float32), "m")
-    nodes, cur, i = [], "x", 0
+    nodes, inits, cur, i = [], [m], "x", 0
     while len(nodes) < n_nodes:
         a, b, d = f"t{i}a", f"t{i}b", f"t{i}c"
-        nodes.append(helper.make_node("Conv", [cur, "w"], [a], name=f"conv{i}", pads=[1, 1, 1, 1]))
+        inits.append(numpy_helper.from_array(rng.standard_normal((c, c, 3, 3)).astype(np.float32), f"w{i}"))
+        nodes.append(helper.make_node("Conv", [cur, f"w{i}"], [a], name=f"conv{i}", pads=[1, 1, 1, 1]))
         nodes.append(helper.make_node("Relu", [a], [b], name=f"relu{i}"))
         if i % 125 == 124:
             nodes.append(helper.make_node("Mod", [b, "m"], [d], name=f"mod{i}", fmod=1))
@@ -52,8 +55,8 @@ def chain_model(n_nodes: int) -> onnx.ModelProto:
             nodes.append(helper.make_node("Add", [b, cur], [d], name=f"add{i}"))
         cur, i = d, i + 1
     g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
-                          [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [1, c, hw, hw])], [w, m])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+                          [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [1, c, hw, hw])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model
 
@@ -86,37 +89,63 @@ def big_external_model(dst: Path, gib: float = 1.0) -> Path:
     return path
 
 
-def measure(path: Path, target: str = "hailo8", repeats: int = 3) -> dict:
-    runs = []
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """(wall s, CPU s of the child, its stderr)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd[:4])}... failed ({out.returncode}): {out.stderr[-400:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), out.stderr
+
+
+def _env() -> dict[str, str]:
+    root = str(Path(__file__).resolve().parent.parent)  # this checkout's npufit, also when not installed
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+
+
+def compare(path: Path, target: str, repeats: int) -> dict:
+    check = [sys.executable, "-m", "npufit", "check", str(path), "--target", target, "--format", "json"]
+    base = [sys.executable, "-c", BASELINE, str(path)]
+    b, c = [], []
     for _ in range(repeats):
-        out = subprocess.run([sys.executable, "-c", CHILD, str(path), target], capture_output=True, text=True, check=True)
-        runs.append(json.loads(out.stdout))
-    best = min(runs, key=lambda r: r["check_s"])
-    best["peak_rss_mb"] = max(r["peak_rss_mb"] for r in runs)
-    return best
+        b.append(timed(base)[:2])
+        c.append(timed(check)[:2])
+    bw, bc = min(x[0] for x in b), min(x[1] for x in b)
+    cw, cc = min(x[0] for x in c), min(x[1] for x in c)
+    return {"base_wall": bw, "base_cpu": bc, "check_wall": cw, "check_cpu": cc, "ratio_wall": cw / bw, "ratio_cpu": cc / bc}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keep", help="write the generated models here instead of a temp dir")
-    ap.add_argument("--skip-big", action="store_true", help="skip the 1 GB external-data case")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each command per case; the best is kept (default 3)")
+    ap.add_argument("--target", default="hailo8")
+    ap.add_argument("--skip-big", action="store_true", help="skip the 1 GiB external-data case")
     args = ap.parse_args()
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="npufit-bench-"))
     root.mkdir(parents=True, exist_ok=True)
-    results = []
-    for n, goal in ((2_000, "< 0.3 s"), (100_000, "< 5 s")):
+    print(f"{'case':28} {'load+infer s':>12} {'check s':>9} {'ratio':>6}  {'load+infer cpu':>14} {'check cpu':>9} {'ratio':>6}  goal")
+    for n in (2_000, 100_000):
         p = root / f"chain{n}.onnx"
-        onnx.save_model(chain_model(n), str(p))
-        r = measure(p)
-        results.append((f"{n:,}-node graph", r, goal))
+        if not p.exists():
+            onnx.save_model(chain_model(n), str(p))
+        r = compare(p, args.target, args.repeats)
+        name = f"{n:,} nodes ({p.stat().st_size / 1e6:.1f} MB)"
+        print(f"{name:28} {r['base_wall']:>12.2f} {r['check_wall']:>9.2f} {r['ratio_wall']:>5.2f}x  {r['base_cpu']:>14.2f} "
+              f"{r['check_cpu']:>9.2f} {r['ratio_cpu']:>5.2f}x  <= 2x", flush=True)
     if not args.skip_big:
-        big = big_external_model(root)
+        big = root / "big.onnx"
+        if not big.exists():
+            big = big_external_model(root)
         size = (root / "big.onnx.data").stat().st_size
-        r = measure(big, repeats=1)
-        results.append((f"{size / (1 << 30):.2f} GiB external weights", r, "peak RSS < 300 MB"))
-    print(f"{'case':32} {'nodes':>8} {'check (s)':>10} {'import (s)':>10} {'peak RSS (MB)':>14}  goal")
-    for name, r, goal in results:
-        print(f"{name:32} {r['nodes']:>8} {r['check_s']:>10.3f} {r['import_s']:>10.3f} {r['peak_rss_mb']:>14.1f}  {goal}")
+        wall, cpu, err = timed([sys.executable, "-c", RSS_WRAPPER, "check", str(big), "--target", args.target, "--format", "json"])
+        rss = float(err.strip().splitlines()[-1])
+        print(f"{size / (1 << 30):.2f} GiB external weights: check {wall:.2f} s, peak RSS {rss:.0f} MB (goal < 300 MB)")
+    print(f"(python {sys.version.split()[0]}, onnx {onnx.__version__}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f} at the end)")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 
 _API = {
     "check": ("npufit.check", "check"),
+    "scan": ("npufit.scan", "scan"),
     "load": ("npufit.graph", "load"),
     "get_profile": ("npufit.targets", "get_profile"),
     "split": ("npufit.split", "split"),

@@ -36,3 +36,42 @@ def branchy_model() -> onnx.ModelProto:
     ]
     inits = [conv_weight("w1", 8, 3), conv_weight("w2", 8, 8, seed=1), numpy_helper.from_array(np.array(3.0, np.float32), "m")]
     return model(nodes, [vi("x", [1, 3, 16, 16])], [vi("y", [1, 8, 16, 16]), vi("aux", [1, 8, 16, 16])], inits)
+
+
+def zoo_model(i: int) -> onnx.ModelProto:
+    """The i-th model of a generated zoo: conv blocks whose depth, width and odd ops vary with i, so that
+    coverage, partitions and reasons differ between models and targets (scan tests and benchmarks)."""
+    c, hw = 4 + 4 * (i % 3), 8 + 4 * (i % 2)
+    nodes, inits, cur = [], [], "x"
+    for b in range(2 + i % 4):
+        w = f"w{b}"
+        inits.append(conv_weight(w, c, c, seed=i * 7 + b))
+        nodes.append(helper.make_node("Conv", [cur, w], [f"c{b}"], name=f"conv{b}", pads=[1, 1, 1, 1]))
+        nodes.append(helper.make_node("Relu", [f"c{b}"], [f"r{b}"], name=f"relu{b}"))
+        cur = f"r{b}"
+        if (i + b) % 5 == 0:  # an op few NPUs run
+            inits.append(numpy_helper.from_array(np.array(3.0, np.float32), f"m{b}"))
+            nodes.append(helper.make_node("Mod", [cur, f"m{b}"], [f"mod{b}"], name=f"mod{b}", fmod=1))
+            cur = f"mod{b}"
+        if (i + b) % 7 == 3:  # a rank-3 reshape (a layout several targets reject)
+            inits.append(numpy_helper.from_array(np.array([1, c, hw * hw], np.int64), f"s{b}"))
+            inits.append(numpy_helper.from_array(np.array([1, c, hw, hw], np.int64), f"t{b}"))
+            nodes.append(helper.make_node("Reshape", [cur, f"s{b}"], [f"flat{b}"], name=f"flat{b}"))
+            nodes.append(helper.make_node("Softmax", [f"flat{b}"], [f"sm{b}"], name=f"softmax{b}", axis=-1))
+            nodes.append(helper.make_node("Reshape", [f"sm{b}", f"t{b}"], [f"back{b}"], name=f"back{b}"))
+            cur = f"back{b}"
+    nodes.append(helper.make_node("GlobalAveragePool", [cur], ["y"], name="gap"))
+    return model(nodes, [vi("x", [1, c, hw, hw])], [vi("y", [1, c, 1, 1])], inits, opset=13 + i % 5)
+
+
+def write_zoo(folder, n: int) -> list:
+    """n generated models in folder/family_k/model_i.onnx (nested, as real zoos are); returns their paths."""
+    from pathlib import Path
+
+    paths = []
+    for i in range(n):
+        p = Path(folder) / f"family_{i % 3}" / f"model_{i:03d}.onnx"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save_model(zoo_model(i), str(p))
+        paths.append(p)
+    return paths

@@ -137,3 +137,16 @@ def test_bad_yaml_at_the_cli_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "tiny.yaml:10:19:" in err[0] and "steps.train.epochs: expected an integer" in err[0]
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_cells_of_a_step_run_side_by_side_on_a_process_pool(tmp_path):
+    """The same tiny pipeline in-process and on 2 pool workers: the same cells, statuses and check results."""
+    yaml_path = write_tiny(tmp_path, extra_steps="")
+    here = run_pipeline(yaml_path, output_dir=tmp_path / "inproc", quiet=True)
+    pooled = run_pipeline(yaml_path, output_dir=tmp_path / "pool", quiet=True, executor="pool", jobs=2)
+    assert [r.cell.id for r in pooled.results] == [r.cell.id for r in here.results]
+    assert [(r.action, r.record.status) for r in pooled.results] == [(r.action, r.record.status) for r in here.results]
+    assert all(r.record.status == "ok" for r in pooled.results)
+    checks = lambda run: {r.cell.id: r.record.metrics for r in run.results if r.cell.step == "check"}  # noqa: E731
+    assert checks(pooled) == checks(here) and checks(here)
+    assert (tmp_path / "pool" / "pipeline.json").is_file()

@@ -1,6 +1,8 @@
 """TFLite flatbuffers as a second input format (read with the `tflite` bindings, no TensorFlow)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from npufit.check import check
@@ -65,8 +67,8 @@ def test_cli_check_tflite(tfl, capsys):
     from npufit.cli import main
 
     assert main(["check", str(tfl), "--target", "ethos-u55-256", "--format", "json"]) == 0
-    out = capsys.readouterr().out
-    assert '"format": "tflite"' in out and '"fully_npu": true' in out
+    d = json.loads(capsys.readouterr().out)
+    assert d["model"]["format"] == "tflite" and d["summary"]["fully_npu"] is True
 
 
 def test_int8_tflite_leaky_relu_on_each_arm_target(tfl):

@@ -8,8 +8,9 @@ from ..graph import Graph, NodeView, load
 from ..graph.macs import node_macs
 from ..targets import get_profile
 from ..errors import NpufitError
+from ..util.gcpause import gc_paused
 from ..targets.base import Composite, Executes, OpSupport, Profile, Rule, Verdict, worst
-from .partitions import HOST, NPU, boundaries, npu_prefix, partition
+from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from .result import CheckReport, NodeResult, Reason
 
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -72,7 +73,8 @@ def check_graph(graph: Graph, profile: Profile, judge: str = "auto") -> CheckRep
     previous = graph.meta.get("assume_int8")
     graph.meta["assume_int8"] = as_int8  # read by the dtype facts of every rule; restored below
     try:
-        report = _check_graph(graph, profile)
+        with gc_paused():
+            report = _check_graph(graph, profile)
     finally:
         if previous is None:
             graph.meta.pop("assume_int8", None)
@@ -102,19 +104,24 @@ def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
     folded = getattr(graph, "folded", set())
     composite_of = _match_composites(graph, profile)
     results: dict[str, NodeResult] = {}
+    rules_for: dict[int, tuple[OpSupport, tuple[Rule, ...]]] = {}  # per OpSupport: graph rules + its own, built once per op type
     for node in graph.nodes:
-        results[node.name] = _judge(node, profile, folded, composite_of)
+        results[node.name] = _judge(node, profile, folded, composite_of, rules_for)
     _propagate_control_flow(graph, results)
-    device_of = {n.name: (NPU if results[n.name].verdict == Verdict.NPU else HOST)
-                 for n in graph.top_nodes if results[n.name].verdict != Verdict.FOLDED}
+    device_of: dict[str, str] = {}
+    for n in graph.top_nodes:
+        v = results[n.name].verdict
+        if v is not _FOLDED:
+            device_of[n.name] = NPU if v is _NPU else HOST
     _body_macs(results)
     macs = {name: r.macs for name, r in results.items()}
-    parts = partition(graph, device_of, macs)
+    dag = RunningDag(graph, device_of)  # shared by partitioning and the prefix
+    parts = partition(graph, device_of, macs, dag)
     for p in parts:
         for name in p.nodes:
             results[name].partition = p.id
     bounds = boundaries(graph, parts)
-    prefix = npu_prefix(graph, device_of)
+    prefix = npu_prefix(graph, device_of, dag)
     total = sum(macs.get(n, 0) for n in device_of)
     prefix_macs = sum(macs.get(n, 0) for n in prefix["nodes"])
     prefix_summary = {
@@ -174,28 +181,38 @@ def _match_composites(graph: Graph, profile: Profile) -> dict[str, tuple[Composi
     return owner
 
 
-def _judge(node: NodeView, profile: Profile, folded: set[str], composite_of) -> NodeResult:
-    res = NodeResult(node.name, node.op_type, node.domain, Verdict.NPU, macs=node_macs(node), parent=node.parent,
+_NPU, _FOLDED = Verdict.NPU, Verdict.FOLDED  # enum member lookups cost a descriptor call each, per node
+
+
+def _judge(node: NodeView, profile: Profile, folded: set[str], composite_of, rules_for=None) -> NodeResult:
+    res = NodeResult(node.name, node.op_type, node.domain, _NPU, macs=node_macs(node), parent=node.parent,
                      inputs=node.inputs, outputs=node.outputs)
     if node.name in folded:
-        res.verdict = Verdict.FOLDED
+        res.verdict = _FOLDED
         res.macs = 0
         return res
     if node.name in composite_of:
         comp, detail = composite_of[node.name]
         res.composite = comp.id
         res.verdict = comp.verdict
-        if comp.verdict != Verdict.NPU:
+        if comp.verdict != _NPU:
             res.reasons.append(Reason(comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules))
         # rules on dtype/batch/rank still apply inside composites
         _apply_rules(node, profile, profile.graph_rules, res)
         return _finish(res, profile)
     support = profile.support_for(node)
     res.verdict = support.status
-    if support.status != Verdict.NPU:
+    if support.status is not _NPU:
         res.reasons.append(_op_reason(node, profile, support))
-    _apply_rules(node, profile, tuple(profile.graph_rules) + tuple(support.rules), res)
-    return _finish(res, profile)
+    cached = rules_for.get(id(support)) if rules_for is not None else None
+    if cached is not None and cached[0] is support:
+        rules = cached[1]
+    else:
+        rules = tuple(profile.graph_rules) + tuple(support.rules)
+        if rules_for is not None:
+            rules_for[id(support)] = (support, rules)
+    _apply_rules(node, profile, rules, res)
+    return _finish(res, profile) if res.reasons else res
 
 
 def _op_reason(node: NodeView, profile: Profile, support: OpSupport) -> Reason:
@@ -210,9 +227,10 @@ def _op_reason(node: NodeView, profile: Profile, support: OpSupport) -> Reason:
 
 
 def _apply_rules(node: NodeView, profile: Profile, rules: tuple[Rule, ...], res: NodeResult) -> None:
+    limits = profile.limits
     for rule in rules:
         try:
-            detail = rule.check(node, profile.limits)
+            detail = rule.check(node, limits)
         except Exception as e:  # a rule that cannot see what it needs must not abort the check
             res.notes.append(f"rule {rule.id} could not be evaluated ({type(e).__name__})")
             continue

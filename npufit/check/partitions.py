@@ -43,64 +43,102 @@ class Boundary:
                 "from": self.src, "to": self.dst, "direction": self.direction}
 
 
-class _UF:
-    def __init__(self):
-        self.p: dict[str, str] = {}
+class RunningDag:
+    """The running top-level nodes as index lists: device per node and distinct running predecessors.
 
-    def find(self, a: str) -> str:
-        self.p.setdefault(a, a)
-        while self.p[a] != a:
-            self.p[a] = self.p[self.p[a]]
-            a = self.p[a]
+    Built once per check and shared by partition() and npu_prefix(); lists indexed by node position
+    instead of name-keyed dicts keep a 100k-node graph to a few list reads per edge.
+    """
+
+    def __init__(self, graph: Graph, device_of: dict[str, str]):
+        self.graph = graph
+        self.runnable = [n for n in graph.top_nodes if n.name in device_of]
+        nodes = graph.nodes
+        self.dev: list[str | None] = [None] * len(nodes)
+        for n in self.runnable:
+            self.dev[n.index] = device_of[n.name]
+        dev, producer = self.dev, graph.producer
+        self.preds: list[list[int]] = []
+        for n in self.runnable:
+            ps: list[int] = []
+            for t in n.inputs:
+                if t:
+                    p = producer(t)
+                    if p is not None and dev[p.index] is not None and p.index not in ps:
+                        ps.append(p.index)
+            self.preds.append(ps)
+
+
+def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag: RunningDag | None = None) -> list[Partition]:
+    """device_of: node name -> 'npu' | 'host' for every top-level node that runs somewhere.
+
+    Linear in nodes + edges: one pass in topological order assigns levels and unions same-device,
+    same-level neighbours (union-find with path halving); a second pass collects each region's
+    inputs and outputs.
+    """
+    dag = dag or RunningDag(graph, device_of)
+    nodes, dev, runnable = graph.nodes, dag.dev, dag.runnable
+    level = [0] * len(nodes)
+    root = list(range(len(nodes)))  # union-find parent by node index
+
+    def find(a: int) -> int:
+        while root[a] != a:
+            root[a] = root[root[a]]
+            a = root[a]
         return a
 
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.p[rb] = ra
-
-
-def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int]) -> list[Partition]:
-    """device_of: node name -> 'npu' | 'host' for every top-level node that runs somewhere."""
-    level: dict[str, int] = {}
-    uf = _UF()
-    runnable = [n for n in graph.top_nodes if n.name in device_of]
-    for n in runnable:
-        dev = device_of[n.name]
-        preds = [p for p in graph.predecessors(n) if p.name in device_of]
+    for n, preds in zip(runnable, dag.preds):
+        i, d = n.index, dev[n.index]
         lv = 0
         for p in preds:
-            lv = max(lv, level[p.name] + (device_of[p.name] != dev))
-        level[n.name] = lv
-        uf.find(n.name)
+            pl = level[p] + (dev[p] != d)
+            if pl > lv:
+                lv = pl
+        level[i] = lv
         for p in preds:
-            if device_of[p.name] == dev and level[p.name] == lv:
-                uf.union(p.name, n.name)
-    groups: dict[str, list[NodeView]] = {}
-    for n in runnable:
-        groups.setdefault(uf.find(n.name), []).append(n)
-    parts = []
-    for i, members in enumerate(sorted(groups.values(), key=lambda ms: ms[0].index)):
-        parts.append(_describe(graph, i, device_of[members[0].name], members, macs))
-    return parts
-
-
-def _describe(graph: Graph, pid: int, device: str, members: list[NodeView], macs: dict[str, int]) -> Partition:
-    names = {m.name for m in members}
-    produced = {o for m in members for o in m.outputs if o}
-    ins, outs = [], []
+            if level[p] == lv and dev[p] == d:
+                ra, rb = find(p), find(i)
+                if ra != rb:
+                    root[rb] = ra
+    group = [-1] * len(nodes)
+    groups: list[list[NodeView]] = []
+    first: dict[int, int] = {}
+    for n in runnable:  # topological order: groups are numbered by their earliest node
+        r = find(n.index)
+        g = first.get(r)
+        if g is None:
+            g = first[r] = len(groups)
+            groups.append([])
+        groups[g].append(n)
+        group[n.index] = g
+    ins: list[dict[str, None]] = [{} for _ in groups]  # insertion-ordered sets
+    outs: list[dict[str, None]] = [{} for _ in groups]
     graph_outs = set(graph.output_names)
-    for m in members:
-        for t in m.inputs:
-            if t and t not in produced and t not in ins and not graph.tensor(t).is_const:
-                ins.append(t)
-        for o in m.outputs:
-            if not o:
+    tensors, producer, consumers = graph.tensors, graph.producer, graph.consumers
+    for n in runnable:
+        g = group[n.index]
+        gin, gout = ins[g], outs[g]
+        for t in n.inputs:
+            if not t or t in gin:
                 continue
-            used_outside = any(c.name not in names for c in graph.consumers(o) if c.parent is None)
-            if (used_outside or o in graph_outs) and o not in outs:
-                outs.append(o)
-    return Partition(pid, device, [m.name for m in members], sum(macs.get(m.name, 0) for m in members), ins, outs)
+            p = producer(t)
+            if p is not None and group[p.index] == g:
+                continue
+            info = tensors.get(t)
+            if info is None or not info.is_const:
+                gin[t] = None
+        for o in n.outputs:
+            if not o or o in gout:
+                continue
+            if o in graph_outs:
+                gout[o] = None
+                continue
+            for c in consumers(o):  # a plain loop: a generator per tensor costs more than the test
+                if c.parent is None and group[c.index] != g:
+                    gout[o] = None
+                    break
+    return [Partition(g, dev[members[0].index], [m.name for m in members], sum(macs.get(m.name, 0) for m in members),  # type: ignore[arg-type]
+                      list(ins[g]), list(outs[g])) for g, members in enumerate(groups)]
 
 
 def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
@@ -133,24 +171,23 @@ def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
     return out
 
 
-def npu_prefix(graph: Graph, device_of: dict[str, str]) -> dict:
+def npu_prefix(graph: Graph, device_of: dict[str, str], dag: RunningDag | None = None) -> dict:
     """Largest NPU-runnable prefix: NPU nodes all of whose running ancestors are NPU nodes too."""
-    ok: set[str] = set()
-    for n in graph.top_nodes:
-        if device_of.get(n.name) != NPU:
-            continue
-        if all(p.name in ok for p in graph.predecessors(n) if p.name in device_of):
-            ok.add(n.name)
+    dag = dag or RunningDag(graph, device_of)
+    ok = [False] * len(graph.nodes)
+    chosen: list[NodeView] = []  # topological order
+    for n, preds in zip(dag.runnable, dag.preds):
+        if dag.dev[n.index] == NPU and all(ok[p] for p in preds):
+            ok[n.index] = True
+            chosen.append(n)
     graph_ins, graph_outs = set(graph.input_names), set(graph.output_names)
     start, end, end_tensors = [], [], []
-    for n in graph.top_nodes:
-        if n.name not in ok:
-            continue
+    for n in chosen:
         if any(t in graph_ins for t in n.inputs):
             start.append(n.name)
         crossing = [o for o in n.outputs if o and (o in graph_outs or any(
-            c.name not in ok and c.name in device_of for c in graph.consumers(o)))]
+            not ok[c.index] and dag.dev[c.index] is not None for c in graph.consumers(o)))]
         if crossing:
             end.append(n.name)
             end_tensors.extend(crossing)
-    return {"nodes": sorted(ok, key=lambda s: graph.node(s).index), "start_nodes": start, "end_nodes": end, "end_tensors": end_tensors}
+    return {"nodes": [n.name for n in chosen], "start_nodes": start, "end_nodes": end, "end_tensors": end_tensors}

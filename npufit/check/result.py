@@ -32,7 +32,7 @@ class Reason:
         return f"{self.text} ({self.detail})" if self.detail else self.text
 
 
-@dataclass
+@dataclass(slots=True)  # one per node: slots make a 100k-node report cheaper to build and read
 class NodeResult:
     name: str
     op_type: str
@@ -48,8 +48,9 @@ class NodeResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        d: dict[str, Any] = {"name": self.name, "op_type": self.op_type, "verdict": self.verdict.value,
-                             "reasons": [r.to_dict() for r in self.reasons]}
+        # _value_ is a plain attribute (.value is a descriptor call): this runs once per node of every report
+        d: dict[str, Any] = {"name": self.name, "op_type": self.op_type, "verdict": self.verdict._value_,
+                             "reasons": [r.to_dict() for r in self.reasons] if self.reasons else []}
         if self.domain:
             d["domain"] = self.domain
         if self.composite:
@@ -143,19 +144,37 @@ class CheckReport:
 
     def summary(self) -> dict[str, Any]:
         npu_parts = [p for p in self.partitions if p.device == "npu"]
+        # one pass over the nodes (the properties above each walk them; this runs for every report)
+        counts = dict.fromkeys((v.value for v in Verdict), 0)
+        body = dict(counts)  # nodes inside If/Loop/Scan bodies, counted apart from the top-level headline
+        run = run_npu = macs_total = macs_npu = failing = 0
+        npu, folded, cpu, unsup = Verdict.NPU, Verdict.FOLDED, Verdict.CPU, Verdict.UNSUPPORTED
+        for n in self.nodes:
+            v = n.verdict
+            (counts if n.parent is None else body)[v._value_] += 1
+            if v is cpu or v is unsup:
+                failing += 1
+            if v is folded or n.parent is not None:
+                continue
+            run += 1
+            macs_total += n.macs
+            if v is npu:
+                run_npu += 1
+                macs_npu += n.macs
+        cov_nodes = 100.0 * run_npu / run if run else 100.0
         return {
             "nodes_total": len(self.nodes),
-            "counts": self.counts,
-            "subgraph_counts": self.body_counts,
-            "coverage_nodes_pct": round(self.coverage_nodes, 2),
-            "coverage_macs_pct": round(self.coverage_macs, 2),
-            "macs_total": self.macs_total,
-            "macs_npu": self.macs_npu,
+            "counts": counts,
+            "subgraph_counts": body,
+            "coverage_nodes_pct": round(cov_nodes, 2),
+            "coverage_macs_pct": round(100.0 * macs_npu / macs_total if macs_total else cov_nodes, 2),
+            "macs_total": macs_total,
+            "macs_npu": macs_npu,
             "npu_partitions": len(npu_parts),
             "host_partitions": len(self.partitions) - len(npu_parts),
             "boundaries": len(self.boundaries),
             "boundary_bytes": sum(b.bytes or 0 for b in self.boundaries),
-            "fully_npu": self.fully_npu,
+            "fully_npu": not failing,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -178,10 +197,13 @@ class CheckReport:
         return d
 
     # -- rendering (thin wrappers; renderers live in npufit.report) --------------------
-    def to_json(self, indent: int | None = 2) -> str:
-        import json
+    def to_json(self, indent: int | None = None) -> str:
+        """Compact by default (machine output); indent=2 for people."""
+        from ..util.gcpause import gc_paused
+        from ..util.jsonutil import dumps
 
-        return json.dumps(self.to_dict(), indent=indent, default=_json_default)
+        with gc_paused():
+            return dumps(self.to_dict(), indent)
 
     def to_markdown(self, all_nodes: bool = False) -> str:
         from ..report.check_markdown import render_markdown

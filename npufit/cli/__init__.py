@@ -16,6 +16,7 @@ from ..util.term import EscapingStream, esc_line
 # verb -> module (each module has register(subparsers) and run(args) -> int)
 COMMANDS = {
     "check": "npufit.cli.check",
+    "scan": "npufit.cli.scan",
     "targets": "npufit.cli.targets",
     "compare": "npufit.cli.compare",
     "fix": "npufit.cli.fix",

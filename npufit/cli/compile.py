@@ -12,7 +12,8 @@ def register(sub) -> None:
                                    "'npufit env install rknn') or the Hailo DFC (hailo8/hailo8l; --emit-script without it). "
                                    "Reports where each node went (npu/cpu), why, the compiler's log, version, command, "
                                    "wall time and peak memory; --compare-prediction holds npufit's check against it.")
-    p.add_argument("model", help=".onnx or .tflite file (never modified: compilers work on a copy)")
+    p.add_argument("model", nargs="+", help=".onnx or .tflite file(s) (never modified: compilers work on a copy); several models "
+                                            "are compiled in parallel on --executor")
     p.add_argument("--target", "-t", type=name_arg, required=True, help="ethos-u55-256, ethos-u85-512, rk3588, hailo8, ...")
     p.add_argument("--out-dir", metavar="DIR", help="where artifacts and logs go (default ./npufit-compile/MODEL-TARGET)")
     p.add_argument("--quantize", action="store_true", help="RKNN: int8 build (default: float16)")
@@ -30,6 +31,11 @@ def register(sub) -> None:
     p.add_argument("--all-nodes", action="store_true", help="list every node's placement, not only the CPU ones")
     add_format_option(p, choices=("table", "json", "markdown"))
     add_input_shape_option(p)
+    p.add_argument("--executor", choices=("inprocess", "pool", "ray"), default="pool",
+                   help="with several models: local worker processes (default), this process, or Ray tasks (RKNN/Hailo "
+                        "tasks only go to nodes tagged with their env)")
+    p.add_argument("--jobs", "-j", type=int, help="with several models: parallel compiles (default: number of CPUs)")
+    p.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --executor ray)")
     p.set_defaults(func=run)
 
 
@@ -37,11 +43,34 @@ def run(args: argparse.Namespace) -> int:
     from ..compilers import compile_model
     from ..graph import parse_input_shapes
 
-    res = compile_model(args.model, args.target, compare_prediction=args.compare_prediction,
-                        out_dir=args.out_dir, quantize=args.quantize, calibration=args.calibration,
-                        input_shapes=parse_input_shapes(args.input_shape) or None,
-                        disable_rules=tuple(args.disable_rule), simulate=not args.no_simulate,
-                        emit_script=args.emit_script, start_nodes=tuple(args.start_node), end_nodes=tuple(args.end_node),
-                        plan=args.plan, timeout_s=args.timeout)
+    options = dict(out_dir=args.out_dir, quantize=args.quantize, calibration=args.calibration,
+                   input_shapes=parse_input_shapes(args.input_shape) or None,
+                   disable_rules=tuple(args.disable_rule), simulate=not args.no_simulate,
+                   emit_script=args.emit_script, start_nodes=tuple(args.start_node), end_nodes=tuple(args.end_node),
+                   plan=args.plan, timeout_s=args.timeout)
+    if len(args.model) > 1:
+        return _run_many(args, options)
+    res = compile_model(args.model[0], args.target, compare_prediction=args.compare_prediction, **options)
     emit(res.render(args.format, all_nodes=args.all_nodes), args.output)
     return 0 if res.ok else 1
+
+
+def _run_many(args: argparse.Namespace, options: dict) -> int:
+    from ..compilers.batch import compile_many
+    from ..util.jsonutil import dumps
+
+    results = compile_many(args.model, args.target, compare_prediction=args.compare_prediction, executor=args.executor,
+                           jobs=args.jobs, address=args.address, **options)
+    if args.format == "json":
+        text = dumps(results)
+    else:
+        head = ["| model | ok | npu | cpu | error |", "|---|---|---|---|---|"] if args.format == "markdown" else []
+        lines = [f"| {r['model']} | {'yes' if r['ok'] else 'no'} | {r.get('summary', {}).get('npu', '-')} | "
+                 f"{r.get('summary', {}).get('cpu', '-')} | {(r.get('error') or '').splitlines()[0][:120] if r.get('error') else ''} |"
+                 if args.format == "markdown" else
+                 f"{'ok    ' if r['ok'] else 'FAILED'} {r['model']}  npu={r.get('summary', {}).get('npu', '-')} "
+                 f"cpu={r.get('summary', {}).get('cpu', '-')}" + (f"  {(r.get('error') or '').splitlines()[0][:120]}" if r.get('error') else "")
+                 for r in results]
+        text = "\n".join(head + lines)
+    emit(text, args.output)
+    return 0 if all(r["ok"] for r in results) else 1

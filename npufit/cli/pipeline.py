@@ -25,6 +25,11 @@ def register(sub) -> None:
     r.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="summary format (default: table)")
     r.add_argument("--output", "-o", metavar="FILE", help="write the summary to FILE instead of stdout")
     r.add_argument("--quiet", "-q", action="store_true", help="no per-step lines on stderr, only the summary")
+    r.add_argument("--executor", choices=("inprocess", "pool", "ray"), default="inprocess",
+                   help="inprocess (default): one cell after the other; pool / ray: the cells of each step side by side "
+                        "(bench cells stay one at a time)")
+    r.add_argument("--jobs", "-j", type=int, help="workers for --executor pool (default: number of CPUs)")
+    r.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --executor ray)")
     r.set_defaults(func=run)
     v = psub.add_parser("validate", help="check the YAML against the schema and list the steps it would run")
     v.add_argument("pipeline", help="PIPELINE.yaml")
@@ -40,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if args.from_step and args.only:
         raise NpufitError("give --from or --only, not both")
     result = run_pipeline(args.pipeline, from_step=args.from_step, only=args.only, force=args.force,
-                          output_dir=args.output_dir, quiet=args.quiet)
+                          output_dir=args.output_dir, quiet=args.quiet, executor=args.executor, jobs=args.jobs,
+                          address=args.address)
     emit(result.render(args.format), args.output)
     return 0 if result.ok else 1
 

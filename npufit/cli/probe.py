@@ -24,6 +24,9 @@ def register(sub) -> None:
     p.add_argument("--jobs", "-j", type=positive_int, help="worker processes (default: number of CPUs)")
     p.add_argument("--timeout", type=positive_float, default=120.0, metavar="S", help="per-case timeout in seconds; a timeout is a verdict "
                                                                               "(default: 120)")
+    p.add_argument("--executor", choices=("inprocess", "pool", "ray"), default="pool",
+                   help="where cases run: local worker processes (default), this process, or Ray (pip install 'npufit[ray]')")
+    p.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --executor ray); default: a local Ray")
     p.add_argument("--sweep", action="store_true", help="also walk each case's parameter grid and report where the verdict changes")
     p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="stdout format (default: table)")
     p.add_argument("--list", action="store_true", help="list the catalogue (ids, families, ops, sweepable parameters) and exit")
@@ -40,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         emit("\n".join(lines), None)
         return 0
     report = probe(args.target, opset=args.opset, cases=args.cases, compiler=args.compiler, output=args.output,
-                   jobs=args.jobs, timeout=args.timeout, sweep=args.sweep, replay=args.replay)
+                   jobs=args.jobs, timeout=args.timeout, sweep=args.sweep, replay=args.replay,
+                   executor=args.executor, address=args.address)
     emit(report.render(args.format), None)
     return 0

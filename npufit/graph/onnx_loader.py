@@ -17,6 +17,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import BadModelError
+from ..util.gcpause import gc_paused
 from ..util.io import note_input
 from ..util.readers import require_regular_file
 from .model import Graph, NodeView, TensorInfo
@@ -43,7 +44,7 @@ class LazyAttrs(Mapping):
     def __init__(self, protos):
         self._raw = protos  # the repeated field; indexed by name only when first read
         self._by_name: dict[str, Any] | None = None
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, Any] | None = None  # made on first read: most nodes' attributes are never read
 
     @property
     def _protos(self) -> dict[str, Any]:
@@ -52,6 +53,8 @@ class LazyAttrs(Mapping):
         return self._by_name
 
     def __getitem__(self, key):
+        if self._cache is None:
+            self._cache = {}
         if key not in self._cache:
             a = self._protos[key]
             if a.type == onnx.AttributeProto.GRAPH or a.type == onnx.AttributeProto.GRAPHS:
@@ -164,16 +167,61 @@ def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...
     opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
     if opsets.get("ai.onnx", 0) > onnx.defs.onnx_opset_version():
         warnings.append(f"model opset {opsets['ai.onnx']} is newer than this onnx ({onnx.defs.onnx_opset_version()}); shapes may be incomplete")
+    kept = _strip_weights(model)
     model = _infer(model, warnings)
-    return build_graph(model, str(path), opsets, warnings)
+    with gc_paused():
+        graph = build_graph(model, str(path), opsets, warnings, kept)
+    return graph
 
 
-def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], warnings: list[str]) -> Graph:
+SHAPE_DATA_ELEMS = 64  # float initializers up to this size keep their data for inference (Resize scales, Range bounds)
+
+
+def _strip_weights(model: onnx.ModelProto) -> dict[str, tuple[bytes, tuple[int, ...], int]]:
+    """Drop weight bytes from our in-memory copy before shape inference, which needs dims and dtype only.
+
+    Inference serializes the model, parses it in C++ and back: with the weights that is most of a big
+    model's load time, and a copy of every weight in memory. Integer tensors (shape vectors, axes) and
+    tiny float ones keep their data for data propagation. Returns the raw bytes of the stripped tensors
+    small enough for rules to read their values (SMALL_VALUE_ELEMS), decoded only if a rule asks.
+    """
+    kept: dict[str, tuple[bytes, tuple[int, ...], int]] = {}
+    EXTERNAL = onnx.TensorProto.EXTERNAL
+    INTEGER = _INTEGER_TYPES
+    for init in model.graph.initializer:
+        if init.data_location == EXTERNAL or not init.HasField("raw_data"):
+            continue
+        dims = tuple(init.dims)
+        n = 1
+        for d in dims:
+            n *= d
+        if n <= SHAPE_DATA_ELEMS or (init.data_type in INTEGER and n <= SMALL_VALUE_ELEMS):
+            continue
+        if n <= SMALL_VALUE_ELEMS:
+            kept[init.name] = (init.raw_data, dims, init.data_type)
+        init.ClearField("raw_data")
+        init.data_location = EXTERNAL
+        init.external_data.add(key="location", value=_STUB_LOCATION)
+    return kept
+
+
+_STUB_LOCATION = "__npufit_stub__"  # never opened: inference reads no external data
+_INTEGER_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
+                            onnx.TensorProto.UINT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT16, onnx.TensorProto.UINT8,
+                            onnx.TensorProto.BOOL})
+
+
+def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], warnings: list[str],
+                kept: Mapping[str, tuple[bytes, tuple[int, ...], int]] | None = None) -> Graph:
     tensors: dict[str, TensorInfo] = {}
     nodes: list[NodeView] = []
     g = model.graph
     init_names = {t.name for t in g.initializer}
     _collect_graph(g, tensors, nodes, parent=None, prefix="")
+    for name, raw in (kept or {}).items():  # values of the weights stripped before inference
+        t = tensors.get(name)
+        if isinstance(t, _InitializerInfo):
+            t._proto = raw
     inputs = [i.name for i in g.input if i.name not in init_names]
     outputs = [o.name for o in g.output]
     for name in inputs:
@@ -213,9 +261,11 @@ def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) ->
     torch exports flatten/view; ConstantOfShape->Expand), leaving downstream shapes unknown or with
     'unk__N' dims. We already computed those values.
     """
+    if not graph.folded:
+        return False
     unknown = [t for n in graph.top_nodes if n.name not in graph.folded for t in n.outputs
                if t and _unknown_dims(graph.tensor(t).shape)]
-    if not unknown or not graph.folded:
+    if not unknown:
         return False
     m = onnx.ModelProto()
     m.CopyFrom(model) if not _has_big_embedded(model) else m.CopyFrom(_without_big_data(model))
@@ -265,39 +315,97 @@ def _without_big_data(model: onnx.ModelProto) -> onnx.ModelProto:
             t.ClearField("raw_data")
             t.data_location = onnx.TensorProto.EXTERNAL
             del t.external_data[:]
-            t.external_data.add(key="location", value="__npufit_stub__")
+            t.external_data.add(key="location", value=_STUB_LOCATION)
     return m
 
 
-def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str) -> None:
-    for vi in list(g.input) + list(g.output) + list(g.value_info):
-        t = tensors.setdefault(vi.name, TensorInfo(vi.name))
-        t.shape = _shape_of(vi.type) if t.shape is None else t.shape
-        t.dtype = t.dtype or np_dtype_name(_elem_type(vi.type))
+_VALUE = TensorInfo.__dict__["value"]  # the slot behind TensorInfo.value
+
+
+class _InitializerInfo(TensorInfo):
+    """An initializer whose small value is decoded on first read: most weights are never read by a rule."""
+
+    __slots__ = ("_proto",)
+
+    def __init__(self, name: str, proto: onnx.TensorProto | tuple | None):
+        TensorInfo.__init__(self, name)
+        self._proto = proto
+
+    @property
+    def value(self):
+        proto = self._proto
+        if proto is not None:
+            self._proto = None
+            try:
+                if isinstance(proto, tuple):  # (raw bytes, dims, data type) kept by _strip_weights
+                    raw, dims, dtype = proto
+                    proto = onnx.TensorProto(dims=dims, data_type=dtype, raw_data=raw)
+                _VALUE.__set__(self, numpy_helper.to_array(proto))
+            except Exception:
+                _VALUE.__set__(self, None)
+        return _VALUE.__get__(self)
+
+    @value.setter
+    def value(self, v) -> None:
+        self._proto = None
+        _VALUE.__set__(self, v)
+
+
+def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str, types=None) -> None:
+    """One pass over the graph's protobuf: tensors (value_info, initializers) then nodes.
+
+    Field reads on protobuf messages dominate a 100k-node load, so each is read once; equal types
+    (most activations share a handful of shapes) are parsed once, keyed by their serialized bytes.
+    """
+    types = {} if types is None else types
+    for group in (g.input, g.output, g.value_info):
+        for vi in group:
+            name = vi.name
+            t = tensors.get(name)
+            if t is None:
+                t = tensors[name] = TensorInfo(name)
+            if t.shape is not None and t.dtype is not None:
+                continue
+            tp = vi.type
+            key = tp.SerializeToString()
+            known = types.get(key)
+            if known is None:
+                known = types[key] = (_shape_of(tp), np_dtype_name(_elem_type(tp)))
+            if t.shape is None:
+                t.shape = known[0]
+            t.dtype = t.dtype or known[1]
+    EXTERNAL = onnx.TensorProto.EXTERNAL
     for init in g.initializer:
-        t = tensors.setdefault(init.name, TensorInfo(init.name))
-        t.shape = tuple(int(d) for d in init.dims)
+        name = init.name
+        dims = tuple(init.dims)
+        n = 1
+        for d in dims:
+            n *= d
+        small = n <= SMALL_VALUE_ELEMS and init.data_location != EXTERNAL
+        t = _InitializerInfo(name, init if small else None)
+        old = tensors.get(name)
+        if old is not None and not isinstance(old, _InitializerInfo):
+            t.quant = old.quant
+        tensors[name] = t
+        t.shape = dims
         t.dtype = np_dtype_name(init.data_type)
         t.is_const = t.is_initializer = True
-        if _small(init):
-            try:
-                t.value = numpy_helper.to_array(init)
-            except Exception:
-                t.value = None
     GRAPH, GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+    append = nodes.append
     for i, n in enumerate(g.node):
-        name = n.name or f"{prefix}{n.op_type}_{i}"
-        bodies = [a for a in n.attribute if a.type == GRAPH or a.type == GRAPHS] if n.attribute else []
-        view = NodeView(name=name, op_type=n.op_type, domain=n.domain or "", attrs=LazyAttrs(n.attribute),
-                        inputs=tuple(n.input), outputs=tuple(n.output), graph=None, parent=parent,  # type: ignore[arg-type]
-                        subgraph_of=tuple(a.name for a in bodies), raw=n)
-        nodes.append(view)
-        if n.op_type == "Constant":
+        op = n.op_type
+        name = n.name or f"{prefix}{op}_{i}"
+        attrs = n.attribute
+        bodies = [a for a in attrs if a.type == GRAPH or a.type == GRAPHS] if attrs else ()
+        view = NodeView(name, op, n.domain, LazyAttrs(attrs), tuple(n.input), tuple(n.output), None,  # type: ignore[arg-type]
+                        0, parent, tuple(a.name for a in bodies) if bodies else (), n)
+        append(view)
+        if op == "Constant":
             _constant_output(n, tensors)
         for a in bodies:  # the branch name in the prefix: then/else bodies often hold the same unnamed nodes
             subs = [a.g] if a.type == GRAPH else list(a.graphs)
             for k, sub in enumerate(subs):
-                _collect_graph(sub, tensors, nodes, parent=name, prefix=f"{name}/{a.name}{k if len(subs) > 1 else ''}/")
+                _collect_graph(sub, tensors, nodes, parent=name, prefix=f"{name}/{a.name}{k if len(subs) > 1 else ''}/", types=types)
 
 
 def _constant_output(n: onnx.NodeProto, tensors) -> None:

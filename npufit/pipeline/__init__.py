@@ -5,11 +5,13 @@ from __future__ import annotations
 from .schema import STEPS, PipelineConfig, load_config
 
 
-def run_pipeline(path, from_step=None, only=None, force=False, output_dir=None, quiet=False):
+def run_pipeline(path, from_step=None, only=None, force=False, output_dir=None, quiet=False, executor="inprocess", jobs=None,
+                 address=None):
     """`npufit pipeline run PIPELINE.yaml`; see runner.run_pipeline."""
     from .runner import run_pipeline as _run
 
-    return _run(path, from_step=from_step, only=only, force=force, output_dir=output_dir, quiet=quiet)
+    return _run(path, from_step=from_step, only=only, force=force, output_dir=output_dir, quiet=quiet, executor=executor,
+                jobs=jobs, address=address)
 
 
 def validate(path, output_dir=None) -> PipelineConfig:

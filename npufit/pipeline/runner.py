@@ -128,9 +128,19 @@ class PipelineRun:
         return render_summary(self, fmt)
 
 
+# Steps whose cells may run side by side on an executor: bench measures (one cell at a time on this machine),
+# and the report reads the manifest of this very run.
+PARALLEL_STEPS = frozenset(STEPS) - {"bench", "report"}
+
+
 def run_pipeline(path: str | os.PathLike, from_step: str | None = None, only: str | None = None, force: bool = False,
-                 output_dir: str | os.PathLike | None = None, quiet: bool = False) -> PipelineRun:
-    """`npufit pipeline run`: returns the per-cell results; writes <output_dir>/pipeline.json and the step folders."""
+                 output_dir: str | os.PathLike | None = None, quiet: bool = False, executor: str = "inprocess",
+                 jobs: int | None = None, address: str | None = None) -> PipelineRun:
+    """`npufit pipeline run`: returns the per-cell results; writes <output_dir>/pipeline.json and the step folders.
+
+    executor: "inprocess" (default) runs the cells one after the other here; "pool" or "ray" run the cells of
+    one step side by side (every step but bench and report), a compile cell for a vendor env only on Ray
+    nodes tagged with it. Results and records are the same either way."""
     from .environment import environment
 
     config = load_config(path, output_dir)
@@ -153,18 +163,24 @@ def run_pipeline(path: str | os.PathLike, from_step: str | None = None, only: st
         return memo["dataset"]
 
     t0 = time.perf_counter()
-    for step in STEPS:
-        todo = [c for c in cells if c.step == step]
-        if not todo:
-            continue
-        if step == "report":  # the report reads the manifest of this very run
-            run.results = list(records.values())
-            run.seconds = time.perf_counter() - t0
-            atomic_write_json(config.output_dir / MANIFEST, run.to_dict())
-        for cell in track(todo, f"{step:<9}", total=len(todo)):
-            res = _run_cell(cell, config, cells, records, selected, force, dataset, log)
-            records[cell.id] = res
-            log(_line(res))
+    from ..executors import get_executor
+
+    with get_executor(executor, jobs, address) as ex:
+        for step in STEPS:
+            todo = [c for c in cells if c.step == step]
+            if not todo:
+                continue
+            if step == "report":  # the report reads the manifest of this very run
+                run.results = list(records.values())
+                run.seconds = time.perf_counter() - t0
+                atomic_write_json(config.output_dir / MANIFEST, run.to_dict())
+            if ex.name != "inprocess" and step in PARALLEL_STEPS and len(todo) > 1:
+                _run_step_on(ex, todo, config, cells, records, selected, force, log)
+                continue
+            for cell in track(todo, f"{step:<9}", total=len(todo)):
+                res = _run_cell(cell, config, cells, records, selected, force, dataset, log)
+                records[cell.id] = res
+                log(_line(res))
     run.results = list(records.values())
     run.seconds = time.perf_counter() - t0
     atomic_write_json(config.output_dir / MANIFEST, run.to_dict())
@@ -176,8 +192,13 @@ def run_pipeline(path: str | os.PathLike, from_step: str | None = None, only: st
 
 def _run_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: dict[str, CellResult], selected: set[str],
               force: bool, dataset, log) -> CellResult:
-    from .steps import STEP_FUNCTIONS
+    planned = _plan_cell(cell, config, cells, records, selected, force)
+    return planned if isinstance(planned, CellResult) else _execute(planned, config, dataset, log)
 
+
+def _plan_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: dict[str, CellResult], selected: set[str],
+               force: bool) -> CellResult | dict[str, Any]:
+    """The decided result (blocked, kept, cached), or the job that runs the step."""
     folder = config.output_dir / cell.folder
     deps = [records[d.id] for d in dependencies(cell, config, cells) if d.id in records]
     if cell.step != "report":
@@ -201,8 +222,15 @@ def _run_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: di
     if ok and not force:
         return CellResult(cell, previous, "cached", folder)
     src = model_source(cell, config)
-    ctx = StepContext(config, cell, folder, settings, {d.cell.step: (d.record, d.folder) for d in deps},
-                      src.step if src else None, dataset, log)
+    return {"cell": cell, "folder": folder, "settings": settings, "deps": {d.cell.step: (d.record, d.folder) for d in deps},
+            "model_from": src.step if src else None, "key": key}
+
+
+def _execute(job: dict[str, Any], config: PipelineConfig, dataset, log) -> CellResult:
+    from .steps import STEP_FUNCTIONS
+
+    cell, folder, key = job["cell"], job["folder"], job["key"]
+    ctx = StepContext(config, cell, folder, job["settings"], job["deps"], job["model_from"], dataset, log)
     if folder.exists():
         shutil.rmtree(folder)  # no stale outputs from an earlier run survive into this one
     folder.mkdir(parents=True)
@@ -226,6 +254,69 @@ def _run_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: di
     rec.save(folder)
     action = {"ok": "ran", "failed": "failed", "skipped": "skipped", "rejected": "rejected"}[rec.status]
     return CellResult(cell, rec, action, folder)
+
+
+def run_cell_task(payload: dict[str, Any]) -> tuple[CellResult, list[str]]:
+    """A step cell as an executor task (a worker process or a Ray node): its result and the lines it logged."""
+    config, lines = payload["config"], []
+    return _execute(payload["job"], config, lambda: _worker_dataset(config), lines.append), lines
+
+
+_DATASETS: dict[tuple[str, str], Any] = {}  # one dataset per worker process, loaded by the first cell that asks
+
+
+def _worker_dataset(config: PipelineConfig):
+    from ..zoo.data import load_dataset
+
+    k = (repr(config.data), str(config.path.parent))
+    if k not in _DATASETS:
+        _DATASETS[k] = load_dataset(config.data, config.path.parent)
+    return _DATASETS[k]
+
+
+def _run_step_on(ex, todo: list[Cell], config: PipelineConfig, cells: list[Cell], records: dict[str, CellResult],
+                 selected: set[str], force: bool, log) -> None:
+    """The cells of one step on the executor; decided cells (cached, kept, blocked) are settled here first."""
+    from ..executors import Task
+
+    jobs: list[dict[str, Any]] = []
+    for cell in todo:
+        planned = _plan_cell(cell, config, cells, records, selected, force)
+        if isinstance(planned, CellResult):
+            records[cell.id] = planned
+            log(_line(planned))
+        else:
+            jobs.append(planned)
+    tasks = [Task("npufit.pipeline.runner:run_cell_task", {"config": config, "job": j}, resources=_cell_resources(j["cell"]),
+                  label=j["cell"].id) for j in jobs]
+    for job, o in zip(jobs, ex.map(tasks, None, description=f"{todo[0].step:<9}")):
+        if o.ok:
+            res, lines = o.value
+            for line in lines:
+                log(line)
+        else:  # the worker died: the cell failed, its branch stops, the matrix goes on
+            cell = job["cell"]
+            rec = StepRecord(cell.id, cell.step, key=job["key"], status="failed", message=f"worker {o.status}: {o.error}")
+            job["folder"].mkdir(parents=True, exist_ok=True)
+            rec.save(job["folder"])
+            res = CellResult(cell, rec, "failed", job["folder"])
+        records[res.cell.id] = res
+        log(_line(res))
+    for cell in todo:  # the manifest lists cells in matrix order, whatever order they finished in
+        records[cell.id] = records.pop(cell.id)
+
+
+def _cell_resources(cell: Cell) -> dict[str, float]:
+    """A compile cell needs its vendor compiler's env (a Ray resource tag); other steps run anywhere."""
+    if cell.step != "compile" or not cell.target:
+        return {}
+    from ..compilers import compiler_for
+    from ..executors import resources_for_compiler
+
+    try:
+        return resources_for_compiler(compiler_for(cell.target).name)
+    except NpufitError:
+        return {}
 
 
 def _key_parts(cell: Cell, config: PipelineConfig, spec: ModelSpec | None, settings: dict, deps: list[CellResult]) -> dict:

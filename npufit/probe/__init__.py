@@ -22,13 +22,16 @@ DEFAULT_TIMEOUT_S = 120.0
 
 def probe(target: str | None = "hailo8", opset: int = 11, cases: str | Sequence[Case] | None = None, compiler: str | None = None,
           output: str | os.PathLike | None = None, jobs: int | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-          sweep: bool = False, compile_options: dict[str, Any] | None = None, replay: str | os.PathLike | None = None) -> ProbeReport:
+          sweep: bool = False, compile_options: dict[str, Any] | None = None, replay: str | os.PathLike | None = None,
+          executor: str = "pool", address: str | None = None) -> ProbeReport:
     """Run the probe suite (the library side of `npufit probe`).
 
     cases: glob patterns over the catalogue (ids, families, 'seed000'), or your own Case objects
     (their builders must be importable module-level functions: cases run in worker processes).
     replay: a <target>-measured.json from an earlier `--compiler` run; the prediction is compared with it
     (drift table) without the compiler installed. Target, cases and sweep default to the recorded run's.
+    executor: "pool" (default, local worker processes), "inprocess" or "ray" (address: a cluster; cases that
+    need a vendor compiler's env only run on nodes tagged with it, see npufit.executors.COMPILER_RESOURCES).
     """
     from ..targets import get_profile
 
@@ -78,7 +81,7 @@ def probe(target: str | None = "hailo8", opset: int = 11, cases: str | Sequence[
     from .runner import run_tasks
 
     t0 = time.perf_counter()
-    results = run_tasks(tasks, min(jobs, len(tasks)), float(timeout), f"probe {profile.name}")
+    results = run_tasks(tasks, min(jobs, len(tasks)), float(timeout), f"probe {profile.name}", executor, address)
     report = ProbeReport(profile.name, profile.title, int(opset), results, compiler, min(jobs, len(tasks)), float(timeout),
                          time.perf_counter() - t0, sweep)
     if record is not None:

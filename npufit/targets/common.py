@@ -23,15 +23,16 @@ def rank(node: NodeView, i: int = 0, output: bool = False) -> int | None:
 
 def ranks(node: NodeView) -> list[int]:
     """Known ranks of every non-constant input and every output."""
+    tensors = node.graph.tensors  # read directly: this runs for every node of every check
     out = []
-    for i in range(len(node.inputs)):
-        t = node.input(i)
-        if t is not None and not t.is_const and t.rank is not None:
-            out.append(t.rank)
-    for i in range(len(node.outputs)):
-        t = node.output(i)
-        if t is not None and t.rank is not None:
-            out.append(t.rank)
+    for name in node.inputs:
+        t = tensors.get(name) if name else None
+        if t is not None and not t.is_const and t.shape is not None:
+            out.append(len(t.shape))
+    for name in node.outputs:
+        t = tensors.get(name) if name else None
+        if t is not None and t.shape is not None:
+            out.append(len(t.shape))
     return out
 
 
@@ -42,6 +43,8 @@ def is_static(t: TensorInfo | None) -> bool:
 def dynamic_inputs(node: NodeView) -> list[str]:
     """Model inputs read by this node whose shape is not fully static."""
     graph_inputs = node.graph.input_set
+    if graph_inputs.isdisjoint(node.inputs):
+        return []
     return [t for t in node.inputs if t and t in graph_inputs and not node.graph.tensor(t).is_static]
 
 

@@ -1,0 +1,54 @@
+"""The unit of scan work, run wherever the executor puts it: one model file against every target."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..errors import NpufitError
+
+TOP_REASONS = 3
+
+
+def row_for(report) -> dict[str, Any]:
+    """The scan row of one CheckReport: numbers, and the rules that keep the most nodes off the NPU."""
+    s = report.summary()
+    by_rule: Counter = Counter()
+    text: dict[str, str] = {}
+    for n in report.failing:
+        for r in n.reasons:
+            by_rule[r.rule] += 1
+            text.setdefault(r.rule, r.text)
+    top = sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_REASONS]
+    return {"status": "ok", "nodes": s["nodes_total"], "coverage_nodes_pct": s["coverage_nodes_pct"],
+            "coverage_macs_pct": s["coverage_macs_pct"], "npu_partitions": s["npu_partitions"],
+            "host_partitions": s["host_partitions"], "boundaries": s["boundaries"], "boundary_bytes": s["boundary_bytes"],
+            "counts": s["counts"], "fully_npu": s["fully_npu"], "judged_as": report.target.get("judged_as", ""),
+            "top_reasons": [{"rule": k, "nodes": v, "text": text[k]} for k, v in top], "error": ""}
+
+
+def failed_row(status: str, message: str) -> dict[str, Any]:
+    return {"status": status, "nodes": None, "coverage_nodes_pct": None, "coverage_macs_pct": None, "npu_partitions": None,
+            "host_partitions": None, "boundaries": None, "boundary_bytes": None, "counts": {}, "fully_npu": False,
+            "judged_as": "", "top_reasons": [], "error": message}
+
+
+def scan_model(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """job: {"path", "targets", "judge"} -> {target: row}. The graph is loaded once for all targets.
+
+    A model npufit refuses (not a model, broken protobuf) is an `error` row with the one-line reason.
+    """
+    from ..check.engine import check_graph
+    from ..graph import load
+    from ..targets import get_profile
+
+    try:
+        graph = load(job["path"])
+    except NpufitError as e:
+        return {t: failed_row("error", e.message) for t in job["targets"]}
+    rows = {}
+    for t in job["targets"]:
+        try:
+            rows[t] = row_for(check_graph(graph, get_profile(t), job.get("judge", "auto")))
+        except NpufitError as e:
+            rows[t] = failed_row("error", e.message)
+    return rows
