@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
+	@# RKNN-Toolkit2 lives in its own env (~1 min and 1.4 GB the first time, nothing to do afterwards): without it
+	@# the demo's rk3588 compile cells would be skipped
+	@$(BIN)/npufit env install rknn || echo "demo: the RKNN env could not be installed; rk3588 compile cells will be skipped"
 	$(BIN)/npufit pipeline run examples/timeseries.yaml --output-dir $(DEMO_OUT)
 	@echo; echo "== one check report in full: the seed-003 LSTM regressor on Hailo-8 =="
 	$(BIN)/npufit check $(DEMO_OUT)/lstm/export/model.onnx --target hailo8
