@@ -112,7 +112,7 @@ def table(rows: list[dict]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         share = f"{r['npu_ops']}/{r['npu_ops'] + r['cpu_ops']}" if r.get("compiled") is not None and "npu_ops" in r else ""
-        note = r.get("error") or r.get("vela_error") or ""
+        note = " ".join((r.get("error") or r.get("vela_error") or "").split())  # one table cell: no line breaks
         cos = f"{r['min_cosine']:.5f} / {r['held_out_cosine']:.5f}" if r.get("min_cosine") is not None else ""
         lines.append(f"| {r['name']} | {'yes' if r.get('converted') else 'no'} | {r.get('convert_s', '') and round(r['convert_s'], 2)} "
                      f"| {r.get('peak_mb', 0):.0f} | {cos} | {share} | {'yes' if r.get('compiled') else 'no'} | {note[:140]} |")
