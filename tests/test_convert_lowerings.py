@@ -147,6 +147,25 @@ def test_resize_modes(tmp_path, mode):
     _convert(tmp_path, m, torch.randn(1, 3, 6, 6), 13)
 
 
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "round_prefer_ceil"])
+@pytest.mark.parametrize("scale", [2, 3])
+def test_nearest_resize_half_pixel_integer_scale(tmp_path, nearest_mode, scale):
+    """ONNX's default nearest resize (half_pixel, round_prefer_floor) at integer upscaling is TFLite's plain nearest."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Resize", ["r", "", "s"], ["y"], mode="nearest", nearest_mode=nearest_mode,
+                              coordinate_transformation_mode="half_pixel")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [helper.make_tensor("s", TensorProto.FLOAT, [4], [1, 1, scale, scale])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    (tmp_path / "r.onnx").write_bytes(m.SerializeToString())
+    res = convert(tmp_path / "r.onnx", tmp_path / "r.tflite", samples=8)
+    assert "RESIZE_NEAREST_NEIGHBOR" in res.op_counts and res.verification.min_cosine >= 0.9999, res.verification.to_dict()
+
+
 def test_pixel_shuffle(tmp_path):
     m = Seq(lambda s, x: F.pixel_shuffle(s.mods[0](x), 2), conv(3, 12))
     _convert(tmp_path, m, torch.randn(1, 3, 6, 6), 13, ops=("DEPTH_TO_SPACE",))

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial
+from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial, onnx_to_tfl_shape
 from .ops_nn import absorb_tail, clip_bounds, fused_activation, int8_scalar
 from .qparams import FIXED, quantize
 
@@ -187,7 +187,13 @@ def resize(L: Lowering, node: NodeView) -> None:
     mode = node.attr("mode", "nearest")
     ctm = node.attr("coordinate_transformation_mode", "asymmetric" if node.op_type == "Upsample" else "half_pixel")
     if mode == "nearest":
-        flags = _NEAREST.get((ctm, node.attr("nearest_mode", "floor" if node.op_type == "Upsample" else "round_prefer_floor")))
+        rounding = node.attr("nearest_mode", "floor" if node.op_type == "Upsample" else "round_prefer_floor")
+        flags = _NEAREST.get((ctm, rounding))
+        out_hw = onnx_to_tfl_shape(L.shape(node.outputs[0]), "nhwc")[1:3]
+        if flags is None and ctm in ("half_pixel", "pytorch_half_pixel") and rounding.startswith("round") and \
+                all(o % i == 0 for o, i in zip(out_hw, x.shape[1:3])):
+            # integer upscaling: (x + 1/2) / s - 1/2 never lands on a tie, so both round modes give floor(x / s)
+            flags = (False, False)
         op, opts = "RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"
     elif mode in ("linear", "bilinear"):
         flags, op, opts = _LINEAR.get(ctm), "RESIZE_BILINEAR", "ResizeBilinearOptions"
