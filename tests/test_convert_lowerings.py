@@ -134,6 +134,15 @@ def test_split_slice_gather(tmp_path):
     _convert(tmp_path, Seq(f, conv(3, 8)), torch.randn(1, 3, 6, 8), 13, ops=("SPLIT_V", "STRIDED_SLICE"))
 
 
+def test_slice_any_axis_and_negative_steps(tmp_path):
+    """Slices on every axis, with steps, and torch.flip (a step of -1 that runs through index 0)."""
+    def f(s, x):
+        y = s.mods[0](x)
+        return y[:, 1:7:2, :, 1:], torch.flip(y, [2, 3]), torch.flip(y[:, :, 1::2], [1]), y[..., -3:-1]
+
+    _convert(tmp_path, Seq(f, conv(3, 8)), torch.randn(1, 3, 6, 8), 13, ops=("STRIDED_SLICE",))
+
+
 def test_conv1d_via_rewrite(tmp_path):
     m = Seq(lambda s, x: s.mods[1](torch.relu(s.mods[0](x))), torch.nn.Conv1d(8, 16, 5, padding=2), torch.nn.Conv1d(16, 4, 3))
     res = _convert(tmp_path, m, torch.randn(1, 8, 40), 13, ops=("CONV_2D",))

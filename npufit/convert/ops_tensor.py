@@ -258,14 +258,17 @@ def slice_(L: Lowering, node: NodeView) -> None:
     axes = list(range(len(starts))) if axes is None else [int(a) % rank for a in np.atleast_1d(axes)]
     steps = [1] * len(axes) if steps is None else [int(s) for s in np.atleast_1d(steps)]
     begin, end, stride = [0] * rank, list(shape), [1] * rank
+    to_start = [False] * rank  # a negative step that runs through index 0: TFLite's end_mask, not end = -1
     for ax, s, e, st in zip(axes, np.atleast_1d(starts), np.atleast_1d(ends), steps):
-        if st <= 0:
-            raise L.fail(node, "negative or zero slice steps are not lowered")
+        if st == 0:
+            raise L.fail(node, "a zero slice step is invalid")
         b0, e0, _ = slice(int(max(min(s, 2**62), -2**62)), int(max(min(e, 2**62), -2**62)), st).indices(shape[ax])
-        begin[ax], end[ax], stride[ax] = b0, max(e0, b0), st
+        begin[ax], end[ax], stride[ax] = b0, (max(e0, b0) if st > 0 else min(e0, b0)), st
+        to_start[ax] = st < 0 and e0 < 0
     x = L.act(node.inputs[0])
     if x.layout == "nhwc":
-        begin, end, stride = ([v[p] for p in TO_NHWC] for v in (begin, end, stride))
+        begin, end, stride, to_start = ([v[p] for p in TO_NHWC] for v in (begin, end, stride, to_start))
     y = L.output(node.outputs[0], x.layout, q=x.q)
     L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end),
-                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions")
+                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions",
+           end_mask=sum(1 << a for a, m in enumerate(to_start) if m))
