@@ -24,7 +24,20 @@ from pathlib import Path
 GOAL_S, GOAL_MB, GOAL_COS = 5.0, 1024.0, 0.999
 
 
-def worker(model: str, out: str, target: str) -> None:
+def _shapes(model: str, shapes_json: str) -> dict | None:
+    """--input-shape values, and a dynamic leading (batch) dim pinned to 1; other dynamic dims need --input-shape."""
+    import onnx
+
+    from npufit.quantize.calibration import input_specs
+
+    given = {k: tuple(v) for k, v in json.loads(shapes_json).items()}
+    for spec in input_specs(onnx.load(model, load_external_data=False)):
+        if spec.name not in given and spec.shape and spec.shape[0] is None and all(d is not None for d in spec.shape[1:]):
+            given[spec.name] = (1, *spec.shape[1:])
+    return given or None
+
+
+def worker(model: str, out: str, target: str, shapes_json: str = "{}") -> None:
     """Runs in the child: convert, verify, compile the .tflite with Vela; prints one JSON line."""
     from npufit.errors import NpufitError
 
@@ -34,12 +47,13 @@ def worker(model: str, out: str, target: str) -> None:
         from npufit.convert.onnx_prep import prepare
         from npufit.quantize.calibration import input_specs, load_calibration
 
-        res = convert(model, Path(out) / "m_int8.tflite", verify=4, target=target)
+        shapes = _shapes(model, shapes_json)
+        res = convert(model, Path(out) / "m_int8.tflite", verify=4, target=target, input_shapes=shapes)
         row.update(converted=True, convert_s=res.timings["total_s"], tflite_ops=len(res.ops), peak_mb=_hwm_mb(),
                    held_out_cosine=res.verification.min_cosine, notes=res.notes)
         # the issue's bound is on the calibration data: the same seeded samples the converter calibrated on
-        cal = load_calibration("random", input_specs(prepare(Path(model), None).model), count=8, seed=0)
-        row["min_cosine"] = verify_tflite(res.path, model, [cal[i] for i in range(len(cal))]).min_cosine
+        cal = load_calibration("random", input_specs(prepare(Path(model), shapes).model), count=8, seed=0, input_shapes=shapes)
+        row["min_cosine"] = verify_tflite(res.path, model, [cal[i] for i in range(len(cal))], input_shapes=shapes).min_cosine
     except NpufitError as e:
         row.update(converted=False, error=e.message, peak_mb=_hwm_mb())
     if row["converted"]:
@@ -61,11 +75,12 @@ def _hwm_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_one(model: Path, target: str, work: Path, timeout: float) -> dict:
+def run_one(model: Path, target: str, work: Path, timeout: float, shapes: dict | None = None) -> dict:
     out = work / model.stem
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, __file__, "--worker", str(model), str(out), target], stdout=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, __file__, "--worker", str(model), str(out), target, json.dumps(shapes or {})],
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     try:
         so, se = p.communicate(timeout=timeout)
@@ -112,7 +127,7 @@ def table(rows: list[dict]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         share = f"{r['npu_ops']}/{r['npu_ops'] + r['cpu_ops']}" if r.get("compiled") is not None and "npu_ops" in r else ""
-        note = r.get("error") or r.get("vela_error") or ""
+        note = " ".join((r.get("error") or r.get("vela_error") or "").split())  # one table cell: no line breaks
         cos = f"{r['min_cosine']:.5f} / {r['held_out_cosine']:.5f}" if r.get("min_cosine") is not None else ""
         lines.append(f"| {r['name']} | {'yes' if r.get('converted') else 'no'} | {r.get('convert_s', '') and round(r['convert_s'], 2)} "
                      f"| {r.get('peak_mb', 0):.0f} | {cos} | {share} | {'yes' if r.get('compiled') else 'no'} | {note[:140]} |")
@@ -140,13 +155,19 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="built-in architecture names to run (default: all)")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-model limit for one worker, seconds")
     ap.add_argument("--json", help="also write the rows to this JSON file")
+    ap.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,..",
+                    help="pin a dynamic input (repeatable; a dynamic batch dim alone is pinned to 1)")
     a = ap.parse_args(argv)
+    shapes = {}
+    for item in a.input_shape:
+        name, _, dims = item.partition("=")
+        shapes[name] = [int(v) for v in dims.split(",")]
     with tempfile.TemporaryDirectory(prefix="npufit-convert-corpus-") as d:
         d = Path(d)
         models = collect(a.models) if a.models else export_builtin(d / "models", a.only)
         rows = []
         for name, path in models:
-            r = run_one(path, a.target, d / "work", a.timeout)
+            r = run_one(path, a.target, d / "work", a.timeout, shapes)
             r["name"] = name
             rows.append(r)
             print(f"  {name}: {'converted' if r.get('converted') else 'NOT converted'}"
@@ -160,7 +181,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "--worker":
         worker(*sys.argv[2:])
     else:
         sys.exit(main())

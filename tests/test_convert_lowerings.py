@@ -134,6 +134,15 @@ def test_split_slice_gather(tmp_path):
     _convert(tmp_path, Seq(f, conv(3, 8)), torch.randn(1, 3, 6, 8), 13, ops=("SPLIT_V", "STRIDED_SLICE"))
 
 
+def test_slice_any_axis_and_negative_steps(tmp_path):
+    """Slices on every axis, with steps, and torch.flip (a step of -1 that runs through index 0)."""
+    def f(s, x):
+        y = s.mods[0](x)
+        return y[:, 1:7:2, :, 1:], torch.flip(y, [2, 3]), torch.flip(y[:, :, 1::2], [1]), y[..., -3:-1]
+
+    _convert(tmp_path, Seq(f, conv(3, 8)), torch.randn(1, 3, 6, 8), 13, ops=("STRIDED_SLICE",))
+
+
 def test_conv1d_via_rewrite(tmp_path):
     m = Seq(lambda s, x: s.mods[1](torch.relu(s.mods[0](x))), torch.nn.Conv1d(8, 16, 5, padding=2), torch.nn.Conv1d(16, 4, 3))
     res = _convert(tmp_path, m, torch.randn(1, 8, 40), 13, ops=("CONV_2D",))
@@ -145,6 +154,25 @@ def test_resize_modes(tmp_path, mode):
     kw = {} if mode == "nearest" else {"align_corners": True}
     m = Seq(lambda s, x: F.interpolate(s.mods[0](x), scale_factor=2, mode=mode, **kw), conv(3, 8))
     _convert(tmp_path, m, torch.randn(1, 3, 6, 6), 13)
+
+
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "round_prefer_ceil"])
+@pytest.mark.parametrize("scale", [2, 3])
+def test_nearest_resize_half_pixel_integer_scale(tmp_path, nearest_mode, scale):
+    """ONNX's default nearest resize (half_pixel, round_prefer_floor) at integer upscaling is TFLite's plain nearest."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Resize", ["r", "", "s"], ["y"], mode="nearest", nearest_mode=nearest_mode,
+                              coordinate_transformation_mode="half_pixel")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [helper.make_tensor("s", TensorProto.FLOAT, [4], [1, 1, scale, scale])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    (tmp_path / "r.onnx").write_bytes(m.SerializeToString())
+    res = convert(tmp_path / "r.onnx", tmp_path / "r.tflite", samples=8)
+    assert "RESIZE_NEAREST_NEIGHBOR" in res.op_counts and res.verification.min_cosine >= 0.9999, res.verification.to_dict()
 
 
 def test_pixel_shuffle(tmp_path):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial
+from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial, onnx_to_tfl_shape
 from .ops_nn import absorb_tail, clip_bounds, fused_activation, int8_scalar
 from .qparams import FIXED, quantize
 
@@ -187,7 +187,13 @@ def resize(L: Lowering, node: NodeView) -> None:
     mode = node.attr("mode", "nearest")
     ctm = node.attr("coordinate_transformation_mode", "asymmetric" if node.op_type == "Upsample" else "half_pixel")
     if mode == "nearest":
-        flags = _NEAREST.get((ctm, node.attr("nearest_mode", "floor" if node.op_type == "Upsample" else "round_prefer_floor")))
+        rounding = node.attr("nearest_mode", "floor" if node.op_type == "Upsample" else "round_prefer_floor")
+        flags = _NEAREST.get((ctm, rounding))
+        out_hw = onnx_to_tfl_shape(L.shape(node.outputs[0]), "nhwc")[1:3]
+        if flags is None and ctm in ("half_pixel", "pytorch_half_pixel") and rounding.startswith("round") and \
+                all(o % i == 0 for o, i in zip(out_hw, x.shape[1:3])):
+            # integer upscaling: (x + 1/2) / s - 1/2 never lands on a tie, so both round modes give floor(x / s)
+            flags = (False, False)
         op, opts = "RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"
     elif mode in ("linear", "bilinear"):
         flags, op, opts = _LINEAR.get(ctm), "RESIZE_BILINEAR", "ResizeBilinearOptions"
@@ -252,14 +258,17 @@ def slice_(L: Lowering, node: NodeView) -> None:
     axes = list(range(len(starts))) if axes is None else [int(a) % rank for a in np.atleast_1d(axes)]
     steps = [1] * len(axes) if steps is None else [int(s) for s in np.atleast_1d(steps)]
     begin, end, stride = [0] * rank, list(shape), [1] * rank
+    to_start = [False] * rank  # a negative step that runs through index 0: TFLite's end_mask, not end = -1
     for ax, s, e, st in zip(axes, np.atleast_1d(starts), np.atleast_1d(ends), steps):
-        if st <= 0:
-            raise L.fail(node, "negative or zero slice steps are not lowered")
+        if st == 0:
+            raise L.fail(node, "a zero slice step is invalid")
         b0, e0, _ = slice(int(max(min(s, 2**62), -2**62)), int(max(min(e, 2**62), -2**62)), st).indices(shape[ax])
-        begin[ax], end[ax], stride[ax] = b0, max(e0, b0), st
+        begin[ax], end[ax], stride[ax] = b0, (max(e0, b0) if st > 0 else min(e0, b0)), st
+        to_start[ax] = st < 0 and e0 < 0
     x = L.act(node.inputs[0])
     if x.layout == "nhwc":
-        begin, end, stride = ([v[p] for p in TO_NHWC] for v in (begin, end, stride))
+        begin, end, stride, to_start = ([v[p] for p in TO_NHWC] for v in (begin, end, stride, to_start))
     y = L.output(node.outputs[0], x.layout, q=x.q)
     L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end),
-                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions")
+                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions",
+           end_mask=sum(1 << a for a, m in enumerate(to_start) if m))
