@@ -124,6 +124,23 @@ def test_env_install_is_idempotent():
 
 
 @needs_lib
+def test_another_shim_version_is_linked_beside_never_over(monkeypatch):
+    """Worktrees / npufit versions share ~/.cache/npufit/envs: each shim source gets its own binary."""
+    from npufit.envs import env_dir, ethos_n
+
+    d = env_dir("ethos-n")
+    mine = ethos_n.shim_path(d)
+    monkeypatch.setattr(ethos_n, "shim_digest", lambda: "0000test0000")
+    other = ethos_n.shim_path(d)
+    try:
+        m = install("ethos-n")
+        assert m["relinked"] and other.exists() and mine.exists() and other != mine
+        assert install("ethos-n")["reused"]
+    finally:
+        other.unlink(missing_ok=True)
+
+
+@needs_lib
 def test_relu_detector_compiles_fully_on_the_npu(tmp_path, models):
     from npufit.compilers import compile_model
 
