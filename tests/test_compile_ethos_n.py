@@ -19,7 +19,6 @@ from npufit.errors import NpufitError
 
 pytest.importorskip("torch")
 
-VENDOR = Path(__file__).resolve().parents[2] / "shared" / "vendor" / "ethos-n-driver-stack-25.03"
 BUILT = env_status("ethos-n")["installed"]
 needs_lib = pytest.mark.skipif(not BUILT, reason="the Ethos-N support library is not built here: run "
                                "'npufit env install ethos-n --source <driver stack>' (scripts/test-setup.sh does it for make test)")

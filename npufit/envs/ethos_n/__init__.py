@@ -142,12 +142,14 @@ def link_shim(d: Path, gxx: str | None = None, say=lambda m: None) -> float:
     gxx = gxx or _require_tools()["g++"]
     out = shim_path(d)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.partial")  # parallel probe workers may link at once
     say("linking the npufit shim against the support library")
     t0 = time.perf_counter()
-    p = subprocess.run([gxx, "-std=c++14", "-O2", "-I", str(d / "source" / INCLUDE), "-I", str(d / "source" / UTILS_INCLUDE), str(SHIM_SRC),
-                        str(d / "source" / LIB), "-lpthread", "-o", str(tmp)], capture_output=True, text=True)
+    src = d / "source"
+    p = subprocess.run([gxx, "-std=c++14", "-O2", "-I", str(src / INCLUDE), "-I", str(src / UTILS_INCLUDE), str(SHIM_SRC),
+                        str(src / LIB), "-lpthread", "-o", str(tmp)], capture_output=True, text=True)
     if p.returncode != 0:
+        tmp.unlink(missing_ok=True)
         raise NpufitError(f"linking the Ethos-N shim failed: {(p.stderr.strip().splitlines() or ['no message'])[-1][:300]}")
     tmp.replace(out)
     return time.perf_counter() - t0
