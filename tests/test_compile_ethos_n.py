@@ -19,7 +19,6 @@ from npufit.errors import NpufitError
 
 pytest.importorskip("torch")
 
-VENDOR = Path(__file__).resolve().parents[2] / "shared" / "vendor" / "ethos-n-driver-stack-25.03"
 BUILT = env_status("ethos-n")["installed"]
 needs_lib = pytest.mark.skipif(not BUILT, reason="the Ethos-N support library is not built here: run "
                                "'npufit env install ethos-n --source <driver stack>' (scripts/test-setup.sh does it for make test)")
@@ -121,6 +120,23 @@ def test_env_install_is_idempotent():
     assert time.perf_counter() - t0 < 30  # nothing rebuilt (generous bound)
     r = _cli("env", "install", "ethos-n")
     assert r.returncode == 0 and "nothing to do" in r.stdout
+
+
+@needs_lib
+def test_another_shim_version_is_linked_beside_never_over(monkeypatch):
+    """Worktrees / npufit versions share ~/.cache/npufit/envs: each shim source gets its own binary."""
+    from npufit.envs import env_dir, ethos_n
+
+    d = env_dir("ethos-n")
+    mine = ethos_n.shim_path(d)
+    monkeypatch.setattr(ethos_n, "shim_digest", lambda: "0000test0000")
+    other = ethos_n.shim_path(d)
+    try:
+        m = install("ethos-n")
+        assert m["relinked"] and other.exists() and mine.exists() and other != mine
+        assert install("ethos-n")["reused"]
+    finally:
+        other.unlink(missing_ok=True)
 
 
 @needs_lib

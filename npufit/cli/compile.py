@@ -14,7 +14,7 @@ def register(sub) -> None:
                                    "wall time and peak memory; --compare-prediction holds npufit's check against it.")
     p.add_argument("model", nargs="+", help=".onnx or .tflite file(s) (never modified: compilers work on a copy); several models "
                                             "are compiled in parallel on --executor")
-    p.add_argument("--target", "-t", type=name_arg, required=True, help="ethos-u55-256, ethos-u85-512, rk3588, hailo8, ...")
+    p.add_argument("--target", "-t", type=name_arg, required=True, help="ethos-u55-256, ethos-u85-512, rk3588, hailo8, ethos-n78[-8tops-2ple], ...")
     p.add_argument("--out-dir", metavar="DIR", help="where artifacts and logs go (default ./npufit-compile/MODEL-TARGET)")
     p.add_argument("--quantize", action="store_true", help="RKNN: int8 build (default: float16)")
     p.add_argument("--calibration", metavar="PATH", help="calibration data: a .npy, a folder of .npy files (RKNN: or dataset.txt)")

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{m['size_mb']:.0f} MB): nothing to do (--force rebuilds)")
             return 0
         if m.get("relinked"):
-            print(f"{m['title']}: npufit's shim relinked in {m['shim_s']:.0f} s against the library in {envs.env_dir(args.name)}")
+            print(f"{m['title']}: npufit's shim linked in {m['shim_s']:.0f} s against the library already built in {envs.env_dir(args.name)}")
             return 0
         extra = f"; library build {m['build_s']:.0f} s with -j{m['jobs']}" if "build_s" in m else ""
         print(f"{m['title']}: version {m['version']} in {envs.env_dir(args.name)} "

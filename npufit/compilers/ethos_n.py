@@ -57,8 +57,9 @@ class EthosNCompiler:
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         from ..envs import env_dir, env_status
-        from ..envs.ethos_n import shim_path
+        from ..envs.ethos_n import ensure_shim
         from ..graph import load
+        from ..util.io import atomic_write_bytes, atomic_write_text
         from .ethos_n_lower import lower, request_with
         from .vela import convert_onnx, record_conversion
 
@@ -81,12 +82,12 @@ class EthosNCompiler:
         work = out / "ethos_n"
         work.mkdir(parents=True, exist_ok=True)
         blob, req, resp_path = work / "constants.bin", work / "request.txt", work / "response.json"
-        blob.write_bytes(low.blob)
         sram = int(options.extra.get("ethos_n_sram_bytes", 0))
-        req.write_text(request_with(low, variant, sram, blob.resolve()))
+        atomic_write_bytes(blob, low.blob)
+        atomic_write_text(req, request_with(low, variant, sram, blob.resolve()))
         for stale in [resp_path, *work.glob("compiled_network_*.bin")]:
             stale.unlink(missing_ok=True)
-        cmd = [str(shim_path(env_dir(ENV))), str(req), str(resp_path), "--save", str(work / "compiled_network_")]
+        cmd = [str(ensure_shim(env_dir(ENV))), str(req), str(resp_path), "--save", str(work / "compiled_network_")]
         if options.extra.get("ethos_n_estimate") is False:
             cmd.append("--no-estimate")
         run = run_tool(cmd, out / "ethos_n.log", cwd=work, timeout_s=options.timeout_s)

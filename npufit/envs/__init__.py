@@ -93,7 +93,7 @@ def env_ready_path(name: str) -> Path:
     if spec(name).kind == "native":
         from . import ethos_n
 
-        return ethos_n.shim_path(env_dir(name))
+        return ethos_n.library_path(env_dir(name))
     return env_python(name)
 
 
@@ -182,10 +182,9 @@ def _install_native(s: EnvSpec, force: bool, log, source: str | None, jobs: int 
     m = manifest(s.name)
     relinked = False
     if m and not force and env_ready_path(s.name).exists():
-        if m.get("shim_digest") == ethos_n.shim_digest():
+        if ethos_n.shim_path(d).exists():
             return dict(m, reused=True)
-        m["shim_s"] = round(ethos_n.link_shim(d, say=say), 1)  # npufit's shim changed: relink only
-        m["shim_digest"] = ethos_n.shim_digest()
+        m["shim_s"] = round(ethos_n.link_shim(d, say=say), 1)  # this npufit's shim is new: link it only
         relinked = True
     else:
         if force and d.exists():

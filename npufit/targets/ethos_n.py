@@ -444,7 +444,8 @@ def profiles() -> dict[str, Profile]:
         summary="Int8/uint8 NHWC models as Arm's Ethos-N support library takes them (measured: npufit compile --target ethos-n78); "
                 "TVM's flow keeps int8 LeakyReLU as a host float island; anything else the library refuses runs on the host CPU.",
         fallback="cpu", limits=dict(LIMITS), ops=_ops(),
-        executes=Executes.INT8, unknown=OpSupport("*", CPU, reason="{op} has no Ethos-N pattern in TVM's pattern table: it runs on the host CPU", source="N-PY"),
+        executes=Executes.INT8, unknown=OpSupport("*", CPU, reason="{op} has no operation in the Ethos-N support library (nor a TVM pattern): it runs on the host CPU",
+                                                   source="N-LIB"),
         graph_rules=GRAPH_RULES, sources=dict(SOURCES), input_formats=("tflite", "onnx"), op_key=tm.tflite_op,
         notes=("ONNX ops are judged as the TFLite/Relay QNN ops they import as (Conv → CONV_2D/qnn.conv2d, Sigmoid → LOGISTIC, ...)",
                "NPU partitions that contain no multiply-accumulate may be inlined back to the CPU when the compiler option is set (N-INL)"),

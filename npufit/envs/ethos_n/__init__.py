@@ -5,7 +5,8 @@ Apache-2.0). npufit copies or clones the driver stack, builds the static support
 a small C++ program (shim.cpp and shim_io.hpp, next to this file) against it. npufit talks to that program through a request
 file and a JSON answer (npufit.compilers.ethos_n); nothing here is imported by `import npufit`.
 
-Layout of <envs>/ethos-n: source/ (the driver stack), bin/npufit-ethosn (the shim), build.log, npufit-env.json.
+Layout of <envs>/ethos-n: source/ (the driver stack and the built library), bin/npufit-ethosn-<digest> (the shim
+of each npufit shim source that used this env), build.log, npufit-env.json.
 """
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ INCLUDE = Path("driver/support_library/include")
 UTILS_INCLUDE = Path("driver/utils/include")  # the library's logger, to read why Compile() found no plan
 SHIM_SRC = Path(__file__).with_name("shim.cpp")
 SHIM_FILES = (SHIM_SRC, Path(__file__).with_name("shim_io.hpp"))
-SHIM = Path("bin/npufit-ethosn")
+SHIM_DIR = Path("bin")  # one shim per npufit shim source (npufit-ethosn-<digest>): npufit versions sharing the env
+                       # folder never relink each other's shim
 _COMPILING = re.compile(r"^g\+\+ -o \S*?/src/(\w+)\.o ")
 
 
@@ -138,28 +140,41 @@ def build(d: Path, source: str | None, jobs: int | None, say) -> dict:
 
 def link_shim(d: Path, gxx: str | None = None, say=lambda m: None) -> float:
     gxx = gxx or _require_tools()["g++"]
-    out = d / SHIM
+    out = shim_path(d)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.partial")  # parallel probe workers may link at once
     say("linking the npufit shim against the support library")
     t0 = time.perf_counter()
-    p = subprocess.run([gxx, "-std=c++14", "-O2", "-I", str(d / "source" / INCLUDE), "-I", str(d / "source" / UTILS_INCLUDE), str(SHIM_SRC),
-                        str(d / "source" / LIB), "-lpthread", "-o", str(tmp)], capture_output=True, text=True)
+    src = d / "source"
+    p = subprocess.run([gxx, "-std=c++14", "-O2", "-I", str(src / INCLUDE), "-I", str(src / UTILS_INCLUDE), str(SHIM_SRC),
+                        str(src / LIB), "-lpthread", "-o", str(tmp)], capture_output=True, text=True)
     if p.returncode != 0:
+        tmp.unlink(missing_ok=True)
         raise NpufitError(f"linking the Ethos-N shim failed: {(p.stderr.strip().splitlines() or ['no message'])[-1][:300]}")
     tmp.replace(out)
     return time.perf_counter() - t0
 
 
 def shim_version(d: Path) -> str:
-    p = subprocess.run([str(d / SHIM), "--version"], capture_output=True, text=True)
+    p = subprocess.run([str(shim_path(d)), "--version"], capture_output=True, text=True)
     if p.returncode != 0 or not p.stdout.strip():
         raise NpufitError(f"the Ethos-N shim does not run: {(p.stderr or p.stdout).strip()[:200]}")
     return p.stdout.strip()
 
 
 def shim_path(d: Path) -> Path:
-    return d / SHIM
+    return d / SHIM_DIR / f"npufit-ethosn-{shim_digest()}"
+
+
+def library_path(d: Path) -> Path:
+    return d / "source" / LIB
+
+
+def ensure_shim(d: Path, say=lambda m: None) -> Path:
+    """This npufit's shim, linked against the installed library on first use (about 10-15 s)."""
+    if not shim_path(d).exists():
+        link_shim(d, say=say)
+    return shim_path(d)
 
 
 def _count_sources(srcdir: Path) -> int:
