@@ -164,8 +164,9 @@ def match_token_layout(graph: Graph) -> list[CompositeMatch]:
             seen.update(n.name for n in nodes)
             out.append(CompositeMatch(tuple(nodes), detail))
 
-    for node in graph.nodes:
-        if not _live(graph, node) or node.name in seen:
+    shuffles = [n for n in graph.nodes if n.op_type in ("Reshape", "Flatten", "Transpose")]  # cheap filter first
+    for node in shuffles:
+        if node.name in seen or not _live(graph, node):
             continue
         if _flatten_hw(node):
             t = sole_consumer(graph, node, ("Transpose",))
