@@ -63,7 +63,8 @@ def test_vela_checks_judge_a_tflite_model_with_vela_reason_text(tmp_path):
 
 def test_vela_checks_and_the_compile_disagree_on_an_nchw_transpose(tmp_path):
     """Measured with Vela 5.2.0: its library checks (the legacy core's) put TRANSPOSE [0,3,1,2] of [1,16,16,8] on the
-    CPU; the compile (the Regor core Vela 5.2.0 uses) runs it on the NPU. Both judges are shown for what they are."""
+    CPU; the compile (the Regor core Vela 5.2.0 uses) runs it on the NPU. Each judge is labelled; the default one has
+    the compile confirm every CPU verdict of the checks."""
     m = _tflite(tmp_path / "t.tflite", bad_pool=False, transpose=True)
     lib = _node(check(m, "ethos-u55-256", measure="vela-checks"), "TRANSPOSE")
     comp = check(m, "ethos-u55-256", measure="compile")
@@ -71,6 +72,11 @@ def test_vela_checks_and_the_compile_disagree_on_an_nchw_transpose(tmp_path):
     assert lib["measured"] == "cpu" and "permutation" in lib["compiler_reason"]
     assert _node(comp, "TRANSPOSE")["measured"] == "npu"
     assert {n["measured"] for n in comp.extra["measurement"]["nodes"]} == {"npu"}
+    # the default judge takes the library checks and has the compile confirm their CPU verdicts
+    auto = check(m, "ethos-u55-256", measure=True).extra["measurement"]
+    t = next(n for n in auto["nodes"] if n["op"] == "TRANSPOSE")
+    assert auto["judge"] == "vela-checks" and "confirmed by the compile" in auto["message"]
+    assert t["measured"] == "npu" and "library checks put it on the CPU" in t["compiler_reason"]
 
 
 def _onnx_with_exp(path):

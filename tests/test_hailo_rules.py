@@ -153,3 +153,46 @@ def test_unknown_op_is_unsupported_with_reason(tmp_path):
     n = r.node("sp")
     assert n.verdict.value == "unsupported" and n.reasons[0].rule == "hailo8l.op.unknown"
     assert "Softplus is not in the Hailo operator table" in n.reasons[0].text
+
+
+def test_rank3_constant_passes_on_tokens_and_fails_on_channel_first_bins(tmp_path):
+    """H-YOLO: a [1,2,8400]-style constant on a conv map flattened to [N, C, H*W] is rejected; the Zoo's vit/detr add
+    [1, T, C] position embeddings to token sequences (here after an embedding lookup) on chip."""
+    from onnx import TensorProto
+
+    table = numpy_helper.from_array(np.zeros((10, 6), np.float32), "table")
+    pos = numpy_helper.from_array(np.ones((1, 4, 6), np.float32), "pos")
+    anchors = numpy_helper.from_array(np.ones((1, 2, 16), np.float32), "anchors")
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["emb"], name="lookup", axis=0),
+             helper.make_node("Add", ["emb", "pos"], ["tok"], name="add_pos"),
+             helper.make_node("Reshape", ["x", "shape"], ["bins"], name="flat"),
+             helper.make_node("Sub", ["anchors", "bins"], ["d"], name="sub_anchor"),
+             helper.make_node("Gather", ["tok", "zero"], ["cls"], name="cls_token", axis=1)]
+    inits = [table, pos, anchors, _c("shape", [1, 2, 16], np.int64), _c("zero", 0, np.int64)]
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 4])
+    r = _check(tmp_path, model(nodes, [ids, vi("x", [1, 2, 4, 4])], [vi("d", None), vi("cls", None)], inits))
+    assert _rules(r, "add_pos") == ("npu", [])
+    assert "hailo8.eltwise.const_layout" in _rules(r, "sub_anchor")[1]
+    assert _rules(r, "lookup") == ("unsupported", ["hailo8.gather.position"])  # embedding lookup: host side
+    assert _rules(r, "cls_token") == ("npu", [])  # x[:, 0]: one constant position on the token axis
+
+
+def test_attention_shuffles_are_npu_and_the_same_shuffles_without_attention_are_not(tmp_path):
+    """Head split [1,T,C] -> [1,T,h,d] -> Transpose [0,2,1,3] feeding Q.K^T (Zoo vit/deit/detr, H-MZ) is npu; the same
+    reshape + transpose feeding a Softmax and a Conv (the YOLO DFL, H-YOLO) is not."""
+    perm = [0, 2, 1, 3]
+    nodes = [helper.make_node("Reshape", ["q", "hs"], ["q4"], name="q_split"),
+             helper.make_node("Transpose", ["q4"], ["qt"], name="q_t", perm=perm),
+             helper.make_node("Reshape", ["k", "hs"], ["k4"], name="k_split"),
+             helper.make_node("Transpose", ["k4"], ["kt"], name="k_t", perm=[0, 2, 3, 1]),
+             helper.make_node("MatMul", ["qt", "kt"], ["s"], name="qk"),
+             helper.make_node("Reshape", ["bins", "dfl"], ["b4"], name="dfl_reshape"),
+             helper.make_node("Transpose", ["b4"], ["bt"], name="dfl_t", perm=perm),
+             helper.make_node("Softmax", ["bt"], ["bs"], name="dfl_softmax", axis=1)]
+    inits = [_c("hs", [1, 8, 2, 4], np.int64), _c("dfl", [1, 4, 16, 8], np.int64)]
+    r = _check(tmp_path, model(nodes, [vi("q", [1, 8, 8]), vi("k", [1, 8, 8]), vi("bins", [1, 64, 8])],
+                               [vi("s", None), vi("bs", None)], inits))
+    for name in ("q_split", "q_t", "k_split", "k_t", "qk"):
+        assert _rules(r, name) == ("npu", []), name
+    assert r.node("q_t").composite == "hailo8.attention"
+    assert _rules(r, "dfl_reshape")[0] == "unsupported" and _rules(r, "dfl_t") == ("unsupported", ["hailo8.transpose.perm"])

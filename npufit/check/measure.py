@@ -81,12 +81,18 @@ def measure(graph: Graph, report, profile: Profile, mode: str = "auto", input_sh
     tflite = graph.format == "tflite"
     if mode == "vela-checks" and not (comp.name == "vela" and tflite):
         raise NpufitError("--measure vela-checks judges TFLite models on Ethos-U targets; use --measure compile")
-    if mode == "vela-checks" or (mode == "auto" and comp.name == "vela" and tflite and not target.startswith("ethos-u85")):
-        return _vela_checks(graph, report, target, st.get("version"), timeout_s)
     try:
+        if mode == "vela-checks" or (mode == "auto" and comp.name == "vela" and tflite and not target.startswith("ethos-u85")):
+            return _vela_checks(graph, report, target, input_shapes, timeout_s, confirm=mode == "auto")
         return _compile(graph, report, target, input_shapes, timeout_s)
+    except _NotMeasured as e:
+        return Measurement(target, "none", st["name"], st.get("version"), f"not measured: {e}")
     except NpufitError as e:  # e.g. RKNN is driven from ONNX only: say it in the measurement, keep the prediction
         return Measurement(target, "none", st["name"], st.get("version"), f"not measured: {e}")
+
+
+class _NotMeasured(Exception):
+    pass
 
 
 def _comparison(report, placement, compiler: str):
@@ -99,7 +105,8 @@ def _by_output(graph: Graph) -> dict[str, str]:
     return {o: n.name for n in graph.top_nodes for o in n.outputs if o}
 
 
-def _vela_checks(graph: Graph, report, target: str, version: str | None, timeout_s) -> Measurement:
+def _checks_placement(graph: Graph, timeout_s) -> tuple[list, str | None]:
+    """Vela's supported-operator checks, run by a child process (envs/workers/vela_checks.py) on the TFLite file."""
     import json
 
     from ..compilers.base import Placement, run_tool
@@ -110,18 +117,37 @@ def _vela_checks(graph: Graph, report, target: str, version: str | None, timeout
                        cwd=d, timeout_s=timeout_s)
         resp = json.loads(resp_path.read_text()) if resp_path.exists() else {"ok": False, "error": f"exit code {run.returncode}"}
     if not resp.get("ok"):
-        return Measurement(target, "none", "vela", version, f"not measured: Vela's operator checks failed ({resp.get('error')})")
+        raise _NotMeasured(f"Vela's operator checks failed ({resp.get('error')})")
     owner = _by_output(graph)
-    placement = [Placement(owner[o["ofm"]], graph.node(owner[o["ofm"]]).op_type, "npu" if o["npu"] else "cpu", f"Vela: {o['reason']}" if o["reason"] else "",
-                           [o["ofm"]]) for o in resp["ops"] if o["ofm"] in owner]
-    m = Measurement(target, "vela-checks", "vela", resp.get("version"),
-                    "judge: Vela's supported-operator checks (library call, no compile)", _comparison(report, placement, "vela"))
-    m.notes.append("Vela 5.2.0 compiles with its C++ core (Regor) by default, whose limits are wider for some operators "
-                   "(TRANSPOSE): --measure compile runs the compile itself")
+    placement = [Placement(owner[o["ofm"]], graph.node(owner[o["ofm"]]).op_type, "npu" if o["npu"] else "cpu",
+                           f"Vela: {o['reason']}" if o["reason"] else "", [o["ofm"]]) for o in resp["ops"] if o["ofm"] in owner]
+    return placement, resp.get("version")
+
+
+def _vela_checks(graph: Graph, report, target: str, input_shapes, timeout_s, confirm: bool) -> Measurement:
+    """The library checks; with `confirm`, operators they put on the CPU are confirmed by the compile, because Vela
+    5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (measured: TRANSPOSE)."""
+    placement, version = _checks_placement(graph, timeout_s)
+    label = "judge: Vela's supported-operator checks (library call, no compile)"
+    notes = []
+    if confirm and any(p.device == "cpu" for p in placement):
+        compiled, res = _compile_placement(graph, report, target, input_shapes, timeout_s)
+        by = {p.node: p for p in compiled}
+        for p in placement:
+            c = by.get(p.node)
+            if p.device == "cpu" and c is not None and c.device != "cpu":
+                p.device, p.reason = c.device, f"Vela's library checks put it on the CPU ({p.reason}); the compile runs it on the NPU"
+        label = ("judge: Vela's supported-operator checks (library call), their CPU verdicts confirmed by the compile "
+                 f"({res.wall_s:.1f} s)")
+    elif not confirm:
+        notes.append("Vela 5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (TRANSPOSE): "
+                     "--measure auto or compile confirms these verdicts with the compile")
+    m = Measurement(target, "vela-checks", "vela", version, label, _comparison(report, placement, "vela"))
+    m.notes.extend(notes)
     return m
 
 
-def _compile(graph: Graph, report, target: str, input_shapes, timeout_s) -> Measurement:
+def _compile_placement(graph: Graph, report, target: str, input_shapes, timeout_s):
     from ..compilers import compile_model
 
     with tempfile.TemporaryDirectory(prefix="npufit-measure-") as d:
@@ -129,8 +155,7 @@ def _compile(graph: Graph, report, target: str, input_shapes, timeout_s) -> Meas
         res = compile_model(graph.path, target, out_dir=d, simulate=False, timeout_s=timeout_s, input_shapes=input_shapes,
                             quantize=judge_int8 and target.startswith(("rk", "rv")))
     if not res.ok or not res.placement:
-        return Measurement(target, "none", res.compiler, res.compiler_version,
-                           f"not measured: {res.compiler} did not finish ({(res.error or 'no placement').splitlines()[0][:200]})")
+        raise _NotMeasured(f"{res.compiler} did not finish ({(res.error or 'no placement').splitlines()[0][:200]})")
     placement = res.placement
     if graph.format == "tflite":  # Vela names a TFLite layer by its output tensor; fused ops have no layer of their own
         from ..compilers.mapping import Layer, resolve
@@ -138,6 +163,11 @@ def _compile(graph: Graph, report, target: str, input_shapes, timeout_s) -> Meas
         owner = _by_output(graph)
         layers = [Layer(owner[p.node], p.op, p.device, p.reason) for p in placement if p.node in owner]
         placement = resolve(graph, layers, compiler=res.compiler)
+    return placement, res
+
+
+def _compile(graph: Graph, report, target: str, input_shapes, timeout_s) -> Measurement:
+    placement, res = _compile_placement(graph, report, target, input_shapes, timeout_s)
     m = Measurement(target, "compile", res.compiler, res.compiler_version, f"judge: {res.compiler} {res.compiler_version or ''} "
                     f"compile ({res.wall_s:.1f} s)".replace("  ", " "), _comparison(report, placement, res.compiler))
     m.notes.extend(n for n in res.notes if "converted ONNX" in n)

@@ -164,8 +164,9 @@ def match_token_layout(graph: Graph) -> list[CompositeMatch]:
             seen.update(n.name for n in nodes)
             out.append(CompositeMatch(tuple(nodes), detail))
 
-    for node in graph.nodes:
-        if not _live(graph, node) or node.name in seen:
+    shuffles = [n for n in graph.nodes if n.op_type in ("Reshape", "Flatten", "Transpose")]  # cheap filter first
+    for node in shuffles:
+        if node.name in seen or not _live(graph, node):
             continue
         if _flatten_hw(node):
             t = sole_consumer(graph, node, ("Transpose",))
@@ -196,7 +197,8 @@ def match_token_layout(graph: Graph) -> list[CompositeMatch]:
 
 def features_last(graph: Graph, tensor: str, depth: int = 16) -> bool:
     """Whether a rank-3 tensor is a token sequence [N, T, C] (features last): it comes, through layout-keeping ops,
-    from a Linear (MatMul/Gemm with constant weights), a transpose of a flattened map, or a head merge."""
+    from a Linear (MatMul/Gemm with constant weights), a transpose of a flattened map, a head merge or an embedding
+    lookup."""
     for _ in range(depth):
         p = graph.producer(tensor)
         if p is None:
@@ -205,6 +207,8 @@ def features_last(graph: Graph, tensor: str, depth: int = 16) -> bool:
             return graph.tensor(p.inputs[1]).is_const or _activation_matmul(graph, p)
         if _swap_last(p):
             return True
+        if p.op_type == "Gather" and graph.tensor(p.inputs[0]).is_const and graph.tensor(p.inputs[0]).rank == 2:
+            return True  # an embedding lookup: one row of C features per token
         if p.op_type == "Reshape" and _static(p.input(0)) and _static(p.output(0)) and p.input(0).rank == 4 \
                 and p.output(0).rank == 3 and p.input(0).shape[1] == p.output(0).shape[1] and not _flatten_hw(p):
             return True  # [N, T, h, d] -> [N, T, h*d]: attention's head merge
