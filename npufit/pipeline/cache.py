@@ -68,9 +68,9 @@ class StepRecord:
         return {"schema": SCHEMA, **asdict(self)}
 
     @classmethod
-    def load(cls, folder: Path) -> "StepRecord | None":
+    def load(cls, folder: Path, root: Path | None = None) -> "StepRecord | None":
         """The record of an earlier run, or None when there is none or it cannot be trusted (unreadable, another
-        version, wrong field types, outputs outside the cell folder): the step then simply runs again."""
+        version, wrong field types, outputs outside the results folder `root`): the step then simply runs again."""
         p = folder / RECORD
         if not os.path.lexists(p):
             return None
@@ -90,8 +90,8 @@ class StepRecord:
         if not all(isinstance(getattr(rec, k), t) for k, t in types.items()) or not isinstance(rec.seconds, (int, float)):
             return None
         try:
-            for rel in rec.outputs.values():
-                confined(folder, rel, "step output")
+            for rel in rec.outputs.values():  # relative to the cell folder; the report's lies one level up
+                confined(root or folder, os.path.relpath(folder / rel, root) if root else rel, "step output")
         except NpufitError:
             return None
         if not all(isinstance(v, str) for v in rec.digests.values()):

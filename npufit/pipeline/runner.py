@@ -211,7 +211,7 @@ def _plan_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: d
     spec = config.model(cell.model) if cell.model else None
     settings = config.settings(cell.step, spec)
     key = compute_key(_key_parts(cell, config, spec, settings, deps))
-    previous = StepRecord.load(folder)
+    previous = StepRecord.load(folder, config.output_dir)
     if cell.id not in selected:
         if previous is None:
             rec = StepRecord(cell.id, cell.step, status="failed",

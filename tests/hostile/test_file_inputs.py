@@ -319,3 +319,30 @@ def test_quantize_and_split_leave_no_temp_files_and_plain_folder_modes(base, tmp
     finally:
         os.umask(old)
     assert (tmp / "out").stat().st_mode & 0o777 == 0o755  # like any folder the user makes, not 0700
+
+
+# -- records and results written by other runs -------------------------------------------------------------------------
+BENCH = {"schema": "npufit.bench/1", "model": {"sha256": "0" * 64}, "protocol": {}, "environment": {},
+         "results": [{"runtime": "ort-cpu", "status": "ok", "batch": 1, "iterations": 10,
+                      "latency_ms": {"mean": 1.0, "p50": 1.0, "p99": 1.2}, "throughput_ips": 1000.0}]}
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: d["results"][0]["latency_ms"].pop("p99"), "latency_ms"),
+    (lambda d: d["results"][0].update(throughput_ips=None), "throughput_ips"),
+    (lambda d: d["results"][0].update(batch="one"), "batch"),
+    (lambda d: d.update(results={"a": 1}), "results"),
+], ids=["no-p99", "no-throughput", "batch-string", "results-object"])
+def test_bench_compare_of_a_tampered_result_is_one_line(tmp_path, edit, needle):
+    d = json.loads(json.dumps(BENCH))
+    edit(d)
+    (tmp_path / "b.json").write_text(json.dumps(d))
+    _run(tmp_path, ["bench", "--compare", "b.json"], needle=needle)
+
+
+@pytest.mark.parametrize("target", ["", "ethos-u55-128"])
+def test_probe_replay_of_a_record_for_another_target_is_one_line(tmp_path, target):
+    rec = {"schema": "npufit.probe.measured/1", "target": target, "compiler": "hailo", "opset": 11,
+           "cases": {"relu": {"status": "ok", "symbol": "ok"}}}
+    (tmp_path / "rec.json").write_text(json.dumps(rec))
+    _run(tmp_path, ["probe", "--replay", "rec.json", "--target", "hailo8"], needle="rec.json")
