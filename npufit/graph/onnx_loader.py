@@ -447,8 +447,9 @@ def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefi
         op = n.op_type
         name = n.name or f"{prefix}{op}_{i}"
         attrs = n.attribute
-        bodies = [a for a in attrs if a.type == GRAPH or a.type == GRAPHS] if attrs else ()
-        view = NodeView(name, op, n.domain, LazyAttrs(attrs), tuple(n.input), tuple(n.output), None,  # type: ignore[arg-type]
+        bodies = [a for a in attrs if a.type in (GRAPH, GRAPHS)] if attrs else ()
+        # n.input[:] copies the strings in one call; tuple(n.input) iterates the container element by element
+        view = NodeView(name, op, n.domain, LazyAttrs(attrs), tuple(n.input[:]), tuple(n.output[:]), None,  # type: ignore[arg-type]
                         0, parent, tuple(a.name for a in bodies) if bodies else (), n)
         append(view)
         if op == "Constant":
