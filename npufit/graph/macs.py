@@ -7,7 +7,12 @@ from .model import NodeView
 
 
 def _static(shape) -> bool:
-    return shape is not None and all(isinstance(d, int) and d >= 0 for d in shape)
+    if shape is None:
+        return False
+    for d in shape:  # a loop, not all(<generator>): this runs for every conv and matmul of every check
+        if not isinstance(d, int) or d < 0:
+            return False
+    return True
 
 
 def node_macs(node: NodeView) -> int:

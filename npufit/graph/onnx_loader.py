@@ -177,7 +177,7 @@ def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...
 SHAPE_DATA_ELEMS = 64  # float initializers up to this size keep their data for inference (Resize scales, Range bounds)
 
 
-def _strip_weights(model: onnx.ModelProto) -> dict[str, tuple[bytes, tuple[int, ...], int]]:
+def _strip_weights(model: onnx.ModelProto) -> dict[str, tuple[bytes, onnx.TensorProto]]:
     """Drop weight bytes from our in-memory copy before shape inference, which needs dims and dtype only.
 
     Inference serializes the model, parses it in C++ and back: with the weights that is most of a big
@@ -185,23 +185,20 @@ def _strip_weights(model: onnx.ModelProto) -> dict[str, tuple[bytes, tuple[int, 
     tiny float ones keep their data for data propagation. Returns the raw bytes of the stripped tensors
     small enough for rules to read their values (SMALL_VALUE_ELEMS), decoded only if a rule asks.
     """
-    kept: dict[str, tuple[bytes, tuple[int, ...], int]] = {}
+    kept: dict[str, tuple[bytes, onnx.TensorProto]] = {}
     EXTERNAL = onnx.TensorProto.EXTERNAL
     INTEGER = _INTEGER_TYPES
     for init in model.graph.initializer:
-        if init.data_location == EXTERNAL or not init.HasField("raw_data"):
+        if init.data_location == EXTERNAL:
             continue
-        dims = tuple(init.dims)
-        n = 1
-        for d in dims:
-            n *= d
-        if n <= SHAPE_DATA_ELEMS or (init.data_type in INTEGER and n <= SMALL_VALUE_ELEMS):
-            continue
-        if n <= SMALL_VALUE_ELEMS:
-            kept[init.name] = (init.raw_data, dims, init.data_type)
+        raw = init.raw_data  # a copy, but one field read: cheaper than dims and HasField for 30k weights
+        size = len(raw)
+        if size <= SHAPE_DATA_ELEMS * 4 or (size <= SMALL_VALUE_ELEMS * 8 and init.data_type in INTEGER):
+            continue  # empty (data in typed fields), tiny, or an integer table inference may propagate
+        if size <= SMALL_VALUE_ELEMS * 8:  # may be small enough for rules: its dims are read if a rule asks
+            kept[init.name] = (raw, init)
         init.ClearField("raw_data")
-        init.data_location = EXTERNAL
-        init.external_data.add(key="location", value=_STUB_LOCATION)
+        init.data_location = EXTERNAL  # no location: inference never opens it
     return kept
 
 
@@ -212,7 +209,7 @@ _INTEGER_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx
 
 
 def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], warnings: list[str],
-                kept: Mapping[str, tuple[bytes, tuple[int, ...], int]] | None = None) -> Graph:
+                kept: Mapping[str, tuple[bytes, onnx.TensorProto]] | None = None) -> Graph:
     tensors: dict[str, TensorInfo] = {}
     nodes: list[NodeView] = []
     g = model.graph
@@ -337,10 +334,11 @@ class _InitializerInfo(TensorInfo):
         if proto is not None:
             self._proto = None
             try:
-                if isinstance(proto, tuple):  # (raw bytes, dims, data type) kept by _strip_weights
-                    raw, dims, dtype = proto
-                    proto = onnx.TensorProto(dims=dims, data_type=dtype, raw_data=raw)
-                _VALUE.__set__(self, numpy_helper.to_array(proto))
+                if isinstance(proto, tuple):  # (raw bytes, the stripped TensorProto) kept by _strip_weights
+                    raw, stub = proto
+                    proto = onnx.TensorProto(dims=stub.dims, data_type=stub.data_type, raw_data=raw)
+                    proto = proto if _small(proto) else None
+                _VALUE.__set__(self, None if proto is None else numpy_helper.to_array(proto))
             except Exception:
                 _VALUE.__set__(self, None)
         return _VALUE.__get__(self)
@@ -396,8 +394,9 @@ def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefi
         op = n.op_type
         name = n.name or f"{prefix}{op}_{i}"
         attrs = n.attribute
-        bodies = [a for a in attrs if a.type == GRAPH or a.type == GRAPHS] if attrs else ()
-        view = NodeView(name, op, n.domain, LazyAttrs(attrs), tuple(n.input), tuple(n.output), None,  # type: ignore[arg-type]
+        bodies = [a for a in attrs if a.type in (GRAPH, GRAPHS)] if attrs else ()
+        # n.input[:] copies the strings in one call; tuple(n.input) iterates the container element by element
+        view = NodeView(name, op, n.domain, LazyAttrs(attrs), tuple(n.input[:]), tuple(n.output[:]), None,  # type: ignore[arg-type]
                         0, parent, tuple(a.name for a in bodies) if bodies else (), n)
         append(view)
         if op == "Constant":

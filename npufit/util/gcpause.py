@@ -12,11 +12,16 @@ from typing import Iterator
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(freeze: bool = False) -> Iterator[None]:
+    """freeze: on the way out, move everything allocated meanwhile out of the collector's sight instead of
+    letting the next allocation scan it all (0.4 s after a 100k-node check). For a command about to exit
+    only: cyclic garbage made meanwhile is then never collected."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if freeze:
+                gc.freeze()
             gc.enable()

@@ -1,0 +1,111 @@
+"""The fast paths of check give the same facts as the simple ones: weights stripped before shape inference,
+partitions and prefix against a plain reference implementation, compact JSON."""
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from npufit.check.partitions import HOST, NPU, npu_prefix, partition
+from npufit.graph import Graph, NodeView, TensorInfo, load
+from tests.onnx_builders import model, vi
+
+
+def test_stripped_weights_keep_shapes_small_values_and_shape_data(tmp_path):
+    rng = np.random.default_rng(0)
+    w_small = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)  # 288 elements: a rule may read it
+    w_big = rng.standard_normal((64, 8, 3, 3)).astype(np.float32)  # 4,608 elements: above SMALL_VALUE_ELEMS
+    inits = [numpy_helper.from_array(w_small, "w_small"), numpy_helper.from_array(w_big, "w_big"),
+             numpy_helper.from_array(np.array([1, 64, 256], np.int64), "shape"),  # data propagation needs it
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]  # Resize reads float data
+    nodes = [helper.make_node("Conv", ["x", "w_small"], ["a"], name="c1", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["a", "w_big"], ["b"], name="c2", pads=[1, 1, 1, 1]),
+             helper.make_node("Resize", ["b", "", "scales"], ["up"], name="up", mode="nearest"),
+             helper.make_node("Reshape", ["b", "shape"], ["flat"], name="flat")]
+    p = tmp_path / "m.onnx"
+    onnx.save_model(model(nodes, [vi("x", [1, 4, 16, 16])], [vi("up", None), vi("flat", None)], inits, opset=17), str(p))
+    before = p.read_bytes()
+    g = load(p)
+    assert p.read_bytes() == before
+    assert np.array_equal(g.tensor("w_small").value, w_small) and g.tensor("w_small").shape == (8, 4, 3, 3)
+    assert g.tensor("w_big").value is None and g.tensor("w_big").shape == (64, 8, 3, 3)
+    assert g.tensor("b").shape == (1, 64, 16, 16)
+    assert g.tensor("up").shape == (1, 64, 32, 32)  # inferred from the float scales' data
+    assert g.tensor("flat").shape == (1, 64, 256)  # inferred from the int64 shape's data
+
+
+def _reference_partition(graph: Graph, device_of: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """The definition, written plainly: levels count device changes on the longest path; same device and
+    level neighbours merge (pairwise union until nothing changes)."""
+    level = {}
+    preds = {}
+    for n in graph.top_nodes:
+        if n.name not in device_of:
+            continue
+        ps = [p.name for p in graph.predecessors(n) if p.name in device_of]
+        preds[n.name] = ps
+        level[n.name] = max([level[p] + (device_of[p] != device_of[n.name]) for p in ps], default=0)
+    group = {name: {name} for name in level}
+    changed = True
+    while changed:
+        changed = False
+        for name, ps in preds.items():
+            for p in ps:
+                if device_of[p] == device_of[name] and level[p] == level[name] and group[p] is not group[name]:
+                    merged = group[p] | group[name]
+                    for m in merged:
+                        group[m] = merged
+                    changed = True
+    order = [n.name for n in graph.top_nodes if n.name in level]
+    seen, out = set(), []
+    for name in order:
+        key = id(group[name])
+        if key not in seen:
+            seen.add(key)
+            out.append((device_of[name], [m for m in order if m in group[name]]))
+    return out
+
+
+def _random_dag(seed: int, n: int = 60) -> tuple[Graph, dict[str, str]]:
+    rnd = random.Random(seed)
+    nodes, tensors = [], {"x": TensorInfo("x", (1, 4))}
+    for i in range(n):
+        k = rnd.choice((1, 1, 2, 2, 3))
+        srcs = sorted({rnd.choice(["x"] + [f"t{j}" for j in range(max(0, i - 6), i)]) for _ in range(k)})
+        nodes.append(NodeView(f"n{i}", "Add", "", {}, tuple(srcs), (f"t{i}",), None))  # type: ignore[arg-type]
+        tensors[f"t{i}"] = TensorInfo(f"t{i}", (1, 4))
+    g = Graph("dag", "onnx", nodes, tensors, ["x"], [f"t{n - 1}", f"t{n // 2}"])
+    device_of = {f"n{i}": (HOST if rnd.random() < 0.3 else NPU) for i in range(n) if rnd.random() > 0.05}
+    return g, device_of
+
+
+def test_partitions_and_prefix_match_the_plain_definition_on_random_graphs():
+    for seed in range(40):
+        g, device_of = _random_dag(seed)
+        parts = partition(g, device_of, {})
+        assert [(p.device, p.nodes) for p in parts] == _reference_partition(g, device_of), seed
+        prefix = npu_prefix(g, device_of)
+        ok: set[str] = set()
+        for n in g.top_nodes:  # NPU nodes all of whose running ancestors are NPU nodes (plain recursion)
+            if device_of.get(n.name) == NPU and all(p.name in ok for p in g.predecessors(n) if p.name in device_of):
+                ok.add(n.name)
+        assert prefix["nodes"] == [n.name for n in g.top_nodes if n.name in ok], seed
+
+
+def test_check_json_is_compact_by_default_and_indented_on_request(tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="r")]
+    p = tmp_path / "r.onnx"
+    onnx.save_model(model(nodes, [vi("x", [1, 4])], [vi("y", [1, 4])]), str(p))
+    out = subprocess.run([sys.executable, "-m", "npufit", "check", str(p), "--format", "json"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.count("\n") == 1  # one line
+    d = json.loads(out.stdout)
+    assert d["summary"]["fully_npu"] and d["nodes"][0]["inputs"] == ["x"]
+    from npufit.check import check
+
+    assert check(p, "hailo8").to_json(indent=2).count("\n") > 10
