@@ -72,3 +72,26 @@ def test_profile_agrees_with_the_recorded_compiles(path):
             beyond[name] = [(x["node"], x["op"], x["kind"], x["rules"]) for x in row["wrong"]]
     assert not beyond, beyond
     assert records.pool(rows)["f1"] >= MIN_F1.get(path.stem, 0.0)
+
+
+CASE_RECORDS = sorted(records.RECORDS.glob("*-transpose.json"))
+
+
+@pytest.mark.parametrize("path", CASE_RECORDS, ids=[p.stem for p in CASE_RECORDS])
+def test_profile_agrees_with_the_recorded_vela_transposes(path, tmp_path):
+    import json
+
+    from calibration import vela_transpose as vt
+    from npufit.zoo.export import export_onnx
+
+    rec = json.loads(path.read_text())
+    assert rec["compiler_versions"] and rec["cases"]
+    wrong = {}
+    for name, case in rec["cases"].items():
+        m, x = vt.build(tuple(case["shape"]), tuple(case["perm"]))
+        p = tmp_path / f"{name}.onnx"
+        export_onnx(m, x, p, rec["opset"], ["x"], ["y"])
+        got = vt.predict(p, rec["target"])
+        if (got in records.OFF) != (case["placement"] == "cpu"):
+            wrong[name] = (got, case["placement"])
+    assert not wrong, wrong

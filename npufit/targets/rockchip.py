@@ -335,7 +335,7 @@ def _pow(node, lim):
 
 def _div_dtype(node, lim):
     d = quant.exec_dtype(node)
-    return f"computes in {d}" if d in ("int8", "uint8") else None
+    return f"computes in {d}" if d in ("int8", "uint8") and not fit.int8_div(lim) else None
 
 
 def _matmul(node, lim):
@@ -402,8 +402,8 @@ def _ops() -> dict[str, OpSupport]:
     add("GatherElements", rules=(_r("gather_elements.indices", "GatherElements runs on the NPU when its indices are constant and "
                                                                "have the data's shape except along the gather axis", _gather_elements,
                                     ("gather along one axis with indices spanning the others",), "PROBE-R"),))
-    add("Div", rules=(_r("div.dtype", "Div runs on the NPU only in float16: in an int8 build it falls back to the CPU", _div_dtype,
-                         ("multiply by the reciprocal constant instead",)),))
+    add("Div", rules=(_r("div.dtype", "Div runs on the NPU in float16 and int8 builds (measured; the 2.3.2 document says an int8 "
+                                      "Div falls back to the CPU)", _div_dtype, ("multiply by the reciprocal constant instead",), "CAL-R"),))
     add("Pow", rules=(_r("pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),))
     ax = _r("axis.range", "the axis must be 0..{axes_max}", _axis_le3)
     add("Concat", rules=(ax,))
