@@ -28,7 +28,8 @@ def score_record(path: Path) -> dict:
         names = [n for n in ok if rec["models"][n]["family"] == fam]
         if names:
             lofo[fam] = records.pool([records.replay_model(rec, n, held_out=fam) for n in names])
-    return {"record": path.name, "target": rec["target"], "build": rec["build"], "opset": rec["opset"],
+    lofo_all = records.pool(list(lofo.values()))
+    return {"record": path.name, "lofo_pooled": lofo_all, "target": rec["target"], "build": rec["build"], "opset": rec["opset"],
             "versions": rec["compiler_versions"], "models": len(ok), "failed": len(rec["models"]) - len(ok),
             "rows": rows, "whole": records.pool(rows), "families": records.by_family(rows), "lofo": lofo}
 
@@ -42,16 +43,16 @@ def main(argv=None) -> None:
     ap.add_argument("--records", nargs="+", type=Path, default=records.all_records())
     ap.add_argument("--wrong", action="store_true", help="list every disagreeing node, grouped by op")
     a = ap.parse_args(argv)
-    print("| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | "
-          + " | ".join(f"LOFO {f}" for f in FAMILIES) + " |")
-    print("|---|---|---|---|---|---|---|" + "---|" * len(FAMILIES))
+    print("| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | LOFO pooled | "
+          + " | ".join(f"LOFO {f} (CPU nodes)" for f in FAMILIES) + " |")
+    print("|---|---|---|---|---|---|---|---|" + "---|" * len(FAMILIES))
     results = [score_record(p) for p in a.records]
     for r in results:
         w = r["whole"]
         lofo = " | ".join(f"{_f(r['lofo'][f]['f1'])} ({r['lofo'][f]['tp'] + r['lofo'][f]['fn']})" if f in r["lofo"] else "-"
                           for f in FAMILIES)
         print(f"| {r['target']} {r['build']} opset {r['opset']} | {', '.join(r['versions'])} | {r['models']} ({r['failed']}) | "
-              f"{w['tp'] + w['fn']} | {_f(w['precision'])} | {_f(w['recall'])} | {_f(w['f1'])} | {lofo} |")
+              f"{w['tp'] + w['fn']} | {_f(w['precision'])} | {_f(w['recall'])} | {_f(w['f1'])} | {_f(r['lofo_pooled']['f1'])} | {lofo} |")
     if a.wrong:
         for r in results:
             print(f"\n{r['record']}:")

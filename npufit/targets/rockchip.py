@@ -163,7 +163,8 @@ def _output_layout(node, lim):
 GRAPH_RULES = (
     _r("dtype", "NPU ops compute in int8 or float16 (float32 models are quantized or converted to float16 by rknn.build)", _dtype,
        ("keep integer index math out of the network body",)),
-    _r("rank", "NPU tensors are 4-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU", _rank,
+    _r("rank", "NPU tensors are 4-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, except layout ops, "
+       "5-D ops on tensors an NPU op produced and 6-D transposes that keep the innermost axis (CAL-R)", _rank,
        ("reshape to 4-D or fewer",), "INF"),
     _r("output_layout", "a reshape that produces a non-4-D model output runs on the CPU unless the NPU's NC1HWC2 layout "
        "(blocks of {output_align} channels) already is its order: a 1x1 map with channels % {output_align} == 0 "
@@ -335,7 +336,7 @@ def _pow(node, lim):
 
 def _div_dtype(node, lim):
     d = quant.exec_dtype(node)
-    return f"computes in {d}" if d in ("int8", "uint8") else None
+    return f"computes in {d}" if d in ("int8", "uint8") and not fit.int8_div(lim) else None
 
 
 def _matmul(node, lim):
@@ -402,8 +403,8 @@ def _ops() -> dict[str, OpSupport]:
     add("GatherElements", rules=(_r("gather_elements.indices", "GatherElements runs on the NPU when its indices are constant and "
                                                                "have the data's shape except along the gather axis", _gather_elements,
                                     ("gather along one axis with indices spanning the others",), "PROBE-R"),))
-    add("Div", rules=(_r("div.dtype", "Div runs on the NPU only in float16: in an int8 build it falls back to the CPU", _div_dtype,
-                         ("multiply by the reciprocal constant instead",)),))
+    add("Div", rules=(_r("div.dtype", "Div runs on the NPU in float16 and int8 builds (measured; the 2.3.2 document says an int8 "
+                                      "Div falls back to the CPU)", _div_dtype, ("multiply by the reciprocal constant instead",), "CAL-R"),))
     add("Pow", rules=(_r("pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),))
     ax = _r("axis.range", "the axis must be 0..{axes_max}", _axis_le3)
     add("Concat", rules=(ax,))
@@ -419,7 +420,7 @@ def _ops() -> dict[str, OpSupport]:
                                      "reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),))
     add("Resize", rules=(_r("resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale factors 2..8", _resize,
                             ("upsample by an integer factor 2..8",), "PROBE-R"),))
-    add("Softmax", rules=(_r("softmax.axis", "Softmax runs on the NPU along axis 1 or 3 only", _softmax, ("transpose so the softmax axis is the channel axis",)),))
+    add("Softmax", rules=(_r("softmax.axis", "Softmax runs on the NPU along axis 1 or 3, or along the last axis when at most 4 axes exceed 1 (CAL-R)", _softmax, ("transpose so the softmax axis is the channel axis",)),))
     add("Hardmax", rules=(_r("softmax.axis", "Hardmax runs on the NPU along axis 1 or 3 only", _softmax),))
     add("MatMul", rules=(_r("matmul.k", "MatMul (exMatMul) needs K ≤ {matmul_k}", _matmul),))
     rnn = _r("rnn.size", "LSTM/GRU: seq_len, input and hidden size ≤ {rnn_dim}; batch ≤ {rnn_dim} and a multiple of 4 when > 1", _rnn)
@@ -451,7 +452,7 @@ def _ops() -> dict[str, OpSupport]:
     add("ScatterND", rules=(_r("scatter_nd.measured", "ScatterND runs on the NPU with constant indices (the 2.3.2 document "
                                                      "lists a CPU kernel)", fit.scatter_nd,
                                src="CAL-R"),), src="CAL-R")
-    add("ReduceL2", rules=(_r("reduce_l2.measured", "ReduceL2 runs on the NPU (measured in float16 builds; the 2.3.2 document "
+    add("ReduceL2", rules=(_r("reduce_l2.measured", "ReduceL2 runs on the NPU (measured in float16 and int8 builds; the 2.3.2 document "
                                                    "lists a CPU kernel)", fit.reduce_l2, src="CAL-R"),), src="CAL-R")
     add("Einsum", rules=(_r("einsum.two_operands", "Einsum converts when it has two operands (lowered to MatMul on the NPU); "
                                                    "other forms are rejected by the converter", fit.einsum,

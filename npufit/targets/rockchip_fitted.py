@@ -100,3 +100,9 @@ def pad_rank3_axis1(node, lim) -> str | None:
     if not x or len(x) != 3 or not pads or len(pads) != 6 or not pads[4]:
         return None
     return "pads the end of axis 1 of a 3-D tensor" if cal.fitted(lim, ("transformer", "audio-rnn")) else None
+
+
+def int8_div(lim) -> bool:
+    """Every Div of the int8 builds ran on the NPU: 101 of them, by constants and by computed tensors (attention scaling,
+    GRN, normalisations) in 26 cnn and transformer models, none on the CPU (rk3588-int8-op17.json)."""
+    return cal.fitted(lim, ("cnn", "transformer"))

@@ -1,0 +1,89 @@
+"""Where Vela really places int8 TRANSPOSEs on Ethos-U (the calibration corpus's transformers do not convert to
+int8 TFLite today, so transposes are measured here one by one, in the corpus's shapes and beyond the report's limit).
+
+    python benchmarks/calibration/vela_transpose.py [--target ethos-u55-256] [--record]
+
+Each case is conv 1x1 -> permute -> relu, exported at opset 13, converted by npufit's ONNX -> int8 TFLite converter
+and compiled by Vela; --record writes docs/calibration/<target>-transpose.json (replayed by
+tests/test_calibration_records.py)."""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from calibration.records import RECORDS  # noqa: E402
+
+# (input shape, permutation): NCHW 4-D over and under the report's 2^16 product limit, and 5-D/6-D window partitions
+CASES = (
+    ((1, 8, 300, 300), (0, 1, 3, 2)), ((1, 8, 300, 300), (0, 2, 3, 1)), ((1, 8, 300, 300), (0, 3, 1, 2)),
+    ((1, 300, 8, 300), (0, 2, 1, 3)), ((1, 260, 260, 4), (0, 1, 3, 2)), ((1, 4, 260, 260), (0, 2, 1, 3)),
+    ((1, 16, 32, 300), (0, 3, 2, 1)), ((1, 8, 16, 16), (0, 2, 3, 1)), ((1, 2, 16, 32), (0, 2, 1, 3)),
+    ((1, 4, 4, 4, 16), (0, 1, 3, 2, 4)), ((1, 8, 4, 8, 4), (0, 1, 3, 2, 4)),
+)
+
+
+def build(shape, perm):
+    import torch
+
+    torch.manual_seed(0)
+
+    class Case(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(shape[1], shape[1], 1)
+
+        def forward(self, x):
+            y = self.conv(x)
+            if len(shape) > 4:
+                y = y.reshape(*shape)
+            return torch.relu(y.permute(*perm))
+
+    x4 = shape if len(shape) == 4 else (1, shape[1], shape[2], int(__import__("math").prod(shape[3:])))
+    return Case().eval(), torch.randn(*x4)
+
+
+def case_name(shape, perm) -> str:
+    return f"{'x'.join(map(str, shape))}-perm{''.join(map(str, perm))}"
+
+
+def predict(onnx: Path, target: str) -> str:
+    from npufit.check import check
+
+    rep = check(str(onnx), target)
+    return next(n.verdict.value for n in rep.nodes if n.op_type == "Transpose")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default="ethos-u55-256")
+    ap.add_argument("--record", action="store_true")
+    a = ap.parse_args(argv)
+    from npufit.compilers import compile_model
+    from npufit.util.io import atomic_write_json
+    from npufit.zoo.export import export_onnx
+
+    rec = {"schema": "npufit.calibration.cases/1", "target": a.target, "build": "int8", "opset": 13, "compiler": "vela",
+           "compiler_versions": [], "cases": {}}
+    print("| input | perm | Vela | npufit |\n|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="npufit-tp-") as d:
+        for shape, perm in CASES:
+            p = Path(d) / f"{case_name(shape, perm)}.onnx"
+            m, x = build(shape, perm)
+            export_onnx(m, x, p, 13, ["x"], ["y"])
+            r = compile_model(p, a.target, out_dir=Path(d) / p.stem)
+            got = [pl.device for pl in r.placement if pl.op == "Transpose"] if r.ok else []
+            if r.compiler_version and r.compiler_version not in rec["compiler_versions"]:
+                rec["compiler_versions"].append(r.compiler_version)
+            dev = got[0] if got else f"failed: {r.error}"
+            rec["cases"][case_name(shape, perm)] = {"shape": list(shape), "perm": list(perm), "placement": dev}
+            print(f"| {list(shape)} | {list(perm)} | {dev} | {predict(p, a.target)} |", flush=True)
+    if a.record:
+        atomic_write_json(RECORDS / f"{a.target}-transpose.json", rec)
+
+
+if __name__ == "__main__":
+    main()
