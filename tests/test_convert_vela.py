@@ -72,11 +72,11 @@ def test_converter_gap_names_npufit_the_node_and_a_working_way_out(tmp_path):
     assert _cli(*split_cmd[1:], cwd=tmp_path).returncode == 0
     r2 = _cli(*compile_cmd[1:], cwd=tmp_path)
     assert r2.returncode == 0, r2.stderr
-    assert "vela 5.2.0 -> ethos-u55-256: OK" in r2.stdout
+    assert "vela (5.2.0) -> ethos-u55-256: OK" in r2.stdout
 
 
 def test_stride4_patch_embedding_compiles(tmp_path):
     """Vela 5.2 stops on a stride-4 CONV_2D ("Non-passthrough operation (Conv2D) could not run on NPU")."""
     src = _export(nn.Sequential(nn.Conv2d(3, 16, 7, stride=4, padding=3), nn.ReLU()), torch.randn(1, 3, 64, 64), tmp_path / "s4.onnx")
     r = _cli("compile", src, "--target", "ethos-u55-256", cwd=tmp_path)
-    assert r.returncode == 0 and "vela 5.2.0 -> ethos-u55-256: OK" in r.stdout and "placement: 2 npu, 0 cpu" in r.stdout, r.stdout
+    assert r.returncode == 0 and "vela (5.2.0) -> ethos-u55-256: OK" in r.stdout and "placement: 2 npu, 0 cpu" in r.stdout, r.stdout

@@ -118,13 +118,21 @@ def test_per_channel_refuses_a_model_that_cannot_reach_opset_13_before_any_work(
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
     m.ir_version = 7
     onnx.save(m, str(tmp_path / "s.onnx"))
+    # the model-loading front door refuses this (invalid) model first; the per-channel refusal itself is held on the
+    # proto, where it must name the op before any calibration work
+    from npufit.errors import NpufitError
+    from npufit.quantize import raise_opset_for_per_channel
+
+    with pytest.raises(NpufitError, match="--per-channel needs opset 13 and this opset-11 model cannot be converted.*Scatter"):
+        raise_opset_for_per_channel(m, [])
     assert main(["quantize", str(tmp_path / "s.onnx"), "-o", str(tmp_path / "q.onnx"), "-c", "random", "--per-channel"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "--per-channel needs opset 13 and this opset-11 model cannot be converted" in err and "Scatter" in err
-    assert not (tmp_path / "q.onnx").exists() and "calibrating" not in err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("npufit: error:")
+    assert not (tmp_path / "q.onnx").exists() and "calibrating" not in err[0]
     for bad in (["--holdout", "-1", "--evaluation", "random"], ["--samples", "0", "--evaluation", "random"]):
         assert main(["quantize", str(tmp_path / "s.onnx"), "-o", str(tmp_path / "q.onnx"), "-c", "random", *bad]) == 2
-        assert "must be" in capsys.readouterr().err.strip().splitlines()[-1]
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and ("must be" in err[0] or "expected an integer" in err[0])
 
 
 def _cnn(tmp_path, opset: int) -> str:
@@ -175,7 +183,7 @@ def test_the_other_cli_options(tmp_path, capsys, opset):
                         "--min-cosine", "0.5", "--worst", "2"]) == 0
     out = _flat(capsys)
     assert "(99.9%)" in out and "12 held back" in out and "ethos-u55-256:" in out and "worst layers" in out
-    assert main(base + ["--min-cosine", "1.01", "--samples", "4"]) == 1  # the CI gate
+    assert main(base + ["--min-cosine", "1.0", "--samples", "4"]) == 1  # the CI gate: int8 never reaches cosine 1
     capsys.readouterr()
 
     # an image folder with every preprocessing option, and random data with a pinned shape and seed

@@ -12,7 +12,6 @@ Compilers are imported only here, inside the functions, and only when a measurem
 from __future__ import annotations
 
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,7 +110,9 @@ def _checks_placement(graph: Graph, timeout_s) -> tuple[list, str | None]:
 
     from ..compilers.base import Placement, run_tool
 
-    with tempfile.TemporaryDirectory(prefix="npufit-measure-") as d:
+    from ..util.io import private_tempdir
+
+    with private_tempdir("measure") as d:
         resp_path = Path(d) / "vela_checks.json"
         run = run_tool([sys.executable, str(WORKER), str(Path(graph.path).resolve()), str(resp_path)], Path(d) / "vela_checks.log",
                        cwd=d, timeout_s=timeout_s)
@@ -150,20 +151,15 @@ def _vela_checks(graph: Graph, report, target: str, input_shapes, timeout_s, con
 def _compile_placement(graph: Graph, report, target: str, input_shapes, timeout_s):
     from ..compilers import compile_model
 
-    with tempfile.TemporaryDirectory(prefix="npufit-measure-") as d:
+    from ..util.io import private_tempdir
+
+    with private_tempdir("measure") as d:
         judge_int8 = report.target.get("judged_as") == "int8"
         res = compile_model(graph.path, target, out_dir=d, simulate=False, timeout_s=timeout_s, input_shapes=input_shapes,
                             quantize=judge_int8 and target.startswith(("rk", "rv")))
     if not res.ok or not res.placement:
         raise _NotMeasured(f"{res.compiler} did not finish ({(res.error or 'no placement').splitlines()[0][:200]})")
-    placement = res.placement
-    if graph.format == "tflite":  # Vela names a TFLite layer by its output tensor; fused ops have no layer of their own
-        from ..compilers.mapping import Layer, resolve
-
-        owner = _by_output(graph)
-        layers = [Layer(owner[p.node], p.op, p.device, p.reason) for p in placement if p.node in owner]
-        placement = resolve(graph, layers, compiler=res.compiler)
-    return placement, res
+    return res.placement, res  # already per node of `graph` (compilers map layers back, TFLite included)
 
 
 def _compile(graph: Graph, report, target: str, input_shapes, timeout_s) -> Measurement:

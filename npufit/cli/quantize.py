@@ -89,14 +89,14 @@ def run(args: argparse.Namespace) -> int:
     image = ImagePreprocessing(size=_size(args.image_size), mean=_floats(args.mean, "--mean"), std=_floats(args.std, "--std"),
                                scale=args.scale, layout=args.layout, bgr=args.bgr)
     exclude = [n.strip() for spec in args.exclude for n in spec.split(",") if n.strip()]
-    if args.calibration == "random":
-        print("npufit: warning: --calibration random fits scales to seeded noise; the accuracy report says little "
-              "about real inputs", file=sys.stderr)
     report = quantize(args.model, args.output, args.calibration, method=args.method, per_channel=args.per_channel,
                       activations=args.activations, exclude=exclude, samples=args.samples, holdout=args.holdout, evaluation=args.evaluation,
                       seed=args.seed, input_shapes=parse_input_shapes(args.input_shape), image=image,
                       percentile=args.percentile, worst=args.worst, preprocess=not args.no_preprocess,
                       target=args.target)
+    if args.calibration == "random":  # after the work: a refused input gets its one line and nothing else
+        print("npufit: warning: --calibration random fits scales to seeded noise; the accuracy report says little "
+              "about real inputs", file=sys.stderr)
     print(f"wrote {args.output}", file=sys.stderr)
     emit(report.render(args.format), args.report)
     cos = report.min_output_cosine

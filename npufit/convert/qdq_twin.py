@@ -67,6 +67,13 @@ def _dequantize_weight(L: Lowering, n, inits: list, out_nodes: list) -> None:
     axis = 0 if n.op_type == "Conv" or (n.op_type == "Gemm" and trans_b) else 1
     wq, ws = per_channel_weights(w, axis)
     base = f"{n.name}/weight"
+    opset = next((o.version for o in L.prep.model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    if opset < 13:  # per-channel DequantizeLinear (axis) exists from opset 13: store the same values dequantized
+        shape = [1] * wq.ndim
+        shape[axis] = -1
+        inits.append(numpy_helper.from_array((wq.astype(np.float32) * ws.astype(np.float32).reshape(shape)), base))
+        n.input[1] = base
+        return
     inits += [numpy_helper.from_array(wq, f"{base}_q"), numpy_helper.from_array(ws.astype(np.float32), f"{base}_scale"),
               numpy_helper.from_array(np.zeros(len(ws), np.int8), f"{base}_zp")]
     out_nodes.append(helper.make_node("DequantizeLinear", [f"{base}_q", f"{base}_scale", f"{base}_zp"], [base],

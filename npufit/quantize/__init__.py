@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import NpufitError
-from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration
+from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration, spread
 from .quantizer import BIG_MODEL_BYTES, METHODS, QuantizeSettings, quantize_static_qdq
 from .report import SCHEMA, QuantizeReport
 from ..util.io import private_tempdir
@@ -33,21 +33,9 @@ class _Pick(Sequence):
         return self.base[self.indices[i]]
 
 
-def spread(available: int, count: int) -> list[int]:
-    """`count` indices evenly spaced over range(available), first and last included.
-
-    Why not the first `count`: a set stored in time (or class) order would calibrate on one corner of the data,
-    and values outside that corner saturate.
-    """
-    if count >= available:
-        return list(range(available))
-    if count == 1:
-        return [0]
-    return sorted({round(i * (available - 1) / (count - 1)) for i in range(count)})
-
-
 MIN_CALIBRATION_SAMPLES = 32  # fewer: ranges come from a handful of inputs and clip the rest (issue seen with 2-12)
 DEFAULT_HOLDOUT = 10
+EVALUATION_MAX = 1000  # --evaluation without --holdout: every sample, up to this many (spread over the source)
 
 
 def split_samples(total: int, samples: int, holdout: int | None, warnings: list[str]) -> tuple[int, int]:
@@ -198,7 +186,8 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
         held_from = f"the last {n_hold} of {calib.source}"
     else:
         n_cal = min(samples, len(calib))
-        ev = load_calibration(evaluation, specs, count=holdout or DEFAULT_HOLDOUT, seed=seed + 1, input_shapes=input_shapes, image=image)
+        ev = load_calibration(evaluation, specs, count=EVALUATION_MAX if holdout is None else max(holdout, 1), seed=seed + 1,
+                              input_shapes=input_shapes, image=image)
         n_hold = len(ev) if holdout is None else min(holdout, len(ev))
         held, held_from = _Pick(ev, spread(len(ev), n_hold)), ev.source
     # calibrate on samples spread over everything not held back

@@ -186,9 +186,26 @@ def _array_set(kind: str, path: Path, arrays: Mapping[str, np.ndarray], specs) -
     return CalibrationSet(kind, str(path), load, next(iter(counts.values())), "as stored (no preprocessing)")
 
 
+SCAN_MAX_BYTES = 1 << 30  # a stored set is sampled over at most this much of it (a zip bomb is not decompressed whole)
+
+
+def spread(available: int, count: int) -> list[int]:
+    """`count` indices evenly spaced over range(available), first and last included.
+
+    Why not the first `count`: a set stored in time (or class) order would calibrate on one corner of the data,
+    and values outside that corner saturate.
+    """
+    if count >= available:
+        return list(range(available))
+    if count == 1:
+        return [0]
+    return sorted({round(i * (available - 1) / (count - 1)) for i in range(count)})
+
+
 def _read_arrays(path: Path, specs, count: int | None, single: bool) -> dict[str, np.ndarray]:
-    """The arrays of an .npz/.npy, only as many samples as are used (`count`): a file that declares or
-    decompresses to gigabytes costs only those (util/readers.ArrayFile; never unpickled)."""
+    """The arrays of an .npz/.npy; with `count`, only that many samples, spread evenly over the file (never its
+    first `count`: see `spread`), read entry by entry within a byte budget (util/readers.ArrayFile; never
+    unpickled), so a file that declares or decompresses to gigabytes costs only what is used."""
     from ..util.readers import ArrayFile
 
     by_rank = {s.name: s for s in specs}
@@ -198,11 +215,17 @@ def _read_arrays(path: Path, specs, count: int | None, single: bool) -> dict[str
         out = {}
         for name in f:
             spec = by_rank.get(name) or (specs[0] if len(specs) == 1 else None)
-            rows = None
-            if count is not None and spec is not None:
-                # [N, *input] holds one sample per row; [N*batch, ...] stacks `batch` rows per sample
-                rows = count if len(f.shape(name)) == len(spec.shape) + 1 else count * (spec.shape[0] or 1) if spec.shape else None
-            out["" if single else name] = f.read(name, rows)
+            shape = f.shape(name)
+            if count is None or spec is None or not shape or not spec.shape:
+                out["" if single else name] = f.read(name)
+                continue
+            # [N, *input] holds one sample per entry; [N*batch, ...] stacks `batch` entries per sample
+            per = 1 if len(shape) == len(spec.shape) + 1 else (spec.shape[0] or 1)
+            row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * f.headers[name][1].itemsize)
+            available = min(shape[0] // per, max(count, SCAN_MAX_BYTES // (row_bytes * per)))
+            picks = spread(available, count)
+            rows = [s * per + r for s in picks for r in range(per)]
+            out["" if single else name] = f.read_rows(name, rows)
         return out
 
 

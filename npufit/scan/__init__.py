@@ -185,3 +185,8 @@ def _save_cache(path: Path, old: dict[str, Any], files: dict[str, Any], rows: li
             body = {k: v for k, v in r.items() if k not in ("model", "sha256", "target", "cached")}
             keep[_cache_key(r["sha256"], r["target"], judge)] = body
     atomic_write_text(path, dumps({"schema": CACHE_SCHEMA, "files": files, "rows": keep}, None) + "\n")
+
+
+from ..util.callable_module import make_callable  # noqa: E402
+
+make_callable(__name__, scan)  # npufit.scan(...) works even once this package is imported

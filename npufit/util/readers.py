@@ -213,6 +213,41 @@ class ArrayFile:
     def shape(self, name: str) -> tuple[int, ...]:
         return self.headers[name][0]
 
+    def read_rows(self, name: str, pick: list[int]):
+        """Only the entries `pick` (sorted indices along axis 0) of array `name`, streamed one entry at a time: the
+        file is read up to the last picked entry and memory holds only what is kept."""
+        import numpy as np
+
+        shape, dtype, fortran = self.headers[name]
+        if not shape or fortran:
+            raise self._fail(f"array '{name}' cannot be sampled by rows (scalar or Fortran order); save it in C order")
+        row = 1
+        for d in shape[1:]:
+            row *= d
+        row_bytes = row * dtype.itemsize
+        if len(pick) * row_bytes > self.max_bytes:
+            raise self._fail(f"array '{name}': {len(pick)} samples of {list(shape[1:])} {dtype} need "
+                             f"{len(pick) * row_bytes / MiB:.0f} MiB, more than the {self.max_bytes / MiB:.0f} MiB npufit reads")
+        out = np.empty((len(pick),) + tuple(shape[1:]), dtype=dtype)
+        flat = memoryview(out.reshape(-1)).cast("B")
+        wanted = {i: k for k, i in enumerate(pick)}
+        skip = bytearray(row_bytes)
+        try:
+            with (self._zip.open(self._member[name]) if self._zip is not None else open(self.path, "rb")) as f:
+                self._header(f, name)
+                for i in range(pick[-1] + 1 if pick else 0):
+                    k = wanted.get(i)
+                    buf = flat[k * row_bytes:(k + 1) * row_bytes] if k is not None else memoryview(skip)
+                    got = 0
+                    while got < row_bytes:
+                        n = f.readinto(buf[got:])
+                        if not n:
+                            raise self._fail(f"array '{name}' is truncated (entry {i} of {shape[0]})")
+                        got += n
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, RuntimeError) as e:
+            raise self._fail(f"array '{name}' cannot be read ({type(e).__name__})") from None
+        return out
+
     def read(self, name: str, rows: int | None = None):
         """The array `name` ("" for a .npy), or only its first `rows` entries along axis 0."""
         import numpy as np

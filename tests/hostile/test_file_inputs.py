@@ -171,8 +171,10 @@ def test_zip_bomb_npz_costs_only_the_samples_used(base, tmp_path):
     assert (tmp / "bomb.npz").stat().st_size < 1 << 20
     o = _run(tmp, ["quantize", "m.onnx", "-o", "q.onnx", "-c", "bomb.npz", "--format", "json"], allowed_new=("q.onnx",),
              allow_ok=True)
-    assert o.rc == 0, o.describe()
-    assert json.loads(o.stdout)["calibration"]["samples_available"] <= 110
+    # samples are spread over the stored set, so the file is read past what it really holds: a clean refusal that
+    # names the truncation, at a few tens of MB, never the declared 3.1 GB
+    assert o.rc == 2 and "truncated" in o.stderr, o.describe()
+    assert o.peak_rss_mb < 1024
 
 
 def test_npz_declaring_a_huge_sample_is_refused_before_reading(base, tmp_path):
