@@ -53,9 +53,16 @@ class RayExecutor(Executor):
             kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
             if address:
                 ray.init(address=address, **kwargs)
-            else:
+            else:  # the local Ray's processes start now and keep the environment they are started with
+                before = os.environ.get("PYTHONPATH")
                 os.environ["PYTHONPATH"] = env["PYTHONPATH"]
-                ray.init(num_cpus=max(1, int(jobs or os.cpu_count() or 1)), **kwargs)
+                try:
+                    ray.init(num_cpus=max(1, int(jobs or os.cpu_count() or 1)), **kwargs)
+                finally:
+                    if before is None:
+                        os.environ.pop("PYTHONPATH", None)
+                    else:
+                        os.environ["PYTHONPATH"] = before
             self.started_here = True
         cpus = int(ray.cluster_resources().get("CPU", 1))
         super().__init__(jobs or cpus)

@@ -39,7 +39,11 @@ def discover(paths: Sequence[str | os.PathLike]) -> list[str]:
 def _expand(spec: str, depth: int) -> list[str]:
     p = Path(spec)
     if p.is_dir():
-        return sorted(str(f) for f in p.rglob("*") if f.suffix.lower() in MODEL_SUFFIXES and f.is_file())
+        found = []
+        for root, _dirs, files in os.walk(p, followlinks=False):  # a link to a parent folder cannot loop
+            found.extend(os.path.join(root, f) for f in files
+                         if os.path.splitext(f)[1].lower() in MODEL_SUFFIXES and os.path.isfile(os.path.join(root, f)))
+        return sorted(found)
     if p.is_file():
         if p.suffix.lower() in MODEL_SUFFIXES:
             return [str(p)]
