@@ -40,12 +40,14 @@ ALLOWANCE: dict[str, dict[str, tuple[int, str]]] = {
         "wavlm": (2, "in the int8 build the 4-D -> 5-D Reshape before the gated position bias's ReduceSum ran on the CPU "
                       "(on the NPU in the float16 build): one model, build-dependent"),
     },
+    "rk3588-fp16-op11": _RK3588,
 }
 
 # Pooled CPU-fallback F1 each record must keep (the measured value when the rules were fitted, rounded down).
 MIN_F1: dict[str, float] = {
     "rk3588-fp16-op17": 0.93,
     "rk3588-int8-op17": 0.92,
+    "rk3588-fp16-op11": 0.93,
 }
 
 RECORDS = records.all_records()

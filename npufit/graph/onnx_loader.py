@@ -241,7 +241,9 @@ def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], wa
     return graph
 
 
-MAX_REFINE_ROUNDS = 3
+# Each round resolves one more Shape -> ... -> Expand/Reshape link. Opset-11 exports of windowed attention chain many
+# (SwinV2, Swin2SR and PVT needed 6-10 rounds); the loop stops at the first round that changes nothing.
+MAX_REFINE_ROUNDS = 16
 
 
 def _unknown_dims(shape: tuple | None) -> int:

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from . import calibration as cal, common
 
-# Rank 5 on the NPU: every 5-D op whose data an NPU op produced ran there, in three families: yolov5_anchor's anchor
-# decode on [1, 3, 17, 17, 9] (Sigmoid, Slice, Pow, Mul, Concat on axis 4; detector), hiera's 5-D attention (Mul, MatMul,
-# Softmax; transformer), wavlm's gated relative position bias (ReduceSum; audio-rnn). A 5-D model input stays on the CPU
+# Rank 5 on the NPU: every 5-D op whose data came from another op (not straight from a model input) ran there, in three
+# families: yolov5_anchor's anchor decode on [1, 3, 17, 17, 9] (Sigmoid, Slice, Pow, Mul, Concat on axis 4; detector),
+# hiera's 5-D attention (Mul, MatMul, Softmax; transformer), wavlm's gated relative position bias (ReduceSum; audio-rnn). A 5-D model input stays on the CPU
 # (PROBE-R slice_axis4_5d: axes 2-4), and so does rank 6 (RKNN-C: RT-DETR's 6-D Mul).
 RANK5_FAMILIES = ("detector", "transformer", "audio-rnn")
 
 
 def rank5_from_npu(node, r: int, lim) -> bool:
+    """A rank-5 op that reads no model input directly (the corpus's 5-D tensors all came from NPU ops)."""
     if r != 5 or not cal.fitted(lim, RANK5_FAMILIES):
         return False
     return not any(t in node.graph.input_names for t in node.inputs if t)
@@ -60,7 +61,7 @@ def positive_steps(steps, lim) -> bool:
 
 def reduce_l2(node, lim):
     """(convnextv2's GRN, swinv2's and swin2sr's cosine attention; cnn, transformer): every ReduceL2 ran on the
-    NPU in float16 builds, though the 2.3.2 document lists it as a CPU op."""
+    NPU in float16 and int8 builds, though the 2.3.2 document lists it as a CPU op."""
     return None if cal.fitted(lim, ("cnn", "transformer")) else "ReduceL2 is in the document's CPU op list"
 
 
@@ -71,8 +72,6 @@ def einsum(node, lim):
     if len(node.inputs) == 2 and "..." not in eq and cal.fitted(lim, ("transformer",)):
         return None
     return f"equation '{eq}' ({len(node.inputs)} operands)"
-
-
 
 
 def unit_channel_squeeze(x, y, lim) -> bool:
