@@ -230,9 +230,7 @@ def yolov5(path: Path) -> tuple[str, ...]:
 ZOO: tuple[ZooNet, ...] = (
     ZooNet("vit", "vit_tiny, vit_small, vit_base", "`897` / `898` (the classifier output)", "nothing", vit),
     ZooNet("deit", "deit_tiny, deit_small, deit_base", "the classifier output", "nothing", deit),
-    ZooNet("levit", "levit256", "`995` (the classifier output)", "nothing", levit,
-           "the nodes off the NPU read shapes the loader's 3 shape-refinement rounds leave unknown (reshape_as chains); "
-           "with the refinement run to its fixpoint all nodes are npu, one partition (tests/test_hailo_zoo.py)"),
+    ZooNet("levit", "levit256", "`995` (the classifier output)", "nothing", levit),
     ZooNet("vit_pose", "vit_pose_small", "`1126` (the heatmap output)", "nothing (keypoint decoding is post-processing)",
            vit_pose),
     ZooNet("detr_r18", "detr_resnet_v1_18_bn", "`Add_3451` (class logits), `Sigmoid_3460` (boxes)",
