@@ -14,20 +14,15 @@ from onnx import TensorProto, helper, numpy_helper
 
 from npufit.check import check
 from npufit.convert.tflite_writer import TFLiteBuilder
+from .tflite_models import conv_stem
 
 pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install ethos-u-vela==5.2.0)")
 
 
 def _tflite(path, bad_pool=True, transpose=False):
     """int8 TFLite: conv -> average pool 9x9 SAME (Vela: kernel out of range) [-> NHWC->NCHW transpose]."""
-    rng = np.random.default_rng(0)
     b = TFLiteBuilder()
-    x = b.tensor("input", (1, 16, 16, 3), "int8", scale=0.02, zero_point=0)
-    w = b.tensor("conv1/w", (8, 3, 3, 3), "int8", data=rng.integers(-100, 100, (8, 3, 3, 3)), scale=[0.01] * 8, axis=0)
-    bias = b.tensor("conv1/b", (8,), "int32", data=np.zeros(8), scale=[0.0002] * 8)
-    y = b.tensor("conv1", (1, 16, 16, 8), "int8", scale=0.05, zero_point=-128)
-    b.op("CONV_2D", [x, w, bias], [y], "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1,
-         fused_activation_function="RELU", dilation_w_factor=1, dilation_h_factor=1)
+    x, y = conv_stem(b)
     k = 9 if bad_pool else 3
     q = b.tensor("avg", (1, 16, 16, 8), "int8", scale=0.05, zero_point=-128)
     b.op("AVERAGE_POOL_2D", [y], [q], "Pool2DOptions", padding="SAME", stride_w=1, stride_h=1, filter_width=k, filter_height=k)

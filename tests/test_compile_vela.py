@@ -6,19 +6,14 @@ import pytest
 
 from npufit.compilers import compile_model, status
 from npufit.convert.tflite_writer import TFLiteBuilder
+from .tflite_models import conv_stem
 
 pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install ethos-u-vela==5.2.0)")
 
 
 def _cnn(path, bad_pool=False, s2d=False):
-    rng = np.random.default_rng(0)
     b = TFLiteBuilder()
-    x = b.tensor("input", (1, 16, 16, 3), "int8", scale=0.02, zero_point=0)
-    w = b.tensor("conv1/w", (8, 3, 3, 3), "int8", data=rng.integers(-100, 100, (8, 3, 3, 3)), scale=[0.01] * 8, axis=0)
-    bias = b.tensor("conv1/b", (8,), "int32", data=np.zeros(8), scale=[0.0002] * 8)
-    y = b.tensor("conv1", (1, 16, 16, 8), "int8", scale=0.05, zero_point=-128)
-    b.op("CONV_2D", [x, w, bias], [y], "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1,
-         fused_activation_function="RELU", dilation_w_factor=1, dilation_h_factor=1)
+    x, y = conv_stem(b)
     last, hw, c = y, 16, 8
     if s2d:
         z = b.tensor("s2d", (1, 8, 8, 32), "int8", scale=0.05, zero_point=-128)

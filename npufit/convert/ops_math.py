@@ -40,16 +40,21 @@ def _absmax(t: TT, cap: float = math.inf) -> float:
     return min(max(abs(lo), abs(hi)), cap)
 
 
+def _cubic_arg(L: Lowering, x, m: float, a_coef: float, b_coef: float, out: str, sat: float):
+    """x * (A + B x^2) as MUL, MUL, ADD, MUL: the argument of the TANH / LOGISTIC table in the Erf and GELU forms.
+    m bounds |x|, so every intermediate gets a range from it rather than from calibration."""
+    x2 = mul(L, x, x, f"{out}/x2", activation_q(0.0, m * m))
+    bx2 = mul(L, x2, _scalar_const(L, f"{out}/b", b_coef), f"{out}/bx2", activation_q(0.0, b_coef * m * m))
+    a = L.new(f"{out}/poly", x2.shape, activation_q(0.0, a_coef + b_coef * m * m), x.layout)
+    L.emit("ADD", [bx2, _scalar_const(L, f"{out}/a", a_coef)], [a], "AddOptions", fused_activation_function="NONE")
+    return mul(L, x, a, f"{out}/arg", activation_q(-sat, sat))
+
+
 def erf(L: Lowering, node: NodeView) -> None:
     """Erf -> TANH(z * (A + B z^2)): four NPU ops (MUL, MUL, ADD, MUL) and a TANH look-up table."""
     x = L.act(node.inputs[0])
     out = node.outputs[0]
-    m = _absmax(x, ERF_SAT_Z)
-    z2 = mul(L, x, x, f"{out}/z2", activation_q(0.0, m * m))
-    bz2 = mul(L, z2, _scalar_const(L, f"{out}/b", ERF_B), f"{out}/bz2", activation_q(0.0, ERF_B * m * m))
-    a = L.new(f"{out}/poly", z2.shape, activation_q(0.0, ERF_A + ERF_B * m * m), x.layout)
-    L.emit("ADD", [bz2, _scalar_const(L, f"{out}/a", ERF_A)], [a], "AddOptions", fused_activation_function="NONE")
-    u = mul(L, x, a, f"{out}/arg", activation_q(-TANH_SAT, TANH_SAT))
+    u = _cubic_arg(L, x, _absmax(x, ERF_SAT_Z), ERF_A, ERF_B, out, TANH_SAT)
     y = L.output(out, x.layout, q=FIXED["TANH"])
     L.emit("TANH", [u], [y])
 
@@ -188,12 +193,7 @@ def gelu(L: Lowering, chain: list[NodeView]) -> None:
         L.absorbed.add(n.name)
     x = L.act(chain[0].inputs[0])
     out = chain[-1].outputs[0]
-    m = _absmax(x, GELU_SAT_X)
-    x2 = mul(L, x, x, f"{out}/x2", activation_q(0.0, m * m))
-    bx2 = mul(L, x2, _scalar_const(L, f"{out}/b", G_B), f"{out}/bx2", activation_q(0.0, G_B * m * m))
-    a = L.new(f"{out}/poly", x2.shape, activation_q(0.0, G_A + G_B * m * m), x.layout)
-    L.emit("ADD", [bx2, _scalar_const(L, f"{out}/a", G_A)], [a], "AddOptions", fused_activation_function="NONE")
-    u = mul(L, x, a, f"{out}/arg", activation_q(-SIGMOID_SAT, SIGMOID_SAT))
+    u = _cubic_arg(L, x, _absmax(x, GELU_SAT_X), G_A, G_B, out, SIGMOID_SAT)
     s = L.new(f"{out}/sigmoid", u.shape, FIXED["LOGISTIC"], x.layout)
     L.emit("LOGISTIC", [u], [s])
     mul(L, x, s, out, None, out=L.output(out, x.layout))

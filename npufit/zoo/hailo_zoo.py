@@ -46,24 +46,23 @@ def _hf(model, path: Path, size: int | tuple[int, int], outputs: tuple[str, ...]
                 list(outputs))
 
 
-def vit(path: Path) -> tuple[str, ...]:
+def _tiny_vit(path: Path, config: str, model: str) -> tuple[str, ...]:
+    """ViT and DeiT share one small config: 32x32 image, 8x8 patches, 2 blocks of width 48."""
     _torch()
-    from transformers import ViTConfig, ViTForImageClassification
+    import transformers
 
-    cfg = ViTConfig(image_size=32, patch_size=8, hidden_size=48, num_hidden_layers=2, num_attention_heads=3,
-                    intermediate_size=96, num_labels=10)
-    _hf(ViTForImageClassification(cfg), path, 32, ("logits",))
+    cfg = getattr(transformers, config)(image_size=32, patch_size=8, hidden_size=48, num_hidden_layers=2,
+                                        num_attention_heads=3, intermediate_size=96, num_labels=10)
+    _hf(getattr(transformers, model)(cfg), path, 32, ("logits",))
     return ()
+
+
+def vit(path: Path) -> tuple[str, ...]:
+    return _tiny_vit(path, "ViTConfig", "ViTForImageClassification")
 
 
 def deit(path: Path) -> tuple[str, ...]:
-    _torch()
-    from transformers import DeiTConfig, DeiTForImageClassificationWithTeacher
-
-    cfg = DeiTConfig(image_size=32, patch_size=8, hidden_size=48, num_hidden_layers=2, num_attention_heads=3,
-                     intermediate_size=96, num_labels=10)
-    _hf(DeiTForImageClassificationWithTeacher(cfg), path, 32, ("logits",))
-    return ()
+    return _tiny_vit(path, "DeiTConfig", "DeiTForImageClassificationWithTeacher")
 
 
 def levit(path: Path) -> tuple[str, ...]:
