@@ -6,7 +6,7 @@ import pytest
 
 from npufit.compilers import compile_model, status
 from npufit.convert.tflite_writer import TFLiteBuilder
-from .tflite_models import conv_stem
+from .tflite_models import conv_stem, stateful_conv
 
 pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install ethos-u-vela==5.2.0)")
 
@@ -58,6 +58,23 @@ def test_vela_rejected_ops_are_cpu_with_vela_reason(tmp_path):
     assert r.metrics["cpu_operators"] == 2
     text = r.render("table")
     assert "kernel width: 9 out of range" in text
+
+
+def test_stateful_model_placement_matches_vela_operator_by_operator(tmp_path):
+    """A streaming model's ASSIGN_VARIABLE has no output tensor: Vela names it after its operator index, and it stays
+    on the CPU with the other variable ops while the conv, add and pool run on the NPU."""
+    b = TFLiteBuilder()
+    x, out = stateful_conv(b)
+    b.io([x], [out])
+    m = tmp_path / "stateful.tflite"
+    m.write_bytes(b.build())
+    r = compile_model(m, "ethos-u55-256", out_dir=tmp_path / "out", compare_prediction=True)
+    dev = {p.op: p.device for p in r.placement}
+    assert dev == {"CONV_2D": "npu", "VAR_HANDLE": "cpu", "READ_VARIABLE": "cpu", "ADD": "npu",
+                   "ASSIGN_VARIABLE": "cpu", "AVERAGE_POOL_2D": "npu"}
+    assert r.metrics["cpu_operators"] == sum(d == "cpu" for d in dev.values())
+    scores = r.comparison.to_dict()["scores"]
+    assert (scores["tp"], scores["fp"], scores["fn"]) == (3, 0, 0)
 
 
 def test_unknown_accelerator_config_is_one_clear_error(tmp_path):

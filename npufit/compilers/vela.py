@@ -178,7 +178,12 @@ def tflite_lineage(path: Path):
     from ..graph import load
 
     graph = load(path)
-    return graph, {o: [n.name] for n in graph.top_nodes for o in n.outputs if o}
+    lineage: dict[str, list[str]] = {}
+    for i, n in enumerate(graph.top_nodes):
+        # an operator without outputs (ASSIGN_VARIABLE of a stateful model) is named after its index by Vela
+        for o in [o for o in n.outputs if o] or [f"placeholder-for-{i}-OFM"]:
+            lineage[o] = [n.name]
+    return graph, lineage
 
 
 def layer_lineage(layers, lineage: dict[str, list[str]] | None) -> dict[str, set[str]] | None:

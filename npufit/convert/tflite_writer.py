@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-TENSOR_TYPES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "bool": 6, "int16": 7, "int8": 9}
+TENSOR_TYPES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "bool": 6, "int16": 7, "int8": 9,
+                "resource": 13}  # resource: the handle of a stateful model's variable (VAR_HANDLE)
 PADDING = {"SAME": 0, "VALID": 1}
 ACTIVATION = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
 
