@@ -19,7 +19,7 @@ def _toy_profile(**kw) -> Profile:
         Rule("toy.conv.kernel", "Conv kernel must be at most {max_k}", lambda n, L: None if max(n.attr("kernel_shape", [3])) <= L["max_k"] else f"got {n.attr('kernel_shape')}", Verdict.CPU, ("use a smaller kernel",), "toy"),
         Rule("toy.conv.pads", "Conv padding must be at most {max_pad}", lambda n, L: None if max(n.attr("pads", [0])) <= L["max_pad"] else f"got {n.attr('pads')}", Verdict.UNSUPPORTED, (), "toy"),
     ))
-    base = dict(name="toy", title="Toy NPU", vendor="test", summary="", fallback="cpu", limits={"max_k": 1, "max_pad": 0}, ops=ops, executes=Executes.FP16_INT8,
+    base = dict(name="toy", title="Toy NPU", vendor="test", summary="", fallback="cpu", limits={"max_k": 1, "max_pad": 0}, ops=ops, executes=Executes.FP16_INT8, family="toy", compiler="",
                 unknown=OpSupport("*", Verdict.CPU, reason="{op} is not in the toy table"))
     base.update(kw)
     return Profile(**base)

@@ -9,7 +9,7 @@ from ..graph.macs import node_macs
 from ..targets import get_profile
 from ..errors import NpufitError
 from ..util.gcpause import gc_paused
-from ..targets.base import Composite, Executes, OpSupport, Profile, Rule, Verdict, worst
+from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, worst
 from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from .result import CheckReport, NodeResult, Reason
 
@@ -140,7 +140,7 @@ def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
         warnings.append(f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces")
     report = CheckReport(
         model=_model_info(graph),
-        target={"name": profile.name, "title": profile.title, "fallback": profile.fallback, "notes": list(profile.notes)},
+        target={"name": profile.name, "title": profile.title, "fallback": profile.fallback.value, "notes": list(profile.notes)},
         nodes=[results[n.name] for n in graph.nodes],
         partitions=parts,
         boundaries=bounds,
@@ -244,7 +244,7 @@ def _apply_rules(node: NodeView, profile: Profile, rules: tuple[Rule, ...], res:
 
 
 def _finish(res: NodeResult, profile: Profile) -> NodeResult:
-    if res.verdict == Verdict.UNSUPPORTED and profile.fallback == "none" and res.reasons:
+    if res.verdict == Verdict.UNSUPPORTED and profile.fallback is Fallback.NONE and res.reasons:
         hint = f"{profile.title.split(' (')[0]} has no CPU fallback inside the compiled binary: cut this node away (npufit split --target {profile.name}) or rewrite it"
         first = res.reasons[0]
         if hint not in first.fix:

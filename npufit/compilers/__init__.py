@@ -75,11 +75,8 @@ def attach_comparison(result: CompileResult, model: Path, target: str, opts: Com
     if not result.ok or not result.placement:
         result.notes.append("no placement to compare with: the compile did not finish")
         return
-    profile_name = "rk3588" if target.lower().startswith(("rk", "rv")) else target.lower()
-    if profile_name.startswith("ethos-n78"):
-        profile_name = "ethos-n78"  # one profile for every N78 variant
     try:
-        profile = get_profile(profile_name)
+        profile = get_profile(target)  # by name or alias (every Ethos-N78 configuration is one profile)
     except NpufitError:
         result.notes.append(f"npufit has no profile for '{target}' yet: nothing to compare")
         return

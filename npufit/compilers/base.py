@@ -118,6 +118,7 @@ class CompileResult:
 
 class Compiler(Protocol):
     name: str
+    calibration_format: str  # the calibration form a pipeline hands it: "npz" (one stacked .npz) or "npy-folder" (.npy files)
 
     def handles(self, target: str) -> bool: ...
 

@@ -15,14 +15,11 @@ import re
 from pathlib import Path
 
 from ..errors import NpufitError
+from ..targets.ethos_n import VARIANTS
 from .base import CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
 from .mapping import Layer
 
 ENV = "ethos-n"
-VARIANTS = {"1tops-2ple": "Ethos-N78_1TOPS_2PLE_RATIO", "1tops-4ple": "Ethos-N78_1TOPS_4PLE_RATIO",
-            "2tops-2ple": "Ethos-N78_2TOPS_2PLE_RATIO", "2tops-4ple": "Ethos-N78_2TOPS_4PLE_RATIO",
-            "4tops-2ple": "Ethos-N78_4TOPS_2PLE_RATIO", "4tops-4ple": "Ethos-N78_4TOPS_4PLE_RATIO",
-            "8tops-2ple": "Ethos-N78_8TOPS_2PLE_RATIO"}
 DEFAULT_VARIANT = "4tops-4ple"  # seed 001's configuration (TOPS=4, PLE=4)
 _TARGET = re.compile(r"^ethos-n78(?:-(" + "|".join(VARIANTS) + "))?$")
 # The library's own performance model (EstimationUtils.cpp CalculateMetric): DMA moves 16 bytes per NPU cycle.
@@ -43,6 +40,7 @@ def variant_of(target: str, options: CompileOptions | None = None) -> str:
 
 class EthosNCompiler:
     name = "ethos-n"
+    calibration_format = "npz"
 
     def handles(self, target: str) -> bool:
         return bool(_TARGET.match(target.lower()))

@@ -38,6 +38,7 @@ def vela_version() -> str | None:
 
 class VelaCompiler:
     name = "vela"
+    calibration_format = "npz"
 
     def handles(self, target: str) -> bool:
         return bool(_CONFIG.match(target.lower()))

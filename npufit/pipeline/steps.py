@@ -158,13 +158,14 @@ def run_split(ctx: StepContext) -> Outcome:
         return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": 100.0, "needed": False},
                        "not needed: the whole model runs on the NPU")
     from ..targets import get_profile
+    from ..targets.base import Fallback
 
     fallback = get_profile(target).fallback
-    if fallback != "none" and not s["always"]:
+    if fallback is not Fallback.NONE and not s["always"]:
         # the vendor runtime runs the other nodes on its CPU inside the compiled model: nothing to cut by hand
         shutil.copyfile(model, ctx.folder / "model.onnx")
         return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": report.coverage_macs, "needed": False},
-                       f"not needed: {target} runs its {len(report.failing)} non-NPU node(s) on its {fallback} fallback "
+                       f"not needed: {target} runs its {len(report.failing)} non-NPU node(s) on its {fallback.value} fallback "
                        "inside the compiled model (the compile step shows the real placement)")
     prefix = report.prefix
     share = prefix.get("macs_pct") or 0.0
@@ -230,20 +231,25 @@ def quantize_note(d: dict, warn_db: float) -> str:
     return text
 
 
+# compiler adapter's calibration_format -> the train output that holds it
+CALIBRATION_INPUT = {"npy-folder": "calibration_npy", "npz": "calibration"}
+
+
 def run_compile(ctx: StepContext) -> Outcome:
     from .measure import measure
 
     compile_model = library("compile", "npufit.compilers", "compile_model")
     compiler_for = library("compile", "npufit.compilers", "compiler_for")
     try:
-        state = compiler_for(ctx.cell.target).status()
+        comp = compiler_for(ctx.cell.target)
     except NpufitError as e:
         raise Skip(e.message) from None
+    state = comp.status()
     if not state.get("available"):
         raise Skip(f"{state.get('name', 'compiler')} not installed ({state.get('install') or state.get('detail') or 'see npufit doctor'})")
     s, model = ctx.settings, ctx.model_input()
-    # RKNN reads a folder of .npy samples; the ONNX -> int8 TFLite converter before Vela reads the .npz stack
-    calib = ctx.input("train", "calibration_npy" if ctx.cell.target.startswith(("rk", "rv")) else "calibration")
+    # the train step writes both forms: a folder of .npy samples (RKNN) and one .npz stack (the others)
+    calib = ctx.input("train", CALIBRATION_INPUT[comp.calibration_format])
     plan = ctx.input("split", "plan")
     with measure() as usage:
         try:
