@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..graph import Graph, NodeView, load
+from ..graph import Graph, NodeView, load, quant
 from ..graph.macs import node_macs
 from ..targets import get_profile
 from ..errors import NpufitError
@@ -73,16 +73,8 @@ def check_graph(graph: Graph, profile: Profile, judge: str = "auto") -> CheckRep
         raise NpufitError(why_not)
     float_model = is_float_model(graph)  # one walk over the nodes, read twice below
     as_int8 = judged_as_int8(graph, profile, judge, float_model)
-    previous = graph.meta.get("assume_int8")
-    graph.meta["assume_int8"] = as_int8  # read by the dtype facts of every rule; restored below
-    try:
-        with gc_paused():
-            report = _check_graph(graph, profile)
-    finally:
-        if previous is None:
-            graph.meta.pop("assume_int8", None)
-        else:
-            graph.meta["assume_int8"] = previous
+    with gc_paused(), quant.judging_as_int8(as_int8):  # read by the dtype facts of every rule; the graph is only read
+        report = _check_graph(graph, profile)
     report.target["judged_as"] = "int8" if as_int8 else "as is"
     report.warnings[:0] = _judge_warnings(graph, profile, judge, as_int8, float_model)
     return report
@@ -104,7 +96,7 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
 
 
 def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
-    folded = getattr(graph, "folded", set())
+    folded = graph.folded
     composite_of = _match_composites(graph, profile)
     results: dict[str, NodeResult] = {}
     rules_for: dict[int, tuple[OpSupport, tuple[Rule, ...]]] = {}  # per OpSupport: graph rules + its own, built once per op type

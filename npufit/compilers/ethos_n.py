@@ -158,7 +158,7 @@ def placements(graph, low, layers: list[Layer], conv) -> list[Placement]:
         return resolve(conv.graph, layers, layer_lineage(layers, conv.lineage), "Ethos-N support library")
     by_out = {lay.name: lay for lay in layers}
     out: dict[str, Placement] = {}
-    folded = getattr(graph, "folded", set())
+    folded = graph.folded
     for n in graph.top_nodes:
         lay = by_out.get(n.outputs[0] if n.outputs else n.name)
         if lay is not None:
@@ -178,7 +178,7 @@ def partitions(graph, on_npu: set[str]) -> tuple[int, int]:
     """Connected NPU regions and host regions over the TFLite graph's edges."""
     counts = []
     for want in (True, False):
-        nodes = {n.name for n in graph.top_nodes if (n.name in on_npu) == want and n.name not in getattr(graph, "folded", set())}
+        nodes = {n.name for n in graph.top_nodes if (n.name in on_npu) == want and n.name not in graph.folded}
         seen, k = set(), 0
         for name in nodes:
             if name in seen:
