@@ -41,6 +41,7 @@ def variant_of(target: str, options: CompileOptions | None = None) -> str:
 class EthosNCompiler:
     name = "ethos-n"
     calibration_format = "npz"
+    extra_options = ("ethos_n_variant", "ethos_n_sram_bytes", "ethos_n_estimate", "ethos_n_clock_mhz")
 
     def handles(self, target: str) -> bool:
         return bool(_TARGET.match(target.lower()))

@@ -45,6 +45,7 @@ def hailo_exe() -> str | None:
 class HailoCompiler:
     name = "hailo"
     calibration_format = "npz"
+    extra_options = ()
 
     def handles(self, target: str) -> bool:
         return target.lower() in ARCHS
