@@ -61,7 +61,7 @@ def refuses_format(graph: Graph, profile: Profile) -> str | None:
     """Why `profile` cannot judge a model of this file format (None when it can). ONNX models are judged on every
     target (through the converter's op mapping where the NPU compiles TFLite); a TFLite model only on targets whose
     profile models that path."""
-    if graph.format == "tflite" and "tflite" not in profile.input_formats:
+    if graph.format not in profile.judged_formats:
         return (f"{profile.name} judges ONNX models only: npufit does not model this toolchain's TFLite path; check the "
                 f"ONNX model the TFLite file was converted from")
     return None

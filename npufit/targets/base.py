@@ -121,7 +121,10 @@ class Profile:
     graph_rules: tuple[Rule, ...] = ()  # apply to every non-folded node (dtype, batch, rank, static shapes)
     composites: tuple[Composite, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
-    input_formats: tuple[str, ...] = ("onnx",)
+    input_formats: tuple[str, ...] = ("onnx",)  # model formats its vendor toolchain takes
+    # model formats npufit's rules judge for it: ONNX everywhere (through the ONNX->TFLite op mapping where the toolchain
+    # compiles TFLite), TFLite only where its TFLite path is modelled
+    judged_formats: tuple[str, ...] = ("onnx",)
     # Optional: map a NodeView to the op key used in `ops` (e.g. ONNX -> TFLite vocabulary for Ethos-U).
     op_key: Callable[[NodeView], str] | None = None
     notes: tuple[str, ...] = ()  # shown in reports and docs (e.g. "no CPU fallback inside a HEF")

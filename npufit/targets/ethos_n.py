@@ -453,7 +453,8 @@ def profiles() -> dict[str, Profile]:
         # TVM BYOC offloads only Conv/pool/FC patterns; reductions, TopK and ArgMax stay on the CPU: the cleanups only
         rewrite_rules=common.REWRITE_COMMON, label="n78", unknown=OpSupport("*", CPU, reason="{op} has no operation in the Ethos-N support library (nor a TVM pattern): it runs on the host CPU",
                                                    source="N-LIB"),
-        graph_rules=GRAPH_RULES, sources=dict(SOURCES), input_formats=("tflite", "onnx"), op_key=tm.tflite_op,
+        graph_rules=GRAPH_RULES, sources=dict(SOURCES), input_formats=("tflite", "onnx"),
+        judged_formats=("onnx", "tflite"), op_key=tm.tflite_op,
         notes=("ONNX ops are judged as the TFLite/Relay QNN ops they import as (Conv → CONV_2D/qnn.conv2d, Sigmoid → LOGISTIC, ...)",
                "NPU partitions that contain no multiply-accumulate may be inlined back to the CPU when the compiler option is set (N-INL)"),
     )}

@@ -543,7 +543,8 @@ def build(name: str) -> Profile:
         # ARG_MAX runs on the NPU along depth, TopK does not; MEAN/REDUCE_MAX map; GELU via TFLite GELU
         rewrite_rules=common.REWRITE_COMMON + ("reduce_keepdims", "topk1_to_argmax", "gelu_tanh"),
         label=name.replace("ethos-", ""), unknown=OpSupport("*", CPU, reason="{op} is not in Vela 5.2.0's supported-operator list: it is scheduled on the CPU", source="VELA"),
-        graph_rules=graph_rules(gen, name), sources=dict(SOURCES), input_formats=("tflite",), op_key=tm.tflite_op, notes=tuple(notes),
+        graph_rules=graph_rules(gen, name), sources=dict(SOURCES), input_formats=("tflite",),
+        judged_formats=("onnx", "tflite"), op_key=tm.tflite_op, notes=tuple(notes),
     )
 
 

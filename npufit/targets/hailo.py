@@ -166,7 +166,7 @@ def _build(name: str, title: str, summary: str) -> Profile:
         rewrite_rules=common.REWRITE_COMMON + ("reduce_keepdims", "topk1_to_argmax", "mod_decompose", "gelu_tanh", "opset_convert"),
         rewrite_options={"reduce_keepdims": {"channel_axis": True}, "topk1_to_argmax": {"channel_axis": True},
                          "opset_convert": {"opset": 11, "accepted": (8, 11)}},
-        graph_rules=graph_rules(name), composites=_composites(name), sources=dict(SOURCES), input_formats=("onnx",),
+        graph_rules=graph_rules(name), composites=_composites(name), sources=dict(SOURCES), input_formats=("onnx", "tflite"),
         notes=(
             "No CPU fallback inside a HEF: every unsupported node must be cut away (parser start/end nodes) and run on the host "
             "(H-COM, H-I98).",

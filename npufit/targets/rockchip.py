@@ -499,6 +499,7 @@ def profiles() -> dict[str, Profile]:
         fallback=Fallback.CPU, limits=dict(LIMITS), ops=ops, executes=Executes.FP16_INT8, family="rockchip", compiler="rknn",
         # Reduce*/ArgMax/Erf fall back to the CPU; MatMul only within exMatMul limits while a 1x1 Conv is plain NPU
         rewrite_rules=common.REWRITE_COMMON + ("topk1_to_argmax", "linear_to_conv1x1", "gelu_tanh"), unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
-        graph_rules=GRAPH_RULES, composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"), op_key=op_key,
+        graph_rules=GRAPH_RULES, composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"),
+        judged_formats=("onnx", "tflite"), op_key=op_key,
         notes=("CPU-kernel ops run in the RKNN runtime on the Cortex-A cores; each NPU↔CPU crossing converts layout (NC1HWC2↔NCHW) and dtype",),
     )}
