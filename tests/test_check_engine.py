@@ -19,7 +19,7 @@ def _toy_profile(**kw) -> Profile:
         Rule("toy.conv.kernel", "Conv kernel must be at most {max_k}", lambda n, L: None if max(n.attr("kernel_shape", [3])) <= L["max_k"] else f"got {n.attr('kernel_shape')}", Verdict.CPU, ("use a smaller kernel",), "toy"),
         Rule("toy.conv.pads", "Conv padding must be at most {max_pad}", lambda n, L: None if max(n.attr("pads", [0])) <= L["max_pad"] else f"got {n.attr('pads')}", Verdict.UNSUPPORTED, (), "toy"),
     ))
-    base = dict(name="toy", title="Toy NPU", vendor="test", summary="", fallback="cpu", limits={"max_k": 1, "max_pad": 0}, ops=ops, executes=Executes.FP16_INT8,
+    base = dict(name="toy", title="Toy NPU", vendor="test", summary="", fallback="cpu", limits={"max_k": 1, "max_pad": 0}, ops=ops, executes=Executes.FP16_INT8, family="toy", compiler="",
                 unknown=OpSupport("*", Verdict.CPU, reason="{op} is not in the toy table"))
     base.update(kw)
     return Profile(**base)
@@ -110,3 +110,29 @@ def test_float_model_on_int8_target_is_judged_as_its_int8_conversion(tmp_path):
     assert "assume_int8" not in graph.meta
     assert check(p, "ethos-u55-256", assume_int8=True).counts["npu"] == as_float.counts["cpu"]
     assert check(graph, "hailo8").target["judged_as"] == "as is"  # the DFC quantizes itself
+
+
+
+def test_check_twice_on_one_graph_with_different_options(tmp_path):
+    """Options are arguments: judging one Graph as int8 leaves nothing behind for the next check (one float Conv on
+    ethos-n78: npu as int8, cpu as float, and so on), and the Graph's meta stays what load() gave."""
+    import copy
+
+    import onnx
+    from onnx import helper
+
+    from npufit.graph import load
+    from tests.onnx_builders import conv_weight, model, vi
+
+    p = tmp_path / "conv.onnx"
+    onnx.save(model([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], name="conv")],
+                    [vi("x", [1, 8, 16, 16])], [vi("y", [1, 8, 16, 16])], [conv_weight("w", 8, 8)]), p)
+    graph = load(p)
+    meta = copy.deepcopy(graph.meta)
+    runs = [check(graph, "ethos-n78", judge="int8"), check(graph, "ethos-n78", judge="float"),
+            check(graph, "ethos-n78", assume_int8=True), check(graph, "ethos-n78", judge="float")]
+    assert [r.node("conv").verdict.value for r in runs] == ["npu", "cpu", "npu", "cpu"]
+    assert [r.target["judged_as"] for r in runs] == ["int8", "as is", "int8", "as is"]
+    # the Q/DQ ledger follows each call's judgment (int8: the conversion's ledger; float: none), not the first call's
+    assert [r.extra.get("qdq_ledger", {}).get("quant_form") for r in runs] == ["int8", None, "int8", None]
+    assert graph.meta == meta

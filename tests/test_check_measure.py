@@ -121,7 +121,7 @@ def test_unknown_judge_is_one_clear_error(tmp_path):
     m = _onnx_with_exp(tmp_path / "exp.onnx")
     with pytest.raises(NpufitError, match="unknown --measure judge"):
         check(m, "ethos-u55-256", measure="sometimes")
-    with pytest.raises(NpufitError, match="TFLite models on Ethos-U"):
+    with pytest.raises(NpufitError, match="does not judge this onnx model on ethos-u55-256"):
         check(m, "ethos-u55-256", measure="vela-checks")
 
 

@@ -108,6 +108,6 @@ def test_tflite_on_a_target_that_does_not_model_tflite_is_refused_not_judged_zer
     import json
 
     d = json.loads(capsys.readouterr().out)
-    no_tflite = {t for t in available_targets() if "tflite" not in get_profile(t).input_formats}
+    no_tflite = {t for t in available_targets() if "tflite" not in get_profile(t).judged_formats}
     assert set(d["skipped"]) == no_tflite and "hailo8" in no_tflite
     assert set(d["reports"]) == set(available_targets()) - no_tflite

@@ -4,12 +4,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..graph import Graph, NodeView, load
+from ..graph import Graph, NodeView, load, quant
 from ..graph.macs import node_macs
 from ..targets import get_profile
 from ..errors import NpufitError
 from ..util.gcpause import gc_paused
-from ..targets.base import Composite, Executes, OpSupport, Profile, Rule, Verdict, worst
+from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, worst
 from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from .result import CheckReport, NodeResult, Reason
 
@@ -61,7 +61,7 @@ def refuses_format(graph: Graph, profile: Profile) -> str | None:
     """Why `profile` cannot judge a model of this file format (None when it can). ONNX models are judged on every
     target (through the converter's op mapping where the NPU compiles TFLite); a TFLite model only on targets whose
     profile models that path."""
-    if graph.format == "tflite" and "tflite" not in profile.input_formats:
+    if graph.format not in profile.judged_formats:
         return (f"{profile.name} judges ONNX models only: npufit does not model this toolchain's TFLite path; check the "
                 f"ONNX model the TFLite file was converted from")
     return None
@@ -73,16 +73,8 @@ def check_graph(graph: Graph, profile: Profile, judge: str = "auto") -> CheckRep
         raise NpufitError(why_not)
     float_model = is_float_model(graph)  # one walk over the nodes, read twice below
     as_int8 = judged_as_int8(graph, profile, judge, float_model)
-    previous = graph.meta.get("assume_int8")
-    graph.meta["assume_int8"] = as_int8  # read by the dtype facts of every rule; restored below
-    try:
-        with gc_paused():
-            report = _check_graph(graph, profile)
-    finally:
-        if previous is None:
-            graph.meta.pop("assume_int8", None)
-        else:
-            graph.meta["assume_int8"] = previous
+    with gc_paused(), quant.judging_as_int8(as_int8):  # read by the dtype facts of every rule; the graph is only read
+        report = _check_graph(graph, profile)
     report.target["judged_as"] = "int8" if as_int8 else "as is"
     report.warnings[:0] = _judge_warnings(graph, profile, judge, as_int8, float_model)
     return report
@@ -104,7 +96,7 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
 
 
 def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
-    folded = getattr(graph, "folded", set())
+    folded = graph.folded
     composite_of = _match_composites(graph, profile)
     results: dict[str, NodeResult] = {}
     rules_for: dict[int, tuple[OpSupport, tuple[Rule, ...]]] = {}  # per OpSupport: graph rules + its own, built once per op type
@@ -140,7 +132,7 @@ def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
         warnings.append(f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces")
     report = CheckReport(
         model=_model_info(graph),
-        target={"name": profile.name, "title": profile.title, "fallback": profile.fallback, "notes": list(profile.notes)},
+        target={"name": profile.name, "title": profile.title, "fallback": profile.fallback.value, "notes": list(profile.notes)},
         nodes=[results[n.name] for n in graph.nodes],
         partitions=parts,
         boundaries=bounds,
@@ -244,7 +236,7 @@ def _apply_rules(node: NodeView, profile: Profile, rules: tuple[Rule, ...], res:
 
 
 def _finish(res: NodeResult, profile: Profile) -> NodeResult:
-    if res.verdict == Verdict.UNSUPPORTED and profile.fallback == "none" and res.reasons:
+    if res.verdict == Verdict.UNSUPPORTED and profile.fallback is Fallback.NONE and res.reasons:
         hint = f"{profile.title.split(' (')[0]} has no CPU fallback inside the compiled binary: cut this node away (npufit split --target {profile.name}) or rewrite it"
         first = res.reasons[0]
         if hint not in first.fix:

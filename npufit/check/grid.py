@@ -82,7 +82,7 @@ class GridReport(Renderable):
         if not rows:
             con.print(Text("every node runs on the NPU of every target (or is folded)", style="green"))
             return
-        labels = {t: t.replace("ethos-", "") for t in self.reports}
+        labels = {t: _label(t) for t in self.reports}
         short = {"npu": "npu", "cpu": "cpu", "unsupported": "✗", "folded": "·"}  # 12 targets must fit one screen
         grid = Table(title="nodes not on the NPU of at least one target", title_justify="left", show_edge=False)
         # one column per target only when node and op names still fit beside them; else one "off the NPU on" column
@@ -122,6 +122,13 @@ class GridReport(Renderable):
             for r in rows:
                 out.append(f"| `{r['node']}` | {r['op']} | " + " | ".join(f"{VERDICT_MARK[v]} {v}" for v in r["verdicts"].values()) + " |")
         return "\n".join(out) + "\n"
+
+
+def _label(target: str) -> str:
+    """The profile's short column label (12 targets must fit one screen)."""
+    from ..targets import get_profile
+
+    return get_profile(target).short
 
 
 def check_grid(graph: Graph, targets: list[str], judge: str = "auto") -> GridReport:

@@ -86,8 +86,8 @@ def _float_predicate(profile: Profile):
 def build_ledger(graph: Graph, profile: Profile, report) -> QdqLedger:
     verdict = {n.name: n.verdict for n in report.nodes}
     device = {name: ("npu" if v == Verdict.NPU else "folded" if v == Verdict.FOLDED else "host") for name, v in verdict.items()}
-    led = QdqLedger(profile.name, quant.graph_quant_form(graph), qdq=quant.qdq_counts(graph))
-    folded = getattr(graph, "folded", set())
+    led = QdqLedger(profile.name, quant.judged_quant_form(graph), qdq=quant.qdq_counts(graph))
+    folded = graph.folded
     for isl in quant.islands(graph, _float_predicate(profile), skip=folded):
         devs = {device.get(n, "host") for n in isl.nodes}
         d = isl.to_dict()

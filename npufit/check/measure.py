@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import NpufitError
 from ..graph import Graph
-from ..targets.base import Profile
+from ..targets.base import Executes, Fallback, Profile
 
 SCHEMA = "npufit.check.measure/1"
 MODES = ("auto", "vela-checks", "compile")
@@ -74,16 +74,19 @@ def measure(graph: Graph, report, profile: Profile, mode: str = "auto", input_sh
     st = comp.status()
     if not st["available"]:
         return Measurement(target, "none", st["name"], message=f"not measured: {st['name']} is not installed ({st['install']})")
-    if comp.name == "hailo":
-        return Measurement(target, "none", st["name"], message="not measured: the Hailo Dataflow Compiler gives no per-node "
-                                                                 "placement (no CPU fallback inside a HEF)")
-    tflite = graph.format == "tflite"
-    if mode == "vela-checks" and not (comp.name == "vela" and tflite):
-        raise NpufitError("--measure vela-checks judges TFLite models on Ethos-U targets; use --measure compile")
+    if not profile.measure_judges:
+        return Measurement(target, "none", st["name"], message=f"not measured: {st['name']} gives no per-node placement"
+                           + (" (no CPU fallback inside the compiled binary)" if profile.fallback is Fallback.NONE else ""))
+    judges = [j for j in profile.measure_judges if j != "vela-checks" or graph.format == "tflite"]  # Vela's checks read TFLite
+    if mode != "auto" and mode not in judges:
+        raise NpufitError(f"--measure {mode} does not judge this {graph.format} model on {target} (it judges: "
+                          f"{', '.join(judges) or 'none'}; vela-checks reads TFLite models)")
+    if not judges:
+        return Measurement(target, "none", st["name"], message=f"not measured: {target}'s judges read TFLite models only")
     try:
-        if mode == "vela-checks" or (mode == "auto" and comp.name == "vela" and tflite and not target.startswith("ethos-u85")):
-            return _vela_checks(graph, report, target, input_shapes, timeout_s, confirm=mode == "auto")
-        return _compile(graph, report, target, input_shapes, timeout_s)
+        if (judges[0] if mode == "auto" else mode) == "vela-checks":
+            return _vela_checks(graph, report, profile, input_shapes, timeout_s, confirm=mode == "auto")
+        return _compile(graph, report, profile, input_shapes, timeout_s)
     except _NotMeasured as e:
         return Measurement(target, "none", st["name"], st.get("version"), f"not measured: {e}")
     except NpufitError as e:  # e.g. RKNN is driven from ONNX only: say it in the measurement, keep the prediction
@@ -125,14 +128,14 @@ def _checks_placement(graph: Graph, timeout_s) -> tuple[list, str | None]:
     return placement, resp.get("version")
 
 
-def _vela_checks(graph: Graph, report, target: str, input_shapes, timeout_s, confirm: bool) -> Measurement:
+def _vela_checks(graph: Graph, report, profile: Profile, input_shapes, timeout_s, confirm: bool) -> Measurement:
     """The library checks; with `confirm`, operators they put on the CPU are confirmed by the compile, because Vela
     5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (measured: TRANSPOSE)."""
     placement, version = _checks_placement(graph, timeout_s)
     label = "judge: Vela's supported-operator checks (library call, no compile)"
     notes = []
     if confirm and any(p.device == "cpu" for p in placement):
-        compiled, res = _compile_placement(graph, report, target, input_shapes, timeout_s)
+        compiled, res = _compile_placement(graph, report, profile, input_shapes, timeout_s)
         by = {p.node: p for p in compiled}
         for p in placement:
             c = by.get(p.node)
@@ -143,28 +146,29 @@ def _vela_checks(graph: Graph, report, target: str, input_shapes, timeout_s, con
     elif not confirm:
         notes.append("Vela 5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (TRANSPOSE): "
                      "--measure auto or compile confirms these verdicts with the compile")
-    m = Measurement(target, "vela-checks", "vela", version, label, _comparison(report, placement, "vela"))
+    m = Measurement(profile.name, "vela-checks", "vela", version, label, _comparison(report, placement, "vela"))
     m.notes.extend(notes)
     return m
 
 
-def _compile_placement(graph: Graph, report, target: str, input_shapes, timeout_s):
+def _compile_placement(graph: Graph, report, profile: Profile, input_shapes, timeout_s):
     from ..compilers import compile_model
 
     from ..util.io import private_tempdir
 
     with private_tempdir("measure") as d:
         judge_int8 = report.target.get("judged_as") == "int8"
-        res = compile_model(graph.path, target, out_dir=d, simulate=False, timeout_s=timeout_s, input_shapes=input_shapes,
-                            quantize=judge_int8 and target.startswith(("rk", "rv")))
+        # a target that also builds float is asked for its int8 build (int8-only compilers take the model as given)
+        res = compile_model(graph.path, profile.name, out_dir=d, simulate=False, timeout_s=timeout_s, input_shapes=input_shapes,
+                            quantize=judge_int8 and profile.executes is Executes.FP16_INT8)
     if not res.ok or not res.placement:
         raise _NotMeasured(f"{res.compiler} did not finish ({(res.error or 'no placement').splitlines()[0][:200]})")
     return res.placement, res  # already per node of `graph` (compilers map layers back, TFLite included)
 
 
-def _compile(graph: Graph, report, target: str, input_shapes, timeout_s) -> Measurement:
-    placement, res = _compile_placement(graph, report, target, input_shapes, timeout_s)
-    m = Measurement(target, "compile", res.compiler, res.compiler_version, f"judge: {res.compiler} {res.compiler_version or ''} "
+def _compile(graph: Graph, report, profile: Profile, input_shapes, timeout_s) -> Measurement:
+    placement, res = _compile_placement(graph, report, profile, input_shapes, timeout_s)
+    m = Measurement(profile.name, "compile", res.compiler, res.compiler_version, f"judge: {res.compiler} {res.compiler_version or ''} "
                     f"compile ({res.wall_s:.1f} s)".replace("  ", " "), _comparison(report, placement, res.compiler))
     m.notes.extend(n for n in res.notes if "converted ONNX" in n)
     return m

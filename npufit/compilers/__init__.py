@@ -15,7 +15,9 @@ from pathlib import Path
 from ..errors import BadModelError, NpufitError
 from .base import CompileOptions, CompileResult, Placement
 
-__all__ = ["compile_model", "status", "compiler_for", "CompileOptions", "CompileResult", "Placement"]
+__all__ = ["compile_model", "status", "compiler_for", "compiler_names", "CompileOptions", "CompileResult", "Placement",
+           "OPTION_NAMES"]
+OPTION_NAMES = tuple(f.name for f in fields(CompileOptions))  # compile_model's **options
 
 
 def _compilers():
@@ -36,6 +38,10 @@ def compiler_for(target: str):
                       "Ethos-N support library: ethos-n78, ethos-n78-<1|2|4|8>tops-<2|4>ple)")
 
 
+def compiler_names() -> list[str]:
+    return [c.name for c in _compilers()]
+
+
 def status() -> list[dict]:
     """For `npufit doctor`: each compiler's name, availability, version, what it enables, how to install it."""
     return [c.status() for c in _compilers()]
@@ -50,8 +56,7 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
 
     path = Path(model)
     require_regular_file(path, "model file", BadModelError)  # a FIFO would block the copy for the compiler
-    known = {f.name for f in fields(CompileOptions)}
-    bad = sorted(set(options) - known)
+    bad = sorted(set(options) - set(OPTION_NAMES))
     if bad:
         raise NpufitError(f"unknown compile option(s): {', '.join(bad)}")
     opts = CompileOptions(**options)
@@ -60,6 +65,9 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
 
         load_plan(opts.plan)
     comp = compiler_for(target)
+    bad = sorted(set(opts.extra) - set(comp.extra_options))
+    if bad:  # a misspelt compiler option would otherwise be ignored without a word
+        raise NpufitError(f"unknown {comp.name} option(s): {', '.join(bad)} (its options: {', '.join(comp.extra_options) or 'none'})")
     result = comp.compile(path, target.lower(), opts)
     if compare_prediction:
         attach_comparison(result, path, target, opts)
@@ -75,11 +83,8 @@ def attach_comparison(result: CompileResult, model: Path, target: str, opts: Com
     if not result.ok or not result.placement:
         result.notes.append("no placement to compare with: the compile did not finish")
         return
-    profile_name = "rk3588" if target.lower().startswith(("rk", "rv")) else target.lower()
-    if profile_name.startswith("ethos-n78"):
-        profile_name = "ethos-n78"  # one profile for every N78 variant
     try:
-        profile = get_profile(profile_name)
+        profile = get_profile(target)  # by name or alias (every Ethos-N78 configuration is one profile)
     except NpufitError:
         result.notes.append(f"npufit has no profile for '{target}' yet: nothing to compare")
         return

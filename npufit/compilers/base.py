@@ -118,6 +118,8 @@ class CompileResult:
 
 class Compiler(Protocol):
     name: str
+    calibration_format: str  # the calibration form a pipeline hands it: "npz" (one stacked .npz) or "npy-folder" (.npy files)
+    extra_options: tuple[str, ...]  # the CompileOptions.extra keys it reads; any other key is refused
 
     def handles(self, target: str) -> bool: ...
 

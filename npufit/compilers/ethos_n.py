@@ -15,14 +15,11 @@ import re
 from pathlib import Path
 
 from ..errors import NpufitError
+from ..targets.ethos_n import VARIANTS
 from .base import CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
 from .mapping import Layer
 
 ENV = "ethos-n"
-VARIANTS = {"1tops-2ple": "Ethos-N78_1TOPS_2PLE_RATIO", "1tops-4ple": "Ethos-N78_1TOPS_4PLE_RATIO",
-            "2tops-2ple": "Ethos-N78_2TOPS_2PLE_RATIO", "2tops-4ple": "Ethos-N78_2TOPS_4PLE_RATIO",
-            "4tops-2ple": "Ethos-N78_4TOPS_2PLE_RATIO", "4tops-4ple": "Ethos-N78_4TOPS_4PLE_RATIO",
-            "8tops-2ple": "Ethos-N78_8TOPS_2PLE_RATIO"}
 DEFAULT_VARIANT = "4tops-4ple"  # seed 001's configuration (TOPS=4, PLE=4)
 _TARGET = re.compile(r"^ethos-n78(?:-(" + "|".join(VARIANTS) + "))?$")
 # The library's own performance model (EstimationUtils.cpp CalculateMetric): DMA moves 16 bytes per NPU cycle.
@@ -43,6 +40,8 @@ def variant_of(target: str, options: CompileOptions | None = None) -> str:
 
 class EthosNCompiler:
     name = "ethos-n"
+    calibration_format = "npz"
+    extra_options = ("ethos_n_variant", "ethos_n_sram_bytes", "ethos_n_estimate", "ethos_n_clock_mhz")
 
     def handles(self, target: str) -> bool:
         return bool(_TARGET.match(target.lower()))
@@ -160,7 +159,7 @@ def placements(graph, low, layers: list[Layer], conv) -> list[Placement]:
         return resolve(conv.graph, layers, layer_lineage(layers, conv.lineage), "Ethos-N support library")
     by_out = {lay.name: lay for lay in layers}
     out: dict[str, Placement] = {}
-    folded = getattr(graph, "folded", set())
+    folded = graph.folded
     for n in graph.top_nodes:
         lay = by_out.get(n.outputs[0] if n.outputs else n.name)
         if lay is not None:
@@ -180,7 +179,7 @@ def partitions(graph, on_npu: set[str]) -> tuple[int, int]:
     """Connected NPU regions and host regions over the TFLite graph's edges."""
     counts = []
     for want in (True, False):
-        nodes = {n.name for n in graph.top_nodes if (n.name in on_npu) == want and n.name not in getattr(graph, "folded", set())}
+        nodes = {n.name for n in graph.top_nodes if (n.name in on_npu) == want and n.name not in graph.folded}
         seen, k = set(), 0
         for name in nodes:
             if name in seen:

@@ -110,7 +110,7 @@ class _Lowering:
 
     def run(self) -> Lowered:
         g = self.g
-        folded = getattr(g, "folded", set())
+        folded = g.folded
         for n in g.top_nodes:
             p = self._fusable_pad(n) if n.op_type in ("CONV_2D", "DEPTHWISE_CONV_2D") else None
             if p is not None:

@@ -23,6 +23,7 @@ from ..errors import NpufitError
 from .base import CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
 
 ARCHS = ("hailo8", "hailo8l", "hailo8r", "hailo15h", "hailo15m", "hailo10h")
+DEFAULT_PROFILE = ARCHS[0]  # the profile that picks start/end nodes for an architecture npufit has no profile for
 _ERR = re.compile(r"(\w+(?:Error|Exception)) in op ([^:\n]+): ([^\n]*)")
 _RECOMMEND = re.compile(r"using these end node names: ([^\n]+)")
 _VERSION = re.compile(r"Dataflow Compiler v?([\d.]+)")
@@ -43,6 +44,8 @@ def hailo_exe() -> str | None:
 
 class HailoCompiler:
     name = "hailo"
+    calibration_format = "npz"
+    extra_options = ()
 
     def handles(self, target: str) -> bool:
         return target.lower() in ARCHS
@@ -151,10 +154,20 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
         return _known_nodes(model, list(npu[0].start_node_names), list(npu[0].end_node_names), options, f"--plan {options.plan}")
     from ..check import check
 
-    pre = check(model, target if target in ("hailo8", "hailo8l") else "hailo8", options.input_shapes).prefix
+    pre = check(model, _profile_for(target), options.input_shapes).prefix
     if pre.get("covers_whole_model"):
         return [], []
     return list(pre.get("start_nodes", [])), list(pre.get("end_nodes", []))
+
+
+def _profile_for(target: str):
+    """The target's profile; an architecture npufit has none for (hailo15h, ...) is cut where Hailo-8 would cut it."""
+    from ..targets import get_profile
+
+    try:
+        return get_profile(target)
+    except NpufitError:
+        return get_profile(DEFAULT_PROFILE)
 
 
 def _same_model(model: Path, src: dict, plan_path) -> None:

@@ -89,7 +89,7 @@ def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str
         for o in owners:
             hits.setdefault(o, []).append((layer, how))
 
-    folded = getattr(graph, "folded", set())
+    folded = graph.folded
     out: dict[str, Placement] = {}
     for n in graph.top_nodes:
         got = hits.get(n.name)

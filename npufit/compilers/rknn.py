@@ -29,6 +29,8 @@ _MEM = re.compile(r"Total (Internal|Weight) Memory Size: ([\d.]+)\s*([KMG]?B)")
 
 class RknnCompiler:
     name = "rknn"
+    calibration_format = "npy-folder"
+    extra_options = ("rknn_config",)
 
     def handles(self, target: str) -> bool:
         return target.lower() in PLATFORMS

@@ -38,6 +38,8 @@ def vela_version() -> str | None:
 
 class VelaCompiler:
     name = "vela"
+    calibration_format = "npz"
+    extra_options = ("vela_args",)
 
     def handles(self, target: str) -> bool:
         return bool(_CONFIG.match(target.lower()))

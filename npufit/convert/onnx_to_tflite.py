@@ -105,7 +105,7 @@ def unsupported_nodes(graph) -> dict[str, list[str]]:
 
 
 def _work_nodes(graph):
-    folded = getattr(graph, "folded", set())
+    folded = graph.folded
     return [n for n in graph.top_nodes if n.name not in folded and n.op_type != "Constant"]
 
 
@@ -165,7 +165,7 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     feeds = [cal[i] for i in range(n)]
     t1 = time.perf_counter()
     unvalued = {t for nd in work for t in nd.inputs if t and prep.graph.producer(t) is not None
-                and prep.graph.producer(t).name in getattr(prep.graph, "folded", ()) and prep.const(t) is None}
+                and prep.graph.producer(t).name in prep.graph.folded and prep.const(t) is None}
     ranges = collect(prep.model, [o for nd in work for o in nd.outputs if o], feeds, keep=unvalued)
     prep.consts.update(ranges.values)
     links = [(i, o) for nd in work if nd.op_type in PASS_THROUGH for i in nd.inputs[:1 if nd.op_type != "Concat" else None]

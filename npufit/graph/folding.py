@@ -46,7 +46,7 @@ def fold_constants(graph: Graph, opsets: Mapping[str, int]) -> set[str]:
             if o:
                 graph.tensor(o).is_const = True
         _evaluate(node, opsets, budget)
-    graph.folded = folded  # type: ignore[attr-defined]
+    graph.folded = folded
     return folded
 
 

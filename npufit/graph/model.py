@@ -161,6 +161,9 @@ class Graph:
         self.opsets = dict(opsets or {})
         self.warnings = list(warnings)
         self.meta = dict(meta or {})
+        # derived facts, declared here so every reader sees the same attribute (never attached from outside):
+        self.folded: set[str] = set()  # nodes computable at compile time (graph.folding / the TFLite loader fill it)
+        self.quant_form: str | None = None  # graph.quant.graph_quant_form's answer, cached on first use
         self._producer: dict[str, NodeView] = {}
         self._consumers: dict[str, list[NodeView]] = {}
         for i, n in enumerate(self.nodes):

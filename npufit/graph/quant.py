@@ -13,7 +13,9 @@ over NodeView or a set of op types). Everything here is structural and cheap (on
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from .model import Graph, NodeView
@@ -63,42 +65,63 @@ def is_weight_dequantize(node: NodeView) -> bool:
 
 
 def graph_quant_form(graph: Graph) -> str:
-    """'qdq' | 'qoperator' | 'int8' (integer tensors, e.g. TFLite int8/int16) | 'float'."""
-    cached = graph.meta.get("_quant_form")
-    if cached:
-        return cached
+    """'qdq' | 'qoperator' | 'int8' (integer tensors, e.g. TFLite int8/int16) | 'float': the model's own form,
+    however a check judges it."""
+    if graph.quant_form:
+        return graph.quant_form
     ops = {n.op_type for n in graph.nodes}
     if ops & QOPERATOR_OPS:
         form = "qoperator"
     elif any(is_dequantize(n) and not n.is_const(0) for n in graph.nodes) and graph.format == "onnx":
         form = "qdq"
-    elif any(_compute_dtype(n) in INTEGER_DTYPES for n in graph.nodes if not (n.op_type in QDQ_OPS)):
+    elif any(_stored_dtype(n) in INTEGER_DTYPES for n in graph.nodes if not (n.op_type in QDQ_OPS)):
         form = "int8"
     else:
         form = "float"
-    graph.meta["_quant_form"] = form
+    graph.quant_form = form
     return form
 
 
+# Whether the check running in this context judges float activations as the int8 tensors a converter would produce.
+# A context variable, not graph state: the Graph a caller passes in is only read, and concurrent checks of one Graph
+# with different options (threads) do not see each other's choice.
+_JUDGE_INT8: ContextVar[bool] = ContextVar("npufit_judge_int8", default=False)
+
+
+@contextmanager
+def judging_as_int8(on: bool) -> Iterator[None]:
+    """Within the block, exec_dtype() reports float activations as int8 (check's --judge int8)."""
+    token = _JUDGE_INT8.set(on)
+    try:
+        yield
+    finally:
+        _JUDGE_INT8.reset(token)
+
+
+def judged_quant_form(graph: Graph) -> str:
+    """The form being judged: inside judging_as_int8(True) a float model is its int8 conversion ('int8')."""
+    form = graph_quant_form(graph)
+    return "int8" if form == "float" and _JUDGE_INT8.get() else form
+
+
 def is_quantized(graph: Graph) -> bool:
-    return graph_quant_form(graph) != "float"
+    return judged_quant_form(graph) != "float"
+
+
+def _stored_dtype(node: NodeView) -> str | None:
+    """dtype of the first non-constant input (the activation), else of the first output, as the model stores it."""
+    for i, name in enumerate(node.inputs):
+        if name and not node.is_const(i):
+            return node.graph.tensor(name).dtype
+    return node.output_dtype(0)
 
 
 def _compute_dtype(node: NodeView) -> str | None:
-    """dtype of the first non-constant input (the activation), else of the first output.
-
-    When check judges a float model as int8 (graph.meta["assume_int8"], set by check_graph from --judge and the
-    profile's `executes`) a float activation is reported as int8: the verdict is then the one for the int8
-    model a converter would produce from this float graph.
-    """
-    d = None
-    for i, name in enumerate(node.inputs):
-        if name and not node.is_const(i):
-            d = node.graph.tensor(name).dtype
-            break
-    else:
-        d = node.output_dtype(0)
-    if d in FLOAT_DTYPES and node.graph.meta.get("assume_int8"):
+    """The activation dtype a rule judges. Inside judging_as_int8(True) (check_graph, from --judge and the profile's
+    `executes`) a float activation is reported as int8: the verdict is then the one for the int8 model a converter
+    would produce from this float graph."""
+    d = _stored_dtype(node)
+    if d in FLOAT_DTYPES and _JUDGE_INT8.get():
         return "int8"
     return d
 

@@ -188,9 +188,9 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph
     desc = (model.Description() or b"").decode("utf-8", "replace")
     graph = Graph(path, "tflite", nodes, tensors, inputs, outputs, {"tflite": int(model.Version())}, warnings, meta={"producer": desc})
     # ops whose every input is a constant (e.g. DEQUANTIZE of float16 weights) are computed at load time
-    graph.folded = {n.name for n in nodes if n.present_inputs and all(tensors[t].is_const for t in n.present_inputs)}  # type: ignore[attr-defined]
+    graph.folded = {n.name for n in nodes if n.present_inputs and all(tensors[t].is_const for t in n.present_inputs)}
     for n in nodes:
-        if n.name in graph.folded:  # type: ignore[attr-defined]
+        if n.name in graph.folded:
             for o in n.outputs:
                 if o:
                     tensors[o].is_const = True

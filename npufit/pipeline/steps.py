@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,20 @@ def library(step: str, module: str, attr: str):
     return fn
 
 
-def call(fn, *args, **kwargs):
-    """Call with the keyword options the function declares (None values left out: the verb's defaults apply)."""
-    params = inspect.signature(fn).parameters
-    takes_any = any(p.kind == p.VAR_KEYWORD for p in params.values())
-    kw = {k: v for k, v in kwargs.items() if v is not None and (takes_any or k in params)}
-    return fn(*args, **kw)
+def call(step: str, fn, *args, accepts: Collection[str] | None = None, **kwargs):
+    """Call a step's library function with its keyword options (None values left out: the verb's defaults apply).
+    An option the function does not take is an error naming the step and the option, never dropped. `accepts`:
+    the option names of a function that takes **options and checks them itself (compile_model)."""
+    if accepts is None:
+        params = inspect.signature(fn).parameters
+        if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            raise NpufitError(f"step '{step}': {fn.__name__} takes **options: name them with accepts=")
+        accepts = [k for k, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = [k for k in kwargs if k not in accepts]
+    if unknown:
+        raise NpufitError(f"step '{step}': {fn.__module__}.{fn.__name__} has no option {', '.join(map(repr, unknown))} "
+                          f"(its options: {', '.join(accepts)})")
+    return fn(*args, **{k: v for k, v in kwargs.items() if v is not None})
 
 
 def save_result(result: Any, path: Path) -> dict[str, Any]:
@@ -128,7 +137,7 @@ def run_check(ctx: StepContext) -> Outcome:
 def run_fix(ctx: StepContext) -> Outcome:
     fix = library("fix", "npufit.rewrite", "fix")
     s, out = ctx.settings, ctx.folder / "model.onnx"
-    result = call(fix, str(ctx.model_input()), target=ctx.cell.target, output=str(out), rules=s["rules"],
+    result = call("fix", fix, str(ctx.model_input()), target=ctx.cell.target, output=str(out), rules=s["rules"],
                   skip_rules=s["skip_rules"], allow_approx=s["allow_approx"], judge=pipeline_judge(ctx.cell.target))
     d = save_result(result, ctx.folder / "fix.json")
     if not out.exists():  # nothing fired: the model passes through unchanged
@@ -158,13 +167,14 @@ def run_split(ctx: StepContext) -> Outcome:
         return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": 100.0, "needed": False},
                        "not needed: the whole model runs on the NPU")
     from ..targets import get_profile
+    from ..targets.base import Fallback
 
     fallback = get_profile(target).fallback
-    if fallback != "none" and not s["always"]:
+    if fallback is not Fallback.NONE and not s["always"]:
         # the vendor runtime runs the other nodes on its CPU inside the compiled model: nothing to cut by hand
         shutil.copyfile(model, ctx.folder / "model.onnx")
         return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": report.coverage_macs, "needed": False},
-                       f"not needed: {target} runs its {len(report.failing)} non-NPU node(s) on its {fallback} fallback "
+                       f"not needed: {target} runs its {len(report.failing)} non-NPU node(s) on its {fallback.value} fallback "
                        "inside the compiled model (the compile step shows the real placement)")
     prefix = report.prefix
     share = prefix.get("macs_pct") or 0.0
@@ -175,7 +185,7 @@ def run_split(ctx: StepContext) -> Outcome:
                      f"(needs >= {s['min_npu_macs_pct']:g}%); {first.op_type} '{first.name}': {why}")
     split = library("split", "npufit.split", "split")
     plan_dir = ctx.folder / "plan"
-    result = call(split, str(model), target=target, output_dir=str(plan_dir), mode=s["mode"], min_nodes=s["min_nodes"],
+    result = call("split", split, str(model), target=target, output_dir=str(plan_dir), mode=s["mode"], min_nodes=s["min_nodes"],
                   judge=pipeline_judge(target))
     d = save_result(result, ctx.folder / "split.json")
     npu = _npu_stage(plan_dir)
@@ -203,7 +213,7 @@ def run_quantize(ctx: StepContext) -> Outcome:
     quantize = library("quantize", "npufit.quantize", "quantize")
     s, out = ctx.settings, ctx.folder / "model.int8.onnx"
     calib, held = ctx.input("train", "calibration"), ctx.input("train", "holdout")
-    result = call(quantize, str(ctx.model_input()), output=str(out), calibration=str(calib) if calib else "random",
+    result = call("quantize", quantize, str(ctx.model_input()), output=str(out), calibration=str(calib) if calib else "random",
                   method=s["method"], per_channel=s["per_channel"], samples=s["samples"], holdout=s["holdout"],
                   evaluation=str(held) if held else None)
     d = save_result(result, ctx.folder / "quantize.json")
@@ -230,24 +240,48 @@ def quantize_note(d: dict, warn_db: float) -> str:
     return text
 
 
+def _compile_settings(s: dict[str, Any], comp) -> None:
+    """steps.compile.compilers names compilers npufit has; steps.compile.options are options this compiler reads."""
+    from ..compilers import compiler_names
+
+    bad = [c for c in s["compilers"] or () if c not in compiler_names()]
+    if bad:
+        raise NpufitError(f"step 'compile': steps.compile.compilers names unknown compiler(s) {', '.join(map(repr, bad))} "
+                          f"(known: {', '.join(compiler_names())})")
+    bad = [k for k in s["options"] or {} if k not in comp.extra_options]
+    if bad:
+        raise NpufitError(f"step 'compile': {comp.name} has no option {', '.join(map(repr, bad))} in steps.compile.options "
+                          f"(its options: {', '.join(comp.extra_options) or 'none'})")
+
+
+# compiler adapter's calibration_format -> the train output that holds it
+CALIBRATION_INPUT = {"npy-folder": "calibration_npy", "npz": "calibration"}
+
+
 def run_compile(ctx: StepContext) -> Outcome:
     from .measure import measure
 
     compile_model = library("compile", "npufit.compilers", "compile_model")
+    option_names = library("compile", "npufit.compilers", "OPTION_NAMES")
     compiler_for = library("compile", "npufit.compilers", "compiler_for")
     try:
-        state = compiler_for(ctx.cell.target).status()
+        comp = compiler_for(ctx.cell.target)
     except NpufitError as e:
         raise Skip(e.message) from None
+    s = ctx.settings
+    _compile_settings(s, comp)
+    if s["compilers"] and comp.name not in s["compilers"]:
+        raise Skip(f"{ctx.cell.target} compiles with {comp.name}, not in steps.compile.compilers ({', '.join(s['compilers'])})")
+    state = comp.status()
     if not state.get("available"):
         raise Skip(f"{state.get('name', 'compiler')} not installed ({state.get('install') or state.get('detail') or 'see npufit doctor'})")
-    s, model = ctx.settings, ctx.model_input()
-    # RKNN reads a folder of .npy samples; the ONNX -> int8 TFLite converter before Vela reads the .npz stack
-    calib = ctx.input("train", "calibration_npy" if ctx.cell.target.startswith(("rk", "rv")) else "calibration")
+    model = ctx.model_input()
+    # the train step writes both forms: a folder of .npy samples (RKNN) and one .npz stack (the others)
+    calib = ctx.input("train", CALIBRATION_INPUT[comp.calibration_format])
     plan = ctx.input("split", "plan")
     with measure() as usage:
         try:
-            result = call(compile_model, str(model), ctx.cell.target, out_dir=str(ctx.folder / "out"), quantize=True,
+            result = call("compile", compile_model, str(model), ctx.cell.target, accepts=option_names, out_dir=str(ctx.folder / "out"), quantize=True,
                           calibration=str(calib) if calib else None, plan=str(plan / "plan.json") if plan and (plan / "plan.json").exists() else None,
                           extra=s["options"])
         except UnsupportedModelError as e:  # the toolchain cannot take this model: a finding, not a tool failure
@@ -274,7 +308,7 @@ def run_bench(ctx: StepContext) -> Outcome:
     bench = library("bench", "npufit.bench", "bench")
     s = ctx.settings
     inputs = ctx.input("train", "validation")
-    result = call(bench, str(ctx.model_input()), runtime=ctx.cell.runtime, iterations=s["iterations"], warmup=s["warmup"],
+    result = call("bench", bench, str(ctx.model_input()), runtime=ctx.cell.runtime, iterations=s["iterations"], warmup=s["warmup"],
                   threads=s["threads"], inputs=str(inputs) if inputs else None, fresh_inputs=bool(inputs))
     d = save_result(result, ctx.folder / "bench.json")
     rows = d.get("results", [])

@@ -62,7 +62,7 @@ def probe(target: str | None = "hailo8", opset: int = 11, cases: str | Sequence[
     if compiler:
         from .measure import validate_compiler
 
-        validate_compiler(compiler, profile.name)
+        validate_compiler(compiler, profile)
     chosen = list(cases) if cases is not None and not isinstance(cases, str) else select(cases)
     if not chosen:
         raise NpufitError("no probe cases to run")

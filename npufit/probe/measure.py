@@ -12,8 +12,7 @@ from typing import Any
 from ..errors import NpufitError
 from ..util.io import private_tempdir
 
-# --compiler name -> the target families it compiles, and its name in npufit.compilers.status()
-COMPILER_TARGETS = {"vela": ("ethos-u",), "rknn": ("rk", "rv"), "hailo": ("hailo",), "ethos-n": ("ethos-n",)}
+# --compiler name (a Profile.compiler) -> its name in npufit.compilers.status()
 STATUS_NAMES = {"vela": "vela", "rknn": "rknn-toolkit2", "hailo": "hailo-dfc", "ethos-n": "ethos-n-support-library"}
 
 
@@ -50,12 +49,12 @@ def compiler_state(name: str) -> tuple[bool, str]:
     return bool(entry), "" if entry else "not installed"
 
 
-def validate_compiler(name: str, target: str) -> None:
-    """Refuse, with one sentence, a compiler that cannot compile `target` or is not installed."""
-    if name not in COMPILER_TARGETS:
-        raise NpufitError(f"--compiler '{name}': choose one of {', '.join(COMPILER_TARGETS)}")
-    if not any(target.startswith(prefix) for prefix in COMPILER_TARGETS[name]):
-        raise NpufitError(f"--compiler {name} does not compile target '{target}' (it compiles {', '.join(COMPILER_TARGETS[name])}* targets)")
+def validate_compiler(name: str, profile) -> None:
+    """Refuse, with one sentence, a compiler that cannot compile the profile's target or is not installed."""
+    if name not in STATUS_NAMES:
+        raise NpufitError(f"--compiler '{name}': choose one of {', '.join(STATUS_NAMES)}")
+    if name != profile.compiler:
+        raise NpufitError(f"--compiler {name} does not compile target '{profile.name}' (its compiler is {profile.compiler})")
     ok, why = compiler_state(name)
     if not ok:
         raise NpufitError(f"--compiler {name} is not usable here: {why} (see 'npufit doctor')")

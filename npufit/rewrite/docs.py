@@ -1,7 +1,7 @@
 """docs/rewrite-rules.md is rendered from the registry (a test fails when it is stale)."""
 from __future__ import annotations
 
-from .registry import RULE_OPTIONS, RULE_SETS, RULES
+from .registry import RULES
 
 
 def rules_markdown() -> str:
@@ -18,9 +18,17 @@ def rules_markdown() -> str:
               "A target's set is the list below plus every rule its profile names in `fix_rules`. Default rules are "
               "kept only when they do not put more nodes off the NPU or add partitions (\"it pays\"); rules named with "
               "`--rules` are kept whenever they verify.", "", "| target family | rules | options |", "|---|---|---|"]
-    for fam, names in RULE_SETS.items():
-        opts = "; ".join(f"{k}: {v}" for k, v in RULE_OPTIONS.get(fam, {}).items()) or "-"
-        lines.append(f"| {fam} | {', '.join(f'`{n}`' for n in names)} | {opts} |")
+    from ..targets import available_targets, get_profile
+
+    profiles = [get_profile(t) for t in available_targets()]
+    groups: dict[tuple, list] = {}  # one row per family, split where its members' rule sets differ
+    for p in profiles:
+        groups.setdefault((p.family, p.rewrite_rules, repr(p.rewrite_options)), []).append(p)
+    for (fam, names, _), members in groups.items():
+        whole = len(members) == sum(p.family == fam for p in profiles)
+        opts = "; ".join(f"{k}: {v}" for k, v in members[0].rewrite_options.items()) or "-"
+        label = fam if whole else ", ".join(p.name for p in members)
+        lines.append(f"| {label} | {', '.join(f'`{n}`' for n in names)} | {opts} |")
     return "\n".join(lines) + "\n"
 
 

@@ -65,7 +65,7 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
         for name in track([n for n in names if n not in disabled], f"fix: rules (target {profile.name})"):
             rule, out = get_rule(name), outcomes[name]
             ctx = RuleContext(opset=_opset(current),
-                              target=profile.name, options=rule_options(profile.name, name))
+                              target=profile.name, options=rule_options(profile, name))
             try:
                 cand, fired = rule.apply(ir.serde.deserialize_model(current), ctx)
             except RuleNotApplicable as e:

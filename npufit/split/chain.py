@@ -17,15 +17,17 @@ from ..errors import NpufitError
 from .plan import SplitPlan, load_plan
 
 ORT_CPU = "onnxruntime-cpu"
-# target family -> (runtime name, python module that provides it)
-VENDOR_RUNTIMES = {"hailo": ("hailort", "hailo_platform")}
 
 
 def vendor_runtime(target: str) -> tuple[str, str] | None:
-    for prefix, rt in VENDOR_RUNTIMES.items():
-        if target.startswith(prefix):
-            return rt
-    return None
+    """(runtime name, python module that provides it) from the target's profile; None when it names none."""
+    from ..targets import get_profile
+
+    try:
+        p = get_profile(target)
+    except NpufitError:  # a plan written for a target this build has no profile for
+        return None
+    return (p.runtime, p.runtime_module) if p.runtime else None
 
 
 def runtime_installed(module: str) -> bool:

@@ -123,8 +123,8 @@ class SplitResult:
         for s in p.stages:
             if s.device == "npu":
                 lines.append(f"{s.name}: start nodes {', '.join(s.start_node_names) or '-'}; end nodes {', '.join(s.end_node_names) or '-'}")
-                if "hailo" in s.vendor:
-                    lines.append(f"  {'`' if md else ''}{s.vendor['hailo']['parse_original']}{'`' if md else ''}")
+                for cmds in s.vendor.values():  # the compiler's own commands for this stage (Hailo's parser)
+                    lines.append(f"  {'`' if md else ''}{cmds['parse_original']}{'`' if md else ''}")
         v = p.verification
         if v is None:
             lines.append("verification: skipped (--no-verify)")

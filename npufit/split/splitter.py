@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..errors import NpufitError
-from ..targets.base import Verdict
+from ..targets.base import Profile, Verdict
 from .chain import ORT_CPU, ChainRunner
 from .extract import Extractor, load_source
 from ..util.io import atomic_dir, check_output_dir
@@ -80,7 +80,7 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
         stages = []
         for st in chosen.stages:
             facts = extractor.extract(st, tmp / f"{st.name}.onnx")
-            stages.append(_plan_stage(ix, chosen, st, facts, model_path.name, profile.name))
+            stages.append(_plan_stage(ix, chosen, st, facts, model_path.name, profile))
         plan = SplitPlan(source=_source_info(model_path, graph), target={"name": profile.name, "title": profile.title},
                          mode=chosen.mode, options=_options(chosen, mode), stages=stages,
                          outputs=[{"name": o, "from": _output_source(chosen, o)} for o in ix.outputs],
@@ -201,7 +201,7 @@ def _tensor_entry(ix: GraphIndex, name: str, **extra) -> dict:
     return {"name": name, **extra, "shape": None if info.shape is None else list(info.shape), "dtype": info.dtype, "bytes": info.nbytes}
 
 
-def _plan_stage(ix: GraphIndex, cut: Cut, st, facts: dict, source_file: str, target: str) -> PlanStage:
+def _plan_stage(ix: GraphIndex, cut: Cut, st, facts: dict, source_file: str, profile: Profile) -> PlanStage:
     users: dict[str, list[str]] = {}
     for other in cut.stages:
         for t in other.inputs:
@@ -215,8 +215,9 @@ def _plan_stage(ix: GraphIndex, cut: Cut, st, facts: dict, source_file: str, tar
                    outs, len(st.nodes), st.macs, files=facts)
     if st.device == "npu":
         ps.start_node_names, ps.end_node_names = stage_node_names(ix, st)
-        if target.startswith("hailo"):
-            ps.vendor = {"hailo": _hailo_commands(ix, st, ps, source_file, target)}
+        emit = VENDOR_COMMANDS.get(profile.compiler)
+        if emit is not None:
+            ps.vendor = {profile.compiler: emit(ix, st, ps, source_file, profile.name)}
     return ps
 
 
@@ -228,6 +229,11 @@ def _hailo_commands(ix: GraphIndex, st, ps: PlanStage, source_file: str, target:
         cmd += ["--start-node-names", *map(q, ps.start_node_names)]
     cmd += ["--end-node-names", *map(q, ps.end_node_names), "--hw-arch", target]
     return {"parse_stage": f"hailo parser onnx {q(ps.file)} --hw-arch {target}", "parse_original": " ".join(cmd)}
+
+
+# compiler adapter (Profile.compiler) -> the commands that hand an NPU stage to it, where the compiler is given the
+# stage by node names (a HEF has no CPU fallback: the parser is told where the NPU part starts and ends)
+VENDOR_COMMANDS = {"hailo": _hailo_commands}
 
 
 def _warnings(ix: GraphIndex, cut: Cut, target: str) -> list[str]:

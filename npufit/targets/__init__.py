@@ -29,29 +29,37 @@ def _load_module(modname: str) -> dict[str, Profile]:
     return importlib.import_module(modname).profiles()
 
 
+def _profiles_of(modname: str) -> dict[str, Profile]:
+    """The module's profiles; {} only when the profile module itself is absent from this build. A missing import
+    *inside* it is a bug in that profile and propagates, so it never reads as "unknown target"."""
+    try:
+        return _load_module(modname)
+    except ModuleNotFoundError as e:
+        if e.name and (modname == e.name or modname.startswith(e.name + ".")):
+            return {}
+        raise
+
+
 def available_targets() -> list[str]:
-    names = []
-    for name, mod in _MODULES.items():
-        try:
-            if name in _load_module(mod):
-                names.append(name)
-        except ModuleNotFoundError:
-            continue
-    return names
+    return [name for name, mod in _MODULES.items() if name in _profiles_of(mod)]
+
+
+def _by_alias(key: str) -> Profile | None:
+    for mod in dict.fromkeys(_MODULES.values()):
+        for p in _profiles_of(mod).values():
+            if key in p.aliases:
+                return p
+    return None
 
 
 def get_profile(name: str) -> Profile:
+    """The profile named `name` or one of its aliases (e.g. an Ethos-N78 configuration, "hailo-8")."""
     key = name.strip().lower()
     mod = _MODULES.get(key)
-    profiles = None
-    if mod:
-        try:
-            profiles = _load_module(mod)
-        except ModuleNotFoundError:
-            profiles = None
-    if not profiles or key not in profiles:
+    profile = _profiles_of(mod).get(key) if mod else _by_alias(key)
+    if profile is None:
         raise NpufitError(f"unknown target '{name}' (available: {', '.join(available_targets())})")
-    return profiles[key]
+    return profile
 
 
 def resolve_targets(spec: str) -> list[str]:

@@ -34,6 +34,15 @@ class Executes(str, Enum):
         return self.value
 
 
+class Fallback(str, Enum):
+    """What happens to a node the NPU cannot take (the CPU-fallback model every verb reads)."""
+    NONE = "none"  # nothing runs on the host inside the vendor binary (Hailo HEF): cut it away with `npufit split`
+    CPU = "cpu"  # the vendor toolchain schedules it on the host CPU by itself (Vela/TFLM, RKNN runtime, Arm NN)
+
+    def __str__(self) -> str:  # pragma: no cover - cosmetic
+        return self.value
+
+
 SEVERITY = {Verdict.FOLDED: -1, Verdict.NPU: 0, Verdict.CPU: 1, Verdict.UNSUPPORTED: 2}
 
 
@@ -102,19 +111,42 @@ class Profile:
     title: str  # e.g. "Hailo-8 (Hailo Dataflow Compiler 3.x)"
     vendor: str
     summary: str
-    fallback: str  # "none": nothing runs on the host inside the vendor binary; "cpu": toolchain falls back itself
+    fallback: Fallback  # NONE: cut unsupported nodes away (split); CPU: the toolchain runs them on the host itself
     limits: dict[str, Any]
     ops: dict[str, OpSupport]
     unknown: OpSupport  # for op types not in the table
     executes: Executes  # int8 only / fp16+int8 / quantizes itself: decides how a float model is judged
+    family: str  # targets that share a toolchain and its rewrite needs ("ethos-u"): docs group by it
+    compiler: str  # the npufit.compilers adapter that builds for it: "vela" | "rknn" | "hailo" | "ethos-n"
     graph_rules: tuple[Rule, ...] = ()  # apply to every non-folded node (dtype, batch, rank, static shapes)
     composites: tuple[Composite, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
-    input_formats: tuple[str, ...] = ("onnx",)
+    input_formats: tuple[str, ...] = ("onnx",)  # model formats its vendor toolchain takes
+    # model formats npufit's rules judge for it: ONNX everywhere (through the ONNX->TFLite op mapping where the toolchain
+    # compiles TFLite), TFLite only where its TFLite path is modelled
+    judged_formats: tuple[str, ...] = ("onnx",)
     # Optional: map a NodeView to the op key used in `ops` (e.g. ONNX -> TFLite vocabulary for Ethos-U).
     op_key: Callable[[NodeView], str] | None = None
     notes: tuple[str, ...] = ()  # shown in reports and docs (e.g. "no CPU fallback inside a HEF")
-    aliases: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # other names `get_profile` accepts (vendor spellings, configurations of one NPU)
+    # `check --measure` judges that give per-node placement for it, in the order "auto" tries them ("vela-checks"
+    # applies to TFLite models only); () when its compiler reports no placement
+    measure_judges: tuple[str, ...] = ("compile",)
+    # vendor runtime that runs its compiled NPU stages in a split chain, and the Python module providing it
+    # ("" : none modelled; ONNX Runtime CPU stands in and the chain says so)
+    runtime: str = ""
+    runtime_module: str = ""
+    # `npufit fix` default rules (names in npufit.rewrite.registry) besides those named in fix_rules, and their options
+    rewrite_rules: tuple[str, ...] = ()
+    rewrite_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    label: str = ""  # short column label where every target shares one screen (check grid); defaults to name
+
+    def __post_init__(self) -> None:
+        self.fallback = Fallback(self.fallback)  # "cpu"/"none" spelled as text are accepted; a typo fails here
+
+    @property
+    def short(self) -> str:
+        return self.label or self.name
 
     def support_for(self, node: NodeView) -> OpSupport:
         key = self.op_key(node) if self.op_key else node.key

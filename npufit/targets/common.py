@@ -15,6 +15,9 @@ from ..graph import NodeView, TensorInfo
 
 FEATURE_AXIS = 1  # ONNX is channel-first: NCHW / [N, C, L] / [N, C]
 
+# `npufit fix` cleanups every target gets (rule names in npufit.rewrite.registry); profiles add what they need
+REWRITE_COMMON = ("remove_identity", "fold_constants", "fold_batchnorm", "conv1d_to_conv2d", "merge_reshapes", "mean_to_global_pool")
+
 
 def rank(node: NodeView, i: int = 0, output: bool = False) -> int | None:
     t = node.output(i) if output else node.input(i)

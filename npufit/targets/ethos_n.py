@@ -13,10 +13,15 @@ from __future__ import annotations
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, tflite_map as tm
-from .base import OpSupport, Profile, Rule, Verdict, Executes
+from .base import Executes, Fallback, OpSupport, Profile, Rule, Verdict
 
 NPU, CPU = Verdict.NPU, Verdict.CPU
 N = "ethos-n78"
+# The N78 configurations Arm's support library compiles for (its EthosNVariant names); `ethos-n78-<key>` names one
+VARIANTS = {"1tops-2ple": "Ethos-N78_1TOPS_2PLE_RATIO", "1tops-4ple": "Ethos-N78_1TOPS_4PLE_RATIO",
+            "2tops-2ple": "Ethos-N78_2TOPS_2PLE_RATIO", "2tops-4ple": "Ethos-N78_2TOPS_4PLE_RATIO",
+            "4tops-2ple": "Ethos-N78_4TOPS_2PLE_RATIO", "4tops-4ple": "Ethos-N78_4TOPS_4PLE_RATIO",
+            "8tops-2ple": "Ethos-N78_8TOPS_2PLE_RATIO"}
 
 SOURCES = {
     "N-PY": "apache/tvm python/tvm/relay/op/contrib/ethosn.py @ v0.13.0 (97c5de63): pattern table and op attributes",
@@ -443,10 +448,13 @@ def profiles() -> dict[str, Profile]:
         name=N, title="Arm Ethos-N78 (Ethos-N support library 6.0.0, driver stack 25.03; TVM flow for LeakyReLU)", vendor="Arm",
         summary="Int8/uint8 NHWC models as Arm's Ethos-N support library takes them (measured: npufit compile --target ethos-n78); "
                 "TVM's flow keeps int8 LeakyReLU as a host float island; anything else the library refuses runs on the host CPU.",
-        fallback="cpu", limits=dict(LIMITS), ops=_ops(),
-        executes=Executes.INT8, unknown=OpSupport("*", CPU, reason="{op} has no operation in the Ethos-N support library (nor a TVM pattern): it runs on the host CPU",
+        fallback=Fallback.CPU, limits=dict(LIMITS), ops=_ops(), executes=Executes.INT8, family="ethos-n", compiler="ethos-n",
+        aliases=tuple(f"{N}-{v}" for v in VARIANTS),  # one profile for every N78 configuration
+        # TVM BYOC offloads only Conv/pool/FC patterns; reductions, TopK and ArgMax stay on the CPU: the cleanups only
+        rewrite_rules=common.REWRITE_COMMON, label="n78", unknown=OpSupport("*", CPU, reason="{op} has no operation in the Ethos-N support library (nor a TVM pattern): it runs on the host CPU",
                                                    source="N-LIB"),
-        graph_rules=GRAPH_RULES, sources=dict(SOURCES), input_formats=("tflite", "onnx"), op_key=tm.tflite_op,
+        graph_rules=GRAPH_RULES, sources=dict(SOURCES), input_formats=("tflite", "onnx"),
+        judged_formats=("onnx", "tflite"), op_key=tm.tflite_op,
         notes=("ONNX ops are judged as the TFLite/Relay QNN ops they import as (Conv → CONV_2D/qnn.conv2d, Sigmoid → LOGISTIC, ...)",
                "NPU partitions that contain no multiply-accumulate may be inlined back to the CPU when the compiler option is set (N-INL)"),
     )}

@@ -12,7 +12,7 @@ import math
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, tflite_map as tm
-from .base import OpSupport, Profile, Rule, Verdict, Executes
+from .base import Executes, Fallback, OpSupport, Profile, Rule, Verdict
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
 
@@ -537,9 +537,14 @@ def build(name: str) -> Profile:
     return Profile(
         name=name, title=f"{title} (Vela 5.2.0, {macs} MACs/cycle)", vendor="Arm",
         summary="Int8/int16 TFLite models compiled by Vela; operators that break a constraint (or are not listed) are scheduled on the CPU by TensorFlow Lite Micro.",
-        fallback="cpu", limits=lim, ops=ops,
-        executes=Executes.INT8, unknown=OpSupport("*", CPU, reason="{op} is not in Vela 5.2.0's supported-operator list: it is scheduled on the CPU", source="VELA"),
-        graph_rules=graph_rules(gen, name), sources=dict(SOURCES), input_formats=("tflite",), op_key=tm.tflite_op, notes=tuple(notes),
+        fallback=Fallback.CPU, limits=lim, ops=ops, executes=Executes.INT8, family="ethos-u", compiler="vela",
+        # Vela's library checks (the vela_checks worker) are its U55/U65 rule set: "auto" judges U85 by the compile
+        measure_judges=("vela-checks", "compile") if u55 else ("compile", "vela-checks"),
+        # ARG_MAX runs on the NPU along depth, TopK does not; MEAN/REDUCE_MAX map; GELU via TFLite GELU
+        rewrite_rules=common.REWRITE_COMMON + ("reduce_keepdims", "topk1_to_argmax", "gelu_tanh"),
+        label=name.replace("ethos-", ""), unknown=OpSupport("*", CPU, reason="{op} is not in Vela 5.2.0's supported-operator list: it is scheduled on the CPU", source="VELA"),
+        graph_rules=graph_rules(gen, name), sources=dict(SOURCES), input_formats=("tflite",),
+        judged_formats=("onnx", "tflite"), op_key=tm.tflite_op, notes=tuple(notes),
     )
 
 

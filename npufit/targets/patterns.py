@@ -20,7 +20,7 @@ SQRT_2_OVER_PI = (2 / 3.141592653589793) ** 0.5
 # -- walking helpers --------------------------------------------------------------------------
 
 def _live(graph: Graph, node: NodeView | None) -> bool:
-    return node is not None and node.name not in getattr(graph, "folded", set())
+    return node is not None and node.name not in graph.folded
 
 
 def sole_consumer(graph: Graph, node: NodeView, op_types: Iterable[str] | None = None) -> NodeView | None:

@@ -11,7 +11,7 @@ import numpy as np
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, patterns, rockchip_fitted as fit, tflite_map as tm
-from .base import Composite, OpSupport, Profile, Rule, Verdict, Executes
+from .base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
 N = "rk3588"
@@ -496,8 +496,10 @@ def profiles() -> dict[str, Profile]:
         name=N, title="Rockchip RK3588 (RKNPU2; rknn-toolkit2 2.3.2 docs, checked against 2.5.0)", vendor="Rockchip",
         summary="ONNX models converted by RKNN-Toolkit2; ops outside the RK3588 NPU list or its limits run as CPU kernels in the RKNN runtime; "
                 "ops the converter does not know fail the conversion.",
-        fallback="cpu", limits=dict(LIMITS), ops=ops,
-        executes=Executes.FP16_INT8, unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
-        graph_rules=GRAPH_RULES, composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"), op_key=op_key,
+        fallback=Fallback.CPU, limits=dict(LIMITS), ops=ops, executes=Executes.FP16_INT8, family="rockchip", compiler="rknn",
+        # Reduce*/ArgMax/Erf fall back to the CPU; MatMul only within exMatMul limits while a 1x1 Conv is plain NPU
+        rewrite_rules=common.REWRITE_COMMON + ("topk1_to_argmax", "linear_to_conv1x1", "gelu_tanh"), unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
+        graph_rules=GRAPH_RULES, composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"),
+        judged_formats=("onnx", "tflite"), op_key=op_key,
         notes=("CPU-kernel ops run in the RKNN runtime on the Cortex-A cores; each NPU↔CPU crossing converts layout (NC1HWC2↔NCHW) and dtype",),
     )}
