@@ -6,7 +6,8 @@ Cases (each run in fresh processes, best of --repeats, the two commands interlea
   a bare `python -c "onnx.load(f); onnx.shape_inference.infer_shapes(m)"`. Goal: ratio <= 2 at both sizes.
 - an MLP with >= 1 GiB of weights in external data: peak RSS of `npufit check` < 300 MB (weights never read).
 Ratios are printed for wall time and for CPU time (user + sys of the child): on a shared machine the CPU
-ratio is the steadier of the two.
+ratio is the steadier of the two. Both commands run with Python's bytecode cache written and read, as for an
+installed package (one untimed warm-up run of check writes it).
 Run: .venv/bin/python benchmarks/bench_check.py [--keep DIR] [--repeats N] [--skip-big]
 """
 from __future__ import annotations
@@ -103,13 +104,18 @@ def timed(cmd: list[str]) -> tuple[float, float, str]:
 
 def _env() -> dict[str, str]:
     root = str(Path(__file__).resolve().parent.parent)  # this checkout's npufit, also when not installed
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+    # Bytecode cached, as an installed package has it (pip compiles on install; onnx's is cached already):
+    # with PYTHONDONTWRITEBYTECODE set, every check would compile npufit's modules again (~0.2 s of CPU).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def compare(path: Path, target: str, repeats: int) -> dict:
     check = [sys.executable, "-m", "npufit", "check", str(path), "--target", target, "--format", "json"]
     base = [sys.executable, "-c", BASELINE, str(path)]
     b, c = [], []
+    timed(check)  # warm-up, not counted: writes the bytecode cache
     for _ in range(repeats):
         b.append(timed(base)[:2])
         c.append(timed(check)[:2])

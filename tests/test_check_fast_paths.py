@@ -109,3 +109,32 @@ def test_check_json_is_compact_by_default_and_indented_on_request(tmp_path):
     from npufit.check import check
 
     assert check(p, "hailo8").to_json(indent=2).count("\n") > 10
+
+
+def test_checker_reads_the_files_own_bytes_and_still_rejects(tmp_path, monkeypatch):
+    """The ONNX checker gets the bytes the model was parsed from, not a re-serialized copy (for 100k nodes that
+    copy cost as much as the check), and refuses what it refused before."""
+    from npufit.errors import BadModelError
+
+    seen = []
+    real = onnx.checker.check_model
+
+    def spy(m, *a, **k):
+        seen.append(m)
+        return real(m, *a, **k)
+
+    monkeypatch.setattr(onnx.checker, "check_model", spy)
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="r")]
+    p = tmp_path / "ok.onnx"
+    onnx.save_model(model(nodes, [vi("x", [1, 4])], [vi("y", [1, 4])]), str(p))
+    load(p)
+    assert len(seen) == 1 and isinstance(seen[0], bytes) and seen[0] == p.read_bytes()
+    bad = tmp_path / "bad.onnx"  # reads a tensor nothing produces
+    onnx.save_model(model([helper.make_node("Relu", ["nowhere"], ["y"], name="r")], [vi("x", [1, 4])], [vi("y", [1, 4])]),
+                    str(bad))
+    try:
+        load(bad)
+    except BadModelError as e:
+        assert "the ONNX checker rejects" in e.message
+    else:
+        raise AssertionError("a model the checker rejects was loaded")

@@ -57,16 +57,19 @@ class RunningDag:
         self.dev: list[str | None] = [None] * len(nodes)
         for n in self.runnable:
             self.dev[n.index] = device_of[n.name]
-        dev, producer = self.dev, graph.producer
+        dev, producer = self.dev, graph._producer.get  # the dict's own get: no method frame per edge
         self.preds: list[list[int]] = []
+        append = self.preds.append
         for n in self.runnable:
             ps: list[int] = []
             for t in n.inputs:
                 if t:
                     p = producer(t)
-                    if p is not None and dev[p.index] is not None and p.index not in ps:
-                        ps.append(p.index)
-            self.preds.append(ps)
+                    if p is not None:
+                        i = p.index
+                        if dev[i] is not None and i not in ps:
+                            ps.append(i)
+            append(ps)
 
 
 def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag: RunningDag | None = None) -> list[Partition]:
@@ -97,7 +100,8 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
         level[i] = lv
         for p in preds:
             if level[p] == lv and dev[p] == d:
-                ra, rb = find(p), find(i)
+                ra = p if root[p] == p else find(p)  # most nodes are their own root: no call
+                rb = i if root[i] == i else find(i)
                 if ra != rb:
                     root[rb] = ra
     group = [-1] * len(nodes)
@@ -114,7 +118,7 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
     ins: list[dict[str, None]] = [{} for _ in groups]  # insertion-ordered sets
     outs: list[dict[str, None]] = [{} for _ in groups]
     graph_outs = set(graph.output_names)
-    tensors, producer, consumers = graph.tensors, graph.producer, graph.consumers
+    tensors, producer, consumers = graph.tensors.get, graph._producer.get, graph._consumers.get
     for n in runnable:
         g = group[n.index]
         gin, gout = ins[g], outs[g]
@@ -124,7 +128,7 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
             p = producer(t)
             if p is not None and group[p.index] == g:
                 continue
-            info = tensors.get(t)
+            info = tensors(t)
             if info is None or not info.is_const:
                 gin[t] = None
         for o in n.outputs:
@@ -133,7 +137,7 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
             if o in graph_outs:
                 gout[o] = None
                 continue
-            for c in consumers(o):  # a plain loop: a generator per tensor costs more than the test
+            for c in consumers(o, ()):  # a plain loop: a generator per tensor costs more than the test
                 if c.parent is None and group[c.index] != g:
                     gout[o] = None
                     break

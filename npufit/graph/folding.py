@@ -35,12 +35,34 @@ def is_foldable(node: NodeView) -> bool:
     return bool(present) and all(node.graph.tensor(t).is_const for t in present)
 
 
+_NEVER = NON_DETERMINISTIC | CONTROL_FLOW
+_SPECIAL = {"Constant", "Shape", "Size"}
+
+
 def fold_constants(graph: Graph, opsets: Mapping[str, int]) -> set[str]:
     folded: set[str] = set()
     budget = [MAX_TOTAL_BYTES]  # shared by every node of this pass
+    tensors, tensor = graph.tensors, graph.tensor
     for node in graph.nodes:
-        if not is_foldable(node):
-            continue
+        op = node.op_type
+        if op in _SPECIAL or op in _NEVER or node.domain not in ("", "ai.onnx"):
+            if not is_foldable(node):
+                continue
+        else:  # is_foldable's last test inlined (it runs once per node, and again after each shape refinement)
+            fold = False
+            for t in node.inputs:
+                if t:
+                    info = tensors.get(t)
+                    if info is None:
+                        tensor(t)  # registered, as graph.tensor() in is_foldable would
+                        fold = False
+                        break
+                    if not info.is_const:
+                        fold = False
+                        break
+                    fold = True
+            if not fold:
+                continue
         folded.add(node.name)
         for o in node.outputs:
             if o:

@@ -16,19 +16,13 @@ def _static(shape) -> bool:
 
 
 def node_macs(node: NodeView) -> int:
-    op = node.op_type
+    f = _MACS.get(node.op_type)  # one dict read: most nodes (activations, adds) have no MACs
+    if f is None:
+        return 0
     try:
-        if op in ("Conv", "QLinearConv", "ConvInteger", "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_3D"):
-            return _conv(node)
-        if op in ("ConvTranspose", "TRANSPOSE_CONV"):
-            return _conv_transpose(node)
-        if op in ("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger", "FULLY_CONNECTED", "BATCH_MATMUL"):
-            return _matmul(node)
-        if op in ("LSTM", "GRU", "RNN", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM"):
-            return _rnn(node)
+        return f(node)
     except (TypeError, ValueError, IndexError):
         return 0
-    return 0
 
 
 def _conv(node: NodeView) -> int:
@@ -77,3 +71,9 @@ def _rnn(node: NodeView) -> int:
     dirs = 2 if node.attr("direction", "forward") == "bidirectional" else 1
     seq, batch, inp = x[0], x[1], x[2]
     return seq * batch * dirs * gates * hidden * (inp + hidden)
+
+
+_MACS = {**dict.fromkeys(("Conv", "QLinearConv", "ConvInteger", "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_3D"), _conv),
+         **dict.fromkeys(("ConvTranspose", "TRANSPOSE_CONV"), _conv_transpose),
+         **dict.fromkeys(("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger", "FULLY_CONNECTED", "BATCH_MATMUL"), _matmul),
+         **dict.fromkeys(("LSTM", "GRU", "RNN", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM"), _rnn)}

@@ -166,15 +166,21 @@ class Graph:
         self.quant_form: str | None = None  # graph.quant.graph_quant_form's answer, cached on first use
         self._producer: dict[str, NodeView] = {}
         self._consumers: dict[str, list[NodeView]] = {}
+        producer, consumers = self._producer, self._consumers
+        get = consumers.get
         for i, n in enumerate(self.nodes):
             n.index = i
             n.graph = self
             for o in n.outputs:
                 if o:
-                    self._producer[o] = n
+                    producer[o] = n
             for t in n.inputs:
                 if t:
-                    self._consumers.setdefault(t, []).append(n)
+                    c = get(t)  # not setdefault(t, []): that builds a list for every edge
+                    if c is None:
+                        consumers[t] = [n]
+                    else:
+                        c.append(n)
         self._by_name = {n.name: n for n in self.nodes}
         self._top = [n for n in self.nodes if n.parent is None]
 

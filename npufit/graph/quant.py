@@ -74,7 +74,7 @@ def graph_quant_form(graph: Graph) -> str:
         form = "qoperator"
     elif any(is_dequantize(n) and not n.is_const(0) for n in graph.nodes) and graph.format == "onnx":
         form = "qdq"
-    elif any(_stored_dtype(n) in INTEGER_DTYPES for n in graph.nodes if not (n.op_type in QDQ_OPS)):
+    elif _any_integer_compute(graph):
         form = "int8"
     else:
         form = "float"
@@ -114,6 +114,27 @@ def _stored_dtype(node: NodeView) -> str | None:
         if name and not node.is_const(i):
             return node.graph.tensor(name).dtype
     return node.output_dtype(0)
+
+
+def _any_integer_compute(graph: Graph) -> bool:
+    """any(_stored_dtype(n) in INTEGER_DTYPES) over the non-Q/DQ nodes, with the tensor table read directly:
+    on a float model every node is visited, once per check. Missing tensors are registered as graph.tensor() does."""
+    tensors, tensor = graph.tensors, graph.tensor
+    for n in graph.nodes:
+        if n.op_type in QDQ_OPS:
+            continue
+        for name in n.inputs:
+            if name:
+                t = tensors.get(name) or tensor(name)
+                if not t.is_const:
+                    d = t.dtype
+                    break
+        else:
+            outs = n.outputs
+            d = tensor(outs[0]).dtype if outs and outs[0] else None
+        if d in INTEGER_DTYPES:
+            return True
+    return False
 
 
 def _compute_dtype(node: NodeView) -> str | None:

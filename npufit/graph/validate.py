@@ -27,10 +27,11 @@ _SIZES = {onnx.TensorProto.FLOAT: 4, onnx.TensorProto.DOUBLE: 8, onnx.TensorProt
           onnx.TensorProto.BOOL: 1}
 
 
-def validate_model(model: onnx.ModelProto, path: Path, missing: list[str]) -> list[str]:
+def validate_model(model: onnx.ModelProto, path: Path, missing: list[str], wire: bytes | None = None) -> list[str]:
     """Refuse what the ONNX checker rejects (one line); return warnings for what it could not judge.
     Call after `check_external_data` (whose guard comes first: the checker's own file probing fails on
-    hostile locations with a C++ filesystem error), passing the locations it found missing."""
+    hostile locations with a C++ filesystem error), passing the locations it found missing.
+    wire: the protobuf bytes `model` was parsed from, if at hand (the checker then needs no serialized copy)."""
     warnings: list[str] = []
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
     external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in all_tensors(model))
@@ -42,7 +43,7 @@ def validate_model(model: onnx.ModelProto, path: Path, missing: list[str]) -> li
     else:
         full = _node_count(model.graph) <= FULL_CHECK_MAX_NODES
         try:
-            _run_checker(model, path, full, external)
+            _run_checker(model, path, full, external, wire)
         except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
             raise BadModelError(f"{path}: the ONNX checker rejects this model: {_first_line(e)}") from None
         except ValueError as e:  # over 2 GB of embedded weights: the protobuf cannot be handed to the checker
@@ -57,7 +58,7 @@ class _Unshaped(Exception):
     pass
 
 
-def _run_checker(model: onnx.ModelProto, path: Path, full: bool, external: bool) -> None:
+def _run_checker(model: onnx.ModelProto, path: Path, full: bool, external: bool, wire: bytes | None = None) -> None:
     """The checker demands a shape on every graph input/output type, which ONNX Runtime and exporters do not:
     a rank-unknown tensor gets an empty shape for the structural check only (restored after; full check
     skipped, its inference would read the stand-in as a scalar)."""
@@ -65,7 +66,17 @@ def _run_checker(model: onnx.ModelProto, path: Path, full: bool, external: bool)
                 if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")]
     if not unshaped:
         # with external data the checker must know the model's folder, which only the path form gives it
-        onnx.checker.check_model(str(path) if external else model, full_check=full)
+        if external:
+            onnx.checker.check_model(str(path), full_check=full)
+        elif wire is not None and len(wire) <= onnx.checker.MAXIMUM_PROTOBUF:
+            try:
+                onnx.checker.check_model(wire, full_check=full)
+            except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+                raise
+            except Exception:  # bytes the C++ parser refuses where Python's accepted: judge the parsed model
+                onnx.checker.check_model(model, full_check=full)
+        else:
+            onnx.checker.check_model(model, full_check=full)
         return
     if external:
         raise _Unshaped
@@ -80,11 +91,16 @@ def _run_checker(model: onnx.ModelProto, path: Path, full: bool, external: bool)
 
 def _graphs(g: onnx.GraphProto):
     yield g
+    GRAPH, GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     for n in g.node:
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
+        attrs = n.attribute
+        if not attrs:  # most nodes of a big graph: no attribute to read
+            continue
+        for a in attrs:
+            kind = a.type  # one field read, not one per comparison
+            if kind == GRAPH:
                 yield from _graphs(a.g)
-            elif a.type == onnx.AttributeProto.GRAPHS:
+            elif kind == GRAPHS:
                 for sub in a.graphs:
                     yield from _graphs(sub)
 
@@ -136,24 +152,34 @@ def graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
     yield from _node_tensors(graph.node)
 
 
+_A = onnx.AttributeProto
+_HOLDS_TENSORS = frozenset({_A.TENSOR, _A.TENSORS, _A.SPARSE_TENSOR, _A.SPARSE_TENSORS, _A.GRAPH, _A.GRAPHS})
+
+
 def _node_tensors(nodes) -> Iterator[onnx.TensorProto]:
-    A = onnx.AttributeProto
+    A = _A
     for n in nodes:
-        for a in n.attribute:
-            if a.type == A.TENSOR:
+        attrs = n.attribute
+        if not attrs:  # this walk runs several times per load: skip attribute-less nodes, read each type once
+            continue
+        for a in attrs:
+            kind = a.type
+            if kind not in _HOLDS_TENSORS:
+                continue
+            if kind == A.TENSOR:
                 yield a.t
-            elif a.type == A.TENSORS:
+            elif kind == A.TENSORS:
                 yield from a.tensors
-            elif a.type == A.SPARSE_TENSOR:
+            elif kind == A.SPARSE_TENSOR:
                 yield a.sparse_tensor.values
                 yield a.sparse_tensor.indices
-            elif a.type == A.SPARSE_TENSORS:
+            elif kind == A.SPARSE_TENSORS:
                 for s in a.sparse_tensors:
                     yield s.values
                     yield s.indices
-            elif a.type == A.GRAPH:
+            elif kind == A.GRAPH:
                 yield from graph_tensors(a.g)
-            elif a.type == A.GRAPHS:
+            else:
                 for g in a.graphs:
                     yield from graph_tensors(g)
 
