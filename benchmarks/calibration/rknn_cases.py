@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import math
 import sys
 import tempfile
@@ -95,6 +96,21 @@ def strided(c: int, hw, index):
     return Case().eval(), torch.randn(1, c, *hw)
 
 
+def phases(c: int, hw, picks, layout: str):
+    """Step-2 slices of H and W at the phases in `picks` ((row, col) starts), concatenated on the channel axis:
+    YOLOv5's Focus on NCHW (layout "nchw"), Swin's patch merging on a [1, H, W, C] view (layout "nhwc")."""
+    import torch
+
+    def body(y):
+        if layout == "nhwc":
+            y = y.permute(0, 2, 3, 1)
+            z = torch.cat([y[:, r::2, q::2, :] for r, q in picks], -1)
+            return z.permute(0, 3, 1, 2)
+        return torch.cat([y[:, :, r::2, q::2] for r, q in picks], 1)
+
+    return _net(c, hw, body, c_out=c * len(picks))
+
+
 def einsum(equation: str, shapes):
     """torch.einsum(equation, a, *consts): `a` is the conv output reshaped to shapes[0], the others constants."""
     import torch
@@ -138,17 +154,34 @@ CASES = {
     "transpose6-unroll-lead4": ("Transpose", transpose, ((4, 1, 2, 8, 2, 16), (0, 2, 4, 1, 3, 5))),
     "transpose6-unroll-6axes": ("Transpose", transpose, ((2, 4, 2, 4, 2, 16), (0, 2, 4, 1, 3, 5))),
     "transpose6-swin-6axes": ("Transpose", transpose, ((2, 2, 4, 2, 4, 16), (0, 1, 3, 2, 4, 5))),
+    "transpose6-hiera-lead4": ("Transpose", transpose, ((4, 4, 2, 4, 2, 16), (0, 2, 4, 1, 3, 5))),
+    "transpose6-hiera-lead16": ("Transpose", transpose, ((16, 2, 2, 2, 2, 16), (0, 2, 4, 1, 3, 5))),
+    "transpose6-swin-7x7-c16": ("Transpose", transpose, ((1, 2, 7, 2, 7, 16), (0, 1, 3, 2, 4, 5))),
+    "transpose6-swin-7x7-c32": ("Transpose", transpose, ((1, 2, 7, 2, 7, 32), (0, 1, 3, 2, 4, 5))),
+    "transpose6-swin-8x8-c24": ("Transpose", transpose, ((1, 2, 8, 2, 8, 24), (0, 1, 3, 2, 4, 5))),
+    "transpose6-swin-6x6-c16": ("Transpose", transpose, ((1, 2, 6, 2, 6, 16), (0, 1, 3, 2, 4, 5))),
+    "transpose6-swin-5x5-c16": ("Transpose", transpose, ((1, 2, 5, 2, 5, 16), (0, 1, 3, 2, 4, 5))),
+    "transpose6-swin-3win": ("Transpose", transpose, ((1, 3, 4, 3, 4, 16), (0, 1, 3, 2, 4, 5))),
+    "transpose6-swin-4x4-c12": ("Transpose", transpose, ((1, 4, 4, 4, 4, 12), (0, 1, 3, 2, 4, 5))),
+    "transpose6-hiera-lead4-b": ("Transpose", transpose, ((4, 2, 2, 4, 2, 16), (0, 2, 4, 1, 3, 5))),
+    "transpose6-hiera-lead8-c8": ("Transpose", transpose, ((8, 4, 2, 4, 2, 8), (0, 2, 4, 1, 3, 5))),
     "transpose6-moves-innermost": ("Transpose", transpose, ((1, 4, 4, 4, 4, 16), (0, 1, 3, 5, 2, 4))),
     "transpose6-moves-innermost-b": ("Transpose", transpose, ((1, 2, 8, 2, 8, 8), (0, 5, 1, 3, 2, 4))),
     # 6-D split: along the outermost axis > 1 (hiera's q/k/v), and along an inner axis
     "split6-outermost": ("Split", split, ((3, 1, 2, 4, 16, 16), 0)),
     "split6-outermost-lead1": ("Split", split, ((1, 3, 2, 4, 16, 16), 1)),
     "split6-inner": ("Split", split, ((2, 4, 3, 2, 8, 16), 2)),
+    "split6-innermost": ("Split", split, ((2, 4, 2, 4, 16, 3), 5)),
     # Slice steps: 2 on H/W (YOLOv5 Focus, swin patch merging), 2 on C, 3, and a reversing step (torch.flip)
     "slice-step2-hw": ("Slice", strided, (8, (16, 16), (slice(None), slice(None), slice(0, None, 2), slice(1, None, 2)))),
     "slice-step2-c": ("Slice", strided, (16, (8, 8), (slice(None), slice(0, None, 2)))),
     "slice-step3-w": ("Slice", strided, (8, (12, 12), (slice(None), slice(None), slice(None), slice(0, None, 3)))),
     "slice-step4-h": ("Slice", strided, (8, (16, 16), (slice(None), slice(None), slice(1, None, 4)))),
+    # ... and step-2 slices whose phases are concatenated again (a space-to-depth reorg): all four, or two of them
+    "slice-focus-nchw": ("Slice", phases, (8, (16, 16), ((0, 0), (1, 0), (0, 1), (1, 1)), "nchw")),
+    "slice-merge-nhwc": ("Slice", phases, (16, (16, 16), ((0, 0), (1, 0), (0, 1), (1, 1)), "nhwc")),
+    "slice-merge-nhwc-2phases": ("Slice", phases, (16, (16, 16), ((0, 0), (1, 1)), "nhwc")),
+    "slice-focus-nchw-2phases": ("Slice", phases, (8, (16, 16), ((0, 0), (1, 1)), "nchw")),
     # Einsum: two operands (attention, relative position, 1x1-conv form), three operands, ellipsis
     "einsum-attention": ("Einsum", einsum, ("bhlk,bhtk->bhlt", ((1, 2, 16, 32), (1, 2, 8, 32)))),
     "einsum-relpos": ("Einsum", einsum, ("bhwc,hkc->bhwk", ((1, 8, 8, 16), (8, 8, 16)))),
@@ -165,6 +198,9 @@ CASES = {
     "d2s-x3-to8-output": ("DepthToSpace", depth_to_space, (72, (8, 8), 3, False)),
     "d2s-x3-to1-conv": ("DepthToSpace", depth_to_space, (9, (8, 8), 3, True)),
     "d2s-x2-to8-output": ("DepthToSpace", depth_to_space, (32, (8, 8), 2, False)),
+    "d2s-x4-to2-conv": ("DepthToSpace", depth_to_space, (32, (8, 8), 4, True)),
+    "d2s-x6-to1-conv": ("DepthToSpace", depth_to_space, (36, (4, 4), 6, True)),
+    "d2s-x8-to1-conv": ("DepthToSpace", depth_to_space, (64, (4, 4), 8, True)),
 }
 
 
@@ -203,16 +239,19 @@ def measure(onnx: Path, op: str, out: Path) -> tuple[list[str] | str, str | None
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--record", action="store_true", help="write docs/calibration/rk3588-cases.json")
-    ap.add_argument("--cases", default="*", help="glob over case names (default: all)")
+    ap.add_argument("--cases", default="*", help="comma-separated globs over case names (default: all); with --record, only these are updated")
     a = ap.parse_args(argv)
     from npufit.util.io import atomic_write_json
 
+    path = RECORDS / f"{TARGET}-cases.json"
     rec = {"schema": SCHEMA, "target": TARGET, "build": "fp16", "opset": OPSET, "compiler": "rknn-toolkit2",
            "compiler_versions": [], "cases": {}}
+    if a.record and path.is_file():  # a run over some cases updates those and keeps the others
+        rec = json.loads(path.read_text())
     print("| case | op | RKNN | npufit |\n|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="npufit-rkc-") as d:
         for name, (op, _b, args) in CASES.items():
-            if not fnmatch.fnmatch(name, a.cases):
+            if not any(fnmatch.fnmatch(name, g) for g in a.cases.split(",")):
                 continue
             p = export_case(name, Path(d))
             got, ver = measure(p, op, Path(d) / name)
@@ -221,7 +260,8 @@ def main(argv=None) -> None:
             rec["cases"][name] = {"op": op, "placement": got}
             print(f"| {name} | {op} | {got} | {predict(p, op)} |", flush=True)
     if a.record:
-        atomic_write_json(RECORDS / f"{TARGET}-cases.json", rec)
+        rec["cases"] = {n: rec["cases"][n] for n in CASES if n in rec["cases"]}  # catalogue order; dropped cases go
+        atomic_write_json(path, rec)
 
 
 if __name__ == "__main__":
