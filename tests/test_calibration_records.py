@@ -97,6 +97,11 @@ def test_profile_agrees_with_the_recorded_compiles(path):
 CASE_ALLOWANCE = {
     "transpose6-hiera-lead4": (1, "[4, 4, 2, 4, 2, 16] perm 0,2,4,1,3,5 ran on the CPU; [2, 4, ...], [4, 2, ...], [8, 4, ..., 8] and "
                                   "[16, 2, ...] with the same perm on the NPU: no shape condition found yet"),
+    "transpose6-swin-5x5-c8": (1, "a 5x5 window of 8 channels (4 windows) ran on the NPU, 5x5 of 16 channels (2 windows) and "
+                                  "7x7 on the CPU: the toolkit's exWindow rewrite decides, on a condition not found yet"),
+    "window-7x7-reshapes": (2, "the toolkit fused Reshape -> Transpose -> Reshape of the 7x7 window into one exWindow op on "
+                               "the CPU; the profile judges the two Reshapes alone (the 5x5 window of 8 channels kept them on "
+                               "the NPU, so which windows fuse is not known)"),
 }
 RK_CASES = records.RECORDS / "rk3588-cases.json"
 

@@ -137,6 +137,18 @@ def scatter(c: int, hw, chained: bool):
     return _net(c, hw, body)
 
 
+def gather(c: int, hw, runtime: bool):
+    """A row of a [C*H, W] view picked by a constant index, or by one an ArgMax computes at run time (CLIP's
+    end-of-text pooling), reshaped to 4-D."""
+    import torch
+
+    def body(y):
+        idx = y.sum((1, 3)).argmax(-1) if runtime else torch.tensor([3])
+        return y.reshape(-1, hw[1])[idx].reshape(1, hw[1], 1, 1)
+
+    return _net(c, hw, body, c_out=hw[1])
+
+
 def depth_to_space(c: int, hw, factor: int, head: bool):
     """PixelShuffle (DepthToSpace), into a model output (head=False) or into a 1x1 conv."""
     import torch
@@ -161,11 +173,17 @@ CASES = {
     "transpose6-swin-8x8-c24": ("Transpose", transpose, ((1, 2, 8, 2, 8, 24), (0, 1, 3, 2, 4, 5))),
     "transpose6-swin-6x6-c16": ("Transpose", transpose, ((1, 2, 6, 2, 6, 16), (0, 1, 3, 2, 4, 5))),
     "transpose6-swin-5x5-c16": ("Transpose", transpose, ((1, 2, 5, 2, 5, 16), (0, 1, 3, 2, 4, 5))),
+    "transpose6-swin-5x5-c8": ("Transpose", transpose, ((1, 4, 5, 4, 5, 8), (0, 1, 3, 2, 4, 5))),
     "transpose6-swin-3win": ("Transpose", transpose, ((1, 3, 4, 3, 4, 16), (0, 1, 3, 2, 4, 5))),
     "transpose6-swin-4x4-c12": ("Transpose", transpose, ((1, 4, 4, 4, 4, 12), (0, 1, 3, 2, 4, 5))),
     "transpose6-hiera-lead4-b": ("Transpose", transpose, ((4, 2, 2, 4, 2, 16), (0, 2, 4, 1, 3, 5))),
     "transpose6-hiera-lead8-c8": ("Transpose", transpose, ((8, 4, 2, 4, 2, 8), (0, 2, 4, 1, 3, 5))),
     "transpose6-moves-innermost": ("Transpose", transpose, ((1, 4, 4, 4, 4, 16), (0, 1, 3, 5, 2, 4))),
+    # the Reshapes around a window transpose (the toolkit fuses Reshape -> Transpose -> Reshape into one exWindow op)
+    "window-7x7-reshapes": ("Reshape", transpose, ((1, 2, 7, 2, 7, 16), (0, 1, 3, 2, 4, 5))),
+    "window-5x5-reshapes": ("Reshape", transpose, ((1, 4, 5, 4, 5, 8), (0, 1, 3, 2, 4, 5))),
+    "window-4x4-reshapes": ("Reshape", transpose, ((1, 4, 4, 4, 4, 16), (0, 1, 3, 2, 4, 5))),
+    "window-moves-innermost-reshapes": ("Reshape", transpose, ((1, 4, 4, 4, 4, 16), (0, 1, 3, 5, 2, 4))),
     "transpose6-moves-innermost-b": ("Transpose", transpose, ((1, 2, 8, 2, 8, 8), (0, 5, 1, 3, 2, 4))),
     # 6-D split: along the outermost axis > 1 (hiera's q/k/v), and along an inner axis
     "split6-outermost": ("Split", split, ((3, 1, 2, 4, 16, 16), 0)),
@@ -192,6 +210,10 @@ CASES = {
     # ScatterND with constant indices: one update, and a second on the first one's output
     "scatternd-once": ("ScatterND", scatter, (8, (8, 8), False)),
     "scatternd-chained": ("ScatterND", scatter, (8, (8, 8), True)),
+    # Gather by a constant index and by one computed at run time, and the Reshape after it
+    "gather-const-index": ("Gather", gather, (8, (8, 8), False)),
+    "gather-runtime-index": ("Gather", gather, (8, (8, 8), True)),
+    "gather-runtime-index-reshape": ("Reshape", gather, (8, (8, 8), True)),
     # DepthToSpace into a model output and into a conv, factor 2 and 3, to 1 and to 8 channels
     "d2s-x3-to1-output": ("DepthToSpace", depth_to_space, (9, (8, 8), 3, False)),
     "d2s-x2-to1-output": ("DepthToSpace", depth_to_space, (4, (8, 8), 2, False)),

@@ -287,7 +287,7 @@ def _gather(node, lim):
         return f"indices of rank {idx.rank}"
     r = common.rank(node)
     a = common.norm_axis(int(node.attr("axis", 0)), r)
-    return None if a <= lim["axes_max"] else f"axis {a}"
+    return f"axis {a}" if a > lim["axes_max"] else fit.gather_indices(node, lim)
 
 
 def _pad_mode(node, lim):
@@ -418,7 +418,8 @@ def _ops() -> dict[str, OpSupport]:
                                           "(every phase concatenated again, as YOLOv5's Focus and Swin's patch merging); alone "
                                           "it runs on the CPU", _slice_steps,
                            ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),))
-    add("Gather", rules=(_r("gather.indices", "Gather needs rank-1 indices and an axis 0..{axes_max}", _gather),))
+    add("Gather", rules=(_r("gather.indices", "Gather needs constant rank-1 indices and an axis 0..{axes_max} (indices computed at run "
+                                              "time: CPU, CAL-R)", _gather),))
     # R-PDF 2.3.2 gives size limits per permutation; PROBE-R (transpose_*_size, conv -> permute -> relu) measured
     # [0,1,3,2], [0,2,3,1] and [0,3,1,2] on the NPU up to 8x256x256 and 256x16x16, past every one of them
     add("Transpose", src="PROBE-R", note="4-D permutations measured on the NPU up to 8x256x256 and 256x16x16; "

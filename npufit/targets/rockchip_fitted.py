@@ -19,12 +19,15 @@ Ev = cal.Evidence
 # hiera's 5-D attention (Mul, MatMul, Softmax; transformer), wavlm's gated relative position bias (ReduceSum; audio-rnn).
 # A 5-D model input stays on the CPU (PROBE-R slice_axis4_5d: axes 2-4), and so does rank 6 (RKNN-C: RT-DETR's 6-D Mul).
 RANK5 = Ev(("detector", "transformer", "audio-rnn"))
-# 6-D transposes that keep the innermost axis: swinv2/swin2sr window partitions, hiera's unroll (transformer) and 14
-# cases; the cases moving the innermost axis (as PROBE-R's pixel_unshuffle) and those with an odd window ran on the CPU
+# 6-D transposes that keep the innermost axis: swinv2/swin2sr window partitions, hiera's unroll (transformer) and 21
+# cases (rknn_cases.py: windows 2-8, 8-32 channels, one to six axes > 1; the innermost axis moved, as PROBE-R's
+# pixel_unshuffle, on the CPU). 19 of the 21 agree with _transpose6; the other two are allowances.
 TRANSPOSE6 = Ev(("transformer",), ("transpose6-swin-4x4", "transpose6-swin-2x8", "transpose6-swin-7x7", "transpose6-unroll-5axes",
                                    "transpose6-unroll-lead4", "transpose6-unroll-6axes", "transpose6-swin-6axes",
                                    "transpose6-swin-7x7-c16", "transpose6-swin-7x7-c32", "transpose6-swin-8x8-c24",
-                                   "transpose6-swin-6x6-c16", "transpose6-swin-5x5-c16", "transpose6-swin-3win",
+                                   "transpose6-swin-6x6-c16", "transpose6-swin-5x5-c16", "transpose6-swin-5x5-c8",
+                                   "transpose6-swin-3win", "transpose6-hiera-lead4", "transpose6-hiera-lead16",
+                                   "transpose6-hiera-lead4-b", "transpose6-hiera-lead8-c8",
                                    "transpose6-swin-4x4-c12", "transpose6-moves-innermost", "transpose6-moves-innermost-b"))
 # 6-D Split: hiera's q/k/v split (transformer) and four cases, along the outermost, an inner and the innermost axis
 SPLIT6 = Ev(("transformer",), ("split6-outermost", "split6-outermost-lead1", "split6-inner", "split6-innermost"))
@@ -42,6 +45,10 @@ PAD3 = Ev(("transformer", "audio-rnn"))
 INT8_DIV = Ev(("cnn", "transformer"))
 DEPTH_TO_SPACE = Ev(("cnn",), ("d2s-x3-to1-output", "d2s-x2-to1-output", "d2s-x3-to8-output", "d2s-x3-to1-conv",
                                "d2s-x2-to8-output", "d2s-x4-to2-conv", "d2s-x6-to1-conv", "d2s-x8-to1-conv"))
+
+# Gather by indices computed at run time: 12 of 12 in the corpus ran on the CPU (embedding lookups, roberta's position
+# ids, clip_text's end-of-text pooling by an ArgMax index; transformer); cases: the same by constant index on the NPU
+GATHER_RUNTIME = Ev(("transformer",), ("gather-const-index", "gather-runtime-index"))
 
 EVIDENCE = {k: v for k, v in globals().items() if isinstance(v, cal.Evidence)}
 
@@ -62,9 +69,11 @@ def split_high_rank(node, r: int, lim) -> bool:
 
 def _transpose6(node) -> bool:
     """A transpose that keeps the innermost axis of size > 1 in place and moves no odd-sized axis to a later position:
-    Swin's window partition with 4x4, 6x6 and 8x8 windows ran on the NPU, 5x5 and 7x7 (the window axis moves past
-    the count of windows) on the CPU, whatever the channels (12 to 32); an odd count of windows, which moves forward,
-    stayed on the NPU (transpose6-swin-3win)."""
+    Swin's window partition with 4x4, 6x6 and 8x8 windows ran on the NPU, 7x7 (16, 24 and 32 channels) and 5x5
+    (16 channels) on the CPU, where the window axis moves past the count of windows; an odd count of windows, which
+    moves forward, stayed on the NPU (transpose6-swin-3win). The toolkit rewrites Reshape -> Transpose -> Reshape into
+    one 'exWindow' op, and its log does not say what decides: a 5x5 window of 8 channels ran on the NPU and hiera's
+    [4, 4, 2, 4, 2, 16] unroll on the CPU, against this condition (allowances in tests/test_calibration_records.py)."""
     x, perm = node.input_shape(0), common.transpose_perm(node)
     t = cal.transpose_keeps_innermost(x, perm)
     if t is None or not t[1]:
@@ -204,3 +213,10 @@ def depth_to_space(node, lim):
     if b in lim["d2s_blocks"] or not cal.fitted(lim, DEPTH_TO_SPACE):
         return None
     return f"block size {b}"
+
+
+def gather_indices(node, lim) -> str | None:
+    """A Gather whose indices are computed at run time (not constants) runs on the CPU (GATHER_RUNTIME)."""
+    if node.is_const(1) or not cal.fitted(lim, GATHER_RUNTIME):
+        return None
+    return "indices computed at run time"
