@@ -20,11 +20,11 @@ from calibration import records  # noqa: E402
 from calibration.corpus import ARCHS, FAMILIES  # noqa: E402
 
 # Disagreements still open, per record and model: (how many nodes, why). Anything beyond fails the replay.
-_CLIP_POOL = ("CLIP's end-of-text pooling: the Gather by an ArgMax index computed at run time and the Reshape after it ran on "
-              "the CPU, the int64 Reshape/Add feeding the index did not; the profile judges nodes one at a time and has no "
-              "'follows a CPU op' context yet, so it sees neither side")
+_CLIP_POOL = ("CLIP's end-of-text pooling: the same-shape Reshape after the Gather by a run-time index ran on the CPU (after "
+              "the Gather of case gather-runtime-index the Reshape ran on the NPU: the context that decides is not known); "
+              "the int64 input Reshape (same shape) and the index Add were folded away, the profile calls them CPU (int64)")
 _RK3588 = {
-    "clip_text": (4, _CLIP_POOL),
+    "clip_text": (3, _CLIP_POOL),
     "hiera": (5, "its [4, 4, 2, 4, 2, 16] unroll transpose ran on the CPU, as the same transpose alone did "
                  "(case transpose6-hiera-lead4), while five other 6-D unrolls with six axes > 1 ran on the NPU: the condition "
                  "is not found; the Reshapes and the second Transpose after it stayed on the CPU with it (a context the "

@@ -137,3 +137,30 @@ def test_reduce_l2_einsum_and_scatter_nd():
     assert _verdict(sc) == "npu"
     rt = model(nodes, [vi("x", [1, 20, 4]), vi("u", [1, 1, 20, 4]), vi("i", [1, 1, 1], TensorProto.INT64)], [vi("y", [1, 20, 4])])
     assert _verdict(rt) == "cpu"
+
+
+def test_noops_the_toolkit_deletes_whatever_their_dtype():
+    # clip_text's int64 input_ids Reshape to the same shape, and its index Add of a constant zero: deleted (CAL-R)
+    def int64(op, out_shape, inits, extra):
+        nodes = [helper.make_node(op, ["x", *extra], ["y"], name="op")]
+        return model(nodes, [vi("x", [1, 16], TensorProto.INT64)], [vi("y", out_shape, TensorProto.INT64)], inits)
+
+    same = int64("Reshape", [1, 16], [_i64("s", [1, 16])], ("s",))
+    assert _verdict(same) == "npu"
+    assert _verdict(int64("Reshape", [16], [_i64("s", [16])], ("s",))) == "cpu"  # a real int64 reshape
+    assert _verdict(int64("Add", [1, 16], [_i64("z", [0])], ("z",))) == "npu"
+    assert _verdict(int64("Add", [1, 16], [_i64("z", [1])], ("z",))) == "cpu"
+    assert _verdict(int64("Add", [2, 16], [_i64("z", np.zeros((2, 1), np.int64))], ("z",))) == "cpu"  # broadcasts: not a no-op
+    assert _verdict(same, fit_families=("cnn",)) == "cpu"
+
+
+def test_gather_by_indices_computed_at_run_time_runs_on_the_cpu():
+    def gather(const):
+        nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Gather", ["r", "i"], ["y"], name="op", axis=0)]
+        inputs = [vi("x", [16, 32])] + ([] if const else [vi("i", [1], TensorProto.INT64)])
+        return model(nodes, inputs, [vi("y", [1, 32])], [_i64("i", [3])] if const else [])
+
+    assert _verdict(gather(const=True)) == "npu"
+    assert _verdict(gather(const=False)) == "cpu"  # corpus 12 of 12, case gather-runtime-index
+    assert _verdict(gather(const=False), fit_families=("cnn",)) == "cpu"  # the case record still shows it
+    assert _verdict(gather(const=False), fit_families=("cnn",), fit_cases=False) == "npu"

@@ -89,7 +89,7 @@ def _noop_cast(node) -> bool:
 
 
 def _dtype(node, lim):
-    if _noop_expand(node):
+    if _noop_expand(node) or fit.noop(node, lim):
         return None
     # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
     # Where ran on the NPU with a bool condition)
@@ -143,7 +143,7 @@ def _output_layout(node, lim):
     RT-DETR's final Gather-as-reshape ran on the CPU). Straight from a model input it runs on the NPU unless it is 2-D
     with an innermost dimension off the 8-grid (RKNN-C: Flatten [1,12,1,1] -> [1,12] CPU; PROBE-R: [1,8,16,16] to
     [1,2048], [1,512,4], [1,8,16,4,4] ... NPU)."""
-    if not _is_reshape(node) or not common.graph_output(node):
+    if not _is_reshape(node) or not common.graph_output(node) or fit.noop(node, lim):
         return None
     x, from_input = _reshape_source(node)
     y = node.output_shape(0)

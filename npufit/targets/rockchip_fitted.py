@@ -50,6 +50,14 @@ DEPTH_TO_SPACE = Ev(("cnn",), ("d2s-x3-to1-output", "d2s-x2-to1-output", "d2s-x3
 # ids, clip_text's end-of-text pooling by an ArgMax index; transformer); cases: the same by constant index on the NPU
 GATHER_RUNTIME = Ev(("transformer",), ("gather-const-index", "gather-runtime-index"))
 
+# no-ops rknn.build deletes ('remove_invalid_reshape', 'remove_invalid_add', 'bypass_two_reshape' in its log): a Reshape to
+# the shape it already has had no layer in all 19 such activation Reshapes of the fp16 corpus (hubert, sew, unispeech,
+# wavlm: audio-rnn; conditional_detr, dab_detr: detector; clip_text: transformer); an Add of a constant zero that does
+# not broadcast had none where no MatMul took it in as a bias (layer-norm Adds of hubert, sew, wavlm, unispeech, ast;
+# dab_detr's box head; beit's attention bias; clip_text's int64 index offset)
+NOOP_RESHAPE = Ev(("audio-rnn", "detector", "transformer"))
+NOOP_ADD = Ev(("audio-rnn", "detector", "transformer"))
+
 EVIDENCE = {k: v for k, v in globals().items() if isinstance(v, cal.Evidence)}
 
 
@@ -220,3 +228,18 @@ def gather_indices(node, lim) -> str | None:
     if node.is_const(1) or not cal.fitted(lim, GATHER_RUNTIME):
         return None
     return "indices computed at run time"
+
+
+def noop(node, lim) -> bool:
+    """A Reshape to the shape it already has, or an Add/Sub of a constant zero that does not broadcast: rknn.build deletes
+    it, whatever its dtype and wherever it stands (NOOP_RESHAPE, NOOP_ADD)."""
+    x, y = node.input_shape(0), node.output_shape(0)
+    if x is None or y is None or not all(isinstance(d, int) for d in x) or list(x) != list(y):
+        return False
+    if node.op_type == "Reshape":
+        return cal.fitted(lim, NOOP_RESHAPE)
+    if node.op_type not in ("Add", "Sub") or len(node.inputs) != 2:
+        return False
+    zero = [i for i in (0, 1) if (v := common.const_array(node, i)) is not None and v.size and not v.any()]
+    keep = 0 if zero == [1] else 1 if zero == [0] and node.op_type == "Add" else None
+    return keep is not None and list(node.input_shape(keep) or ()) == list(y) and cal.fitted(lim, NOOP_ADD)
