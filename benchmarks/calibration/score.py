@@ -41,7 +41,7 @@ def score_record(path: Path) -> dict:
 
 
 def _f(v) -> str:
-    return "-" if v is None else f"{v:.2f}"
+    return "-" if v is None else f"{v:.3f}"
 
 
 def main(argv=None) -> None:
