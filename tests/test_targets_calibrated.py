@@ -161,6 +161,6 @@ def test_gather_by_indices_computed_at_run_time_runs_on_the_cpu():
         return model(nodes, inputs, [vi("y", [1, 32])], [_i64("i", [3])] if const else [])
 
     assert _verdict(gather(const=True)) == "npu"
-    assert _verdict(gather(const=False)) == "cpu"  # corpus 12 of 12, case gather-runtime-index
+    assert _verdict(gather(const=False)) == "cpu"  # corpus 11 of 11, case gather-runtime-index
     assert _verdict(gather(const=False), fit_families=("cnn",)) == "cpu"  # the case record still shows it
     assert _verdict(gather(const=False), fit_families=("cnn",), fit_cases=False) == "npu"

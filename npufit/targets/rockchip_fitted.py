@@ -46,7 +46,7 @@ INT8_DIV = Ev(("cnn", "transformer"))
 DEPTH_TO_SPACE = Ev(("cnn",), ("d2s-x3-to1-output", "d2s-x2-to1-output", "d2s-x3-to8-output", "d2s-x3-to1-conv",
                                "d2s-x2-to8-output", "d2s-x4-to2-conv", "d2s-x6-to1-conv", "d2s-x8-to1-conv"))
 
-# Gather by indices computed at run time: 12 of 12 in the corpus ran on the CPU (embedding lookups, roberta's position
+# Gather by indices computed at run time: 11 of 11 in the corpus ran on the CPU (embedding lookups, roberta's position
 # ids, clip_text's end-of-text pooling by an ArgMax index; transformer); cases: the same by constant index on the NPU
 GATHER_RUNTIME = Ev(("transformer",), ("gather-const-index", "gather-runtime-index"))
 
