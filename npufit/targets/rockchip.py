@@ -6,8 +6,6 @@ Every limit is its own rule (`rk3588.<op>.<what>`) so a measured correction touc
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, patterns, rockchip_fitted as fit, tflite_map as tm
@@ -60,36 +58,8 @@ def _fmt(v):
 
 # -- graph rules ---------------------------------------------------------------------------------
 
-def _noop_expand(node) -> bool:
-    """An Expand whose broadcast leaves its input shape unchanged: rknn.build deletes it
-    ('remove_invalid_expand', RKNN-C: RT-DETR's int64 Expand of the TopK indices to [1, 1, 1])."""
-    if node.op_type != "Expand":
-        return False
-    x, shape = node.input_shape(0), common.const_ints(node, 1)
-    if not x or shape is None or not all(isinstance(d, int) for d in x):
-        return False
-    try:
-        return tuple(np.broadcast_shapes(tuple(x), tuple(shape))) == tuple(x)
-    except ValueError:
-        return False
-
-
-def _mul_add_to_bn(node) -> bool:
-    """x * c followed by + c2 / - c2 (constants): rknn.build turns the pair into one BatchNormalization and
-    reshapes it to 4-D ('replace_mul_add_by_bn', RKNN-C: RT-DETR's 6-D sampling-grid 2*x-1 ran on the NPU)."""
-    if node.op_type != "Mul" or len(common.activation_inputs(node)) != 1:
-        return False
-    outs = [c for o in node.outputs if o for c in node.graph.consumers(o)]
-    return len(outs) == 1 and outs[0].op_type in ("Add", "Sub") and len(common.activation_inputs(outs[0])) == 1
-
-
-def _noop_cast(node) -> bool:
-    """A Cast to the dtype it already has: rknn.build deletes it ('remove_invalid_cast', RKNN-C: BERT's bool->bool mask Cast)."""
-    return node.op_type == "Cast" and node.input_dtype(0) is not None and node.input_dtype(0) == node.output_dtype(0)
-
-
 def _dtype(node, lim):
-    if _noop_expand(node) or fit.noop(node, lim):
+    if fit.noop_expand(node) or fit.noop(node, lim):
         return None
     # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
     # Where ran on the NPU with a bool condition)
@@ -109,7 +79,7 @@ def _rank_exempt(node, r: int, lim) -> bool:
     if node.op_type == "Slice" and r == 5:
         axes = common.const_ints(node, 3) if len(node.inputs) > 3 and node.inputs[3] else None
         return axes is not None and all(common.norm_axis(a, r) == 1 for a in axes)  # PROBE-R: axis 1 NPU, axes 2-4 CPU
-    return node.op_type in RANK_FREE or _noop_expand(node) or _mul_add_to_bn(node)
+    return node.op_type in RANK_FREE or fit.noop_expand(node) or fit.mul_add_to_bn(node)
 
 
 def _rank(node, lim):
@@ -360,7 +330,7 @@ def _rnn(node, lim):
 
 
 def _cast(node, lim):
-    return None if _noop_cast(node) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
+    return None if fit.noop_cast(node) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
 
 
 def _qdq(node, lim):

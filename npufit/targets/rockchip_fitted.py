@@ -5,10 +5,12 @@ benchmarks/calibration/rknn_cases.py).
 Each condition names its evidence (cal.Evidence): the corpus families whose records show it, and the cases that show
 it on graphs outside every family. Leave-one-family-out scoring switches off what only the held-out family showed
 (see targets/calibration.py); tests/test_calibration_records.py checks that every cited case is recorded and that
-the profile agrees with each one."""
+the profile agrees with each one. The last section holds the no-ops and rewrites rknn.build applies (RKNN-C, CAL-R)."""
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from . import calibration as cal, common
 
@@ -228,6 +230,36 @@ def gather_indices(node, lim) -> str | None:
     if node.is_const(1) or not cal.fitted(lim, GATHER_RUNTIME):
         return None
     return "indices computed at run time"
+
+
+# -- ops rknn.build deletes or rewrites (RKNN-C: its log on benchmarks/compile_rk3588.py's models; CAL-R) ----------
+
+def noop_expand(node) -> bool:
+    """An Expand whose broadcast leaves its input shape unchanged: rknn.build deletes it
+    ('remove_invalid_expand', RKNN-C: RT-DETR's int64 Expand of the TopK indices to [1, 1, 1])."""
+    if node.op_type != "Expand":
+        return False
+    x, shape = node.input_shape(0), common.const_ints(node, 1)
+    if not x or shape is None or not all(isinstance(d, int) for d in x):
+        return False
+    try:
+        return tuple(np.broadcast_shapes(tuple(x), tuple(shape))) == tuple(x)
+    except ValueError:
+        return False
+
+
+def mul_add_to_bn(node) -> bool:
+    """x * c followed by + c2 / - c2 (constants): rknn.build turns the pair into one BatchNormalization and
+    reshapes it to 4-D ('replace_mul_add_by_bn', RKNN-C: RT-DETR's 6-D sampling-grid 2*x-1 ran on the NPU)."""
+    if node.op_type != "Mul" or len(common.activation_inputs(node)) != 1:
+        return False
+    outs = [c for o in node.outputs if o for c in node.graph.consumers(o)]
+    return len(outs) == 1 and outs[0].op_type in ("Add", "Sub") and len(common.activation_inputs(outs[0])) == 1
+
+
+def noop_cast(node) -> bool:
+    """A Cast to the dtype it already has: rknn.build deletes it ('remove_invalid_cast', RKNN-C: BERT's bool->bool mask Cast)."""
+    return node.op_type == "Cast" and node.input_dtype(0) is not None and node.input_dtype(0) == node.output_dtype(0)
 
 
 def noop(node, lim) -> bool:
