@@ -263,6 +263,9 @@ def main(argv=None) -> None:
     ap.add_argument("--record", action="store_true", help="write docs/calibration/rk3588-cases.json")
     ap.add_argument("--cases", default="*", help="comma-separated globs over case names (default: all); with --record, only these are updated")
     a = ap.parse_args(argv)
+    chosen = [n for n in CASES if any(fnmatch.fnmatch(n, g) for g in a.cases.split(","))]
+    if not chosen:
+        ap.error(f"no case matches {a.cases!r} (see CASES in {Path(__file__).name})")
     from npufit.util.io import atomic_write_json
 
     path = RECORDS / f"{TARGET}-cases.json"
@@ -272,9 +275,8 @@ def main(argv=None) -> None:
         rec = json.loads(path.read_text())
     print("| case | op | RKNN | npufit |\n|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="npufit-rkc-") as d:
-        for name, (op, _b, args) in CASES.items():
-            if not any(fnmatch.fnmatch(name, g) for g in a.cases.split(",")):
-                continue
+        for name in chosen:
+            op = CASES[name][0]
             p = export_case(name, Path(d))
             got, ver = measure(p, op, Path(d) / name)
             if ver and ver not in rec["compiler_versions"]:
