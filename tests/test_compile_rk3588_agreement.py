@@ -153,6 +153,26 @@ def test_nodes_the_log_says_were_removed_run_nowhere():
     assert {p.node: p.device for p in resolve(g, [Layer("cast0", "Cast", "cpu")])}["cast2"] == "cpu"  # without the log: its neighbour's
 
 
+def test_a_slice_merged_into_its_neighbour_slice_runs_where_that_slice_runs():
+    # rknn_cases' slice-step2-hw: 'fuse_two_slice' merged s2 into s1, whose merged layer ran on the CPU; without the log
+    # line the layer-less s2 was given to the NPU conv after it
+    from npufit.compilers.rknn import parse_removed
+
+    log = "D     fuse_two_slice: remove node = ['s2']\nD     bypass_two_reshape: remove node = ['r1', 'r2']\n"
+    assert parse_removed(log, "fuse_two_") == {"s2": "fuse_two_slice"}
+    assert parse_removed(log, "bypass_two_") == {"r1": "bypass_two_reshape", "r2": "bypass_two_reshape"}
+    inits = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in (("st", [0]), ("en", [16]), ("ax", [2]), ("sp", [2]),
+                                                                           ("ax3", [3]))]
+    nodes = [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["a"], name="s1"),
+             helper.make_node("Slice", ["a", "st", "en", "ax3", "sp"], ["b"], name="s2"),
+             helper.make_node("Relu", ["b"], ["y"], name="relu")]
+    g = _graph(model(nodes, [vi("x", [1, 8, 16, 16])], [vi("y", [1, 8, 8, 8])], inits))
+    layers = [Layer("s1", "Slice", "cpu"), Layer("relu", "Relu", "npu")]
+    assert {p.node: p.device for p in resolve(g, layers)}["s2"] == "npu"
+    placed = {p.node: p.device for p in resolve(g, layers, merged=parse_removed(log, "fuse_two_"))}
+    assert placed["s2"] == "cpu"
+
+
 # -- mapping: a layer-less node joins the NPU layer that fused it, not a CPU neighbour --------------------
 
 def test_layerless_add_is_fused_into_npu_convadd_not_the_cpu_gather():

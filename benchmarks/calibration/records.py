@@ -59,9 +59,10 @@ def all_records() -> list[Path]:
 
 # -- replay ---------------------------------------------------------------------------------------------------
 
-def profile_for(target: str, held_out: str | None = None):
+def profile_for(target: str, held_out: str | None = None, cases: bool = True):
     """Today's profile; with `held_out`, the profile fitted without that family's records: calibrated conditions
-    name the families whose records show them (limits['fit_families'] says which may be used)."""
+    name the families whose records show them (limits['fit_families'] says which may be used) and the synthetic
+    cases that show them outside every family (kept unless `cases` is False: see targets/calibration.py)."""
     import copy
 
     from npufit.targets import get_profile
@@ -70,18 +71,18 @@ def profile_for(target: str, held_out: str | None = None):
     if held_out is None:
         return prof
     prof = copy.copy(prof)
-    prof.limits = {**prof.limits, "fit_families": tuple(f for f in FAMILIES if f != held_out)}
+    prof.limits = {**prof.limits, "fit_families": tuple(f for f in FAMILIES if f != held_out), "fit_cases": cases}
     return prof
 
 
-def predict(rec: dict, model: Path, held_out: str | None = None):
+def predict(rec: dict, model: Path, held_out: str | None = None, cases: bool = True):
     """npufit's verdict per top-level node of the recorded model, as the record's build would be judged."""
     from npufit.check import check
     from npufit.graph import load
 
     graph = load(model)
     judge = "int8" if rec["build"] == "int8" else "auto"
-    rep = check(graph, profile_for(rec["target"], held_out), judge=judge)
+    rep = check(graph, profile_for(rec["target"], held_out, cases), judge=judge)
     verdicts = {n.name: n for n in rep.nodes if n.parent is None}
     return graph, verdicts
 
@@ -89,10 +90,10 @@ def predict(rec: dict, model: Path, held_out: str | None = None):
 OFF = ("cpu", "unsupported")
 
 
-def replay_model(rec: dict, name: str, held_out: str | None = None) -> dict:
+def replay_model(rec: dict, name: str, held_out: str | None = None, cases: bool = True) -> dict:
     """Score today's profile on one recorded model: tp/fp/fn/tn of CPU fallback and the disagreeing nodes."""
     m = rec["models"][name]
-    graph, verdicts = predict(rec, export(ARCHS[name], rec["opset"]), held_out)
+    graph, verdicts = predict(rec, export(ARCHS[name], rec["opset"]), held_out, cases)
     if ops_sha(graph) != m["ops_sha"]:
         raise AssertionError(f"{name}: the export differs from the recorded one (op sequence changed): re-record it")
     counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}

@@ -3,9 +3,12 @@
     python benchmarks/calibration/score.py [--records docs/calibration/rk3588-fp16-op17.json ...] [--wrong]
 
 Whole corpus: the shipped profiles against every recorded model. Leave-one-family-out (LOFO): for each family,
-the profile with every calibrated condition whose records come only from that family switched off (each such
-condition names the families it was derived from), scored on that family alone. A node the compiler folded
-away counts as not on the CPU. Needs torch + transformers (the models are re-exported from the corpus cache)."""
+the profile with every calibrated condition that only that family's records show switched off, scored on that
+family alone. Each condition names its evidence (targets/calibration.py): corpus families, and synthetic cases of a
+case record (docs/calibration/<target>-cases.json, graphs outside every family). A condition a case record shows
+is evidence the held-out family did not provide, so LOFO keeps it; "LOFO corpus-only" drops it too (the stricter
+reading, where only corpus families count). A node the compiler folded away counts as not on the CPU. Needs torch +
+transformers (the models are re-exported from the corpus cache)."""
 from __future__ import annotations
 
 import argparse
@@ -23,43 +26,52 @@ def score_record(path: Path) -> dict:
     rec = records.load_record(path)
     ok = [n for n, m in rec["models"].items() if m.get("ok")]
     rows = [records.replay_model(rec, n) for n in ok]
-    lofo = {}
+    lofo, lofo_rows, strict = {}, [], []
     for fam in FAMILIES:
         names = [n for n in ok if rec["models"][n]["family"] == fam]
         if names:
-            lofo[fam] = records.pool([records.replay_model(rec, n, held_out=fam) for n in names])
-    lofo_all = records.pool(list(lofo.values()))
-    return {"record": path.name, "lofo_pooled": lofo_all, "target": rec["target"], "build": rec["build"], "opset": rec["opset"],
-            "versions": rec["compiler_versions"], "models": len(ok), "failed": len(rec["models"]) - len(ok),
-            "rows": rows, "whole": records.pool(rows), "families": records.by_family(rows), "lofo": lofo}
+            fam_rows = [records.replay_model(rec, n, held_out=fam) for n in names]
+            lofo[fam] = records.pool(fam_rows)
+            lofo_rows += fam_rows
+            strict += [records.replay_model(rec, n, held_out=fam, cases=False) for n in names]
+    return {"record": path.name, "lofo_pooled": records.pool(lofo_rows), "lofo_strict": records.pool(strict), "target": rec["target"],
+            "build": rec["build"], "opset": rec["opset"], "versions": rec["compiler_versions"], "models": len(ok),
+            "failed": len(rec["models"]) - len(ok), "rows": rows, "whole": records.pool(rows), "families": records.by_family(rows),
+            "lofo": lofo, "lofo_rows": lofo_rows}
 
 
 def _f(v) -> str:
-    return "-" if v is None else f"{v:.2f}"
+    return "-" if v is None else f"{v:.3f}"
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", nargs="+", type=Path, default=records.all_records())
-    ap.add_argument("--wrong", action="store_true", help="list every disagreeing node, grouped by op")
+    ap.add_argument("--wrong", action="store_true", help="list every disagreeing node, grouped by op (whole corpus, then LOFO)")
     a = ap.parse_args(argv)
-    print("| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | LOFO pooled | "
+    print("| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | LOFO pooled | LOFO corpus-only | "
           + " | ".join(f"LOFO {f} (CPU nodes)" for f in FAMILIES) + " |")
-    print("|---|---|---|---|---|---|---|---|" + "---|" * len(FAMILIES))
+    print("|---|---|---|---|---|---|---|---|---|" + "---|" * len(FAMILIES))
     results = [score_record(p) for p in a.records]
     for r in results:
         w = r["whole"]
         lofo = " | ".join(f"{_f(r['lofo'][f]['f1'])} ({r['lofo'][f]['tp'] + r['lofo'][f]['fn']})" if f in r["lofo"] else "-"
                           for f in FAMILIES)
         print(f"| {r['target']} {r['build']} opset {r['opset']} | {', '.join(r['versions'])} | {r['models']} ({r['failed']}) | "
-              f"{w['tp'] + w['fn']} | {_f(w['precision'])} | {_f(w['recall'])} | {_f(w['f1'])} | {_f(r['lofo_pooled']['f1'])} | {lofo} |")
+              f"{w['tp'] + w['fn']} | {_f(w['precision'])} | {_f(w['recall'])} | {_f(w['f1'])} | {_f(r['lofo_pooled']['f1'])} | "
+              f"{_f(r['lofo_strict']['f1'])} | {lofo} |")
     if a.wrong:
         for r in results:
-            print(f"\n{r['record']}:")
-            groups = Counter((x["op"], x["kind"], x["rules"]) for row in r["rows"] for x in row["wrong"])
-            for (op, kind, rules), k in groups.most_common():
-                models = sorted({row["model"] for row in r["rows"] for x in row["wrong"] if (x["op"], x["kind"], x["rules"]) == (op, kind, rules)})
-                print(f"  {k:4d} {kind} {op:<22} {rules or '-':<40} {', '.join(models)}")
+            for title, rows in (("whole corpus", r["rows"]), ("leave-one-family-out", r["lofo_rows"])):
+                print(f"\n{r['record']}, {title}:")
+                _print_wrong(rows)
+
+
+def _print_wrong(rows) -> None:
+    groups = Counter((x["op"], x["kind"], x["rules"]) for row in rows for x in row["wrong"])
+    for (op, kind, rules), k in groups.most_common():
+        models = sorted({f"{row['model']} ({row['family']})" for row in rows for x in row["wrong"] if (x["op"], x["kind"], x["rules"]) == (op, kind, rules)})
+        print(f"  {k:4d} {kind} {op:<22} {rules or '-':<40} {', '.join(models)}")
 
 
 if __name__ == "__main__":

@@ -73,8 +73,11 @@ def _fused_into(n, neigh: list, out: Mapping[str, Placement], op_of: Mapping[str
 
 
 def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str]] | None = None,
-            compiler: str = "compiler", removed: Mapping[str, str] | None = None) -> list[Placement]:
-    """removed: nodes the compiler's log says it deleted as no-ops (node -> rule); without a layer they run nowhere."""
+            compiler: str = "compiler", removed: Mapping[str, str] | None = None,
+            merged: Mapping[str, str] | None = None) -> list[Placement]:
+    """removed: nodes the compiler's log says it deleted as no-ops (node -> rule); without a layer they run nowhere.
+    merged: nodes its log says it merged into a neighbour of the same op (RKNN 'fuse_two_slice'): they run where
+    that neighbour runs, not where an NPU neighbour of another op does."""
     nodes = {n.name: n for n in graph.top_nodes}
     by_len = sorted(nodes, key=len, reverse=True)
     hits: dict[str, list[tuple[Layer, str]]] = {}
@@ -115,6 +118,8 @@ def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str
             continue
         # predecessors first (a fused op follows the layer it joins), then successors
         neigh = [m for m in (*graph.predecessors(n), *graph.successors(n)) if m.name in out and out[m.name].device != "folded"]
+        if merged and n.name in merged:
+            neigh = [m for m in neigh if m.op_type == n.op_type] or neigh
         if neigh:
             src = out[_fused_into(n, neigh, out, op_of).name]
             out[n.name] = Placement(n.name, n.op_type, src.device,

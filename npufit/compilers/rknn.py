@@ -87,7 +87,10 @@ class RknnCompiler:
         res.artifact = request["out"]
         layers, rewrites = parse_layer_table(text), parse_rewrites(text)
         known = {n.name for n in graph.nodes}
-        res.placement = resolve(graph, layers, origins_from_lineage(rewrites, known), "RKNN-Toolkit2", parse_removed(text))
+        # 'bypass_two_*' without a replacement deletes a pair that cancels out (Reshape -> Reshape back to the same shape)
+        removed = {**parse_removed(text), **parse_removed(text, "bypass_two_")}
+        res.placement = resolve(graph, layers, origins_from_lineage(rewrites, known), "RKNN-Toolkit2", removed,
+                                parse_removed(text, "fuse_two_"))
         res.metrics.update(_table_metrics(text, layers))
         res.metrics["quantized"] = options.quantize
         if not options.quantize:
@@ -152,12 +155,14 @@ def parse_rewrites(log: str) -> list[tuple[list[str], list[str]]]:
     return out
 
 
-def parse_removed(log: str) -> dict[str, str]:
-    """Nodes a 'remove_*' rule deleted outright (no replacement: a no-op Cast/Expand/Add) -> the rule's name."""
+def parse_removed(log: str, prefix: str = "remove_") -> dict[str, str]:
+    """Nodes a 'remove_*' rule deleted outright (no replacement: a no-op Cast/Expand/Add) -> the rule's name; with
+    another prefix, the nodes of those rules that add nothing ('bypass_two_reshape': a pair that cancels out;
+    'fuse_two_slice': merged into the same-op neighbour)."""
     out: dict[str, str] = {}
     for ln in log.splitlines():
         m = _REWRITE.match(ln)
-        if m and m.group(1).startswith("remove_") and not m.group(3):
+        if m and m.group(1).startswith(prefix) and not m.group(3):
             try:
                 out.update({str(x): m.group(1) for x in ast.literal_eval(m.group(2))})
             except (ValueError, SyntaxError):

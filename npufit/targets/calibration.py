@@ -1,20 +1,34 @@
 """Conditions fitted to measured compiles of the calibration corpus (benchmarks/calibration, records in docs/calibration).
 
-Each fitted condition names the corpus families whose records show it (cnn, transformer, detector, audio-rnn).
-Leave-one-family-out scoring (benchmarks/calibration/score.py) sets limits['fit_families'] to the other
-families: a condition that only the held-out family's records show is then off, as if never fitted, so the
-score on that family measures how the rules generalise to it. Shipped profiles leave the key unset (all on)."""
+Each fitted condition names its evidence: the corpus families whose records show it (cnn, transformer, detector,
+audio-rnn) and, where one family alone shows it, the synthetic cases of a case record (docs/calibration/
+<target>-cases.json: small graphs that are none of the corpus's models) that show it too.
+Leave-one-family-out scoring (benchmarks/calibration/score.py) sets limits['fit_families'] to the other families:
+a condition is then used only if another family's records or a case record show it, so the score on the held-out
+family measures how the rules fitted without it generalise to it. limits['fit_cases'] = False drops the case
+evidence too (the corpus-only score). Shipped profiles leave both keys unset (all on)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 FAMILIES = ("cnn", "transformer", "detector", "audio-rnn")
 
 
-def fitted(lim: Mapping, families: Sequence[str]) -> bool:
-    """Whether a condition derived from `families`' records may be used under these limits."""
+@dataclass(frozen=True)
+class Evidence:
+    """What a fitted condition rests on: corpus families, and case names of the target's case record."""
+    families: tuple[str, ...]
+    cases: tuple[str, ...] = ()
+
+
+def fitted(lim: Mapping, evidence: Evidence | Sequence[str]) -> bool:
+    """Whether a condition with this evidence (an Evidence, or the families alone) may be used under these limits."""
     allowed = lim.get("fit_families")
-    return allowed is None or any(f in allowed for f in families)
+    if allowed is None:
+        return True
+    ev = evidence if isinstance(evidence, Evidence) else Evidence(tuple(evidence))
+    return bool(ev.cases and lim.get("fit_cases", True)) or any(f in allowed for f in ev.families)
 
 
 def nonunit(shape) -> list | None:

@@ -6,8 +6,6 @@ Every limit is its own rule (`rk3588.<op>.<what>`) so a measured correction touc
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, patterns, rockchip_fitted as fit, tflite_map as tm
@@ -44,6 +42,7 @@ LIMITS = {
     "reflect_pad_ch": 8192, "reflect_pad_w": 8176,
     "axes_max": 3,
     "output_align": 8,  # RKNN-C, float16 builds
+    "d2s_blocks": common.Choices((2, 4, 8)),  # CAL-R cases: DepthToSpace x2/x4/x8 NPU, x3/x6 CPU
     # the RKNN runtime converts layout (NC1HWC2 <-> NCHW) and dtype when a tensor crosses to a CPU op (INF)
     "boundary_layout": "NC1HWC2",
 }
@@ -59,36 +58,8 @@ def _fmt(v):
 
 # -- graph rules ---------------------------------------------------------------------------------
 
-def _noop_expand(node) -> bool:
-    """An Expand whose broadcast leaves its input shape unchanged: rknn.build deletes it
-    ('remove_invalid_expand', RKNN-C: RT-DETR's int64 Expand of the TopK indices to [1, 1, 1])."""
-    if node.op_type != "Expand":
-        return False
-    x, shape = node.input_shape(0), common.const_ints(node, 1)
-    if not x or shape is None or not all(isinstance(d, int) for d in x):
-        return False
-    try:
-        return tuple(np.broadcast_shapes(tuple(x), tuple(shape))) == tuple(x)
-    except ValueError:
-        return False
-
-
-def _mul_add_to_bn(node) -> bool:
-    """x * c followed by + c2 / - c2 (constants): rknn.build turns the pair into one BatchNormalization and
-    reshapes it to 4-D ('replace_mul_add_by_bn', RKNN-C: RT-DETR's 6-D sampling-grid 2*x-1 ran on the NPU)."""
-    if node.op_type != "Mul" or len(common.activation_inputs(node)) != 1:
-        return False
-    outs = [c for o in node.outputs if o for c in node.graph.consumers(o)]
-    return len(outs) == 1 and outs[0].op_type in ("Add", "Sub") and len(common.activation_inputs(outs[0])) == 1
-
-
-def _noop_cast(node) -> bool:
-    """A Cast to the dtype it already has: rknn.build deletes it ('remove_invalid_cast', RKNN-C: BERT's bool->bool mask Cast)."""
-    return node.op_type == "Cast" and node.input_dtype(0) is not None and node.input_dtype(0) == node.output_dtype(0)
-
-
 def _dtype(node, lim):
-    if _noop_expand(node):
+    if fit.noop_expand(node) or fit.noop(node, lim):
         return None
     # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
     # Where ran on the NPU with a bool condition)
@@ -108,7 +79,7 @@ def _rank_exempt(node, r: int, lim) -> bool:
     if node.op_type == "Slice" and r == 5:
         axes = common.const_ints(node, 3) if len(node.inputs) > 3 and node.inputs[3] else None
         return axes is not None and all(common.norm_axis(a, r) == 1 for a in axes)  # PROBE-R: axis 1 NPU, axes 2-4 CPU
-    return node.op_type in RANK_FREE or _noop_expand(node) or _mul_add_to_bn(node)
+    return node.op_type in RANK_FREE or fit.noop_expand(node) or fit.mul_add_to_bn(node)
 
 
 def _rank(node, lim):
@@ -142,7 +113,7 @@ def _output_layout(node, lim):
     RT-DETR's final Gather-as-reshape ran on the CPU). Straight from a model input it runs on the NPU unless it is 2-D
     with an innermost dimension off the 8-grid (RKNN-C: Flatten [1,12,1,1] -> [1,12] CPU; PROBE-R: [1,8,16,16] to
     [1,2048], [1,512,4], [1,8,16,4,4] ... NPU)."""
-    if not _is_reshape(node) or not common.graph_output(node):
+    if not _is_reshape(node) or not common.graph_output(node) or fit.noop(node, lim):
         return None
     x, from_input = _reshape_source(node)
     y = node.output_shape(0)
@@ -164,7 +135,8 @@ GRAPH_RULES = (
     _r("dtype", "NPU ops compute in int8 or float16 (float32 models are quantized or converted to float16 by rknn.build)", _dtype,
        ("keep integer index math out of the network body",)),
     _r("rank", "NPU tensors are 4-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, except layout ops, "
-       "5-D ops on tensors an NPU op produced and 6-D transposes that keep the innermost axis (CAL-R)", _rank,
+       "5-D ops and 5-D/6-D splits on tensors an NPU op produced, and 6-D transposes that keep the innermost axis "
+       "and move no odd-sized axis back (CAL-R)", _rank,
        ("reshape to 4-D or fewer",), "INF"),
     _r("output_layout", "a reshape that produces a non-4-D model output runs on the CPU unless the NPU's NC1HWC2 layout "
        "(blocks of {output_align} channels) already is its order: a 1x1 map with channels % {output_align} == 0 "
@@ -243,7 +215,7 @@ def _pool_auto_pad(node, lim):
 def _axis_le3(node, lim):
     r = common.rank(node, output=node.op_type == "Concat")
     a = common.norm_axis(int(node.attr("axis", 0)), r)
-    if 0 <= a <= lim["axes_max"] or (r == 5 and fit.rank5_from_npu(node, r, lim)):
+    if 0 <= a <= lim["axes_max"] or (r == 5 and fit.rank5_from_npu(node, r, lim)) or fit.split_high_rank(node, r, lim):
         return None
     return f"axis {a}"
 
@@ -252,7 +224,7 @@ def _slice_steps(node, lim):
     steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
     if not steps or all(s == 1 for s in steps):
         return None
-    return None if fit.positive_steps(steps, lim) else f"steps {steps}"
+    return None if fit.space_to_depth(node, lim) else f"steps {steps}"
 
 
 def _gather_elements(node, lim):
@@ -285,7 +257,7 @@ def _gather(node, lim):
         return f"indices of rank {idx.rank}"
     r = common.rank(node)
     a = common.norm_axis(int(node.attr("axis", 0)), r)
-    return None if a <= lim["axes_max"] else f"axis {a}"
+    return f"axis {a}" if a > lim["axes_max"] else fit.gather_indices(node, lim)
 
 
 def _pad_mode(node, lim):
@@ -358,7 +330,7 @@ def _rnn(node, lim):
 
 
 def _cast(node, lim):
-    return None if _noop_cast(node) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
+    return None if fit.noop_cast(node) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
 
 
 def _qdq(node, lim):
@@ -396,8 +368,11 @@ def _ops() -> dict[str, OpSupport]:
         add(op)
     # R-PDF lists these as CPU ops or not at all; rknn-toolkit2 2.5.0 ran them on the NPU (probe cases
     # instancenorm2d, pixel_shuffle, sqrt, abs, neg)
-    for op in ("InstanceNormalization", "DepthToSpace", "Sqrt", "Abs", "Neg"):
+    for op in ("InstanceNormalization", "Sqrt", "Abs", "Neg"):
         add(op, src="PROBE-R")
+    add("DepthToSpace", rules=(_r("depth_to_space.block", "DepthToSpace runs on the NPU with block size {d2s_blocks} "
+                                                          "(3 and 6 measured on the CPU)", fit.depth_to_space,
+                                  ("upsample by 2, 4 or 8 per pixel shuffle",), "CAL-R"),), src="PROBE-R")
     add("Tile", rules=(_r("tile.axes", "Tile runs on the NPU when it repeats one of C, H, W; repeating the batch or two axes "
                                        "runs on the CPU", _tile, ("tile one axis at a time, and keep batch repeats on the host",), "PROBE-R"),))
     add("GatherElements", rules=(_r("gather_elements.indices", "GatherElements runs on the NPU when its indices are constant and "
@@ -409,9 +384,12 @@ def _ops() -> dict[str, OpSupport]:
     ax = _r("axis.range", "the axis must be 0..{axes_max}", _axis_le3)
     add("Concat", rules=(ax,))
     add("Split", rules=(ax,))
-    add("Slice", rules=(_r("slice.steps", "Slice steps must be positive on the NPU (step 2 measured; the 2.3.2 document says 1)",
-                           _slice_steps, ("slice forwards and subsample with a strided conv or pooling",), "CAL-R"),))
-    add("Gather", rules=(_r("gather.indices", "Gather needs rank-1 indices and an axis 0..{axes_max}", _gather),))
+    add("Slice", rules=(_r("slice.steps", "a Slice with steps other than 1 runs on the NPU only as part of a space-to-depth reorg "
+                                          "(every phase concatenated again, as YOLOv5's Focus and Swin's patch merging); alone "
+                                          "it runs on the CPU", _slice_steps,
+                           ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),))
+    add("Gather", rules=(_r("gather.indices", "Gather needs constant rank-1 indices and an axis 0..{axes_max} (indices computed at run "
+                                              "time: CPU, CAL-R)", _gather),))
     # R-PDF 2.3.2 gives size limits per permutation; PROBE-R (transpose_*_size, conv -> permute -> relu) measured
     # [0,1,3,2], [0,2,3,1] and [0,3,1,2] on the NPU up to 8x256x256 and 256x16x16, past every one of them
     add("Transpose", src="PROBE-R", note="4-D permutations measured on the NPU up to 8x256x256 and 256x16x16; "
@@ -454,8 +432,8 @@ def _ops() -> dict[str, OpSupport]:
                                src="CAL-R"),), src="CAL-R")
     add("ReduceL2", rules=(_r("reduce_l2.measured", "ReduceL2 runs on the NPU (measured in float16 and int8 builds; the 2.3.2 document "
                                                    "lists a CPU kernel)", fit.reduce_l2, src="CAL-R"),), src="CAL-R")
-    add("Einsum", rules=(_r("einsum.two_operands", "Einsum converts when it has two operands (lowered to MatMul on the NPU); "
-                                                   "other forms are rejected by the converter", fit.einsum,
+    add("Einsum", rules=(_r("einsum.measured", "Einsum converts and runs on the NPU (every form measured: two and three "
+                                               "operands, ellipsis; the 2.3.2 operator list has no Einsum)", fit.einsum,
                             ("write the contraction as MatMul",), "CAL-R", on_fail=UNSUP),), src="CAL-R")
     for op in ("GatherND", "ScatterElements", "GroupNormalization", "RNN", "NonMaxSuppression", "NonZero",
                "CumSum", "Range", "Ceil", "Sign", "Trilu", "Unique", "Loop", "Scan", "DeformConv", "If", "EyeLike"):
