@@ -192,10 +192,15 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     except Exception:
         inferred = model
-    shapes = {}
+    shapes, ranks = {}, {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
         dims = vi.type.tensor_type.shape.dim
-        if vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+        if not vi.type.tensor_type.HasField("shape"):
+            continue
+        # exporters leave symbolic dims (batch, sequence) that the pinned inputs make static later: the rank is
+        # known and is all LayerNorm / InstanceNorm need
+        ranks[vi.name] = len(dims)
+        if all(d.HasField("dim_value") for d in dims):
             shapes[vi.name] = tuple(int(d.dim_value) for d in dims)
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for n in model.graph.node:
@@ -211,7 +216,7 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
             out_nodes.append(n)
             continue
         b = _Builder(model, n, taken)
-        rank = len(shapes[n.input[0]]) if n.input[0] in shapes else None
+        rank = ranks.get(n.input[0])
         if n.op_type in ("LSTM", "GRU"):
             ok = unroll(b, n, consts, shapes)
         elif n.op_type == "GroupNormalization":
