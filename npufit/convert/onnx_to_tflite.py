@@ -37,7 +37,7 @@ OPS = {
     "Relu": ts.unary, "LeakyRelu": ts.unary, "Clip": ts.unary, "Sigmoid": ts.unary, "Tanh": ts.unary, "HardSwish": ts.unary,
     "Add": ts.binary, "Sub": ts.binary, "Mul": ts.binary, "Div": ts.binary, "Max": ts.binary, "Min": ts.binary,
     "Concat": ts.concat, "Reshape": ts.reshape, "Flatten": ts.reshape, "Squeeze": ts.reshape, "Unsqueeze": ts.reshape,
-    "Transpose": ts.transpose, "Resize": ts.resize, "Upsample": ts.resize, "Softmax": sh.softmax, "Pad": ts.pad,
+    "Transpose": ts.transpose, "Resize": ts.resize, "Upsample": ts.resize, "Softmax": sh.softmax, "LogSoftmax": sh.softmax, "Pad": ts.pad,
     "Slice": ts.slice_, "Identity": ts.alias, "Dropout": ts.alias, "Cast": ts.alias,
 }
 # int8 TFLite kernels that pass values through without rescaling: their tensors share one range

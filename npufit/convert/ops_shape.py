@@ -174,6 +174,11 @@ def expand(L: Lowering, node: NodeView) -> None:
         r = L.new(f"{node.outputs[0]}/rank", xs, x.q, "plain")
         L.emit("RESHAPE", [x, L.int32(f"{r.name}/shape", xs)], [r], "ReshapeOptions", new_shape=list(xs))
         x = r
+    reps = [s // d if d else 1 for s, d in zip(shape, x.shape)]
+    if tuple(x.shape) != tuple(shape) and sum(r for r in reps if r != 1) <= MAX_COPIES:
+        # a few copies (F.normalize's norm expanded over the features): CONCATENATION, which Vela runs on the NPU;
+        # BROADCAST_TO is not in its list
+        return _concat_copies(L, x, reps, node.outputs[0])
     y = L.output(node.outputs[0], "plain", q=x.q)
     if tuple(x.shape) == tuple(shape):
         L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", shape)], [y], "ReshapeOptions", new_shape=list(shape))
@@ -201,7 +206,7 @@ def matmul(L: Lowering, node: NodeView) -> None:
 
 
 def softmax(L: Lowering, node: NodeView) -> None:
-    """Softmax on the innermost TFLite axis; any other axis is moved there and back with TRANSPOSEs."""
+    """Softmax / LogSoftmax on the innermost TFLite axis; any other axis is moved there and back with TRANSPOSEs."""
     x = L.act(node.inputs[0])
     rank = len(x.shape)
     opset = L.graph.opsets.get("ai.onnx", 13)
@@ -213,18 +218,21 @@ def softmax(L: Lowering, node: NodeView) -> None:
         axis = rank - 1
     tax = _axis(L, x, axis)
     out = node.outputs[0]
+    # LogSoftmax: TFLite's LOG_SOFTMAX (int8 output fixed to [-16, 0]: log-probabilities below e^-16 saturate)
+    op, opts = ("LOG_SOFTMAX", {}) if node.op_type == "LogSoftmax" else ("SOFTMAX", {"beta": 1.0})
+    otype = "LogSoftmaxOptions" if op == "LOG_SOFTMAX" else "SoftmaxOptions"
     if tax == rank - 1:
-        y = L.output(out, x.layout, q=FIXED["SOFTMAX"])
-        L.emit("SOFTMAX", [x], [y], "SoftmaxOptions", beta=1.0)
+        y = L.output(out, x.layout, q=FIXED[op])
+        L.emit(op, [x], [y], otype, **opts)
         return
     perm = list(range(rank))
     perm[tax], perm[-1] = perm[-1], perm[tax]  # a swap is its own inverse
     moved = tuple(x.shape[p] for p in perm)
     t = L.new(f"{out}/moved", moved, x.q, x.layout)
     L.layout_op(x, t, perm)
-    s = L.new(f"{out}/softmax", moved, FIXED["SOFTMAX"], x.layout)
-    L.emit("SOFTMAX", [t], [s], "SoftmaxOptions", beta=1.0)
-    y = L.output(out, x.layout, q=FIXED["SOFTMAX"])
+    s = L.new(f"{out}/softmax", moved, FIXED[op], x.layout)
+    L.emit(op, [t], [s], otype, **opts)
+    y = L.output(out, x.layout, q=FIXED[op])
     L.layout_op(s, y, perm)
 
 
@@ -238,10 +246,18 @@ def tile(L: Lowering, node: NodeView) -> None:
     reps = [int(r) for r in np.asarray(reps).reshape(-1)]
     if x.layout == "nhwc":
         reps = [reps[p] for p in TO_NHWC]
-    todo = [a for a, r in enumerate(reps) if r != 1]
-    if not todo:
+    if not any(r != 1 for r in reps):
         L.aliases[out] = node.inputs[0]
         return
+    _concat_copies(L, x, reps, out)
+
+
+MAX_COPIES = 64  # Expand by more copies than this stays one BROADCAST_TO
+
+
+def _concat_copies(L: Lowering, x: TT, reps: list[int], out: str) -> None:
+    """`x` repeated reps[a] times along each TFLite axis a: one CONCATENATION per repeated axis."""
+    todo = [a for a, r in enumerate(reps) if r != 1]
     for k, a in enumerate(todo):
         shape = tuple(d * reps[a] if i == a else d for i, d in enumerate(x.shape))
         y = L.output(out, x.layout, q=x.q) if k == len(todo) - 1 else L.new(f"{out}/tile{a}", shape, x.q, x.layout)

@@ -4,7 +4,8 @@
    Conv2d, chains stay 4-D; prepass_conv1d) and `topk1_to_argmax` (npufit/rewrite: TopK k=1 -> ArgMax + ReduceMax).
 2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
    so ONNX Runtime calibrates every intermediate tensor the int8 graph will hold: LayerNormalization,
-   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains; LSTM and
+   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains, ReduceL2
+   into Mul/ReduceSum/Sqrt; LSTM and
    GRU with a static sequence length unrolled step by step (prepass_rnn).
 
 Each new node is named `<original node>/<step>` and `Prepared.origin` maps it back, so Vela's placement and
@@ -181,11 +182,33 @@ def _groupnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict, shapes: 
     return True
 
 
+def _reducel2(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    """ReduceL2 -> Sqrt(ReduceSum(x * x)): the converter lowers each (SUM, and sqrt as x * RSQRT(x))."""
+    axes = _attr(n, "axes", None)
+    if axes is None and len(n.input) > 1 and n.input[1]:
+        axes = consts.get(n.input[1])
+        if axes is None:
+            return False
+    keep = int(_attr(n, "keepdims", 1))
+    sq = b.op("Mul", [n.input[0], n.input[0]], "squared")
+    if axes is None:
+        if rank is None:
+            return False
+        axes = list(range(rank))
+    axes = [int(a) for a in np.asarray(axes).reshape(-1)]
+    if b.opset >= 13:
+        total = b.op("ReduceSum", [sq, b.const("axes", np.array(axes, np.int64))], "sum", keepdims=keep)
+    else:
+        total = b.op("ReduceSum", [sq], "sum", axes=axes, keepdims=keep)
+    b.op("Sqrt", [total], "norm", out=n.output[0])
+    return True
+
+
 def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
     """Decompose the ops above in place (the converter's own copy); -> (new node -> original node, notes)."""
     from .prepass_rnn import unroll
 
-    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU"}
+    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU", "ReduceL2"}
     if not wanted & {n.op_type for n in model.graph.node}:
         return {}, []
     try:
@@ -222,7 +245,8 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
         elif n.op_type == "GroupNormalization":
             ok = _groupnorm(b, n, rank, consts, shapes)
         else:
-            ok = {"LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Gelu": _gelu}[n.op_type](b, n, rank, consts)
+            ok = {"LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Gelu": _gelu,
+                  "ReduceL2": _reducel2}[n.op_type](b, n, rank, consts)
         if not ok:
             out_nodes.append(n)
             continue
