@@ -58,3 +58,19 @@ def test_log_softmax(tmp_path, dim):
 def test_conv_then_log_softmax_4d(tmp_path):
     m = Seq(lambda s, x: F.log_softmax(s.mods[0](x), dim=1), conv(3, 6))
     _convert(tmp_path, m, torch.randn(1, 3, 8, 8), 17, ops=("LOG_SOFTMAX",))
+
+
+def test_scatter_nd_box_update(tmp_path):
+    """DETR-family box refinement `boxes[..., :2] = f(boxes[..., :2])` exports ScatterND with constant indices: rows
+    of data and updates concatenated, then picked by a constant map."""
+
+    def f(s, x):
+        b = s.mods[0](x).sigmoid()
+        b = b.clone()
+        b[..., :2] = b[..., :2] * 2.0 - 0.5
+        return b
+
+    import onnx
+
+    _convert(tmp_path, Seq(f, lin(8, 4)), torch.randn(1, 20, 8), 17, ops=("CONCATENATION",))
+    assert "ScatterND" in {n.op_type for n in onnx.load(tmp_path / "m.onnx").graph.node}

@@ -293,3 +293,48 @@ def edge_pad(L: Lowering, x: TT, full: list[list[int]], out: str) -> None:
 def never_special(L: Lowering, node: NodeView) -> None:
     """IsNaN / IsInf of a tensor the int8 graph computes: int8 holds neither, so the answer is a constant False."""
     L.prep.consts[node.outputs[0]] = np.zeros(L.shape(node.outputs[0]), bool)
+
+
+MAX_RUNS = 16  # a scatter whose output is at most this many contiguous runs is sliced and concatenated (NPU ops)
+
+
+def scatter_nd(L: Lowering, node: NodeView) -> None:
+    """ScatterND with constant indices (DETR's box updates `boxes[..., :2] = ...`): data and updates flattened to rows
+    over the indexed axes, concatenated, then the output's rows picked by a constant map: STRIDED_SLICE runs +
+    CONCATENATION when they are few, else one GATHER."""
+    idx = L.const(node.inputs[1])
+    if idx is None:
+        raise L.fail(node, "indices computed at run time")
+    if str(node.attr("reduction", "none")) not in ("none", "b'none'"):
+        raise L.fail(node, f"reduction '{node.attr('reduction')}'")
+    shape, out = L.shape(node.inputs[0]), node.outputs[0]
+    idx = np.asarray(idx, np.int64)
+    k = idx.shape[-1]
+    rows, inner = int(np.prod(shape[:k], dtype=np.int64)), int(np.prod(shape[k:], dtype=np.int64))
+    flat = np.ravel_multi_index(tuple((idx.reshape(-1, k) % np.asarray(shape[:k])).T), shape[:k])
+    src = np.arange(rows)
+    src[flat] = rows + np.arange(flat.size)  # row r of the output: data row r, or updates row j (rows + j)
+    q = L.q_of(out)
+    parts = []
+    for name, n in ((node.inputs[0], rows), (node.inputs[2], flat.size)):
+        t = L.requant(L.act(name, "plain"), q)
+        r = L.new(f"{out}/{'data' if name == node.inputs[0] else 'updates'}_rows", (n, inner), q, "plain")
+        L.emit("RESHAPE", [t, L.int32(f"{r.name}/shape", r.shape)], [r], "ReshapeOptions", new_shape=list(r.shape))
+        parts.append(r)
+    both = L.new(f"{out}/rows", (rows + flat.size, inner), q, "plain")
+    L.emit("CONCATENATION", parts, [both], "ConcatenationOptions", axis=0, fused_activation_function="NONE")
+    picked = L.new(f"{out}/picked", (rows, inner), q, "plain")
+    starts = [0] + [i for i in range(1, rows) if src[i] != src[i - 1] + 1]
+    if len(starts) <= MAX_RUNS:
+        runs = []
+        for a, b in zip(starts, starts[1:] + [rows]):
+            s = picked if len(starts) == 1 else L.new(f"{out}/run{a}", (b - a, inner), q, "plain")
+            L.emit("STRIDED_SLICE", [both, L.int32(f"{s.name}/begin", [int(src[a]), 0]), L.int32(f"{s.name}/end", [int(src[a]) + b - a, inner]),
+                                     L.int32(f"{s.name}/strides", [1, 1])], [s], "StridedSliceOptions")
+            runs.append(s)
+        if len(runs) > 1:
+            L.emit("CONCATENATION", runs, [picked], "ConcatenationOptions", axis=0, fused_activation_function="NONE")
+    else:
+        L.emit("GATHER", [both, L.int32(f"{picked.name}/indices", src)], [picked], "GatherOptions", axis=0, batch_dims=0)
+    y = L.output(out, "plain", q=q)
+    L.emit("RESHAPE", [picked, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
