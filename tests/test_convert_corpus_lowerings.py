@@ -74,3 +74,23 @@ def test_scatter_nd_box_update(tmp_path):
 
     _convert(tmp_path, Seq(f, lin(8, 4)), torch.randn(1, 20, 8), 17, ops=("CONCATENATION",))
     assert "ScatterND" in {n.op_type for n in onnx.load(tmp_path / "m.onnx").graph.node}
+
+
+@pytest.mark.parametrize("eq", ["bhlk,bhtk->bhlt", "bhwc,hkc->bhwk"])
+def test_einsum_two_operands(tmp_path, eq):
+    """CvT's attention einsums, and ViTDet's relative-position form (a batch letter that is not leading, a free
+    letter group flattened): Transpose/Reshape/MatMul -> BATCH_MATMUL."""
+    import onnx
+
+    torch.manual_seed(4)
+    w = torch.randn(2, 5, 8) * 0.3  # [h, k, c] for the second form
+
+    def f(s, x):
+        a = s.mods[0](x).reshape(1, 2, 6, 8)
+        if eq.startswith("bhlk"):
+            return torch.einsum(eq, a, a * 0.5 + 0.1)
+        return torch.einsum(eq, a.reshape(1, 2, 6, 8), w)
+
+    res = _convert(tmp_path, Seq(f, lin(8, 16)), torch.randn(1, 6, 8), 17, ops=("BATCH_MATMUL",))
+    assert "Einsum" in {n.op_type for n in onnx.load(tmp_path / "m.onnx").graph.node}
+    assert any("decomposed Einsum x1" in n for n in res.notes), res.notes
