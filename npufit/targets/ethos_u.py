@@ -520,7 +520,9 @@ def build(name: str) -> Profile:
                               "CAL-V" if u55 else "VELA"))
     for op in ("SLICE", "PAD", "PADV2", "MIRROR_PAD"):
         put(op, pc)
-    put("STRIDED_SLICE", R("strided_slice.params", "strided slice: constant parameters and non-negative strides", _strided_slice))
+    put("STRIDED_SLICE", R("strided_slice.params", "strided slice: constant parameters and non-negative strides", _strided_slice),
+        _sourced(R("strided_slice.after_cpu", "a slice of a CPU op's output that feeds only Shape nodes stays on the CPU with it",
+                   fit.shape_only_after_cpu(set(listed))), "CAL-V"))
     put("ELU", R("elu.dtype", "ELU: IFM and OFM int8 with equal shapes", _int8_equal_shapes("int8")))
     put("GELU", R("gelu.dtype", "GELU: IFM and OFM int8 or uint8 with equal shapes", _int8_equal_shapes("int8", "uint8")))
     put("LOG", R("log.dtype", "LOG: IFM and OFM int8 or int16 with equal shapes", _int8_equal_shapes("int8", "int16")))

@@ -160,3 +160,20 @@ def converter_splits_stride(node, lim) -> bool:
     if not s or not k or all(st <= 3 or st == kk for st, kk in zip(s, k)):
         return False
     return all(st <= 3 or any(st % a == 0 and st // a <= 3 for a in (3, 2)) for st in s)
+
+
+def shape_only_after_cpu(listed):
+    """Rule body: a slice of a CPU op's output that feeds nothing but Shape nodes. CAL-V: conditional_detr's
+    (detector) Slice of the GATHER its element-wise ScatterND became ran on the CPU with it on the U55 (on the NPU on
+    the U85, where GATHER is listed); dab_detr's Shape-only Slice of an NPU op ran on the NPU."""
+    def check(node, lim):
+        g = node.graph
+        if g.format != "onnx" or not cal.fitted(lim, ("detector",)) or any(o in g.output_names for o in node.outputs):
+            return None
+        users = [u for o in node.outputs if o for u in g.consumers(o)]
+        p = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        if not users or any(u.op_type != "Shape" for u in users) or p is None:
+            return None
+        key = op_key(p)
+        return None if key in listed or key.startswith(KEY) else f"reads only {key} (a CPU op) and feeds only Shape"
+    return check
