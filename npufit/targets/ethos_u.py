@@ -163,7 +163,7 @@ def _stride_gt3(node, lim):
 
 def _stride_gt3_padded(node, lim):
     """Vela 5.2 folds the PAD into the convolution after its support check, then cannot place the result on
-    the NPU nor hand it to the CPU: the whole compile fails (probe: conv2d_3x3[stride=4,7,8]; SAME padding falls
+    the NPU nor hand it to the CPU: the whole compile fails (probe: conv2d_3x3[stride=7,8]; SAME padding falls
     back). A stride along an axis with one output position never moves the window: stride 16 to a 1x1 output ran."""
     if fit.converter_splits_stride(node, lim):
         return None
