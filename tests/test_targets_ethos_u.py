@@ -158,3 +158,21 @@ def test_tflite_quantization_rules(tmp_path):
     assert n.verdict.value == "cpu"
     assert "must have quantization parameters with a positive scale" in rules["ethos-u55-256.quant.params"]
     assert "per-axis quantization is supported only for CONV_2D" in rules["ethos-u55-256.quant.per_axis"]
+
+
+def test_converter_lowerings_are_judged_as_what_vela_sees():
+    """CAL-V (targets/ethos_u_fitted.py): an ONNX node npufit's converter lowers into Vela-listed kernels is NPU; the same
+    op in a form the converter writes as an unlisted kernel stays CPU on the U55."""
+    erf = qdq_op("Erf", [1, 8, 4, 4], [1, 8, 4, 4])
+    v, reasons = judge(erf, "ethos-u55-256")
+    assert v == "npu" and not reasons
+    rule = next(r for r in get_profile("ethos-u55-256").rules() if r.id == "ethos-u55-256.cal.lowered.erf")
+    assert rule.source == "CAL-V" and "convnextv2" in rule.text
+    few = qdq_op("Expand", [1, 8, 4, 1], [1, 8, 4, 16], extra_inputs=[("shape", np.array([1, 8, 4, 16], np.int64))])
+    many = qdq_op("Expand", [1, 8, 4, 1], [1, 8, 4, 100], extra_inputs=[("shape", np.array([1, 8, 4, 100], np.int64))])
+    assert judge(few, "ethos-u55-256")[0] == "npu"  # CONCATENATION of 16 copies
+    assert judge(many, "ethos-u55-256")[0] == "cpu"  # BROADCAST_TO
+    one = qdq_op("Gather", [1, 8, 4, 4], [1, 4, 4], dict(axis=1), extra_inputs=[("i", np.array(3, np.int64))])
+    shuffled = qdq_op("Gather", [1, 8, 4, 4], [1, 3, 4, 4], dict(axis=1), extra_inputs=[("i", np.array([2, 0, 1], np.int64))])
+    assert judge(one, "ethos-u55-256")[0] == "npu"  # STRIDED_SLICE
+    assert judge(shuffled, "ethos-u55-256")[0] == "cpu"  # GATHER
