@@ -86,24 +86,29 @@ def test_profile_agrees_with_the_recorded_compiles(path):
     assert records.pool(rows)["f1"] >= MIN_F1.get(path.stem, 0.0)
 
 
-CASE_RECORDS = sorted(records.RECORDS.glob("*-transpose.json"))
+CASE_RECORDS = sorted(records.RECORDS.glob("*-transpose.json")) + sorted(records.RECORDS.glob("*-resize.json"))
 
 
 @pytest.mark.parametrize("path", CASE_RECORDS, ids=[p.stem for p in CASE_RECORDS])
-def test_profile_agrees_with_the_recorded_vela_transposes(path, tmp_path):
+def test_profile_agrees_with_the_recorded_vela_cases(path, tmp_path):
+    """The one-op Vela sweeps (benchmarks/calibration/vela_transpose.py, vela_resize.py) replayed case by case."""
     import json
 
-    from calibration import vela_transpose as vt
+    from calibration import vela_resize, vela_transpose
     from npufit.zoo.export import export_onnx
 
     rec = json.loads(path.read_text())
     assert rec["compiler_versions"] and rec["cases"]
     wrong = {}
     for name, case in rec["cases"].items():
-        m, x = vt.build(tuple(case["shape"]), tuple(case["perm"]))
+        if path.stem.endswith("-transpose"):
+            mod, args = vela_transpose, (tuple(case["shape"]), tuple(case["perm"]))
+        else:
+            mod, args = vela_resize, (case["size"], case["mode"], case["align_corners"])
+        m, x = mod.build(*args)
         p = tmp_path / f"{name}.onnx"
         export_onnx(m, x, p, rec["opset"], ["x"], ["y"])
-        got = vt.predict(p, rec["target"])
+        got = mod.predict(p, rec["target"])
         if (got in records.OFF) != (case["placement"] == "cpu"):
             wrong[name] = (got, case["placement"])
     assert not wrong, wrong

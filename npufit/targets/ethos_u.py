@@ -21,7 +21,8 @@ SOURCES = {
     "CONV": "usual ONNX -> TF -> TFLite int8 converter behaviour (inferred, targets.md §3 preamble)",
     "PROBE-V": "measured: npufit probe --target ethos-u55-256 --compiler vela --sweep (Vela 5.2.0), docs/probe/ethos-u55-256-matrix.md",
     "CAL-V": "measured: Vela 5.2.0 on npufit's int8 TFLite conversions: the calibration corpus (docs/calibration/ethos-u*-int8-op17.json) "
-             "and the transpose sweep benchmarks/calibration/vela_transpose.py (docs/calibration/ethos-u55-256-transpose.json)",
+             "and the case sweeps benchmarks/calibration/vela_transpose.py and vela_resize.py (docs/calibration/ethos-u*-transpose.json, "
+             "-resize.json)",
 }
 
 # Operators listed in Vela 5.2.0's TFLite summary tables.
@@ -329,10 +330,11 @@ def _resize_u55(node, lim):
         return None
     half = node.attr("coordinate_transformation_mode") in ("half_pixel", "pytorch_half_pixel") or bool(node.attr("half_pixel_centers", False))
     if x[1:3] == y[1:3]:
-        # CAL-V: upernet's (cnn) same-size half-pixel bilinear resize (PSP branch, 2x2 -> 2x2) ran on the CPU: the
-        # half-pixel "scale 2 only" check comes before the report's "IFM must match OFM" case
-        same_cpu = half and tm.tflite_op(node) == "RESIZE_BILINEAR" and fit.cal.fitted(lim, ("cnn",))
-        return "half-pixel bilinear at scale 1" if same_cpu else None
+        # CAL-V: upernet's same-size half-pixel bilinear resize (PSP branch, 2x2 -> 2x2) ran on the CPU, and so did
+        # 2x2, 4x4 and 8x8 ones in benchmarks/calibration/vela_resize.py (docs/calibration/ethos-u55-256-resize.json;
+        # align_corners and nearest ran on the NPU): the half-pixel "scale 2 only" check comes before the report's
+        # "IFM must match OFM" case
+        return "half-pixel bilinear at scale 1" if half and tm.tflite_op(node) == "RESIZE_BILINEAR" else None
     sh, sw = sc
     if sh != sw:
         return None if (y[1] == 1 and sh == 1) or (y[2] == 1 and sw == 1) else f"scale {sh:g}x{sw:g}"
