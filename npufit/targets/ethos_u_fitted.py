@@ -56,6 +56,15 @@ def _always(node) -> bool:
     return True
 
 
+_FLOATS = ("float32", "float16", "float64", "bfloat16")
+
+
+def _float_cast(node) -> bool:
+    """A cast between float types: the converter emits no op for it (convert/ops_tensor.alias); integer and boolean
+    casts (token ids, attention-mask logic) are not measured and keep the standard view."""
+    return node.input_dtype(0) in _FLOATS and node.output_dtype(0) in _FLOATS
+
+
 def _scatter_sliced(node) -> bool:
     """Constant indices whose output rows form at most 16 contiguous runs: RESHAPE/CONCATENATION/STRIDED_SLICE
     (convert/ops_shape.scatter_nd); more runs take one GATHER, which the U55 runs on the CPU."""
@@ -89,7 +98,7 @@ LOWERED: dict[str, Lowered] = {
     "Erf": Lowered(_always, ("cnn", "transformer", "audio-rnn"),
                    "93 Erf nodes (exact GELU) in 20 models, e.g. convnextv2, focalnet, upernet (cnn), beit, dinov2, hiera, "
                    "swinv2 (transformer), hubert, wavlm, ast (audio-rnn): MUL/ADD/TANH or the fused GELU chain, all NPU"),
-    "Cast": Lowered(_always, ("transformer", "audio-rnn"),
+    "Cast": Lowered(_float_cast, ("transformer", "audio-rnn"),
                     "28 Casts (float->float attention-mask and position arithmetic) in beit, dinov2, clip_vision, siglip_vision "
                     "(transformer), hubert, ast (audio-rnn): the converter emits no op for them"),
     "ReduceL2": Lowered(_always, ("cnn", "transformer"),
