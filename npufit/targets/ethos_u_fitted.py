@@ -22,13 +22,17 @@ from .base import OpSupport, Rule, Verdict
 def _gather_sliced(node) -> bool:
     """Constant indices that are one index or an evenly spaced increasing run: a STRIDED_SLICE (convert/ops_shape.gather)."""
     v = node.const_value(1)
-    if v is None:
+    if v is None or np.asarray(v).ndim > 1:
         return False
-    idx = np.asarray(v).reshape(-1)
-    if np.asarray(v).ndim == 0 or idx.size == 1:
-        return True
+    idx = np.asarray(v, np.int64).reshape(-1)
+    x = node.input_shape(0)
+    axis = int(node.attr("axis", 0))
+    if x and isinstance(x[axis], int):
+        idx = np.where(idx < 0, idx + x[axis], idx)
+    if idx.size <= 1:
+        return idx.size == 1
     steps = np.diff(idx)
-    return np.asarray(v).ndim == 1 and steps[0] > 0 and bool(np.all(steps == steps[0]))
+    return steps[0] > 0 and bool(np.all(steps == steps[0]))
 
 
 def _pow_lowered(node) -> bool:
