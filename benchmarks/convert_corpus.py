@@ -3,6 +3,7 @@ conversion time, peak memory, LiteRT-vs-ONNX Runtime cosine, Vela's NPU op share
 
     python benchmarks/convert_corpus.py                       # exports its own set (benchmarks/convert_archs.py)
     python benchmarks/convert_corpus.py benchmarks/calibration/ some.onnx --target ethos-u55-256
+    python benchmarks/convert_corpus.py --calibration [--opset 17] [--only NAME ...]   # issue 14's 48-model corpus
 
 Each model runs in a fresh worker process, so its peak RSS is that model's own (imports, conversion and the LiteRT
 check included; the worker never imports torch). Time = the converter's own wall time in that fresh process
@@ -113,6 +114,23 @@ def export_builtin(folder: Path, only: list[str] | None) -> list[tuple[str, Path
     return got
 
 
+def export_calibration(opset: int, only: list[str] | None) -> list[tuple[str, Path]]:
+    """The calibration corpus (benchmarks/calibration), exported once into its cache; an export the torch exporter
+    refuses is listed, not counted (like export_builtin)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from calibration import corpus
+
+    got = []
+    for name, arch in corpus.ARCHS.items():
+        if only and name not in only:
+            continue
+        try:
+            got.append((name, corpus.export(arch, opset)))
+        except Exception as e:
+            print(f"  (skipped {name}: export failed: {type(e).__name__}: {str(e)[:120]})", file=sys.stderr)
+    return got
+
+
 def collect(paths: list[str]) -> list[tuple[str, Path]]:
     out = []
     for a in paths:
@@ -152,7 +170,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", help=".onnx files or folders (default: export the built-in architectures)")
     ap.add_argument("--target", default="ethos-u55-256")
-    ap.add_argument("--only", nargs="*", help="built-in architecture names to run (default: all)")
+    ap.add_argument("--only", nargs="*", help="built-in (or --calibration) architecture names to run (default: all)")
+    ap.add_argument("--calibration", action="store_true", help="run the calibration corpus (benchmarks/calibration)")
+    ap.add_argument("--opset", type=int, default=17, help="opset of the --calibration exports")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-model limit for one worker, seconds")
     ap.add_argument("--json", help="also write the rows to this JSON file")
     ap.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,..",
@@ -164,7 +184,10 @@ def main(argv=None) -> int:
         shapes[name] = [int(v) for v in dims.split(",")]
     with tempfile.TemporaryDirectory(prefix="npufit-convert-corpus-") as d:
         d = Path(d)
-        models = collect(a.models) if a.models else export_builtin(d / "models", a.only)
+        if a.calibration:
+            models = export_calibration(a.opset, a.only) + collect(a.models)
+        else:
+            models = collect(a.models) if a.models else export_builtin(d / "models", a.only)
         rows = []
         for name, path in models:
             r = run_one(path, a.target, d / "work", a.timeout, shapes)

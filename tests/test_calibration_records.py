@@ -39,6 +39,7 @@ ALLOWANCE: dict[str, dict[str, tuple[int, str]]] = {
                       "(on the NPU in the float16 build): one model, build-dependent"),
     },
     "rk3588-fp16-op11": _RK3588,
+    # ethos-u55-256 / ethos-u85-256: no open disagreement (every recorded node agrees)
 }
 
 # Pooled CPU-fallback F1 each record must keep (the measured value when the rules were fitted, rounded down).
@@ -46,12 +47,16 @@ MIN_F1: dict[str, float] = {
     "rk3588-fp16-op17": 0.95,
     "rk3588-int8-op17": 0.94,
     "rk3588-fp16-op11": 0.95,
+    "ethos-u55-256-int8-op17": 1.0,
+    "ethos-u85-256-int8-op17": 1.0,
 }
 # ... and leave-one-family-out (benchmarks/calibration/score.py's method), pooled over the families
 MIN_LOFO_F1: dict[str, float] = {
     "rk3588-fp16-op17": 0.95,
     "rk3588-int8-op17": 0.94,
     "rk3588-fp16-op11": 0.95,
+    "ethos-u55-256-int8-op17": 0.94,
+    "ethos-u85-256-int8-op17": 1.0,
 }
 
 RECORDS = records.all_records()
@@ -138,24 +143,29 @@ def test_profile_agrees_with_the_recorded_rknn_cases(tmp_path):
     assert not beyond, beyond
 
 
-CASE_RECORDS = sorted(records.RECORDS.glob("*-transpose.json"))
+CASE_RECORDS = sorted(records.RECORDS.glob("*-transpose.json")) + sorted(records.RECORDS.glob("*-resize.json"))
 
 
 @pytest.mark.parametrize("path", CASE_RECORDS, ids=[p.stem for p in CASE_RECORDS])
-def test_profile_agrees_with_the_recorded_vela_transposes(path, tmp_path):
+def test_profile_agrees_with_the_recorded_vela_cases(path, tmp_path):
+    """The one-op Vela sweeps (benchmarks/calibration/vela_transpose.py, vela_resize.py) replayed case by case."""
     import json
 
-    from calibration import vela_transpose as vt
+    from calibration import vela_resize, vela_transpose
     from npufit.zoo.export import export_onnx
 
     rec = json.loads(path.read_text())
     assert rec["compiler_versions"] and rec["cases"]
     wrong = {}
     for name, case in rec["cases"].items():
-        m, x = vt.build(tuple(case["shape"]), tuple(case["perm"]))
+        if path.stem.endswith("-transpose"):
+            mod, args = vela_transpose, (tuple(case["shape"]), tuple(case["perm"]))
+        else:
+            mod, args = vela_resize, (case["size"], case["mode"], case["align_corners"])
+        m, x = mod.build(*args)
         p = tmp_path / f"{name}.onnx"
         export_onnx(m, x, p, rec["opset"], ["x"], ["y"])
-        got = vt.predict(p, rec["target"])
+        got = mod.predict(p, rec["target"])
         if (got in records.OFF) != (case["placement"] == "cpu"):
             wrong[name] = (got, case["placement"])
     assert not wrong, wrong

@@ -27,7 +27,8 @@ def resize(scale):
 CASES = [  # (target, rule id, passing model, failing model, words of the sentence)
     ("ethos-u55-256", "fmap.dtype", qdq_op("Relu", [1, 8, 4, 4], [1, 8, 4, 4]), float_op("Relu", [1, 8, 4, 4], [1, 8, 4, 4]),
      "feature-map data types must be one of int8, uint8, int16, int32, int64"),
-    ("ethos-u55-256", "stride.gt3", conv(k=4, s=4, pads=[0, 0, 0, 0]), conv(k=6, s=4, pads=[2, 2, 2, 2], hw=30),  # SAME padding
+    # SAME padding at a stride npufit's converter cannot split into CONV_2D stride a + 1x1 pool stride b (a, b <= 3)
+    ("ethos-u55-256", "stride.gt3", conv(k=4, s=4, pads=[0, 0, 0, 0]), conv(k=7, s=7, pads=[2, 2, 3, 3], hw=30),
      "stride > 3 is supported only with dilation 1 and VALID padding"),
     ("ethos-u55-256", "depthwise.stride", conv(group=8, s=2), conv(group=8, k=4, s=4, pads=[0, 0, 0, 0]), "kernel stride must be in the range (1, 3)"),
     ("ethos-u55-256", "avgpool.kernel", qdq_op("AveragePool", [1, 8, 16, 16], [1, 8, 16, 16], dict(kernel_shape=[7, 7], pads=[3] * 4)),
@@ -57,21 +58,35 @@ def test_rule_family(target, rid, good, bad, words):
 
 
 def test_u85_differences():
+    # an ONNX x / y reaches Vela as MUL by RSQRT(y)^2 through npufit's converter (CAL-V): NPU on both generations;
+    # with the fitted condition held out it is judged as the standard converter's DIV, which only the U85 lists
     div = qdq_op("Div", [1, 8, 4, 4], [1, 8, 4, 4], n_inputs=2)
-    v, reasons = judge(div, "ethos-u55-256")
-    assert v == "cpu" and "Div is not in Vela 5.2.0's supported-operator list" in reasons["ethos-u55-256.op.unknown"]
-    assert judge(div, "ethos-u85-256")[0] == "npu"
+    assert judge(div, "ethos-u55-256")[0] == "npu" and judge(div, "ethos-u85-256")[0] == "npu"
+    import copy
+
+    import onnx
+
+    from .target_cases import build_graph, check_graph
+
+    g = build_graph(onnx.shape_inference.infer_shapes(div), "div.onnx", {"ai.onnx": div.opset_import[0].version}, [])
+    for target, verdict in (("ethos-u55-256", "cpu"), ("ethos-u85-256", "npu")):
+        prof = copy.copy(get_profile(target))
+        prof.limits = {**prof.limits, "fit_families": ("detector",)}  # Div's records: cnn, transformer
+        assert check_graph(g, prof, "auto").node("op").verdict.value == verdict, target
     # U55 has the stride>3 rule; Vela lists none for U85
-    bad = conv(k=5, s=4, pads=[2, 2, 2, 2])
-    assert judge(bad, "ethos-u85-512")[0] == "npu"
-    gather = qdq_op("Gather", [1, 8, 4, 4], [1, 2, 4, 4], dict(axis=1), extra_inputs=[("idx", np.array([0, 1], np.int64))])
+    bad = conv(k=7, s=7, pads=[2, 2, 3, 3], hw=30)
+    assert judge(bad, "ethos-u55-256")[0] == "cpu" and judge(bad, "ethos-u85-512")[0] == "npu"
+    # indices that are no evenly spaced run stay a GATHER (a run becomes a STRIDED_SLICE)
+    gather = qdq_op("Gather", [1, 8, 4, 4], [1, 2, 4, 4], dict(axis=1), extra_inputs=[("idx", np.array([1, 0], np.int64))])
     v, reasons = judge(gather, "ethos-u85-256")
     assert v == "cpu" and "axis must equal batch_dims" in reasons["ethos-u85-256.gather.axis"]
 
 
 def test_stride4_after_explicit_padding_fails_the_compile():
-    """Measured by the probe (Vela 5.2.0): PAD + stride-4 conv fails the whole compile; SAME padding falls back."""
-    v, reasons = judge(conv(k=3, s=4, pads=[1, 1, 1, 1], hw=32), "ethos-u55-256")
+    """Measured by the probe (Vela 5.2.0): PAD + stride-8 conv fails the whole compile; SAME padding falls back. Stride 4
+    compiles since npufit's converter writes it as CONV_2D stride 2 + 1x1 MAX_POOL stride 2 (re-probed, CAL-V)."""
+    assert judge(conv(k=3, s=4, pads=[1, 1, 1, 1], hw=32), "ethos-u55-256")[0] == "npu"
+    v, reasons = judge(conv(k=3, s=8, pads=[1, 1, 1, 1], hw=32), "ethos-u55-256")
     assert v == "unsupported" and "fails the Vela compile" in reasons["ethos-u55-256.stride.gt3_padded"], reasons
     assert "ethos-u55-256.stride.gt3" not in reasons  # one reason, not the CPU-fallback one as well
     rule = next(r for r in get_profile("ethos-u55-256").rules() if r.id == "ethos-u55-256.stride.gt3_padded")
@@ -143,3 +158,21 @@ def test_tflite_quantization_rules(tmp_path):
     assert n.verdict.value == "cpu"
     assert "must have quantization parameters with a positive scale" in rules["ethos-u55-256.quant.params"]
     assert "per-axis quantization is supported only for CONV_2D" in rules["ethos-u55-256.quant.per_axis"]
+
+
+def test_converter_lowerings_are_judged_as_what_vela_sees():
+    """CAL-V (targets/ethos_u_fitted.py): an ONNX node npufit's converter lowers into Vela-listed kernels is NPU; the same
+    op in a form the converter writes as an unlisted kernel stays CPU on the U55."""
+    erf = qdq_op("Erf", [1, 8, 4, 4], [1, 8, 4, 4])
+    v, reasons = judge(erf, "ethos-u55-256")
+    assert v == "npu" and not reasons
+    rule = next(r for r in get_profile("ethos-u55-256").rules() if r.id == "ethos-u55-256.cal.lowered.erf")
+    assert rule.source == "CAL-V" and "convnextv2" in rule.text
+    few = qdq_op("Expand", [1, 8, 4, 1], [1, 8, 4, 16], extra_inputs=[("shape", np.array([1, 8, 4, 16], np.int64))])
+    many = qdq_op("Expand", [1, 8, 4, 1], [1, 8, 4, 100], extra_inputs=[("shape", np.array([1, 8, 4, 100], np.int64))])
+    assert judge(few, "ethos-u55-256")[0] == "npu"  # CONCATENATION of 16 copies
+    assert judge(many, "ethos-u55-256")[0] == "cpu"  # BROADCAST_TO
+    one = qdq_op("Gather", [1, 8, 4, 4], [1, 4, 4], dict(axis=1), extra_inputs=[("i", np.array(3, np.int64))])
+    shuffled = qdq_op("Gather", [1, 8, 4, 4], [1, 3, 4, 4], dict(axis=1), extra_inputs=[("i", np.array([2, 0, 1], np.int64))])
+    assert judge(one, "ethos-u55-256")[0] == "npu"  # STRIDED_SLICE
+    assert judge(shuffled, "ethos-u55-256")[0] == "cpu"  # GATHER

@@ -67,7 +67,9 @@ def _record(target: str, build: str, opset: int, names) -> None:
                 try:
                     r = _compile(onnx, target, build, Path(d) / "out")
                 except NpufitError as e:  # npufit's ONNX -> int8 TFLite converter does not take this model today
-                    r, err, stage = None, f"{type(e).__name__}: {str(e)[:300]}", "convert"
+                    # keep the gap itself ("no lowering for And '/m/And_1'"), not the message's preamble or way out
+                    gap = str(e).split("has no lowering for ", 1)[-1].split("; way out")[0]
+                    r, err, stage = None, f"{type(e).__name__}: no lowering for {gap}"[:300], "convert"
                 except Exception as e:
                     r, err = None, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
                     traceback.print_exc()

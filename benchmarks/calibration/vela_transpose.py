@@ -57,32 +57,40 @@ def predict(onnx: Path, target: str) -> str:
     return next(n.verdict.value for n in rep.nodes if n.op_type == "Transpose")
 
 
+def measure(cases, op_type: str, target: str, opset: int, build, name, row, predict_fn, record: str | None) -> dict:
+    """Export, convert and compile each case; Vela's placement of its `op_type` node per case (shared with
+    vela_resize.py). cases: arguments for build(*case) / name(*case) / row(*case) (the table's leading cells)."""
+    from npufit.compilers import compile_model
+    from npufit.util.io import atomic_write_json
+    from npufit.zoo.export import export_onnx
+
+    rec = {"schema": "npufit.calibration.cases/1", "target": target, "build": "int8", "opset": opset, "compiler": "vela",
+           "compiler_versions": [], "cases": {}}
+    with tempfile.TemporaryDirectory(prefix="npufit-cases-") as d:
+        for case in cases:
+            p = Path(d) / f"{name(*case)}.onnx"
+            m, x = build(*case)
+            export_onnx(m, x, p, opset, ["x"], ["y"])
+            r = compile_model(p, target, out_dir=Path(d) / p.stem)
+            got = [pl.device for pl in r.placement if pl.op == op_type] if r.ok else []
+            if r.compiler_version and r.compiler_version not in rec["compiler_versions"]:
+                rec["compiler_versions"].append(r.compiler_version)
+            dev = got[0] if got else f"failed: {r.error}"
+            rec["cases"][name(*case)] = {**row(*case), "placement": dev}
+            print(f"| {' | '.join(str(v) for v in row(*case).values())} | {dev} | {predict_fn(p, target)} |", flush=True)
+    if record:
+        atomic_write_json(RECORDS / f"{target}-{record}.json", rec)
+    return rec
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default="ethos-u55-256")
     ap.add_argument("--record", action="store_true")
     a = ap.parse_args(argv)
-    from npufit.compilers import compile_model
-    from npufit.util.io import atomic_write_json
-    from npufit.zoo.export import export_onnx
-
-    rec = {"schema": "npufit.calibration.cases/1", "target": a.target, "build": "int8", "opset": 13, "compiler": "vela",
-           "compiler_versions": [], "cases": {}}
     print("| input | perm | Vela | npufit |\n|---|---|---|---|")
-    with tempfile.TemporaryDirectory(prefix="npufit-tp-") as d:
-        for shape, perm in CASES:
-            p = Path(d) / f"{case_name(shape, perm)}.onnx"
-            m, x = build(shape, perm)
-            export_onnx(m, x, p, 13, ["x"], ["y"])
-            r = compile_model(p, a.target, out_dir=Path(d) / p.stem)
-            got = [pl.device for pl in r.placement if pl.op == "Transpose"] if r.ok else []
-            if r.compiler_version and r.compiler_version not in rec["compiler_versions"]:
-                rec["compiler_versions"].append(r.compiler_version)
-            dev = got[0] if got else f"failed: {r.error}"
-            rec["cases"][case_name(shape, perm)] = {"shape": list(shape), "perm": list(perm), "placement": dev}
-            print(f"| {list(shape)} | {list(perm)} | {dev} | {predict(p, a.target)} |", flush=True)
-    if a.record:
-        atomic_write_json(RECORDS / f"{a.target}-transpose.json", rec)
+    measure(CASES, "Transpose", a.target, 13, build, case_name, lambda s, p: {"shape": list(s), "perm": list(p)}, predict,
+            "transpose" if a.record else None)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ CONVERTER = "npufit.convert.onnx_to_tflite"
 OPS = {
     "Conv": nn.conv, "ConvTranspose": nn.conv_transpose, "BatchNormalization": nn.batchnorm, "Gemm": nn.gemm, "MatMul": sh.matmul,
     "ReduceSum": nn.reduce, "ReduceMin": nn.reduce, "Erf": mt.erf, "Pow": mt.pow_, "Sqrt": mt.sqrt, "Reciprocal": mt.reciprocal,
-    "Split": sh.split, "Gather": sh.gather, "Where": sh.where, "ArgMax": sh.argmax, "DepthToSpace": sh.depth_to_space,
+    "Split": sh.split, "Gather": sh.gather, "Where": sh.where, "ScatterND": sh.scatter_nd, "ArgMax": sh.argmax, "DepthToSpace": sh.depth_to_space,
     "Expand": sh.expand, "Tile": sh.tile, "IsNaN": sh.never_special, "IsInf": sh.never_special,
     "MaxPool": nn.pool, "AveragePool": nn.pool, "GlobalAveragePool": nn.pool, "GlobalMaxPool": nn.pool,
     "ReduceMean": nn.reduce, "ReduceMax": nn.reduce, "Elu": ts.unary, "Abs": ts.unary, "Neg": ts.unary, "Exp": ts.unary,
@@ -37,7 +37,7 @@ OPS = {
     "Relu": ts.unary, "LeakyRelu": ts.unary, "Clip": ts.unary, "Sigmoid": ts.unary, "Tanh": ts.unary, "HardSwish": ts.unary,
     "Add": ts.binary, "Sub": ts.binary, "Mul": ts.binary, "Div": ts.binary, "Max": ts.binary, "Min": ts.binary,
     "Concat": ts.concat, "Reshape": ts.reshape, "Flatten": ts.reshape, "Squeeze": ts.reshape, "Unsqueeze": ts.reshape,
-    "Transpose": ts.transpose, "Resize": ts.resize, "Upsample": ts.resize, "Softmax": sh.softmax, "Pad": ts.pad,
+    "Transpose": ts.transpose, "Resize": ts.resize, "Upsample": ts.resize, "Softmax": sh.softmax, "LogSoftmax": sh.softmax, "Pad": ts.pad,
     "Slice": ts.slice_, "Identity": ts.alias, "Dropout": ts.alias, "Cast": ts.alias,
 }
 # int8 TFLite kernels that pass values through without rescaling: their tensors share one range

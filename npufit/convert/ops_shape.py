@@ -174,6 +174,11 @@ def expand(L: Lowering, node: NodeView) -> None:
         r = L.new(f"{node.outputs[0]}/rank", xs, x.q, "plain")
         L.emit("RESHAPE", [x, L.int32(f"{r.name}/shape", xs)], [r], "ReshapeOptions", new_shape=list(xs))
         x = r
+    reps = [s // d if d else 1 for s, d in zip(shape, x.shape)]
+    if tuple(x.shape) != tuple(shape) and sum(r for r in reps if r != 1) <= MAX_COPIES:
+        # a few copies (F.normalize's norm expanded over the features): CONCATENATION, which Vela runs on the NPU;
+        # BROADCAST_TO is not in its list
+        return _concat_copies(L, x, reps, node.outputs[0])
     y = L.output(node.outputs[0], "plain", q=x.q)
     if tuple(x.shape) == tuple(shape):
         L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", shape)], [y], "ReshapeOptions", new_shape=list(shape))
@@ -201,7 +206,7 @@ def matmul(L: Lowering, node: NodeView) -> None:
 
 
 def softmax(L: Lowering, node: NodeView) -> None:
-    """Softmax on the innermost TFLite axis; any other axis is moved there and back with TRANSPOSEs."""
+    """Softmax / LogSoftmax on the innermost TFLite axis; any other axis is moved there and back with TRANSPOSEs."""
     x = L.act(node.inputs[0])
     rank = len(x.shape)
     opset = L.graph.opsets.get("ai.onnx", 13)
@@ -213,18 +218,21 @@ def softmax(L: Lowering, node: NodeView) -> None:
         axis = rank - 1
     tax = _axis(L, x, axis)
     out = node.outputs[0]
+    # LogSoftmax: TFLite's LOG_SOFTMAX (int8 output fixed to [-16, 0]: log-probabilities below e^-16 saturate)
+    op, opts = ("LOG_SOFTMAX", {}) if node.op_type == "LogSoftmax" else ("SOFTMAX", {"beta": 1.0})
+    otype = "LogSoftmaxOptions" if op == "LOG_SOFTMAX" else "SoftmaxOptions"
     if tax == rank - 1:
-        y = L.output(out, x.layout, q=FIXED["SOFTMAX"])
-        L.emit("SOFTMAX", [x], [y], "SoftmaxOptions", beta=1.0)
+        y = L.output(out, x.layout, q=FIXED[op])
+        L.emit(op, [x], [y], otype, **opts)
         return
     perm = list(range(rank))
     perm[tax], perm[-1] = perm[-1], perm[tax]  # a swap is its own inverse
     moved = tuple(x.shape[p] for p in perm)
     t = L.new(f"{out}/moved", moved, x.q, x.layout)
     L.layout_op(x, t, perm)
-    s = L.new(f"{out}/softmax", moved, FIXED["SOFTMAX"], x.layout)
-    L.emit("SOFTMAX", [t], [s], "SoftmaxOptions", beta=1.0)
-    y = L.output(out, x.layout, q=FIXED["SOFTMAX"])
+    s = L.new(f"{out}/softmax", moved, FIXED[op], x.layout)
+    L.emit(op, [t], [s], otype, **opts)
+    y = L.output(out, x.layout, q=FIXED[op])
     L.layout_op(s, y, perm)
 
 
@@ -238,10 +246,18 @@ def tile(L: Lowering, node: NodeView) -> None:
     reps = [int(r) for r in np.asarray(reps).reshape(-1)]
     if x.layout == "nhwc":
         reps = [reps[p] for p in TO_NHWC]
-    todo = [a for a, r in enumerate(reps) if r != 1]
-    if not todo:
+    if not any(r != 1 for r in reps):
         L.aliases[out] = node.inputs[0]
         return
+    _concat_copies(L, x, reps, out)
+
+
+MAX_COPIES = 64  # Expand by more copies than this stays one BROADCAST_TO
+
+
+def _concat_copies(L: Lowering, x: TT, reps: list[int], out: str) -> None:
+    """`x` repeated reps[a] times along each TFLite axis a: one CONCATENATION per repeated axis."""
+    todo = [a for a, r in enumerate(reps) if r != 1]
     for k, a in enumerate(todo):
         shape = tuple(d * reps[a] if i == a else d for i, d in enumerate(x.shape))
         y = L.output(out, x.layout, q=x.q) if k == len(todo) - 1 else L.new(f"{out}/tile{a}", shape, x.q, x.layout)
@@ -277,3 +293,48 @@ def edge_pad(L: Lowering, x: TT, full: list[list[int]], out: str) -> None:
 def never_special(L: Lowering, node: NodeView) -> None:
     """IsNaN / IsInf of a tensor the int8 graph computes: int8 holds neither, so the answer is a constant False."""
     L.prep.consts[node.outputs[0]] = np.zeros(L.shape(node.outputs[0]), bool)
+
+
+MAX_RUNS = 16  # a scatter whose output is at most this many contiguous runs is sliced and concatenated (NPU ops)
+
+
+def scatter_nd(L: Lowering, node: NodeView) -> None:
+    """ScatterND with constant indices (DETR's box updates `boxes[..., :2] = ...`): data and updates flattened to rows
+    over the indexed axes, concatenated, then the output's rows picked by a constant map: STRIDED_SLICE runs +
+    CONCATENATION when they are few, else one GATHER."""
+    idx = L.const(node.inputs[1])
+    if idx is None:
+        raise L.fail(node, "indices computed at run time")
+    if str(node.attr("reduction", "none")) not in ("none", "b'none'"):
+        raise L.fail(node, f"reduction '{node.attr('reduction')}'")
+    shape, out = L.shape(node.inputs[0]), node.outputs[0]
+    idx = np.asarray(idx, np.int64)
+    k = idx.shape[-1]
+    rows, inner = int(np.prod(shape[:k], dtype=np.int64)), int(np.prod(shape[k:], dtype=np.int64))
+    flat = np.ravel_multi_index(tuple((idx.reshape(-1, k) % np.asarray(shape[:k])).T), shape[:k])
+    src = np.arange(rows)
+    src[flat] = rows + np.arange(flat.size)  # row r of the output: data row r, or updates row j (rows + j)
+    q = L.q_of(out)
+    parts = []
+    for name, n in ((node.inputs[0], rows), (node.inputs[2], flat.size)):
+        t = L.requant(L.act(name, "plain"), q)
+        r = L.new(f"{out}/{'data' if name == node.inputs[0] else 'updates'}_rows", (n, inner), q, "plain")
+        L.emit("RESHAPE", [t, L.int32(f"{r.name}/shape", r.shape)], [r], "ReshapeOptions", new_shape=list(r.shape))
+        parts.append(r)
+    both = L.new(f"{out}/rows", (rows + flat.size, inner), q, "plain")
+    L.emit("CONCATENATION", parts, [both], "ConcatenationOptions", axis=0, fused_activation_function="NONE")
+    picked = L.new(f"{out}/picked", (rows, inner), q, "plain")
+    starts = [0] + [i for i in range(1, rows) if src[i] != src[i - 1] + 1]
+    if len(starts) <= MAX_RUNS:
+        runs = []
+        for a, b in zip(starts, starts[1:] + [rows]):
+            s = picked if len(starts) == 1 else L.new(f"{out}/run{a}", (b - a, inner), q, "plain")
+            L.emit("STRIDED_SLICE", [both, L.int32(f"{s.name}/begin", [int(src[a]), 0]), L.int32(f"{s.name}/end", [int(src[a]) + b - a, inner]),
+                                     L.int32(f"{s.name}/strides", [1, 1])], [s], "StridedSliceOptions")
+            runs.append(s)
+        if len(runs) > 1:
+            L.emit("CONCATENATION", runs, [picked], "ConcatenationOptions", axis=0, fused_activation_function="NONE")
+    else:
+        L.emit("GATHER", [both, L.int32(f"{picked.name}/indices", src)], [picked], "GatherOptions", axis=0, batch_dims=0)
+    y = L.output(out, "plain", q=q)
+    L.emit("RESHAPE", [picked, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))

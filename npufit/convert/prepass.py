@@ -4,7 +4,8 @@
    Conv2d, chains stay 4-D; prepass_conv1d) and `topk1_to_argmax` (npufit/rewrite: TopK k=1 -> ArgMax + ReduceMax).
 2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
    so ONNX Runtime calibrates every intermediate tensor the int8 graph will hold: LayerNormalization,
-   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains; LSTM and
+   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains, ReduceL2
+   into Mul/ReduceSum/Sqrt, two-operand Einsum into Transpose/Reshape/MatMul; LSTM and
    GRU with a static sequence length unrolled step by step (prepass_rnn).
 
 Each new node is named `<original node>/<step>` and `Prepared.origin` maps it back, so Vela's placement and
@@ -181,21 +182,96 @@ def _groupnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict, shapes: 
     return True
 
 
+def _reducel2(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    """ReduceL2 -> Sqrt(ReduceSum(x * x)): the converter lowers each (SUM, and sqrt as x * RSQRT(x))."""
+    axes = _attr(n, "axes", None)
+    if axes is None and len(n.input) > 1 and n.input[1]:
+        axes = consts.get(n.input[1])
+        if axes is None:
+            return False
+    keep = int(_attr(n, "keepdims", 1))
+    sq = b.op("Mul", [n.input[0], n.input[0]], "squared")
+    if axes is None:
+        if rank is None:
+            return False
+        axes = list(range(rank))
+    axes = [int(a) for a in np.asarray(axes).reshape(-1)]
+    if b.opset >= 13:
+        total = b.op("ReduceSum", [sq, b.const("axes", np.array(axes, np.int64))], "sum", keepdims=keep)
+    else:
+        total = b.op("ReduceSum", [sq], "sum", axes=axes, keepdims=keep)
+    b.op("Sqrt", [total], "norm", out=n.output[0])
+    return True
+
+
+def _einsum(b: _Builder, n: onnx.NodeProto, shapes: dict) -> bool:
+    """A two-operand einsum without ellipsis or repeated letters (attention written as 'bhlk,bhtk->bhlt') -> Transpose
+    each operand to [batch, free, contracted] / [batch, contracted, free], MatMul, and back to the output's order.
+    A group of several letters is flattened with a Reshape, which needs static shapes."""
+    eq = _attr(n, "equation", b"")
+    eq = (eq.decode() if isinstance(eq, bytes) else str(eq)).replace(" ", "")
+    if len(n.input) != 2 or "->" not in eq or "." in eq:
+        return False
+    (sa, sb), so = eq.split("->")[0].split(","), eq.split("->")[1]
+    if any(len(set(t)) != len(t) for t in (sa, sb, so)) or not set(so) <= set(sa) | set(sb):
+        return False
+    batch = [c for c in so if c in sa and c in sb]
+    fa, fb = [c for c in sa if c in so and c not in sb], [c for c in sb if c in so and c not in sa]
+    con = [c for c in sa if c in sb and c not in so]
+    if set(sa) - set(so) - set(con) or set(sb) - set(so) - set(con):
+        return False  # a letter summed over in one operand only (a reduction): not a matmul
+    sizes: dict[str, int] = {}
+    for spec, name in ((sa, n.input[0]), (sb, n.input[1])):
+        shape = shapes.get(name)
+        if shape is not None:
+            sizes.update(zip(spec, shape))
+
+    def side(x, spec, order, last_two):
+        perm = [spec.index(c) for c in order]
+        if perm != list(range(len(spec))):
+            x = b.op("Transpose", [x], "transpose", perm=perm)
+        if any(len(g) != 1 for g in last_two):  # flatten each group to one axis
+            if not all(c in sizes for c in order):
+                raise KeyError("shape")
+            dims = [sizes[c] for c in batch] + [int(np.prod([sizes[c] for c in g], dtype=np.int64)) for g in last_two]
+            x = b.op("Reshape", [x, b.const("shape", np.array(dims, np.int64))], "flat")
+        return x
+
+    try:
+        x = side(n.input[0], sa, batch + fa + con, (fa, con))
+        y = side(n.input[1], sb, batch + con + fb, (con, fb))
+        z = b.op("MatMul", [x, y], "matmul")
+        got = batch + fa + fb
+        if len(fa) != 1 or len(fb) != 1:
+            z = b.op("Reshape", [z, b.const("out_shape", np.array([sizes[c] for c in got], np.int64))], "unflat")
+    except KeyError:
+        return False
+    perm = [got.index(c) for c in so]
+    b.op("Transpose", [z], "out", out=n.output[0], perm=perm) if perm != list(range(len(so))) else \
+        b.op("Identity", [z], "out", out=n.output[0])
+    return True
+
+
 def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
     """Decompose the ops above in place (the converter's own copy); -> (new node -> original node, notes)."""
     from .prepass_rnn import unroll
 
-    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU"}
+    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU", "ReduceL2", "Einsum"}
     if not wanted & {n.op_type for n in model.graph.node}:
         return {}, []
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     except Exception:
         inferred = model
-    shapes = {}
+    shapes, ranks = {}, {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
         dims = vi.type.tensor_type.shape.dim
-        if vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+        if not vi.type.tensor_type.HasField("shape"):
+            continue
+        # exporters leave symbolic dims (batch, sequence) that the pinned inputs make static later: the rank is
+        # known and is all LayerNorm / InstanceNorm need
+        ranks[vi.name] = len(dims)
+        if all(d.HasField("dim_value") for d in dims):
             shapes[vi.name] = tuple(int(d.dim_value) for d in dims)
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for n in model.graph.node:
@@ -211,13 +287,16 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
             out_nodes.append(n)
             continue
         b = _Builder(model, n, taken)
-        rank = len(shapes[n.input[0]]) if n.input[0] in shapes else None
+        rank = ranks.get(n.input[0])
         if n.op_type in ("LSTM", "GRU"):
             ok = unroll(b, n, consts, shapes)
+        elif n.op_type == "Einsum":
+            ok = _einsum(b, n, shapes)
         elif n.op_type == "GroupNormalization":
             ok = _groupnorm(b, n, rank, consts, shapes)
         else:
-            ok = {"LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Gelu": _gelu}[n.op_type](b, n, rank, consts)
+            ok = {"LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Gelu": _gelu,
+                  "ReduceL2": _reducel2}[n.op_type](b, n, rank, consts)
         if not ok:
             out_nodes.append(n)
             continue

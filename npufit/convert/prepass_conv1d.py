@@ -15,6 +15,7 @@ from .prepass import _attr, default_opset
 _CHANNELWISE = {"BatchNormalization", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Elu", "HardSwish", "HardSigmoid",
                 "Erf", "Identity", "Dropout", "Softplus", "Abs", "Neg", "Exp"}
 _BINARY = {"Add", "Mul", "Sub", "Div", "Max", "Min"}
+_POOLS = {"AveragePool", "MaxPool"}  # 1-D pools (wav2vec-style feature pooling) take the same (1, k) rewrite
 
 
 class _G:
@@ -51,9 +52,10 @@ def _is_scalar(g: _G, name: str) -> bool:
 
 
 def conv1d_to_conv2d(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
-    """Rewrite in place; -> (Conv1d nodes rewritten, helper node -> user's node)."""
+    """Rewrite in place; -> (Conv1d and 1-D pool nodes rewritten, helper node -> user's node)."""
     g = _G(model)
-    convs = [n for n in model.graph.node if n.op_type == "Conv" and n.input[1] in g.consts and g.consts[n.input[1]].ndim == 3]
+    convs = [n for n in model.graph.node if n.op_type == "Conv" and n.input[1] in g.consts and g.consts[n.input[1]].ndim == 3
+             or n.op_type in _POOLS and len(_attr(n, "kernel_shape", [])) == 1]
     if not convs:
         return 0, {}
     origin: dict[str, str] = {}
@@ -69,10 +71,14 @@ def conv1d_to_conv2d(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
                 new_nodes.append(g.unsqueeze(x, x4, n.name))
                 origin[new_nodes[-1].name] = n.name
                 four[x] = x4
-            w = g.consts[n.input[1]]
-            wname = g.fresh(n.input[1])
-            model.graph.initializer.append(numpy_helper.from_array(w[:, :, None, :], wname))
-            attrs = {"group": int(_attr(n, "group", 1))}
+            if n.op_type == "Conv":
+                w = g.consts[n.input[1]]
+                wname = g.fresh(n.input[1])
+                model.graph.initializer.append(numpy_helper.from_array(w[:, :, None, :], wname))
+                attrs, ins = {"group": int(_attr(n, "group", 1))}, [four[x], wname] + list(n.input[2:])
+            else:  # a 1-D pool: the same (1, k) window; its other attributes carry over unchanged
+                attrs = {k: _attr(n, k, None) for k in ("ceil_mode", "count_include_pad", "storage_order")}
+                attrs, ins = {k: v for k, v in attrs.items() if v is not None}, [four[x]]
             for key in ("kernel_shape", "strides", "dilations"):
                 v = _attr(n, key, None)
                 if v is not None:
@@ -84,7 +90,7 @@ def conv1d_to_conv2d(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
             if auto is not None:
                 attrs["auto_pad"] = auto.decode() if isinstance(auto, bytes) else auto
             y4 = g.fresh(n.output[0])
-            new_nodes.append(helper.make_node("Conv", [four[x], wname] + list(n.input[2:]), [y4], name=n.name, **attrs))
+            new_nodes.append(helper.make_node(n.op_type, ins, [y4], name=n.name, **attrs))
             four[n.output[0]] = y4
             replaced.add(n.output[0])
             continue

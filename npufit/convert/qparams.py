@@ -29,7 +29,7 @@ class Q:
 
 
 # Ops whose int8 kernels have a fixed output scale/zero point (TFLite int8 quantization spec)
-FIXED = {"LOGISTIC": Q(1 / 256, -128), "SOFTMAX": Q(1 / 256, -128), "TANH": Q(1 / 128, 0)}
+FIXED = {"LOGISTIC": Q(1 / 256, -128), "SOFTMAX": Q(1 / 256, -128), "TANH": Q(1 / 128, 0), "LOG_SOFTMAX": Q(16 / 256, 127)}
 
 
 def activation_q(lo: float, hi: float) -> Q:

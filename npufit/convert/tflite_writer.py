@@ -22,6 +22,8 @@ TENSOR_TYPES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, 
                 "resource": 13}  # resource: the handle of a stateful model's variable (VAR_HANDLE)
 PADDING = {"SAME": 0, "VALID": 1}
 ACTIVATION = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
+# the lowest version LiteRT registers where it is not 1 (BROADCAST_TO: version 1 is not registered)
+MIN_VERSION = {"BROADCAST_TO": 2}
 
 
 def _schema(name: str):
@@ -113,12 +115,14 @@ class TFLiteBuilder:
         subgraph = SG.SubGraphEnd(b)
 
         OC = _schema("OperatorCode")
+        ops_enum = _schema("BuiltinOperator").BuiltinOperator
+        versions = {getattr(ops_enum, k): v for k, v in MIN_VERSION.items()}
         oc = []
         for c in codes:
             OC.OperatorCodeStart(b)
             OC.OperatorCodeAddDeprecatedBuiltinCode(b, min(c, 127))  # old readers use the int8 field
             OC.OperatorCodeAddBuiltinCode(b, c)
-            OC.OperatorCodeAddVersion(b, 1)
+            OC.OperatorCodeAddVersion(b, versions.get(c, 1))
             oc.append(OC.OperatorCodeEnd(b))
         M = _schema("Model")
         oc_vec = self._offsets(b, M.ModelStartOperatorCodesVector, oc)

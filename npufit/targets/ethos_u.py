@@ -11,7 +11,7 @@ import math
 
 from ..graph import quant
 from ..graph.model import NodeView
-from . import common, tflite_map as tm
+from . import common, ethos_u_fitted as fit, tflite_map as tm
 from .base import Executes, Fallback, OpSupport, Profile, Rule, Verdict
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
@@ -21,7 +21,8 @@ SOURCES = {
     "CONV": "usual ONNX -> TF -> TFLite int8 converter behaviour (inferred, targets.md §3 preamble)",
     "PROBE-V": "measured: npufit probe --target ethos-u55-256 --compiler vela --sweep (Vela 5.2.0), docs/probe/ethos-u55-256-matrix.md",
     "CAL-V": "measured: Vela 5.2.0 on npufit's int8 TFLite conversions: the calibration corpus (docs/calibration/ethos-u*-int8-op17.json) "
-             "and the transpose sweep benchmarks/calibration/vela_transpose.py (docs/calibration/ethos-u55-256-transpose.json)",
+             "and the case sweeps benchmarks/calibration/vela_transpose.py and vela_resize.py (docs/calibration/ethos-u*-transpose.json, "
+             "-resize.json)",
 }
 
 # Operators listed in Vela 5.2.0's TFLite summary tables.
@@ -153,6 +154,8 @@ def _padded_input(node) -> bool:
 
 
 def _stride_gt3(node, lim):
+    if fit.converter_splits_stride(node, lim):
+        return None
     s, d, p = tm.strides(node), tm.dilations(node), tm.padding(node)
     if max(s) > lim["stride_max"] and not (all(x == 1 for x in d) and p == "VALID") and not _padded_input(node):
         return f"stride {_fmt(s)}, dilation {_fmt(d)}, padding {p}"
@@ -161,8 +164,10 @@ def _stride_gt3(node, lim):
 
 def _stride_gt3_padded(node, lim):
     """Vela 5.2 folds the PAD into the convolution after its support check, then cannot place the result on
-    the NPU nor hand it to the CPU: the whole compile fails (probe: conv2d_3x3[stride=4,7,8]; SAME padding falls
+    the NPU nor hand it to the CPU: the whole compile fails (probe: conv2d_3x3[stride=7,8]; SAME padding falls
     back). A stride along an axis with one output position never moves the window: stride 16 to a 1x1 output ran."""
+    if fit.converter_splits_stride(node, lim):
+        return None
     y = tm.out_shape(node)
     s = tm.strides(node)
     hw = y[1:3] if y and len(y) == 4 else [None, None]
@@ -321,12 +326,18 @@ def _resize_scale(node):
 
 def _resize_u55(node, lim):
     sc, x, y = _resize_scale(node)
-    if sc is None or (x[1] == x[2] == 1) or x[1:3] == y[1:3]:
+    if sc is None or (x[1] == x[2] == 1):
         return None
+    half = node.attr("coordinate_transformation_mode") in ("half_pixel", "pytorch_half_pixel") or bool(node.attr("half_pixel_centers", False))
+    if x[1:3] == y[1:3]:
+        # CAL-V: upernet's same-size half-pixel bilinear resize (PSP branch, 2x2 -> 2x2) ran on the CPU, and so did
+        # 2x2, 4x4 and 8x8 ones in benchmarks/calibration/vela_resize.py (docs/calibration/ethos-u55-256-resize.json;
+        # align_corners and nearest ran on the NPU): the half-pixel "scale 2 only" check comes before the report's
+        # "IFM must match OFM" case
+        return "half-pixel bilinear at scale 1" if half and tm.tflite_op(node) == "RESIZE_BILINEAR" else None
     sh, sw = sc
     if sh != sw:
         return None if (y[1] == 1 and sh == 1) or (y[2] == 1 and sw == 1) else f"scale {sh:g}x{sw:g}"
-    half = node.attr("coordinate_transformation_mode") in ("half_pixel", "pytorch_half_pixel") or bool(node.attr("half_pixel_centers", False))
     allowed = (2,) if half and tm.tflite_op(node) == "RESIZE_BILINEAR" else lim["resize_scales"]
     return None if sh in allowed else f"scale {sh:g}"
 
@@ -511,7 +522,9 @@ def build(name: str) -> Profile:
                               "CAL-V" if u55 else "VELA"))
     for op in ("SLICE", "PAD", "PADV2", "MIRROR_PAD"):
         put(op, pc)
-    put("STRIDED_SLICE", R("strided_slice.params", "strided slice: constant parameters and non-negative strides", _strided_slice))
+    put("STRIDED_SLICE", R("strided_slice.params", "strided slice: constant parameters and non-negative strides", _strided_slice),
+        _sourced(R("strided_slice.after_cpu", "a slice of a CPU op's output that feeds only Shape nodes stays on the CPU with it",
+                   fit.shape_only_after_cpu(set(listed))), "CAL-V"))
     put("ELU", R("elu.dtype", "ELU: IFM and OFM int8 with equal shapes", _int8_equal_shapes("int8")))
     put("GELU", R("gelu.dtype", "GELU: IFM and OFM int8 or uint8 with equal shapes", _int8_equal_shapes("int8", "uint8")))
     put("LOG", R("log.dtype", "LOG: IFM and OFM int8 or int16 with equal shapes", _int8_equal_shapes("int8", "int16")))
@@ -529,6 +542,7 @@ def build(name: str) -> Profile:
     put("QUANTIZE", fused)
     io = OpSupport("IO_QUANTIZE", Verdict.FOLDED, reason="a converter run with int8 input/output types (the usual Vela flow) removes "
                    "this model-boundary quantize/dequantize: the application exchanges int8 data", source="CONV")
+    ops.update(fit.lowered_ops(name, set(listed)))
     ops["IO_QUANTIZE"] = io
     ops["IO_DEQUANTIZE"] = OpSupport("IO_DEQUANTIZE", io.status, reason=io.reason, source="CONV")
     notes = ["ONNX models are judged as the int8 TFLite file a standard ONNX→TFLite converter produces (QDQ pairs fuse into int8 ops)"]
@@ -544,7 +558,7 @@ def build(name: str) -> Profile:
         rewrite_rules=common.REWRITE_COMMON + ("reduce_keepdims", "topk1_to_argmax", "gelu_tanh"),
         label=name.replace("ethos-", ""), unknown=OpSupport("*", CPU, reason="{op} is not in Vela 5.2.0's supported-operator list: it is scheduled on the CPU", source="VELA"),
         graph_rules=graph_rules(gen, name), sources=dict(SOURCES), input_formats=("tflite",),
-        judged_formats=("onnx", "tflite"), op_key=tm.tflite_op, notes=tuple(notes),
+        judged_formats=("onnx", "tflite"), op_key=fit.op_key, notes=tuple(notes),
     )
 
 

@@ -1,0 +1,192 @@
+"""Ethos-U conditions fitted to the calibration records (source CAL-V: Vela 5.2.0 on npufit's ONNX -> int8 TFLite
+conversions of the corpus in benchmarks/calibration, records docs/calibration/ethos-u55-256-int8-op17.json and
+ethos-u85-256-int8-op17.json).
+
+An ONNX model reaches Vela through npufit's own converter (npufit/convert), which lowers several ONNX ops that have
+no TFLite kernel in Vela's list into ones that do (Erf -> MUL/ADD/TANH, Div by a tensor -> MUL by RSQRT, ...). The
+standard-converter view of tflite_map would call those nodes CPU; the records show Vela ran every one of them on the
+NPU. Each condition names the families whose records show it and asks `cal.fitted` whether it may be used, so
+leave-one-family-out scoring switches off what only the held-out family showed (targets/calibration.py). TFLite
+input models are never affected: their ops are what Vela sees."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import calibration as cal, tflite_map as tm
+from .base import OpSupport, Rule, Verdict
+
+
+def _gather_sliced(node) -> bool:
+    """Constant indices that are one index or an evenly spaced increasing run: a STRIDED_SLICE (convert/ops_shape.gather)."""
+    v = node.const_value(1)
+    if v is None or np.asarray(v).ndim > 1:
+        return False
+    idx = np.asarray(v, np.int64).reshape(-1)
+    x = node.input_shape(0)
+    axis = int(node.attr("axis", 0))
+    if x and isinstance(x[axis], int):
+        idx = np.where(idx < 0, idx + x[axis], idx)
+    if idx.size <= 1:
+        return idx.size == 1
+    steps = np.diff(idx)
+    return steps[0] > 0 and bool(np.all(steps == steps[0]))
+
+
+def _pow_lowered(node) -> bool:
+    """A constant exponent of 0.5, -0.5, 1, 2 or 3: MUL / RSQRT (convert/ops_math.pow_)."""
+    v = node.const_value(1)
+    return v is not None and np.asarray(v).size == 1 and float(np.asarray(v).reshape(-1)[0]) in (0.5, -0.5, 1.0, 2.0, 3.0)
+
+
+def _expand_copies(node) -> bool:
+    """At most 64 copies: CONCATENATION (convert/ops_shape.expand); more stay BROADCAST_TO (not in Vela's list)."""
+    x, y = node.input_shape(0), node.output_shape(0)
+    if not x or not y or not all(isinstance(d, int) for d in (*x, *y)):
+        return False
+    x = (1,) * (len(y) - len(x)) + tuple(x)
+    return sum(b // a for a, b in zip(x, y) if a and b != a) <= 64
+
+
+def _div_by_tensor(node) -> bool:
+    """x / y with y computed at run time: MUL by 1/y built from RSQRT (convert/ops_math.div; y must be positive, which
+    the normalising divisions of the corpus are: a Sqrt, a clamped norm, a variance)."""
+    return not node.is_const(1)
+
+
+def _always(node) -> bool:
+    return True
+
+
+_FLOATS = ("float32", "float16", "float64", "bfloat16")
+
+
+def _float_cast(node) -> bool:
+    """A cast between float types: the converter emits no op for it (convert/ops_tensor.alias); integer and boolean
+    casts (token ids, attention-mask logic) are not measured and keep the standard view."""
+    return node.input_dtype(0) in _FLOATS and node.output_dtype(0) in _FLOATS
+
+
+def _scatter_sliced(node) -> bool:
+    """Constant indices whose output rows form at most 16 contiguous runs: RESHAPE/CONCATENATION/STRIDED_SLICE
+    (convert/ops_shape.scatter_nd); more runs take one GATHER, which the U55 runs on the CPU."""
+    idx, shape = node.const_value(1), node.input_shape(0)
+    if idx is None or not shape or not all(isinstance(d, int) for d in shape):
+        return False
+    idx = np.asarray(idx, np.int64)
+    k = idx.shape[-1]
+    rows = int(np.prod(shape[:k], dtype=np.int64))
+    flat = np.ravel_multi_index(tuple((idx.reshape(-1, k) % np.asarray(shape[:k])).T), shape[:k])
+    src = np.arange(rows)
+    src[flat] = rows + np.arange(flat.size)
+    return 1 + int(np.sum(np.diff(src) != 1)) <= 16
+
+
+ALL = ("cnn", "transformer", "detector", "audio-rnn")
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """families: those whose records show the node's own lowering on the NPU, plus those whose records show every
+    kernel that lowering emits on the NPU (for a lowering into plain MUL/CONCATENATION/... that is all of them);
+    evidence says which is which."""
+    applies: Callable
+    families: tuple[str, ...]
+    evidence: str
+
+
+# ONNX op -> when npufit's converter emits only Vela-listed NPU ops for it, and the records that show Vela ran them there
+LOWERED: dict[str, Lowered] = {
+    "Erf": Lowered(_always, ("cnn", "transformer", "audio-rnn"),
+                   "93 Erf nodes (exact GELU) in 20 models, e.g. convnextv2, focalnet, upernet (cnn), beit, dinov2, hiera, "
+                   "swinv2 (transformer), hubert, wavlm, ast (audio-rnn): MUL/ADD/TANH or the fused GELU chain, all NPU"),
+    "Cast": Lowered(_float_cast, ("transformer", "audio-rnn"),
+                    "28 Casts (float->float attention-mask and position arithmetic) in beit, dinov2, clip_vision, siglip_vision "
+                    "(transformer), hubert, ast (audio-rnn): the converter emits no op for them"),
+    "ReduceL2": Lowered(_always, ("cnn", "transformer"),
+                        "16 ReduceL2 (F.normalize, GRN) in convnextv2 (cnn), swinv2, swin2sr (transformer): MUL/SUM/RSQRT"),
+    "Div": Lowered(_div_by_tensor, ("cnn", "transformer"),
+                   "16 divisions by a norm in convnextv2 (cnn), swinv2, swin2sr (transformer): MUL by RSQRT(y)^2"),
+    "Gather": Lowered(_gather_sliced, ("transformer", "cnn", "audio-rnn"),
+                      "14 Gathers of one constant index (class-token pooling, a channel pick) in clip_vision, owlvit_vision, "
+                      "siglip_vision (transformer), glpn (cnn), ast, tcn (audio-rnn): STRIDED_SLICE"),
+    "Expand": Lowered(_expand_copies, ALL,
+                      "12 Expands of a norm over the features in swinv2, swin2sr (transformer): CONCATENATION of copies; "
+                      "CONCATENATION ran on the NPU in every family (unet, yolov8_dfl, beit, crnn)"),
+    "Pow": Lowered(_pow_lowered, ALL, "2 Pow(x, 2) of yolov5_anchor's box decode (detector): MUL, which ran on the NPU in "
+                   "every family"),
+    "LSTM": Lowered(_always, ALL, "crnn's bidirectional LSTM (audio-rnn), unrolled: FULLY_CONNECTED/ADD/MUL/LOGISTIC/TANH/"
+                    "CONCATENATION, each of which ran on the NPU in every family (attention projections, SiLU, GELU chains)"),
+    "LayerNormalization": Lowered(_always, ALL,
+                                  "every LayerNormalization of the corpus (ConvNeXt's 4-D channels-last ones in convnextv2, "
+                                  "upernet (cnn) included): MEAN/SUB/MUL/ADD/RSQRT over the normalised axes"),
+    "Einsum": Lowered(lambda n: len(n.inputs) == 2 and "..." not in str(n.attr("equation", "")), ("transformer", "audio-rnn", "detector"),
+                      "cvt's attention einsums (transformer): TRANSPOSE/BATCH_MATMUL, the attention kernels that ran on the "
+                      "NPU in hubert, wavlm, ast (audio-rnn) and table_transformer, dab_detr (detector) too"),
+    "ScatterND": Lowered(_scatter_sliced, ALL,
+                         "dab_detr's box updates (detector, 4-8 runs): RESHAPE/CONCATENATION/STRIDED_SLICE, which ran on the NPU in "
+                         "every family; conditional_detr's element-wise update (40 runs) became a GATHER and ran on the CPU"),
+}
+LOWERED["GRU"] = LOWERED["LSTM"]
+KEY = "NPUFIT_LOWERED_"
+
+
+def op_key(node) -> str:
+    """tflite_map's key, except for ONNX nodes npufit's converter lowers into Vela-listed ops (see LOWERED)."""
+    if node.graph.format == "onnx" and node.op_type in LOWERED and node.domain in ("", "ai.onnx"):
+        try:
+            if LOWERED[node.op_type].applies(node):
+                return KEY + node.op_type
+        except (TypeError, ValueError, IndexError):
+            pass
+    return tm.tflite_op(node)
+
+
+def lowered_ops(name: str, listed) -> dict[str, OpSupport]:
+    """One OpSupport per LOWERED op. With its families held out (leave-one-family-out), a node is judged as the
+    standard converter's op again: NPU when that op is in this generation's list, else CPU."""
+    out = {}
+    for op, low in LOWERED.items():
+        def check(node, lim, low=low):
+            if cal.fitted(lim, low.families):
+                return None
+            std = tm.tflite_op(node)
+            return None if std in listed else f"{std} is not in Vela 5.2.0's supported-operator list (fitted condition held out)"
+        rule = Rule(f"{name}.cal.lowered.{op.lower()}", f"npufit's converter lowers {op} into Vela-listed ops ({low.evidence})",
+                    check, Verdict.CPU, (), "CAL-V")
+        out[KEY + op] = OpSupport(KEY + op, Verdict.NPU, (rule,), source="CAL-V",
+                                  note=f"lowered by npufit's ONNX -> int8 TFLite converter (CAL-V: {low.evidence})")
+    return out
+
+
+def converter_splits_stride(node, lim) -> bool:
+    """A Conv with stride > 3 that npufit's converter writes as CONV_2D at stride a <= 3 + a 1x1 MAX_POOL at stride b
+    (s = a*b, b <= 3; convert/ops_nn._stride_split): Vela runs both, so neither the stride limit nor the failed
+    PAD fold applies. CAL-V: the 7x7 stride-4 padded patch embeddings of glpn (cnn), hiera and pvt_v2 (transformer)
+    ran on the NPU; a stride equal to the kernel (vitpose's padded 16x16/16 patchify) is not split and fails the
+    Vela 5.2.0 compile ("Non-passthrough operation (Conv2D) could not run on NPU")."""
+    if node.graph.format != "onnx" or not cal.fitted(lim, ("cnn", "transformer")):
+        return False
+    s, k = tm.strides(node), tm.kernel(node)
+    if not s or not k or all(st <= 3 or st == kk for st, kk in zip(s, k)):
+        return False
+    return all(st <= 3 or any(st % a == 0 and st // a <= 3 for a in (3, 2)) for st in s)
+
+
+def shape_only_after_cpu(listed):
+    """Rule body: a slice of a CPU op's output that feeds nothing but Shape nodes. CAL-V: conditional_detr's
+    (detector) Slice of the GATHER its element-wise ScatterND became ran on the CPU with it on the U55 (on the NPU on
+    the U85, where GATHER is listed); dab_detr's Shape-only Slice of an NPU op ran on the NPU."""
+    def check(node, lim):
+        g = node.graph
+        if g.format != "onnx" or not cal.fitted(lim, ("detector",)) or any(o in g.output_names for o in node.outputs):
+            return None
+        users = [u for o in node.outputs if o for u in g.consumers(o)]
+        p = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        if not users or any(u.op_type != "Shape" for u in users) or p is None:
+            return None
+        key = op_key(p)
+        return None if key in listed or key.startswith(KEY) else f"reads only {key} (a CPU op) and feeds only Shape"
+    return check

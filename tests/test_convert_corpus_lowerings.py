@@ -1,0 +1,96 @@
+"""Lowerings the calibration corpus (benchmarks/calibration) needed: each small model holds LiteRT's int8 output to
+ONNX Runtime's float output (cosine >= 0.999 on the calibration samples, tests/test_convert_lowerings.py's harness)."""
+import pytest
+
+pytest.importorskip("ai_edge_litert.interpreter", reason="ai-edge-litert is not installed (pip install 'ai-edge-litert>=2.3')")
+torch = pytest.importorskip("torch", reason="test models are exported from torch")
+
+from tests.test_convert_lowerings import Seq, _convert, conv, lin  # noqa: E402
+
+F = torch.nn.functional
+
+
+def test_layernorm_after_a_shape_computed_concat(tmp_path):
+    """A class token concatenated with a batch taken from x.shape (ViT/BEiT embeddings) leaves the exporter's
+    shapes symbolic ([1, unk, 32]); the LayerNormalization after it still decomposes (its rank is known)."""
+    cls = torch.randn(1, 1, 32)
+
+    def f(s, x):
+        t = s.mods[0](x)
+        return s.mods[1](torch.cat([cls.expand(t.shape[0], -1, -1), t], 1))
+
+    res = _convert(tmp_path, Seq(f, lin(32, 32), torch.nn.LayerNorm(32)), torch.randn(1, 10, 32), 17, ops=("RSQRT",))
+    assert any("decomposed LayerNormalization x1" in n for n in res.notes), res.notes
+
+
+def test_reducel2_normalize(tmp_path):
+    """F.normalize (SwinV2's cosine attention, ConvNeXtV2's GRN): ReduceL2 -> Mul/ReduceSum/Sqrt, its Expand over the
+    features -> CONCATENATION copies, no BROADCAST_TO (not in Vela's list)."""
+    m = Seq(lambda s, x: F.normalize(s.mods[0](x), dim=-1) * 3.0, lin(16, 24))
+    _convert(tmp_path, m, torch.randn(1, 12, 16), 17, ops=("SUM", "RSQRT", "CONCATENATION"), absent=("BROADCAST_TO",))
+
+
+def test_broadcast_to_loads_in_litert(tmp_path):
+    """An Expand by more copies than are worth concatenating stays BROADCAST_TO, written at the version LiteRT
+    registers (version 1 fails to load: "Didn't find op for builtin opcode 'BROADCAST_TO' version '1'")."""
+    m = Seq(lambda s, x: s.mods[0](x).expand(1, 100, 8) + 1.0, lin(4, 8))
+    _convert(tmp_path, m, torch.randn(1, 1, 4), 17, ops=("BROADCAST_TO",))
+
+
+@pytest.mark.parametrize("pool", ["avg", "max"])
+def test_pool1d(tmp_path, pool):
+    """1-D pooling (SEW's feature squeeze): Unsqueeze -> (1, k) pool -> Squeeze, like a Conv1d."""
+    torch.manual_seed(3)
+    c = torch.nn.Conv1d(8, 16, 3, padding=1)
+    fn = F.avg_pool1d if pool == "avg" else F.max_pool1d
+    m = Seq(lambda s, x: fn(s.mods[0](x), 2, 2), c)
+    res = _convert(tmp_path, m, torch.randn(1, 8, 20), 17, ops=("AVERAGE_POOL_2D" if pool == "avg" else "MAX_POOL_2D",))
+    assert any("conv1d_to_conv2d x2" in n for n in res.notes), res.notes
+
+
+@pytest.mark.parametrize("dim", [-1, 1])
+def test_log_softmax(tmp_path, dim):
+    """CTC heads (CRNN): LogSoftmax -> LOG_SOFTMAX on the innermost axis (moved there when it is not)."""
+    m = Seq(lambda s, x: F.log_softmax(s.mods[0](x), dim=dim), lin(16, 10))
+    _convert(tmp_path, m, torch.randn(1, 6, 16), 17, ops=("LOG_SOFTMAX",))
+
+
+def test_conv_then_log_softmax_4d(tmp_path):
+    m = Seq(lambda s, x: F.log_softmax(s.mods[0](x), dim=1), conv(3, 6))
+    _convert(tmp_path, m, torch.randn(1, 3, 8, 8), 17, ops=("LOG_SOFTMAX",))
+
+
+def test_scatter_nd_box_update(tmp_path):
+    """DETR-family box refinement `boxes[..., :2] = f(boxes[..., :2])` exports ScatterND with constant indices: rows
+    of data and updates concatenated, then picked by a constant map."""
+
+    def f(s, x):
+        b = s.mods[0](x).sigmoid()
+        b = b.clone()
+        b[..., :2] = b[..., :2] * 2.0 - 0.5
+        return b
+
+    import onnx
+
+    _convert(tmp_path, Seq(f, lin(8, 4)), torch.randn(1, 20, 8), 17, ops=("CONCATENATION",))
+    assert "ScatterND" in {n.op_type for n in onnx.load(tmp_path / "m.onnx").graph.node}
+
+
+@pytest.mark.parametrize("eq", ["bhlk,bhtk->bhlt", "bhwc,hkc->bhwk"])
+def test_einsum_two_operands(tmp_path, eq):
+    """CvT's attention einsums, and ViTDet's relative-position form (a batch letter that is not leading, a free
+    letter group flattened): Transpose/Reshape/MatMul -> BATCH_MATMUL."""
+    import onnx
+
+    torch.manual_seed(4)
+    w = torch.randn(2, 5, 8) * 0.3  # [h, k, c] for the second form
+
+    def f(s, x):
+        a = s.mods[0](x).reshape(1, 2, 6, 8)
+        if eq.startswith("bhlk"):
+            return torch.einsum(eq, a, a * 0.5 + 0.1)
+        return torch.einsum(eq, a.reshape(1, 2, 6, 8), w)
+
+    res = _convert(tmp_path, Seq(f, lin(8, 16)), torch.randn(1, 6, 8), 17, ops=("BATCH_MATMUL",))
+    assert "Einsum" in {n.op_type for n in onnx.load(tmp_path / "m.onnx").graph.node}
+    assert any("decomposed Einsum x1" in n for n in res.notes), res.notes
