@@ -1,4 +1,4 @@
-"""Today's profiles against the recorded real compiles of the calibration corpus (docs/calibration, issue 14).
+"""Today's profiles against the recorded real compiles of the calibration corpus (docs/calibration).
 
 Every record is replayed: each model is re-exported from benchmarks/calibration (cached by config hash), judged
 by today's profile, and held against the compiler's recorded placement node by node. A profile edit that makes

@@ -1,4 +1,4 @@
-"""Issue 14 (4): `check --measure` puts the real compiler's placement beside npufit's prediction, node by node,
+"""`check --measure` puts the real compiler's placement beside npufit's prediction, node by node,
 and flags every node where they differ. Real Vela 5.2.0 and the real RKNN-Toolkit2 env; skipped with the reason
 when the tool is missing."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""npufit's rk3588 prediction vs RKNN-Toolkit2 on real architectures (issue 7 acceptance), and the
+"""npufit's rk3588 prediction vs RKNN-Toolkit2 on real architectures, and the
 loader / mapping / profile corrections that the real compiler proved necessary.
 
 The fast tests pin each correction on a tiny graph; `test_pooled_agreement_on_five_real_models` compiles

@@ -1,4 +1,4 @@
-"""Hailo-8 profile acceptance (issue 2): one tiny torch model per seed-000 / seed-002 op, exported with the
+"""Hailo-8 profile: one tiny torch model per seed-000 / seed-002 op, exported with the
 TorchScript exporter at opset 11 (GridSample: 16, the first opset that has it), checked against hailo8.
 
 The models come from the probe catalogue (npufit.probe.catalogue), the single source of the cases.

@@ -1,4 +1,4 @@
-"""Issue 2 acceptance: a real RT-DETR (transformers RTDetrForObjectDetection, small config, random weights,
+"""A real RT-DETR (transformers RTDetrForObjectDetection, small config, random weights,
 offline, opset 17) checked against hailo8: backbone convolutions run on the NPU, the decoder's
 TopK / GridSample / GatherElements are flagged, and the partitions are listed."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14 (5): the Hailo Model Zoo compiles its transformer, DETR and YOLO networks for Hailo-8 with no cut
+"""The Hailo Model Zoo compiles its transformer, DETR and YOLO networks for Hailo-8 with no cut
 before its end nodes (reference/hailo_model_zoo_cut_points.md). Small rebuilds of those architectures
 (npufit/zoo/hailo_zoo.py, opset 11) must come out `npu` up to the matching nodes, while what the Zoo cuts after
 them (YOLO DFL and anchor decode) stays flagged; and docs/targets/hailo8.md shows today's verdicts."""

@@ -1,4 +1,4 @@
-"""Issue 6 acceptance: `npufit probe --target hailo8` predicts exactly seed 000's ✅/❌ for every case it lists.
+"""`npufit probe --target hailo8` predicts exactly seed 000's ✅/❌ for every case it lists.
 
 Seed 000 (Hailo-8, PyTorch 2.7.1 -> ONNX opset 11 -> DFC 3.32.0) is encoded below in its own words;
 the probe runs through the real CLI, worker processes included.

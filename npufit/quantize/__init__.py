@@ -33,7 +33,7 @@ class _Pick(Sequence):
         return self.base[self.indices[i]]
 
 
-MIN_CALIBRATION_SAMPLES = 32  # fewer: ranges come from a handful of inputs and clip the rest (issue seen with 2-12)
+MIN_CALIBRATION_SAMPLES = 32  # fewer: ranges come from a handful of inputs and clip the rest (seen with 2-12 samples)
 DEFAULT_HOLDOUT = 10
 EVALUATION_MAX = 1000  # --evaluation without --holdout: every sample, up to this many (spread over the source)
 
