@@ -211,15 +211,7 @@ def _judge(node: NodeView, profile: Profile, folded: set[str], composite_of, rul
         rules = tuple(profile.graph_rules) + tuple(support.rules)
         if rules_for is not None:
             rules_for[id(support)] = (support, rules)
-    limits = profile.limits
-    for rule in rules:  # _apply_rules inlined for the passing case: a frame less per node
-        try:
-            detail = rule.check(node, limits)
-        except Exception as e:  # a rule that cannot see what it needs must not abort the check
-            res.notes.append(f"rule {rule.id} could not be evaluated ({type(e).__name__})")
-            continue
-        if detail is not None:
-            _fail(res, profile, rule, detail)
+    _apply_rules(node, profile, rules, res)
     return _finish(res, profile) if res.reasons else res
 
 

@@ -131,6 +131,24 @@ def _backbone(w: int):
                           _conv(w, 2 * w, 3, 2), _conv(2 * w, 4 * w, 3, 2)])
 
 
+def _backbone_head(w: int, head):
+    """_backbone's three feature maps into a detection head (module names backbone.* / head.*, as the end nodes)."""
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = _backbone(w)
+            self.head = head
+
+        def forward(self, x):
+            p3 = self.backbone[0](x)
+            p4 = self.backbone[1](p3)
+            return self.head([p3, p4, self.backbone[2](p4)])
+
+    return Net()
+
+
 def yolov8(path: Path) -> tuple[str, ...]:
     """YOLOv8 anchor-free head: cv2 (4*reg_max box logits) and cv3 (class logits) per scale, then DFL and
     dist2bbox, as Ultralytics exports it; the Zoo's end nodes are the six cv2/cv3 output convs."""
@@ -166,18 +184,8 @@ def yolov8(path: Path) -> tuple[str, ...]:
             wh = (anchor + rb) - (anchor - lt)
             return torch.cat((torch.cat((xy, wh), 1) * stride, cls.sigmoid()), 1)
 
-    class YOLOv8(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.backbone = _backbone(w)
-            self.head = Detect((w, 2 * w, 4 * w))
-
-        def forward(self, x):
-            p3 = self.backbone[0](x)
-            p4 = self.backbone[1](p3)
-            return self.head([p3, p4, self.backbone[2](p4)])
-
-    export_onnx(YOLOv8().eval(), torch.randn(1, 3, size, size), path, OPSET, ["images"], ["output0"])
+    net = _backbone_head(w, Detect((w, 2 * w, 4 * w)))
+    export_onnx(net.eval(), torch.randn(1, 3, size, size), path, OPSET, ["images"], ["output0"])
     return tuple(f"/head/{b}.{i}/{b}.{i}.2/Conv" for i in range(3) for b in ("cv2", "cv3"))
 
 
@@ -211,18 +219,8 @@ def yolov5(path: Path) -> tuple[str, ...]:
                 z.append(torch.cat((xy, wh, conf), 4).view(1, na * nx * ny, no))
             return torch.cat(z, 1)
 
-    class YOLOv5(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.backbone = _backbone(w)
-            self.head = Detect((w, 2 * w, 4 * w))
-
-        def forward(self, x):
-            p3 = self.backbone[0](x)
-            p4 = self.backbone[1](p3)
-            return self.head([p3, p4, self.backbone[2](p4)])
-
-    export_onnx(YOLOv5().eval(), torch.randn(1, 3, size, size), path, OPSET, ["images"], ["output0"])
+    net = _backbone_head(w, Detect((w, 2 * w, 4 * w)))
+    export_onnx(net.eval(), torch.randn(1, 3, size, size), path, OPSET, ["images"], ["output0"])
     return tuple(f"/head/m.{i}/Conv" for i in range(3))
 
 
