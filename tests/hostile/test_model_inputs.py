@@ -45,6 +45,10 @@ MATRIX: dict[str, list[tuple[str, str, str | None]]] = {
                   ("quantize", REFUSE, "GiB per sample")],
     "sequence_output": [("check", OK, None), ("fix", REFUSE, "not a tensor")],
     "ansi_names": [("check", OK, None), ("fix", OK, None), ("split", OK, None)],
+    "non_utf8_op_type": [(v, REFUSE, "node[0].op_type is not UTF-8") for v in ("check", "compare", "fix", "split",
+                                                                            "quantize", "compile", "bench")],
+    "non_utf8_dim_param": [("check", REFUSE, "dim_param is not UTF-8")],
+    "non_utf8_tensor_name": [("check", REFUSE, "attribute[0].t.name is not UTF-8")],
     **{c: [("check", REFUSE, "checker rejects"), ("compare", REFUSE, "checker rejects")]
        for c in ("undefined_tensor", "duplicate_names", "wrong_attribute_type", "empty_op_type")},
     "wrong_raw_length": [("check", REFUSE, "raw_data"), ("compile", REFUSE, "raw_data"), ("bench", REFUSE, "raw_data")],
