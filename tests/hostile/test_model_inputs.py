@@ -151,3 +151,18 @@ def test_report_node_lookup_follows_the_node_list():
     assert rep.node("a") is first and rep.node("b") is None
     rep.nodes.append(second)  # the cached index notices the list grew
     assert rep.node("b") is second
+
+
+@pytest.mark.parametrize("verb", ["run", "bench"])
+def test_a_split_plan_that_loops_forever_is_stopped(tmp_path, verb):
+    """The chain runner (run, bench --runtime chain, split's own check) bounds each chain run like every verification."""
+    from npufit.split import split
+
+    split(str(mc.build("loop_no_trip_count", tmp_path)), "hailo8", output_dir=str(tmp_path / "plan"), verify=False)
+    np.savez(tmp_path / "x.npz", x=np.ones([1, 4], np.float32))
+    argv = {"run": ["run", "plan", "--inputs", "x.npz"],
+            "bench": ["bench", "plan", "--runtime", "chain", "-n", "2", "--warmup", "0"]}[verb]
+    before = snapshot(tmp_path)
+    o = run_verb([*argv, *VT], tmp_path, time_cap=60)
+    assert_sane(o, allow_ok=False, needle="within 3 s (--verify-timeout)")
+    assert_untouched(before, tmp_path)
