@@ -166,3 +166,16 @@ def test_a_split_plan_that_loops_forever_is_stopped(tmp_path, verb):
     o = run_verb([*argv, *VT], tmp_path, time_cap=60)
     assert_sane(o, allow_ok=False, needle="within 3 s (--verify-timeout)")
     assert_untouched(before, tmp_path)
+
+
+def test_a_compiler_that_takes_the_memory_is_stopped(tmp_path):
+    """Vela on a 60 KB Concat of 20,000 inputs grows past 2 GB within seconds: compile stops the tool at --max-memory
+    and says so (exit 1: the compile failed, a verdict like any compiler error)."""
+    model = mc.build("concat_20000", tmp_path)
+    before = snapshot(tmp_path)
+    o = run_verb(["compile", model, "-t", "ethos-u55-256", "--out-dir", tmp_path / "c", "--max-memory", "300"], tmp_path,
+                 time_cap=100)
+    assert not o.hung and "Traceback" not in o.stderr and not o.tmp_left, o.describe()
+    assert o.rc == 1 and "Vela killed after using more than 300 MB of memory (--max-memory)" in o.stdout, o.describe()
+    assert o.peak_rss_mb < PEAK_MB, o.describe()
+    assert_untouched(before, tmp_path, allowed_new=("c",))
