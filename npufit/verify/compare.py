@@ -118,21 +118,23 @@ class _Watchdog:
     start, so timed loops (bench of a split plan) measure the model, not the watchdog."""
 
     def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)  # a forked worker has no watchdog thread and a fresh lock
+
+    def _reset(self) -> None:
         self._cv = threading.Condition()
         self._armed: dict[int, tuple[float, Any]] = {}
         self._next = 0
         self._wake = math.inf  # when the thread wakes next
         self._thread: threading.Thread | None = None
-        self._pid = -1
 
     def arm(self, ro, seconds: float) -> int:
         deadline = time.monotonic() + seconds
         with self._cv:
             self._next += 1
             self._armed[self._next] = (deadline, ro)
-            if self._pid != os.getpid():  # first use, or a forked child (the parent's thread is not in it)
-                self._pid, self._wake = os.getpid(), math.inf
-                self._thread = threading.Thread(target=self._loop, name="npufit-ort-watchdog", daemon=True)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, args=(self._cv,), name="npufit-ort-watchdog", daemon=True)
                 self._thread.start()
             if deadline < self._wake:  # otherwise the thread wakes in time anyway: no context switch per run
                 self._cv.notify()
@@ -142,16 +144,16 @@ class _Watchdog:
         with self._cv:
             self._armed.pop(token, None)  # the thread wakes at the old deadline and finds nothing to do
 
-    def _loop(self) -> None:
-        with self._cv:
-            while True:
+    def _loop(self, cv: threading.Condition) -> None:
+        with cv:
+            while cv is self._cv:  # a forked child resets the watchdog; this thread belongs to the old one
                 now = time.monotonic()
                 for token, (deadline, ro) in list(self._armed.items()):
                     if deadline <= now:
                         ro.terminate = True
                         del self._armed[token]
                 self._wake = min((d for d, _ in self._armed.values()), default=now + 3600.0)
-                self._cv.wait(max(self._wake - now, 0.001))
+                cv.wait(max(self._wake - now, 0.001))
 
 
 _WATCHDOG = _Watchdog()
