@@ -135,19 +135,59 @@ def _layout(desc) -> tuple[tuple[str, bool, bool], ...]:
                  if f.type in (_FD.TYPE_STRING, _FD.TYPE_MESSAGE))
 
 
+# The C check costs ~7.5 ns per byte (serialize + parse, two transient copies), the Python walk ~9 us per node:
+# the C check for any model up to 64 MiB, and up to 512 MiB when it has a node per KiB or more
+TWIN_MAX_BYTES, TWIN_CAP_BYTES, TWIN_BYTES_PER_NODE = 64 << 20, 512 << 20, 1024
+
+
 def check_text(model: onnx.ModelProto, path: Path) -> None:
     """Every string field of the model (names, op types, domains, dims, metadata, in subgraphs and functions too)
     must be UTF-8 text. A fast pass answers yes for real models; only a bad one is walked again to name the field."""
     if _all_text(model):
         return
-    where, value = _first_non_text(model)
-    raise BadModelError(f"{path}: {where} is not UTF-8 text ({bytes(value)[:40]!r}); the file is corrupt or "
-                        "not made by an ONNX exporter")
+    found = _first_non_text(model)
+    if found is not None:
+        where, value = found
+        raise BadModelError(f"{path}: {where} is not UTF-8 text ({bytes(value)[:40]!r}); the file is corrupt or "
+                            "not made by an ONNX exporter")
+
+
+@lru_cache(maxsize=None)
+def _utf8_twin():
+    """ModelProto of a proto3 copy of onnx's schema: proto3's C parser refuses a string field that is not UTF-8,
+    up to 8x faster than the Python walk (100k nodes, no weights: 0.11 s against 0.93 s, 2-core machine at load 4).
+    None when the copy cannot be built."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    try:
+        fd = descriptor_pb2.FileDescriptorProto()
+        onnx.ModelProto.DESCRIPTOR.file.CopyToProto(fd)
+        fd.name, fd.syntax = "npufit_utf8_twin/" + fd.name, "proto3"
+        todo = list(fd.message_type)
+        while todo:
+            m = todo.pop()
+            for f in m.field:
+                f.ClearField("default_value")  # proto3 has no explicit defaults
+            todo.extend(m.nested_type)
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(fd)
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{fd.package}.ModelProto"))
+    except Exception:  # a future onnx schema with proto2-only features: the Python walk does the job
+        return None
 
 
 def _all_text(model: onnx.ModelProto) -> bool:
-    """ListFields visits only the fields set (the fast way through 100k nodes), except on tensors: it would copy
-    their raw_data, so tensors are read field by field."""
+    """True when every string field is text (False may also mean: look closer). The proto3 twin re-parses the
+    serialized model in C when the copies stay small; otherwise a Python walk: ListFields visits only the fields
+    set, except on tensors, whose raw_data it would copy, so tensors are read field by field."""
+    twin = _utf8_twin()
+    limit = max(TWIN_MAX_BYTES, min(TWIN_CAP_BYTES, TWIN_BYTES_PER_NODE * len(model.graph.node)))
+    if twin is not None and model.ByteSize() <= limit:
+        try:
+            twin.FromString(model.SerializeToString())
+            return True
+        except Exception:
+            return False
     STRING, MESSAGE = _FD.TYPE_STRING, _FD.TYPE_MESSAGE
     stack: list = [model]
     while stack:

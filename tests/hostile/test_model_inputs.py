@@ -7,6 +7,7 @@ byte-identical afterwards apart from the named output; no temp file is left; pea
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -179,3 +180,25 @@ def test_a_compiler_that_takes_the_memory_is_stopped(tmp_path):
     assert o.rc == 1 and "Vela killed after using more than 300 MB of memory (--max-memory)" in o.stdout, o.describe()
     assert o.peak_rss_mb < PEAK_MB, o.describe()
     assert_untouched(before, tmp_path, allowed_new=("c",))
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["c-twin", "python-walk"])
+def test_both_text_checks_agree(tmp_path, monkeypatch, fast):
+    """The proto3 twin (small models) and the Python walk (big ones) refuse the same fields and pass clean models."""
+    import onnx
+
+    from npufit.errors import BadModelError
+    from npufit.graph import validate
+
+    if not fast:
+        monkeypatch.setattr(validate, "_utf8_twin", lambda: None)
+    else:
+        assert validate._utf8_twin() is not None
+    for case, where in [("non_utf8_op_type", "graph.node[0].op_type"), ("non_utf8_dim_param", "dim_param"),
+                        ("non_utf8_tensor_name", "attribute[0].t.name")]:
+        d = tmp_path / case
+        d.mkdir()
+        m = onnx.load(str(mc.build(case, d)), load_external_data=False)
+        with pytest.raises(BadModelError, match=re.escape(where)):
+            validate.check_text(m, d)
+    validate.check_text(onnx.load(str(mc.build("ansi_names", tmp_path)), load_external_data=False), tmp_path)
