@@ -73,11 +73,11 @@ def add_judge_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--assume-int8", dest="judge", action="store_const", const="int8", help=argparse.SUPPRESS)  # older spelling
 
 
-def add_verify_timeout_option(p: argparse.ArgumentParser) -> None:
+def add_verify_timeout_option(p: argparse.ArgumentParser, what: str = "verification run") -> None:
     from ..verify.compare import DEFAULT_VERIFY_TIMEOUT_S
 
-    p.add_argument("--verify-timeout", type=float, default=DEFAULT_VERIFY_TIMEOUT_S, metavar="SECONDS",
-                   help=f"time limit for each ONNX Runtime verification run (default: {DEFAULT_VERIFY_TIMEOUT_S:g}); "
+    p.add_argument("--verify-timeout", type=positive_float, default=DEFAULT_VERIFY_TIMEOUT_S, metavar="SECONDS",
+                   help=f"time limit for each ONNX Runtime {what} (default: {DEFAULT_VERIFY_TIMEOUT_S:g}); "
                         "a model that loops forever is stopped with one clear error")
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..util.limits import DEFAULT_MAX_TOOL_MEMORY_MB
 from .common import add_format_option, add_input_shape_option, emit, name_arg, positive_float
 
 
@@ -26,6 +27,8 @@ def register(sub) -> None:
     p.add_argument("--end-node", action="append", default=[], metavar="NODE", help="Hailo: parser end node (repeatable)")
     p.add_argument("--plan", metavar="PLAN_JSON", help="Hailo: take start/end nodes from 'npufit split' plan.json")
     p.add_argument("--timeout", type=positive_float, metavar="S", help="kill the compiler after S seconds")
+    p.add_argument("--max-memory", type=positive_float, default=DEFAULT_MAX_TOOL_MEMORY_MB, metavar="MB",
+                   help=f"kill the compiler when its processes hold more than MB of memory (default: {DEFAULT_MAX_TOOL_MEMORY_MB:.0f})")
     p.add_argument("--compare-prediction", action="store_true",
                    help="hold npufit's check against the compiler's placement: CPU-fallback recall/precision + every disagreement")
     p.add_argument("--all-nodes", action="store_true", help="list every node's placement, not only the CPU ones")
@@ -40,6 +43,13 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..util.limits import tool_memory_limit
+
+    with tool_memory_limit(args.max_memory):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..compilers import compile_model
     from ..graph import parse_input_shapes
 

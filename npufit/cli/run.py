@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-from .common import positive_int
+from .common import add_verify_timeout_option, positive_int
 
 
 def register(sub) -> None:
@@ -19,6 +19,7 @@ def register(sub) -> None:
     p.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="run N times and report the median latency per stage")
     p.add_argument("--threads", type=positive_int, default=1, metavar="N", help="ONNX Runtime intra-op threads per stage (default: 1, deterministic)")
     p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="output format (default: table)")
+    add_verify_timeout_option(p, "run of the chain (and of --compare-original)")
     p.set_defaults(func=run)
 
 

@@ -76,7 +76,7 @@ class VelaCompiler:
         if conv is not None:
             record_conversion(res, conv)
         if run.returncode != 0:
-            res.error = f"Vela exited with code {run.returncode}: {tail(text, 3)}"
+            res.error = f"Vela {run.killed}" if run.killed else f"Vela exited with code {run.returncode}: {tail(text, 3)}"
             return res
         stem = src.stem
         vdir = out / "vela"

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from ..errors import NpufitError
 
+from ..util.limits import max_tool_memory_mb
+
 
 @dataclass
 class ToolRun:
@@ -18,6 +20,7 @@ class ToolRun:
     wall_s: float
     peak_rss_mb: float | None
     log_path: Path
+    killed: str | None = None  # why npufit stopped it ("after 60 s timeout"), None when it ended by itself
 
     @property
     def log(self) -> str:
@@ -37,7 +40,8 @@ def run_tool(command: list[str], log_path: str | os.PathLike, cwd: str | os.Path
 
     Peak memory is the VmHWM of the child (and its children), polled while it runs. Not rusage:
     Linux carries the forking parent's RSS high-water mark into the child's ru_maxrss across exec,
-    so a 500 MB npufit process would report 500 MB for any compiler it starts."""
+    so a 500 MB npufit process would report 500 MB for any compiler it starts. A tree above the memory limit
+    (`tool_memory_limit`) is killed like one past its timeout, and the log says why."""
     from ..util.progress import working
 
     log_path = Path(log_path)
@@ -49,24 +53,43 @@ def run_tool(command: list[str], log_path: str | os.PathLike, cwd: str | os.Path
                                     cwd=cwd, env=env)
         except OSError as e:
             raise NpufitError(f"cannot start {command[0]}: {e.strerror or e}") from None
-        status, hwm = 0, 0
+        status, hwm, killed, limit_mb = 0, 0, None, max_tool_memory_mb()
         while True:
             hwm = max(hwm, _tree_hwm_kb(proc.pid))
             pid, status, _ru = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            if timeout_s and time.perf_counter() - t0 > timeout_s:
-                proc.kill()
+            over_time = timeout_s and time.perf_counter() - t0 > timeout_s
+            if over_time or hwm > limit_mb * 1024:
+                _kill_tree(proc.pid)
                 pid, status, _ru = os.wait4(proc.pid, 0)
-                log.write(f"\n[npufit] killed after {timeout_s:.0f} s timeout\n".encode())
+                killed = (f"killed after {timeout_s:.0f} s timeout" if over_time else
+                          f"killed after using more than {limit_mb:.0f} MB of memory (--max-memory)")
+                log.write(f"\n[npufit] {killed}\n".encode())
                 break
             time.sleep(0.02)
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     peak = hwm / 1024.0 if hwm else None
-    return ToolRun(list(map(str, command)), proc.returncode, round(wall, 3), round(peak, 1) if peak else None, log_path)
+    return ToolRun(list(map(str, command)), proc.returncode, round(wall, 3), round(peak, 1) if peak else None, log_path,
+                   killed)
 
 
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL a tool and its descendants (a worker's own children would otherwise keep the memory)."""
+    try:
+        import psutil
+
+        kids = psutil.Process(pid).children(recursive=True)
+    except Exception:
+        kids = []
+    for p in [*kids, None]:
+        try:
+            os.kill(pid if p is None else p.pid, 9)
+        except OSError:
+            pass
 
 
 def _tree_hwm_kb(pid: int) -> int:

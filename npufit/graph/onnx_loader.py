@@ -21,7 +21,7 @@ from ..util.gcpause import gc_paused
 from ..util.io import note_input
 from ..util.readers import require_regular_file
 from .model import Graph, NodeView, TensorInfo
-from .validate import check_external_data, external_data_files, validate_model
+from .validate import check_external_data, check_text, external_data_files, validate_model
 
 SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
 
@@ -127,6 +127,7 @@ def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
         raise BadModelError(f"{p}: not an ONNX model (no graph / ir_version in the protobuf)")
     if len(model.graph.node) == 0 and len(model.graph.output) == 0:
         raise BadModelError(f"{p}: ONNX model has an empty graph")
+    check_text(model, p)  # before anything reads a name
     model_missing = check_external_data(model, p.parent)
     checker_warnings = validate_model(model, p, model_missing, wire=data if fmt == "protobuf" else None)
     del data

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NpufitError
+from ..verify.compare import ort_message, run_limit
 from .plan import SplitPlan, load_plan
 
 ORT_CPU = "onnxruntime-cpu"
@@ -105,17 +106,20 @@ class ChainRunner:
         env = {n: feeds[n] for n in self._inputs}
         times: list[tuple[str, float]] = []
         clock = time.perf_counter
-        for name, sess, ins, outs, drop in self._steps:
-            stage_feeds = {n: env[n] for n in ins}
-            t0 = clock()
-            try:
-                vals = sess.run(outs, stage_feeds)
-            except Exception as e:  # wrong shapes/dtypes in the user's feeds surface here
-                raise NpufitError(f"{name}: ONNX Runtime failed: {str(e).splitlines()[0][:240]}") from None
-            times.append((name, clock() - t0))
-            env.update(zip(outs, vals))
-            for t in drop:
-                del env[t]
+        with run_limit() as ro:  # the whole chain is one run of the model under the time limit (a Loop may never end)
+            for name, sess, ins, outs, drop in self._steps:
+                stage_feeds = {n: env[n] for n in ins}
+                t0 = clock()
+                try:
+                    vals = sess.run(outs, stage_feeds, ro)
+                except Exception as e:  # wrong shapes/dtypes in the user's feeds surface here
+                    if ro.terminate:
+                        raise
+                    raise NpufitError(f"{name}: ONNX Runtime failed: {ort_message(e)}") from None
+                times.append((name, clock() - t0))
+                env.update(zip(outs, vals))
+                for t in drop:
+                    del env[t]
         return {n: env[n] for n in self._outputs}, times
 
 

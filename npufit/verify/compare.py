@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -43,9 +44,13 @@ def ort_quiet() -> int:
     (NPUFIT_VERBOSE=1). Returns the severity to put on session and run options."""
     import onnxruntime as ort
 
-    level = 2 if os.environ.get("NPUFIT_VERBOSE") else 4
+    level = _ort_level()
     ort.set_default_logger_severity(level)
     return level
+
+
+def _ort_level() -> int:
+    return 2 if os.environ.get("NPUFIT_VERBOSE") else 4
 
 
 # The two ONNX Runtime settings a result is verified under: rewrites off (bit-exact comparisons), and
@@ -104,29 +109,89 @@ def random_inputs(session, seed: int = 0, samples: int = 1, shapes: Mapping[str,
     return out
 
 
+class _Watchdog:
+    """One daemon thread that sets `terminate` on the RunOptions of every run past its deadline.
+
+    Why RunOptions.terminate, not a child process: ONNX Runtime checks it between kernels and on every Loop
+    iteration, so a Loop without a trip count stops at no per-call cost, while a child process would copy the
+    model and every feed for each run. Why one thread, not a Timer per run: arming costs a lock, not a thread
+    start, so timed loops (bench of a split plan) measure the model, not the watchdog."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)  # a forked worker has no watchdog thread and a fresh lock
+
+    def _reset(self) -> None:
+        self._cv = threading.Condition()
+        self._armed: dict[int, tuple[float, Any]] = {}
+        self._next = 0
+        self._wake = math.inf  # when the thread wakes next
+        self._thread: threading.Thread | None = None
+
+    def arm(self, ro, seconds: float) -> int:
+        deadline = time.monotonic() + seconds
+        with self._cv:
+            self._next += 1
+            self._armed[self._next] = (deadline, ro)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, args=(self._cv,), name="npufit-ort-watchdog", daemon=True)
+                self._thread.start()
+            if deadline < self._wake:  # otherwise the thread wakes in time anyway: no context switch per run
+                self._cv.notify()
+            return self._next
+
+    def disarm(self, token: int) -> None:
+        with self._cv:
+            self._armed.pop(token, None)  # the thread wakes at the old deadline and finds nothing to do
+
+    def _loop(self, cv: threading.Condition) -> None:
+        with cv:
+            while cv is self._cv:  # a forked child resets the watchdog; this thread belongs to the old one
+                now = time.monotonic()
+                for token, (deadline, ro) in list(self._armed.items()):
+                    if deadline <= now:
+                        ro.terminate = True
+                        del self._armed[token]
+                self._wake = min((d for d, _ in self._armed.values()), default=now + 3600.0)
+                cv.wait(max(self._wake - now, 0.001))
+
+
+_WATCHDOG = _Watchdog()
+
+
+class run_limit:
+    """`with run_limit() as ro:` RunOptions for ONNX Runtime runs inside the block, stopped at the verification time
+    limit (--verify-timeout); an exception of a stopped run becomes the one-line timeout error. A class, not a
+    generator: it wraps every timed call of a benchmarked chain."""
+
+    __slots__ = ("ro", "limit", "token")
+
+    def __enter__(self):
+        import onnxruntime as ort
+
+        self.ro = ort.RunOptions()
+        self.ro.log_severity_level = _ort_level()  # the session that runs it was made by make_session: already quiet
+        self.limit = _verify_timeout[0]
+        self.token = _WATCHDOG.arm(self.ro, self.limit)
+        return self.ro
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        _WATCHDOG.disarm(self.token)
+        if exc is not None and isinstance(exc, Exception) and self.ro.terminate:
+            raise NpufitError(f"ONNX Runtime did not finish one run within {self.limit:g} s (--verify-timeout): the "
+                              "model may loop forever (a Loop without a trip count)") from None
+        return False
+
+
 def timed_run(sess, names: list[str], feeds: Mapping[str, np.ndarray]) -> list:
-    """sess.run under the verification time limit; any ONNX Runtime failure becomes one NpufitError line.
-
-    Why a watchdog thread, not a child process: ONNX Runtime checks RunOptions.terminate between kernels and on
-    every Loop iteration, so a timer that sets it stops a Loop without a trip count at no per-call cost, while a
-    child process would copy the model and every feed for each run."""
-    import onnxruntime as ort
-
-    ro = ort.RunOptions()
-    ro.log_severity_level = ort_quiet()
-    limit = _verify_timeout[0]
-    timer = threading.Timer(limit, lambda: setattr(ro, "terminate", True))
-    timer.daemon = True
-    timer.start()
-    try:
-        return sess.run(names, dict(feeds), ro)
-    except Exception as e:
-        if ro.terminate:
-            raise NpufitError(f"ONNX Runtime did not finish one run within {limit:g} s (--verify-timeout): the model "
-                              f"may loop forever (a Loop without a trip count)") from None
-        raise NpufitError(f"ONNX Runtime cannot run the model: {ort_message(e)}") from None
-    finally:
-        timer.cancel()
+    """sess.run under the verification time limit; any ONNX Runtime failure becomes one NpufitError line."""
+    with run_limit() as ro:
+        try:
+            return sess.run(names, dict(feeds), ro)
+        except Exception as e:
+            if ro.terminate:
+                raise
+            raise NpufitError(f"ONNX Runtime cannot run the model: {ort_message(e)}") from None
 
 
 def ort_message(e: Exception) -> str:

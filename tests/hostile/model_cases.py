@@ -149,6 +149,34 @@ def ansi_names(folder: Path) -> Path:
     return _save(_model(n, [_vi("x", [1, 4])], [_vi("y", [1, 4])]), folder)
 
 
+# -- text fields that are not UTF-8 (proto2 hands them back as bytes) -----------------------------------------
+def _not_utf8(m: onnx.ModelProto, marker: str, folder: Path) -> Path:
+    """Save `m` with the first ASCII `marker` in it turned into bytes that are not UTF-8, same length."""
+    data = m.SerializeToString()
+    assert marker.encode() in data
+    p = folder / "model.onnx"
+    p.write_bytes(data.replace(marker.encode(), b"\xff" + marker.encode()[1:], 1))
+    return p
+
+
+def non_utf8_op_type(folder: Path) -> Path:
+    n = [helper.make_node("Relu", ["x"], ["y"], name="r")]
+    n[0].op_type = "QRelu"
+    return _not_utf8(_model(n, [_vi("x", [1, 4])], [_vi("y", [1, 4])], check=False), "QRelu", folder)
+
+
+def non_utf8_dim_param(folder: Path) -> Path:
+    n = [helper.make_node("Relu", ["x"], ["y"], name="r")]
+    return _not_utf8(_model(n, [_vi("x", ["NBATCH", 4])], [_vi("y", ["NBATCH", 4])], check=False), "NBATCH", folder)
+
+
+def non_utf8_tensor_name(folder: Path) -> Path:
+    """Deep in the model: the name of the tensor held by a Constant's TENSOR attribute."""
+    t = numpy_helper.from_array(np.ones([1, 4], np.float32), "KCONSTVAL")
+    n = [helper.make_node("Constant", [], ["k"], name="c", value=t), helper.make_node("Add", ["x", "k"], ["y"], name="add")]
+    return _not_utf8(_model(n, [_vi("x", [1, 4])], [_vi("y", [1, 4])], check=False), "KCONSTVAL", folder)
+
+
 # -- models the ONNX checker or Runtime rejects -------------------------------------------------------------
 def undefined_tensor(folder: Path) -> Path:
     n = [helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")]
@@ -334,6 +362,7 @@ def tflite_truncated(folder: Path) -> Path:
 CASES: dict[str, Callable[[Path], Path]] = {f.__name__: f for f in [
     bomb_constant_of_shape, bomb_expand, bomb_range, bomb_tile, bomb_pad, bomb_resize, bomb_matmul, concat_20000,
     cyclic, loop_no_trip_count, huge_dims, sequence_output, ansi_names,
+    non_utf8_op_type, non_utf8_dim_param, non_utf8_tensor_name,
     undefined_tensor, duplicate_names, wrong_attribute_type, empty_op_type, bfloat16_weights, wrong_raw_length,
     ext_missing, ext_folder, ext_fifo, ext_url, ext_past_eof, ext_negative_offset, ext_nul, ext_long,
     ext_in_function_body, ext_in_sparse_initializer, ext_in_tensors_attribute,

@@ -7,6 +7,7 @@ byte-identical afterwards apart from the named output; no temp file is left; pea
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -45,6 +46,10 @@ MATRIX: dict[str, list[tuple[str, str, str | None]]] = {
                   ("quantize", REFUSE, "GiB per sample")],
     "sequence_output": [("check", OK, None), ("fix", REFUSE, "not a tensor")],
     "ansi_names": [("check", OK, None), ("fix", OK, None), ("split", OK, None)],
+    "non_utf8_op_type": [(v, REFUSE, "node[0].op_type is not UTF-8") for v in ("check", "compare", "fix", "split",
+                                                                            "quantize", "compile", "bench")],
+    "non_utf8_dim_param": [("check", REFUSE, "dim_param is not UTF-8")],
+    "non_utf8_tensor_name": [("check", REFUSE, "attribute[0].t.name is not UTF-8")],
     **{c: [("check", REFUSE, "checker rejects"), ("compare", REFUSE, "checker rejects")]
        for c in ("undefined_tensor", "duplicate_names", "wrong_attribute_type", "empty_op_type")},
     "wrong_raw_length": [("check", REFUSE, "raw_data"), ("compile", REFUSE, "raw_data"), ("bench", REFUSE, "raw_data")],
@@ -147,3 +152,53 @@ def test_report_node_lookup_follows_the_node_list():
     assert rep.node("a") is first and rep.node("b") is None
     rep.nodes.append(second)  # the cached index notices the list grew
     assert rep.node("b") is second
+
+
+@pytest.mark.parametrize("verb", ["run", "bench"])
+def test_a_split_plan_that_loops_forever_is_stopped(tmp_path, verb):
+    """The chain runner (run, bench --runtime chain, split's own check) bounds each chain run like every verification."""
+    from npufit.split import split
+
+    split(str(mc.build("loop_no_trip_count", tmp_path)), "hailo8", output_dir=str(tmp_path / "plan"), verify=False)
+    np.savez(tmp_path / "x.npz", x=np.ones([1, 4], np.float32))
+    argv = {"run": ["run", "plan", "--inputs", "x.npz"],
+            "bench": ["bench", "plan", "--runtime", "chain", "-n", "2", "--warmup", "0"]}[verb]
+    before = snapshot(tmp_path)
+    o = run_verb([*argv, *VT], tmp_path, time_cap=60)
+    assert_sane(o, allow_ok=False, needle="within 3 s (--verify-timeout)")
+    assert_untouched(before, tmp_path)
+
+
+def test_a_compiler_that_takes_the_memory_is_stopped(tmp_path):
+    """Vela on a 60 KB Concat of 20,000 inputs grows past 2 GB within seconds: compile stops the tool at --max-memory
+    and says so (exit 1: the compile failed, a verdict like any compiler error)."""
+    model = mc.build("concat_20000", tmp_path)
+    before = snapshot(tmp_path)
+    o = run_verb(["compile", model, "-t", "ethos-u55-256", "--out-dir", tmp_path / "c", "--max-memory", "300"], tmp_path,
+                 time_cap=100)
+    assert not o.hung and "Traceback" not in o.stderr and not o.tmp_left, o.describe()
+    assert o.rc == 1 and "Vela killed after using more than 300 MB of memory (--max-memory)" in o.stdout, o.describe()
+    assert o.peak_rss_mb < PEAK_MB, o.describe()
+    assert_untouched(before, tmp_path, allowed_new=("c",))
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["c-twin", "python-walk"])
+def test_both_text_checks_agree(tmp_path, monkeypatch, fast):
+    """The proto3 twin (small models) and the Python walk (big ones) refuse the same fields and pass clean models."""
+    import onnx
+
+    from npufit.errors import BadModelError
+    from npufit.graph import validate
+
+    if not fast:
+        monkeypatch.setattr(validate, "_utf8_twin", lambda: None)
+    else:
+        assert validate._utf8_twin() is not None
+    for case, where in [("non_utf8_op_type", "graph.node[0].op_type"), ("non_utf8_dim_param", "dim_param"),
+                        ("non_utf8_tensor_name", "attribute[0].t.name")]:
+        d = tmp_path / case
+        d.mkdir()
+        m = onnx.load(str(mc.build(case, d)), load_external_data=False)
+        with pytest.raises(BadModelError, match=re.escape(where)):
+            validate.check_text(m, d)
+    validate.check_text(onnx.load(str(mc.build("ansi_names", tmp_path)), load_external_data=False), tmp_path)
