@@ -10,6 +10,8 @@ these ops on the CPU, which is correct: they are cheap and exact. Where the inte
   - CAST + QUANTIZE / DEQUANTIZE + CAST for int <-> float casts."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import NpufitError
@@ -49,8 +51,8 @@ def dtype_of(L: Lowering, name: str) -> str | None:
 def claims(L: Lowering, node: NodeView) -> bool:
     """True when `node` computes on the integer path (integer / bool output), or joins it to the int8 path
     (a lookup by run-time indices, a selection by a run-time condition, an Add of such a selection)."""
-    if node.op_type in ("ArgMax",):  # its own lowering takes int8 or int32 input alike
-        return False
+    if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
+        return _bool_source(L, node.inputs[0]) is not None and L.sole_consumer(node.inputs[0]) is not None
     if any(dtype_of(L, o) for o in node.outputs if o):
         return True
     if node.op_type in ("Gather", "GatherElements") and not L.is_const(node.inputs[1]):
@@ -62,7 +64,7 @@ def claims(L: Lowering, node: NodeView) -> bool:
 
 def lower(L: Lowering, node: NodeView) -> None:
     op = node.op_type
-    fn = {"Cast": cast, "Gather": gather, "GatherElements": gather_elements, "Where": where, "CumSum": cumsum,
+    fn = {"ArgMax": argmax, "Cast": cast, "Gather": gather, "GatherElements": gather_elements, "Where": where, "CumSum": cumsum,
           "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias}.get(op)
     if fn is None and op in RESHAPES:
         fn = reshape
@@ -133,9 +135,32 @@ def cast(L: Lowering, node: NodeView) -> None:
     L.emit("QUANTIZE", [f], [L.output(out, "plain")])
 
 
+def _bool_source(L: Lowering, name: str) -> str | None:
+    """The bool tensor an integer tensor was cast from (its values are 0 / 1), else None."""
+    p = L.graph.producer(name)
+    if p is not None and p.op_type == "Cast" and dtype_of(L, name) == "int32" and dtype_of(L, p.inputs[0]) == "bool":
+        return p.inputs[0]
+    return None
+
+
+def argmax(L: Lowering, node: NodeView) -> None:
+    """ArgMax of a 0/1 vector cast from bool (CLIP's first end-of-text position): the bools cast to int8 with
+    scale 1 (exact), since Vela accepts ARG_MAX only on an 8-bit input."""
+    from .ops_shape import argmax as argmax_int8
+
+    src = int_act(L, _bool_source(L, node.inputs[0]), "bool")
+    t = L.new(f"{node.inputs[0]}/int8", src.shape, Q(1.0, 0), "plain")
+    L.emit("CAST", [src], [t])
+    L.tensors[t.name] = t
+    L.aliases[node.inputs[0]] = t.name
+    argmax_int8(L, node)
+
+
 def reshape(L: Lowering, node: NodeView) -> None:
     x = int_act(L, node.inputs[0])
     shape = L.shape(node.outputs[0])
+    if tuple(shape) == x.shape:  # nothing moves
+        return _alias(L, node)
     y = _out(L, node.outputs[0], x.dtype)
     L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", shape)], [y], "ReshapeOptions", new_shape=list(shape))
 
@@ -177,6 +202,8 @@ def cumsum(L: Lowering, node: NodeView) -> None:
 def expand(L: Lowering, node: NodeView) -> None:
     x = int_act(L, node.inputs[0])
     shape = L.shape(node.outputs[0])
+    if tuple(shape) == x.shape:  # nothing moves
+        return _alias(L, node)
     y = _out(L, node.outputs[0], x.dtype)
     L.emit("BROADCAST_TO", [x, L.int32(f"{y.name}/shape", shape)], [y])
 
@@ -304,6 +331,20 @@ def _select_operand(L: Lowering, node: NodeView) -> str | None:
     return None
 
 
+def _fill_room(L: Lowering, out: str, ranges) -> list[tuple[float, float]]:
+    """Where masked scores go into a Softmax, the int8 end they saturate to must be far enough below the largest
+    score that their exp terms vanish: below e^-D with D = ln(512 n), each rounds to 0 in the int8 softmax output
+    (scale 1/256) and all n together move the sum by under 1/512. Saturating at the scores' own minimum instead
+    leaves masked positions weighted like the weakest score (a causal mask then breaks attention)."""
+    cons = L.graph.consumers(out)
+    if not cons or any(c.op_type != "Softmax" for c in cons):
+        return []
+    shape = L.shape(out)
+    n = max(int(shape[int(c.attr("axis", -1)) % len(shape)]) for c in cons)
+    hi = max(r[1] for r in ranges)
+    return [(hi - math.log(512.0 * n), hi)]
+
+
 def add_select(L: Lowering, node: NodeView) -> None:
     """x + Where(c, a, b) with constant a, b = Where(c, x + a, x + b): SELECT_V2 of two int8 shifts of x. A fill
     branch (-3.4e38, "masked") saturates to the int8 end, so the output's scale covers the scores, not 1e38."""
@@ -326,7 +367,7 @@ def add_select(L: Lowering, node: NodeView) -> None:
         branches.append(("shift", v))
     if not ranges:
         raise L.fail(node, "both mask branches are infinite fills")
-    q = _q_over(ranges)
+    q = _q_over(ranges + _fill_room(L, out, ranges) if any(b[0] == "fill" and b[1] < 0 for b in branches) else ranges)
     sel = []
     for k, (kind, v) in enumerate(branches):
         if kind == "shift" and not np.any(v):
