@@ -55,6 +55,8 @@ def claims(L: Lowering, node: NodeView) -> bool:
         return _bool_source(L, node.inputs[0]) is not None and L.sole_consumer(node.inputs[0]) is not None
     if any(dtype_of(L, o) for o in node.outputs if o):
         return True
+    if node.op_type == "Cast" and dtype_of(L, node.inputs[0]):  # int / bool -> float
+        return True
     if node.op_type in ("Gather", "GatherElements") and not L.is_const(node.inputs[1]):
         return True
     if node.op_type == "Where" and not L.is_const(node.inputs[0]):
