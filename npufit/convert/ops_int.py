@@ -51,6 +51,8 @@ def dtype_of(L: Lowering, name: str) -> str | None:
 def claims(L: Lowering, node: NodeView) -> bool:
     """True when `node` computes on the integer path (integer / bool output), or joins it to the int8 path
     (a lookup by run-time indices, a selection by a run-time condition, an Add of such a selection)."""
+    if node.op_type not in INT_OPS:  # ops with int outputs of their own (IsNaN, TopK ...) keep their lowerings
+        return False
     if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
         return _bool_source(L, node.inputs[0]) is not None and L.sole_consumer(node.inputs[0]) is not None
     if any(dtype_of(L, o) for o in node.outputs if o):
@@ -66,14 +68,9 @@ def claims(L: Lowering, node: NodeView) -> bool:
 
 def lower(L: Lowering, node: NodeView) -> None:
     op = node.op_type
-    fn = {"ArgMax": argmax, "Cast": cast, "Gather": gather, "GatherElements": gather_elements, "Where": where, "CumSum": cumsum,
-          "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias}.get(op)
-    if fn is None and op in RESHAPES:
-        fn = reshape
-    elif fn is None and (op in COMPARE or op in LOGICAL):
-        fn = compare
-    elif fn is None and op in ARITH:
-        fn = add_select if _select_operand(L, node) is not None else arith
+    if op in ARITH:
+        return (add_select if _select_operand(L, node) is not None else arith)(L, node)
+    fn = reshape if op in RESHAPES else compare if op in COMPARE or op in LOGICAL else _OWN.get(op)
     if fn is None:
         raise L.fail(node, "no lowering on integer / bool tensors")
     fn(L, node)
@@ -384,3 +381,8 @@ def add_select(L: Lowering, node: NodeView) -> None:
         else:
             sel.append((kind, v))
     _select(L, w.inputs[0], sel, out, q, rank)
+
+
+_OWN = {"ArgMax": argmax, "Cast": cast, "Gather": gather, "GatherElements": gather_elements, "Where": where,
+        "CumSum": cumsum, "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias}
+INT_OPS = set(_OWN) | RESHAPES | set(COMPARE) | set(LOGICAL) | set(ARITH)
