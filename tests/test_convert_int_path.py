@@ -103,3 +103,32 @@ def test_masked_mean_pooling_int_to_float(tmp_path):
         return (h * mask.unsqueeze(-1).float()).sum(1) / 6.0
 
     _convert(tmp_path, Seq(f, emb(), lin(D, D)), (ids(), torch.ones(1, T, dtype=torch.int64)), 17, ops=("CAST", "QUANTIZE"))
+
+
+def test_cli_compile_token_id_model(tmp_path, capsys):
+    """`npufit compile` of a token-id model in one command: the QDQ twin skips the integer inputs, Vela compiles, the
+    embedding lookup lands on the CPU (Vela has no GATHER) and the attention on the NPU."""
+    import json
+
+    from npufit.cli import main
+    from npufit.compilers.vela import vela_version
+    from npufit.zoo.export import export_onnx
+
+    if vela_version() is None:
+        pytest.skip("Vela is not installed (pip install 'ethos-u-vela==5.2.0')")
+
+    def f(s, i, mask):
+        h = s.mods[0](i)
+        scores = s.mods[1](h) @ h.transpose(1, 2) + torch.where(mask.bool()[:, None, :], 0.0, NEG)
+        return F.softmax(scores, -1) @ h
+
+    src = tmp_path / "m.onnx"
+    export_onnx(Seq(f, emb(), lin(D, D)).eval(), (ids(), torch.ones(1, T, dtype=torch.int64)), src, 17, ["ids", "mask"])
+    rc = main(["compile", str(src), "--target", "ethos-u55-256", "--compare-prediction", "--format", "json",
+               "--out-dir", str(tmp_path / "out")])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["ok"], d.get("error")
+    by = {p["node"]: p["device"] for p in d["placement"]}
+    gathers = [n for n in by if n.endswith("/Gather")]
+    assert gathers and all(by[n] == "cpu" for n in gathers), by
+    assert "npu" in {by[n] for n in by if n.endswith("/MatMul")}, by
