@@ -51,6 +51,23 @@ def test_attention_mask_select(tmp_path, causal):
     assert ("LOGICAL_AND" in res.op_counts) == causal, res.op_counts
 
 
+@pytest.mark.parametrize("runtime", [False, True])
+def test_masked_fill_select(tmp_path, runtime):
+    """scores.masked_fill(~causal, finfo.min) -> Softmax (the other form transformers uses), with a constant
+    condition (ops_shape.where's MUL/ADD form) or a run-time one (SELECT_V2): the output range is the scores' plus room below for the Softmax, the
+    fill saturating (a scale over 1e38 made LiteRT abort on this graph)."""
+    tri = torch.tril(torch.ones(T, T, dtype=torch.bool))
+
+    def f(s, i, mask):
+        h = s.mods[0](i)
+        keep = tri[None] & mask.bool()[:, None, :] if runtime else tri[None]
+        scores = (s.mods[1](h) @ h.transpose(1, 2) / 4.0).masked_fill(~keep, NEG)
+        return F.softmax(scores, -1) @ h
+
+    x = (ids(), torch.ones(1, T, dtype=torch.int64))
+    _convert(tmp_path, Seq(f, emb(), lin(D, D)), x, 17, ops=("SELECT_V2",) if runtime else ("MUL", "SOFTMAX"))
+
+
 def test_position_ids_from_padding(tmp_path):
     """RoBERTa's position ids: (ids != pad) -> int -> CumSum * mask + pad: NOT_EQUAL/CAST/CUMSUM/MUL/ADD in int32,
     then a second lookup by those run-time positions."""

@@ -313,7 +313,19 @@ def where(L: Lowering, node: NodeView) -> None:
     branches = [_branch(L, node.inputs[1]), _branch(L, node.inputs[2])]
     if all(b[0] == "fill" for b in branches):
         raise L.fail(node, "both branches are infinite fills")
-    _select(L, node.inputs[0], branches, out, _q_over(_range_of(L, b) for b in branches), len(L.shape(out)))
+    _select(L, node.inputs[0], branches, out, fill_q(L, node, branches), len(L.shape(out)))
+
+
+def fill_q(L: Lowering, node: NodeView, branches=None) -> Q | None:
+    """The int8 parameters of a float Where with a fill branch (scores.masked_fill(~mask, finfo.min) -> Softmax):
+    over the other branches' range (plus room below for a Softmax), the fill saturating; None without a fill."""
+    branches = branches or [_branch(L, node.inputs[1]), _branch(L, node.inputs[2])]
+    if not any(b[0] == "fill" for b in branches):
+        return None
+    ranges = [r for r in (_range_of(L, b) for b in branches) if r is not None]
+    if any(b[0] == "fill" and b[1] < 0 for b in branches):
+        ranges += _fill_room(L, node.outputs[0], ranges)
+    return _q_over(ranges)
 
 
 def _select_operand(L: Lowering, node: NodeView) -> str | None:
