@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
+from . import ops_int as it
 from . import ops_math as mt
 from . import ops_nn as nn
 from . import ops_shape as sh
@@ -39,6 +40,9 @@ OPS = {
     "Concat": ts.concat, "Reshape": ts.reshape, "Flatten": ts.reshape, "Squeeze": ts.reshape, "Unsqueeze": ts.reshape,
     "Transpose": ts.transpose, "Resize": ts.resize, "Upsample": ts.resize, "Softmax": sh.softmax, "LogSoftmax": sh.softmax, "Pad": ts.pad,
     "Slice": ts.slice_, "Identity": ts.alias, "Dropout": ts.alias, "Cast": ts.alias,
+    # the integer / bool path (token ids, masks): only ever reached through it.claims
+    "Equal": it.lower, "Less": it.lower, "LessOrEqual": it.lower, "Greater": it.lower, "GreaterOrEqual": it.lower,
+    "And": it.lower, "Or": it.lower, "Xor": it.lower, "Not": it.lower, "CumSum": it.lower, "GatherElements": it.lower,
 }
 # int8 TFLite kernels that pass values through without rescaling: their tensors share one range
 PASS_THROUGH = {"MaxPool", "AveragePool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Split", "Gather", "Expand", "Tile", "DepthToSpace", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
@@ -175,13 +179,17 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
 
     L = Lowering(prep, ranges)
     for name in prep.graph.input_names:
-        L.output(name, "nhwc" if len(L.shape(name)) == 4 else "plain")
+        dt = it.tfl_dtype(prep.graph.tensor(name).dtype)
+        if dt:  # token ids, masks: int32 / bool inputs, not quantized
+            it.graph_input(L, name, dt)
+        else:
+            L.output(name, "nhwc" if len(L.shape(name)) == 4 else "plain")
     for nd in work:
         if nd.name in L.absorbed:
             continue
         L.current = [prep.source_node(nd.name)]
         try:
-            OPS[nd.op_type](L, nd)
+            (it.lower if it.claims(L, nd) else OPS[nd.op_type])(L, nd)
         except Unsupported as e:
             raise UnsupportedModelError(gap_message([(e.op, prep.source_node(e.node), e.why)], src, target, prep.graph)) from None
         except NpufitError:

@@ -85,7 +85,9 @@ def where(L: Lowering, node: NodeView) -> None:
         L.aliases[out] = src
         return
     rank = len(L.shape(out))
-    yq = L.q_of(out)
+    from .ops_int import fill_q
+
+    yq = fill_q(L, node) or L.q_of(out)  # a finfo.min fill saturates instead of stretching the scale to 1e38
     lo, hi = yq.range
     layout = "plain"
     terms = []

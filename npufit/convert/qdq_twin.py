@@ -22,7 +22,9 @@ def write_qdq_twin(L: Lowering, work_nodes, path: Path) -> Path:
     g = m.graph
     work = {n.name for n in work_nodes}
     graph_out = {o.name for o in g.output}
-    acts = [o for n in work_nodes for o in n.outputs if o and o in L.ranges.lo] + list(L.prep.graph.input_names)
+    # integer inputs (token ids, masks) are carried unquantized: no Q/DQ pair on them
+    acts = [o for n in work_nodes for o in n.outputs if o and o in L.ranges.lo] + \
+        [i for i in L.prep.graph.input_names if L.tensors[i].q is not None]
     new_nodes, inits, rename = [], [], {}
     for t in dict.fromkeys(acts):
         q = L.tensors[t].q if t in L.tensors and L.tensors[t].q is not None else L.q_of(t)

@@ -1,0 +1,400 @@
+"""The integer / boolean path: token-id inputs and the index and mask arithmetic computed from them.
+
+Text encoders take int64 token ids into an embedding lookup (Gather from a constant table) and build boolean
+attention masks (Cast, Equal, And, CumSum, Expand, Where ...). Everything that depends only on shapes and constants
+is already folded (npufit.graph); what is left runs at run time on integers, so it is carried as int32 / bool
+TFLite tensors (int64 narrowed to int32: TFLite's index type) in ONNX axis order, never quantized. Vela leaves
+these ops on the CPU, which is correct: they are cheap and exact. Where the integer path meets the int8 path:
+  - GATHER of an int8 table (or activation) by int32 ids;
+  - SELECT_V2 of int8 branches by a bool condition (Where), folded into the Add that applies an attention mask;
+  - CAST + QUANTIZE / DEQUANTIZE + CAST for int <-> float casts."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import NpufitError
+from ..graph import NodeView
+from .lower import TT, Lowering
+from .qparams import Q, activation_q, quantize
+
+COMPARE = {"Equal": "EQUAL", "Less": "LESS", "LessOrEqual": "LESS_EQUAL", "Greater": "GREATER",
+           "GreaterOrEqual": "GREATER_EQUAL"}
+LOGICAL = {"And": "LOGICAL_AND", "Or": "LOGICAL_OR", "Xor": "NOT_EQUAL"}
+ARITH = {"Add": ("ADD", "AddOptions"), "Sub": ("SUB", "SubOptions"), "Mul": ("MUL", "MulOptions"),
+         "Max": ("MAXIMUM", "MaximumMinimumOptions"), "Min": ("MINIMUM", "MaximumMinimumOptions")}
+RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
+# |v| at or above this is a -inf/+inf stand-in (torch.finfo(float32).min fills masked attention scores): in int8
+# it saturates to the end of the range instead of stretching the scale over 1e38
+FILL = 1e30
+
+
+def tfl_dtype(onnx_dtype: str | None) -> str | None:
+    """The TFLite type an ONNX integer / bool tensor is carried in; None for float (the int8 path)."""
+    if onnx_dtype is None or onnx_dtype.startswith(("float", "bfloat")):
+        return None
+    return "bool" if onnx_dtype == "bool" else "int32"
+
+
+def dtype_of(L: Lowering, name: str) -> str | None:
+    t = L.tensors.get(L.resolve(name))
+    if t is not None and t.q is None and t.dtype in ("int32", "bool"):
+        return t.dtype
+    c = L.const(name)
+    if c is not None:
+        return None if np.asarray(c).dtype.kind == "f" else "bool" if np.asarray(c).dtype == bool else "int32"
+    g = L.graph.tensors.get(name)
+    return tfl_dtype(None if g is None else g.dtype)
+
+
+def claims(L: Lowering, node: NodeView) -> bool:
+    """True when `node` computes on the integer path (integer / bool output), or joins it to the int8 path
+    (a lookup by run-time indices, a selection by a run-time condition, an Add of such a selection)."""
+    if node.op_type not in INT_OPS:  # ops with int outputs of their own (IsNaN, TopK ...) keep their lowerings
+        return False
+    if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
+        return _bool_source(L, node.inputs[0]) is not None and L.sole_consumer(node.inputs[0]) is not None
+    if any(dtype_of(L, o) for o in node.outputs if o):
+        return True
+    if node.op_type == "Cast" and dtype_of(L, node.inputs[0]):  # int / bool -> float
+        return True
+    if node.op_type in ("Gather", "GatherElements") and not L.is_const(node.inputs[1]):
+        return True
+    if node.op_type == "Where" and not L.is_const(node.inputs[0]):
+        return True
+    return node.op_type in ("Add", "Sub") and _select_operand(L, node) is not None
+
+
+def lower(L: Lowering, node: NodeView) -> None:
+    op = node.op_type
+    if op in ARITH:
+        return (add_select if _select_operand(L, node) is not None else arith)(L, node)
+    fn = reshape if op in RESHAPES else compare if op in COMPARE or op in LOGICAL else _OWN.get(op)
+    if fn is None:
+        raise L.fail(node, "no lowering on integer / bool tensors")
+    fn(L, node)
+
+
+# -- tensors ----------------------------------------------------------------------------------------------
+def graph_input(L: Lowering, name: str, dtype: str) -> TT:
+    t = L.new(name, L.shape(name), None, "plain", dtype)
+    L.tensors[name] = t
+    return t
+
+
+def int_act(L: Lowering, name: str, dtype: str | None = None) -> TT:
+    """The int32 / bool TFLite tensor of ONNX tensor `name` (a constant is written once, on first use)."""
+    name = L.resolve(name)
+    t = L.tensors.get(name)
+    if t is not None:
+        return t
+    c = L.const(name)
+    if c is None:
+        raise NpufitError(f"tensor '{name}' was not produced by any lowered op")
+    arr = np.asarray(c)
+    dt = dtype or ("bool" if arr.dtype == bool else "int32")
+    if dt == "int32":
+        arr = np.clip(arr, np.iinfo(np.int32).min, np.iinfo(np.int32).max)
+    t = L.tensors[name] = L.new(name, arr.shape, None, "plain", dt, data=arr.astype(dt))
+    return t
+
+
+def _out(L: Lowering, name: str, dtype: str, shape=None) -> TT:
+    t = L.new(name, L.shape(name) if shape is None else shape, None, "plain", dtype)
+    L.tensors[name] = t
+    return t
+
+
+def _alias(L: Lowering, node: NodeView) -> None:
+    L.aliases[node.outputs[0]] = node.inputs[0]
+    if node.outputs[0] in L.graph.output_names:
+        L.tensors[node.outputs[0]] = int_act(L, node.inputs[0])
+
+
+# -- integer / bool ops -----------------------------------------------------------------------------------
+def cast(L: Lowering, node: NodeView) -> None:
+    src, dst = dtype_of(L, node.inputs[0]), dtype_of(L, node.outputs[0])
+    out = node.outputs[0]
+    if src == dst:  # int64 <-> int32 are both carried as int32
+        return _alias(L, node)
+    if src is None:  # float -> int / bool: DEQUANTIZE, then CAST (truncates toward zero, as ONNX does)
+        x = L.act(node.inputs[0], "plain")
+        f = L.new(f"{out}/float", x.shape, None, "plain", "float32")
+        L.emit("DEQUANTIZE", [x], [f])
+        L.emit("CAST", [f], [_out(L, out, dst)])
+        return
+    x = int_act(L, node.inputs[0])
+    if dst is not None:
+        L.emit("CAST", [x], [_out(L, out, dst)])
+        return
+    # int / bool -> float: CAST to float32, QUANTIZE into the calibrated int8 range
+    f = L.new(f"{out}/float", x.shape, None, "plain", "float32")
+    L.emit("CAST", [x], [f])
+    L.emit("QUANTIZE", [f], [L.output(out, "plain")])
+
+
+def _bool_source(L: Lowering, name: str) -> str | None:
+    """The bool tensor an integer tensor was cast from (its values are 0 / 1), else None."""
+    p = L.graph.producer(name)
+    if p is not None and p.op_type == "Cast" and dtype_of(L, name) == "int32" and dtype_of(L, p.inputs[0]) == "bool":
+        return p.inputs[0]
+    return None
+
+
+def argmax(L: Lowering, node: NodeView) -> None:
+    """ArgMax of a 0/1 vector cast from bool (CLIP's first end-of-text position): the bools cast to int8 with
+    scale 1 (exact), since Vela accepts ARG_MAX only on an 8-bit input."""
+    from .ops_shape import argmax as argmax_int8
+
+    src = int_act(L, _bool_source(L, node.inputs[0]), "bool")
+    t = L.new(f"{node.inputs[0]}/int8", src.shape, Q(1.0, 0), "plain")
+    L.emit("CAST", [src], [t])
+    L.tensors[t.name] = t
+    L.aliases[node.inputs[0]] = t.name
+    argmax_int8(L, node)
+
+
+def reshape(L: Lowering, node: NodeView) -> None:
+    x = int_act(L, node.inputs[0])
+    shape = L.shape(node.outputs[0])
+    if tuple(shape) == x.shape:  # nothing moves
+        return _alias(L, node)
+    y = _out(L, node.outputs[0], x.dtype)
+    L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", shape)], [y], "ReshapeOptions", new_shape=list(shape))
+
+
+def compare(L: Lowering, node: NodeView) -> None:
+    """Equal / Less / ... on integers, And / Or / Xor on bools (int32 constants broadcast as TFLite does)."""
+    a, b = node.inputs[0], node.inputs[1]
+    dt = dtype_of(L, a) or dtype_of(L, b)
+    if dt is None:
+        raise L.fail(node, "comparisons of int8 activations are not lowered")
+    tfl = COMPARE.get(node.op_type) or LOGICAL[node.op_type]
+    L.emit(tfl, [int_act(L, a, dt), int_act(L, b, dt)], [_out(L, node.outputs[0], "bool")])
+
+
+def logical_not(L: Lowering, node: NodeView) -> None:
+    L.emit("LOGICAL_NOT", [int_act(L, node.inputs[0], "bool")], [_out(L, node.outputs[0], "bool")])
+
+
+def arith(L: Lowering, node: NodeView) -> None:
+    """Add / Sub / Mul / Max / Min on int32 (positions, offsets); int32 wraps where ONNX's int64 would not, which
+    index arithmetic never comes near."""
+    tfl, opts = ARITH[node.op_type]
+    kw = {"fused_activation_function": "NONE"} if opts != "MaximumMinimumOptions" else {}
+    ins = [int_act(L, n, "int32") for n in node.inputs[:2]]
+    L.emit(tfl, ins, [_out(L, node.outputs[0], "int32")], opts, **kw)
+
+
+def cumsum(L: Lowering, node: NodeView) -> None:
+    x = int_act(L, node.inputs[0])
+    axis = L.const(node.inputs[1])
+    if axis is None:
+        raise L.fail(node, "axis computed at run time")
+    ax = int(np.asarray(axis).reshape(-1)[0]) % len(x.shape)
+    y = _out(L, node.outputs[0], x.dtype)
+    L.emit("CUMSUM", [x, L.int32(f"{y.name}/axis", ax)], [y], "CumsumOptions",
+           exclusive=bool(node.attr("exclusive", 0)), reverse=bool(node.attr("reverse", 0)))
+
+
+def expand(L: Lowering, node: NodeView) -> None:
+    x = int_act(L, node.inputs[0])
+    shape = L.shape(node.outputs[0])
+    if tuple(shape) == x.shape:  # nothing moves
+        return _alias(L, node)
+    y = _out(L, node.outputs[0], x.dtype)
+    L.emit("BROADCAST_TO", [x, L.int32(f"{y.name}/shape", shape)], [y])
+
+
+# -- where the integer path meets the int8 path ----------------------------------------------------------------
+def gather(L: Lowering, node: NodeView) -> None:
+    """Gather by run-time indices (an embedding lookup of token ids, a pick by an ArgMax): GATHER with int32
+    indices. A constant float table is quantized over all its rows (calibration ids reach only a few of them),
+    and the output keeps the table's parameters (GATHER does not rescale)."""
+    axis = int(node.attr("axis", 0))
+    data, idx = node.inputs[0], node.inputs[1]
+    if L.is_const(idx):  # integer data, constant indices
+        x = int_act(L, data)
+        i = np.asarray(L.const(idx), np.int64)
+        i = np.where(i < 0, i + x.shape[axis % len(x.shape)], i)
+        y = _out(L, node.outputs[0], x.dtype)
+        L.emit("GATHER", [x, L.int32(f"{y.name}/indices", i)], [y], "GatherOptions", axis=axis % len(x.shape), batch_dims=0)
+        return
+    ids = int_act(L, idx, "int32")
+    if dtype_of(L, data):
+        x = int_act(L, data)
+        y = _out(L, node.outputs[0], x.dtype)
+    else:
+        table = L.const(data)
+        if table is not None:
+            x = L.tensors.get(data) or L.const_int8(data, np.asarray(table, np.float32), "plain")
+            L.tensors[data] = x
+        else:
+            x = L.act(data, "plain")
+        y = L.output(node.outputs[0], "plain", q=x.q)
+    L.emit("GATHER", [x, ids], [y], "GatherOptions", axis=axis % len(x.shape), batch_dims=0)
+
+
+def gather_elements(L: Lowering, node: NodeView) -> None:
+    """GatherElements along an axis where every other dim of data and indices is 1 (a per-position lookup at
+    batch 1, e.g. RoBERTa's buffered token-type ids): the same as GATHER of the flattened indices."""
+    shape, ishape = L.shape(node.inputs[0]), L.shape(node.inputs[1])
+    axis = int(node.attr("axis", 0)) % len(shape)
+    if any(d != 1 for k, d in enumerate(shape) if k != axis) or any(d != 1 for k, d in enumerate(ishape) if k != axis):
+        raise L.fail(node, "only the form whose non-axis dims are all 1 is lowered")
+    x = int_act(L, node.inputs[0]) if dtype_of(L, node.inputs[0]) else L.act(node.inputs[0], "plain")
+    ids = int_act(L, node.inputs[1], "int32")
+    flat = L.new(f"{node.outputs[0]}/indices", (ishape[axis],), None, "plain", "int32")
+    L.emit("RESHAPE", [ids, L.int32(f"{flat.name}/shape", flat.shape)], [flat], "ReshapeOptions", new_shape=[ishape[axis]])
+    y = _out(L, node.outputs[0], x.dtype) if x.q is None else L.output(node.outputs[0], "plain", q=x.q)
+    L.emit("GATHER", [x, flat], [y], "GatherOptions", axis=axis, batch_dims=0)
+
+
+def _is_fill(v: np.ndarray) -> bool:
+    v = np.asarray(v, np.float64)
+    return v.size > 0 and bool(np.all(~np.isfinite(v) | (np.abs(v) >= FILL)))
+
+
+def _branch(L: Lowering, name: str):
+    """('fill', sign) | ('const', array) | ('act', name) for a Where branch."""
+    c = L.const(name)
+    if c is None:
+        return "act", name
+    c = np.asarray(c, np.float32)
+    return ("fill", 1.0 if np.all(c > 0) else -1.0) if _is_fill(c) else ("const", c)
+
+
+def _range_of(L: Lowering, b) -> tuple[float, float] | None:
+    kind, v = b
+    if kind == "act":
+        return L.real_range(L.act(v))
+    if kind == "const":
+        return float(v.min()), float(v.max())
+    return None
+
+
+def _select(L: Lowering, cond: str, branches, out: str, q: Q, rank: int) -> TT:
+    """SELECT_V2(cond, a, b) in int8 with parameters `q` (SELECT does not rescale); a fill is the int8 end."""
+    vals = []
+    for k, (kind, v) in enumerate(branches):
+        tag = f"{out}/{'then' if k == 0 else 'else'}"
+        if kind == "act":
+            vals.append(L.requant(L.act(v, "plain"), q))
+            continue
+        arr = np.full((1,) * rank, q.range[1] if v > 0 else q.range[0], np.float32) if kind == "fill" else \
+            np.asarray(v, np.float32).reshape((1,) * (rank - np.ndim(v)) + np.shape(v))
+        vals.append(L.new(tag, arr.shape, q, "plain", data=quantize(arr, q)))
+    c = int_act(L, cond, "bool")
+    y = L.output(out, "plain", q=q)
+    L.emit("SELECT_V2", [c, *vals], [y])
+    return y
+
+
+def _q_over(ranges) -> Q:
+    rs = [r for r in ranges if r is not None]
+    return activation_q(min(r[0] for r in rs), max(r[1] for r in rs))
+
+
+def where(L: Lowering, node: NodeView) -> None:
+    """Where by a run-time condition. On integers: SELECT_V2 in int32. On floats: SELECT_V2 of int8 branches over
+    the range of the branches that are not fills; when every consumer is an Add that applies it (an attention mask
+    added to scores) nothing is emitted here: each Add folds it in (add_select)."""
+    out = node.outputs[0]
+    dt = dtype_of(L, out)
+    if dt:
+        L.emit("SELECT_V2", [int_act(L, node.inputs[0], "bool"), int_act(L, node.inputs[1], dt),
+                             int_act(L, node.inputs[2], dt)], [_out(L, out, dt)])
+        return
+    cons = L.graph.consumers(out)
+    if out not in L.graph.output_names and cons and all(c.op_type in ("Add", "Sub") and _select_operand(L, c) == out
+                                                        for c in cons):
+        return
+    branches = [_branch(L, node.inputs[1]), _branch(L, node.inputs[2])]
+    if all(b[0] == "fill" for b in branches):
+        raise L.fail(node, "both branches are infinite fills")
+    _select(L, node.inputs[0], branches, out, fill_q(L, node, branches), len(L.shape(out)))
+
+
+def fill_q(L: Lowering, node: NodeView, branches=None) -> Q | None:
+    """The int8 parameters of a float Where with a fill branch (scores.masked_fill(~mask, finfo.min) -> Softmax):
+    over the other branches' range (plus room below for a Softmax), the fill saturating; None without a fill."""
+    branches = branches or [_branch(L, node.inputs[1]), _branch(L, node.inputs[2])]
+    if not any(b[0] == "fill" for b in branches):
+        return None
+    ranges = [r for r in (_range_of(L, b) for b in branches) if r is not None]
+    if any(b[0] == "fill" and b[1] < 0 for b in branches):
+        ranges += _fill_room(L, node.outputs[0], ranges)
+    return _q_over(ranges)
+
+
+def _select_operand(L: Lowering, node: NodeView) -> str | None:
+    """The input of an Add / Sub that is a float Where by a run-time condition between constants (a mask)."""
+    if node.op_type not in ("Add", "Sub") or dtype_of(L, node.outputs[0]):
+        return None
+    for k, name in enumerate(node.inputs[:2]):
+        p = L.graph.producer(name) if name else None
+        other = node.inputs[1 - k]
+        if p is not None and p.op_type == "Where" and not L.is_const(p.inputs[0]) and not dtype_of(L, name) \
+                and L.is_const(p.inputs[1]) and L.is_const(p.inputs[2]) and not L.is_const(other) \
+                and (node.op_type == "Add" or k == 1):
+            return name
+    return None
+
+
+def _fill_room(L: Lowering, out: str, ranges) -> list[tuple[float, float]]:
+    """Where masked scores go into a Softmax, the int8 end they saturate to must be far enough below the largest
+    score that their exp terms vanish: below e^-D with D = ln(512 n), each rounds to 0 in the int8 softmax output
+    (scale 1/256) and all n together move the sum by under 1/512. Saturating at the scores' own minimum instead
+    leaves masked positions weighted like the weakest score (a causal mask then breaks attention)."""
+    cons = L.graph.consumers(out)
+    if not cons or any(c.op_type != "Softmax" for c in cons):
+        return []
+    shape = L.shape(out)
+    n = max(int(shape[int(c.attr("axis", -1)) % len(shape)]) for c in cons)
+    hi = max(r[1] for r in ranges)
+    return [(hi - math.log(512.0 * n), hi)]
+
+
+def add_select(L: Lowering, node: NodeView) -> None:
+    """x + Where(c, a, b) with constant a, b = Where(c, x + a, x + b): SELECT_V2 of two int8 shifts of x. A fill
+    branch (-3.4e38, "masked") saturates to the int8 end, so the output's scale covers the scores, not 1e38."""
+    m = _select_operand(L, node)
+    x_name = node.inputs[1] if node.inputs[0] == m else node.inputs[0]
+    sign = -1.0 if node.op_type == "Sub" else 1.0
+    w = L.graph.producer(m)
+    x = L.act(x_name, "plain")
+    lo, hi = L.real_range(x)
+    out = node.outputs[0]
+    rank = len(L.shape(out))
+    branches, ranges = [], []
+    for name in w.inputs[1:3]:
+        kind, v = _branch(L, name)
+        if kind == "fill":
+            branches.append(("fill", v * sign))
+            continue
+        v = sign * v
+        ranges.append((lo + float(v.min()), hi + float(v.max())))
+        branches.append(("shift", v))
+    if not ranges:
+        raise L.fail(node, "both mask branches are infinite fills")
+    q = _q_over(ranges + _fill_room(L, out, ranges) if any(b[0] == "fill" and b[1] < 0 for b in branches) else ranges)
+    sel = []
+    for k, (kind, v) in enumerate(branches):
+        if kind == "shift" and not np.any(v):
+            sel.append(("act", x_name))
+        elif kind == "shift":
+            t = L.new(f"{out}/{'then' if k == 0 else 'else'}", L.shape(out), q, "plain")
+            arr = np.asarray(v, np.float32).reshape((1,) * (rank - np.ndim(v)) + np.shape(v))
+            L.emit("ADD", [x, L.const_int8(f"{t.name}/shift", arr, "plain")], [t], "AddOptions",
+                   fused_activation_function="NONE")
+            L.tensors[t.name] = t
+            sel.append(("act", t.name))
+        else:
+            sel.append((kind, v))
+    _select(L, w.inputs[0], sel, out, q, rank)
+
+
+_OWN = {"ArgMax": argmax, "Cast": cast, "Gather": gather, "GatherElements": gather_elements, "Where": where,
+        "CumSum": cumsum, "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias}
+INT_OPS = set(_OWN) | RESHAPES | set(COMPARE) | set(LOGICAL) | set(ARITH)
