@@ -96,3 +96,24 @@ def test_stride4_conv_after_explicit_padding_compiles_as_predicted(tmp_path):
     # the profile knows the converter's split (CAL-V): it predicts what Vela did
     n = check(src, "ethos-u55-256", assume_int8=True).node("/2/Conv")
     assert n.verdict.value == "npu" and not n.reasons
+
+
+def test_argmax_classifier_compiles_for_the_u55(tmp_path):
+    """Linear -> ArgMax: Vela runs the ARG_MAX on the U55's NPU; its `--show-cpu-operations` report crashes on such a
+    model (KeyError in Vela 5.2.0's stats writer), so compile must not ask for it."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from npufit.compilers import compile_model
+
+    w = numpy_helper.from_array(np.random.default_rng(0).normal(size=(16, 10)).astype(np.float32), "W")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"]),
+                           helper.make_node("ArgMax", ["y"], ["z"], axis=1, keepdims=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                          [helper.make_tensor_value_info("z", TensorProto.INT64, [1])], [w])
+    src = tmp_path / "argmax.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    r = compile_model(src, "ethos-u55-256", out_dir=tmp_path / "out")
+    assert r.ok, r.error
+    assert {p.op: p.device for p in r.placement}["ArgMax"] == "npu"

@@ -66,7 +66,7 @@ class VelaCompiler:
             conv = convert_onnx(model, out, options, notes, outputs, target.lower())
             src, graph, lineage = conv.path, conv.graph, conv.lineage
         cmd = [exe, str(src), "--accelerator-config", target.lower(), "--output-dir", str(out / "vela"),
-               "--verbose-performance", "--show-cpu-operations"] + list(options.extra.get("vela_args", ()))
+               "--verbose-performance"] + list(options.extra.get("vela_args", ()))
         run = run_tool(cmd, out / "vela.log", cwd=out, timeout_s=options.timeout_s)
         text = run.log
         res = CompileResult("vela", vela_version(), target.lower(), str(model), run.returncode == 0,
