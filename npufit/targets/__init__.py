@@ -21,6 +21,12 @@ _MODULES = {
     "ethos-u85-1024": "npufit.targets.ethos_u",
     "ethos-u85-2048": "npufit.targets.ethos_u",
     "rk3588": "npufit.targets.rockchip",
+    "rk3576": "npufit.targets.rockchip",
+    "rk3566": "npufit.targets.rockchip",
+    "rv1106": "npufit.targets.rockchip",
+    # aliases: the same NPU under another SoC name (Profile.aliases)
+    "rk3568": "npufit.targets.rockchip",
+    "rv1103": "npufit.targets.rockchip",
 }
 
 
@@ -49,9 +55,10 @@ def get_profile(name: str) -> Profile:
             profiles = _load_module(mod)
         except ModuleNotFoundError:
             profiles = None
-    if not profiles or key not in profiles:
+    found = (profiles or {}).get(key) or next((p for p in (profiles or {}).values() if key in p.aliases), None)
+    if found is None:
         raise NpufitError(f"unknown target '{name}' (available: {', '.join(available_targets())})")
-    return profiles[key]
+    return found
 
 
 def resolve_targets(spec: str) -> list[str]:

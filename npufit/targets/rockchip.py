@@ -10,7 +10,7 @@ import numpy as np
 
 from ..graph import quant
 from ..graph.model import NodeView
-from . import common, patterns, rockchip_fitted as fit, tflite_map as tm
+from . import common, patterns, rockchip_fitted as fit, rockchip_socs, tflite_map as tm
 from .base import Composite, OpSupport, Profile, Rule, Verdict, Executes
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
@@ -492,7 +492,7 @@ def profiles() -> dict[str, Profile]:
         Composite(f"{N}.gelu_tanh", "GELU (tanh)", fused.format(name="exGelu"), patterns.match_gelu_tanh, NPU, source="R-PDF"),
         Composite(f"{N}.layernorm", "LayerNorm", fused.format(name="exNorm"), patterns.match_layernorm, NPU, source="R-PDF"),
     )
-    return {N: Profile(
+    base = Profile(
         name=N, title="Rockchip RK3588 (RKNPU2; rknn-toolkit2 2.3.2 docs, checked against 2.5.0)", vendor="Rockchip",
         summary="ONNX models converted by RKNN-Toolkit2; ops outside the RK3588 NPU list or its limits run as CPU kernels in the RKNN runtime; "
                 "ops the converter does not know fail the conversion.",
@@ -500,4 +500,5 @@ def profiles() -> dict[str, Profile]:
         executes=Executes.FP16_INT8, unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
         graph_rules=GRAPH_RULES, composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"), op_key=op_key,
         notes=("CPU-kernel ops run in the RKNN runtime on the Cortex-A cores; each NPU↔CPU crossing converts layout (NC1HWC2↔NCHW) and dtype",),
-    )}
+    )
+    return {N: base, **rockchip_socs.profiles(base)}  # RK3576, RK3566/68, RV1106/03: RK3588's rules + their measured differences
