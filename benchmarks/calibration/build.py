@@ -38,7 +38,7 @@ def _export(opsets, names) -> None:
 def _compile(onnx: Path, target: str, build: str, out: Path):
     from npufit.compilers import compile_model
 
-    if target.startswith("rk"):
+    if target.startswith(("rk", "rv")):  # RKNN-Toolkit2 platforms (RV1106/RV1103 too)
         return compile_model(onnx, target, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=900)
     return compile_model(onnx, target, out_dir=out, timeout_s=900)
 
@@ -49,7 +49,7 @@ def _record(target: str, build: str, opset: int, names) -> None:
 
     path = records.record_path(target, build, opset)
     rec = records.load_record(path) if path.is_file() else records.empty_record(target, build, opset,
-                                                                                  "rknn-toolkit2" if target.startswith("rk") else "vela")
+                                                                                  "rknn-toolkit2" if target.startswith(("rk", "rv")) else "vela")
     for n in names:
         arch = corpus.ARCHS[n]
         entry: dict = {"family": arch.family, "config_hash": corpus.config_hash(arch, opset)}

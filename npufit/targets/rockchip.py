@@ -91,8 +91,11 @@ def _dtype(node, lim):
     if _noop_expand(node):
         return None
     # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
-    # Where ran on the NPU with a bool condition)
+    # Where ran on the NPU with a bool condition), and float values are converted by rknn.build like every float
+    # activation, to float16 or to int8 (PROBE-SOC: rv1106's int8 build ran the where case's Where on the NPU)
     d = node.output_dtype(0) if node.op_type == "Where" else quant.exec_dtype(node)
+    if node.op_type == "Where" and d in quant.FLOAT_DTYPES:
+        return None
     return None if d is None or d in lim["dtypes"] or node.op_type in ("Cast", "Shape") else f"computes in {d}"
 
 

@@ -10,11 +10,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import common
-from .base import Composite, Executes, OpSupport, Profile, Rule
+from ..graph import Graph
+from . import common, patterns
+from .base import Composite, CompositeMatch, Executes, OpSupport, Profile, Rule, Verdict
 
 # the label RK3588's rule sentences and reasons are written with (swapped for the SoC's own)
 BASE_LABEL = "RK3588"
+TAG = "PROBE-SOC"  # the source tag of a SoC's own probe record
+
+
+def _cpu(op: str, why: str, src: str = TAG) -> OpSupport:
+    return OpSupport(op, Verdict.CPU, reason=why, source=src)
+
+
+def match_gru_tail(graph: Graph) -> list[CompositeMatch]:
+    """A GRU with the Squeeze / Transpose / Reshape chain that turns its output back to batch-first: the toolkit fuses
+    them into its one exGRU layer (probe case gru: GRU, Squeeze and Transpose were one layer)."""
+    out = []
+    for g in graph.nodes:
+        if g.op_type != "GRU":
+            continue
+        chain, n = [g], patterns.sole_consumer(graph, g, ("Squeeze", "Transpose", "Reshape"))
+        while n is not None and len(chain) < 4:
+            chain.append(n)
+            n = patterns.sole_consumer(graph, n, ("Squeeze", "Transpose", "Reshape"))
+        out.append(CompositeMatch(tuple(chain), " -> ".join(x.op_type for x in chain)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -28,6 +49,10 @@ class Soc:
     executes: Executes = Executes.FP16_INT8
     limits: Mapping[str, Any] = field(default_factory=dict)
     ops: Mapping[str, OpSupport] = field(default_factory=dict)  # measured differences from RK3588
+    composites: Mapping[str, Verdict] = field(default_factory=dict)  # RK3588 composite (id after the dot) -> verdict here
+    extra_composites: tuple[Composite, ...] = ()  # fused layers this SoC places differently from its parts
+    drop_rules: tuple[str, ...] = ()  # RK3588 graph rules (id after the dot) this SoC's record contradicts
+    rule_texts: Mapping[str, str] = field(default_factory=dict)  # RK3588 graph rule (id after the dot) -> sentence here
     notes: tuple[str, ...] = ()
 
 
@@ -48,10 +73,30 @@ SOCS: tuple[Soc, ...] = (
         "ONNX models converted and quantized by RKNN-Toolkit2 for RV1106/RV1103; the NPU runs int8 only, and the runtime has CPU "
         "kernels for a short list of ops only (targets.md §4a).", _probe_src("rv1106", "int8"),
         aliases=("rv1103",), executes=Executes.INT8,
-        # R-PDF §3 (per SoC) and the 2.5.0 toolkit: RV1103/RV1106 build int8 models only
+        # rknn.build for rv1106 refuses a float build: "Current target_platform(rv1106) not support do_quantization = False!"
         limits={"dtypes": common.Choices(("int8", "uint8"))},
+        rule_texts={"dtype": "NPU ops compute in {dtypes} only: rknn.build quantizes every model (it refuses a float build for RV1106)"},
+        ops={
+            # R-PDF §4.1 lists Div among RV1106's CPU kernels and gives the NPU Div in float16 only; probe case div
+            "Div": _cpu("Div", "RV1106 runs Div as a CPU kernel (its NPU is int8-only; probe case div)"),
+            # exLayerNorm is one of RV1106's CPU kernels (R-PDF §4.1): the fused exNorm layer ran on the CPU
+            "LayerNormalization": _cpu("LayerNormalization", "RV1106 runs the fused exNorm layer on the CPU (probe case layernorm)"),
+            "InstanceNormalization": _cpu("InstanceNormalization", "RV1106 runs the fused exNorm layer on the CPU "
+                                                                   "(probe case instancenorm2d)"),
+            # LSTM and BiLSTM ran on the NPU; the exGRU layer did not
+            "GRU": _cpu("GRU", "RV1106 runs the exGRU layer on the CPU (probe case gru; lstm and bilstm ran on the NPU)"),
+        },
+        composites={"layernorm": Verdict.CPU},
+        extra_composites=(Composite("rv1106.gru", "GRU (exGRU)", "RV1106 runs the exGRU layer, with the output reshapes fused "
+                                                                  "into it, on the CPU", match_gru_tail, Verdict.CPU, source=TAG),),
+        # flatten_output ([1, 3, 2, 2] -> [1, 12]) and flatten_output_1x1 ([1, 12, 1, 1] -> [1, 12]): RK3588's float16
+        # builds ran both on the CPU (its NC1HWC2 reorder), RV1106's int8 builds on the NPU
+        drop_rules=("output_layout",),
         notes=("RV1106/RV1103 have no CPU mean/scale/quantize on the inputs (R-PDF §5.1): give the model int8 inputs or "
-               "keep the preprocessing in the model",)),
+               "keep the preprocessing in the model",
+               "R-PDF §4.1 lists 11 CPU kernels for RV1106/RV1103's runtime (Concat, DataConvert, Div, exLayerNorm, Exp, Gather, "
+               "ReduceL2, ReduceMax, Reshape, ScatterND, Softmax); rknn-toolkit2 2.5.0 still builds models with other CPU layers "
+               "(Erf, Sin, TopK, ArgMax ... in the probe record). Whether the device runtime runs those was not measured here.")),
 )
 
 
@@ -68,21 +113,33 @@ def _op(s: OpSupport, base: str, soc: Soc) -> OpSupport:
     return replace(s, rules=tuple(_rule(r, base, soc) for r in s.rules), reason=_relabel(s.reason, soc))
 
 
+def _short(rid: str) -> str:
+    return rid.split(".", 1)[-1]
+
+
 def _composite(c: Composite, base: str, soc: Soc) -> Composite:
-    return replace(c, id=soc.name + c.id[len(base):] if c.id.startswith(base + ".") else c.id)
+    c = replace(c, id=soc.name + c.id[len(base):] if c.id.startswith(base + ".") else c.id)
+    v = soc.composites.get(_short(c.id))
+    return c if v is None else replace(c, verdict=v, text=f"{c.name} runs on the {soc.label} CPU as one fused layer", source=TAG)
 
 
-def derive(base: Profile, soc: Soc, probe_tag: str) -> Profile:
+def _graph_rule(r: Rule, base: str, soc: Soc) -> Rule:
+    r = _rule(r, base, soc)
+    text = soc.rule_texts.get(_short(r.id))
+    return r if text is None else replace(r, text=text, source=TAG)
+
+
+def derive(base: Profile, soc: Soc) -> Profile:
     """`soc`'s profile: `base`'s rules under the SoC's name, its measured op differences, limits and execution."""
     ops = {k: _op(s, base.name, soc) for k, s in base.ops.items()}
     ops.update(soc.ops)
     return replace(
         base, name=soc.name, title=soc.title, summary=soc.summary, aliases=soc.aliases, executes=soc.executes,
         limits={**base.limits, **soc.limits}, ops=ops, unknown=_op(base.unknown, base.name, soc),
-        graph_rules=tuple(_rule(r, base.name, soc) for r in base.graph_rules),
-        composites=tuple(_composite(c, base.name, soc) for c in base.composites),
-        sources={**base.sources, probe_tag: soc.probe}, notes=tuple(_relabel(n, soc) for n in base.notes) + soc.notes)
+        graph_rules=tuple(_graph_rule(r, base.name, soc) for r in base.graph_rules if _short(r.id) not in soc.drop_rules),
+        composites=tuple(_composite(c, base.name, soc) for c in base.composites) + soc.extra_composites,
+        sources={**base.sources, TAG: soc.probe}, notes=tuple(_relabel(n, soc) for n in base.notes) + soc.notes)
 
 
-def profiles(base: Profile, probe_tag: str = "PROBE-SOC") -> dict[str, Profile]:
-    return {s.name: derive(base, s, probe_tag) for s in SOCS}
+def profiles(base: Profile) -> dict[str, Profile]:
+    return {s.name: derive(base, s) for s in SOCS}

@@ -1,0 +1,73 @@
+"""RK3576, RK3566/RK3568 and RV1106/RV1103: RK3588's rules under their own names, with the differences their probe
+records measured (docs/probe/<soc>-measured.json; the records themselves are replayed in test_probe_records.py)."""
+from __future__ import annotations
+
+import pytest
+
+from npufit.errors import NpufitError
+from npufit.targets import available_targets, get_profile
+
+from .quant_builders import float_op
+from .target_cases import judge
+
+SOCS = ("rk3576", "rk3566", "rv1106")
+
+
+def test_socs_are_targets_and_aliases_resolve_to_them():
+    names = available_targets()
+    assert set(SOCS) <= set(names) and not {"rk3568", "rv1103"} & set(names)  # an alias is not a second target
+    assert get_profile("rk3568").name == "rk3566" and get_profile("RV1103").name == "rv1106"
+    with pytest.raises(NpufitError, match="unknown target 'rv1109'"):
+        get_profile("rv1109")
+
+
+@pytest.mark.parametrize("soc", SOCS)
+def test_every_rule_carries_the_socs_name_and_cites_its_record(soc):
+    p = get_profile(soc)
+    ids = [r.id for r in p.rules()] + [c.id for c in p.composites]
+    assert ids and all(i.startswith(soc + ".") for i in ids), [i for i in ids if not i.startswith(soc + ".")]
+    assert f"docs/probe/{soc}-measured.json" in p.sources["PROBE-SOC"]
+
+
+def test_rv1106_judges_float_models_as_int8_and_rk3588_as_they_are():
+    m = float_op("Relu", [1, 8, 4, 4], [1, 8, 4, 4])
+    from npufit.check import check_graph
+    from npufit.graph.onnx_loader import build_graph
+
+    g = build_graph(m, "t.onnx", {"ai.onnx": 13}, [])
+    assert check_graph(g, get_profile("rv1106")).target["judged_as"] == "int8"
+    assert check_graph(g, get_profile("rk3588")).target["judged_as"] == "as is"
+    # --judge float on an int8-only NPU: the float32 graph is off the NPU, with the RV1106 sentence
+    v, why = judge(m, "rv1106", mode="float")
+    assert v == "cpu" and "int8, uint8 only" in why["rv1106.dtype"]
+
+
+@pytest.mark.parametrize("op,x,y,attrs", [
+    ("Div", [[1, 8, 4, 4], [1, 8, 4, 4]], [1, 8, 4, 4], {}),
+    ("GRU", [4, 1, 8], [4, 1, 1, 16], {"hidden_size": 16}),
+])
+def test_rv1106_runs_on_the_cpu_what_rk3588_runs_on_the_npu(op, x, y, attrs):
+    # probe cases div and gru: RV1106's int8 builds put Div and exGRU on the CPU, RK3588's builds on the NPU
+    import numpy as np
+    from onnx import numpy_helper
+
+    inits = ()
+    if op == "GRU":
+        inits = (numpy_helper.from_array(np.ones((1, 48, 8), np.float32), "w"), numpy_helper.from_array(np.ones((1, 48, 16), np.float32), "r"))
+    m = float_op(op, x, y, attrs, inits=inits, n_inputs=2 if op == "Div" else 1)
+    assert judge(m, "rk3588")[0] == "npu"
+    v, why = judge(m, "rv1106")
+    assert v == "cpu" and "RV1106" in " ".join(why.values()), why
+
+
+def test_rv1106_output_reshape_runs_on_the_npu():
+    # probe case flatten_output_1x1: [1, 12, 1, 1] -> [1, 12] model output; RK3588 float16: CPU, RV1106 int8: NPU
+    from onnx import TensorProto, helper
+
+    from .onnx_builders import model, vi
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [12, 12, 1, 1], [0.1] * 144)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"), helper.make_node("Flatten", ["c"], ["y"], name="op")]
+    m = model(nodes, [vi("x", [1, 12, 1, 1])], [vi("y", [1, 12])], [w])
+    assert judge(m, "rk3588")[0] == "cpu"
+    assert judge(m, "rv1106") == ("npu", {})
