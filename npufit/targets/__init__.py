@@ -24,9 +24,6 @@ _MODULES = {
     "rk3576": "npufit.targets.rockchip",
     "rk3566": "npufit.targets.rockchip",
     "rv1106": "npufit.targets.rockchip",
-    # aliases: the same NPU under another SoC name (Profile.aliases)
-    "rk3568": "npufit.targets.rockchip",
-    "rv1103": "npufit.targets.rockchip",
 }
 
 
@@ -46,6 +43,19 @@ def available_targets() -> list[str]:
     return names
 
 
+def _by_alias(key: str) -> Profile | None:
+    """The profile that lists `key` in its aliases: the same NPU under another SoC name (rk3568 -> rk3566)."""
+    for mod in dict.fromkeys(_MODULES.values()):
+        try:
+            profiles = _load_module(mod)
+        except ModuleNotFoundError:
+            continue
+        for p in profiles.values():
+            if key in p.aliases:
+                return p
+    return None
+
+
 def get_profile(name: str) -> Profile:
     key = name.strip().lower()
     mod = _MODULES.get(key)
@@ -55,7 +65,7 @@ def get_profile(name: str) -> Profile:
             profiles = _load_module(mod)
         except ModuleNotFoundError:
             profiles = None
-    found = (profiles or {}).get(key) or next((p for p in (profiles or {}).values() if key in p.aliases), None)
+    found = (profiles or {}).get(key) if mod else _by_alias(key)
     if found is None:
         raise NpufitError(f"unknown target '{name}' (available: {', '.join(available_targets())})")
     return found
