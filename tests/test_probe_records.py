@@ -21,6 +21,12 @@ KNOWN_OPEN: dict[str, dict[str, str]] = {
     "rk3588": {},
     # int8 builds calibrate on the probe's random normal inputs: sqrt and log of negative samples are NaN, and the
     # toolkit's quantizer fails ("cannot convert float NaN to integer"); not a limit of either op
+    # conv -> permute -> ReLU: the ReLU after RK3566's CPU transpose stayed on the CPU with it, and pixel_unshuffle's 6-D
+    # reshapes around its CPU transpose too; the profile judges nodes one at a time ('follows a CPU op' is not modelled)
+    "rk3566": {"transpose_0132_size": "ReLU after a CPU transpose", "transpose_0231_size": "ReLU after a CPU transpose",
+               "transpose_0312_size": "ReLU after a CPU transpose", "pixel_unshuffle": "6-D reshapes around a CPU transpose",
+               # [1, 12, 1, 1] -> [1, 12] output ran on the NPU (RK3588: CPU unless C % 8 == 0); one channel count measured
+               "flatten_output_1x1": "one channel count measured: alignment not fitted"},
     "rv1106": {"sqrt": "quantizer: NaN calibration range", "log": "quantizer: NaN calibration range"},
     "ethos-u55-256": {},
     # npufit.convert writes torch's AvgPool2d(3, 1, 1) (count_include_pad=True) as PAD + a VALID 3x3 pool, which the

@@ -149,6 +149,8 @@ def _output_layout(node, lim):
         return None
     x, from_input = _reshape_source(node)
     y = node.output_shape(0)
+    if from_input and not lim.get("input_reshape_npu", True):  # a SoC whose record ran these on the CPU (rockchip_socs)
+        return "a reshape from a model input straight to a model output"
     if not x or not y or len(y) == 4 or not all(isinstance(v, int) for v in list(x) + list(y)):
         return None
     align = lim["output_align"]

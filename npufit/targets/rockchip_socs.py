@@ -23,6 +23,25 @@ def _cpu(op: str, why: str, src: str = TAG) -> OpSupport:
     return OpSupport(op, Verdict.CPU, reason=why, source=src)
 
 
+def _rule_for(soc: str, rid: str, text: str, fn, fix: tuple[str, ...] = ()) -> Rule:
+    return Rule(f"{soc}.{rid}", text, fn, Verdict.CPU, fix, TAG)
+
+
+def moves_data(node, lim) -> str | None:
+    """A transpose whose axes of size > 1 keep their order is a reshape; any other moves data."""
+    x, perm = node.input_shape(0), common.transpose_perm(node)
+    if not x or perm is None or len(perm) != len(x) or not all(isinstance(d, int) for d in x):
+        return None
+    kept = [a for a in perm if x[a] != 1]
+    return None if kept == sorted(kept) else f"perm {perm} of {list(x)} moves data"
+
+
+def softmax_axis(node, lim) -> str | None:
+    r = common.rank(node)
+    a = common.norm_axis(int(node.attr("axis", -1 if node.graph.opsets.get("ai.onnx", 13) >= 13 else 1)), r)
+    return None if a in lim["softmax_axes"] else f"axis {a}"
+
+
 def match_gru_tail(graph: Graph) -> list[CompositeMatch]:
     """A GRU with the Squeeze / Transpose / Reshape chain that turns its output back to batch-first: the toolkit fuses
     them into its one exGRU layer (probe case gru: GRU, Squeeze and Transpose were one layer)."""
@@ -68,7 +87,23 @@ SOCS: tuple[Soc, ...] = (
     Soc("rk3566", "RK3566", "Rockchip RK3566 / RK3568 (RKNPU2; rknn-toolkit2 2.5.0, measured)",
         "ONNX models converted by RKNN-Toolkit2 for RK3566/RK3568 (one NPU, one target_platform); float16 and int8 builds; ops "
         "outside its NPU list or limits run as CPU kernels in the RKNN runtime.", _probe_src("rk3566", "float16"),
-        aliases=("rk3568",)),
+        aliases=("rk3568",),
+        # probe softmax, softmax_axis: axis 3 of a 4-D tensor ran on the CPU (RK3588: NPU); axis 1 was not measured
+        limits={"softmax_axes": common.Choices((1,)), "input_reshape_npu": False},
+        ops={
+            # permute, permute_5d, transpose_0213, transpose_0132/0231/0312_size, head_split, softmax: every transpose that
+            # moves data ran on the CPU; lstm's, gru's and bilstm's, which only move size-1 axes, on the NPU
+            "Transpose": OpSupport("Transpose", Verdict.NPU, (_rule_for(
+                "rk3566", "transpose.moves_data", "RK3566 runs a Transpose on the NPU only when its axes of size > 1 keep their "
+                "order (a reshape); one that moves data runs on the CPU", moves_data,
+                ("keep the layout and fold the permutation into the next op's weights",)),), source=TAG),
+            "Softmax": OpSupport("Softmax", Verdict.NPU, (_rule_for(
+                "rk3566", "softmax.axis", "Softmax runs on the NPU along axis {softmax_axes} only (axis 3 ran on the CPU)",
+                softmax_axis, ("transpose so the softmax axis is the channel axis",)),), source=TAG),
+        },
+        # reshape ([1, 8, 16, 16] -> [1, 8, 32, 8]) and flatten_rank3 (-> [1, 8, 256]) read a model input and give a model
+        # output: CPU here, NPU on RK3588 (input_reshape_npu)
+        notes=("RK3566 and RK3568 share one NPU and one target_platform (rk3566); the probe record is rk3566's",)),
     Soc("rv1106", "RV1106", "Rockchip RV1106 / RV1103 (RKNPU2, int8 only; rknn-toolkit2 2.5.0, measured)",
         "ONNX models converted and quantized by RKNN-Toolkit2 for RV1106/RV1103; the NPU runs int8 only, and the runtime has CPU "
         "kernels for a short list of ops only (targets.md §4a).", _probe_src("rv1106", "int8"),
