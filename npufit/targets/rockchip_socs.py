@@ -39,7 +39,7 @@ def moves_data(node, lim) -> str | None:
 def softmax_axis(node, lim) -> str | None:
     r = common.rank(node)
     a = common.norm_axis(int(node.attr("axis", -1 if node.graph.opsets.get("ai.onnx", 13) >= 13 else 1)), r)
-    return None if a in lim["softmax_axes"] else f"axis {a}"
+    return None if a in lim["softmax_npu_axes"] else f"axis {a}"
 
 
 def match_gru_tail(graph: Graph) -> list[CompositeMatch]:
@@ -89,7 +89,7 @@ SOCS: tuple[Soc, ...] = (
         "outside its NPU list or limits run as CPU kernels in the RKNN runtime.", _probe_src("rk3566", "float16"),
         aliases=("rk3568",),
         # probe softmax, softmax_axis: axis 3 of a 4-D tensor ran on the CPU (RK3588: NPU); axis 1 was not measured
-        limits={"softmax_axes": common.Choices((1,)), "input_reshape_npu": False},
+        limits={"softmax_npu_axes": common.Choices((1,)), "input_reshape_npu": False},
         ops={
             # permute, permute_5d, transpose_0213, transpose_0132/0231/0312_size, head_split, softmax: every transpose that
             # moves data ran on the CPU; lstm's, gru's and bilstm's, which only move size-1 axes, on the NPU
@@ -98,7 +98,7 @@ SOCS: tuple[Soc, ...] = (
                 "order (a reshape); one that moves data runs on the CPU", moves_data,
                 ("keep the layout and fold the permutation into the next op's weights",)),), source=TAG),
             "Softmax": OpSupport("Softmax", Verdict.NPU, (_rule_for(
-                "rk3566", "softmax.axis", "Softmax runs on the NPU along axis {softmax_axes} only (axis 3 ran on the CPU)",
+                "rk3566", "softmax.npu_axes", "Softmax runs on the NPU along axis {softmax_npu_axes} only (axis 3 ran on the CPU)",
                 softmax_axis, ("transpose so the softmax axis is the channel axis",)),), source=TAG),
         },
         # reshape ([1, 8, 16, 16] -> [1, 8, 32, 8]) and flatten_rank3 (-> [1, 8, 256]) read a model input and give a model
