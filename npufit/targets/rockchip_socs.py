@@ -42,6 +42,17 @@ def softmax_axis(node, lim) -> str | None:
     return None if a in lim["softmax_npu_axes"] else f"axis {a}"
 
 
+def ceil_pool(node, lim) -> str | None:
+    """ceil_mode=1 that changes the output size (an extra, partial window at the edge)."""
+    x, y = node.input_shape(0), node.output_shape(0)
+    if not int(node.attr("ceil_mode", 0) or 0) or not x or not y or not all(isinstance(d, int) for d in list(x[2:]) + list(y[2:])):
+        return None
+    k, st = list(node.attr("kernel_shape") or []), list(node.attr("strides") or [1] * len(x[2:]))
+    p = list(node.attr("pads") or [0] * 2 * len(k))
+    floor = [(x[2 + i] + p[i] + p[i + len(k)] - k[i]) // st[i] + 1 for i in range(len(k))]
+    return None if list(y[2:]) == floor else f"ceil_mode=1 gives {list(y[2:])} where floor gives {floor}"
+
+
 def match_gru_tail(graph: Graph) -> list[CompositeMatch]:
     """A GRU with the Squeeze / Transpose / Reshape chain that turns its output back to batch-first: the toolkit fuses
     them into its one exGRU layer (probe case gru: GRU, Squeeze and Transpose were one layer)."""
@@ -69,6 +80,7 @@ class Soc:
     limits: Mapping[str, Any] = field(default_factory=dict)
     ops: Mapping[str, OpSupport] = field(default_factory=dict)  # measured differences from RK3588
     composites: Mapping[str, Verdict] = field(default_factory=dict)  # RK3588 composite (id after the dot) -> verdict here
+    extra_rules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)  # op -> rules added to RK3588's
     extra_composites: tuple[Composite, ...] = ()  # fused layers this SoC places differently from its parts
     drop_rules: tuple[str, ...] = ()  # RK3588 graph rules (id after the dot) this SoC's record contradicts
     rule_texts: Mapping[str, str] = field(default_factory=dict)  # RK3588 graph rule (id after the dot) -> sentence here
@@ -83,7 +95,19 @@ def _probe_src(soc: str, build: str) -> str:
 SOCS: tuple[Soc, ...] = (
     Soc("rk3576", "RK3576", "Rockchip RK3576 (RKNPU2; rknn-toolkit2 2.5.0, measured)",
         "ONNX models converted by RKNN-Toolkit2 for RK3576; float16 and int8 builds; ops outside its NPU list or limits run as "
-        "CPU kernels in the RKNN runtime.", _probe_src("rk3576", "float16")),
+        "CPU kernels in the RKNN runtime.", _probe_src("rk3576", "float16"),
+        ops={
+            # probe cases reduce_max_keepdims0, reduce_max_channel, sin, where (its Greater): CPU on RK3588, NPU here
+            "ReduceMax": OpSupport("ReduceMax", Verdict.NPU, source=TAG, note="measured on the NPU (probe reduce_max_*)"),
+            "Sin": OpSupport("Sin", Verdict.NPU, source=TAG, note="measured on the NPU (probe sin); Cos was not measured"),
+            "Greater": OpSupport("Greater", Verdict.NPU, source=TAG, note="measured on the NPU (probe where); the other "
+                                                                          "comparisons were not measured"),
+        },
+        # avgpool2d_ceil (3x3/2 on 16x16, ceil -> 8x8): CPU here, NPU on RK3588
+        extra_rules={"AveragePool": (_rule_for("rk3576", "pool.ceil", "average pooling whose ceil_mode adds a partial window "
+                                                                      "runs on the CPU", ceil_pool, ("pad explicitly and use floor mode",)),)},
+        # flatten_output ([1, 3, 2, 2] -> [1, 12]) and flatten_output_1x1 ([1, 12, 1, 1] -> [1, 12]) ran on the NPU
+        drop_rules=("output_layout",)),
     Soc("rk3566", "RK3566", "Rockchip RK3566 / RK3568 (RKNPU2; rknn-toolkit2 2.5.0, measured)",
         "ONNX models converted by RKNN-Toolkit2 for RK3566/RK3568 (one NPU, one target_platform); float16 and int8 builds; ops "
         "outside its NPU list or limits run as CPU kernels in the RKNN runtime.", _probe_src("rk3566", "float16"),
@@ -168,6 +192,8 @@ def derive(base: Profile, soc: Soc) -> Profile:
     """`soc`'s profile: `base`'s rules under the SoC's name, its measured op differences, limits and execution."""
     ops = {k: _op(s, base.name, soc) for k, s in base.ops.items()}
     ops.update(soc.ops)
+    for op, rules in soc.extra_rules.items():
+        ops[op] = replace(ops[op], rules=ops[op].rules + rules)
     return replace(
         base, name=soc.name, title=soc.title, summary=soc.summary, aliases=soc.aliases, executes=soc.executes,
         limits={**base.limits, **soc.limits}, ops=ops, unknown=_op(base.unknown, base.name, soc),
