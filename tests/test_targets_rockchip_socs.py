@@ -37,9 +37,15 @@ def test_rv1106_judges_float_models_as_int8_and_rk3588_as_they_are():
     g = build_graph(m, "t.onnx", {"ai.onnx": 13}, [])
     assert check_graph(g, get_profile("rv1106")).target["judged_as"] == "int8"
     assert check_graph(g, get_profile("rk3588")).target["judged_as"] == "as is"
-    # --judge float on an int8-only NPU: the float32 graph is off the NPU, with the RV1106 sentence
-    v, why = judge(m, "rv1106", mode="float")
-    assert v == "cpu" and "int8, uint8 only" in why["rv1106.dtype"]
+    # integer index math stays off the NPU, with the RV1106 sentence
+    from onnx import TensorProto
+
+    from .onnx_builders import model, vi
+    from onnx import helper
+
+    m64 = model([helper.make_node("Relu", ["x"], ["y"], name="op")], [vi("x", [1, 8], TensorProto.INT64)], [vi("y", [1, 8], TensorProto.INT64)])
+    v, why = judge(m64, "rv1106")
+    assert v == "cpu" and "int8 only" in why["rv1106.dtype"]
 
 
 @pytest.mark.parametrize("op,x,y,attrs", [
@@ -96,3 +102,15 @@ def test_rk3576_runs_more_on_the_npu_and_ceil_average_pooling_on_the_cpu():
     assert judge(ceil, "rk3588")[0] == "npu" and judge(floor, "rk3576")[0] == "npu"
     v, why = judge(ceil, "rk3576")
     assert v == "cpu" and "rk3576.pool.ceil" in why
+
+
+def test_rv1106_divides_by_a_constant_on_the_npu_and_keeps_reducel2_on_the_cpu():
+    # int8 corpus builds (docs/calibration/rv1106-int8-op17.json): every Div by a constant ran on the NPU; ReduceL2 is
+    # one of RV1106's CPU kernels (R-PDF §4.1), where RK3588 ran it on the NPU
+    import numpy as np
+    from onnx import numpy_helper
+
+    div_c = float_op("Div", [1, 8, 4, 4], [1, 8, 4, 4], inits=[numpy_helper.from_array(np.full((1,), 2.0, np.float32), "c")])
+    assert judge(div_c, "rv1106") == ("npu", {})
+    l2 = float_op("ReduceL2", [1, 8, 4, 4], [1, 1, 4, 4], {"axes": [1]})
+    assert judge(l2, "rk3588")[0] == "npu" and judge(l2, "rv1106")[0] == "cpu"

@@ -42,6 +42,10 @@ def softmax_axis(node, lim) -> str | None:
     return None if a in lim["softmax_npu_axes"] else f"axis {a}"
 
 
+def const_divisor(node, lim) -> str | None:
+    return None if len(node.inputs) > 1 and node.is_const(1) else "divisor computed at run time"
+
+
 def ceil_pool(node, lim) -> str | None:
     """ceil_mode=1 that changes the output size (an extra, partial window at the edge)."""
     x, y = node.input_shape(0), node.output_shape(0)
@@ -132,16 +136,25 @@ SOCS: tuple[Soc, ...] = (
         "ONNX models converted and quantized by RKNN-Toolkit2 for RV1106/RV1103; the NPU runs int8 only, and the runtime has CPU "
         "kernels for a short list of ops only (targets.md §4a).", _probe_src("rv1106", "int8"),
         aliases=("rv1103",), executes=Executes.INT8,
-        # rknn.build for rv1106 refuses a float build: "Current target_platform(rv1106) not support do_quantization = False!"
-        limits={"dtypes": common.Choices(("int8", "uint8"))},
-        rule_texts={"dtype": "NPU ops compute in {dtypes} only: rknn.build quantizes every model (it refuses a float build for RV1106)"},
+        # rknn.build for rv1106 refuses a float build: "Current target_platform(rv1106) not support do_quantization = False!".
+        # `executes` says int8 only; `dtypes` stays what rknn.build takes into NPU ops, since it quantizes float activations
+        # of any model: the int8 corpus builds ran BERT-family models (int64 inputs, float body) on the NPU (CAL-R rv1106)
+        rule_texts={"dtype": "NPU ops compute in int8 only: rknn.build quantizes float32/float16 activations to int8 (it refuses "
+                             "a float build for RV1106); other dtypes run on the CPU"},
         ops={
-            # R-PDF §4.1 lists Div among RV1106's CPU kernels and gives the NPU Div in float16 only; probe case div
-            "Div": _cpu("Div", "RV1106 runs Div as a CPU kernel (its NPU is int8-only; probe case div)"),
+            # R-PDF §4.1 lists Div among RV1106's CPU kernels (the NPU Div is float16 only). Probe case div (x / y): CPU.
+            # Corpus (CAL-R rv1106): 127 of 127 Divs by a constant ran on the NPU (the toolkit multiplies by the
+            # reciprocal); 17 of 21 by a computed divisor ran on the CPU
+            "Div": OpSupport("Div", Verdict.NPU, (_rule_for("rv1106", "div.divisor", "RV1106 runs Div on the NPU when the divisor "
+                                                            "is a constant; a divisor computed at run time runs on the CPU",
+                                                            const_divisor, ("multiply by a precomputed reciprocal",)),), source=TAG),
             # exLayerNorm is one of RV1106's CPU kernels (R-PDF §4.1): the fused exNorm layer ran on the CPU
             "LayerNormalization": _cpu("LayerNormalization", "RV1106 runs the fused exNorm layer on the CPU (probe case layernorm)"),
             "InstanceNormalization": _cpu("InstanceNormalization", "RV1106 runs the fused exNorm layer on the CPU "
                                                                    "(probe case instancenorm2d)"),
+            # R-PDF §4.1 lists ReduceL2 among RV1106's CPU kernels; corpus (CAL-R rv1106): 12 of 16 on the CPU (swinv2's and
+            # swin2sr's cosine attention), RK3588 ran all 16 on the NPU
+            "ReduceL2": _cpu("ReduceL2", "RV1106 runs ReduceL2 as a CPU kernel (R-PDF §4.1; 12 of 16 in the int8 corpus builds)"),
             # LSTM and BiLSTM ran on the NPU; the exGRU layer did not
             "GRU": _cpu("GRU", "RV1106 runs the exGRU layer on the CPU (probe case gru; lstm and bilstm ran on the NPU)"),
         },
