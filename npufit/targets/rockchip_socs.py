@@ -17,14 +17,15 @@ from .base import Composite, CompositeMatch, Executes, OpSupport, Profile, Rule,
 # the label RK3588's rule sentences and reasons are written with (swapped for the SoC's own)
 BASE_LABEL = "RK3588"
 TAG = "PROBE-SOC"  # the source tag of a SoC's own probe record
+CAL = "CAL-SOC"  # ... and of its calibration-corpus record, where it has one
 
 
 def _cpu(op: str, why: str, src: str = TAG) -> OpSupport:
     return OpSupport(op, Verdict.CPU, reason=why, source=src)
 
 
-def _rule_for(soc: str, rid: str, text: str, fn, fix: tuple[str, ...] = ()) -> Rule:
-    return Rule(f"{soc}.{rid}", text, fn, Verdict.CPU, fix, TAG)
+def _rule_for(soc: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), src: str = TAG) -> Rule:
+    return Rule(f"{soc}.{rid}", text, fn, Verdict.CPU, fix, src)
 
 
 def moves_data(node, lim) -> str | None:
@@ -79,6 +80,7 @@ class Soc:
     title: str
     summary: str
     probe: str  # the probe run that measured it (its source tag's text)
+    calibration: str = ""  # its calibration-corpus record, if any
     aliases: tuple[str, ...] = ()
     executes: Executes = Executes.FP16_INT8
     limits: Mapping[str, Any] = field(default_factory=dict)
@@ -92,14 +94,19 @@ class Soc:
 
 
 def _probe_src(soc: str, build: str) -> str:
-    return (f"measured: npufit probe --target {soc} --compiler rknn --sweep (rknn-toolkit2 2.5.0, target_platform {soc}, {build} "
-            f"builds); record docs/probe/{soc}-measured.json, matrix docs/probe/{soc}-matrix.md")
+    return (f"measured: npufit probe --target {soc} --compiler rknn, the 89 base cases without sweep variants (rknn-toolkit2 "
+            f"2.5.0, target_platform {soc}, {build} builds); record docs/probe/{soc}-measured.json, matrix docs/probe/{soc}-matrix.md")
+
+
+def _cal_src(soc: str, build: str) -> str:
+    return (f"measured: rknn-toolkit2 2.5.0 {build} builds of the 48-architecture calibration corpus (benchmarks/calibration) for "
+            f"{soc}; record docs/calibration/{soc}-{build}-op17.json")
 
 
 SOCS: tuple[Soc, ...] = (
     Soc("rk3576", "RK3576", "Rockchip RK3576 (RKNPU2; rknn-toolkit2 2.5.0, measured)",
         "ONNX models converted by RKNN-Toolkit2 for RK3576; float16 and int8 builds; ops outside its NPU list or limits run as "
-        "CPU kernels in the RKNN runtime.", _probe_src("rk3576", "float16"),
+        "CPU kernels in the RKNN runtime.", _probe_src("rk3576", "float16"), _cal_src("rk3576", "fp16"),
         ops={
             # probe cases reduce_max_keepdims0, reduce_max_channel, sin, where (its Greater): CPU on RK3588, NPU here
             "ReduceMax": OpSupport("ReduceMax", Verdict.NPU, source=TAG, note="measured on the NPU (probe reduce_max_*)"),
@@ -134,27 +141,27 @@ SOCS: tuple[Soc, ...] = (
         notes=("RK3566 and RK3568 share one NPU and one target_platform (rk3566); the probe record is rk3566's",)),
     Soc("rv1106", "RV1106", "Rockchip RV1106 / RV1103 (RKNPU2, int8 only; rknn-toolkit2 2.5.0, measured)",
         "ONNX models converted and quantized by RKNN-Toolkit2 for RV1106/RV1103; the NPU runs int8 only, and the runtime has CPU "
-        "kernels for a short list of ops only (targets.md §4a).", _probe_src("rv1106", "int8"),
+        "kernels for a short list of ops only (targets.md §4a).", _probe_src("rv1106", "int8"), _cal_src("rv1106", "int8"),
         aliases=("rv1103",), executes=Executes.INT8,
         # rknn.build for rv1106 refuses a float build: "Current target_platform(rv1106) not support do_quantization = False!".
         # `executes` says int8 only; `dtypes` stays what rknn.build takes into NPU ops, since it quantizes float activations
-        # of any model: the int8 corpus builds ran BERT-family models (int64 inputs, float body) on the NPU (CAL-R rv1106)
+        # of any model: the int8 corpus builds ran BERT-family models (int64 inputs, float body) on the NPU (CAL-SOC)
         rule_texts={"dtype": "NPU ops compute in int8 only: rknn.build quantizes float32/float16 activations to int8 (it refuses "
                              "a float build for RV1106); other dtypes run on the CPU"},
         ops={
             # R-PDF §4.1 lists Div among RV1106's CPU kernels (the NPU Div is float16 only). Probe case div (x / y): CPU.
-            # Corpus (CAL-R rv1106): 127 of 127 Divs by a constant ran on the NPU (the toolkit multiplies by the
+            # Corpus (CAL-SOC): 127 of 127 Divs by a constant ran on the NPU (the toolkit multiplies by the
             # reciprocal); 17 of 21 by a computed divisor ran on the CPU
             "Div": OpSupport("Div", Verdict.NPU, (_rule_for("rv1106", "div.divisor", "RV1106 runs Div on the NPU when the divisor "
                                                             "is a constant; a divisor computed at run time runs on the CPU",
-                                                            const_divisor, ("multiply by a precomputed reciprocal",)),), source=TAG),
+                                                            const_divisor, ("multiply by a precomputed reciprocal",), CAL),), source=CAL),
             # exLayerNorm is one of RV1106's CPU kernels (R-PDF §4.1): the fused exNorm layer ran on the CPU
             "LayerNormalization": _cpu("LayerNormalization", "RV1106 runs the fused exNorm layer on the CPU (probe case layernorm)"),
             "InstanceNormalization": _cpu("InstanceNormalization", "RV1106 runs the fused exNorm layer on the CPU "
                                                                    "(probe case instancenorm2d)"),
-            # R-PDF §4.1 lists ReduceL2 among RV1106's CPU kernels; corpus (CAL-R rv1106): 12 of 16 on the CPU (swinv2's and
+            # R-PDF §4.1 lists ReduceL2 among RV1106's CPU kernels; corpus (CAL-SOC): 12 of 16 on the CPU (swinv2's and
             # swin2sr's cosine attention), RK3588 ran all 16 on the NPU
-            "ReduceL2": _cpu("ReduceL2", "RV1106 runs ReduceL2 as a CPU kernel (R-PDF §4.1; 12 of 16 in the int8 corpus builds)"),
+            "ReduceL2": _cpu("ReduceL2", "RV1106 runs ReduceL2 as a CPU kernel (R-PDF §4.1; 12 of 16 in the int8 corpus builds)", CAL),
             # LSTM and BiLSTM ran on the NPU; the exGRU layer did not
             "GRU": _cpu("GRU", "RV1106 runs the exGRU layer on the CPU (probe case gru; lstm and bilstm ran on the NPU)"),
         },
@@ -212,7 +219,7 @@ def derive(base: Profile, soc: Soc) -> Profile:
         limits={**base.limits, **soc.limits}, ops=ops, unknown=_op(base.unknown, base.name, soc),
         graph_rules=tuple(_graph_rule(r, base.name, soc) for r in base.graph_rules if _short(r.id) not in soc.drop_rules),
         composites=tuple(_composite(c, base.name, soc) for c in base.composites) + soc.extra_composites,
-        sources={**base.sources, TAG: soc.probe}, notes=tuple(_relabel(n, soc) for n in base.notes) + soc.notes)
+        sources={**base.sources, TAG: soc.probe, **({CAL: soc.calibration} if soc.calibration else {})}, notes=tuple(_relabel(n, soc) for n in base.notes) + soc.notes)
 
 
 def profiles(base: Profile) -> dict[str, Profile]:
