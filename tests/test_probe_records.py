@@ -22,10 +22,12 @@ KNOWN_OPEN: dict[str, dict[str, str]] = {
     "rk3576": {},
     # int8 builds calibrate on the probe's random normal inputs: sqrt and log of negative samples are NaN, and the
     # toolkit's quantizer fails ("cannot convert float NaN to integer"); not a limit of either op
-    # conv -> permute -> ReLU: the ReLU after RK3566's CPU transpose stayed on the CPU with it, and pixel_unshuffle's 6-D
-    # reshapes around its CPU transpose too; the profile judges nodes one at a time ('follows a CPU op' is not modelled)
-    "rk3566": {"transpose_0132_size": "ReLU after a CPU transpose", "transpose_0231_size": "ReLU after a CPU transpose",
-               "transpose_0312_size": "ReLU after a CPU transpose", "pixel_unshuffle": "6-D reshapes around a CPU transpose",
+    # RK3566 ran every probe transpose that moves data (8x16x16 permutes) on the CPU, and the ReLU after one and
+    # pixel_unshuffle's 6-D reshapes with it; its corpus builds ran 470 such transposes on the NPU and about 60 on the
+    # CPU, so the profile keeps RK3588's Transpose until a condition separating them is measured
+    "rk3566": {**{c: "data-moving transpose: CPU in the probe, mostly NPU in the corpus" for c in (
+        "permute", "permute_5d", "transpose_0213", "transpose_0132_size", "transpose_0231_size", "transpose_0312_size",
+        "head_split", "softmax", "softmax_axis", "pixel_unshuffle")},
                # [1, 12, 1, 1] -> [1, 12] output ran on the NPU (RK3588: CPU unless C % 8 == 0); one channel count measured
                "flatten_output_1x1": "one channel count measured: alignment not fitted"},
     "rv1106": {"sqrt": "quantizer: NaN calibration range", "log": "quantizer: NaN calibration range"},
