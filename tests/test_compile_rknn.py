@@ -66,8 +66,22 @@ W You can add disable_rules=['convert_identity_to_reshape'] in rknn.config() to 
 """
 
 
+# rk3576's table has a SparseRatio column, blank for these layers (rknn-toolkit2 2.5.0, target_platform rk3576)
+LOG_RK3576 = """D RKNN: [13:03:49.101]                      Network Layer Information Table
+D RKNN: [13:03:49.101] --------------------------------------------------------------------------------------------
+D RKNN: [13:03:49.101] ID   OpType             DataType Target InputShape          OutputShape            Cycles(DDR/NPU/Total)    SparseRatio  RW(KB)       FullName
+D RKNN: [13:03:49.101] --------------------------------------------------------------------------------------------
+D RKNN: [13:03:49.101] 0    InputOperator      FLOAT16  CPU    \\                   (1,8,16,16)            0/0/0                                 0            InputOperator:x
+D RKNN: [13:03:49.101] 1    Erf                FLOAT16  CPU    (1,8,16,16)         (1,8,16,16)            0/0/0                                 4            Erf:/Erf
+D RKNN: [13:03:49.101] 2    Conv               FLOAT16  NPU    (1,8,16,16)         (1,8,16,16)            120/512/512              0.25         4            Conv:/conv
+D RKNN: [13:03:49.101] --------------------------------------------------------------------------------------------
+"""
+
+
 def test_log_parsers_read_the_toolkit_formats():
     layers = parse_layer_table(LOG)
     assert [(x.name, x.op, x.device) for x in layers] == [("/Erf", "Erf", "cpu"), ("/x_gavg_2conv0", "Conv", "npu")]
+    rk3576 = parse_layer_table(LOG_RK3576)
+    assert [(x.name, x.op, x.device) for x in rk3576] == [("/Erf", "Erf", "cpu"), ("/conv", "Conv", "npu")]
     assert parse_rewrites(LOG)[1] == (["/x_gavg"], ["/x_gavg_2conv0"])
     assert _suggested_rules(LOG) == ["convert_identity_to_reshape"]

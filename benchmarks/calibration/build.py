@@ -35,10 +35,17 @@ def _export(opsets, names) -> None:
                 print(f"op{op} {n:<34} export failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
 
 
+def _is_rknn(target: str) -> bool:
+    """The profile names its compiler: RKNN-Toolkit2 for every Rockchip SoC, Vela for Ethos-U."""
+    from npufit.targets import get_profile
+
+    return get_profile(target).compiler == "rknn"
+
+
 def _compile(onnx: Path, target: str, build: str, out: Path):
     from npufit.compilers import compile_model
 
-    if target.startswith("rk"):
+    if _is_rknn(target):
         return compile_model(onnx, target, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=900)
     return compile_model(onnx, target, out_dir=out, timeout_s=900)
 
@@ -49,7 +56,7 @@ def _record(target: str, build: str, opset: int, names) -> None:
 
     path = records.record_path(target, build, opset)
     rec = records.load_record(path) if path.is_file() else records.empty_record(target, build, opset,
-                                                                                  "rknn-toolkit2" if target.startswith("rk") else "vela")
+                                                                                  "rknn-toolkit2" if _is_rknn(target) else "vela")
     for n in names:
         arch = corpus.ARCHS[n]
         entry: dict = {"family": arch.family, "config_hash": corpus.config_hash(arch, opset)}

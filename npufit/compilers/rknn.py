@@ -24,6 +24,7 @@ MAX_RULE_RETRIES = 4
 _PREFIX = re.compile(r"^[IDWE] RKNN: \[[\d:.]+\] ?")
 _REWRITE = re.compile(r"^\S*\s+(\w+): remove node = (\[.*?\])(?:, add node = (\[.*?\]))?\s*$")
 _DISABLE = re.compile(r"disable_rules=\[([^\]]*)\]")
+_CYCLES = re.compile(r"\d+/\d+/\d+")
 _MEM = re.compile(r"Total (Internal|Weight) Memory Size: ([\d.]+)\s*([KMG]?B)")
 
 
@@ -126,16 +127,19 @@ def parse_layer_table(log: str) -> list[Layer]:
                 break  # closing rule
             continue
         f = ln.split()
-        if len(f) < len(hdr) or not f[0].isdigit():
+        if len(f) < 5 or not f[0].isdigit():
             break
-        full = " ".join(f[len(hdr) - 1:])
+        # FullName ("OpType:name") is the last column; a column before it may be blank (rk3576's SparseRatio), so it
+        # is found by its form, not by counting fields
+        start = next((i for i in range(4, len(f)) if f[i].startswith(f[1] + ":")), len(hdr) - 1)
+        full = " ".join(f[start:])
         op, _, name = full.partition(":")
         if f[1] in ("InputOperator", "OutputOperator"):
             continue
         dev = f[hdr.index("Target")].lower()
         rows.append(Layer(name or full, f[1], "cpu" if dev == "cpu" else "npu",
                           f"RKNN-Toolkit2 placed {f[1]} layer '{name or full}' on the CPU" if dev == "cpu" else "",
-                          f[hdr.index("Cycles(DDR/NPU/Total)")] if "Cycles(DDR/NPU/Total)" in hdr else ""))
+                          next((x for x in f[4:start] if _CYCLES.fullmatch(x)), "")))
     return rows
 
 

@@ -21,6 +21,9 @@ _MODULES = {
     "ethos-u85-1024": "npufit.targets.ethos_u",
     "ethos-u85-2048": "npufit.targets.ethos_u",
     "rk3588": "npufit.targets.rockchip",
+    "rk3576": "npufit.targets.rockchip",
+    "rk3566": "npufit.targets.rockchip",
+    "rv1106": "npufit.targets.rockchip",
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..graph import quant
 from ..graph.model import NodeView
-from . import common, patterns, rockchip_fitted as fit, tflite_map as tm
+from . import common, patterns, rockchip_fitted as fit, rockchip_socs, tflite_map as tm
 from .base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
@@ -62,8 +62,11 @@ def _dtype(node, lim):
     if fit.noop_expand(node) or fit.noop(node, lim):
         return None
     # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
-    # Where ran on the NPU with a bool condition)
+    # Where ran on the NPU with a bool condition), and float values are converted by rknn.build like every float
+    # activation, to float16 or to int8 (PROBE-SOC: rv1106's int8 build ran the where case's Where on the NPU)
     d = node.output_dtype(0) if node.op_type == "Where" else quant.exec_dtype(node)
+    if node.op_type == "Where" and d in quant.FLOAT_DTYPES:
+        return None
     return None if d is None or d in lim["dtypes"] or node.op_type in ("Cast", "Shape") else f"computes in {d}"
 
 
@@ -117,6 +120,8 @@ def _output_layout(node, lim):
         return None
     x, from_input = _reshape_source(node)
     y = node.output_shape(0)
+    if from_input and not lim.get("input_reshape_npu", True):  # a SoC whose record ran these on the CPU (rockchip_socs)
+        return "a reshape from a model input straight to a model output"
     if not x or not y or len(y) == 4 or not all(isinstance(v, int) for v in list(x) + list(y)):
         return None
     align = lim["output_align"]
@@ -470,7 +475,7 @@ def profiles() -> dict[str, Profile]:
         Composite(f"{N}.gelu_tanh", "GELU (tanh)", fused.format(name="exGelu"), patterns.match_gelu_tanh, NPU, source="R-PDF"),
         Composite(f"{N}.layernorm", "LayerNorm", fused.format(name="exNorm"), patterns.match_layernorm, NPU, source="R-PDF"),
     )
-    return {N: Profile(
+    base = Profile(
         name=N, title="Rockchip RK3588 (RKNPU2; rknn-toolkit2 2.3.2 docs, checked against 2.5.0)", vendor="Rockchip",
         summary="ONNX models converted by RKNN-Toolkit2; ops outside the RK3588 NPU list or its limits run as CPU kernels in the RKNN runtime; "
                 "ops the converter does not know fail the conversion.",
@@ -480,4 +485,5 @@ def profiles() -> dict[str, Profile]:
         graph_rules=GRAPH_RULES, composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"),
         judged_formats=("onnx", "tflite"), op_key=op_key,
         notes=("CPU-kernel ops run in the RKNN runtime on the Cortex-A cores; each NPU↔CPU crossing converts layout (NC1HWC2↔NCHW) and dtype",),
-    )}
+    )
+    return {N: base, **rockchip_socs.profiles(base)}  # RK3576, RK3566/68, RV1106/03: RK3588's rules + their measured differences
