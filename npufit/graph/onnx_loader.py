@@ -21,7 +21,7 @@ from ..util.gcpause import gc_paused
 from ..util.io import note_input
 from ..util.readers import require_regular_file
 from .model import Graph, NodeView, TensorInfo
-from .validate import check_external_data, check_text, external_data_files, validate_model
+from .validate import check_external_data, check_text, external_data_files, scan_tensors, validate_model
 
 SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
 
@@ -127,11 +127,13 @@ def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
         raise BadModelError(f"{p}: not an ONNX model (no graph / ir_version in the protobuf)")
     if len(model.graph.node) == 0 and len(model.graph.output) == 0:
         raise BadModelError(f"{p}: ONNX model has an empty graph")
-    check_text(model, p)  # before anything reads a name
-    model_missing = check_external_data(model, p.parent)
-    checker_warnings = validate_model(model, p, model_missing, wire=data if fmt == "protobuf" else None)
-    del data
-    for f in [p, *external_data_files(model, p.parent)]:
+    wire = data if fmt == "protobuf" else None  # the bytes `model` was parsed from, as they are
+    check_text(model, p, wire)  # before anything reads a name
+    scan = scan_tensors(model)  # one walk over the tensors for every check below
+    model_missing = check_external_data(model, p.parent, scan.external)
+    checker_warnings = validate_model(model, p, model_missing, wire=wire, scan=scan)
+    del data, wire
+    for f in [p, *external_data_files(model, p.parent, scan.external)]:
         note_input(f)  # no output of this run may land on a file it reads
     if model_missing:
         model.metadata_props.add(key="npufit.missing_external_data", value=",".join(model_missing))
