@@ -153,3 +153,12 @@ def private_copy(model: Path, out_dir: Path) -> Path:
 
 def tail(text: str, lines: int = 12) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def env_tool_status(tool: str, env: str) -> dict:
+    """status() of a compiler that lives in one of npufit's own environments (`npufit env install ENV`)."""
+    from ..envs import env_status
+
+    s = env_status(env)
+    return {"name": tool, "available": s["installed"], "version": s["version"], "enables": s["enables"],
+            "install": s["install"], "detail": f"env {s['path']} ({s['size_mb']} MB)" if s["installed"] else "not installed"}

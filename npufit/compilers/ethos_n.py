@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..targets.ethos_n import VARIANTS
-from .base import CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
+from .base import CompileOptions, CompileResult, Placement, default_out_dir, env_tool_status, private_copy, run_tool, tail
 from .mapping import Layer
 
 ENV = "ethos-n"
@@ -47,12 +47,7 @@ class EthosNCompiler:
         return bool(_TARGET.match(target.lower()))
 
     def status(self) -> dict:
-        from ..envs import env_status
-
-        s = env_status(ENV)
-        return {"name": "ethos-n-support-library", "available": s["installed"], "version": s["version"],
-                "enables": s["enables"], "install": s["install"],
-                "detail": f"env {s['path']} ({s['size_mb']} MB)" if s["installed"] else "not installed"}
+        return env_tool_status("ethos-n-support-library", ENV)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         from ..envs import env_dir, env_status

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..graph import Graph, load
-from .base import CompileOptions, CompileResult, default_out_dir, private_copy, tail
+from .base import CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy, tail
 from .mapping import Layer, origins_from_lineage, resolve
 from ..util.readers import require_regular_file
 
@@ -37,12 +37,7 @@ class RknnCompiler:
         return target.lower() in PLATFORMS
 
     def status(self) -> dict:
-        from ..envs import env_status
-
-        s = env_status(ENV)
-        return {"name": "rknn-toolkit2", "available": s["installed"], "version": s["version"],
-                "enables": s["enables"], "install": s["install"],
-                "detail": f"env {s['path']} ({s['size_mb']} MB)" if s["installed"] else "not installed"}
+        return env_tool_status("rknn-toolkit2", ENV)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         from ..envs import bridge

@@ -155,13 +155,19 @@ def argmax(L: Lowering, node: NodeView) -> None:
     argmax_int8(L, node)
 
 
-def reshape(L: Lowering, node: NodeView) -> None:
+def _to_shape(L: Lowering, node: NodeView, tfl: str, *opts) -> None:
+    """RESHAPE / BROADCAST_TO of an integer tensor to the node's static output shape (an alias when nothing moves)."""
     x = int_act(L, node.inputs[0])
     shape = L.shape(node.outputs[0])
-    if tuple(shape) == x.shape:  # nothing moves
+    if tuple(shape) == x.shape:
         return _alias(L, node)
     y = _out(L, node.outputs[0], x.dtype)
-    L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", shape)], [y], "ReshapeOptions", new_shape=list(shape))
+    kw = {"new_shape": list(shape)} if opts else {}
+    L.emit(tfl, [x, L.int32(f"{y.name}/shape", shape)], [y], *opts, **kw)
+
+
+def reshape(L: Lowering, node: NodeView) -> None:
+    _to_shape(L, node, "RESHAPE", "ReshapeOptions")
 
 
 def compare(L: Lowering, node: NodeView) -> None:
@@ -199,12 +205,7 @@ def cumsum(L: Lowering, node: NodeView) -> None:
 
 
 def expand(L: Lowering, node: NodeView) -> None:
-    x = int_act(L, node.inputs[0])
-    shape = L.shape(node.outputs[0])
-    if tuple(shape) == x.shape:  # nothing moves
-        return _alias(L, node)
-    y = _out(L, node.outputs[0], x.dtype)
-    L.emit("BROADCAST_TO", [x, L.int32(f"{y.name}/shape", shape)], [y])
+    _to_shape(L, node, "BROADCAST_TO")
 
 
 # -- where the integer path meets the int8 path ----------------------------------------------------------------
