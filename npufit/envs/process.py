@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import NpufitError
-
 from ..util.limits import max_tool_memory_mb
 
 
@@ -73,8 +72,6 @@ def run_tool(command: list[str], log_path: str | os.PathLike, cwd: str | os.Path
     peak = hwm / 1024.0 if hwm else None
     return ToolRun(list(map(str, command)), proc.returncode, round(wall, 3), round(peak, 1) if peak else None, log_path,
                    killed)
-
-
 
 
 def _kill_tree(pid: int) -> None:

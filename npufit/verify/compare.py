@@ -5,38 +5,25 @@ import math
 import os
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..errors import NpufitError
+from ..util.limits import VERIFY_TIMEOUT
 
-DEFAULT_VERIFY_TIMEOUT_S = 300.0  # generous: real verifications take seconds; only a runaway Loop reaches it
-_verify_timeout = [DEFAULT_VERIFY_TIMEOUT_S]
+DEFAULT_VERIFY_TIMEOUT_S = VERIFY_TIMEOUT.default
 MAX_SAMPLE_BYTES = 512 << 20  # one seeded input tensor; a 2^40-element input is refused, not allocated
 
 
-@contextmanager
 def verify_timeout(seconds: float):
     """Bound every ONNX Runtime verification run inside the block (`--verify-timeout` of fix, split, quantize, bench)."""
-    try:
-        seconds = float(seconds)
-    except (TypeError, ValueError):
-        raise NpufitError(f"--verify-timeout must be a number of seconds, got {seconds!r}") from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise NpufitError(f"--verify-timeout must be a positive number of seconds, got {seconds:g}")
-    before = _verify_timeout[0]
-    _verify_timeout[0] = seconds
-    try:
-        yield
-    finally:
-        _verify_timeout[0] = before
+    return VERIFY_TIMEOUT.scoped(seconds)
 
 
 def current_verify_timeout() -> float:
-    return _verify_timeout[0]
+    return VERIFY_TIMEOUT.value
 
 
 def ort_quiet() -> int:
@@ -171,7 +158,7 @@ class run_limit:
 
         self.ro = ort.RunOptions()
         self.ro.log_severity_level = _ort_level()  # the session that runs it was made by make_session: already quiet
-        self.limit = _verify_timeout[0]
+        self.limit = VERIFY_TIMEOUT.value
         self.token = _WATCHDOG.arm(self.ro, self.limit)
         return self.ro
 
