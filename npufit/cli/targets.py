@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             t.add_column(col)
         for name in available_targets():
             pr = get_profile(name)
-            t.add_row(name, pr.title, ", ".join(pr.input_formats), pr.fallback.value, str(len(pr.ops)), str(len(pr.rules())))
+            t.add_row(name, pr.title, pr.formats_text, pr.fallback.value, str(len(pr.ops)), str(len(pr.rules())))
         con.print(t)
 
     emit(console_to_string(table), args.output)

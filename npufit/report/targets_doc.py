@@ -20,11 +20,6 @@ def _limits_str(profile: Profile) -> list[str]:
     return out
 
 
-def _unjudged(profile: Profile) -> str:
-    other = [f for f in profile.input_formats if f not in profile.judged_formats]
-    return f" (npufit judges {', '.join(profile.judged_formats)} models only: not {', '.join(other)})" if other else ""
-
-
 def render_profile_markdown(profile: Profile) -> str:
     lines = [HEADER.format(name=profile.name), "", f"# {profile.title}", ""]
     if profile.summary:
@@ -32,7 +27,7 @@ def render_profile_markdown(profile: Profile) -> str:
     fb = {Fallback.NONE: "none — anything not on the NPU must be cut away and run on the host",
           Fallback.CPU: "the vendor toolchain runs unsupported ops on the host CPU by itself"}[profile.fallback]
     lines += [f"- **target name**: `{profile.name}`" + (f" (aliases: {', '.join(profile.aliases)})" if profile.aliases else ""),
-              f"- **vendor**: {profile.vendor}", f"- **input formats**: {', '.join(profile.input_formats)}" + _unjudged(profile),
+              f"- **vendor**: {profile.vendor}", f"- **input formats**: {profile.formats_text}",
               f"- **CPU fallback**: {fb}",
               f"- **ops not listed below**: {VERDICT_MARK[profile.unknown.status.value]} {profile.unknown.status.value}"
               + (f" — {_cell(profile.unknown.reason.format(op='<op>'))}" if profile.unknown.reason else "")]

@@ -148,6 +148,13 @@ class Profile:
     def short(self) -> str:
         return self.label or self.name
 
+    @property
+    def formats_text(self) -> str:
+        """The formats its toolchain takes, and which of them npufit cannot judge (one wording for table and docs)."""
+        other = [f for f in self.input_formats if f not in self.judged_formats]
+        note = f" (npufit judges {', '.join(self.judged_formats)} models only: not {', '.join(other)})" if other else ""
+        return ", ".join(self.input_formats) + note
+
     def support_for(self, node: NodeView) -> OpSupport:
         key = self.op_key(node) if self.op_key else node.key
         return self.ops.get(key) or self.unknown
