@@ -141,7 +141,7 @@ def run_pipeline(path: str | os.PathLike, from_step: str | None = None, only: st
     executor: "inprocess" (default) runs the cells one after the other here; "pool" or "ray" run the cells of
     one step side by side (every step but bench and report), a compile cell for a vendor env only on Ray
     nodes tagged with it. Results and records are the same either way."""
-    from .environment import environment
+    from ..util.environment import environment
 
     config = load_config(path, output_dir)
     cells = expand(config)

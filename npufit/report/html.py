@@ -180,7 +180,7 @@ def environment_section(env: dict[str, Any]) -> str:
 
 def render_check_html(report) -> str:
     """`npufit check --format html`: one page for one model on one target."""
-    from ..pipeline.environment import environment
+    from ..util.environment import environment
 
     d = report.to_dict() if hasattr(report, "to_dict") else report
     tgt = d["target"]

@@ -8,9 +8,10 @@ from .html_charts import bar_chart
 from .html_results import generic
 
 
-def render_split_html(d: dict[str, Any], stage_view: dict[str, Any] | None = None) -> str:
-    """d: SplitResult.to_dict(); stage_view: SplitResult.stage_view() (the graph coloured by stage)."""
-    from ..split.result import verification_rows, verification_sentence
+def render_split_html(d: dict[str, Any], stage_view: dict[str, Any] | None = None,
+                      verification: tuple[str, list[list[str]]] | None = None) -> str:
+    """d: SplitResult.to_dict(); stage_view: SplitResult.stage_view() (the graph coloured by stage);
+    verification: SplitResult.verification_view() (passed in: renderers sit below split in the layer order)."""
     from .html import graph_block
 
     plan = d.get("plan", {})
@@ -27,11 +28,12 @@ def render_split_html(d: dict[str, Any], stage_view: dict[str, Any] | None = Non
         body += ('<section id="graph"><h2>Graph by stage (✂ marks the tensors that cross NPU ↔ host)</h2>'
                  + graph_block(stage_view, "split") + "</section>")
     v = plan.get("verification")
-    if v:
+    if v and verification:
+        sentence, vrows = verification
         body += ('<section id="verification"><h2>Verification</h2>'
-                 + f'<p class="{"ok" if v["equivalent"] else "warn"}">{esc(verification_sentence(v))}</p>'
+                 + f'<p class="{"ok" if v["equivalent"] else "warn"}">{esc(sentence)}</p>'
                  + table(["output", "max abs (optimizations off)", "max rel (optimizations off)", "max abs (ORT_ENABLE_ALL)",
-                          "max rel (ORT_ENABLE_ALL)"], [[esc(c) for c in r] for r in verification_rows(v)], num_cols=range(1, 5))
+                          "max rel (ORT_ENABLE_ALL)"], [[esc(c) for c in r] for r in vrows], num_cols=range(1, 5))
                  + "</section>")
     cands = d.get("candidates", [])
     if cands:

@@ -96,6 +96,11 @@ class SplitResult:
         d["boundaries"] = [b for b in self.plan.boundaries if b.get("direction") in ("npu->host", "host->npu")]
         return d
 
+    def verification_view(self) -> tuple[str, list[list[str]]] | None:
+        """The plan's verification as its sentence and per-output rows; None when it was skipped."""
+        v = self.plan.verification
+        return None if v is None else (verification_sentence(v), verification_rows(v))
+
     def to_dict(self) -> dict:
         return {"schema": SPLIT_SCHEMA, "output_dir": str(self.output_dir), "plan": self.plan.to_dict(),
                 "ranking": RANKING, "candidates": [dict(c.summary(), rank=i + 1, chosen=c is self.chosen)
