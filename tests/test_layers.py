@@ -2,7 +2,8 @@
 
 Every import counts: module-level and function-level, absolute and relative. A function-level import still makes
 the importing package depend on the imported one; it only hides a cycle from the interpreter, not from the design.
-A package may import its own modules and any package of a lower layer; packages of one layer are independent.
+Only imports under `if TYPE_CHECKING:` are left out: they never run. A package may import its own modules and any
+package of a lower layer; packages of one layer are independent. Modules do not import each other in a circle either.
 """
 from __future__ import annotations
 
@@ -38,6 +39,19 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     "measurement to a function above compilers, which changes check()'s signature (its callers: cli, pipeline)"
     for m in ("npufit.compilers", "npufit.compilers.base", "npufit.compilers.compare")
 }
+# Module cycles inside one package still left, each broken here at the edge named (file, imported module), with the
+# fix; their packages were being reworked in parallel when this test came. Same rule: the list only shrinks.
+MODULE_CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("npufit/report/html.py", "npufit.report.html_results"): "build_report (the whole-run page) sits in html.py, "
+    "below the results page it builds; fix: move build_report to html_results.py",
+    ("npufit/pipeline/runner.py", "npufit.pipeline.steps"): "steps import StepContext, Outcome, Skip and Reject "
+    "from runner, which looks the steps up; fix: those types in a module of their own",
+    ("npufit/convert/prepass.py", "npufit.convert.prepass_conv1d"): "the sub-passes import prepass's _attr, "
+    "_Builder and default_opset; fix: those helpers in a module of their own",
+    ("npufit/convert/prepass.py", "npufit.convert.prepass_rnn"): "as prepass_conv1d",
+    ("npufit/convert/ops_shape.py", "npufit.convert.ops_int"): "ops_int's argmax uses ops_shape's and ops_shape's "
+    "fill uses ops_int's fill_q; fix: fill_q in qparams.py",
+}
 LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 
 
@@ -49,11 +63,23 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
 
 
+def _runtime_nodes(tree: ast.AST):
+    """Every node but those under `if TYPE_CHECKING:`: annotation-only imports never run."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            todo += node.orelse
+            continue
+        todo += ast.iter_child_nodes(node)
+
+
 def _imports(module: str, path: Path) -> list[tuple[str, int]]:
     """(imported npufit module, line) for every import statement of the file, at any depth."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "npufit"]
         elif isinstance(node, ast.ImportFrom):
@@ -133,8 +159,8 @@ def test_every_module_has_a_layer():
 
 def test_exceptions_are_still_needed():
     present = {(str(MODULES[m].relative_to(PKG.parent)), t) for m, t, _ in ALL_EDGES}
-    gone = sorted(set(EXCEPTIONS) - present)
-    assert not gone, f"fixed, remove from EXCEPTIONS: {gone}"
+    gone = sorted((set(EXCEPTIONS) | set(MODULE_CYCLE_EXCEPTIONS)) - present)
+    assert not gone, f"fixed, remove from the exceptions: {gone}"
 
 
 def test_imports_go_down_the_layers():
@@ -152,5 +178,6 @@ def test_no_cycle_between_packages():
 
 
 def test_no_cycle_between_modules():
-    cycles = _cycles({(m, t) for m, t, _ in EDGES if m != t})
+    cycles = _cycles({(m, t) for m, t, _ in EDGES
+                      if m != t and (str(MODULES[m].relative_to(PKG.parent)), t) not in MODULE_CYCLE_EXCEPTIONS})
     assert not cycles, "module import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)

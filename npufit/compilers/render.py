@@ -1,7 +1,10 @@
 """CompileResult -> terminal text / Markdown (JSON is CompileResult.to_dict)."""
 from __future__ import annotations
 
-from .base import CompileResult
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: CompileResult's methods import this module
+    from .base import CompileResult
 
 
 def _fmt(v, unit="") -> str:

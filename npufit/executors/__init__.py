@@ -7,6 +7,25 @@ Scan, probe, compile over many models and pipeline cells all go through `get_exe
 """
 from __future__ import annotations
 
-from .base import COMPILER_RESOURCES, EXECUTORS, Executor, Outcome, Task, call, get_executor, resources_for_compiler
+from ..errors import NpufitError
+from .base import COMPILER_RESOURCES, EXECUTORS, Executor, InProcess, Outcome, Task, call, resources_for_compiler
 
 __all__ = ["COMPILER_RESOURCES", "EXECUTORS", "Executor", "Outcome", "Task", "call", "get_executor", "resources_for_compiler"]
+
+
+# here, not in base.py: the pool and Ray executors build on base.py, so the factory sits above all three
+def get_executor(name: str = "pool", jobs: int | None = None, address: str | None = None) -> Executor:
+    """`--executor NAME [--jobs N] [--address ADDR]` as an Executor (use it as a context manager)."""
+    if name == "inprocess":
+        return InProcess()
+    if address and name != "ray":
+        raise NpufitError(f"--address is for --executor ray, not {name}")
+    if name == "pool":
+        from .pool import ProcessPool
+
+        return ProcessPool(jobs)
+    if name == "ray":
+        from .ray_cluster import RayExecutor
+
+        return RayExecutor(jobs, address)
+    raise NpufitError(f"unknown executor '{name}' (choose from {', '.join(EXECUTORS)})")

@@ -111,20 +111,3 @@ class InProcess(Executor):
             resolve(warmup)()
         for i, t in enumerate(tasks):
             yield i, call(t.fn, t.arg)
-
-
-def get_executor(name: str = "pool", jobs: int | None = None, address: str | None = None) -> Executor:
-    """`--executor NAME [--jobs N] [--address ADDR]` as an Executor (use it as a context manager)."""
-    if name == "inprocess":
-        return InProcess()
-    if address and name != "ray":
-        raise NpufitError(f"--address is for --executor ray, not {name}")
-    if name == "pool":
-        from .pool import ProcessPool
-
-        return ProcessPool(jobs)
-    if name == "ray":
-        from .ray_cluster import RayExecutor
-
-        return RayExecutor(jobs, address)
-    raise NpufitError(f"unknown executor '{name}' (choose from {', '.join(EXECUTORS)})")

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from .catalogue import BY_ID
+from .measure import SYMBOL
 from ..util.io import private_tempdir
 
-SYMBOL = {"npu": "✅", "cpu": "⚠️", "unsupported": "❌", "export_failed": "❌", "timeout": "⏱", "error": "❌", "failed": "❌",
-          "unmeasured": "–"}
 PASS = {"npu"}
 
 

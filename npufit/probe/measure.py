@@ -12,6 +12,10 @@ from typing import Any
 from ..errors import NpufitError
 from ..util.io import private_tempdir
 
+# a case's status -> its mark in the support matrix (predicted and measured alike)
+SYMBOL = {"npu": "✅", "cpu": "⚠️", "unsupported": "❌", "export_failed": "❌", "timeout": "⏱", "error": "❌", "failed": "❌",
+          "unmeasured": "–"}
+
 # --compiler name (a Profile.compiler) -> its name in npufit.compilers.status()
 STATUS_NAMES = {"vela": "vela", "rknn": "rknn-toolkit2", "hailo": "hailo-dfc", "ethos-n": "ethos-n-support-library"}
 
@@ -85,8 +89,6 @@ def summarise(result: Any, compiler: str) -> dict[str, Any]:
         status = "cpu"
     else:
         status = "npu"
-    from .case_run import SYMBOL
-
     return {"compiler": getattr(result, "compiler", compiler), "version": getattr(result, "compiler_version", None),
             "status": status, "symbol": SYMBOL[status], "error": (getattr(result, "error", None) or "")[:400],
             "placement": placement, "reasons": reasons, "wall_s": getattr(result, "wall_s", None)}

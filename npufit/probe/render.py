@@ -1,7 +1,7 @@
 """Render a ProbeReport: Markdown in seed 000's ✅/❌ layout, and a terminal table."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from .report import ProbeReport
@@ -98,10 +98,15 @@ def render_markdown(report: "ProbeReport") -> str:
     return "\n".join(out) + "\n"
 
 
-def _vals(values: list) -> str:
-    from .report import _v
+def value_text(value: Any) -> str:
+    """A swept parameter's value as the tables print it: tuples as (a,b)."""
+    if isinstance(value, (list, tuple)):
+        return "(" + ",".join(map(str, value)) + ")"
+    return str(value)
 
-    return ", ".join(_v(v) for v in values) or "-"
+
+def _vals(values: list) -> str:
+    return ", ".join(value_text(v) for v in values) or "-"
 
 
 def _failing_block(c: dict, target: str) -> list[str]:

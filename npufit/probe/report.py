@@ -9,6 +9,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from .render import value_text as _v
+
 SCHEMA = "npufit.probe/1"
 RECORD_SCHEMA = "npufit.probe.measured/1"
 OK_SYMBOLS = {"✅"}
@@ -156,9 +158,3 @@ class ProbeReport:
         from .render import render_text
 
         return render_text(self)
-
-
-def _v(value: Any) -> str:
-    if isinstance(value, (list, tuple)):
-        return "(" + ",".join(map(str, value)) + ")"
-    return str(value)

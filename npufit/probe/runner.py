@@ -12,7 +12,8 @@ from typing import Any
 
 
 def _failed(task: dict, status: str, message: str) -> dict:
-    from .case_run import SYMBOL, base_result
+    from .case_run import base_result
+    from .measure import SYMBOL
 
     res = base_result(task)
     res["predicted"] = {"status": status, "symbol": SYMBOL[status], "error": message}
