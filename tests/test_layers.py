@@ -8,9 +8,11 @@ package of a lower layer; packages of one layer are independent. Modules do not 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[1] / "npufit"
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "npufit"
 
 # Bottom first. A unit is a package (`npufit.check`) or a top-level module (`npufit.errors`); `npufit` is the root
 # `__init__` (its verbs are imported lazily by name, never by an import statement, so it only gives `__version__`).
@@ -181,3 +183,13 @@ def test_no_cycle_between_modules():
     cycles = _cycles({(m, t) for m, t, _ in EDGES
                       if m != t and (str(MODULES[m].relative_to(PKG.parent)), t) not in MODULE_CYCLE_EXCEPTIONS})
     assert not cycles, "module import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_conventions_state_this_order():
+    """docs/dev/conventions.md lists the layers as an indented block, bottom first, one layer a line."""
+    text = (ROOT / "docs/dev/conventions.md").read_text(encoding="utf-8")
+    block = text.split("Import order is one-way", 1)[1].split("\n\n", 2)[1]
+    documented = [tuple("npufit" if name == "npufit" else f"npufit.{name}"
+                        for name in re.sub(r"\(.*?\)", "", line.strip().split("  ")[0]).replace(" ", "").split(","))
+                  for line in block.splitlines()]
+    assert [set(layer) for layer in documented] == [set(layer) for layer in LAYERS]
