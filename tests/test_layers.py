@@ -65,6 +65,10 @@ def _module_name(path: Path) -> str:
 MODULES = {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
 
 
+def _file(module: str) -> str:
+    return MODULES[module].relative_to(PKG.parent).as_posix()
+
+
 def _runtime_nodes(tree: ast.AST):
     """Every node but those under `if TYPE_CHECKING:`: annotation-only imports never run."""
     todo = [tree]
@@ -99,7 +103,7 @@ def _imports(module: str, path: Path) -> list[tuple[str, int]]:
 
 
 ALL_EDGES = [(m, t, line) for m, p in MODULES.items() for t, line in _imports(m, p)]
-EDGES = [(m, t, line) for m, t, line in ALL_EDGES if (str(MODULES[m].relative_to(PKG.parent)), t) not in EXCEPTIONS]
+EDGES = [(m, t, line) for m, t, line in ALL_EDGES if (_file(m), t) not in EXCEPTIONS]
 
 
 def unit_of(module: str) -> str:
@@ -160,7 +164,7 @@ def test_every_module_has_a_layer():
 
 
 def test_exceptions_are_still_needed():
-    present = {(str(MODULES[m].relative_to(PKG.parent)), t) for m, t, _ in ALL_EDGES}
+    present = {(_file(m), t) for m, t, _ in ALL_EDGES}
     gone = sorted((set(EXCEPTIONS) | set(MODULE_CYCLE_EXCEPTIONS)) - present)
     assert not gone, f"fixed, remove from the exceptions: {gone}"
 
@@ -170,19 +174,28 @@ def test_imports_go_down_the_layers():
     for m, t, line in EDGES:
         a, b = unit_of(m), unit_of(t)
         if a != b and LAYER_OF[b] >= LAYER_OF[a]:
-            bad.append(f"{MODULES[m].relative_to(PKG.parent)}:{line}: {a} imports {t} ({'same' if LAYER_OF[b] == LAYER_OF[a] else 'higher'} layer)")
+            bad.append(f"{_file(m)}:{line}: {a} imports {t} ({'same' if LAYER_OF[b] == LAYER_OF[a] else 'higher'} layer)")
     assert not bad, "imports against the layer order:\n" + "\n".join(bad)
 
 
+def _cycle_report(edges: list[tuple[str, str, str, int]]) -> str:
+    """edges: (from node, to node, importing module, line); the imports inside each cycle, one a line."""
+    lines = []
+    for comp in _cycles({(a, b) for a, b, _, _ in edges}):
+        lines.append(" <-> ".join(comp) + ":")
+        lines += sorted({f"  {_file(m)}:{line} imports {b}" for a, b, m, line in edges if a in comp and b in comp})
+    return "\n".join(lines)
+
+
 def test_no_cycle_between_packages():
-    cycles = _cycles({(unit_of(m), unit_of(t)) for m, t, _ in EDGES if unit_of(m) != unit_of(t)})
-    assert not cycles, "package import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+    found = _cycle_report([(unit_of(m), unit_of(t), m, line) for m, t, line in EDGES if unit_of(m) != unit_of(t)])
+    assert not found, "package import cycles:\n" + found
 
 
 def test_no_cycle_between_modules():
-    cycles = _cycles({(m, t) for m, t, _ in EDGES
-                      if m != t and (str(MODULES[m].relative_to(PKG.parent)), t) not in MODULE_CYCLE_EXCEPTIONS})
-    assert not cycles, "module import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+    found = _cycle_report([(m, t, m, line) for m, t, line in EDGES
+                           if m != t and (_file(m), t) not in MODULE_CYCLE_EXCEPTIONS])
+    assert not found, "module import cycles:\n" + found
 
 
 def test_the_conventions_state_this_order():
