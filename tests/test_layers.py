@@ -14,7 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "npufit"
 
-# Bottom first. A unit is a package (`npufit.check`) or a top-level module (`npufit.errors`); `npufit` is the root
+# Bottom first. A unit is a package (`npufit.check`) or a module (`npufit.errors`), a module's unit the longest one
+# naming it; `npufit` is the root
 # `__init__` (its verbs are imported lazily by name, never by an import statement, so it only gives `__version__`).
 LAYERS: list[tuple[str, ...]] = [
     ("npufit", "npufit.errors"),  # the version and the one user-error type
@@ -22,6 +23,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("npufit.envs", "npufit.executors"),  # vendor-tool virtualenvs behind a subprocess; in-process / pool / Ray
     ("npufit.graph", "npufit.verify"),  # the read-only Graph; seeded ONNX Runtime CPU sessions and differences
     ("npufit.targets",),  # profiles: data + small rule functions over the Graph
+    # a module as its own unit: the pipeline's typed step results, a record format (errors only) that the run
+    # report reads and the pipeline writes; it is in the tree once the pipeline's typed results are merged
+    ("npufit.pipeline.results",),
     ("npufit.report",),  # renderers (terminal / Markdown / HTML) every result object renders itself with
     ("npufit.check",),
     ("npufit.rewrite",),
