@@ -1,6 +1,7 @@
 """The package layer order of docs/dev/conventions.md, and no import cycles, read from the source with `ast`.
 
-Every import counts: module-level and function-level, absolute and relative. A function-level import still makes
+Every import counts: module-level and function-level, absolute and relative, and a module named in a string
+("package.module:function" for an executor, a name for importlib). A function-level import still makes
 the importing package depend on the imported one; it only hides a cycle from the interpreter, not from the design.
 Only imports under `if TYPE_CHECKING:` are left out: they never run. A package may import its own modules and any
 package of a lower layer; packages of one layer are independent. Modules do not import each other in a circle either.
@@ -103,6 +104,12 @@ def _imports(module: str, path: Path) -> list[tuple[str, int]]:
             for a in node.names:  # `from . import x` imports the submodule x when there is one
                 sub = f"{target}.{a.name}"
                 out.append((sub if sub in MODULES else target, node.lineno))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and module != "npufit":
+            # "npufit.probe.case_run:run_case" for an executor, a module name for importlib: imported all the same
+            # (the root's lazy API is the one facade that names every verb: it resolves them only when asked)
+            name = node.value.split(":", 1)[0]
+            if name in MODULES:
+                out.append((name, node.lineno))
     return out
 
 
