@@ -100,6 +100,9 @@ def test_report_renders_the_typed_results(tiny):
     html = render_results_html(folder / "out")
     assert f"{check.coverage_nodes_pct:.0f}% nodes / {check.coverage_macs_pct:.0f}% MACs" in html
     assert f"{export.nodes} ONNX nodes" in html and f"{check.npu_partitions} / {check.host_partitions}" in html
+    train = r.result("train/tcn")
+    assert isinstance(train, TrainStepResult) and f"<td>tcn</td><td>tcn</td><td class=\"num\">{train.epochs}</td>" in html
+    assert f"{train.val_loss:.5f}" in html
 
 
 def _rename_in(path, old: str, new: str, key: str = "metrics") -> None:

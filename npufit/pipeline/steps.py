@@ -118,7 +118,7 @@ def run_check(ctx: StepContext) -> Outcome:
     from ..report.model_explorer import write_node_data
 
     report = check(ctx.model_input(), ctx.cell.target, judge=pipeline_judge(ctx.cell.target), measure=ctx.settings["measure"])
-    assume_int8 = report.target.get("judged_as") == "int8"
+    assume_int8 = report.target["judged_as"] == "int8"
     atomic_write_json(ctx.folder / "check.json", report.to_dict())
     write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())
     s = report.summary()
@@ -176,7 +176,7 @@ def run_split(ctx: StepContext) -> Outcome:
                        f"not needed: {target} runs its {len(report.failing)} non-NPU node(s) on its {fallback.value} fallback "
                        "inside the compiled model (the compile step shows the real placement)")
     prefix = report.prefix
-    share = prefix.get("macs_pct") or 0.0
+    share = prefix["macs_pct"] or 0.0  # None: a model without MACs
     if s["mode"] == "prefix" and (prefix["node_count"] == 0 or share < s["min_npu_macs_pct"]):
         first = report.failing[0]
         why = first.reasons[0].sentence() if first.reasons else first.verdict.value

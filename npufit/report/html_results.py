@@ -190,11 +190,11 @@ def _training(r: Results) -> str:
     cfg = r.manifest["config"]
     rows, charts = [], []
     for mo in cfg["models"]:
-        h = r.json(f"train/{mo['name']}", "history")
-        if not h:
+        tr, h = r.result(f"train/{mo['name']}"), r.json(f"train/{mo['name']}", "history")  # numbers; curves
+        if tr is None or not h:
             continue
-        rows.append([esc(mo["name"]), esc(h["kind"]), esc(len(h["history"])), f"{h['final_train_loss']:.5f}", f"{h['final_val_loss']:.5f}",
-                     f"{h['baseline_val_loss']:.5f}", esc(h["parameters"]), f"{h['seconds']:.1f}"])
+        rows.append([esc(mo["name"]), esc(h["kind"]), esc(tr.epochs), f"{tr.train_loss:.5f}", f"{tr.val_loss:.5f}",
+                     f"{tr.baseline_val_loss:.5f}", esc(tr.parameters), f"{tr.train_seconds:.1f}"])
         series = {"train": [(e["epoch"], e["train_loss"]) for e in h["history"]], "val": [(e["epoch"], e["val_loss"]) for e in h["history"]]}
         charts.append(line_chart(series, "epoch", "MSE", f"{mo['name']} loss", log_y=True))
     if not rows:
@@ -269,11 +269,11 @@ def _quantization_matrix(r: Results) -> str:
     rows = []
     for mo in cfg["models"]:
         for t in cfg["targets"]:
-            c = r.cell(f"quantize/{mo['name']}/{t}")
+            cid = f"quantize/{mo['name']}/{t}"
+            c, q = r.cell(cid), r.result(cid)
             if c is not None:
-                rep = r.json(f"quantize/{mo['name']}/{t}")
-                note = "" if rep else f' <span class="note">{esc(c.get("message", "")[:160])}</span>'
-                rows.append(matrix_row(mo["name"], t, rep, _status(c) + note))
+                note = "" if q else f' <span class="note">{esc(c.get("message", "")[:160])}</span>'
+                rows.append(matrix_row(mo["name"], t, q, r.json(cid), _status(c) + note))
     return matrix_section(rows)
 
 
