@@ -1,8 +1,8 @@
 """Content-addressed step results: a step is skipped when the hash of its inputs and settings is unchanged.
 
 Each cell keeps `step.json` in its folder: the key it was computed under, its status, its output files
-with their sha256, its typed result (results.py, kept as `metrics`). The key hashes the step's settings, the model spec, the npufit version
-and the sha256 of every input file (the outputs of the cells it depends on) -- content, not timestamps,
+with their sha256, its typed result (results.py; `metrics` on disk). The key hashes the step's settings, the
+model spec, the npufit version and the sha256 of every input file (the outputs of the cells it depends on) -- content, not timestamps,
 so re-exporting an identical model does not invalidate everything downstream, and an edited file does.
 """
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .results import StaleResult, StepResult, parse_result
 
 RECORD = "step.json"
 SCHEMA = "npufit.step/1"
+NO_RECORD = "no earlier result"
 CACHEABLE = ("ok", "rejected")  # deterministic outcomes; failures and "tool not installed" skips are retried
 
 _digests: dict[tuple[str, int, int], str] = {}
@@ -82,7 +83,7 @@ class StepRecord:
         results folder `root`): the step then simply runs again, and a cell that may not run says why."""
         p = folder / RECORD
         if not os.path.lexists(p):
-            return None, "no earlier result"
+            return None, NO_RECORD
         try:
             d = read_json(p, RECORD)
         except NpufitError as e:
@@ -119,7 +120,7 @@ class StepRecord:
 def fresh(record: StepRecord | None, key: str, folder: Path) -> tuple[bool, str]:
     """(reusable?, why not) for a recorded result under the key computed now."""
     if record is None:
-        return False, "no earlier result"
+        return False, NO_RECORD
     if record.status not in CACHEABLE:
         return False, f"last run {record.status}"
     if record.key != key:

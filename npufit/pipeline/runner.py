@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ..errors import NpufitError
 from ..util.io import atomic_write_json, atomic_write_text, claim_dir
 from ..util.progress import track
-from .cache import StepRecord, compute_key, digest_file, digest_tree, fresh
+from .cache import NO_RECORD, StepRecord, compute_key, digest_file, digest_tree, fresh
 from .matrix import Cell, dependencies, expand, model_source, select
 from .results import RESULT_TYPES, StepResult
 from .schema import STEPS, ModelSpec, PipelineConfig, load_config
@@ -215,8 +215,9 @@ def _plan_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: d
     previous, why = StepRecord.read(folder, config.output_dir)
     if cell.id not in selected:
         if previous is None:  # nothing this run may use: say why (a stale record names its step and key)
+            had = "no earlier result" if why == NO_RECORD else f"its earlier result is unusable ({why})"
             rec = StepRecord(cell.id, cell.step, status="failed",
-                             message=f"not selected by --only/--from and no usable earlier result ({why}): run the full pipeline once first")
+                             message=f"not selected by --only/--from and {had}: run the full pipeline once first")
             return CellResult(cell, rec, "failed", folder)
         return CellResult(cell, previous, "kept", folder)
     ok, why = fresh(previous, key, folder)
