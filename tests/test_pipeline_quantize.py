@@ -26,7 +26,7 @@ def test_quantize_step_line_warning_floor_and_report(tmp_path):
     q = json.loads((tmp_path / "out" / "tcn" / "ethos-u55-256" / "quantize" / "quantize.json").read_text())
     assert q["calibration"]["holdout_source"].endswith("holdout.npz") and q["calibration"]["used"] > 0
     sq = q["summary"]["min_output_sqnr_db"]
-    assert rec.metrics["summary.min_output_sqnr_db"] == sq
+    assert rec.result.min_output_sqnr_db == sq
     from npufit.pipeline.summary import render_summary
 
     assert f"| tcn | ethos-u55-256 | {sq:.1f} dB |" in render_summary(run, "markdown")

@@ -147,6 +147,6 @@ def test_cells_of_a_step_run_side_by_side_on_a_process_pool(tmp_path):
     assert [r.cell.id for r in pooled.results] == [r.cell.id for r in here.results]
     assert [(r.action, r.record.status) for r in pooled.results] == [(r.action, r.record.status) for r in here.results]
     assert all(r.record.status == "ok" for r in pooled.results)
-    checks = lambda run: {r.cell.id: r.record.metrics for r in run.results if r.cell.step == "check"}  # noqa: E731
+    checks = lambda run: {r.cell.id: r.record.result for r in run.results if r.cell.step == "check"}  # noqa: E731
     assert checks(pooled) == checks(here) and checks(here)
     assert (tmp_path / "pool" / "pipeline.json").is_file()

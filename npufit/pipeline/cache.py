@@ -1,8 +1,8 @@
 """Content-addressed step results: a step is skipped when the hash of its inputs and settings is unchanged.
 
 Each cell keeps `step.json` in its folder: the key it was computed under, its status, its output files
-with their sha256, its metrics. The key hashes the step's settings, the model spec, the npufit version
-and the sha256 of every input file (the outputs of the cells it depends on) -- content, not timestamps,
+with their sha256, its typed result (results.py; `metrics` on disk). The key hashes the step's settings, the
+model spec, the npufit version and the sha256 of every input file (the outputs of the cells it depends on) -- content, not timestamps,
 so re-exporting an identical model does not invalidate everything downstream, and an edited file does.
 """
 from __future__ import annotations
@@ -10,16 +10,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..util.io import atomic_write_json
 from ..errors import NpufitError
 from ..util.readers import confined, read_json, sha256_file
+from .results import StaleResult, StepResult, parse_result
 
 RECORD = "step.json"
 SCHEMA = "npufit.step/1"
+NO_RECORD = "no earlier result"
 CACHEABLE = ("ok", "rejected")  # deterministic outcomes; failures and "tool not installed" skips are retried
 
 _digests: dict[tuple[str, int, int], str] = {}
@@ -60,43 +62,52 @@ class StepRecord:
     message: str = ""
     outputs: dict[str, str] = field(default_factory=dict)  # name -> path relative to the cell folder
     digests: dict[str, str] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
+    result: StepResult | None = None  # what the step found (status ok only); on disk as "metrics"
     seconds: float = 0.0
     finished: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, **asdict(self)}
+        return {"schema": SCHEMA, "cell": self.cell, "step": self.step, "key": self.key, "status": self.status,
+                "message": self.message, "outputs": dict(self.outputs), "digests": dict(self.digests),
+                "metrics": self.result.to_dict() if self.result is not None else {}, "seconds": self.seconds,
+                "finished": self.finished}
 
     @classmethod
     def load(cls, folder: Path, root: Path | None = None) -> "StepRecord | None":
-        """The record of an earlier run, or None when there is none or it cannot be trusted (unreadable, another
-        version, wrong field types, outputs outside the results folder `root`): the step then simply runs again."""
+        return cls.read(folder, root)[0]
+
+    @classmethod
+    def read(cls, folder: Path, root: Path | None = None) -> "tuple[StepRecord | None, str]":
+        """(the record of an earlier run, "") or (None, why) when there is none or it cannot be trusted (unreadable,
+        another version, wrong field types, a result that is not what the step records now, outputs outside the
+        results folder `root`): the step then simply runs again, and a cell that may not run says why."""
         p = folder / RECORD
         if not os.path.lexists(p):
-            return None
+            return None, NO_RECORD
         try:
             d = read_json(p, RECORD)
-        except NpufitError:
-            return None
+        except NpufitError as e:
+            return None, e.message
         if not isinstance(d, dict) or d.get("schema") != SCHEMA:
-            return None
-        d.pop("schema", None)
-        try:
-            rec = cls(**d)
-        except TypeError:  # written by another version: treat as absent
-            return None
+            return None, f"{p}: not a {SCHEMA} record"
         types = {"cell": str, "step": str, "key": str, "status": str, "message": str, "outputs": dict, "digests": dict,
-                 "metrics": dict, "finished": str}
-        if not all(isinstance(getattr(rec, k), t) for k, t in types.items()) or not isinstance(rec.seconds, (int, float)):
-            return None
+                 "metrics": dict, "finished": str, "seconds": (int, float)}
+        bad = sorted(set(d) - set(types) - {"schema"}) + [k for k, t in types.items() if not isinstance(d.get(k), t)]
+        if bad:
+            return None, f"{p}: field '{bad[0]}' is unknown, missing or of the wrong type"
         try:
-            for rel in rec.outputs.values():  # relative to the cell folder; the report's lies one level up
+            result = parse_result(d["step"], d["status"], d["metrics"], str(p))
+        except StaleResult as e:
+            return None, e.message
+        if not all(isinstance(v, str) for v in [*d["digests"].values(), *d["outputs"].values()]):
+            return None, f"{p}: outputs and digests must be strings"
+        try:
+            for rel in d["outputs"].values():  # relative to the cell folder; the report's lies one level up
                 confined(root or folder, os.path.relpath(folder / rel, root) if root else rel, "step output")
-        except NpufitError:
-            return None
-        if not all(isinstance(v, str) for v in rec.digests.values()):
-            return None
-        return rec
+        except NpufitError as e:
+            return None, e.message
+        return cls(d["cell"], d["step"], d["key"], d["status"], d["message"], d["outputs"], d["digests"], result, d["seconds"],
+                   d["finished"]), ""
 
     def save(self, folder: Path) -> None:
         atomic_write_json(folder / RECORD, self.to_dict())
@@ -109,7 +120,7 @@ class StepRecord:
 def fresh(record: StepRecord | None, key: str, folder: Path) -> tuple[bool, str]:
     """(reusable?, why not) for a recorded result under the key computed now."""
     if record is None:
-        return False, "no earlier result"
+        return False, NO_RECORD
     if record.status not in CACHEABLE:
         return False, f"last run {record.status}"
     if record.key != key:

@@ -19,8 +19,9 @@ from typing import Any, Callable
 from ..errors import NpufitError
 from ..util.io import atomic_write_json, atomic_write_text, claim_dir
 from ..util.progress import track
-from .cache import StepRecord, compute_key, digest_file, digest_tree, fresh
+from .cache import NO_RECORD, StepRecord, compute_key, digest_file, digest_tree, fresh
 from .matrix import Cell, dependencies, expand, model_source, select
+from .results import RESULT_TYPES, StepResult
 from .schema import STEPS, ModelSpec, PipelineConfig, load_config
 
 MANIFEST = "pipeline.json"
@@ -37,8 +38,8 @@ class Reject(Exception):
 
 @dataclass
 class Outcome:
-    outputs: dict[str, str] = field(default_factory=dict)  # name -> path relative to the cell folder
-    metrics: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, str]  # name -> path relative to the cell folder
+    result: StepResult  # the step's own type (results.RESULT_TYPES)
     message: str = ""
 
 
@@ -211,11 +212,12 @@ def _plan_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: d
     spec = config.model(cell.model) if cell.model else None
     settings = config.settings(cell.step, spec)
     key = compute_key(_key_parts(cell, config, spec, settings, deps))
-    previous = StepRecord.load(folder, config.output_dir)
+    previous, why = StepRecord.read(folder, config.output_dir)
     if cell.id not in selected:
-        if previous is None:
+        if previous is None:  # nothing this run may use: say why (a stale record names its step and key)
+            had = "no earlier result" if why == NO_RECORD else f"its earlier result is unusable ({why})"
             rec = StepRecord(cell.id, cell.step, status="failed",
-                             message="not selected by --only/--from and no earlier result: run the full pipeline once first")
+                             message=f"not selected by --only/--from and {had}: run the full pipeline once first")
             return CellResult(cell, rec, "failed", folder)
         return CellResult(cell, previous, "kept", folder)
     ok, why = fresh(previous, key, folder)
@@ -238,7 +240,9 @@ def _execute(job: dict[str, Any], config: PipelineConfig, dataset, log) -> CellR
     t0 = time.perf_counter()
     try:
         out = STEP_FUNCTIONS[cell.step](ctx)
-        rec.status, rec.outputs, rec.metrics, rec.message = "ok", out.outputs, out.metrics, out.message
+        if not isinstance(out.result, RESULT_TYPES[cell.step]):  # a step wired to the wrong result type is a bug here
+            raise TypeError(f"step '{cell.step}' returned {type(out.result).__name__}, not {RESULT_TYPES[cell.step].__name__}")
+        rec.status, rec.outputs, rec.result, rec.message = "ok", out.outputs, out.result, out.message
         rec.digests = {n: digest_tree(folder / p) for n, p in out.outputs.items()}
     except Skip as e:
         rec.status, rec.message = "skipped", f"skipped: {e}"

@@ -14,6 +14,8 @@ from typing import Any
 
 from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
+from .results import (BenchStepResult, CheckStepResult, CompileStepResult, ExportStepResult, FixStepResult, QuantizeStepResult,
+                      ReportStepResult, SplitStepResult, TrainStepResult)
 from .runner import Outcome, Reject, Skip, StepContext
 
 
@@ -47,10 +49,9 @@ def call(step: str, fn, *args, accepts: Collection[str] | None = None, **kwargs)
     return fn(*args, **{k: v for k, v in kwargs.items() if v is not None})
 
 
-def save_result(result: Any, path: Path) -> dict[str, Any]:
-    d = result.to_dict() if hasattr(result, "to_dict") else (result if isinstance(result, dict) else {"result": str(result)})
-    atomic_write_json(path, d)
-    return d
+def save_result(result: Any, path: Path) -> None:
+    """The library result as its verb writes it with --format json (the report renders it)."""
+    atomic_write_json(path, result.to_dict())
 
 
 # -- train / export -----------------------------------------------------------------------------------
@@ -72,8 +73,8 @@ def run_train(ctx: StepContext) -> Outcome:
     return Outcome({"weights": "model.pt", "history": "train.json", "calibration": "calibration.npz", "holdout": "holdout.npz",
                     "validation": "validation.npz",
                     "calibration_npy": "calibration_npy"},
-                   {"train_loss": f["train_loss"], "val_loss": f["val_loss"], "baseline_val_loss": res.baseline_val_loss,
-                    "epochs": len(res.history), "parameters": res.parameters, "train_seconds": round(res.seconds, 2)},
+                   TrainStepResult(train_loss=f["train_loss"], val_loss=f["val_loss"], baseline_val_loss=res.baseline_val_loss,
+                                   epochs=len(res.history), parameters=res.parameters, train_seconds=round(res.seconds, 2)),
                    f"val MSE {f['val_loss']:.4f} (last-value baseline {res.baseline_val_loss:.4f})")
 
 
@@ -99,7 +100,7 @@ def run_export(ctx: StepContext) -> Outcome:
     from ..graph.onnx_loader import read_model_proto
 
     m = read_model_proto(out)  # a broken file fails here, with the loader's clear message
-    return Outcome({"model": "model.onnx"}, {"nodes": len(m.graph.node), "bytes": out.stat().st_size}, note)
+    return Outcome({"model": "model.onnx"}, ExportStepResult(nodes=len(m.graph.node), bytes=out.stat().st_size), note)
 
 
 # -- check / fix / split ---------------------------------------------------------------------------------
@@ -117,20 +118,19 @@ def run_check(ctx: StepContext) -> Outcome:
     from ..report.model_explorer import write_node_data
 
     report = check(ctx.model_input(), ctx.cell.target, judge=pipeline_judge(ctx.cell.target), measure=ctx.settings["measure"])
-    assume_int8 = report.target.get("judged_as") == "int8"
+    assume_int8 = report.target["judged_as"] == "int8"
     atomic_write_json(ctx.folder / "check.json", report.to_dict())
     write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())
     s = report.summary()
-    metrics = {k: s[k] for k in ("coverage_nodes_pct", "coverage_macs_pct", "npu_partitions", "host_partitions",
-                                 "boundaries", "fully_npu")}
-    metrics["failing"] = len(report.failing)
-    measured = report.extra.get("measurement")
-    if measured:  # how far the prediction is from the compiler, or why nothing was measured
-        metrics["measured_differing"] = len(measured["differing"]) if "differing" in measured else None
+    measured = report.extra.get("measurement")  # with measure: on, how far the prediction is from the compiler
+    result = CheckStepResult(coverage_nodes_pct=s["coverage_nodes_pct"], coverage_macs_pct=s["coverage_macs_pct"],
+                             npu_partitions=s["npu_partitions"], host_partitions=s["host_partitions"],
+                             boundaries=s["boundaries"], fully_npu=s["fully_npu"], failing=len(report.failing),
+                             measured_differing=len(measured["differing"]) if measured and "differing" in measured else None)
     ops = sorted({n.op_type for n in report.failing})
     note = f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / {s['host_partitions']} host partition(s)"
     note += " (as int8)" if assume_int8 else ""
-    return Outcome({"report": "check.json", "model_explorer": "model_explorer.json"}, metrics,
+    return Outcome({"report": "check.json", "model_explorer": "model_explorer.json"}, result,
                    note + (f"; off the NPU: {', '.join(ops)}" if ops else ""))
 
 
@@ -139,22 +139,21 @@ def run_fix(ctx: StepContext) -> Outcome:
     s, out = ctx.settings, ctx.folder / "model.onnx"
     result = call("fix", fix, str(ctx.model_input()), target=ctx.cell.target, output=str(out), rules=s["rules"],
                   skip_rules=s["skip_rules"], allow_approx=s["allow_approx"], judge=pipeline_judge(ctx.cell.target))
-    d = save_result(result, ctx.folder / "fix.json")
+    save_result(result, ctx.folder / "fix.json")
     if not out.exists():  # nothing fired: the model passes through unchanged
         shutil.copyfile(ctx.model_input(), out)
-    metrics = {"coverage_before_pct": d.get("before", {}).get("coverage_pct"), "coverage_after_pct": d.get("after", {}).get("coverage_pct"),
-               "rules_applied": sum(1 for r in d.get("rules", []) if r.get("status") == "applied"), "written": d.get("written")}
-    return Outcome({"model": "model.onnx", "report": "fix.json"}, metrics, _fix_note(d))
+    typed = FixStepResult(coverage_before_pct=round(result.before.coverage_pct, 2), coverage_after_pct=round(result.after.coverage_pct, 2),
+                          rules_applied=len(result.applied), written=result.written)
+    return Outcome({"model": "model.onnx", "report": "fix.json"}, typed, _fix_note(result))
 
 
-def _fix_note(d: dict) -> str:
-    fired = [r for r in d.get("rules", []) if r.get("fired") and r.get("status") == "applied"]
-    before, after = d.get("before", {}), d.get("after", {})
-    cov = (f"; coverage {before['coverage_pct']:.0f}% -> {after['coverage_pct']:.0f}%"
-           if "coverage_pct" in before and "coverage_pct" in after else "")
+def _fix_note(result) -> str:
+    """The step line of a rewrite.FixResult: the rules that changed the model, and coverage before -> after."""
+    fired = [r for r in result.applied if r.fired]
+    cov = f"; coverage {result.before.coverage_pct:.0f}% -> {result.after.coverage_pct:.0f}%"
     if not fired:
         return "no rewrite applied" + cov
-    return "applied " + ", ".join(f"{r['rule']} x{r['fired']}" for r in fired) + cov
+    return "applied " + ", ".join(f"{r.name} x{r.fired}" for r in fired) + cov
 
 
 def run_split(ctx: StepContext) -> Outcome:
@@ -164,7 +163,7 @@ def run_split(ctx: StepContext) -> Outcome:
     report = check(model, target, judge=pipeline_judge(target))
     if report.fully_npu:
         shutil.copyfile(model, ctx.folder / "model.onnx")
-        return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": 100.0, "needed": False},
+        return Outcome({"model": "model.onnx"}, SplitStepResult(needed=False, stages=1, npu_macs_pct=100.0, split_s=None),
                        "not needed: the whole model runs on the NPU")
     from ..targets import get_profile
     from ..targets.base import Fallback
@@ -173,11 +172,11 @@ def run_split(ctx: StepContext) -> Outcome:
     if fallback is not Fallback.NONE and not s["always"]:
         # the vendor runtime runs the other nodes on its CPU inside the compiled model: nothing to cut by hand
         shutil.copyfile(model, ctx.folder / "model.onnx")
-        return Outcome({"model": "model.onnx"}, {"stages": 1, "npu_macs_pct": report.coverage_macs, "needed": False},
+        return Outcome({"model": "model.onnx"}, SplitStepResult(needed=False, stages=1, npu_macs_pct=report.coverage_macs, split_s=None),
                        f"not needed: {target} runs its {len(report.failing)} non-NPU node(s) on its {fallback.value} fallback "
                        "inside the compiled model (the compile step shows the real placement)")
     prefix = report.prefix
-    share = prefix.get("macs_pct") or 0.0
+    share = prefix["macs_pct"] or 0.0  # None: a model without MACs
     if s["mode"] == "prefix" and (prefix["node_count"] == 0 or share < s["min_npu_macs_pct"]):
         first = report.failing[0]
         why = first.reasons[0].sentence() if first.reasons else first.verdict.value
@@ -187,13 +186,13 @@ def run_split(ctx: StepContext) -> Outcome:
     plan_dir = ctx.folder / "plan"
     result = call("split", split, str(model), target=target, output_dir=str(plan_dir), mode=s["mode"], min_nodes=s["min_nodes"],
                   judge=pipeline_judge(target))
-    d = save_result(result, ctx.folder / "split.json")
+    save_result(result, ctx.folder / "split.json")
     npu = _npu_stage(plan_dir)
     if npu is None:
         raise Reject(f"rejected for {target}: the split plan has no NPU stage")
     shutil.copyfile(npu, ctx.folder / "model.onnx")
-    metrics = {"needed": True, "npu_macs_pct": share, **_scalars(d)}
-    return Outcome({"model": "model.onnx", "plan": "plan", "report": "split.json"}, metrics,
+    typed = SplitStepResult(needed=True, stages=len(result.plan.stages), npu_macs_pct=share, split_s=result.timings["total_s"])
+    return Outcome({"model": "model.onnx", "plan": "plan", "report": "split.json"}, typed,
                    f"NPU stage {npu.name} ({share:.0f}% of MACs), the rest on the host")
 
 
@@ -216,25 +215,30 @@ def run_quantize(ctx: StepContext) -> Outcome:
     result = call("quantize", quantize, str(ctx.model_input()), output=str(out), calibration=str(calib) if calib else "random",
                   method=s["method"], per_channel=s["per_channel"], samples=s["samples"], holdout=s["holdout"],
                   evaluation=str(held) if held else None)
-    d = save_result(result, ctx.folder / "quantize.json")
-    note, floor = quantize_note(d, s["warn_sqnr_db"]), s["min_sqnr_db"]
-    sq = (d.get("summary") or {}).get("min_output_sqnr_db")
-    if isinstance(sq, (int, float)) and sq < floor or sq == "-inf":
+    save_result(result, ctx.folder / "quantize.json")
+    # the summary's keys are the typed result's fields: a renamed one is an error naming it, not a None
+    typed = QuantizeStepResult.from_dict(result.summary(), "quantize summary")
+    note, floor = quantize_note(typed, s["warn_sqnr_db"]), s["min_sqnr_db"]
+    if _below(typed.min_output_sqnr_db, floor):
         raise NpufitError(f"int8 output SQNR below the floor min_sqnr_db {floor:g} dB: {note} (see {ctx.folder / 'quantize.json'})")
-    return Outcome({"model": "model.int8.onnx", "report": "quantize.json"}, _scalars(d),
+    return Outcome({"model": "model.int8.onnx", "report": "quantize.json"}, typed,
                    note + ("" if calib else "; random calibration data: accuracy numbers mean little"))
 
 
-def quantize_note(d: dict, warn_db: float) -> str:
+def _below(sqnr_db: float | str | None, floor: float) -> bool:
+    """None is exact (above any floor); "-inf" (non-finite int8 values) is below every one."""
+    return sqnr_db == "-inf" or (isinstance(sqnr_db, (int, float)) and sqnr_db < floor)
+
+
+def quantize_note(q: QuantizeStepResult, warn_db: float) -> str:
     """The step line: worst output SQNR and cosine vs float, samples, and a warning below `warn_db` (with the cause)."""
-    sm, cal = d.get("summary") or {}, d.get("calibration") or {}
-    sq, cos = sm.get("min_output_sqnr_db"), sm.get("min_output_cosine")
+    sq, cos = q.min_output_sqnr_db, q.min_output_cosine
     if cos is None:
-        return f"{cal.get('used')} calibration samples; no held-back samples, no accuracy measured"
+        return f"{q.calibration_samples} calibration samples; no held-back samples, no accuracy measured"
     shown = "exact" if sq is None else (f"{sq:.1f} dB" if isinstance(sq, (int, float)) else str(sq))
-    text = f"SQNR {shown}, cosine {cos:.4f} vs float on {cal.get('holdout')} held-back; {cal.get('used')} calibration samples"
-    if isinstance(sq, (int, float)) and sq < warn_db or sq == "-inf":
-        clip = sm.get("max_clipped_fraction") or 0.0
+    text = f"SQNR {shown}, cosine {cos:.4f} vs float on {q.holdout_samples} held-back; {q.calibration_samples} calibration samples"
+    if _below(sq, warn_db):
+        clip = q.max_clipped_fraction or 0.0  # None only without held-back samples, returned above
         why = f"; {clip:.1%} of some tensor's held-back values saturate: more or more representative calibration data" if clip > 0.001 else ""
         text = f"warning: {text}, below {warn_db:g} dB{why}"
     return text
@@ -286,21 +290,22 @@ def run_compile(ctx: StepContext) -> Outcome:
                           extra=s["options"])
         except UnsupportedModelError as e:  # the toolchain cannot take this model: a finding, not a tool failure
             raise Reject(f"rejected by the {ctx.cell.target} toolchain: {e.message}") from None
-    d = save_result(result, ctx.folder / "compile.json")
-    if not d.get("ok", True):
-        raise NpufitError(f"{d.get('compiler', 'compiler')} failed: {d.get('error') or 'see ' + str(ctx.folder / 'compile.json')}")
+    save_result(result, ctx.folder / "compile.json")
+    if not result.ok:
+        raise NpufitError(f"{result.compiler} failed: {result.error or 'see ' + str(ctx.folder / 'compile.json')}")
     # the compiler's own measurement of its child process is the better number when it has one
-    wall = d.get("wall_s") or usage.wall_s
-    peak = d.get("peak_rss_mb") or usage.peak_rss_bytes / 2**20
-    metrics = {"model_bytes": model.stat().st_size, "wall_s": round(wall, 3), "peak_rss_mb": round(peak, 1),
-               "pipeline_wall_s": round(usage.wall_s, 3), "pipeline_peak_rss_mb": round(usage.peak_rss_bytes / 2**20, 1),
-               "compiler": d.get("compiler"), "compiler_version": d.get("compiler_version")}
-    devices = [str(p.get("device", p.get("target", ""))).lower() for p in d.get("placement", [])]
-    note = f"{d.get('compiler')} {d.get('compiler_version') or ''}: {wall:.1f} s, peak {peak:.0f} MiB"
-    if devices:  # folded nodes run nowhere: counted apart, as check counts them, so 100% means the same in both
-        folded = devices.count("folded")
-        note += f", {devices.count('npu')}/{len(devices) - folded} nodes on the NPU" + (f" ({folded} folded)" if folded else "")
-    return Outcome({"report": "compile.json", "artifacts": "out"}, metrics, note)
+    wall = result.wall_s or usage.wall_s
+    peak = result.peak_rss_mb or usage.peak_rss_bytes / 2**20
+    devices = [p.device for p in result.placement]
+    folded = devices.count("folded")  # folded nodes run nowhere: counted apart, as check counts them
+    typed = CompileStepResult(compiler=result.compiler, compiler_version=result.compiler_version, model_bytes=model.stat().st_size,
+                              wall_s=round(wall, 3), peak_rss_mb=round(peak, 1), pipeline_wall_s=round(usage.wall_s, 3),
+                              pipeline_peak_rss_mb=round(usage.peak_rss_bytes / 2**20, 1),
+                              npu_nodes=devices.count("npu") if devices else None, placed_nodes=len(devices) - folded if devices else None)
+    note = f"{result.compiler} {result.compiler_version or ''}: {wall:.1f} s, peak {peak:.0f} MiB"
+    if devices:  # so 100% means the same here as in check
+        note += f", {typed.npu_nodes}/{typed.placed_nodes} nodes on the NPU" + (f" ({folded} folded)" if folded else "")
+    return Outcome({"report": "compile.json", "artifacts": "out"}, typed, note)
 
 
 # -- bench / report ------------------------------------------------------------------------------------------
@@ -310,19 +315,19 @@ def run_bench(ctx: StepContext) -> Outcome:
     inputs = ctx.input("train", "validation")
     result = call("bench", bench, str(ctx.model_input()), runtime=ctx.cell.runtime, iterations=s["iterations"], warmup=s["warmup"],
                   threads=s["threads"], inputs=str(inputs) if inputs else None, fresh_inputs=bool(inputs))
-    d = save_result(result, ctx.folder / "bench.json")
-    rows = d.get("results", [])
-    if rows and all(r.get("status") == "skipped" for r in rows):
-        raise Skip("; ".join(r.get("reason", "") for r in rows))
-    ok = [r for r in rows if r.get("status") == "ok"]
+    save_result(result, ctx.folder / "bench.json")
+    rows = result.results
+    if rows and all(r.status == "skipped" for r in rows):
+        raise Skip("; ".join(r.reason for r in rows))
+    ok = result.measured
     if not ok:
-        raise NpufitError("; ".join(f"{r.get('runtime')}: {r.get('reason', r.get('status'))}" for r in rows) or "no result")
+        raise NpufitError("; ".join(f"{r.runtime}: {r.reason or r.status}" for r in rows) or "no result")
     r = ok[0]
-    lat = r.get("latency_ms", {})
-    metrics = {"p50_ms": lat.get("p50"), "p99_ms": lat.get("p99"), "mean_ms": lat.get("mean"),
-               "throughput_ips": r.get("throughput_ips"), "iterations": r.get("iterations")}
-    return Outcome({"report": "bench.json"}, metrics,
-                   f"p50 {lat.get('p50', float('nan')):.3f} ms, {r.get('throughput_ips') or 0:.0f} inf/s ({r.get('boundary', '')})")
+    lat = r.latency_ms  # every LATENCY_KEYS entry for a runtime that measured
+    typed = BenchStepResult(runtime=r.runtime, p50_ms=lat["p50"], p99_ms=lat["p99"], mean_ms=lat["mean"],
+                            throughput_ips=r.throughput_ips, iterations=r.iterations)
+    return Outcome({"report": "bench.json"}, typed,
+                   f"p50 {typed.p50_ms:.3f} ms, {typed.throughput_ips or 0:.0f} inf/s ({r.boundary})")
 
 
 def run_report(ctx: StepContext) -> Outcome:
@@ -335,24 +340,11 @@ def run_report(ctx: StepContext) -> Outcome:
     # at the top of the results folder, where people look for it (`npufit report` writes the same file)
     out = confined(ctx.config.output_dir, ctx.settings["output"], "steps.report.output")
     path = build_report(ctx.config.output_dir, out)
-    return Outcome({"html": os.path.relpath(path, ctx.folder)}, {"bytes": path.stat().st_size}, f"wrote {path}")
-
-
-def _scalars(d: dict, prefix: str = "", depth: int = 0) -> dict[str, Any]:
-    """Numbers and short strings of a result (one level into 'summary'-like dicts) for the summary table."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if k in ("schema", "npufit_version"):
-            continue
-        if isinstance(v, (int, float, bool)) or (isinstance(v, str) and len(v) < 80):
-            out[prefix + k] = v
-        elif isinstance(v, dict) and depth == 0 and k in ("summary", "totals", "accuracy", "timings"):
-            out.update(_scalars(v, f"{k}.", 1))
-    return out
+    return Outcome({"html": os.path.relpath(path, ctx.folder)}, ReportStepResult(bytes=path.stat().st_size), f"wrote {path}")
 
 
 # bumped when a step's outputs change meaning or format, so results recorded by older code are not reused
-STEP_REVISION = {"train": 3, "export": 1, "check": 1, "fix": 1, "split": 1, "quantize": 2, "compile": 2, "bench": 1, "report": 2}
+STEP_REVISION = {"train": 3, "export": 1, "check": 2, "fix": 1, "split": 2, "quantize": 3, "compile": 3, "bench": 2, "report": 2}
 
 STEP_FUNCTIONS = {"train": run_train, "export": run_export, "check": run_check, "fix": run_fix, "split": run_split,
                   "quantize": run_quantize, "compile": run_compile, "bench": run_bench, "report": run_report}

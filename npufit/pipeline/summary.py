@@ -28,27 +28,27 @@ def matrix_rows(run: "PipelineRun") -> tuple[list[str], list[tuple[str, str, dic
 
 
 def compile_rows(run: "PipelineRun") -> list[dict]:
+    """Every compile cell; time and memory only where it compiled (a skipped or failed cell has no result)."""
     out = []
     for r in run.results:
         if r.cell.step != "compile":
             continue
-        m = r.record.metrics
+        m = r.record.result
         out.append({"model": r.cell.model, "target": r.cell.target, "status": r.record.status, "action": r.action,
-                    "model_bytes": m.get("model_bytes"), "wall_s": m.get("wall_s"), "peak_rss_mb": m.get("peak_rss_mb"),
-                    "added_rss_mb": m.get("added_rss_mb"), "message": r.record.message})
+                    "model_bytes": m.model_bytes if m else None, "wall_s": m.wall_s if m else None,
+                    "peak_rss_mb": m.peak_rss_mb if m else None, "message": r.record.message})
     return out
 
 
 def quantize_rows(run: "PipelineRun") -> list[dict]:
-    """int8 accuracy per model x target from the quantize steps' metrics (summary.* of quantize.json)."""
+    """int8 accuracy per model x target from the quantize steps' results (the summary of quantize.json)."""
     out = []
     for r in run.results:
-        if r.cell.step != "quantize" or r.record.status != "ok":
+        q = r.record.result
+        if r.cell.step != "quantize" or q is None:
             continue
-        m = r.record.metrics
-        out.append({"model": r.cell.model, "target": r.cell.target, "sqnr_db": m.get("summary.min_output_sqnr_db"),
-                    "cosine": m.get("summary.min_output_cosine"), "calibration": m.get("summary.calibration_samples"),
-                    "holdout": m.get("summary.holdout_samples"), "message": r.record.message})
+        out.append({"model": r.cell.model, "target": r.cell.target, "sqnr_db": q.min_output_sqnr_db, "cosine": q.min_output_cosine,
+                    "calibration": q.calibration_samples, "holdout": q.holdout_samples, "message": r.record.message})
     return out
 
 
@@ -80,11 +80,11 @@ def _counts_line(run: "PipelineRun") -> str:
 
 
 def _time(c: dict) -> str:
-    return f"{c['wall_s']:.1f} s" if c.get("wall_s") is not None else "-"
+    return f"{c['wall_s']:.1f} s" if c["wall_s"] is not None else "-"
 
 
 def _mem(c: dict) -> str:
-    return f"{c['peak_rss_mb']:.0f} MiB" if c.get("peak_rss_mb") is not None else "-"
+    return f"{c['peak_rss_mb']:.0f} MiB" if c["peak_rss_mb"] is not None else "-"
 
 
 def _notes(run: "PipelineRun") -> list[tuple[str, str, str]]:

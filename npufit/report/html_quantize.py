@@ -30,19 +30,18 @@ def _clip(v: Any) -> str:
     return "0" if v == 0 else ("&lt;0.01%" if v < 1e-4 else f"{v:.2%}")
 
 
-def matrix_row(model: str, target: str, rep: dict | None, status_html: str) -> list[str]:
-    """One row of the model × target accuracy matrix (status only when the cell has no result)."""
-    if not rep:
+def matrix_row(model: str, target: str, q, rep: dict | None, status_html: str) -> list[str]:
+    """One row of the model × target accuracy matrix: the numbers from the step's typed result `q`
+    (pipeline.results.QuantizeStepResult), how it quantized from its quantize.json `rep`; status only without a result."""
+    if q is None:
         return [esc(model), esc(target), status_html, "-", "-", "-", "-", "-", "-"]
-    sm, cal, t = rep.get("summary") or {}, rep.get("calibration") or {}, rep.get("timing") or {}
-    sq = sm.get("min_output_sqnr_db")
-    sq_html = f'<span class="{_db_class(sq)}">{db_cell(sq)}</span>' if sm.get("min_output_cosine") is not None else "-"
-    cos = sm.get("min_output_cosine")
-    settings = rep.get("settings") or {}
+    sq, cos = q.min_output_sqnr_db, q.min_output_cosine
+    sq_html = f'<span class="{_db_class(sq)}">{db_cell(sq)}</span>' if cos is not None else "-"
+    settings, t = (rep or {}).get("settings") or {}, (rep or {}).get("timing") or {}  # quantize.json: shown as far as it is readable
     how = f"{settings.get('method', '?')}, {'per-channel' if settings.get('per_channel') else 'per-tensor'}"
     return [f'<a href="#q-{esc(model)}-{esc(target)}">{esc(model)}</a>', esc(target), status_html, sq_html,
-            f"{cos:.5f}" if cos is not None else "-", esc(f"{cal.get('used', '-')} / {cal.get('holdout', '-')}"),
-            _clip(sm.get("max_clipped_fraction")), esc(how), f"{t['quantize_s']:.2f} s" if t.get("quantize_s") is not None else "-"]
+            f"{cos:.5f}" if cos is not None else "-", esc(f"{q.calibration_samples} / {q.holdout_samples if q.holdout_samples is not None else '-'}"),
+            _clip(q.max_clipped_fraction), esc(how), f"{t['quantize_s']:.2f} s" if t.get("quantize_s") is not None else "-"]
 
 
 MATRIX_HEADERS = ["model", "target", "status", "worst output SQNR dB", "cosine", "calibration / held-back samples",

@@ -33,7 +33,7 @@ def _load(path: Path) -> dict | None:
 # may have edited, so each is checked once here instead of failing deep inside the rendering.
 _NUM = (int, float)
 _CELL = {"cell": str, "step": str, "model": (str, type(None)), "target": (str, type(None)), "runtime": (str, type(None)), "folder": str,
-         "action": str, "message": (str, type(None)), "metrics": dict, "outputs": dict}
+         "action": str, "status": str, "message": (str, type(None)), "metrics": dict, "outputs": dict}
 _CONFIG = {"name": str, "path": str, "models": list, "targets": list, "runtimes": list, "steps": (dict, list)}
 
 
@@ -64,11 +64,20 @@ def _check_manifest(m: Any, where: str) -> None:
         if not isinstance(c, dict):
             raise bad(f"cells[{i}]")
         for k, t in _CELL.items():
-            if k in c or k not in ("message", "metrics", "outputs"):
+            if k in c or k not in ("message", "outputs"):
                 if not isinstance(c.get(k), t):
                     raise bad(f"cells[{i}].{k}")
         if "seconds" in c and not (c["seconds"] is None or isinstance(c["seconds"], _NUM)):
             raise bad(f"cells[{i}].seconds")
+
+
+def _parse(c: dict, root: Path):
+    from ..pipeline.results import StaleResult, parse_result
+
+    try:
+        return parse_result(c["step"], c["status"], c["metrics"], f"{root}: pipeline.json cell {c['cell']}")
+    except StaleResult as e:
+        raise NpufitError(f"{e.message}; re-run the pipeline") from None
 
 
 class Results:
@@ -82,9 +91,15 @@ class Results:
         _check_manifest(m, str(root))
         self.manifest = m
         self.cells = {c["cell"]: c for c in m["cells"]}
+        # each step's typed result, read strictly: a renamed or missing key names its cell, step and key here
+        self.results = {c["cell"]: _parse(c, root) for c in m["cells"]}
 
     def cell(self, cid: str) -> dict | None:
         return self.cells.get(cid)
+
+    def result(self, cid: str):
+        """The typed result (pipeline.results) of a cell that ran ok, else None."""
+        return self.results.get(cid)
 
     def _inside(self, *parts: Any) -> Path | None:
         """root/parts when it stays inside the results folder (links resolved), else None: never read outside."""
@@ -159,10 +174,9 @@ def _placement_matrix(r: Results) -> str:
     rows = []
     for mo in cfg["models"]:
         for t in cfg["targets"]:
-            ch = r.cell(f"check/{mo['name']}/{t}")
-            met = (ch or {}).get("metrics", {})
-            cov = f"{met['coverage_nodes_pct']:.0f}% nodes / {met['coverage_macs_pct']:.0f}% MACs" if "coverage_nodes_pct" in met else _status(ch)
-            parts = f"{met.get('npu_partitions', '-')} / {met.get('host_partitions', '-')}"
+            ch, met = r.cell(f"check/{mo['name']}/{t}"), r.result(f"check/{mo['name']}/{t}")
+            cov = f"{met.coverage_nodes_pct:.0f}% nodes / {met.coverage_macs_pct:.0f}% MACs" if met else _status(ch)
+            parts = f"{met.npu_partitions} / {met.host_partitions}" if met else "- / -"
             sp = r.cell(f"split/{mo['name']}/{t}")
             co = r.cell(f"compile/{mo['name']}/{t}")
             rows.append([f'<a href="#m-{esc(mo["name"])}-{esc(t)}">{esc(mo["name"])}</a>', esc(t), cov, parts,
@@ -176,11 +190,11 @@ def _training(r: Results) -> str:
     cfg = r.manifest["config"]
     rows, charts = [], []
     for mo in cfg["models"]:
-        h = r.json(f"train/{mo['name']}", "history")
-        if not h:
+        tr, h = r.result(f"train/{mo['name']}"), r.json(f"train/{mo['name']}", "history")  # numbers; curves
+        if tr is None or not h:
             continue
-        rows.append([esc(mo["name"]), esc(h["kind"]), esc(len(h["history"])), f"{h['final_train_loss']:.5f}", f"{h['final_val_loss']:.5f}",
-                     f"{h['baseline_val_loss']:.5f}", esc(h["parameters"]), f"{h['seconds']:.1f}"])
+        rows.append([esc(mo["name"]), esc(h["kind"]), esc(tr.epochs), f"{tr.train_loss:.5f}", f"{tr.val_loss:.5f}",
+                     f"{tr.baseline_val_loss:.5f}", esc(tr.parameters), f"{tr.train_seconds:.1f}"])
         series = {"train": [(e["epoch"], e["train_loss"]) for e in h["history"]], "val": [(e["epoch"], e["val_loss"]) for e in h["history"]]}
         charts.append(line_chart(series, "epoch", "MSE", f"{mo['name']} loss", log_y=True))
     if not rows:
@@ -255,11 +269,11 @@ def _quantization_matrix(r: Results) -> str:
     rows = []
     for mo in cfg["models"]:
         for t in cfg["targets"]:
-            c = r.cell(f"quantize/{mo['name']}/{t}")
+            cid = f"quantize/{mo['name']}/{t}"
+            c, q = r.cell(cid), r.result(cid)
             if c is not None:
-                rep = r.json(f"quantize/{mo['name']}/{t}")
-                note = "" if rep else f' <span class="note">{esc(c.get("message", "")[:160])}</span>'
-                rows.append(matrix_row(mo["name"], t, rep, _status(c) + note))
+                note = "" if q else f' <span class="note">{esc(c.get("message", "")[:160])}</span>'
+                rows.append(matrix_row(mo["name"], t, q, r.json(cid), _status(c) + note))
     return matrix_section(rows)
 
 
@@ -288,11 +302,10 @@ def _models(r: Results) -> str:
     for mo in cfg["models"]:
         name = mo["name"]
         parts = [f'<section id="m-{esc(name)}"><h2>Model {esc(name)}</h2>']
-        ex = r.cell(f"export/{name}")
+        ex, met = r.cell(f"export/{name}"), r.result(f"export/{name}")
         if ex:
-            met = ex.get("metrics", {})
-            parts.append(f'<p>Export: {_status(ex)} {esc(ex.get("message"))} · {esc(met.get("nodes", "?"))} ONNX nodes, '
-                         f'{esc(human_bytes(met.get("bytes")))}</p>')
+            size = f" · {met.nodes} ONNX nodes, {esc(human_bytes(met.bytes))}" if met else ""
+            parts.append(f'<p>Export: {_status(ex)} {esc(ex.get("message"))}{size}</p>')
         for t in cfg["targets"]:
             parts.append(f'<h3 id="m-{esc(name)}-{esc(t)}">{esc(name)} on {esc(t)}</h3>')
             ch = r.cell(f"check/{name}/{t}")
@@ -315,9 +328,9 @@ def _compile_table(r: Results) -> str:
     for c in r.manifest["cells"]:
         if c["step"] != "compile":
             continue
-        m = c.get("metrics", {})
-        rows.append([esc(c["model"]), esc(c["target"]), esc(human_bytes(m["model_bytes"])) if m.get("model_bytes") else "-",
-                     f"{m['wall_s']:.1f} s" if "wall_s" in m else "-", f"{m['peak_rss_mb']:.0f} MiB" if "peak_rss_mb" in m else "-",
+        m = r.result(c["cell"])  # None where the cell did not compile (skipped, failed, rejected)
+        rows.append([esc(c["model"]), esc(c["target"]), esc(human_bytes(m.model_bytes)) if m else "-",
+                     f"{m.wall_s:.1f} s" if m else "-", f"{m.peak_rss_mb:.0f} MiB" if m else "-",
                      _status(c) + f' <span class="note">{esc(c.get("message"))}</span>'])
     if not rows:
         return ""
@@ -326,38 +339,14 @@ def _compile_table(r: Results) -> str:
             + table(["model", "target", "model size", "compile time", "peak memory", "status"], rows, num_cols=(2, 3, 4)) + "</section>")
 
 
-LAT_KEYS = ("p50_ms", "median_ms", "p50", "mean_ms", "mean")
-TPUT_KEYS = ("throughput", "throughput_ips", "inferences_per_s", "fps")
-
-
-def find_number(d: Any, keys: tuple[str, ...], depth: int = 0) -> float | None:
-    """First numeric value under any of `keys`, searching nested dicts/lists breadth-first (bench schemas vary)."""
-    if depth > 4:
-        return None
-    if isinstance(d, dict):
-        for k in keys:
-            if isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool):
-                return float(d[k])
-        children = list(d.values())
-    elif isinstance(d, list):
-        children = d
-    else:
-        return None
-    for v in children:
-        got = find_number(v, keys, depth + 1)
-        if got is not None:
-            return got
-    return None
-
-
 def _bench(r: Results) -> str:
     cells = [c for c in r.manifest["cells"] if c["step"] == "bench"]
     if not cells:
         return ""
     rows, lat, tput, extra = [], [], [], []
     for c in cells:
-        rep = r.json(c["cell"])
-        p50, thr = find_number(rep, LAT_KEYS), find_number(rep, TPUT_KEYS)
+        rep, res = r.json(c["cell"]), r.result(c["cell"])
+        p50, thr = (res.p50_ms, res.throughput_ips) if res else (None, None)
         label = f"{c['model']} · {c['runtime']}"
         if p50 is not None:
             lat.append((label, p50))
@@ -373,7 +362,7 @@ def _bench(r: Results) -> str:
             if uri:
                 extra.append(f'<img alt="{esc(png.name)}" src="{uri}" style="max-width:100%">')
     return ('<section id="bench"><h2>Benchmarks</h2>'
-            + table(["model", "runtime", "status", "latency p50 / mean (ms)", "throughput (inf/s)", "note"], rows, num_cols=(3, 4))
+            + table(["model", "runtime", "status", "latency p50 (ms)", "throughput (inf/s)", "note"], rows, num_cols=(3, 4))
             + '<div class="grid2">' + bar_chart(lat, "ms", "latency (lower is better)") + bar_chart(tput, "inf/s", "throughput (higher is better)")
             + "</div>" + "".join(extra) + "</section>")
 

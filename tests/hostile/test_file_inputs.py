@@ -236,10 +236,14 @@ def _results(tmp: Path, outputs: dict[str, str], pngs: dict[str, str] | None = N
     cell.mkdir(parents=True)
     for name, target in (pngs or {}).items():
         (cell / name).symlink_to(target)
+    from npufit.pipeline.results import BenchStepResult, CheckStepResult
+
+    check = CheckStepResult(50.0, 50.0, 1, 1, 1, False, 1, None).to_dict()  # well-formed results: only the paths are hostile
+    bench = BenchStepResult("ort-cpu", 1.0, 1.0, 1.0, 1000.0, 5).to_dict()
     cells = [{"cell": "check/m/hailo8", "step": "check", "model": "m", "target": "hailo8", "runtime": None,
-              "folder": "check/m/hailo8", "action": "ran", "status": "ok", "message": "", "metrics": {}, "outputs": outputs},
+              "folder": "check/m/hailo8", "action": "ran", "status": "ok", "message": "", "metrics": check, "outputs": outputs},
              {"cell": "bench/m/ort-cpu", "step": "bench", "model": "m", "target": None, "runtime": "ort-cpu",
-              "folder": "check/m/hailo8", "action": "ran", "status": "ok", "message": "", "metrics": {}, "outputs": outputs}]
+              "folder": "check/m/hailo8", "action": "ran", "status": "ok", "message": "", "metrics": bench, "outputs": outputs}]
     manifest = {"schema": "npufit.pipeline-run/1", "seconds": 1.0, "counts": {"ran": 2}, "started": "",
                 "config": {"name": "p", "path": "p.yaml", "models": [{"name": "m"}], "targets": ["hailo8"],
                            "runtimes": ["ort-cpu"], "steps": ["check", "bench"]},
