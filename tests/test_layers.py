@@ -24,8 +24,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("npufit.envs", "npufit.executors"),  # vendor-tool virtualenvs behind a subprocess; in-process / pool / Ray
     ("npufit.graph", "npufit.verify"),  # the read-only Graph; seeded ONNX Runtime CPU sessions and differences
     ("npufit.targets",),  # profiles: data + small rule functions over the Graph
-    # a module as its own unit: the pipeline's typed step results, a record format (errors only) that the run
-    # report reads and the pipeline writes; it is in the tree once the pipeline's typed results are merged
+    # a module as its own unit: the pipeline's typed step results, a record format (errors only) that the pipeline
+    # writes and the run report (report/html_results.py) reads
     ("npufit.pipeline.results",),
     ("npufit.report",),  # renderers (terminal / Markdown / HTML) every result object renders itself with
     ("npufit.check",),
