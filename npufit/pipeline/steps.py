@@ -16,7 +16,7 @@ from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
 from .results import (BenchStepResult, CheckStepResult, CompileStepResult, ExportStepResult, FixStepResult, QuantizeStepResult,
                       ReportStepResult, SplitStepResult, TrainStepResult)
-from .runner import Outcome, Reject, Skip, StepContext
+from .context import Outcome, Reject, Skip, StepContext
 
 
 def library(step: str, module: str, attr: str):
@@ -333,7 +333,7 @@ def run_bench(ctx: StepContext) -> Outcome:
 def run_report(ctx: StepContext) -> Outcome:
     import os
 
-    from ..report.html import build_report
+    from ..report.html_results import build_report
 
     from ..util.readers import confined
 

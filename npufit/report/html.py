@@ -1,8 +1,7 @@
 """Self-contained HTML: one file, inline CSS/JS/SVG, images as data URIs, nothing fetched when viewed.
 
-`render_check_html(report)` is `npufit check --format html`; `build_report(results_dir, output)` is
-`npufit report` (its sections live in html_results.py). The page shell, table helper and the check
-sections here are shared by both.
+`render_check_html(report)` is `npufit check --format html`; `npufit report` is html_results.build_report.
+The page shell, table helper and the check sections here are shared by both.
 """
 from __future__ import annotations
 
@@ -187,15 +186,3 @@ def render_check_html(report) -> str:
     sub = f"{esc(d['model'].get('file', ''))} on {esc(tgt.get('title') or tgt['name'])} · npufit {esc(d.get('npufit_version', ''))}"
     body = f'<section id="check"><h2>Placement</h2>{check_sections(d, "check")}</section>' + environment_section(environment())
     return page(f"npufit check: {d['model'].get('file', '')} → {tgt['name']}", sub, body)
-
-
-def build_report(results_dir: str | os.PathLike, output: str | os.PathLike | None = None) -> Path:
-    """`npufit report RESULTS_DIR --output report.html`: the whole pipeline run as one HTML file."""
-    from ..util.io import atomic_write_text
-    from .html_results import render_results_html
-
-    root = Path(results_dir)
-    html_text = render_results_html(root)
-    out = Path(output) if output else root / "report.html"
-    atomic_write_text(out, html_text)
-    return out

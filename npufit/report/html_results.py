@@ -7,6 +7,7 @@ known fields get their own tables and charts, the rest is shown as a generic key
 """
 from __future__ import annotations
 
+import os
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -386,3 +387,14 @@ def _render(r: Results) -> str:
     body = (_overview(r) + _placement_matrix(r) + _quantization_matrix(r) + _training(r) + _models(r) + _compile_table(r) + _bench(r)
             + environment_section(m.get("environment", {})))
     return page(f"npufit report: {cfg['name']}", sub, body, nav)
+
+
+def build_report(results_dir: str | os.PathLike, output: str | os.PathLike | None = None) -> Path:
+    """`npufit report RESULTS_DIR --output report.html`: the whole pipeline run as one HTML file."""
+    from ..util.io import atomic_write_text
+
+    root = Path(results_dir)
+    html_text = render_results_html(root)
+    out = Path(output) if output else root / "report.html"
+    atomic_write_text(out, html_text)
+    return out
