@@ -10,6 +10,8 @@ Fallbacks run on the host CPU (verdict `cpu`). Ops are keyed in TFLite vocabular
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 from ..graph import quant
 from ..graph.model import NodeView
 from . import common, tflite_map as tm
@@ -40,14 +42,20 @@ LIMITS = {
     "conv_kernels": common.Choices((1, 2, 3, 5, 7, 9)),
     "conv_strides": common.Choices((1, 2)),
     "big_kernel": 7,
+    "big_kernel_stride": 1,  # kernels above big_kernel only with this stride
+    "depth_multiplier": 1,
     "transpose_conv_stride": 2,
     "split_channel_multiple": 16,
     "mean_sizes": common.Choices((7, 8)),
+    "mean_output": 1,  # a global mean reduces H and W to this size
+    "avgpool_kernel": 3, "avgpool_stride": 1,  # the one non-global average pooling (SAME)
+    "maxpool_kernels": common.Choices((1, 2, 3)), "maxpool_stride": 2,  # square kernels at stride 2
+    "maxpool_unit_stride": 1,  # ... or any square kernel up to the s1 limits at stride 1
     "maxpool_s1_valid_max": 9,
     "maxpool_s1_same_max": 17,
     "maxpool_3x3_max_width": 417,
-    "sigmoid_scale": "1/256",
-    "tanh_scale": "1/128",
+    "sigmoid_scale": "1/256", "sigmoid_zero_points": {"int8": -128, "uint8": 0},
+    "tanh_scale": "1/128", "tanh_zero_points": {"int8": 0, "uint8": 128},
     "depth_to_space_block": 2,
     "transpose_sram_bytes": 1024 * 1024,  # the N78 4TOPS/4PLE SRAM: a transposed tensor must fit it (N-LIB)
     # ops TVM's frontends import as dequantize -> float op -> quantize even in an int8 model
@@ -66,13 +74,13 @@ def host_island(node: NodeView) -> bool:
         return False
     op = tm.tflite_op(node)
     if op == "LOGISTIC":
-        return _island_qparams(node, {"int8": -128, "uint8": 0}, 1 / 256) is not None
+        return _sigmoid(node, LIMITS) is not None
     if op == "TANH":
-        return _island_qparams(node, {"int8": 0, "uint8": 128}, 1 / 128) is not None
+        return _tanh(node, LIMITS) is not None
     return True  # LEAKY_RELU (see its rule) and ops without a pattern
 
 
-def _island_qparams(node: NodeView, zps: dict[str, int], scale: float) -> str | None:
+def _island_qparams(node: NodeView, zps: dict[str, int], scale_text: str) -> str | None:
     """Output quantization of the island's quantize (ONNX QDQ) or of the int8 output tensor (TFLite)."""
     qs = quant.q_consumers(node)
     if qs:
@@ -85,7 +93,7 @@ def _island_qparams(node: NodeView, zps: dict[str, int], scale: float) -> str | 
         if t is None or t.quant is None:
             return None
         sc, zp, dtype = t.quant.scale[0], t.quant.zero_point[0], t.dtype
-    want = zps.get(dtype or "int8", 0)
+    want, scale = zps.get(dtype or "int8", 0), float(Fraction(scale_text))
     if sc is None or zp is None:
         return None
     if int(zp) != want or abs(sc - scale) > 1e-9:
@@ -136,7 +144,7 @@ def _conv_stride(node, lim):
     if s[0] != s[-1] or s[0] not in lim["conv_strides"]:
         return f"stride {common_fmt(s)}"
     k = tm.kernel(node)
-    if k and max(k) > lim["big_kernel"] and s[0] != 1:
+    if k and max(k) > lim["big_kernel"] and s[0] != lim["big_kernel_stride"]:
         return f"kernel {common_fmt(k)} with stride {s[0]}"
     return None
 
@@ -158,7 +166,7 @@ def _from_weight_dq(node, i):
 
 def _depth_multiplier(node, lim):
     x, y = tm.in_shape(node), tm.out_shape(node)
-    if x and y and isinstance(x[-1], int) and isinstance(y[-1], int) and y[-1] != x[-1]:
+    if x and y and isinstance(x[-1], int) and isinstance(y[-1], int) and y[-1] != lim["depth_multiplier"] * x[-1]:
         return f"channel multiplier {y[-1] // max(x[-1], 1)}"
     return None
 
@@ -173,13 +181,13 @@ def _maxpool(node, lim):
     x = tm.in_shape(node)
     if not k:
         return None
-    if s == [2, 2] and k in ([1, 1], [2, 2], [3, 3]):
+    if s == [lim["maxpool_stride"]] * 2 and len(k) == 2 and k[0] == k[1] and k[0] in lim["maxpool_kernels"]:
         if k == [3, 3] and x and isinstance(x[2], int) and x[2] > lim["maxpool_3x3_max_width"]:
             return f"3x3/2 pooling on width {x[2]}"
         if k == [3, 3] and pad == "VALID" and not node.attr("ceil_mode", 0) and x and any(isinstance(d, int) and d % 2 == 0 for d in x[1:3]):
             return f"3x3/2 VALID pooling of an even {x[1]}x{x[2]} map"
         return None
-    if s == [1, 1] and k[0] == k[1]:
+    if s == [lim["maxpool_unit_stride"]] * 2 and k[0] == k[1]:
         cap = lim["maxpool_s1_valid_max"] if pad == "VALID" else lim["maxpool_s1_same_max"]
         return None if k[0] <= cap else f"pool {common_fmt(k)} stride 1 {pad}"
     return f"pool {common_fmt(k)} stride {common_fmt(s)} {pad}"
@@ -187,7 +195,7 @@ def _maxpool(node, lim):
 
 def _avgpool(node, lim):
     k, s, pad = tm.kernel(node), tm.strides(node), tm.padding(node)
-    if k == [3, 3] and s == [1, 1] and pad == "SAME":
+    if k == [lim["avgpool_kernel"]] * 2 and s == [lim["avgpool_stride"]] * 2 and pad == "SAME":
         return None
     x = tm.in_shape(node)
     if x and len(x) == 4 and k == [x[1], x[2]] and k[0] == k[1] and k[0] in lim["mean_sizes"]:
@@ -244,11 +252,11 @@ def _leaky(node, lim):
 
 
 def _sigmoid(node, lim):
-    return _island_qparams(node, {"int8": -128, "uint8": 0}, 1 / 256) if quant.is_float_island(node, float_op) else None
+    return _island_qparams(node, lim["sigmoid_zero_points"], lim["sigmoid_scale"]) if quant.is_float_island(node, float_op) else None
 
 
 def _tanh(node, lim):
-    return _island_qparams(node, {"int8": 0, "uint8": 128}, 1 / 128) if quant.is_float_island(node, float_op) else None
+    return _island_qparams(node, lim["tanh_zero_points"], lim["tanh_scale"]) if quant.is_float_island(node, float_op) else None
 
 
 def _channel_ok(shapes, mult):
@@ -363,7 +371,7 @@ def _r(rid, text, fn, fix=(), src="N-SL", on_fail=CPU, fix_rules=()):
 CONV_RULES = (
     _r("conv.kernel", "convolution kernel height and width must each be one of {conv_kernels}", _conv_kernel,
        ("use 3x3/5x5/7x7 kernels (split a 4x4/6x6 kernel or pad it to the next supported size)",)),
-    _r("conv.stride", "convolution stride must be equal in H and W and one of {conv_strides}; kernels larger than {big_kernel} only with stride 1",
+    _r("conv.stride", "convolution stride must be equal in H and W and one of {conv_strides}; kernels larger than {big_kernel} only with stride {big_kernel_stride}",
        _conv_stride, ("use stride 1 or 2 (follow a stride-1 conv with a 2x2 max pool for larger strides)",)),
     _r("conv.dilation", "dilated convolution is not offloaded (dilation must be 1)", _conv_dilation,
        ("replace dilation by a larger kernel or a space-to-depth rewrite",), "N-API"),
@@ -378,7 +386,7 @@ def _ops() -> dict[str, OpSupport]:
         ops[op] = OpSupport(op, status, tuple(rules), reason, tuple(fix), src, note)
 
     add("CONV_2D", rules=CONV_RULES, note="qnn_conv2d composite (pad + conv + bias + requantize)")
-    add("DEPTHWISE_CONV_2D", rules=CONV_RULES + (_r("depthwise.multiplier", "depthwise convolution channel multiplier must be 1", _depth_multiplier),),
+    add("DEPTHWISE_CONV_2D", rules=CONV_RULES + (_r("depthwise.multiplier", "depthwise convolution channel multiplier must be {depth_multiplier}", _depth_multiplier),),
         note="qnn_conv2d composite, channel multiplier 1")
     add("TRANSPOSE_CONV", rules=(CONV_RULES[0], _r("transpose_conv.stride", "transposed convolution stride must be {transpose_conv_stride}",
                                                   _tconv_stride, ("use Resize (nearest) + Conv instead",))), note="qnn_conv2d_transpose composite")
@@ -389,13 +397,14 @@ def _ops() -> dict[str, OpSupport]:
         note="qnn_fc composite")
     add("BATCH_MATMUL", CPU, reason="activation × activation matmul has no Ethos-N pattern: it runs on the host",
         fix=("keep attention / matmul blocks on the host, or restructure to a constant-weight FC",))
-    add("MAX_POOL_2D", rules=(_r("maxpool.config", "max pooling supports 1x1/2x2/3x3 with stride 2 (3x3 up to width {maxpool_3x3_max_width}, "
-                                 "and VALID 3x3/2 only on odd input sizes), or stride 1 up to {maxpool_s1_valid_max}x{maxpool_s1_valid_max} "
+    add("MAX_POOL_2D", rules=(_r("maxpool.config", "max pooling supports {maxpool_kernels:#x#|/} with stride {maxpool_stride} (3x3 up to width {maxpool_3x3_max_width}, "
+                                 "and VALID 3x3/2 only on odd input sizes), or stride {maxpool_unit_stride} up to {maxpool_s1_valid_max}x{maxpool_s1_valid_max} "
                                  "VALID / {maxpool_s1_same_max}x{maxpool_s1_same_max} SAME", _maxpool,
                                  ("use 2x2/2 or 3x3/2 pooling",), "N-LIB"),))
-    add("AVERAGE_POOL_2D", rules=(_r("avgpool.config", "average pooling supports only 3x3 stride 1 SAME, or a global 7x7/8x8 mean", _avgpool,
+    add("AVERAGE_POOL_2D", rules=(_r("avgpool.config", "average pooling supports only {avgpool_kernel}x{avgpool_kernel} stride {avgpool_stride} SAME, "
+                                     "or a global {mean_sizes:#x#|/} mean", _avgpool,
                                      ("pool down to 7x7 or 8x8 before a global average",)),), note="qnn_avg_pool2d composite")
-    add("MEAN", rules=(_r("mean.size", "mean over H,W supports only {mean_sizes[0]}x{mean_sizes[0]} or {mean_sizes[1]}x{mean_sizes[1]} inputs reduced to 1x1", _mean,
+    add("MEAN", rules=(_r("mean.size", "mean over H,W supports only {mean_sizes[0]}x{mean_sizes[0]} or {mean_sizes[1]}x{mean_sizes[1]} inputs reduced to {mean_output}x{mean_output}", _mean,
                           ("pool down to 7x7 or 8x8 before the global average",)),), note="qnn_mean composite")
     add("ADD", rules=(_r("add.constant", "an addition with a constant needs a scalar or a per-channel [C] constant", _add_const, (), "N-CE"),))
     add("MUL", rules=(_r("mul.constant", "a multiplication by a constant needs a scalar or a per-channel [C] constant; "
@@ -407,9 +416,9 @@ def _ops() -> dict[str, OpSupport]:
                                 "library itself supports int8 LeakyReLU (N-LIB: npufit compile --target ethos-n78 keeps it on the NPU)", _leaky,
                                 ("use ReLU or ReLU6 activations (the ReLU variants of seed 001 reached 99% NPU)",), "N-KOR"),))
     add("LOGISTIC", rules=(_r("sigmoid.qparams", "sigmoid offloads (qnn_sigmoid) only when its output quantization is scale {sigmoid_scale} "
-                              "with zero point -128 (int8) / 0 (uint8)", _sigmoid, ("quantize the sigmoid output with scale 1/256",), "N-API"),))
+                              "with zero point {sigmoid_zero_points[int8]} (int8) / {sigmoid_zero_points[uint8]} (uint8)", _sigmoid, ("quantize the sigmoid output with scale 1/256",), "N-API"),))
     add("TANH", rules=(_r("tanh.qparams", "tanh offloads (qnn_tanh) only when its output quantization is scale {tanh_scale} "
-                          "with zero point 0 (int8) / 128 (uint8)", _tanh, ("quantize the tanh output with scale 1/128",), "N-API"),))
+                          "with zero point {tanh_zero_points[int8]} (int8) / {tanh_zero_points[uint8]} (uint8)", _tanh, ("quantize the tanh output with scale 1/128",), "N-API"),))
     for op in ("RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "MINIMUM"):
         add(op, note="clip")
     add("CONCATENATION", rules=(_r("concat.axis", "concatenation cannot run along the batch axis", _concat,
@@ -429,7 +438,7 @@ def _ops() -> dict[str, OpSupport]:
                                      _resize, ("upsample by exactly 2",), "N-LIB"),))
     add("PAD", rules=(_r("pad.axes", "padding runs on the NPU for height and width only (fused into the convolution it feeds, "
                          "or as the library's standalone padding)", _pad_hw, ("pad only height and width",), "N-LIB"),))
-    add("TRANSPOSE", rules=(_r("transpose.size", "a 4-D transpose runs on the NPU; swapping the last two axes needs the tensor "
+    add("TRANSPOSE", rules=(_r("transpose.size", "a {max_rank}-D transpose runs on the NPU; swapping the last two axes needs the tensor "
                                "to fit the {transpose_sram_bytes}-byte SRAM (the library: 'The tensors are too large')", _transpose_size,
                                ("transpose smaller tiles, or keep the model NHWC end to end",), "N-LIB"),))
     add("SOFTMAX", CPU, reason="softmax has no Ethos-N pattern: it runs on the host", fix=("move softmax into post-processing",))

@@ -28,20 +28,28 @@ SOURCES = {
 LIMITS = {
     "dtypes": common.Choices(("int8", "uint8", "float16", "float32")),
     "max_rank": 4,
+    # ranks above max_rank that stay on the NPU: ops on an NPU op's tensor (and Transposes), Splits, 6-D Transposes
+    "rank_from_npu": 5, "rank_split_max": 6, "rank_transpose_max": 6,
     # R-PDF lists depthwise kernels to 8, strides to 7 and pooling kernels to 7; PROBE-R measured depthwise 3..31,
     # conv stride 16 and max-pooling kernels to 64 (64x64 input) on the NPU: the limits are the largest values measured
-    "conv_kernel": 31, "dw_kernel": 31, "conv_stride": 16, "conv_pad": 15, "conv_dilation": 31, "dilated_max_width": 16383,
+    "conv_min": 1, "conv_kernel": 31, "dw_kernel": 31, "conv_stride": 16, "conv_pad_min": 0, "conv_pad": 15, "conv_dilation": 31, "dilated_max_width": 16383,
     "tconv_strides": common.Choices((1, 2, 4, 8)),
+    "tconv_group": 1, "tconv_dilated_kernel": 1,  # group 1 or depthwise; dilation only with a 1x1 kernel
     "pool_kernel": 64, "pool_stride": 8, "pool_pad": 7, "pool_dim": 8192,
     "resize_scales": common.Choices((2, 3, 4, 5, 6, 7, 8)),
     "resize_linear_modes": common.Choices(("half_pixel", "pytorch_half_pixel", "align_corners")),
     "softmax_axes": common.Choices((1, 3)),
+    "softmax_last_axes": 4,  # a last-axis softmax with at most this many non-unit axes (CAL-R, rockchip_fitted)
     "pow_exponents": common.Choices((0.0, 1.0, 2.0, 3.0, 0.5, -0.5)),
     "matmul_k": 8192,
     "rnn_dim": 8192,
+    "rnn_batch_multiple": 4, "rnn_batch_free": 1,  # a batch above rnn_batch_free must be a multiple of rnn_batch_multiple
     "reflect_pad_ch": 8192, "reflect_pad_w": 8176,
-    "axes_max": 3,
+    "axes_min": 0, "axes_max": 3,
+    "slice_step": 1,  # other steps only inside a space-to-depth reorg
+    "gather_indices_rank": 1,
     "output_align": 8,  # RKNN-C, float16 builds
+    "output_map_hw": 1,  # a non-4-D output reshaped from an NPU tensor of this H and W keeps the NC1HWC2 order
     "d2s_blocks": common.Choices((2, 4, 8)),  # CAL-R cases: DepthToSpace x2/x4/x8 NPU, x3/x6 CPU
     # the RKNN runtime converts layout (NC1HWC2 <-> NCHW) and dtype when a tensor crosses to a CPU op (INF)
     "boundary_layout": "NC1HWC2",
@@ -76,10 +84,10 @@ RANK_FREE = {"Reshape", "Unsqueeze", "Squeeze", "Transpose", "Gather", "Concat",
 
 def _rank_exempt(node, r: int, lim) -> bool:
     if node.op_type == "Transpose":
-        return r <= 5 or fit.rank_exempt(node, r, lim)  # PROBE-R: 5-D ran on the NPU; 6-D: see rockchip_fitted
+        return r <= lim["rank_from_npu"] or fit.rank_exempt(node, r, lim)  # PROBE-R: 5-D ran on the NPU; 6-D: see rockchip_fitted
     if fit.rank_exempt(node, r, lim):
         return True
-    if node.op_type == "Slice" and r == 5:
+    if node.op_type == "Slice" and r == lim["rank_from_npu"]:
         axes = common.const_ints(node, 3) if len(node.inputs) > 3 and node.inputs[3] else None
         return axes is not None and all(common.norm_axis(a, r) == 1 for a in axes)  # PROBE-R: axis 1 NPU, axes 2-4 CPU
     return node.op_type in RANK_FREE or fit.noop_expand(node) or fit.mul_add_to_bn(node)
@@ -122,16 +130,17 @@ def _output_layout(node, lim):
     y = node.output_shape(0)
     if from_input and not lim.get("input_reshape_npu", True):  # a SoC whose record ran these on the CPU (rockchip_socs)
         return "a reshape from a model input straight to a model output"
-    if not x or not y or len(y) == 4 or not all(isinstance(v, int) for v in list(x) + list(y)):
+    if not x or not y or len(y) == lim["max_rank"] or not all(isinstance(v, int) for v in list(x) + list(y)):
         return None
     align = lim["output_align"]
     if from_input:
         if len(y) == 2 and y[-1] % align:
             return f"output {list(y)}: innermost dimension {y[-1]} is not a multiple of {align}"
         return None
-    if (len(x) == 4 and x[2] * x[3] == 1 and x[1] % align == 0) or fit.unit_channel_squeeze(x, y, lim):
+    one = len(x) == 4 and x[2] == x[3] == lim["output_map_hw"]
+    if (one and x[1] % align == 0) or fit.unit_channel_squeeze(x, y, lim):
         return None
-    if len(x) == 4 and x[2] * x[3] == 1:
+    if one:
         return f"output {list(y)} from a 1x1 map of {x[1]} channels, not a multiple of {align}"
     return f"output {list(y)} from an NPU tensor {list(x)}: the NC1HWC2 layout must be reordered"
 
@@ -139,12 +148,14 @@ def _output_layout(node, lim):
 GRAPH_RULES = (
     _r("dtype", "NPU ops compute in int8 or float16 (float32 models are quantized or converted to float16 by rknn.build)", _dtype,
        ("keep integer index math out of the network body",)),
-    _r("rank", "NPU tensors are 4-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, except layout ops, "
-       "5-D ops and 5-D/6-D splits on tensors an NPU op produced, and 6-D transposes that keep the innermost axis "
+    _r("rank", "NPU tensors are {max_rank}-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, except "
+       "layout ops, {rank_from_npu}-D ops and {rank_from_npu}-D/{rank_split_max}-D splits on tensors an NPU op produced, and "
+       "{rank_transpose_max}-D transposes that keep the innermost axis "
        "and move no odd-sized axis back (CAL-R)", _rank,
        ("reshape to 4-D or fewer",), "INF"),
-    _r("output_layout", "a reshape that produces a non-4-D model output runs on the CPU unless the NPU's NC1HWC2 layout "
-       "(blocks of {output_align} channels) already is its order: a 1x1 map with channels % {output_align} == 0 "
+    _r("output_layout", "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's NC1HWC2 layout "
+       "(blocks of {output_align} channels) already is its order: a {output_map_hw}x{output_map_hw} map with a multiple of "
+       "{output_align} channels "
        "(from a model input: unless 2-D with an innermost dimension off the {output_align}-grid)", _output_layout,
        ("return the 4-D tensor and reshape on the host",), "PROBE-R"),
 )
@@ -156,24 +167,24 @@ def _conv_kernel(node, lim):
     k = tm.kernel(node)
     dw = tm.tflite_op(node) == "DEPTHWISE_CONV_2D"
     cap = lim["dw_kernel"] if dw else lim["conv_kernel"]
-    return None if all(1 <= x <= cap for x in k) else f"kernel {_fmt(k)}{' (depthwise)' if dw else ''}"
+    return None if all(lim["conv_min"] <= x <= cap for x in k) else f"kernel {_fmt(k)}{' (depthwise)' if dw else ''}"
 
 
 def _conv_stride(node, lim):
     s = tm.strides(node)
     if s == tm.kernel(node) and not any(int(x) for x in (node.attr("pads") or [])):
         return None  # RKNN-C: patchify conv (kernel == stride, no pads) ran on the NPU with stride 8
-    return None if all(1 <= x <= lim["conv_stride"] for x in s) else f"stride {_fmt(s)}"
+    return None if all(lim["conv_min"] <= x <= lim["conv_stride"] for x in s) else f"stride {_fmt(s)}"
 
 
 def _conv_pads(node, lim):
     p = [int(x) for x in (node.attr("pads") or [])]
-    return None if all(0 <= x <= lim["conv_pad"] for x in p) else f"pads {p}"
+    return None if all(lim["conv_pad_min"] <= x <= lim["conv_pad"] for x in p) else f"pads {p}"
 
 
 def _conv_dilation(node, lim):
     d = tm.dilations(node)
-    if not all(1 <= x <= lim["conv_dilation"] for x in d):
+    if not all(lim["conv_min"] <= x <= lim["conv_dilation"] for x in d):
         return f"dilation {_fmt(d)}"
     k = tm.kernel(node)
     x = node.input_shape(0)
@@ -186,11 +197,11 @@ def _tconv(node, lim):
     s, d, k = tm.strides(node), tm.dilations(node), tm.kernel(node)
     if any(x not in lim["tconv_strides"] for x in s):
         return f"stride {_fmt(s)}"
-    if any(x != 1 for x in d) and k != [1, 1]:
+    if any(x != 1 for x in d) and k != [lim["tconv_dilated_kernel"]] * 2:
         return f"dilation {_fmt(d)} with kernel {_fmt(k)}"
     g = int(node.attr("group", 1))
     x = node.input_shape(0)
-    if g != 1 and not (x and g == x[1]):
+    if g != lim["tconv_group"] and not (x and g == x[1]):
         return f"group {g}"
     return None
 
@@ -220,14 +231,14 @@ def _pool_auto_pad(node, lim):
 def _axis_le3(node, lim):
     r = common.rank(node, output=node.op_type == "Concat")
     a = common.norm_axis(int(node.attr("axis", 0)), r)
-    if 0 <= a <= lim["axes_max"] or (r == 5 and fit.rank5_from_npu(node, r, lim)) or fit.split_high_rank(node, r, lim):
+    if lim["axes_min"] <= a <= lim["axes_max"] or (r == 5 and fit.rank5_from_npu(node, r, lim)) or fit.split_high_rank(node, r, lim):
         return None
     return f"axis {a}"
 
 
 def _slice_steps(node, lim):
     steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
-    if not steps or all(s == 1 for s in steps):
+    if not steps or all(s == lim["slice_step"] for s in steps):
         return None
     return None if fit.space_to_depth(node, lim) else f"steps {steps}"
 
@@ -258,7 +269,7 @@ def _tile(node, lim):
 
 def _gather(node, lim):
     idx = node.input(1)
-    if idx is not None and idx.rank is not None and idx.rank > 1:
+    if idx is not None and idx.rank is not None and idx.rank > lim["gather_indices_rank"]:
         return f"indices of rank {idx.rank}"
     r = common.rank(node)
     a = common.norm_axis(int(node.attr("axis", 0)), r)
@@ -327,7 +338,7 @@ def _rnn(node, lim):
     hs = node.attr("hidden_size")
     if x and len(x) == 3 and all(isinstance(v, int) for v in x):
         seq, batch, size = x
-        if max(seq, size) > lim["rnn_dim"] or batch > lim["rnn_dim"] or (batch > 1 and batch % 4):
+        if max(seq, size) > lim["rnn_dim"] or batch > lim["rnn_dim"] or (batch > lim["rnn_batch_free"] and batch % lim["rnn_batch_multiple"]):
             return f"seq {seq}, batch {batch}, input {size}"
     if hs is not None and int(hs) > lim["rnn_dim"]:
         return f"hidden {hs}"
@@ -349,15 +360,15 @@ def _ops() -> dict[str, OpSupport]:
         ops[op] = OpSupport(op, status, tuple(rules), reason, tuple(fix), src, note, tuple(fix_rules))
 
     conv_rules = (
-        _r("conv.kernel", "convolution kernels must be 1..{conv_kernel} (depthwise too: 3..{dw_kernel} measured on the NPU)", _conv_kernel,
+        _r("conv.kernel", "convolution kernels must be {conv_min}..{conv_kernel} (depthwise too: 3..{dw_kernel} measured on the NPU)", _conv_kernel,
            ("split large kernels",), "PROBE-R"),
-        _r("conv.stride", "convolution stride must be 1..{conv_stride}", _conv_stride, ("use a smaller stride followed by pooling",), "PROBE-R"),
-        _r("conv.pads", "convolution pads must each be 0..{conv_pad}", _conv_pads, ("move large padding into a Pad op",)),
-        _r("conv.dilation", "dilation must be 1..{conv_dilation}; a dilated kernel needs input width < {dilated_max_width}", _conv_dilation),
+        _r("conv.stride", "convolution stride must be {conv_min}..{conv_stride}", _conv_stride, ("use a smaller stride followed by pooling",), "PROBE-R"),
+        _r("conv.pads", "convolution pads must each be {conv_pad_min}..{conv_pad}", _conv_pads, ("move large padding into a Pad op",)),
+        _r("conv.dilation", "dilation must be {conv_min}..{conv_dilation}; a dilated kernel needs input width < {dilated_max_width}", _conv_dilation),
     )
     add("Conv", rules=conv_rules, note="fuses Relu/Clip/LeakyRelu/Sigmoid/... that follow")
-    add("ConvTranspose", rules=(conv_rules[0], _r("conv_transpose.config", "transposed convolution: stride in {tconv_strides}, group 1 (or depthwise), "
-                                                   "dilation only with a 1x1 kernel", _tconv, ("use Resize + Conv",))))
+    add("ConvTranspose", rules=(conv_rules[0], _r("conv_transpose.config", "transposed convolution: stride in {tconv_strides}, group {tconv_group} "
+                                                   "(or depthwise), dilation only with a {tconv_dilated_kernel}x{tconv_dilated_kernel} kernel", _tconv, ("use Resize + Conv",))))
     pool = _r("pool.limits", "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}", _pool,
               src="PROBE-R")  # kernel measured; stride/pads/dims from the R-PDF
     ceil = _r("pool.auto_pad", "pooling supports only auto_pad=NOTSET (explicit pads)", _pool_auto_pad, ("export with explicit pads",))
@@ -386,14 +397,14 @@ def _ops() -> dict[str, OpSupport]:
     add("Div", rules=(_r("div.dtype", "Div runs on the NPU in float16 and int8 builds (measured; the 2.3.2 document says an int8 "
                                       "Div falls back to the CPU)", _div_dtype, ("multiply by the reciprocal constant instead",), "CAL-R"),))
     add("Pow", rules=(_r("pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),))
-    ax = _r("axis.range", "the axis must be 0..{axes_max}", _axis_le3)
+    ax = _r("axis.range", "the axis must be {axes_min}..{axes_max}", _axis_le3)
     add("Concat", rules=(ax,))
     add("Split", rules=(ax,))
-    add("Slice", rules=(_r("slice.steps", "a Slice with steps other than 1 runs on the NPU only as part of a space-to-depth reorg "
+    add("Slice", rules=(_r("slice.steps", "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth reorg "
                                           "(every phase concatenated again, as YOLOv5's Focus and Swin's patch merging); alone "
                                           "it runs on the CPU", _slice_steps,
                            ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),))
-    add("Gather", rules=(_r("gather.indices", "Gather needs constant rank-1 indices and an axis 0..{axes_max} (indices computed at run "
+    add("Gather", rules=(_r("gather.indices", "Gather needs constant rank-{gather_indices_rank} indices and an axis {axes_min}..{axes_max} (indices computed at run "
                                               "time: CPU, CAL-R)", _gather),))
     # R-PDF 2.3.2 gives size limits per permutation; PROBE-R (transpose_*_size, conv -> permute -> relu) measured
     # [0,1,3,2], [0,2,3,1] and [0,3,1,2] on the NPU up to 8x256x256 and 256x16x16, past every one of them
@@ -401,12 +412,13 @@ def _ops() -> dict[str, OpSupport]:
                                          "the 2.3.2 document's per-permutation size limits were not observed")
     add("Pad", rules=(_r("pad.mode", "Pad supports constant mode (a 3-D tensor padded at the end of axis 1 runs on the CPU, CAL-R), and "
                                      "reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),))
-    add("Resize", rules=(_r("resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale factors 2..8", _resize,
+    add("Resize", rules=(_r("resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale factors {resize_scales:..}", _resize,
                             ("upsample by an integer factor 2..8",), "PROBE-R"),))
-    add("Softmax", rules=(_r("softmax.axis", "Softmax runs on the NPU along axis 1 or 3, or along the last axis when at most 4 axes exceed 1 (CAL-R)", _softmax, ("transpose so the softmax axis is the channel axis",)),))
-    add("Hardmax", rules=(_r("softmax.axis", "Hardmax runs on the NPU along axis 1 or 3 only", _softmax),))
+    add("Softmax", rules=(_r("softmax.axis", "Softmax runs on the NPU along axis {softmax_axes:#|or}, or along the last axis when at most "
+                                             "{softmax_last_axes} axes are larger than one (CAL-R)", _softmax, ("transpose so the softmax axis is the channel axis",)),))
+    add("Hardmax", rules=(_r("softmax.axis", "Hardmax runs on the NPU along axis {softmax_axes:#|or} only", _softmax),))
     add("MatMul", rules=(_r("matmul.k", "MatMul (exMatMul) needs K ≤ {matmul_k}", _matmul),))
-    rnn = _r("rnn.size", "LSTM/GRU: seq_len, input and hidden size ≤ {rnn_dim}; batch ≤ {rnn_dim} and a multiple of 4 when > 1", _rnn)
+    rnn = _r("rnn.size", "LSTM/GRU: seq_len, input and hidden size ≤ {rnn_dim}; batch ≤ {rnn_dim} and a multiple of {rnn_batch_multiple} when > {rnn_batch_free}", _rnn)
     add("LSTM", rules=(rnn,))
     add("GRU", rules=(rnn,))
     qdq = _r("qdq.absorbed", "a QuantizeLinear/DequantizeLinear pair is folded into the int8 op it wraps; one bounding a CPU op is a CPU conversion", _qdq)
