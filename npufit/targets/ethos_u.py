@@ -48,17 +48,17 @@ BASE_LIMITS = {
     "transpose_rank": 8,
     "per_axis_ops": common.Choices(("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV")),
     "no_quant_ops": common.Choices(("ARG_MAX", "EXPAND_DIMS", "MIRROR_PAD", "PAD", "PADV2", "QUANTIZE", "TRANSPOSE")),
-    "op_cpu_fmap_bits": 32,  # U55/U65: a 32-bit feature map of an op that lists the rule
-    "u55_cpu_fmap_bits": 64,  # U55/U65: 64-bit feature maps (ARG_MAX's output aside)
+    "op_cpu_fmap_bits": 32,  # a 32-bit feature map: U55/U65 ops that list the rule; a float-input QUANTIZE
     "weight_bits": 8,
     "big_stride_dilation": 1,  # a stride above stride_max needs this dilation (and VALID padding)
-    "tconv_strides": common.Choices((1, 2)),  # U55/U65 transposed convolution, equal in H and W
     "fc_inner_dim": 1,  # fully-connected weights O,1,...,1,I
     "mean_batch": 1, "mean_depth_unit": 1,  # MEAN reduces depth only when one of h, w, c has this size
-    "resize_half_pixel_scale": 2,  # U55/U65 half-pixel bilinear resize
-    "transpose_int32_rank": 4,  # U55/U65 int32 transpose
-    "lut_dtypes": {"ELU": ("int8",), "GELU": ("int8", "uint8"), "LOG": ("int8", "int16")},  # IFM/OFM types of LUT ops
+    # IFM/OFM types of the LUT activations
+    "lut_dtypes": {"ELU": common.Choices(("int8",)), "GELU": common.Choices(("int8", "uint8")), "LOG": common.Choices(("int8", "int16"))},
 }
+U55_LIMITS = {**BASE_LIMITS, "u55_cpu_fmap_bits": 64,  # 64-bit feature maps (ARG_MAX's output aside)
+              "tconv_strides": common.Choices((1, 2)),  # transposed convolution, equal in H and W
+              "resize_half_pixel_scale": 2, "transpose_int32_rank": 4}
 U85_LIMITS = {**BASE_LIMITS, "fmap_dtypes": common.Choices(("bool", "int8", "uint8", "int16", "int32", "int64")), "resize_max_scale": 1024,
               "resize_max_scale_align": 2048}
 
@@ -73,7 +73,7 @@ CONFIGS = {
 
 def build(name: str) -> Profile:
     gen, title, macs = CONFIGS[name]
-    lim = dict(U85_LIMITS if gen == "u85" else BASE_LIMITS)
+    lim = dict(U85_LIMITS if gen == "u85" else U55_LIMITS)
     lim["macs_per_cycle"] = macs
     u55 = gen == "u55"
     listed = tuple(U55_OPS + (U85_EXTRA if not u55 else []))
