@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -468,7 +469,7 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
         "SLICE": (pc,), "PAD": (pc,), "PADV2": (pc,), "MIRROR_PAD": (pc,),
         "STRIDED_SLICE": (_vela(p, "strided_slice.params", "strided slice: constant parameters and non-negative strides", strided_slice),
                           _vela(p, "strided_slice.after_cpu", "a slice of a CPU op's output that feeds only Shape nodes stays on the "
-                               "CPU with it", fit.shape_only_after_cpu(set(listed)), source="CAL-V")),
+                               "CPU with it", partial(fit.shape_only_after_cpu, listed=frozenset(listed)), source="CAL-V")),
         "ELU": (_vela(p, "elu.dtype", "ELU: IFM and OFM {lut_dtypes[ELU]:#|or} with equal shapes", lut_dtype),),
         "GELU": (_vela(p, "gelu.dtype", "GELU: IFM and OFM {lut_dtypes[GELU]:#|or} with equal shapes", lut_dtype),),
         "LOG": (_vela(p, "log.dtype", "LOG: IFM and OFM {lut_dtypes[LOG]:#|or} with equal shapes", lut_dtype),),
