@@ -268,7 +268,7 @@ def _transpose_size(node, lim):
     if common.transpose_perm(node) != [0, 1, 3, 2]:
         return None
     x = tm.in_shape(node)
-    if not x or len(x) != 4 or not all(isinstance(d, int) for d in x):
+    if not x or len(x) != lim["max_rank"] or not all(isinstance(d, int) for d in x):
         return None
     n = x[0] * (-(-x[1] // 8) * 8) * (-(-x[2] // 8) * 8) * (-(-x[3] // 16) * 16)  # NHWCB bricks: 8x8x16
     return f"{n} bytes in SRAM bricks" if n >= lim["transpose_sram_bytes"] else None

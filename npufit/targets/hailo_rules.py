@@ -42,7 +42,8 @@ def conv_rank(node: NodeView, lim: L) -> str | None:
     r = rank(node)
     if r is None or r == lim["conv_rank"]:
         return None
-    kind = {3: "Conv1d", 5: "Conv3d"}.get(r, f"rank-{r}")
+    d = r - (lim["conv_rank"] - lim["conv_dims"])  # spatial axes of the input
+    kind = f"Conv{d}d" if d in (1, 3) else f"rank-{r}"
     return f"got a rank-{r} input {node.input(0).shape_str()} ({kind})"
 
 
