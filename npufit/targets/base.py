@@ -57,7 +57,9 @@ CheckFn = Callable[[NodeView, Mapping[str, Any]], "str | None"]
 @dataclass(frozen=True)
 class Rule:
     id: str  # stable id, e.g. "hailo8.reducemax.keepdims"
-    text: str  # constraint sentence; may use {limit} fields from Profile.limits
+    # constraint sentence: every number in it is a {limit} field from Profile.limits (a parenthesised citation of
+    # evidence or a quoted vendor message may carry its own); tests/test_targets_sentences.py holds every target to it
+    text: str
     check: CheckFn
     on_fail: Verdict = Verdict.UNSUPPORTED
     fix: tuple[str, ...] = ()  # hints shown to the user

@@ -170,9 +170,21 @@ def graph_output(node: NodeView) -> list[str]:
 
 
 class Choices(tuple):
-    """A tuple of allowed values that reads as 'a, b, c' in rule sentences (limits stay data)."""
+    """A tuple of allowed values that reads as 'a, b, c' in rule sentences (limits stay data).
+
+    A format spec spells each value through a pattern and joins them, so a sentence can quote a limit in its own
+    words: "{scales:#x|or}" -> "2x, 4x or 8x", "{kernels:#x#|/}" -> "1x1/2x2/3x3", "{scales:..}" -> "2..8"."""
 
     def __str__(self) -> str:
         return ", ".join(str(x) for x in self)
 
-    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731 - str.format() of a limit
+    def __format__(self, spec: str) -> str:
+        if spec == "..":
+            return f"{min(self)}..{max(self)}"
+        if "|" not in spec:
+            return format(str(self), spec)
+        item, join = spec.split("|", 1)
+        words = [item.replace("#", str(x)) for x in self]
+        if join != "or" or len(words) < 2:
+            return join.join(words)
+        return ", ".join(words[:-1]) + " or " + words[-1]

@@ -11,6 +11,7 @@ input models are never affected: their ops are what Vela sees."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -144,16 +145,20 @@ def op_key(node) -> str:
     return tm.tflite_op(node)
 
 
+def lowered(node, lim, listed: frozenset[str]) -> str | None:
+    """Rule body of a LOWERED op. With its families held out (leave-one-family-out), the node is judged as the
+    standard converter's op again: NPU when that op is in this generation's list (`listed`), else CPU."""
+    if cal.fitted(lim, LOWERED[node.op_type].families):
+        return None
+    std = tm.tflite_op(node)
+    return None if std in listed else f"{std} is not in Vela 5.2.0's supported-operator list (fitted condition held out)"
+
+
 def lowered_ops(name: str, listed) -> dict[str, OpSupport]:
-    """One OpSupport per LOWERED op. With its families held out (leave-one-family-out), a node is judged as the
-    standard converter's op again: NPU when that op is in this generation's list, else CPU."""
+    """One OpSupport per LOWERED op, its rule `lowered` bound to this generation's operator list."""
+    check = partial(lowered, listed=frozenset(listed))
     out = {}
     for op, low in LOWERED.items():
-        def check(node, lim, low=low):
-            if cal.fitted(lim, low.families):
-                return None
-            std = tm.tflite_op(node)
-            return None if std in listed else f"{std} is not in Vela 5.2.0's supported-operator list (fitted condition held out)"
         rule = Rule(f"{name}.cal.lowered.{op.lower()}", f"npufit's converter lowers {op} into Vela-listed ops ({low.evidence})",
                     check, Verdict.CPU, (), "CAL-V")
         out[KEY + op] = OpSupport(KEY + op, Verdict.NPU, (rule,), source="CAL-V",
@@ -175,18 +180,17 @@ def converter_splits_stride(node, lim) -> bool:
     return all(st <= 3 or any(st % a == 0 and st // a <= 3 for a in (3, 2)) for st in s)
 
 
-def shape_only_after_cpu(listed):
-    """Rule body: a slice of a CPU op's output that feeds nothing but Shape nodes. CAL-V: conditional_detr's
-    (detector) Slice of the GATHER its element-wise ScatterND became ran on the CPU with it on the U55 (on the NPU on
-    the U85, where GATHER is listed); dab_detr's Shape-only Slice of an NPU op ran on the NPU."""
-    def check(node, lim):
-        g = node.graph
-        if g.format != "onnx" or not cal.fitted(lim, ("detector",)) or any(o in g.output_names for o in node.outputs):
-            return None
-        users = [u for o in node.outputs if o for u in g.consumers(o)]
-        p = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
-        if not users or any(u.op_type != "Shape" for u in users) or p is None:
-            return None
-        key = op_key(p)
-        return None if key in listed or key.startswith(KEY) else f"reads only {key} (a CPU op) and feeds only Shape"
-    return check
+def shape_only_after_cpu(node, lim, listed: frozenset[str]) -> str | None:
+    """Rule body (bound to this generation's operator list `listed`): a slice of a CPU op's output that feeds nothing
+    but Shape nodes. CAL-V: conditional_detr's (detector) Slice of the GATHER its element-wise ScatterND became ran on
+    the CPU with it on the U55 (on the NPU on the U85, where GATHER is listed); dab_detr's Shape-only Slice of an NPU
+    op ran on the NPU."""
+    g = node.graph
+    if g.format != "onnx" or not cal.fitted(lim, ("detector",)) or any(o in g.output_names for o in node.outputs):
+        return None
+    users = [u for o in node.outputs if o for u in g.consumers(o)]
+    p = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    if not users or any(u.op_type != "Shape" for u in users) or p is None:
+        return None
+    key = op_key(p)
+    return None if key in listed or key.startswith(KEY) else f"reads only {key} (a CPU op) and feeds only Shape"

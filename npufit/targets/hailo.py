@@ -16,9 +16,12 @@ NPU, UNSUP = Verdict.NPU, Verdict.UNSUPPORTED
 LIMITS = {
     "max_rank": 4,
     "conv_rank": 4,
+    "conv_dims": 2,  # spatial axes of the convolutions it runs (Conv1d/Conv3d are rank 3/5)
+    "eltwise_const_rank": 3,  # element-wise constants of this rank with two non-unit axes must broadcast in NHWC
     "feature_axes": [1],  # ONNX channel axis; Hailo's "features" axis
     "shuffle_bad_ranks": [3],
     "transpose_rejected_perms": [[0, 2, 1, 3]],
+    "reduce_keepdims": 1,  # ReduceMax keeps the reduced axis
     "resize_modes": ["nearest", "linear", "bilinear"],
     "layernorm_min_rank": 3,
     "gather_max_indices": 1,

@@ -42,7 +42,8 @@ def conv_rank(node: NodeView, lim: L) -> str | None:
     r = rank(node)
     if r is None or r == lim["conv_rank"]:
         return None
-    kind = {3: "Conv1d", 5: "Conv3d"}.get(r, f"rank-{r}")
+    d = r - (lim["conv_rank"] - lim["conv_dims"])  # spatial axes of the input
+    kind = f"Conv{d}d" if d in (1, 3) else f"rank-{r}"
     return f"got a rank-{r} input {node.input(0).shape_str()} ({kind})"
 
 
@@ -105,7 +106,8 @@ def expand_noop(node: NodeView, lim: L) -> str | None:
 
 
 def reduce_keepdims(node: NodeView, lim: L) -> str | None:
-    return "keepdims=0" if not keepdims(node) else None
+    k = int(keepdims(node))
+    return f"keepdims={k}" if k != lim["reduce_keepdims"] else None
 
 
 def reduce_features(node: NodeView, lim: L) -> str | None:
@@ -140,7 +142,7 @@ def eltwise_const_layout(node: NodeView, lim: L) -> str | None:
             continue
         big = [d for d in t.shape if d != 1]
         other = node.inputs[1 - i] if len(node.inputs) > 1 else None
-        if t.rank == 3 and len(big) >= 2 and not (other and features_last(node.graph, other)):
+        if t.rank == lim["eltwise_const_rank"] and len(big) >= 2 and not (other and features_last(node.graph, other)):
             return f"constant operand {t.shape_str()}"
     return None
 
@@ -179,12 +181,12 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
 
 
 def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
-    conv = Rule(f"{p}.conv.rank", "Convolutions run as 2-D convolutions on rank-{conv_rank} NCHW tensors; nn.Conv1d (rank-3 input) "
+    conv = Rule(f"{p}.conv.rank", "Convolutions run as {conv_dims}-D convolutions on rank-{conv_rank} NCHW tensors; nn.Conv1d (rank-3 input) "
                 "timed out in the Dataflow Compiler", conv_rank, UNSUP,
                 ("rewrite nn.Conv1d as nn.Conv2d with kernel (1, k) on an [N, C, 1, L] tensor (seed 000)",), "seed 000",
                 ("conv1d_to_conv2d",))
     shuffle = (
-        Rule(f"{p}.shuffle.rank3", "Reshape/Flatten/Transpose reading or writing a rank-3 tensor outside a recognised "
+        Rule(f"{p}.shuffle.rank3", "Reshape/Flatten/Transpose reading or writing a rank-{shuffle_bad_ranks[0]} tensor outside a recognised "
              "transformer form has no NHWC mapping in the Hailo parser (UnsupportedShuffleLayerError on YOLO heads' [N, C, H*W] "
              "bins and the DFL reshape, H-YOLO; on a Keras MHA head reshape, H-OCR). Evidence conflicts: the Model Zoo compiles "
              "vit/deit/levit/detr with the same ops inside attention and patch embedding (H-MZ), so those forms are judged by "
@@ -197,7 +199,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         Rule(f"{p}.transpose.perm", "Transpose perms {transpose_rejected_perms} fail with UnsupportedShuffleLayerError outside "
              "attention (YOLO DFL transpose, H-YOLO; H-Y26). Evidence conflicts: the same perm splits and merges heads inside "
              "the attention blocks the Model Zoo compiles (vit/deit/levit/detr, H-MZ), judged by " f"{p}.attention and {p}.tokens" "; "
-             "seed 000's 4-D permute (0, 2, 3, 1) compiled", transpose_perm_rule, UNSUP, SHUFFLE_FIX, "H-Y26"),
+             "seed 000's {max_rank}-D permute (0, 2, 3, 1) compiled", transpose_perm_rule, UNSUP, SHUFFLE_FIX, "H-Y26"),
     )
     feature_fix = ("move the reduced/sliced axis to the channel axis (Transpose before it) or do it on the host",)
     return {
@@ -215,7 +217,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                       ("move the batch replication to host post-processing or change the model (seed 002)",
                        "when the input is constant, fold it at a fixed shape"), "seed 002", ("fold_constants",)),),
         "ReduceMax": (
-            Rule(f"{p}.reducemax.keepdims", "ReduceMax is supported only with keepdims=1 (\"Reduce max is only supported on the "
+            Rule(f"{p}.reducemax.keepdims", "ReduceMax is supported only with keepdims={reduce_keepdims} (\"Reduce max is only supported on the "
                  "features axis, and with keepdim=True\")", reduce_keepdims, UNSUP,
                  ("export with keepdim=True and Squeeze afterwards (seed 002)",), "seed 002", ("reduce_keepdims",)),
             Rule(f"{p}.reducemax.axis", "ReduceMax is supported only over the feature (channel) axis {feature_axes}", reduce_features,
@@ -244,7 +246,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                       "retry removes it (HF eager attention exports two around Softmax); no public evidence of a real dtype "
                       "conversion inside a HEF (the Dataflow Compiler quantizes the float graph itself)", cast_noop, UNSUP,
                       ("remove the conversion from the model, or do it on the host",), "H-I98"),),
-        **{op: (Rule(f"{p}.eltwise.const_layout", "An element-wise constant operand must broadcast in NHWC layout; rank-3 constants "
+        **{op: (Rule(f"{p}.eltwise.const_layout", "An element-wise constant operand must broadcast in NHWC layout; rank-{eltwise_const_rank} constants "
                      "with two non-unit axes are rejected on channel-first [N, C, L] tensors (\"constant shape (1,2,8400) not "
                      "broadcastable\", YOLO anchors, H-YOLO) and accepted on token sequences [N, T, C] (the position embeddings "
                      "of the Zoo's vit/deit/detr, H-MZ)", eltwise_const_layout,

@@ -1,0 +1,378 @@
+"""Rockchip rule functions and Rule tables (RK3588's; the other SoCs re-label them, rockchip_socs.py).
+
+Each check reads its numbers from Profile.limits, so the sentence the user sees is formatted from the same limits it
+checks. A check returns None when the node passes, else a short detail. Every limit is its own rule
+(`rk3588.<op>.<what>`) so a measured correction touches one line; conditions fitted to the calibration records are
+in rockchip_fitted.py.
+"""
+from __future__ import annotations
+
+from ..graph import quant
+from . import common, rockchip_fitted as fit, tflite_map as tm
+from .base import Rule, Verdict, fmt_list
+
+CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
+
+
+# -- graph checks --------------------------------------------------------------------------------
+
+def _dtype(node, lim):
+    if fit.noop_expand(node) or fit.noop(node, lim):
+        return None
+    # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
+    # Where ran on the NPU with a bool condition), and float values are converted by rknn.build like every float
+    # activation, to float16 or to int8 (PROBE-SOC: rv1106's int8 build ran the where case's Where on the NPU)
+    d = node.output_dtype(0) if node.op_type == "Where" else quant.exec_dtype(node)
+    if node.op_type == "Where" and d in quant.FLOAT_DTYPES:
+        return None
+    return None if d is None or d in lim["dtypes"] or node.op_type in ("Cast", "Shape") else f"computes in {d}"
+
+
+# rknn-toolkit2 2.5.0 kept these on the NPU with 5-D tensors (RT-DETR decoder, source RKNN-C)
+RANK_FREE = {"Reshape", "Unsqueeze", "Squeeze", "Transpose", "Gather", "Concat", "Add", "Sub", "Div"}  # not Mul: 5-D Mul went to the CPU
+
+
+def _rank_exempt(node, r: int, lim) -> bool:
+    if node.op_type == "Transpose":
+        return r <= lim["rank_from_npu"] or fit.rank_exempt(node, r, lim)  # PROBE-R: 5-D ran on the NPU; 6-D: see rockchip_fitted
+    if fit.rank_exempt(node, r, lim):
+        return True
+    if node.op_type == "Slice" and r == lim["rank_from_npu"]:
+        axes = common.const_ints(node, 3) if len(node.inputs) > 3 and node.inputs[3] else None
+        return axes is not None and all(common.norm_axis(a, r) == 1 for a in axes)  # PROBE-R: axis 1 NPU, axes 2-4 CPU
+    return node.op_type in RANK_FREE or fit.noop_expand(node) or fit.mul_add_to_bn(node)
+
+
+def _rank(node, lim):
+    r = max(common.ranks(node), default=0)
+    return f"rank {r}" if r > lim["max_rank"] and not _rank_exempt(node, r, lim) else None
+
+
+OUTPUT_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Gather"}
+
+
+def _is_reshape(node) -> bool:
+    # a Gather of index 0 on a size-1 axis is a reshape; a real gather becomes a Slice/Gather layer
+    return node.op_type in OUTPUT_RESHAPES and (node.op_type != "Gather" or common.is_size1_reshape(node))
+
+
+def _reshape_source(node) -> tuple[list | None, bool]:
+    """The tensor a chain of reshapes starts from (its shape, and whether it is a model input): the toolkit folds
+    the chain into one layout change (PROBE-R squeeze: GAP -> Squeeze -> Squeeze ran fused into the GAP)."""
+    for _ in range(16):  # bounded: a cycle cannot occur in a valid graph, but a broken one must not hang
+        src = node.graph.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        if src is None or not _is_reshape(src):
+            return node.input_shape(0), src is None
+        node = src
+    return node.input_shape(0), False
+
+
+def _output_layout(node, lim):
+    """The reshape that produces a non-4-D model output. From an NPU tensor (NC1HWC2 blocks of 8 channels) it runs on
+    the NPU only when that layout already is the output's order: a 1x1 map with C % 8 == 0 (PROBE-R: conv -> Flatten of
+    [1,C,1,1]: C = 8, 16, 24 NPU, 12 CPU; of [1,C,2,2]: CPU for every C; RKNN-C: MobileNetV2/BERT/LSTM logits and
+    RT-DETR's final Gather-as-reshape ran on the CPU). Straight from a model input it runs on the NPU unless it is 2-D
+    with an innermost dimension off the 8-grid (RKNN-C: Flatten [1,12,1,1] -> [1,12] CPU; PROBE-R: [1,8,16,16] to
+    [1,2048], [1,512,4], [1,8,16,4,4] ... NPU)."""
+    if not _is_reshape(node) or not common.graph_output(node) or fit.noop(node, lim):
+        return None
+    x, from_input = _reshape_source(node)
+    y = node.output_shape(0)
+    if from_input and not lim.get("input_reshape_npu", True):  # a SoC whose record ran these on the CPU (rockchip_socs)
+        return "a reshape from a model input straight to a model output"
+    if not x or not y or len(y) == lim["max_rank"] or not all(isinstance(v, int) for v in list(x) + list(y)):
+        return None
+    align = lim["output_align"]
+    if from_input:
+        if len(y) == 2 and y[-1] % align:
+            return f"output {list(y)}: innermost dimension {y[-1]} is not a multiple of {align}"
+        return None
+    one = len(x) == 4 and x[2] == x[3] == lim["output_map_hw"]
+    if (one and x[1] % align == 0) or fit.unit_channel_squeeze(x, y, lim):
+        return None
+    if one:
+        return f"output {list(y)} from a 1x1 map of {x[1]} channels, not a multiple of {align}"
+    return f"output {list(y)} from an NPU tensor {list(x)}: the NC1HWC2 layout must be reordered"
+
+
+
+
+# -- op checks -----------------------------------------------------------------------------------
+
+def _conv_kernel(node, lim):
+    k = tm.kernel(node)
+    dw = tm.tflite_op(node) == "DEPTHWISE_CONV_2D"
+    cap = lim["dw_kernel"] if dw else lim["conv_kernel"]
+    return None if all(lim["conv_min"] <= x <= cap for x in k) else f"kernel {fmt_list(k)}{' (depthwise)' if dw else ''}"
+
+
+def _conv_stride(node, lim):
+    s = tm.strides(node)
+    if s == tm.kernel(node) and not any(int(x) for x in (node.attr("pads") or [])):
+        return None  # RKNN-C: patchify conv (kernel == stride, no pads) ran on the NPU with stride 8
+    return None if all(lim["conv_min"] <= x <= lim["conv_stride"] for x in s) else f"stride {fmt_list(s)}"
+
+
+def _conv_pads(node, lim):
+    p = [int(x) for x in (node.attr("pads") or [])]
+    return None if all(lim["conv_pad_min"] <= x <= lim["conv_pad"] for x in p) else f"pads {p}"
+
+
+def _conv_dilation(node, lim):
+    d = tm.dilations(node)
+    if not all(lim["conv_min"] <= x <= lim["conv_dilation"] for x in d):
+        return f"dilation {fmt_list(d)}"
+    k = tm.kernel(node)
+    x = node.input_shape(0)
+    if k and d[0] > 1 and k[0] > 1 and x and isinstance(x[-1], int) and x[-1] >= lim["dilated_max_width"]:
+        return f"dilated kernel with input width {x[-1]}"
+    return None
+
+
+def _tconv(node, lim):
+    s, d, k = tm.strides(node), tm.dilations(node), tm.kernel(node)
+    if any(x not in lim["tconv_strides"] for x in s):
+        return f"stride {fmt_list(s)}"
+    if any(x != 1 for x in d) and k != [lim["tconv_dilated_kernel"]] * 2:
+        return f"dilation {fmt_list(d)} with kernel {fmt_list(k)}"
+    g = int(node.attr("group", 1))
+    x = node.input_shape(0)
+    if g != lim["tconv_group"] and not (x and g == x[1]):
+        return f"group {g}"
+    return None
+
+
+def _pool(node, lim):
+    k, s = tm.kernel(node), tm.strides(node)
+    p = [int(x) for x in (node.attr("pads") or [])]
+    if any(x > lim["pool_kernel"] for x in k):
+        return f"kernel {fmt_list(k)}"
+    if any(x > lim["pool_stride"] for x in s):
+        return f"stride {fmt_list(s)}"
+    if any(x > lim["pool_pad"] for x in p):
+        return f"pads {p}"
+    x = node.input_shape(0)
+    if x and any(isinstance(v, int) and v > lim["pool_dim"] for v in x[1:]):
+        return f"input {list(x)}"
+    return None
+
+
+def _pool_auto_pad(node, lim):
+    # R-PDF also excludes ceil_mode=1; PROBE-R measured shape-changing ceil_mode average and max pooling on the NPU
+    if node.attr("auto_pad", "NOTSET") != "NOTSET":
+        return f"auto_pad={node.attr('auto_pad')}"
+    return None
+
+
+def _axis_le3(node, lim):
+    r = common.rank(node, output=node.op_type == "Concat")
+    a = common.norm_axis(int(node.attr("axis", 0)), r)
+    if lim["axes_min"] <= a <= lim["axes_max"] or (r == 5 and fit.rank5_from_npu(node, r, lim)) or fit.split_high_rank(node, r, lim):
+        return None
+    return f"axis {a}"
+
+
+def _slice_steps(node, lim):
+    steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
+    if not steps or all(s == lim["slice_step"] for s in steps):
+        return None
+    return None if fit.space_to_depth(node, lim) else f"steps {steps}"
+
+
+def _gather_elements(node, lim):
+    """PROBE-R: constant indices of the data's shape except along the axis ran on the NPU (axes 1, 2, 3; rank 3 and 4);
+    indices also narrower on another axis, or computed at run time (top-k, as in RT-DETR), ran on the CPU."""
+    if not node.is_const(1):
+        return "indices are computed at run time"
+    x, idx = node.input_shape(0), node.input_shape(1)
+    if not x or not idx or len(x) != len(idx):
+        return "indices of another rank"
+    a = common.norm_axis(int(node.attr("axis", 0)), len(x))
+    other = [i for i in range(len(x)) if i != a and x[i] != idx[i]]
+    return f"indices {list(idx)} differ from the data {list(x)} on axis {other[0]}" if other else None
+
+
+def _tile(node, lim):
+    """PROBE-R: repeating one of C, H or W ran on the NPU; repeating the batch, or two axes at once, ran on the CPU."""
+    reps = common.const_ints(node, 1)
+    if reps is None:
+        return "repeats are not constant"
+    if reps and reps[0] != 1:
+        return f"repeats {reps} tile the batch axis"
+    tiled = [i for i, r in enumerate(reps) if r != 1]
+    return f"repeats {reps} tile {len(tiled)} axes" if len(tiled) > 1 else None
+
+
+def _gather(node, lim):
+    idx = node.input(1)
+    if idx is not None and idx.rank is not None and idx.rank > lim["gather_indices_rank"]:
+        return f"indices of rank {idx.rank}"
+    r = common.rank(node)
+    a = common.norm_axis(int(node.attr("axis", 0)), r)
+    return f"axis {a}" if a > lim["axes_max"] else fit.gather_indices(node, lim)
+
+
+def _pad_mode(node, lim):
+    mode = node.attr("mode", "constant")
+    if mode == "constant":
+        return fit.pad_rank3_axis1(node, lim)
+    if mode == "reflect":
+        x = node.input_shape(0)
+        if x and len(x) == 4 and all(isinstance(v, int) for v in x[1:]):
+            if x[1] > lim["reflect_pad_ch"] or x[2] > lim["reflect_pad_ch"] or x[3] > lim["reflect_pad_w"]:
+                return f"reflect pad on {list(x)}"
+        return None
+    return f"mode {mode}"
+
+
+def _resize(node, lim):
+    mode = node.attr("mode", "nearest")
+    ctm = node.attr("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear"):
+        return f"mode {mode}"
+    if mode == "linear" and ctm not in lim["resize_linear_modes"]:
+        return f"linear with {ctm}"
+    if mode == "nearest":
+        return None  # PROBE-R: nearest x1.5 ran on the NPU (bilinear x1.5 on the CPU); integer factors 2..8 both
+    x, y = node.input_shape(0), node.output_shape(0)
+    if not x or not y or len(x) != 4 or not all(isinstance(v, int) for v in list(x[2:]) + list(y[2:])):
+        return None
+    for a, b in zip(x[2:], y[2:]):
+        if b == a or (a == 1 and x[2] == x[3] == 1):
+            continue
+        if b % a or b // a not in lim["resize_scales"]:
+            return f"{x[2]}x{x[3]} → {y[2]}x{y[3]}"
+    return None
+
+
+def _softmax(node, lim):
+    r = common.rank(node)
+    a = common.norm_axis(int(node.attr("axis", -1 if node.graph.opsets.get("ai.onnx", 13) >= 13 else 1)), r)
+    if a in lim["softmax_axes"]:
+        return None
+    return None if fit.softmax_last_axis(node, r, a, lim) else f"axis {a}"
+
+
+def _pow(node, lim):
+    e = common.const_scalar(node, 1)
+    return None if e is not None and e in lim["pow_exponents"] else f"exponent {e if e is not None else 'not constant'}"
+
+
+def _div_dtype(node, lim):
+    d = quant.exec_dtype(node)
+    return f"computes in {d}" if d in ("int8", "uint8") and not fit.int8_div(lim) else None
+
+
+def _matmul(node, lim):
+    x = node.input_shape(0)
+    k = x[-1] if x else None
+    return None if not isinstance(k, int) or k <= lim["matmul_k"] else f"K = {k}"
+
+
+def _rnn(node, lim):
+    x = node.input_shape(0)
+    hs = node.attr("hidden_size")
+    if x and len(x) == 3 and all(isinstance(v, int) for v in x):
+        seq, batch, size = x
+        if max(seq, size) > lim["rnn_dim"] or batch > lim["rnn_dim"] or (batch > lim["rnn_batch_free"] and batch % lim["rnn_batch_multiple"]):
+            return f"seq {seq}, batch {batch}, input {size}"
+    if hs is not None and int(hs) > lim["rnn_dim"]:
+        return f"hidden {hs}"
+    return None
+
+
+def _cast(node, lim):
+    return None if fit.noop_cast(node) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
+
+
+def _qdq(node, lim):
+    return None if quant.absorbed(node) else "bounds a CPU op"
+
+
+
+
+# -- rules ------------------------------------------------------------------------------------------
+
+def _r(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), src: str = "R-PDF", on_fail: Verdict = CPU) -> Rule:
+    """An RKNN rule: a broken one runs the op as a CPU kernel of the RKNN runtime unless on_fail says otherwise."""
+    return Rule(f"{p}.{rid}", text, fn, on_fail, tuple(fix), src)
+
+
+def graph_rules(p: str) -> tuple[Rule, ...]:
+    return (
+        _r(p, "dtype", "NPU ops compute in int8 or float16 (float32 models are quantized or converted to float16 by rknn.build)",
+           _dtype, ("keep integer index math out of the network body",)),
+        _r(p, "rank", "NPU tensors are {max_rank}-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, "
+           "except layout ops, {rank_from_npu}-D ops and {rank_from_npu}-D/{rank_split_max}-D splits on tensors an NPU op "
+           "produced, and {rank_transpose_max}-D transposes that keep the innermost axis and move no odd-sized axis back (CAL-R)",
+           _rank, ("reshape to 4-D or fewer",), "INF"),
+        _r(p, "output_layout", "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's NC1HWC2 "
+           "layout (blocks of {output_align} channels) already is its order: a {output_map_hw}x{output_map_hw} map with a "
+           "multiple of {output_align} channels (from a model input: unless 2-D with an innermost dimension off the "
+           "{output_align}-grid)", _output_layout, ("return the 4-D tensor and reshape on the host",), "PROBE-R"),
+    )
+
+
+def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
+    """op -> its rules, in the order they are checked."""
+    kernel = _r(p, "conv.kernel", "convolution kernels must be {conv_min}..{conv_kernel} (depthwise too: 3..{dw_kernel} measured "
+                "on the NPU)", _conv_kernel, ("split large kernels",), "PROBE-R")
+    # pooling kernel measured (PROBE-R); its stride/pads/dims from the R-PDF
+    pool = (_r(p, "pool.limits", "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}",
+               _pool, src="PROBE-R"),
+            _r(p, "pool.auto_pad", "pooling supports only auto_pad=NOTSET (explicit pads)", _pool_auto_pad,
+               ("export with explicit pads",)))
+    axis = (_r(p, "axis.range", "the axis must be {axes_min}..{axes_max}", _axis_le3),)
+    rnn = (_r(p, "rnn.size", "LSTM/GRU: seq_len, input and hidden size ≤ {rnn_dim}; batch ≤ {rnn_dim} and a multiple of "
+              "{rnn_batch_multiple} when > {rnn_batch_free}", _rnn),)
+    qdq = (_r(p, "qdq.absorbed", "a QuantizeLinear/DequantizeLinear pair is folded into the int8 op it wraps; one bounding a CPU op "
+              "is a CPU conversion", _qdq),)
+    return {
+        "Conv": (kernel,
+                 _r(p, "conv.stride", "convolution stride must be {conv_min}..{conv_stride}", _conv_stride,
+                    ("use a smaller stride followed by pooling",), "PROBE-R"),
+                 _r(p, "conv.pads", "convolution pads must each be {conv_pad_min}..{conv_pad}", _conv_pads,
+                    ("move large padding into a Pad op",)),
+                 _r(p, "conv.dilation", "dilation must be {conv_min}..{conv_dilation}; a dilated kernel needs input width < "
+                    "{dilated_max_width}", _conv_dilation)),
+        "ConvTranspose": (kernel, _r(p, "conv_transpose.config", "transposed convolution: stride in {tconv_strides}, group "
+                                     "{tconv_group} (or depthwise), dilation only with a {tconv_dilated_kernel}x"
+                                     "{tconv_dilated_kernel} kernel", _tconv, ("use Resize + Conv",))),
+        "MaxPool": pool, "AveragePool": pool,
+        "DepthToSpace": (_r(p, "depth_to_space.block", "DepthToSpace runs on the NPU with block size {d2s_blocks} (3 and 6 measured "
+                            "on the CPU)", fit.depth_to_space, ("upsample by 2, 4 or 8 per pixel shuffle",), "CAL-R"),),
+        "Tile": (_r(p, "tile.axes", "Tile runs on the NPU when it repeats one of C, H, W; repeating the batch or two axes runs on "
+                    "the CPU", _tile, ("tile one axis at a time, and keep batch repeats on the host",), "PROBE-R"),),
+        "GatherElements": (_r(p, "gather_elements.indices", "GatherElements runs on the NPU when its indices are constant and have "
+                              "the data's shape except along the gather axis", _gather_elements,
+                              ("gather along one axis with indices spanning the others",), "PROBE-R"),),
+        "Div": (_r(p, "div.dtype", "Div runs on the NPU in float16 and int8 builds (measured; the 2.3.2 document says an int8 Div "
+                   "falls back to the CPU)", _div_dtype, ("multiply by the reciprocal constant instead",), "CAL-R"),),
+        "Pow": (_r(p, "pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),),
+        "Concat": axis, "Split": axis,
+        "Slice": (_r(p, "slice.steps", "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth "
+                     "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging); alone it runs on the CPU",
+                     _slice_steps, ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),),
+        "Gather": (_r(p, "gather.indices", "Gather needs constant rank-{gather_indices_rank} indices and an axis {axes_min}..{axes_max} "
+                      "(indices computed at run time: CPU, CAL-R)", _gather),),
+        "Pad": (_r(p, "pad.mode", "Pad supports constant mode (a 3-D tensor padded at the end of axis 1 runs on the CPU, CAL-R), and "
+                   "reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),),
+        "Resize": (_r(p, "resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
+                      "factors {resize_scales:..}", _resize, ("upsample by an integer factor 2..8",), "PROBE-R"),),
+        "Softmax": (_r(p, "softmax.axis", "Softmax runs on the NPU along axis {softmax_axes:#|or}, or along the last axis when at most "
+                       "{softmax_last_axes} axes are larger than one (CAL-R)", _softmax,
+                       ("transpose so the softmax axis is the channel axis",)),),
+        "Hardmax": (_r(p, "softmax.axis", "Hardmax runs on the NPU along axis {softmax_axes:#|or} only", _softmax),),
+        "MatMul": (_r(p, "matmul.k", "MatMul (exMatMul) needs K ≤ {matmul_k}", _matmul),),
+        "LSTM": rnn, "GRU": rnn,
+        "QuantizeLinear": qdq, "DequantizeLinear": qdq,
+        "Cast": (_r(p, "cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
+                    "dtype it already has is deleted by rknn.build, RKNN-C)", _cast),),
+        "ScatterND": (_r(p, "scatter_nd.measured", "ScatterND runs on the NPU with constant indices (the 2.3.2 document lists a CPU "
+                         "kernel)", fit.scatter_nd, src="CAL-R"),),
+        "ReduceL2": (_r(p, "reduce_l2.measured", "ReduceL2 runs on the NPU (measured in float16 and int8 builds; the 2.3.2 document "
+                        "lists a CPU kernel)", fit.reduce_l2, src="CAL-R"),),
+        "Einsum": (_r(p, "einsum.measured", "Einsum converts and runs on the NPU (every form measured: two and three operands, "
+                      "ellipsis; the 2.3.2 operator list has no Einsum)", fit.einsum, ("write the contraction as MatMul",), "CAL-R",
+                      UNSUP),),
+    }
