@@ -15,6 +15,8 @@ from onnx import helper, numpy_helper
 
 from ..errors import NpufitError
 from ..graph import Graph
+from ..graph.onnx_loader import graph_from
+from ..graph.onnx_prepare import prepare_onnx
 
 
 @dataclass
@@ -46,17 +48,8 @@ class Prepared:
 
 
 def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> Prepared:
-    from ..graph.onnx_loader import apply_input_shapes, build_graph, read_model_proto
-
-    from ..graph.validate import require_external_data
-
-    require_external_data(read_model_proto(path), Path(path).parent)  # validates the file and its external data
-    try:
-        model = onnx.load(str(path))  # with external weights: the converter needs every value
-    except Exception as e:
-        raise NpufitError(f"{path}: cannot read the model's weights ({type(e).__name__}: {str(e)[:160]})") from None
-    if input_shapes:
-        apply_input_shapes(model, input_shapes)
+    # with external weights (the converter needs every value); the data must be there
+    model = prepare_onnx(path, input_shapes=input_shapes, infer=False, weights="load", require_data=True).model
     fixed, notes = _undo_qdq(model)
     from .prepass import apply_rules, decompose
 
@@ -66,13 +59,10 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
     rewrites = applied + decomposed
     if rewrites:
         notes.append("before converting, on a copy: " + ", ".join(rewrites))
-    opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
-    try:
-        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-    except Exception:
-        pass  # ONNX Runtime's calibration run gives the real shapes anyway
-    warnings: list[str] = []
-    graph = build_graph(model, str(path), opsets, warnings)
+    # the rewritten copy is prepared again (no file read): a failed inference is fine, ONNX Runtime's calibration
+    # run gives the real shapes anyway
+    prep = prepare_onnx(model, name=str(path))
+    model, graph = prep.model, graph_from(prep, [])
     for t in graph.inputs:
         if not t.is_static:
             raise NpufitError(f"input '{t.name}' has dynamic dims {t.shape_str()}; the int8 TFLite needs static shapes: "

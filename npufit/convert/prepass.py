@@ -18,6 +18,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..graph.onnx_prepare import infer_shapes
+
 CONVERT_RULES = ("topk1_to_argmax",)  # exact rules only: the converter never approximates
 
 
@@ -259,10 +261,7 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
     wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU", "ReduceL2", "Einsum"}
     if not wanted & {n.op_type for n in model.graph.node}:
         return {}, []
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-    except Exception:
-        inferred = model
+    inferred, _ = infer_shapes(model)  # where it fails, the ops whose shapes stay unknown are left as they are
     shapes, ranks = {}, {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
         dims = vi.type.tensor_type.shape.dim

@@ -75,14 +75,12 @@ def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, 
         from ai_edge_litert.interpreter import Interpreter
     except ImportError:
         raise NpufitError("verifying a TFLite file needs the LiteRT interpreter: pip install 'ai-edge-litert>=2.3'") from None
-    from ..graph.onnx_loader import apply_input_shapes, read_model_proto
+    from ..graph.onnx_prepare import prepare_onnx
     from ..quantize.calibration import input_specs, load_calibration
     from ..verify.compare import make_session, timed_run
 
     tfl, src = Path(tflite_path), Path(onnx_path)
-    proto = read_model_proto(src)
-    if input_shapes:
-        apply_input_shapes(proto, input_shapes)
+    proto = prepare_onnx(src, input_shapes=input_shapes, infer=False).model
     if isinstance(samples, (int, np.integer)):
         cal = load_calibration("random", input_specs(proto), count=int(samples), seed=seed, input_shapes=input_shapes)
         feeds = [cal[i] for i in range(len(cal))]

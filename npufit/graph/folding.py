@@ -114,13 +114,10 @@ def _evaluate(node: NodeView, opsets: Mapping[str, int], budget: list[int]) -> N
 def _output_fits(node: NodeView, m, budget: list[int]) -> bool:
     """Compute each output's size from shapes BEFORE evaluating: onnx shape inference on the one-node model whose
     inputs are the real values (the file's own value_info, which could lie, plays no part)."""
-    import onnx
+    from .onnx_prepare import infer_shapes
 
-    try:
-        inferred = onnx.shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
-        outs = {vi.name: vi.type for vi in inferred.graph.output}
-    except Exception:
-        outs = {}
+    inferred, error = infer_shapes(m)
+    outs = {} if error else {vi.name: vi.type for vi in inferred.graph.output}
     total = 0
     for name in (o for o in node.outputs if o):
         tt = outs[name].tensor_type if name in outs and outs[name].HasField("tensor_type") else None

@@ -1,29 +1,22 @@
-"""Load an ONNX file into a Graph without reading external weights into memory.
+"""Build npufit's Graph from a prepared ONNX model (graph/onnx_prepare.py reads, validates and infers it).
 
-Why plain onnx protobuf rather than onnx-ir here: `onnx.load(load_external_data=False)` and
-the C++ shape inference keep a 100k-node check within seconds, and external weights are never
-touched. Rewrites (npufit.rewrite) use onnx-ir, where mutation is the point.
+Why plain onnx protobuf rather than onnx-ir here: the protobuf fields are read once each, and a 100k-node
+check stays within seconds. Rewrites (npufit.rewrite) use onnx-ir, where mutation is the point.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..errors import BadModelError
 from ..util.gcpause import gc_paused
-from ..util.io import note_input
-from ..util.readers import require_regular_file
 from .model import Graph, NodeView, TensorInfo
-from .validate import check_external_data, check_text, external_data_files, scan_tensors, validate_model
-
-SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
+from .onnx_prepare import SMALL_VALUE_ELEMS, PreparedOnnx, infer_shapes, prepare_onnx
 
 
 @lru_cache(maxsize=None)
@@ -109,115 +102,17 @@ def _elem_type(type_proto) -> int:
     return type_proto.tensor_type.elem_type if type_proto.HasField("tensor_type") else 0
 
 
-def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
-    """Parse the file (weights stay on disk when external) and refuse unsafe or broken input."""
-    p = Path(path)
-    if require_regular_file(p, "ONNX model", BadModelError).st_size == 0:
-        raise BadModelError(f"{p}: empty file, not an ONNX model")
-    try:
-        # onnx.load(p, load_external_data=False), keeping the file's bytes: the ONNX checker reads them as they
-        # are instead of a re-serialized copy of the model (0.2 s and the model's size again in memory, 100k nodes)
-        fmt = onnx.serialization.registry.get_format_from_file_extension(p.suffix) or "protobuf"
-        with open(p, "rb") as f:
-            data = f.read()
-        model = onnx.serialization.registry.get(fmt).deserialize_proto(data, onnx.ModelProto())
-    except Exception as e:  # DecodeError, RuntimeError from C++ parser
-        raise BadModelError(f"{p}: not a valid ONNX model (protobuf parse failed: {type(e).__name__})") from None
-    if not model.HasField("graph") or (model.ir_version == 0 and not model.opset_import):
-        raise BadModelError(f"{p}: not an ONNX model (no graph / ir_version in the protobuf)")
-    if len(model.graph.node) == 0 and len(model.graph.output) == 0:
-        raise BadModelError(f"{p}: ONNX model has an empty graph")
-    wire = data if fmt == "protobuf" else None  # the bytes `model` was parsed from, as they are
-    check_text(model, p, wire)  # before anything reads a name
-    scan = scan_tensors(model)  # one walk over the tensors for every check below
-    model_missing = check_external_data(model, p.parent, scan.external)
-    checker_warnings = validate_model(model, p, model_missing, wire=wire, scan=scan)
-    del data, wire
-    for f in [p, *external_data_files(model, p.parent, scan.external)]:
-        note_input(f)  # no output of this run may land on a file it reads
-    if model_missing:
-        model.metadata_props.add(key="npufit.missing_external_data", value=",".join(model_missing))
-    for w in checker_warnings:
-        model.metadata_props.add(key="npufit.warning", value=w)
-    return model
-
-
-def apply_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]]) -> None:
-    """Pin dynamic input dims (in our in-memory copy only; the file is never modified)."""
-    by_name = {i.name: i for i in model.graph.input}
-    for name, dims in shapes.items():
-        if name not in by_name:
-            known = ", ".join(i.name for i in model.graph.input) or "none"
-            raise BadModelError(f"--input-shape: model has no input '{name}' (inputs: {known})")
-        tt = by_name[name].type.tensor_type
-        tt.shape.ClearField("dim")
-        for d in dims:
-            tt.shape.dim.add().dim_value = int(d)
-    # Stale value_info can contradict the new shapes; inference recomputes them.
-    if shapes:
-        del model.graph.value_info[:]
-
-
-def _infer(model: onnx.ModelProto, warnings: list[str]) -> onnx.ModelProto:
-    try:
-        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-    except Exception as e:
-        warnings.append(f"shape inference failed ({type(e).__name__}: {str(e).splitlines()[0][:160]}); shapes may be incomplete")
-        return model
-
-
 def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
-    model = read_model_proto(path)
-    warnings: list[str] = []
-    missing = [kv.value for kv in model.metadata_props if kv.key == "npufit.missing_external_data"]
-    missing = missing[0].split(",") if missing else []
-    warnings += [kv.value for kv in model.metadata_props if kv.key == "npufit.warning"]
-    if missing:
-        warnings.append(f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)")
-    if input_shapes:
-        apply_input_shapes(model, input_shapes)
-    opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
-    if opsets.get("ai.onnx", 0) > onnx.defs.onnx_opset_version():
-        warnings.append(f"model opset {opsets['ai.onnx']} is newer than this onnx ({onnx.defs.onnx_opset_version()}); shapes may be incomplete")
-    kept = _strip_weights(model)
-    model = _infer(model, warnings)
+    return graph_from(prepare_onnx(path, input_shapes=input_shapes, weights="strip"))
+
+
+def graph_from(prep: PreparedOnnx, warnings: list[str] | None = None) -> Graph:
+    """The Graph of a prepared model; warnings: what to start the graph's warnings with (default: all of prep's)."""
     with gc_paused():
-        graph = build_graph(model, str(path), opsets, warnings, kept)
-    return graph
-
-
-SHAPE_DATA_ELEMS = 64  # float initializers up to this size keep their data for inference (Resize scales, Range bounds)
-
-
-def _strip_weights(model: onnx.ModelProto) -> dict[str, tuple[bytes, onnx.TensorProto]]:
-    """Drop weight bytes from our in-memory copy before shape inference, which needs dims and dtype only.
-
-    Inference serializes the model, parses it in C++ and back: with the weights that is most of a big
-    model's load time, and a copy of every weight in memory. Integer tensors (shape vectors, axes) and
-    tiny float ones keep their data for data propagation. Returns the raw bytes of the stripped tensors
-    small enough for rules to read their values (SMALL_VALUE_ELEMS), decoded only if a rule asks.
-    """
-    kept: dict[str, tuple[bytes, onnx.TensorProto]] = {}
-    EXTERNAL = onnx.TensorProto.EXTERNAL
-    INTEGER = _INTEGER_TYPES
-    for init in model.graph.initializer:
-        if init.data_location == EXTERNAL:
-            continue
-        raw = init.raw_data  # a copy, but one field read: cheaper than dims and HasField for 30k weights
-        size = len(raw)
-        if size <= SHAPE_DATA_ELEMS * 4 or (size <= SMALL_VALUE_ELEMS * 8 and init.data_type in INTEGER):
-            continue  # empty (data in typed fields), tiny, or an integer table inference may propagate
-        if size <= SMALL_VALUE_ELEMS * 8:  # may be small enough for rules: its dims are read if a rule asks
-            kept[init.name] = (raw, init)
-        init.ClearField("raw_data")
-        init.data_location = EXTERNAL  # no location: inference never opens it
-    return kept
+        return build_graph(prep.model, prep.path, prep.opsets, list(prep.warnings if warnings is None else warnings), prep.kept)
 
 
 _STUB_LOCATION = "__npufit_stub__"  # never opened: inference reads no external data
-_INTEGER_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
-                            onnx.TensorProto.UINT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT16, onnx.TensorProto.UINT8,
-                            onnx.TensorProto.BOOL})
 
 
 def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], warnings: list[str],
@@ -296,9 +191,8 @@ def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) ->
     g.node.extend(keep)
     del g.value_info[:]
     g.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items())
-    try:
-        inferred = onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
-    except Exception:
+    inferred, error = infer_shapes(m)
+    if error:
         return False
     changed = False
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):

@@ -1,6 +1,6 @@
 """The one validation front door for ONNX models (hostile-input issue, part 3).
 
-Every verb reads a model through `onnx_loader.read_model_proto`, which calls `validate_model`: the ONNX checker
+Every verb reads a model through `onnx_prepare.prepare_onnx`, which calls `validate_model`: the ONNX checker
 (structural check always; the full check with strict shape inference where affordable), a raw-data length check,
 the external-data guard, which covers every tensor a model can carry (initializers, sparse initializers,
 TENSOR and TENSORS attributes, subgraphs and model-local function bodies), and a text check: ONNX is proto2,
@@ -347,7 +347,7 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path,
                         external: list[onnx.TensorProto] | None = None) -> list[str]:
     """Every external-data location must be a plain relative name inside the model's folder, naming a regular
     file when it exists. Returns what running would lack: locations that do not exist or end before a tensor's
-    span (checking needs only shapes; verbs that run the model call `require_external_data`).
+    span (checking needs only shapes; verbs that run the model call `refuse_missing_data`).
     external: `scan_tensors(model).external`, if at hand (no walk over the model's tensors then)."""
     base = base_dir.resolve()
     missing = []
@@ -376,9 +376,8 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path,
     return sorted(set(missing))
 
 
-def require_external_data(model: onnx.ModelProto, base_dir: Path) -> None:
-    """For verbs that run the model: every external-data file must be there."""
-    missing = check_external_data(model, base_dir)
+def refuse_missing_data(missing: list[str]) -> None:
+    """For verbs that run the model: every external-data file must be there (`missing`: from check_external_data)."""
     if missing:
         raise BadModelError(f"external data missing or too short: {', '.join(missing[:3])}"
                             f"{' …' if len(missing) > 3 else ''} (running the model needs its weights)")

@@ -97,9 +97,9 @@ def run_export(ctx: StepContext) -> Outcome:
                   else build_for(spec.arch, ds, spec.hidden, spec.layers))
         export(module, out, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
         note = f"opset {ctx.settings['opset']}" + ("" if weights else " (untrained weights: no train step)")
-    from ..graph.onnx_loader import read_model_proto
+    from ..graph.onnx_prepare import prepare_onnx
 
-    m = read_model_proto(out)  # a broken file fails here, with the loader's clear message
+    m = prepare_onnx(out, infer=False).model  # a broken file fails here, with the loader's clear message
     return Outcome({"model": "model.onnx"}, ExportStepResult(nodes=len(m.graph.node), bytes=out.stat().st_size), note)
 
 

@@ -97,19 +97,10 @@ def _refuse_huge_inputs(specs, input_shapes) -> None:
 
 
 def _read_model(path: Path):
-    import onnx
+    from ..graph.onnx_prepare import prepare_onnx
 
-    from ..graph.onnx_loader import read_model_proto
-
-    from ..graph.validate import require_external_data
-
-    model = read_model_proto(path)  # validates, refuses external data outside the model folder
-    require_external_data(model, path.parent)
-    try:
-        onnx.external_data_helper.load_external_data_for_model(model, str(path.parent))
-    except Exception as e:
-        raise NpufitError(f"{path}: cannot read its external weights ({type(e).__name__})") from None
-    return model
+    # validated, external data inside the model's folder, there and loaded: quantizing runs the model
+    return prepare_onnx(path, infer=False, weights="load", require_data=True).model
 
 
 PER_CHANNEL_OPSET = 13  # DequantizeLinear takes `axis` (per-channel scales) from opset 13 on

@@ -11,6 +11,7 @@ import onnx
 import onnx_ir as ir
 
 from ..errors import NpufitError
+from ..graph.onnx_prepare import prepare_onnx
 from ..targets import get_profile
 from ..util.progress import track
 from .base import RuleContext, RuleNotApplicable
@@ -27,23 +28,15 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
         dry_run: bool = False, input_shapes=None, samples: int = 3, seed: int = 0,
         rtol: float = 1e-5, atol: float = 1e-6, approx_rtol: float = 1e-2, judge: str = "auto") -> FixResult:
     """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified."""
-    from ..graph.onnx_loader import read_model_proto
-
     src = Path(model)
-    from ..graph.validate import require_external_data
-
-    require_external_data(read_model_proto(src), src.parent)  # parse, checker and external-data checks: clear errors
+    # with external weights (rewriting and verifying need them); the shapes the verdicts are judged on are the
+    # shapes written (as onnxsim's --overwrite-input-shape does): a fixed model that is judged static but written
+    # dynamic would not compile as judged
+    proto = prepare_onnx(src, input_shapes=input_shapes, infer=False, weights="load", require_data=True).model
     if output is not None and not dry_run and Path(output).resolve() == src.resolve():
         raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
     profile = get_profile(target)
     names = _select(profile, rules, skip_rules)
-    proto = onnx.load(str(src))  # with external weights: rewriting and verifying need them
-    if input_shapes:
-        # the shapes the verdicts are judged on are the shapes written (as onnxsim's --overwrite-input-shape does):
-        # a fixed model that is judged static but written dynamic would not compile as judged
-        from ..graph.onnx_loader import apply_input_shapes
-
-        apply_input_shapes(proto, input_shapes)
     session = _session(proto, "the original model")
     from ..verify.compare import random_inputs, run_onnx
 
@@ -176,24 +169,10 @@ def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
 
 def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = "auto"):
     from ..check import check_graph
-    from ..graph.onnx_loader import apply_input_shapes, build_graph
+    from ..graph.onnx_loader import graph_from
 
-    m = onnx.ModelProto()
-    m.CopyFrom(proto)
-    for init in m.graph.initializer:  # verdicts need shapes, not weights: keep the copy light
-        if init.raw_data and len(init.raw_data) > 1 << 16:
-            init.ClearField("raw_data")
-            init.data_location = onnx.TensorProto.EXTERNAL
-            init.external_data.add(key="location", value="npufit-fix-stripped")
-    warnings: list[str] = []
-    if input_shapes:
-        apply_input_shapes(m, input_shapes)
-    try:
-        m = onnx.shape_inference.infer_shapes(m, check_type=False, strict_mode=False, data_prop=True)
-    except Exception:
-        warnings.append("shape inference failed on the rewritten model")
-    opsets = {(o.domain or "ai.onnx"): o.version for o in m.opset_import}
-    graph = build_graph(m, "<fix>", opsets, warnings)
+    # verdicts need shapes, not weights: the copy judged is stripped as check strips a file's weights
+    graph = graph_from(prepare_onnx(proto, input_shapes=input_shapes, weights="strip", name="<fix>"))
     rep = check_graph(graph, profile, judge)
     running = rep.running
     state = TargetState(sum(n.verdict.value in ("cpu", "unsupported") for n in running), len(rep.partitions),

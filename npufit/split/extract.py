@@ -16,7 +16,8 @@ from onnx import helper, numpy_helper
 
 from ..errors import NpufitError
 from ..graph import Graph, model_format
-from ..graph.onnx_loader import _infer, apply_input_shapes, build_graph, check_external_data, read_model_proto
+from ..graph.onnx_loader import graph_from
+from ..graph.onnx_prepare import infer_shapes, prepare_onnx
 from ..graph.validate import all_tensors, external_location
 from .planner import GraphIndex, Stage
 from .subgraphs import outer_reads
@@ -31,31 +32,10 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
     """The inferred ModelProto (weights left on disk) and the Graph built from that same proto."""
     if model_format(path) != "onnx":
         raise NpufitError(f"{path}: split works on ONNX models; convert the TFLite model to ONNX first")
-    model = read_model_proto(path)
-    missing = check_external_data(model, Path(path).parent)
-    if missing:
-        raise NpufitError(f"{path}: external data file(s) not found: {', '.join(missing)} (split has to run the model)")
-    if input_shapes:
-        _refuse_static_changes(model, input_shapes)
-        apply_input_shapes(model, input_shapes)
-    warnings: list[str] = []
-    opsets = {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
-    model = _infer(model, warnings)
-    return model, build_graph(model, str(path), opsets, warnings)
-
-
-def _refuse_static_changes(model: onnx.ModelProto, shapes) -> None:
-    """--input-shape pins dynamic dims; changing a fixed dim would make stages the original cannot match."""
-    for i in model.graph.input:
-        if i.name not in shapes:
-            continue
-        dims = i.type.tensor_type.shape.dim
-        want = shapes[i.name]
-        if dims and len(dims) != len(want):
-            raise NpufitError(f"--input-shape {i.name}: the model input has rank {len(dims)}, got {len(want)} dims")
-        for k, (d, w) in enumerate(zip(dims, want)):
-            if d.HasField("dim_value") and d.dim_value != w:
-                raise NpufitError(f"--input-shape {i.name}: dim {k} is fixed to {d.dim_value} in the model; only dynamic dims can be pinned")
+    # split runs the model (its data must be there) and pins only dynamic dims: a changed fixed dim would make
+    # stages the original cannot match
+    prep = prepare_onnx(path, input_shapes=input_shapes, require_data=True, only_dynamic=True)
+    return prep.model, graph_from(prep, prep.shape_warnings)
 
 
 class Extractor:
@@ -93,10 +73,7 @@ class Extractor:
             model.metadata_props.add().CopyFrom(prop)
         helper.set_model_props(model, {**{p.key: p.value for p in self.model.metadata_props}, "npufit.stage": st.name})
         data_file, data_bytes = self._externalize(model, dst)
-        try:
-            model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-        except Exception:  # inference gaps are reported by the checker/verification, not fatal here
-            pass
+        model, _ = infer_shapes(model)  # inference gaps are reported by the checker/verification, not fatal here
         if data_file is None and model.ByteSize() > PROTO_LIMIT:
             from ..util.io import atomic_save_onnx
 

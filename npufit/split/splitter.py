@@ -50,7 +50,7 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
         return _fix_then_split(model_path, target, output_dir, min_nodes=min_nodes, verify=verify, samples=samples,
                                seed=seed, inputs=inputs, force=force, input_shapes=input_shapes, top=top, judge=judge)
     proto, graph = load_source(model_path, input_shapes)
-    from ..graph.onnx_loader import external_data_files
+    from ..graph.validate import external_data_files
 
     sources = [model_path, *external_data_files(proto, model_path.parent)]
     profile = get_profile(target)

@@ -1,0 +1,191 @@
+"""One preparation of an ONNX model for every verb: read and validate, load or strip weights, pin input shapes,
+infer shapes, collect opsets.
+
+check (the loader), fix (rewrite), split and convert all start from this chain; they differ only in what they do
+with the weights (strip them before inference, keep embedded ones, load external ones too) and whether the
+model's external data must be there. Every ONNX file a verb reads for a user goes through `prepare_onnx`, and
+every shape inference runs through `infer_shapes` (a test scans npufit/ for direct calls).
+
+Why plain onnx protobuf rather than onnx-ir here: parsing without external data and the C++ shape inference keep
+a 100k-node check within seconds, and external weights are never touched unless a verb asks for them.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+
+from ..errors import BadModelError, NpufitError
+from ..util.io import note_input
+from ..util.readers import require_regular_file
+from .validate import (check_external_data, check_text, external_data_files, refuse_missing_data, scan_tensors,
+                       validate_model)
+
+SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
+SHAPE_DATA_ELEMS = 64  # float initializers up to this size keep their data for inference (Resize scales, Range bounds)
+WEIGHTS = ("strip", "keep", "load")
+_INTEGER_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
+                            onnx.TensorProto.UINT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT16, onnx.TensorProto.UINT8,
+                            onnx.TensorProto.BOOL})
+
+
+@dataclass
+class PreparedOnnx:
+    model: onnx.ModelProto  # our own copy: input shapes pinned, shapes inferred when asked
+    path: str  # the file, or the name given for an in-memory model
+    opsets: dict[str, int]  # domain ("ai.onnx" for the default one) -> version
+    file_warnings: list[str] = field(default_factory=list)  # what reading found: checker limits, missing data, opset
+    shape_warnings: list[str] = field(default_factory=list)  # shape inference that failed
+    missing: list[str] = field(default_factory=list)  # external data running would lack (checking needs none)
+    kept: dict[str, tuple[bytes, onnx.TensorProto]] = field(default_factory=dict)  # small weights' bytes (weights="strip")
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.file_warnings + self.shape_warnings
+
+
+def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+                 infer: bool = True, weights: str = "keep", require_data: bool = False, only_dynamic: bool = False,
+                 name: str = "<memory>") -> PreparedOnnx:
+    """The model read from `source` (a file: validated; a ModelProto: copied before any change) and prepared.
+
+    weights: "strip" drops weight bytes before inference (check: shapes need dims and dtypes only; the bytes of
+    small ones are kept for rules), "keep" leaves embedded weights in and external ones on disk (split copies them
+    into stages), "load" reads external weights into memory too (fix, convert, quantize run or rewrite the model).
+    require_data: refuse (exit 2) when external data is missing or too short, for verbs that run the model.
+    only_dynamic: --input-shape may pin only dynamic dims (split: its stages must match the original model).
+    """
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}, not {weights!r}")
+    if isinstance(source, onnx.ModelProto):
+        if weights == "load":
+            raise ValueError("weights='load' needs a file: an in-memory model has no folder to read them from")
+        model, path, missing, file_warnings = source, name, [], []
+        if input_shapes or weights == "strip":  # the caller's model is never changed
+            model = onnx.ModelProto()
+            model.CopyFrom(source)
+    else:
+        path = str(source)
+        model, missing, file_warnings = _read(Path(source))
+    if missing and require_data:
+        refuse_missing_data(missing)
+    if missing:
+        file_warnings.append(f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)")
+    if weights == "load":
+        _load_weights(model, Path(source))
+    if input_shapes:
+        apply_input_shapes(model, input_shapes, only_dynamic)
+    opsets = opset_map(model)
+    if opsets.get("ai.onnx", 0) > onnx.defs.onnx_opset_version():
+        file_warnings.append(f"model opset {opsets['ai.onnx']} is newer than this onnx ({onnx.defs.onnx_opset_version()}); shapes may be incomplete")
+    kept = _strip_weights(model) if weights == "strip" else {}
+    shape_warnings = []
+    if infer:
+        model, error = infer_shapes(model)
+        if error:
+            shape_warnings.append(f"shape inference failed ({error}); shapes may be incomplete")
+    return PreparedOnnx(model, path, opsets, file_warnings, shape_warnings, missing, kept)
+
+
+def infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
+    """ONNX shape inference with data propagation, lenient (unknown ops and type clashes leave shapes unknown):
+    -> (the inferred model, None), or (the model as given, why inference failed). The input is not modified."""
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True), None
+    except Exception as e:
+        return model, f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+
+
+def opset_map(model: onnx.ModelProto) -> dict[str, int]:
+    return {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
+
+
+def _read(p: Path) -> tuple[onnx.ModelProto, list[str], list[str]]:
+    """Parse the file (weights stay on disk when external) and refuse unsafe or broken input;
+    -> (model, external data locations missing, the checker's warnings)."""
+    if require_regular_file(p, "ONNX model", BadModelError).st_size == 0:
+        raise BadModelError(f"{p}: empty file, not an ONNX model")
+    try:
+        # onnx.load(p, load_external_data=False), keeping the file's bytes: the ONNX checker reads them as they
+        # are instead of a re-serialized copy of the model (0.2 s and the model's size again in memory, 100k nodes)
+        fmt = onnx.serialization.registry.get_format_from_file_extension(p.suffix) or "protobuf"
+        with open(p, "rb") as f:
+            data = f.read()
+        model = onnx.serialization.registry.get(fmt).deserialize_proto(data, onnx.ModelProto())
+    except Exception as e:  # DecodeError, RuntimeError from C++ parser
+        raise BadModelError(f"{p}: not a valid ONNX model (protobuf parse failed: {type(e).__name__})") from None
+    if not model.HasField("graph") or (model.ir_version == 0 and not model.opset_import):
+        raise BadModelError(f"{p}: not an ONNX model (no graph / ir_version in the protobuf)")
+    if len(model.graph.node) == 0 and len(model.graph.output) == 0:
+        raise BadModelError(f"{p}: ONNX model has an empty graph")
+    wire = data if fmt == "protobuf" else None  # the bytes `model` was parsed from, as they are
+    check_text(model, p, wire)  # before anything reads a name
+    scan = scan_tensors(model)  # one walk over the tensors for every check below
+    missing = check_external_data(model, p.parent, scan.external)
+    checker_warnings = validate_model(model, p, missing, wire=wire, scan=scan)
+    del data, wire
+    for f in [p, *external_data_files(model, p.parent, scan.external)]:
+        note_input(f)  # no output of this run may land on a file it reads
+    return model, missing, checker_warnings
+
+
+def _load_weights(model: onnx.ModelProto, p: Path) -> None:
+    """External weights into memory (their locations were checked by the read: inside the model's folder)."""
+    try:
+        onnx.external_data_helper.load_external_data_for_model(model, str(p.parent))
+    except Exception as e:
+        raise NpufitError(f"{p}: cannot read the model's weights ({type(e).__name__}: {str(e)[:160]})") from None
+
+
+def apply_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]], only_dynamic: bool = False) -> None:
+    """Pin dynamic input dims (in our in-memory copy only; the file is never modified)."""
+    by_name = {i.name: i for i in model.graph.input}
+    for name, dims in shapes.items():
+        if name not in by_name:
+            known = ", ".join(i.name for i in model.graph.input) or "none"
+            raise BadModelError(f"--input-shape: model has no input '{name}' (inputs: {known})")
+        tt = by_name[name].type.tensor_type
+        if only_dynamic:
+            _refuse_fixed_change(name, tt.shape.dim, dims)
+        tt.shape.ClearField("dim")
+        for d in dims:
+            tt.shape.dim.add().dim_value = int(d)
+    # Stale value_info can contradict the new shapes; inference recomputes them.
+    if shapes:
+        del model.graph.value_info[:]
+
+
+def _refuse_fixed_change(name: str, dims, want) -> None:
+    if dims and len(dims) != len(want):
+        raise NpufitError(f"--input-shape {name}: the model input has rank {len(dims)}, got {len(want)} dims")
+    for k, (d, w) in enumerate(zip(dims, want)):
+        if d.HasField("dim_value") and d.dim_value != w:
+            raise NpufitError(f"--input-shape {name}: dim {k} is fixed to {d.dim_value} in the model; only dynamic dims can be pinned")
+
+
+def _strip_weights(model: onnx.ModelProto) -> dict[str, tuple[bytes, onnx.TensorProto]]:
+    """Drop weight bytes from our in-memory copy before shape inference, which needs dims and dtype only.
+
+    Inference serializes the model, parses it in C++ and back: with the weights that is most of a big
+    model's load time, and a copy of every weight in memory. Integer tensors (shape vectors, axes) and
+    tiny float ones keep their data for data propagation. Returns the raw bytes of the stripped tensors
+    small enough for rules to read their values (SMALL_VALUE_ELEMS), decoded only if a rule asks.
+    """
+    kept: dict[str, tuple[bytes, onnx.TensorProto]] = {}
+    EXTERNAL = onnx.TensorProto.EXTERNAL
+    INTEGER = _INTEGER_TYPES
+    for init in model.graph.initializer:
+        if init.data_location == EXTERNAL:
+            continue
+        raw = init.raw_data  # a copy, but one field read: cheaper than dims and HasField for 30k weights
+        size = len(raw)
+        if size <= SHAPE_DATA_ELEMS * 4 or (size <= SMALL_VALUE_ELEMS * 8 and init.data_type in INTEGER):
+            continue  # empty (data in typed fields), tiny, or an integer table inference may propagate
+        if size <= SMALL_VALUE_ELEMS * 8:  # may be small enough for rules: its dims are read if a rule asks
+            kept[init.name] = (raw, init)
+        init.ClearField("raw_data")
+        init.data_location = EXTERNAL  # no location: inference never opens it
+    return kept
