@@ -196,7 +196,7 @@ def test_profile_agrees_with_the_recorded_rknn_cases(tmp_path):
     assert rec["compiler_versions"] and set(rec["cases"]) <= set(rc.CASES)
     beyond = {}
     for name, case in rec["cases"].items():
-        got = rc.predict(rc.export_case(name, tmp_path), case["op"])
+        got = rc.predict(rc.export_case(name, tmp_path), case["op"], build=case.get("build", "fp16"))
         meas = case["placement"]
         if isinstance(meas, str):  # the converter rejected the model: the profile must say unsupported
             wrong = int(got != ["unsupported"])

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..graph import quant
 from . import calibration as cal, common
 
 Ev = cal.Evidence
@@ -51,6 +52,17 @@ DEPTH_TO_SPACE = Ev(("cnn",), ("d2s-x3-to1-output", "d2s-x2-to1-output", "d2s-x3
 # Gather by indices computed at run time: 11 of 11 in the corpus ran on the CPU (embedding lookups, roberta's position
 # ids, clip_text's end-of-text pooling by an ArgMax index; transformer); cases: the same by constant index on the NPU
 GATHER_RUNTIME = Ev(("transformer",), ("gather-const-index", "gather-runtime-index"))
+
+# 4-D -> 5-D Reshape splitting the innermost axis: wavlm's gated position bias [1, 2, 99, 8] -> [1, 2, 99, 2, 4] ran
+# on the CPU in the int8 build and on the NPU in the float16 build (audio-rnn); 27 cases (rknn_cases.py split-last-*,
+# T = 8..100, W = 4..24, both builds) bound it: the NPU unless the split's innermost part is under 8 elements and
+# neither W nor T is a multiple of 16 bytes' worth of elements (int8: 16, float16: 8)
+SPLIT_INNERMOST = Ev(("audio-rnn",), tuple(f"int8-split-last-{c}" for c in (
+    "2x4", "4x4", "2x8", "6x4", "3x8", "2x7", "2x9", "2x2", "3x6", "2x12", "2x4-no-linear", "t96-2x4", "t64-2x4", "t16-2x6",
+    "t8-2x4", "t24-2x4", "t100-2x4")) + tuple(f"split-last-{c}" for c in (
+    "2x4", "2x2", "3x4", "4x2", "2x5", "2x9", "3x6", "2x10", "t96-3x4", "t8-2x2")))
+SPLIT_ROW_BYTES = 16  # W or T a multiple of this many bytes keeps the split on the NPU
+SPLIT_MIN_INNER = 8  # ... and so does an innermost part of at least this many elements, in both builds
 
 # no-ops rknn.build deletes ('remove_invalid_reshape', 'remove_invalid_add', 'bypass_two_reshape' in its log): a Reshape to
 # the shape it already has had no layer in all 19 such activation Reshapes of the fp16 corpus (hubert, sew, unispeech,
@@ -230,6 +242,25 @@ def gather_indices(node, lim) -> str | None:
     if node.is_const(1) or not cal.fitted(lim, GATHER_RUNTIME):
         return None
     return "indices computed at run time"
+
+
+def split_innermost(node, lim) -> str | None:
+    """A Reshape of a 4-D NPU tensor [.., T, W] to 5-D [.., T, g, k] (W split into g x k, both > 1) runs on the CPU when
+    k < 8 and neither W nor T is a multiple of 16 bytes of elements (8 in float16, 16 in int8): int8 [.., 99, 8] ->
+    [.., 99, 2, 4] on the CPU, [.., 96 or 64, 8] and [.., 99, 16] as 4x4 on the NPU, [.., 99, 24] as 6x4 on the CPU and
+    as 3x8 on the NPU; float16 [.., 99, 8] as 2x4 on the NPU, [.., 99, 12] as 3x4 on the CPU (SPLIT_INNERMOST)."""
+    x, y = node.input_shape(0), node.output_shape(0)
+    if node.op_type != "Reshape" or not x or not y or len(x) != 4 or len(y) != 5 or not _from_npu(node):
+        return None
+    if not all(isinstance(d, int) for d in list(x) + list(y)) or list(y[:3]) != list(x[:3]):
+        return None
+    t, w, (g, k) = x[2], x[3], y[3:]
+    if g < 2 or k < 2 or k >= SPLIT_MIN_INNER or not cal.fitted(lim, SPLIT_INNERMOST):
+        return None
+    row = SPLIT_ROW_BYTES // (1 if quant.exec_dtype(node) in ("int8", "uint8") else 2)
+    if w % row == 0 or t % row == 0:
+        return None
+    return f"splits the innermost {w} into {g} x {k}: neither {w} nor {t} is a multiple of {row}"
 
 
 # -- ops rknn.build deletes or rewrites (RKNN-C: its log on benchmarks/compile_rk3588.py's models; CAL-R) ----------
