@@ -34,6 +34,11 @@ TRANSPOSE6 = Ev(("transformer",), ("transpose6-swin-4x4", "transpose6-swin-2x8",
                                    "transpose6-swin-4x4-c12", "transpose6-moves-innermost", "transpose6-moves-innermost-b"))
 # 6-D Split: hiera's q/k/v split (transformer) and four cases, along the outermost, an inner and the innermost axis
 SPLIT6 = Ev(("transformer",), ("split6-outermost", "split6-outermost-lead1", "split6-inner", "split6-innermost"))
+# RANK5's 5-D evidence carried one rank up, to the layout ops only: a Split, and a Transpose that keeps the innermost axis
+# (PROBE-R's 6-D pixel_unshuffle, which moves it, ran on the CPU, and so did RKNN-C's 6-D Mul). This is the condition a
+# fit without the 6-D records and cases would make; TRANSPOSE6 and SPLIT6 refine it where their evidence is used, so it
+# decides only when both are held out (benchmarks/calibration/score.py, "LOFO corpus-only" of the transformer family).
+RANK6_LAYOUT = Ev(("detector", "audio-rnn"))
 SOFTMAX_LAST = Ev(("transformer", "detector"))
 # step slices: swinv2's patch merging (transformer); cases: YOLOv5's Focus and Swin's merging (NPU), lone strided
 # slices and two of four phases (CPU)
@@ -85,8 +90,9 @@ def rank5_from_npu(node, r: int, lim) -> bool:
 
 
 def split_high_rank(node, r: int, lim) -> bool:
-    """A 5-D or 6-D Split of an NPU tensor ran on the NPU, along any axis (SPLIT6)."""
-    return node.op_type == "Split" and r in (5, 6) and cal.fitted(lim, SPLIT6) and _from_npu(node)
+    """A 5-D or 6-D Split of an NPU tensor ran on the NPU, along any axis (SPLIT6; RANK6_LAYOUT without it)."""
+    return (node.op_type == "Split" and r in (5, 6) and (cal.fitted(lim, SPLIT6) or cal.fitted(lim, RANK6_LAYOUT))
+            and _from_npu(node))
 
 
 def _transpose6(node) -> bool:
@@ -109,7 +115,12 @@ def _transpose6(node) -> bool:
 def rank_exempt(node, r: int, lim) -> bool:
     """Ops that ran on the NPU above rank 4 (the profile's other exemptions are in rockchip._rank_exempt)."""
     if node.op_type == "Transpose":
-        return r <= 6 and _transpose6(node) and cal.fitted(lim, TRANSPOSE6)
+        if r > 6:
+            return False
+        if cal.fitted(lim, TRANSPOSE6):
+            return _transpose6(node)
+        t = cal.transpose_keeps_innermost(node.input_shape(0), common.transpose_perm(node))
+        return t is not None and t[1] and _from_npu(node) and cal.fitted(lim, RANK6_LAYOUT)
     return rank5_from_npu(node, r, lim) or split_high_rank(node, r, lim)
 
 
