@@ -143,6 +143,22 @@ def scatter(c: int, hw, chained: bool, same: bool = False):
     return _net(c, hw, body)
 
 
+def scatter_pair(inner: int, rank: int, first: tuple[int, int], second: tuple[int, int], reads: bool, direct: bool = False):
+    """Two slice assignments (ScatterND) in a row on the innermost axis, to first = (start, stop) and then second, of a
+    [1, 20, inner] (rank 3) or [1, 1, 20, inner] view of the conv output, or of the conv's own [1, 8, 8, inner] output
+    (direct). The second writes values computed from the first one's output (reads) or from the first one's values
+    (ConditionalDETR's box update writes [..., :2] of [1, 20, 4] twice, with values that do not read the first write)."""
+    def body(y):
+        z = y if direct else y.reshape(1, inner, 20).permute(0, 2, 1)
+        z = (z.reshape(1, 1, 20, inner) if rank == 4 and not direct else z).clone()
+        a = z[..., first[0]:first[1]].sigmoid()
+        z[..., first[0]:first[1]] = a
+        z[..., second[0]:second[1]] = z[..., second[0]:second[1]] + 1.0 if reads else a * 2.0
+        return z if direct else z.reshape(1, 20, inner).permute(0, 2, 1).reshape(1, inner, 4, 5)
+
+    return _net(8 if direct else inner, (8, inner) if direct else (4, 5), body)
+
+
 def gather(c: int, hw, runtime: bool):
     """A row of a [C*H, W] view picked by a constant index, or by one an ArgMax computes at run time (CLIP's
     end-of-text pooling), reshaped to 4-D."""
@@ -236,6 +252,21 @@ CASES = {
     "scatternd-once": ("ScatterND", scatter, (8, (8, 8), False)),
     "scatternd-chained": ("ScatterND", scatter, (8, (8, 8), True)),
     "scatternd-same-region": ("ScatterND", scatter, (8, (8, 8), True, True)),
+    # ... a second write over the first one's region: innermost axis 4 (ConditionalDETR's boxes) and 8, 3-D and 4-D
+    "scatternd-overlap-3d-inner4": ("ScatterND", scatter_pair, (4, 3, (0, 2), (0, 2), False)),
+    "scatternd-overlap-3d-inner4-reads": ("ScatterND", scatter_pair, (4, 3, (0, 2), (0, 2), True)),
+    "scatternd-overlap-4d-inner4": ("ScatterND", scatter_pair, (4, 4, (0, 2), (0, 2), False)),
+    "scatternd-overlap-conv-w4": ("ScatterND", scatter_pair, (4, 4, (0, 2), (0, 2), False, True)),
+    "scatternd-overlap-conv-w4-reads": ("ScatterND", scatter_pair, (4, 4, (0, 2), (0, 2), True, True)),
+    "scatternd-overlap-3d-inner8": ("ScatterND", scatter_pair, (8, 3, (0, 2), (0, 2), False)),
+    "scatternd-overlap-4d-inner16": ("ScatterND", scatter_pair, (16, 4, (0, 2), (0, 2), False)),
+    "scatternd-partial-3d-inner4": ("ScatterND", scatter_pair, (4, 3, (0, 2), (1, 3), False)),
+    "scatternd-partial-3d-inner4-reads": ("ScatterND", scatter_pair, (4, 3, (0, 2), (1, 3), True)),
+    "scatternd-apart-3d-inner4": ("ScatterND", scatter_pair, (4, 3, (0, 2), (2, 4), False)),
+    "scatternd-apart-3d-inner4-reads": ("ScatterND", scatter_pair, (4, 3, (0, 2), (2, 4), True)),
+    "scatternd-apart-3d-inner8": ("ScatterND", scatter_pair, (8, 3, (0, 2), (2, 4), False)),
+    "scatternd-whole-3d-inner4": ("ScatterND", scatter_pair, (4, 3, (0, 4), (0, 4), False)),
+    "scatternd-whole-4d-inner4": ("ScatterND", scatter_pair, (4, 4, (0, 4), (0, 4), False)),
     # Gather by a constant index and by one computed at run time, and the Reshape after it
     "gather-const-index": ("Gather", gather, (8, (8, 8), False)),
     "gather-runtime-index": ("Gather", gather, (8, (8, 8), True)),

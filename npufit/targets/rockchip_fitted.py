@@ -49,6 +49,18 @@ EINSUM = Ev(("transformer",), ("einsum-attention", "einsum-relpos", "einsum-chan
                                "einsum-3operands"))
 UNIT_SQUEEZE = Ev(("cnn", "transformer"))
 SCATTER_ND = Ev(("detector",), ("scatternd-once", "scatternd-chained"))
+# a second ScatterND over the first one's cells: conditional_detr's box update writes [..., :2] of [1, 20, 4] twice, the
+# second time with values that do not read the first write, and that one ran on the CPU (detector); the cases show it
+# on 3-D and 4-D tensors with an innermost axis of 4 (same and partly overlapping cells), and show the NPU where the
+# values read the first write, where the innermost axis has 8 or 16 elements, and where the cells do not overlap;
+# dab_detr's pair that overwrites the whole [1, 1, 20, 4] was folded away, as the cases that do so
+SCATTER_OVERWRITE = Ev(("detector",), ("scatternd-same-region", "scatternd-overlap-3d-inner4", "scatternd-overlap-3d-inner4-reads",
+                                       "scatternd-overlap-4d-inner4", "scatternd-overlap-conv-w4", "scatternd-overlap-conv-w4-reads",
+                                       "scatternd-overlap-3d-inner8", "scatternd-overlap-4d-inner16", "scatternd-partial-3d-inner4",
+                                       "scatternd-partial-3d-inner4-reads", "scatternd-apart-3d-inner4",
+                                       "scatternd-apart-3d-inner4-reads", "scatternd-apart-3d-inner8",
+                                       "scatternd-whole-3d-inner4", "scatternd-whole-4d-inner4"))
+SCATTER_MIN_INNER = 8  # an innermost axis of this many elements kept the second write on the NPU
 PAD3 = Ev(("transformer", "audio-rnn"))
 INT8_DIV = Ev(("cnn", "transformer"))
 DEPTH_TO_SPACE = Ev(("cnn",), ("d2s-x3-to1-output", "d2s-x2-to1-output", "d2s-x3-to8-output", "d2s-x3-to1-conv",
@@ -215,11 +227,53 @@ def unit_channel_squeeze(x, y, lim) -> bool:
 
 def scatter_nd(node, lim):
     """conditional_detr's and dab_detr's box updates (detector) and two cases (one update, two in a row on one tensor):
-    ScatterNDs with constant indices ran on the NPU (conditional_detr's second one, on the first one's output, ran on
-    the CPU: an open allowance)."""
-    if node.is_const(1) and cal.fitted(lim, SCATTER_ND):
+    ScatterNDs with constant indices ran on the NPU, except a second write over the first one's cells
+    (SCATTER_OVERWRITE)."""
+    if not (node.is_const(1) and cal.fitted(lim, SCATTER_ND)):
+        return "indices computed at run time"
+    return _overwrite(node) if cal.fitted(lim, SCATTER_OVERWRITE) else None
+
+
+def _cells(node) -> tuple[int, set] | None:
+    """(index depth, the set of index tuples) a ScatterND with constant indices writes."""
+    idx = common.const_array(node, 1)
+    if idx is None or idx.ndim < 1 or not idx.shape[-1]:
         return None
-    return "indices computed at run time"
+    k = idx.shape[-1]
+    return k, {tuple(r) for r in idx.reshape(-1, k).tolist()}
+
+
+def _reads(tensor: str, node, graph) -> bool:
+    """Whether `tensor`'s values are computed from `node`'s output: a walk up its producers, each visited once (a Shape
+    reads no values, and the export's index plumbing reads the scattered tensor's shape only)."""
+    seen, todo = set(), [tensor]
+    while todo:
+        p = graph.producer(todo.pop())
+        if p is None or p.name in seen or p.op_type == "Shape":
+            continue
+        if p is node:
+            return True
+        seen.add(p.name)
+        todo += [t for t in p.inputs if t]
+    return False
+
+
+def _overwrite(node) -> str | None:
+    """A ScatterND on another one's output that writes some of the same cells again, with values not computed from
+    that output, on a tensor whose innermost axis is under SCATTER_MIN_INNER elements and which it does not overwrite
+    whole: the CPU (SCATTER_OVERWRITE)."""
+    g, x = node.graph, node.input_shape(0)
+    first = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    if first is None or first.op_type != "ScatterND" or not x or not isinstance(x[-1], int) or x[-1] >= SCATTER_MIN_INNER:
+        return None
+    mine, theirs = _cells(node), _cells(first)
+    if mine is None or theirs is None or mine[0] != theirs[0] or not mine[1] & theirs[1]:
+        return None
+    if not all(isinstance(d, int) for d in x[:mine[0]]) or len(mine[1]) == math.prod(x[:mine[0]]):
+        return None  # a whole overwrite is folded away
+    if len(node.inputs) < 3 or _reads(node.inputs[2], first, g):
+        return None
+    return f"writes cells of [.., {x[-1]}] the ScatterND before it wrote, with values not read from it"
 
 
 def pad_rank3_axis1(node, lim) -> str | None:
