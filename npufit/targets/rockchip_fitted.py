@@ -251,7 +251,7 @@ def _reads(tensor: str, node, graph) -> bool:
         p = graph.producer(todo.pop())
         if p is None or p.name in seen or p.op_type == "Shape":
             continue
-        if p is node:
+        if p.name == node.name:
             return True
         seen.add(p.name)
         todo += [t for t in p.inputs if t]
