@@ -38,7 +38,7 @@ SPLIT6 = Ev(("transformer",), ("split6-outermost", "split6-outermost-lead1", "sp
 # (PROBE-R's 6-D pixel_unshuffle, which moves it, ran on the CPU, and so did RKNN-C's 6-D Mul). This is the condition a
 # fit without the 6-D records and cases would make; TRANSPOSE6 and SPLIT6 refine it where their evidence is used, so it
 # decides only when both are held out (benchmarks/calibration/score.py, "LOFO corpus-only" of the transformer family).
-RANK6_LAYOUT = Ev(("detector", "audio-rnn"))
+RANK6_LAYOUT = Ev(RANK5.families)
 SOFTMAX_LAST = Ev(("transformer", "detector"))
 # step slices: swinv2's patch merging (transformer); cases: YOLOv5's Focus and Swin's merging (NPU), lone strided
 # slices and two of four phases (CPU)
