@@ -26,18 +26,27 @@ _RK3588 = {
                  "perm ran on the NPU: the condition is not found. The Reshapes and the second Transpose ([16, 2, 2, 2, 2, 16]) "
                  "after it stayed on the CPU with it, though after the case's CPU transpose the Reshape ran on the NPU: the "
                  "context that decides is not known either"),
-    "conditional_detr": (1, "its second ScatterND (on the first one's output) ran on the CPU, while dab_detr's chained pair "
-                            "ran on the NPU: unexplained"),
     "dab_detr": (1, "its final Gather [1,1,20,4] -> [1,20,4] output ran on the NPU, RT-DETR's same-shaped one (RKNN-C) on "
                     "the CPU: the two records disagree, the profile keeps RT-DETR's"),
 }
+
+
+def _split_innermost_wired() -> bool:
+    """Whether rk3588's Reshape rules call rockchip_fitted.split_innermost. The condition is fitted and cited (27 cases);
+    rockchip.py, whose op tables are being restyled apart from this work, takes it as a Reshape rule. Until it does, the
+    Reshapes it puts on the CPU are allowed below, and no longer once it does, so each allowance stays exact."""
+    from npufit.targets import get_profile, rockchip_fitted as fit
+
+    return any(r.check is fit.split_innermost for r in get_profile("rk3588").ops["Reshape"].rules)
+
+
+_UNWIRED = ("a 4-D -> 5-D Reshape that splits the innermost axis: CPU by rockchip_fitted.split_innermost, which rk3588's "
+            "Reshape rules do not call yet (see _split_innermost_wired)")
+_WAVLM = {} if _split_innermost_wired() else {"wavlm": (2, "its int8 gated position bias Reshapes [1, 2, 99, 8] -> [1, 2, 99, 2, 4]: "
+                                                              + _UNWIRED)}
 ALLOWANCE: dict[str, dict[str, tuple[int, str]]] = {
     "rk3588-fp16-op17": _RK3588,
-    "rk3588-int8-op17": {
-        **_RK3588,
-        "wavlm": (2, "in the int8 build the 4-D -> 5-D Reshape before the gated position bias's ReduceSum ran on the CPU "
-                      "(on the NPU in the float16 build): one model, build-dependent"),
-    },
+    "rk3588-int8-op17": {**_RK3588, **_WAVLM},
     "rk3588-fp16-op11": _RK3588,
     # ethos-u55-256 / ethos-u85-256: no open disagreement (every recorded node agrees)
 }
@@ -59,7 +68,6 @@ ALLOWANCE["rv1106-int8-op17"] = {
     "hiera": (5, _WINDOW),
     "espcn": (1, "DepthToSpace x3 into a 1-channel output ran on the NPU here, on the CPU on RK3588 (rk3588-cases: blocks 3 and 6 on the CPU): the SoC differs, not fitted yet"),
     "siglip_vision": (1, _WINDOW),
-    "conditional_detr": (1, "its chained ScatterND ran on the CPU (as on RK3588)"),
     "dab_detr": (1, "an Unsqueeze ran on the CPU: unexplained"),
     "yolov8_dfl": (1, "one Concat of the DFL head ran on the CPU: unexplained"),
 }
@@ -68,7 +76,6 @@ ALLOWANCE["rk3576-fp16-op17"] = {
     "clip_text": (5, _CLIP_POOL),
     "hiera": _RK3588["hiera"],
     "espcn": (1, "DepthToSpace x3 into a 1-channel output ran on the NPU here, on the CPU on RK3588 (rk3588-cases: blocks 3 and 6 on the CPU): the SoC differs, not fitted yet"),
-    "conditional_detr": _RK3588["conditional_detr"],
 }
 
 _RK3566_CTX = ("reshapes, transposes and element-wise ops next to RK3566's CPU softmax or CPU transposes ran on the CPU "
@@ -90,7 +97,6 @@ ALLOWANCE["rk3566-fp16-op17"] = {
     "clip_vision": (4, _RK3566_CTX),
     "clip_text": (4, _CLIP_POOL),
     "siglip_vision": (2, _RK3566_CTX),
-    "conditional_detr": (1, _RK3588["conditional_detr"][1]),
     "table_transformer": (2, _RK3566_CTX),
     "dab_detr": (1, _RK3588["dab_detr"][1]),
     "yolov8_dfl": (4, _RK3566_CTX),
@@ -106,20 +112,20 @@ ALLOWANCE["rk3566-fp16-op17"] = {
 
 # Pooled CPU-fallback F1 each record must keep (the measured value when the rules were fitted, rounded down).
 MIN_F1: dict[str, float] = {
-    "rk3588-fp16-op17": 0.95,
-    "rk3588-int8-op17": 0.94,
-    "rk3588-fp16-op11": 0.95,
+    "rk3588-fp16-op17": 0.96,
+    "rk3588-int8-op17": 0.95,
+    "rk3588-fp16-op11": 0.96,
     "ethos-u55-256-int8-op17": 1.0,
     "ethos-u85-256-int8-op17": 1.0,
     "rv1106-int8-op17": 0.82,
-    "rk3576-fp16-op17": 0.94,
+    "rk3576-fp16-op17": 0.95,
     "rk3566-fp16-op17": 0.63,
 }
 # ... and leave-one-family-out (benchmarks/calibration/score.py's method), pooled over the families
 MIN_LOFO_F1: dict[str, float] = {
-    "rk3588-fp16-op17": 0.95,
-    "rk3588-int8-op17": 0.94,
-    "rk3588-fp16-op11": 0.95,
+    "rk3588-fp16-op17": 0.96,
+    "rk3588-int8-op17": 0.95,
+    "rk3588-fp16-op11": 0.96,
     "ethos-u55-256-int8-op17": 0.94,
     "ethos-u85-256-int8-op17": 1.0,
 }
@@ -170,6 +176,10 @@ CASE_ALLOWANCE = {
                                "the CPU; the profile judges the two Reshapes alone (the 5x5 window of 8 channels kept them on "
                                "the NPU, so which windows fuse is not known)"),
 }
+if not _split_innermost_wired():  # the split-last cases measured on the CPU (rknn_cases.py)
+    CASE_ALLOWANCE.update({f"{b}split-last-{c}": (1, _UNWIRED) for b, cs in (
+        ("int8-", ("2x4", "6x4", "2x7", "2x2", "3x6", "2x4-no-linear", "t8-2x4", "t24-2x4", "t100-2x4")),
+        ("", ("2x2", "3x4", "2x5", "3x6"))) for c in cs})
 RK_CASES = records.RECORDS / "rk3588-cases.json"
 
 
@@ -196,7 +206,7 @@ def test_profile_agrees_with_the_recorded_rknn_cases(tmp_path):
     assert rec["compiler_versions"] and set(rec["cases"]) <= set(rc.CASES)
     beyond = {}
     for name, case in rec["cases"].items():
-        got = rc.predict(rc.export_case(name, tmp_path), case["op"])
+        got = rc.predict(rc.export_case(name, tmp_path), case["op"], build=case.get("build", "fp16"))
         meas = case["placement"]
         if isinstance(meas, str):  # the converter rejected the model: the profile must say unsupported
             wrong = int(got != ["unsupported"])

@@ -9,9 +9,11 @@ behaviour is measured here on small synthetic graphs, in the corpus's shapes and
 sides of each condition. The graphs are none of the corpus's models: they are evidence independent of its families.
 
 Each case is conv 1x1 -> the op(s) under test -> conv 1x1 (so the op reads and feeds NPU tensors, as in the corpus)
-unless it says otherwise, exported at opset 17 and compiled for rk3588 (float16, simulator off). --record writes
-docs/calibration/rk3588-cases.json: per case, the placement of every node of the op under test, in graph order
-("failed: ..." when the converter rejects the model). tests/test_calibration_records.py replays it."""
+unless it says otherwise, exported at opset 17 and compiled for rk3588 (float16 unless the catalogue entry names
+int8, which quantizes on the case's own input; simulator off). --record writes docs/calibration/rk3588-cases.json:
+per case, the placement of every node of the op under test, in graph order ("failed: ..." when the converter rejects
+the model), and "build": "int8" for an int8 case. tests/test_calibration_records.py replays it, judging an int8 case
+as its int8 conversion."""
 from __future__ import annotations
 
 import argparse
@@ -125,16 +127,36 @@ def einsum(equation: str, shapes):
     return _net(c, hw, body, c_out=8)
 
 
-def scatter(c: int, hw, chained: bool):
-    """Slice assignment with constant indices (ScatterND), once or twice in a row on the same tensor."""
+def scatter(c: int, hw, chained: bool, same: bool = False):
+    """Slice assignment with constant indices (ScatterND), once or twice in a row on the same tensor; same=True: the
+    second writes the region the first wrote (ConditionalDETR's box update exports that way), else the next one."""
     def body(y):
         y = y.clone()
-        y[:, :, :, :2] = y[:, :, :, :2].sigmoid()
-        if chained:
+        s = y[:, :, :, :2].sigmoid()
+        y[:, :, :, :2] = s
+        if chained and same:
+            y[:, :, :, :2] = s * 2.0
+        elif chained:
             y[:, :, :, 2:4] = y[:, :, :, 2:4] * 2.0
         return y
 
     return _net(c, hw, body)
+
+
+def scatter_pair(inner: int, rank: int, first: tuple[int, int], second: tuple[int, int], reads: bool, direct: bool = False):
+    """Two slice assignments (ScatterND) in a row on the innermost axis, to first = (start, stop) and then second, of a
+    [1, 20, inner] (rank 3) or [1, 1, 20, inner] view of the conv output, or of the conv's own [1, 8, 8, inner] output
+    (direct). The second writes values computed from the first one's output (reads) or from the first one's values
+    (ConditionalDETR's box update writes [..., :2] of [1, 20, 4] twice, with values that do not read the first write)."""
+    def body(y):
+        z = y if direct else y.reshape(1, inner, 20).permute(0, 2, 1)
+        z = (z.reshape(1, 1, 20, inner) if rank == 4 and not direct else z).clone()
+        a = z[..., first[0]:first[1]].sigmoid()
+        z[..., first[0]:first[1]] = a
+        z[..., second[0]:second[1]] = z[..., second[0]:second[1]] + 1.0 if reads else a * 2.0
+        return z if direct else z.reshape(1, 20, inner).permute(0, 2, 1).reshape(1, inner, 4, 5)
+
+    return _net(8 if direct else inner, (8, inner) if direct else (4, 5), body)
 
 
 def gather(c: int, hw, runtime: bool):
@@ -149,6 +171,25 @@ def gather(c: int, hw, runtime: bool):
     return _net(c, hw, body, c_out=hw[1])
 
 
+def split_last(heads: int, t: int, c: int, parts: tuple[int, int], linear: bool):
+    """WavLM's gated position bias: a [1, heads, t, c] tensor (permuted from the conv's NCHW output, then a Linear's
+    MatMul + Add to parts[0] * parts[1] features, or no Linear) reshaped to 5-D with its innermost axis split in
+    `parts`, summed over the new innermost axis, permuted back to NCHW for the conv."""
+    import torch
+
+    g, k = parts
+    lin = torch.nn.Linear(c, g * k) if linear else None
+
+    def body(y):
+        y = y.permute(0, 2, 3, 1)
+        y = lin(y) if lin is not None else y
+        return y.reshape(1, heads, t, g, k).sum(-1).permute(0, 3, 1, 2)
+
+    m, x = _net(c, (heads, t), body, c_out=g)
+    m.lin = lin  # registered, so the export keeps its weights
+    return m, x
+
+
 def depth_to_space(c: int, hw, factor: int, head: bool):
     """PixelShuffle (DepthToSpace), into a model output (head=False) or into a 1x1 conv."""
     import torch
@@ -156,7 +197,7 @@ def depth_to_space(c: int, hw, factor: int, head: bool):
     return _net(c, hw, torch.nn.PixelShuffle(factor), c_out=c // factor ** 2, head=head)
 
 
-# name -> (op under test, builder, arguments)
+# name -> (op under test, builder, arguments[, build: "int8"])
 CASES = {
     # 6-D window partition/reverse: innermost axis kept, as swinv2/swin2sr/hiera; moved, as pixel_unshuffle
     "transpose6-swin-4x4": ("Transpose", transpose, ((1, 4, 4, 4, 4, 16), (0, 1, 3, 2, 4, 5))),
@@ -210,6 +251,22 @@ CASES = {
     # ScatterND with constant indices: one update, and a second on the first one's output
     "scatternd-once": ("ScatterND", scatter, (8, (8, 8), False)),
     "scatternd-chained": ("ScatterND", scatter, (8, (8, 8), True)),
+    "scatternd-same-region": ("ScatterND", scatter, (8, (8, 8), True, True)),
+    # ... a second write over the first one's region: innermost axis 4 (ConditionalDETR's boxes) and 8, 3-D and 4-D
+    "scatternd-overlap-3d-inner4": ("ScatterND", scatter_pair, (4, 3, (0, 2), (0, 2), False)),
+    "scatternd-overlap-3d-inner4-reads": ("ScatterND", scatter_pair, (4, 3, (0, 2), (0, 2), True)),
+    "scatternd-overlap-4d-inner4": ("ScatterND", scatter_pair, (4, 4, (0, 2), (0, 2), False)),
+    "scatternd-overlap-conv-w4": ("ScatterND", scatter_pair, (4, 4, (0, 2), (0, 2), False, True)),
+    "scatternd-overlap-conv-w4-reads": ("ScatterND", scatter_pair, (4, 4, (0, 2), (0, 2), True, True)),
+    "scatternd-overlap-3d-inner8": ("ScatterND", scatter_pair, (8, 3, (0, 2), (0, 2), False)),
+    "scatternd-overlap-4d-inner16": ("ScatterND", scatter_pair, (16, 4, (0, 2), (0, 2), False)),
+    "scatternd-partial-3d-inner4": ("ScatterND", scatter_pair, (4, 3, (0, 2), (1, 3), False)),
+    "scatternd-partial-3d-inner4-reads": ("ScatterND", scatter_pair, (4, 3, (0, 2), (1, 3), True)),
+    "scatternd-apart-3d-inner4": ("ScatterND", scatter_pair, (4, 3, (0, 2), (2, 4), False)),
+    "scatternd-apart-3d-inner4-reads": ("ScatterND", scatter_pair, (4, 3, (0, 2), (2, 4), True)),
+    "scatternd-apart-3d-inner8": ("ScatterND", scatter_pair, (8, 3, (0, 2), (2, 4), False)),
+    "scatternd-whole-3d-inner4": ("ScatterND", scatter_pair, (4, 3, (0, 4), (0, 4), False)),
+    "scatternd-whole-4d-inner4": ("ScatterND", scatter_pair, (4, 4, (0, 4), (0, 4), False)),
     # Gather by a constant index and by one computed at run time, and the Reshape after it
     "gather-const-index": ("Gather", gather, (8, (8, 8), False)),
     "gather-runtime-index": ("Gather", gather, (8, (8, 8), True)),
@@ -223,35 +280,69 @@ CASES = {
     "d2s-x4-to2-conv": ("DepthToSpace", depth_to_space, (32, (8, 8), 4, True)),
     "d2s-x6-to1-conv": ("DepthToSpace", depth_to_space, (36, (4, 4), 6, True)),
     "d2s-x8-to1-conv": ("DepthToSpace", depth_to_space, (64, (4, 4), 8, True)),
+    # 4-D -> 5-D Reshape that splits the innermost axis W into g x k (WavLM's gated position bias [1, 2, 99, 8] ->
+    # [1, 2, 99, 2, 4]), after a Linear, with T = 99 unless named: int8 builds, then float16 builds
+    "int8-split-last-2x4": ("Reshape", split_last, (2, 99, 16, (2, 4), True), "int8"),
+    "int8-split-last-4x4": ("Reshape", split_last, (2, 99, 16, (4, 4), True), "int8"),
+    "int8-split-last-2x8": ("Reshape", split_last, (2, 99, 16, (2, 8), True), "int8"),
+    "int8-split-last-6x4": ("Reshape", split_last, (2, 99, 16, (6, 4), True), "int8"),
+    "int8-split-last-3x8": ("Reshape", split_last, (2, 99, 16, (3, 8), True), "int8"),
+    "int8-split-last-2x7": ("Reshape", split_last, (2, 99, 16, (2, 7), True), "int8"),
+    "int8-split-last-2x9": ("Reshape", split_last, (2, 99, 16, (2, 9), True), "int8"),
+    "int8-split-last-2x2": ("Reshape", split_last, (2, 99, 16, (2, 2), True), "int8"),
+    "int8-split-last-3x6": ("Reshape", split_last, (2, 99, 16, (3, 6), True), "int8"),
+    "int8-split-last-2x12": ("Reshape", split_last, (2, 99, 16, (2, 12), True), "int8"),
+    "int8-split-last-2x4-no-linear": ("Reshape", split_last, (2, 99, 8, (2, 4), False), "int8"),
+    "int8-split-last-t96-2x4": ("Reshape", split_last, (2, 96, 16, (2, 4), True), "int8"),
+    "int8-split-last-t64-2x4": ("Reshape", split_last, (2, 64, 16, (2, 4), True), "int8"),
+    "int8-split-last-t16-2x6": ("Reshape", split_last, (2, 16, 16, (2, 6), True), "int8"),
+    "int8-split-last-t8-2x4": ("Reshape", split_last, (2, 8, 16, (2, 4), True), "int8"),
+    "int8-split-last-t24-2x4": ("Reshape", split_last, (2, 24, 16, (2, 4), True), "int8"),
+    "int8-split-last-t100-2x4": ("Reshape", split_last, (2, 100, 16, (2, 4), True), "int8"),
+    "split-last-2x4": ("Reshape", split_last, (2, 99, 16, (2, 4), True)),
+    "split-last-2x2": ("Reshape", split_last, (2, 99, 16, (2, 2), True)),
+    "split-last-3x4": ("Reshape", split_last, (2, 99, 16, (3, 4), True)),
+    "split-last-4x2": ("Reshape", split_last, (2, 99, 16, (4, 2), True)),
+    "split-last-2x5": ("Reshape", split_last, (2, 99, 16, (2, 5), True)),
+    "split-last-2x9": ("Reshape", split_last, (2, 99, 16, (2, 9), True)),
+    "split-last-3x6": ("Reshape", split_last, (2, 99, 16, (3, 6), True)),
+    "split-last-2x10": ("Reshape", split_last, (2, 99, 16, (2, 10), True)),
+    "split-last-t96-3x4": ("Reshape", split_last, (2, 96, 16, (3, 4), True)),
+    "split-last-t8-2x2": ("Reshape", split_last, (2, 8, 16, (2, 2), True)),
 }
+
+
+def build_of(name: str) -> str:
+    """The RKNN build a case is compiled with: float16 unless its catalogue entry names int8."""
+    return CASES[name][3] if len(CASES[name]) > 3 else "fp16"
 
 
 def export_case(name: str, folder: Path) -> Path:
     from npufit.zoo.export import export_onnx
 
-    op, builder, args = CASES[name]
+    op, builder, args = CASES[name][:3]
     m, x = builder(*args)
     p = folder / f"{name}.onnx"
     export_onnx(m, x, p, OPSET, ["x"], ["y"])
     return p
 
 
-def predict(onnx: Path, op: str, profile=None) -> list[str]:
-    """npufit's verdict for every top-level node of `op`, in graph order."""
+def predict(onnx: Path, op: str, profile=None, build: str = "fp16") -> list[str]:
+    """npufit's verdict for every top-level node of `op`, in graph order, judged as the case's build."""
     from npufit.check import check
     from npufit.graph import load
 
     graph = load(onnx)
-    rep = check(graph, profile or TARGET)
+    rep = check(graph, profile or TARGET, judge="int8" if build == "int8" else "auto")
     by = {n.name: n.verdict.value for n in rep.nodes if n.parent is None}
     return [by.get(n.name, "folded") for n in graph.top_nodes if n.op_type == op]
 
 
-def measure(onnx: Path, op: str, out: Path) -> tuple[list[str] | str, str | None]:
+def measure(onnx: Path, op: str, out: Path, build: str = "fp16") -> tuple[list[str] | str, str | None]:
     from npufit.compilers import compile_model
     from npufit.graph import load
 
-    r = compile_model(onnx, TARGET, quantize=False, simulate=False, out_dir=out, timeout_s=600)
+    r = compile_model(onnx, TARGET, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=600)
     if not (r.ok and r.placement):
         return f"failed: {str(r.error or '')[:200]}", r.compiler_version
     by = {p.node: p.device for p in r.placement}
@@ -276,13 +367,13 @@ def main(argv=None) -> None:
     print("| case | op | RKNN | npufit |\n|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="npufit-rkc-") as d:
         for name in chosen:
-            op = CASES[name][0]
+            op, build = CASES[name][0], build_of(name)
             p = export_case(name, Path(d))
-            got, ver = measure(p, op, Path(d) / name)
+            got, ver = measure(p, op, Path(d) / name, build)
             if ver and ver not in rec["compiler_versions"]:
                 rec["compiler_versions"].append(ver)
-            rec["cases"][name] = {"op": op, "placement": got}
-            print(f"| {name} | {op} | {got} | {predict(p, op)} |", flush=True)
+            rec["cases"][name] = {"op": op, "placement": got, **({"build": build} if build != "fp16" else {})}
+            print(f"| {name} | {op} {build} | {got} | {predict(p, op, build=build)} |", flush=True)
     if a.record:
         rec["cases"] = {n: rec["cases"][n] for n in CASES if n in rec["cases"]}  # catalogue order; dropped cases go
         atomic_write_json(path, rec)

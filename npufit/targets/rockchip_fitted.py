@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..graph import quant
 from . import calibration as cal, common
 
 Ev = cal.Evidence
@@ -33,6 +34,11 @@ TRANSPOSE6 = Ev(("transformer",), ("transpose6-swin-4x4", "transpose6-swin-2x8",
                                    "transpose6-swin-4x4-c12", "transpose6-moves-innermost", "transpose6-moves-innermost-b"))
 # 6-D Split: hiera's q/k/v split (transformer) and four cases, along the outermost, an inner and the innermost axis
 SPLIT6 = Ev(("transformer",), ("split6-outermost", "split6-outermost-lead1", "split6-inner", "split6-innermost"))
+# RANK5's 5-D evidence carried one rank up, to the layout ops only: a Split, and a Transpose that keeps the innermost axis
+# (PROBE-R's 6-D pixel_unshuffle, which moves it, ran on the CPU, and so did RKNN-C's 6-D Mul). This is the condition a
+# fit without the 6-D records and cases would make; TRANSPOSE6 and SPLIT6 refine it where their evidence is used, so it
+# decides only when both are held out (benchmarks/calibration/score.py, "LOFO corpus-only" of the transformer family).
+RANK6_LAYOUT = Ev(RANK5.families)
 SOFTMAX_LAST = Ev(("transformer", "detector"))
 # step slices: swinv2's patch merging (transformer); cases: YOLOv5's Focus and Swin's merging (NPU), lone strided
 # slices and two of four phases (CPU)
@@ -43,6 +49,18 @@ EINSUM = Ev(("transformer",), ("einsum-attention", "einsum-relpos", "einsum-chan
                                "einsum-3operands"))
 UNIT_SQUEEZE = Ev(("cnn", "transformer"))
 SCATTER_ND = Ev(("detector",), ("scatternd-once", "scatternd-chained"))
+# a second ScatterND over the first one's cells: conditional_detr's box update writes [..., :2] of [1, 20, 4] twice, the
+# second time with values that do not read the first write, and that one ran on the CPU (detector); the cases show it
+# on 3-D and 4-D tensors with an innermost axis of 4 (same and partly overlapping cells), and show the NPU where the
+# values read the first write, where the innermost axis has 8 or 16 elements, and where the cells do not overlap;
+# dab_detr's pair that overwrites the whole [1, 1, 20, 4] was folded away, as the cases that do so
+SCATTER_OVERWRITE = Ev(("detector",), ("scatternd-same-region", "scatternd-overlap-3d-inner4", "scatternd-overlap-3d-inner4-reads",
+                                       "scatternd-overlap-4d-inner4", "scatternd-overlap-conv-w4", "scatternd-overlap-conv-w4-reads",
+                                       "scatternd-overlap-3d-inner8", "scatternd-overlap-4d-inner16", "scatternd-partial-3d-inner4",
+                                       "scatternd-partial-3d-inner4-reads", "scatternd-apart-3d-inner4",
+                                       "scatternd-apart-3d-inner4-reads", "scatternd-apart-3d-inner8",
+                                       "scatternd-whole-3d-inner4", "scatternd-whole-4d-inner4"))
+SCATTER_MIN_INNER = 8  # an innermost axis of this many elements kept the second write on the NPU
 PAD3 = Ev(("transformer", "audio-rnn"))
 INT8_DIV = Ev(("cnn", "transformer"))
 DEPTH_TO_SPACE = Ev(("cnn",), ("d2s-x3-to1-output", "d2s-x2-to1-output", "d2s-x3-to8-output", "d2s-x3-to1-conv",
@@ -51,6 +69,17 @@ DEPTH_TO_SPACE = Ev(("cnn",), ("d2s-x3-to1-output", "d2s-x2-to1-output", "d2s-x3
 # Gather by indices computed at run time: 11 of 11 in the corpus ran on the CPU (embedding lookups, roberta's position
 # ids, clip_text's end-of-text pooling by an ArgMax index; transformer); cases: the same by constant index on the NPU
 GATHER_RUNTIME = Ev(("transformer",), ("gather-const-index", "gather-runtime-index"))
+
+# 4-D -> 5-D Reshape splitting the innermost axis: wavlm's gated position bias [1, 2, 99, 8] -> [1, 2, 99, 2, 4] ran
+# on the CPU in the int8 build and on the NPU in the float16 build (audio-rnn); 27 cases (rknn_cases.py split-last-*,
+# T = 8..100, W = 4..24, both builds) bound it: the NPU unless the split's innermost part is under 8 elements and
+# neither W nor T is a multiple of 16 bytes' worth of elements (int8: 16, float16: 8)
+SPLIT_INNERMOST = Ev(("audio-rnn",), tuple(f"int8-split-last-{c}" for c in (
+    "2x4", "4x4", "2x8", "6x4", "3x8", "2x7", "2x9", "2x2", "3x6", "2x12", "2x4-no-linear", "t96-2x4", "t64-2x4", "t16-2x6",
+    "t8-2x4", "t24-2x4", "t100-2x4")) + tuple(f"split-last-{c}" for c in (
+    "2x4", "2x2", "3x4", "4x2", "2x5", "2x9", "3x6", "2x10", "t96-3x4", "t8-2x2")))
+SPLIT_ROW_BYTES = 16  # W or T a multiple of this many bytes keeps the split on the NPU
+SPLIT_MIN_INNER = 8  # ... and so does an innermost part of at least this many elements, in both builds
 
 # no-ops rknn.build deletes ('remove_invalid_reshape', 'remove_invalid_add', 'bypass_two_reshape' in its log): a Reshape to
 # the shape it already has had no layer in all 19 such activation Reshapes of the fp16 corpus (hubert, sew, unispeech,
@@ -73,8 +102,9 @@ def rank5_from_npu(node, r: int, lim) -> bool:
 
 
 def split_high_rank(node, r: int, lim) -> bool:
-    """A 5-D or 6-D Split of an NPU tensor ran on the NPU, along any axis (SPLIT6)."""
-    return node.op_type == "Split" and r in (5, 6) and cal.fitted(lim, SPLIT6) and _from_npu(node)
+    """A 5-D or 6-D Split of an NPU tensor ran on the NPU, along any axis (SPLIT6; RANK6_LAYOUT without it)."""
+    return (node.op_type == "Split" and r in (5, 6) and (cal.fitted(lim, SPLIT6) or cal.fitted(lim, RANK6_LAYOUT))
+            and _from_npu(node))
 
 
 def _transpose6(node) -> bool:
@@ -97,7 +127,12 @@ def _transpose6(node) -> bool:
 def rank_exempt(node, r: int, lim) -> bool:
     """Ops that ran on the NPU above rank 4 (the profile's other exemptions are in rockchip._rank_exempt)."""
     if node.op_type == "Transpose":
-        return r <= 6 and _transpose6(node) and cal.fitted(lim, TRANSPOSE6)
+        if r > 6:
+            return False
+        if cal.fitted(lim, TRANSPOSE6):
+            return _transpose6(node)
+        t = cal.transpose_keeps_innermost(node.input_shape(0), common.transpose_perm(node))
+        return t is not None and t[1] and _from_npu(node) and cal.fitted(lim, RANK6_LAYOUT)
     return rank5_from_npu(node, r, lim) or split_high_rank(node, r, lim)
 
 
@@ -192,11 +227,53 @@ def unit_channel_squeeze(x, y, lim) -> bool:
 
 def scatter_nd(node, lim):
     """conditional_detr's and dab_detr's box updates (detector) and two cases (one update, two in a row on one tensor):
-    ScatterNDs with constant indices ran on the NPU (conditional_detr's second one, on the first one's output, ran on
-    the CPU: an open allowance)."""
-    if node.is_const(1) and cal.fitted(lim, SCATTER_ND):
+    ScatterNDs with constant indices ran on the NPU, except a second write over the first one's cells
+    (SCATTER_OVERWRITE)."""
+    if not (node.is_const(1) and cal.fitted(lim, SCATTER_ND)):
+        return "indices computed at run time"
+    return _overwrite(node) if cal.fitted(lim, SCATTER_OVERWRITE) else None
+
+
+def _cells(node) -> tuple[int, set] | None:
+    """(index depth, the set of index tuples) a ScatterND with constant indices writes."""
+    idx = common.const_array(node, 1)
+    if idx is None or idx.ndim < 1 or not idx.shape[-1]:
         return None
-    return "indices computed at run time"
+    k = idx.shape[-1]
+    return k, {tuple(r) for r in idx.reshape(-1, k).tolist()}
+
+
+def _reads(tensor: str, node, graph) -> bool:
+    """Whether `tensor`'s values are computed from `node`'s output: a walk up its producers, each visited once (a Shape
+    reads no values, and the export's index plumbing reads the scattered tensor's shape only)."""
+    seen, todo = set(), [tensor]
+    while todo:
+        p = graph.producer(todo.pop())
+        if p is None or p.name in seen or p.op_type == "Shape":
+            continue
+        if p.name == node.name:
+            return True
+        seen.add(p.name)
+        todo += [t for t in p.inputs if t]
+    return False
+
+
+def _overwrite(node) -> str | None:
+    """A ScatterND on another one's output that writes some of the same cells again, with values not computed from
+    that output, on a tensor whose innermost axis is under SCATTER_MIN_INNER elements and which it does not overwrite
+    whole: the CPU (SCATTER_OVERWRITE)."""
+    g, x = node.graph, node.input_shape(0)
+    first = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    if first is None or first.op_type != "ScatterND" or not x or not isinstance(x[-1], int) or x[-1] >= SCATTER_MIN_INNER:
+        return None
+    mine, theirs = _cells(node), _cells(first)
+    if mine is None or theirs is None or mine[0] != theirs[0] or not mine[1] & theirs[1]:
+        return None
+    if not all(isinstance(d, int) for d in x[:mine[0]]) or len(mine[1]) == math.prod(x[:mine[0]]):
+        return None  # a whole overwrite is folded away
+    if len(node.inputs) < 3 or _reads(node.inputs[2], first, g):
+        return None
+    return f"writes cells of [.., {x[-1]}] the ScatterND before it wrote, with values not read from it"
 
 
 def pad_rank3_axis1(node, lim) -> str | None:
@@ -230,6 +307,25 @@ def gather_indices(node, lim) -> str | None:
     if node.is_const(1) or not cal.fitted(lim, GATHER_RUNTIME):
         return None
     return "indices computed at run time"
+
+
+def split_innermost(node, lim) -> str | None:
+    """A Reshape of a 4-D NPU tensor [.., T, W] to 5-D [.., T, g, k] (W split into g x k, both > 1) runs on the CPU when
+    k < 8 and neither W nor T is a multiple of 16 bytes of elements (8 in float16, 16 in int8): int8 [.., 99, 8] ->
+    [.., 99, 2, 4] on the CPU, [.., 96 or 64, 8] and [.., 99, 16] as 4x4 on the NPU, [.., 99, 24] as 6x4 on the CPU and
+    as 3x8 on the NPU; float16 [.., 99, 8] as 2x4 on the NPU, [.., 99, 12] as 3x4 on the CPU (SPLIT_INNERMOST)."""
+    x, y = node.input_shape(0), node.output_shape(0)
+    if node.op_type != "Reshape" or not x or not y or len(x) != 4 or len(y) != 5 or not _from_npu(node):
+        return None
+    if not all(isinstance(d, int) for d in list(x) + list(y)) or list(y[:3]) != list(x[:3]):
+        return None
+    t, w, (g, k) = x[2], x[3], y[3:]
+    if g < 2 or k < 2 or k >= SPLIT_MIN_INNER or not cal.fitted(lim, SPLIT_INNERMOST):
+        return None
+    row = SPLIT_ROW_BYTES // (1 if quant.exec_dtype(node) in ("int8", "uint8") else 2)
+    if w % row == 0 or t % row == 0:
+        return None
+    return f"splits the innermost {w} into {g} x {k}: neither {w} nor {t} is a multiple of {row}"
 
 
 # -- ops rknn.build deletes or rewrites (RKNN-C: its log on benchmarks/compile_rk3588.py's models; CAL-R) ----------
