@@ -52,6 +52,9 @@ LIMITS = {
     "output_align": 8,  # RKNN-C, float16 builds
     "output_map_hw": 1,  # a non-4-D output reshaped from an NPU tensor of this H and W keeps the NC1HWC2 order
     "d2s_blocks": common.Choices((2, 4, 8)),  # CAL-R cases: DepthToSpace x2/x4/x8 NPU, x3/x6 CPU
+    # CAL-R split-last cases: a Reshape splitting the innermost axis W of [.., T, W] into g x k stays on the NPU when
+    # k has at least split_min_inner elements or W or T is a multiple of split_row_bytes bytes of elements
+    "split_min_inner": 8, "split_row_bytes": 16,
     # the RKNN runtime converts layout (NC1HWC2 <-> NCHW) and dtype when a tensor crosses to a CPU op (INF)
     "boundary_layout": "NC1HWC2",
 }

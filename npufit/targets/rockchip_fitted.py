@@ -78,8 +78,6 @@ SPLIT_INNERMOST = Ev(("audio-rnn",), tuple(f"int8-split-last-{c}" for c in (
     "2x4", "4x4", "2x8", "6x4", "3x8", "2x7", "2x9", "2x2", "3x6", "2x12", "2x4-no-linear", "t96-2x4", "t64-2x4", "t16-2x6",
     "t8-2x4", "t24-2x4", "t100-2x4")) + tuple(f"split-last-{c}" for c in (
     "2x4", "2x2", "3x4", "4x2", "2x5", "2x9", "3x6", "2x10", "t96-3x4", "t8-2x2")))
-SPLIT_ROW_BYTES = 16  # W or T a multiple of this many bytes keeps the split on the NPU
-SPLIT_MIN_INNER = 8  # ... and so does an innermost part of at least this many elements, in both builds
 
 # no-ops rknn.build deletes ('remove_invalid_reshape', 'remove_invalid_add', 'bypass_two_reshape' in its log): a Reshape to
 # the shape it already has had no layer in all 19 such activation Reshapes of the fp16 corpus (hubert, sew, unispeech,
@@ -98,12 +96,12 @@ def _from_npu(node) -> bool:
 
 def rank5_from_npu(node, r: int, lim) -> bool:
     """A rank-5 op that reads no model input directly (the corpus's 5-D tensors all came from NPU ops)."""
-    return r == 5 and cal.fitted(lim, RANK5) and _from_npu(node)
+    return r == lim["rank_from_npu"] and cal.fitted(lim, RANK5) and _from_npu(node)
 
 
 def split_high_rank(node, r: int, lim) -> bool:
     """A 5-D or 6-D Split of an NPU tensor ran on the NPU, along any axis (SPLIT6; RANK6_LAYOUT without it)."""
-    return (node.op_type == "Split" and r in (5, 6) and (cal.fitted(lim, SPLIT6) or cal.fitted(lim, RANK6_LAYOUT))
+    return (node.op_type == "Split" and lim["rank_from_npu"] <= r <= lim["rank_split_max"] and (cal.fitted(lim, SPLIT6) or cal.fitted(lim, RANK6_LAYOUT))
             and _from_npu(node))
 
 
@@ -127,7 +125,7 @@ def _transpose6(node) -> bool:
 def rank_exempt(node, r: int, lim) -> bool:
     """Ops that ran on the NPU above rank 4 (the profile's other exemptions are in rockchip._rank_exempt)."""
     if node.op_type == "Transpose":
-        if r > 6:
+        if r > lim["rank_transpose_max"]:
             return False
         if cal.fitted(lim, TRANSPOSE6):
             return _transpose6(node)
@@ -137,11 +135,11 @@ def rank_exempt(node, r: int, lim) -> bool:
 
 
 def softmax_last_axis(node, r, a: int, lim) -> bool:
-    """A softmax over the last axis of a tensor with at most 4 axes of size > 1 ran on the NPU: hiera's 5-D attention
+    """A softmax over the last axis of a tensor with at most softmax_last_axes (4) axes of size > 1 ran on the NPU: hiera's 5-D attention
     and siglip_vision's [2, 1, 64] pooling head (transformer; the toolkit drops size-1 axes), table_transformer's plain
     3-D [2, 4, 4] / [2, 20, 4] attention (detector)."""
     u = cal.nonunit(node.input_shape(0))
-    if not r or a != r - 1 or u is None or len(u) > 4:
+    if not r or a != r - 1 or u is None or len(u) > lim["softmax_last_axes"]:
         return False
     return cal.fitted(lim, SOFTMAX_LAST)
 
@@ -320,9 +318,9 @@ def split_innermost(node, lim) -> str | None:
     if not all(isinstance(d, int) for d in list(x) + list(y)) or list(y[:3]) != list(x[:3]):
         return None
     t, w, (g, k) = x[2], x[3], y[3:]
-    if g < 2 or k < 2 or k >= SPLIT_MIN_INNER or not cal.fitted(lim, SPLIT_INNERMOST):
+    if g < 2 or k < 2 or k >= lim["split_min_inner"] or not cal.fitted(lim, SPLIT_INNERMOST):
         return None
-    row = SPLIT_ROW_BYTES // (1 if quant.exec_dtype(node) in ("int8", "uint8") else 2)
+    row = lim["split_row_bytes"] // (1 if quant.exec_dtype(node) in ("int8", "uint8") else 2)
     if w % row == 0 or t % row == 0:
         return None
     return f"splits the innermost {w} into {g} x {k}: neither {w} nor {t} is a multiple of {row}"

@@ -368,6 +368,10 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "QuantizeLinear": qdq, "DequantizeLinear": qdq,
         "Cast": (_r(p, "cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
                     "dtype it already has is deleted by rknn.build, RKNN-C)", _cast),),
+        "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of [.., T, W] into g x k runs "
+                       "on the NPU when k has at least {split_min_inner} elements or W or T is a multiple of "
+                       "{split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost,
+                       ("split the innermost axis into wider parts, or do this reshape on the host",), "CAL-R"),),
         "ScatterND": (_r(p, "scatter_nd.measured", "ScatterND runs on the NPU with constant indices (the 2.3.2 document lists a CPU "
                          "kernel)", fit.scatter_nd, src="CAL-R"),),
         "ReduceL2": (_r(p, "reduce_l2.measured", "ReduceL2 runs on the NPU (measured in float16 and int8 builds; the 2.3.2 document "

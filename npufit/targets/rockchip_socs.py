@@ -150,6 +150,10 @@ SOCS: tuple[Soc, ...] = (
             # R-PDF §4.1 lists ReduceL2 among RV1106's CPU kernels; corpus (CAL-SOC): 12 of 16 on the CPU (swinv2's and
             # swin2sr's cosine attention), RK3588 ran all 16 on the NPU
             "ReduceL2": _cpu("ReduceL2", "RV1106 runs ReduceL2 as a CPU kernel (R-PDF §4.1; 12 of 16 in the int8 corpus builds)", CAL),
+            # corpus (CAL-SOC): wavlm's int8 Reshapes [1, 2, 99, 8] -> [1, 2, 99, 2, 4], CPU on RK3588 (its split-last
+            # cases), ran on RV1106's NPU: RK3588's reshape.split_innermost rule does not hold here
+            "Reshape": OpSupport("Reshape", Verdict.NPU, source=CAL, note="an innermost-axis split ran on the NPU (wavlm, "
+                                                                          "int8 corpus build)"),
             # LSTM and BiLSTM ran on the NPU; the exGRU layer did not
             "GRU": _cpu("GRU", "RV1106 runs the exGRU layer on the CPU (probe case gru; lstm and bilstm ran on the NPU)"),
         },
