@@ -91,7 +91,8 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
         return a
 
     for n, preds in zip(runnable, dag.preds):
-        i, d = n.index, dev[n.index]
+        i = n.index
+        d = dev[i]
         lv = 0
         for p in preds:
             pl = level[p] + (dev[p] != d)
@@ -108,13 +109,14 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
     groups: list[list[NodeView]] = []
     first: dict[int, int] = {}
     for n in runnable:  # topological order: groups are numbered by their earliest node
-        r = find(n.index)
+        i = n.index
+        r = i if root[i] == i else find(i)
         g = first.get(r)
         if g is None:
             g = first[r] = len(groups)
             groups.append([])
         groups[g].append(n)
-        group[n.index] = g
+        group[i] = g
     ins: list[dict[str, None]] = [{} for _ in groups]  # insertion-ordered sets
     outs: list[dict[str, None]] = [{} for _ in groups]
     graph_outs = set(graph.output_names)
@@ -141,15 +143,23 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
                 if c.parent is None and group[c.index] != g:
                     gout[o] = None
                     break
-    return [Partition(g, dev[members[0].index], [m.name for m in members], sum(macs.get(m.name, 0) for m in members),  # type: ignore[arg-type]
-                      list(ins[g]), list(outs[g])) for g, members in enumerate(groups)]
+    parts = []
+    macs_of = macs.get
+    for g, members in enumerate(groups):
+        names = [m.name for m in members]
+        total = 0
+        for name in names:
+            total += macs_of(name, 0)
+        parts.append(Partition(g, dev[members[0].index], names, total, list(ins[g]), list(outs[g])))  # type: ignore[arg-type]
+    return parts
 
 
 def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
     owner: dict[str, Partition] = {}
+    node = graph.node
     for p in parts:
         for n in p.nodes:
-            for o in graph.node(n).outputs:
+            for o in node(n).outputs:
                 if o:
                     owner[o] = p
     out: list[Boundary] = []
@@ -180,9 +190,16 @@ def npu_prefix(graph: Graph, device_of: dict[str, str], dag: RunningDag | None =
     dag = dag or RunningDag(graph, device_of)
     ok = [False] * len(graph.nodes)
     chosen: list[NodeView] = []  # topological order
+    dev = dag.dev
     for n, preds in zip(dag.runnable, dag.preds):
-        if dag.dev[n.index] == NPU and all(ok[p] for p in preds):
-            ok[n.index] = True
+        i = n.index
+        if dev[i] != NPU:
+            continue
+        for p in preds:  # a plain loop: all(<generator>) per node costs more than the test
+            if not ok[p]:
+                break
+        else:
+            ok[i] = True
             chosen.append(n)
     graph_ins, graph_outs = set(graph.input_names), set(graph.output_names)
     start, end, end_tensors = [], [], []

@@ -90,14 +90,17 @@ class NodeView:
 
     # -- tensors -------------------------------------------------------------
     def input(self, i: int) -> TensorInfo | None:
-        if i >= len(self.inputs) or not self.inputs[i]:
+        names = self.inputs
+        if i >= len(names) or not names[i]:
             return None
-        return self.graph.tensor(self.inputs[i])
+        # the table read inline (Graph.tensor registers a missing name): rules call this for most nodes
+        return self.graph.tensors.get(names[i]) or self.graph.tensor(names[i])
 
     def output(self, i: int = 0) -> TensorInfo | None:
-        if i >= len(self.outputs) or not self.outputs[i]:
+        names = self.outputs
+        if i >= len(names) or not names[i]:
             return None
-        return self.graph.tensor(self.outputs[i])
+        return self.graph.tensors.get(names[i]) or self.graph.tensor(names[i])
 
     def input_shape(self, i: int = 0):
         t = self.input(i)
