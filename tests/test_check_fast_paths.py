@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check.partitions import HOST, NPU, npu_prefix, partition
+from npufit.check.partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from npufit.graph import Graph, NodeView, TensorInfo, load
 from tests.onnx_builders import model, vi
 
@@ -95,6 +95,29 @@ def test_partitions_and_prefix_match_the_plain_definition_on_random_graphs():
             if device_of.get(n.name) == NPU and all(p.name in ok for p in g.predecessors(n) if p.name in device_of):
                 ok.add(n.name)
         assert prefix["nodes"] == [n.name for n in g.top_nodes if n.name in ok], seed
+
+
+def test_boundaries_from_the_producer_map_match_the_map_by_name_on_random_graphs():
+    from_partitions = 0
+    for seed in range(40):
+        g, device_of = _random_dag(seed)
+        assert g.names_unique and g.single_producers
+        dag = RunningDag(g, device_of)
+        parts = partition(g, device_of, {}, dag)
+        fast, plain = boundaries(g, parts, dag), boundaries(g, parts)  # without the dag: the map over every output
+        assert [b.to_dict() for b in fast] == [b.to_dict() for b in plain], seed
+        from_partitions += sum(b.src.startswith("partition") for b in plain)
+    assert from_partitions > 40  # the owner lookup is exercised, not only "model input" sources
+
+
+def test_graphs_with_a_repeated_node_name_or_tensor_writer_say_so():
+    x = {"x": TensorInfo("x", (1, 4))}
+    twice_named = Graph("g", "onnx", [NodeView("a", "Relu", "", {}, ("x",), ("y",), None),  # type: ignore[arg-type]
+                                      NodeView("a", "Relu", "", {}, ("y",), ("z",), None)], dict(x), ["x"], ["z"])  # type: ignore[arg-type]
+    assert not twice_named.names_unique and twice_named.single_producers
+    twice_written = Graph("g", "onnx", [NodeView("a", "Relu", "", {}, ("x",), ("y",), None),  # type: ignore[arg-type]
+                                        NodeView("b", "Relu", "", {}, ("x",), ("y",), None)], dict(x), ["x"], ["y"])  # type: ignore[arg-type]
+    assert twice_written.names_unique and not twice_written.single_producers
 
 
 def test_check_json_is_compact_by_default_and_indented_on_request(tmp_path):

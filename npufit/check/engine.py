@@ -108,20 +108,23 @@ def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
     device_of: dict[str, str] = {}
     macs: dict[str, int] = {}
     total = 0
+    runnable: list[NodeView] = []
+    dev: list[str | None] = [None] * len(graph.nodes)
     for n in graph.top_nodes:
         name = n.name
         r = results[name]
         v = r.verdict
         if v is not _FOLDED:
-            device_of[name] = NPU if v is _NPU else HOST
+            device_of[name] = dev[n.index] = NPU if v is _NPU else HOST
+            runnable.append(n)
             m = macs[name] = r.macs
             total += m
-    dag = RunningDag(graph, device_of)  # shared by partitioning and the prefix
+    dag = RunningDag(graph, device_of, (runnable, dev))  # shared by partitioning, boundaries and the prefix
     parts = partition(graph, device_of, macs, dag)
     for p in parts:
         for name in p.nodes:
             results[name].partition = p.id
-    bounds = boundaries(graph, parts)
+    bounds = boundaries(graph, parts, dag)
     prefix = npu_prefix(graph, device_of, dag)
     prefix_macs = sum(macs.get(n, 0) for n in prefix["nodes"])
     prefix_summary = {

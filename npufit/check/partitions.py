@@ -50,13 +50,18 @@ class RunningDag:
     instead of name-keyed dicts keep a 100k-node graph to a few list reads per edge.
     """
 
-    def __init__(self, graph: Graph, device_of: dict[str, str]):
+    def __init__(self, graph: Graph, device_of: dict[str, str], known: tuple[list[NodeView], list[str | None]] | None = None):
+        """known: (running top-level nodes in order, device per node index), when the caller built them already
+        (the check engine does, in the same pass that fills device_of)."""
         self.graph = graph
-        self.runnable = [n for n in graph.top_nodes if n.name in device_of]
-        nodes = graph.nodes
-        self.dev: list[str | None] = [None] * len(nodes)
-        for n in self.runnable:
-            self.dev[n.index] = device_of[n.name]
+        self.group: list[int] | None = None  # partition id per node index (-1: not running), set by partition()
+        if known is not None:
+            self.runnable, self.dev = known
+        else:
+            self.runnable = [n for n in graph.top_nodes if n.name in device_of]
+            self.dev = [None] * len(graph.nodes)
+            for n in self.runnable:
+                self.dev[n.index] = device_of[n.name]
         dev, producer = self.dev, graph._producer.get  # the dict's own get: no method frame per edge
         self.preds: list[list[int]] = []
         append = self.preds.append
@@ -117,6 +122,7 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
             groups.append([])
         groups[g].append(n)
         group[i] = g
+    dag.group = group
     ins: list[dict[str, None]] = [{} for _ in groups]  # insertion-ordered sets
     outs: list[dict[str, None]] = [{} for _ in groups]
     graph_outs = set(graph.output_names)
@@ -154,14 +160,9 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
     return parts
 
 
-def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
-    owner: dict[str, Partition] = {}
-    node = graph.node
-    for p in parts:
-        for n in p.nodes:
-            for o in node(n).outputs:
-                if o:
-                    owner[o] = p
+def boundaries(graph: Graph, parts: list[Partition], dag: RunningDag | None = None) -> list[Boundary]:
+    """dag: the RunningDag `parts` were made from (partition() left each node's partition on it)."""
+    owner = _owners(graph, parts, dag)
     out: list[Boundary] = []
     seen: set[tuple[str, str]] = set()
 
@@ -183,6 +184,36 @@ def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
                 if t in graph.output_names:
                     add(t, f"partition {p.id}", "model output", "npu->host")
     return out
+
+
+class _ProducerPartition:
+    """owner.get(tensor) read through the producer map and the partition of each node index: no map over every
+    output of every partition node (100k entries at 100k nodes) when a few thousand tensors cross partitions."""
+
+    __slots__ = ("producer", "group", "parts")
+
+    def __init__(self, graph: Graph, parts: list[Partition], group: list[int]):
+        self.producer, self.group, self.parts = graph._producer.get, group, parts
+
+    def get(self, tensor: str) -> Partition | None:
+        p = self.producer(tensor)
+        g = -1 if p is None else self.group[p.index]
+        return None if g < 0 else self.parts[g]
+
+
+def _owners(graph: Graph, parts: list[Partition], dag: RunningDag | None):
+    """The partition whose nodes output each tensor. Read from the producer map where that gives the same answer:
+    node names unique (partitions list names) and no tensor output by two nodes; else the full map by name."""
+    if dag is not None and dag.group is not None and graph.names_unique and graph.single_producers:
+        return _ProducerPartition(graph, parts, dag.group)
+    owner: dict[str, Partition] = {}
+    node = graph.node
+    for p in parts:
+        for n in p.nodes:
+            for o in node(n).outputs:
+                if o:
+                    owner[o] = p
+    return owner
 
 
 def npu_prefix(graph: Graph, device_of: dict[str, str], dag: RunningDag | None = None) -> dict:

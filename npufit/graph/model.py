@@ -171,12 +171,14 @@ class Graph:
         self._consumers: dict[str, list[NodeView]] = {}
         producer, consumers = self._producer, self._consumers
         get = consumers.get
+        produced = 0  # non-empty outputs: more than len(producer) when some tensor is written by two nodes
         for i, n in enumerate(self.nodes):
             n.index = i
             n.graph = self
             for o in n.outputs:
                 if o:
                     producer[o] = n
+                    produced += 1
             for t in n.inputs:
                 if t:
                     c = get(t)  # not setdefault(t, []): that builds a list for every edge
@@ -186,6 +188,9 @@ class Graph:
                         c.append(n)
         self._by_name = {n.name: n for n in self.nodes}
         self._top = [n for n in self.nodes if n.parent is None]
+        # shortcuts in check's partitioning hold only for well-formed graphs; hostile ones take the general path
+        self.names_unique = len(self._by_name) == len(self.nodes)
+        self.single_producers = produced == len(producer)
 
     # -- lookups -----------------------------------------------------------------
     def tensor(self, name: str) -> TensorInfo:
