@@ -98,6 +98,17 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
     for n, preds in zip(runnable, dag.preds):
         i = n.index
         d = dev[i]
+        if len(preds) == 1:  # the usual case, the loops below in short: same device means same level and a merge
+            p = preds[0]
+            if dev[p] == d:
+                level[i] = level[p]
+                ra = root[p]
+                if root[ra] != ra:
+                    ra = find(p)
+                root[i] = ra  # i is its own root still: nothing was merged into it before its own turn
+            else:
+                level[i] = level[p] + 1
+            continue
         lv = 0
         for p in preds:
             pl = level[p] + (dev[p] != d)
@@ -106,8 +117,13 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
         level[i] = lv
         for p in preds:
             if level[p] == lv and dev[p] == d:
-                ra = p if root[p] == p else find(p)  # most nodes are their own root: no call
-                rb = i if root[i] == i else find(i)
+                # most nodes are a root or point at one (unions link roots): no call for those
+                ra = root[p]
+                if root[ra] != ra:
+                    ra = find(p)
+                rb = root[i]
+                if root[rb] != rb:
+                    rb = find(i)
                 if ra != rb:
                     root[rb] = ra
     group = [-1] * len(nodes)
@@ -115,7 +131,9 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
     first: dict[int, int] = {}
     for n in runnable:  # topological order: groups are numbered by their earliest node
         i = n.index
-        r = i if root[i] == i else find(i)
+        r = root[i]
+        if root[r] != r:
+            r = find(i)
         g = first.get(r)
         if g is None:
             g = first[r] = len(groups)
