@@ -161,3 +161,27 @@ def test_checker_reads_the_files_own_bytes_and_still_rejects(tmp_path, monkeypat
         assert "the ONNX checker rejects" in e.message
     else:
         raise AssertionError("a model the checker rejects was loaded")
+
+
+def test_check_shortcuts_for_unique_names_give_the_report_of_the_general_path(tmp_path):
+    # a chain with host islands (Mod) between NPU runs: partitions, boundaries and partition ids all in play
+    nodes, cur = [], "x"
+    for i in range(12):
+        nodes.append(helper.make_node("Relu", [cur], [f"r{i}"], name=f"relu{i}"))
+        op = "Mod" if i % 4 == 3 else "Add"
+        nodes.append(helper.make_node(op, [f"r{i}", "m" if op == "Mod" else cur], [f"o{i}"], name=f"{op.lower()}{i}",
+                                      **({"fmod": 1} if op == "Mod" else {})))
+        cur = f"o{i}"
+    inits = [numpy_helper.from_array(np.array(2.0, np.float32), "m")]
+    p = tmp_path / "chain.onnx"
+    onnx.save_model(model(nodes, [vi("x", [1, 8])], [vi(cur, [1, 8])], inits, opset=17), str(p))
+    from npufit.check.engine import check_graph
+    from npufit.targets import get_profile
+
+    g = load(p)
+    assert g.names_unique and g.single_producers
+    fast = check_graph(g, get_profile("hailo8")).to_json()
+    g.names_unique = g.single_producers = False  # as for a graph with a repeated node name
+    general = check_graph(g, get_profile("hailo8")).to_json()
+    assert fast == general
+    assert len(json.loads(fast)["boundaries"]) >= 4

@@ -98,10 +98,10 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
 def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
     folded = graph.folded
     composite_of = _match_composites(graph, profile)
-    results: dict[str, NodeResult] = {}
     judge = _Judge(profile, folded, composite_of)
-    for node in graph.nodes:
-        results[node.name] = judge(node)
+    nodes = graph.nodes
+    judged = [judge(node) for node in nodes]
+    results = dict(zip([n.name for n in nodes], judged))  # by name; a repeated name keeps its last node's result
     _propagate_control_flow(graph, results)
     _body_macs(results)
     # device and MACs of each running top-level node, read by partitioning, the prefix and the totals
@@ -121,9 +121,14 @@ def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
             total += m
     dag = RunningDag(graph, device_of, (runnable, dev))  # shared by partitioning, boundaries and the prefix
     parts = partition(graph, device_of, macs, dag)
-    for p in parts:
-        for name in p.nodes:
-            results[name].partition = p.id
+    if graph.names_unique and dag.group is not None:  # partition ids by node position, as partition() left them
+        for r, g in zip(judged, dag.group):
+            if g >= 0:
+                r.partition = g
+    else:
+        for p in parts:
+            for name in p.nodes:
+                results[name].partition = p.id
     bounds = boundaries(graph, parts, dag)
     prefix = npu_prefix(graph, device_of, dag)
     prefix_macs = sum(macs.get(n, 0) for n in prefix["nodes"])
@@ -141,7 +146,7 @@ def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
     report = CheckReport(
         model=_model_info(graph),
         target={"name": profile.name, "title": profile.title, "fallback": profile.fallback.value, "notes": list(profile.notes)},
-        nodes=[results[n.name] for n in graph.nodes],
+        nodes=judged if graph.names_unique else [results[n.name] for n in nodes],
         partitions=parts,
         boundaries=bounds,
         prefix=prefix_summary,
