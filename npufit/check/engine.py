@@ -52,8 +52,9 @@ def judged_as_int8(graph: Graph, profile: Profile, judge: str = "auto", float_mo
 
 def is_float_model(graph: Graph) -> bool:
     """A model with float inputs and no quantization at all (no Q/DQ, no QLinear ops, no quantized inputs)."""
-    quantized = any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or n.op_type.startswith("QLinear")
-                    for n in graph.nodes) or any(t.quant is not None for t in graph.inputs)
+    ops = {n.op_type for n in graph.nodes}  # the distinct op types, then the test per type rather than per node
+    quantized = any(op in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or op.startswith("QLinear")
+                    for op in ops) or any(t.quant is not None for t in graph.inputs)
     return not quantized and any(t.dtype in ("float32", "float16") for t in graph.inputs)
 
 
