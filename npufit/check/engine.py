@@ -229,28 +229,23 @@ class _Judge:
             res.verdict = comp.verdict
             if comp.verdict != _NPU:
                 res.reasons.append(Reason(comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules))
-            # rules on dtype/batch/rank still apply inside composites
-            self._apply(node, self.graph_rules, res)
-            return _finish(res, profile)
-        if profile.op_key is None:  # the op table is keyed by op type and domain only
-            key = (node.domain, op)
-            entry = self.by_op.get(key)
-            if entry is None:
-                entry = self.by_op[key] = self._entry(node, profile.support_for(node))
+            checks = self.graph_rules  # rules on dtype/batch/rank still apply inside composites
         else:
-            support = profile.support_for(node)
-            key = (id(support), node.domain, op)
-            entry = self.by_support.get(key)
-            if entry is None or entry[3] is not support:
-                entry = self.by_support[key] = self._entry(node, support)
-        status, reason, checks, _ = entry
-        res.verdict = status
-        if reason is not None:
-            res.reasons.append(Reason(*reason))
-        self._apply(node, checks, res)
-        return _finish(res, profile) if res.reasons else res
-
-    def _apply(self, node: NodeView, checks, res: NodeResult) -> None:
+            if profile.op_key is None:  # the op table is keyed by op type and domain only
+                key = (node.domain, op)
+                entry = self.by_op.get(key)
+                if entry is None:
+                    entry = self.by_op[key] = self._entry(node, profile.support_for(node))
+            else:
+                support = profile.support_for(node)
+                key = (id(support), node.domain, op)
+                entry = self.by_support.get(key)
+                if entry is None or entry[3] is not support:
+                    entry = self.by_support[key] = self._entry(node, support)
+            status, reason, checks, _ = entry
+            res.verdict = status
+            if reason is not None:
+                res.reasons.append(Reason(*reason))
         limits = self.limits
         for check, rule in checks:
             try:
@@ -259,7 +254,8 @@ class _Judge:
                 res.notes.append(f"rule {rule.id} could not be evaluated ({type(e).__name__})")
                 continue
             if detail is not None:
-                _fail(res, self.profile, rule, detail)
+                _fail(res, profile, rule, detail)
+        return _finish(res, profile) if res.reasons else res  # _finish only edits a node with reasons
 
 
 def _op_reason_fields(node: NodeView, profile: Profile, support: OpSupport) -> tuple:
