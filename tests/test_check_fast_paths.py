@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check.partitions import HOST, NPU, npu_prefix, partition
+from npufit.check.partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from npufit.graph import Graph, NodeView, TensorInfo, load
 from tests.onnx_builders import model, vi
 
@@ -97,6 +97,29 @@ def test_partitions_and_prefix_match_the_plain_definition_on_random_graphs():
         assert prefix["nodes"] == [n.name for n in g.top_nodes if n.name in ok], seed
 
 
+def test_boundaries_from_the_producer_map_match_the_map_by_name_on_random_graphs():
+    from_partitions = 0
+    for seed in range(40):
+        g, device_of = _random_dag(seed)
+        assert g.names_unique and g.single_producers
+        dag = RunningDag(g, device_of)
+        parts = partition(g, device_of, {}, dag)
+        fast, plain = boundaries(g, parts, dag), boundaries(g, parts)  # without the dag: the map over every output
+        assert [b.to_dict() for b in fast] == [b.to_dict() for b in plain], seed
+        from_partitions += sum(b.src.startswith("partition") for b in plain)
+    assert from_partitions > 40  # the owner lookup is exercised, not only "model input" sources
+
+
+def test_graphs_with_a_repeated_node_name_or_tensor_writer_say_so():
+    x = {"x": TensorInfo("x", (1, 4))}
+    twice_named = Graph("g", "onnx", [NodeView("a", "Relu", "", {}, ("x",), ("y",), None),  # type: ignore[arg-type]
+                                      NodeView("a", "Relu", "", {}, ("y",), ("z",), None)], dict(x), ["x"], ["z"])  # type: ignore[arg-type]
+    assert not twice_named.names_unique and twice_named.single_producers
+    twice_written = Graph("g", "onnx", [NodeView("a", "Relu", "", {}, ("x",), ("y",), None),  # type: ignore[arg-type]
+                                        NodeView("b", "Relu", "", {}, ("x",), ("y",), None)], dict(x), ["x"], ["y"])  # type: ignore[arg-type]
+    assert twice_written.names_unique and not twice_written.single_producers
+
+
 def test_check_json_is_compact_by_default_and_indented_on_request(tmp_path):
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="r")]
     p = tmp_path / "r.onnx"
@@ -138,3 +161,27 @@ def test_checker_reads_the_files_own_bytes_and_still_rejects(tmp_path, monkeypat
         assert "the ONNX checker rejects" in e.message
     else:
         raise AssertionError("a model the checker rejects was loaded")
+
+
+def test_check_shortcuts_for_unique_names_give_the_report_of_the_general_path(tmp_path):
+    # a chain with host islands (Mod) between NPU runs: partitions, boundaries and partition ids all in play
+    nodes, cur = [], "x"
+    for i in range(12):
+        nodes.append(helper.make_node("Relu", [cur], [f"r{i}"], name=f"relu{i}"))
+        op = "Mod" if i % 4 == 3 else "Add"
+        nodes.append(helper.make_node(op, [f"r{i}", "m" if op == "Mod" else cur], [f"o{i}"], name=f"{op.lower()}{i}",
+                                      **({"fmod": 1} if op == "Mod" else {})))
+        cur = f"o{i}"
+    inits = [numpy_helper.from_array(np.array(2.0, np.float32), "m")]
+    p = tmp_path / "chain.onnx"
+    onnx.save_model(model(nodes, [vi("x", [1, 8])], [vi(cur, [1, 8])], inits, opset=17), str(p))
+    from npufit.check.engine import check_graph
+    from npufit.targets import get_profile
+
+    g = load(p)
+    assert g.names_unique and g.single_producers
+    fast = check_graph(g, get_profile("hailo8")).to_json()
+    g.names_unique = g.single_producers = False  # as for a graph with a repeated node name
+    general = check_graph(g, get_profile("hailo8")).to_json()
+    assert fast == general
+    assert len(json.loads(fast)["boundaries"]) >= 4

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 
 from ..graph import Graph, NodeView, load, quant
-from ..graph.macs import node_macs
+from ..graph.macs import MAC_OPS, node_macs
 from ..targets import get_profile
 from ..errors import NpufitError
 from ..util.gcpause import gc_paused
@@ -52,8 +52,9 @@ def judged_as_int8(graph: Graph, profile: Profile, judge: str = "auto", float_mo
 
 def is_float_model(graph: Graph) -> bool:
     """A model with float inputs and no quantization at all (no Q/DQ, no QLinear ops, no quantized inputs)."""
-    quantized = any(n.op_type in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or n.op_type.startswith("QLinear")
-                    for n in graph.nodes) or any(t.quant is not None for t in graph.inputs)
+    ops = {n.op_type for n in graph.nodes}  # the distinct op types, then the test per type rather than per node
+    quantized = any(op in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or op.startswith("QLinear")
+                    for op in ops) or any(t.quant is not None for t in graph.inputs)
     return not quantized and any(t.dtype in ("float32", "float16") for t in graph.inputs)
 
 
@@ -98,27 +99,39 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
 def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
     folded = graph.folded
     composite_of = _match_composites(graph, profile)
-    results: dict[str, NodeResult] = {}
-    rules_for: dict[int, tuple[OpSupport, tuple[Rule, ...]]] = {}  # per OpSupport: graph rules + its own, built once per op type
-    for node in graph.nodes:
-        results[node.name] = _judge(node, profile, folded, composite_of, rules_for)
+    judge = _Judge(profile, folded, composite_of)
+    nodes = graph.nodes
+    judged = [judge(node) for node in nodes]
+    results = dict(zip([n.name for n in nodes], judged))  # by name; a repeated name keeps its last node's result
     _propagate_control_flow(graph, results)
+    _body_macs(results)
+    # device and MACs of each running top-level node, read by partitioning, the prefix and the totals
     device_of: dict[str, str] = {}
+    macs: dict[str, int] = {}
+    total = 0
+    runnable: list[NodeView] = []
+    dev: list[str | None] = [None] * len(graph.nodes)
     for n in graph.top_nodes:
         name = n.name
-        v = results[name].verdict
+        r = results[name]
+        v = r.verdict
         if v is not _FOLDED:
-            device_of[name] = NPU if v is _NPU else HOST
-    _body_macs(results)
-    macs = {name: r.macs for name, r in results.items()}
-    dag = RunningDag(graph, device_of)  # shared by partitioning and the prefix
+            device_of[name] = dev[n.index] = NPU if v is _NPU else HOST
+            runnable.append(n)
+            m = macs[name] = r.macs
+            total += m
+    dag = RunningDag(graph, device_of, (runnable, dev))  # shared by partitioning, boundaries and the prefix
     parts = partition(graph, device_of, macs, dag)
-    for p in parts:
-        for name in p.nodes:
-            results[name].partition = p.id
-    bounds = boundaries(graph, parts)
+    if graph.names_unique and dag.group is not None:  # partition ids by node position, as partition() left them
+        for r, g in zip(judged, dag.group):
+            if g >= 0:
+                r.partition = g
+    else:
+        for p in parts:
+            for name in p.nodes:
+                results[name].partition = p.id
+    bounds = boundaries(graph, parts, dag)
     prefix = npu_prefix(graph, device_of, dag)
-    total = sum(macs.get(n, 0) for n in device_of)
     prefix_macs = sum(macs.get(n, 0) for n in prefix["nodes"])
     prefix_summary = {
         "node_count": len(prefix["nodes"]),
@@ -134,7 +147,7 @@ def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
     report = CheckReport(
         model=_model_info(graph),
         target={"name": profile.name, "title": profile.title, "fallback": profile.fallback.value, "notes": list(profile.notes)},
-        nodes=[results[n.name] for n in graph.nodes],
+        nodes=judged if graph.names_unique else [results[n.name] for n in nodes],
         partitions=parts,
         boundaries=bounds,
         prefix=prefix_summary,
@@ -182,60 +195,79 @@ def _match_composites(graph: Graph, profile: Profile) -> dict[str, tuple[Composi
 _NPU, _FOLDED = Verdict.NPU, Verdict.FOLDED  # enum member lookups cost a descriptor call each, per node
 
 
-def _judge(node: NodeView, profile: Profile, folded: set[str], composite_of, rules_for=None) -> NodeResult:
-    # positional: keyword parsing for 12 fields is measurable at 100k nodes
-    name = node.name
-    res = NodeResult(name, node.op_type, node.domain, _NPU, [], None, node_macs(node), None, node.parent,
-                     node.inputs, node.outputs, [])
-    if name in folded:
-        res.verdict = _FOLDED
-        res.macs = 0
-        return res
-    if name in composite_of:
-        comp, detail = composite_of[name]
-        res.composite = comp.id
-        res.verdict = comp.verdict
-        if comp.verdict != _NPU:
-            res.reasons.append(Reason(comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules))
-        # rules on dtype/batch/rank still apply inside composites
-        _apply_rules(node, profile, profile.graph_rules, res)
-        return _finish(res, profile)
-    support = profile.support_for(node)
-    status = res.verdict = support.status
-    if status is not _NPU:
-        res.reasons.append(_op_reason(node, profile, support))
-    cached = rules_for.get(id(support)) if rules_for is not None else None
-    if cached is not None and cached[0] is support:
-        rules = cached[1]
-    else:
-        rules = tuple(profile.graph_rules) + tuple(support.rules)
-        if rules_for is not None:
-            rules_for[id(support)] = (support, rules)
-    _apply_rules(node, profile, rules, res)
-    return _finish(res, profile) if res.reasons else res
+class _Judge:
+    """Judges one node at a time for one check. What depends on the op type only (its OpSupport, the rules that
+    apply, the op reason's fields) is looked up once per op type; the rules themselves run for every node, since
+    they may read anything of the node and its neighbours."""
+
+    def __init__(self, profile: Profile, folded: set[str], composite_of: dict[str, tuple[Composite, str]]):
+        self.profile, self.folded, self.composite_of = profile, folded, composite_of
+        self.limits = profile.limits
+        self.graph_rules = tuple((r.check, r) for r in profile.graph_rules)
+        self.by_op: dict = {}  # (domain, op_type) -> (status, op reason fields or None, (check, rule) pairs)
+        # for profiles with an op_key mapping: (id(OpSupport), domain, op_type) -> that tuple (the op reason names the op type)
+        self.by_support: dict[tuple, tuple] = {}
+
+    def _entry(self, node: NodeView, support: OpSupport) -> tuple:
+        profile = self.profile
+        reason = None if support.status is _NPU else _op_reason_fields(node, profile, support)
+        return (support.status, reason, self.graph_rules + tuple((r.check, r) for r in support.rules), support)
+
+    def __call__(self, node: NodeView) -> NodeResult:
+        name, op = node.name, node.op_type
+        # positional: keyword parsing for 12 fields is measurable at 100k nodes
+        res = NodeResult(name, op, node.domain, _NPU, [], None, node_macs(node) if op in MAC_OPS else 0, None, node.parent,
+                         node.inputs, node.outputs, [])
+        if name in self.folded:
+            res.verdict = _FOLDED
+            res.macs = 0
+            return res
+        profile = self.profile
+        if name in self.composite_of:
+            comp, detail = self.composite_of[name]
+            res.composite = comp.id
+            res.verdict = comp.verdict
+            if comp.verdict != _NPU:
+                res.reasons.append(Reason(comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules))
+            checks = self.graph_rules  # rules on dtype/batch/rank still apply inside composites
+        else:
+            if profile.op_key is None:  # the op table is keyed by op type and domain only
+                key = (node.domain, op)
+                entry = self.by_op.get(key)
+                if entry is None:
+                    entry = self.by_op[key] = self._entry(node, profile.support_for(node))
+            else:
+                support = profile.support_for(node)
+                key = (id(support), node.domain, op)
+                entry = self.by_support.get(key)
+                if entry is None or entry[3] is not support:
+                    entry = self.by_support[key] = self._entry(node, support)
+            status, reason, checks, _ = entry
+            res.verdict = status
+            if reason is not None:
+                res.reasons.append(Reason(*reason))
+        limits = self.limits
+        for check, rule in checks:
+            try:
+                detail = check(node, limits)
+            except Exception as e:  # a rule that cannot see what it needs must not abort the check
+                res.notes.append(f"rule {rule.id} could not be evaluated ({type(e).__name__})")
+                continue
+            if detail is not None:
+                _fail(res, profile, rule, detail)
+        return _finish(res, profile) if res.reasons else res  # _finish only edits a node with reasons
 
 
-def _op_reason(node: NodeView, profile: Profile, support: OpSupport) -> Reason:
+def _op_reason_fields(node: NodeView, profile: Profile, support: OpSupport) -> tuple:
+    """Reason(...) arguments for an op the target does not run; they depend on the node's op type and domain only."""
     if support is profile.unknown:
         if node.domain not in ("", "ai.onnx"):
             text = f"{node.domain}::{node.op_type} is a custom-domain op: {profile.name} has no kernel for it"
         else:
             text = support.reason.format(op=node.op_type) if support.reason else f"{node.op_type} is not in the {profile.name} operator table"
-        return Reason(f"{profile.name}.op.unknown", text, support.status, "", support.fix, support.source, support.fix_rules)
+        return (f"{profile.name}.op.unknown", text, support.status, "", support.fix, support.source, support.fix_rules)
     text = support.reason or f"{node.op_type} does not run on {profile.name}"
-    return Reason(f"{profile.name}.op.{support.op}", text, support.status, "", support.fix, support.source, support.fix_rules)
-
-
-def _apply_rules(node: NodeView, profile: Profile, rules: tuple[Rule, ...], res: NodeResult) -> None:
-    limits = profile.limits
-    for rule in rules:
-        try:
-            detail = rule.check(node, limits)
-        except Exception as e:  # a rule that cannot see what it needs must not abort the check
-            res.notes.append(f"rule {rule.id} could not be evaluated ({type(e).__name__})")
-            continue
-        if detail is not None:
-            _fail(res, profile, rule, detail)
+    return (f"{profile.name}.op.{support.op}", text, support.status, "", support.fix, support.source, support.fix_rules)
 
 
 def _fail(res: NodeResult, profile: Profile, rule: Rule, detail) -> None:

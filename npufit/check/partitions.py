@@ -50,13 +50,18 @@ class RunningDag:
     instead of name-keyed dicts keep a 100k-node graph to a few list reads per edge.
     """
 
-    def __init__(self, graph: Graph, device_of: dict[str, str]):
+    def __init__(self, graph: Graph, device_of: dict[str, str], known: tuple[list[NodeView], list[str | None]] | None = None):
+        """known: (running top-level nodes in order, device per node index), when the caller built them already
+        (the check engine does, in the same pass that fills device_of)."""
         self.graph = graph
-        self.runnable = [n for n in graph.top_nodes if n.name in device_of]
-        nodes = graph.nodes
-        self.dev: list[str | None] = [None] * len(nodes)
-        for n in self.runnable:
-            self.dev[n.index] = device_of[n.name]
+        self.group: list[int] | None = None  # partition id per node index (-1: not running), set by partition()
+        if known is not None:
+            self.runnable, self.dev = known
+        else:
+            self.runnable = [n for n in graph.top_nodes if n.name in device_of]
+            self.dev = [None] * len(graph.nodes)
+            for n in self.runnable:
+                self.dev[n.index] = device_of[n.name]
         dev, producer = self.dev, graph._producer.get  # the dict's own get: no method frame per edge
         self.preds: list[list[int]] = []
         append = self.preds.append
@@ -91,7 +96,19 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
         return a
 
     for n, preds in zip(runnable, dag.preds):
-        i, d = n.index, dev[n.index]
+        i = n.index
+        d = dev[i]
+        if len(preds) == 1:  # the usual case, the loops below in short: same device means same level and a merge
+            p = preds[0]
+            if dev[p] == d:
+                level[i] = level[p]
+                ra = root[p]
+                if root[ra] != ra:
+                    ra = find(p)
+                root[i] = ra  # i is its own root still: nothing was merged into it before its own turn
+            else:
+                level[i] = level[p] + 1
+            continue
         lv = 0
         for p in preds:
             pl = level[p] + (dev[p] != d)
@@ -100,21 +117,30 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
         level[i] = lv
         for p in preds:
             if level[p] == lv and dev[p] == d:
-                ra = p if root[p] == p else find(p)  # most nodes are their own root: no call
-                rb = i if root[i] == i else find(i)
+                # most nodes are a root or point at one (unions link roots): no call for those
+                ra = root[p]
+                if root[ra] != ra:
+                    ra = find(p)
+                rb = root[i]
+                if root[rb] != rb:
+                    rb = find(i)
                 if ra != rb:
                     root[rb] = ra
     group = [-1] * len(nodes)
     groups: list[list[NodeView]] = []
     first: dict[int, int] = {}
     for n in runnable:  # topological order: groups are numbered by their earliest node
-        r = find(n.index)
+        i = n.index
+        r = root[i]
+        if root[r] != r:
+            r = find(i)
         g = first.get(r)
         if g is None:
             g = first[r] = len(groups)
             groups.append([])
         groups[g].append(n)
-        group[n.index] = g
+        group[i] = g
+    dag.group = group
     ins: list[dict[str, None]] = [{} for _ in groups]  # insertion-ordered sets
     outs: list[dict[str, None]] = [{} for _ in groups]
     graph_outs = set(graph.output_names)
@@ -141,17 +167,20 @@ def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag
                 if c.parent is None and group[c.index] != g:
                     gout[o] = None
                     break
-    return [Partition(g, dev[members[0].index], [m.name for m in members], sum(macs.get(m.name, 0) for m in members),  # type: ignore[arg-type]
-                      list(ins[g]), list(outs[g])) for g, members in enumerate(groups)]
+    parts = []
+    macs_of = macs.get
+    for g, members in enumerate(groups):
+        names = [m.name for m in members]
+        total = 0
+        for name in names:
+            total += macs_of(name, 0)
+        parts.append(Partition(g, dev[members[0].index], names, total, list(ins[g]), list(outs[g])))  # type: ignore[arg-type]
+    return parts
 
 
-def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
-    owner: dict[str, Partition] = {}
-    for p in parts:
-        for n in p.nodes:
-            for o in graph.node(n).outputs:
-                if o:
-                    owner[o] = p
+def boundaries(graph: Graph, parts: list[Partition], dag: RunningDag | None = None) -> list[Boundary]:
+    """dag: the RunningDag `parts` were made from (partition() left each node's partition on it)."""
+    owner = _owners(graph, parts, dag)
     out: list[Boundary] = []
     seen: set[tuple[str, str]] = set()
 
@@ -175,14 +204,51 @@ def boundaries(graph: Graph, parts: list[Partition]) -> list[Boundary]:
     return out
 
 
+class _ProducerPartition:
+    """owner.get(tensor) read through the producer map and the partition of each node index: no map over every
+    output of every partition node (100k entries at 100k nodes) when a few thousand tensors cross partitions."""
+
+    __slots__ = ("producer", "group", "parts")
+
+    def __init__(self, graph: Graph, parts: list[Partition], group: list[int]):
+        self.producer, self.group, self.parts = graph._producer.get, group, parts
+
+    def get(self, tensor: str) -> Partition | None:
+        p = self.producer(tensor)
+        g = -1 if p is None else self.group[p.index]
+        return None if g < 0 else self.parts[g]
+
+
+def _owners(graph: Graph, parts: list[Partition], dag: RunningDag | None):
+    """The partition whose nodes output each tensor. Read from the producer map where that gives the same answer:
+    node names unique (partitions list names) and no tensor output by two nodes; else the full map by name."""
+    if dag is not None and dag.group is not None and graph.names_unique and graph.single_producers:
+        return _ProducerPartition(graph, parts, dag.group)
+    owner: dict[str, Partition] = {}
+    node = graph.node
+    for p in parts:
+        for n in p.nodes:
+            for o in node(n).outputs:
+                if o:
+                    owner[o] = p
+    return owner
+
+
 def npu_prefix(graph: Graph, device_of: dict[str, str], dag: RunningDag | None = None) -> dict:
     """Largest NPU-runnable prefix: NPU nodes all of whose running ancestors are NPU nodes too."""
     dag = dag or RunningDag(graph, device_of)
     ok = [False] * len(graph.nodes)
     chosen: list[NodeView] = []  # topological order
+    dev = dag.dev
     for n, preds in zip(dag.runnable, dag.preds):
-        if dag.dev[n.index] == NPU and all(ok[p] for p in preds):
-            ok[n.index] = True
+        i = n.index
+        if dev[i] != NPU:
+            continue
+        for p in preds:  # a plain loop: all(<generator>) per node costs more than the test
+            if not ok[p]:
+                break
+        else:
+            ok[i] = True
             chosen.append(n)
     graph_ins, graph_outs = set(graph.input_names), set(graph.output_names)
     start, end, end_tensors = [], [], []

@@ -95,12 +95,18 @@ class CheckReport:
 
     @property
     def running(self) -> list[NodeResult]:
-        return [n for n in self.nodes if n.verdict != Verdict.FOLDED and n.parent is None]
+        folded = Verdict.FOLDED  # read once, not per node: these walk every node of the report
+        return [n for n in self.nodes if n.verdict != folded and n.parent is None]
 
     @property
     def coverage_nodes(self) -> float:
         run = self.running
-        return 100.0 * sum(n.verdict == Verdict.NPU for n in run) / len(run) if run else 100.0
+        npu = Verdict.NPU
+        on_npu = 0
+        for n in run:
+            if n.verdict == npu:
+                on_npu += 1
+        return 100.0 * on_npu / len(run) if run else 100.0
 
     @property
     def macs_total(self) -> int:
@@ -117,7 +123,8 @@ class CheckReport:
 
     @property
     def failing(self) -> list[NodeResult]:
-        return [n for n in self.nodes if n.verdict in (Verdict.CPU, Verdict.UNSUPPORTED)]
+        bad = (Verdict.CPU, Verdict.UNSUPPORTED)
+        return [n for n in self.nodes if n.verdict in bad]
 
     @property
     def fully_npu(self) -> bool:

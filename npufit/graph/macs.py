@@ -77,3 +77,4 @@ _MACS = {**dict.fromkeys(("Conv", "QLinearConv", "ConvInteger", "CONV_2D", "DEPT
          **dict.fromkeys(("ConvTranspose", "TRANSPOSE_CONV"), _conv_transpose),
          **dict.fromkeys(("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger", "FULLY_CONNECTED", "BATCH_MATMUL"), _matmul),
          **dict.fromkeys(("LSTM", "GRU", "RNN", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM"), _rnn)}
+MAC_OPS = frozenset(_MACS)  # op types with a MAC estimate: callers skip node_macs for the rest (most nodes)

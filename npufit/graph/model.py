@@ -90,14 +90,17 @@ class NodeView:
 
     # -- tensors -------------------------------------------------------------
     def input(self, i: int) -> TensorInfo | None:
-        if i >= len(self.inputs) or not self.inputs[i]:
+        names = self.inputs
+        if i >= len(names) or not names[i]:
             return None
-        return self.graph.tensor(self.inputs[i])
+        # the table read inline (Graph.tensor registers a missing name): rules call this for most nodes
+        return self.graph.tensors.get(names[i]) or self.graph.tensor(names[i])
 
     def output(self, i: int = 0) -> TensorInfo | None:
-        if i >= len(self.outputs) or not self.outputs[i]:
+        names = self.outputs
+        if i >= len(names) or not names[i]:
             return None
-        return self.graph.tensor(self.outputs[i])
+        return self.graph.tensors.get(names[i]) or self.graph.tensor(names[i])
 
     def input_shape(self, i: int = 0):
         t = self.input(i)
@@ -168,12 +171,14 @@ class Graph:
         self._consumers: dict[str, list[NodeView]] = {}
         producer, consumers = self._producer, self._consumers
         get = consumers.get
+        produced = 0  # non-empty outputs: more than len(producer) when some tensor is written by two nodes
         for i, n in enumerate(self.nodes):
             n.index = i
             n.graph = self
             for o in n.outputs:
                 if o:
                     producer[o] = n
+                    produced += 1
             for t in n.inputs:
                 if t:
                     c = get(t)  # not setdefault(t, []): that builds a list for every edge
@@ -183,6 +188,9 @@ class Graph:
                         c.append(n)
         self._by_name = {n.name: n for n in self.nodes}
         self._top = [n for n in self.nodes if n.parent is None]
+        # shortcuts in check's partitioning hold only for well-formed graphs; hostile ones take the general path
+        self.names_unique = len(self._by_name) == len(self.nodes)
+        self.single_producers = produced == len(producer)
 
     # -- lookups -----------------------------------------------------------------
     def tensor(self, name: str) -> TensorInfo:

@@ -232,8 +232,8 @@ class _InitializerInfo(TensorInfo):
 
     __slots__ = ("_proto",)
 
-    def __init__(self, name: str, proto: onnx.TensorProto | tuple | None):
-        TensorInfo.__init__(self, name)
+    def __init__(self, name: str, proto: onnx.TensorProto | tuple | None, shape: tuple | None = None, dtype: str | None = None):
+        TensorInfo.__init__(self, name, shape, dtype, True, True)  # an initializer is a constant
         self._proto = proto
 
     @property
@@ -289,14 +289,11 @@ def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefi
         for d in dims:
             n *= d
         small = n <= SMALL_VALUE_ELEMS and init.data_location != EXTERNAL
-        t = _InitializerInfo(name, init if small else None)
+        t = _InitializerInfo(name, init if small else None, dims, np_dtype_name(init.data_type))
         old = tensors.get(name)
         if old is not None and not isinstance(old, _InitializerInfo):
             t.quant = old.quant
         tensors[name] = t
-        t.shape = dims
-        t.dtype = np_dtype_name(init.data_type)
-        t.is_const = t.is_initializer = True
     GRAPH, GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     append = nodes.append
     for i, n in enumerate(g.node):

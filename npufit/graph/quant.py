@@ -72,7 +72,8 @@ def graph_quant_form(graph: Graph) -> str:
     ops = {n.op_type for n in graph.nodes}
     if ops & QOPERATOR_OPS:
         form = "qoperator"
-    elif any(is_dequantize(n) and not n.is_const(0) for n in graph.nodes) and graph.format == "onnx":
+    elif not ops.isdisjoint(DEQUANTIZE_OPS) and any(is_dequantize(n) and not n.is_const(0) for n in graph.nodes) \
+            and graph.format == "onnx":  # the op-type set first: a float model has no dequantize to walk for
         form = "qdq"
     elif _any_integer_compute(graph):
         form = "int8"
