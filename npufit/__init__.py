@@ -8,7 +8,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 _API = {
-    "check": ("npufit.check", "check"),
+    "check": ("npufit.compilers.measure", "check"),  # the prediction (npufit.check.check) + --measure
     "scan": ("npufit.scan", "scan"),
     "load": ("npufit.graph", "load"),
     "get_profile": ("npufit.targets", "get_profile"),

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check import check
+from npufit import check  # the library API: prediction + measurement
 from npufit.convert.tflite_writer import TFLiteBuilder
 from .tflite_models import conv_stem
 

@@ -20,23 +20,18 @@ JUDGE_MODES = ("auto", "int8", "float")
 
 
 def check(model: str | os.PathLike | Graph, target: str | Profile = "hailo8", input_shapes=None,
-          judge: str = "auto", assume_int8: bool = False, measure: bool | str = False) -> CheckReport:
+          judge: str = "auto", assume_int8: bool = False) -> CheckReport:
     """Judge every node of `model` against `target`. The model file (and a Graph passed in) is only read.
 
     judge: how a float model is judged. "auto" (default): as its int8 conversion on a target that runs int8
     only (the profile's `executes`), as it is elsewhere; "int8": as its int8 conversion on any target;
     "float": the float graph as it is. `assume_int8=True` is the older spelling of judge="int8".
-    measure: also run the real compiler when it is installed and put its placement beside the prediction
-    (True or "auto", "vela-checks", "compile"; see npufit/check/measure.py): report.extra["measurement"].
+    The real compiler's placement beside the prediction (`npufit.check(..., measure=True)`, `check --measure`) is
+    npufit.compilers.measure.check: the prediction never needs a compiler.
     """
     graph = model if isinstance(model, Graph) else load(model, input_shapes)
     profile = target if isinstance(target, Profile) else get_profile(target)
-    report = check_graph(graph, profile, "int8" if assume_int8 else judge)
-    if measure:
-        from .measure import attach_measurement  # compilers are imported only when a measurement is asked for
-
-        attach_measurement(report, graph, profile, "auto" if measure is True else measure, input_shapes)
-    return report
+    return check_graph(graph, profile, "int8" if assume_int8 else judge)
 
 
 def judged_as_int8(graph: Graph, profile: Profile, judge: str = "auto", float_model: bool | None = None) -> bool:

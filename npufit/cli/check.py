@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..check import check
+    from ..compilers.measure import check
     from ..graph import load, parse_input_shapes
     from ..targets import resolve_targets
 

@@ -114,7 +114,7 @@ def pipeline_judge(target: str) -> str:
 
 
 def run_check(ctx: StepContext) -> Outcome:
-    from ..check import check
+    from ..compilers.measure import check
     from ..report.model_explorer import write_node_data
 
     report = check(ctx.model_input(), ctx.cell.target, judge=pipeline_judge(ctx.cell.target), measure=ctx.settings["measure"])

@@ -1,5 +1,8 @@
 """check --measure: the real compiler's placement beside npufit's prediction, node by node.
 
+`check(..., measure=...)` here is the library's `npufit.check`: check.engine.check's prediction, then the measurement.
+It lives with the compilers, above check, so that the check package never imports a compiler.
+
 Judges (`mode`):
   vela-checks  Vela's own operator checks through its library, no compile (TFLite on Ethos-U55/U65; the default
                there): the semantic and supported-operator checks, with the reason text Vela prints.
@@ -7,7 +10,7 @@ Judges (`mode`):
                mapped back to the model's nodes by npufit.compilers.mapping.
   auto         vela-checks where it applies, else compile.
 The compiler is optional: when it is absent the measurement says so in one line and the prediction stands alone.
-Compilers are imported only here, inside the functions, and only when a measurement is asked for.
+Vendor tools are imported only inside the functions, and only when a measurement is asked for.
 """
 from __future__ import annotations
 
@@ -53,6 +56,23 @@ class Measurement:
         return d
 
 
+
+def check(model, target="hailo8", input_shapes=None, judge: str = "auto", assume_int8: bool = False,
+          measure: bool | str = False):
+    """`npufit.check`: npufit.check.engine.check's prediction; with `measure` (True or "auto", "vela-checks",
+    "compile") also the real compiler's placement beside it, in report.extra["measurement"]."""
+    from ..check.engine import check as predict
+    from ..graph import load
+    from ..targets import get_profile
+
+    graph = model if isinstance(model, Graph) else load(model, input_shapes)
+    profile = target if isinstance(target, Profile) else get_profile(target)
+    report = predict(graph, profile, judge=judge, assume_int8=assume_int8)
+    if measure:
+        attach_measurement(report, graph, profile, "auto" if measure is True else measure, input_shapes)
+    return report
+
+
 def _row(n) -> dict:
     why = "; ".join(f"{r['text']}" + (f" ({r['detail']})" if r.get("detail") else "") + f" [{r['rule']}]" for r in n.rules)
     return {"node": n.node, "op": n.op, "predicted": n.predicted, "measured": n.actual, "differs": n.kind in ("fp", "fn"),
@@ -64,7 +84,7 @@ def measure(graph: Graph, report, profile: Profile, mode: str = "auto", input_sh
     """Measure where the real compiler puts every node of `graph` for `profile` and hold it against `report`."""
     if mode not in MODES:
         raise NpufitError(f"unknown --measure judge '{mode}' (choose from {', '.join(MODES)})")
-    from ..compilers import compiler_for
+    from . import compiler_for
 
     target = profile.name
     try:
@@ -98,7 +118,7 @@ class _NotMeasured(Exception):
 
 
 def _comparison(report, placement, compiler: str):
-    from ..compilers.compare import compare_placement
+    from .compare import compare_placement
 
     return compare_placement(report, placement, compiler)
 
@@ -111,7 +131,7 @@ def _checks_placement(graph: Graph, timeout_s) -> tuple[list, str | None]:
     """Vela's supported-operator checks, run by a child process (envs/workers/vela_checks.py) on the TFLite file."""
     import json
 
-    from ..compilers.base import Placement, run_tool
+    from .base import Placement, run_tool
 
     from ..util.io import private_tempdir
 
@@ -152,7 +172,7 @@ def _vela_checks(graph: Graph, report, profile: Profile, input_shapes, timeout_s
 
 
 def _compile_placement(graph: Graph, report, profile: Profile, input_shapes, timeout_s):
-    from ..compilers import compile_model
+    from . import compile_model
 
     from ..util.io import private_tempdir
 
