@@ -267,3 +267,18 @@ def test_stride4_conv_runs_at_stride2_then_subsamples(tmp_path):
     m = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 7, stride=4, padding=3), torch.nn.ReLU(), torch.nn.Conv2d(16, 8, 8, stride=8))
     res = _convert(tmp_path, m, torch.randn(1, 3, 64, 64), 13, ops=("MAX_POOL_2D",))
     assert res.op_counts["CONV_2D"] == 2 and res.op_counts["MAX_POOL_2D"] == 1  # the k == s patchify conv is left as is
+
+
+def test_tiny_activations_keep_their_int8_resolution(tmp_path):
+    """Bias-free layers with small weights (random-init SuperPoint) shrink activations to ~1e-8: their int8 scale
+    follows the range down instead of stopping at a fixed floor, which left such an output a few int8 levels."""
+    def f(s, x):
+        return s.mods[1](torch.relu(s.mods[0](x)))
+
+    a, b = conv(3, 8, bias=False), conv(8, 4, bias=False)
+    with torch.no_grad():
+        a.weight.mul_(1e-4)
+        b.weight.mul_(1e-4)
+    res = _convert(tmp_path, Seq(f, a, b), torch.randn(1, 3, 8, 8), 13, ops=("CONV_2D",))
+    out = res.io["outputs"][0]
+    assert out["scale"] < 1e-9, out

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 
 QMIN, QMAX = -128, 127
-TINY = 1e-8  # floor for degenerate (constant-zero) ranges: a zero scale is invalid TFLite
+TINY = 1e-8  # scale of a degenerate (constant-zero) range: a zero scale is invalid TFLite
+# floor for a real range: far below any float activation yet a normal float32 (random-init nets without biases
+# shrink layer by layer to ~1e-7: a 1e-8 floor left their outputs +-11 int8 levels, cosine 0.99)
+MIN_SCALE = 1e-30
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ def activation_q(lo: float, hi: float) -> Q:
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
     if not np.isfinite(lo) or not np.isfinite(hi):
         raise ValueError("non-finite calibration range")
-    scale = max((hi - lo) / (QMAX - QMIN), TINY)
+    scale = max((hi - lo) / (QMAX - QMIN), MIN_SCALE) if hi > lo else TINY
     zp = int(np.clip(np.round(QMIN - lo / scale), QMIN, QMAX))
     return Q(scale, zp)
 
