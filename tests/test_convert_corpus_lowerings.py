@@ -144,3 +144,31 @@ def test_if_on_input_values_stays_a_converter_gap(tmp_path):
     src = _if_model(tmp_path / "if.onnx", cond_on_shape=False)
     with pytest.raises(UnsupportedModelError, match="no lowering for If 'branch'"):
         convert(src, tmp_path / "if.tflite", samples=8)
+
+
+def test_einsum_with_an_operand_shape_inference_leaves_unknown(tmp_path):
+    """ViTDet's relative-position einsum 'bhwc,hkc->bhwk': its table is gathered by indices from a Range over a
+    size, whose length ONNX shape inference does not propagate; the decomposition takes that shape from a run."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from npufit.convert import convert, verify_tflite
+    from npufit.quantize.calibration import input_specs, load_calibration
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 6, 16)).astype(np.float32), "table"),
+             numpy_helper.from_array(np.array(1, np.int64), "one"), numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32) / 4, "W")]
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["q"]),
+             helper.make_node("Shape", ["q"], ["s"]), helper.make_node("Gather", ["s", "one"], ["h"]),
+             helper.make_node("Range", ["zero", "h", "one"], ["idx"]), helper.make_node("Gather", ["table", "idx"], ["rel"]),
+             helper.make_node("Einsum", ["q", "rel"], ["out"], equation="bhwc,hkc->bhwk")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 16])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], inits)
+    src = tmp_path / "einsum.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    res = convert(src, tmp_path / "einsum.tflite", samples=8)
+    assert any("decomposed Einsum x1" in n for n in res.notes), res.notes
+    cal = load_calibration("random", input_specs(onnx.load(str(src))), count=8, seed=0)
+    assert verify_tflite(res.path, src, [cal[i] for i in range(len(cal))]).min_cosine >= 0.999
