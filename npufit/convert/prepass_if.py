@@ -11,8 +11,14 @@ import onnx
 from onnx import helper
 
 
+# ops whose output shape follows their input values: a Shape of one of them is not fixed by the input shapes
+_VALUE_SHAPED = {"NonZero", "Unique", "Compress"}
+
+
 def _shape_only(model: onnx.ModelProto, cond: str) -> bool:
-    """True when `cond` reaches no graph input except through a Shape op (its value depends only on shapes)."""
+    """True when `cond` reaches no graph input except through a Shape op (its value depends only on shapes).
+    Nested If nodes in the way are followed into the outer names their branches read; Loop / Scan stop it. (The
+    converter's LiteRT check against the original model would show a branch taken wrongly.)"""
     prod = {o: n for n in model.graph.node for o in n.output}
     inputs = {i.name for i in model.graph.input}
     stack, seen = [cond], set()
@@ -24,11 +30,17 @@ def _shape_only(model: onnx.ModelProto, cond: str) -> bool:
         if t in inputs:
             return False
         n = prod.get(t)
-        if n is None or n.op_type == "Shape":
+        if n is None:
             continue
-        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute) and n.op_type != "If":
+        if n.op_type == "Shape":
+            if getattr(prod.get(n.input[0]), "op_type", None) in _VALUE_SHAPED:
+                return False
+            continue
+        graphs = [a.g for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+        if n.op_type != "If" and (graphs or any(a.type == onnx.AttributeProto.GRAPHS for a in n.attribute)):
             return False  # Loop / Scan: their bodies may read inputs
         stack.extend(n.input)
+        stack.extend(i for g in graphs for b in g.node for i in b.input)  # outer names a branch reads
     return True
 
 
@@ -60,6 +72,7 @@ def inline_static_ifs(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
     for _ in range(8):  # a taken branch may hold If nodes of its own
         g = model.graph
         ifs = [n for n in g.node if n.op_type == "If" and n.domain in ("", "ai.onnx") and _shape_only(model, n.input[0])]
+        chosen = {id(n) for n in ifs}
         conds = run_on_zeros(model, list(dict.fromkeys(n.input[0] for n in ifs))) if ifs else None
         if not conds:
             break
@@ -68,7 +81,7 @@ def inline_static_ifs(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
         fired = 0
         for n in g.node:
             branch = None
-            if n in ifs:
+            if id(n) in chosen:
                 branch = next(a.g for a in n.attribute if a.name == ("then_branch" if conds[n.input[0]].reshape(-1)[0] else "else_branch"))
                 inner = {o for b in branch.node for o in b.output} | {t.name for t in branch.initializer}
                 if inner & taken:
