@@ -282,3 +282,27 @@ def test_tiny_activations_keep_their_int8_resolution(tmp_path):
     res = _convert(tmp_path, Seq(f, a, b), torch.randn(1, 3, 8, 8), 13, ops=("CONV_2D",))
     out = res.io["outputs"][0]
     assert out["scale"] < 1e-9, out
+
+
+def test_small_class_token_row_survives_the_residual_stream(tmp_path):
+    """A class token 100x smaller than the patch rows (ViT-MAE / AST / PVT under the HF init): one int8 scale for
+    the residual stream leaves its row a few levels, and the LayerNorms turn them into noise. The converter carries
+    the stream row-scaled (powers of two, exact in int8) and the LayerNorms never see the factor."""
+    torch.manual_seed(3)
+    cls = torch.randn(1, 1, 32) * 0.01
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = lin(16, 32)
+            self.ln = torch.nn.ModuleList(torch.nn.LayerNorm(32) for _ in range(3))
+            self.fc = torch.nn.ModuleList(lin(32, 32) for _ in range(2))
+
+        def forward(self, x):
+            h = torch.cat([cls, self.emb(x)], 1)
+            for ln, fc in zip(self.ln, self.fc):
+                h = h + 0.05 * fc(ln(h))
+            return self.ln[2](h)[:, 0]  # the class row, as a pooler takes it
+
+    res = _convert(tmp_path, M(), torch.randn(1, 24, 16), 17)
+    assert any("row-scaled the residual stream" in n for n in res.notes), res.notes

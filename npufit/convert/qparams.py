@@ -5,6 +5,7 @@ and ReLU are lossless). Weights of CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED
 (zero point 0, range [-127, 127]); their bias: int32 with scale = input scale * weight scale."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,6 +74,12 @@ def bias_int32(b: np.ndarray | None, in_scale: float, w_scales: np.ndarray) -> t
 
 
 def const_q(value: np.ndarray) -> Q:
-    """A constant operand of an elementwise op (ADD/MUL/...) gets its own per-tensor range."""
+    """A constant operand of an elementwise op (ADD/MUL/...) gets its own per-tensor range; a non-negative one whose
+    values all sit on a power-of-two grid that int8 spans (1, 2, 4 ... 64; 1/2 ... 1/64) gets that grid: exact."""
     v = np.asarray(value, np.float32)
-    return activation_q(float(v.min(initial=0.0)), float(v.max(initial=0.0)))
+    hi = float(v.max(initial=0.0))
+    if v.size and float(v.min()) >= 0 and hi > 0:
+        scale = 2.0 ** math.ceil(math.log2(hi / (QMAX - QMIN)))  # the finest power-of-two step reaching hi
+        if np.array_equal(np.round(v / scale) * scale, v):
+            return Q(scale, QMIN)
+    return activation_q(float(v.min(initial=0.0)), hi)
