@@ -306,3 +306,13 @@ def test_small_class_token_row_survives_the_residual_stream(tmp_path):
 
     res = _convert(tmp_path, M(), torch.randn(1, 24, 16), 17)
     assert any("row-scaled the residual stream" in n for n in res.notes), res.notes
+
+
+def test_power_of_two_constants_quantize_exactly():
+    """The row factors of the residual stream (1, 2, ... 64) and their inverses are int8 constants: a factor off by
+    a rounding step would give a row a different scale on the way in and on the way back."""
+    from npufit.convert.qparams import const_q, dequantize, quantize
+
+    for v in (np.array([1.0, 2.0, 4.0, 16.0, 64.0]), 1.0 / np.array([1.0, 2.0, 8.0, 64.0])):
+        q = const_q(v)
+        np.testing.assert_array_equal(dequantize(quantize(v, q), q.scale, q.zero_point), v.astype(np.float32))
