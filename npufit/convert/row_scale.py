@@ -4,15 +4,19 @@ One int8 scale covers a whole [batch, tokens, features] tensor. Under some inits
 smaller than the patch rows (ViT-MAE, AST, PVT: std-0.02 token, zero position row): it keeps a few int8 levels in
 every residual Add, and the LayerNorm after it turns them into noise (vit-mae: every other row cosine >= 0.9996,
 that row lost). LayerNorm does not see a per-row factor d: LN(d x) = LN(x) once eps becomes eps d^2. So the
-converter's copy carries the stream as D x (D: one factor per row, from the calibrated row maxima): branch
-outputs joining it are multiplied by D, the sources are scaled where they are built (constants folded, Concat
-parts and Add operands followed), each LayerNorm's eps becomes eps D^2, and any other reader gets x back through
-D^-1. Exact in float; ONNX Runtime then calibrates the rewritten copy."""
+converter's copy carries each stream (the LayerNorm inputs joined by Adds) as D x, D one power of two per row from
+the stream's calibrated row maxima: branch outputs joining it are multiplied by D (into the input of their last
+MatMul where that leaves its range as it was), its sources are scaled where they are built (constants folded,
+Concat parts and Add operands followed), each LayerNorm's eps becomes eps D^2, and any other reader gets x back
+through D^-1. Exact in float (powers of two); ONNX Runtime then calibrates the rewritten copy. Measured on the
+calibration corpus: docs/guide/convert.md."""
 from __future__ import annotations
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+
+from ..errors import NpufitError
 
 MIN_GAIN = 4.0  # rewrite only where some row is this many times smaller than the largest
 MAX_GAIN = 64.0  # cap on a row's factor (a row of zeros would ask for any)
@@ -67,7 +71,8 @@ def rescale_rows(prep, ranges, lns: dict, src, input_shapes):
 
     from .onnx_prep import prepare
 
-    factors = plan(ranges.rows, list(lns))
+    group = streams(prep.model, list(lns))
+    factors = plan(ranges.rows, group)
     if not factors:
         return None
     m = onnx.ModelProto()
@@ -79,13 +84,17 @@ def rescale_rows(prep, ranges, lns: dict, src, input_shapes):
         v = prep.const(name) if s is None else None
         return s if s is not None else (None if v is None else np.shape(v))
 
-    origin, n = rewrite(m, prep.const, shape_of, lns, factors, ranges.rows)
-    if not n:
+    try:
+        origin, n = rewrite(m, prep.const, shape_of, lns, {x: factors[g] for x, g in group.items() if g in factors},
+                            ranges.rows)
+        if not n:
+            return None
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / Path(src).name
+            onnx.save(m, str(path))  # > 2 GB: ValueError from protobuf
+            new = prepare(path, input_shapes)
+    except (ValueError, KeyError, OSError, NpufitError):  # an optimisation: the model converts without it
         return None
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / Path(src).name
-        onnx.save(m, str(path))
-        new = prepare(path, input_shapes)
     new.origin = {**prep.origin, **{k: prep.source_node(v) for k, v in origin.items()}}
     new.fixed_ranges, new.rewrites = prep.fixed_ranges, prep.rewrites
     gain = max(float(d.max()) for d in factors.values())
@@ -94,24 +103,49 @@ def rescale_rows(prep, ranges, lns: dict, src, input_shapes):
     return new
 
 
-def plan(rows: dict[str, np.ndarray], xs: list[str]) -> dict[int, np.ndarray]:
-    """Token count -> the row factors D, from the calibrated per-row |max| of the LayerNorm inputs."""
-    by_t: dict[int, np.ndarray] = {}
+def streams(model: onnx.ModelProto, xs: list[str]) -> dict[str, str]:
+    """LayerNorm input -> its residual stream (the LayerNorm inputs joined by Adds), named by one member."""
+    prod = {o: n for n in model.graph.node for o in n.output}
+    parent = {x: x for x in xs}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
     for x in xs:
+        p = prod.get(x)
+        if p is not None and p.op_type == "Add":
+            for i in p.input:
+                if i in parent:
+                    parent[find(i)] = find(x)
+    return {x: find(x) for x in xs}
+
+
+def plan(rows: dict[str, np.ndarray], group: dict[str, str]) -> dict[str, np.ndarray]:
+    """Stream -> its row factors D, from the calibrated per-row |max| of its LayerNorm inputs."""
+    by_g: dict[str, np.ndarray] = {}
+    bad: set[str] = set()  # a stream whose row count changes or was not measured stays as it is
+    for x, g in group.items():
         r = rows.get(x)
-        if r is not None and r.size > 1:
-            by_t[r.size] = np.maximum(by_t.get(r.size, np.zeros(r.size)), r)
+        if r is None or r.size < 2 or (g in by_g and by_g[g].size != r.size):
+            bad.add(g)
+        else:
+            by_g[g] = np.maximum(by_g.get(g, r), r)
     out = {}
-    for t, m in by_t.items():
+    for g, m in by_g.items():
+        if g in bad:
+            continue
         # powers of two: D and 1/D are then exact int8 constants (qparams.const_q), so the readers that take x
         # back as (D x) / D get every row's scale exactly
         d = 2.0 ** np.floor(np.log2(np.clip(m.max() / np.maximum(m, 1e-30), 1.0, MAX_GAIN)))
         if d.max() >= MIN_GAIN:
-            out[t] = d
+            out[g] = d
     return out
 
 
-def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[int, np.ndarray], rows: dict[str, np.ndarray]):
+def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[str, np.ndarray], rows: dict[str, np.ndarray]):
     """Rewrite `model` in place; -> (new node -> the node it scales, number of LayerNorm inputs scaled). `rows`: the
     calibrated per-row |max| of 3-D tensors: D is pushed into a producer's input only where it leaves that input's
     range as it was (a row that is small in the stream may be large before the branch's last MatMul)."""
@@ -119,7 +153,7 @@ def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[int,
     prod = {o: n for n in g.node for o in n.output}
     cons = _consumers(model)
     shapes = _Shapes(shape_of)
-    stream = {x for x in lns if len(shapes.get(x, ())) == 3 and shapes[x][1] in factors}
+    stream = {x for x in lns if x in factors and len(shapes.get(x, ())) == 3 and shapes[x][1] == factors[x].size}
     if not stream:
         return {}, 0
     new_nodes: list[onnx.NodeProto] = []
@@ -160,7 +194,7 @@ def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[int,
         key = (y, id(d))
         if key in done:
             return done[key]
-        if not source and y in stream and len(d) == shapes[y][1]:
+        if not source and y in stream and factors[y] is d:
             return scaled(y)
         p = prod.get(y)
         if val(y) is not None:
@@ -199,7 +233,7 @@ def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[int,
         return node("Mul", [y, const(y, col(d))], y, p.name if p is not None else y)
 
     def scaled(x: str) -> str:
-        d = factors[shapes[x][1]]
+        d = factors[x]
         if (x, -1) in done:
             return done[(x, -1)]
         p = prod.get(x)
@@ -212,7 +246,7 @@ def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[int,
 
     for x in sorted(stream):
         xs = scaled(x)
-        d = factors[shapes[x][1]]
+        d = factors[x]
         for mean, sub, add, k in lns[x]:
             mean.input[0] = xs
             sub.input[0] = xs
@@ -225,7 +259,7 @@ def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[int,
         readers = [c for c in cons.get(x, []) if id(c) not in rebuilt and x in c.input]
         if not readers and x not in outs:
             continue
-        back = node("Mul", [done[(x, -1)], const(x, 1.0 / col(factors[shapes[x][1]]))], x, prod[x].name)
+        back = node("Mul", [done[(x, -1)], const(x, 1.0 / col(factors[x]))], x, prod[x].name)
         if x in outs:
             new_nodes[-1].output[0] = back = x
         for c in readers:
