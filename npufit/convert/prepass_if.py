@@ -82,7 +82,8 @@ def inline_static_ifs(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
         for n in g.node:
             branch = None
             if id(n) in chosen:
-                branch = next(a.g for a in n.attribute if a.name == ("then_branch" if conds[n.input[0]].reshape(-1)[0] else "else_branch"))
+                want = "then_branch" if conds[n.input[0]].reshape(-1)[0] else "else_branch"
+                branch = next(a.g for a in n.attribute if a.name == want)
                 inner = {o for b in branch.node for o in b.output} | {t.name for t in branch.initializer}
                 if inner & taken:
                     branch = None  # a name the branch would shadow: keep the If (never rename user tensors)

@@ -200,12 +200,14 @@ def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[str,
         if val(y) is not None:
             v = np.asarray(val(y), np.float32)
             r = const(y, v * col(d)) if v.ndim == 3 else None
-        elif p is not None and p.op_type == "Add" and len(shapes.get(y, ())) == 3 and all(fits(i, d) or val(i) is not None for i in p.input):
+        elif p is not None and p.op_type == "Add" and len(shapes.get(y, ())) == 3 \
+                and all(fits(i, d) or val(i) is not None for i in p.input):
             r = node("Add", [push(p.input[0], d), push(p.input[1], d)], y, p.name)
         elif p is not None and p.op_type == "MatMul" and val(p.input[1]) is not None and np.ndim(val(p.input[1])) == 2 \
                 and len(shapes.get(p.input[0], ())) == 3 and fits(p.input[0], d):  # rows stay rows: (D x) W = D (x W)
             r = node("MatMul", [push(p.input[0], d), p.input[1]], y, p.name)
-        elif p is not None and p.op_type == "Mul" and len(shapes.get(y, ())) == 3 and any(_row_free(val(i)) for i in p.input) \
+        elif p is not None and p.op_type == "Mul" and len(shapes.get(y, ())) == 3 \
+                and any(_row_free(val(i)) for i in p.input) \
                 and fits(p.input[1 - next(j for j, i in enumerate(p.input) if _row_free(val(i)))], d):
             k = next(j for j, i in enumerate(p.input) if _row_free(val(i)))  # a per-feature or scalar factor
             ins = list(p.input)
