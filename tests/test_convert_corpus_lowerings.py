@@ -94,3 +94,81 @@ def test_einsum_two_operands(tmp_path, eq):
     res = _convert(tmp_path, Seq(f, lin(8, 16)), torch.randn(1, 6, 8), 17, ops=("BATCH_MATMUL",))
     assert "Einsum" in {n.op_type for n in onnx.load(tmp_path / "m.onnx").graph.node}
     assert any("decomposed Einsum x1" in n for n in res.notes), res.notes
+
+
+def _if_model(path, cond_on_shape: bool):
+    """x @ W, then an If: Mul by 2 when the condition holds, Neg otherwise (the wrong branch would flip the sign)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32) / 4, "W"),
+             numpy_helper.from_array(np.array(2, np.int64), "axis2"), numpy_helper.from_array(np.array(16, np.int64), "sixteen"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two"), numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["y"])]
+    if cond_on_shape:  # ViTDet's `if rel_pos.shape[0] != max_rel_dist`, traced into Shape / Gather / Equal
+        nodes += [helper.make_node("Shape", ["y"], ["s"]), helper.make_node("Gather", ["s", "axis2"], ["d"]),
+                  helper.make_node("Equal", ["d", "sixteen"], ["c"])]
+    else:
+        nodes += [helper.make_node("ReduceMax", ["y"], ["m"], keepdims=0), helper.make_node("Greater", ["m", "zero"], ["c"])]
+    then_g = helper.make_graph([helper.make_node("Mul", ["y", "two"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Neg", ["y"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    nodes += [helper.make_node("If", ["c"], ["z"], name="branch", then_branch=then_g, else_branch=else_g),
+              helper.make_node("Add", ["z", "y"], ["out"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 16])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 6, 16])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_if_decided_by_the_input_shapes_is_inlined(tmp_path):
+    from npufit.convert import convert, verify_tflite
+    from npufit.quantize.calibration import input_specs, load_calibration
+    import onnx
+
+    src = _if_model(tmp_path / "if.onnx", cond_on_shape=True)
+    res = convert(src, tmp_path / "if.tflite", samples=8)
+    assert any("inlined If x1" in n for n in res.notes), res.notes
+    assert "NEG" not in res.op_counts, res.op_counts  # the branch not taken is gone
+    cal = load_calibration("random", input_specs(onnx.load(str(src))), count=8, seed=0)
+    assert verify_tflite(res.path, src, [cal[i] for i in range(len(cal))]).min_cosine >= 0.999
+
+
+def test_if_on_input_values_stays_a_converter_gap(tmp_path):
+    from npufit.convert import convert
+    from npufit.errors import UnsupportedModelError
+
+    src = _if_model(tmp_path / "if.onnx", cond_on_shape=False)
+    with pytest.raises(UnsupportedModelError, match="no lowering for If 'branch'"):
+        convert(src, tmp_path / "if.tflite", samples=8)
+
+
+def test_einsum_with_an_operand_shape_inference_leaves_unknown(tmp_path):
+    """ViTDet's relative-position einsum 'bhwc,hkc->bhwk': its table is gathered by indices from a Range over a
+    size, whose length ONNX shape inference does not propagate; the decomposition takes that shape from a run."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from npufit.convert import convert, verify_tflite
+    from npufit.quantize.calibration import input_specs, load_calibration
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 6, 16)).astype(np.float32), "table"),
+             numpy_helper.from_array(np.array(1, np.int64), "one"), numpy_helper.from_array(np.array(0, np.int64), "zero"),
+             numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32) / 4, "W")]
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["q"]),
+             helper.make_node("Shape", ["q"], ["s"]), helper.make_node("Gather", ["s", "one"], ["h"]),
+             helper.make_node("Range", ["zero", "h", "one"], ["idx"]), helper.make_node("Gather", ["table", "idx"], ["rel"]),
+             helper.make_node("Einsum", ["q", "rel"], ["out"], equation="bhwc,hkc->bhwk")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 16])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], inits)
+    src = tmp_path / "einsum.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    res = convert(src, tmp_path / "einsum.tflite", samples=8)
+    assert any("decomposed Einsum x1" in n for n in res.notes), res.notes
+    cal = load_calibration("random", input_specs(onnx.load(str(src))), count=8, seed=0)
+    assert verify_tflite(res.path, src, [cal[i] for i in range(len(cal))]).min_cosine >= 0.999

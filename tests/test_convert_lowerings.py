@@ -267,3 +267,52 @@ def test_stride4_conv_runs_at_stride2_then_subsamples(tmp_path):
     m = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 7, stride=4, padding=3), torch.nn.ReLU(), torch.nn.Conv2d(16, 8, 8, stride=8))
     res = _convert(tmp_path, m, torch.randn(1, 3, 64, 64), 13, ops=("MAX_POOL_2D",))
     assert res.op_counts["CONV_2D"] == 2 and res.op_counts["MAX_POOL_2D"] == 1  # the k == s patchify conv is left as is
+
+
+def test_tiny_activations_keep_their_int8_resolution(tmp_path):
+    """Bias-free layers with small weights (random-init SuperPoint) shrink activations to ~1e-8: their int8 scale
+    follows the range down instead of stopping at a fixed floor, which left such an output a few int8 levels."""
+    def f(s, x):
+        return s.mods[1](torch.relu(s.mods[0](x)))
+
+    a, b = conv(3, 8, bias=False), conv(8, 4, bias=False)
+    with torch.no_grad():
+        a.weight.mul_(1e-4)
+        b.weight.mul_(1e-4)
+    res = _convert(tmp_path, Seq(f, a, b), torch.randn(1, 3, 8, 8), 13, ops=("CONV_2D",))
+    out = res.io["outputs"][0]
+    assert out["scale"] < 1e-9, out
+
+
+def test_small_class_token_row_survives_the_residual_stream(tmp_path):
+    """A class token 100x smaller than the patch rows (ViT-MAE / AST / PVT under the HF init): one int8 scale for
+    the residual stream leaves its row a few levels, and the LayerNorms turn them into noise. The converter carries
+    the stream row-scaled (powers of two, exact in int8) and the LayerNorms never see the factor."""
+    torch.manual_seed(3)
+    cls = torch.randn(1, 1, 32) * 0.01
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = lin(16, 32)
+            self.ln = torch.nn.ModuleList(torch.nn.LayerNorm(32) for _ in range(3))
+            self.fc = torch.nn.ModuleList(lin(32, 32) for _ in range(2))
+
+        def forward(self, x):
+            h = torch.cat([cls, self.emb(x)], 1)
+            for ln, fc in zip(self.ln, self.fc):
+                h = h + 0.05 * fc(ln(h))
+            return self.ln[2](h)[:, 0]  # the class row, as a pooler takes it
+
+    res = _convert(tmp_path, M(), torch.randn(1, 24, 16), 17)
+    assert any("row-scaled the residual stream" in n for n in res.notes), res.notes
+
+
+def test_power_of_two_constants_quantize_exactly():
+    """The row factors of the residual stream (1, 2, ... 64) and their inverses are int8 constants: a factor off by
+    a rounding step would give a row a different scale on the way in and on the way back."""
+    from npufit.convert.qparams import const_q, dequantize, quantize
+
+    for v in (np.array([1.0, 2.0, 4.0, 16.0, 64.0]), 1.0 / np.array([1.0, 2.0, 8.0, 64.0])):
+        q = const_q(v)
+        np.testing.assert_array_equal(dequantize(quantize(v, q), q.scale, q.zero_point), v.astype(np.float32))

@@ -80,3 +80,13 @@ def test_stride4_patch_embedding_compiles(tmp_path):
     src = _export(nn.Sequential(nn.Conv2d(3, 16, 7, stride=4, padding=3), nn.ReLU()), torch.randn(1, 3, 64, 64), tmp_path / "s4.onnx")
     r = _cli("compile", src, "--target", "ethos-u55-256", cwd=tmp_path)
     assert r.returncode == 0 and "vela (5.2.0) -> ethos-u55-256: OK" in r.stdout and "placement: 2 npu, 0 cpu" in r.stdout, r.stdout
+
+
+def test_padded_patch_embedding_compiles(tmp_path):
+    """ViT-Pose's patch embedding (kernel = stride 8, padding 2): the VALID conv after the PAD reads 64x48 of the
+    66x50 padded map; Vela 5.2 runs a stride-8 CONV_2D only on an input it tiles exactly, so the unread tail is cut."""
+    m = nn.Sequential(nn.Conv2d(3, 16, 8, stride=8, padding=2), nn.ReLU(), nn.Conv2d(16, 8, 3, padding=1))
+    src = _export(m, torch.randn(1, 3, 64, 48), tmp_path / "p8.onnx")
+    r = _cli("compile", src, "--target", "ethos-u55-256", cwd=tmp_path)
+    assert r.returncode == 0 and "vela (5.2.0) -> ethos-u55-256: OK" in r.stdout and "placement: 3 npu, 0 cpu" in r.stdout, r.stdout + r.stderr
+    assert "min_cosine_vs_onnx=0.999" in r.stdout or "min_cosine_vs_onnx=1" in r.stdout, r.stdout

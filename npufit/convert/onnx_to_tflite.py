@@ -151,7 +151,8 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     from ..quantize.calibration import input_specs, load_calibration
     from .lower import Lowering, Unsupported
     from .onnx_prep import prepare
-    from .ranges import collect, merge_groups
+    from .ranges import merge_groups
+    from .row_scale import layernorms, rescale_rows
 
     src, out = Path(model), Path(out_path)
     if src.resolve() == out.resolve():
@@ -168,10 +169,11 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     n = min(len(cal), MAX_SAMPLES if cal.kind != "random" else samples)
     feeds = [cal[i] for i in range(n)]
     t1 = time.perf_counter()
-    unvalued = {t for nd in work for t in nd.inputs if t and prep.graph.producer(t) is not None
-                and prep.graph.producer(t).name in prep.graph.folded and prep.const(t) is None}
-    ranges = collect(prep.model, [o for nd in work for o in nd.outputs if o], feeds, keep=unvalued)
-    prep.consts.update(ranges.values)
+    lns = layernorms(prep.model, prep.const)
+    prep, work, ranges = _calibrate(prep, work, feeds, lns)
+    scaled = rescale_rows(prep, ranges, lns, src, input_shapes) if lns else None
+    if scaled is not None:
+        prep, work, ranges = _calibrate(scaled, _work_nodes(scaled.graph), feeds, {})
     links = [(i, o) for nd in work if nd.op_type in PASS_THROUGH for i in nd.inputs[:1 if nd.op_type != "Concat" else None]
              for o in nd.outputs[:1 if nd.op_type != "Split" else None] if i]
     merge_groups(ranges, links, prep.fixed_ranges)
@@ -233,6 +235,19 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
         res.notes.extend(res.verification.notes)
     atomic_write_json(res.sidecar, res.to_dict())
     return res
+
+
+def _calibrate(prep, work, feeds, lns):
+    """ONNX Runtime over the calibration feeds: ranges of every tensor the lowering quantizes (and the row maxima
+    of its 3-D tensors where there are LayerNorms `lns` to row-scale); tensors only the run can value become constants."""
+    from .ranges import collect
+
+    unvalued = {t for nd in work for t in nd.inputs if t and prep.graph.producer(t) is not None
+                and prep.graph.producer(t).name in prep.graph.folded and prep.const(t) is None}
+    outs = [o for nd in work for o in nd.outputs if o]
+    ranges = collect(prep.model, outs, feeds, keep=unvalued, rows=outs if lns else ())
+    prep.consts.update(ranges.values)
+    return prep, work, ranges
 
 
 def onnx_to_int8_tflite(model, out_path, calibration=None, input_shapes=None, **kw) -> ConversionResult:

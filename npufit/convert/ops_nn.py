@@ -125,6 +125,8 @@ def conv(L: Lowering, node: NodeView) -> None:
     oshape = onnx_to_tfl_shape(L.shape(out), "nhwc")
     split = _stride_split(strides, (kh, kw))
     x, padding = spatial_pad(L, node, x, (kh, kw), strides, dil, oshape[1:3], allow_same=split is None)
+    if split is None and padding == "VALID":
+        x = _patch_crop(L, x, (kh, kw), strides, oshape[1:3])
     y = final = L.output(out, "nhwc")
     if split is not None:  # stride a*b: CONV_2D at stride a, then every b-th pixel (1x1 MAX_POOL at stride b)
         strides, pool = split
@@ -152,6 +154,19 @@ def conv(L: Lowering, node: NodeView) -> None:
     if y is not final:
         L.emit("MAX_POOL_2D", [y], [final], "Pool2DOptions", padding="VALID", stride_w=pool[1], stride_h=pool[0],
                filter_width=1, filter_height=1, fused_activation_function="NONE")
+
+
+def _patch_crop(L: Lowering, x: TT, kernel, strides, out_hw) -> TT:
+    """A patchify conv (stride = kernel > 3) reads out * stride rows and columns of its VALID input; Vela runs it on
+    the NPU only when the input is exactly that big (a padded ViT-Pose patch embedding is not: "Non-passthrough
+    operation (Conv2D) could not run on NPU"), so the unread tail is cut off first (STRIDED_SLICE, pass-through)."""
+    keep = [o * s if s == k else n for o, s, k, n in zip(out_hw, strides, kernel, x.shape[1:3])]
+    if not any(s > 3 and s == k for s, k in zip(strides, kernel)) or list(x.shape[1:3]) == keep:
+        return x
+    y = L.new(f"{x.name}/patches", (x.shape[0], *keep, x.shape[3]), x.q, "nhwc")
+    L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", [0, 0, 0, 0]), L.int32(f"{y.name}/end", list(y.shape)),
+                             L.int32(f"{y.name}/strides", [1, 1, 1, 1])], [y], "StridedSliceOptions")
+    return y
 
 
 def _stride_split(strides, kernel):

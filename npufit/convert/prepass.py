@@ -1,5 +1,6 @@
 """What the converter does to its private copy of the ONNX model before lowering, and says it did.
 
+0. `If` nodes whose condition only the (pinned) input shapes decide are replaced by their taken branch (prepass_if).
 1. npufit's exact rewrite rules that make a graph convertible: `conv1d_to_conv2d` (a rank-3 Conv becomes a (1,k)
    Conv2d, chains stay 4-D; prepass_conv1d) and `topk1_to_argmax` (npufit/rewrite: TopK k=1 -> ArgMax + ReduceMax).
 2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
@@ -33,9 +34,13 @@ def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dic
     conv1d_to_conv2d runs as the converter's own linear pass (prepass_conv1d); the others through npufit/rewrite,
     imported only when their op occurs (onnx-ir and the pattern matcher cost seconds)."""
     from .prepass_conv1d import conv1d_to_conv2d
+    from .prepass_if import inline_static_ifs
 
-    fired, origin = conv1d_to_conv2d(model)
-    applied0 = [f"conv1d_to_conv2d x{fired}"] if fired else []
+    inlined, origin = inline_static_ifs(model) if any(n.op_type == "If" for n in model.graph.node) else (0, {})
+    fired, more = conv1d_to_conv2d(model)
+    origin.update({k: origin.get(v, v) for k, v in more.items()})
+    applied0 = ([f"inlined If x{inlined} (condition fixed by the input shapes)"] if inlined else []) + \
+        ([f"conv1d_to_conv2d x{fired}"] if fired else [])
     if not any(n.op_type == "TopK" for n in model.graph.node):
         return model, applied0, origin
     before = [(n.name, n.op_type) for n in model.graph.node if n.op_type != "Constant"]
@@ -272,6 +277,11 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
         ranks[vi.name] = len(dims)
         if all(d.HasField("dim_value") for d in dims):
             shapes[vi.name] = tuple(int(d.dim_value) for d in dims)
+    unknown = [i for n in model.graph.node if n.op_type == "Einsum" for i in n.input if i and i not in shapes]
+    if unknown:  # shapes ONNX shape inference does not propagate (Range / Gather chains): from a run on zeros
+        from .prepass_if import run_on_zeros
+
+        shapes.update({k: tuple(v.shape) for k, v in (run_on_zeros(model, list(dict.fromkeys(unknown))) or {}).items()})
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for n in model.graph.node:
         if n.op_type == "Constant" and n.output and n.attribute and n.attribute[0].name == "value":

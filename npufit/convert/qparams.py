@@ -5,12 +5,16 @@ and ReLU are lossless). Weights of CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED
 (zero point 0, range [-127, 127]); their bias: int32 with scale = input scale * weight scale."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 QMIN, QMAX = -128, 127
-TINY = 1e-8  # floor for degenerate (constant-zero) ranges: a zero scale is invalid TFLite
+TINY = 1e-8  # scale of a degenerate (constant-zero) range: a zero scale is invalid TFLite
+# floor for a real range: far below any float activation yet a normal float32 (random-init nets without biases
+# shrink layer by layer to ~1e-7: a 1e-8 floor left their outputs +-11 int8 levels, cosine 0.99)
+MIN_SCALE = 1e-30
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ def activation_q(lo: float, hi: float) -> Q:
     lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
     if not np.isfinite(lo) or not np.isfinite(hi):
         raise ValueError("non-finite calibration range")
-    scale = max((hi - lo) / (QMAX - QMIN), TINY)
+    scale = max((hi - lo) / (QMAX - QMIN), MIN_SCALE) if hi > lo else TINY
     zp = int(np.clip(np.round(QMIN - lo / scale), QMIN, QMAX))
     return Q(scale, zp)
 
@@ -70,6 +74,12 @@ def bias_int32(b: np.ndarray | None, in_scale: float, w_scales: np.ndarray) -> t
 
 
 def const_q(value: np.ndarray) -> Q:
-    """A constant operand of an elementwise op (ADD/MUL/...) gets its own per-tensor range."""
+    """A constant operand of an elementwise op (ADD/MUL/...) gets its own per-tensor range; a non-negative one whose
+    values all sit on a power-of-two grid that int8 spans (1, 2, 4 ... 64; 1/2 ... 1/64) gets that grid: exact."""
     v = np.asarray(value, np.float32)
-    return activation_q(float(v.min(initial=0.0)), float(v.max(initial=0.0)))
+    hi = float(v.max(initial=0.0))
+    if v.size and float(v.min()) >= 0 and hi > 0:
+        scale = 2.0 ** math.ceil(math.log2(hi / (QMAX - QMIN)))  # the finest power-of-two step reaching hi
+        if np.array_equal(np.round(v / scale) * scale, v):
+            return Q(scale, QMIN)
+    return activation_q(float(v.min(initial=0.0)), hi)

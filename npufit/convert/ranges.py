@@ -23,6 +23,7 @@ class Ranges:
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     values: dict[str, np.ndarray] = field(default_factory=dict)  # constants too large for npufit.graph to fold
     samples: int = 0
+    rows: dict[str, np.ndarray] = field(default_factory=dict)  # [batch, rows, features] tensor -> per-row max |x|
 
     def get(self, name: str) -> tuple[float, float] | None:
         return (self.lo[name], self.hi[name]) if name in self.lo else None
@@ -40,10 +41,12 @@ class Ranges:
 
 
 def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict[str, np.ndarray]],
-            keep: Iterable[str] = ()) -> Ranges:
+            keep: Iterable[str] = (), rows: Iterable[str] = ()) -> Ranges:
     """Run the float model once per sample with `names` (and the model's own outputs) exposed; the values of
-    `keep` (input-independent tensors) are recorded from the first run."""
-    keep = set(keep)
+    `keep` (input-independent tensors) are recorded from the first run; for the 3-D tensors in `rows`, the
+    largest |value| of each row (axis 1) too (row_scale)."""
+    keep, rows = set(keep), set(rows)
+    names = list(names) + sorted(rows)
     names = list(names) + sorted(keep)
     from ..verify.compare import make_session, timed_run
 
@@ -64,6 +67,9 @@ def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict
             r.update(name, np.asarray(val))
             if name in keep and name not in r.values:
                 r.values[name] = np.asarray(val)
+            if name in rows and np.ndim(val) == 3:
+                m = np.abs(np.asarray(val, np.float64)).max(axis=(0, 2))
+                r.rows[name] = np.maximum(r.rows.get(name, m), m)
         r.samples += 1
     return r
 
