@@ -10,14 +10,13 @@ these ops on the CPU, which is correct: they are cheap and exact. Where the inte
   - CAST + QUANTIZE / DEQUANTIZE + CAST for int <-> float casts."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..errors import NpufitError
 from ..graph import NodeView
 from .lower import TT, Lowering
-from .qparams import Q, activation_q, quantize
+from .qparams import Q, quantize
+from .where_q import branch as _branch, fill_q, fill_room as _fill_room, q_over as _q_over
 
 COMPARE = {"Equal": "EQUAL", "Less": "LESS", "LessOrEqual": "LESS_EQUAL", "Greater": "GREATER",
            "GreaterOrEqual": "GREATER_EQUAL"}
@@ -25,9 +24,6 @@ LOGICAL = {"And": "LOGICAL_AND", "Or": "LOGICAL_OR", "Xor": "NOT_EQUAL"}
 ARITH = {"Add": ("ADD", "AddOptions"), "Sub": ("SUB", "SubOptions"), "Mul": ("MUL", "MulOptions"),
          "Max": ("MAXIMUM", "MaximumMinimumOptions"), "Min": ("MINIMUM", "MaximumMinimumOptions")}
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
-# |v| at or above this is a -inf/+inf stand-in (torch.finfo(float32).min fills masked attention scores): in int8
-# it saturates to the end of the range instead of stretching the scale over 1e38
-FILL = 1e30
 
 
 def tfl_dtype(onnx_dtype: str | None) -> str | None:
@@ -252,29 +248,6 @@ def gather_elements(L: Lowering, node: NodeView) -> None:
     L.emit("GATHER", [x, flat], [y], "GatherOptions", axis=axis, batch_dims=0)
 
 
-def _is_fill(v: np.ndarray) -> bool:
-    v = np.asarray(v, np.float64)
-    return v.size > 0 and bool(np.all(~np.isfinite(v) | (np.abs(v) >= FILL)))
-
-
-def _branch(L: Lowering, name: str):
-    """('fill', sign) | ('const', array) | ('act', name) for a Where branch."""
-    c = L.const(name)
-    if c is None:
-        return "act", name
-    c = np.asarray(c, np.float32)
-    return ("fill", 1.0 if np.all(c > 0) else -1.0) if _is_fill(c) else ("const", c)
-
-
-def _range_of(L: Lowering, b) -> tuple[float, float] | None:
-    kind, v = b
-    if kind == "act":
-        return L.real_range(L.act(v))
-    if kind == "const":
-        return float(v.min()), float(v.max())
-    return None
-
-
 def _select(L: Lowering, cond: str, branches, out: str, q: Q, rank: int) -> TT:
     """SELECT_V2(cond, a, b) in int8 with parameters `q` (SELECT does not rescale); a fill is the int8 end."""
     vals = []
@@ -290,11 +263,6 @@ def _select(L: Lowering, cond: str, branches, out: str, q: Q, rank: int) -> TT:
     y = L.output(out, "plain", q=q)
     L.emit("SELECT_V2", [c, *vals], [y])
     return y
-
-
-def _q_over(ranges) -> Q:
-    rs = [r for r in ranges if r is not None]
-    return activation_q(min(r[0] for r in rs), max(r[1] for r in rs))
 
 
 def where(L: Lowering, node: NodeView) -> None:
@@ -317,18 +285,6 @@ def where(L: Lowering, node: NodeView) -> None:
     _select(L, node.inputs[0], branches, out, fill_q(L, node, branches), len(L.shape(out)))
 
 
-def fill_q(L: Lowering, node: NodeView, branches=None) -> Q | None:
-    """The int8 parameters of a float Where with a fill branch (scores.masked_fill(~mask, finfo.min) -> Softmax):
-    over the other branches' range (plus room below for a Softmax), the fill saturating; None without a fill."""
-    branches = branches or [_branch(L, node.inputs[1]), _branch(L, node.inputs[2])]
-    if not any(b[0] == "fill" for b in branches):
-        return None
-    ranges = [r for r in (_range_of(L, b) for b in branches) if r is not None]
-    if any(b[0] == "fill" and b[1] < 0 for b in branches):
-        ranges += _fill_room(L, node.outputs[0], ranges)
-    return _q_over(ranges)
-
-
 def _select_operand(L: Lowering, node: NodeView) -> str | None:
     """The input of an Add / Sub that is a float Where by a run-time condition between constants (a mask)."""
     if node.op_type not in ("Add", "Sub") or dtype_of(L, node.outputs[0]):
@@ -341,20 +297,6 @@ def _select_operand(L: Lowering, node: NodeView) -> str | None:
                 and (node.op_type == "Add" or k == 1):
             return name
     return None
-
-
-def _fill_room(L: Lowering, out: str, ranges) -> list[tuple[float, float]]:
-    """Where masked scores go into a Softmax, the int8 end they saturate to must be far enough below the largest
-    score that their exp terms vanish: below e^-D with D = ln(512 n), each rounds to 0 in the int8 softmax output
-    (scale 1/256) and all n together move the sum by under 1/512. Saturating at the scores' own minimum instead
-    leaves masked positions weighted like the weakest score (a causal mask then breaks attention)."""
-    cons = L.graph.consumers(out)
-    if not cons or any(c.op_type != "Softmax" for c in cons):
-        return []
-    shape = L.shape(out)
-    n = max(int(shape[int(c.attr("axis", -1)) % len(shape)]) for c in cons)
-    hi = max(r[1] for r in ranges)
-    return [(hi - math.log(512.0 * n), hi)]
 
 
 def add_select(L: Lowering, node: NodeView) -> None:

@@ -9,6 +9,7 @@ from ..graph import NodeView
 from .lower import NHWC_AXIS, TO_NHWC, TT, Lowering
 from .ops_nn import gemm
 from .qparams import FIXED, Q, per_channel_weights, quantize
+from .where_q import fill_q
 
 UNIT = Q(1 / 255, -128)  # [0, 1] with both ends exact: 0/1 masks
 
@@ -85,8 +86,6 @@ def where(L: Lowering, node: NodeView) -> None:
         L.aliases[out] = src
         return
     rank = len(L.shape(out))
-    from .ops_int import fill_q
-
     yq = fill_q(L, node) or L.q_of(out)  # a finfo.min fill saturates instead of stretching the scale to 1e38
     lo, hi = yq.range
     layout = "plain"

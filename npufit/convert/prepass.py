@@ -20,12 +20,9 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..graph.onnx_prepare import infer_shapes
+from .prepass_build import Builder as _Builder, attr as _attr, default_opset
 
 CONVERT_RULES = ("topk1_to_argmax",)  # exact rules only: the converter never approximates
-
-
-def default_opset(model: onnx.ModelProto) -> int:
-    return next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
 
 
 def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dict[str, str]]:
@@ -84,52 +81,6 @@ def _origins(before: list[tuple[str, str]], model: onnx.ModelProto) -> dict[str,
             if near:
                 origin[n.name] = near
     return origin
-
-
-class _Builder:
-    """Appends nodes/initializers for one decomposed node under unique names derived from it."""
-
-    def __init__(self, model: onnx.ModelProto, node: onnx.NodeProto, taken: set[str]):
-        self.model, self.base, self.taken, self.nodes = model, node.name or node.op_type, taken, []
-        self.opset = default_opset(model)
-
-    def name(self, step: str) -> str:
-        n, i = f"{self.base}/{step}", 1
-        while n in self.taken:
-            i += 1
-            n = f"{self.base}/{step}{i}"
-        self.taken.add(n)
-        return n
-
-    def const(self, step: str, value) -> str:
-        n = self.name(step)
-        self.model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), n))
-        return n
-
-    def op(self, op_type: str, inputs, step: str, out: str | None = None, **attrs) -> str:
-        name = self.name(step)
-        self.nodes.append(helper.make_node(op_type, list(inputs), [out or name], name=name, **attrs))
-        return out or name
-
-    def mean(self, x: str, axes: list[int], step: str) -> str:
-        if self.opset >= 18:
-            return self.op("ReduceMean", [x, self.const(step + "_axes", np.array(axes, np.int64))], step, keepdims=1)
-        return self.op("ReduceMean", [x], step, axes=axes, keepdims=1)
-
-    def normalize(self, x: str, axes: list[int], eps: float, out: str | None = None) -> str:
-        """(x - mean) / sqrt(var + eps) over `axes` (keepdims), written to `out`."""
-        mu = self.mean(x, axes, "mean")
-        d = self.op("Sub", [x, mu], "centered")
-        var = self.mean(self.op("Mul", [d, d], "squared"), axes, "variance")
-        std = self.op("Sqrt", [self.op("Add", [var, self.const("epsilon", np.array(eps, np.float32))], "variance_eps")], "std")
-        return self.op("Div", [d, std], "normalized", out=out)
-
-
-def _attr(node: onnx.NodeProto, name: str, default):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def _layernorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:

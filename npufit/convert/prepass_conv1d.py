@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .prepass import _attr, default_opset
+from .prepass_build import attr as _attr, default_opset
 
 # ops that act per element or per channel (axis 1) and so do not care whether an axis of size 1 is present
 _CHANNELWISE = {"BatchNormalization", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Elu", "HardSwish", "HardSigmoid",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from .prepass import _attr, _Builder
+from .prepass_build import Builder as _Builder, attr as _attr
 
 
 def _split_gates(b: _Builder, x: str, n: int, hidden: int, step: str) -> list[str]:
