@@ -45,12 +45,19 @@ def judged_as_int8(graph: Graph, profile: Profile, judge: str = "auto", float_mo
     return profile.executes is Executes.INT8 and float_model
 
 
+FLOATS = ("float32", "float16")
+
+
 def is_float_model(graph: Graph) -> bool:
-    """A model with float inputs and no quantization at all (no Q/DQ, no QLinear ops, no quantized inputs)."""
+    """A model with float activations and no quantization at all (no Q/DQ, no QLinear ops, no quantized inputs).
+    Its inputs need not be float: a text encoder takes int64 token ids into a float body, which a converter turns
+    into int8 like any other (the Ethos-U and RV1106 corpus records ran BERT-family bodies on the NPU)."""
     ops = {n.op_type for n in graph.nodes}  # the distinct op types, then the test per type rather than per node
     quantized = any(op in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or op.startswith("QLinear")
                     for op in ops) or any(t.quant is not None for t in graph.inputs)
-    return not quantized and any(t.dtype in ("float32", "float16") for t in graph.inputs)
+    if quantized:
+        return False
+    return any(t.dtype in FLOATS for t in graph.inputs) or any(n.output_dtype(0) in FLOATS for n in graph.nodes if n.outputs)
 
 
 def refuses_format(graph: Graph, profile: Profile) -> str | None:

@@ -129,9 +129,31 @@ LOWERED: dict[str, Lowered] = {
     "ScatterND": Lowered(_scatter_sliced, ALL,
                          "dab_detr's box updates (detector, 4-8 runs): RESHAPE/CONCATENATION/STRIDED_SLICE, which ran on the NPU in "
                          "every family; conditional_detr's element-wise update (40 runs) became a GATHER and ran on the CPU"),
+    "Sqrt": Lowered(_always, ("transformer",),
+                    "8 Sqrts of written-out norms in t5_encoder (RMSNorm) and vitdet (LayerNorm) (transformer): RSQRT, taken "
+                    "by the Div or Reciprocal that reads it, or x * RSQRT(x)"),
 }
 LOWERED["GRU"] = LOWERED["LSTM"]
 KEY = "NPUFIT_LOWERED_"
+
+
+def mask_select(node, lim, listed: frozenset[str]) -> str | None:
+    """Rule body (bound to this generation's operator list `listed`): an Add / Sub of an activation and a Where by a
+    run-time condition between two constants (a text encoder's attention mask). npufit's converter writes the pair as
+    one SELECT_V2 of two int8 shifts of the activation (convert/ops_int.add_select), so it runs where SELECT_V2 does.
+    CAL-V: the 16 attention-mask Adds of the 8 text encoders (transformer) ran on the CPU on the U55, where SELECT_V2
+    is not listed, and on the NPU on the U85."""
+    g = node.graph
+    if g.format != "onnx" or "SELECT_V2" in listed or not cal.fitted(lim, ("transformer",)):
+        return None
+    if node.op_type not in ("Add", "Sub") or len(node.inputs) != 2 or node.output_dtype(0) not in ("float32", "float16"):
+        return None
+    for k, name in enumerate(node.inputs):
+        p = g.producer(name) if name else None
+        if p is not None and p.op_type == "Where" and len(p.inputs) == 3 and not p.is_const(0) and p.is_const(1) \
+                and p.is_const(2) and not node.is_const(1 - k) and (node.op_type == "Add" or k == 1):
+            return "converted with its mask Where into one SELECT_V2"
+    return None
 
 
 def op_key(node) -> str:
@@ -170,14 +192,29 @@ def converter_splits_stride(node, lim) -> bool:
     """A Conv with stride > 3 that npufit's converter writes as CONV_2D at stride a <= 3 + a 1x1 MAX_POOL at stride b
     (s = a*b, b <= 3; convert/ops_nn._stride_split): Vela runs both, so neither the stride limit nor the failed
     PAD fold applies. CAL-V: the 7x7 stride-4 padded patch embeddings of glpn (cnn), hiera and pvt_v2 (transformer)
-    ran on the NPU; a stride equal to the kernel (vitpose's padded 16x16/16 patchify) is not split and fails the
-    Vela 5.2.0 compile ("Non-passthrough operation (Conv2D) could not run on NPU")."""
-    if node.graph.format != "onnx" or not cal.fitted(lim, ("cnn", "transformer")):
+    ran on the NPU. A stride equal to the kernel (a patchify conv) is not split: the converter pads, then cuts off the
+    tail the conv never reads (convert/ops_nn._patch_crop), and Vela runs it (CAL-V: vitpose's padded 16x16/16 patch
+    embedding, detector; before the crop it failed the compile: "Non-passthrough operation (Conv2D) could not run on
+    NPU")."""
+    if node.graph.format != "onnx":
         return False
     s, k = tm.strides(node), tm.kernel(node)
-    if not s or not k or all(st <= 3 or st == kk for st, kk in zip(s, k)):
+    if not s or not k or all(st <= 3 for st in s):
+        return False
+    if all(st <= 3 or st == kk for st, kk in zip(s, k)):
+        return _patch_crop(node, s) and cal.fitted(lim, ("detector",))
+    if not cal.fitted(lim, ("cnn", "transformer")):
         return False
     return all(st <= 3 or any(st % a == 0 and st // a <= 3 for a in (3, 2)) for st in s)
+
+
+def _patch_crop(node, s) -> bool:
+    """Whether the converter cuts a tail off this patchify conv's padded input: explicit pads that leave more rows or
+    columns than out * stride (pads that fit exactly are SAME padding, which the converter writes as SAME)."""
+    x, y, pads = node.input_shape(0), node.output_shape(0), node.attr("pads")
+    if not x or not y or not pads or len(x) != 4 or len(y) != 4 or not all(isinstance(d, int) for d in list(x) + list(y)):
+        return False
+    return any(x[2 + i] + pads[i] + pads[i + 2] > y[2 + i] * s[i] for i in range(2))
 
 
 def shape_only_after_cpu(node, lim, listed: frozenset[str]) -> str | None:

@@ -1,0 +1,69 @@
+"""Ethos-U placement of ONNX nodes as npufit's converter writes them (CAL-V records): a float body behind integer
+token ids is judged as its int8 conversion, an attention-mask Add becomes SELECT_V2 (CPU on the U55, NPU on the U85),
+a padded patchify conv whose unread tail the converter cuts off runs on the NPU."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from .target_cases import judge
+
+
+def _text_encoder_block():
+    """int64 ids -> embedding Gather -> MatMul scores; mask = Where(ids == 0, -1e38, 0); scores + mask -> Softmax."""
+    rng = np.random.default_rng(0)
+    table = numpy_helper.from_array(rng.standard_normal((32, 8)).astype(np.float32), "table")
+    w = numpy_helper.from_array(rng.standard_normal((8, 6)).astype(np.float32), "w")
+    zero = numpy_helper.from_array(np.array(0, np.int64), "zero")
+    fill = numpy_helper.from_array(np.array(-3.4e38, np.float32), "fill")
+    keep = numpy_helper.from_array(np.array(0.0, np.float32), "keep")
+    nodes = [
+        helper.make_node("Gather", ["table", "ids"], ["emb"], name="embed"),
+        helper.make_node("MatMul", ["emb", "w"], ["scores"], name="proj"),
+        helper.make_node("Relu", ["scores"], ["act"], name="relu"),
+        helper.make_node("Equal", ["ids", "zero"], ["pad"], name="is_pad"),
+        helper.make_node("Unsqueeze", ["pad", "axis"], ["pad3"], name="unsq"),
+        helper.make_node("Where", ["pad3", "fill", "keep"], ["mask"], name="mask"),
+        helper.make_node("Add", ["act", "mask"], ["masked"], name="op"),
+        helper.make_node("Softmax", ["masked"], ["y"], name="softmax", axis=-1),
+    ]
+    axis = numpy_helper.from_array(np.array([-1], np.int64), "axis")
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 6])], [table, w, zero, fill, keep, axis])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_float_body_behind_token_ids_is_judged_as_its_int8_conversion():
+    m = _text_encoder_block()
+    # before: int64 inputs made it "not a float model", so every float op failed the int8 feature-map rule
+    assert judge(m, "ethos-u85-256", node="relu") == ("npu", {})
+    v, reasons = judge(m, "ethos-u55-256", node="relu")
+    assert v == "npu", reasons
+    assert judge(m, "ethos-u55-256", node="relu", mode="float")[0] == "cpu"  # --judge float still judges the float graph
+
+
+def test_an_attention_mask_add_runs_where_select_v2_does():
+    m = _text_encoder_block()
+    v, reasons = judge(m, "ethos-u55-256")
+    assert v == "cpu" and "SELECT_V2" in reasons["ethos-u55-256.add.mask_select"], reasons
+    assert judge(m, "ethos-u85-256")[0] == "npu"  # SELECT_V2 is in the U85's list
+
+
+def _patchify(pads, hw=(36, 28), k=8):
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array(rng.standard_normal((8, 3, k, k)).astype(np.float32), "w")
+    oh = (hw[0] + pads[0] + pads[2] - k) // k + 1
+    ow = (hw[1] + pads[1] + pads[3] - k) // k + 1
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="op", kernel_shape=[k, k], strides=[k, k], pads=pads)],
+                          "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, *hw])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, oh, ow])], [w])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_padded_patchify_conv_with_an_unread_tail_runs_on_the_u55():
+    # 36 + 2 + 2 = 40 rows for 5 outputs of stride 8: exactly read, SAME-like -> the stride rules still apply
+    exact = _patchify([2, 2, 2, 2])
+    assert judge(exact, "ethos-u55-256")[0] != "npu"
+    # 36 + 1 + 1 = 38 rows for 4 outputs: the converter cuts the 6 unread rows (vitpose's patch embedding, CAL-V)
+    tail = _patchify([1, 1, 1, 1])
+    assert judge(tail, "ethos-u55-256") == ("npu", {})
