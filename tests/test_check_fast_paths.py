@@ -185,3 +185,68 @@ def test_check_shortcuts_for_unique_names_give_the_report_of_the_general_path(tm
     general = check_graph(g, get_profile("hailo8")).to_json()
     assert fast == general
     assert len(json.loads(fast)["boundaries"]) >= 4
+
+
+def _rank_model() -> onnx.ModelProto:
+    """Ranks 2..5, a constant rank-5 operand, an omitted optional input, a folded shape chain and a custom-domain op."""
+    nodes = [helper.make_node("Reshape", ["x", "s5"], ["x5"], name="to5d"),  # rank-5 output
+             helper.make_node("Add", ["x5", "c5"], ["y5"], name="add5"),  # rank-5 activation and rank-5 constant
+             helper.make_node("Shape", ["x"], ["xs"], name="shape"),  # folded: its input shape is static
+             helper.make_node("Reshape", ["y5", "xs"], ["y4"], name="to4d"),
+             helper.make_node("Clip", ["y4", "", "hi"], ["y4c"], name="clip"),  # omitted optional input
+             helper.make_node("Flatten", ["y4c"], ["y2"], name="flat", axis=1),
+             helper.make_node("Relu", ["y2"], ["r"], name="relu_a"),
+             helper.make_node("Relu", ["r"], ["z"], name="relu_b"),
+             helper.make_node("Foo", ["z"], ["q"], name="custom", domain="my.ops")]  # no shape: rank unknown
+    inits = [numpy_helper.from_array(np.array([1, 2, 2, 4, 4], np.int64), "s5"),
+             numpy_helper.from_array(np.ones((1, 2, 2, 4, 4), np.float32), "c5"),
+             numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
+    return model(nodes, [vi("x", [1, 4, 4, 4])], [vi("q", None)], inits, opset=17, domains=("my.ops",))
+
+
+def test_max_rank_table_matches_ranks_per_node_and_is_built_once(tmp_path):
+    from npufit.check.engine import check_graph
+    from npufit.targets import common, get_profile
+
+    p = tmp_path / "ranks.onnx"
+    onnx.save_model(_rank_model(), str(p))
+    g = load(p)
+    assert g.max_rank_table is None  # built by the first rank rule of a check, not by loading
+    expect = {n.name: max(common.ranks(n), default=0) for n in g.nodes}
+    assert {n.name: common.max_rank(n) for n in g.nodes} == expect
+    assert expect["to5d"] == expect["add5"] == 5 and expect["flat"] == 4 and expect["custom"] == 2
+    table = g.max_rank_table
+    report = check_graph(g, get_profile("hailo8"))
+    check_graph(g, get_profile("hailo8l"))
+    assert g.max_rank_table is table  # both Hailo targets read the one table
+    failed = {r.name for r in report.nodes if any(x.rule == "hailo8.tensor.max_rank" for x in r.reasons)}
+    assert failed == {"to5d", "add5", "to4d"}
+
+
+def test_folding_resets_the_rank_table(tmp_path):
+    from npufit.graph.folding import fold_constants
+    from npufit.targets import common
+
+    p = tmp_path / "ranks.onnx"
+    onnx.save_model(_rank_model(), str(p))
+    g = load(p)
+    assert common.max_rank(g.node("relu_b")) == 2
+    g.tensor("r").shape = (1, 2, 32)  # stands in for a shape that folding or refinement settles
+    fold_constants(g, g.opsets)
+    assert g.max_rank_table is None and common.max_rank(g.node("relu_b")) == 3
+
+
+def test_nodes_of_indexes_nodes_by_op_type_in_graph_order(tmp_path):
+    from npufit.targets.patterns import _anchors
+
+    p = tmp_path / "ranks.onnx"
+    onnx.save_model(_rank_model(), str(p))
+    g = load(p)
+    assert [n.name for n in g.nodes_of("Reshape")] == ["to5d", "to4d"]
+    assert [n.name for n in g.nodes_of("Relu")] == ["relu_a", "relu_b"]
+    assert [n.name for n in g.nodes_of("Foo")] == ["custom"]  # any domain; matchers filter the domain themselves
+    assert g.nodes_of("Erf") == []
+    for op in ("Reshape", "Shape", "Relu", "Foo"):  # the anchors a matcher sees: the same as a scan over all nodes
+        assert _anchors(g, op) == [n for n in g.nodes if n.op_type == op and n.domain in ("", "ai.onnx")
+                                   and n.name not in g.folded]
+    assert "shape" in g.folded and _anchors(g, "Shape") == []

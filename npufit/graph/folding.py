@@ -69,6 +69,7 @@ def fold_constants(graph: Graph, opsets: Mapping[str, int]) -> set[str]:
                 graph.tensor(o).is_const = True
         _evaluate(node, opsets, budget)
     graph.folded = folded
+    graph.max_rank_table = None  # folding makes tensors constant and gives them shapes
     return folded
 
 

@@ -25,8 +25,16 @@ def node_macs(node: NodeView) -> int:
         return 0
 
 
+def _shape(node: NodeView, names: tuple[str, ...], i: int):
+    """node.input_shape(i) / output_shape(i) with the tensor table read inline (every conv of every check)."""
+    if i >= len(names) or not names[i]:
+        return None
+    t = node.graph.tensors.get(names[i]) or node.graph.tensor(names[i])
+    return t.shape
+
+
 def _conv(node: NodeView) -> int:
-    out, w = node.output_shape(0), node.input_shape(3 if node.op_type == "QLinearConv" else 1)
+    out, w = _shape(node, node.outputs, 0), _shape(node, node.inputs, 3 if node.op_type == "QLinearConv" else 1)
     if not (_static(out) and _static(w)):
         return 0
     if node.graph.format == "tflite":

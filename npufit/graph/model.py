@@ -167,6 +167,10 @@ class Graph:
         # derived facts, declared here so every reader sees the same attribute (never attached from outside):
         self.folded: set[str] = set()  # nodes computable at compile time (graph.folding / the TFLite loader fill it)
         self.quant_form: str | None = None  # graph.quant.graph_quant_form's answer, cached on first use
+        # targets.common.max_rank's per-node table (by node index), built on the first rank rule of a check;
+        # whatever changes shapes or constness after loading (folding) sets it back to None
+        self.max_rank_table: list[int] | None = None
+        self._by_op: dict[str, list[NodeView]] | None = None  # nodes_of's index, built on first use
         self._producer: dict[str, NodeView] = {}
         self._consumers: dict[str, list[NodeView]] = {}
         producer, consumers = self._producer, self._consumers
@@ -207,6 +211,20 @@ class Graph:
 
     def node(self, name: str) -> NodeView | None:
         return self._by_name.get(name)
+
+    def nodes_of(self, op_type: str) -> list[NodeView]:
+        """Nodes of one op type (any domain), in graph order. Composite matchers look for a few anchor ops per
+        target: one index over the nodes instead of a scan over all of them per pattern."""
+        by_op = self._by_op
+        if by_op is None:
+            by_op = self._by_op = {}
+            for n in self.nodes:
+                group = by_op.get(n.op_type)
+                if group is None:
+                    by_op[n.op_type] = [n]
+                else:
+                    group.append(n)
+        return by_op.get(op_type, [])
 
     @property
     def inputs(self) -> list[TensorInfo]:

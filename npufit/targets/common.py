@@ -39,6 +39,40 @@ def ranks(node: NodeView) -> list[int]:
     return out
 
 
+def max_rank(node: NodeView) -> int:
+    """max(ranks(node), default=0), read from a table the graph builds once: rank rules run on every node of
+    every check (hailo8's and hailo8l's alike in `--target all`), and a node's ranks do not change after loading."""
+    graph = node.graph
+    table = graph.max_rank_table
+    if table is None:
+        table = graph.max_rank_table = _max_rank_table(graph)
+    return table[node.index]
+
+
+def _max_rank_table(graph) -> list[int]:
+    """Per node (by index): the highest known rank among its non-constant inputs and its outputs; 0 when none is
+    known. One loop with the node's tensors read inline (half the cost of ranks() per node)."""
+    get = graph.tensors.get
+    table: list[int] = []
+    add = table.append
+    for n in graph.nodes:
+        m = 0
+        for name in n.inputs:
+            t = get(name) if name else None
+            if t is not None and not t.is_const:
+                s = t.shape
+                if s is not None and len(s) > m:
+                    m = len(s)
+        for name in n.outputs:
+            t = get(name) if name else None
+            if t is not None:
+                s = t.shape
+                if s is not None and len(s) > m:
+                    m = len(s)
+        add(m)
+    return table
+
+
 def is_static(t: TensorInfo | None) -> bool:
     return bool(t is not None and t.is_static)
 

@@ -20,8 +20,9 @@ import numpy as np
 from ..graph import NodeView
 from .base import Rule, Verdict
 from .tokens import features_last
+from . import common
 from .common import (batch_preserved, concat_axis, const_ints, dynamic_inputs, is_size1_reshape, keepdims, norm_axis,
-                     rank, ranks, reduce_axes, slice_axes, transpose_perm)
+                     rank, reduce_axes, slice_axes, transpose_perm)
 
 UNSUP = Verdict.UNSUPPORTED
 L = Mapping[str, Any]
@@ -34,7 +35,7 @@ def static_inputs(node: NodeView, lim: L) -> str | None:
 
 
 def max_rank(node: NodeView, lim: L) -> str | None:
-    r = max(ranks(node), default=0)
+    r = common.max_rank(node)
     return f"has a rank-{r} tensor" if r > lim["max_rank"] else None
 
 

@@ -56,7 +56,8 @@ def producer_op(graph: Graph, tensor: str, op_types: Iterable[str]) -> NodeView 
 
 
 def _anchors(graph: Graph, op_type: str) -> list[NodeView]:
-    return [n for n in graph.nodes if n.op_type == op_type and n.domain in ("", "ai.onnx") and _live(graph, n)]
+    folded = graph.folded
+    return [n for n in graph.nodes_of(op_type) if n.domain in ("", "ai.onnx") and n.name not in folded]
 
 
 def _scaled_gelu_tail(graph: Graph, start: NodeView, x: str) -> list[NodeView] | None:
