@@ -79,7 +79,7 @@ def _batch(node: NodeView, lim) -> str | None:
 
 
 def _rank(node: NodeView, lim) -> str | None:
-    r = max(common.ranks(node), default=0)
+    r = common.max_rank(node)
     return f"rank {r}" if r > lim["max_rank"] else None
 
 

@@ -44,7 +44,7 @@ def _rank_exempt(node, r: int, lim) -> bool:
 
 
 def _rank(node, lim):
-    r = max(common.ranks(node), default=0)
+    r = common.max_rank(node)
     return f"rank {r}" if r > lim["max_rank"] and not _rank_exempt(node, r, lim) else None
 
 
