@@ -36,21 +36,22 @@ ALLOWANCE: dict[str, dict[str, tuple[int, str]]] = {
     "rk3588-int8-op17": _RK3588,
     "rk3588-fp16-op11": _RK3588,
 }
-_VITDET = (18, "npufit's converter inlines vitdet's four If nodes, whose conditions only the pinned input shapes decide "
-               "(convert/prepass_if.py), and Vela ran the inlined branches and the Einsum / Gather / ReduceMean after them "
-               "on the NPU; `check` keeps the Ifs (unknown op) and the unknown shapes after them (shape.static, "
-               "mean.limits): check's folding does not inline a shape-decided If yet")
+_VITDET = "its LayerNorms over the channels of an NCHW map (ReduceMean over axis 1 of [1, C, 8, 8]), which npufit's " \
+          "converter lowers so that Vela ran them on the NPU; the profile judges them as MEAN over depth with h, w, c all " \
+          "> 1 (mean.limits). Not a rule yet"
 _INT_INDEX = ("the int64 position / end-of-text index arithmetic (Add, Mul, Expand, Reshape, int-to-int Casts) that npufit's "
               "converter writes as int32 ran on the NPU or left no op of its own in Vela's output; the profile judges the "
               "ONNX int64 / int32 tensors as 64- / 32-bit feature maps and calls them CPU. Not investigated further yet")
 ALLOWANCE["ethos-u55-256-int8-op17"] = {
-    "vitdet": _VITDET,
+    "vitdet": (10, _VITDET + "; and its 4 Gathers of the resized relative-position table by a constant [8, 8] index, "
+                     "which ran on the U55's NPU though GATHER is not in its list (how the converter wrote them was not "
+                     "investigated)"),
     "clip_text": (6, _INT_INDEX + "; and the ARG_MAX of the end-of-text flags (bools cast to int8) ran on the CPU though "
                       "it passes the depth rule"),
     "roberta": (4, _INT_INDEX),
 }
 ALLOWANCE["ethos-u85-256-int8-op17"] = {
-    "vitdet": _VITDET,
+    "vitdet": (6, _VITDET),
     "roberta": (1, "its position-id GatherElements (by a cumulative-sum index) ran on the NPU; GATHER_ELEMENTS is not in "
                    "Vela 5.2.0's U85 list, and how the converter wrote it was not investigated yet"),
 }
@@ -120,9 +121,9 @@ MIN_F1: dict[str, float] = {
     "rk3588-int8-op17": 0.95,
     "rk3588-fp16-op11": 0.96,
     # all 48 models since the converter took the text encoders and vitdet: 117 / 4 CPU nodes, the misses are vitdet's
-    # inlined Ifs and the int index arithmetic (allowances above)
-    "ethos-u55-256-int8-op17": 0.89,
-    "ethos-u85-256-int8-op17": 0.29,
+    # channel LayerNorms and the int index arithmetic (allowances above)
+    "ethos-u55-256-int8-op17": 0.92,
+    "ethos-u85-256-int8-op17": 0.53,
     "rv1106-int8-op17": 0.82,
     "rk3576-fp16-op17": 0.95,
     "rk3566-fp16-op17": 0.63,
@@ -132,8 +133,8 @@ MIN_LOFO_F1: dict[str, float] = {
     "rk3588-fp16-op17": 0.96,
     "rk3588-int8-op17": 0.95,
     "rk3588-fp16-op11": 0.96,
-    "ethos-u55-256-int8-op17": 0.78,
-    "ethos-u85-256-int8-op17": 0.22,
+    "ethos-u55-256-int8-op17": 0.79,
+    "ethos-u85-256-int8-op17": 0.29,
 }
 
 RECORDS = records.all_records()

@@ -67,3 +67,36 @@ def test_a_padded_patchify_conv_with_an_unread_tail_runs_on_the_u55():
     # 36 + 1 + 1 = 38 rows for 4 outputs: the converter cuts the 6 unread rows (vitpose's patch embedding, CAL-V)
     tail = _patchify([1, 1, 1, 1])
     assert judge(tail, "ethos-u55-256") == ("npu", {})
+
+
+def _size_decided_if(tmp_path):
+    """If (width == 4) Flatten(x) else Flatten(x, axis=2), then Relu: exporters trace size branches like this."""
+    then_g = helper.make_graph([helper.make_node("Flatten", ["x"], ["a"], axis=1)], "then", [],
+                               [helper.make_tensor_value_info("a", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Flatten", ["x"], ["b"], axis=2)], "else", [],
+                               [helper.make_tensor_value_info("b", TensorProto.FLOAT, None)])
+    idx = numpy_helper.from_array(np.array(3, np.int64), "idx")
+    four = numpy_helper.from_array(np.array(4, np.int64), "four")
+    nodes = [helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+             helper.make_node("Gather", ["shape", "idx"], ["width"], name="width"),
+             helper.make_node("Equal", ["width", "four"], ["cond"], name="cond"),
+             helper.make_node("If", ["cond"], ["flat"], name="branch", then_branch=then_g, else_branch=else_g),
+             helper.make_node("Relu", ["flat"], ["y"], name="op")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [idx, four])
+    p = tmp_path / "if.onnx"
+    p.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    return p
+
+
+def test_a_size_decided_if_is_judged_as_the_branch_the_converter_inlines(tmp_path):
+    from npufit.check import check
+    from npufit.graph import load
+
+    p = _size_decided_if(tmp_path)
+    before = p.read_bytes()
+    g = load(p)
+    assert g.node("op").output_shape(0) == (1, 48)  # the taken branch's shape, not ONNX's merge of both branches
+    r = check(g, "ethos-u55-256")
+    assert r.node("branch").verdict.value == "npu"  # inlined by the converter (CAL-V: vitdet)
+    assert p.read_bytes() == before

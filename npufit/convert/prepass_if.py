@@ -10,6 +10,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ..graph.inline_if import inline_ifs
+
 
 # ops whose output shape follows their input values: a Shape of one of them is not fixed by the input shapes
 _VALUE_SHAPED = {"NonZero", "Unique", "Compress"}
@@ -71,38 +73,14 @@ def inline_static_ifs(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
     done, origin = 0, {}
     for _ in range(8):  # a taken branch may hold If nodes of its own
         g = model.graph
-        ifs = [n for n in g.node if n.op_type == "If" and n.domain in ("", "ai.onnx") and _shape_only(model, n.input[0])]
-        chosen = {id(n) for n in ifs}
-        conds = run_on_zeros(model, list(dict.fromkeys(n.input[0] for n in ifs))) if ifs else None
+        ifs = {k: n.input[0] for k, n in enumerate(g.node)
+               if n.op_type == "If" and n.domain in ("", "ai.onnx") and _shape_only(model, n.input[0])}
+        conds = run_on_zeros(model, list(dict.fromkeys(ifs.values()))) if ifs else None
         if not conds:
             break
-        taken = {o for n in g.node for o in n.output} | {t.name for t in g.initializer} | {i.name for i in g.input}
-        nodes = []
-        fired = 0
-        for n in g.node:
-            branch = None
-            if id(n) in chosen:
-                want = "then_branch" if conds[n.input[0]].reshape(-1)[0] else "else_branch"
-                branch = next(a.g for a in n.attribute if a.name == want)
-                inner = {o for b in branch.node for o in b.output} | {t.name for t in branch.initializer}
-                if inner & taken:
-                    branch = None  # a name the branch would shadow: keep the If (never rename user tensors)
-            if branch is None:
-                nodes.append(n)
-                continue
-            g.initializer.extend(branch.initializer)
-            for k, b in enumerate(branch.node):
-                b.name = f"{n.name}/{b.name or b.op_type + str(k)}"  # node names stay unique in the main graph
-                nodes.append(b)
-                origin[b.name] = origin.get(n.name, n.name)
-            for i, (src, dst) in enumerate(zip(branch.output, n.output)):
-                ident = helper.make_node("Identity", [src.name], [dst], name=f"{n.name}/out{i}")
-                nodes.append(ident)
-                origin[ident.name] = origin.get(n.name, n.name)
-            fired += 1
+        fired, inlined = inline_ifs(model, {k: bool(conds[c].reshape(-1)[0]) for k, c in ifs.items()})
         if not fired:
             break
-        del g.node[:]
-        g.node.extend(nodes)
+        origin.update({k: origin.get(v, v) for k, v in inlined.items()})
         done += fired
     return done, origin

@@ -132,6 +132,10 @@ LOWERED: dict[str, Lowered] = {
     "Sqrt": Lowered(_always, ("transformer",),
                     "8 Sqrts of written-out norms in t5_encoder (RMSNorm) and vitdet (LayerNorm) (transformer): RSQRT, taken "
                     "by the Div or Reciprocal that reads it, or x * RSQRT(x)"),
+    "If": Lowered(lambda n: n.is_const(0), ("transformer",),
+                  "vitdet's 4 Ifs on its relative-position table size (transformer): the condition folds once the input "
+                  "shapes are pinned, the converter inlines the taken branch (convert/prepass_if.py), and its ops ran on "
+                  "the NPU"),
 }
 LOWERED["GRU"] = LOWERED["LSTM"]
 KEY = "NPUFIT_LOWERED_"
