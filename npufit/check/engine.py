@@ -29,9 +29,14 @@ def check(model: str | os.PathLike | Graph, target: str | Profile = "hailo8", in
     The real compiler's placement beside the prediction (`npufit.check(..., measure=True)`, `check --measure`) is
     npufit.compilers.measure.check: the prediction never needs a compiler.
     """
-    graph = model if isinstance(model, Graph) else load(model, input_shapes)
-    profile = target if isinstance(target, Profile) else get_profile(target)
+    graph, profile = resolve(model, target, input_shapes)
     return check_graph(graph, profile, "int8" if assume_int8 else judge)
+
+
+def resolve(model: str | os.PathLike | Graph, target: str | Profile, input_shapes=None) -> tuple[Graph, Profile]:
+    """The Graph and Profile that `check`'s arguments name (a path is loaded, a name looked up)."""
+    graph = model if isinstance(model, Graph) else load(model, input_shapes)
+    return graph, target if isinstance(target, Profile) else get_profile(target)
 
 
 def judged_as_int8(graph: Graph, profile: Profile, judge: str = "auto", float_model: bool | None = None) -> bool:
@@ -45,19 +50,16 @@ def judged_as_int8(graph: Graph, profile: Profile, judge: str = "auto", float_mo
     return profile.executes is Executes.INT8 and float_model
 
 
-FLOATS = ("float32", "float16")
-
-
 def is_float_model(graph: Graph) -> bool:
     """A model with float activations and no quantization at all (no Q/DQ, no QLinear ops, no quantized inputs).
     Its inputs need not be float: a text encoder takes int64 token ids into a float body, which a converter turns
     into int8 like any other (the Ethos-U and RV1106 corpus records ran BERT-family bodies on the NPU)."""
-    ops = {n.op_type for n in graph.nodes}  # the distinct op types, then the test per type rather than per node
     quantized = any(op in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or op.startswith("QLinear")
-                    for op in ops) or any(t.quant is not None for t in graph.inputs)
+                    for op in graph.op_types) or any(t.quant is not None for t in graph.inputs)
     if quantized:
         return False
-    return any(t.dtype in FLOATS for t in graph.inputs) or any(n.output_dtype(0) in FLOATS for n in graph.nodes if n.outputs)
+    return (any(t.dtype in ("float32", "float16") for t in graph.inputs)
+            or any(n.output_dtype(0) in quant.FLOAT_DTYPES for n in graph.nodes if n.outputs))
 
 
 def refuses_format(graph: Graph, profile: Profile) -> str | None:

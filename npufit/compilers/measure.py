@@ -61,12 +61,9 @@ def check(model, target="hailo8", input_shapes=None, judge: str = "auto", assume
           measure: bool | str = False):
     """`npufit.check`: npufit.check.engine.check's prediction; with `measure` (True or "auto", "vela-checks",
     "compile") also the real compiler's placement beside it, in report.extra["measurement"]."""
-    from ..check.engine import check as predict
-    from ..graph import load
-    from ..targets import get_profile
+    from ..check.engine import check as predict, resolve
 
-    graph = model if isinstance(model, Graph) else load(model, input_shapes)
-    profile = target if isinstance(target, Profile) else get_profile(target)
+    graph, profile = resolve(model, target, input_shapes)
     report = predict(graph, profile, judge=judge, assume_int8=assume_int8)
     if measure:
         attach_measurement(report, graph, profile, "auto" if measure is True else measure, input_shapes)

@@ -215,6 +215,14 @@ class Graph:
     def nodes_of(self, op_type: str) -> list[NodeView]:
         """Nodes of one op type (any domain), in graph order. Composite matchers look for a few anchor ops per
         target: one index over the nodes instead of a scan over all of them per pattern."""
+        return self._op_index().get(op_type, [])
+
+    @property
+    def op_types(self) -> set[str]:
+        """The distinct op types of the graph (from the same index)."""
+        return set(self._op_index())
+
+    def _op_index(self) -> dict[str, list[NodeView]]:
         by_op = self._by_op
         if by_op is None:
             by_op = self._by_op = {}
@@ -224,7 +232,7 @@ class Graph:
                     by_op[n.op_type] = [n]
                 else:
                     group.append(n)
-        return by_op.get(op_type, [])
+        return by_op
 
     @property
     def inputs(self) -> list[TensorInfo]:

@@ -193,8 +193,9 @@ def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) ->
     del g.value_info[:]
     g.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items())
     # an If whose condition folded: its taken branch, so the tensors after it get their shapes (ViTDet's rel-pos resize)
-    decided = {k: bool(np.asarray(consts[n.input[0]]).reshape(-1)[0]) for k, n in enumerate(g.node)
-               if n.op_type == "If" and n.input and n.input[0] in consts and np.asarray(consts[n.input[0]]).size == 1}
+    conds = {k: np.asarray(consts[n.input[0]]) for k, n in enumerate(g.node)
+             if n.op_type == "If" and n.input and n.input[0] in consts}
+    decided = {k: bool(c.reshape(-1)[0]) for k, c in conds.items() if c.size == 1}
     if decided:
         inline_ifs(m, decided)
     inferred, error = infer_shapes(m)

@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..graph.quant import FLOAT_DTYPES
 from . import calibration as cal, tflite_map as tm
 from .base import OpSupport, Rule, Verdict
 
@@ -61,13 +62,10 @@ def _always(node) -> bool:
     return True
 
 
-_FLOATS = ("float32", "float16", "float64", "bfloat16")
-
-
 def _float_cast(node) -> bool:
     """A cast between float types: the converter emits no op for it (convert/ops_tensor.alias); integer and boolean
     casts (token ids, attention-mask logic) are not measured and keep the standard view."""
-    return node.input_dtype(0) in _FLOATS and node.output_dtype(0) in _FLOATS
+    return node.input_dtype(0) in FLOAT_DTYPES and node.output_dtype(0) in FLOAT_DTYPES
 
 
 def _scatter_sliced(node) -> bool:
@@ -150,7 +148,7 @@ def mask_select(node, lim, listed: frozenset[str]) -> str | None:
     g = node.graph
     if g.format != "onnx" or "SELECT_V2" in listed or not cal.fitted(lim, ("transformer",)):
         return None
-    if node.op_type not in ("Add", "Sub") or len(node.inputs) != 2 or node.output_dtype(0) not in ("float32", "float16"):
+    if node.op_type not in ("Add", "Sub") or len(node.inputs) != 2 or node.output_dtype(0) not in FLOAT_DTYPES:
         return None
     for k, name in enumerate(node.inputs):
         p = g.producer(name) if name else None
