@@ -82,7 +82,7 @@ def test_steps_record_their_typed_result_and_read_it_back(tiny):
     folder, _, run = tiny
     for r in run.results:
         assert type(r.record.result) is RESULT_TYPES[r.cell.step], r.cell.id
-        again = StepRecord.load(r.folder, folder / "out")
+        again = StepRecord.read(r.folder, folder / "out")[0]
         assert again is not None and again.result == r.record.result
     check = run.result("check/gru/hailo8").record.result
     assert 0 <= check.coverage_nodes_pct < 100 and check.failing > 0 and check.measured_differing is None

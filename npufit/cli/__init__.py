@@ -84,12 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         os.environ["NPUFIT_VERBOSE"] = "1"  # read where ONNX Runtime sessions are made (verify.compare.ort_quiet)
     try:
-        from ..verify.compare import DEFAULT_VERIFY_TIMEOUT_S, verify_timeout
+        from ..util.limits import VERIFY_TIMEOUT
 
         with warnings.catch_warnings():
             if not args.verbose:  # a library's warning must not precede npufit's own one-line output
                 warnings.simplefilter("ignore")
-            with verify_timeout(getattr(args, "verify_timeout", DEFAULT_VERIFY_TIMEOUT_S)):
+            with VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", VERIFY_TIMEOUT.default)):
                 return int(args.func(args) or 0)
     except NpufitError as e:
         print(f"npufit: error: {esc_line(e.message)}", file=sys.stderr)

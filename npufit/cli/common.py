@@ -74,10 +74,10 @@ def add_judge_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_verify_timeout_option(p: argparse.ArgumentParser, what: str = "verification run") -> None:
-    from ..verify.compare import DEFAULT_VERIFY_TIMEOUT_S
+    from ..util.limits import VERIFY_TIMEOUT  # not verify.compare: building the parser must not import numpy
 
-    p.add_argument("--verify-timeout", type=positive_float, default=DEFAULT_VERIFY_TIMEOUT_S, metavar="SECONDS",
-                   help=f"time limit for each ONNX Runtime {what} (default: {DEFAULT_VERIFY_TIMEOUT_S:g}); "
+    p.add_argument("--verify-timeout", type=positive_float, default=VERIFY_TIMEOUT.default, metavar="SECONDS",
+                   help=f"time limit for each ONNX Runtime {what} (default: {VERIFY_TIMEOUT.default:g}); "
                         "a model that loops forever is stopped with one clear error")
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import NpufitError
 from ..graph import Graph
 from ..targets.base import Executes, Fallback, Profile
+from .compare import compare_placement
 
 SCHEMA = "npufit.check.measure/1"
 MODES = ("auto", "vela-checks", "compile")
@@ -104,20 +105,12 @@ def measure(graph: Graph, report, profile: Profile, mode: str = "auto", input_sh
         if (judges[0] if mode == "auto" else mode) == "vela-checks":
             return _vela_checks(graph, report, profile, input_shapes, timeout_s, confirm=mode == "auto")
         return _compile(graph, report, profile, input_shapes, timeout_s)
-    except _NotMeasured as e:
-        return Measurement(target, "none", st["name"], st.get("version"), f"not measured: {e}")
-    except NpufitError as e:  # e.g. RKNN is driven from ONNX only: say it in the measurement, keep the prediction
+    except (_NotMeasured, NpufitError) as e:  # e.g. RKNN is driven from ONNX only: say it, keep the prediction
         return Measurement(target, "none", st["name"], st.get("version"), f"not measured: {e}")
 
 
 class _NotMeasured(Exception):
     pass
-
-
-def _comparison(report, placement, compiler: str):
-    from .compare import compare_placement
-
-    return compare_placement(report, placement, compiler)
 
 
 def _by_output(graph: Graph) -> dict[str, str]:
@@ -163,7 +156,7 @@ def _vela_checks(graph: Graph, report, profile: Profile, input_shapes, timeout_s
     elif not confirm:
         notes.append("Vela 5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (TRANSPOSE): "
                      "--measure auto or compile confirms these verdicts with the compile")
-    m = Measurement(profile.name, "vela-checks", "vela", version, label, _comparison(report, placement, "vela"))
+    m = Measurement(profile.name, "vela-checks", "vela", version, label, compare_placement(report, placement, "vela"))
     m.notes.extend(notes)
     return m
 
@@ -186,7 +179,7 @@ def _compile_placement(graph: Graph, report, profile: Profile, input_shapes, tim
 def _compile(graph: Graph, report, profile: Profile, input_shapes, timeout_s) -> Measurement:
     placement, res = _compile_placement(graph, report, profile, input_shapes, timeout_s)
     m = Measurement(profile.name, "compile", res.compiler, res.compiler_version, f"judge: {res.compiler} {res.compiler_version or ''} "
-                    f"compile ({res.wall_s:.1f} s)".replace("  ", " "), _comparison(report, placement, res.compiler))
+                    f"compile ({res.wall_s:.1f} s)".replace("  ", " "), compare_placement(report, placement, res.compiler))
     m.notes.extend(n for n in res.notes if "converted ONNX" in n)
     return m
 

@@ -168,7 +168,7 @@ def _einsum(b: _Builder, n: onnx.NodeProto, shapes: dict) -> bool:
     A group of several letters is flattened with a Reshape, which needs static shapes."""
     eq = _attr(n, "equation", b"")
     eq = (eq.decode() if isinstance(eq, bytes) else str(eq)).replace(" ", "")
-    if len(n.input) != 2 or "->" not in eq or "." in eq:
+    if len(n.input) != 2 or "->" not in eq or "." in eq or eq.count(",") != 1 or eq.count("->") != 1:
         return False
     (sa, sb), so = eq.split("->")[0].split(","), eq.split("->")[1]
     if any(len(set(t)) != len(t) for t in (sa, sb, so)) or not set(so) <= set(sa) | set(sb):

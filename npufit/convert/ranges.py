@@ -46,7 +46,6 @@ def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict
     `keep` (input-independent tensors) are recorded from the first run; for the 3-D tensors in `rows`, the
     largest |value| of each row (axis 1) too (row_scale)."""
     keep, rows = set(keep), set(rows)
-    names = list(names) + sorted(rows)
     names = list(names) + sorted(keep)
     from ..verify.compare import make_session, timed_run
 

@@ -30,6 +30,7 @@ def inline_ifs(model: onnx.ModelProto, taken_branch: Mapping[int, bool]) -> tupl
         if branch is None:
             nodes.append(n)
             continue
+        taken |= inner  # a later If's branch must not write these names again (SSA)
         g.initializer.extend(branch.initializer)
         for j, b in enumerate(branch.node):
             b.name = f"{n.name}/{b.name or b.op_type + str(j)}"  # node names stay unique in the main graph

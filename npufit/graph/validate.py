@@ -47,7 +47,7 @@ def validate_model(model: onnx.ModelProto, path: Path, missing: list[str], wire:
     elif missing:
         warnings.append("not validated by the ONNX checker: it needs every external data file")
     else:
-        full = _node_count(model.graph) <= FULL_CHECK_MAX_NODES
+        full = sum(len(g.node) for g in scan.graphs) <= FULL_CHECK_MAX_NODES
         try:
             _run_checker(model, path, full, external, wire, scan.graphs)
         except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as e:
@@ -102,19 +102,6 @@ def _run_checker(model: onnx.ModelProto, path: Path, full: bool, external: bool,
 def _first_line(e: Exception) -> str:
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip() and not ln.startswith("==>")]
     return (lines[0] if lines else type(e).__name__)[:300]
-
-
-def _node_count(g: onnx.GraphProto) -> int:
-    n = len(g.node)
-    if n > FULL_CHECK_MAX_NODES:
-        return n
-    for node in g.node:
-        for a in node.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
-                n += _node_count(a.g)
-            elif a.type == onnx.AttributeProto.GRAPHS:
-                n += sum(_node_count(s) for s in a.graphs)
-    return n
 
 
 # -- text fields ---------------------------------------------------------------------------------------------
@@ -343,15 +330,14 @@ def _span(t: onnx.TensorProto) -> tuple[int, int | None]:
     return offset, length
 
 
-def check_external_data(model: onnx.ModelProto, base_dir: Path,
-                        external: list[onnx.TensorProto] | None = None) -> list[str]:
+def check_external_data(model: onnx.ModelProto, base_dir: Path, external: list[onnx.TensorProto]) -> list[str]:
     """Every external-data location must be a plain relative name inside the model's folder, naming a regular
     file when it exists. Returns what running would lack: locations that do not exist or end before a tensor's
     span (checking needs only shapes; verbs that run the model call `refuse_missing_data`).
-    external: `scan_tensors(model).external`, if at hand (no walk over the model's tensors then)."""
+    external: `scan_tensors(model).external` (the tensors with external data, found in the scan's one walk)."""
     base = base_dir.resolve()
     missing = []
-    for t in all_tensors(model) if external is None else external:
+    for t in external:
         loc = external_location(t)
         if loc is None:
             continue

@@ -73,10 +73,6 @@ class StepRecord:
                 "finished": self.finished}
 
     @classmethod
-    def load(cls, folder: Path, root: Path | None = None) -> "StepRecord | None":
-        return cls.read(folder, root)[0]
-
-    @classmethod
     def read(cls, folder: Path, root: Path | None = None) -> "tuple[StepRecord | None, str]":
         """(the record of an earlier run, "") or (None, why) when there is none or it cannot be trusted (unreadable,
         another version, wrong field types, a result that is not what the step records now, outputs outside the

@@ -139,14 +139,14 @@ LOWERED["GRU"] = LOWERED["LSTM"]
 KEY = "NPUFIT_LOWERED_"
 
 
-def mask_select(node, lim, listed: frozenset[str]) -> str | None:
-    """Rule body (bound to this generation's operator list `listed`): an Add / Sub of an activation and a Where by a
+def mask_select(node, lim) -> str | None:
+    """Rule body for generations without SELECT_V2 in their list (U55/U65): an Add / Sub of an activation and a Where by a
     run-time condition between two constants (a text encoder's attention mask). npufit's converter writes the pair as
     one SELECT_V2 of two int8 shifts of the activation (convert/ops_int.add_select), so it runs where SELECT_V2 does.
     CAL-V: the 16 attention-mask Adds of the 8 text encoders (transformer) ran on the CPU on the U55, where SELECT_V2
     is not listed, and on the NPU on the U85."""
     g = node.graph
-    if g.format != "onnx" or "SELECT_V2" in listed or not cal.fitted(lim, ("transformer",)):
+    if g.format != "onnx" or not cal.fitted(lim, ("transformer",)):
         return None
     if node.op_type not in ("Add", "Sub") or len(node.inputs) != 2 or node.output_dtype(0) not in FLOAT_DTYPES:
         return None
@@ -197,8 +197,8 @@ def converter_splits_stride(node, lim) -> bool:
     ran on the NPU. A stride equal to the kernel (a patchify conv) is not split: the converter pads, then cuts off the
     tail the conv never reads (convert/ops_nn._patch_crop), and Vela runs it (CAL-V: vitpose's padded 16x16/16 patch
     embedding, detector; before the crop it failed the compile: "Non-passthrough operation (Conv2D) could not run on
-    NPU")."""
-    if node.graph.format != "onnx":
+    NPU"). Pools are not split: only Conv."""
+    if node.graph.format != "onnx" or node.op_type != "Conv":
         return False
     s, k = tm.strides(node), tm.kernel(node)
     if not s or not k or all(st <= 3 for st in s):

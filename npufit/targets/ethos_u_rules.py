@@ -481,7 +481,7 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
     if "SELECT_V2" not in listed:
         mask = _vela(p, "add.mask_select", "an Add of an attention mask (a Where by a run-time condition between constants) "
                      "becomes SELECT_V2 in npufit's converter, which is not in this Ethos-U's operator list",
-                     partial(fit.mask_select, listed=frozenset(listed)), ("apply the mask on the host, or use an Ethos-U85",),
+                     fit.mask_select, ("apply the mask on the host, or use an Ethos-U85",),
                      source="CAL-V")
         own["ADD"] = own["SUB"] = (mask,)
     if u55:

@@ -167,7 +167,7 @@ def _pool_auto_pad(node, lim):
 def _axis_le3(node, lim):
     r = common.rank(node, output=node.op_type == "Concat")
     a = common.norm_axis(int(node.attr("axis", 0)), r)
-    if lim["axes_min"] <= a <= lim["axes_max"] or (r == 5 and fit.rank5_from_npu(node, r, lim)) or fit.split_high_rank(node, r, lim):
+    if lim["axes_min"] <= a <= lim["axes_max"] or fit.rank5_from_npu(node, r, lim) or fit.split_high_rank(node, r, lim):
         return None
     return f"axis {a}"
 
