@@ -39,12 +39,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("npufit.cli",),
     ("npufit.__main__",),
 ]
-# Edges allowed against the order, each with why it is not fixed yet (file, imported module): the tests skip them and
-# fail once one is gone, so the list only shrinks.
-EXCEPTIONS: dict[tuple[str, str], str] = {}
-# Module cycles inside one package still left, each broken here at the edge named (file, imported module), with the
-# fix; their packages were being reworked in parallel when this test came. Same rule: the list only shrinks.
-MODULE_CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {}
 LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 
 
@@ -99,8 +93,7 @@ def _imports(module: str, path: Path) -> list[tuple[str, int]]:
     return out
 
 
-ALL_EDGES = [(m, t, line) for m, p in MODULES.items() for t, line in _imports(m, p)]
-EDGES = [(m, t, line) for m, t, line in ALL_EDGES if (_file(m), t) not in EXCEPTIONS]
+EDGES = [(m, t, line) for m, p in MODULES.items() for t, line in _imports(m, p)]  # no exception is allowed
 
 
 def unit_of(module: str) -> str:
@@ -160,12 +153,6 @@ def test_every_module_has_a_layer():
     assert not missing, "give these a layer in LAYERS (and in docs/dev/conventions.md): " + ", ".join(missing)
 
 
-def test_exceptions_are_still_needed():
-    present = {(_file(m), t) for m, t, _ in ALL_EDGES}
-    gone = sorted((set(EXCEPTIONS) | set(MODULE_CYCLE_EXCEPTIONS)) - present)
-    assert not gone, f"fixed, remove from the exceptions: {gone}"
-
-
 def test_imports_go_down_the_layers():
     bad = []
     for m, t, line in EDGES:
@@ -190,8 +177,7 @@ def test_no_cycle_between_packages():
 
 
 def test_no_cycle_between_modules():
-    found = _cycle_report([(m, t, m, line) for m, t, line in EDGES
-                           if m != t and (_file(m), t) not in MODULE_CYCLE_EXCEPTIONS])
+    found = _cycle_report([(m, t, m, line) for m, t, line in EDGES if m != t])
     assert not found, "module import cycles:\n" + found
 
 

@@ -1,5 +1,5 @@
-"""Where Vela really places int8 TRANSPOSEs on Ethos-U (the calibration corpus's transformers do not convert to
-int8 TFLite today, so transposes are measured here one by one, in the corpus's shapes and beyond the report's limit).
+"""Where Vela really places int8 TRANSPOSEs on Ethos-U, measured one by one: the corpus's shapes and shapes beyond
+the supported-ops report's limit, which the corpus records alone do not reach.
 
     python benchmarks/calibration/vela_transpose.py [--target ethos-u55-256] [--record]
 
