@@ -56,6 +56,7 @@ ALLOWANCE["ethos-u85-256-int8-op17"] = {
                    "Vela 5.2.0's U85 list, and how the converter wrote it was not investigated yet"),
 }
 
+_ESPCN_D2S = "DepthToSpace x3 into a 1-channel output ran on the NPU here, on the CPU on RK3588 (rk3588-cases: blocks 3 and 6 on the CPU): the SoC differs, not fitted yet"
 _CLIP_POOL = ("CLIP's end-of-text pooling: the Gather by an ArgMax index computed at run time and the Reshape after it ran on "
               "the CPU, the int64 Reshape/Add feeding the index did not; the profile judges nodes one at a time and has no "
               "'follows a CPU op' context yet, so it sees neither side")
@@ -71,7 +72,7 @@ ALLOWANCE["rv1106-int8-op17"] = {
     "convnextv2": (8, "its GRN's ReduceL2 and Div ran on the NPU, while swinv2's ReduceL2 and computed Divs ran on the CPU"),
     "clip_text": (6, _CLIP_POOL),
     "hiera": (5, _WINDOW),
-    "espcn": (1, "DepthToSpace x3 into a 1-channel output ran on the NPU here, on the CPU on RK3588 (rk3588-cases: blocks 3 and 6 on the CPU): the SoC differs, not fitted yet"),
+    "espcn": (1, _ESPCN_D2S),
     "siglip_vision": (1, _WINDOW),
     "dab_detr": (1, "an Unsqueeze ran on the CPU: unexplained"),
     "yolov8_dfl": (1, "one Concat of the DFL head ran on the CPU: unexplained"),
@@ -80,7 +81,7 @@ ALLOWANCE["rv1106-int8-op17"] = {
 ALLOWANCE["rk3576-fp16-op17"] = {
     "clip_text": (5, _CLIP_POOL),
     "hiera": _RK3588["hiera"],
-    "espcn": (1, "DepthToSpace x3 into a 1-channel output ran on the NPU here, on the CPU on RK3588 (rk3588-cases: blocks 3 and 6 on the CPU): the SoC differs, not fitted yet"),
+    "espcn": (1, _ESPCN_D2S),
 }
 
 _RK3566_CTX = ("reshapes, transposes and element-wise ops next to RK3566's CPU softmax or CPU transposes ran on the CPU "

@@ -47,6 +47,11 @@ def status() -> list[dict]:
     return [c.status() for c in _compilers()]
 
 
+def unknown_options(comp, extra) -> list[str]:
+    """The keys of `extra` (CompileOptions.extra) that compiler `comp` does not read: refused, never ignored."""
+    return sorted(set(extra or ()) - set(comp.extra_options))
+
+
 def compile_model(model: str | os.PathLike, target: str, compare_prediction: bool = False, **options) -> CompileResult:
     """Compile `model` for `target` with the vendor's compiler; the model file is only read (compilers get a copy).
 
@@ -65,7 +70,7 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
 
         load_plan(opts.plan)
     comp = compiler_for(target)
-    bad = sorted(set(opts.extra) - set(comp.extra_options))
+    bad = unknown_options(comp, opts.extra)
     if bad:  # a misspelt compiler option would otherwise be ignored without a word
         raise NpufitError(f"unknown {comp.name} option(s): {', '.join(bad)} (its options: {', '.join(comp.extra_options) or 'none'})")
     result = comp.compile(path, target.lower(), opts)

@@ -246,13 +246,13 @@ def quantize_note(q: QuantizeStepResult, warn_db: float) -> str:
 
 def _compile_settings(s: dict[str, Any], comp) -> None:
     """steps.compile.compilers names compilers npufit has; steps.compile.options are options this compiler reads."""
-    from ..compilers import compiler_names
+    from ..compilers import compiler_names, unknown_options
 
     bad = [c for c in s["compilers"] or () if c not in compiler_names()]
     if bad:
         raise NpufitError(f"step 'compile': steps.compile.compilers names unknown compiler(s) {', '.join(map(repr, bad))} "
                           f"(known: {', '.join(compiler_names())})")
-    bad = [k for k in s["options"] or {} if k not in comp.extra_options]
+    bad = unknown_options(comp, s["options"])
     if bad:
         raise NpufitError(f"step 'compile': {comp.name} has no option {', '.join(map(repr, bad))} in steps.compile.options "
                           f"(its options: {', '.join(comp.extra_options) or 'none'})")

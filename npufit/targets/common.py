@@ -198,6 +198,11 @@ def batch_preserved(node: NodeView) -> bool | None:
     return i[0] == o[0]
 
 
+def noop_cast(node: NodeView) -> bool:
+    """A Cast to the dtype its input already has (toolchains delete it)."""
+    return node.op_type == "Cast" and node.input_dtype(0) is not None and node.input_dtype(0) == node.output_dtype(0)
+
+
 def graph_output(node: NodeView) -> list[str]:
     outs = set(node.graph.output_names)
     return [o for o in node.outputs if o in outs]

@@ -353,7 +353,7 @@ def mul_add_to_bn(node) -> bool:
 
 def noop_cast(node) -> bool:
     """A Cast to the dtype it already has: rknn.build deletes it ('remove_invalid_cast', RKNN-C: BERT's bool->bool mask Cast)."""
-    return node.op_type == "Cast" and node.input_dtype(0) is not None and node.input_dtype(0) == node.output_dtype(0)
+    return common.noop_cast(node)
 
 
 def noop(node, lim) -> bool:

@@ -53,9 +53,7 @@ def match_gru_tail(graph: Graph) -> list[CompositeMatch]:
     """A GRU with the Squeeze / Transpose / Reshape chain that turns its output back to batch-first: the toolkit fuses
     them into its one exGRU layer (probe case gru: GRU, Squeeze and Transpose were one layer)."""
     out = []
-    for g in graph.nodes:
-        if g.op_type != "GRU":
-            continue
+    for g in patterns._anchors(graph, "GRU"):
         chain, n = [g], patterns.sole_consumer(graph, g, ("Squeeze", "Transpose", "Reshape"))
         while n is not None and len(chain) < 4:
             chain.append(n)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..graph import Graph, NodeView
 from .base import CompositeMatch
-from .common import const_scalar, transpose_perm
+from .common import const_scalar, noop_cast, transpose_perm
 from .patterns import _anchors, _live, sole_consumer
 
 SHUFFLES = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze")
@@ -31,10 +31,6 @@ def _is_scale(node: NodeView) -> bool:
     return any(const_scalar(node, i) is not None for i in range(2))
 
 
-def _noop_cast(node: NodeView) -> bool:
-    return node.op_type == "Cast" and node.input_dtype(0) is not None and node.input_dtype(0) == node.output_dtype(0)
-
-
 def _rank_ok(node: NodeView) -> bool:
     """Head split/merge shuffles stay within rank 3..4 (5-D is another rule; rank 2 is a batch-flattened token matrix)."""
     return all(t is not None and t.rank is not None and 3 <= t.rank <= 4 for t in (node.input(0), node.output(0)))
@@ -47,7 +43,7 @@ def _walk_back(graph: Graph, tensor: str) -> list[NodeView]:
         p = graph.producer(tensor)
         if p is None or not _live(graph, p):
             break
-        if p.op_type in SHUFFLES and _rank_ok(p) or _is_scale(p) or _noop_cast(p):
+        if p.op_type in SHUFFLES and _rank_ok(p) or _is_scale(p) or noop_cast(p):
             if len(graph.consumers(p.outputs[0])) != 1:
                 break
             chain.append(p)
