@@ -14,6 +14,7 @@ from pathlib import Path
 from .corpus import ARCHS, FAMILIES, export
 
 SCHEMA = "npufit.calibration.measured/1"
+CASES_SCHEMA = "npufit.calibration.cases/1"  # synthetic case records: rknn_cases.py, vela_cases.py, vela_transpose.py
 RECORDS = Path(__file__).resolve().parents[2] / "docs" / "calibration"
 LETTER = {"npu": "n", "cpu": "c", "folded": "f"}
 
@@ -55,6 +56,13 @@ def load_record(path: Path) -> dict:
 
 def all_records() -> list[Path]:
     return sorted(RECORDS.glob("*-op*.json"))
+
+
+def load_cases(path: Path) -> dict:
+    rec = json.loads(path.read_text())
+    if rec.get("schema") != CASES_SCHEMA:
+        raise ValueError(f"{path}: not a {CASES_SCHEMA} record")
+    return rec
 
 
 # -- replay ---------------------------------------------------------------------------------------------------
