@@ -228,13 +228,6 @@ def export_case(name: str, folder: Path) -> Path:
     return p
 
 
-def predict(onnx: Path, op: str, target: str, profile=None) -> list[str]:
-    """npufit's verdict for every top-level node of `op`, in graph order, judged as an int8 build (as the records)."""
-    from calibration.rknn_cases import predict as rk_predict
-
-    return rk_predict(onnx, op, profile or target, build="int8")
-
-
 def measure(onnx: Path, op: str, target: str, out: Path) -> tuple[list[str] | str, str | None]:
     """Vela's placement of every top-level node of `op` (build.py's compile and records' mapping), or why it failed."""
     from npufit.errors import NpufitError
@@ -284,7 +277,7 @@ def main(argv=None) -> None:
                 if ver and ver not in recs[t]["compiler_versions"]:
                     recs[t]["compiler_versions"].append(ver)
                 recs[t]["cases"][name] = {"op": op, "placement": got}
-                cells += [str(got), str(predict(p, op, t))]
+                cells += [str(got), str(records.case_verdicts(p, op, t, "int8"))]
             print(f"| {name} | {op} | {' | '.join(cells)} |", flush=True)
     if a.record:
         for t, rec in recs.items():
