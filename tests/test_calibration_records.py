@@ -203,6 +203,34 @@ def test_every_case_a_condition_cites_is_recorded():
         assert set(ev.cases) <= recorded, (name, sorted(set(ev.cases) - recorded))
 
 
+EU_CASES = [records.RECORDS / f"{t}-cases.json" for t in ("ethos-u55-256", "ethos-u85-256")]
+
+
+def test_every_case_an_ethos_u_condition_cites_is_recorded_for_both_generations():
+    from npufit.targets import ethos_u_fitted as fit
+
+    assert fit.EVIDENCE and all(ev.cases for ev in fit.EVIDENCE.values())
+    for path in EU_CASES:
+        recorded = set(records.load_cases(path)["cases"])
+        for name, ev in fit.EVIDENCE.items():
+            assert set(ev.cases) <= recorded, (path.name, name, sorted(set(ev.cases) - recorded))
+
+
+@pytest.mark.parametrize("cond", ["MASK_SELECT", "SQRT", "IF_SHAPE", "PATCH_CROP", "SHAPE_AFTER_CPU"])
+def test_the_cited_ethos_u_cases_show_their_condition(cond, tmp_path):
+    """The cases a condition cites are evidence for it: with its family held out, the profile agrees with all of them
+    (the cases keep it on), and without the case evidence too (corpus-only) it misjudges some of them."""
+    from npufit.targets import ethos_u_fitted as fit
+
+    ev = fit.EVIDENCE[cond]
+    kept = off = 0
+    for path in EU_CASES:
+        for fam in ev.families:
+            kept += sum(r["wrong"] for r in records.replay_cases(path, tmp_path, fam, True, set(ev.cases)))
+            off += sum(r["wrong"] for r in records.replay_cases(path, tmp_path, fam, False, set(ev.cases)))
+    assert kept == 0 and off > 0, (kept, off)
+
+
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p == RK_CASES else p for p in CASE_FILES],
                          ids=[p.stem for p in CASE_FILES])
 def test_profile_agrees_with_the_recorded_cases(path, tmp_path):

@@ -174,9 +174,12 @@ def case_wrong(rec: dict, measured, got: list[str]) -> int:
 def replay_cases(path: Path, folder: Path, held_out: str | None = None, cases: bool = True, names=None) -> list[dict]:
     """Today's profile (or the one fitted without `held_out`, see profile_for) on every case of a case record (or
     those in `names`): per case its op, the recorded placement, npufit's verdicts and how many nodes disagree."""
+    import tempfile
+
     rec = load_cases(path)
     mod = case_builder(rec)
     prof = profile_for(rec["target"], held_out, cases)
+    folder = Path(tempfile.mkdtemp(dir=folder))  # its own: a graph npufit has read is never written over in a run
     rows = []
     for name, case in rec["cases"].items():
         if names is not None and name not in names:
