@@ -134,8 +134,8 @@ MIN_LOFO_F1: dict[str, float] = {
     "rk3588-fp16-op17": 0.96,
     "rk3588-int8-op17": 0.96,
     "rk3588-fp16-op11": 0.96,
-    "ethos-u55-256-int8-op17": 0.79,
-    "ethos-u85-256-int8-op17": 0.29,
+    "ethos-u55-256-int8-op17": 0.92,
+    "ethos-u85-256-int8-op17": 0.53,
 }
 
 RECORDS = records.all_records()
