@@ -35,9 +35,8 @@ DEVICE = {v: k for k, v in records.LETTER.items()}
 
 def mask_add(c: int, hw, fill: float, mode: str = "mask"):
     """y + Where(mask == 0, fill, 0) with `mask` a second model input of int64 ids, as a text encoder's attention mask
-    (a run-time condition between two constants). mode "sub": y - Where(mask == 0, -fill, 0); "shared": one
-    mask Where added twice; "const": y + a
-    constant bias (a plain Add, the mask input unused)."""
+    (a run-time condition between two constants). mode "sub": y - Where(mask == 0, -fill, 0); "shared": one mask
+    Where added twice; "const": y + a constant bias (a plain Add, the mask input unused)."""
     import torch
 
     torch.manual_seed(0)
@@ -112,8 +111,8 @@ def patchify(c: int, hw, k: int, pad: int, c_out: int = 16):
 
 
 def shape_if(c: int, hw, n: int, by: str = "shape"):
-    """conv 1x1 -> If -> conv 1x1, written as ONNX directly (the TorchScript exporter folds a condition on a static
-    shape away; ViTDet's survived because its sizes came through ops the exporter could not infer). The If gives
+    """conv 1x1 -> If -> conv 1x1, written as ONNX directly (the TorchScript exporter folded every condition on the
+    static shape of a small torch module tried here, so none gave an If). The If gives
     y * 2 when its condition holds, else y + 1. by "shape": the condition is Shape(y)[3] != n (fixed once the input
     shape is); "value": ReduceMean(y) > 0 (decided at run time); "table": a constant [1, c, 1, 2n - 1] table,
     resized to the width of y when 2n - 1 differs from it (ViTDet's relative-position form), is added to y."""
@@ -121,12 +120,12 @@ def shape_if(c: int, hw, n: int, by: str = "shape"):
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    w_, h_ = hw[1], hw[0]
     inits = [numpy_helper.from_array(rng.standard_normal((c, c, 1, 1)).astype(np.float32) * 0.3, f"w{k}") for k in (0, 1)]
     inits += [numpy_helper.from_array(np.zeros(c, np.float32), "b"), numpy_helper.from_array(np.array([3], np.int64), "i3"),
               numpy_helper.from_array(np.array(n if by != "table" else 2 * n - 1, np.int64), "n"),
               numpy_helper.from_array(np.array(2.0, np.float32), "two"), numpy_helper.from_array(np.array(1.0, np.float32), "one")]
     nodes = [helper.make_node("Conv", ["x", "w0", "b"], ["y"], name="pre")]
+
     def vi(name):  # a branch's output: its own name (a branch may not write a name of the main graph)
         return helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
 
@@ -158,8 +157,8 @@ def shape_if(c: int, hw, n: int, by: str = "shape"):
         els = helper.make_graph([helper.make_node("Add", ["y", "one"], ["ze"])], "else", [], [vi("ze")])
         nodes.append(helper.make_node("If", ["cond"], ["z"], then_branch=then, else_branch=els, name="if"))
     nodes.append(helper.make_node("Conv", ["z", "w1", "b"], ["out"], name="post"))
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h_, w_])
-    y = helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, c, h_, w_])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, *hw])
+    y = helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, c, *hw])
     g = helper.make_graph(nodes, "case", [x], [y], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
 

@@ -5,7 +5,8 @@ ethos-u85-256-int8-op17.json).
 An ONNX model reaches Vela through npufit's own converter (npufit/convert), which lowers several ONNX ops that have
 no TFLite kernel in Vela's list into ones that do (Erf -> MUL/ADD/TANH, Div by a tensor -> MUL by RSQRT, ...). The
 standard-converter view of tflite_map would call those nodes CPU; the records show Vela ran every one of them on the
-NPU. Each condition names the families whose records show it and asks `cal.fitted` whether it may be used, so
+NPU. Each condition names the families whose records show it (and, where one family alone does, the synthetic cases of
+docs/calibration/ethos-u*-cases.json that show it too: EVIDENCE) and asks `cal.fitted` whether it may be used, so
 leave-one-family-out scoring switches off what only the held-out family showed (targets/calibration.py). TFLite
 input models are never affected: their ops are what Vela sees."""
 from __future__ import annotations
