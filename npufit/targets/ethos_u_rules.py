@@ -16,7 +16,7 @@ import numpy as np
 
 from ..graph import quant
 from ..graph.model import NodeView
-from . import common, ethos_u_fitted as fit, tflite_map as tm
+from . import common, ethos_u_converted as conv, ethos_u_fitted as fit, tflite_map as tm
 from .base import Rule, Verdict, fmt_list
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
@@ -27,7 +27,7 @@ def _act_dtypes(node: NodeView) -> list[str]:
     """Feature-map dtypes as the compiled TFLite file will have them (QDQ-wrapped ONNX ops -> their int type)."""
     if node.graph.format == "onnx":
         d = quant.exec_dtype(node)
-        return [d] if d else []
+        return conv.act_dtypes(node, [d] if d else [])
     out = [node.graph.tensor(node.inputs[i]).dtype for i in quant.activation_inputs(node)]
     out += [node.output_dtype(i) for i in range(len(node.outputs))]
     return [d for d in out if d]
@@ -230,7 +230,7 @@ def mean(node: NodeView, lim: L) -> str | None:
     x, axes = _mean_axes(node)
     if axes is None:
         return "axes are not constant"
-    if not x or not all(isinstance(d, int) for d in x):
+    if not x or not all(isinstance(d, int) for d in x) or conv.depth_mean_as_conv(node, x, axes, lim):
         return None
     if len(x) == 4 and x[0] != lim["mean_batch"]:
         return f"batch {x[0]}"
@@ -394,8 +394,9 @@ def _vela(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), source: st
     return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), source)
 
 
-# U55/U65: every listed op but these checks the 32-bit feature-map rule first (Vela's per-op constraint lists)
-NO_FMAP32 = ("SUM", "BATCH_MATMUL", "ARG_MAX", "MIRROR_PAD", "TRANSPOSE")
+# U55/U65: every listed op but these checks the 32-bit feature-map rule first (Vela's per-op constraint lists; its
+# int32 exceptions name ADD, MUL and SUB too: CAL-V, clip_text's and roberta's int32 position ADD and MUL ran on the NPU)
+NO_FMAP32 = ("SUM", "BATCH_MATMUL", "ARG_MAX", "MIRROR_PAD", "TRANSPOSE", "ADD", "MUL", "SUB")
 
 
 def graph_rules(gen: str, p: str) -> tuple[Rule, ...]:
