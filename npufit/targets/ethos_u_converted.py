@@ -5,9 +5,10 @@ converter writes no op at all (a constant, an integer alias), a different op (a 
 bools behind a CAST, GatherElements as GATHER), or carries int64 tensors as int32. The converter decides with the
 functions of converter_facts.py and these rules ask the same functions. Each condition names its Evidence: the
 records that show it (docs/calibration/ethos-u55-256-int8-op17.json, ethos-u85-256-int8-op17.json). Where the
-converter alone decides (no op reaches Vela) or the op it writes ran on the NPU in every family, the families are
-all four (the convention of ethos_u_fitted.LOWERED), so leave-one-family-out keeps the condition. TFLite input
-models are never affected: their ops are what Vela sees."""
+converter alone decides (no op reaches Vela), the op it writes ran on the NPU in every family, or Vela's operator
+list decides (CAST), the families are all four (the convention of ethos_u_fitted.LOWERED): nothing of Vela's behaviour
+was fitted, so leave-one-family-out keeps the condition. TFLite input models are never affected: their ops are what
+Vela sees."""
 from __future__ import annotations
 
 import weakref
@@ -25,8 +26,8 @@ EVIDENCE = {
     "no_op": Evidence(FAMILIES),
     # a 1x1 CONV_2D: it ran on the NPU in every family
     "depth_mean": Evidence(FAMILIES),
-    # CAST is not in the U55's list: a Vela fact the converter's CAST meets in the text encoders
-    "argmax_bool": Evidence(("transformer",)),
+    # the converter's CAST and Vela's operator list (no CAST on the U55), neither fitted: clip_text (transformer) shows it
+    "argmax_bool": Evidence(FAMILIES),
 }
 NO_OP = "NPUFIT_NO_OP"
 _ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout"}
