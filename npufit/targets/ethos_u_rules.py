@@ -394,8 +394,7 @@ def _vela(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), source: st
     return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), source)
 
 
-# U55/U65: every listed op but these checks the 32-bit feature-map rule first (Vela's per-op constraint lists; its
-# int32 exceptions name ADD, MUL and SUB too: CAL-V, clip_text's and roberta's int32 position ADD and MUL ran on the NPU)
+# U55/U65: every listed op but these checks the 32-bit rule first (Vela's int32 op list; CAL-V: int32 ADD/MUL ran on the NPU)
 NO_FMAP32 = ("SUM", "BATCH_MATMUL", "ARG_MAX", "MIRROR_PAD", "TRANSPOSE", "ADD", "MUL", "SUB")
 
 
@@ -462,7 +461,8 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
                              "{pool_kernel_height}", maxpool_kernel),) + ((s3,) if u55 else ()),
         "MEAN": (_vela(p, "mean.limits", "MEAN: batch {mean_batch}, int8/uint8/int16 input, constant axes, at most {mean_reduced_int8} "
                       "reduced elements (int8), each reduced axis < {mean_axis_max}, depth reduction only when one of h, w, c is "
-                      "{mean_depth_unit}", mean, ("pool down before the mean",)),),
+                      "{mean_depth_unit} (an ONNX mean over the channels alone is npufit's converter's 1x1 CONV_2D: CAL-V, "
+                      "vitdet's channel LayerNorms)", mean, ("pool down before the mean",)),),
         "SOFTMAX": (_vela(p, "softmax.hw", "softmax needs IFM width × height < {softmax_hw_max}", softmax,
                          ("softmax over a smaller map, or on the host",)),),
         "RESIZE_BILINEAR": (resize,), "RESIZE_NEAREST_NEIGHBOR": (resize,),
