@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..graph.quant import FLOAT_DTYPES
-from . import calibration as cal, tflite_map as tm
+from . import calibration as cal, ethos_u_converted as conv, tflite_map as tm
 from .base import OpSupport, Rule, Verdict
 
 
@@ -180,7 +180,11 @@ def mask_select(node, lim) -> str | None:
 
 
 def op_key(node) -> str:
-    """tflite_map's key, except for ONNX nodes npufit's converter lowers into Vela-listed ops (see LOWERED)."""
+    """tflite_map's key, except for ONNX nodes npufit's converter writes as no op or another op (ethos_u_converted)
+    or lowers into Vela-listed ops (see LOWERED)."""
+    key = conv.op_key(node)
+    if key is not None:
+        return key
     if node.graph.format == "onnx" and node.op_type in LOWERED and node.domain in ("", "ai.onnx"):
         try:
             if LOWERED[node.op_type].applies(node):
