@@ -64,6 +64,7 @@ class ConversionResult:
     notes: list[str] = field(default_factory=list)
     verification: Any = None  # verify.Verification, when verified
     qdq_twin: Path | None = None
+    layouts: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)  # TFLite tensor -> (ONNX tensor, layout)
 
     @property
     def op_counts(self) -> dict[str, int]:
@@ -221,7 +222,8 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
                                "outputs": [io_row(n, t) for n, t in zip(prep.graph.output_names, outs)]},
                            calibration={**cal.describe(), "samples_used": n}, notes=list(prep.notes) + list(cal.warnings),
                            timings={"prepare_s": round(t1 - t0, 4), "calibrate_s": round(t2 - t1, 4),
-                                    "lower_s": round(t3 - t2, 4), "total_s": round(time.perf_counter() - t0, 4)})
+                                    "lower_s": round(t3 - t2, 4), "total_s": round(time.perf_counter() - t0, 4)},
+                           layouts={t.name: (k, t.layout) for k, t in L.tensors.items()})
     if qdq_twin:
         from .qdq_twin import write_qdq_twin
 
