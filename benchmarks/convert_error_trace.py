@@ -98,14 +98,25 @@ def trace(model: str, shapes: dict | None = None, samples: int = 8) -> tuple[lis
         info[i] = {"onnx": name, "scale": float(scale), "levels_per_sd": sd / scale if scale else 0.0,
                    "clipped": float(np.mean((r < lo - scale / 2) | (r > hi + scale / 2))), "dtype": np.dtype(by_index[i]["dtype"]).name}
     lineage = res.lineage
+    ops = it._get_ops_details()
+    producer = {o: op for op in ops for o in op["outputs"]}
+
+    def cos_of(i: int, seen=()) -> float:
+        """A compared tensor's cosine; else that of its producer's inputs (layout ops, requantizations), weights 1."""
+        if i in cos:
+            return cos[i]
+        op = producer.get(i)
+        if op is None or i in seen:
+            return 1.0
+        return min((cos_of(x, (*seen, i)) for x in op["inputs"] if x >= 0), default=1.0)
+
     rows = []
-    for op in it._get_ops_details():
+    for op in ops:
         outs = [o for o in op["outputs"] if o in cos]
         if not outs:
             continue
-        ins = [cos[x] for x in op["inputs"] if x in cos]
         o = outs[0]
-        c_in = min(ins) if ins else 1.0
+        c_in = min((cos_of(x) for x in op["inputs"] if x >= 0), default=1.0)
         tname = by_index[o]["name"]
         rows.append({"index": op["index"], "op": op["op_name"], "tensor": tname, "onnx_node": ",".join(lineage.get(tname, [])),
                      "cos_in": c_in, "cos_out": cos[o], "loss": c_in - cos[o], **info[o]})

@@ -11,7 +11,7 @@ from .ops_nn import gemm
 from .qparams import FIXED, Q, per_channel_weights, quantize
 from .where_q import fill_q
 
-UNIT = Q(1 / 255, -128)  # [0, 1] with both ends exact: 0/1 masks
+UNIT = {8: Q(1 / 255, -128), 16: Q(1 / 32767, 0, 16)}  # [0, 1] with both ends exact: 0/1 masks
 
 
 def _axis(L: Lowering, x: TT, onnx_axis: int) -> int:
@@ -106,7 +106,7 @@ def where(L: Lowering, node: NodeView) -> None:
     for _, name, m in acts:
         x = L.act(name, layout)
         mm = m.transpose(TO_NHWC) if layout == "nhwc" else m
-        mt = L.new(f"{out}/mask", mm.shape, UNIT, layout, data=quantize(mm, UNIT))
+        mt = L.new(f"{out}/mask", mm.shape, UNIT[L.bits], layout, data=quantize(mm, UNIT[L.bits]))
         p = L.new(f"{out}/masked", np.broadcast_shapes(x.shape, mm.shape), x.q, layout)
         L.emit("MUL", [x, mt], [p], "MulOptions", fused_activation_function="NONE")
         parts.append(p)
@@ -129,6 +129,7 @@ def argmax(L: Lowering, node: NodeView) -> None:
     axis = int(node.attr("axis", 0)) % rank
     if x.layout == "nhwc" and axis != 1:
         x = L.act(node.inputs[0], "plain")
+    x = L.narrow(x)  # Vela parses ARG_MAX with an 8-bit input only
     tax = _axis(L, x, axis)
     out = node.outputs[0]
     oshape = L.shape(out)
@@ -222,18 +223,25 @@ def softmax(L: Lowering, node: NodeView) -> None:
     # LogSoftmax: TFLite's LOG_SOFTMAX (int8 output fixed to [-16, 0]: log-probabilities below e^-16 saturate)
     op, opts = ("LOG_SOFTMAX", {}) if node.op_type == "LogSoftmax" else ("SOFTMAX", {"beta": 1.0})
     otype = "LogSoftmaxOptions" if op == "LOG_SOFTMAX" else "SoftmaxOptions"
+    if op == "LOG_SOFTMAX":  # no int16 kernel: int8 between QUANTIZEs in the wide mode
+        x = L.narrow(x)
+    fq = L.fixed(op) or FIXED[op]  # an int8 LOG_SOFTMAX in the wide mode is requantized after
     if tax == rank - 1:
-        y = L.output(out, x.layout, q=FIXED[op])
-        L.emit(op, [x], [y], otype, **opts)
+        y = L.output(out, x.layout, q=fq if fq.bits == L.bits else L.aq(*fq.range))
+        s = y if y.q is fq else L.new(f"{out}/int8", y.shape, fq, x.layout)
+        L.emit(op, [x], [s], otype, **opts)
+        if s is not y:
+            L.emit("QUANTIZE", [s], [y], "QuantizeOptions")
         return
     perm = list(range(rank))
     perm[tax], perm[-1] = perm[-1], perm[tax]  # a swap is its own inverse
     moved = tuple(x.shape[p] for p in perm)
     t = L.new(f"{out}/moved", moved, x.q, x.layout)
     L.layout_op(x, t, perm)
-    s = L.new(f"{out}/softmax", moved, FIXED[op], x.layout)
+    s = L.new(f"{out}/softmax", moved, fq, x.layout)
     L.emit(op, [t], [s], otype, **opts)
-    y = L.output(out, x.layout, q=FIXED[op])
+    s = L.requant(s, L.aq(*fq.range), "int16") if fq.bits != L.bits else s
+    y = L.output(out, x.layout, q=s.q)
     L.layout_op(s, y, perm)
 
 
