@@ -8,7 +8,7 @@ import numpy as np
 from ..graph import NodeView
 from .lower import NHWC_AXIS, TO_NHWC, TT, Lowering
 from .ops_nn import gemm
-from .qparams import FIXED, Q, per_channel_weights, quantize
+from .qparams import FIXED, Q, activation_q, const_q, per_channel_weights, quantize
 from .where_q import fill_q
 
 UNIT = {8: Q(1 / 255, -128), 16: Q(1 / 32767, 0, 16)}  # [0, 1] with both ends exact: 0/1 masks
@@ -197,14 +197,19 @@ def matmul(L: Lowering, node: NodeView) -> None:
     ins = []
     for k, name in enumerate(node.inputs[:2]):
         v = L.const(name)
-        if v is None:
-            ins.append(L.act(name, "plain"))
+        if v is None:  # Vela runs BATCH_MATMUL with int8 inputs only: in the wide mode, int8 between QUANTIZEs
+            ins.append(L.narrow(L.act(name, "plain")))
         else:
-            ins.append(L.const_int8(f"{node.outputs[0]}/{'lhs' if k == 0 else 'rhs'}", np.asarray(v, np.float32), "plain"))
+            v = np.asarray(v, np.float32)
+            q = const_q(v)
+            ins.append(L.new(f"{node.outputs[0]}/{'lhs' if k == 0 else 'rhs'}", v.shape, q, "plain", data=quantize(v, q)))
     if min(len(t.shape) for t in ins) < 2:
         raise L.fail(node, "a 1-D operand (vector product) is not lowered")
     y = L.output(node.outputs[0], "plain")
-    L.emit("BATCH_MATMUL", ins, [y], "BatchMatMulOptions", adj_x=False, adj_y=False)
+    t = y if y.q.bits == 8 else L.new(f"{y.name}/int8", y.shape, activation_q(*L.real_range(y)), "plain")
+    L.emit("BATCH_MATMUL", ins, [t], "BatchMatMulOptions", adj_x=False, adj_y=False)
+    if t is not y:
+        L.emit("QUANTIZE", [t], [y], "QuantizeOptions")
 
 
 def softmax(L: Lowering, node: NodeView) -> None:
