@@ -10,7 +10,12 @@ samples. A TFLite tensor is compared where it carries an ONNX tensor's name (the
 tensors are transposed back). loss = min cosine of the op's compared inputs - cosine of its output: the error
 that op (its int8 rounding, a LUT, a saturating range) added. Also printed per op: the output's int8 scale over the
 reference's standard deviation (levels per sigma: few levels = coarse), and the fraction of reference values
-outside the int8 range (clipped). The model is only read; outputs go to a temporary folder."""
+outside the int8 range (clipped). Reading it: a MEAN of a centred tensor (a LayerNorm / GroupNorm mean) or the
+elementwise square under a variance can show a large loss that does not matter downstream (the mean is ~0 next to
+the values it is subtracted from; the variance averages the squares' rounding away): follow the cosine of the op
+that uses it. The model is only read; outputs go to a temporary folder.
+
+    python benchmarks/convert_error_trace.py hubert.onnx --activations int8   # the int8 file, not 'auto'"""
 from __future__ import annotations
 
 import argparse
@@ -28,7 +33,7 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (na * nb)) if na > 0 and nb > 0 else float(na == nb)
 
 
-def trace(model: str, shapes: dict | None = None, samples: int = 8) -> tuple[list[dict], dict]:
+def trace(model: str, shapes: dict | None = None, samples: int = 8, activations: str = "auto") -> tuple[list[dict], dict]:
     """-> (one row per TFLite op whose output is compared, summary); see the module doc."""
     import onnx
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
@@ -42,7 +47,7 @@ def trace(model: str, shapes: dict | None = None, samples: int = 8) -> tuple[lis
     from npufit.verify.compare import make_session
 
     with tempfile.TemporaryDirectory(prefix="npufit-trace-") as d:
-        res = convert(model, Path(d) / "m.tflite", input_shapes=shapes, samples=samples, verify=None)
+        res = convert(model, Path(d) / "m.tflite", input_shapes=shapes, samples=samples, verify=None, activations=activations)
         it = Interpreter(model_path=str(res.path), num_threads=1, experimental_preserve_all_tensors=True,
                          experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
         it.allocate_tensors()
@@ -132,6 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=25, help="rows to print (largest loss first)")
     ap.add_argument("--samples", type=int, default=8, help="calibration samples (also the compared ones)")
     ap.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,..")
+    ap.add_argument("--activations", choices=("auto", "int8", "int16"), default="auto", help="the converter's activation width")
     ap.add_argument("--json", help="also write every row to this JSON file")
     a = ap.parse_args(argv)
     shapes = {}
@@ -144,7 +150,8 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     from convert_corpus import _shapes
 
-    rows, summary = trace(a.model, _shapes(a.model, json.dumps({k: list(v) for k, v in shapes.items()})), a.samples)
+    rows, summary = trace(a.model, _shapes(a.model, json.dumps({k: list(v) for k, v in shapes.items()})), a.samples,
+                          a.activations)
     print(f"{summary['model']}: {summary['ops']} ops compared over {summary['samples']} samples; "
           f"output cosine {summary['output_cosine']}")
     for note in summary["notes"]:

@@ -132,3 +132,31 @@ def test_vela_places_the_int16_encoder_on_the_npu(audio):
     r = compile_model(str(res.path), "ethos-u55-256", out_dir=str(d / "vela"))
     assert r.ok, r.error
     assert r.metrics["cpu_operators"] == 0 and r.metrics["npu_operators"] > 0, r.metrics
+
+
+class SplitHeads(torch.nn.Module):
+    """hiera's attention: one qkv projection reshaped to rank 6, permuted, unbound into q / k / v with batch dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(16, 96)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).reshape(1, 64, 4, 3, 2, 16).permute(3, 0, 4, 2, 1, 5).unbind(0)
+        return torch.softmax(q @ k.transpose(-1, -2), -1) @ v
+
+
+def test_vela_compiles_wide_attention_over_sliced_heads(tmp_path):
+    """The int16 -> int8 QUANTIZE before each BATCH_MATMUL runs on a [1, rows, C] view: on the rank-5 q / k / v
+    themselves Vela 5.2 segfaults."""
+    from npufit.compilers import compile_model
+    from npufit.compilers.vela import vela_version
+
+    if vela_version() is None:
+        pytest.skip("Vela (ethos-u-vela) is not installed")
+    src = _export(tmp_path, SplitHeads(), torch.randn(1, 256, 16), "heads")
+    res = convert(src, tmp_path / "heads.tflite", activations="int16", verify=None)
+    assert _on_calibration(res, src) >= COS
+    r = compile_model(str(res.path), "ethos-u55-256", out_dir=str(tmp_path / "vela"))
+    assert r.ok, r.error
+    assert r.metrics["cpu_operators"] == 0, r.metrics

@@ -181,12 +181,23 @@ class Lowering:
         else:
             self.emit("TRANSPOSE", [src, self.int32(f"{dst.name}/perm", perm)], [dst], "TransposeOptions")
 
-    def requant(self, t: TT, q: Q, why: str = "rq") -> TT:
-        """`t` with quantization `q`: itself if equal, else through a QUANTIZE (rescale, or int8 <-> int16) op."""
-        if t.q is None or t.q.close_to(q):
+    def requant(self, t: TT, q: Q, why: str = "rq", dst: TT | None = None) -> TT:
+        """`t` with quantization `q` (into `dst` when given): itself if equal, else through a QUANTIZE (rescale, or
+        int8 <-> int16) op."""
+        if dst is None and (t.q is None or t.q.close_to(q)):
             return t
-        out = self.new(f"{t.name}/{why}", t.shape, q, t.layout)
-        self.emit("QUANTIZE", [t], [out], "QuantizeOptions")
+        out = dst or self.new(f"{t.name}/{why}", t.shape, q, t.layout)
+        if t.q.bits != out.q.bits and len(t.shape) > 3 and any(d != 1 for d in t.shape[:-2]):
+            # Vela 5.2 crashes (segfault) on a width-changing QUANTIZE of a tensor with batch dims sliced out of a
+            # larger one (hiera's q / k / v): it runs on a [1, rows, C] view of it
+            flat = (1, int(np.prod(t.shape[:-1])), t.shape[-1])
+            a = self.new(f"{t.name}/flat", flat, t.q, "plain")
+            self.emit("RESHAPE", [t, self.int32(f"{a.name}/shape", flat)], [a], "ReshapeOptions", new_shape=list(flat))
+            b = self.new(f"{out.name}/flat", flat, out.q, "plain")
+            self.emit("QUANTIZE", [a], [b], "QuantizeOptions")
+            self.emit("RESHAPE", [b, self.int32(f"{b.name}/shape", out.shape)], [out], "ReshapeOptions", new_shape=list(out.shape))
+        else:
+            self.emit("QUANTIZE", [t], [out], "QuantizeOptions")
         return out
 
     def fixed_or_range(self, tfl_op: str, onnx_name: str) -> Q:

@@ -209,7 +209,7 @@ def matmul(L: Lowering, node: NodeView) -> None:
     t = y if y.q.bits == 8 else L.new(f"{y.name}/int8", y.shape, activation_q(*L.real_range(y)), "plain")
     L.emit("BATCH_MATMUL", ins, [t], "BatchMatMulOptions", adj_x=False, adj_y=False)
     if t is not y:
-        L.emit("QUANTIZE", [t], [y], "QuantizeOptions")
+        L.requant(t, y.q, dst=y)
 
 
 def softmax(L: Lowering, node: NodeView) -> None:
@@ -236,7 +236,7 @@ def softmax(L: Lowering, node: NodeView) -> None:
         s = y if y.q is fq else L.new(f"{out}/int8", y.shape, fq, x.layout)
         L.emit(op, [x], [s], otype, **opts)
         if s is not y:
-            L.emit("QUANTIZE", [s], [y], "QuantizeOptions")
+            L.requant(s, y.q, dst=y)
         return
     perm = list(range(rank))
     perm[tax], perm[-1] = perm[-1], perm[tax]  # a swap is its own inverse

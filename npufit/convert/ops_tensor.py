@@ -44,7 +44,7 @@ def unary(L: Lowering, node: NodeView) -> None:
         y = L.output(node.outputs[0], x.layout)
         t = L.new(f"{y.name}/int8", y.shape, activation_q(*L.real_range(y)), x.layout)
         L.emit(tfl, [L.narrow(x)], [t])
-        L.emit("QUANTIZE", [t], [y], "QuantizeOptions")
+        L.requant(t, y.q, dst=y)
         return
     y = L.output(node.outputs[0], x.layout, q=L.fixed(tfl))
     L.emit(tfl, [x], [y])

@@ -29,7 +29,7 @@ def write_qdq_twin(L: Lowering, work_nodes, path: Path) -> Path:
     for t in dict.fromkeys(acts):
         q = L.tensors[t].q if t in L.tensors and L.tensors[t].q is not None else L.q_of(t)
         s, z = f"{t}/qdq_scale", f"{t}/qdq_zp"
-        inits += [numpy_helper.from_array(np.array(q.scale, np.float32), s), numpy_helper.from_array(np.array(q.zero_point, np.int8), z)]
+        inits += [numpy_helper.from_array(np.array(q.scale, np.float32), s), numpy_helper.from_array(np.array(q.zero_point, q.dtype), z)]
         src = f"{t}/float" if t in graph_out else t
         dst = t if t in graph_out else f"{t}/dq"
         rename[t] = (src, dst)
