@@ -160,3 +160,21 @@ def test_vela_compiles_wide_attention_over_sliced_heads(tmp_path):
     r = compile_model(str(res.path), "ethos-u55-256", out_dir=str(tmp_path / "vela"))
     assert r.ok, r.error
     assert r.metrics["cpu_operators"] == 0, r.metrics
+
+
+def test_qdq_twin_of_an_int16_file_is_valid_onnx(audio):
+    """`compile --compare-prediction` reads the QDQ twin: at the source's opset 17 QuantizeLinear has no int16, so
+    the twin carries int8 parameters over the int16 file's ranges; it passes the checker and runs."""
+    import onnx
+
+    from npufit.verify.compare import make_session
+
+    d, src = audio
+    res = convert(src, d / "twin.tflite", qdq_twin=True, verify=None)
+    assert res.activations == "int16" and "int16 (16x8) TFLite ops" in res.summary()
+    onnx.checker.check_model(onnx.load(str(res.qdq_twin)), full_check=True)
+    feed = {"x": np.random.default_rng(0).standard_normal((1, 2000)).astype(np.float32)}
+    (y,) = make_session(str(res.qdq_twin)).run(None, feed)
+    (ref,) = make_session(str(src)).run(None, feed)
+    cos = float((y * ref).sum() / np.linalg.norm(y) / np.linalg.norm(ref))
+    assert cos >= 0.99, cos  # the int16 file's ranges, in int8: not clipped to 1/256 of them

@@ -68,13 +68,14 @@ class ConversionResult:
     verification: Any = None  # verify.Verification, when verified
     qdq_twin: Path | None = None
     layouts: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)  # TFLite tensor -> (ONNX tensor, layout)
+    activations: str = "int8"  # or "int16" (16x8)
 
     @property
     def op_counts(self) -> dict[str, int]:
         return dict(Counter(o["op"] for o in self.ops).most_common())
 
     def summary(self) -> str:
-        s = f"{len(self.ops)} int8 TFLite ops in {self.timings.get('total_s', 0):.2f} s"
+        s = f"{len(self.ops)} {'int16 (16x8)' if self.activations == 'int16' else 'int8'} TFLite ops in {self.timings.get('total_s', 0):.2f} s"
         if self.verification is not None:
             s += f"; {self.verification.summary()}"
         return s
@@ -84,7 +85,7 @@ class ConversionResult:
 
         return {"schema": SCHEMA, "npufit_version": __version__, "converter": CONVERTER, "source": self.source,
                 "tflite": str(self.path), "qdq_twin": None if self.qdq_twin is None else str(self.qdq_twin), "io": self.io, "calibration": self.calibration, "timings": self.timings,
-                "op_counts": self.op_counts, "notes": self.notes,
+                "op_counts": self.op_counts, "activations": self.activations, "notes": self.notes,
                 "verification": None if self.verification is None else self.verification.to_dict(),
                 "ops": self.ops, "lineage": self.lineage}
 
@@ -202,7 +203,7 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
                            calibration={**cal.describe(), "samples_used": n}, notes=list(prep.notes) + list(cal.warnings),
                            timings={"prepare_s": round(t1 - t0, 4), "calibrate_s": round(t2 - t1, 4),
                                     "lower_s": round(t3 - t2, 4), "total_s": round(time.perf_counter() - t0, 4)},
-                           layouts={t.name: (k, t.layout) for k, t in L.tensors.items()})
+                           layouts={t.name: (k, t.layout) for k, t in L.tensors.items()}, activations=f"int{L.bits}")
     if wide is not None and wide[1]:
         res.notes.append(wide[1])
         res.timings["widen_s"] = wide[2]
