@@ -65,9 +65,10 @@ def _pairs(node: NodeView, rank: int = 2):
     return (list(node.attr("strides", [1] * rank)), list(node.attr("dilations", [1] * rank)))
 
 
-def spatial_pad(L: Lowering, node: NodeView, x: TT, kernel, strides, dilations, out_hw, pad_value: int | None = None,
+def spatial_pad(L: Lowering, node: NodeView, x: TT, kernel, strides, dilations, out_hw, pad_min: bool = False,
                 allow_same: bool = True):
-    """ONNX pads/auto_pad -> TFLite SAME/VALID, or an explicit PAD(V2) + VALID when neither matches."""
+    """ONNX pads/auto_pad -> TFLite SAME/VALID, or an explicit PAD(V2) + VALID when neither matches (pad_min: padded
+    with the integer minimum, for max pooling)."""
     in_hw = x.shape[1:3]
     auto = node.attr("auto_pad", "NOTSET")
     pads = list(node.attr("pads", [0, 0, 0, 0]))
@@ -98,10 +99,10 @@ def spatial_pad(L: Lowering, node: NodeView, x: TT, kernel, strides, dilations, 
     shape = (x.shape[0], in_hw[0] + begins[0] + afters[0], in_hw[1] + begins[1] + afters[1], x.shape[3])
     out = L.new(f"{x.name}/pad", shape, x.q, "nhwc")
     paddings = L.int32(f"{out.name}/paddings", [[0, 0], [begins[0], afters[0]], [begins[1], afters[1]], [0, 0]])
-    if pad_value is None:
+    if not pad_min:
         L.emit("PAD", [x, paddings], [out], "PadOptions")
     else:
-        val = L.new(f"{out.name}/value", (), x.q, "plain", data=np.array(x.q.qmin if pad_value == "min" else pad_value, x.q.dtype))
+        val = L.new(f"{out.name}/value", (), x.q, "plain", data=np.array(x.q.qmin, x.q.dtype))
         L.emit("PADV2", [x, paddings, val], [out], "PadV2Options")
     return out, "VALID"
 
@@ -233,7 +234,7 @@ def pool(L: Lowering, node: NodeView) -> None:
     oshape = onnx_to_tfl_shape(L.shape(out), "nhwc")
     # TFLite's SAME average pool leaves padding out of the count: right for count_include_pad=0 only
     include = not is_max and int(node.attr("count_include_pad", 0)) == 1
-    x2, padding = spatial_pad(L, node, x, kernel, strides, dil, oshape[1:3], pad_value="min" if is_max else None,
+    x2, padding = spatial_pad(L, node, x, kernel, strides, dil, oshape[1:3], pad_min=is_max,
                               allow_same=not include)
     if not is_max and x2 is not x and int(node.attr("count_include_pad", 0)) == 0:
         raise L.fail(node, "asymmetric padding with count_include_pad=0 has no TFLite equivalent")
