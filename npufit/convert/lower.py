@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import NpufitError
 from ..graph import NodeView
 from .onnx_prep import Prepared
-from .qparams import FIXED, Q, activation_q, const_q, quantize
+from .qparams import Q, activation_q, bias_int32, const_q, fixed_q, quantize
 from .ranges import Ranges
 from .tflite_writer import TFLiteBuilder
 
@@ -52,8 +52,9 @@ def memory_trivial(shape, perm) -> bool:
 
 
 class Lowering:
-    def __init__(self, prep: Prepared, ranges: Ranges):
+    def __init__(self, prep: Prepared, ranges: Ranges, bits: int = 8):
         self.prep, self.graph, self.ranges = prep, prep.graph, ranges
+        self.bits = bits  # activation width: 8, or 16 in the wide (16x8) mode
         self.b = TFLiteBuilder(description="npufit onnx->int8 tflite")
         self.tensors: dict[str, TT] = {}
         self._views: dict[tuple[str, str], TT] = {}
@@ -85,7 +86,15 @@ class Lowering:
         r = self.prep.fixed_ranges.get(name) or self.ranges.get(name)
         if r is None:
             raise NpufitError(f"tensor '{name}': no calibration range (it was not produced by the float model run)")
-        return activation_q(*r)
+        return activation_q(*r, bits=self.bits)
+
+    def aq(self, lo: float, hi: float) -> Q:
+        """Activation parameters for the float range [lo, hi] at this lowering's width."""
+        return activation_q(lo, hi, bits=self.bits)
+
+    def fixed(self, tfl_op: str) -> Q | None:
+        """The fixed output parameters of a LUT kernel (LOGISTIC, TANH, SOFTMAX ...) at this width, else None."""
+        return fixed_q(tfl_op, self.bits)
 
     def real_range(self, t: TT) -> tuple[float, float]:
         """The calibrated float range behind a TFLite tensor (not widened to include 0), else its int8 range."""
@@ -118,6 +127,8 @@ class Lowering:
 
     def new(self, name: str, shape, q: Q | None, layout: str, dtype: str = "int8", data=None, per_channel=None) -> TT:
         name = self._unique(name)
+        if q is not None and dtype == "int8":
+            dtype = q.dtype
         if per_channel is not None:
             scales, axis = per_channel
             idx = self.b.tensor(name, shape, dtype, data=data, scale=list(scales), zero_point=[0] * len(scales), axis=axis)
@@ -141,7 +152,7 @@ class Lowering:
         v = np.asarray(value, np.float32)
         if layout == "nhwc" and v.ndim == 4:
             v = v.transpose(TO_NHWC)
-        q = const_q(v)
+        q = const_q(v, self.bits)
         return self.new(name, v.shape, q, layout, data=quantize(v, q))
 
     def act(self, name: str, layout: str | None = None) -> TT:
@@ -170,16 +181,39 @@ class Lowering:
         else:
             self.emit("TRANSPOSE", [src, self.int32(f"{dst.name}/perm", perm)], [dst], "TransposeOptions")
 
-    def requant(self, t: TT, q: Q, why: str = "rq") -> TT:
-        """`t` with quantization `q`: itself if equal, else through a QUANTIZE (int8 -> int8 rescale) op."""
-        if t.q is None or t.q.close_to(q):
+    def requant(self, t: TT, q: Q, why: str = "rq", dst: TT | None = None) -> TT:
+        """`t` with quantization `q` (into `dst` when given): itself if equal, else through a QUANTIZE (rescale, or
+        int8 <-> int16) op."""
+        if dst is None and (t.q is None or t.q.close_to(q)):
             return t
-        out = self.new(f"{t.name}/{why}", t.shape, q, t.layout)
-        self.emit("QUANTIZE", [t], [out], "QuantizeOptions")
+        out = dst or self.new(f"{t.name}/{why}", t.shape, q, t.layout)
+        if t.q.bits != out.q.bits and len(t.shape) > 3 and any(d != 1 for d in t.shape[:-2]):
+            # Vela 5.2 crashes (segfault) on a width-changing QUANTIZE of a tensor with batch dims sliced out of a
+            # larger one (hiera's q / k / v): it runs on a [1, rows, C] view of it
+            flat = (1, int(np.prod(t.shape[:-1])), t.shape[-1])
+            a = self.new(f"{t.name}/flat", flat, t.q, "plain")
+            self.emit("RESHAPE", [t, self.int32(f"{a.name}/shape", flat)], [a], "ReshapeOptions", new_shape=list(flat))
+            b = self.new(f"{out.name}/flat", flat, out.q, "plain")
+            self.emit("QUANTIZE", [a], [b], "QuantizeOptions")
+            self.emit("RESHAPE", [b, self.int32(f"{b.name}/shape", out.shape)], [out], "ReshapeOptions", new_shape=list(out.shape))
+        else:
+            self.emit("QUANTIZE", [t], [out], "QuantizeOptions")
         return out
 
     def fixed_or_range(self, tfl_op: str, onnx_name: str) -> Q:
-        return FIXED.get(tfl_op) or self.q_of(onnx_name)
+        return self.fixed(tfl_op) or self.q_of(onnx_name)
+
+    def bias(self, y: TT, b, x: TT, w_scales) -> TT:
+        """The bias tensor of a CONV_2D / FULLY_CONNECTED ... from `x` into `y`: int32, int64 for an int16 input."""
+        wide = x.q is not None and x.q.bits == 16
+        bq, bs = bias_int32(b, x.q.scale, w_scales, 64 if wide else 32)
+        return self.new(f"{y.name}/bias", bq.shape, None, "plain", "int64" if wide else "int32", data=bq, per_channel=(bs, 0))
+
+    def narrow(self, t: TT, why: str = "int8") -> TT:
+        """`t` as int8 over its own range, for a kernel with no int16 form (RSQRT in Vela, ARG_MAX ...)."""
+        if t.q is None or t.q.bits == 8:
+            return t
+        return self.requant(t, activation_q(*self.real_range(t)), why)
 
     # -- ops --------------------------------------------------------------------------------------------
     def emit(self, op: str, ins, outs, options_type: str | None = None, **options) -> None:

@@ -48,6 +48,9 @@ OPS = {
 PASS_THROUGH = {"MaxPool", "AveragePool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Split", "Gather", "Expand", "Tile", "DepthToSpace", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
                 "Resize", "Upsample", "Pad", "Slice", "Identity", "Dropout", "Cast", "Concat"}
 MAX_SAMPLES = 64
+# 'auto' activations: below this min cosine (LiteRT vs ONNX Runtime on the calibration samples; issue 16's bound)
+# the converter also builds the 16x8 form and keeps it when it does better
+WIDE_BELOW = 0.999
 
 
 @dataclass
@@ -64,13 +67,15 @@ class ConversionResult:
     notes: list[str] = field(default_factory=list)
     verification: Any = None  # verify.Verification, when verified
     qdq_twin: Path | None = None
+    layouts: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)  # TFLite tensor -> (ONNX tensor, layout)
+    activations: str = "int8"  # or "int16" (16x8)
 
     @property
     def op_counts(self) -> dict[str, int]:
         return dict(Counter(o["op"] for o in self.ops).most_common())
 
     def summary(self) -> str:
-        s = f"{len(self.ops)} int8 TFLite ops in {self.timings.get('total_s', 0):.2f} s"
+        s = f"{len(self.ops)} {'int16 (16x8)' if self.activations == 'int16' else 'int8'} TFLite ops in {self.timings.get('total_s', 0):.2f} s"
         if self.verification is not None:
             s += f"; {self.verification.summary()}"
         return s
@@ -80,7 +85,7 @@ class ConversionResult:
 
         return {"schema": SCHEMA, "npufit_version": __version__, "converter": CONVERTER, "source": self.source,
                 "tflite": str(self.path), "qdq_twin": None if self.qdq_twin is None else str(self.qdq_twin), "io": self.io, "calibration": self.calibration, "timings": self.timings,
-                "op_counts": self.op_counts, "notes": self.notes,
+                "op_counts": self.op_counts, "activations": self.activations, "notes": self.notes,
                 "verification": None if self.verification is None else self.verification.to_dict(),
                 "ops": self.ops, "lineage": self.lineage}
 
@@ -141,20 +146,25 @@ def gap_message(gaps: list[tuple[str, str, str]], model: str | os.PathLike | Non
 
 def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: str | None = None,
             input_shapes: dict[str, tuple[int, ...]] | None = None, samples: int = 8, seed: int = 0,
-            verify: int | None = 4, qdq_twin: bool = False, target: str | None = None) -> ConversionResult:
+            verify: int | None = 4, qdq_twin: bool = False, target: str | None = None,
+            activations: str = "auto") -> ConversionResult:
     """Convert `model` into a fully int8 TFLite file at `out_path` (+ `<stem>.json` sidecar); the model is only read.
 
     calibration: None / 'random' (seeded N(0,1), `samples` of them), an .npz/.npy file or a folder of images
     (npufit.quantize.calibration readers). verify: number of seeded random samples to compare the TFLite
     (LiteRT interpreter) with ONNX Runtime on, or None to skip. qdq_twin: also write `<stem>_qdq.onnx`, the
-    source graph with the converter's int8 parameters as Q/DQ pairs (what `--compare-prediction` checks)."""
+    source graph with the converter's int8 parameters as Q/DQ pairs (what `--compare-prediction` checks).
+    activations: 'int8'; 'int16' (16x8: int16 activations, int8 weights, int64 biases); 'auto' (default): int8,
+    and int16 where the int8 file's min cosine vs ONNX Runtime on the calibration samples is below WIDE_BELOW
+    and the int16 one does better (said in the notes)."""
     from ..quantize.calibration import input_specs, load_calibration
-    from .lower import Lowering, Unsupported
     from .onnx_prep import prepare
     from .ranges import merge_groups
     from .row_scale import layernorms, rescale_rows
 
     src, out = Path(model), Path(out_path)
+    if activations not in ("int8", "int16", "auto"):
+        raise NpufitError(f"activations must be int8, int16 or auto, not {activations!r}")
     if src.resolve() == out.resolve():
         raise NpufitError(f"{out}: the output would overwrite the input model")
     t0 = time.perf_counter()
@@ -179,7 +189,44 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     merge_groups(ranges, links, prep.fixed_ranges)
     t2 = time.perf_counter()
 
-    L = Lowering(prep, ranges)
+    L, data, io = _lower(prep, work, ranges, src, target, 16 if activations == "int16" else 8)
+    t3 = time.perf_counter()
+    atomic_write_bytes(out, data)
+    wide = None
+    if activations == "auto":
+        wide = _widen_if_needed(prep, work, ranges, src, target, out, data, io, feeds, input_shapes)
+        if wide[0] is not None:
+            L, data, io = wide[0]
+
+    res = ConversionResult(out, out.with_suffix(".json"), str(src), graph=None, lineage=L.lineage, ops=L.ops,
+                           io=io,
+                           calibration={**cal.describe(), "samples_used": n}, notes=list(prep.notes) + list(cal.warnings),
+                           timings={"prepare_s": round(t1 - t0, 4), "calibrate_s": round(t2 - t1, 4),
+                                    "lower_s": round(t3 - t2, 4), "total_s": round(time.perf_counter() - t0, 4)},
+                           layouts={t.name: (k, t.layout) for k, t in L.tensors.items()}, activations=f"int{L.bits}")
+    if wide is not None and wide[1]:
+        res.notes.append(wide[1])
+        res.timings["widen_s"] = wide[2]
+    if qdq_twin:
+        from .qdq_twin import write_qdq_twin
+
+        res.qdq_twin = write_qdq_twin(L, work, out.with_name(out.stem + "_qdq.onnx"))
+    if verify:
+        from .verify import verify_tflite
+
+        tv = time.perf_counter()
+        res.verification = verify_tflite(out, src, samples=verify, input_shapes=input_shapes, seed=seed + 1000, io=res.io)
+        res.timings["verify_s"] = round(time.perf_counter() - tv, 4)
+        res.notes.extend(res.verification.notes)
+    atomic_write_json(res.sidecar, res.to_dict())
+    return res
+
+
+def _lower(prep, work, ranges, src, target, bits: int):
+    """Lower every node at activation width `bits` -> (Lowering, .tflite bytes, io rows)."""
+    from .lower import Lowering, Unsupported
+
+    L = Lowering(prep, ranges, bits)
     for name in prep.graph.input_names:
         dt = it.tfl_dtype(prep.graph.tensor(name).dtype)
         if dt:  # token ids, masks: int32 / bool inputs, not quantized
@@ -207,34 +254,45 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
             raise NpufitError(f"output '{name}' is not computed by any lowered op (a constant or pass-through output)")
         outs.append(t)
     L.b.io([t.index for t in ins], [t.index for t in outs])
-    data = L.b.build()
-    t3 = time.perf_counter()
-    atomic_write_bytes(out, data)
 
     def io_row(name, t):
         return {"onnx": name, "tflite": t.name, "onnx_shape": list(L.shape(name)), "tflite_shape": list(t.shape),
                 "layout": t.layout, "scale": None if t.q is None else t.q.scale,
                 "zero_point": None if t.q is None else t.q.zero_point, "dtype": t.dtype}
 
-    res = ConversionResult(out, out.with_suffix(".json"), str(src), graph=None, lineage=L.lineage, ops=L.ops,
-                           io={"inputs": [io_row(n, t) for n, t in zip(prep.graph.input_names, ins)],
-                               "outputs": [io_row(n, t) for n, t in zip(prep.graph.output_names, outs)]},
-                           calibration={**cal.describe(), "samples_used": n}, notes=list(prep.notes) + list(cal.warnings),
-                           timings={"prepare_s": round(t1 - t0, 4), "calibrate_s": round(t2 - t1, 4),
-                                    "lower_s": round(t3 - t2, 4), "total_s": round(time.perf_counter() - t0, 4)})
-    if qdq_twin:
-        from .qdq_twin import write_qdq_twin
+    io = {"inputs": [io_row(n, t) for n, t in zip(prep.graph.input_names, ins)],
+          "outputs": [io_row(n, t) for n, t in zip(prep.graph.output_names, outs)]}
+    return L, L.b.build(), io
 
-        res.qdq_twin = write_qdq_twin(L, work, out.with_name(out.stem + "_qdq.onnx"))
-    if verify:
-        from .verify import verify_tflite
 
-        tv = time.perf_counter()
-        res.verification = verify_tflite(out, src, samples=verify, input_shapes=input_shapes, seed=seed + 1000, io=res.io)
-        res.timings["verify_s"] = round(time.perf_counter() - tv, 4)
-        res.notes.extend(res.verification.notes)
-    atomic_write_json(res.sidecar, res.to_dict())
-    return res
+def _widen_if_needed(prep, work, ranges, src, target, out: Path, data: bytes, io, feeds, input_shapes):
+    """'auto' activations: -> ((Lowering, bytes, io) of the 16x8 form or None, note, seconds). The int8 file at
+    `out` is checked on the calibration feeds; below WIDE_BELOW the int16 form is built, checked and kept (written
+    to `out`) when its min cosine is higher."""
+    from .verify import verify_tflite
+
+    t0 = time.perf_counter()
+    c8 = verify_tflite(out, src, feeds, input_shapes=input_shapes, io=io).min_cosine
+    if not c8 < WIDE_BELOW:
+        return None, None, round(time.perf_counter() - t0, 4)
+    try:
+        L16, data16, io16 = _lower(prep, work, ranges, src, target, 16)
+    except NpufitError as e:
+        return None, f"int8 min cosine {c8:.5f} on the calibration samples; the int16 form failed ({e.message[:100]}): kept int8", \
+            round(time.perf_counter() - t0, 4)
+    atomic_write_bytes(out, data16)
+    try:
+        c16 = verify_tflite(out, src, feeds, input_shapes=input_shapes, io=io16).min_cosine
+    except (NpufitError, RuntimeError, ValueError) as e:  # a kernel LiteRT lacks in int16
+        c16, why = float("nan"), f" ({' '.join(str(e).split())[:100]})"
+    else:
+        why = ""
+    if c16 > c8:
+        return (L16, data16, io16), (f"activations int16 (16x8): int8 reached min cosine {c8:.5f} on the calibration "
+                                     f"samples (< {WIDE_BELOW}), int16 {c16:.5f}"), round(time.perf_counter() - t0, 4)
+    atomic_write_bytes(out, data)
+    return None, f"int8 min cosine {c8:.5f} on the calibration samples; int16 reached {c16:.5f}{why}: kept int8", \
+        round(time.perf_counter() - t0, 4)
 
 
 def _calibrate(prep, work, feeds, lns):

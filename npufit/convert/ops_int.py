@@ -312,7 +312,7 @@ def add_select(L: Lowering, node: NodeView) -> None:
         branches.append(("shift", v))
     if not ranges:
         raise L.fail(node, "both mask branches are infinite fills")
-    q = _q_over(ranges + _fill_room(L, out, ranges) if any(b[0] == "fill" and b[1] < 0 for b in branches) else ranges)
+    q = _q_over(ranges + _fill_room(L, out, ranges) if any(b[0] == "fill" and b[1] < 0 for b in branches) else ranges, L.bits)
     sel = []
     for k, (kind, v) in enumerate(branches):
         if kind == "shift" and not np.any(v):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..graph import NodeView
 from .lower import TT, Lowering
-from .qparams import FIXED, activation_q, quantize
+from .qparams import activation_q, quantize
 
 # erf(z) ~= tanh(A z + B z^3): the GELU tanh form's own approximation (max |error| 3.6e-4 on the real line,
 # far below the int8 step 1/128 of the result); z beyond +-3 saturates to +-1 either way.
@@ -21,7 +21,7 @@ ERF_SAT_Z, TANH_SAT = 3.0, 4.0
 
 
 def _scalar_const(L: Lowering, name: str, value: float) -> TT:
-    q = activation_q(min(value, 0.0), max(value, 0.0))
+    q = L.aq(min(value, 0.0), max(value, 0.0))
     return L.new(name, (), q, "plain", data=quantize(np.array(value), q))
 
 
@@ -43,11 +43,11 @@ def _absmax(t: TT, cap: float = math.inf) -> float:
 def _cubic_arg(L: Lowering, x, m: float, a_coef: float, b_coef: float, out: str, sat: float):
     """x * (A + B x^2) as MUL, MUL, ADD, MUL: the argument of the TANH / LOGISTIC table in the Erf and GELU forms.
     m bounds |x|, so every intermediate gets a range from it rather than from calibration."""
-    x2 = mul(L, x, x, f"{out}/x2", activation_q(0.0, m * m))
-    bx2 = mul(L, x2, _scalar_const(L, f"{out}/b", b_coef), f"{out}/bx2", activation_q(0.0, b_coef * m * m))
-    a = L.new(f"{out}/poly", x2.shape, activation_q(0.0, a_coef + b_coef * m * m), x.layout)
+    x2 = mul(L, x, x, f"{out}/x2", L.aq(0.0, m * m))
+    bx2 = mul(L, x2, _scalar_const(L, f"{out}/b", b_coef), f"{out}/bx2", L.aq(0.0, b_coef * m * m))
+    a = L.new(f"{out}/poly", x2.shape, L.aq(0.0, a_coef + b_coef * m * m), x.layout)
     L.emit("ADD", [bx2, _scalar_const(L, f"{out}/a", a_coef)], [a], "AddOptions", fused_activation_function="NONE")
-    return mul(L, x, a, f"{out}/arg", activation_q(-sat, sat))
+    return mul(L, x, a, f"{out}/arg", L.aq(-sat, sat))
 
 
 def erf(L: Lowering, node: NodeView) -> None:
@@ -55,7 +55,7 @@ def erf(L: Lowering, node: NodeView) -> None:
     x = L.act(node.inputs[0])
     out = node.outputs[0]
     u = _cubic_arg(L, x, _absmax(x, ERF_SAT_Z), ERF_A, ERF_B, out, TANH_SAT)
-    y = L.output(out, x.layout, q=FIXED["TANH"])
+    y = L.output(out, x.layout, q=L.fixed("TANH"))
     L.emit("TANH", [u], [y])
 
 
@@ -81,7 +81,7 @@ def pow_(L: Lowering, node: NodeView) -> None:
         mul(L, x, x, out, None, out=L.output(out, x.layout))
         return
     m = _absmax(x)
-    x2 = mul(L, x, x, f"{out}/x2", activation_q(0.0, m * m))
+    x2 = mul(L, x, x, f"{out}/x2", L.aq(0.0, m * m))
     mul(L, x2, x, out, None, out=L.output(out, x.layout))
 
 
@@ -91,9 +91,10 @@ def _rsqrt(L: Lowering, x: TT, name: str) -> TT:
     if hi <= 0:
         raise ValueError("not positive")
     lo = max(lo, hi / 255.0 / 2, 1e-12)  # the smallest positive int8 step of the input: anything below rounds to it
-    r = L.new(name, x.shape, activation_q(0.0, 1.0 / math.sqrt(lo)), x.layout)
-    L.emit("RSQRT", [x], [r])
-    return r
+    q = L.aq(0.0, 1.0 / math.sqrt(lo))
+    r = L.new(name if q.bits == 8 else f"{name}/int8", x.shape, activation_q(0.0, 1.0 / math.sqrt(lo)), x.layout)
+    L.emit("RSQRT", [L.narrow(x)], [r])  # Vela's RSQRT is int8 only: in the wide mode, int8 between QUANTIZEs
+    return L.requant(r, q, "int16")
 
 
 def _sqrt_of(L: Lowering, x: TT, out: str) -> None:
@@ -126,7 +127,7 @@ def reciprocal_of(L: Lowering, node: NodeView, name: str) -> TT:
         if lo <= 0:
             raise ValueError("not positive")
         r = _rsqrt(L, b, f"{name}/rsqrt")
-        return mul(L, r, r, f"{name}/reciprocal", activation_q(0.0, 1.0 / lo))
+        return mul(L, r, r, f"{name}/reciprocal", L.aq(0.0, 1.0 / lo))
     except ValueError:
         raise L.fail(node, "division by a run-time tensor that is not always positive on the calibration data") from None
 
@@ -194,6 +195,6 @@ def gelu(L: Lowering, chain: list[NodeView]) -> None:
     x = L.act(chain[0].inputs[0])
     out = chain[-1].outputs[0]
     u = _cubic_arg(L, x, _absmax(x, GELU_SAT_X), G_A, G_B, out, SIGMOID_SAT)
-    s = L.new(f"{out}/sigmoid", u.shape, FIXED["LOGISTIC"], x.layout)
+    s = L.new(f"{out}/sigmoid", u.shape, L.fixed("LOGISTIC"), x.layout)
     L.emit("LOGISTIC", [u], [s])
     mul(L, x, s, out, None, out=L.output(out, x.layout))

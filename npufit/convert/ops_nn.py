@@ -9,7 +9,7 @@ import numpy as np
 from ..graph import NodeView
 from ..targets.converter_facts import depth_reduce_as_conv
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
-from .qparams import Q, activation_q, bias_int32, per_channel_weights, quantize
+from .qparams import Q, per_channel_weights, quantize
 
 # fused_activation_function values TFLite kernels clamp to, keyed by the (min, max) of a ReLU/Clip
 _FUSED = {(0.0, math.inf): "RELU", (0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1"}
@@ -66,9 +66,10 @@ def _pairs(node: NodeView, rank: int = 2):
     return (list(node.attr("strides", [1] * rank)), list(node.attr("dilations", [1] * rank)))
 
 
-def spatial_pad(L: Lowering, node: NodeView, x: TT, kernel, strides, dilations, out_hw, pad_value: int | None = None,
+def spatial_pad(L: Lowering, node: NodeView, x: TT, kernel, strides, dilations, out_hw, pad_min: bool = False,
                 allow_same: bool = True):
-    """ONNX pads/auto_pad -> TFLite SAME/VALID, or an explicit PAD(V2) + VALID when neither matches."""
+    """ONNX pads/auto_pad -> TFLite SAME/VALID, or an explicit PAD(V2) + VALID when neither matches (pad_min: padded
+    with the integer minimum, for max pooling)."""
     in_hw = x.shape[1:3]
     auto = node.attr("auto_pad", "NOTSET")
     pads = list(node.attr("pads", [0, 0, 0, 0]))
@@ -99,10 +100,10 @@ def spatial_pad(L: Lowering, node: NodeView, x: TT, kernel, strides, dilations, 
     shape = (x.shape[0], in_hw[0] + begins[0] + afters[0], in_hw[1] + begins[1] + afters[1], x.shape[3])
     out = L.new(f"{x.name}/pad", shape, x.q, "nhwc")
     paddings = L.int32(f"{out.name}/paddings", [[0, 0], [begins[0], afters[0]], [begins[1], afters[1]], [0, 0]])
-    if pad_value is None:
+    if not pad_min:
         L.emit("PAD", [x, paddings], [out], "PadOptions")
     else:
-        val = L.new(f"{out.name}/value", (), x.q, "plain", data=np.array(pad_value, np.int8))
+        val = L.new(f"{out.name}/value", (), x.q, "plain", data=np.array(x.q.qmin, x.q.dtype))
         L.emit("PADV2", [x, paddings, val], [out], "PadV2Options")
     return out, "VALID"
 
@@ -139,9 +140,8 @@ def conv(L: Lowering, node: NodeView) -> None:
         _conv2d(L, x, w, b, y, opts)
     elif group == C and Ig == 1:
         wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=3)  # [1, kh, kw, O]
-        bq, bs = bias_int32(b, x.q.scale, ws)
         wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
-        bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+        bt = L.bias(y, b, x, ws)
         L.emit("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions", depth_multiplier=O // C, **opts)
     else:  # grouped: SPLIT along channels, one CONV_2D per group, CONCATENATION (Vela has no grouped conv)
         parts = [L.new(f"{y.name}/in{g}", x.shape[:3] + (C // group,), x.q, "nhwc") for g in range(group)]
@@ -187,9 +187,8 @@ def _stride_split(strides, kernel):
 
 def _conv2d(L: Lowering, x: TT, w: np.ndarray, b: np.ndarray, y: TT, opts: dict) -> None:
     wq, ws = per_channel_weights(w.transpose(0, 2, 3, 1), axis=0)  # OHWI
-    bq, bs = bias_int32(b, x.q.scale, ws)
     wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
-    bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+    bt = L.bias(y, b, x, ws)
     L.emit("CONV_2D", [x, wt, bt], [y], "Conv2DOptions", **opts)
 
 
@@ -204,9 +203,8 @@ def batchnorm(L: Lowering, node: NodeView) -> None:
     x = L.act(node.inputs[0], "nhwc")
     y = L.output(out, "nhwc")
     wq, ws = per_channel_weights(scale.reshape(1, 1, 1, -1), axis=3)
-    bq, bs = bias_int32(beta - mean * scale, x.q.scale, ws)
     wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
-    bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+    bt = L.bias(y, beta - mean * scale, x, ws)
     L.emit("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions", padding="VALID", stride_w=1, stride_h=1,
            depth_multiplier=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function=act)
 
@@ -237,7 +235,7 @@ def pool(L: Lowering, node: NodeView) -> None:
     oshape = onnx_to_tfl_shape(L.shape(out), "nhwc")
     # TFLite's SAME average pool leaves padding out of the count: right for count_include_pad=0 only
     include = not is_max and int(node.attr("count_include_pad", 0)) == 1
-    x2, padding = spatial_pad(L, node, x, kernel, strides, dil, oshape[1:3], pad_value=-128 if is_max else None,
+    x2, padding = spatial_pad(L, node, x, kernel, strides, dil, oshape[1:3], pad_min=is_max,
                               allow_same=not include)
     if not is_max and x2 is not x and int(node.attr("count_include_pad", 0)) == 0:
         raise L.fail(node, "asymmetric padding with count_include_pad=0 has no TFLite equivalent")
@@ -268,9 +266,8 @@ def gemm(L: Lowering, node: NodeView) -> None:
     x = L.act(node.inputs[0], "plain")
     y = L.output(out, "plain")
     wq, ws = per_channel_weights(w, axis=0)
-    bq, bs = bias_int32(b, x.q.scale, ws)
     wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
-    bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+    bt = L.bias(y, b, x, ws)
     L.emit("FULLY_CONNECTED", [x, wt, bt], [y], "FullyConnectedOptions", fused_activation_function=act,
            keep_num_dims=len(x.shape) > 2)
 
@@ -327,7 +324,7 @@ def _depth_reduce(L: Lowering, x: TT, out: str, op: str, keep: bool) -> None:
     floor = x.q.scale * float(w.flat[0]) / 127 / 128  # int8 kernels need input*weight/output scale < 256 (XNNPACK)
     if q.scale < floor:  # a mean that is ~0 on all calibration data (centred input): widen its range to the floor
         lo, hi = q.range
-        q = activation_q(min(lo, -128 * floor), max(hi, 127 * floor))
+        q = L.aq(min(lo, -128 * floor), max(hi, 127 * floor))
     if keep:
         _conv2d(L, x, w, np.zeros(1), L.output(out, x.layout, q=q), opts)
         return
@@ -372,8 +369,7 @@ def conv_transpose(L: Lowering, node: NodeView) -> None:
     if padding is None:
         raise L.fail(node, f"pads {pads} / output size match neither TFLite VALID nor SAME")
     wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=0)  # OHWI
-    bq, bs = bias_int32(b, x.q.scale, ws)
     wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
-    bt = L.new(f"{y.name}/bias", bq.shape, None, "plain", "int32", data=bq, per_channel=(bs, 0))
+    bt = L.bias(y, b, x, ws)
     L.emit("TRANSPOSE_CONV", [L.int32(f"{y.name}/output_shape", y.shape), wt, x, bt], [y], "TransposeConvOptions",
            padding=padding, stride_w=strides[1], stride_h=strides[0], fused_activation_function=act)

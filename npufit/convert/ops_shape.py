@@ -8,10 +8,10 @@ import numpy as np
 from ..graph import NodeView
 from .lower import NHWC_AXIS, TO_NHWC, TT, Lowering
 from .ops_nn import gemm
-from .qparams import FIXED, Q, per_channel_weights, quantize
+from .qparams import FIXED, Q, activation_q, const_q, per_channel_weights, quantize
 from .where_q import fill_q
 
-UNIT = Q(1 / 255, -128)  # [0, 1] with both ends exact: 0/1 masks
+UNIT = {8: Q(1 / 255, -128), 16: Q(1 / 32767, 0, 16)}  # [0, 1] with both ends exact: 0/1 masks
 
 
 def _axis(L: Lowering, x: TT, onnx_axis: int) -> int:
@@ -106,7 +106,7 @@ def where(L: Lowering, node: NodeView) -> None:
     for _, name, m in acts:
         x = L.act(name, layout)
         mm = m.transpose(TO_NHWC) if layout == "nhwc" else m
-        mt = L.new(f"{out}/mask", mm.shape, UNIT, layout, data=quantize(mm, UNIT))
+        mt = L.new(f"{out}/mask", mm.shape, UNIT[L.bits], layout, data=quantize(mm, UNIT[L.bits]))
         p = L.new(f"{out}/masked", np.broadcast_shapes(x.shape, mm.shape), x.q, layout)
         L.emit("MUL", [x, mt], [p], "MulOptions", fused_activation_function="NONE")
         parts.append(p)
@@ -129,6 +129,7 @@ def argmax(L: Lowering, node: NodeView) -> None:
     axis = int(node.attr("axis", 0)) % rank
     if x.layout == "nhwc" and axis != 1:
         x = L.act(node.inputs[0], "plain")
+    x = L.narrow(x)  # Vela parses ARG_MAX with an 8-bit input only
     tax = _axis(L, x, axis)
     out = node.outputs[0]
     oshape = L.shape(out)
@@ -196,14 +197,19 @@ def matmul(L: Lowering, node: NodeView) -> None:
     ins = []
     for k, name in enumerate(node.inputs[:2]):
         v = L.const(name)
-        if v is None:
-            ins.append(L.act(name, "plain"))
+        if v is None:  # Vela runs BATCH_MATMUL with int8 inputs only: in the wide mode, int8 between QUANTIZEs
+            ins.append(L.narrow(L.act(name, "plain")))
         else:
-            ins.append(L.const_int8(f"{node.outputs[0]}/{'lhs' if k == 0 else 'rhs'}", np.asarray(v, np.float32), "plain"))
+            v = np.asarray(v, np.float32)
+            q = const_q(v)
+            ins.append(L.new(f"{node.outputs[0]}/{'lhs' if k == 0 else 'rhs'}", v.shape, q, "plain", data=quantize(v, q)))
     if min(len(t.shape) for t in ins) < 2:
         raise L.fail(node, "a 1-D operand (vector product) is not lowered")
     y = L.output(node.outputs[0], "plain")
-    L.emit("BATCH_MATMUL", ins, [y], "BatchMatMulOptions", adj_x=False, adj_y=False)
+    t = y if y.q.bits == 8 else L.new(f"{y.name}/int8", y.shape, activation_q(*L.real_range(y)), "plain")
+    L.emit("BATCH_MATMUL", ins, [t], "BatchMatMulOptions", adj_x=False, adj_y=False)
+    if t is not y:
+        L.requant(t, y.q, dst=y)
 
 
 def softmax(L: Lowering, node: NodeView) -> None:
@@ -222,18 +228,25 @@ def softmax(L: Lowering, node: NodeView) -> None:
     # LogSoftmax: TFLite's LOG_SOFTMAX (int8 output fixed to [-16, 0]: log-probabilities below e^-16 saturate)
     op, opts = ("LOG_SOFTMAX", {}) if node.op_type == "LogSoftmax" else ("SOFTMAX", {"beta": 1.0})
     otype = "LogSoftmaxOptions" if op == "LOG_SOFTMAX" else "SoftmaxOptions"
+    if op == "LOG_SOFTMAX":  # no int16 kernel: int8 between QUANTIZEs in the wide mode
+        x = L.narrow(x)
+    fq = L.fixed(op) or FIXED[op]  # an int8 LOG_SOFTMAX in the wide mode is requantized after
     if tax == rank - 1:
-        y = L.output(out, x.layout, q=FIXED[op])
-        L.emit(op, [x], [y], otype, **opts)
+        y = L.output(out, x.layout, q=fq if fq.bits == L.bits else L.aq(*fq.range))
+        s = y if y.q is fq else L.new(f"{out}/int8", y.shape, fq, x.layout)
+        L.emit(op, [x], [s], otype, **opts)
+        if s is not y:
+            L.requant(s, y.q, dst=y)
         return
     perm = list(range(rank))
     perm[tax], perm[-1] = perm[-1], perm[tax]  # a swap is its own inverse
     moved = tuple(x.shape[p] for p in perm)
     t = L.new(f"{out}/moved", moved, x.q, x.layout)
     L.layout_op(x, t, perm)
-    s = L.new(f"{out}/softmax", moved, FIXED[op], x.layout)
+    s = L.new(f"{out}/softmax", moved, fq, x.layout)
     L.emit(op, [t], [s], otype, **opts)
-    y = L.output(out, x.layout, q=FIXED[op])
+    s = L.requant(s, L.aq(*fq.range), "int16") if fq.bits != L.bits else s
+    y = L.output(out, x.layout, q=s.q)
     L.layout_op(s, y, perm)
 
 

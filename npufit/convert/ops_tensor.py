@@ -9,10 +9,11 @@ import numpy as np
 from ..graph import NodeView
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial, onnx_to_tfl_shape
 from .ops_nn import absorb_tail, clip_bounds, fused_activation, int8_scalar
-from .qparams import FIXED, quantize
+from .qparams import activation_q, quantize
 
 UNARY = {"Sigmoid": "LOGISTIC", "Tanh": "TANH", "HardSwish": "HARD_SWISH", "Relu": "RELU", "Elu": "ELU", "Abs": "ABS",
          "Neg": "NEG", "Exp": "EXP", "Log": "LOG"}
+NO_INT16 = {"HARD_SWISH", "ELU", "EXP", "LOG", "NEG"}  # TFLite kernels without an int16 form
 BINARY = {"Add": "ADD", "Sub": "SUB", "Mul": "MUL", "Div": "MUL", "Max": "MAXIMUM", "Min": "MINIMUM"}
 _OPTS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "MAXIMUM": "MaximumMinimumOptions",
          "MINIMUM": "MaximumMinimumOptions"}
@@ -39,7 +40,13 @@ def unary(L: Lowering, node: NodeView) -> None:
     tfl = UNARY.get(op)
     if tfl is None:
         raise L.fail(node, "no int8 TFLite lowering")
-    y = L.output(node.outputs[0], x.layout, q=FIXED.get(tfl))
+    if L.bits == 16 and tfl in NO_INT16:  # int8 between QUANTIZEs in the wide mode
+        y = L.output(node.outputs[0], x.layout)
+        t = L.new(f"{y.name}/int8", y.shape, activation_q(*L.real_range(y)), x.layout)
+        L.emit(tfl, [L.narrow(x)], [t])
+        L.requant(t, y.q, dst=y)
+        return
+    y = L.output(node.outputs[0], x.layout, q=L.fixed(tfl))
     L.emit(tfl, [x], [y])
 
 

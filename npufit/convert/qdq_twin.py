@@ -3,7 +3,9 @@
 Why: `npufit check` on a float ONNX model predicts "CPU" for every node of an int8-only NPU (Ethos-U runs no
 float), so `compile --compare-prediction` needs the int8 model at ONNX level, with the ONNX node names the
 placement is reported in. It also runs in ONNX Runtime: an int8 simulation with the same scales, slightly
-noisier than the TFLite because tensors the TFLite fuses away (conv output before its ReLU) are quantized too."""
+noisier than the TFLite because tensors the TFLite fuses away (conv output before its ReLU) are quantized too.
+An int16 (16x8) file's activations appear as int8 over the same ranges: QuantizeLinear takes int16 only from
+opset 21, and the twin keeps the source's opset."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ..util.io import atomic_save_onnx
 from .lower import Lowering
-from .qparams import per_channel_weights
+from .qparams import activation_q, per_channel_weights
 
 def write_qdq_twin(L: Lowering, work_nodes, path: Path) -> Path:
     m = onnx.ModelProto()
@@ -28,6 +30,7 @@ def write_qdq_twin(L: Lowering, work_nodes, path: Path) -> Path:
     new_nodes, inits, rename = [], [], {}
     for t in dict.fromkeys(acts):
         q = L.tensors[t].q if t in L.tensors and L.tensors[t].q is not None else L.q_of(t)
+        q = activation_q(*q.range) if q.bits == 16 else q
         s, z = f"{t}/qdq_scale", f"{t}/qdq_zp"
         inits += [numpy_helper.from_array(np.array(q.scale, np.float32), s), numpy_helper.from_array(np.array(q.zero_point, np.int8), z)]
         src = f"{t}/float" if t in graph_out else t

@@ -53,6 +53,19 @@ def _layout_of(tfl_shape, onnx_shape, hint: str | None) -> str:
     raise NpufitError(f"TFLite tensor shape {list(tfl_shape)} does not match the ONNX shape {list(onnx_shape)}")
 
 
+def quantize_input(x, detail: dict, layout: str | None) -> np.ndarray:
+    """One ONNX input value as the TFLite input `detail` (LiteRT's input details) takes it: NHWC where stored so,
+    quantized with the input's own parameters (int8 or int16)."""
+    x = np.asarray(x, np.float32)
+    if _layout_of(detail["shape"], x.shape, layout) == "nhwc":
+        x = x.transpose(TO_NHWC)
+    scale, zp = detail["quantization"]
+    if not scale:
+        return x.astype(detail["dtype"])
+    info = np.iinfo(detail["dtype"])
+    return np.clip(np.round(x / scale) + zp, info.min, info.max).astype(detail["dtype"])
+
+
 def _io(path: Path, io: dict | None) -> dict:
     if io is not None:
         return io
@@ -116,12 +129,7 @@ def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, 
     for feed in feeds:
         for k, row in enumerate(in_rows):
             d = by_name_in.get(row.get("tflite"), tin[k])
-            x = np.asarray(feed[row["onnx"]], np.float32)
-            if _layout_of(d["shape"], x.shape, row.get("layout")) == "nhwc":
-                x = x.transpose(TO_NHWC)
-            scale, zp = d["quantization"]
-            q = np.clip(np.round(x / scale) + zp, -128, 127) if scale else x
-            it.set_tensor(d["index"], q.astype(d["dtype"]))
+            it.set_tensor(d["index"], quantize_input(feed[row["onnx"]], d, row.get("layout")))
         it.invoke()
         for name, val in zip(onames, timed_run(sess, onames, feed)):
             if not np.issubdtype(np.asarray(val).dtype, np.floating):

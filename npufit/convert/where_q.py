@@ -40,9 +40,9 @@ def range_of(L: Lowering, b) -> tuple[float, float] | None:
     return None
 
 
-def q_over(ranges) -> Q:
+def q_over(ranges, bits: int = 8) -> Q:
     rs = [r for r in ranges if r is not None]
-    return activation_q(min(r[0] for r in rs), max(r[1] for r in rs))
+    return activation_q(min(r[0] for r in rs), max(r[1] for r in rs), bits)
 
 
 def fill_q(L: Lowering, node: NodeView, branches=None) -> Q | None:
@@ -54,7 +54,7 @@ def fill_q(L: Lowering, node: NodeView, branches=None) -> Q | None:
     ranges = [r for r in (range_of(L, b) for b in branches) if r is not None]
     if any(b[0] == "fill" and b[1] < 0 for b in branches):
         ranges += fill_room(L, node.outputs[0], ranges)
-    return q_over(ranges)
+    return q_over(ranges, L.bits)
 
 
 def fill_room(L: Lowering, out: str, ranges) -> list[tuple[float, float]]:
