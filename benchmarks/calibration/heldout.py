@@ -105,7 +105,10 @@ def main(argv=None) -> None:
     else:
         paths = a.records or all_records()
         if not paths:
-            sys.exit("heldout: no record in docs/calibration/heldout/: run `heldout.py record` first")
+            ap.error("no record in docs/calibration/heldout/: run `heldout.py record` first")
+        for p in paths:
+            if not p.is_file():
+                ap.error(f"no such record: {p}")
         results = [score_record(p) for p in paths]
         _table(results)
         if a.wrong:
