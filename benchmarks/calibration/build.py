@@ -51,22 +51,24 @@ def _compile(onnx: Path, target: str, build: str, out: Path):
     return compile_model(onnx, target, out_dir=out, timeout_s=900)
 
 
-def _record(target: str, build: str, opset: int, names, force: bool = False) -> None:
+def _record(target: str, build: str, opset: int, names, force: bool = False, src=corpus, folder=records.RECORDS) -> None:
+    """`src` names the models (ARCHS, config_hash, export: the calibration corpus, or heldout.py's evaluation set),
+    `folder` where their records go."""
     from npufit.graph import load
     from npufit.util.io import atomic_write_json
 
-    path = records.record_path(target, build, opset)
+    path = records.record_path(target, build, opset, folder)
     rec = records.load_record(path) if path.is_file() else records.empty_record(target, build, opset,
                                                                                   "rknn-toolkit2" if _is_rknn(target) else "vela")
     for n in names:
-        arch = corpus.ARCHS[n]
-        entry: dict = {"family": arch.family, "config_hash": corpus.config_hash(arch, opset)}
+        arch = src.ARCHS[n]
+        entry: dict = {"family": arch.family, "config_hash": src.config_hash(arch, opset)}
         old = rec["models"].get(n)
         if old and old.get("config_hash") == entry["config_hash"] and not force:
             continue
         t = time.time()
         try:
-            onnx = corpus.export(arch, opset)
+            onnx = src.export(arch, opset)
         except Exception as e:
             entry.update(ok=False, stage="export", error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
         else:

@@ -23,8 +23,8 @@ def ops_sha(graph) -> str:
     return hashlib.sha256(",".join(n.op_type for n in graph.top_nodes).encode()).hexdigest()[:16]
 
 
-def record_path(target: str, build: str, opset: int) -> Path:
-    return RECORDS / f"{target}-{build}-op{opset}.json"
+def record_path(target: str, build: str, opset: int, folder: Path = RECORDS) -> Path:
+    return folder / f"{target}-{build}-op{opset}.json"
 
 
 def empty_record(target: str, build: str, opset: int, compiler: str) -> dict:
@@ -98,10 +98,11 @@ def predict(rec: dict, model: Path, held_out: str | None = None, cases: bool = T
 OFF = ("cpu", "unsupported")
 
 
-def replay_model(rec: dict, name: str, held_out: str | None = None, cases: bool = True) -> dict:
-    """Score today's profile on one recorded model: tp/fp/fn/tn of CPU fallback and the disagreeing nodes."""
+def replay_model(rec: dict, name: str, held_out: str | None = None, cases: bool = True, model: Path | None = None) -> dict:
+    """Score today's profile on one recorded model: tp/fp/fn/tn of CPU fallback and the disagreeing nodes. `model`:
+    the recorded ONNX file when it is not the calibration corpus's (heldout.py's evaluation set)."""
     m = rec["models"][name]
-    graph, verdicts = predict(rec, export(ARCHS[name], rec["opset"]), held_out, cases)
+    graph, verdicts = predict(rec, model or export(ARCHS[name], rec["opset"]), held_out, cases)
     if ops_sha(graph) != m["ops_sha"]:
         raise AssertionError(f"{name}: the export differs from the recorded one (op sequence changed): re-record it")
     counts = {"tp": 0, "fp": 0, "fn": 0, "tn": 0}
