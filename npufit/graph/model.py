@@ -217,6 +217,10 @@ class Graph:
         target: one index over the nodes instead of a scan over all of them per pattern."""
         return self._op_index().get(op_type, [])
 
+    def has_any(self, op_types: frozenset[str]) -> bool:
+        """Whether a node of any of these op types is in the graph (from the op-type index)."""
+        return not op_types.isdisjoint(self._op_index())
+
     @property
     def op_types(self) -> set[str]:
         """The distinct op types of the graph (from the same index)."""

@@ -64,6 +64,16 @@ class LazyAttrs(Mapping):
             self._cache[key] = v
         return self._cache[key]
 
+    def get(self, key, default=None):
+        # NodeView.attr's path: Mapping.get raises and catches KeyError for every absent attribute (most reads)
+        cache = self._cache
+        if cache is not None and key in cache:
+            return cache[key]
+        return self[key] if key in self._protos else default
+
+    def __contains__(self, key):
+        return (self._cache is not None and key in self._cache) or key in self._protos
+
     def __iter__(self):
         return iter(self._protos)
 

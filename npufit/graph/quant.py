@@ -89,14 +89,42 @@ def graph_quant_form(graph: Graph) -> str:
 _JUDGE_INT8: ContextVar[bool] = ContextVar("npufit_judge_int8", default=False)
 
 
+# Per-check memo of exec_dtype by node index: every dtype rule of a target (and the Q/DQ ledger) asks it of the same
+# node. It lives only while one check reads one unchanging graph (check_scope), in a context variable for the same
+# reason as _JUDGE_INT8; outside a scope, or for another graph's node, the fact is derived afresh.
+_MEMO: ContextVar["_Memo | None"] = ContextVar("npufit_fact_memo", default=None)
+_UNSET = object()
+
+
+class _Memo:
+    __slots__ = ("graph", "exec_dtype")
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.exec_dtype: list = [_UNSET] * len(graph.nodes)
+
+
 @contextmanager
 def judging_as_int8(on: bool) -> Iterator[None]:
     """Within the block, exec_dtype() reports float activations as int8 (check's --judge int8)."""
-    token = _JUDGE_INT8.set(on)
+    token, memo = _JUDGE_INT8.set(on), _MEMO.set(None)  # a memo made under the other setting must not answer
     try:
         yield
     finally:
+        _MEMO.reset(memo)
         _JUDGE_INT8.reset(token)
+
+
+@contextmanager
+def check_scope(graph: Graph, as_int8: bool) -> Iterator[None]:
+    """judging_as_int8(as_int8) while one check reads `graph`, which must not change inside the block: per-node
+    facts are derived once and remembered until the block ends."""
+    with judging_as_int8(as_int8):
+        token = _MEMO.set(_Memo(graph))
+        try:
+            yield
+        finally:
+            _MEMO.reset(token)
 
 
 def judged_quant_form(graph: Graph) -> str:
@@ -111,9 +139,12 @@ def is_quantized(graph: Graph) -> bool:
 
 def _stored_dtype(node: NodeView) -> str | None:
     """dtype of the first non-constant input (the activation), else of the first output, as the model stores it."""
-    for i, name in enumerate(node.inputs):
-        if name and not node.is_const(i):
-            return node.graph.tensor(name).dtype
+    tensor = node.graph.tensor
+    for name in node.inputs:
+        if name:
+            t = tensor(name)
+            if not t.is_const:
+                return t.dtype
     return node.output_dtype(0)
 
 
@@ -149,11 +180,15 @@ def _compute_dtype(node: NodeView) -> str | None:
 
 
 def activation_inputs(node: NodeView) -> list[int]:
-    return [i for i, t in enumerate(node.inputs) if t and not node.is_const(i)]
+    """Indices of the inputs computed at run time (not constants)."""
+    tensor = node.graph.tensor
+    return [i for i, t in enumerate(node.inputs) if t and not tensor(t).is_const]
 
 
 def dq_producers(node: NodeView) -> list[NodeView]:
     """Activation DequantizeLinear / DEQUANTIZE nodes feeding `node`."""
+    if not node.graph.has_any(DEQUANTIZE_OPS):  # a float graph: nothing to look for on every node
+        return []
     out = []
     for i in activation_inputs(node):
         p = node.graph.producer(node.inputs[i])
@@ -191,6 +226,17 @@ def exec_dtype(node: NodeView) -> str | None:
     QDQ-wrapped ops report the quantized dtype (a converter may fuse them; see `is_float_island` for the
     target's view); QOperator ops their integer input dtype; everything else the activation dtype.
     """
+    memo = _MEMO.get()
+    if memo is None or memo.graph is not node.graph:
+        return _exec_dtype(node)
+    table, i = memo.exec_dtype, node.index
+    d = table[i]
+    if d is _UNSET:
+        d = table[i] = _exec_dtype(node)
+    return d
+
+
+def _exec_dtype(node: NodeView) -> str | None:
     if node.op_type in QOPERATOR_OPS or node.op_type in QUANTIZE_OPS:
         t = node.output(0) if node.op_type in QUANTIZE_OPS else node.input(0)
         return t.dtype if t is not None else None
@@ -283,6 +329,8 @@ def is_float_island(node: NodeView, float_op: FloatOp | None = None) -> bool:
 
 def _reaches_quantize(node: NodeView, depth: int = 8) -> bool:
     """A float op downstream of a DEQUANTIZE whose result is re-quantized within a few float ops."""
+    if not node.graph.has_any(QUANTIZE_OPS):  # no quantize anywhere: no walk (it would visit 8 levels per node)
+        return False
     frontier, seen = [node], set()
     for _ in range(depth):
         nxt = []
