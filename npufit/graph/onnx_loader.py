@@ -30,6 +30,9 @@ def np_dtype_name(elem_type: int) -> str | None:
         return onnx.TensorProto.DataType.Name(elem_type).lower()
 
 
+_INTS, _INT, _FLOAT = onnx.AttributeProto.INTS, onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
+
+
 class LazyAttrs(Mapping):
     """Attributes converted to Python values on first access (100k-node graphs stay fast)."""
 
@@ -51,7 +54,14 @@ class LazyAttrs(Mapping):
             self._cache = {}
         if key not in self._cache:
             a = self._protos[key]
-            if a.type == onnx.AttributeProto.GRAPH or a.type == onnx.AttributeProto.GRAPHS:
+            kind = a.type if not a.ref_attr_name else None  # a reference attribute goes the general way (it raises)
+            if kind == _INTS:  # the common kinds read directly (get_attribute_value tests a dozen kinds first)
+                v = list(a.ints)
+            elif kind == _INT:
+                v = a.i
+            elif kind == _FLOAT:
+                v = a.f
+            elif a.type == onnx.AttributeProto.GRAPH or a.type == onnx.AttributeProto.GRAPHS:
                 v = "<subgraph>"
             elif a.type == onnx.AttributeProto.TENSOR:
                 v = numpy_helper.to_array(a.t) if _small(a.t) else f"<tensor {list(a.t.dims)}>"

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from . import facts
 from .model import Graph, NodeView
 
 QUANTIZE_OPS = frozenset({"QuantizeLinear", "QUANTIZE", "DynamicQuantizeLinear"})
@@ -89,42 +90,23 @@ def graph_quant_form(graph: Graph) -> str:
 _JUDGE_INT8: ContextVar[bool] = ContextVar("npufit_judge_int8", default=False)
 
 
-# Per-check memo of exec_dtype by node index: every dtype rule of a target (and the Q/DQ ledger) asks it of the same
-# node. It lives only while one check reads one unchanging graph (check_scope), in a context variable for the same
-# reason as _JUDGE_INT8; outside a scope, or for another graph's node, the fact is derived afresh.
-_MEMO: ContextVar["_Memo | None"] = ContextVar("npufit_fact_memo", default=None)
-_UNSET = object()
-
-
-class _Memo:
-    __slots__ = ("graph", "exec_dtype")
-
-    def __init__(self, graph: Graph):
-        self.graph = graph
-        self.exec_dtype: list = [_UNSET] * len(graph.nodes)
-
-
 @contextmanager
 def judging_as_int8(on: bool) -> Iterator[None]:
     """Within the block, exec_dtype() reports float activations as int8 (check's --judge int8)."""
-    token, memo = _JUDGE_INT8.set(on), _MEMO.set(None)  # a memo made under the other setting must not answer
+    token = _JUDGE_INT8.set(on)
     try:
-        yield
+        with facts.scope(None):  # a dtype remembered under the other setting must not answer
+            yield
     finally:
-        _MEMO.reset(memo)
         _JUDGE_INT8.reset(token)
 
 
 @contextmanager
 def check_scope(graph: Graph, as_int8: bool) -> Iterator[None]:
     """judging_as_int8(as_int8) while one check reads `graph`, which must not change inside the block: per-node
-    facts are derived once and remembered until the block ends."""
-    with judging_as_int8(as_int8):
-        token = _MEMO.set(_Memo(graph))
-        try:
-            yield
-        finally:
-            _MEMO.reset(token)
+    facts (graph.facts) are derived once and remembered until the block ends."""
+    with judging_as_int8(as_int8), facts.scope(graph):
+        yield
 
 
 def judged_quant_form(graph: Graph) -> str:
@@ -179,6 +161,7 @@ def _compute_dtype(node: NodeView) -> str | None:
     return d
 
 
+@facts.per_node
 def activation_inputs(node: NodeView) -> list[int]:
     """Indices of the inputs computed at run time (not constants)."""
     tensor = node.graph.tensor
@@ -220,23 +203,13 @@ def is_qdq_wrapped(node: NodeView) -> bool:
     return True
 
 
+@facts.per_node
 def exec_dtype(node: NodeView) -> str | None:
     """The dtype the node's arithmetic runs in, as written in the model.
 
     QDQ-wrapped ops report the quantized dtype (a converter may fuse them; see `is_float_island` for the
     target's view); QOperator ops their integer input dtype; everything else the activation dtype.
     """
-    memo = _MEMO.get()
-    if memo is None or memo.graph is not node.graph:
-        return _exec_dtype(node)
-    table, i = memo.exec_dtype, node.index
-    d = table[i]
-    if d is _UNSET:
-        d = table[i] = _exec_dtype(node)
-    return d
-
-
-def _exec_dtype(node: NodeView) -> str | None:
     if node.op_type in QOPERATOR_OPS or node.op_type in QUANTIZE_OPS:
         t = node.output(0) if node.op_type in QUANTIZE_OPS else node.input(0)
         return t.dtype if t is not None else None

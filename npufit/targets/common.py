@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..graph import NodeView, TensorInfo
+from ..graph import NodeView, TensorInfo, quant
 
 FEATURE_AXIS = 1  # ONNX is channel-first: NCHW / [N, C, L] / [N, C]
 
@@ -141,9 +141,7 @@ def is_const_input(node: NodeView, i: int) -> bool:
     return bool(t is not None and t.is_const)
 
 
-def activation_inputs(node: NodeView) -> list[int]:
-    """Indices of inputs that are computed at run time (not constants)."""
-    return [i for i, t in enumerate(node.inputs) if t and not node.graph.tensor(t).is_const]
+activation_inputs = quant.activation_inputs  # indices of the inputs computed at run time (one definition)
 
 
 def close(value: float | None, target: float, rel: float = 1e-3) -> bool:

@@ -9,7 +9,7 @@ weights FULLY_CONNECTED, Clip(0,6) RELU6, Resize nearest/linear RESIZE_NEAREST_N
 """
 from __future__ import annotations
 
-from ..graph import NodeView
+from ..graph import NodeView, facts
 from . import common
 
 _SIMPLE = {
@@ -38,6 +38,7 @@ _SIMPLE = {
 }
 
 
+@facts.per_node  # asked by several rules of one node
 def tflite_op(node: NodeView) -> str:
     """TFLite builtin name for this node ('CONV_2D', 'LEAKY_RELU', ...); TFLite nodes pass through."""
     if node.graph.format == "tflite":
@@ -122,6 +123,7 @@ def is_tflite(node: NodeView) -> bool:
     return node.graph.format == "tflite"
 
 
+@facts.per_node
 def kernel(node: NodeView) -> list[int]:
     """[kh, kw] of a conv / pool (1-D ops report [1, k])."""
     if is_tflite(node):
@@ -139,6 +141,7 @@ def kernel(node: NodeView) -> list[int]:
     return [1] + k if len(k) == 1 else k
 
 
+@facts.per_node
 def strides(node: NodeView) -> list[int]:
     if is_tflite(node):
         return [int(node.attr("stride_h", 1)), int(node.attr("stride_w", 1))]
@@ -146,6 +149,7 @@ def strides(node: NodeView) -> list[int]:
     return [1] + s if len(s) == 1 else s
 
 
+@facts.per_node
 def dilations(node: NodeView) -> list[int]:
     if is_tflite(node):
         return [int(node.attr("dilation_h_factor", 1)), int(node.attr("dilation_w_factor", 1))]
@@ -153,6 +157,7 @@ def dilations(node: NodeView) -> list[int]:
     return [1] + d if len(d) == 1 else d
 
 
+@facts.per_node
 def padding(node: NodeView) -> str:
     """'SAME' | 'VALID' | 'EXPLICIT' (ONNX pads that are neither; converters emit a PAD op first)."""
     if is_tflite(node):
