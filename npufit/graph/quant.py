@@ -284,19 +284,20 @@ def is_float_island(node: NodeView, float_op: FloatOp | None = None) -> bool:
     """
     if node.op_type in QDQ_OPS or node.op_type in QOPERATOR_OPS or node.op_type in DATA_MOVEMENT:
         return False
-    pred = _pred(float_op)
-    if node.graph.format == "onnx" and dq_producers(node):
+    onnx = node.graph.format == "onnx"
+    if onnx and dq_producers(node):
         # QDQ: the wrapper is fused into an int8 kernel unless the target only has a float kernel for it;
         # a float op whose result is not re-quantized right away stays float until the next quantize
-        return pred(node) if is_qdq_wrapped(node) else _reaches_quantize(node)
+        return _pred(float_op)(node) if is_qdq_wrapped(node) else _reaches_quantize(node)
     acts = activation_inputs(node)
     if not acts:
         return False
     dt = node.graph.tensor(node.inputs[acts[0]]).dtype
     if dt in INTEGER_DTYPES:
-        return pred(node)  # implicit island (importer inserts dequantize/quantize)
+        return _pred(float_op)(node)  # implicit island (importer inserts dequantize/quantize)
     if dt in FLOAT_DTYPES and is_quantized(node.graph):
-        return bool(dq_producers(node)) or _reaches_quantize(node)
+        # (an ONNX node's dequantize producers were looked for above)
+        return (not onnx and bool(dq_producers(node))) or _reaches_quantize(node)
     return False
 
 

@@ -72,7 +72,8 @@ def _dtype(node: NodeView, lim) -> str | None:
 
 
 def _batch(node: NodeView, lim) -> str | None:
-    for s in (tm.in_shape(node), tm.out_shape(node)):
+    # axis 0 is the batch in NCHW and in NHWC alike: the shapes as stored, not tm.in_shape's NHWC copies (every node)
+    for s in (node.input_shape(0), node.output_shape(0)):
         if s and len(s) >= 2 and isinstance(s[0], int) and s[0] != lim["batch"]:
             return f"batch {s[0]}"
     return None
