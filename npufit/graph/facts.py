@@ -29,7 +29,7 @@ class _Scope:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.nodes = graph.nodes
-        self.tables: dict[Callable, list] = {}  # per fact: its value by node index, _UNSET until derived
+        self.tables: dict[Callable, Any] = {}  # per node fact: its values by node index (_UNSET until derived); per graph: the value
 
 
 _SCOPE: ContextVar[_Scope | None] = ContextVar("npufit_facts", default=None)
@@ -67,4 +67,21 @@ def per_node(fn: Callable[[NodeView], T]) -> Callable[[NodeView], T]:
         return v
 
     memo.uncached = fn  # type: ignore[attr-defined]  # the plain derivation (tests compare the two)
+    return memo
+
+
+def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
+    """fn(graph), remembered inside scope(graph): a fact about the whole graph that a rule reads for every node."""
+
+    @wraps(fn)
+    def memo(graph: Graph) -> T:
+        s = _SCOPE.get()
+        if s is None or graph is not s.graph:
+            return fn(graph)
+        tables = s.tables
+        if fn not in tables:
+            tables[fn] = fn(graph)  # type: ignore[assignment]
+        return tables[fn]  # type: ignore[return-value]
+
+    memo.uncached = fn  # type: ignore[attr-defined]
     return memo

@@ -295,9 +295,12 @@ def is_float_island(node: NodeView, float_op: FloatOp | None = None) -> bool:
     dt = node.graph.tensor(node.inputs[acts[0]]).dtype
     if dt in INTEGER_DTYPES:
         return _pred(float_op)(node)  # implicit island (importer inserts dequantize/quantize)
-    if dt in FLOAT_DTYPES and is_quantized(node.graph):
-        # (an ONNX node's dequantize producers were looked for above)
-        return (not onnx and bool(dq_producers(node))) or _reaches_quantize(node)
+    if dt in FLOAT_DTYPES:
+        # (an ONNX node's dequantize producers were looked for above; without a quantize in the graph nothing is
+        # re-quantized: asked first, as it is of every node of a float model judged as int8)
+        if onnx and not node.graph.has_any(QUANTIZE_OPS):
+            return False
+        return is_quantized(node.graph) and ((not onnx and bool(dq_producers(node))) or _reaches_quantize(node))
     return False
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..graph import NodeView, TensorInfo, quant
+from ..graph import NodeView, TensorInfo, facts, quant
 
 FEATURE_AXIS = 1  # ONNX is channel-first: NCHW / [N, C, L] / [N, C]
 
@@ -75,6 +75,17 @@ def _max_rank_table(graph) -> list[int]:
 
 def is_static(t: TensorInfo | None) -> bool:
     return bool(t is not None and t.is_static)
+
+
+@facts.per_graph
+def any_dynamic_tail(graph) -> bool:
+    """Whether some tensor of the graph has a known shape with an axis after the first that is not a static size:
+    a rule that looks for such inputs on every node need not look in a graph that has none (most graphs)."""
+    for t in graph.tensors.values():
+        s = t.shape
+        if s is not None and any(not isinstance(d, int) or d < 0 for d in s[1:]):
+            return True
+    return False
 
 
 def dynamic_inputs(node: NodeView) -> list[str]:

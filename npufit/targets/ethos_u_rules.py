@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import quant
+from ..graph import facts, quant
 from ..graph.model import NodeView
 from . import common, ethos_u_fitted as fit, tflite_map as tm
 from .base import Rule, Verdict, fmt_list
@@ -23,6 +23,7 @@ CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
 L = Mapping[str, Any]
 
 
+@facts.per_node  # read by three fmap rules of each node
 def _act_dtypes(node: NodeView) -> list[str]:
     """Feature-map dtypes as the compiled TFLite file will have them (QDQ-wrapped ONNX ops -> their int type)."""
     if node.graph.format == "onnx":
@@ -46,6 +47,8 @@ def fmap_dtype(node: NodeView, lim: L) -> str | None:
 
 
 def static_shape(node: NodeView, lim: L) -> str | None:
+    if not common.any_dynamic_tail(node.graph):
+        return None
     for i in list(quant.activation_inputs(node)):
         s = node.input_shape(i)
         if s is not None and any(not isinstance(d, int) or d < 0 for d in s[1:]):
