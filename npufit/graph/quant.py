@@ -324,6 +324,8 @@ def _reaches_quantize(node: NodeView, depth: int = 8) -> bool:
 
 def islands(graph: Graph, float_op: FloatOp | None = None, skip: Collection[str] = ()) -> list[Island]:
     """Maximal float islands (connected float ops) with their conversion ops and the bytes converted."""
+    if not graph.has_any(QDQ_OPS) and not any(t.dtype in INTEGER_DTYPES and not t.is_const for t in graph.tensors.values()):
+        return []  # no conversion op and no integer activation: no node can be an island (is_float_island)
     members = [n for n in graph.top_nodes if n.name not in skip and is_float_island(n, float_op)]
     in_island = {n.name for n in members}
     parent: dict[str, str] = {n.name: n.name for n in members}
