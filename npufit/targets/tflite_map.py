@@ -126,14 +126,14 @@ def is_tflite(node: NodeView) -> bool:
 @facts.per_node
 def kernel(node: NodeView) -> list[int]:
     """[kh, kw] of a conv / pool (1-D ops report [1, k])."""
-    if is_tflite(node):
+    if node.graph.format == "tflite":
         if "filter_height" in node.attrs:
             return [int(node.attr("filter_height")), int(node.attr("filter_width"))]
         w = node.input(1)
         if w is not None and w.shape and len(w.shape) == 4:  # OHWI (conv) / 1HWC (depthwise) / OHWI (transpose conv)
             return [int(w.shape[1]), int(w.shape[2])]
         return []
-    k = node.attr("kernel_shape")
+    k = node.attrs.get("kernel_shape")
     if k is None:
         w = node.input(3 if node.op_type == "QLinearConv" else 1)
         k = list(w.shape[2:]) if (w is not None and w.shape and len(w.shape) > 2) else []
@@ -143,17 +143,23 @@ def kernel(node: NodeView) -> list[int]:
 
 @facts.per_node
 def strides(node: NodeView) -> list[int]:
-    if is_tflite(node):
+    if node.graph.format == "tflite":
         return [int(node.attr("stride_h", 1)), int(node.attr("stride_w", 1))]
-    s = [int(x) for x in (node.attr("strides") or [1, 1])]
+    s = node.attrs.get("strides")
+    if not s:
+        return [1, 1]
+    s = [int(x) for x in s]
     return [1] + s if len(s) == 1 else s
 
 
 @facts.per_node
 def dilations(node: NodeView) -> list[int]:
-    if is_tflite(node):
+    if node.graph.format == "tflite":
         return [int(node.attr("dilation_h_factor", 1)), int(node.attr("dilation_w_factor", 1))]
-    d = [int(x) for x in (node.attr("dilations") or [1, 1])]
+    d = node.attrs.get("dilations")
+    if not d:
+        return [1, 1]
+    d = [int(x) for x in d]
     return [1] + d if len(d) == 1 else d
 
 
