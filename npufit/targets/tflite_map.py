@@ -84,7 +84,7 @@ def _conv_kind(node: NodeView) -> str:
     r = len(w.shape) if (w is not None and w.shape) else 4
     if r == 5:
         return "CONV_3D"
-    group = int(node.attr("group", 1))
+    group = int(node.attrs.get("group", 1))
     x = node.input(0)
     cin = x.shape[1] if (x is not None and x.shape and len(x.shape) > 1) else None
     if group > 1 and (cin is None or group == cin):
@@ -166,15 +166,16 @@ def dilations(node: NodeView) -> list[int]:
 @facts.per_node
 def padding(node: NodeView) -> str:
     """'SAME' | 'VALID' | 'EXPLICIT' (ONNX pads that are neither; converters emit a PAD op first)."""
-    if is_tflite(node):
+    if node.graph.format == "tflite":
         p = node.attr("padding")
         return {0: "SAME", 1: "VALID"}.get(p, str(p)) if not isinstance(p, str) else p
-    auto = node.attr("auto_pad", "NOTSET")
+    attrs = node.attrs
+    auto = attrs.get("auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         return "SAME"
     if auto == "VALID":
         return "VALID"
-    pads = [int(x) for x in (node.attr("pads") or [])]
+    pads = [int(x) for x in (attrs.get("pads") or [])]
     if not any(pads):
         return "VALID"
     k, s, d = kernel(node), strides(node), dilations(node)
