@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from npufit.check import check
 from npufit.graph import NodeView, TensorInfo, facts, load, quant
@@ -142,3 +142,17 @@ def test_a_reference_attribute_is_still_refused():
     attrs = LazyAttrs([a])
     with pytest.raises(ValueError):
         attrs.get("alpha")
+
+
+def test_an_integer_activation_without_any_conversion_op_still_makes_an_island(tmp_path):
+    """islands() skips a graph with no Q/DQ op and no integer activation: an int8 graph without Q/DQ is not skipped."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"), helper.make_node("Add", ["a", "x"], ["y"], name="add")]
+    p = tmp_path / "int8.onnx"
+    onnx.save_model(model(nodes, [vi("x", [1, 8, 4, 4], TensorProto.INT8)], [vi("y", [1, 8, 4, 4], TensorProto.INT8)], opset=14), str(p))
+    g = load(p)
+    assert not g.has_any(quant.QDQ_OPS)
+    found = quant.islands(g, {"Relu"})
+    assert [i.nodes for i in found] == [["relu"]] and found[0].implicit
+    f = tmp_path / "float.onnx"
+    onnx.save_model(model(nodes, [vi("x", [1, 8, 4, 4])], [vi("y", [1, 8, 4, 4])], opset=14), str(f))
+    assert quant.islands(load(f), {"Relu"}) == []
