@@ -36,26 +36,6 @@ ALLOWANCE: dict[str, dict[str, tuple[int, str]]] = {
     "rk3588-int8-op17": _RK3588,
     "rk3588-fp16-op11": _RK3588,
 }
-_VITDET = "its LayerNorms over the channels of an NCHW map (ReduceMean over axis 1 of [1, C, 8, 8]), which npufit's " \
-          "converter lowers so that Vela ran them on the NPU; the profile judges them as MEAN over depth with h, w, c all " \
-          "> 1 (mean.limits). Not a rule yet"
-_INT_INDEX = ("the int64 position / end-of-text index arithmetic (Add, Mul, Expand, Reshape, int-to-int Casts) that npufit's "
-              "converter writes as int32 ran on the NPU or left no op of its own in Vela's output; the profile judges the "
-              "ONNX int64 / int32 tensors as 64- / 32-bit feature maps and calls them CPU. Not investigated further yet")
-ALLOWANCE["ethos-u55-256-int8-op17"] = {
-    "vitdet": (10, _VITDET + "; and its 4 Gathers of the resized relative-position table by a constant [8, 8] index, "
-                     "which ran on the U55's NPU though GATHER is not in its list (how the converter wrote them was not "
-                     "investigated)"),
-    "clip_text": (6, _INT_INDEX + "; and the ARG_MAX of the end-of-text flags (bools cast to int8) ran on the CPU though "
-                      "it passes the depth rule"),
-    "roberta": (4, _INT_INDEX),
-}
-ALLOWANCE["ethos-u85-256-int8-op17"] = {
-    "vitdet": (6, _VITDET),
-    "roberta": (1, "its position-id GatherElements (by a cumulative-sum index) ran on the NPU; GATHER_ELEMENTS is not in "
-                   "Vela 5.2.0's U85 list, and how the converter wrote it was not investigated yet"),
-}
-
 _ESPCN_D2S = "DepthToSpace x3 into a 1-channel output ran on the NPU here, on the CPU on RK3588 (rk3588-cases: blocks 3 and 6 on the CPU): the SoC differs, not fitted yet"
 _CLIP_POOL = ("CLIP's end-of-text pooling: the Gather by an ArgMax index computed at run time and the Reshape after it ran on "
               "the CPU, the int64 Reshape/Add feeding the index did not; the profile judges nodes one at a time and has no "
@@ -121,10 +101,9 @@ MIN_F1: dict[str, float] = {
     "rk3588-fp16-op17": 0.96,
     "rk3588-int8-op17": 0.96,
     "rk3588-fp16-op11": 0.96,
-    # all 48 models since the converter took the text encoders and vitdet: 117 / 4 CPU nodes, the misses are vitdet's
-    # channel LayerNorms and the int index arithmetic (allowances above)
-    "ethos-u55-256-int8-op17": 0.92,
-    "ethos-u85-256-int8-op17": 0.53,
+    # all 48 models, 117 / 5 CPU nodes, judged as npufit's converter writes them (targets/ethos_u_converted.py)
+    "ethos-u55-256-int8-op17": 1.0,
+    "ethos-u85-256-int8-op17": 1.0,
     "rv1106-int8-op17": 0.82,
     "rk3576-fp16-op17": 0.95,
     "rk3566-fp16-op17": 0.63,
@@ -134,8 +113,9 @@ MIN_LOFO_F1: dict[str, float] = {
     "rk3588-fp16-op17": 0.96,
     "rk3588-int8-op17": 0.96,
     "rk3588-fp16-op11": 0.96,
-    "ethos-u55-256-int8-op17": 0.79,
-    "ethos-u85-256-int8-op17": 0.29,
+    # with the Vela case records (docs/calibration/ethos-u*-cases.json): 1.000 / 1.000 measured
+    "ethos-u55-256-int8-op17": 1.0,
+    "ethos-u85-256-int8-op17": 1.0,
 }
 
 RECORDS = records.all_records()
@@ -174,23 +154,24 @@ def test_profile_agrees_with_the_recorded_compiles(path):
         assert records.pool(held)["f1"] >= MIN_LOFO_F1[path.stem]
 
 
-# rknn_cases.py's synthetic graphs: (how many nodes may disagree, why)
-CASE_ALLOWANCE = {
-    "transpose6-hiera-lead4": (1, "[4, 4, 2, 4, 2, 16] perm 0,2,4,1,3,5 ran on the CPU; [2, 4, ...], [4, 2, ...], [8, 4, ..., 8] and "
-                                  "[16, 2, ...] with the same perm on the NPU: no shape condition found yet"),
-    "transpose6-swin-5x5-c8": (1, "a 5x5 window of 8 channels (4 windows) ran on the NPU, 5x5 of 16 channels (2 windows) and "
-                                  "7x7 on the CPU: the toolkit's exWindow rewrite decides, on a condition not found yet"),
-    "window-7x7-reshapes": (2, "the toolkit fused Reshape -> Transpose -> Reshape of the 7x7 window into one exWindow op on "
-                               "the CPU; the profile judges the two Reshapes alone (the 5x5 window of 8 channels kept them on "
-                               "the NPU, so which windows fuse is not known)"),
+# The synthetic case records (rknn_cases.py, vela_cases.py), per record and case: (how many nodes may disagree, why)
+CASE_ALLOWANCE: dict[str, dict[str, tuple[int, str]]] = {
+    "rk3588-cases": {
+        "transpose6-hiera-lead4": (1, "[4, 4, 2, 4, 2, 16] perm 0,2,4,1,3,5 ran on the CPU; [2, 4, ...], [4, 2, ...], [8, 4, ..., 8] and "
+                                      "[16, 2, ...] with the same perm on the NPU: no shape condition found yet"),
+        "transpose6-swin-5x5-c8": (1, "a 5x5 window of 8 channels (4 windows) ran on the NPU, 5x5 of 16 channels (2 windows) and "
+                                      "7x7 on the CPU: the toolkit's exWindow rewrite decides, on a condition not found yet"),
+        "window-7x7-reshapes": (2, "the toolkit fused Reshape -> Transpose -> Reshape of the 7x7 window into one exWindow op on "
+                                   "the CPU; the profile judges the two Reshapes alone (the 5x5 window of 8 channels kept them on "
+                                   "the NPU, so which windows fuse is not known)"),
+    },
 }
 RK_CASES = records.RECORDS / "rk3588-cases.json"
+CASE_FILES = records.case_records()
 
 
 def _rk_cases() -> dict:
-    import json
-
-    return json.loads(RK_CASES.read_text())
+    return records.load_cases(RK_CASES)
 
 
 def test_every_case_a_condition_cites_is_recorded():
@@ -202,23 +183,44 @@ def test_every_case_a_condition_cites_is_recorded():
         assert set(ev.cases) <= recorded, (name, sorted(set(ev.cases) - recorded))
 
 
-@pytest.mark.slow
-def test_profile_agrees_with_the_recorded_rknn_cases(tmp_path):
-    from calibration import rknn_cases as rc
+EU_CASES = [records.RECORDS / f"{t}-cases.json" for t in ("ethos-u55-256", "ethos-u85-256")]
 
-    rec = _rk_cases()
-    assert rec["compiler_versions"] and set(rec["cases"]) <= set(rc.CASES)
-    beyond = {}
-    for name, case in rec["cases"].items():
-        got = rc.predict(rc.export_case(name, tmp_path), case["op"], build=case.get("build", "fp16"))
-        meas = case["placement"]
-        if isinstance(meas, str):  # the converter rejected the model: the profile must say unsupported
-            wrong = int(got != ["unsupported"])
-        else:
-            assert len(got) == len(meas), name
-            wrong = sum((g in records.OFF) != (m == "cpu") for g, m in zip(got, meas))
-        if wrong > CASE_ALLOWANCE.get(name, (0, ""))[0]:
-            beyond[name] = (meas, got)
+
+def test_every_case_an_ethos_u_condition_cites_is_recorded_for_both_generations():
+    from npufit.targets import ethos_u_fitted as fit
+
+    assert fit.EVIDENCE and all(ev.cases for ev in fit.EVIDENCE.values())
+    for path in EU_CASES:
+        recorded = set(records.load_cases(path)["cases"])
+        for name, ev in fit.EVIDENCE.items():
+            assert set(ev.cases) <= recorded, (path.name, name, sorted(set(ev.cases) - recorded))
+
+
+@pytest.mark.parametrize("cond", ["MASK_SELECT", "SQRT", "IF_SHAPE", "PATCH_CROP", "SHAPE_AFTER_CPU"])
+def test_the_cited_ethos_u_cases_show_their_condition(cond, tmp_path):
+    """The cases a condition cites are evidence for it: with its family held out, the profile agrees with all of them
+    (the cases keep it on), and without the case evidence too (corpus-only) it misjudges some of them."""
+    from npufit.targets import ethos_u_fitted as fit
+
+    ev = fit.EVIDENCE[cond]
+    kept = off = 0
+    for path in EU_CASES:
+        for fam in ev.families:
+            kept += sum(r["wrong"] for r in records.replay_cases(path, tmp_path, fam, True, set(ev.cases)))
+            off += sum(r["wrong"] for r in records.replay_cases(path, tmp_path, fam, False, set(ev.cases)))
+    assert kept == 0 and off > 0, (kept, off)
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p == RK_CASES else p for p in CASE_FILES],
+                         ids=[p.stem for p in CASE_FILES])
+def test_profile_agrees_with_the_recorded_cases(path, tmp_path):
+    """Every case of a synthetic case record replayed: a node placed otherwise than the compiler did fails the test
+    beyond the case's recorded allowance."""
+    rec = records.load_cases(path)
+    assert rec["compiler_versions"] and rec["cases"] and set(rec["cases"]) <= set(records.case_builder(rec).CASES)
+    allow = CASE_ALLOWANCE.get(path.stem, {})
+    beyond = {r["case"]: (r["measured"], r["got"]) for r in records.replay_cases(path, tmp_path)
+              if r["wrong"] > allow.get(r["case"], (0, ""))[0]}
     assert not beyond, beyond
 
 

@@ -117,3 +117,30 @@ def test_argmax_classifier_compiles_for_the_u55(tmp_path):
     r = compile_model(src, "ethos-u55-256", out_dir=tmp_path / "out")
     assert r.ok, r.error
     assert {p.op: p.device for p in r.placement}["ArgMax"] == "npu"
+
+
+def test_u85_cpu_gather_whose_output_vela_renames_is_mapped_to_its_node(tmp_path):
+    """The U85's GATHER lowering renames a CPU gather's output ('indices' in the per-layer CSV, 'indices#N' in the
+    output file): the placement must still find the node through the operator's inputs, not call it NPU."""
+    from torch import nn
+
+    from npufit.compilers import compile_model
+
+    class Embeddings(nn.Module):  # RoBERTa's embedding layer in small: token types gathered by position ids
+        def __init__(self):
+            super().__init__()
+            self.pos, self.tok, self.fc = nn.Embedding(18, 8), nn.Embedding(2, 8), nn.Linear(8, 8)
+            self.register_buffer("types", torch.zeros(1, 18, dtype=torch.int64))
+
+        def forward(self, ids):
+            mask = ids.ne(1).long()
+            pos = torch.cumsum(mask, 1) * mask + 1
+            return self.fc(self.pos(pos) + self.tok(torch.gather(self.types, 1, pos)))
+
+    src = tmp_path / "emb.onnx"
+    torch.onnx.export(Embeddings(), (torch.full((1, 16), 5, dtype=torch.int64),), str(src), opset_version=17, dynamo=False)
+    res = compile_model(src, "ethos-u85-256", out_dir=tmp_path / "out")
+    assert res.ok, res.error
+    by = {p.node: p for p in res.placement}
+    ge = next(p for n, p in by.items() if p.op == "GatherElements")
+    assert ge.device == "cpu" and "axis must be equal to batch_dims" in ge.reason, ge

@@ -7,7 +7,8 @@
 `export` writes the ONNX files to the cache (~/.cache/npufit/calibration, NPUFIT_CALIBRATION_CACHE), offline.
 `record` compiles every model one after another (one worker: the machine is shared) and rewrites
 docs/calibration/<target>-<build>-op<opset>.json after each model, so a long run leaves data early; models
-already in the record with the same export are skipped. RKNN needs `npufit env install rknn`; Vela goes through
+already in the record with the same export are skipped (--force re-compiles them: after a change to the
+placement mapping or the converter). RKNN needs `npufit env install rknn`; Vela goes through
 npufit's ONNX -> int8 TFLite converter, and a model it does not take is recorded as not converted, with why."""
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def _compile(onnx: Path, target: str, build: str, out: Path):
     return compile_model(onnx, target, out_dir=out, timeout_s=900)
 
 
-def _record(target: str, build: str, opset: int, names) -> None:
+def _record(target: str, build: str, opset: int, names, force: bool = False) -> None:
     from npufit.graph import load
     from npufit.util.io import atomic_write_json
 
@@ -61,7 +62,7 @@ def _record(target: str, build: str, opset: int, names) -> None:
         arch = corpus.ARCHS[n]
         entry: dict = {"family": arch.family, "config_hash": corpus.config_hash(arch, opset)}
         old = rec["models"].get(n)
-        if old and old.get("config_hash") == entry["config_hash"]:
+        if old and old.get("config_hash") == entry["config_hash"] and not force:
             continue
         t = time.time()
         try:
@@ -109,11 +110,12 @@ def main(argv=None) -> None:
     r.add_argument("--build", choices=("fp16", "int8"), required=True)
     r.add_argument("--opset", type=int, default=17)
     r.add_argument("--models", nargs="+", default=list(corpus.ARCHS))
+    r.add_argument("--force", action="store_true", help="re-compile models already recorded from the same export")
     a = ap.parse_args(argv)
     if a.cmd == "export":
         _export(a.opset, a.models)
     else:
-        _record(a.target, a.build, a.opset, a.models)
+        _record(a.target, a.build, a.opset, a.models, a.force)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from pathlib import Path
 from .corpus import ARCHS, FAMILIES, export
 
 SCHEMA = "npufit.calibration.measured/1"
+CASES_SCHEMA = "npufit.calibration.cases/1"  # synthetic case records: rknn_cases.py, vela_cases.py, vela_transpose.py
 RECORDS = Path(__file__).resolve().parents[2] / "docs" / "calibration"
 LETTER = {"npu": "n", "cpu": "c", "folded": "f"}
 
@@ -55,6 +56,13 @@ def load_record(path: Path) -> dict:
 
 def all_records() -> list[Path]:
     return sorted(RECORDS.glob("*-op*.json"))
+
+
+def load_cases(path: Path) -> dict:
+    rec = json.loads(path.read_text())
+    if rec.get("schema") != CASES_SCHEMA:
+        raise ValueError(f"{path}: not a {CASES_SCHEMA} record")
+    return rec
 
 
 # -- replay ---------------------------------------------------------------------------------------------------
@@ -125,3 +133,58 @@ def pool(rows: list[dict]) -> dict:
 
 def by_family(rows: list[dict]) -> dict[str, dict]:
     return {fam: pool([r for r in rows if r["family"] == fam]) for fam in FAMILIES}
+
+
+# -- synthetic case records (docs/calibration/<target>-cases.json) ---------------------------------------------
+
+def case_records() -> list[Path]:
+    return sorted(RECORDS.glob("*-cases.json"))
+
+
+def case_builder(rec: dict):
+    """The module whose CASES built a case record's graphs: rknn_cases.py for RKNN-Toolkit2, vela_cases.py for Vela."""
+    import importlib
+
+    return importlib.import_module("calibration." + ("rknn_cases" if rec["compiler"] == "rknn-toolkit2" else "vela_cases"))
+
+
+def case_verdicts(onnx: Path, op: str, profile, build: str) -> list[str]:
+    """npufit's verdict for every top-level node of `op` in a case graph, in graph order, judged as `build`."""
+    from npufit.check import check
+    from npufit.graph import load
+
+    graph = load(onnx)
+    rep = check(graph, profile, judge="int8" if build == "int8" else "auto")
+    by = {n.name: n.verdict.value for n in rep.nodes if n.parent is None}
+    return [by.get(n.name, "folded") for n in graph.top_nodes if n.op_type == op]
+
+
+def case_wrong(rec: dict, measured, got: list[str]) -> int:
+    """How many nodes of a case the verdicts `got` place otherwise than the compile did. A case the converter rejected
+    ("failed: ...") must be judged off the NPU: RKNN rejects the whole model ("unsupported"); on Ethos-U it is npufit's
+    converter that has no lowering, so the op cannot reach the NPU (cpu or unsupported)."""
+    if isinstance(measured, str):
+        want = ("unsupported",) if rec["compiler"] == "rknn-toolkit2" else OFF
+        return int(not got or any(g not in want for g in got))
+    if len(got) != len(measured):
+        raise AssertionError(f"{len(got)} nodes judged, {len(measured)} recorded: the case graph changed, re-record it")
+    return sum((g in OFF) != (m == "cpu") for g, m in zip(got, measured))
+
+
+def replay_cases(path: Path, folder: Path, held_out: str | None = None, cases: bool = True, names=None) -> list[dict]:
+    """Today's profile (or the one fitted without `held_out`, see profile_for) on every case of a case record (or
+    those in `names`): per case its op, the recorded placement, npufit's verdicts and how many nodes disagree."""
+    import tempfile
+
+    rec = load_cases(path)
+    mod = case_builder(rec)
+    prof = profile_for(rec["target"], held_out, cases)
+    folder = Path(tempfile.mkdtemp(dir=folder))  # its own: a graph npufit has read is never written over in a run
+    rows = []
+    for name, case in rec["cases"].items():
+        if names is not None and name not in names:
+            continue
+        got = case_verdicts(mod.export_case(name, folder), case["op"], prof, case.get("build", rec["build"]))
+        rows.append({"case": name, "op": case["op"], "measured": case["placement"], "got": got,
+                     "wrong": case_wrong(rec, case["placement"], got)})
+    return rows

@@ -329,13 +329,9 @@ def export_case(name: str, folder: Path) -> Path:
 
 def predict(onnx: Path, op: str, profile=None, build: str = "fp16") -> list[str]:
     """npufit's verdict for every top-level node of `op`, in graph order, judged as the case's build."""
-    from npufit.check import check
-    from npufit.graph import load
+    from calibration.records import case_verdicts
 
-    graph = load(onnx)
-    rep = check(graph, profile or TARGET, judge="int8" if build == "int8" else "auto")
-    by = {n.name: n.verdict.value for n in rep.nodes if n.parent is None}
-    return [by.get(n.name, "folded") for n in graph.top_nodes if n.op_type == op]
+    return case_verdicts(onnx, op, profile or TARGET, build)
 
 
 def measure(onnx: Path, op: str, out: Path, build: str = "fp16") -> tuple[list[str] | str, str | None]:

@@ -7,12 +7,14 @@ the profile with every calibrated condition that only that family's records show
 family alone. Each condition names its evidence (targets/calibration.py): corpus families, and synthetic cases of a
 case record (docs/calibration/<target>-cases.json, graphs outside every family). A condition a case record shows
 is evidence the held-out family did not provide, so LOFO keeps it; "LOFO corpus-only" drops it too (the stricter
-reading, where only corpus families count). A node the compiler folded away counts as not on the CPU. Needs torch +
-transformers (the models are re-exported from the corpus cache)."""
+reading, where only corpus families count). The case records of the scored targets are replayed too (the cases
+whose nodes today's profile places otherwise than the compiler did). A node the compiler folded away counts as not
+on the CPU. Needs torch + transformers (the models are re-exported from the corpus cache)."""
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -60,7 +62,23 @@ def main(argv=None) -> None:
         print(f"| {r['target']} {r['build']} opset {r['opset']} | {', '.join(r['versions'])} | {r['models']} ({r['failed']}) | "
               f"{w['tp'] + w['fn']} | {_f(w['precision'])} | {_f(w['recall'])} | {_f(w['f1'])} | {_f(r['lofo_pooled']['f1'])} | "
               f"{_f(r['lofo_strict']['f1'])} | {lofo} |")
+    targets = {r["target"] for r in results}
+    cases = [p for p in records.case_records() if records.load_cases(p)["target"] in targets]
+    if cases:
+        print("\n| case record | compiler | cases | nodes | disagreeing cases (nodes) |\n|---|---|---|---|---|")
+    case_rows = {}
+    with tempfile.TemporaryDirectory(prefix="npufit-score-") as d:
+        for p in cases:
+            rec = records.load_cases(p)
+            rows = case_rows[p.name] = records.replay_cases(p, Path(d))
+            nodes = sum(len(x["got"]) for x in rows)
+            print(f"| {p.name} | {rec['compiler']} {', '.join(rec['compiler_versions'])} | {len(rows)} | {nodes} | "
+                  f"{sum(1 for x in rows if x['wrong'])} ({sum(x['wrong'] for x in rows)}) |")
     if a.wrong:
+        for name, rows in case_rows.items():
+            for x in rows:
+                if x["wrong"]:
+                    print(f"  {name} {x['case']} ({x['op']}): measured {x['measured']}, npufit {x['got']}")
         for r in results:
             for title, rows in (("whole corpus", r["rows"]), ("leave-one-family-out", r["lofo_rows"])):
                 print(f"\n{r['record']}, {title}:")

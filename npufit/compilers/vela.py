@@ -13,6 +13,7 @@ from ..errors import NpufitError
 from .base import CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
 from .mapping import Layer
 
+ETHOS_U_OP = "ethos-u"  # the custom operator Vela's output file runs the NPU command stream with
 _CONFIG = re.compile(r"^ethos-u(55-(32|64|128|256)|65-(256|512)|85-(128|256|512|1024|2048))$")
 _WARN = re.compile(r"Warning \(supported operators\) operator: (\w+), ofm: '([^']*)'\s*\nReason: ([^\n]*)((?:\n(?!\n)[^\n]*)*)")
 SUMMARY_KEYS = {"inference_time": "inference_time_s", "inferences_per_second": "inferences_per_second",
@@ -81,7 +82,10 @@ class VelaCompiler:
         stem = src.stem
         vdir = out / "vela"
         res.artifact = str(vdir / f"{stem}_vela.tflite")
-        layers = parse_per_layer_csv(vdir / f"{stem}_per-layer.csv", parse_reasons(text))
+        reasons = parse_reasons(text)
+        layers = parse_per_layer_csv(vdir / f"{stem}_per-layer.csv", reasons)
+        if Path(res.artifact).exists():
+            layers += renamed_cpu_layers(Path(res.artifact), src, reasons)
         res.metrics.update(parse_summary_csv(next(iter(sorted(vdir.glob(f"{stem}_summary_*.csv"))), None)))
         res.metrics["cpu_operators"] = sum(lay.device == "cpu" for lay in layers)
         res.metrics["npu_operators"] = sum(lay.device == "npu" for lay in layers)
@@ -121,6 +125,33 @@ def parse_per_layer_csv(path: Path, reasons: dict[str, str]) -> list[Layer]:
             elif dev == "cpu":
                 lay.device, lay.reason = "cpu", reasons.get(row["Name"], "Vela: scheduled on the CPU")
     return list(layers.values())
+
+
+def renamed_cpu_layers(vela_tflite: Path, source: Path, reasons: dict[str, str]) -> list[Layer]:
+    """CPU operators of Vela's output whose output tensor Vela renamed, under their source operator's output name.
+
+    The U85's GATHER lowering names its CPU pass-through 'indices' in the per-layer CSV and 'indices#11' in the
+    output file (roberta's GatherElements), so no name leads back to the source operator and the CPU op was lost.
+    The output file keeps every CPU operator with its inputs: the one source operator of the same type that reads
+    one of those inputs is the one Vela left on the CPU."""
+    from ..graph import load
+
+    out_graph, src_graph = load(vela_tflite), load(source)
+    known = {o for n in src_graph.top_nodes for o in n.outputs}
+    readers: dict[tuple[str, str], list] = {}
+    for n in src_graph.top_nodes:
+        for t in set(n.present_inputs):
+            readers.setdefault((n.op_type, t), []).append(n)
+    layers = []
+    for n in out_graph.top_nodes:
+        if n.op_type == ETHOS_U_OP or any(o in known for o in n.outputs if o):
+            continue
+        cands = {m.name: m for t in n.present_inputs for m in readers.get((n.op_type, t), ())}
+        if len(cands) == 1:
+            (m,) = cands.values()
+            name = next(o for o in m.outputs if o)
+            layers.append(Layer(name, n.op_type, "cpu", reasons.get(name, "Vela: scheduled on the CPU")))
+    return layers
 
 
 def parse_summary_csv(path: Path | None) -> dict:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..graph import NodeView
+from ..targets.converter_facts import argmax_of_bool, bool_cast_source, carried_dtype as tfl_dtype, gather_elements_as_gather
 from .lower import TT, Lowering
 from .qparams import Q, quantize
 from .where_q import branch as _branch, fill_q, fill_room as _fill_room, q_over as _q_over
@@ -24,13 +25,6 @@ LOGICAL = {"And": "LOGICAL_AND", "Or": "LOGICAL_OR", "Xor": "NOT_EQUAL"}
 ARITH = {"Add": ("ADD", "AddOptions"), "Sub": ("SUB", "SubOptions"), "Mul": ("MUL", "MulOptions"),
          "Max": ("MAXIMUM", "MaximumMinimumOptions"), "Min": ("MINIMUM", "MaximumMinimumOptions")}
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
-
-
-def tfl_dtype(onnx_dtype: str | None) -> str | None:
-    """The TFLite type an ONNX integer / bool tensor is carried in; None for float (the int8 path)."""
-    if onnx_dtype is None or onnx_dtype.startswith(("float", "bfloat")):
-        return None
-    return "bool" if onnx_dtype == "bool" else "int32"
 
 
 def dtype_of(L: Lowering, name: str) -> str | None:
@@ -50,7 +44,7 @@ def claims(L: Lowering, node: NodeView) -> bool:
     if node.op_type not in INT_OPS:  # ops with int outputs of their own (IsNaN, TopK ...) keep their lowerings
         return False
     if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
-        return _bool_source(L, node.inputs[0]) is not None and L.sole_consumer(node.inputs[0]) is not None
+        return argmax_of_bool(L.graph, node, lambda n: dtype_of(L, n))
     if any(dtype_of(L, o) for o in node.outputs if o):
         return True
     if node.op_type == "Cast" and dtype_of(L, node.inputs[0]):  # int / bool -> float
@@ -132,10 +126,7 @@ def cast(L: Lowering, node: NodeView) -> None:
 
 def _bool_source(L: Lowering, name: str) -> str | None:
     """The bool tensor an integer tensor was cast from (its values are 0 / 1), else None."""
-    p = L.graph.producer(name)
-    if p is not None and p.op_type == "Cast" and dtype_of(L, name) == "int32" and dtype_of(L, p.inputs[0]) == "bool":
-        return p.inputs[0]
-    return None
+    return bool_cast_source(L.graph, name, lambda n: dtype_of(L, n))
 
 
 def argmax(L: Lowering, node: NodeView) -> None:
@@ -238,7 +229,7 @@ def gather_elements(L: Lowering, node: NodeView) -> None:
     batch 1, e.g. RoBERTa's buffered token-type ids): the same as GATHER of the flattened indices."""
     shape, ishape = L.shape(node.inputs[0]), L.shape(node.inputs[1])
     axis = int(node.attr("axis", 0)) % len(shape)
-    if any(d != 1 for k, d in enumerate(shape) if k != axis) or any(d != 1 for k, d in enumerate(ishape) if k != axis):
+    if not gather_elements_as_gather(shape, ishape, axis):
         raise L.fail(node, "only the form whose non-axis dims are all 1 is lowered")
     x = int_act(L, node.inputs[0]) if dtype_of(L, node.inputs[0]) else L.act(node.inputs[0], "plain")
     ids = int_act(L, node.inputs[1], "int32")

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
+from ..targets.converter_facts import depth_reduce_as_conv
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
 from .qparams import Q, activation_q, bias_int32, per_channel_weights, quantize
 
@@ -291,8 +292,7 @@ def reduce(L: Lowering, node: NodeView) -> None:
     axes = sorted(int(a) % rank for a in np.atleast_1d(axes))
     keep = bool(node.attr("keepdims", 1))
     out = node.outputs[0]
-    if op in ("MEAN", "SUM") and rank == 4 and [NHWC_AXIS[a] if x.layout == "nhwc" else a for a in axes] == [3] \
-            and min(x.shape[1:3]) > 1:
+    if depth_reduce_as_conv(op, x.shape, [NHWC_AXIS[a] if x.layout == "nhwc" else a for a in axes]):
         return _depth_reduce(L, x, out, op, keep)
     if x.layout != "nhwc":
         y = L.output(out, x.layout)

@@ -8,7 +8,7 @@ ethos_u_rules.py; the conditions fitted to npufit's own converter in ethos_u_fit
 """
 from __future__ import annotations
 
-from . import common, ethos_u_fitted as fit
+from . import common, ethos_u_converted as conv, ethos_u_fitted as fit
 from .base import Executes, Fallback, OpSupport, Profile, Verdict
 from .ethos_u_rules import graph_rules, op_rules
 
@@ -78,8 +78,11 @@ def build(name: str) -> Profile:
     u55 = gen == "u55"
     listed = tuple(U55_OPS + (U85_EXTRA if not u55 else []))
     rules = op_rules(gen, name, listed)
+    for op, more in conv.converted_rules(name, listed).items():
+        rules[op] = rules.get(op, ()) + more
     ops = {op: OpSupport(op, NPU, rules.get(op, ()), source="VELA") for op in listed + ("DEQUANTIZE",)}
     ops.update(fit.lowered_ops(name, set(listed)))
+    ops.update(conv.converted_ops(name, listed))
     io = OpSupport("IO_QUANTIZE", Verdict.FOLDED, reason="a converter run with int8 input/output types (the usual Vela flow) removes "
                    "this model-boundary quantize/dequantize: the application exchanges int8 data", source="CONV")
     ops["IO_QUANTIZE"] = io

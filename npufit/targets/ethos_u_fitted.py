@@ -5,7 +5,8 @@ ethos-u85-256-int8-op17.json).
 An ONNX model reaches Vela through npufit's own converter (npufit/convert), which lowers several ONNX ops that have
 no TFLite kernel in Vela's list into ones that do (Erf -> MUL/ADD/TANH, Div by a tensor -> MUL by RSQRT, ...). The
 standard-converter view of tflite_map would call those nodes CPU; the records show Vela ran every one of them on the
-NPU. Each condition names the families whose records show it and asks `cal.fitted` whether it may be used, so
+NPU. Each condition names the families whose records show it (and, where one family alone does, the synthetic cases of
+docs/calibration/ethos-u*-cases.json that show it too: EVIDENCE) and asks `cal.fitted` whether it may be used, so
 leave-one-family-out scoring switches off what only the held-out family showed (targets/calibration.py). TFLite
 input models are never affected: their ops are what Vela sees."""
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..graph.quant import FLOAT_DTYPES
-from . import calibration as cal, tflite_map as tm
+from . import calibration as cal, ethos_u_converted as conv, tflite_map as tm
 from .base import OpSupport, Rule, Verdict
 
 
@@ -85,6 +86,26 @@ def _scatter_sliced(node) -> bool:
 
 ALL = ("cnn", "transformer", "detector", "audio-rnn")
 
+# Conditions one corpus family alone shows, with the synthetic cases of docs/calibration/ethos-u55-256-cases.json and
+# ethos-u85-256-cases.json (benchmarks/calibration/vela_cases.py: Vela 5.2.0 on npufit's conversions of small graphs
+# that are none of the corpus's models) that show them too, on both sides where the condition has two.
+Ev = cal.Evidence
+# mask Add/Sub -> SELECT_V2 (mask_select): finfo and 1e4 fills, a Sub, one mask added twice on the U55's CPU (the U85's
+# NPU); a constant-bias Add and an Add of two activations on the NPU
+MASK_SELECT = Ev(("transformer",), ("mask-add-finfo", "mask-add-1e4", "mask-sub-1e4", "mask-add-shared", "add-const-bias",
+                                    "add-two-activations"))
+# Sqrt -> RSQRT: taken by a Div (LayerNorm), by a Reciprocal (RMSNorm's rsqrt) and alone, all on the NPU (the lowering
+# has no condition, so there is no other side)
+SQRT = Ev(("transformer",), ("sqrt-layernorm-div", "sqrt-rmsnorm-rsqrt", "sqrt-mul"))
+# If by a condition the input shape fixes (inlined: either branch, a branch resizing a constant table) on the NPU; by
+# one the data decides, not converted
+IF_SHAPE = Ev(("transformer",), ("if-shape-then", "if-shape-else", "if-shape-table", "if-value"))
+# padded patchify conv with an unread tail (cropped) on the NPU; pads that fit exactly (SAME) on the U55's CPU; no pads
+PATCH_CROP = Ev(("detector",), ("patchify16-pad2-tail", "patchify8-pad1-tail", "patchify16-pad2-exact", "patchify16-valid"))
+# Shape-only Slice of an element-wise ScatterND's GATHER (the U55's CPU) and of a sliced ScatterND (NPU)
+SHAPE_AFTER_CPU = Ev(("detector",), ("slice-shape-after-gather", "slice-shape-after-rows"))
+EVIDENCE = {k: v for k, v in globals().items() if isinstance(v, cal.Evidence)}
+
 
 @dataclass(frozen=True)
 class Lowered:
@@ -92,7 +113,7 @@ class Lowered:
     kernel that lowering emits on the NPU (for a lowering into plain MUL/CONCATENATION/... that is all of them);
     evidence says which is which."""
     applies: Callable
-    families: tuple[str, ...]
+    families: tuple[str, ...] | cal.Evidence
     evidence: str
 
 
@@ -127,10 +148,10 @@ LOWERED: dict[str, Lowered] = {
     "ScatterND": Lowered(_scatter_sliced, ALL,
                          "dab_detr's box updates (detector, 4-8 runs): RESHAPE/CONCATENATION/STRIDED_SLICE, which ran on the NPU in "
                          "every family; conditional_detr's element-wise update (40 runs) became a GATHER and ran on the CPU"),
-    "Sqrt": Lowered(_always, ("transformer",),
+    "Sqrt": Lowered(_always, SQRT,
                     "8 Sqrts of written-out norms in t5_encoder (RMSNorm) and vitdet (LayerNorm) (transformer): RSQRT, taken "
                     "by the Div or Reciprocal that reads it, or x * RSQRT(x)"),
-    "If": Lowered(lambda n: n.is_const(0), ("transformer",),
+    "If": Lowered(lambda n: n.is_const(0), IF_SHAPE,
                   "vitdet's 4 Ifs on its relative-position table size (transformer): the condition folds once the input "
                   "shapes are pinned, the converter inlines the taken branch (convert/prepass_if.py), and its ops ran on "
                   "the NPU"),
@@ -146,7 +167,7 @@ def mask_select(node, lim) -> str | None:
     CAL-V: the 16 attention-mask Adds of the 8 text encoders (transformer) ran on the CPU on the U55, where SELECT_V2
     is not listed, and on the NPU on the U85."""
     g = node.graph
-    if g.format != "onnx" or not cal.fitted(lim, ("transformer",)):
+    if g.format != "onnx" or not cal.fitted(lim, MASK_SELECT):
         return None
     if node.op_type not in ("Add", "Sub") or len(node.inputs) != 2 or node.output_dtype(0) not in FLOAT_DTYPES:
         return None
@@ -159,7 +180,11 @@ def mask_select(node, lim) -> str | None:
 
 
 def op_key(node) -> str:
-    """tflite_map's key, except for ONNX nodes npufit's converter lowers into Vela-listed ops (see LOWERED)."""
+    """tflite_map's key, except for ONNX nodes npufit's converter writes as no op or another op (ethos_u_converted)
+    or lowers into Vela-listed ops (see LOWERED)."""
+    key = conv.op_key(node)
+    if key is not None:
+        return key
     if node.graph.format == "onnx" and node.op_type in LOWERED and node.domain in ("", "ai.onnx"):
         try:
             if LOWERED[node.op_type].applies(node):
@@ -204,7 +229,7 @@ def converter_splits_stride(node, lim) -> bool:
     if not s or not k or all(st <= 3 for st in s):
         return False
     if all(st <= 3 or st == kk for st, kk in zip(s, k)):
-        return _patch_crop(node, s) and cal.fitted(lim, ("detector",))
+        return _patch_crop(node, s) and cal.fitted(lim, PATCH_CROP)
     if not cal.fitted(lim, ("cnn", "transformer")):
         return False
     return all(st <= 3 or any(st % a == 0 and st // a <= 3 for a in (3, 2)) for st in s)
@@ -225,7 +250,7 @@ def shape_only_after_cpu(node, lim, listed: frozenset[str]) -> str | None:
     the CPU with it on the U55 (on the NPU on the U85, where GATHER is listed); dab_detr's Shape-only Slice of an NPU
     op ran on the NPU."""
     g = node.graph
-    if g.format != "onnx" or not cal.fitted(lim, ("detector",)) or any(o in g.output_names for o in node.outputs):
+    if g.format != "onnx" or not cal.fitted(lim, SHAPE_AFTER_CPU) or any(o in g.output_names for o in node.outputs):
         return None
     users = [u for o in node.outputs if o for u in g.consumers(o)]
     p = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None

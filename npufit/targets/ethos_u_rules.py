@@ -16,7 +16,7 @@ import numpy as np
 
 from ..graph import facts, quant
 from ..graph.model import NodeView
-from . import common, ethos_u_fitted as fit, tflite_map as tm
+from . import common, ethos_u_converted as conv, ethos_u_fitted as fit, tflite_map as tm
 from .base import Rule, Verdict, fmt_list
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
@@ -28,7 +28,7 @@ def _act_dtypes(node: NodeView) -> list[str]:
     """Feature-map dtypes as the compiled TFLite file will have them (QDQ-wrapped ONNX ops -> their int type)."""
     if node.graph.format == "onnx":
         d = quant.exec_dtype(node)
-        return [d] if d else []
+        return conv.act_dtypes(node, [d] if d else [])
     out = [node.graph.tensor(node.inputs[i]).dtype for i in quant.activation_inputs(node)]
     out += [node.output_dtype(i) for i in range(len(node.outputs))]
     return [d for d in out if d]
@@ -233,7 +233,7 @@ def mean(node: NodeView, lim: L) -> str | None:
     x, axes = _mean_axes(node)
     if axes is None:
         return "axes are not constant"
-    if not x or not all(isinstance(d, int) for d in x):
+    if not x or not all(isinstance(d, int) for d in x) or conv.depth_mean_as_conv(node, x, axes, lim):
         return None
     if len(x) == 4 and x[0] != lim["mean_batch"]:
         return f"batch {x[0]}"
@@ -397,8 +397,8 @@ def _vela(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), source: st
     return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), source)
 
 
-# U55/U65: every listed op but these checks the 32-bit feature-map rule first (Vela's per-op constraint lists)
-NO_FMAP32 = ("SUM", "BATCH_MATMUL", "ARG_MAX", "MIRROR_PAD", "TRANSPOSE")
+# U55/U65: every listed op but these checks the 32-bit rule first (Vela's int32 op list; CAL-V: int32 ADD/MUL ran on the NPU)
+NO_FMAP32 = ("SUM", "BATCH_MATMUL", "ARG_MAX", "MIRROR_PAD", "TRANSPOSE", "ADD", "MUL", "SUB")
 
 
 def graph_rules(gen: str, p: str) -> tuple[Rule, ...]:
@@ -464,7 +464,8 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
                              "{pool_kernel_height}", maxpool_kernel),) + ((s3,) if u55 else ()),
         "MEAN": (_vela(p, "mean.limits", "MEAN: batch {mean_batch}, int8/uint8/int16 input, constant axes, at most {mean_reduced_int8} "
                       "reduced elements (int8), each reduced axis < {mean_axis_max}, depth reduction only when one of h, w, c is "
-                      "{mean_depth_unit}", mean, ("pool down before the mean",)),),
+                      "{mean_depth_unit} (an ONNX mean over the channels alone is npufit's converter's 1x1 CONV_2D: CAL-V, "
+                      "vitdet's channel LayerNorms)", mean, ("pool down before the mean",)),),
         "SOFTMAX": (_vela(p, "softmax.hw", "softmax needs IFM width × height < {softmax_hw_max}", softmax,
                          ("softmax over a smaller map, or on the host",)),),
         "RESIZE_BILINEAR": (resize,), "RESIZE_NEAREST_NEIGHBOR": (resize,),

@@ -1,0 +1,188 @@
+"""Ethos-U verdicts that follow from what npufit's ONNX -> int8 TFLite converter writes for a node (source CAL-V).
+
+An ONNX model reaches Vela as the converter's TFLite file, so some nodes are decided before Vela sees them: the
+converter writes no op at all (a constant, an integer alias), a different op (a channel mean as CONV_2D, an ArgMax of
+bools behind a CAST, GatherElements as GATHER), or carries int64 tensors as int32. The converter decides with the
+functions of converter_facts.py and these rules ask the same functions. Each condition names its Evidence: the
+records that show it (docs/calibration/ethos-u55-256-int8-op17.json, ethos-u85-256-int8-op17.json). Where the
+converter alone decides (no op reaches Vela), the op it writes ran on the NPU in every family, or Vela's operator
+list decides (CAST), the families are all four (the convention of ethos_u_fitted.LOWERED): nothing of Vela's behaviour
+was fitted, so leave-one-family-out keeps the condition. TFLite input models are never affected: their ops are what
+Vela sees."""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from functools import partial
+
+from ..graph.folding import CONTROL_FLOW, NON_DETERMINISTIC
+from . import calibration as cal, tflite_map as tm
+from .base import OpSupport, Rule, Verdict
+from .calibration import FAMILIES, Evidence
+from .converter_facts import argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather
+
+EVIDENCE = {
+    # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them
+    "no_op": Evidence(FAMILIES),
+    # a 1x1 CONV_2D: it ran on the NPU in every family
+    "depth_mean": Evidence(FAMILIES),
+    # the converter's CAST and Vela's operator list (no CAST on the U55), neither fitted: clip_text (transformer) shows it
+    "argmax_bool": Evidence(FAMILIES),
+}
+NO_OP = "NPUFIT_NO_OP"
+_ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout"}
+
+
+def _carried(graph):
+    return lambda name: carried_dtype(graph.tensor(name).dtype)
+
+
+# -- constants once the size-decided Ifs are inlined -------------------------------------------------------------
+_CONSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _body_reads(graph) -> dict[str, set[str]]:
+    """If node -> the outer tensors its bodies (at any depth) read; None-free."""
+    inner: dict[str, list] = {}
+    for n in graph.nodes:
+        p = n.parent
+        while p is not None:
+            inner.setdefault(p, []).append(n)
+            owner = graph.node(p)
+            p = owner.parent if owner is not None else None
+    out = {}
+    for name, nodes in inner.items():
+        made = {o for n in nodes for o in n.outputs if o}
+        out[name] = {t for n in nodes for t in n.inputs if t and t not in made}
+        if any(n.op_type in NON_DETERMINISTIC for n in nodes):
+            out[name].add("")  # never constant
+    return out
+
+
+def converter_constants(graph) -> tuple[frozenset[str], frozenset[str]]:
+    """(tensors, If nodes) that are constants in the converter's copy but not in this graph: an If whose condition
+    folded and whose bodies read only constants is inlined (convert/prepass_if.py) and folds, and so does every node
+    that reads only such values (ViTDet's relative-position table, gathered by a constant index)."""
+    hit = _CONSTS.get(graph)
+    if hit is not None:
+        return hit
+    extra: set[str] = set()
+    ifs: set[str] = set()
+    if graph.format == "onnx" and graph.nodes_of("If"):
+        reads = _body_reads(graph)
+
+        def const(t: str) -> bool:
+            return not t or t in extra or graph.tensor(t).is_const
+
+        for n in graph.top_nodes:
+            if n.name in graph.folded or n.domain not in ("", "ai.onnx") or n.op_type in NON_DETERMINISTIC:
+                continue
+            if n.op_type == "If":
+                ok = n.is_const(0) and all(t and const(t) for t in reads.get(n.name, ()))
+                ifs.update([n.name] if ok else [])
+            else:
+                ok = n.op_type not in CONTROL_FLOW and bool(n.present_inputs) and all(const(t) for t in n.present_inputs)
+            if ok:
+                extra.update(o for o in n.outputs if o)
+    hit = _CONSTS[graph] = (frozenset(extra), frozenset(ifs))
+    return hit
+
+
+def no_op(node) -> str | None:
+    """Why npufit's converter writes no TFLite op for this ONNX node, else None."""
+    g = node.graph
+    if g.format != "onnx" or node.domain not in ("", "ai.onnx"):
+        return None
+    if g.nodes_of("If"):
+        consts, ifs = converter_constants(g)
+        outs = [o for o in node.outputs if o]
+        if outs and all(o in consts for o in outs) or node.parent in ifs:
+            return "constant once the Ifs that the input sizes decide are inlined"
+    op = node.op_type
+    if op != "Cast" and op not in _ALIAS_SHAPE:
+        return None
+    dt = _carried(g)
+    src, dst = dt(node.inputs[0]) if node.inputs and node.inputs[0] else None, dt(node.outputs[0])
+    # integer outputs only: a bool alias inside an attention-mask chain has no op either, but the records give it
+    # the device of the mask ops around it (CPU on the U55: clip_text's and roberta's bool Cast and Expand)
+    if src is None or dst != "int32":
+        return None
+    if op == "Cast":
+        if src == dst:
+            return "an integer cast between types carried alike (int32)"
+        users = g.consumers(node.outputs[0])
+        if len(users) == 1 and argmax_of_bool(g, users[0], dt):
+            return "an integer cast of bools that only an ArgMax reads, which reads the bools itself"
+        return None
+    x, y = node.input_shape(0), node.output_shape(0)
+    if x is not None and y is not None and all(isinstance(d, int) for d in (*x, *y)) and tuple(x) == tuple(y):
+        return "an integer reshape that keeps the shape"
+    return None
+
+
+def op_key(node) -> str | None:
+    """The key of an ONNX node the converter writes as no op or as another op than the standard view; else None."""
+    if node.graph.format != "onnx":
+        return None
+    if no_op(node):
+        return NO_OP
+    if node.op_type == "GatherElements" and node.domain in ("", "ai.onnx"):
+        x, i = node.input_shape(0), node.input_shape(1)
+        if x and i and gather_elements_as_gather(x, i, int(node.attr("axis", 0))):
+            return "GATHER"
+    return None
+
+
+def act_dtypes(node, dtypes: list[str]) -> list[str]:
+    """Feature-map dtypes of an ONNX node as its TFLite tensors carry them: none for a node with no op, integer types
+    as int32 (so no ONNX tensor is a 64-bit feature map: CAL-V, the int64 position arithmetic of clip_text and
+    roberta, transformer, ran as int32 ADD on the U55's NPU)."""
+    if no_op(node):
+        return []
+    return [carried_dtype(d) if d in ("int64", "uint64") else d for d in dtypes]
+
+
+def depth_mean_as_conv(node, x, axes, lim: Mapping) -> bool:
+    """An ONNX mean over the channels of an HxW map, which the converter writes as a 1x1 CONV_2D (`x`, `axes`: the
+    NHWC shape and axes the MEAN rule reads). CAL-V: vitdet's 6 channel LayerNorms (ReduceMean over axis 1 of
+    [1, C, 8, 8]) ran on the NPU of both Ethos-U records; the MEAN rule's depth limit does not apply to them."""
+    return node.graph.format == "onnx" and cal.fitted(lim, EVIDENCE["depth_mean"]) and x is not None \
+        and axes is not None and depth_reduce_as_conv(tm.tflite_op(node), x, axes)
+
+
+def argmax_bool_cast(node, lim: Mapping) -> str | None:
+    """Rule body (generations without CAST in their list): an ArgMax the converter runs on int8 bools, CAST from the
+    bool tensor in its own lowering."""
+    g = node.graph
+    if g.format != "onnx" or not cal.fitted(lim, EVIDENCE["argmax_bool"]) or not argmax_of_bool(g, node, _carried(g)):
+        return None
+    return "reads bools through a CAST to int8"
+
+
+def _held_out(node, lim: Mapping, listed: frozenset[str]) -> str | None:
+    """With the no-op evidence held out, the node is judged as the standard converter's op."""
+    if cal.fitted(lim, EVIDENCE["no_op"]):
+        return None
+    std = tm.tflite_op(node)
+    return None if std in listed else f"{std} is not in Vela 5.2.0's supported-operator list (fitted condition held out)"
+
+
+def converted_ops(name: str, listed) -> dict[str, OpSupport]:
+    rule = Rule(f"{name}.cal.no_op", "npufit's converter writes no op for this node (CAL-V: vitdet's relative-position "
+                "Gathers, clip_text's and roberta's integer casts and same-shape reshapes, transformer)",
+                partial(_held_out, listed=frozenset(listed)), Verdict.CPU, (), "CAL-V")
+    why = ("npufit's ONNX -> int8 TFLite converter writes no op for it: a constant once the Ifs that the input sizes "
+           "decide are inlined, an integer cast or reshape that keeps the carried type and shape, or an integer cast "
+           "of bools read only by an ArgMax; nothing of it reaches Vela")
+    return {NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why)}
+
+
+def converted_rules(name: str, listed) -> dict[str, tuple[Rule, ...]]:
+    """op -> rules this generation adds for the converter's forms of ONNX nodes."""
+    if "CAST" in listed:
+        return {}
+    return {"ARG_MAX": (Rule(f"{name}.argmax.bool_cast", "an ArgMax of bools (an integer cast of a comparison) is lowered "
+                                                       "by npufit's converter with a CAST of the bools to int8, which is not "
+                                                       "in this Ethos-U's operator list (CAL-V: clip_text's end-of-text "
+                                                       "ArgMax, transformer)", argmax_bool_cast, Verdict.CPU,
+                             ("take the argmax on the host, or use an Ethos-U85",), "CAL-V"),)}
