@@ -70,7 +70,7 @@ def graph_quant_form(graph: Graph) -> str:
     however a check judges it."""
     if graph.quant_form:
         return graph.quant_form
-    ops = {n.op_type for n in graph.nodes}
+    ops = graph.op_types  # from the op-type index check builds anyway
     if ops & QOPERATOR_OPS:
         form = "qoperator"
     elif not ops.isdisjoint(DEQUANTIZE_OPS) and any(is_dequantize(n) and not n.is_const(0) for n in graph.nodes) \
