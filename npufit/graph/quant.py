@@ -133,6 +133,11 @@ def _stored_dtype(node: NodeView) -> str | None:
 def _any_integer_compute(graph: Graph) -> bool:
     """any(_stored_dtype(n) in INTEGER_DTYPES) over the non-Q/DQ nodes, with the tensor table read directly:
     on a float model every node is visited, once per check. Missing tensors are registered as graph.tensor() does."""
+    for t in graph.tensors.values():  # no integer tensor at all (a float model): no node to walk
+        if t.dtype in INTEGER_DTYPES:
+            break
+    else:
+        return False
     tensors, tensor = graph.tensors, graph.tensor
     for n in graph.nodes:
         if n.op_type in QDQ_OPS:
@@ -425,7 +430,7 @@ def qdq_counts(graph: Graph) -> dict[str, int]:
     quantize, the Q/DQ ledger and compare all print these numbers (see `describe_qdq`), so they agree.
     """
     q = dq = weight_dq = 0
-    for n in graph.top_nodes:
+    for n in graph.top_nodes if graph.has_any(QDQ_OPS) else ():  # a graph without Q/DQ: nothing to count
         if is_quantize(n):
             q += 1
         elif is_dequantize(n):
