@@ -114,6 +114,8 @@ def _const_weights(node, lim):
 
 
 def _from_weight_dq(node, i):
+    if not node.graph.has_any(quant.DEQUANTIZE_OPS):  # a float graph: no producer to look up (every Add/Mul asks)
+        return False
     p = node.graph.producer(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] else None
     return p is not None and quant.is_weight_dequantize(p)
 
