@@ -105,7 +105,10 @@ def _padded_input(node: NodeView) -> bool:
 def stride_gt3(node: NodeView, lim: L) -> str | None:
     if fit.converter_splits_stride(node, lim):
         return None
-    s, d, p = tm.strides(node), tm.dilations(node), tm.padding(node)
+    s, d = tm.strides(node), tm.dilations(node)
+    if min(s) > 0 and max(s) <= lim["stride_max"]:
+        return None  # the padding (a conv's costliest fact) only matters for a big stride
+    p = tm.padding(node)
     plain = all(x == lim["big_stride_dilation"] for x in d) and p == "VALID"
     if max(s) > lim["stride_max"] and not plain and not _padded_input(node):
         return f"stride {fmt_list(s)}, dilation {fmt_list(d)}, padding {p}"
