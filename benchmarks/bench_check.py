@@ -8,7 +8,9 @@ Cases (each run in fresh processes, best of --repeats, the two commands interlea
 Ratios are printed for wall time and for CPU time (user + sys of the child): on a shared machine the CPU
 ratio is the steadier of the two. Both commands run with Python's bytecode cache written and read, as for an
 installed package (one untimed warm-up run of check writes it).
-Run: .venv/bin/python benchmarks/bench_check.py [--keep DIR] [--repeats N] [--skip-big]
+With several targets (--target given more than once, a comma-separated list, or --targets all) every row is one
+size x target, each check run interleaved with the baseline's runs of that size, so each ratio sees the same load.
+Run: .venv/bin/python benchmarks/bench_check.py [--keep DIR] [--repeats N] [--skip-big] [--target T ... | --targets all]
 """
 from __future__ import annotations
 
@@ -111,43 +113,62 @@ def _env() -> dict[str, str]:
     return env
 
 
-def compare(path: Path, target: str, repeats: int) -> dict:
-    check = [sys.executable, "-m", "npufit", "check", str(path), "--target", target, "--format", "json"]
+def compare(path: Path, targets: list[str], repeats: int) -> dict[str, dict]:
+    """Per target: best wall and CPU of check and of the baseline, the runs interleaved (base, check T1, check T2...)."""
+    checks = {t: [sys.executable, "-m", "npufit", "check", str(path), "--target", t, "--format", "json"] for t in targets}
     base = [sys.executable, "-c", BASELINE, str(path)]
-    b, c = [], []
-    timed(check)  # warm-up, not counted: writes the bytecode cache
+    b: list[tuple[float, float]] = []
+    c: dict[str, list[tuple[float, float]]] = {t: [] for t in targets}
+    timed(checks[targets[0]])  # warm-up, not counted: writes the bytecode cache
     for _ in range(repeats):
-        b.append(timed(base)[:2])
-        c.append(timed(check)[:2])
+        for t in targets:
+            b.append(timed(base)[:2])
+            c[t].append(timed(checks[t])[:2])
     bw, bc = min(x[0] for x in b), min(x[1] for x in b)
-    cw, cc = min(x[0] for x in c), min(x[1] for x in c)
-    return {"base_wall": bw, "base_cpu": bc, "check_wall": cw, "check_cpu": cc, "ratio_wall": cw / bw, "ratio_cpu": cc / bc}
+    out = {}
+    for t in targets:
+        cw, cc = min(x[0] for x in c[t]), min(x[1] for x in c[t])
+        out[t] = {"base_wall": bw, "base_cpu": bc, "check_wall": cw, "check_cpu": cc, "ratio_wall": cw / bw, "ratio_cpu": cc / bc}
+    return out
+
+
+def _targets(args: argparse.Namespace) -> list[str]:
+    if args.targets:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's npufit, as the children get it
+        from npufit.targets import resolve_targets
+
+        return resolve_targets(args.targets)
+    names = [n for arg in (args.target or ["hailo8"]) for n in arg.split(",") if n]
+    return list(dict.fromkeys(names))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keep", help="write the generated models here instead of a temp dir")
     ap.add_argument("--repeats", type=int, default=3, help="runs of each command per case; the best is kept (default 3)")
-    ap.add_argument("--target", default="hailo8")
+    ap.add_argument("--target", action="append", help="target to check (repeatable, or comma-separated; default hailo8)")
+    ap.add_argument("--targets", help="'all', or a comma-separated list: every target npufit names that way")
     ap.add_argument("--skip-big", action="store_true", help="skip the 1 GiB external-data case")
     args = ap.parse_args()
+    targets = _targets(args)
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="npufit-bench-"))
     root.mkdir(parents=True, exist_ok=True)
-    print(f"{'case':28} {'load+infer s':>12} {'check s':>9} {'ratio':>6}  {'load+infer cpu':>14} {'check cpu':>9} {'ratio':>6}  goal")
+    width = 28 + (max(len(t) for t in targets) + 1 if len(targets) > 1 else 0)
+    print(f"{'case':{width}} {'load+infer s':>12} {'check s':>9} {'ratio':>6}  {'load+infer cpu':>14} {'check cpu':>9} {'ratio':>6}  goal")
     for n in (2_000, 100_000):
         p = root / f"chain{n}.onnx"
         if not p.exists():
             onnx.save_model(chain_model(n), str(p))
-        r = compare(p, args.target, args.repeats)
-        name = f"{n:,} nodes ({p.stat().st_size / 1e6:.1f} MB)"
-        print(f"{name:28} {r['base_wall']:>12.2f} {r['check_wall']:>9.2f} {r['ratio_wall']:>5.2f}x  {r['base_cpu']:>14.2f} "
-              f"{r['check_cpu']:>9.2f} {r['ratio_cpu']:>5.2f}x  <= 2x", flush=True)
+        for t, r in compare(p, targets, args.repeats).items():
+            name = f"{n:,} nodes ({p.stat().st_size / 1e6:.1f} MB)" + (f" {t}" if len(targets) > 1 else "")
+            print(f"{name:{width}} {r['base_wall']:>12.2f} {r['check_wall']:>9.2f} {r['ratio_wall']:>5.2f}x  {r['base_cpu']:>14.2f} "
+                  f"{r['check_cpu']:>9.2f} {r['ratio_cpu']:>5.2f}x  <= 2x", flush=True)
     if not args.skip_big:
         big = root / "big.onnx"
         if not big.exists():
             big = big_external_model(root)
         size = (root / "big.onnx.data").stat().st_size
-        wall, cpu, err = timed([sys.executable, "-c", RSS_WRAPPER, "check", str(big), "--target", args.target, "--format", "json"])
+        wall, cpu, err = timed([sys.executable, "-c", RSS_WRAPPER, "check", str(big), "--target", targets[0], "--format", "json"])
         rss = float(err.strip().splitlines()[-1])
         print(f"{size / (1 << 30):.2f} GiB external weights: check {wall:.2f} s, peak RSS {rss:.0f} MB (goal < 300 MB)")
     print(f"(python {sys.version.split()[0]}, onnx {onnx.__version__}, {os.cpu_count()} CPUs, load average "

@@ -78,7 +78,7 @@ def check_graph(graph: Graph, profile: Profile, judge: str = "auto") -> CheckRep
         raise NpufitError(why_not)
     float_model = is_float_model(graph)  # one walk over the nodes, read twice below
     as_int8 = judged_as_int8(graph, profile, judge, float_model)
-    with gc_paused(), quant.judging_as_int8(as_int8):  # read by the dtype facts of every rule; the graph is only read
+    with gc_paused(), quant.check_scope(graph, as_int8):  # read by the dtype facts of every rule; the graph is only read
         report = _check_graph(graph, profile)
     report.target["judged_as"] = "int8" if as_int8 else "as is"
     report.warnings[:0] = _judge_warnings(graph, profile, judge, as_int8, float_model)

@@ -84,11 +84,14 @@ def _float_predicate(profile: Profile):
 
 
 def build_ledger(graph: Graph, profile: Profile, report) -> QdqLedger:
-    verdict = {n.name: n.verdict for n in report.nodes}
-    device = {name: ("npu" if v == Verdict.NPU else "folded" if v == Verdict.FOLDED else "host") for name, v in verdict.items()}
     led = QdqLedger(profile.name, quant.judged_quant_form(graph), qdq=quant.qdq_counts(graph))
-    folded = graph.folded
-    for isl in quant.islands(graph, _float_predicate(profile), skip=folded):
+    isls = quant.islands(graph, _float_predicate(profile), skip=graph.folded)
+    io = [n for n in graph.top_nodes if _io(n)] if graph.has_any(quant.QDQ_OPS) else []  # _io: Q/DQ nodes only
+    device = {}
+    if isls or io:  # a float model judged as int8 has neither: no device table over all its nodes
+        verdict = {n.name: n.verdict for n in report.nodes}
+        device = {name: ("npu" if v == Verdict.NPU else "folded" if v == Verdict.FOLDED else "host") for name, v in verdict.items()}
+    for isl in isls:
         devs = {device.get(n, "host") for n in isl.nodes}
         d = isl.to_dict()
         d["device"] = "host" if "host" in devs else "npu"
@@ -99,11 +102,10 @@ def build_ledger(graph: Graph, profile: Profile, report) -> QdqLedger:
             continue  # model inputs/outputs are the I/O section
         led.boundaries.append({"tensor": b.tensor, "direction": b.direction, "bytes": b.bytes or 0, "dtype": b.dtype,
                                "transpose_ops": 1 if layout else 0, "layout": layout or ""})
-    for n in graph.top_nodes:
-        if _io(n):
-            t = n.inputs[0] if quant.is_quantize(n) else n.outputs[0]
-            led.io.append({"node": n.name, "op": "quantize" if quant.is_quantize(n) else "dequantize", "tensor": t,
-                           "bytes": graph.tensor(t).nbytes or 0, "device": device.get(n.name, "host")})
+    for n in io:
+        t = n.inputs[0] if quant.is_quantize(n) else n.outputs[0]
+        led.io.append({"node": n.name, "op": "quantize" if quant.is_quantize(n) else "dequantize", "tensor": t,
+                       "bytes": graph.tensor(t).nbytes or 0, "device": device.get(n.name, "host")})
     return led
 
 

@@ -171,6 +171,7 @@ class Graph:
         # whatever changes shapes or constness after loading (folding) sets it back to None
         self.max_rank_table: list[int] | None = None
         self._by_op: dict[str, list[NodeView]] | None = None  # nodes_of's index, built on first use
+        self._has_any: dict[frozenset[str], bool] = {}  # has_any's answers, from the same index
         self._producer: dict[str, NodeView] = {}
         self._consumers: dict[str, list[NodeView]] = {}
         producer, consumers = self._producer, self._consumers
@@ -216,6 +217,14 @@ class Graph:
         """Nodes of one op type (any domain), in graph order. Composite matchers look for a few anchor ops per
         target: one index over the nodes instead of a scan over all of them per pattern."""
         return self._op_index().get(op_type, [])
+
+    def has_any(self, op_types: frozenset[str]) -> bool:
+        """Whether a node of any of these op types is in the graph (from the op-type index). Asked per node by
+        quantization facts, so the answer is kept per set of op types."""
+        has = self._has_any.get(op_types)
+        if has is None:
+            has = self._has_any[op_types] = not op_types.isdisjoint(self._op_index())
+        return has
 
     @property
     def op_types(self) -> set[str]:

@@ -30,6 +30,9 @@ def np_dtype_name(elem_type: int) -> str | None:
         return onnx.TensorProto.DataType.Name(elem_type).lower()
 
 
+_INTS, _INT, _FLOAT = onnx.AttributeProto.INTS, onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
+
+
 class LazyAttrs(Mapping):
     """Attributes converted to Python values on first access (100k-node graphs stay fast)."""
 
@@ -51,7 +54,14 @@ class LazyAttrs(Mapping):
             self._cache = {}
         if key not in self._cache:
             a = self._protos[key]
-            if a.type == onnx.AttributeProto.GRAPH or a.type == onnx.AttributeProto.GRAPHS:
+            kind = a.type if not a.ref_attr_name else None  # a reference attribute goes the general way (it raises)
+            if kind == _INTS:  # the common kinds read directly (get_attribute_value tests a dozen kinds first)
+                v = list(a.ints)
+            elif kind == _INT:
+                v = a.i
+            elif kind == _FLOAT:
+                v = a.f
+            elif a.type == onnx.AttributeProto.GRAPH or a.type == onnx.AttributeProto.GRAPHS:
                 v = "<subgraph>"
             elif a.type == onnx.AttributeProto.TENSOR:
                 v = numpy_helper.to_array(a.t) if _small(a.t) else f"<tensor {list(a.t.dims)}>"
@@ -63,6 +73,16 @@ class LazyAttrs(Mapping):
                     v = [x.decode("utf-8", "replace") for x in v]
             self._cache[key] = v
         return self._cache[key]
+
+    def get(self, key, default=None):
+        # NodeView.attr's path: Mapping.get raises and catches KeyError for every absent attribute (most reads)
+        cache = self._cache
+        if cache is not None and key in cache:
+            return cache[key]
+        return self[key] if key in self._protos else default
+
+    def __contains__(self, key):
+        return (self._cache is not None and key in self._cache) or key in self._protos
 
     def __iter__(self):
         return iter(self._protos)

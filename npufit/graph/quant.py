@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from . import facts
 from .model import Graph, NodeView
 
 QUANTIZE_OPS = frozenset({"QuantizeLinear", "QUANTIZE", "DynamicQuantizeLinear"})
@@ -69,7 +70,7 @@ def graph_quant_form(graph: Graph) -> str:
     however a check judges it."""
     if graph.quant_form:
         return graph.quant_form
-    ops = {n.op_type for n in graph.nodes}
+    ops = graph.op_types  # from the op-type index check builds anyway
     if ops & QOPERATOR_OPS:
         form = "qoperator"
     elif not ops.isdisjoint(DEQUANTIZE_OPS) and any(is_dequantize(n) and not n.is_const(0) for n in graph.nodes) \
@@ -94,9 +95,18 @@ def judging_as_int8(on: bool) -> Iterator[None]:
     """Within the block, exec_dtype() reports float activations as int8 (check's --judge int8)."""
     token = _JUDGE_INT8.set(on)
     try:
-        yield
+        with facts.scope(None):  # a dtype remembered under the other setting must not answer
+            yield
     finally:
         _JUDGE_INT8.reset(token)
+
+
+@contextmanager
+def check_scope(graph: Graph, as_int8: bool) -> Iterator[None]:
+    """judging_as_int8(as_int8) while one check reads `graph`, which must not change inside the block: per-node
+    facts (graph.facts) are derived once and remembered until the block ends."""
+    with judging_as_int8(as_int8), facts.scope(graph):
+        yield
 
 
 def judged_quant_form(graph: Graph) -> str:
@@ -111,15 +121,23 @@ def is_quantized(graph: Graph) -> bool:
 
 def _stored_dtype(node: NodeView) -> str | None:
     """dtype of the first non-constant input (the activation), else of the first output, as the model stores it."""
-    for i, name in enumerate(node.inputs):
-        if name and not node.is_const(i):
-            return node.graph.tensor(name).dtype
+    tensor = node.graph.tensor
+    for name in node.inputs:
+        if name:
+            t = tensor(name)
+            if not t.is_const:
+                return t.dtype
     return node.output_dtype(0)
 
 
 def _any_integer_compute(graph: Graph) -> bool:
     """any(_stored_dtype(n) in INTEGER_DTYPES) over the non-Q/DQ nodes, with the tensor table read directly:
     on a float model every node is visited, once per check. Missing tensors are registered as graph.tensor() does."""
+    for t in graph.tensors.values():  # no integer tensor at all (a float model): no node to walk
+        if t.dtype in INTEGER_DTYPES:
+            break
+    else:
+        return False
     tensors, tensor = graph.tensors, graph.tensor
     for n in graph.nodes:
         if n.op_type in QDQ_OPS:
@@ -148,12 +166,17 @@ def _compute_dtype(node: NodeView) -> str | None:
     return d
 
 
+@facts.per_node
 def activation_inputs(node: NodeView) -> list[int]:
-    return [i for i, t in enumerate(node.inputs) if t and not node.is_const(i)]
+    """Indices of the inputs computed at run time (not constants)."""
+    tensor = node.graph.tensor
+    return [i for i, t in enumerate(node.inputs) if t and not tensor(t).is_const]
 
 
 def dq_producers(node: NodeView) -> list[NodeView]:
     """Activation DequantizeLinear / DEQUANTIZE nodes feeding `node`."""
+    if not node.graph.has_any(DEQUANTIZE_OPS):  # a float graph: nothing to look for on every node
+        return []
     out = []
     for i in activation_inputs(node):
         p = node.graph.producer(node.inputs[i])
@@ -185,6 +208,7 @@ def is_qdq_wrapped(node: NodeView) -> bool:
     return True
 
 
+@facts.per_node
 def exec_dtype(node: NodeView) -> str | None:
     """The dtype the node's arithmetic runs in, as written in the model.
 
@@ -265,24 +289,30 @@ def is_float_island(node: NodeView, float_op: FloatOp | None = None) -> bool:
     """
     if node.op_type in QDQ_OPS or node.op_type in QOPERATOR_OPS or node.op_type in DATA_MOVEMENT:
         return False
-    pred = _pred(float_op)
-    if node.graph.format == "onnx" and dq_producers(node):
+    onnx = node.graph.format == "onnx"
+    if onnx and dq_producers(node):
         # QDQ: the wrapper is fused into an int8 kernel unless the target only has a float kernel for it;
         # a float op whose result is not re-quantized right away stays float until the next quantize
-        return pred(node) if is_qdq_wrapped(node) else _reaches_quantize(node)
+        return _pred(float_op)(node) if is_qdq_wrapped(node) else _reaches_quantize(node)
     acts = activation_inputs(node)
     if not acts:
         return False
     dt = node.graph.tensor(node.inputs[acts[0]]).dtype
     if dt in INTEGER_DTYPES:
-        return pred(node)  # implicit island (importer inserts dequantize/quantize)
-    if dt in FLOAT_DTYPES and is_quantized(node.graph):
-        return bool(dq_producers(node)) or _reaches_quantize(node)
+        return _pred(float_op)(node)  # implicit island (importer inserts dequantize/quantize)
+    if dt in FLOAT_DTYPES:
+        # (an ONNX node's dequantize producers were looked for above; without a quantize in the graph nothing is
+        # re-quantized: asked first, as it is of every node of a float model judged as int8)
+        if onnx and not node.graph.has_any(QUANTIZE_OPS):
+            return False
+        return is_quantized(node.graph) and ((not onnx and bool(dq_producers(node))) or _reaches_quantize(node))
     return False
 
 
 def _reaches_quantize(node: NodeView, depth: int = 8) -> bool:
     """A float op downstream of a DEQUANTIZE whose result is re-quantized within a few float ops."""
+    if not node.graph.has_any(QUANTIZE_OPS):  # no quantize anywhere: no walk (it would visit 8 levels per node)
+        return False
     frontier, seen = [node], set()
     for _ in range(depth):
         nxt = []
@@ -299,6 +329,8 @@ def _reaches_quantize(node: NodeView, depth: int = 8) -> bool:
 
 def islands(graph: Graph, float_op: FloatOp | None = None, skip: Collection[str] = ()) -> list[Island]:
     """Maximal float islands (connected float ops) with their conversion ops and the bytes converted."""
+    if not graph.has_any(QDQ_OPS) and not any(t.dtype in INTEGER_DTYPES and not t.is_const for t in graph.tensors.values()):
+        return []  # no conversion op and no integer activation: no node can be an island (is_float_island)
     members = [n for n in graph.top_nodes if n.name not in skip and is_float_island(n, float_op)]
     in_island = {n.name for n in members}
     parent: dict[str, str] = {n.name: n.name for n in members}
@@ -398,7 +430,7 @@ def qdq_counts(graph: Graph) -> dict[str, int]:
     quantize, the Q/DQ ledger and compare all print these numbers (see `describe_qdq`), so they agree.
     """
     q = dq = weight_dq = 0
-    for n in graph.top_nodes:
+    for n in graph.top_nodes if graph.has_any(QDQ_OPS) else ():  # a graph without Q/DQ: nothing to count
         if is_quantize(n):
             q += 1
         elif is_dequantize(n):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..graph import NodeView, TensorInfo
+from ..graph import NodeView, TensorInfo, facts, quant
 
 FEATURE_AXIS = 1  # ONNX is channel-first: NCHW / [N, C, L] / [N, C]
 
@@ -75,6 +75,19 @@ def _max_rank_table(graph) -> list[int]:
 
 def is_static(t: TensorInfo | None) -> bool:
     return bool(t is not None and t.is_static)
+
+
+@facts.per_graph
+def any_dynamic_tail(graph) -> bool:
+    """Whether some tensor of the graph has a known shape with an axis after the first that is not a static size:
+    a rule that looks for such inputs on every node need not look in a graph that has none (most graphs)."""
+    for t in graph.tensors.values():
+        s = t.shape
+        if s:
+            for d in s[1:]:  # a plain loop: no generator per tensor (a 100k-node graph has ~200k tensors)
+                if not isinstance(d, int) or d < 0:
+                    return True
+    return False
 
 
 def dynamic_inputs(node: NodeView) -> list[str]:
@@ -141,9 +154,7 @@ def is_const_input(node: NodeView, i: int) -> bool:
     return bool(t is not None and t.is_const)
 
 
-def activation_inputs(node: NodeView) -> list[int]:
-    """Indices of inputs that are computed at run time (not constants)."""
-    return [i for i, t in enumerate(node.inputs) if t and not node.graph.tensor(t).is_const]
+activation_inputs = quant.activation_inputs  # indices of the inputs computed at run time (one definition)
 
 
 def close(value: float | None, target: float, rel: float = 1e-3) -> bool:

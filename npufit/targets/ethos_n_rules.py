@@ -72,7 +72,8 @@ def _dtype(node: NodeView, lim) -> str | None:
 
 
 def _batch(node: NodeView, lim) -> str | None:
-    for s in (tm.in_shape(node), tm.out_shape(node)):
+    # axis 0 is the batch in NCHW and in NHWC alike: the shapes as stored, not tm.in_shape's NHWC copies (every node)
+    for s in (node.input_shape(0), node.output_shape(0)):
         if s and len(s) >= 2 and isinstance(s[0], int) and s[0] != lim["batch"]:
             return f"batch {s[0]}"
     return None
@@ -113,6 +114,8 @@ def _const_weights(node, lim):
 
 
 def _from_weight_dq(node, i):
+    if not node.graph.has_any(quant.DEQUANTIZE_OPS):  # a float graph: no producer to look up (every Add/Mul asks)
+        return False
     p = node.graph.producer(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] else None
     return p is not None and quant.is_weight_dequantize(p)
 

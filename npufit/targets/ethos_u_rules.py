@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import quant
+from ..graph import facts, quant
 from ..graph.model import NodeView
 from . import common, ethos_u_converted as conv, ethos_u_fitted as fit, tflite_map as tm
 from .base import Rule, Verdict, fmt_list
@@ -23,6 +23,7 @@ CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
 L = Mapping[str, Any]
 
 
+@facts.per_node  # read by three fmap rules of each node
 def _act_dtypes(node: NodeView) -> list[str]:
     """Feature-map dtypes as the compiled TFLite file will have them (QDQ-wrapped ONNX ops -> their int type)."""
     if node.graph.format == "onnx":
@@ -46,6 +47,8 @@ def fmap_dtype(node: NodeView, lim: L) -> str | None:
 
 
 def static_shape(node: NodeView, lim: L) -> str | None:
+    if not common.any_dynamic_tail(node.graph):
+        return None
     for i in list(quant.activation_inputs(node)):
         s = node.input_shape(i)
         if s is not None and any(not isinstance(d, int) or d < 0 for d in s[1:]):
@@ -102,7 +105,10 @@ def _padded_input(node: NodeView) -> bool:
 def stride_gt3(node: NodeView, lim: L) -> str | None:
     if fit.converter_splits_stride(node, lim):
         return None
-    s, d, p = tm.strides(node), tm.dilations(node), tm.padding(node)
+    s, d = tm.strides(node), tm.dilations(node)
+    if min(s) > 0 and max(s) <= lim["stride_max"]:
+        return None  # the padding (a conv's costliest fact) only matters for a big stride
+    p = tm.padding(node)
     plain = all(x == lim["big_stride_dilation"] for x in d) and p == "VALID"
     if max(s) > lim["stride_max"] and not plain and not _padded_input(node):
         return f"stride {fmt_list(s)}, dilation {fmt_list(d)}, padding {p}"

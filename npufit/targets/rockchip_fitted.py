@@ -356,9 +356,14 @@ def noop_cast(node) -> bool:
     return common.noop_cast(node)
 
 
+_NOOP_OPS = frozenset({"Reshape", "Add", "Sub"})
+
+
 def noop(node, lim) -> bool:
     """A Reshape to the shape it already has, or an Add/Sub of a constant zero that does not broadcast: rknn.build deletes
     it, whatever its dtype and wherever it stands (NOOP_RESHAPE, NOOP_ADD)."""
+    if node.op_type not in _NOOP_OPS:  # asked of every node by the dtype rule: the op first, shapes after
+        return False
     x, y = node.input_shape(0), node.output_shape(0)
     if x is None or y is None or not all(isinstance(d, int) for d in x) or list(x) != list(y):
         return False

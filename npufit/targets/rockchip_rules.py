@@ -17,15 +17,15 @@ CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
 # -- graph checks --------------------------------------------------------------------------------
 
 def _dtype(node, lim):
-    if fit.noop_expand(node) or fit.noop(node, lim):
-        return None
     # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
     # Where ran on the NPU with a bool condition), and float values are converted by rknn.build like every float
     # activation, to float16 or to int8 (PROBE-SOC: rv1106's int8 build ran the where case's Where on the NPU)
-    d = node.output_dtype(0) if node.op_type == "Where" else quant.exec_dtype(node)
-    if node.op_type == "Where" and d in quant.FLOAT_DTYPES:
+    op = node.op_type
+    d = node.output_dtype(0) if op == "Where" else quant.exec_dtype(node)
+    if d is None or d in lim["dtypes"] or op in ("Cast", "Shape") or (op == "Where" and d in quant.FLOAT_DTYPES):
         return None
-    return None if d is None or d in lim["dtypes"] or node.op_type in ("Cast", "Shape") else f"computes in {d}"
+    # a node rknn.build deletes passes whatever its dtype (asked only of a node that would fail: every node asks the above)
+    return None if fit.noop_expand(node) or fit.noop(node, lim) else f"computes in {d}"
 
 
 # rknn-toolkit2 2.5.0 kept these on the NPU with 5-D tensors (RT-DETR decoder, source RKNN-C)

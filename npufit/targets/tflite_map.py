@@ -9,7 +9,7 @@ weights FULLY_CONNECTED, Clip(0,6) RELU6, Resize nearest/linear RESIZE_NEAREST_N
 """
 from __future__ import annotations
 
-from ..graph import NodeView
+from ..graph import NodeView, facts
 from . import common
 
 _SIMPLE = {
@@ -38,6 +38,7 @@ _SIMPLE = {
 }
 
 
+@facts.per_node  # asked by several rules of one node
 def tflite_op(node: NodeView) -> str:
     """TFLite builtin name for this node ('CONV_2D', 'LEAKY_RELU', ...); TFLite nodes pass through."""
     if node.graph.format == "tflite":
@@ -83,7 +84,7 @@ def _conv_kind(node: NodeView) -> str:
     r = len(w.shape) if (w is not None and w.shape) else 4
     if r == 5:
         return "CONV_3D"
-    group = int(node.attr("group", 1))
+    group = int(node.attrs.get("group", 1))
     x = node.input(0)
     cin = x.shape[1] if (x is not None and x.shape and len(x.shape) > 1) else None
     if group > 1 and (cin is None or group == cin):
@@ -122,16 +123,17 @@ def is_tflite(node: NodeView) -> bool:
     return node.graph.format == "tflite"
 
 
+@facts.per_node
 def kernel(node: NodeView) -> list[int]:
     """[kh, kw] of a conv / pool (1-D ops report [1, k])."""
-    if is_tflite(node):
+    if node.graph.format == "tflite":
         if "filter_height" in node.attrs:
             return [int(node.attr("filter_height")), int(node.attr("filter_width"))]
         w = node.input(1)
         if w is not None and w.shape and len(w.shape) == 4:  # OHWI (conv) / 1HWC (depthwise) / OHWI (transpose conv)
             return [int(w.shape[1]), int(w.shape[2])]
         return []
-    k = node.attr("kernel_shape")
+    k = node.attrs.get("kernel_shape")
     if k is None:
         w = node.input(3 if node.op_type == "QLinearConv" else 1)
         k = list(w.shape[2:]) if (w is not None and w.shape and len(w.shape) > 2) else []
@@ -139,31 +141,41 @@ def kernel(node: NodeView) -> list[int]:
     return [1] + k if len(k) == 1 else k
 
 
+@facts.per_node
 def strides(node: NodeView) -> list[int]:
-    if is_tflite(node):
+    if node.graph.format == "tflite":
         return [int(node.attr("stride_h", 1)), int(node.attr("stride_w", 1))]
-    s = [int(x) for x in (node.attr("strides") or [1, 1])]
+    s = node.attrs.get("strides")
+    if not s:
+        return [1, 1]
+    s = [int(x) for x in s]
     return [1] + s if len(s) == 1 else s
 
 
+@facts.per_node
 def dilations(node: NodeView) -> list[int]:
-    if is_tflite(node):
+    if node.graph.format == "tflite":
         return [int(node.attr("dilation_h_factor", 1)), int(node.attr("dilation_w_factor", 1))]
-    d = [int(x) for x in (node.attr("dilations") or [1, 1])]
+    d = node.attrs.get("dilations")
+    if not d:
+        return [1, 1]
+    d = [int(x) for x in d]
     return [1] + d if len(d) == 1 else d
 
 
+@facts.per_node
 def padding(node: NodeView) -> str:
     """'SAME' | 'VALID' | 'EXPLICIT' (ONNX pads that are neither; converters emit a PAD op first)."""
-    if is_tflite(node):
+    if node.graph.format == "tflite":
         p = node.attr("padding")
         return {0: "SAME", 1: "VALID"}.get(p, str(p)) if not isinstance(p, str) else p
-    auto = node.attr("auto_pad", "NOTSET")
+    attrs = node.attrs
+    auto = attrs.get("auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         return "SAME"
     if auto == "VALID":
         return "VALID"
-    pads = [int(x) for x in (node.attr("pads") or [])]
+    pads = [int(x) for x in (attrs.get("pads") or [])]
     if not any(pads):
         return "VALID"
     k, s, d = kernel(node), strides(node), dilations(node)
