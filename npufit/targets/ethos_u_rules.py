@@ -92,8 +92,6 @@ def fmap_32(node: NodeView, lim: L) -> str | None:
     return f"feature map {bad[0]}" if bad else None
 
 
-# -- op-specific ---------------------------------------------------------------------------------
-
 def _padded_input(node: NodeView) -> bool:
     """Padding that is neither SAME nor VALID: ONNX explicit pads, or a TFLite VALID conv fed by a PAD op."""
     if not tm.is_tflite(node):
@@ -121,8 +119,7 @@ def stride_gt3_padded(node: NodeView, lim: L) -> str | None:
     back). A stride along an axis with one output position never moves the window: stride 16 to a 1x1 output ran."""
     if fit.converter_splits_stride(node, lim):
         return None
-    y = tm.out_shape(node)
-    s = tm.strides(node)
+    y, s = tm.out_shape(node), tm.strides(node)
     hw = y[1:3] if y and len(y) == 4 else [None, None]
     moving = [st for st, n in zip(s, hw) if not (isinstance(n, int) and n == 1)]
     return f"stride {fmt_list(s)} after explicit padding" if moving and max(moving) > lim["stride_max"] and _padded_input(node) else None
@@ -392,8 +389,6 @@ def qdq_fused(node: NodeView, lim: L) -> str | None:
     d = node.input_dtype(0)
     return f"{d} input" if d in ("float32", "int32") else None
 
-
-# -- rules ------------------------------------------------------------------------------------------
 
 def _vela(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), source: str = "VELA") -> Rule:
     """An Ethos-U op rule: a broken one schedules the op on the CPU (Vela's rule), cited from Vela's report."""
