@@ -149,7 +149,9 @@ def renamed_cpu_layers(vela_tflite: Path, source: Path, reasons: dict[str, str])
         cands = {m.name: m for t in n.present_inputs for m in readers.get((n.op_type, t), ())}
         if len(cands) == 1:
             (m,) = cands.values()
-            name = next(o for o in m.outputs if o)
+            name = next((o for o in m.outputs if o), None)
+            if name is None:  # an operator without outputs (ASSIGN_VARIABLE): Vela names it by index, found already
+                continue
             layers.append(Layer(name, n.op_type, "cpu", reasons.get(name, "Vela: scheduled on the CPU")))
     return layers
 
