@@ -178,3 +178,32 @@ def test_qdq_twin_of_an_int16_file_is_valid_onnx(audio):
     (ref,) = make_session(str(src)).run(None, feed)
     cos = float((y * ref).sum() / np.linalg.norm(y) / np.linalg.norm(ref))
     assert cos >= 0.99, cos  # the int16 file's ranges, in int8: not clipped to 1/256 of them
+
+
+def test_compile_activations_flag_picks_the_converter_mode(audio, capsys):
+    """`compile --activations int8` keeps the int8 file auto would widen, and its note says which form Vela got."""
+    import json
+
+    from npufit.cli import main
+    from npufit.compilers.vela import vela_version
+
+    if vela_version() is None:
+        pytest.skip("Vela (ethos-u-vela) is not installed")
+    d, src = audio
+    notes = {}
+    for mode in ("auto", "int8"):
+        rc = main(["compile", str(src), "--target", "ethos-u55-256", "--activations", mode, "--format", "json",
+                   "--out-dir", str(d / f"cli-{mode}")])
+        assert rc == 0
+        notes[mode] = " ".join(json.loads(capsys.readouterr().out)["notes"])
+    assert "ONNX -> TFLite (int16 activations, int8 weights)" in notes["auto"], notes["auto"]
+    assert "ONNX -> int8 TFLite" in notes["int8"] and "int16" not in notes["int8"], notes["int8"]
+
+
+def test_ethos_n_refuses_int16_activations(audio, capsys):
+    from npufit.cli import main
+
+    d, src = audio
+    assert main(["compile", str(src), "--target", "ethos-n78", "--activations", "int16", "--out-dir", str(d / "n78")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "8-bit tensors only" in err[0], err

@@ -48,6 +48,7 @@ class CompileOptions:
     end_nodes: tuple[str, ...] = ()
     plan: str | None = None  # npufit split plan.json (Hailo start/end nodes)
     timeout_s: float | None = None
+    activations: str = "auto"  # ONNX input to Ethos-U/N: the converter's activation type (auto, int8, int16)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -57,6 +57,9 @@ class EthosNCompiler:
         from .ethos_n_lower import lower, request_with
         from .vela import convert_onnx, record_conversion
 
+        if options.activations == "int16":
+            raise NpufitError(f"{target}: the Ethos-N takes 8-bit tensors only (its profile's dtypes); "
+                              "--activations int16 is for Ethos-U targets")
         if not env_status(ENV)["installed"]:
             raise NpufitError("the Ethos-N support library is not built: run 'npufit env install ethos-n' "
                               "(--source DIR for a local copy of the driver stack)")
@@ -69,7 +72,7 @@ class EthosNCompiler:
             tgraph = load(model)  # errors name the user's file; the library side reads the private copy
             src = private_copy(model, out)
         else:
-            conv = convert_onnx(model, out, options, notes, outputs)
+            conv = convert_onnx(model, out, options, notes, outputs, activations="int8")
             src = conv.path
             tgraph = load(src)
         low = lower(tgraph, src)

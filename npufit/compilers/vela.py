@@ -179,15 +179,18 @@ def parse_summary_csv(path: Path | None) -> dict:
 
 # -- ONNX input: npufit's own int8 converter (npufit/convert), on the work dir, never on the user's file -----
 def convert_onnx(model: Path, out: Path, options: CompileOptions, notes: list[str], outputs: dict[str, str],
-                 target: str | None = None):
+                 target: str | None = None, activations: str | None = None):
     """A node the converter cannot lower stops here with npufit's gap message (naming the node and the split
-    command that avoids it); the exact rewrites it applied first are listed in the notes."""
+    command that avoids it); the exact rewrites it applied first are listed in the notes. `activations` overrides
+    options.activations (a compiler that takes 8-bit tensors only)."""
     from ..convert import onnx_to_int8_tflite
 
     conv = onnx_to_int8_tflite(model, out / f"{model.stem}_int8.tflite", calibration=options.calibration,
-                               input_shapes=options.input_shapes, qdq_twin=True, target=target)
+                               input_shapes=options.input_shapes, qdq_twin=True, target=target,
+                               activations=activations or options.activations)
     outputs.update({"int8_tflite": str(conv.path), "conversion": str(conv.sidecar), "checked_model": str(conv.qdq_twin)})
-    notes.append(f"converted ONNX -> int8 TFLite with npufit.convert ({conv.summary()})")
+    kind = "TFLite (int16 activations, int8 weights)" if conv.activations == "int16" else "int8 TFLite"
+    notes.append(f"converted ONNX -> {kind} with npufit.convert ({conv.summary()})")
     notes.extend(conv.notes)
     return conv
 
