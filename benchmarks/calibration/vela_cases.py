@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from calibration import records  # noqa: E402
 from calibration.build import _compile  # noqa: E402
 from calibration.rknn_cases import _net  # noqa: E402
+from calibration.vela_cases_ops import CASES as OP_CASES  # noqa: E402
 
 TARGETS, OPSET = ("ethos-u55-256", "ethos-u85-256"), 17
 DEVICE = {v: k for k, v in records.LETTER.items()}
@@ -208,6 +209,7 @@ CASES = {
     # Slices of an op's output that feed only Shape: of a GATHER (CPU on the U55) and of an NPU op
     "slice-shape-after-gather": ("Slice", shape_slice, ("cells",)),
     "slice-shape-after-rows": ("Slice", shape_slice, ("rows",)),
+    **OP_CASES,
 }
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from ..targets.converter_facts import depth_reduce_as_conv
+from ..targets.converter_facts import depth_reduce_as_conv, mean_as_rows
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
 from .qparams import Q, per_channel_weights, quantize
 
@@ -291,6 +291,8 @@ def reduce(L: Lowering, node: NodeView) -> None:
     out = node.outputs[0]
     if depth_reduce_as_conv(op, x.shape, [NHWC_AXIS[a] if x.layout == "nhwc" else a for a in axes]):
         return _depth_reduce(L, x, out, op, keep)
+    if x.layout != "nhwc" and mean_as_rows(op, x.shape, axes):
+        return _rows_reduce(L, x, out, op, len(axes))
     if x.layout != "nhwc":
         y = L.output(out, x.layout)
         L.emit(op, [x, L.int32(f"{y.name}/axes", axes)], [y], "ReducerOptions", keep_dims=keep)
@@ -311,6 +313,20 @@ def reduce(L: Lowering, node: NodeView) -> None:
     L.layout_op(m, nchw, TO_NCHW)
     y = L.output(out, "plain", q=q)
     L.emit("RESHAPE", [nchw, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+
+
+def _rows_reduce(L: Lowering, x: TT, out: str, op: str, n_axes: int) -> None:
+    """A reduction over the last `n_axes` axes of a plain tensor as [rows, 1, reduced]: see converter_facts.mean_as_rows.
+    Both reshapes keep the memory order, so Vela writes no copy for them."""
+    lead = x.shape[:len(x.shape) - n_axes]
+    rows, n = int(np.prod(lead, dtype=np.int64)), int(np.prod(x.shape[len(lead):], dtype=np.int64))
+    xr = L.new(f"{out}/rows", (rows, 1, n), x.q, "plain")
+    L.emit("RESHAPE", [x, L.int32(f"{xr.name}/shape", xr.shape)], [xr], "ReshapeOptions", new_shape=list(xr.shape))
+    q = L.q_of(out)
+    m = L.new(f"{out}/rows_reduced", (rows, 1, 1), q, "plain")
+    L.emit(op, [xr, L.int32(f"{m.name}/axes", [2])], [m], "ReducerOptions", keep_dims=True)
+    y = L.output(out, "plain", q=q)
+    L.emit("RESHAPE", [m, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
 
 
 def _depth_reduce(L: Lowering, x: TT, out: str, op: str, keep: bool) -> None:

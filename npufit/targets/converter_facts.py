@@ -23,6 +23,20 @@ def depth_reduce_as_conv(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> b
         and all(isinstance(d, int) for d in shape[1:3]) and min(shape[1:3]) > 1
 
 
+def mean_as_rows(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> bool:
+    """A MEAN over a trailing run of axes of a tensor in ONNX order (`axes` sorted) that Vela 5.2.0's semantic check
+    rejects ("Reduction over depth is only supported if any of h,w,c == 1"; at most 4-D) is written as RESHAPE to
+    [rows, 1, reduced] -> MEAN over axis 2 -> RESHAPE: the same mean, with a 1 Vela accepts (e.g. a LayerNorm over
+    the features of [4, 16, 16] tokens, a mean over H and W of a [1, 64, 2, 2] NCHW map)."""
+    r = len(shape)
+    if tfl_op != "MEAN" or r < 3 or not axes or list(axes) != list(range(r - len(axes), r)) \
+            or not all(isinstance(d, int) and d > 0 for d in shape):
+        return False
+    if r > 4:
+        return True
+    return not any(d == 1 for d in (shape if r == 3 else shape[1:]))
+
+
 def gather_elements_as_gather(data_shape: Sequence, idx_shape: Sequence, axis: int) -> bool:
     """GatherElements whose data and indices are 1 on every axis but `axis` (a per-position lookup at batch 1) is
     written as RESHAPE of the indices + GATHER along `axis` (batch_dims 0)."""

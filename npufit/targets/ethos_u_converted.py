@@ -11,15 +11,17 @@ was fitted, so leave-one-family-out keeps the condition. TFLite input models are
 Vela sees."""
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Mapping
 from functools import partial
 
 from ..graph.folding import CONTROL_FLOW, NON_DETERMINISTIC
 from . import calibration as cal, tflite_map as tm
+from .common import reduce_axes
 from .base import OpSupport, Rule, Verdict
 from .calibration import FAMILIES, Evidence
-from .converter_facts import argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather
+from .converter_facts import argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather, mean_as_rows
 
 EVIDENCE = {
     # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them
@@ -28,6 +30,12 @@ EVIDENCE = {
     "depth_mean": Evidence(FAMILIES),
     # the converter's CAST and Vela's operator list (no CAST on the U55), neither fitted: clip_text (transformer) shows it
     "argmax_bool": Evidence(FAMILIES),
+    # the converter's RESHAPE -> MEAN over [rows, 1, reduced] -> RESHAPE: rank-3 and rank-4 LayerNorm tokens and
+    # ReduceMeans with no size-1 axis (CPU on both generations before the rows form, NPU after) next to ones that
+    # have one, a mean over a conv's own NHWC output and over a middle axis; 4608 features break the depth limit
+    "mean_rows": Evidence(FAMILIES, ("ln-tokens-4x16x16", "ln-tokens-2x64x24", "ln-tokens-2x4x8x16", "ln-tokens-1x64x16",
+                                     "ln-tokens-1x32x32", "mean-hw-reshaped-2x2", "mean-hw-reshaped-4x8", "mean-hw-conv",
+                                     "mean-last-4x16x16", "mean-mid-4x16x16", "mean-last-2x2x4608")),
 }
 NO_OP = "NPUFIT_NO_OP"
 _ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout"}
@@ -148,6 +156,22 @@ def depth_mean_as_conv(node, x, axes, lim: Mapping) -> bool:
     [1, C, 8, 8]) ran on the NPU of both Ethos-U records; the MEAN rule's depth limit does not apply to them."""
     return node.graph.format == "onnx" and cal.fitted(lim, EVIDENCE["depth_mean"]) and x is not None \
         and axes is not None and depth_reduce_as_conv(tm.tflite_op(node), x, axes)
+
+
+def mean_form(node, lim: Mapping) -> tuple[list, list] | None:
+    """(shape, axes) of the MEAN the converter writes for an ONNX ReduceMean over a trailing run of axes that Vela's
+    semantic check would reject (converter_facts.mean_as_rows): [rows, 1, reduced] over axis 2, so only Vela's size
+    limits remain. Not for 4-D inputs: a conv's NHWC output is reduced in NHWC (the MEAN rule's view)."""
+    g = node.graph
+    x = node.input_shape(0) if node.op_type == "ReduceMean" and g.format == "onnx" else None
+    if not x or len(x) == 4 or not cal.fitted(lim, EVIDENCE["mean_rows"]):
+        return None
+    ax = reduce_axes(node)
+    axes = None if ax is None else sorted(int(a) % len(x) for a in ax)
+    if axes is None or not mean_as_rows("MEAN", x, axes):
+        return None
+    k = len(x) - len(axes)
+    return [math.prod(x[:k]), 1, math.prod(x[k:])], [2]
 
 
 def argmax_bool_cast(node, lim: Mapping) -> str | None:

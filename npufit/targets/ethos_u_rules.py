@@ -230,7 +230,7 @@ def _mean_axes(node: NodeView):
 
 
 def mean(node: NodeView, lim: L) -> str | None:
-    x, axes = _mean_axes(node)
+    x, axes = conv.mean_form(node, lim) or _mean_axes(node)
     if axes is None:
         return "axes are not constant"
     if not x or not all(isinstance(d, int) for d in x) or conv.depth_mean_as_conv(node, x, axes, lim):

@@ -1,0 +1,49 @@
+"""Case builders of vela_cases.py for the reductions npufit's converter writes as MEAN (LayerNorm's decomposed means,
+ReduceMean): token tensors of rank 3 and 4 with and without a size-1 axis, means over H and W of an NCHW map the
+converter holds in ONNX order (behind a Reshape) and of a convolution's NHWC output."""
+from __future__ import annotations
+
+from calibration.rknn_cases import _net
+
+
+def layernorm_tokens(c: int, hw, tokens: tuple[int, ...]):
+    """conv 1x1 -> Reshape to `tokens` (its last axis the features) -> LayerNorm over the features -> Reshape back ->
+    conv 1x1."""
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    w, b = 1.0 + 0.1 * torch.randn(tokens[-1], generator=g), 0.1 * torch.randn(tokens[-1], generator=g)
+
+    def body(y):
+        return torch.nn.functional.layer_norm(y.reshape(*tokens), tokens[-1:], w, b).reshape(y.shape)
+
+    return _net(c, hw, body)
+
+
+def mean_axes(c: int, hw, view: tuple[int, ...] | None, axes: tuple[int, ...]):
+    """conv 1x1 -> (Reshape to `view`) -> ReduceMean over `axes` (keepdims 0): the model output."""
+    def body(y):
+        return (y.reshape(*view) if view else y).mean(list(axes))
+
+    return _net(c, hw, body, head=False)
+
+
+# name -> (op under test, builder, arguments); vela_cases.CASES takes them in
+CASES = {
+    # LayerNorm over the features: rank-3 tokens with no size-1 axis (MobileViT-style [patch area, patches, C] unfolds;
+    # rank-4 ones too) against tokens with a batch of 1
+    "ln-tokens-4x16x16": ("LayerNormalization", layernorm_tokens, (16, (8, 8), (4, 16, 16))),
+    "ln-tokens-2x64x24": ("LayerNormalization", layernorm_tokens, (24, (8, 16), (2, 64, 24))),
+    "ln-tokens-2x4x8x16": ("LayerNormalization", layernorm_tokens, (16, (8, 8), (2, 4, 8, 16))),
+    "ln-tokens-1x64x16": ("LayerNormalization", layernorm_tokens, (16, (8, 8), (1, 64, 16))),
+    "ln-tokens-1x32x32": ("LayerNormalization", layernorm_tokens, (32, (4, 8), (1, 32, 32))),
+    # ReduceMean over H and W of an NCHW map held in ONNX order (behind a Reshape), of a conv's own output, over the
+    # last axis of rank-3 tokens, and over their middle axis
+    "mean-hw-reshaped-2x2": ("ReduceMean", mean_axes, (64, (2, 2), (1, 64, 2, 2), (2, 3))),
+    "mean-hw-reshaped-4x8": ("ReduceMean", mean_axes, (16, (8, 4), (1, 16, 4, 8), (2, 3))),
+    "mean-hw-conv": ("ReduceMean", mean_axes, (16, (4, 8), None, (2, 3))),
+    "mean-last-4x16x16": ("ReduceMean", mean_axes, (16, (8, 8), (4, 16, 16), (2,))),
+    "mean-mid-4x16x16": ("ReduceMean", mean_axes, (16, (8, 8), (4, 16, 16), (1,))),
+    # the rows form still takes Vela's depth limit: 4608 features
+    "mean-last-2x2x4608": ("ReduceMean", mean_axes, (16, (32, 36), (2, 2, 4608), (2,))),
+}
