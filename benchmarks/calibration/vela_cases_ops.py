@@ -1,6 +1,7 @@
-"""Case builders of vela_cases.py for the reductions npufit's converter writes as MEAN (LayerNorm's decomposed means,
-ReduceMean): token tensors of rank 3 and 4 with and without a size-1 axis, means over H and W of an NCHW map the
-converter holds in ONNX order (behind a Reshape) and of a convolution's NHWC output."""
+"""Case builders of vela_cases.py for ops whose form npufit's converter decides: the reductions it writes as MEAN
+(LayerNorm's decomposed means, ReduceMean: token tensors of rank 3 and 4 with and without a size-1 axis, means over H
+and W of an NCHW map the converter holds in ONNX order and of a convolution's NHWC output), pools over the whole map,
+and IsNaN / IsInf guards with the Where they feed."""
 from __future__ import annotations
 
 from calibration.rknn_cases import _net
@@ -28,6 +29,26 @@ def mean_axes(c: int, hw, view: tuple[int, ...] | None, axes: tuple[int, ...]):
     return _net(c, hw, body, head=False)
 
 
+def pool(c: int, hw, kind: str, k: int, stride: int, pad: int = 0, ceil: bool = False, include: bool = True):
+    """conv 1x1 -> AvgPool2d / MaxPool2d (`kind` "avg" / "max") -> conv 1x1."""
+    import torch
+
+    p = torch.nn.AvgPool2d(k, stride, pad, ceil_mode=ceil, count_include_pad=include) if kind == "avg" else \
+        torch.nn.MaxPool2d(k, stride, pad, ceil_mode=ceil)
+    return _net(c, hw, p)
+
+
+def nan_guard(c: int, hw, form: str):
+    """conv 1x1 -> where(isnan(s), 0, s) of a channel softmax s (DETR's attention guard) -> conv 1x1."""
+    import torch
+
+    def body(y):
+        s = y.softmax(1)
+        return torch.where(torch.isnan(s), torch.zeros(()), s)
+
+    return _net(c, hw, body)
+
+
 # name -> (op under test, builder, arguments); vela_cases.CASES takes them in
 CASES = {
     # LayerNorm over the features: rank-3 tokens with no size-1 axis (MobileViT-style [patch area, patches, C] unfolds;
@@ -46,4 +67,15 @@ CASES = {
     "mean-mid-4x16x16": ("ReduceMean", mean_axes, (16, (8, 8), (4, 16, 16), (1,))),
     # the rows form still takes Vela's depth limit: 4608 features
     "mean-last-2x2x4608": ("ReduceMean", mean_axes, (16, (32, 36), (2, 2, 4608), (2,))),
+    # pools: one window over the whole map (a kernel past the map, clipped by ceil_mode; one equal to it) against a
+    # SAME kernel over Vela's 8 and a padded 3x3 that counts its pads
+    "avgpool-whole-ceil": ("AveragePool", pool, (16, (5, 5), "avg", 32, 32, 0, True)),
+    "avgpool-whole-exact": ("AveragePool", pool, (16, (6, 6), "avg", 6, 6)),
+    "maxpool-whole-ceil": ("MaxPool", pool, (16, (5, 5), "max", 32, 32, 0, True)),
+    "avgpool-k9-same": ("AveragePool", pool, (16, (12, 12), "avg", 9, 1, 4, False, False)),
+    "avgpool-k3-include": ("AveragePool", pool, (16, (8, 8), "avg", 3, 1, 1)),
+    # IsNaN of a computed tensor and the Where it guards: no op (torch's isinf guard exports a Cast the converter does
+    # not lower, and a run-time condition a comparison it does not lower: neither reaches Vela)
+    "isnan-softmax": ("IsNaN", nan_guard, (16, (4, 4), "isnan")),
+    "where-isnan-softmax": ("Where", nan_guard, (16, (4, 4), "isnan")),
 }

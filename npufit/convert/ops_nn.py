@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from ..targets.converter_facts import depth_reduce_as_conv, mean_as_rows
+from ..targets.converter_facts import depth_reduce_as_conv, mean_as_rows, whole_map_pool
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
 from .qparams import Q, per_channel_weights, quantize
 
@@ -212,9 +212,9 @@ def batchnorm(L: Lowering, node: NodeView) -> None:
 def pool(L: Lowering, node: NodeView) -> None:
     x = L.act(node.inputs[0], "nhwc")
     glob = node.op_type.startswith("Global")
-    if not glob and len(x.shape) == 4 and L.shape(node.outputs[0])[2:] == (1, 1) and not any(node.attr("pads", [0] * 4)) \
-            and all(k >= d for k, d in zip(node.attr("kernel_shape"), x.shape[1:3])):
-        glob = True  # one window over the whole map (ceil_mode clips it to the input): a global pool
+    if not glob and len(x.shape) == 4 and whole_map_pool(node.attr("kernel_shape"), node.attr("pads", [0] * 4), x.shape[1:3],
+                                                         L.shape(node.outputs[0])[2:]):
+        glob = True
     if glob and len(x.shape) != 4:  # 1-D / 3-D global pooling: a MEAN / REDUCE_MAX over the spatial axes
         y = L.output(node.outputs[0], "plain", q=None if node.op_type == "GlobalAveragePool" else x.q)
         L.emit("MEAN" if node.op_type == "GlobalAveragePool" else "REDUCE_MAX",

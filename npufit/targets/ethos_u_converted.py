@@ -21,7 +21,8 @@ from . import calibration as cal, tflite_map as tm
 from .common import reduce_axes
 from .base import OpSupport, Rule, Verdict
 from .calibration import FAMILIES, Evidence
-from .converter_facts import argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather, mean_as_rows
+from .converter_facts import (argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather, mean_as_rows,
+                              never_special, where_of_never_special, whole_map_pool)
 
 EVIDENCE = {
     # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them
@@ -106,6 +107,11 @@ def no_op(node) -> str | None:
         outs = [o for o in node.outputs if o]
         if outs and all(o in consts for o in outs) or node.parent in ifs:
             return "constant once the Ifs that the input sizes decide are inlined"
+    # cases isnan-softmax, where-isnan-softmax: DETR's softmax guard, no op (Vela places nothing of it on the CPU)
+    if never_special(g, node):
+        return "IsNaN / IsInf of an int8 tensor, which holds neither: a constant False"
+    if where_of_never_special(g, node):
+        return "a Where by a constant-False IsNaN / IsInf: an alias of its else-branch"
     op = node.op_type
     if op != "Cast" and op not in _ALIAS_SHAPE:
         return None
@@ -134,11 +140,28 @@ def op_key(node) -> str | None:
         return None
     if no_op(node):
         return NO_OP
+    if node.op_type == "AveragePool" and whole_map(node):
+        return "MEAN"
     if node.op_type == "GatherElements" and node.domain in ("", "ai.onnx"):
         x, i = node.input_shape(0), node.input_shape(1)
         if x and i and gather_elements_as_gather(x, i, int(node.attr("axis", 0))):
             return "GATHER"
     return None
+
+
+def whole_map(node) -> bool:
+    """An ONNX AveragePool / MaxPool with one window over the whole map, which the converter writes as a global pool
+    (converter_facts.whole_map_pool). Cases avgpool-whole-ceil, avgpool-whole-exact, maxpool-whole-ceil (NPU: MEAN,
+    a map-sized max pool) against avgpool-k9-same (a SAME kernel over 8, CPU) and avgpool-k3-include (NPU)."""
+    x, y = node.input_shape(0), node.output_shape(0)
+    k = node.attr("kernel_shape")
+    return node.graph.format == "onnx" and node.op_type in ("AveragePool", "MaxPool") and bool(x and y and k) \
+        and len(x) == 4 and len(y) == 4 and whole_map_pool(list(k), node.attr("pads", [0] * 4), list(x[2:]), list(y[2:]))
+
+
+def pool_kernel(node) -> list | None:
+    """The pool kernel the converter writes: the map itself for a whole-map pool, else the node's own."""
+    return list(node.input_shape(0)[2:]) if whole_map(node) else tm.kernel(node)
 
 
 def act_dtypes(node, dtypes: list[str]) -> list[str]:
