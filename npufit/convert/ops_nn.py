@@ -193,20 +193,31 @@ def _conv2d(L: Lowering, x: TT, w: np.ndarray, b: np.ndarray, y: TT, opts: dict)
 
 
 def batchnorm(L: Lowering, node: NodeView) -> None:
-    """A BatchNormalization with no conv to fold into: a 1x1 DEPTHWISE_CONV_2D (per-channel scale + bias)."""
+    """A BatchNormalization with no conv to fold into: a 1x1 DEPTHWISE_CONV_2D (per-channel scale + bias). On 2-D
+    [rows, C] input (BatchNorm1d over flattened tokens, LeViT) the rows become the width of a [1, 1, rows, C] map."""
     vals = [L.const(t) for t in node.inputs[1:5]]
-    if any(v is None for v in vals) or len(L.shape(node.inputs[0])) != 4:
-        raise L.fail(node, "only inference-mode BatchNormalization on 4-D inputs with constant statistics")
+    rank = len(L.shape(node.inputs[0]))
+    if any(v is None for v in vals) or rank not in (2, 4):
+        raise L.fail(node, "only inference-mode BatchNormalization on 2-D or 4-D inputs with constant statistics")
     gamma, beta, mean, var = (np.asarray(v, np.float64) for v in vals)
     scale = gamma / np.sqrt(var + float(node.attr("epsilon", 1e-5)))
     out, act, _ = absorb_tail(L, node)
-    x = L.act(node.inputs[0], "nhwc")
-    y = L.output(out, "nhwc")
+    if rank == 2:
+        x0 = L.act(node.inputs[0])
+        x = L.new(f"{out}/map", (1, 1) + tuple(x0.shape), x0.q, "plain")
+        L.emit("RESHAPE", [x0, L.int32(f"{x.name}/shape", x.shape)], [x], "ReshapeOptions", new_shape=list(x.shape))
+        y = L.new(f"{out}/map_bn", x.shape, L.q_of(out), "plain")
+    else:
+        x = L.act(node.inputs[0], "nhwc")
+        y = L.output(out, "nhwc")
     wq, ws = per_channel_weights(scale.reshape(1, 1, 1, -1), axis=3)
     wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
     bt = L.bias(y, beta - mean * scale, x, ws)
     L.emit("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions", padding="VALID", stride_w=1, stride_h=1,
            depth_multiplier=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function=act)
+    if rank == 2:
+        z = L.output(out, "plain", q=y.q)
+        L.emit("RESHAPE", [y, L.int32(f"{z.name}/shape", z.shape)], [z], "ReshapeOptions", new_shape=list(z.shape))
 
 
 def pool(L: Lowering, node: NodeView) -> None:
