@@ -1,10 +1,12 @@
 """Ethos-U verdicts that follow from what npufit's ONNX -> int8 TFLite converter writes for a node (source CAL-V).
 
 An ONNX model reaches Vela as the converter's TFLite file, so some nodes are decided before Vela sees them: the
-converter writes no op at all (a constant, an integer alias), a different op (a channel mean as CONV_2D, an ArgMax of
-bools behind a CAST, GatherElements as GATHER), or carries int64 tensors as int32. The converter decides with the
+converter writes no op at all (a constant, an integer alias, an IsNaN guard of int8 values), a different op (a channel
+mean as CONV_2D, an ArgMax of bools behind a CAST, GatherElements as GATHER, a whole-map pool as a global one), another
+form of it (a MEAN over [rows, 1, reduced]), or carries int64 tensors as int32. The converter decides with the
 functions of converter_facts.py and these rules ask the same functions. Each condition names its Evidence: the
-records that show it (docs/calibration/ethos-u55-256-int8-op17.json, ethos-u85-256-int8-op17.json). Where the
+records that show it (docs/calibration/ethos-u55-256-int8-op17.json, ethos-u85-256-int8-op17.json) and the synthetic
+cases of docs/calibration/ethos-u*-cases.json (benchmarks/calibration/vela_cases_ops.py). Where the
 converter alone decides (no op reaches Vela), the op it writes ran on the NPU in every family, or Vela's operator
 list decides (CAST), the families are all four (the convention of ethos_u_fitted.LOWERED): nothing of Vela's behaviour
 was fitted, so leave-one-family-out keeps the condition. TFLite input models are never affected: their ops are what
