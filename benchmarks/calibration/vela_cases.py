@@ -7,7 +7,8 @@ only: the attention-mask Add that becomes SELECT_V2 (the text encoders), written
 `If` nodes (t5_encoder, vitdet: transformer), the padded patchify conv whose unread tail is cut off (vitpose) and the
 Shape-only Slice of a CPU op (conditional_detr: detector). A condition fitted to one family cannot be scored by
 leaving that family out, so each is measured here on small synthetic graphs, with cases on both sides of it. The
-graphs are none of the corpus's models: they are evidence independent of its families.
+graphs are none of the corpus's models: they are evidence independent of its families. vela_cases_ops.py adds the
+forms the converter decides for reductions, whole-map pools, IsNaN guards and 2-D BatchNormalization.
 
 Each case is conv 1x1 -> the op(s) under test -> conv 1x1 unless it says otherwise, exported at opset 17 (the
 TorchScript exporter, as the corpus), converted by npufit's converter and compiled by Vela through npufit's compile
