@@ -344,3 +344,16 @@ def test_batchnorm_over_flattened_tokens(tmp_path):
         return s.mods[1](s.mods[0](x).flatten(0, 1)).reshape(x.shape[0], x.shape[1], -1)
 
     _convert(tmp_path, Seq(f, lin(6, 12), bn), torch.randn(2, 10, 6), 17, ops=("DEPTHWISE_CONV_2D",))
+
+
+def test_batchnorm_over_3d_tokens(tmp_path):
+    """BatchNorm1d over [N, C, L] tokens: MUL / ADD by per-channel constants (the prepass)."""
+    torch.manual_seed(3)
+    bn = torch.nn.BatchNorm1d(12)
+    bn.running_mean.normal_(0, 0.2)
+    bn.running_var.uniform_(0.5, 1.5)
+
+    def f(s, x):
+        return s.mods[1](s.mods[0](x).transpose(1, 2))
+
+    _convert(tmp_path, Seq(f, lin(6, 12), bn), torch.randn(2, 10, 6), 17, ops=("MUL", "ADD"))

@@ -49,18 +49,19 @@ def nan_guard(c: int, hw, form: str):
     return _net(c, hw, body)
 
 
-def bn_tokens(c: int, hw, rows: int, act: bool = False):
-    """conv 1x1 -> Reshape to [rows, features] -> BatchNorm1d (inference; LeViT's norm after each linear) (-> ReLU) ->
-    Reshape back -> conv 1x1."""
+def bn_tokens(c: int, hw, rows: int, act: bool = False, length: int = 0):
+    """conv 1x1 -> Reshape to [rows, features] (length: [rows, features, length]) -> BatchNorm1d (inference; LeViT's
+    norm after each linear) (-> ReLU) -> Reshape back -> conv 1x1."""
     import torch
 
     g = torch.Generator().manual_seed(2)
-    n = c * hw[0] * hw[1] // rows
+    n = c * hw[0] * hw[1] // rows // max(length, 1)
     stats = [1.0 + 0.2 * torch.randn(n, generator=g), 0.1 * torch.randn(n, generator=g),
              0.1 * torch.randn(n, generator=g), 0.5 + torch.rand(n, generator=g)]
 
     def body(y):
-        z = torch.nn.functional.batch_norm(y.reshape(rows, n), stats[2], stats[3], stats[0], stats[1], False)
+        z = torch.nn.functional.batch_norm(y.reshape(rows, n, *([length] if length else [])), stats[2], stats[3], stats[0],
+                                           stats[1], False)
         return (torch.relu(z) if act else z).reshape(y.shape)
 
     return _net(c, hw, body)
@@ -92,9 +93,11 @@ CASES = {
     "avgpool-k9-same": ("AveragePool", pool, (16, (12, 12), "avg", 9, 1, 4, False, False)),
     "avgpool-k3-include": ("AveragePool", pool, (16, (8, 8), "avg", 3, 1, 1)),
     # BatchNormalization over flattened [rows, features] tokens (a 1x1 depthwise conv over a [1, 1, rows, C] map),
-    # with a ReLU fused
+    # with a ReLU fused, and over [rows, features, length] ones (MUL / ADD by per-channel constants)
     "bn-tokens-16x64": ("BatchNormalization", bn_tokens, (16, (8, 8), 16)),
     "bn-tokens-64x32-relu": ("BatchNormalization", bn_tokens, (32, (8, 8), 64, True)),
+    "bn-tokens-4x16x16": ("BatchNormalization", bn_tokens, (16, (8, 8), 4, False, 16)),
+    "bn-tokens-1x32x8": ("BatchNormalization", bn_tokens, (16, (4, 4), 1, False, 8)),
     # IsNaN of a computed tensor and the Where it guards: no op (torch's isinf guard exports a Cast the converter does
     # not lower, and a run-time condition a comparison it does not lower: neither reaches Vela)
     "isnan-softmax": ("IsNaN", nan_guard, (16, (4, 4), "isnan")),
