@@ -229,8 +229,10 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
     """Decompose the ops above in place (the converter's own copy); -> (new node -> original node, notes)."""
     from .prepass_rnn import unroll
 
-    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU", "ReduceL2", "Einsum",
-              "BatchNormalization"}
+    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU", "ReduceL2", "Einsum"}
+    convs = {n.output[0] for n in model.graph.node if n.op_type in ("Conv", "ConvTranspose")}
+    if any(n.op_type == "BatchNormalization" and n.input[0] not in convs for n in model.graph.node):
+        wanted.add("BatchNormalization")  # one a conv does not take: shape inference says whether it is 3-D
     if not wanted & {n.op_type for n in model.graph.node}:
         return {}, []
     inferred, _ = infer_shapes(model)  # where it fails, the ops whose shapes stay unknown are left as they are
