@@ -38,7 +38,9 @@ MIN_F1 = {
 # architectures a record may hold as failed (export, convert or compile), with why: the rest must replay
 MAY_FAIL = {
     "heldout": {"levit"},  # npufit's converter has no lowering for its rank-2 BatchNormalization yet (Ethos-U)
-    "heldout2": set(),
+    # RKNN-Toolkit2 2.5.0 crashes on funnel (SIGSEGV); npufit's converter has no lowering for deberta_v2's and
+    # sew_d's GatherElements, rt_detr's and d_fine's GridSample, encodec_encoder's Shape (Ethos-U)
+    "heldout2": {"funnel", "deberta_v2", "sew_d", "rt_detr", "d_fine", "encodec_encoder"},
 }
 RECORDS = [(s, p) for s in heldout.SETS for p in heldout.SETS[s].all_records()]
 
