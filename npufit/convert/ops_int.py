@@ -23,7 +23,9 @@ COMPARE = {"Equal": "EQUAL", "Less": "LESS", "LessOrEqual": "LESS_EQUAL", "Great
            "GreaterOrEqual": "GREATER_EQUAL"}
 LOGICAL = {"And": "LOGICAL_AND", "Or": "LOGICAL_OR", "Xor": "NOT_EQUAL"}
 ARITH = {"Add": ("ADD", "AddOptions"), "Sub": ("SUB", "SubOptions"), "Mul": ("MUL", "MulOptions"),
-         "Max": ("MAXIMUM", "MaximumMinimumOptions"), "Min": ("MINIMUM", "MaximumMinimumOptions")}
+         "Div": ("DIV", "DivOptions"), "Max": ("MAXIMUM", "MaximumMinimumOptions"),
+         "Min": ("MINIMUM", "MaximumMinimumOptions")}
+UNARY = {"Neg": "NEG", "Abs": "ABS"}
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 
 
@@ -172,12 +174,30 @@ def logical_not(L: Lowering, node: NodeView) -> None:
 
 
 def arith(L: Lowering, node: NodeView) -> None:
-    """Add / Sub / Mul / Max / Min on int32 (positions, offsets); int32 wraps where ONNX's int64 would not, which
-    index arithmetic never comes near."""
+    """Add / Sub / Mul / Div / Max / Min on int32 (positions, offsets); int32 wraps where ONNX's int64 would not,
+    which index arithmetic never comes near. DIV truncates toward zero, as ONNX's integer Div does."""
     tfl, opts = ARITH[node.op_type]
     kw = {"fused_activation_function": "NONE"} if opts != "MaximumMinimumOptions" else {}
     ins = [int_act(L, n, "int32") for n in node.inputs[:2]]
     L.emit(tfl, ins, [_out(L, node.outputs[0], "int32")], opts, **kw)
+
+
+def unary(L: Lowering, node: NodeView) -> None:
+    L.emit(UNARY[node.op_type], [int_act(L, node.inputs[0], "int32")], [_out(L, node.outputs[0], "int32")])
+
+
+def clip(L: Lowering, node: NodeView) -> None:
+    """Clip of integers (index clamping): MAXIMUM with the lower bound, then MINIMUM with the upper one, in int32
+    (exact: integer tensors take no calibration range). Bounds may be constants or run-time tensors."""
+    bounds = [(n, op) for n, op in zip(node.inputs[1:3], ("MAXIMUM", "MINIMUM")) if n]
+    if not bounds:
+        return _alias(L, node)
+    cur = int_act(L, node.inputs[0], "int32")
+    for k, (name, op) in enumerate(bounds):
+        last = k == len(bounds) - 1
+        dst = _out(L, node.outputs[0], "int32") if last else L.new(f"{node.outputs[0]}/max", cur.shape, None, "plain", "int32")
+        L.emit(op, [cur, int_act(L, name, "int32")], [dst], "MaximumMinimumOptions")
+        cur = dst
 
 
 def cumsum(L: Lowering, node: NodeView) -> None:
@@ -273,26 +293,31 @@ def where(L: Lowering, node: NodeView) -> None:
     branches = [_branch(L, node.inputs[1]), _branch(L, node.inputs[2])]
     if all(b[0] == "fill" for b in branches):
         raise L.fail(node, "both branches are infinite fills")
-    _select(L, node.inputs[0], branches, out, fill_q(L, node, branches), len(L.shape(out)))
+    _select(L, node.inputs[0], branches, out, fill_q(L, node, branches) or L.q_of(out), len(L.shape(out)))
 
 
 def _select_operand(L: Lowering, node: NodeView) -> str | None:
-    """The input of an Add / Sub that is a float Where by a run-time condition between constants (a mask)."""
+    """The input of an Add / Sub that is a float Where by a run-time condition between constants (a mask), or
+    between a fill and a computed value (a bias masked with finfo.min): x + fill must stay the int8 end, which an
+    ADD of the selected values does not keep (its output range would span 1e38)."""
     if node.op_type not in ("Add", "Sub") or dtype_of(L, node.outputs[0]):
         return None
     for k, name in enumerate(node.inputs[:2]):
         p = L.graph.producer(name) if name else None
         other = node.inputs[1 - k]
-        if p is not None and p.op_type == "Where" and not L.is_const(p.inputs[0]) and not dtype_of(L, name) \
-                and L.is_const(p.inputs[1]) and L.is_const(p.inputs[2]) and not L.is_const(other) \
-                and (node.op_type == "Add" or k == 1):
+        if p is None or p.op_type != "Where" or L.is_const(p.inputs[0]) or dtype_of(L, name) or L.is_const(other) \
+                or (node.op_type == "Sub" and k == 0):
+            continue
+        kinds = {_branch(L, b)[0] for b in p.inputs[1:3]}
+        if "act" not in kinds or kinds == {"act", "fill"}:
             return name
     return None
 
 
 def add_select(L: Lowering, node: NodeView) -> None:
-    """x + Where(c, a, b) with constant a, b = Where(c, x + a, x + b): SELECT_V2 of two int8 shifts of x. A fill
-    branch (-3.4e38, "masked") saturates to the int8 end, so the output's scale covers the scores, not 1e38."""
+    """x + Where(c, a, b) with constant a, b = Where(c, x + a, x + b): SELECT_V2 of two int8 shifts of x (or of x
+    and the sum x + b where b is computed). A fill branch (-3.4e38, "masked") saturates to the int8 end, so the
+    output's scale covers the scores, not 1e38."""
     m = _select_operand(L, node)
     x_name = node.inputs[1] if node.inputs[0] == m else node.inputs[0]
     sign = -1.0 if node.op_type == "Sub" else 1.0
@@ -306,6 +331,11 @@ def add_select(L: Lowering, node: NodeView) -> None:
         kind, v = _branch(L, name)
         if kind == "fill":
             branches.append(("fill", v * sign))
+            continue
+        if kind == "act":  # the Add's own calibrated range (fills left out), else the sum of both ranges
+            ylo, yhi = sorted(sign * r for r in L.real_range(L.act(v)))
+            ranges.append(L.ranges.get(out) or (lo + ylo, hi + yhi))
+            branches.append(("sum", v))
             continue
         v = sign * v
         ranges.append((lo + float(v.min()), hi + float(v.max())))
@@ -324,11 +354,18 @@ def add_select(L: Lowering, node: NodeView) -> None:
                    fused_activation_function="NONE")
             L.tensors[t.name] = t
             sel.append(("act", t.name))
+        elif kind == "sum":
+            t = L.new(f"{out}/{'then' if k == 0 else 'else'}", L.shape(out), q, "plain")
+            tfl, opts = ARITH[node.op_type]
+            L.emit(tfl, [x, L.act(v, "plain")], [t], opts, fused_activation_function="NONE")
+            L.tensors[t.name] = t
+            sel.append(("act", t.name))
         else:
             sel.append((kind, v))
     _select(L, w.inputs[0], sel, out, q, rank)
 
 
 _OWN = {"ArgMax": argmax, "Cast": cast, "Gather": gather, "GatherElements": gather_elements, "Where": where,
-        "CumSum": cumsum, "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias}
+        "CumSum": cumsum, "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias, "Clip": clip,
+        "Neg": unary, "Abs": unary}
 INT_OPS = set(_OWN) | RESHAPES | set(COMPARE) | set(LOGICAL) | set(ARITH)

@@ -70,6 +70,8 @@ def _clip(L: Lowering, node: NodeView, x: TT) -> None:
         raise L.fail(node, "Clip bounds computed at run time")
     f = fused_activation(L, node)
     y = L.output(node.outputs[0], x.layout)
+    if f is None:  # MAXIMUM / MINIMUM do not rescale: x, the bounds and every step share the output's parameters
+        x = L.requant(x, y.q)
     if f == "RELU6":
         L.emit("RELU6", [x], [y])
     elif f == "RELU_N1_TO_1":
@@ -108,17 +110,24 @@ def binary(L: Lowering, node: NodeView) -> None:
     acts = [L.act(n) for n, c in ((a, ca), (b, cb)) if c is None]
     layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
     out, act, _ = absorb_tail(L, node) if tfl in ("ADD", "SUB", "MUL") else (node.outputs[0], "NONE", None)
+    y = L.output(out, layout)
+    # MAXIMUM / MINIMUM compare the stored integers and copy one: both inputs take the output's parameters
+    same_q = y.q if tfl in ("MAXIMUM", "MINIMUM") else None
     ins = []
     for name, c in ((a, ca), (b, cb)):
         if c is None:
             if len(L.shape(name)) != rank and layout == "nhwc":
                 raise L.fail(node, "broadcasting a lower-rank activation against a 4-D one is not lowered")
-            ins.append(L.act(name, layout))
+            ins.append(L.act(name, layout) if same_q is None else L.requant(L.act(name, layout), same_q))
+            continue
+        v = np.asarray(c, np.float32)
+        v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
+        tag = f"{out}/{'lhs' if name == a else 'rhs'}"
+        if same_q is None:
+            ins.append(L.const_int8(tag, v, layout))
         else:
-            v = np.asarray(c, np.float32)
-            v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
-            ins.append(L.const_int8(f"{out}/{'lhs' if name == a else 'rhs'}", v, layout))
-    y = L.output(out, layout)
+            v = v.transpose(TO_NHWC) if layout == "nhwc" and v.ndim == 4 else v
+            ins.append(L.new(tag, v.shape, same_q, layout, data=quantize(v, same_q)))
     opts = {"fused_activation_function": act} if tfl in ("ADD", "SUB", "MUL") else {}
     L.emit(tfl, ins, [y], _OPTS[tfl], **opts)
 

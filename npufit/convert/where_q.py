@@ -11,10 +11,7 @@ import numpy as np
 from ..graph import NodeView
 from .lower import Lowering
 from .qparams import Q, activation_q
-
-# |v| at or above this is a -inf/+inf stand-in (torch.finfo(float32).min fills masked attention scores): in int8
-# it saturates to the end of the range instead of stretching the scale over 1e38
-FILL = 1e30
+from .ranges import FILL
 
 
 def is_fill(v: np.ndarray) -> bool:
