@@ -115,6 +115,10 @@ INT_CASES = {
                   {"c": _i(3, np.int32)}, "MINIMUM"),
     "add-mul": ([N("Add", ["i", "c"], ["d"]), N("Mul", ["d", "c"], ["o"])], {"c": _i(2)}, "MUL"),
     "where": (MASK[:1] + [N("Where", ["m", "c", "i"], ["o"])], {**BASE, "c": _i(7)}, "SELECT_V2"),
+    "slice-concat": ([N("Slice", ["i", "s", "e", "a"], ["p"]), N("Concat", ["p", "c"], ["o"], axis=1)],
+                     {"s": _i([2]), "e": _i([6]), "a": _i([1]), "c": _i([[1, 2, 3, 4]])}, "CONCATENATION"),
+    "transpose": ([N("Unsqueeze", ["i", "a"], ["u"]), N("Transpose", ["u"], ["t"], perm=[0, 2, 1]),
+                   N("Reshape", ["t", "sh"], ["o"])], {"a": _i([2]), "sh": _i([1, 8])}, "TRANSPOSE"),
 }
 FLOAT_CASES = {
     "max-const": ([N("Max", ["x", "c"], ["o"])], {"c": _f(0.5)}, "MAXIMUM"),
@@ -142,6 +146,18 @@ def test_float_ops_with_constants(tmp_path, case, activations):
     parameters (each had its own: cosine 0.59 - 0.93 in int8)."""
     nodes, inits, op = FLOAT_CASES[case]
     _check(tmp_path, nodes, TP.FLOAT, inits, activations, ops=(op,))
+
+
+def test_integer_op_without_lowering_is_one_clear_error(tmp_path, capsys):
+    """An integer ReduceSum has no lowering: the converter-gap line naming the node, exit 2 (was a missing
+    calibration range of an integer tensor)."""
+    from npufit.cli import main
+
+    _build(tmp_path / "m.onnx", [N("ReduceSum", ["i", "a"], ["r"], keepdims=1), N("Add", ["i", "r"], ["o"])], TP.INT64, {"a": _i([1])})
+    rc = main(["compile", str(tmp_path / "m.onnx"), "--target", "ethos-u55-256", "--out-dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, (rc, err)
+    assert "ReduceSum" in err[0] and "no lowering on integer / bool tensors" in err[0], err
 
 
 def test_vela_compiles_the_attention_bias_where(tmp_path):

@@ -16,6 +16,7 @@ from ..errors import NpufitError
 from ..graph import NodeView
 from ..targets.converter_facts import argmax_of_bool, bool_cast_source, carried_dtype as tfl_dtype, gather_elements_as_gather
 from .lower import TT, Lowering
+from .ops_tensor import slice_bounds
 from .qparams import Q, quantize
 from .where_q import branch as _branch, fill_q, fill_room as _fill_room, q_over as _q_over
 
@@ -43,8 +44,10 @@ def dtype_of(L: Lowering, name: str) -> str | None:
 def claims(L: Lowering, node: NodeView) -> bool:
     """True when `node` computes on the integer path (integer / bool output), or joins it to the int8 path
     (a lookup by run-time indices, a selection by a run-time condition, an Add of such a selection)."""
-    if node.op_type not in INT_OPS:  # ops with int outputs of their own (IsNaN, TopK ...) keep their lowerings
-        return False
+    if node.op_type not in INT_OPS:  # ops with int outputs of their own (IsNaN, TopK ...) keep their lowerings;
+        # integers computed from run-time integers by any other op: lower() says it has no lowering for them
+        return any(dtype_of(L, o) for o in node.outputs if o) and \
+            any(dtype_of(L, i) for i in node.inputs if i and not L.is_const(i))
     if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
         return argmax_of_bool(L.graph, node, lambda n: dtype_of(L, n))
     if any(dtype_of(L, o) for o in node.outputs if o):
@@ -198,6 +201,29 @@ def clip(L: Lowering, node: NodeView) -> None:
         dst = _out(L, node.outputs[0], "int32") if last else L.new(f"{node.outputs[0]}/max", cur.shape, None, "plain", "int32")
         L.emit(op, [cur, int_act(L, name, "int32")], [dst], "MaximumMinimumOptions")
         cur = dst
+
+
+def transpose(L: Lowering, node: NodeView) -> None:
+    x = int_act(L, node.inputs[0])
+    perm = [int(p) for p in node.attr("perm", list(range(len(x.shape)))[::-1])]
+    L.emit("TRANSPOSE", [x, L.int32(f"{node.outputs[0]}/perm", perm)], [_out(L, node.outputs[0], x.dtype)], "TransposeOptions")
+
+
+def concat(L: Lowering, node: NodeView) -> None:
+    dt = next(d for d in (dtype_of(L, n) for n in node.inputs if n) if d)
+    ins = [int_act(L, n, dt) for n in node.inputs if n]
+    axis = int(node.attr("axis", 0)) % len(L.shape(node.outputs[0]))
+    L.emit("CONCATENATION", ins, [_out(L, node.outputs[0], dt)], "ConcatenationOptions", axis=axis,
+           fused_activation_function="NONE")
+
+
+def slice_(L: Lowering, node: NodeView) -> None:
+    begin, end, stride, to_start = slice_bounds(L, node)
+    x = int_act(L, node.inputs[0])
+    y = _out(L, node.outputs[0], x.dtype)
+    L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end),
+                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions",
+           end_mask=sum(1 << a for a, m in enumerate(to_start) if m))
 
 
 def cumsum(L: Lowering, node: NodeView) -> None:
@@ -367,5 +393,5 @@ def add_select(L: Lowering, node: NodeView) -> None:
 
 _OWN = {"ArgMax": argmax, "Cast": cast, "Gather": gather, "GatherElements": gather_elements, "Where": where,
         "CumSum": cumsum, "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias, "Clip": clip,
-        "Neg": unary, "Abs": unary}
+        "Neg": unary, "Abs": unary, "Transpose": transpose, "Concat": concat, "Slice": slice_}
 INT_OPS = set(_OWN) | RESHAPES | set(COMPARE) | set(LOGICAL) | set(ARITH)

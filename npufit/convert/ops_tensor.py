@@ -260,7 +260,8 @@ def pad(L: Lowering, node: NodeView) -> None:
         L.emit("PADV2", [x, paddings, int8_scalar(L, f"{y.name}/value", value, x.q)], [y], "PadV2Options")
 
 
-def slice_(L: Lowering, node: NodeView) -> None:
+def slice_bounds(L: Lowering, node: NodeView):
+    """STRIDED_SLICE's begin, end, strides (ONNX axis order) and the axes whose negative step runs through 0."""
     shape = L.shape(node.inputs[0])
     rank = len(shape)
     if "starts" in node.attrs:  # opset < 10
@@ -281,6 +282,11 @@ def slice_(L: Lowering, node: NodeView) -> None:
         b0, e0, _ = slice(int(max(min(s, 2**62), -2**62)), int(max(min(e, 2**62), -2**62)), st).indices(shape[ax])
         begin[ax], end[ax], stride[ax] = b0, (max(e0, b0) if st > 0 else min(e0, b0)), st
         to_start[ax] = st < 0 and e0 < 0
+    return begin, end, stride, to_start
+
+
+def slice_(L: Lowering, node: NodeView) -> None:
+    begin, end, stride, to_start = slice_bounds(L, node)
     x = L.act(node.inputs[0])
     if x.layout == "nhwc":
         begin, end, stride, to_start = ([v[p] for p in TO_NHWC] for v in (begin, end, stride, to_start))
