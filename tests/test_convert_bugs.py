@@ -56,26 +56,39 @@ def _check(tmp_path, nodes, out_dtype, inits, activations="int8", ops=()):
     return res
 
 
-@pytest.mark.parametrize("const", [0.0, -100.0, FMIN])
+@pytest.mark.parametrize("const", [0.0, -100.0, -1e4, -1e9, FMIN])
 @pytest.mark.parametrize("computed_first", [False, True])
-def test_attention_bias_where_with_one_computed_branch(tmp_path, const, computed_first):
-    """x + Where(mask, c, y * 0.5): SELECT_V2 over the output's range (no fill); with a finfo.min fill feeding a
-    Softmax it folds into the Add (SELECT_V2 of x + y and the int8 end), so no scale spans 1e38 (LiteRT aborted)."""
-    fill = const == FMIN
+@pytest.mark.parametrize("activations", ["int8", "int16"])
+def test_attention_bias_where_with_one_computed_branch(tmp_path, const, computed_first, activations):
+    """x + Where(mask, c, y * 0.5): SELECT_V2 over the output's range; feeding a Softmax with a finfo.min fill or
+    a -1e4 / -1e9 mask it folds into the Add (SELECT_V2 of x + y and the int8 end), so no scale spans the mask
+    value (1e38 made LiteRT abort; -1e4 gave cosine 0.60)."""
+    fill = const <= -1e4
     cond = ["nm"] if computed_first else ["m"]  # keep the masked positions sparse either way
     branches = ["y", "c"] if computed_first else ["c", "y"]
     nodes = MASK + [N("Not", ["m"], ["nm"])] * computed_first + [N("Where", cond + branches, ["w"]), N("Add", ["x", "w"], ["s" if fill else "o"])]
     nodes += [N("Softmax", ["s"], ["o"], axis=-1)] if fill else []
-    res = _check(tmp_path, nodes, TP.FLOAT, {**BASE, "c": _f(const)}, ops=("SELECT_V2", "ADD"))
+    res = _check(tmp_path, nodes, TP.FLOAT, {**BASE, "c": _f(const)}, activations, ops=("SELECT_V2", "ADD"))
     from ai_edge_litert.interpreter import Interpreter
 
     scales = [s for t in Interpreter(model_path=str(res.path)).get_tensor_details() for s in t["quantization_parameters"]["scales"]]
     assert max(scales) < 1.0, max(scales)
 
 
+@pytest.mark.parametrize("form", ["constant-branches", "into-softmax"])
+def test_large_finite_mask_value(tmp_path, form):
+    """A -1e4 mask (older exporters' masked_fill value): x + Where(m, -1e4, 0) -> Softmax, and Where(m, -1e4, y)
+    -> Softmax, saturate the masked positions to the int8 end (cosine 0.72 before: the scale spanned 1e4)."""
+    if form == "constant-branches":
+        nodes = MASK + [N("Where", ["m", "c", "z"], ["w"]), N("Add", ["x", "w"], ["s"])]
+    else:
+        nodes = MASK + [N("Where", ["m", "c", "y"], ["s"])]
+    _check(tmp_path, nodes + [N("Softmax", ["s"], ["o"], axis=-1)], TP.FLOAT, {**BASE, "c": _f(-1e4), "z": _f(0.0)}, ops=("SELECT_V2",))
+
+
 @pytest.mark.parametrize("activations", ["int8", "int16"])
 def test_where_branches_computed_or_constant(tmp_path, activations):
-    """A Where of two computed branches, and one whose constant branch is the graph's output value elsewhere."""
+    """A Where of two computed branches plus one of a constant and a computed branch: neither folds into the Add."""
     nodes = MASK + [N("Where", ["m", "x", "y"], ["a"]), N("Where", ["m", "c", "y"], ["b"]), N("Add", ["a", "b"], ["o"])]
     _check(tmp_path, nodes, TP.FLOAT, {**BASE, "c": _f(-1.0)}, activations, ops=("SELECT_V2",))
 

@@ -18,7 +18,7 @@ from ..targets.converter_facts import argmax_of_bool, bool_cast_source, carried_
 from .lower import TT, Lowering
 from .ops_tensor import slice_bounds
 from .qparams import Q, quantize
-from .where_q import branch as _branch, fill_q, fill_room as _fill_room, q_over as _q_over
+from .where_q import branch as _branch, far_fills, feeds_softmax, fill_q, fill_room as _fill_room, q_over as _q_over
 
 COMPARE = {"Equal": "EQUAL", "Less": "LESS", "LessOrEqual": "LESS_EQUAL", "Greater": "GREATER",
            "GreaterOrEqual": "GREATER_EQUAL"}
@@ -335,7 +335,7 @@ def _select_operand(L: Lowering, node: NodeView) -> str | None:
                 or (node.op_type == "Sub" and k == 0):
             continue
         kinds = {_branch(L, b)[0] for b in p.inputs[1:3]}
-        if "act" not in kinds or kinds == {"act", "fill"}:
+        if "act" not in kinds or kinds == {"act", "fill"} or (kinds == {"act", "const"} and feeds_softmax(L, node.outputs[0])):
             return name
     return None
 
@@ -353,19 +353,23 @@ def add_select(L: Lowering, node: NodeView) -> None:
     out = node.outputs[0]
     rank = len(L.shape(out))
     branches, ranges = [], []
-    for name in w.inputs[1:3]:
-        kind, v = _branch(L, name)
+    kinds = [_branch(L, name) for name in w.inputs[1:3]]
+    for kind, v in kinds:
         if kind == "fill":
             branches.append(("fill", v * sign))
+            ranges.append(None)
             continue
-        if kind == "act":  # the Add's own calibrated range (fills left out), else the sum of both ranges
+        if kind == "act":  # the Add's own calibrated range where the other branch is a fill, else both ranges summed
             ylo, yhi = sorted(sign * r for r in L.real_range(L.act(v)))
-            ranges.append(L.ranges.get(out) or (lo + ylo, hi + yhi))
+            alone = all(k == "act" or k == "fill" for k, _ in kinds) and L.ranges.get(out)
+            ranges.append(alone or (lo + ylo, hi + yhi))
             branches.append(("sum", v))
             continue
         v = sign * v
         ranges.append((lo + float(v.min()), hi + float(v.max())))
         branches.append(("shift", v))
+    branches, ranges = far_fills(L, out, branches, ranges)
+    ranges = [r for r in ranges if r is not None]
     if not ranges:
         raise L.fail(node, "both mask branches are infinite fills")
     q = _q_over(ranges + _fill_room(L, out, ranges) if any(b[0] == "fill" and b[1] < 0 for b in branches) else ranges, L.bits)

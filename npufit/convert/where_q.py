@@ -46,12 +46,33 @@ def fill_q(L: Lowering, node: NodeView, branches=None) -> Q | None:
     """The int8 parameters of a float Where with a fill branch (scores.masked_fill(~mask, finfo.min) -> Softmax):
     over the other branches' range (plus room below for a Softmax), the fill saturating; None without a fill."""
     branches = branches or [branch(L, node.inputs[1]), branch(L, node.inputs[2])]
+    ranges = [range_of(L, b) for b in branches]
+    branches, ranges = far_fills(L, node.outputs[0], branches, ranges)
     if not any(b[0] == "fill" for b in branches):
         return None
-    ranges = [r for r in (range_of(L, b) for b in branches) if r is not None]
+    ranges = [r for r in ranges if r is not None]
     if any(b[0] == "fill" and b[1] < 0 for b in branches):
         ranges += fill_room(L, node.outputs[0], ranges)
     return q_over(ranges, L.bits)
+
+
+def feeds_softmax(L: Lowering, out: str) -> bool:
+    cons = L.graph.consumers(out)
+    return out not in L.graph.output_names and bool(cons) and all(c.op_type == "Softmax" for c in cons)
+
+
+def far_fills(L: Lowering, out: str, branches, ranges):
+    """Where `out` goes into a Softmax, a branch whose whole range lies below fill_room's level (a -1e4 or -1e9
+    mask) weighs nothing there, like a fill: it becomes ('fill', -1) and its range None, so it saturates to the
+    int8 end instead of stretching the scale over it (cosine 0.60 - 0.72 on a -1e4 mask before)."""
+    known = [r for r in ranges if r is not None]
+    room = fill_room(L, out, known) if known else []
+    if not room:
+        return branches, ranges
+    floor = room[0][0]
+    far = [r is not None and r[1] <= floor for r in ranges]
+    return ([("fill", -1.0) if f else b for b, f in zip(branches, far)],
+            [None if f else r for r, f in zip(ranges, far)])
 
 
 def fill_room(L: Lowering, out: str, ranges) -> list[tuple[float, float]]:
@@ -59,9 +80,9 @@ def fill_room(L: Lowering, out: str, ranges) -> list[tuple[float, float]]:
     score that their exp terms vanish: below e^-D with D = ln(512 n), each rounds to 0 in the int8 softmax output
     (scale 1/256) and all n together move the sum by under 1/512. Saturating at the scores' own minimum instead
     leaves masked positions weighted like the weakest score (a causal mask then breaks attention)."""
-    cons = L.graph.consumers(out)
-    if not cons or any(c.op_type != "Softmax" for c in cons):
+    if not feeds_softmax(L, out):
         return []
+    cons = L.graph.consumers(out)
     shape = L.shape(out)
     n = max(int(shape[int(c.attr("axis", -1)) % len(shape)]) for c in cons)
     hi = max(r[1] for r in ranges)
