@@ -56,7 +56,7 @@ def _check(tmp_path, nodes, out_dtype, inits, activations="int8", ops=()):
     return res
 
 
-@pytest.mark.parametrize("const", [0.0, -100.0, -1e4, -1e9, FMIN])
+@pytest.mark.parametrize("const", [0.0, -100.0, -1e4, -1e9, FMIN], ids=["0", "-100", "-1e4", "-1e9", "finfo.min"])
 @pytest.mark.parametrize("computed_first", [False, True])
 @pytest.mark.parametrize("activations", ["int8", "int16"])
 def test_attention_bias_where_with_one_computed_branch(tmp_path, const, computed_first, activations):

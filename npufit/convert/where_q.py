@@ -57,6 +57,7 @@ def fill_q(L: Lowering, node: NodeView, branches=None) -> Q | None:
 
 
 def feeds_softmax(L: Lowering, out: str) -> bool:
+    """`out` is read only by Softmax (and is no model output): where its masked values weigh nothing."""
     cons = L.graph.consumers(out)
     return out not in L.graph.output_names and bool(cons) and all(c.op_type == "Softmax" for c in cons)
 
@@ -66,7 +67,7 @@ def far_fills(L: Lowering, out: str, branches, ranges):
     mask) weighs nothing there, like a fill: it becomes ('fill', -1) and its range None, so it saturates to the
     int8 end instead of stretching the scale over it (cosine 0.60 - 0.72 on a -1e4 mask before)."""
     known = [r for r in ranges if r is not None]
-    room = fill_room(L, out, known) if known else []
+    room = fill_room(L, out, known) if known and feeds_softmax(L, out) else []
     if not room:
         return branches, ranges
     floor = room[0][0]
@@ -80,9 +81,9 @@ def fill_room(L: Lowering, out: str, ranges) -> list[tuple[float, float]]:
     score that their exp terms vanish: below e^-D with D = ln(512 n), each rounds to 0 in the int8 softmax output
     (scale 1/256) and all n together move the sum by under 1/512. Saturating at the scores' own minimum instead
     leaves masked positions weighted like the weakest score (a causal mask then breaks attention)."""
-    if not feeds_softmax(L, out):
-        return []
     cons = L.graph.consumers(out)
+    if not cons or any(c.op_type != "Softmax" for c in cons):
+        return []
     shape = L.shape(out)
     n = max(int(shape[int(c.attr("axis", -1)) % len(shape)]) for c in cons)
     hi = max(r[1] for r in ranges)
