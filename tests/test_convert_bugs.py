@@ -28,9 +28,9 @@ def _i(v, dt=np.int64):
     return np.array(v, dt)
 
 
-def _build(path, nodes, out_dtype, inits):
-    shape = [1, 4, 8] if out_dtype == TP.FLOAT else [1, 8]
-    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.FLOAT, [1, 4, 8]), h.make_tensor_value_info("i", TP.INT64, [1, 8])],
+def _build(path, nodes, out_dtype, inits, xshape=(1, 4, 8), oshape=None):
+    shape = oshape or (xshape if out_dtype == TP.FLOAT else [1, 8])
+    g = h.make_graph(nodes, "g", [h.make_tensor_value_info("x", TP.FLOAT, xshape), h.make_tensor_value_info("i", TP.INT64, [1, 8])],
                      [h.make_tensor_value_info("o", out_dtype, shape)], [nh.from_array(v, k) for k, v in inits.items()])
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
     m.ir_version = 8
@@ -38,12 +38,12 @@ def _build(path, nodes, out_dtype, inits):
     onnx.save(m, path)
 
 
-def _check(tmp_path, nodes, out_dtype, inits, activations="int8", ops=()):
+def _check(tmp_path, nodes, out_dtype, inits, activations="int8", ops=(), **shapes):
     from npufit.convert.onnx_prep import prepare
     from npufit.quantize.calibration import input_specs, load_calibration
 
     src = tmp_path / "m.onnx"
-    _build(src, nodes, out_dtype, inits)
+    _build(src, nodes, out_dtype, inits, **shapes)
     res = convert(src, tmp_path / "m.tflite", samples=8, verify=None, activations=activations)
     cal = load_calibration("random", input_specs(prepare(src, None).model), count=8, seed=0)
     d = verify_tflite(res.path, src, [cal[k] for k in range(len(cal))]).per_output["o"]
@@ -91,6 +91,21 @@ def test_where_branches_computed_or_constant(tmp_path, activations):
     """A Where of two computed branches plus one of a constant and a computed branch: neither folds into the Add."""
     nodes = MASK + [N("Where", ["m", "x", "y"], ["a"]), N("Where", ["m", "c", "y"], ["b"]), N("Add", ["a", "b"], ["o"])]
     _check(tmp_path, nodes, TP.FLOAT, {**BASE, "c": _f(-1.0)}, activations, ops=("SELECT_V2",))
+
+
+@pytest.mark.parametrize("activations", ["int8", "int16"])
+@pytest.mark.parametrize("op", ["Where", "Max", "Clip"])
+def test_constant_input_against_an_nhwc_activation(tmp_path, op, activations):
+    """After a Conv (NHWC in TFLite): Where by a constant [1, 1, H, W] condition with a constant branch (its
+    constant term was transposed to NHWC twice: LiteRT refused the ADD), Max with a per-channel constant, Clip."""
+    rng = np.random.default_rng(0)
+    inits = {"wt": (rng.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32), "half": _f(0.5), "k": _f(-0.5),
+             "cm": rng.random((1, 1, 6, 6)) > 0.3, "kc": (rng.standard_normal((1, 8, 1, 1)) * 0.3).astype(np.float32),
+             "hi": _f(0.7)}
+    tail = {"Where": [N("Mul", ["c", "half"], ["y"]), N("Where", ["cm", "k", "y"], ["o"])],
+            "Max": [N("Max", ["c", "kc"], ["o"])], "Clip": [N("Clip", ["c", "k", "hi"], ["o"])]}[op]
+    _check(tmp_path, [N("Conv", ["x", "wt"], ["c"], pads=[1, 1, 1, 1])] + tail, TP.FLOAT, inits, activations,
+           ops=("CONV_2D",), xshape=[1, 3, 6, 6], oshape=[1, 8, 6, 6])
 
 
 CLIP = {"lo": _i(2), "hi": _i(5)}
