@@ -139,6 +139,7 @@ INT_CASES = {
     "neg": ([N("Neg", ["i"], ["o"])], {}, "NEG"),
     "abs": ([N("Sub", ["i", "c"], ["d"]), N("Abs", ["d"], ["o"])], {"c": _i(5)}, "ABS"),
     "max": ([N("Max", ["i", "c"], ["o"])], {"c": _i(3)}, "MAXIMUM"),
+    "max-three": ([N("Max", ["i", "c", "r"], ["o"])], {"c": _i(3), "r": _i(np.arange(8).reshape(1, 8))}, "MAXIMUM"),
     "min-int32": ([N("Cast", ["i"], ["j"], to=TP.INT32), N("Min", ["j", "c"], ["k"]), N("Cast", ["k"], ["o"], to=TP.INT64)],
                   {"c": _i(3, np.int32)}, "MINIMUM"),
     "add-mul": ([N("Add", ["i", "c"], ["d"]), N("Mul", ["d", "c"], ["o"])], {"c": _i(2)}, "MUL"),
@@ -152,6 +153,7 @@ FLOAT_CASES = {
     "max-const": ([N("Max", ["x", "c"], ["o"])], {"c": _f(0.5)}, "MAXIMUM"),
     "min-const": ([N("Min", ["c", "x"], ["o"])], {"c": _f(0.5)}, "MINIMUM"),
     "max-acts": (MASK[1:] + [N("Max", ["x", "y"], ["o"])], {"half": _f(3.0)}, "MAXIMUM"),
+    "max-three": (MASK[1:] + [N("Max", ["x", "y", "c"], ["o"])], {"half": _f(0.5), "c": _f(0.1)}, "MAXIMUM"),  # variadic
     "min-vector": ([N("Min", ["x", "c"], ["o"])], {"c": np.linspace(-1, 1, 8, dtype=np.float32)}, "MINIMUM"),
     "clip": ([N("Clip", ["x", "lo", "hi"], ["o"])], {"lo": _f(-0.5), "hi": _f(1.0)}, "MINIMUM"),
     "clip-min": ([N("Clip", ["x", "lo"], ["o"])], {"lo": _f(-0.5)}, "MAXIMUM"),
@@ -171,7 +173,7 @@ def test_integer_ops_with_constants(tmp_path, case):
 @pytest.mark.parametrize("case", sorted(FLOAT_CASES))
 def test_float_ops_with_constants(tmp_path, case, activations):
     """MAXIMUM / MINIMUM compare stored integers without rescaling: inputs and constants share the output's
-    parameters (each had its own: cosine 0.59 - 0.93 in int8)."""
+    parameters (each had its own: cosine 0.59 - 0.93 in int8); a Max of three inputs dropped the third."""
     nodes, inits, op = FLOAT_CASES[case]
     _check(tmp_path, nodes, TP.FLOAT, inits, activations, ops=(op,))
 

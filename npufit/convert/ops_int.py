@@ -178,11 +178,21 @@ def logical_not(L: Lowering, node: NodeView) -> None:
 
 def arith(L: Lowering, node: NodeView) -> None:
     """Add / Sub / Mul / Div / Max / Min on int32 (positions, offsets); int32 wraps where ONNX's int64 would not,
-    which index arithmetic never comes near. DIV truncates toward zero, as ONNX's integer Div does."""
+    which index arithmetic never comes near. DIV truncates toward zero, as ONNX's integer Div does. Max / Min of
+    more inputs are a chain; of one, the input."""
     tfl, opts = ARITH[node.op_type]
     kw = {"fused_activation_function": "NONE"} if opts != "MaximumMinimumOptions" else {}
-    ins = [int_act(L, n, "int32") for n in node.inputs[:2]]
-    L.emit(tfl, ins, [_out(L, node.outputs[0], "int32")], opts, **kw)
+    names = [n for n in node.inputs if n]
+    if len(names) == 1:
+        return _alias(L, node)
+    cur = int_act(L, names[0], "int32")
+    for k, name in enumerate(names[1:], 1):
+        t = int_act(L, name, "int32")
+        last = k == len(names) - 1
+        dst = _out(L, node.outputs[0], "int32") if last else \
+            L.new(f"{node.outputs[0]}/step{k}", np.broadcast_shapes(cur.shape, t.shape), None, "plain", "int32")
+        L.emit(tfl, [cur, t], [dst], opts, **kw)
+        cur = dst
 
 
 def unary(L: Lowering, node: NodeView) -> None:

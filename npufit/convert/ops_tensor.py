@@ -89,7 +89,40 @@ def _clip(L: Lowering, node: NodeView, x: TT) -> None:
             cur = dst
 
 
+def min_max(L: Lowering, node: NodeView) -> None:
+    """Max / Min of any number of inputs: a chain of MAXIMUM / MINIMUM. These compare the stored integers and copy
+    one (no rescale), so every input, constant and step takes the output's parameters (each with its own: cosine
+    0.59 - 0.93 in int8)."""
+    names = [n for n in node.inputs if n]
+    if len(names) == 1:
+        return alias(L, node)
+    out, tfl = node.outputs[0], BINARY[node.op_type]
+    rank = len(L.shape(out))
+    acts = [L.act(n) for n in names if not L.is_const(n)]
+    layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
+    y = L.output(out, layout)
+    ins = []
+    for k, name in enumerate(names):
+        c = L.const(name)
+        if c is None:
+            if len(L.shape(name)) != rank and layout == "nhwc":
+                raise L.fail(node, "broadcasting a lower-rank activation against a 4-D one is not lowered")
+            ins.append(L.requant(L.act(name, layout), y.q))
+            continue
+        v = np.asarray(c, np.float32)
+        v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
+        v = v.transpose(TO_NHWC) if layout == "nhwc" and v.ndim == 4 else v
+        ins.append(L.new(f"{out}/const{k}", v.shape, y.q, layout, data=quantize(v, y.q)))
+    cur = ins[0]
+    for k, t in enumerate(ins[1:], 1):
+        dst = y if k == len(ins) - 1 else L.new(f"{out}/step{k}", np.broadcast_shapes(cur.shape, t.shape), y.q, layout)
+        L.emit(tfl, [cur, t], [dst], "MaximumMinimumOptions")
+        cur = dst
+
+
 def binary(L: Lowering, node: NodeView) -> None:
+    if node.op_type in ("Max", "Min"):
+        return min_max(L, node)
     if node.op_type in ("Div", "Mul"):
         from .ops_math import gelu, gelu_pattern
 
@@ -110,24 +143,17 @@ def binary(L: Lowering, node: NodeView) -> None:
     acts = [L.act(n) for n, c in ((a, ca), (b, cb)) if c is None]
     layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
     out, act, _ = absorb_tail(L, node) if tfl in ("ADD", "SUB", "MUL") else (node.outputs[0], "NONE", None)
-    y = L.output(out, layout)
-    # MAXIMUM / MINIMUM compare the stored integers and copy one: both inputs take the output's parameters
-    same_q = y.q if tfl in ("MAXIMUM", "MINIMUM") else None
     ins = []
     for name, c in ((a, ca), (b, cb)):
         if c is None:
             if len(L.shape(name)) != rank and layout == "nhwc":
                 raise L.fail(node, "broadcasting a lower-rank activation against a 4-D one is not lowered")
-            ins.append(L.act(name, layout) if same_q is None else L.requant(L.act(name, layout), same_q))
-            continue
-        v = np.asarray(c, np.float32)
-        v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
-        tag = f"{out}/{'lhs' if name == a else 'rhs'}"
-        if same_q is None:
-            ins.append(L.const_int8(tag, v, layout))
+            ins.append(L.act(name, layout))
         else:
-            v = v.transpose(TO_NHWC) if layout == "nhwc" and v.ndim == 4 else v
-            ins.append(L.new(tag, v.shape, same_q, layout, data=quantize(v, same_q)))
+            v = np.asarray(c, np.float32)
+            v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
+            ins.append(L.const_int8(f"{out}/{'lhs' if name == a else 'rhs'}", v, layout))
+    y = L.output(out, layout)
     opts = {"fused_activation_function": act} if tfl in ("ADD", "SUB", "MUL") else {}
     L.emit(tfl, ins, [y], _OPTS[tfl], **opts)
 
