@@ -86,6 +86,13 @@ def test_large_finite_mask_value(tmp_path, form):
     _check(tmp_path, nodes + [N("Softmax", ["s"], ["o"], axis=-1)], TP.FLOAT, {**BASE, "c": _f(-1e4), "z": _f(0.0)}, ops=("SELECT_V2",))
 
 
+def test_mostly_masked_rows_into_softmax(tmp_path):
+    """9 in 10 positions masked with finfo.min before a Softmax: rows whose few scores are all low. The int8 end
+    sits ln(512 n) below the smallest score, not the largest (cosine 0.99893 before)."""
+    nodes = MASK + [N("Where", ["m", "y", "c"], ["w"]), N("Add", ["x", "w"], ["s"]), N("Softmax", ["s"], ["o"], axis=-1)]
+    _check(tmp_path, nodes, TP.FLOAT, {**BASE, "c": _f(FMIN)}, ops=("SELECT_V2",))
+
+
 @pytest.mark.parametrize("activations", ["int8", "int16"])
 def test_where_branches_computed_or_constant(tmp_path, activations):
     """A Where of two computed branches plus one of a constant and a computed branch: neither folds into the Add."""
