@@ -1,7 +1,8 @@
 """Converter forms met on real models, each as a small ONNX graph: a float Where with one constant and one computed
-branch (attention bias), integer Clip / Div / Neg / Abs (index clamping), MAXIMUM / MINIMUM against constants, in
-int8 and int16. Each is held against ONNX Runtime by the LiteRT interpreter on the calibration samples: cosine
->= 0.999 for float outputs, exact for integer ones."""
+branch (attention bias, masks of 0 / -100 / -1e4 / -1e9 / finfo.min), integer Clip / Div / Neg / Abs / Transpose /
+Concat / Slice (index clamping), Max / Min / Clip against constants and of any number of inputs, constants against
+an NHWC activation; int8 and int16. Each is held against ONNX Runtime by the LiteRT interpreter on the calibration
+samples: cosine >= 0.999 for float outputs, exact for integer ones."""
 import numpy as np
 import pytest
 
