@@ -243,7 +243,7 @@ def _lower(prep, work, ranges, src, target, bits: int):
             raise UnsupportedModelError(gap_message([(e.op, prep.source_node(e.node), e.why)], src, target, prep.graph)) from None
         except NpufitError:
             raise
-        except (ValueError, IndexError, KeyError, TypeError) as e:  # a form of the op this lowering does not expect
+        except (ValueError, IndexError, KeyError, TypeError, AttributeError) as e:  # a form of the op this lowering does not expect
             why = f"its lowering does not handle this form ({type(e).__name__}: {str(e)[:120]})"
             raise UnsupportedModelError(gap_message([(nd.op_type, prep.source_node(nd.name), why)], src, target, prep.graph)) from None
     ins = [L.tensors[name] for name in prep.graph.input_names]

@@ -16,14 +16,17 @@ from ..errors import NpufitError
 from ..graph import NodeView
 from ..targets.converter_facts import argmax_of_bool, bool_cast_source, carried_dtype as tfl_dtype, gather_elements_as_gather
 from .lower import TT, Lowering
+from .ops_tensor import slice_bounds
 from .qparams import Q, quantize
-from .where_q import branch as _branch, fill_q, fill_room as _fill_room, q_over as _q_over
+from .where_q import branch as _branch, far_fills, feeds_softmax, fill_q, fill_room as _fill_room, q_over as _q_over
 
 COMPARE = {"Equal": "EQUAL", "Less": "LESS", "LessOrEqual": "LESS_EQUAL", "Greater": "GREATER",
            "GreaterOrEqual": "GREATER_EQUAL"}
 LOGICAL = {"And": "LOGICAL_AND", "Or": "LOGICAL_OR", "Xor": "NOT_EQUAL"}
 ARITH = {"Add": ("ADD", "AddOptions"), "Sub": ("SUB", "SubOptions"), "Mul": ("MUL", "MulOptions"),
-         "Max": ("MAXIMUM", "MaximumMinimumOptions"), "Min": ("MINIMUM", "MaximumMinimumOptions")}
+         "Div": ("DIV", "DivOptions"), "Max": ("MAXIMUM", "MaximumMinimumOptions"),
+         "Min": ("MINIMUM", "MaximumMinimumOptions")}
+UNARY = {"Neg": "NEG", "Abs": "ABS"}
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 
 
@@ -41,8 +44,10 @@ def dtype_of(L: Lowering, name: str) -> str | None:
 def claims(L: Lowering, node: NodeView) -> bool:
     """True when `node` computes on the integer path (integer / bool output), or joins it to the int8 path
     (a lookup by run-time indices, a selection by a run-time condition, an Add of such a selection)."""
-    if node.op_type not in INT_OPS:  # ops with int outputs of their own (IsNaN, TopK ...) keep their lowerings
-        return False
+    if node.op_type not in INT_OPS:  # ops with int outputs of their own (IsNaN, TopK ...) keep their lowerings;
+        # integers computed from run-time integers by any other op: lower() says it has no lowering for them
+        return any(dtype_of(L, o) for o in node.outputs if o) and \
+            any(dtype_of(L, i) for i in node.inputs if i and not L.is_const(i))
     if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
         return argmax_of_bool(L.graph, node, lambda n: dtype_of(L, n))
     if any(dtype_of(L, o) for o in node.outputs if o):
@@ -172,12 +177,63 @@ def logical_not(L: Lowering, node: NodeView) -> None:
 
 
 def arith(L: Lowering, node: NodeView) -> None:
-    """Add / Sub / Mul / Max / Min on int32 (positions, offsets); int32 wraps where ONNX's int64 would not, which
-    index arithmetic never comes near."""
+    """Add / Sub / Mul / Div / Max / Min on int32 (positions, offsets); int32 wraps where ONNX's int64 would not,
+    which index arithmetic never comes near. DIV truncates toward zero, as ONNX's integer Div does. Max / Min of
+    more inputs are a chain; of one, the input."""
     tfl, opts = ARITH[node.op_type]
     kw = {"fused_activation_function": "NONE"} if opts != "MaximumMinimumOptions" else {}
-    ins = [int_act(L, n, "int32") for n in node.inputs[:2]]
-    L.emit(tfl, ins, [_out(L, node.outputs[0], "int32")], opts, **kw)
+    names = [n for n in node.inputs if n]
+    if len(names) == 1:
+        return _alias(L, node)
+    cur = int_act(L, names[0], "int32")
+    for k, name in enumerate(names[1:], 1):
+        t = int_act(L, name, "int32")
+        last = k == len(names) - 1
+        dst = _out(L, node.outputs[0], "int32") if last else \
+            L.new(f"{node.outputs[0]}/step{k}", np.broadcast_shapes(cur.shape, t.shape), None, "plain", "int32")
+        L.emit(tfl, [cur, t], [dst], opts, **kw)
+        cur = dst
+
+
+def unary(L: Lowering, node: NodeView) -> None:
+    L.emit(UNARY[node.op_type], [int_act(L, node.inputs[0], "int32")], [_out(L, node.outputs[0], "int32")])
+
+
+def clip(L: Lowering, node: NodeView) -> None:
+    """Clip of integers (index clamping): MAXIMUM with the lower bound, then MINIMUM with the upper one, in int32
+    (exact: integer tensors take no calibration range). Bounds may be constants or run-time tensors."""
+    bounds = [(n, op) for n, op in zip(node.inputs[1:3], ("MAXIMUM", "MINIMUM")) if n]
+    if not bounds:
+        return _alias(L, node)
+    cur = int_act(L, node.inputs[0], "int32")
+    for k, (name, op) in enumerate(bounds):
+        last = k == len(bounds) - 1
+        dst = _out(L, node.outputs[0], "int32") if last else L.new(f"{node.outputs[0]}/max", cur.shape, None, "plain", "int32")
+        L.emit(op, [cur, int_act(L, name, "int32")], [dst], "MaximumMinimumOptions")
+        cur = dst
+
+
+def transpose(L: Lowering, node: NodeView) -> None:
+    x = int_act(L, node.inputs[0])
+    perm = [int(p) for p in node.attr("perm", list(range(len(x.shape)))[::-1])]
+    L.emit("TRANSPOSE", [x, L.int32(f"{node.outputs[0]}/perm", perm)], [_out(L, node.outputs[0], x.dtype)], "TransposeOptions")
+
+
+def concat(L: Lowering, node: NodeView) -> None:
+    dt = next(d for d in (dtype_of(L, n) for n in node.inputs if n) if d)
+    ins = [int_act(L, n, dt) for n in node.inputs if n]
+    axis = int(node.attr("axis", 0)) % len(L.shape(node.outputs[0]))
+    L.emit("CONCATENATION", ins, [_out(L, node.outputs[0], dt)], "ConcatenationOptions", axis=axis,
+           fused_activation_function="NONE")
+
+
+def slice_(L: Lowering, node: NodeView) -> None:
+    begin, end, stride, to_start = slice_bounds(L, node)
+    x = int_act(L, node.inputs[0])
+    y = _out(L, node.outputs[0], x.dtype)
+    L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end),
+                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions",
+           end_mask=sum(1 << a for a, m in enumerate(to_start) if m))
 
 
 def cumsum(L: Lowering, node: NodeView) -> None:
@@ -273,26 +329,31 @@ def where(L: Lowering, node: NodeView) -> None:
     branches = [_branch(L, node.inputs[1]), _branch(L, node.inputs[2])]
     if all(b[0] == "fill" for b in branches):
         raise L.fail(node, "both branches are infinite fills")
-    _select(L, node.inputs[0], branches, out, fill_q(L, node, branches), len(L.shape(out)))
+    _select(L, node.inputs[0], branches, out, fill_q(L, node, branches) or L.q_of(out), len(L.shape(out)))
 
 
 def _select_operand(L: Lowering, node: NodeView) -> str | None:
-    """The input of an Add / Sub that is a float Where by a run-time condition between constants (a mask)."""
+    """The input of an Add / Sub that is a float Where by a run-time condition between constants (a mask), or
+    between a fill and a computed value (a bias masked with finfo.min): x + fill must stay the int8 end, which an
+    ADD of the selected values does not keep (its output range would span 1e38)."""
     if node.op_type not in ("Add", "Sub") or dtype_of(L, node.outputs[0]):
         return None
     for k, name in enumerate(node.inputs[:2]):
         p = L.graph.producer(name) if name else None
         other = node.inputs[1 - k]
-        if p is not None and p.op_type == "Where" and not L.is_const(p.inputs[0]) and not dtype_of(L, name) \
-                and L.is_const(p.inputs[1]) and L.is_const(p.inputs[2]) and not L.is_const(other) \
-                and (node.op_type == "Add" or k == 1):
+        if p is None or p.op_type != "Where" or L.is_const(p.inputs[0]) or dtype_of(L, name) or L.is_const(other) \
+                or (node.op_type == "Sub" and k == 0):
+            continue
+        kinds = {_branch(L, b)[0] for b in p.inputs[1:3]}
+        if "act" not in kinds or kinds == {"act", "fill"} or (kinds == {"act", "const"} and feeds_softmax(L, node.outputs[0])):
             return name
     return None
 
 
 def add_select(L: Lowering, node: NodeView) -> None:
-    """x + Where(c, a, b) with constant a, b = Where(c, x + a, x + b): SELECT_V2 of two int8 shifts of x. A fill
-    branch (-3.4e38, "masked") saturates to the int8 end, so the output's scale covers the scores, not 1e38."""
+    """x + Where(c, a, b) with constant a, b = Where(c, x + a, x + b): SELECT_V2 of two int8 shifts of x (or of x
+    and the sum x + b where b is computed). A fill branch (-3.4e38, "masked") saturates to the int8 end, so the
+    output's scale covers the scores, not 1e38."""
     m = _select_operand(L, node)
     x_name = node.inputs[1] if node.inputs[0] == m else node.inputs[0]
     sign = -1.0 if node.op_type == "Sub" else 1.0
@@ -302,14 +363,23 @@ def add_select(L: Lowering, node: NodeView) -> None:
     out = node.outputs[0]
     rank = len(L.shape(out))
     branches, ranges = [], []
-    for name in w.inputs[1:3]:
-        kind, v = _branch(L, name)
+    kinds = [_branch(L, name) for name in w.inputs[1:3]]
+    for kind, v in kinds:
         if kind == "fill":
             branches.append(("fill", v * sign))
+            ranges.append(None)
+            continue
+        if kind == "act":  # the Add's own calibrated range where the other branch is a fill, else both ranges summed
+            ylo, yhi = sorted(sign * r for r in L.real_range(L.act(v)))
+            alone = all(k == "act" or k == "fill" for k, _ in kinds) and L.ranges.get(out)
+            ranges.append(alone or (lo + ylo, hi + yhi))
+            branches.append(("sum", v))
             continue
         v = sign * v
         ranges.append((lo + float(v.min()), hi + float(v.max())))
         branches.append(("shift", v))
+    branches, ranges = far_fills(L, out, branches, ranges)
+    ranges = [r for r in ranges if r is not None]
     if not ranges:
         raise L.fail(node, "both mask branches are infinite fills")
     q = _q_over(ranges + _fill_room(L, out, ranges) if any(b[0] == "fill" and b[1] < 0 for b in branches) else ranges, L.bits)
@@ -324,11 +394,18 @@ def add_select(L: Lowering, node: NodeView) -> None:
                    fused_activation_function="NONE")
             L.tensors[t.name] = t
             sel.append(("act", t.name))
+        elif kind == "sum":
+            t = L.new(f"{out}/{'then' if k == 0 else 'else'}", L.shape(out), q, "plain")
+            tfl, opts = ARITH[node.op_type]
+            L.emit(tfl, [x, L.act(v, "plain")], [t], opts, fused_activation_function="NONE")
+            L.tensors[t.name] = t
+            sel.append(("act", t.name))
         else:
             sel.append((kind, v))
     _select(L, w.inputs[0], sel, out, q, rank)
 
 
 _OWN = {"ArgMax": argmax, "Cast": cast, "Gather": gather, "GatherElements": gather_elements, "Where": where,
-        "CumSum": cumsum, "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias}
+        "CumSum": cumsum, "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias, "Clip": clip,
+        "Neg": unary, "Abs": unary, "Transpose": transpose, "Concat": concat, "Slice": slice_}
 INT_OPS = set(_OWN) | RESHAPES | set(COMPARE) | set(LOGICAL) | set(ARITH)

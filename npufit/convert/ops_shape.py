@@ -110,9 +110,8 @@ def where(L: Lowering, node: NodeView) -> None:
         p = L.new(f"{out}/masked", np.broadcast_shapes(x.shape, mm.shape), x.q, layout)
         L.emit("MUL", [x, mt], [p], "MulOptions", fused_activation_function="NONE")
         parts.append(p)
-    if len(parts) == 1 and np.any(const):
-        cv = const.transpose(TO_NHWC) if layout == "nhwc" and const.ndim == 4 else const
-        parts.append(L.const_int8(f"{out}/fill", cv, layout))
+    if len(parts) == 1 and np.any(const):  # const_int8 lays a 4-D constant out NHWC itself
+        parts.append(L.const_int8(f"{out}/fill", const, layout))
     y = L.output(out, layout, q=yq)
     if len(parts) == 1:
         L.emit("QUANTIZE", parts, [y], "QuantizeOptions")

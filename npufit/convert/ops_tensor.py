@@ -70,6 +70,8 @@ def _clip(L: Lowering, node: NodeView, x: TT) -> None:
         raise L.fail(node, "Clip bounds computed at run time")
     f = fused_activation(L, node)
     y = L.output(node.outputs[0], x.layout)
+    if f is None:  # MAXIMUM / MINIMUM do not rescale: x, the bounds and every step share the output's parameters
+        x = L.requant(x, y.q)
     if f == "RELU6":
         L.emit("RELU6", [x], [y])
     elif f == "RELU_N1_TO_1":
@@ -87,7 +89,40 @@ def _clip(L: Lowering, node: NodeView, x: TT) -> None:
             cur = dst
 
 
+def min_max(L: Lowering, node: NodeView) -> None:
+    """Max / Min of any number of inputs: a chain of MAXIMUM / MINIMUM. These compare the stored integers and copy
+    one (no rescale), so every input, constant and step takes the output's parameters (each with its own: cosine
+    0.59 - 0.93 in int8)."""
+    names = [n for n in node.inputs if n]
+    if len(names) == 1:
+        return alias(L, node)
+    out, tfl = node.outputs[0], BINARY[node.op_type]
+    rank = len(L.shape(out))
+    acts = [L.act(n) for n in names if not L.is_const(n)]
+    layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
+    y = L.output(out, layout)
+    ins = []
+    for k, name in enumerate(names):
+        c = L.const(name)
+        if c is None:
+            if len(L.shape(name)) != rank and layout == "nhwc":
+                raise L.fail(node, "broadcasting a lower-rank activation against a 4-D one is not lowered")
+            ins.append(L.requant(L.act(name, layout), y.q))
+            continue
+        v = np.asarray(c, np.float32)
+        v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
+        v = v.transpose(TO_NHWC) if layout == "nhwc" and v.ndim == 4 else v
+        ins.append(L.new(f"{out}/const{k}", v.shape, y.q, layout, data=quantize(v, y.q)))
+    cur = ins[0]
+    for k, t in enumerate(ins[1:], 1):
+        dst = y if k == len(ins) - 1 else L.new(f"{out}/step{k}", np.broadcast_shapes(cur.shape, t.shape), y.q, layout)
+        L.emit(tfl, [cur, t], [dst], "MaximumMinimumOptions")
+        cur = dst
+
+
 def binary(L: Lowering, node: NodeView) -> None:
+    if node.op_type in ("Max", "Min"):
+        return min_max(L, node)
     if node.op_type in ("Div", "Mul"):
         from .ops_math import gelu, gelu_pattern
 
@@ -251,7 +286,8 @@ def pad(L: Lowering, node: NodeView) -> None:
         L.emit("PADV2", [x, paddings, int8_scalar(L, f"{y.name}/value", value, x.q)], [y], "PadV2Options")
 
 
-def slice_(L: Lowering, node: NodeView) -> None:
+def slice_bounds(L: Lowering, node: NodeView):
+    """STRIDED_SLICE's begin, end, strides (ONNX axis order) and the axes whose negative step runs through 0."""
     shape = L.shape(node.inputs[0])
     rank = len(shape)
     if "starts" in node.attrs:  # opset < 10
@@ -272,6 +308,11 @@ def slice_(L: Lowering, node: NodeView) -> None:
         b0, e0, _ = slice(int(max(min(s, 2**62), -2**62)), int(max(min(e, 2**62), -2**62)), st).indices(shape[ax])
         begin[ax], end[ax], stride[ax] = b0, (max(e0, b0) if st > 0 else min(e0, b0)), st
         to_start[ax] = st < 0 and e0 < 0
+    return begin, end, stride, to_start
+
+
+def slice_(L: Lowering, node: NodeView) -> None:
+    begin, end, stride, to_start = slice_bounds(L, node)
     x = L.act(node.inputs[0])
     if x.layout == "nhwc":
         begin, end, stride, to_start = ([v[p] for p in TO_NHWC] for v in (begin, end, stride, to_start))

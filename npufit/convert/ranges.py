@@ -15,6 +15,10 @@ from onnx import helper
 
 from ..util.progress import track
 
+# |v| at or above this is a -inf/+inf stand-in (torch.finfo(float32).min fills masked attention scores): left out of
+# ranges, since in int8 it saturates to the end of the range instead of stretching the scale over 1e38
+FILL = 1e30
+
 
 @dataclass
 class Ranges:
@@ -32,7 +36,7 @@ class Ranges:
         self.shapes[name] = tuple(int(d) for d in arr.shape)
         if arr.dtype.kind != "f" or arr.size == 0:
             return
-        a = arr[np.isfinite(arr)]
+        a = arr[np.isfinite(arr) & (np.abs(arr) < FILL)]
         if a.size == 0:
             return
         lo, hi = float(a.min()), float(a.max())

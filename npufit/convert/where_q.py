@@ -11,10 +11,7 @@ import numpy as np
 from ..graph import NodeView
 from .lower import Lowering
 from .qparams import Q, activation_q
-
-# |v| at or above this is a -inf/+inf stand-in (torch.finfo(float32).min fills masked attention scores): in int8
-# it saturates to the end of the range instead of stretching the scale over 1e38
-FILL = 1e30
+from .ranges import FILL
 
 
 def is_fill(v: np.ndarray) -> bool:
@@ -49,23 +46,49 @@ def fill_q(L: Lowering, node: NodeView, branches=None) -> Q | None:
     """The int8 parameters of a float Where with a fill branch (scores.masked_fill(~mask, finfo.min) -> Softmax):
     over the other branches' range (plus room below for a Softmax), the fill saturating; None without a fill."""
     branches = branches or [branch(L, node.inputs[1]), branch(L, node.inputs[2])]
+    ranges = [range_of(L, b) for b in branches]
+    branches, ranges = far_fills(L, node.outputs[0], branches, ranges)
     if not any(b[0] == "fill" for b in branches):
         return None
-    ranges = [r for r in (range_of(L, b) for b in branches) if r is not None]
+    ranges = [r for r in ranges if r is not None]
     if any(b[0] == "fill" and b[1] < 0 for b in branches):
         ranges += fill_room(L, node.outputs[0], ranges)
     return q_over(ranges, L.bits)
 
 
+def feeds_softmax(L: Lowering, out: str) -> bool:
+    """`out` is read only by Softmax (and is no model output): where its masked values weigh nothing."""
+    cons = L.graph.consumers(out)
+    return out not in L.graph.output_names and bool(cons) and all(c.op_type == "Softmax" for c in cons)
+
+
+def far_fills(L: Lowering, out: str, branches, ranges):
+    """Where `out` goes into a Softmax, a branch whose whole range lies below the other branches' fill_room level
+    (a -1e4 or -1e9 mask) weighs nothing there, like a fill: it becomes ('fill', -1) and its range None, so it
+    saturates to the int8 end instead of stretching the scale over it (cosine 0.58 - 0.72 on a -1e4 mask before)."""
+    if not feeds_softmax(L, out):
+        return branches, ranges
+    far = []
+    for k, r in enumerate(ranges):
+        others = [o for j, o in enumerate(ranges) if j != k and o is not None]
+        room = fill_room(L, out, others) if r is not None and others else []
+        far.append(bool(room) and r[1] <= room[0][0])
+    return ([("fill", -1.0) if f else b for b, f in zip(branches, far)],
+            [None if f else r for r, f in zip(ranges, far)])
+
+
 def fill_room(L: Lowering, out: str, ranges) -> list[tuple[float, float]]:
-    """Where masked scores go into a Softmax, the int8 end they saturate to must be far enough below the largest
-    score that their exp terms vanish: below e^-D with D = ln(512 n), each rounds to 0 in the int8 softmax output
-    (scale 1/256) and all n together move the sum by under 1/512. Saturating at the scores' own minimum instead
-    leaves masked positions weighted like the weakest score (a causal mask then breaks attention)."""
+    """Where masked scores go into a Softmax, the int8 end they saturate to must be far enough below every row's
+    largest score that their exp terms vanish: below e^-D with D = ln(512 n), each rounds to 0 in the int8 softmax
+    output (scale 1/256) and all n together move the sum by under 1/512. A row's largest score is at least the
+    smallest score, so the end goes D below that. Saturating at the scores' own minimum instead leaves masked
+    positions weighted like the weakest score (a causal mask then breaks attention); D below the largest score
+    leaves rows whose scores are all low weighted towards their masked positions (cosine 0.99893 with 9 in 10
+    positions masked, 0.999996 now)."""
     cons = L.graph.consumers(out)
     if not cons or any(c.op_type != "Softmax" for c in cons):
         return []
     shape = L.shape(out)
     n = max(int(shape[int(c.attr("axis", -1)) % len(shape)]) for c in cons)
     hi = max(r[1] for r in ranges)
-    return [(hi - math.log(512.0 * n), hi)]
+    return [(min(r[0] for r in ranges) - math.log(512.0 * n), hi)]
