@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calibration.records import RECORDS  # noqa: E402
+from calibration.rknn_sweep import SWEEP  # noqa: E402
 
 SCHEMA = "npufit.calibration.cases/1"
 TARGET, OPSET = "rk3588", 17
@@ -310,6 +311,7 @@ CASES = {
     "split-last-t96-3x4": ("Reshape", split_last, (2, 96, 16, (3, 4), True)),
     "split-last-t8-2x2": ("Reshape", split_last, (2, 8, 16, (2, 2), True)),
 }
+CASES.update(SWEEP)  # the attribute sweeps of Resize, pooling, Reshape and Slice (rknn_sweep.py)
 
 
 def build_of(name: str) -> str:
@@ -321,9 +323,14 @@ def export_case(name: str, folder: Path) -> Path:
     from npufit.zoo.export import export_onnx
 
     op, builder, args = CASES[name][:3]
-    m, x = builder(*args)
+    built = builder(*args)
     p = folder / f"{name}.onnx"
-    export_onnx(m, x, p, OPSET, ["x"], ["y"])
+    if isinstance(built, tuple):
+        export_onnx(*built, p, OPSET, ["x"], ["y"])
+    else:  # an ONNX model written directly (rknn_sweep.py)
+        from npufit.util.io import atomic_write_bytes
+
+        atomic_write_bytes(p, built.SerializeToString())
     return p
 
 

@@ -38,7 +38,10 @@ LIMITS = {
     "tconv_group": 1, "tconv_dilated_kernel": 1,  # group 1 or depthwise; dilation only with a 1x1 kernel
     "pool_kernel": 64, "pool_stride": 8, "pool_pad": 7, "pool_dim": 8192,
     "resize_scales": common.Choices((2, 3, 4, 5, 6, 7, 8)),
-    "resize_linear_modes": common.Choices(("half_pixel", "pytorch_half_pixel", "align_corners")),
+    # CAL-R sweep cases: linear align_corners ran on the CPU at every scale, asymmetric on the NPU (the 2.3.2 document
+    # lists align_corners, not asymmetric); a linear x0.5 downscale ran on the NPU
+    "resize_linear_modes": common.Choices(("half_pixel", "pytorch_half_pixel", "asymmetric")),
+    "resize_down_scales": common.Choices((2,)),
     "softmax_axes": common.Choices((1, 3)),
     "softmax_last_axes": 4,  # a last-axis softmax with at most this many non-unit axes (CAL-R, rockchip_fitted)
     "pow_exponents": common.Choices((0.0, 1.0, 2.0, 3.0, 0.5, -0.5)),

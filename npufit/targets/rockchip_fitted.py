@@ -70,14 +70,49 @@ DEPTH_TO_SPACE = Ev(("cnn",), ("d2s-x3-to1-output", "d2s-x2-to1-output", "d2s-x3
 # ids, clip_text's end-of-text pooling by an ArgMax index; transformer); cases: the same by constant index on the NPU
 GATHER_RUNTIME = Ev(("transformer",), ("gather-const-index", "gather-runtime-index"))
 
-# 4-D -> 5-D Reshape splitting the innermost axis: wavlm's gated position bias [1, 2, 99, 8] -> [1, 2, 99, 2, 4] ran
+# Reshape splitting the innermost axis: wavlm's gated position bias [1, 2, 99, 8] -> [1, 2, 99, 2, 4] ran
 # on the CPU in the int8 build and on the NPU in the float16 build (audio-rnn); 27 cases (rknn_cases.py split-last-*,
 # T = 8..100, W = 4..24, both builds) bound it: the NPU unless the split's innermost part is under 8 elements and
-# neither W nor T is a multiple of 16 bytes' worth of elements (int8: 16, float16: 8)
+# neither W nor T is a multiple of 16 bytes' worth of elements (int8: 16, float16: 8). The sweep's patch unfold / fold
+# (rknn_sweep.py, MobileViT-style, both builds) shows the same bound on 4-D -> 4-D splits that fold H into the batch
+# and on the merges back, and its reshape chains show the toolkit folding a split that an element-wise op with a
+# constant separates from its inverse
 SPLIT_INNERMOST = Ev(("audio-rnn",), tuple(f"int8-split-last-{c}" for c in (
     "2x4", "4x4", "2x8", "6x4", "3x8", "2x7", "2x9", "2x2", "3x6", "2x12", "2x4-no-linear", "t96-2x4", "t64-2x4", "t16-2x6",
     "t8-2x4", "t24-2x4", "t100-2x4")) + tuple(f"split-last-{c}" for c in (
-    "2x4", "2x2", "3x4", "4x2", "2x5", "2x9", "3x6", "2x10", "t96-3x4", "t8-2x2")))
+    "2x4", "2x2", "3x4", "4x2", "2x5", "2x9", "3x6", "2x10", "t96-3x4", "t8-2x2")) + tuple(
+    f"{b}reshape-unfold-{c}" for b, c in (
+        ("", "fold-p2-c16-8x8"), ("", "fold-p2-c32-8x8"), ("", "fold-p2-c8-16x16"), ("", "fold-p2-c16-4x4"), ("", "p2-c16-8x8"),
+        ("", "p2-c32-8x8"), ("", "fold-p4-c16-8x8"), ("int8-", "fold-p2-c16-8x8"), ("int8-", "fold-p2-c32-8x8"),
+        ("int8-", "fold-p2-c8-16x16"), ("int8-", "p2-c16-8x8"))) + (
+    "reshape-4to4-batch-ch", "reshape-4to5-split-w", "reshape-4to6-split-hw", "reshape-4to5-batch", "reshape-4to6-split-c-hw",
+    "int8-reshape-4to4-batch-ch", "int8-reshape-4to6-split-hw"))
+
+# Attribute sweeps (rknn_sweep.py, merged into rk3588-cases.json; float16): conv 1x1 -> the op -> conv 1x1, every
+# attribute combination on both sides of each condition. They rest on cases alone (no corpus family shows them), so the
+# corpus-only LOFO score falls back to the 2.3.2 document where they are held out.
+_RESIZE_LINEAR = tuple(f"resize-linear-{m}-{t}" for m in ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel")
+                       for t in ("x2", "x4", "x1.5", "x0.5", "sizes-x2"))
+# linear Resize: align_corners ran on the CPU at every scale (2, 4, 1.5, 0.5, 2 given as sizes, 8x8 and 16x16 inputs,
+# 6x10 by 4); half_pixel, pytorch_half_pixel and asymmetric ran on the NPU at 2, 4 and 0.5, on the CPU at 1.5 (nearest
+# ran on the NPU in all 20 of its cases, every mode and scale)
+RESIZE_LINEAR = Ev((), _RESIZE_LINEAR + ("resize-linear-align_corners-x2-c32-16x16", "resize-linear-align_corners-sizes-x4-c16-6x10",
+                                         "resize-linear-half_pixel-x2-c32-16x16", "resize-linear-half_pixel-sizes-x4-c16-6x10"))
+DOC_LINEAR_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners")  # the 2.3.2 document's, without the sweep
+# AveragePool with count_include_pad=0 over padding ran on the CPU: kernels 2, 3, 5, 7, strides 1 and 2, symmetric and
+# asymmetric pads, and a ceil_mode partial window with no pads; the same pools with count_include_pad=1, and
+# count_include_pad=0 without pads (k2s2, k3s1), ran on the NPU, as every MaxPool did
+AVGPOOL_EXCLUDE_PAD = Ev((), tuple(f"pool-avg-{c}" for c in (
+    "k3s1p1-cip0", "k3s1p1-cip1", "k3s2p1-cip0", "k3s2p1-cip1", "k5s1p2-cip0", "k5s1p2-cip1", "k7s1p3-cip0", "k7s1p3-cip1",
+    "k2s2p0-cip0", "k3s1p0-cip0", "k2s1p0011-cip0", "k2s1p0011-cip1", "k3s2p1100-cip0", "k3s2p1100-cip1", "k3s2p0-ceil-cip0",
+    "k3s2p1-ceil-cip0", "k3s2p0-ceil-cip1", "k3s2p1-ceil-cip1", "k3s1p1-cip0-c64-14x14", "k3s1p1-cip0-c16-7x7",
+    "k3s1p1-cip1-c64-14x14", "k3s1p1-cip1-c16-7x7")))
+# a Slice that reverses one whole axis (step -1, torch.flip) ran on the NPU when that axis holds the innermost data:
+# the last axis of the conv's NCHW output or of a [1, C, H*W] view of it, or the axis a Transpose before the Slice
+# brought there from the innermost ([1, H, W, C]'s W, [1, H*W, C]'s tokens); the reversal of any other axis, and every
+# step 2 (one axis or two, on 4-D and 3-D views, from start 0 or 1), ran on the CPU
+SLICE_FLIP = Ev((), tuple(f"slice-{v}-ax{a}-sm1" for v, n in (("nchw", 4), ("nhwc", 4), ("tokens", 3), ("flat", 3))
+                          for a in range(1, n)))
 
 # no-ops rknn.build deletes ('remove_invalid_reshape', 'remove_invalid_add', 'bypass_two_reshape' in its log): a Reshape to
 # the shape it already has had no layer in all 19 such activation Reshapes of the fp16 corpus (hubert, sew, unispeech,
@@ -307,23 +342,66 @@ def gather_indices(node, lim) -> str | None:
     return "indices computed at run time"
 
 
+def _inner_split(x, y) -> tuple[int, int] | None:
+    """(W, k) when `y` splits the innermost axis W of `x` into trailing axes that end in k (1 < k < W; trailing size-1
+    axes of `y` left out), else None."""
+    y = list(y)
+    while len(y) > 1 and y[-1] == 1:
+        y.pop()
+    w, k = x[-1], y[-1]
+    if not 1 < k < w or w % k:
+        return None
+    n = 1
+    for d in reversed(y):
+        n *= d
+        if n >= w:
+            return (w, k) if n == w else None
+    return None
+
+
+def _folds_around_const(node) -> bool:
+    """A Reshape on either side of an element-wise op with a constant operand, whose other side restores the shape:
+    rknn.build folds the pair into the op (sweep cases reshape-4to4-batch-ch, -4to6-split-hw: int8 and float16)."""
+    g = node.graph
+
+    def const_op(n):
+        return n is not None and n.op_type in ("Add", "Sub", "Mul", "Div") and len(common.activation_inputs(n)) == 1
+
+    outs = g.consumers(node.outputs[0]) if node.outputs and node.outputs[0] else []
+    if len(outs) == 1 and const_op(outs[0]):
+        after = g.consumers(outs[0].outputs[0])
+        if len(after) == 1 and after[0].op_type == "Reshape" and list(after[0].output_shape(0) or ()) == list(node.input_shape(0) or [None]):
+            return True
+    op = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    before = g.producer(op.inputs[0]) if const_op(op) and op.inputs[0] else None
+    return (before is not None and before.op_type == "Reshape"
+            and list(before.input_shape(0) or ()) == list(node.output_shape(0) or [None]))
+
+
 def split_innermost(node, lim) -> str | None:
-    """A Reshape of a 4-D NPU tensor [.., T, W] to 5-D [.., T, g, k] (W split into g x k, both > 1) runs on the CPU when
-    k < 8 and neither W nor T is a multiple of 16 bytes of elements (8 in float16, 16 in int8): int8 [.., 99, 8] ->
-    [.., 99, 2, 4] on the CPU, [.., 96 or 64, 8] and [.., 99, 16] as 4x4 on the NPU, [.., 99, 24] as 6x4 on the CPU and
-    as 3x8 on the NPU; float16 [.., 99, 8] as 2x4 on the NPU, [.., 99, 12] as 3x4 on the CPU (SPLIT_INNERMOST)."""
+    """A Reshape that splits the innermost axis W of a 4-D NPU tensor [.., T, W] into parts ending in k (or, the other
+    way, merges such parts into the innermost W of a 4-D result) runs on the CPU when k < 8 and neither W nor T is a
+    multiple of 16 bytes of elements (8 in float16, 16 in int8) (SPLIT_INNERMOST). wavlm-like 4-D -> 5-D splits: int8
+    [.., 99, 8] -> [.., 99, 2, 4] on the CPU, [.., 96 or 64, 8] and [.., 99, 16] as 4x4 on the NPU, [.., 99, 24] as 6x4
+    on the CPU and as 3x8 on the NPU; float16 [.., 99, 8] as 2x4 on the NPU, [.., 99, 12] as 3x4 on the CPU. The patch
+    unfold / fold of the sweep ([1, C, H, W] <-> [C*H/2, 2, W/2, 2]): float16 W = H = 4 and int8 W = H = 8 on the CPU,
+    float16 8 and int8 16 on the NPU. Two sweep reshapes disagree (allowances): the p=4 fold's [1, 16, 4, 16] ->
+    [32, 2, 4, 4] ran on the CPU (W = 16), the 4x4 unfold's merge [32, 2, 2, 2] -> [1, 16, 4, 4] on the NPU."""
     x, y = node.input_shape(0), node.output_shape(0)
-    if node.op_type != "Reshape" or not x or not y or len(x) != 4 or len(y) != 5 or not _from_npu(node):
+    if node.op_type != "Reshape" or not x or not y or not _from_npu(node) or not all(isinstance(d, int) for d in list(x) + list(y)):
         return None
-    if not all(isinstance(d, int) for d in list(x) + list(y)) or list(y[:3]) != list(x[:3]):
+    if len(x) == 4 and (s := _inner_split(x, y)) is not None:
+        w, k, t = s[0], s[1], x[-2]
+    elif len(y) == 4 and (s := _inner_split(y, x)) is not None:
+        w, k, t = s[0], s[1], y[-2]
+    else:
         return None
-    t, w, (g, k) = x[2], x[3], y[3:]
-    if g < 2 or k < 2 or k >= lim["split_min_inner"] or not cal.fitted(lim, SPLIT_INNERMOST):
+    if k >= lim["split_min_inner"] or not cal.fitted(lim, SPLIT_INNERMOST) or _folds_around_const(node):
         return None
     row = lim["split_row_bytes"] // (1 if quant.exec_dtype(node) in ("int8", "uint8") else 2)
     if w % row == 0 or t % row == 0:
         return None
-    return f"splits the innermost {w} into {g} x {k}: neither {w} nor {t} is a multiple of {row}"
+    return f"splits the innermost {w} into parts of {k}: neither {w} nor {t} is a multiple of {row}"
 
 
 # -- ops rknn.build deletes or rewrites (RKNN-C: its log on benchmarks/compile_rk3588.py's models; CAL-R) ----------
@@ -374,3 +452,44 @@ def noop(node, lim) -> bool:
     zero = [i for i in (0, 1) if (v := common.const_array(node, i)) is not None and v.size and not v.any()]
     keep = 0 if zero == [1] else 1 if zero == [0] and node.op_type == "Add" else None
     return keep is not None and list(node.input_shape(keep) or ()) == list(y) and cal.fitted(lim, NOOP_ADD)
+
+
+# -- attribute sweeps (RESIZE_LINEAR, AVGPOOL_EXCLUDE_PAD, SLICE_FLIP) ----------------------------------------------
+
+def resize_linear_mode(ctm: str, lim) -> bool:
+    """Whether a linear Resize with this coordinate_transformation_mode can run on the NPU (RESIZE_LINEAR)."""
+    return ctm in (lim["resize_linear_modes"] if cal.fitted(lim, RESIZE_LINEAR) else DOC_LINEAR_MODES)
+
+
+def resize_down(factor: int, lim) -> bool:
+    """A linear downscale by an integer factor in resize_down_scales ran on the NPU (RESIZE_LINEAR: x0.5)."""
+    return factor in lim["resize_down_scales"] and cal.fitted(lim, RESIZE_LINEAR)
+
+
+def avgpool_exclude_pad(node, lim) -> str | None:
+    """AveragePool with count_include_pad=0 whose windows reach into padding (explicit pads, or a ceil_mode partial
+    window): the CPU (AVGPOOL_EXCLUDE_PAD)."""
+    from .rockchip_socs import ceil_pool
+
+    if int(node.attr("count_include_pad", 0) or 0) or not cal.fitted(lim, AVGPOOL_EXCLUDE_PAD):
+        return None
+    if any(int(x) for x in (node.attr("pads") or [])):
+        return "count_include_pad=0 with pads"
+    return "count_include_pad=0 with a ceil_mode partial window" if ceil_pool(node, lim) else None
+
+
+def slice_flip(node, lim) -> bool:
+    """A Slice reversing one whole axis that holds the innermost data, seen through a Transpose before it (SLICE_FLIP)."""
+    x = node.input_shape(0)
+    starts, ends, steps = (common.const_ints(node, i) for i in (1, 2, 4))
+    axes = common.const_ints(node, 3) if node.inputs[3] else [0]
+    if not x or None in (starts, ends, steps, axes) or len(steps) != 1 or steps[0] != -1 or not cal.fitted(lim, SLICE_FLIP):
+        return False
+    a, n = common.norm_axis(axes[0], len(x)), x[common.norm_axis(axes[0], len(x))]
+    if not isinstance(n, int) or not (starts[0] >= n - 1 or starts[0] == -1) or ends[0] > -n - 1:
+        return False  # not the whole axis
+    src = node.graph.producer(node.inputs[0])
+    if src is not None and src.op_type == "Transpose":
+        perm = common.transpose_perm(src)
+        a = perm[a] if perm and a < len(perm) else a
+    return a == len(x) - 1

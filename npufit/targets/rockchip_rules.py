@@ -176,7 +176,7 @@ def _slice_steps(node, lim):
     steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
     if not steps or all(s == lim["slice_step"] for s in steps):
         return None
-    return None if fit.space_to_depth(node, lim) else f"steps {steps}"
+    return None if fit.space_to_depth(node, lim) or fit.slice_flip(node, lim) else f"steps {steps}"
 
 
 def _gather_elements(node, lim):
@@ -230,7 +230,7 @@ def _resize(node, lim):
     ctm = node.attr("coordinate_transformation_mode", "half_pixel")
     if mode not in ("nearest", "linear"):
         return f"mode {mode}"
-    if mode == "linear" and ctm not in lim["resize_linear_modes"]:
+    if mode == "linear" and not fit.resize_linear_mode(ctm, lim):
         return f"linear with {ctm}"
     if mode == "nearest":
         return None  # PROBE-R: nearest x1.5 ran on the NPU (bilinear x1.5 on the CPU); integer factors 2..8 both
@@ -240,8 +240,9 @@ def _resize(node, lim):
     for a, b in zip(x[2:], y[2:]):
         if b == a or (a == 1 and x[2] == x[3] == 1):
             continue
-        if b % a or b // a not in lim["resize_scales"]:
-            return f"{x[2]}x{x[3]} → {y[2]}x{y[3]}"
+        if (b > a and b % a == 0 and b // a in lim["resize_scales"]) or (b < a and a % b == 0 and fit.resize_down(a // b, lim)):
+            continue
+        return f"{x[2]}x{x[3]} → {y[2]}x{y[3]}"
     return None
 
 
@@ -338,7 +339,11 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "ConvTranspose": (kernel, _r(p, "conv_transpose.config", "transposed convolution: stride in {tconv_strides}, group "
                                      "{tconv_group} (or depthwise), dilation only with a {tconv_dilated_kernel}x"
                                      "{tconv_dilated_kernel} kernel", _tconv, ("use Resize + Conv",))),
-        "MaxPool": pool, "AveragePool": pool,
+        "MaxPool": pool,
+        "AveragePool": pool + (_r(p, "pool.exclude_pad", "average pooling with count_include_pad=0 runs on the CPU when its windows "
+                                  "reach into padding (pads, or a ceil_mode partial window); with count_include_pad=1 or no "
+                                  "padding it runs on the NPU", fit.avgpool_exclude_pad,
+                                  ("export with count_include_pad=1, or pad explicitly and divide by the window counts",), "CAL-R"),),
         "DepthToSpace": (_r(p, "depth_to_space.block", "DepthToSpace runs on the NPU with block size {d2s_blocks} (3 and 6 measured "
                             "on the CPU)", fit.depth_to_space, ("upsample by 2, 4 or 8 per pixel shuffle",), "CAL-R"),),
         "Tile": (_r(p, "tile.axes", "Tile runs on the NPU when it repeats one of C, H, W; repeating the batch or two axes runs on "
@@ -351,14 +356,18 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "Pow": (_r(p, "pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),),
         "Concat": axis, "Split": axis,
         "Slice": (_r(p, "slice.steps", "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth "
-                     "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging); alone it runs on the CPU",
+                     "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging) or as the reversal of "
+                     "the axis holding the innermost data (step -1, through a Transpose before it); alone, step 2 on any "
+                     "axis of 3-D and 4-D tensors runs on the CPU",
                      _slice_steps, ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),),
         "Gather": (_r(p, "gather.indices", "Gather needs constant rank-{gather_indices_rank} indices and an axis {axes_min}..{axes_max} "
                       "(indices computed at run time: CPU, CAL-R)", _gather),),
         "Pad": (_r(p, "pad.mode", "Pad supports constant mode (a 3-D tensor padded at the end of axis 1 runs on the CPU, CAL-R), and "
                    "reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),),
         "Resize": (_r(p, "resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
-                      "factors {resize_scales:..}", _resize, ("upsample by an integer factor 2..8",), "PROBE-R"),),
+                      "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or} (linear align_corners ran on "
+                      "the CPU at every scale measured)", _resize,
+                      ("upsample by an integer factor 2..8, with align_corners=False",), "CAL-R"),),
         "Softmax": (_r(p, "softmax.axis", "Softmax runs on the NPU along axis {softmax_axes:#|or}, or along the last axis when at most "
                        "{softmax_last_axes} axes are larger than one (CAL-R)", _softmax,
                        ("transpose so the softmax axis is the channel axis",)),),
@@ -368,9 +377,9 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "QuantizeLinear": qdq, "DequantizeLinear": qdq,
         "Cast": (_r(p, "cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
                     "dtype it already has is deleted by rknn.build, RKNN-C)", _cast),),
-        "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of [.., T, W] into g x k runs "
-                       "on the NPU when k has at least {split_min_inner} elements or W or T is a multiple of "
-                       "{split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost,
+        "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of a 4-D [.., T, W] into parts "
+                       "ending in k (or merges such parts into it) runs on the NPU when k has at least {split_min_inner} "
+                       "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost,
                        ("split the innermost axis into wider parts, or do this reshape on the host",), "CAL-R"),),
         "ScatterND": (_r(p, "scatter_nd.measured", "ScatterND runs on the NPU with constant indices (the 2.3.2 document lists a CPU "
                          "kernel)", fit.scatter_nd, src="CAL-R"),),
