@@ -341,11 +341,16 @@ def predict(onnx: Path, op: str, profile=None, build: str = "fp16") -> list[str]
     return case_verdicts(onnx, op, profile or TARGET, build)
 
 
-def measure(onnx: Path, op: str, out: Path, build: str = "fp16") -> tuple[list[str] | str, str | None]:
+# the other Rockchip SoCs share rk3588's rule code (rockchip_socs.py): --target records a case record of their own for
+# the cases that bound a shared condition; rv1106 takes int8 builds only
+SOC_BUILDS = {"rk3588": None, "rk3576": None, "rk3566": None, "rv1106": "int8"}
+
+
+def measure(onnx: Path, op: str, out: Path, build: str = "fp16", target: str = TARGET) -> tuple[list[str] | str, str | None]:
     from npufit.compilers import compile_model
     from npufit.graph import load
 
-    r = compile_model(onnx, TARGET, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=600)
+    r = compile_model(onnx, target, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=600)
     if not (r.ok and r.placement):
         return f"failed: {str(r.error or '')[:200]}", r.compiler_version
     by = {p.node: p.device for p in r.placement}
@@ -354,7 +359,8 @@ def measure(onnx: Path, op: str, out: Path, build: str = "fp16") -> tuple[list[s
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--record", action="store_true", help="write docs/calibration/rk3588-cases.json")
+    ap.add_argument("--record", action="store_true", help="write docs/calibration/<target>-cases.json")
+    ap.add_argument("--target", default=TARGET, choices=sorted(SOC_BUILDS), help="the SoC to compile for (default rk3588)")
     ap.add_argument("--cases", default="*", help="comma-separated globs over case names (default: all); with --record, only these are updated")
     a = ap.parse_args(argv)
     chosen = [n for n in CASES if any(fnmatch.fnmatch(n, g) for g in a.cases.split(","))]
@@ -362,21 +368,21 @@ def main(argv=None) -> None:
         ap.error(f"no case matches {a.cases!r} (see CASES in {Path(__file__).name})")
     from npufit.util.io import atomic_write_json
 
-    path = RECORDS / f"{TARGET}-cases.json"
-    rec = {"schema": SCHEMA, "target": TARGET, "build": "fp16", "opset": OPSET, "compiler": "rknn-toolkit2",
+    path = RECORDS / f"{a.target}-cases.json"
+    rec = {"schema": SCHEMA, "target": a.target, "build": SOC_BUILDS[a.target] or "fp16", "opset": OPSET, "compiler": "rknn-toolkit2",
            "compiler_versions": [], "cases": {}}
     if a.record and path.is_file():  # a run over some cases updates those and keeps the others
         rec = json.loads(path.read_text())
     print("| case | op | RKNN | npufit |\n|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="npufit-rkc-") as d:
         for name in chosen:
-            op, build = CASES[name][0], build_of(name)
+            op, build = CASES[name][0], SOC_BUILDS[a.target] or build_of(name)
             p = export_case(name, Path(d))
-            got, ver = measure(p, op, Path(d) / name, build)
+            got, ver = measure(p, op, Path(d) / name, build, a.target)
             if ver and ver not in rec["compiler_versions"]:
                 rec["compiler_versions"].append(ver)
-            rec["cases"][name] = {"op": op, "placement": got, **({"build": build} if build != "fp16" else {})}
-            print(f"| {name} | {op} {build} | {got} | {predict(p, op, build=build)} |", flush=True)
+            rec["cases"][name] = {"op": op, "placement": got, **({"build": build} if build != rec["build"] else {})}
+            print(f"| {name} | {op} {build} | {got} | {predict(p, op, a.target, build)} |", flush=True)
     if a.record:
         rec["cases"] = {n: rec["cases"][n] for n in CASES if n in rec["cases"]}  # catalogue order; dropped cases go
         atomic_write_json(path, rec)

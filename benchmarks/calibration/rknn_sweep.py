@@ -326,6 +326,10 @@ def _catalogue() -> dict:
         cases[f"slice-{view}-ax{pair[0]}{pair[1]}-s2-off1"] = ("Slice", strided_slice, (view, pair, (1, 1), (2, 2)))
     cases["slice-nhwc-ax12-s2-c32-14x14"] = ("Slice", strided_slice, ("nhwc", (1, 2), (0, 0), (2, 2), 32, (14, 14)))
     cases["slice-nchw-ax23-s2-c32-14x14"] = ("Slice", strided_slice, ("nchw", (2, 3), (0, 0), (2, 2), 32, (14, 14)))
+    # int8 builds of the cases that decide each new condition (RV1106, int8 only, differed on two of them)
+    for name in ("pool-avg-k3s1p1-cip0", "pool-avg-k3s2p0-ceil-cip0", "resize-linear-align_corners-x2",
+                 "resize-linear-asymmetric-x2", "slice-nchw-ax3-sm1", "slice-nhwc-ax2-sm1"):
+        cases[f"int8-{name}"] = (*cases[name], "int8")
     return cases
 
 

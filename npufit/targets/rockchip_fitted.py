@@ -88,7 +88,7 @@ SPLIT_INNERMOST = Ev(("audio-rnn",), tuple(f"int8-split-last-{c}" for c in (
     "reshape-4to4-batch-ch", "reshape-4to5-split-w", "reshape-4to6-split-hw", "reshape-4to5-batch", "reshape-4to6-split-c-hw",
     "int8-reshape-4to4-batch-ch", "int8-reshape-4to6-split-hw"))
 
-# Attribute sweeps (rknn_sweep.py, merged into rk3588-cases.json; float16): conv 1x1 -> the op -> conv 1x1, every
+# Attribute sweeps (rknn_sweep.py, merged into rk3588-cases.json; float16, and int8 for the deciding cases): conv 1x1 -> the op -> conv 1x1, every
 # attribute combination on both sides of each condition. They rest on cases alone (no corpus family shows them), so the
 # corpus-only LOFO score falls back to the 2.3.2 document where they are held out.
 _RESIZE_LINEAR = tuple(f"resize-linear-{m}-{t}" for m in ("half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel")
@@ -97,7 +97,8 @@ _RESIZE_LINEAR = tuple(f"resize-linear-{m}-{t}" for m in ("half_pixel", "align_c
 # 6x10 by 4); half_pixel, pytorch_half_pixel and asymmetric ran on the NPU at 2, 4 and 0.5, on the CPU at 1.5 (nearest
 # ran on the NPU in all 20 of its cases, every mode and scale)
 RESIZE_LINEAR = Ev((), _RESIZE_LINEAR + ("resize-linear-align_corners-x2-c32-16x16", "resize-linear-align_corners-sizes-x4-c16-6x10",
-                                         "resize-linear-half_pixel-x2-c32-16x16", "resize-linear-half_pixel-sizes-x4-c16-6x10"))
+                                         "resize-linear-half_pixel-x2-c32-16x16", "resize-linear-half_pixel-sizes-x4-c16-6x10",
+                                         "int8-resize-linear-align_corners-x2", "int8-resize-linear-asymmetric-x2"))
 DOC_LINEAR_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners")  # the 2.3.2 document's, without the sweep
 # AveragePool with count_include_pad=0 over padding ran on the CPU: kernels 2, 3, 5, 7, strides 1 and 2, symmetric and
 # asymmetric pads, and a ceil_mode partial window with no pads; the same pools with count_include_pad=1, and
@@ -106,13 +107,13 @@ AVGPOOL_EXCLUDE_PAD = Ev((), tuple(f"pool-avg-{c}" for c in (
     "k3s1p1-cip0", "k3s1p1-cip1", "k3s2p1-cip0", "k3s2p1-cip1", "k5s1p2-cip0", "k5s1p2-cip1", "k7s1p3-cip0", "k7s1p3-cip1",
     "k2s2p0-cip0", "k3s1p0-cip0", "k2s1p0011-cip0", "k2s1p0011-cip1", "k3s2p1100-cip0", "k3s2p1100-cip1", "k3s2p0-ceil-cip0",
     "k3s2p1-ceil-cip0", "k3s2p0-ceil-cip1", "k3s2p1-ceil-cip1", "k3s1p1-cip0-c64-14x14", "k3s1p1-cip0-c16-7x7",
-    "k3s1p1-cip1-c64-14x14", "k3s1p1-cip1-c16-7x7")))
+    "k3s1p1-cip1-c64-14x14", "k3s1p1-cip1-c16-7x7")) + ("int8-pool-avg-k3s1p1-cip0", "int8-pool-avg-k3s2p0-ceil-cip0"))
 # a Slice that reverses one whole axis (step -1, torch.flip) ran on the NPU when that axis holds the innermost data:
 # the last axis of the conv's NCHW output or of a [1, C, H*W] view of it, or the axis a Transpose before the Slice
 # brought there from the innermost ([1, H, W, C]'s W, [1, H*W, C]'s tokens); the reversal of any other axis, and every
 # step 2 (one axis or two, on 4-D and 3-D views, from start 0 or 1), ran on the CPU
 SLICE_FLIP = Ev((), tuple(f"slice-{v}-ax{a}-sm1" for v, n in (("nchw", 4), ("nhwc", 4), ("tokens", 3), ("flat", 3))
-                          for a in range(1, n)))
+                          for a in range(1, n)) + ("int8-slice-nchw-ax3-sm1", "int8-slice-nhwc-ax2-sm1"))
 
 # no-ops rknn.build deletes ('remove_invalid_reshape', 'remove_invalid_add', 'bypass_two_reshape' in its log): a Reshape to
 # the shape it already has had no layer in all 19 such activation Reshapes of the fp16 corpus (hubert, sew, unispeech,
@@ -475,6 +476,8 @@ def avgpool_exclude_pad(node, lim) -> str | None:
         return None
     if any(int(x) for x in (node.attr("pads") or [])):
         return "count_include_pad=0 with pads"
+    if not lim["avgpool_ceil_window_cpu"]:
+        return None
     return "count_include_pad=0 with a ceil_mode partial window" if ceil_pool(node, lim) else None
 
 
@@ -483,7 +486,9 @@ def slice_flip(node, lim) -> bool:
     x = node.input_shape(0)
     starts, ends, steps = (common.const_ints(node, i) for i in (1, 2, 4))
     axes = common.const_ints(node, 3) if node.inputs[3] else [0]
-    if not x or None in (starts, ends, steps, axes) or len(steps) != 1 or steps[0] != -1 or not cal.fitted(lim, SLICE_FLIP):
+    if not lim["slice_flip_npu"] or not cal.fitted(lim, SLICE_FLIP):
+        return False
+    if not x or None in (starts, ends, steps, axes) or len(steps) != 1 or steps[0] != -1:
         return False
     a, n = common.norm_axis(axes[0], len(x)), x[common.norm_axis(axes[0], len(x))]
     if not isinstance(n, int) or not (starts[0] >= n - 1 or starts[0] == -1) or ends[0] > -n - 1:
