@@ -340,9 +340,9 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                                      "{tconv_group} (or depthwise), dilation only with a {tconv_dilated_kernel}x"
                                      "{tconv_dilated_kernel} kernel", _tconv, ("use Resize + Conv",))),
         "MaxPool": pool,
-        "AveragePool": pool + (_r(p, "pool.exclude_pad", "average pooling with count_include_pad=0 runs on the CPU when its windows "
-                                  "reach into padding (pads, or a ceil_mode partial window); with count_include_pad=1 or no "
-                                  "padding it runs on the NPU", fit.avgpool_exclude_pad,
+        "AveragePool": pool + (_r(p, "pool.exclude_pad", "average pooling that leaves padding out of the average "
+                                  "(count_include_pad=0) runs on the CPU when its windows reach into padding (pads, or a "
+                                  "ceil_mode partial window); counting the padding, or without padding, it runs on the NPU", fit.avgpool_exclude_pad,
                                   ("export with count_include_pad=1, or pad explicitly and divide by the window counts",), "CAL-R"),),
         "DepthToSpace": (_r(p, "depth_to_space.block", "DepthToSpace runs on the NPU with block size {d2s_blocks} (3 and 6 measured "
                             "on the CPU)", fit.depth_to_space, ("upsample by 2, 4 or 8 per pixel shuffle",), "CAL-R"),),
@@ -357,8 +357,8 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "Concat": axis, "Split": axis,
         "Slice": (_r(p, "slice.steps", "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth "
                      "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging) or as the reversal of "
-                     "the axis holding the innermost data (step -1, through a Transpose before it); alone, step 2 on any "
-                     "axis of 3-D and 4-D tensors runs on the CPU",
+                     "the axis holding the innermost data (step -1, through a Transpose before it); other steps alone run on "
+                     "the CPU (step 2 measured on every axis of 3-D and 4-D tensors)",
                      _slice_steps, ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),),
         "Gather": (_r(p, "gather.indices", "Gather needs constant rank-{gather_indices_rank} indices and an axis {axes_min}..{axes_max} "
                       "(indices computed at run time: CPU, CAL-R)", _gather),),
@@ -377,7 +377,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "QuantizeLinear": qdq, "DequantizeLinear": qdq,
         "Cast": (_r(p, "cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
                     "dtype it already has is deleted by rknn.build, RKNN-C)", _cast),),
-        "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of a 4-D [.., T, W] into parts "
+        "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of a {max_rank}-D [.., T, W] into parts "
                        "ending in k (or merges such parts into it) runs on the NPU when k has at least {split_min_inner} "
                        "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost,
                        ("split the innermost axis into wider parts, or do this reshape on the host",), "CAL-R"),),
