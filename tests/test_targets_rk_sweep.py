@@ -71,3 +71,21 @@ def test_a_4d_patch_unfold_that_splits_the_innermost_axis():
     # ... and the merge back to [1, C, H, W]
     assert _verdict(_after_relu("Reshape", [32, 2, 2, 2], [1, 16, 4, 4], inits=[_i64("s", [1, 16, 4, 4])],
                                 extra_inputs=("s",))) == "cpu"
+
+
+def _grid_slice(first):
+    """[1, 64, 16] tokens -> `first` (MatMul by a constant, or a Transpose) -> Reshape [1, 8, 8, 16] -> Slice ::2 of H, W."""
+    w = numpy_helper.from_array(np.eye(16, dtype=np.float32), "w")
+    inits = [w, _i64("g", [1, 8, 8, 16]), _i64("st", [0, 0]), _i64("en", [8, 8]), _i64("ax", [1, 2]), _i64("sp", [2, 2])]
+    mid = (helper.make_node("MatMul", ["r", "w"], ["m"], name="mm") if first == "MatMul"
+           else helper.make_node("Transpose", ["r"], ["m"], name="t", perm=[0, 1, 2]))
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), mid,
+             helper.make_node("Reshape", ["m", "g"], ["gr"], name="grid"),
+             helper.make_node("Slice", ["gr", "st", "en", "ax", "sp"], ["y"], name="op")]
+    return model(nodes, [vi("x", [1, 64, 16])], [vi("y", [1, 4, 4, 16])], inits)
+
+
+def test_a_strided_slice_of_a_grid_reshaped_from_a_matmul_runs_on_the_npu():
+    assert _verdict(_grid_slice("MatMul")) == "npu"  # slice-grid-linear-ax12-s2
+    assert _verdict(_grid_slice("Transpose")) == "cpu"  # slice-grid-ax12-s2 (conv tokens through a Transpose)
+    assert _verdict(_grid_slice("MatMul"), fit_families=("cnn",), fit_cases=False) == "cpu"

@@ -133,7 +133,9 @@ def reduce_mean(axes, keepdims: int = 1, c: int = 8, hw=(8, 8)):
 
 def _view(x: str, nodes, inits, c: int, hw, view: str):
     """The conv's [1, C, H, W] output as a 4-D NCHW tensor ("nchw"), a [1, H, W, C] token map ("nhwc", through a
-    Transpose), [1, H*W, C] tokens ("tokens": Reshape + Transpose) or [1, C, H*W] ("flat": Reshape)."""
+    Transpose), [1, H*W, C] tokens ("tokens": Reshape + Transpose), [1, C, H*W] ("flat": Reshape), or the tokens
+    reshaped to a [1, H, W, C] grid ("grid"; "grid-linear": a Linear's MatMul on the tokens first), as a transformer
+    that subsamples its tokens writes it; "tokens-linear": the tokens after that MatMul."""
     from onnx import helper, numpy_helper
 
     h, w = hw
@@ -147,7 +149,19 @@ def _view(x: str, nodes, inits, c: int, hw, view: str):
     if view == "flat":
         return "f", [1, c, h * w]
     nodes.append(helper.make_node("Transpose", ["f"], ["v"], name="view_t", perm=[0, 2, 1]))
-    return "v", [1, h * w, c]
+    if view == "tokens":
+        return "v", [1, h * w, c]
+    t = "v"
+    if view in ("grid-linear", "tokens-linear"):  # a Linear on the tokens first
+        rng = np.random.default_rng(7)
+        inits.append(numpy_helper.from_array((rng.standard_normal((c, c)) * 0.3).astype(np.float32), "lin_w"))
+        nodes.append(helper.make_node("MatMul", ["v", "lin_w"], ["lin"], name="view_lin"))
+        t = "lin"
+    if view == "tokens-linear":
+        return t, [1, h * w, c]
+    inits.append(numpy_helper.from_array(np.array([1, h, w, c], np.int64), "grid_shape"))
+    nodes.append(helper.make_node("Reshape", [t, "grid_shape"], ["g"], name="view_g"))
+    return "g", [1, h, w, c]
 
 
 def strided_slice(view: str, axes, starts, steps, c: int = 16, hw=(8, 8)):
@@ -156,8 +170,9 @@ def strided_slice(view: str, axes, starts, steps, c: int = 16, hw=(8, 8)):
     back to NCHW for the conv, as a token map goes back to an image."""
     from onnx import helper, numpy_helper
 
-    shape = {"nchw": [1, c, *hw], "nhwc": [1, hw[0], hw[1], c], "tokens": [1, hw[0] * hw[1], c],
-             "flat": [1, c, hw[0] * hw[1]]}[view]
+    grid = view.startswith("grid")
+    shape = {"nchw": [1, c, *hw], "nhwc": [1, hw[0], hw[1], c], "tokens": [1, hw[0] * hw[1], c], "tokens-linear": [1, hw[0] * hw[1], c],
+             "flat": [1, c, hw[0] * hw[1]]}.get(view, [1, hw[0], hw[1], c])
     out = list(np.zeros(shape)[tuple(_py_slices(len(shape), axes, starts, steps))].shape)
 
     def body(x, nodes, inits):
@@ -167,12 +182,16 @@ def strided_slice(view: str, axes, starts, steps, c: int = 16, hw=(8, 8)):
         for name, v in vals.items():
             inits.append(numpy_helper.from_array(np.array(v, np.int64), f"s_{name}"))
         nodes.append(helper.make_node("Slice", [t, "s_starts", "s_ends", "s_axes", "s_steps"], ["s"], name="slice"))
+        if grid:  # back to tokens
+            inits.append(numpy_helper.from_array(np.array([1, out[1] * out[2], out[3]], np.int64), "tok_shape"))
+            nodes.append(helper.make_node("Reshape", ["s", "tok_shape"], ["tok"], name="back_r"))
+            return "tok"
         if view != "nhwc":
             return "s"
         nodes.append(helper.make_node("Transpose", ["s"], ["back"], name="back_t", perm=[0, 3, 1, 2]))
         return "back"
 
-    return _graph(c, hw, body, [out[0], out[3], out[1], out[2]] if view == "nhwc" else out)
+    return _graph(c, hw, body, [out[0], out[3], out[1], out[2]] if view == "nhwc" else [1, out[1] * out[2], out[3]] if grid else out)
 
 
 def _py_slices(rank: int, axes, starts, steps) -> list:
@@ -324,11 +343,21 @@ def _catalogue() -> dict:
         pair = (1, 2) if view == "nhwc" else (2, 3) if rank == 4 else (1, 2)
         cases[f"slice-{view}-ax{pair[0]}{pair[1]}-s2"] = ("Slice", strided_slice, (view, pair, (0, 0), (2, 2)))
         cases[f"slice-{view}-ax{pair[0]}{pair[1]}-s2-off1"] = ("Slice", strided_slice, (view, pair, (1, 1), (2, 2)))
+    # ... on a [1, H, W, C] grid reshaped from the tokens (and from a Linear's output), reshaped back to tokens after
+    for view in ("grid", "grid-linear"):
+        for tag, axes, st, sp in (("ax1-s2", (1,), (0,), (2,)), ("ax2-s2", (2,), (0,), (2,)), ("ax12-s2", (1, 2), (0, 0), (2, 2)),
+                                  ("ax12-s2-off1", (1, 2), (1, 1), (2, 2)), ("ax3-s2", (3,), (0,), (2,)), ("ax1-s1-off1", (1,), (1,), (1,))):
+            cases[f"slice-{view}-{tag}"] = ("Slice", strided_slice, (view, axes, st, sp))
+    cases["slice-grid-ax12-s2-c32-14x14"] = ("Slice", strided_slice, ("grid", (1, 2), (0, 0), (2, 2), 32, (14, 14)))
+    cases["slice-grid-linear-ax12-s2-c32-14x14"] = ("Slice", strided_slice, ("grid-linear", (1, 2), (0, 0), (2, 2), 32, (14, 14)))
+    for tag, ax, sp in (("ax1-s2", 1, 2), ("ax2-s2", 2, 2), ("ax1-sm1", 1, -1), ("ax2-sm1", 2, -1)):
+        cases[f"slice-tokens-linear-{tag}"] = ("Slice", strided_slice, ("tokens-linear", (ax,), (0,), (sp,)))
     cases["slice-nhwc-ax12-s2-c32-14x14"] = ("Slice", strided_slice, ("nhwc", (1, 2), (0, 0), (2, 2), 32, (14, 14)))
     cases["slice-nchw-ax23-s2-c32-14x14"] = ("Slice", strided_slice, ("nchw", (2, 3), (0, 0), (2, 2), 32, (14, 14)))
     # int8 builds of the cases that decide each new condition (RV1106, int8 only, differed on two of them)
     for name in ("pool-avg-k3s1p1-cip0", "pool-avg-k3s2p0-ceil-cip0", "resize-linear-align_corners-x2",
-                 "resize-linear-asymmetric-x2", "slice-nchw-ax3-sm1", "slice-nhwc-ax2-sm1"):
+                 "resize-linear-asymmetric-x2", "slice-nchw-ax3-sm1", "slice-nhwc-ax2-sm1", "slice-grid-linear-ax12-s2",
+                 "slice-grid-ax12-s2"):
         cases[f"int8-{name}"] = (*cases[name], "int8")
     return cases
 

@@ -53,7 +53,8 @@ LIMITS = {
     "slice_step": 1,  # other steps only inside a space-to-depth reorg, or reversing the innermost data (slice_flip_npu)
     # CAL-R sweep: count_include_pad=0 over a ceil_mode partial window (no pads) ran on the CPU (RV1106: on the NPU)
     "avgpool_ceil_window_cpu": True,
-    "slice_flip_npu": True,  # CAL-R sweep: a reversed innermost axis ran on the NPU (RK3576: on the CPU)
+    "slice_flip_npu": True,
+    "slice_matmul_grid_npu": True,  # CAL-R sweep: a strided Slice of a grid reshaped from a MatMul ran on the NPU (rk3588 only measured)  # CAL-R sweep: a reversed innermost axis ran on the NPU (RK3576: on the CPU)
     "gather_indices_rank": 1,
     "output_align": 8,  # RKNN-C, float16 builds
     "output_map_hw": 1,  # a non-4-D output reshaped from an NPU tensor of this H and W keeps the NC1HWC2 order
