@@ -1,9 +1,10 @@
-"""Today's profiles on the held-out evaluation set (docs/calibration/heldout, benchmarks/calibration/heldout.py):
-real compiles of 20 architectures that are not on the calibration list, so no rule was fitted to them.
+"""Today's profiles on the held-out evaluation sets (docs/calibration/heldout*, benchmarks/calibration/heldout.py):
+real compiles of architectures that are not on the calibration list, so no rule was fitted to them. `heldout`: 20
+architectures; `heldout2`: 16 others, on neither list, recorded after the first set's misses had been read.
 
 A regression guard, not a target: pooled CPU-fallback F1 may not drop below the value measured when the records were
 made, rounded down to 0.05. Raising it by fitting rules to these records would void the evaluation (they would no
-longer be held out); raising it by rules fitted elsewhere is what the set is for, and then the floor moves up."""
+longer be held out); raising it by rules fitted elsewhere is what the sets are for, and then the floor moves up."""
 from __future__ import annotations
 
 import sys
@@ -20,36 +21,64 @@ from calibration import corpus, heldout, records  # noqa: E402
 
 # measured 2026-11-26 (heldout.py score): rk3588 fp16 0.400, int8 0.370, ethos-u55-256 0.412, ethos-u85-256 0.357
 MIN_F1 = {
-    "rk3588-fp16-op17": 0.40,
-    "rk3588-int8-op17": 0.35,
-    "ethos-u55-256-int8-op17": 0.40,
-    "ethos-u85-256-int8-op17": 0.35,
+    "heldout": {
+        "rk3588-fp16-op17": 0.40,
+        "rk3588-int8-op17": 0.35,
+        "ethos-u55-256-int8-op17": 0.40,
+        "ethos-u85-256-int8-op17": 0.35,
+    },
+    # measured 2026-11-27 (heldout.py --set heldout2 score): see docs/calibration/README.md
+    "heldout2": {
+        "rk3588-fp16-op17": 0.00,
+        "rk3588-int8-op17": 0.00,
+        "ethos-u55-256-int8-op17": 0.00,
+        "ethos-u85-256-int8-op17": 0.00,
+    },
 }
-RECORDS = heldout.all_records()
+# architectures a record may hold as failed (export, convert or compile), with why: the rest must replay
+MAY_FAIL = {
+    "heldout": {"levit"},  # npufit's converter has no lowering for its rank-2 BatchNormalization yet (Ethos-U)
+    # RKNN-Toolkit2 2.5.0 crashes on funnel (SIGSEGV); npufit's converter has no lowering for deberta_v2's and
+    # sew_d's GatherElements, rt_detr's and d_fine's GridSample, encodec_encoder's Shape (Ethos-U)
+    "heldout2": {"funnel", "deberta_v2", "sew_d", "rt_detr", "d_fine", "encodec_encoder"},
+}
+RECORDS = [(s, p) for s in heldout.SETS for p in heldout.SETS[s].all_records()]
 
 
-def test_the_set_is_held_out_and_recorded():
-    assert not set(heldout.ARCHS) & set(corpus.ARCHS), "a held-out architecture is on the calibration list"
-    assert {p.stem for p in RECORDS} == set(MIN_F1)
-    for p in RECORDS:
+def test_the_sets_are_held_out_from_the_corpus_and_each_other():
+    first, second = (set(heldout.SETS[s].ARCHS) for s in ("heldout", "heldout2"))
+    assert not (first | second) & set(corpus.ARCHS), "a held-out architecture is on the calibration list"
+    assert not first & second, "an architecture is in both held-out sets"
+    assert 12 <= len(second) <= 16 and {a.family for a in heldout.SETS["heldout2"].ARCHS.values()} == set(corpus.FAMILIES)
+
+
+@pytest.mark.parametrize("name", list(heldout.SETS))
+def test_the_set_is_recorded(name):
+    es = heldout.SETS[name]
+    paths = es.all_records()
+    assert {p.stem for p in paths} == set(MIN_F1[name])
+    for p in paths:
         rec = records.load_record(p)
-        assert rec["compiler_versions"] and set(rec["models"]) == set(heldout.ARCHS), p.name
-        for name, m in rec["models"].items():
-            assert m["family"] == heldout.ARCHS[name].family
+        assert rec["compiler_versions"] and set(rec["models"]) == set(es.ARCHS), p.name
+        for arch, m in rec["models"].items():
+            assert m["family"] == es.ARCHS[arch].family
             if m.get("ok"):
-                assert len(m["placement"]) == m["nodes"] and set(m["placement"]) <= set("ncf"), (p.name, name)
+                assert len(m["placement"]) == m["nodes"] and set(m["placement"]) <= set("ncf"), (p.name, arch)
+            else:
+                assert m["stage"] in ("export", "convert", "compile") and m["error"], (p.name, arch)
 
 
 def test_no_profile_rule_cites_a_held_out_record():
     targets = Path(__file__).resolve().parents[1] / "npufit" / "targets"
     for src in targets.rglob("*.py"):
         text = src.read_text()
-        assert "calibration/heldout" not in text and "heldout.py" not in text, src.name
+        for cite in ("calibration/heldout", "heldout.py", "heldout_archs", "heldout2_archs"):  # both sets
+            assert cite not in text, (src.name, cite)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", RECORDS, ids=[p.stem for p in RECORDS])
-def test_pooled_f1_on_the_held_out_set_does_not_regress(path):
-    r = heldout.score_record(path)
-    assert len(r["rows"]) >= len(heldout.ARCHS) - 1, r["failed"]  # LeViT: npufit's converter has no lowering yet (Ethos-U)
-    assert r["pooled"]["f1"] >= MIN_F1[path.stem], (r["pooled"], [w for row in r["rows"] for w in row["wrong"]])
+@pytest.mark.parametrize("name,path", RECORDS, ids=[f"{s}-{p.stem}" for s, p in RECORDS])
+def test_pooled_f1_on_a_held_out_set_does_not_regress(name, path):
+    r = heldout.SETS[name].score_record(path)
+    assert set(r["failed"]) <= MAY_FAIL[name], r["failed"]
+    assert r["pooled"]["f1"] >= MIN_F1[name][path.stem], (r["pooled"], [w for row in r["rows"] for w in row["wrong"]])

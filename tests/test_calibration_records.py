@@ -196,12 +196,12 @@ EU_CASES = [records.RECORDS / f"{t}-cases.json" for t in ("ethos-u55-256", "etho
 
 
 def test_every_case_an_ethos_u_condition_cites_is_recorded_for_both_generations():
-    from npufit.targets import ethos_u_fitted as fit
+    from npufit.targets import ethos_u_converted as conv, ethos_u_fitted as fit
 
     assert fit.EVIDENCE and all(ev.cases for ev in fit.EVIDENCE.values())
     for path in EU_CASES:
         recorded = set(records.load_cases(path)["cases"])
-        for name, ev in fit.EVIDENCE.items():
+        for name, ev in {**fit.EVIDENCE, **conv.EVIDENCE}.items():
             assert set(ev.cases) <= recorded, (path.name, name, sorted(set(ev.cases) - recorded))
 
 

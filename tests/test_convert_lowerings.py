@@ -316,3 +316,44 @@ def test_power_of_two_constants_quantize_exactly():
     for v in (np.array([1.0, 2.0, 4.0, 16.0, 64.0]), 1.0 / np.array([1.0, 2.0, 8.0, 64.0])):
         q = const_q(v)
         np.testing.assert_array_equal(dequantize(quantize(v, q), q.scale, q.zero_point), v.astype(np.float32))
+
+
+def test_depth_means_with_no_unit_axis_are_written_as_rows(tmp_path):
+    """A LayerNorm over the features of [8, 16, 8] tokens and a mean over H and W of a [1, 8, 8, 16] map held in ONNX
+    order: Vela rejects a MEAN over depth when none of h, w, c is 1, so each becomes a MEAN over [rows, 1, reduced]."""
+    def f(s, x):
+        y = s.mods[0](x)
+        t = torch.nn.functional.layer_norm(y.reshape(8, 16, 8), (8,)).reshape(y.shape)
+        return s.mods[1](t), y.reshape(1, 8, 8, 16).mean([2, 3])
+
+    res = _convert(tmp_path, Seq(f, conv(3, 8, 1), conv(8, 8, 1)), torch.randn(1, 3, 16, 8), 17, ops=("MEAN",))
+    from npufit.graph import load
+
+    shapes = [list(n.input_shape(0)) for n in load(res.path).nodes if n.op_type == "MEAN"]
+    assert shapes and all(len(s) == 3 and s[1] == 1 for s in shapes), shapes
+
+
+def test_batchnorm_over_flattened_tokens(tmp_path):
+    """BatchNorm1d after a linear over [rows, C] tokens (LeViT): a 1x1 DEPTHWISE_CONV_2D over a [1, 1, rows, C] map."""
+    torch.manual_seed(3)
+    bn = torch.nn.BatchNorm1d(12)
+    bn.running_mean.normal_(0, 0.2)
+    bn.running_var.uniform_(0.5, 1.5)
+
+    def f(s, x):
+        return s.mods[1](s.mods[0](x).flatten(0, 1)).reshape(x.shape[0], x.shape[1], -1)
+
+    _convert(tmp_path, Seq(f, lin(6, 12), bn), torch.randn(2, 10, 6), 17, ops=("DEPTHWISE_CONV_2D",))
+
+
+def test_batchnorm_over_3d_tokens(tmp_path):
+    """BatchNorm1d over [N, C, L] tokens: MUL / ADD by per-channel constants (the prepass)."""
+    torch.manual_seed(3)
+    bn = torch.nn.BatchNorm1d(12)
+    bn.running_mean.normal_(0, 0.2)
+    bn.running_var.uniform_(0.5, 1.5)
+
+    def f(s, x):
+        return s.mods[1](s.mods[0](x).transpose(1, 2))
+
+    _convert(tmp_path, Seq(f, lin(6, 12), bn), torch.randn(2, 10, 6), 17, ops=("MUL", "ADD"))

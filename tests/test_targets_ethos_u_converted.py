@@ -100,3 +100,39 @@ def test_a_size_decided_if_is_judged_as_the_branch_the_converter_inlines(tmp_pat
     r = check(g, "ethos-u55-256")
     assert r.node("branch").verdict.value == "npu"  # inlined by the converter (CAL-V: vitdet)
     assert p.read_bytes() == before
+
+
+def _one(op_type, shape, out_shape, extra=(), **attrs):
+    """x -> Relu -> `op_type` -> y: one op of a float model, its input computed."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node(op_type, ["r", *extra], ["y"], name="op", **attrs)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_mean_over_tokens_with_no_unit_axis_is_judged_in_the_converters_rows_form():
+    # [4, 16, 16] over the features: the converter's [64, 1, 16] MEAN runs (the rank-3 view had no size-1 axis)
+    assert judge(_one("ReduceMean", [4, 16, 16], [4, 16, 1], axes=[2]), "ethos-u55-256")[0] == "npu"
+    v, why = judge(_one("ReduceMean", [2, 2, 4608], [2, 2, 1], axes=[2]), "ethos-u55-256")
+    assert v == "cpu" and "4608" in why["ethos-u55-256.mean.limits"], why  # the rows form keeps Vela's depth limit
+
+
+def test_a_pool_over_the_whole_map_is_the_converters_global_pool():
+    # EfficientNet's AvgPool2d(C, ceil_mode=True): a 320x320 kernel is past Vela's pool limit, the converter's MEAN is not
+    kw = dict(kernel_shape=[320, 320], strides=[320, 320], ceil_mode=1)
+    assert judge(_one("AveragePool", [1, 16, 10, 10], [1, 16, 1, 1], **kw), "ethos-u55-256")[0] == "npu"
+    assert judge(_one("MaxPool", [1, 16, 10, 10], [1, 16, 1, 1], **kw), "ethos-u85-256")[0] == "npu"  # a 10x10 kernel
+    v, why = judge(_one("AveragePool", [1, 16, 12, 12], [1, 16, 12, 12], kernel_shape=[9, 9], pads=[4] * 4,
+                        count_include_pad=0), "ethos-u55-256")
+    assert v == "cpu" and "ethos-u55-256.avgpool.kernel" in why, why
+
+
+def test_an_isnan_guard_of_int8_values_is_no_op():
+    zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
+    nodes = [helper.make_node("Softmax", ["x"], ["s"], name="softmax", axis=1), helper.make_node("IsNaN", ["s"], ["nan"], name="isnan"),
+             helper.make_node("Where", ["nan", "zero", "s"], ["y"], name="op")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])], [zero])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    for t in ("ethos-u55-256", "ethos-u85-256"):
+        assert judge(m, t)[0] == "folded" and judge(m, t, node="isnan")[0] == "folded"

@@ -7,7 +7,8 @@ only: the attention-mask Add that becomes SELECT_V2 (the text encoders), written
 `If` nodes (t5_encoder, vitdet: transformer), the padded patchify conv whose unread tail is cut off (vitpose) and the
 Shape-only Slice of a CPU op (conditional_detr: detector). A condition fitted to one family cannot be scored by
 leaving that family out, so each is measured here on small synthetic graphs, with cases on both sides of it. The
-graphs are none of the corpus's models: they are evidence independent of its families.
+graphs are none of the corpus's models: they are evidence independent of its families. vela_cases_ops.py adds the
+forms the converter decides for reductions, whole-map pools, IsNaN guards and 2-D BatchNormalization.
 
 Each case is conv 1x1 -> the op(s) under test -> conv 1x1 unless it says otherwise, exported at opset 17 (the
 TorchScript exporter, as the corpus), converted by npufit's converter and compiled by Vela through npufit's compile
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from calibration import records  # noqa: E402
 from calibration.build import _compile  # noqa: E402
 from calibration.rknn_cases import _net  # noqa: E402
+from calibration.vela_cases_ops import CASES as OP_CASES  # noqa: E402
 
 TARGETS, OPSET = ("ethos-u55-256", "ethos-u85-256"), 17
 DEVICE = {v: k for k, v in records.LETTER.items()}
@@ -208,6 +210,7 @@ CASES = {
     # Slices of an op's output that feed only Shape: of a GATHER (CPU on the U55) and of an NPU op
     "slice-shape-after-gather": ("Slice", shape_slice, ("cells",)),
     "slice-shape-after-rows": ("Slice", shape_slice, ("rows",)),
+    **OP_CASES,
 }
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from ..targets.converter_facts import depth_reduce_as_conv
+from ..targets.converter_facts import depth_reduce_as_conv, mean_as_rows, whole_map_pool
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
 from .qparams import Q, per_channel_weights, quantize
 
@@ -193,28 +193,39 @@ def _conv2d(L: Lowering, x: TT, w: np.ndarray, b: np.ndarray, y: TT, opts: dict)
 
 
 def batchnorm(L: Lowering, node: NodeView) -> None:
-    """A BatchNormalization with no conv to fold into: a 1x1 DEPTHWISE_CONV_2D (per-channel scale + bias)."""
+    """A BatchNormalization with no conv to fold into: a 1x1 DEPTHWISE_CONV_2D (per-channel scale + bias). On 2-D
+    [rows, C] input (BatchNorm1d over flattened tokens, LeViT) the rows become the width of a [1, 1, rows, C] map."""
     vals = [L.const(t) for t in node.inputs[1:5]]
-    if any(v is None for v in vals) or len(L.shape(node.inputs[0])) != 4:
-        raise L.fail(node, "only inference-mode BatchNormalization on 4-D inputs with constant statistics")
+    rank = len(L.shape(node.inputs[0]))
+    if any(v is None for v in vals) or rank not in (2, 4):
+        raise L.fail(node, "only inference-mode BatchNormalization on 2-D or 4-D inputs with constant statistics")
     gamma, beta, mean, var = (np.asarray(v, np.float64) for v in vals)
     scale = gamma / np.sqrt(var + float(node.attr("epsilon", 1e-5)))
     out, act, _ = absorb_tail(L, node)
-    x = L.act(node.inputs[0], "nhwc")
-    y = L.output(out, "nhwc")
+    if rank == 2:
+        x0 = L.act(node.inputs[0])
+        x = L.new(f"{out}/map", (1, 1) + tuple(x0.shape), x0.q, "plain")
+        L.emit("RESHAPE", [x0, L.int32(f"{x.name}/shape", x.shape)], [x], "ReshapeOptions", new_shape=list(x.shape))
+        y = L.new(f"{out}/map_bn", x.shape, L.q_of(out), "plain")
+    else:
+        x = L.act(node.inputs[0], "nhwc")
+        y = L.output(out, "nhwc")
     wq, ws = per_channel_weights(scale.reshape(1, 1, 1, -1), axis=3)
     wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
     bt = L.bias(y, beta - mean * scale, x, ws)
     L.emit("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions", padding="VALID", stride_w=1, stride_h=1,
            depth_multiplier=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function=act)
+    if rank == 2:
+        z = L.output(out, "plain", q=y.q)
+        L.emit("RESHAPE", [y, L.int32(f"{z.name}/shape", z.shape)], [z], "ReshapeOptions", new_shape=list(z.shape))
 
 
 def pool(L: Lowering, node: NodeView) -> None:
     x = L.act(node.inputs[0], "nhwc")
     glob = node.op_type.startswith("Global")
-    if not glob and len(x.shape) == 4 and L.shape(node.outputs[0])[2:] == (1, 1) and not any(node.attr("pads", [0] * 4)) \
-            and all(k >= d for k, d in zip(node.attr("kernel_shape"), x.shape[1:3])):
-        glob = True  # one window over the whole map (ceil_mode clips it to the input): a global pool
+    if not glob and len(x.shape) == 4 and whole_map_pool(node.attr("kernel_shape"), node.attr("pads", [0] * 4), x.shape[1:3],
+                                                         L.shape(node.outputs[0])[2:]):
+        glob = True
     if glob and len(x.shape) != 4:  # 1-D / 3-D global pooling: a MEAN / REDUCE_MAX over the spatial axes
         y = L.output(node.outputs[0], "plain", q=None if node.op_type == "GlobalAveragePool" else x.q)
         L.emit("MEAN" if node.op_type == "GlobalAveragePool" else "REDUCE_MAX",
@@ -291,6 +302,8 @@ def reduce(L: Lowering, node: NodeView) -> None:
     out = node.outputs[0]
     if depth_reduce_as_conv(op, x.shape, [NHWC_AXIS[a] if x.layout == "nhwc" else a for a in axes]):
         return _depth_reduce(L, x, out, op, keep)
+    if x.layout != "nhwc" and mean_as_rows(op, x.shape, axes):
+        return _rows_reduce(L, x, out, op, len(axes))
     if x.layout != "nhwc":
         y = L.output(out, x.layout)
         L.emit(op, [x, L.int32(f"{y.name}/axes", axes)], [y], "ReducerOptions", keep_dims=keep)
@@ -311,6 +324,20 @@ def reduce(L: Lowering, node: NodeView) -> None:
     L.layout_op(m, nchw, TO_NCHW)
     y = L.output(out, "plain", q=q)
     L.emit("RESHAPE", [nchw, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+
+
+def _rows_reduce(L: Lowering, x: TT, out: str, op: str, n_axes: int) -> None:
+    """A reduction over the last `n_axes` axes of a plain tensor as [rows, 1, reduced]: see converter_facts.mean_as_rows.
+    Both reshapes keep the memory order, so Vela writes no copy for them."""
+    lead = x.shape[:len(x.shape) - n_axes]
+    rows, n = int(np.prod(lead, dtype=np.int64)), int(np.prod(x.shape[len(lead):], dtype=np.int64))
+    xr = L.new(f"{out}/rows", (rows, 1, n), x.q, "plain")
+    L.emit("RESHAPE", [x, L.int32(f"{xr.name}/shape", xr.shape)], [xr], "ReshapeOptions", new_shape=list(xr.shape))
+    q = L.q_of(out)
+    m = L.new(f"{out}/rows_reduced", (rows, 1, 1), q, "plain")
+    L.emit(op, [xr, L.int32(f"{m.name}/axes", [2])], [m], "ReducerOptions", keep_dims=True)
+    y = L.output(out, "plain", q=q)
+    L.emit("RESHAPE", [m, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
 
 
 def _depth_reduce(L: Lowering, x: TT, out: str, op: str, keep: bool) -> None:

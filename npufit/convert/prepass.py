@@ -5,7 +5,8 @@
    Conv2d, chains stay 4-D; prepass_conv1d) and `topk1_to_argmax` (npufit/rewrite: TopK k=1 -> ArgMax + ReduceMax).
 2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
    so ONNX Runtime calibrates every intermediate tensor the int8 graph will hold: LayerNormalization,
-   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains, ReduceL2
+   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains,
+   BatchNormalization on 3-D tokens into Mul/Add, ReduceL2
    into Mul/ReduceSum/Sqrt, two-operand Einsum into Transpose/Reshape/MatMul; LSTM and
    GRU with a static sequence length unrolled step by step (prepass_rnn).
 
@@ -103,6 +104,20 @@ def _instancenorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bo
     y = b.normalize(n.input[0], list(range(2, rank)), float(_attr(n, "epsilon", 1e-5)))
     y = b.op("Mul", [y, b.const("scale", np.asarray(scale, np.float32).reshape(shape))], "scaled")
     b.op("Add", [y, b.const("bias", np.asarray(bias, np.float32).reshape(shape))], "shifted", out=n.output[0])
+    return True
+
+
+def _batchnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    """Inference BatchNormalization on 3-D or 5-D+ input (BatchNorm1d over [N, C, L] tokens); 2-D and 4-D ones stay for
+    the lowering's 1x1 depthwise conv: x * scale + shift with per-channel constants shaped [C, 1, ...]."""
+    vals = [consts.get(t) for t in n.input[1:5]]
+    if rank is None or rank in (2, 4) or any(v is None for v in vals) or len(n.output) > 1 and any(n.output[1:]):
+        return False
+    gamma, beta, mean, var = (np.asarray(v, np.float64) for v in vals)
+    scale = gamma / np.sqrt(var + float(_attr(n, "epsilon", 1e-5)))
+    shape = (-1,) + (1,) * (rank - 2)
+    y = b.op("Mul", [n.input[0], b.const("scale", scale.astype(np.float32).reshape(shape))], "scaled")
+    b.op("Add", [y, b.const("shift", (beta - mean * scale).astype(np.float32).reshape(shape))], "shifted", out=n.output[0])
     return True
 
 
@@ -215,6 +230,9 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
     from .prepass_rnn import unroll
 
     wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU", "ReduceL2", "Einsum"}
+    convs = {n.output[0] for n in model.graph.node if n.op_type in ("Conv", "ConvTranspose")}
+    if any(n.op_type == "BatchNormalization" and n.input[0] not in convs for n in model.graph.node):
+        wanted.add("BatchNormalization")  # one a conv does not take: shape inference says whether it is 3-D
     if not wanted & {n.op_type for n in model.graph.node}:
         return {}, []
     inferred, _ = infer_shapes(model)  # where it fails, the ops whose shapes stay unknown are left as they are
@@ -256,7 +274,7 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
             ok = _groupnorm(b, n, rank, consts, shapes)
         else:
             ok = {"LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Gelu": _gelu,
-                  "ReduceL2": _reducel2}[n.op_type](b, n, rank, consts)
+                  "ReduceL2": _reducel2, "BatchNormalization": _batchnorm}[n.op_type](b, n, rank, consts)
         if not ok:
             out_nodes.append(n)
             continue

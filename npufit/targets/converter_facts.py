@@ -23,6 +23,20 @@ def depth_reduce_as_conv(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> b
         and all(isinstance(d, int) for d in shape[1:3]) and min(shape[1:3]) > 1
 
 
+def mean_as_rows(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> bool:
+    """A MEAN over a trailing run of axes of a tensor in ONNX order (`axes` sorted) that Vela 5.2.0's semantic check
+    rejects ("Reduction over depth is only supported if any of h,w,c == 1"; at most 4-D) is written as RESHAPE to
+    [rows, 1, reduced] -> MEAN over axis 2 -> RESHAPE: the same mean, with a 1 Vela accepts (e.g. a LayerNorm over
+    the features of [4, 16, 16] tokens, a mean over H and W of a [1, 64, 2, 2] NCHW map)."""
+    r = len(shape)
+    if tfl_op != "MEAN" or r < 3 or not axes or list(axes) != list(range(r - len(axes), r)) \
+            or not all(isinstance(d, int) and d > 0 for d in shape):
+        return False
+    if r > 4:
+        return True
+    return not any(d == 1 for d in (shape if r == 3 else shape[1:]))
+
+
 def gather_elements_as_gather(data_shape: Sequence, idx_shape: Sequence, axis: int) -> bool:
     """GatherElements whose data and indices are 1 on every axis but `axis` (a per-position lookup at batch 1) is
     written as RESHAPE of the indices + GATHER along `axis` (batch_dims 0)."""
@@ -48,3 +62,30 @@ def argmax_of_bool(graph, node, dtype: Callable[[str], str | None]) -> bool:
     if not x or x in graph.output_names or len(graph.consumers(x)) != 1:
         return False
     return bool_cast_source(graph, x, dtype) is not None
+
+
+NEVER_SPECIAL = ("IsNaN", "IsInf")
+
+
+def never_special(graph, node) -> bool:
+    """IsNaN / IsInf of a float tensor the model computes: int8 holds neither, so the converter makes the answer a
+    constant False (convert/ops_shape.never_special) and writes no op."""
+    x = node.inputs[0] if node.op_type in NEVER_SPECIAL and node.inputs else None
+    return bool(x) and not graph.tensor(x).is_const and carried_dtype(graph.tensor(x).dtype) is None
+
+
+def where_of_never_special(graph, node) -> bool:
+    """A Where whose condition is such a constant False (nan_to_num after a softmax): the converter aliases its
+    else-branch (convert/ops_shape.where) and writes no op, when that branch is computed at run time."""
+    if node.op_type != "Where" or len(node.inputs) != 3 or not node.inputs[2] or graph.tensor(node.inputs[2]).is_const:
+        return False
+    p = graph.producer(node.inputs[0]) if node.inputs[0] else None
+    return p is not None and never_special(graph, p)
+
+
+def whole_map_pool(kernel: Sequence, pads: Sequence, in_hw: Sequence, out_hw: Sequence) -> bool:
+    """A 2-D pool with one window over the whole map: a 1x1 output, no pads and a kernel at least the map (ceil_mode
+    clips it to the input; EfficientNet's AvgPool2d(C, ceil_mode=True)). The converter writes it as a global pool:
+    MEAN over H and W (average) or a pool whose kernel is the map (max)."""
+    return len(in_hw) == 2 and tuple(out_hw) == (1, 1) and not any(pads or ()) and len(kernel) == 2 \
+        and all(isinstance(d, int) for d in in_hw) and all(k >= d for k, d in zip(kernel, in_hw))

@@ -1,25 +1,30 @@
 """Ethos-U verdicts that follow from what npufit's ONNX -> int8 TFLite converter writes for a node (source CAL-V).
 
 An ONNX model reaches Vela as the converter's TFLite file, so some nodes are decided before Vela sees them: the
-converter writes no op at all (a constant, an integer alias), a different op (a channel mean as CONV_2D, an ArgMax of
-bools behind a CAST, GatherElements as GATHER), or carries int64 tensors as int32. The converter decides with the
+converter writes no op at all (a constant, an integer alias, an IsNaN guard of int8 values), a different op (a channel
+mean as CONV_2D, an ArgMax of bools behind a CAST, GatherElements as GATHER, a whole-map pool as a global one), another
+form of it (a MEAN over [rows, 1, reduced]), or carries int64 tensors as int32. The converter decides with the
 functions of converter_facts.py and these rules ask the same functions. Each condition names its Evidence: the
-records that show it (docs/calibration/ethos-u55-256-int8-op17.json, ethos-u85-256-int8-op17.json). Where the
+records that show it (docs/calibration/ethos-u55-256-int8-op17.json, ethos-u85-256-int8-op17.json) and the synthetic
+cases of docs/calibration/ethos-u*-cases.json (benchmarks/calibration/vela_cases_ops.py). Where the
 converter alone decides (no op reaches Vela), the op it writes ran on the NPU in every family, or Vela's operator
 list decides (CAST), the families are all four (the convention of ethos_u_fitted.LOWERED): nothing of Vela's behaviour
 was fitted, so leave-one-family-out keeps the condition. TFLite input models are never affected: their ops are what
 Vela sees."""
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Mapping
 from functools import partial
 
 from ..graph.folding import CONTROL_FLOW, NON_DETERMINISTIC
 from . import calibration as cal, tflite_map as tm
+from .common import reduce_axes
 from .base import OpSupport, Rule, Verdict
 from .calibration import FAMILIES, Evidence
-from .converter_facts import argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather
+from .converter_facts import (argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather, mean_as_rows,
+                              never_special, where_of_never_special, whole_map_pool)
 
 EVIDENCE = {
     # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them
@@ -28,6 +33,12 @@ EVIDENCE = {
     "depth_mean": Evidence(FAMILIES),
     # the converter's CAST and Vela's operator list (no CAST on the U55), neither fitted: clip_text (transformer) shows it
     "argmax_bool": Evidence(FAMILIES),
+    # the converter's RESHAPE -> MEAN over [rows, 1, reduced] -> RESHAPE: rank-3 and rank-4 LayerNorm tokens and
+    # ReduceMeans with no size-1 axis (CPU on both generations before the rows form, NPU after) next to ones that
+    # have one, a mean over a conv's own NHWC output and over a middle axis; 4608 features break the depth limit
+    "mean_rows": Evidence(FAMILIES, ("ln-tokens-4x16x16", "ln-tokens-2x64x24", "ln-tokens-2x4x8x16", "ln-tokens-1x64x16",
+                                     "ln-tokens-1x32x32", "mean-hw-reshaped-2x2", "mean-hw-reshaped-4x8", "mean-hw-conv",
+                                     "mean-last-4x16x16", "mean-mid-4x16x16", "mean-last-2x2x4608")),
 }
 NO_OP = "NPUFIT_NO_OP"
 _ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout"}
@@ -98,6 +109,11 @@ def no_op(node) -> str | None:
         outs = [o for o in node.outputs if o]
         if outs and all(o in consts for o in outs) or node.parent in ifs:
             return "constant once the Ifs that the input sizes decide are inlined"
+    # cases isnan-softmax, where-isnan-softmax: DETR's softmax guard, no op (Vela places nothing of it on the CPU)
+    if never_special(g, node):
+        return "IsNaN / IsInf of an int8 tensor, which holds neither: a constant False"
+    if where_of_never_special(g, node):
+        return "a Where by a constant-False IsNaN / IsInf: an alias of its else-branch"
     op = node.op_type
     if op != "Cast" and op not in _ALIAS_SHAPE:
         return None
@@ -126,11 +142,28 @@ def op_key(node) -> str | None:
         return None
     if no_op(node):
         return NO_OP
+    if node.op_type == "AveragePool" and whole_map(node):
+        return "MEAN"
     if node.op_type == "GatherElements" and node.domain in ("", "ai.onnx"):
         x, i = node.input_shape(0), node.input_shape(1)
         if x and i and gather_elements_as_gather(x, i, int(node.attr("axis", 0))):
             return "GATHER"
     return None
+
+
+def whole_map(node) -> bool:
+    """An ONNX AveragePool / MaxPool with one window over the whole map, which the converter writes as a global pool
+    (converter_facts.whole_map_pool). Cases avgpool-whole-ceil, avgpool-whole-exact, maxpool-whole-ceil (NPU: MEAN,
+    a map-sized max pool) against avgpool-k9-same (a SAME kernel over 8, CPU) and avgpool-k3-include (NPU)."""
+    x, y = node.input_shape(0), node.output_shape(0)
+    k = node.attr("kernel_shape")
+    return node.graph.format == "onnx" and node.op_type in ("AveragePool", "MaxPool") and bool(x and y and k) \
+        and len(x) == 4 and len(y) == 4 and whole_map_pool(list(k), node.attr("pads", [0] * 4), list(x[2:]), list(y[2:]))
+
+
+def pool_kernel(node) -> list | None:
+    """The pool kernel the converter writes: the map itself for a whole-map pool, else the node's own."""
+    return list(node.input_shape(0)[2:]) if whole_map(node) else tm.kernel(node)
 
 
 def act_dtypes(node, dtypes: list[str]) -> list[str]:
@@ -148,6 +181,22 @@ def depth_mean_as_conv(node, x, axes, lim: Mapping) -> bool:
     [1, C, 8, 8]) ran on the NPU of both Ethos-U records; the MEAN rule's depth limit does not apply to them."""
     return node.graph.format == "onnx" and cal.fitted(lim, EVIDENCE["depth_mean"]) and x is not None \
         and axes is not None and depth_reduce_as_conv(tm.tflite_op(node), x, axes)
+
+
+def mean_form(node, lim: Mapping) -> tuple[list, list] | None:
+    """(shape, axes) of the MEAN the converter writes for an ONNX ReduceMean over a trailing run of axes that Vela's
+    semantic check would reject (converter_facts.mean_as_rows): [rows, 1, reduced] over axis 2, so only Vela's size
+    limits remain. Not for 4-D inputs: a conv's NHWC output is reduced in NHWC (the MEAN rule's view)."""
+    g = node.graph
+    x = node.input_shape(0) if node.op_type == "ReduceMean" and g.format == "onnx" else None
+    if not x or len(x) == 4 or not cal.fitted(lim, EVIDENCE["mean_rows"]):
+        return None
+    ax = reduce_axes(node)
+    axes = None if ax is None else sorted(int(a) % len(x) for a in ax)
+    if axes is None or not mean_as_rows("MEAN", x, axes):
+        return None
+    k = len(x) - len(axes)
+    return [math.prod(x[:k]), 1, math.prod(x[k:])], [2]
 
 
 def argmax_bool_cast(node, lim: Mapping) -> str | None:

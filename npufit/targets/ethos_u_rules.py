@@ -198,7 +198,7 @@ def matmul(node: NodeView, lim: L) -> str | None:
 
 
 def avgpool_kernel(node: NodeView, lim: L) -> str | None:
-    k, p = tm.kernel(node), tm.padding(node)
+    k, p = conv.pool_kernel(node), tm.padding(node)
     if not k:
         return None
     if p == "VALID":
@@ -210,7 +210,7 @@ def avgpool_kernel(node: NodeView, lim: L) -> str | None:
 
 
 def maxpool_kernel(node: NodeView, lim: L) -> str | None:
-    k = tm.kernel(node)
+    k = conv.pool_kernel(node)
     if k and (k[0] * k[1] > lim["pool_kernel_product"] or k[0] > lim["pool_kernel_height"]):
         return f"kernel {fmt_list(k)}"
     return None
@@ -218,7 +218,7 @@ def maxpool_kernel(node: NodeView, lim: L) -> str | None:
 
 def _mean_axes(node: NodeView):
     x = tm.in_shape(node)
-    if node.op_type == "GlobalAveragePool":
+    if node.op_type in ("GlobalAveragePool", "AveragePool"):  # AveragePool: a whole-map one (conv.whole_map)
         return x, [1, 2]
     if node.graph.format == "onnx":
         ax = common.reduce_axes(node)
@@ -230,7 +230,7 @@ def _mean_axes(node: NodeView):
 
 
 def mean(node: NodeView, lim: L) -> str | None:
-    x, axes = _mean_axes(node)
+    x, axes = conv.mean_form(node, lim) or _mean_axes(node)
     if axes is None:
         return "axes are not constant"
     if not x or not all(isinstance(d, int) for d in x) or conv.depth_mean_as_conv(node, x, axes, lim):
