@@ -93,9 +93,11 @@ def test_rk3576_runs_more_on_the_npu_and_ceil_average_pooling_on_the_cpu():
     # probe reduce_max_*, sin: CPU on RK3588, NPU on RK3576
     for m in (float_op("ReduceMax", [1, 8, 4, 4], [1, 1, 4, 4], {"axes": [1]}, opset=13), float_op("Sin", [1, 8, 4, 4], [1, 8, 4, 4])):
         assert judge(m, "rk3588")[0] == "cpu" and judge(m, "rk3576") == ("npu", {})
-    # probe avgpool2d_ceil: 3x3/2 on 16x16 with ceil_mode (8x8 instead of 7x7) ran on the CPU on RK3576
-    ceil = float_op("AveragePool", [1, 8, 16, 16], [1, 8, 8, 8], {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1})
-    floor = float_op("AveragePool", [1, 8, 17, 17], [1, 8, 8, 8], {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1})  # no partial window
+    # probe avgpool2d_ceil: 3x3/2 on 16x16 with ceil_mode (8x8 instead of 7x7) ran on the CPU on RK3576 (torch exports
+    # count_include_pad=1; with 0 the partial window runs on the CPU on RK3588 too, sweep case pool-avg-k3s2p0-ceil-cip0)
+    pool = {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "count_include_pad": 1}
+    ceil = float_op("AveragePool", [1, 8, 16, 16], [1, 8, 8, 8], pool)
+    floor = float_op("AveragePool", [1, 8, 17, 17], [1, 8, 8, 8], pool)  # no partial window
     assert judge(ceil, "rk3588")[0] == "npu" and judge(floor, "rk3576")[0] == "npu"
     v, why = judge(ceil, "rk3576")
     assert v == "cpu" and "rk3576.pool.ceil" in why

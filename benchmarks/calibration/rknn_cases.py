@@ -1,6 +1,6 @@
 """Where RKNN-Toolkit2 really places the ops behind the rk3588 conditions that only one corpus family shows.
 
-    python benchmarks/calibration/rknn_cases.py [--record] [--cases GLOB]
+    python benchmarks/calibration/rknn_cases.py [--record] [--cases GLOB] [--target rk3588|rk3576|rk3566|rv1106]
 
 The calibration corpus shows several RKNN behaviours in one family only (6-D window transposes and a 6-D q/k/v
 split in transformers, Slice step 2 in swinv2, Einsum in cvt, ScatterND box updates in DETRs, DepthToSpace into a
@@ -13,7 +13,8 @@ unless it says otherwise, exported at opset 17 and compiled for rk3588 (float16 
 int8, which quantizes on the case's own input; simulator off). --record writes docs/calibration/rk3588-cases.json:
 per case, the placement of every node of the op under test, in graph order ("failed: ..." when the converter rejects
 the model), and "build": "int8" for an int8 case. tests/test_calibration_records.py replays it, judging an int8 case
-as its int8 conversion."""
+as its int8 conversion. The attribute sweeps of rknn_sweep.py are part of the catalogue. --target compiles the chosen
+cases for another Rockchip SoC (rv1106: int8) into docs/calibration/<target>-cases.json, replayed against its profile."""
 from __future__ import annotations
 
 import argparse
@@ -27,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calibration.records import RECORDS  # noqa: E402
+from calibration.rknn_sweep import SWEEP  # noqa: E402
 
 SCHEMA = "npufit.calibration.cases/1"
 TARGET, OPSET = "rk3588", 17
@@ -310,6 +312,7 @@ CASES = {
     "split-last-t96-3x4": ("Reshape", split_last, (2, 96, 16, (3, 4), True)),
     "split-last-t8-2x2": ("Reshape", split_last, (2, 8, 16, (2, 2), True)),
 }
+CASES.update(SWEEP)  # the attribute sweeps of Resize, pooling, Reshape and Slice (rknn_sweep.py)
 
 
 def build_of(name: str) -> str:
@@ -321,9 +324,14 @@ def export_case(name: str, folder: Path) -> Path:
     from npufit.zoo.export import export_onnx
 
     op, builder, args = CASES[name][:3]
-    m, x = builder(*args)
+    built = builder(*args)
     p = folder / f"{name}.onnx"
-    export_onnx(m, x, p, OPSET, ["x"], ["y"])
+    if isinstance(built, tuple):
+        export_onnx(*built, p, OPSET, ["x"], ["y"])
+    else:  # an ONNX model written directly (rknn_sweep.py)
+        from npufit.util.io import atomic_write_bytes
+
+        atomic_write_bytes(p, built.SerializeToString())
     return p
 
 
@@ -334,11 +342,16 @@ def predict(onnx: Path, op: str, profile=None, build: str = "fp16") -> list[str]
     return case_verdicts(onnx, op, profile or TARGET, build)
 
 
-def measure(onnx: Path, op: str, out: Path, build: str = "fp16") -> tuple[list[str] | str, str | None]:
+# the other Rockchip SoCs share rk3588's rule code (rockchip_socs.py): --target records a case record of their own for
+# the cases that bound a shared condition; rv1106 takes int8 builds only
+SOC_BUILDS = {"rk3588": None, "rk3576": None, "rk3566": None, "rv1106": "int8"}
+
+
+def measure(onnx: Path, op: str, out: Path, build: str = "fp16", target: str = TARGET) -> tuple[list[str] | str, str | None]:
     from npufit.compilers import compile_model
     from npufit.graph import load
 
-    r = compile_model(onnx, TARGET, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=600)
+    r = compile_model(onnx, target, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=600)
     if not (r.ok and r.placement):
         return f"failed: {str(r.error or '')[:200]}", r.compiler_version
     by = {p.node: p.device for p in r.placement}
@@ -347,7 +360,8 @@ def measure(onnx: Path, op: str, out: Path, build: str = "fp16") -> tuple[list[s
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--record", action="store_true", help="write docs/calibration/rk3588-cases.json")
+    ap.add_argument("--record", action="store_true", help="write docs/calibration/<target>-cases.json")
+    ap.add_argument("--target", default=TARGET, choices=sorted(SOC_BUILDS), help="the SoC to compile for (default rk3588)")
     ap.add_argument("--cases", default="*", help="comma-separated globs over case names (default: all); with --record, only these are updated")
     a = ap.parse_args(argv)
     chosen = [n for n in CASES if any(fnmatch.fnmatch(n, g) for g in a.cases.split(","))]
@@ -355,21 +369,21 @@ def main(argv=None) -> None:
         ap.error(f"no case matches {a.cases!r} (see CASES in {Path(__file__).name})")
     from npufit.util.io import atomic_write_json
 
-    path = RECORDS / f"{TARGET}-cases.json"
-    rec = {"schema": SCHEMA, "target": TARGET, "build": "fp16", "opset": OPSET, "compiler": "rknn-toolkit2",
+    path = RECORDS / f"{a.target}-cases.json"
+    rec = {"schema": SCHEMA, "target": a.target, "build": SOC_BUILDS[a.target] or "fp16", "opset": OPSET, "compiler": "rknn-toolkit2",
            "compiler_versions": [], "cases": {}}
     if a.record and path.is_file():  # a run over some cases updates those and keeps the others
         rec = json.loads(path.read_text())
     print("| case | op | RKNN | npufit |\n|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="npufit-rkc-") as d:
         for name in chosen:
-            op, build = CASES[name][0], build_of(name)
+            op, build = CASES[name][0], SOC_BUILDS[a.target] or build_of(name)
             p = export_case(name, Path(d))
-            got, ver = measure(p, op, Path(d) / name, build)
+            got, ver = measure(p, op, Path(d) / name, build, a.target)
             if ver and ver not in rec["compiler_versions"]:
                 rec["compiler_versions"].append(ver)
-            rec["cases"][name] = {"op": op, "placement": got, **({"build": build} if build != "fp16" else {})}
-            print(f"| {name} | {op} {build} | {got} | {predict(p, op, build=build)} |", flush=True)
+            rec["cases"][name] = {"op": op, "placement": got, **({"build": build} if build != rec["build"] else {})}
+            print(f"| {name} | {op} {build} | {got} | {predict(p, op, a.target, build)} |", flush=True)
     if a.record:
         rec["cases"] = {n: rec["cases"][n] for n in CASES if n in rec["cases"]}  # catalogue order; dropped cases go
         atomic_write_json(path, rec)

@@ -38,7 +38,10 @@ LIMITS = {
     "tconv_group": 1, "tconv_dilated_kernel": 1,  # group 1 or depthwise; dilation only with a 1x1 kernel
     "pool_kernel": 64, "pool_stride": 8, "pool_pad": 7, "pool_dim": 8192,
     "resize_scales": common.Choices((2, 3, 4, 5, 6, 7, 8)),
-    "resize_linear_modes": common.Choices(("half_pixel", "pytorch_half_pixel", "align_corners")),
+    # CAL-R sweep cases: linear align_corners ran on the CPU at every scale, asymmetric on the NPU (the 2.3.2 document
+    # lists align_corners, not asymmetric); a linear x0.5 downscale ran on the NPU
+    "resize_linear_modes": common.Choices(("half_pixel", "pytorch_half_pixel", "asymmetric")),
+    "resize_down_scales": common.Choices((2,)),
     "softmax_axes": common.Choices((1, 3)),
     "softmax_last_axes": 4,  # a last-axis softmax with at most this many non-unit axes (CAL-R, rockchip_fitted)
     "pow_exponents": common.Choices((0.0, 1.0, 2.0, 3.0, 0.5, -0.5)),
@@ -47,7 +50,11 @@ LIMITS = {
     "rnn_batch_multiple": 4, "rnn_batch_free": 1,  # a batch above rnn_batch_free must be a multiple of rnn_batch_multiple
     "reflect_pad_ch": 8192, "reflect_pad_w": 8176,
     "axes_min": 0, "axes_max": 3,
-    "slice_step": 1,  # other steps only inside a space-to-depth reorg
+    "slice_step": 1,  # other steps only inside a space-to-depth reorg, or reversing the innermost data (slice_flip_npu)
+    # CAL-R sweep: count_include_pad=0 over a ceil_mode partial window (no pads) ran on the CPU (RV1106: on the NPU)
+    "avgpool_ceil_window_cpu": True,
+    "slice_flip_npu": True,
+    "slice_matmul_grid_npu": True,  # CAL-R sweep: a strided Slice of a grid reshaped from a MatMul ran on the NPU (rk3588 only measured)  # CAL-R sweep: a reversed innermost axis ran on the NPU (RK3576: on the CPU)
     "gather_indices_rank": 1,
     "output_align": 8,  # RKNN-C, float16 builds
     "output_map_hw": 1,  # a non-4-D output reshaped from an NPU tensor of this H and W keeps the NC1HWC2 order

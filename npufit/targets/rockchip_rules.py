@@ -8,7 +8,7 @@ in rockchip_fitted.py.
 from __future__ import annotations
 
 from ..graph import quant
-from . import common, rockchip_fitted as fit, tflite_map as tm
+from . import common, rockchip_fitted as fit, rockchip_swept as sw, tflite_map as tm
 from .base import Rule, Verdict, fmt_list
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
@@ -176,7 +176,8 @@ def _slice_steps(node, lim):
     steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
     if not steps or all(s == lim["slice_step"] for s in steps):
         return None
-    return None if fit.space_to_depth(node, lim) else f"steps {steps}"
+    ok = fit.space_to_depth(node, lim) or sw.slice_flip(node, lim) or sw.strided_matmul_grid(node, lim)
+    return None if ok else f"steps {steps}"
 
 
 def _gather_elements(node, lim):
@@ -230,7 +231,7 @@ def _resize(node, lim):
     ctm = node.attr("coordinate_transformation_mode", "half_pixel")
     if mode not in ("nearest", "linear"):
         return f"mode {mode}"
-    if mode == "linear" and ctm not in lim["resize_linear_modes"]:
+    if mode == "linear" and not sw.resize_linear_mode(ctm, lim):
         return f"linear with {ctm}"
     if mode == "nearest":
         return None  # PROBE-R: nearest x1.5 ran on the NPU (bilinear x1.5 on the CPU); integer factors 2..8 both
@@ -240,8 +241,9 @@ def _resize(node, lim):
     for a, b in zip(x[2:], y[2:]):
         if b == a or (a == 1 and x[2] == x[3] == 1):
             continue
-        if b % a or b // a not in lim["resize_scales"]:
-            return f"{x[2]}x{x[3]} → {y[2]}x{y[3]}"
+        if (b > a and b % a == 0 and b // a in lim["resize_scales"]) or (b < a and a % b == 0 and sw.resize_down(a // b, lim)):
+            continue
+        return f"{x[2]}x{x[3]} → {y[2]}x{y[3]}"
     return None
 
 
@@ -338,7 +340,11 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "ConvTranspose": (kernel, _r(p, "conv_transpose.config", "transposed convolution: stride in {tconv_strides}, group "
                                      "{tconv_group} (or depthwise), dilation only with a {tconv_dilated_kernel}x"
                                      "{tconv_dilated_kernel} kernel", _tconv, ("use Resize + Conv",))),
-        "MaxPool": pool, "AveragePool": pool,
+        "MaxPool": pool,
+        "AveragePool": pool + (_r(p, "pool.exclude_pad", "average pooling that leaves padding out of the average "
+                                  "(count_include_pad=0) runs on the CPU when its windows reach into padding (pads, or a "
+                                  "ceil_mode partial window); counting the padding, or without padding, it runs on the NPU", sw.avgpool_exclude_pad,
+                                  ("export with count_include_pad=1, or pad explicitly and divide by the window counts",), "CAL-R"),),
         "DepthToSpace": (_r(p, "depth_to_space.block", "DepthToSpace runs on the NPU with block size {d2s_blocks} (3 and 6 measured "
                             "on the CPU)", fit.depth_to_space, ("upsample by 2, 4 or 8 per pixel shuffle",), "CAL-R"),),
         "Tile": (_r(p, "tile.axes", "Tile runs on the NPU when it repeats one of C, H, W; repeating the batch or two axes runs on "
@@ -351,14 +357,19 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "Pow": (_r(p, "pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),),
         "Concat": axis, "Split": axis,
         "Slice": (_r(p, "slice.steps", "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth "
-                     "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging); alone it runs on the CPU",
+                     "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging) or as the reversal of "
+                     "the axis holding the innermost data (step -1, through a Transpose before it), or on a {max_rank}-D grid "
+                     "reshaped from a MatMul's output (measured; why is not known); other steps alone run on the CPU (step "
+                     "2 measured on every axis of 3-D and 4-D tensors)",
                      _slice_steps, ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),),
         "Gather": (_r(p, "gather.indices", "Gather needs constant rank-{gather_indices_rank} indices and an axis {axes_min}..{axes_max} "
                       "(indices computed at run time: CPU, CAL-R)", _gather),),
         "Pad": (_r(p, "pad.mode", "Pad supports constant mode (a 3-D tensor padded at the end of axis 1 runs on the CPU, CAL-R), and "
                    "reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),),
         "Resize": (_r(p, "resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
-                      "factors {resize_scales:..}", _resize, ("upsample by an integer factor 2..8",), "PROBE-R"),),
+                      "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or} (linear align_corners ran on "
+                      "the CPU at every scale measured)", _resize,
+                      ("upsample by an integer factor 2..8, with align_corners=False",), "CAL-R"),),
         "Softmax": (_r(p, "softmax.axis", "Softmax runs on the NPU along axis {softmax_axes:#|or}, or along the last axis when at most "
                        "{softmax_last_axes} axes are larger than one (CAL-R)", _softmax,
                        ("transpose so the softmax axis is the channel axis",)),),
@@ -368,9 +379,9 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "QuantizeLinear": qdq, "DequantizeLinear": qdq,
         "Cast": (_r(p, "cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
                     "dtype it already has is deleted by rknn.build, RKNN-C)", _cast),),
-        "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of [.., T, W] into g x k runs "
-                       "on the NPU when k has at least {split_min_inner} elements or W or T is a multiple of "
-                       "{split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost,
+        "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of a {max_rank}-D [.., T, W] into parts "
+                       "ending in k (or merges such parts into it) runs on the NPU when k has at least {split_min_inner} "
+                       "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost,
                        ("split the innermost axis into wider parts, or do this reshape on the host",), "CAL-R"),),
         "ScatterND": (_r(p, "scatter_nd.measured", "ScatterND runs on the NPU with constant indices (the 2.3.2 document lists a CPU "
                          "kernel)", fit.scatter_nd, src="CAL-R"),),
