@@ -62,18 +62,18 @@ def per_node(fn: Callable[[NodeView], T]) -> Callable[[NodeView], T]:
         if s is None or node.graph is not s.graph:
             return fn(node)
         i = node.index
-        nodes = s.nodes
-        if i >= len(nodes) or nodes[i] is not node:
+        try:  # no len() per call: the two reads raise in the rare cases
+            own = s.nodes[i] is node
+            table = s.columns[k]
+        except IndexError:  # a node past the scope's nodes, or a fact defined after the scope opened
+            if i >= len(s.nodes):
+                return fn(node)
+            s.columns.extend([None] * (len(_FACTS) - len(s.columns)))
+            return memo(node)
+        if not own:
             return fn(node)
-        columns = s.columns
-        if k < len(columns):
-            table = columns[k]
-            if table is None:
-                table = columns[k] = [_UNSET] * len(nodes)
-        else:  # a fact defined after the scope opened
-            table = s.tables.get(fn)
-            if table is None:
-                table = s.tables[fn] = [_UNSET] * len(nodes)
+        if table is None:
+            table = s.columns[k] = [_UNSET] * len(s.nodes)
         v: Any = table[i]
         if v is _UNSET:
             v = table[i] = fn(node)
