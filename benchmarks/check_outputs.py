@@ -64,9 +64,10 @@ def run_check(path: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-m", "npufit", "check", str(path), "--target", "all", "--format", "json"],
                        capture_output=True, env=env, timeout=900)
-    stderr = re.sub(r"/\S*npufit-outputs-[^/\s]+", "<tmp>", r.stderr.decode("utf-8", "replace"))  # differs per run
-    return {"rc": r.returncode, "stdout_sha256": hashlib.sha256(r.stdout).hexdigest(), "stdout_len": len(r.stdout),
-            "stderr": stderr}
+    # the generated models' folder differs per run (reports name the model's path)
+    stdout = re.sub(rb"/[^\s\"]*?npufit-outputs-[^/\s\"]+", b"<tmp>", r.stdout)
+    stderr = re.sub(r"/\S*?npufit-outputs-[^/\s]+", "<tmp>", r.stderr.decode("utf-8", "replace"))
+    return {"rc": r.returncode, "stdout_sha256": hashlib.sha256(stdout).hexdigest(), "stdout_len": len(stdout), "stderr": stderr}
 
 
 def main() -> None:
