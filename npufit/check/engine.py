@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from ..graph import Graph, NodeView, load, quant
@@ -103,7 +104,7 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
 def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
     folded = graph.folded
     composite_of = _match_composites(graph, profile)
-    judge = _Judge(profile, folded, composite_of)
+    judge = _Judge(graph, profile, folded, composite_of)
     nodes = graph.nodes
     judged = [judge(node) for node in nodes]
     results = dict(zip([n.name for n in nodes], judged))  # by name; a repeated name keeps its last node's result
@@ -204,18 +205,32 @@ class _Judge:
     apply, the op reason's fields) is looked up once per op type; the rules themselves run for every node, since
     they may read anything of the node and its neighbours."""
 
-    def __init__(self, profile: Profile, folded: set[str], composite_of: dict[str, tuple[Composite, str]]):
-        self.profile, self.folded, self.composite_of = profile, folded, composite_of
+    def __init__(self, graph: Graph, profile: Profile, folded: set[str], composite_of: dict[str, tuple[Composite, str]]):
+        self.graph, self.profile, self.folded, self.composite_of = graph, profile, folded, composite_of
         self.limits = profile.limits
-        self.graph_rules = tuple((r.check, r) for r in profile.graph_rules)
+        self.gates: dict[Callable, bool] = {}  # Rule.gate -> its answer for this graph
+        self.graph_rules = self._checks(profile.graph_rules)
         self.by_op: dict = {}  # (domain, op_type) -> (status, op reason fields or None, (check, rule) pairs)
         # for profiles with an op_key mapping: (id(OpSupport), domain, op_type) -> that tuple (the op reason names the op type)
         self.by_support: dict[tuple, tuple] = {}
 
+    def _checks(self, rules: tuple[Rule, ...]) -> tuple:
+        """(check, rule) pairs of the rules that may fail in this graph: a rule whose gate says no is left out."""
+        out = []
+        for r in rules:
+            if r.gate is not None:
+                ok = self.gates.get(r.gate)
+                if ok is None:
+                    ok = self.gates[r.gate] = bool(r.gate(self.graph, self.limits))
+                if not ok:
+                    continue
+            out.append((r.check, r))
+        return tuple(out)
+
     def _entry(self, node: NodeView, support: OpSupport) -> tuple:
         profile = self.profile
         reason = None if support.status is _NPU else _op_reason_fields(node, profile, support)
-        return (support.status, reason, self.graph_rules + tuple((r.check, r) for r in support.rules), support)
+        return (support.status, reason, self.graph_rules + self._checks(support.rules), support)
 
     def __call__(self, node: NodeView) -> NodeResult:
         name, op = node.name, node.op_type

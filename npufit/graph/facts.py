@@ -24,15 +24,18 @@ T = TypeVar("T")
 
 
 class _Scope:
-    __slots__ = ("graph", "nodes", "tables")
+    __slots__ = ("graph", "nodes", "tables", "columns")
 
     def __init__(self, graph: Graph):
         self.graph = graph
         self.nodes = graph.nodes
-        self.tables: dict[Callable, Any] = {}  # per node fact: its values by node index (_UNSET until derived); per graph: the value
+        self.tables: dict[Callable, Any] = {}  # per graph fact: its value
+        # per node fact k (its number in _FACTS): its values by node index (_UNSET until derived), None until first asked
+        self.columns: list[list | None] = [None] * len(_FACTS)
 
 
 _SCOPE: ContextVar[_Scope | None] = ContextVar("npufit_facts", default=None)
+_FACTS: list[Callable] = []  # every @per_node fact, numbered in the order they were defined
 
 
 @contextmanager
@@ -49,18 +52,28 @@ def scope(graph: Graph | None) -> Iterator[None]:
 def per_node(fn: Callable[[NodeView], T]) -> Callable[[NodeView], T]:
     """fn(node), remembered per node inside scope(node.graph)."""
 
+    k = len(_FACTS)
+    _FACTS.append(fn)
+    current = _SCOPE.get  # the bound method: rules ask a million facts on a 100k-node graph
+
     @wraps(fn)
     def memo(node: NodeView) -> T:
-        s = _SCOPE.get()
+        s = current()
         if s is None or node.graph is not s.graph:
             return fn(node)
         i = node.index
-        nodes = s.nodes
-        if i >= len(nodes) or nodes[i] is not node:
+        try:  # no len() per call: the two reads raise in the rare cases
+            own = s.nodes[i] is node
+            table = s.columns[k]
+        except IndexError:  # a node past the scope's nodes, or a fact defined after the scope opened
+            if i >= len(s.nodes):
+                return fn(node)
+            s.columns.extend([None] * (len(_FACTS) - len(s.columns)))
+            return memo(node)
+        if not own:
             return fn(node)
-        table = s.tables.get(fn)
         if table is None:
-            table = s.tables[fn] = [_UNSET] * len(nodes)
+            table = s.columns[k] = [_UNSET] * len(s.nodes)
         v: Any = table[i]
         if v is _UNSET:
             v = table[i] = fn(node)
@@ -73,9 +86,11 @@ def per_node(fn: Callable[[NodeView], T]) -> Callable[[NodeView], T]:
 def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
     """fn(graph), remembered inside scope(graph): a fact about the whole graph that a rule reads for every node."""
 
+    current = _SCOPE.get
+
     @wraps(fn)
     def memo(graph: Graph) -> T:
-        s = _SCOPE.get()
+        s = current()
         if s is None or graph is not s.graph:
             return fn(graph)
         tables = s.tables

@@ -53,7 +53,7 @@ class LazyAttrs(Mapping):
         if self._cache is None:
             self._cache = {}
         if key not in self._cache:
-            a = self._protos[key]
+            a = (self._by_name or self._protos)[key]
             kind = a.type if not a.ref_attr_name else None  # a reference attribute goes the general way (it raises)
             if kind == _INTS:  # the common kinds read directly (get_attribute_value tests a dozen kinds first)
                 v = list(a.ints)
@@ -79,7 +79,7 @@ class LazyAttrs(Mapping):
         cache = self._cache
         if cache is not None and key in cache:
             return cache[key]
-        return self[key] if key in self._protos else default
+        return self[key] if key in (self._by_name or self._protos) else default  # the property only on first read
 
     def __contains__(self, key):
         return (self._cache is not None and key in self._cache) or key in self._protos

@@ -65,6 +65,9 @@ class Rule:
     fix: tuple[str, ...] = ()  # hints shown to the user
     source: str = ""  # source tag (see Profile.sources) or seed file name
     fix_rules: tuple[str, ...] = ()  # names of `npufit fix` rewrite rules that address it
+    # gate(graph, limits) -> False when `check` passes every node of the graph (its first test is about the whole
+    # graph: its format, whether any shape is dynamic); asked once per check, which then leaves the rule out
+    gate: Callable[[Graph, Mapping[str, Any]], bool] | None = None
 
     def sentence(self, limits: Mapping[str, Any]) -> str:
         try:

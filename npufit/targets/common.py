@@ -49,6 +49,14 @@ def max_rank(node: NodeView) -> int:
     return table[node.index]
 
 
+def max_rank_gate(graph, lim) -> bool:
+    """Rule.gate of the rank rules, which fail only on a node whose max_rank is above lim["max_rank"]."""
+    table = graph.max_rank_table
+    if table is None:
+        table = graph.max_rank_table = _max_rank_table(graph)
+    return max(table, default=0) > lim["max_rank"]
+
+
 def _max_rank_table(graph) -> list[int]:
     """Per node (by index): the highest known rank among its non-constant inputs and its outputs; 0 when none is
     known. One loop with the node's tensors read inline (half the cost of ranks() per node)."""
@@ -88,6 +96,22 @@ def any_dynamic_tail(graph) -> bool:
                 if not isinstance(d, int) or d < 0:
                     return True
     return False
+
+
+def dynamic_tail_gate(graph, lim) -> bool:
+    """Rule.gate of the rules whose first test is any_dynamic_tail(graph)."""
+    return any_dynamic_tail(graph)
+
+
+def tflite_gate(graph, lim) -> bool:
+    """Rule.gate of the rules that read TFLite tensors only (their first test: the graph's format)."""
+    return graph.format == "tflite"
+
+
+def dynamic_inputs_gate(graph, lim) -> bool:
+    """Rule.gate of the rules that look at dynamic_inputs(node): no node reads one when every model input is static."""
+    get = graph.tensors.get
+    return any((t := get(name)) is None or not t.is_static for name in graph.input_names)
 
 
 def dynamic_inputs(node: NodeView) -> list[str]:

@@ -322,9 +322,9 @@ def _qdq_absorbed(node, lim):
 
 # -- rules ------------------------------------------------------------------------------------------
 
-def _r(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), src: str = "N-SL") -> Rule:
+def _r(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), src: str = "N-SL", gate=None) -> Rule:
     """An Ethos-N rule: a broken one runs the op on the host CPU."""
-    return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), src)
+    return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), src, gate=gate)
 
 
 def graph_rules(p: str) -> tuple[Rule, ...]:
@@ -332,7 +332,8 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
         _r(p, "dtype", "Ethos-N tensors must be {dtypes[0]} or {dtypes[1]} (int32 only for bias): a float model never offloads", _dtype,
            ("quantize the model to int8 first (npufit quantize, or an int8 TFLite export)",), "N-API"),
         _r(p, "batch", "batch size must be {batch}", _batch, ("export with batch 1 and loop over the batch on the host",), "N-API"),
-        _r(p, "rank", "tensors must have at most {max_rank} dimensions", _rank, ("reshape to 4-D or fewer",), "N-API"),
+        _r(p, "rank", "tensors must have at most {max_rank} dimensions", _rank, ("reshape to 4-D or fewer",), "N-API",
+           gate=common.max_rank_gate),
     )
 
 

@@ -18,6 +18,7 @@ import weakref
 from collections.abc import Mapping
 from functools import partial
 
+from ..graph import facts
 from ..graph.folding import CONTROL_FLOW, NON_DETERMINISTIC
 from . import calibration as cal, tflite_map as tm
 from .common import reduce_axes
@@ -99,6 +100,7 @@ def converter_constants(graph) -> tuple[frozenset[str], frozenset[str]]:
     return hit
 
 
+@facts.per_node  # asked twice per node: by the op key and by the feature-map dtypes
 def no_op(node) -> str | None:
     """Why npufit's converter writes no TFLite op for this ONNX node, else None."""
     g = node.graph

@@ -404,11 +404,11 @@ def graph_rules(gen: str, p: str) -> tuple[Rule, ...]:
         Rule(f"{p}.fmap.dtype", "feature-map data types must be one of {fmap_dtypes}: float ops stay on the CPU", fmap_dtype, CPU,
              ("quantize to int8 (or int16) before Vela: npufit quantize, or a full-integer TFLite export",), "VELA"),
         Rule(f"{p}.shape.static", "tensors must have constant shapes (only the first dimension may be dynamic)", static_shape, CPU,
-             ("pin the input shape (--input-shape) before converting",), "VELA"),
-        Rule(f"{p}.quant.params", "input, output and weight tensors must have quantization parameters with a positive scale "
-             "(except {no_quant_ops})", quant_params, CPU, ("re-export as a full-integer quantized TFLite model",), "VELA"),
+             ("pin the input shape (--input-shape) before converting",), "VELA", gate=common.dynamic_tail_gate),
+        Rule(f"{p}.quant.params", "input, output and weight tensors must have quantization parameters with a positive scale (except "
+             "{no_quant_ops})", quant_params, CPU, ("re-export as a full-integer quantized TFLite model",), "VELA", gate=common.tflite_gate),
         Rule(f"{p}.quant.per_axis", "per-axis quantization is supported only for {per_axis_ops}", per_axis, CPU,
-             ("quantize this op's tensors per tensor",), "VELA"),
+             ("quantize this op's tensors per tensor",), "VELA", gate=common.tflite_gate),
     )
     u55 = (Rule(f"{p}.fmap.64bit", "{u55_cpu_fmap_bits}-bit feature maps are not supported (except ARG_MAX)", fmap_64, CPU,
                 ("cast to int32/int8 earlier in the graph",), "VELA"),)

@@ -175,9 +175,9 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
     return (
         Rule(f"{p}.input.static_shape", "All model inputs must have a static shape: the Hailo parser tolerates no dynamic axis",
              static_inputs, UNSUP, ("pin the shape (npufit check --input-shape NAME=1,3,H,W) and re-export with fixed sizes",),
-             "H-MISC"),
+             "H-MISC", gate=common.dynamic_inputs_gate),
         Rule(f"{p}.tensor.max_rank", "Hailo lays tensors out as NHWC: tensors above rank {max_rank} fail (UnsupportedShuffleLayerError "
-             "on 5-D reshapes/transposes, Tensor.unfold)", max_rank, UNSUP, SHUFFLE_FIX, "H-Y26"),
+             "on 5-D reshapes/transposes, Tensor.unfold)", max_rank, UNSUP, SHUFFLE_FIX, "H-Y26", gate=common.max_rank_gate),
     )
 
 

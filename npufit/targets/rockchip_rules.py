@@ -295,9 +295,9 @@ def _qdq(node, lim):
 
 # -- rules ------------------------------------------------------------------------------------------
 
-def _r(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), src: str = "R-PDF", on_fail: Verdict = CPU) -> Rule:
+def _r(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), src: str = "R-PDF", on_fail: Verdict = CPU, gate=None) -> Rule:
     """An RKNN rule: a broken one runs the op as a CPU kernel of the RKNN runtime unless on_fail says otherwise."""
-    return Rule(f"{p}.{rid}", text, fn, on_fail, tuple(fix), src)
+    return Rule(f"{p}.{rid}", text, fn, on_fail, tuple(fix), src, gate=gate)
 
 
 def graph_rules(p: str) -> tuple[Rule, ...]:
@@ -307,7 +307,7 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
         _r(p, "rank", "NPU tensors are {max_rank}-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, "
            "except layout ops, {rank_from_npu}-D ops and {rank_from_npu}-D/{rank_split_max}-D splits on tensors an NPU op "
            "produced, and {rank_transpose_max}-D transposes that keep the innermost axis and move no odd-sized axis back (CAL-R)",
-           _rank, ("reshape to 4-D or fewer",), "INF"),
+           _rank, ("reshape to 4-D or fewer",), "INF", gate=common.max_rank_gate),
         _r(p, "output_layout", "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's NC1HWC2 "
            "layout (blocks of {output_align} channels) already is its order: a {output_map_hw}x{output_map_hw} map with a "
            "multiple of {output_align} channels (from a model input: unless 2-D with an innermost dimension off the "
