@@ -36,7 +36,7 @@ MIN_F1 = {
         "ethos-u55-256-int8-op17": 0.90,
         "ethos-u85-256-int8-op17": 0.80,
     },
-    # measured 2026-11-27 (heldout.py --set heldout3 score, profiles of c19e5e9): 0.885 / 0.840 / 0.750 / 0.000
+    # measured 2026-11-27 (heldout.py --set heldout3 score, profiles of 3bd5102): 0.885 / 0.840 / 0.750 / 0.000
     "heldout3": {
         "rk3588-fp16-op17": 0.85,
         "rk3588-int8-op17": 0.80,
@@ -51,9 +51,9 @@ MAY_FAIL = {
     # sew_d's GatherElements, rt_detr's and d_fine's GridSample, encodec_encoder's Shape (Ethos-U)
     "heldout2": {"funnel", "deberta_v2", "sew_d", "rt_detr", "d_fine", "encodec_encoder"},
     # ONNX Runtime cannot run canine's export (a MatMul's traced shapes do not broadcast) nor load deformable_detr's
-    # (its GridSample takes a float64 grid, which ORT has no kernel for), which npufit needs before either compiler; on Ethos-U the converter has
-    # no lowering for videomae's 3-D Conv, canine's Mod, rt_detr_v2's GridSample, dac_encoder's Sin, and layoutlm's
-    # int8 TFLite fails its own Gather bounds check in calibration
+    # (a GridSample on a float64 grid, which it has no kernel for), and npufit needs it before either compiler; on
+    # Ethos-U the converter has no lowering for videomae's 3-D Conv, rt_detr_v2's GridSample, dac_encoder's Sin, and
+    # layoutlm's int8 TFLite fails its own Gather bounds check
     "heldout3": {"canine", "deformable_detr", "videomae", "layoutlm", "rt_detr_v2", "dac_encoder"},
 }
 RECORDS = [(s, p) for s in heldout.SETS for p in heldout.SETS[s].all_records()]

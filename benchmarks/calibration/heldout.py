@@ -4,9 +4,9 @@ today's profiles on them. Three sets, none on the calibration list (hf_archs.py,
 were improved, so rules changed since are not blind to them; `heldout3` (heldout3_archs.py), recorded to stay unread:
 scored, never looked at to change a rule.
 
-    python benchmarks/calibration/heldout.py [--set heldout2|heldout3] export
-    python benchmarks/calibration/heldout.py [--set heldout2|heldout3] record --target rk3588 --build fp16 [--models NAME ...] [--force]
-    python benchmarks/calibration/heldout.py [--set heldout2|heldout3] score [--records docs/calibration/heldout2/*.json] [--wrong]
+    python benchmarks/calibration/heldout.py [--set SET] export
+    python benchmarks/calibration/heldout.py [--set SET] record --target rk3588 --build fp16 [--models NAME ...] [--force]
+    python benchmarks/calibration/heldout.py [--set SET] score [--records docs/calibration/heldout2/*.json] [--wrong]
 
 An evaluation only: no rule of npufit/targets/ cites these records, and none may be changed to raise their scores
 (then they would no longer be held out). Recording and replay are the calibration's (build.py, records.py); the
