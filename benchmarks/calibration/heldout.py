@@ -1,11 +1,12 @@
 """Placement on architectures npufit was never fitted on: record real compiles of a held-out evaluation set and score
-today's profiles on them. Two sets, neither on the calibration list (hf_archs.py, torch_archs.py):
-`heldout` (heldout_archs.py, 20 architectures; its misses have been read, so rules changed since are not blind to it)
-and `heldout2` (heldout2_archs.py, 16 others, recorded to stay unread: scored, never looked at to change a rule).
+today's profiles on them. Three sets, none on the calibration list (hf_archs.py, torch_archs.py) nor on another:
+`heldout` (heldout_archs.py, 20 architectures) and `heldout2` (heldout2_archs.py, 16 others), both read while rules
+were improved, so rules changed since are not blind to them; `heldout3` (heldout3_archs.py), recorded to stay unread:
+scored, never looked at to change a rule.
 
-    python benchmarks/calibration/heldout.py [--set heldout2] export
-    python benchmarks/calibration/heldout.py [--set heldout2] record --target rk3588 --build fp16 [--models NAME ...] [--force]
-    python benchmarks/calibration/heldout.py [--set heldout2] score [--records docs/calibration/heldout2/*.json] [--wrong]
+    python benchmarks/calibration/heldout.py [--set SET] export
+    python benchmarks/calibration/heldout.py [--set SET] record --target rk3588 --build fp16 [--models NAME ...] [--force]
+    python benchmarks/calibration/heldout.py [--set SET] score [--records docs/calibration/heldout2/*.json] [--wrong]
 
 An evaluation only: no rule of npufit/targets/ cites these records, and none may be changed to raise their scores
 (then they would no longer be held out). Recording and replay are the calibration's (build.py, records.py); the
@@ -21,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from calibration import build, corpus, heldout2_archs, heldout_archs, records  # noqa: E402
+from calibration import build, corpus, heldout2_archs, heldout3_archs, heldout_archs, records  # noqa: E402
 from calibration.score import _f, _print_wrong  # noqa: E402
 
 OPSET = 17
@@ -57,6 +58,7 @@ class EvalSet:
 SETS = {  # the first set's fifteen convert_archs.py builders: that file's source keys its exports
     "heldout": EvalSet("heldout", heldout_archs, inspect.getsource(heldout_archs.C)),
     "heldout2": EvalSet("heldout2", heldout2_archs, heldout2_archs.shared_source()),
+    "heldout3": EvalSet("heldout3", heldout3_archs, heldout3_archs.shared_source()),
 }
 HELDOUT = SETS["heldout"]
 ARCHS, FOLDER, export, all_records, score_record = (HELDOUT.ARCHS, HELDOUT.folder, HELDOUT.export,
