@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calibration.records import RECORDS  # noqa: E402
 from calibration.rknn_sweep import SWEEP  # noqa: E402
+from calibration.rknn_sweep2 import SWEEP2  # noqa: E402
 
 SCHEMA = "npufit.calibration.cases/1"
 TARGET, OPSET = "rk3588", 17
@@ -313,6 +314,7 @@ CASES = {
     "split-last-t8-2x2": ("Reshape", split_last, (2, 8, 16, (2, 2), True)),
 }
 CASES.update(SWEEP)  # the attribute sweeps of Resize, pooling, Reshape and Slice (rknn_sweep.py)
+CASES.update(SWEEP2)  # ... of integer shape arithmetic, Erf, Gather and 3-D Pad (rknn_sweep2.py)
 
 
 def build_of(name: str) -> str:
