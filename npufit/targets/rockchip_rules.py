@@ -367,9 +367,9 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                      _slice_steps, ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),),
         "Gather": (_r(p, "gather.indices", "Gather needs constant indices of rank ≤ {gather_indices_rank} and an axis {axes_min}..{axes_max} "
                       "(indices computed at run time: CPU, CAL-R)", _gather),),
-        "Pad": (_r(p, "pad.mode", "Pad supports constant mode, reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}, and "
-                   "{pad_npu_modes:#|or} (CAL-R); a 3-D tensor padded at the end of axis 1 runs on the CPU (CAL-R: constant "
-                   "unless a Conv produced it)", _pad_mode),),
+        "Pad": (_r(p, "pad.mode", "Pad supports constant mode, reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}, and the modes in "
+                   "`pad_npu_modes` (CAL-R sweep); a 3-D tensor padded at the end of axis 1 runs on the CPU (CAL-R; with "
+                   "`pad3_end_sweep`: reflect and edge there too, constant on the NPU when a Conv produced it)", _pad_mode),),
         "Resize": (_r(p, "resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
                       "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or} (linear align_corners ran on "
                       "the CPU at every scale measured)", _resize,
@@ -382,7 +382,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "LSTM": rnn, "GRU": rnn,
         "QuantizeLinear": qdq, "DequantizeLinear": qdq,
         "Cast": (_r(p, "cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
-                    "dtype it already has is deleted by rknn.build, RKNN-C; an int32 → float Cast ran on the NPU where {cast_int32_npu_to:#|or} is listed, CAL-R)", _cast),),
+                    "dtype it already has is deleted by rknn.build, RKNN-C; a Cast from int32 to a float type in `cast_int32_npu_to` ran on the NPU, CAL-R sweep)", _cast),),
         "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of a {max_rank}-D [.., T, W] into parts "
                        "ending in k (or merges such parts into it) runs on the NPU when k has at least {split_min_inner} "
                        "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost,
