@@ -7,6 +7,8 @@ Like rknn_sweep.py, each family is swept on both sides of the conditions npufit'
 - Erf: standalone, scaled, and inside the exact GELU (x / sqrt 2 -> Erf -> + 1 -> * x -> * 0.5) and its variations.
 - Gather: constant indices of rank 0, 1, 2 on each axis of 4-D and 3-D tensors; a TopK's indices on the query axis.
 - Pad: constant / reflect / edge on a 3-D [1, C, T] tensor at the start, the end or both ends of T (and of C).
+- Reshape in attention: after the Gather of a relative-position bias table, around a 5-D window mask, and the head
+  split [1, N, C] -> [1, N, heads, d] of a Linear's output.
 Every graph is written as ONNX directly (conv 1x1 -> ops -> [reshape to 4-D] -> conv 1x1, rknn_sweep._graph); a
 case names one op under test, and a graph measured for several of its ops has one case per op (same graph). Names
 start with the family; an int8 build's name starts with "int8-". Merged into rknn_cases.CASES."""
@@ -206,6 +208,60 @@ def pad3(mode: str, pads, c: int = 16, t: int = 64):
     return m
 
 
+# -- Reshape in attention -------------------------------------------------------------------------------------------
+
+def relpos_bias(win: int, heads: int = 4):
+    """A relative position bias: Gather of a constant [(2w-1)^2, heads] table by constant [N*N] indices (N = w*w) ->
+    Reshape [N, N, heads] -> Transpose -> Unsqueeze, added to the conv's [1, heads, N, N] output (the scores)."""
+    n = win * win
+    co = np.stack(np.meshgrid(np.arange(win), np.arange(win), indexing="ij")).reshape(2, -1)
+    rel = (co[:, :, None] - co[:, None, :]).transpose(1, 2, 0) + win - 1
+    idx = (rel[..., 0] * (2 * win - 1) + rel[..., 1]).reshape(-1)
+
+    def body(x, nodes, inits):
+        table = _const(inits, "table", np.random.default_rng(5).standard_normal(((2 * win - 1) ** 2, heads)) * 0.1, np.float32)
+        g = _mk(nodes, "Gather", [table, _const(inits, "rel_idx", idx)], ["bias_g"], axis=0)
+        r = _mk(nodes, "Reshape", [g, _const(inits, "bias_shape", [n, n, heads])], ["bias_r"])
+        t = _mk(nodes, "Transpose", [r], ["bias_t"], perm=[2, 0, 1])
+        u = _mk(nodes, "Unsqueeze", [t, _const(inits, "ax0", [0])], ["bias_u"])
+        return _mk(nodes, "Add", [x, u], ["scores"])
+
+    return _graph(heads, (n, n), body, [1, heads, n, n])
+
+
+def window_mask(nw: int, heads: int, n: int, softmax: bool):
+    """Swin's shifted-window mask: the conv's [1, nW*heads, N, N] scores -> Reshape [1, nW, heads, N, N] (5-D) -> Add a
+    constant [1, nW, 1, N, N] mask -> Reshape [1, nW*heads, N, N] [-> Softmax over the last axis]."""
+    def body(x, nodes, inits):
+        r = _mk(nodes, "Reshape", [x, _const(inits, "s5", [1, nw, heads, n, n])], ["attn5"])
+        mask = np.where(np.random.default_rng(6).random((1, nw, 1, n, n)) < 0.3, -100.0, 0.0)
+        a = _mk(nodes, "Add", [r, _const(inits, "mask", mask, np.float32)], ["masked"])
+        b = _mk(nodes, "Reshape", [a, _const(inits, "s4", [1, nw * heads, n, n])], ["attn4"])
+        return _mk(nodes, "Softmax", [b], ["attn_sm"], axis=-1) if softmax else b
+
+    return _graph(nw * heads, (n, n), body, [1, nw * heads, n, n])
+
+
+def heads_split(heads: int, d: int, n_hw=(4, 4)):
+    """Multi-head attention's head split after a Linear: the conv's tokens [1, N, C] (C = heads*d) -> MatMul -> Reshape
+    [1, N, heads, d] (the innermost axis C split into heads x d) -> Transpose [1, heads, N, d] -> scores q @ k^T with
+    the k branch made the same way -> [1, heads, N, N] into the conv."""
+    c, n = heads * d, n_hw[0] * n_hw[1]
+
+    def body(x, nodes, inits):
+        f = _mk(nodes, "Reshape", [x, _const(inits, "flat", [1, c, n])], ["flat_r"])
+        t = _mk(nodes, "Transpose", [f], ["tok_t"], perm=[0, 2, 1])
+        rng = np.random.default_rng(8)
+        hs = []
+        for nm in ("q", "k"):
+            m = _mk(nodes, "MatMul", [t, _const(inits, f"w{nm}", rng.standard_normal((c, c)) * 0.3, np.float32)], [f"{nm}_lin"])
+            r = _mk(nodes, "Reshape", [m, _const(inits, f"{nm}_shape", [1, n, heads, d])], [f"{nm}_split"])
+            hs.append(_mk(nodes, "Transpose", [r], [f"{nm}_heads"], perm=[0, 2, 1, 3] if nm == "q" else [0, 2, 3, 1]))
+        return _mk(nodes, "MatMul", hs, ["scores"])
+
+    return _graph(c, n_hw, body, [1, heads, n, n])
+
+
 def _catalogue() -> dict:
     cases = {}
     for op in ("Shape", "Gather", "Unsqueeze", "Mul", "Concat", "Reshape"):
@@ -238,6 +294,15 @@ def _catalogue() -> dict:
                        ("c-start", (2, 0, 0, 0))):
             cases[f"pad3-{mode}-{tag}"] = ("Pad", pad3, (mode, p))
         cases[f"pad3-{mode}-t-both-c8-t256"] = ("Pad", pad3, (mode, (0, 4, 0, 4), 8, 256))
+    for w in (4, 7, 8):
+        for op in ("Gather", "Reshape"):
+            cases[f"attn-relpos-w{w}-{op.lower()}"] = (op, relpos_bias, (w,))
+    for tag, args in (("nw4-h2-n16", (4, 2, 16)), ("nw4-h3-n49", (4, 3, 49)), ("nw2-h4-n16", (2, 4, 16))):
+        for sm in (False, True):
+            cases[f"attn-winmask-{tag}{'-softmax' if sm else ''}"] = ("Reshape", window_mask, (*args, sm))
+    for heads, d in ((8, 4), (4, 8), (16, 2), (2, 16), (4, 4), (6, 4)):
+        cases[f"attn-heads-split-h{heads}-d{d}"] = ("Reshape", heads_split, (heads, d))
+    cases["attn-heads-split-h8-d4-7x7"] = ("Reshape", heads_split, (8, 4, (7, 7)))
     for name in ("shapechain-reshape-reshape", "shapechain-padmult-pad", "intdata-argmax-int64-add", "intdata-cast-int64-add",
                  "erf-alone", "erf-gelu", "gather-nchw-ax2-2d", "gather-tokens-ax1-1d", "pad3-reflect-t-both", "pad3-constant-t-end"):
         cases[f"int8-{name}"] = (*cases[name], "int8")
