@@ -368,8 +368,8 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "Gather": (_r(p, "gather.indices", "Gather needs constant indices of rank ≤ {gather_indices_rank} and an axis {axes_min}..{axes_max} "
                       "(indices computed at run time: CPU, CAL-R)", _gather),),
         "Pad": (_r(p, "pad.mode", "Pad supports constant mode, reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}, and the modes in "
-                   "`pad_npu_modes` (CAL-R sweep); a 3-D tensor padded at the end of axis 1 runs on the CPU (CAL-R; with "
-                   "`pad3_end_sweep`: reflect and edge there too, constant on the NPU when a Conv produced it)", _pad_mode),),
+                   "`pad_npu_modes` (CAL-R sweep; a 3-D tensor padded at the end of axis 1 runs on the CPU: constant unless a Conv "
+                   "produced it, and reflect and edge where `pad3_end_sweep` holds)", _pad_mode),),
         "Resize": (_r(p, "resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
                       "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or} (linear align_corners ran on "
                       "the CPU at every scale measured)", _resize,
