@@ -1,4 +1,4 @@
-"""RK3588 conditions measured by the attribute sweeps (source CAL-R: benchmarks/calibration/rknn_sweep.py, cases merged
+"""RK3588 conditions measured by the attribute sweeps (source CAL-R: benchmarks/calibration/rknn_sweep.py and rknn_sweep2.py, cases merged
 into docs/calibration/rk3588-cases.json; the deciding cases also compiled for rk3576, rk3566, rv1106 into
 docs/calibration/<soc>-cases.json). Each condition names its cases (cal.Evidence); rockchip_fitted.EVIDENCE lists them
 with the corpus-fitted ones, and tests/test_calibration_records.py checks every cited case is recorded."""
