@@ -13,7 +13,7 @@ unless it says otherwise, exported at opset 17 and compiled for rk3588 (float16 
 int8, which quantizes on the case's own input; simulator off). --record writes docs/calibration/rk3588-cases.json:
 per case, the placement of every node of the op under test, in graph order ("failed: ..." when the converter rejects
 the model), and "build": "int8" for an int8 case. tests/test_calibration_records.py replays it, judging an int8 case
-as its int8 conversion. The attribute sweeps of rknn_sweep.py are part of the catalogue. --target compiles the chosen
+as its int8 conversion. The attribute sweeps of rknn_sweep.py and rknn_sweep2.py are part of the catalogue. --target compiles the chosen
 cases for another Rockchip SoC (rv1106: int8) into docs/calibration/<target>-cases.json, replayed against its profile."""
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from calibration.records import RECORDS  # noqa: E402
 from calibration.rknn_sweep import SWEEP  # noqa: E402
+from calibration.rknn_sweep2 import SWEEP2  # noqa: E402
 
 SCHEMA = "npufit.calibration.cases/1"
 TARGET, OPSET = "rk3588", 17
@@ -313,6 +314,7 @@ CASES = {
     "split-last-t8-2x2": ("Reshape", split_last, (2, 8, 16, (2, 2), True)),
 }
 CASES.update(SWEEP)  # the attribute sweeps of Resize, pooling, Reshape and Slice (rknn_sweep.py)
+CASES.update(SWEEP2)  # ... of integer shape arithmetic, Erf, Gather and 3-D Pad (rknn_sweep2.py)
 
 
 def build_of(name: str) -> str:

@@ -8,7 +8,7 @@ their tables live in rockchip_rules.py, the conditions fitted to the calibration
 from __future__ import annotations
 
 from ..graph.model import NodeView
-from . import common, patterns, rockchip_socs, tflite_map as tm
+from . import common, patterns, rockchip_socs, rockchip_swept as sw, tflite_map as tm
 from .base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
 from .rockchip_rules import graph_rules, op_rules
 
@@ -55,7 +55,14 @@ LIMITS = {
     "avgpool_ceil_window_cpu": True,
     "slice_flip_npu": True,
     "slice_matmul_grid_npu": True,  # CAL-R sweep: a strided Slice of a grid reshaped from a MatMul ran on the NPU (rk3588 only measured)  # CAL-R sweep: a reversed innermost axis ran on the NPU (RK3576: on the CPU)
-    "gather_indices_rank": 1,
+    "gather_indices_rank": 2,  # CAL-R sweep: constant 2-D indices ran on the NPU (rockchip_swept.GATHER_2D)
+    # CAL-R sweep (rockchip_swept): on run-time integer data, an int32 Add/Sub and an integer Transpose ran on the NPU, and
+    # a Cast from int32 to float
+    "int32_npu_ops": common.Choices(("Add", "Sub")), "int_transpose_npu": True,
+    "cast_int32_npu_to": common.Choices(("float16", "float32")),
+    # CAL-R sweep (rockchip_swept.PAD3_SWEEP): edge Pads ran on the NPU; reflect / edge at the end of axis 1 of a 3-D
+    # tensor on the CPU, constant there on the NPU when a Conv produced it
+    "pad_npu_modes": common.Choices(("edge",)), "pad3_end_sweep": True,
     "output_align": 8,  # RKNN-C, float16 builds
     "output_map_hw": 1,  # a non-4-D output reshaped from an NPU tensor of this H and W keeps the NC1HWC2 order
     "d2s_blocks": common.Choices((2, 4, 8)),  # CAL-R cases: DepthToSpace x2/x4/x8 NPU, x3/x6 CPU
@@ -150,7 +157,7 @@ def profiles() -> dict[str, Profile]:
     fused = "the RKNN converter fuses it into one NPU op ({name})"
     comps = (
         Composite(f"{N}.swish", "SiLU/Swish", fused.format(name="exSwish"), patterns.match_silu, NPU, source="R-PDF"),
-        Composite(f"{N}.gelu", "GELU", fused.format(name="exGelu"), patterns.match_gelu_erf, NPU, source="R-PDF"),
+        Composite(f"{N}.gelu", "GELU", fused.format(name="exGelu"), sw.match_gelu_div, NPU, source="CAL-R"),
         Composite(f"{N}.gelu_tanh", "GELU (tanh)", fused.format(name="exGelu"), patterns.match_gelu_tanh, NPU, source="R-PDF"),
         Composite(f"{N}.layernorm", "LayerNorm", fused.format(name="exNorm"), patterns.match_layernorm, NPU, source="R-PDF"),
     )

@@ -24,6 +24,8 @@ def _dtype(node, lim):
     d = node.output_dtype(0) if op == "Where" else quant.exec_dtype(node)
     if d is None or d in lim["dtypes"] or op in ("Cast", "Shape") or (op == "Where" and d in quant.FLOAT_DTYPES):
         return None
+    if sw.int_on_npu(node, d, lim):  # CAL-R sweep: int32 Add/Sub, integer Transpose
+        return None
     # a node rknn.build deletes passes whatever its dtype (asked only of a node that would fail: every node asks the above)
     return None if fit.noop_expand(node) or fit.noop(node, lim) else f"computes in {d}"
 
@@ -206,7 +208,7 @@ def _tile(node, lim):
 
 def _gather(node, lim):
     idx = node.input(1)
-    if idx is not None and idx.rank is not None and idx.rank > lim["gather_indices_rank"]:
+    if idx is not None and idx.rank is not None and (idx.rank > lim["gather_indices_rank"] or idx.rank == 2 and not sw.gather_rank2(lim)):
         return f"indices of rank {idx.rank}"
     r = common.rank(node)
     a = common.norm_axis(int(node.attr("axis", 0)), r)
@@ -215,15 +217,16 @@ def _gather(node, lim):
 
 def _pad_mode(node, lim):
     mode = node.attr("mode", "constant")
-    if mode == "constant":
-        return fit.pad_rank3_axis1(node, lim)
-    if mode == "reflect":
-        x = node.input_shape(0)
-        if x and len(x) == 4 and all(isinstance(v, int) for v in x[1:]):
-            if x[1] > lim["reflect_pad_ch"] or x[2] > lim["reflect_pad_ch"] or x[3] > lim["reflect_pad_w"]:
-                return f"reflect pad on {list(x)}"
-        return None
-    return f"mode {mode}"
+    if not sw.pad_mode_npu(mode, lim):
+        return f"mode {mode}"
+    why = sw.pad3_end(node, mode, lim, fit.pad_rank3_axis1(node, lim) if mode == "constant" else None)
+    if why or mode != "reflect":
+        return why
+    x = node.input_shape(0)
+    if x and len(x) == 4 and all(isinstance(v, int) for v in x[1:]):
+        if x[1] > lim["reflect_pad_ch"] or x[2] > lim["reflect_pad_ch"] or x[3] > lim["reflect_pad_w"]:
+            return f"reflect pad on {list(x)}"
+    return None
 
 
 def _resize(node, lim):
@@ -284,7 +287,7 @@ def _rnn(node, lim):
 
 
 def _cast(node, lim):
-    return None if fit.noop_cast(node) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
+    return None if fit.noop_cast(node) or sw.cast_on_npu(node, lim) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
 
 
 def _qdq(node, lim):
@@ -362,10 +365,11 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                      "reshaped from a MatMul's output (measured; why is not known); other steps alone run on the CPU (step "
                      "2 measured on every axis of 3-D and 4-D tensors)",
                      _slice_steps, ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),),
-        "Gather": (_r(p, "gather.indices", "Gather needs constant rank-{gather_indices_rank} indices and an axis {axes_min}..{axes_max} "
+        "Gather": (_r(p, "gather.indices", "Gather needs constant indices of rank ≤ {gather_indices_rank} and an axis {axes_min}..{axes_max} "
                       "(indices computed at run time: CPU, CAL-R)", _gather),),
-        "Pad": (_r(p, "pad.mode", "Pad supports constant mode (a 3-D tensor padded at the end of axis 1 runs on the CPU, CAL-R), and "
-                   "reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}", _pad_mode),),
+        "Pad": (_r(p, "pad.mode", "Pad supports constant mode, reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}, and the modes in "
+                   "`pad_npu_modes` (CAL-R sweep; a 3-D tensor padded at the end of axis 1 runs on the CPU: constant unless a Conv "
+                   "produced it, and reflect and edge where `pad3_end_sweep` holds)", _pad_mode),),
         "Resize": (_r(p, "resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
                       "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or} (linear align_corners ran on "
                       "the CPU at every scale measured)", _resize,
@@ -378,7 +382,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "LSTM": rnn, "GRU": rnn,
         "QuantizeLinear": qdq, "DequantizeLinear": qdq,
         "Cast": (_r(p, "cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
-                    "dtype it already has is deleted by rknn.build, RKNN-C)", _cast),),
+                    "dtype it already has is deleted by rknn.build, RKNN-C; a Cast from int32 to a float type in `cast_int32_npu_to` ran on the NPU, CAL-R sweep)", _cast),),
         "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of a {max_rank}-D [.., T, W] into parts "
                        "ending in k (or merges such parts into it) runs on the NPU when k has at least {split_min_inner} "
                        "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost,

@@ -93,13 +93,17 @@ def _cal_src(soc: str, build: str) -> str:
             f"Slice and Reshape conditions, docs/calibration/{soc}-cases.json (benchmarks/calibration/rknn_cases.py --target {soc})")
 
 
+# the second sweep round's conditions (rockchip_swept: 2-D Gather indices, integer ops on the NPU), measured on RK3588 only
+_RK3588_ONLY = {"gather_indices_rank": 1, "int32_npu_ops": common.Choices(()), "int_transpose_npu": False,
+                "cast_int32_npu_to": common.Choices(()), "pad_npu_modes": common.Choices(()), "pad3_end_sweep": False}
+
 SOCS: tuple[Soc, ...] = (
     Soc("rk3576", "RK3576", "Rockchip RK3576 (RKNPU2; rknn-toolkit2 2.5.0, measured)",
         "ONNX models converted by RKNN-Toolkit2 for RK3576; float16 and int8 builds; ops outside its NPU list or limits run as "
         "CPU kernels in the RKNN runtime.", _probe_src("rk3576", "float16"), _cal_src("rk3576", "fp16"),
         # rk3576-cases.json: slice-nchw-ax3-sm1 and slice-nhwc-ax2-sm1 (a reversed innermost axis) ran on the CPU here, on
         # the NPU on RK3588 (its linear Resize and AveragePool cases agree with RK3588's)
-        limits={"slice_flip_npu": False, "slice_matmul_grid_npu": False},  # the latter measured on RK3588 only
+        limits={"slice_flip_npu": False, "slice_matmul_grid_npu": False, **_RK3588_ONLY},  # the latter measured on RK3588 only
         ops={
             # rk3576-cases.json: the patch unfold / fold with W = H = 4 ran on the NPU here, its innermost-axis splits on
             # RK3588's CPU: RK3588's reshape.split_innermost rule does not hold here
@@ -125,7 +129,7 @@ SOCS: tuple[Soc, ...] = (
         # Transpose stays RK3588's: the probe's 8x16x16 permutes all ran on the CPU, but 470 of the corpus's data-moving
         # transposes ran on the NPU (about 60 on the CPU): no condition separating them is fitted yet
         # slice_matmul_grid_npu: measured on RK3588 only
-        limits={"softmax_npu_axes": common.Choices((1,)), "input_reshape_npu": False, "slice_matmul_grid_npu": False},
+        limits={"softmax_npu_axes": common.Choices((1,)), "input_reshape_npu": False, "slice_matmul_grid_npu": False, **_RK3588_ONLY},
         ops={
             "Softmax": OpSupport("Softmax", Verdict.NPU, (_rule_for(
                 "rk3566", "softmax.npu_axes", "Softmax runs on the NPU along axis {softmax_npu_axes} only (axis 3 ran on the CPU)",
@@ -143,7 +147,7 @@ SOCS: tuple[Soc, ...] = (
         # of any model: the int8 corpus builds ran BERT-family models (int64 inputs, float body) on the NPU (CAL-SOC)
         # rv1106-cases.json: a reversed innermost axis (slice-nchw-ax3-sm1, slice-nhwc-ax2-sm1) ran on the CPU, and a
         # count_include_pad=0 average pool's ceil_mode partial window without pads on the NPU (both the other way on RK3588)
-        limits={"slice_flip_npu": False, "avgpool_ceil_window_cpu": False, "slice_matmul_grid_npu": False},
+        limits={"slice_flip_npu": False, "avgpool_ceil_window_cpu": False, "slice_matmul_grid_npu": False, **_RK3588_ONLY},
         rule_texts={"dtype": "NPU ops compute in int8 only: rknn.build quantizes float32/float16 activations to int8 (it refuses "
                              "a float build for RV1106); other dtypes run on the CPU"},
         ops={

@@ -1,4 +1,4 @@
-"""RK3588 conditions measured by the attribute sweeps (source CAL-R: benchmarks/calibration/rknn_sweep.py, cases merged
+"""RK3588 conditions measured by the attribute sweeps (source CAL-R: benchmarks/calibration/rknn_sweep.py and rknn_sweep2.py, cases merged
 into docs/calibration/rk3588-cases.json; the deciding cases also compiled for rk3576, rk3566, rv1106 into
 docs/calibration/<soc>-cases.json). Each condition names its cases (cal.Evidence); rockchip_fitted.EVIDENCE lists them
 with the corpus-fitted ones, and tests/test_calibration_records.py checks every cited case is recorded."""
@@ -99,3 +99,108 @@ def strided_matmul_grid(node, lim) -> bool:
         return False
     mm = node.graph.producer(src.inputs[0]) if src.inputs and src.inputs[0] else None
     return mm is not None and mm.op_type == "MatMul"
+
+
+# -- second round (rknn_sweep2.py) -------------------------------------------------------------------------------------
+# Static shape arithmetic (Shape -> Gather -> Unsqueeze -> Mul -> Concat -> Reshape; Shape -> Cast -> Div -> Ceil -> Mul
+# -> Sub -> Cast -> Concat -> Pad; ConstantOfShape of a Shape) was folded by rknn.build, as npufit's folding judges it
+# (shapechain-* cases). On integer data computed at run time, the dtype decides:
+# an int32 Add or Sub of a constant ran on the NPU, int64 on the CPU; an integer Mul ran on the CPU in both
+INT32_ADD = Ev((), ("intdata-argmax-int32-add", "intdata-cast-int32-add", "intdata-cast-int32-sub", "intdata-argmax-int64-add",
+                    "intdata-cast-int64-add", "intdata-cast-int64-sub", "intdata-cast-int32-mul", "intdata-cast-int64-mul",
+                    "int8-intdata-argmax-int64-add", "int8-intdata-cast-int64-add"))
+# a Transpose of int64 and of int32 data ran on the NPU
+INT_TRANSPOSE = Ev((), ("intdata-cast-int64-transpose", "intdata-cast-int32-transpose"))
+# a Cast from int32 to float ran on the NPU; float -> int32 / int64, int64 -> int32 and int64 -> float on the CPU
+CAST_INT32_FLOAT = Ev((), ("intdata-argmax-int32-cast", "intdata-cast-int32-cast", "intdata-argmax-int64-cast", "intdata-cast-int64-cast"))
+# exact GELU: x / sqrt 2 -> Erf -> + 1 -> * x -> * 0.5, and 0.5 * x first, fused (Erf on the NPU); the same with a Mul by
+# 1 / sqrt 2 for the Div, Erf -> + 1 alone, and a standalone or scaled Erf ran it on the CPU
+GELU_DIV = Ev((), ("erf-gelu", "erf-gelu-mul", "erf-gelu-half-first", "erf-erf-add", "erf-tokens-gelu", "erf-alone", "erf-scaled",
+                   "erf-tokens-alone", "int8-erf-gelu", "int8-erf-alone"))
+# a Gather by constant 2-D indices ran on the NPU on axes 2 and 3 of a 4-D tensor and 1 and 2 of 3-D tokens, as scalar
+# and 1-D indices did on every axis; a Gather by a TopK's indices (computed at run time) ran on the CPU
+GATHER_2D = Ev((), tuple(f"gather-{v}-ax{a}-{t}" for v, axes in (("nchw", (1, 2, 3)), ("tokens", (1, 2))) for a in axes
+                         for t in ("scalar", "1d", "2d") if (v, a, t) != ("nchw", 1, "2d")) + (
+    "gather-topk-queries", "gather-topk-queries-2d", "int8-gather-nchw-ax2-2d", "int8-gather-tokens-ax1-1d"))
+
+_INTS = ("int32", "int64")
+
+
+def int_on_npu(node, d: str, lim) -> bool:
+    """An integer op that ran on the NPU: an int32 Add / Sub (INT32_ADD), a Transpose of integer data (INT_TRANSPOSE)."""
+    if d not in _INTS:
+        return False
+    if node.op_type == "Transpose":
+        return lim["int_transpose_npu"] and cal.fitted(lim, INT_TRANSPOSE)
+    return d == "int32" and node.op_type in lim["int32_npu_ops"] and cal.fitted(lim, INT32_ADD)
+
+
+def cast_on_npu(node, lim) -> bool:
+    """A Cast from int32 to a float type (CAST_INT32_FLOAT)."""
+    from ..graph import quant
+
+    return (node.input_dtype(0) == "int32" and node.output_dtype(0) in quant.FLOAT_DTYPES
+            and node.output_dtype(0) in lim["cast_int32_npu_to"] and cal.fitted(lim, CAST_INT32_FLOAT))
+
+
+def gather_rank2(lim) -> bool:
+    """Indices of rank 2 (GATHER_2D; computed ones go to the CPU by gather_indices)."""
+    return cal.fitted(lim, GATHER_2D)
+
+
+def match_gelu_div(graph) -> list:
+    """The exact GELU as rknn.build fuses it (GELU_DIV): Div by sqrt 2 -> Erf -> Add 1, then x * (..) * 0.5 in either
+    order, or (0.5 * x) * (..); with a Mul by 1 / sqrt 2 for the Div the Erf ran on the CPU."""
+    from . import patterns
+    from .base import CompositeMatch
+
+    out = [m for m in patterns.match_gelu_erf(graph) if m.nodes[0].op_type == "Div"]
+    done = {m.nodes[1].name for m in out}
+    for erf in patterns._anchors(graph, "Erf"):
+        if erf.name in done:
+            continue
+        pre = patterns.producer_op(graph, erf.inputs[0], ("Div",))
+        if pre is None or len(graph.consumers(pre.outputs[0])) != 1 or graph.tensor(pre.inputs[0]).is_const:
+            continue
+        x = pre.inputs[0]
+        if not common.close(patterns.scalar_operand(pre, x), 2 ** 0.5):
+            continue
+        add = patterns.sole_consumer(graph, erf, ("Add",))
+        mul = patterns.sole_consumer(graph, add, ("Mul",)) if add is not None else None
+        if mul is None or not common.close(patterns.scalar_operand(add, erf.outputs[0]), 1.0):
+            continue
+        other = mul.inputs[1 - mul.inputs.index(add.outputs[0])]
+        half = patterns.producer_op(graph, other, ("Mul",))
+        if half is None or x not in half.inputs or not common.close(patterns.scalar_operand(half, x), 0.5):
+            continue
+        out.append(CompositeMatch((pre, erf, add, half, mul), "GELU (erf form)"))
+    return out
+
+
+# Pad of a 3-D [1, C, T] tensor between two 1-D convs: constant, reflect and edge at the start, the end or both ends of
+# T, and at the start of C, ran on the NPU (edge too, which the 2.3.2 document does not list); reflect and edge at the
+# end of C ran on the CPU, constant there on the NPU (the corpus's constant end-of-axis-1 pads, PAD3, on the CPU, had no
+# Conv producing their tensor)
+PAD3_SWEEP = Ev((), tuple(f"pad3-{m}-{t}" for m in ("constant", "reflect", "edge")
+                          for t in ("t-start", "t-end", "t-both", "c-end", "c-start", "t-both-c8-t256")) + (
+    "int8-pad3-reflect-t-both", "int8-pad3-constant-t-end"))
+
+
+def pad_mode_npu(mode: str, lim) -> bool:
+    """An edge Pad ran on the NPU (PAD3_SWEEP); constant and reflect are the document's."""
+    return mode in ("constant", "reflect") or (mode in lim["pad_npu_modes"] and cal.fitted(lim, PAD3_SWEEP))
+
+
+def pad3_end(node, mode: str, lim, corpus_why: str | None) -> str | None:
+    """A 3-D Pad at the end of axis 1: reflect / edge on the CPU (PAD3_SWEEP); constant as the corpus's PAD3 condition
+    says (`corpus_why`) unless a Conv produced the tensor, whose axis 1 is then its channel axis (PAD3_SWEEP)."""
+    if not cal.fitted(lim, PAD3_SWEEP) or not lim["pad3_end_sweep"]:
+        return corpus_why
+    src = node.graph.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    if mode == "constant":
+        return None if src is not None and src.op_type == "Conv" else corpus_why
+    x = node.input_shape(0)
+    pads = common.const_ints(node, 1) if len(node.inputs) > 1 and node.inputs[1] else None
+    if x and len(x) == 3 and pads and len(pads) == 6 and pads[4]:
+        return f"{mode} pad at the end of axis 1 of a 3-D tensor"
+    return None
