@@ -337,6 +337,18 @@ def _inner_split(x, y) -> tuple[int, int] | None:
     return None
 
 
+def _pure_merge(x, y) -> bool:
+    """`x` -> `y` only merges trailing axes of `x` into the innermost axis of `y`, the other axes kept (size-1 axes
+    aside). The fold merges of the sweep also move data between outer axes; a pure merge ran on the NPU in
+    RT-DETR's deformable attention ([1, 2, 20, 3, 4] -> [2, 1, 20, 12], float16:
+    tests/test_compile_rk3588_agreement.py's real compile), so SPLIT_INNERMOST is not applied to it."""
+    n, i = 1, len(x)
+    while i > 0 and n < y[-1]:
+        i -= 1
+        n *= x[i]
+    return n == y[-1] and [d for d in x[:i] if d != 1] == [d for d in y[:-1] if d != 1]
+
+
 def _folds_around_const(node) -> bool:
     """A Reshape on either side of an element-wise op with a constant operand, whose other side restores the shape:
     rknn.build folds the pair into the op (sweep cases reshape-4to4-batch-ch, -4to6-split-hw: int8 and float16)."""
@@ -370,7 +382,7 @@ def split_innermost(node, lim) -> str | None:
         return None
     if len(x) == 4 and (s := _inner_split(x, y)) is not None:
         w, k, t = s[0], s[1], x[-2]
-    elif len(y) == 4 and (s := _inner_split(y, x)) is not None:
+    elif len(y) == 4 and (s := _inner_split(y, x)) is not None and not _pure_merge(x, y):
         w, k, t = s[0], s[1], y[-2]
     else:
         return None
