@@ -333,12 +333,18 @@ def test_depth_means_with_no_unit_axis_are_written_as_rows(tmp_path):
     assert shapes and all(len(s) == 3 and s[1] == 1 for s in shapes), shapes
 
 
-def test_batchnorm_over_flattened_tokens(tmp_path):
-    """BatchNorm1d after a linear over [rows, C] tokens (LeViT): a 1x1 DEPTHWISE_CONV_2D over a [1, 1, rows, C] map."""
+def _batchnorm1d(c):
+    """A BatchNorm1d with running statistics away from the identity (seeded), so its lowering is not trivially exact."""
     torch.manual_seed(3)
-    bn = torch.nn.BatchNorm1d(12)
+    bn = torch.nn.BatchNorm1d(c)
     bn.running_mean.normal_(0, 0.2)
     bn.running_var.uniform_(0.5, 1.5)
+    return bn
+
+
+def test_batchnorm_over_flattened_tokens(tmp_path):
+    """BatchNorm1d after a linear over [rows, C] tokens (LeViT): a 1x1 DEPTHWISE_CONV_2D over a [1, 1, rows, C] map."""
+    bn = _batchnorm1d(12)
 
     def f(s, x):
         return s.mods[1](s.mods[0](x).flatten(0, 1)).reshape(x.shape[0], x.shape[1], -1)
@@ -348,10 +354,7 @@ def test_batchnorm_over_flattened_tokens(tmp_path):
 
 def test_batchnorm_over_3d_tokens(tmp_path):
     """BatchNorm1d over [N, C, L] tokens: MUL / ADD by per-channel constants (the prepass)."""
-    torch.manual_seed(3)
-    bn = torch.nn.BatchNorm1d(12)
-    bn.running_mean.normal_(0, 0.2)
-    bn.running_var.uniform_(0.5, 1.5)
+    bn = _batchnorm1d(12)
 
     def f(s, x):
         return s.mods[1](s.mods[0](x).transpose(1, 2))
