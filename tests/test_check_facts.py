@@ -156,3 +156,16 @@ def test_an_integer_activation_without_any_conversion_op_still_makes_an_island(t
     f = tmp_path / "float.onnx"
     onnx.save_model(model(nodes, [vi("x", [1, 8, 4, 4])], [vi("y", [1, 8, 4, 4])], opset=14), str(f))
     assert quant.islands(load(f), {"Relu"}) == []
+
+
+def test_a_fact_defined_while_a_check_runs_is_remembered_too(graphs):
+    g = graphs[0]
+    calls = []
+    with quant.check_scope(g, False):
+        @facts.per_node
+        def late(node):  # defined after the scope opened: the scope has no column for it yet
+            calls.append(node.index)
+            return node.op_type
+        assert [late(n) for n in g.nodes] == [n.op_type for n in g.nodes]
+        assert [late(n) for n in g.nodes] == [n.op_type for n in g.nodes]
+    assert sorted(calls) == [n.index for n in g.nodes]  # each node derived once

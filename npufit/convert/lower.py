@@ -223,5 +223,18 @@ class Lowering:
             self.lineage[t.name] = list(self.current)
         self.ops.append({"index": len(self.ops), "op": op, "outputs": [t.name for t in outs], "onnx_nodes": list(self.current)})
 
+    def emit_reshape(self, x: TT, y: TT) -> None:
+        """RESHAPE of `x` into `y`'s shape (the memory order kept)."""
+        self.emit("RESHAPE", [x, self.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+
+    def emit_chain(self, op: str, ins, out: TT, options_type: str, step, **options) -> None:
+        """A binary `op` over more than two inputs, left to right, into `out` (Max / Min / Add of many inputs);
+        step(k, a, b) makes the k-th intermediate result of a op b."""
+        cur = ins[0]
+        for k, t in enumerate(ins[1:], 1):
+            dst = out if k == len(ins) - 1 else step(k, cur, t)
+            self.emit(op, [cur, t], [dst], options_type, **options)
+            cur = dst
+
     def fail(self, node: NodeView, why: str) -> Unsupported:
         return Unsupported(node.op_type, node.name, why)

@@ -185,14 +185,9 @@ def arith(L: Lowering, node: NodeView) -> None:
     names = [n for n in node.inputs if n]
     if len(names) == 1:
         return _alias(L, node)
-    cur = int_act(L, names[0], "int32")
-    for k, name in enumerate(names[1:], 1):
-        t = int_act(L, name, "int32")
-        last = k == len(names) - 1
-        dst = _out(L, node.outputs[0], "int32") if last else \
-            L.new(f"{node.outputs[0]}/step{k}", np.broadcast_shapes(cur.shape, t.shape), None, "plain", "int32")
-        L.emit(tfl, [cur, t], [dst], opts, **kw)
-        cur = dst
+    ins = [int_act(L, n, "int32") for n in names]
+    L.emit_chain(tfl, ins, _out(L, node.outputs[0], "int32"), opts, lambda k, a, b: L.new(
+        f"{node.outputs[0]}/step{k}", np.broadcast_shapes(a.shape, b.shape), None, "plain", "int32"), **kw)
 
 
 def unary(L: Lowering, node: NodeView) -> None:

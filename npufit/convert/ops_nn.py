@@ -205,7 +205,7 @@ def batchnorm(L: Lowering, node: NodeView) -> None:
     if rank == 2:
         x0 = L.act(node.inputs[0])
         x = L.new(f"{out}/map", (1, 1) + tuple(x0.shape), x0.q, "plain")
-        L.emit("RESHAPE", [x0, L.int32(f"{x.name}/shape", x.shape)], [x], "ReshapeOptions", new_shape=list(x.shape))
+        L.emit_reshape(x0, x)
         y = L.new(f"{out}/map_bn", x.shape, L.q_of(out), "plain")
     else:
         x = L.act(node.inputs[0], "nhwc")
@@ -217,7 +217,7 @@ def batchnorm(L: Lowering, node: NodeView) -> None:
            depth_multiplier=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function=act)
     if rank == 2:
         z = L.output(out, "plain", q=y.q)
-        L.emit("RESHAPE", [y, L.int32(f"{z.name}/shape", z.shape)], [z], "ReshapeOptions", new_shape=list(z.shape))
+        L.emit_reshape(y, z)
 
 
 def pool(L: Lowering, node: NodeView) -> None:
@@ -323,7 +323,7 @@ def reduce(L: Lowering, node: NodeView) -> None:
     nchw = L.new(f"{out}/nchw", tuple(m.shape[p] for p in TO_NCHW), q, "plain")
     L.layout_op(m, nchw, TO_NCHW)
     y = L.output(out, "plain", q=q)
-    L.emit("RESHAPE", [nchw, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+    L.emit_reshape(nchw, y)
 
 
 def _rows_reduce(L: Lowering, x: TT, out: str, op: str, n_axes: int) -> None:
@@ -332,12 +332,12 @@ def _rows_reduce(L: Lowering, x: TT, out: str, op: str, n_axes: int) -> None:
     lead = x.shape[:len(x.shape) - n_axes]
     rows, n = int(np.prod(lead, dtype=np.int64)), int(np.prod(x.shape[len(lead):], dtype=np.int64))
     xr = L.new(f"{out}/rows", (rows, 1, n), x.q, "plain")
-    L.emit("RESHAPE", [x, L.int32(f"{xr.name}/shape", xr.shape)], [xr], "ReshapeOptions", new_shape=list(xr.shape))
+    L.emit_reshape(x, xr)
     q = L.q_of(out)
     m = L.new(f"{out}/rows_reduced", (rows, 1, 1), q, "plain")
     L.emit(op, [xr, L.int32(f"{m.name}/axes", [2])], [m], "ReducerOptions", keep_dims=True)
     y = L.output(out, "plain", q=q)
-    L.emit("RESHAPE", [m, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+    L.emit_reshape(m, y)
 
 
 def _depth_reduce(L: Lowering, x: TT, out: str, op: str, keep: bool) -> None:
@@ -358,7 +358,7 @@ def _depth_reduce(L: Lowering, x: TT, out: str, op: str, keep: bool) -> None:
     m = L.new(f"{out}/keepdims", x.shape[:3] + (1,), q, x.layout)
     _conv2d(L, x, w, np.zeros(1), m, opts)
     y = L.output(out, "plain", q=m.q)
-    L.emit("RESHAPE", [m, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+    L.emit_reshape(m, y)
 
 
 def int8_scalar(L: Lowering, name: str, value: float, q: Q) -> TT:

@@ -332,7 +332,7 @@ def scatter_nd(L: Lowering, node: NodeView) -> None:
     for name, n in ((node.inputs[0], rows), (node.inputs[2], flat.size)):
         t = L.requant(L.act(name, "plain"), q)
         r = L.new(f"{out}/{'data' if name == node.inputs[0] else 'updates'}_rows", (n, inner), q, "plain")
-        L.emit("RESHAPE", [t, L.int32(f"{r.name}/shape", r.shape)], [r], "ReshapeOptions", new_shape=list(r.shape))
+        L.emit_reshape(t, r)
         parts.append(r)
     both = L.new(f"{out}/rows", (rows + flat.size, inner), q, "plain")
     L.emit("CONCATENATION", parts, [both], "ConcatenationOptions", axis=0, fused_activation_function="NONE")
@@ -350,4 +350,4 @@ def scatter_nd(L: Lowering, node: NodeView) -> None:
     else:
         L.emit("GATHER", [both, L.int32(f"{picked.name}/indices", src)], [picked], "GatherOptions", axis=0, batch_dims=0)
     y = L.output(out, "plain", q=q)
-    L.emit("RESHAPE", [picked, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+    L.emit_reshape(picked, y)

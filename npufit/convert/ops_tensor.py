@@ -113,11 +113,8 @@ def min_max(L: Lowering, node: NodeView) -> None:
         v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
         v = v.transpose(TO_NHWC) if layout == "nhwc" and v.ndim == 4 else v
         ins.append(L.new(f"{out}/const{k}", v.shape, y.q, layout, data=quantize(v, y.q)))
-    cur = ins[0]
-    for k, t in enumerate(ins[1:], 1):
-        dst = y if k == len(ins) - 1 else L.new(f"{out}/step{k}", np.broadcast_shapes(cur.shape, t.shape), y.q, layout)
-        L.emit(tfl, [cur, t], [dst], "MaximumMinimumOptions")
-        cur = dst
+    L.emit_chain(tfl, ins, y, "MaximumMinimumOptions",
+                 lambda k, a, b: L.new(f"{out}/step{k}", np.broadcast_shapes(a.shape, b.shape), y.q, layout))
 
 
 def binary(L: Lowering, node: NodeView) -> None:
@@ -210,7 +207,7 @@ def transpose(L: Lowering, node: NodeView) -> None:
         layout = "plain"
     y = L.output(out, layout, q=x.q)
     if memory_trivial(x.shape, tfl_perm):
-        L.emit("RESHAPE", [x, L.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+        L.emit_reshape(x, y)
     else:
         L.emit("TRANSPOSE", [x, L.int32(f"{y.name}/perm", tfl_perm)], [y], "TransposeOptions")
 

@@ -53,8 +53,8 @@ LIMITS = {
     "slice_step": 1,  # other steps only inside a space-to-depth reorg, or reversing the innermost data (slice_flip_npu)
     # CAL-R sweep: count_include_pad=0 over a ceil_mode partial window (no pads) ran on the CPU (RV1106: on the NPU)
     "avgpool_ceil_window_cpu": True,
-    "slice_flip_npu": True,
-    "slice_matmul_grid_npu": True,  # CAL-R sweep: a strided Slice of a grid reshaped from a MatMul ran on the NPU (rk3588 only measured)  # CAL-R sweep: a reversed innermost axis ran on the NPU (RK3576: on the CPU)
+    "slice_flip_npu": True,  # CAL-R sweep: a reversed innermost axis ran on the NPU (RK3576: on the CPU)
+    "slice_matmul_grid_npu": True,  # CAL-R sweep: a strided Slice of a grid reshaped from a MatMul ran on the NPU (rk3588 only measured)
     "gather_indices_rank": 2,  # CAL-R sweep: constant 2-D indices ran on the NPU (rockchip_swept.GATHER_2D)
     # CAL-R sweep (rockchip_swept): on run-time integer data, an int32 Add/Sub and an integer Transpose ran on the NPU, and
     # a Cast from int32 to float
