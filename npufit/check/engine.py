@@ -12,6 +12,7 @@ from ..errors import NpufitError
 from ..util.gcpause import gc_paused
 from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, worst
 from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
+from .local_memo import GIVE_UP, MARK, VIEW_NAME, LocalMemo, NonLocal, value_key
 from .result import CheckReport, NodeResult, Reason
 
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -73,14 +74,16 @@ def refuses_format(graph: Graph, profile: Profile) -> str | None:
     return None
 
 
-def check_graph(graph: Graph, profile: Profile, judge: str = "auto") -> CheckReport:
+def check_graph(graph: Graph, profile: Profile, judge: str = "auto", local_memo: bool = True) -> CheckReport:
+    """`check` of a loaded graph. local_memo: judge nodes of one local signature once (check.local_memo); False
+    judges every node on its own (same report, slower on big graphs; tests compare the two)."""
     why_not = refuses_format(graph, profile)
     if why_not:
         raise NpufitError(why_not)
     float_model = is_float_model(graph)  # one walk over the nodes, read twice below
     as_int8 = judged_as_int8(graph, profile, judge, float_model)
     with gc_paused(), quant.check_scope(graph, as_int8):  # read by the dtype facts of every rule; the graph is only read
-        report = _check_graph(graph, profile)
+        report = _check_graph(graph, profile, local_memo)
     report.target["judged_as"] = "int8" if as_int8 else "as is"
     report.warnings[:0] = _judge_warnings(graph, profile, judge, as_int8, float_model)
     return report
@@ -101,10 +104,10 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
     return []
 
 
-def _check_graph(graph: Graph, profile: Profile) -> CheckReport:
+def _check_graph(graph: Graph, profile: Profile, local_memo: bool = True) -> CheckReport:
     folded = graph.folded
     composite_of = _match_composites(graph, profile)
-    judge = _Judge(graph, profile, folded, composite_of)
+    judge = _Judge(graph, profile, folded, composite_of, local_memo)
     nodes = graph.nodes
     judged = [judge(node) for node in nodes]
     results = dict(zip([n.name for n in nodes], judged))  # by name; a repeated name keeps its last node's result
@@ -202,10 +205,11 @@ _NPU, _FOLDED = Verdict.NPU, Verdict.FOLDED  # enum member lookups cost a descri
 
 class _Judge:
     """Judges one node at a time for one check. What depends on the op type only (its OpSupport, the rules that
-    apply, the op reason's fields) is looked up once per op type; the rules themselves run for every node, since
-    they may read anything of the node and its neighbours."""
+    apply, the op reason's fields) is looked up once per op type. The rules run once per local signature on the
+    node's local view (check.local_memo); a node whose rules read beyond it is judged on the graph itself."""
 
-    def __init__(self, graph: Graph, profile: Profile, folded: set[str], composite_of: dict[str, tuple[Composite, str]]):
+    def __init__(self, graph: Graph, profile: Profile, folded: set[str], composite_of: dict[str, tuple[Composite, str]],
+                 memo: bool = True):
         self.graph, self.profile, self.folded, self.composite_of = graph, profile, folded, composite_of
         self.limits = profile.limits
         self.gates: dict[Callable, bool] = {}  # Rule.gate -> its answer for this graph
@@ -213,6 +217,7 @@ class _Judge:
         self.by_op: dict = {}  # (domain, op_type) -> (status, op reason fields or None, (check, rule) pairs)
         # for profiles with an op_key mapping: (id(OpSupport), domain, op_type) -> that tuple (the op reason names the op type)
         self.by_support: dict[tuple, tuple] = {}
+        self.memo = LocalMemo(graph, quant.graph_quant_form(graph)) if memo else None
 
     def _checks(self, rules: tuple[Rule, ...]) -> tuple:
         """(check, rule) pairs of the rules that may fail in this graph: a rule whose gate says no is left out."""
@@ -233,7 +238,49 @@ class _Judge:
         return (support.status, reason, self.graph_rules + self._checks(support.rules), support)
 
     def __call__(self, node: NodeView) -> NodeResult:
-        name, op = node.name, node.op_type
+        memo = self.memo
+        name = node.name
+        if memo is None or name in self.folded or name in self.composite_of:
+            return self.judge(node)
+        key = memo.signature(node)
+        if key is None:
+            return self.judge(node)
+        entry = memo.kept.get(key)
+        if entry is GIVE_UP:
+            return self.judge(node)
+        if entry is not None:
+            reads, table = entry
+            vkey = _value_key(memo, node, reads) if reads else ()
+            kept = table.get(vkey) if vkey is not None else GIVE_UP
+            if kept is GIVE_UP:
+                return self.judge(node)
+            if kept is not None:
+                memo.hits += 1
+                return _replay(node, kept)
+        # first node of this signature (or of these constant values): judge its local view
+        memo.misses += 1
+        seen: list[int] = []
+        try:
+            res = self.judge(memo.view(node, seen), VIEW_NAME)
+        except NonLocal:
+            memo.kept[key] = GIVE_UP
+            return self.judge(node)
+        kept = _keepable(res)
+        reads = tuple(seen)
+        vkey = _value_key(memo, node, reads) if reads else ()
+        if kept is None or vkey is None or (entry is not None and entry[0] != reads):
+            memo.kept[key] = GIVE_UP
+            return self.judge(node)
+        if entry is None:
+            entry = memo.kept[key] = (reads, {})
+        entry[1][vkey] = kept
+        return _replay(node, kept)
+
+    def judge(self, node: NodeView, name: str | None = None) -> NodeResult:
+        """The node's result from its rules. name: the node's name (a local view's own name is not readable)."""
+        op = node.op_type
+        if name is None:
+            name = node.name
         # positional: keyword parsing for 12 fields is measurable at 100k nodes
         res = NodeResult(name, op, node.domain, _NPU, [], None, node_macs(node) if op in MAC_OPS else 0, None, node.parent,
                          node.inputs, node.outputs, [])
@@ -275,6 +322,33 @@ class _Judge:
             if detail is not None:
                 _fail(res, profile, rule, detail)
         return _finish(res, profile) if res.reasons else res  # _finish only edits a node with reasons
+
+
+def _value_key(memo: LocalMemo, node: NodeView, reads: tuple[int, ...]) -> tuple | None:
+    """The values of the node's constants that its rules read (by slot: inputs, then outputs); None when one is
+    not a value we can key by."""
+    names = node.inputs + node.outputs
+    try:
+        return tuple(value_key(memo.tensors[names[k]].value) for k in reads)
+    except TypeError:
+        return None
+
+
+def _keepable(res: NodeResult) -> tuple | None:
+    """What a node of the same signature reuses: verdict, reasons, MACs, notes. None when the result names a
+    placeholder (a detail that quotes a tensor name): such a signature is judged node by node."""
+    for r in res.reasons:
+        if MARK in r.detail or MARK in r.text or any(MARK in f for f in r.fix):
+            return None
+    if any(MARK in n for n in res.notes):
+        return None
+    return (res.verdict, tuple(res.reasons), res.macs, tuple(res.notes))
+
+
+def _replay(node: NodeView, kept: tuple) -> NodeResult:
+    verdict, reasons, macs, notes = kept
+    return NodeResult(node.name, node.op_type, node.domain, verdict, list(reasons), None, macs, None, node.parent,
+                      node.inputs, node.outputs, list(notes))
 
 
 def _op_reason_fields(node: NodeView, profile: Profile, support: OpSupport) -> tuple:

@@ -92,6 +92,11 @@ def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
     def memo(graph: Graph) -> T:
         s = current()
         if s is None or graph is not s.graph:
+            real = getattr(graph, "_real", None)  # a local view (check.local_memo): the real graph's scalar facts
+            if real is not None:
+                from ..check.local_memo import scalar_or_nonlocal
+
+                return scalar_or_nonlocal(memo(real))
             return fn(graph)
         tables = s.tables
         if fn not in tables:

@@ -45,7 +45,7 @@ def max_rank(node: NodeView) -> int:
     graph = node.graph
     table = graph.max_rank_table
     if table is None:
-        table = graph.max_rank_table = _max_rank_table(graph)
+        table = graph.max_rank_table = rank_table(graph)
     return table[node.index]
 
 
@@ -53,11 +53,11 @@ def max_rank_gate(graph, lim) -> bool:
     """Rule.gate of the rank rules, which fail only on a node whose max_rank is above lim["max_rank"]."""
     table = graph.max_rank_table
     if table is None:
-        table = graph.max_rank_table = _max_rank_table(graph)
+        table = graph.max_rank_table = rank_table(graph)
     return max(table, default=0) > lim["max_rank"]
 
 
-def _max_rank_table(graph) -> list[int]:
+def rank_table(graph) -> list[int]:
     """Per node (by index): the highest known rank among its non-constant inputs and its outputs; 0 when none is
     known. One loop with the node's tensors read inline (half the cost of ranks() per node)."""
     get = graph.tensors.get
@@ -101,6 +101,16 @@ def any_dynamic_tail(graph) -> bool:
 def dynamic_tail_gate(graph, lim) -> bool:
     """Rule.gate of the rules whose first test is any_dynamic_tail(graph)."""
     return any_dynamic_tail(graph)
+
+
+def ops_gate(*op_types: str):
+    """Rule.gate of a rule that fails only where the graph holds one of these op types (e.g. a mask's Where)."""
+    ops = frozenset(op_types)
+
+    def gate(graph, lim) -> bool:
+        return graph.has_any(ops)
+
+    return gate
 
 
 def tflite_gate(graph, lim) -> bool:
@@ -239,8 +249,8 @@ def noop_cast(node: NodeView) -> bool:
 
 
 def graph_output(node: NodeView) -> list[str]:
-    outs = set(node.graph.output_names)
-    return [o for o in node.outputs if o in outs]
+    outs = node.graph.output_names  # membership only (a model has few outputs; a local view answers this)
+    return [o for o in node.outputs if o and o in outs]
 
 
 class Choices(tuple):

@@ -43,6 +43,7 @@ EVIDENCE = {
 }
 NO_OP = "NPUFIT_NO_OP"
 _ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout"}
+_IF = frozenset({"If"})
 
 
 def _carried(graph):
@@ -106,7 +107,7 @@ def no_op(node) -> str | None:
     g = node.graph
     if g.format != "onnx" or node.domain not in ("", "ai.onnx"):
         return None
-    if g.nodes_of("If"):
+    if g.has_any(_IF):  # a yes-or-no question: the op index answers it (and a local view may ask it)
         consts, ifs = converter_constants(g)
         outs = [o for o in node.outputs if o]
         if outs and all(o in consts for o in outs) or node.parent in ifs:

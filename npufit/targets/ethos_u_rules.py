@@ -132,8 +132,9 @@ def stride_range(node: NodeView, lim: L) -> str | None:
 
 def weight_8bit(node: NodeView, lim: L) -> str | None:
     i = 3 if node.op_type == "QLinearConv" else 1
-    if node.graph.format == "onnx":
-        p = node.graph.producer(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] else None
+    if node.graph.format == "onnx":  # int8 weights come from a DequantizeLinear; a graph without one has none
+        dq = node.graph.has_any(quant.DEQUANTIZE_OPS)
+        p = node.graph.producer(node.inputs[i]) if dq and i < len(node.inputs) and node.inputs[i] else None
         d = p.input_dtype(0) if p is not None and quant.is_weight_dequantize(p) else None
     else:
         d = node.input_dtype(i)
@@ -390,9 +391,9 @@ def qdq_fused(node: NodeView, lim: L) -> str | None:
     return f"{d} input" if d in ("float32", "int32") else None
 
 
-def _vela(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), source: str = "VELA") -> Rule:
+def _vela(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), source: str = "VELA", gate=None) -> Rule:
     """An Ethos-U op rule: a broken one schedules the op on the CPU (Vela's rule), cited from Vela's report."""
-    return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), source)
+    return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), source, gate=gate)
 
 
 # U55/U65: every listed op but these checks the 32-bit rule first (Vela's int32 op list; CAL-V: int32 ADD/MUL ran on the NPU)
@@ -484,7 +485,7 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
         mask = _vela(p, "add.mask_select", "an Add of an attention mask (a Where by a run-time condition between constants) "
                      "becomes SELECT_V2 in npufit's converter, which is not in this Ethos-U's operator list",
                      fit.mask_select, ("apply the mask on the host, or use an Ethos-U85",),
-                     source="CAL-V")
+                     source="CAL-V", gate=common.ops_gate("Where"))
         own["ADD"] = own["SUB"] = (mask,)
     if u55:
         own.update({
