@@ -132,9 +132,8 @@ def stride_range(node: NodeView, lim: L) -> str | None:
 
 def weight_8bit(node: NodeView, lim: L) -> str | None:
     i = 3 if node.op_type == "QLinearConv" else 1
-    if node.graph.format == "onnx":  # int8 weights come from a DequantizeLinear; a graph without one has none
-        dq = node.graph.has_any(quant.DEQUANTIZE_OPS)
-        p = node.graph.producer(node.inputs[i]) if dq and i < len(node.inputs) and node.inputs[i] else None
+    if node.graph.format == "onnx":  # int8 weights come from a DequantizeLinear: none to look for in a graph without one
+        p = node.graph.producer(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] and node.graph.has_any(quant.DEQUANTIZE_OPS) else None
         d = p.input_dtype(0) if p is not None and quant.is_weight_dequantize(p) else None
     else:
         d = node.input_dtype(i)
