@@ -217,40 +217,53 @@ class LocalMemo:
         self.graph = graph
         self.tensors = graph.tensors
         self.ins, self.outs = frozenset(graph.input_names), frozenset(graph.output_names)
-        self.special = self.ins | self.outs
+        self.ids: dict[str, int] = {}  # tensor name -> the number of its local facts
+        self.numbers: dict[tuple, int] = {}
         self.producer = graph._producer  # whether an input is computed: a view answers producer() for those that are not
         self.quant_form = quant_form
         self.kept: dict[tuple, Any] = {}
         self.hits = self.misses = 0
 
     def signature(self, node: NodeView) -> tuple | None:
-        """The node's local facts; None when it has none we can key by (then it is judged as it is)."""
+        """The node's local facts as a flat tuple; None when it has none we can key by (then it is judged as it is).
+        Each tensor's facts are numbered once (`_tensor_id`): a key of small ints hashes fast."""
         if node.parent is not None or node.subgraph_of:
             return None
         attrs = node.attrs
         if type(attrs) is LazyAttrs:  # an ONNX node: its attribute protobufs as bytes
-            akey: tuple | None = tuple([a.SerializeToString() for a in attrs._raw]) if attrs._raw else ()
+            raw = attrs._raw
+            akey: tuple | None = tuple([a.SerializeToString() for a in raw]) if raw else ()
         else:
             akey = _attrs_key(attrs)
             if akey is None:
                 return None
-        get, special, prod = self.tensors.get, self.special, self.producer
         names = node.inputs + node.outputs
-        n_in = len(node.inputs)
-        ts = []
-        add = ts.append
-        for k, name in enumerate(names):
-            if not name:
-                add(None)
-                continue
-            t = get(name)
-            if t is None:
+        ids = self.ids
+        try:
+            key = [ids[n] for n in names]
+        except KeyError:
+            key = [ids[n] if n in ids else self._tensor_id(n) for n in names]
+            if None in key:
                 return None
-            key = (t.shape, t.dtype, t.is_const, t.is_initializer, t.quant, k < n_in and name in prod)
-            add(key + (name in self.ins, name in self.outs) if name in special else key)
         if len(set(names)) != len(names):  # a tensor read twice (Add(x, x)): the pattern is part of the key
-            ts.append(tuple(names.index(n) for n in names))
-        return (node.op_type, node.domain, n_in, akey, tuple(ts))
+            key.append(tuple([names.index(n) for n in names]))
+        key += (node.op_type, node.domain, len(node.inputs), akey)
+        return tuple(key)
+
+    def _tensor_id(self, name: str) -> int | None:
+        """A number for the tensor's local facts (equal facts, equal number); None for a name with no tensor."""
+        if not name:
+            return -1
+        t = self.tensors.get(name)
+        if t is None:
+            return None
+        facts = (t.shape, t.dtype, t.is_const, t.is_initializer, t.quant, name in self.producer,
+                 name in self.ins, name in self.outs)
+        n = self.numbers.get(facts)
+        if n is None:
+            n = self.numbers[facts] = len(self.numbers)
+        self.ids[name] = n
+        return n
 
     def view(self, node: NodeView, reads: list) -> NodeView:
         own: dict[str, TensorInfo] = {}
