@@ -12,7 +12,7 @@ from ..errors import NpufitError
 from ..util.gcpause import gc_paused
 from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, worst
 from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
-from .local_memo import GIVE_UP, MARK, VIEW_NAME, LocalMemo, NonLocal, value_key
+from .local_memo import MARK, ONCE, VIEW_NAME, LocalMemo, NonLocal, value_key
 from .result import CheckReport, NodeResult, Reason
 
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -74,9 +74,14 @@ def refuses_format(graph: Graph, profile: Profile) -> str | None:
     return None
 
 
-def check_graph(graph: Graph, profile: Profile, judge: str = "auto", local_memo: bool = True) -> CheckReport:
+def check_graph(graph: Graph, profile: Profile, judge: str = "auto", local_memo: bool | None = None) -> CheckReport:
     """`check` of a loaded graph. local_memo: judge nodes of one local signature once (check.local_memo); False
-    judges every node on its own (same report, slower on big graphs; tests compare the two)."""
+    judges every node on its own (the same report); None (default): the memo for graphs of MEMO_MIN_NODES nodes or
+    more, or as the environment variable NPUFIT_LOCAL_MEMO says (1 / 0: always / never; benchmarks/check_outputs.py
+    compares whole reports both ways)."""
+    if local_memo is None:
+        forced = os.environ.get("NPUFIT_LOCAL_MEMO", "")
+        local_memo = forced == "1" if forced in ("0", "1") else len(graph.nodes) >= MEMO_MIN_NODES
     why_not = refuses_format(graph, profile)
     if why_not:
         raise NpufitError(why_not)
@@ -104,7 +109,7 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
     return []
 
 
-def _check_graph(graph: Graph, profile: Profile, local_memo: bool = True) -> CheckReport:
+def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckReport:
     folded = graph.folded
     composite_of = _match_composites(graph, profile)
     judge = _Judge(graph, profile, folded, composite_of, local_memo)
@@ -204,6 +209,9 @@ def _match_composites(graph: Graph, profile: Profile) -> dict[str, tuple[Composi
 # 2-core machine); an op table entry with fewer rules than this runs its rules faster (an op_key profile always memoizes:
 # its op key is itself a derivation per node)
 MEMO_MIN_RULES = 2
+# Below this many nodes a check takes milliseconds and few signatures repeat: the memo's signatures cost more than
+# they save (measured on the calibration corpus's DETR / UPerNet exports, 250-1,000 nodes: 3-8 ms plain, 5-11 ms memo)
+MEMO_MIN_NODES = 5000
 _NPU, _FOLDED = Verdict.NPU, Verdict.FOLDED  # enum member lookups cost a descriptor call each, per node
 
 
@@ -243,46 +251,52 @@ class _Judge:
 
     def __call__(self, node: NodeView) -> NodeResult:
         memo = self.memo
-        name = node.name
-        if memo is None or name in self.folded or name in self.composite_of:
+        name, op = node.name, node.op_type
+        if memo is None or name in self.folded or name in self.composite_of or op in memo.plain_ops:
             return self.judge(node)
         if self.profile.op_key is None:  # an op with under two rules is judged faster as it is (measured: hailo8)
-            entry = self.by_op.get((node.domain, node.op_type))
+            entry = self.by_op.get((node.domain, op))
             if entry is not None and len(entry[2]) < MEMO_MIN_RULES:
+                memo.plain_ops.add(op)
                 return self.judge(node)
         key = memo.signature(node)
         if key is None:
             return self.judge(node)
         entry = memo.kept.get(key)
-        if entry is GIVE_UP:
+        if entry is None:  # a signature seen once is judged as it is: a view pays off from the second node on
+            memo.kept[key] = ONCE
             return self.judge(node)
-        if entry is not None:
+        if entry is not ONCE:
             reads, table = entry
             vkey = _value_key(memo, node, reads) if reads else ()
-            kept = table.get(vkey) if vkey is not None else GIVE_UP
-            if kept is GIVE_UP:
+            kept = table.get(vkey) if vkey is not None else None
+            if vkey is None:
                 return self.judge(node)
             if kept is not None:
                 memo.hits += 1
                 return _replay(node, kept)
-        # first node of this signature (or of these constant values): judge its local view
+        # the second node of this signature (or the first of these constant values): judge its local view
         memo.misses += 1
         seen: list[int] = []
         try:
             res = self.judge(memo.view(node, seen), VIEW_NAME)
         except NonLocal:
-            memo.kept[key] = GIVE_UP
-            return self.judge(node)
+            return self._give_up(node)
         kept = _keepable(res)
         reads = tuple(seen)
         vkey = _value_key(memo, node, reads) if reads else ()
-        if kept is None or vkey is None or (entry is not None and entry[0] != reads):
-            memo.kept[key] = GIVE_UP
-            return self.judge(node)
-        if entry is None:
+        if kept is None or vkey is None or (entry is not ONCE and entry[0] != reads):
+            return self._give_up(node)
+        if entry is ONCE:
             entry = memo.kept[key] = (reads, {})
         entry[1][vkey] = kept
         return _replay(node, kept)
+
+    def _give_up(self, node: NodeView) -> NodeResult:
+        """The node's rules read beyond it: its op type is judged node by node for the rest of the check (its
+        other signatures would most likely read beyond too, and a failed view costs a second judgement)."""
+        self.memo.plain_ops.add(node.op_type)
+        return self.judge(node)
 
     def judge(self, node: NodeView, name: str | None = None) -> NodeResult:
         """The node's result from its rules. name: the node's name (a local view's own name is not readable)."""

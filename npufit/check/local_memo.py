@@ -25,7 +25,7 @@ from ..targets.common import rank_table
 
 MARK = "\ue000"  # private-use code point: never in a real name we compare against, easy to find in a result
 VIEW_NAME = f"{MARK}node"  # the name a view's result carries (never kept: _replay names the real node)
-GIVE_UP = object()  # a signature whose evaluation read something non-local: judged per node
+ONCE = object()  # a signature seen on one node so far
 
 
 class NonLocal(BaseException):
@@ -210,8 +210,8 @@ def value_key(v) -> Any:
 
 
 class LocalMemo:
-    """Per check: signature -> kept result, or GIVE_UP. `judge(view)` runs the rules; `finish(node, kept)` makes
-    the node's result from a kept one."""
+    """One check's memo: the signatures seen, their kept results, the op types judged node by node. The check
+    engine (`_Judge.__call__`) decides when to judge a view, keep its result and reuse it."""
 
     def __init__(self, graph: Graph, quant_form: str):
         self.graph = graph
@@ -221,7 +221,8 @@ class LocalMemo:
         self.numbers: dict[tuple, int] = {}
         self.producer = graph._producer  # whether an input is computed: a view answers producer() for those that are not
         self.quant_form = quant_form
-        self.kept: dict[tuple, Any] = {}
+        self.kept: dict[tuple, Any] = {}  # signature -> ONCE, or (constant slots read, {their values: kept result})
+        self.plain_ops: set[str] = set()  # op types judged node by node (a view read beyond, or too few rules)
         self.hits = self.misses = 0
 
     def signature(self, node: NodeView) -> tuple | None:
