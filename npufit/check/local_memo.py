@@ -217,7 +217,7 @@ class LocalMemo:
         self.graph = graph
         self.tensors = graph.tensors
         self.ins, self.outs = frozenset(graph.input_names), frozenset(graph.output_names)
-        self.ids: dict[str, int] = {}  # tensor name -> the number of its local facts
+        self.ids: dict[str, int] = {"": -1}  # tensor name -> the number of its local facts ("": an absent input)
         self.numbers: dict[tuple, int] = {}
         self.producer = graph._producer  # whether an input is computed: a view answers producer() for those that are not
         self.quant_form = quant_form
@@ -238,15 +238,18 @@ class LocalMemo:
             akey = _attrs_key(attrs)
             if akey is None:
                 return None
-        names = node.inputs + node.outputs
-        ids = self.ids
-        try:
-            key = [ids[n] for n in names]
-        except KeyError:
-            key = [ids[n] if n in ids else self._tensor_id(n) for n in names]
+        get, number = self.ids.get, self._tensor_id
+        # inputs were numbered as their producer's outputs (weights and graph inputs on first use); outputs are new
+        key = [get(n) for n in node.inputs]
+        if None in key:
+            key = [get(n) if n in self.ids else number(n) for n in node.inputs]
             if None in key:
                 return None
-        if len(set(names)) != len(names):  # a tensor read twice (Add(x, x)): the pattern is part of the key
+        key += [number(n) for n in node.outputs]
+        if None in key:
+            return None
+        names = node.inputs + node.outputs
+        if len(names) > 1 and len(set(names)) != len(names):  # a tensor read twice (Add(x, x)): part of the key
             key.append(tuple([names.index(n) for n in names]))
         key += (node.op_type, node.domain, len(node.inputs), akey)
         return tuple(key)
@@ -255,6 +258,9 @@ class LocalMemo:
         """A number for the tensor's local facts (equal facts, equal number); None for a name with no tensor."""
         if not name:
             return -1
+        n = self.ids.get(name)
+        if n is not None:  # an output written twice (a malformed graph): its number stands
+            return n
         t = self.tensors.get(name)
         if t is None:
             return None
