@@ -18,6 +18,7 @@ from npufit.graph import onnx_prepare, validate
 from npufit.graph.onnx_loader import graph_from
 from npufit.graph.onnx_prepare import prepare_onnx
 from npufit.util import forked
+from tests.hostile.harness import assert_sane, assert_untouched, run_verb, snapshot
 from tests.onnx_builders import branchy_model, model, vi
 
 
@@ -192,3 +193,23 @@ def test_forked_result_exception_and_fallbacks():
     assert forked.start(_kill_self, fallback=lambda: "here").result() == "here"
     forked.start(time.sleep, 600).cancel()  # killed, not waited for
     assert not _children()
+
+
+def _relu_chain(n: int, bad: bool) -> onnx.ModelProto:
+    """n Relus in a chain; bad: the last one has two inputs, which the checker rejects."""
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"]) for i in range(n)]
+    if bad:
+        nodes[-1].input.append("t0")
+    return model(nodes, [vi("t0", [1, 4])], [vi(f"t{n}", [1, 4])])
+
+
+@pytest.mark.parametrize("bad", [False, True])
+def test_cli_on_a_big_model_same_as_serial(tmp_path, bad):
+    """The real CLI at the real threshold: the same report, or the same one-line refusal (exit 2), as the serial path."""
+    path = _save(_relu_chain(validate.FORK_CHECKER_MIN_NODES, bad), tmp_path)
+    before = snapshot(tmp_path)
+    argv = ["check", path, "-t", "hailo8", "--format", "json"]
+    beside, serial = run_verb(argv, tmp_path), run_verb(argv, tmp_path, env={"NPUFIT_SERIAL_CHECKER": "1"})
+    assert_sane(beside, allow_ok=not bad, needle="the ONNX checker rejects this model" if bad else None)
+    assert (beside.rc, beside.stdout, beside.stderr) == (serial.rc, serial.stdout, serial.stderr)
+    assert_untouched(before, tmp_path)
