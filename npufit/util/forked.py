@@ -5,7 +5,7 @@ second process is the only way to use a second core. A fork shares the caller's 
 child needs no copy of a big model. The child sends the function's result, or the exception it raised, back
 pickled through a pipe and leaves by os._exit: no atexit handler, no buffer flushed, nothing written anywhere
 else. A child that gives no answer (killed, crashed, unpicklable outcome) costs nothing but time: `result`
-then runs the fallback (by default the function itself) here, so the caller always gets the serial answer.
+then runs the function here, so the caller always gets the serial answer.
 """
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ class Forked:
     """`fn(*args)` running in a forked child; `result()` joins it. Start with `start`."""
 
     def __init__(self, pid: int, fd: int, fallback: Callable[[], Any]):
-        self._pid, self._fd, self._fallback = pid, fd, fallback
+        self._pid, self._fd, self._fallback = pid, fd, fallback  # fallback: fn(*args) here
 
     def result(self) -> Any:
-        """fn's return value, or raise its exception; when the child gave no answer, the fallback's outcome."""
+        """fn's return value, or raise its exception; when the child gave no answer, fn's outcome here."""
         data, ok = self._join()
         if ok:
             try:
@@ -49,11 +49,14 @@ class Forked:
     def cancel(self) -> None:
         """Stop the child and reap it (the caller is unwinding: Ctrl-C, SIGTERM); its answer is not wanted."""
         if self._pid:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            self._kill()
             self._join()
+
+    def _kill(self) -> None:
+        try:
+            os.kill(self._pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def _join(self) -> tuple[bytes, bool]:
         """Read the child's answer to its end, reap the child: -> (the bytes, whether it exited cleanly)."""
@@ -63,6 +66,9 @@ class Forked:
         try:
             while chunk := os.read(self._fd, 1 << 16):
                 chunks.append(chunk)
+        except BaseException:  # interrupted while waiting (Ctrl-C, SIGTERM): the answer is not wanted
+            self._kill()
+            raise
         finally:
             os.close(self._fd)
             pid, self._pid = self._pid, 0
@@ -73,10 +79,10 @@ class Forked:
         return b"".join(chunks), os.waitstatus_to_exitcode(status) == 0
 
 
-def start(fn: Callable[..., Any], *args: Any, fallback: Callable[[], Any] | None = None) -> Forked | None:
-    """fn(*args) in a forked child (fn's result and exception must pickle); None where forking is not safe
-    (see can_fork) or fails: the caller then runs fn itself. fallback: what `result` runs when the child gives
-    no answer (default: fn(*args) here; pass one when the caller changes the arguments meanwhile)."""
+def start(fn: Callable[..., Any], *args: Any) -> Forked | None:
+    """fn(*args) in a forked child (its result and exception should pickle; when they do not, or the child dies,
+    `result` runs fn(*args) here); None where forking is not safe (see can_fork) or fails: the caller then runs
+    fn itself. fn must give the same answer later in the caller: it may not read what the caller changes meanwhile."""
     if not can_fork():
         return None
     r, w = os.pipe()
@@ -90,6 +96,9 @@ def start(fn: Callable[..., Any], *args: Any, fallback: Callable[[], Any] | None
         code = 1
         try:
             os.close(r)
+            null = os.open(os.devnull, os.O_WRONLY)
+            for fd in (1, 2):  # not even a crash report (faulthandler) may reach the caller's output
+                os.dup2(null, fd)
             gc.disable()  # a collection would touch every object and copy the parent's pages
             try:
                 outcome = (True, fn(*args))
@@ -103,4 +112,4 @@ def start(fn: Callable[..., Any], *args: Any, fallback: Callable[[], Any] | None
         finally:
             os._exit(code)  # KeyboardInterrupt, an unpicklable outcome, a closed pipe: exit 1, no answer
     os.close(w)
-    return Forked(pid, r, fallback if fallback is not None else lambda: fn(*args))
+    return Forked(pid, r, lambda: fn(*args))
