@@ -9,6 +9,7 @@ then runs the function here, so the caller always gets the serial answer.
 """
 from __future__ import annotations
 
+import faulthandler
 import gc
 import os
 import pickle
@@ -96,8 +97,9 @@ def start(fn: Callable[..., Any], *args: Any) -> Forked | None:
         code = 1
         try:
             os.close(r)
+            faulthandler.disable()  # not even a crash report may reach the caller's output (it may write to a dup)
             null = os.open(os.devnull, os.O_WRONLY)
-            for fd in (1, 2):  # not even a crash report (faulthandler) may reach the caller's output
+            for fd in (1, 2):
                 os.dup2(null, fd)
             gc.disable()  # a collection would touch every object and copy the parent's pages
             try:
