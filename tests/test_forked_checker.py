@@ -11,7 +11,7 @@ import time
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from npufit.errors import BadModelError
 from npufit.graph import onnx_prepare, validate
@@ -114,7 +114,8 @@ def test_valid_model_same_prepared_model_and_graph(tmp_path, monkeypatch, forks)
     assert _summary(prepare_onnx(path, weights="strip", input_shapes=shapes)) == \
         _summary(_serial(monkeypatch, prepare_onnx, path, weights="strip", input_shapes=shapes))
     # a newer opset than onnx knows: its warning first, as when the checker ran first
-    newer = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])], opset=onnx.defs.onnx_opset_version() + 1)
+    newer = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])],
+                  opset=onnx.defs.onnx_opset_version() + 1)
     p2 = _save(newer, tmp_path, "newer.onnx")
     assert prepare_onnx(p2).file_warnings == _serial(monkeypatch, prepare_onnx, p2).file_warnings
     assert len(prepare_onnx(p2).file_warnings) == 2
@@ -143,7 +144,8 @@ def test_killed_child_falls_back_to_the_serial_check(tmp_path, monkeypatch, fork
 
     monkeypatch.setattr(validate, "_check_bytes", dies_in_child)
     path = _save(branchy_model(), tmp_path)
-    assert _summary(prepare_onnx(path, weights="strip")) == _summary(_serial(monkeypatch, prepare_onnx, path, weights="strip"))
+    want = _summary(_serial(monkeypatch, prepare_onnx, path, weights="strip"))
+    assert _summary(prepare_onnx(path, weights="strip")) == want
     bad = model([helper.make_node("Relu", ["x", "x"], ["y"], name="relu")], [vi("x", [2])], [vi("y", [2])])
     assert "rejects this model" in _rejection(monkeypatch, _save(bad, tmp_path, "bad.onnx"))
     assert len(forks) == 2 and not _children()

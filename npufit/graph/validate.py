@@ -56,15 +56,17 @@ def start_validation(model: onnx.ModelProto, path: Path, missing: list[str], wir
     scan = scan_tensors(model) if scan is None else scan
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
     if model.ir_version > onnx.IR_VERSION or opset > onnx.defs.onnx_opset_version():
-        return Validation(path, scan, [f"not validated by the ONNX checker: the model (IR {model.ir_version}, opset {opset}) is "
-                                       f"newer than onnx {onnx.__version__} (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})"])
+        newer = (f"not validated by the ONNX checker: the model (IR {model.ir_version}, opset {opset}) is newer than "
+                 f"onnx {onnx.__version__} (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})")
+        return Validation(path, scan, [newer])
     if missing:
         return Validation(path, scan, ["not validated by the ONNX checker: it needs every external data file"])
     nodes = sum(len(g.node) for g in scan.graphs)
     full = nodes <= FULL_CHECK_MAX_NODES
     # External data: the checker reads files by path, kept serial. A raw-data length error: a broken model, serial.
-    if (defer and nodes >= FORK_CHECKER_MIN_NODES and not scan.external and scan.bad_length is None and _bytes_checkable(wire)
-            and os.environ.get("NPUFIT_SERIAL_CHECKER") != "1" and forked.can_fork() and not _unshaped(scan.graphs)):
+    if (defer and nodes >= FORK_CHECKER_MIN_NODES and not scan.external and scan.bad_length is None
+            and _bytes_checkable(wire) and os.environ.get("NPUFIT_SERIAL_CHECKER") != "1" and forked.can_fork()
+            and not _unshaped(scan.graphs)):
         return Validation(path, scan, [], (wire, full))
     warning = _checker_verdict(path, _run_checker, model, path, full, bool(scan.external), wire, scan.graphs)
     return Validation(path, scan, [warning] if warning else [])
