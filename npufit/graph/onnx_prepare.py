@@ -21,8 +21,8 @@ import onnx
 from ..errors import BadModelError, NpufitError
 from ..util.io import note_input
 from ..util.readers import require_regular_file
-from .validate import (check_external_data, check_text, external_data_files, refuse_missing_data, scan_tensors,
-                       validate_model)
+from .validate import (Validation, check_external_data, check_text, external_data_files, refuse_missing_data, scan_tensors,
+                       start_validation)
 
 SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
 SHAPE_DATA_ELEMS = 64  # float initializers up to this size keep their data for inference (Resize scales, Range bounds)
@@ -60,22 +60,43 @@ def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: M
     """
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, not {weights!r}")
+    checking = None
     if isinstance(source, onnx.ModelProto):
         if weights == "load":
             raise ValueError("weights='load' needs a file: an in-memory model has no folder to read them from")
-        model, path, missing, file_warnings = source, name, [], []
+        model, path, missing = source, name, []
         if input_shapes or weights == "strip":  # the caller's model is never changed
             model = onnx.ModelProto()
             model.CopyFrom(source)
     else:
         path = str(source)
-        model, missing, file_warnings = _read(Path(source))
+        # a big model's checker may run in a child beside shape inference (the only step long enough to pay)
+        model, missing, checking = _read(Path(source), defer=infer)
+    try:
+        prepared = _prepare(model, path, missing, input_shapes, infer, weights, require_data, only_dynamic, checking)
+    except Exception:
+        if checking is not None:
+            checking.finish()  # a model the checker rejects may break a step above first: the checker's line wins
+        raise
+    except BaseException:  # Ctrl-C, SIGTERM: no verdict wanted
+        if checking is not None:
+            checking.cancel()
+        raise
+    if checking is not None:
+        prepared.file_warnings[:0] = checking.finish()  # the checker's warnings first, as when it ran first
+    return prepared
+
+
+def _prepare(model: onnx.ModelProto, path: str, missing: list[str], input_shapes: Mapping[str, tuple[int, ...]] | None,
+             infer: bool, weights: str, require_data: bool, only_dynamic: bool, checking: Validation | None) -> PreparedOnnx:
+    """prepare_onnx's steps after the read."""
+    file_warnings = []
     if missing and require_data:
         refuse_missing_data(missing)
     if missing:
         file_warnings.append(f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)")
     if weights == "load":
-        _load_weights(model, Path(source))
+        _load_weights(model, Path(path))  # a file: the in-memory model was refused "load" above
     if input_shapes:
         apply_input_shapes(model, input_shapes, only_dynamic)
     opsets = opset_map(model)
@@ -84,6 +105,8 @@ def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: M
     kept = _strip_weights(model) if weights == "strip" else {}
     shape_warnings = []
     if infer:
+        if checking is not None:
+            checking.begin()  # after the writes above (input shapes, stripped weights): they would copy shared pages
         model, error = infer_shapes(model)
         if error:
             shape_warnings.append(f"shape inference failed ({error}); shapes may be incomplete")
@@ -103,9 +126,10 @@ def opset_map(model: onnx.ModelProto) -> dict[str, int]:
     return {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
 
 
-def _read(p: Path) -> tuple[onnx.ModelProto, list[str], list[str]]:
+def _read(p: Path, defer: bool = False) -> tuple[onnx.ModelProto, list[str], Validation]:
     """Parse the file (weights stay on disk when external) and refuse unsafe or broken input;
-    -> (model, external data locations missing, the checker's warnings)."""
+    -> (model, external data locations missing, the checker's verdict to finish: see start_validation).
+    defer: the caller runs shape inference before it needs the verdict (see start_validation)."""
     if require_regular_file(p, "ONNX model", BadModelError).st_size == 0:
         raise BadModelError(f"{p}: empty file, not an ONNX model")
     try:
@@ -125,11 +149,11 @@ def _read(p: Path) -> tuple[onnx.ModelProto, list[str], list[str]]:
     check_text(model, p, wire)  # before anything reads a name
     scan = scan_tensors(model)  # one walk over the tensors for every check below
     missing = check_external_data(model, p.parent, scan.external)
-    checker_warnings = validate_model(model, p, missing, wire=wire, scan=scan)
+    checking = start_validation(model, p, missing, wire=wire, scan=scan, defer=defer)
     del data, wire
     for f in [p, *external_data_files(model, p.parent, scan.external)]:
         note_input(f)  # no output of this run may land on a file it reads
-    return model, missing, checker_warnings
+    return model, missing, checking
 
 
 def _load_weights(model: onnx.ModelProto, p: Path) -> None:
