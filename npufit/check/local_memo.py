@@ -20,17 +20,13 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, NodeView, TensorInfo
+from ..graph.facts import NonLocal
 from ..graph.onnx_loader import LazyAttrs
 from ..targets.common import rank_table
 
 MARK = "\ue000"  # private-use code point: never in a real name we compare against, easy to find in a result
 VIEW_NAME = f"{MARK}node"  # the name a view's result carries (never kept: _replay names the real node)
 ONCE = object()  # a signature seen on one node so far
-
-
-class NonLocal(BaseException):
-    """A rule read something beyond the node's local view. BaseException: rules' `except Exception` must not
-    swallow it (that would change the path they take)."""
 
 
 def _nonlocal(*_a, **_k):
@@ -146,13 +142,6 @@ class _ViewNode(NodeView):
     @raw.setter
     def raw(self, v) -> None:
         _RAW.__set__(self, v)
-
-
-def scalar_or_nonlocal(value):
-    """A graph fact a local view may see: one that cannot tell nodes apart (a bool, number, string or None)."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    raise NonLocal
 
 
 class _ViewTensor(TensorInfo):

@@ -83,6 +83,18 @@ def per_node(fn: Callable[[NodeView], T]) -> Callable[[NodeView], T]:
     return memo
 
 
+class NonLocal(BaseException):
+    """A rule read something beyond a node's local view (check.local_memo). BaseException: rules' `except Exception`
+    must not swallow it (that would change the path they take)."""
+
+
+def scalar_or_nonlocal(value):
+    """A graph fact a local view may see: one that cannot tell nodes apart (a bool, number, string or None)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise NonLocal
+
+
 def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
     """fn(graph), remembered inside scope(graph): a fact about the whole graph that a rule reads for every node."""
 
@@ -94,8 +106,6 @@ def per_graph(fn: Callable[[Graph], T]) -> Callable[[Graph], T]:
         if s is None or graph is not s.graph:
             real = getattr(graph, "_real", None)  # a local view (check.local_memo): the real graph's scalar facts
             if real is not None:
-                from ..check.local_memo import scalar_or_nonlocal
-
                 return scalar_or_nonlocal(memo(real))
             return fn(graph)
         tables = s.tables
