@@ -50,7 +50,16 @@ def max_rank(node: NodeView) -> int:
 
 
 def max_rank_gate(graph, lim) -> bool:
-    """Rule.gate of the rank rules, which fail only on a node whose max_rank is above lim["max_rank"]."""
+    """Rule.gate of the rank rules, which fail only on a node whose max_rank is above lim["max_rank"]. A node's
+    ranks are those of tensors in the table: when no tensor is above the limit (most graphs), no node is, and the
+    per-node table is not built."""
+    limit = lim["max_rank"]
+    for t in graph.tensors.values():
+        s = t.shape
+        if s is not None and len(s) > limit:
+            break
+    else:
+        return False
     table = graph.max_rank_table
     if table is None:
         table = graph.max_rank_table = rank_table(graph)
