@@ -17,17 +17,8 @@ from onnx import helper, numpy_helper
 from ..util.gcpause import gc_paused
 from .model import Graph, NodeView, TensorInfo
 from .inline_if import inline_ifs
-from .onnx_prepare import SMALL_VALUE_ELEMS, PreparedOnnx, infer_shapes, prepare_onnx
-
-
-@lru_cache(maxsize=None)
-def np_dtype_name(elem_type: int) -> str | None:
-    if not elem_type:
-        return None
-    try:
-        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
-    except Exception:  # bfloat16/float8 have no numpy dtype
-        return onnx.TensorProto.DataType.Name(elem_type).lower()
+from .onnx_prepare import (SMALL_VALUE_ELEMS, PreparedOnnx, elem_type as _elem_type, infer_shapes, np_dtype_name, prepare_onnx,
+                           shape_of as _shape_of, value_types)
 
 
 _INTS, _INT, _FLOAT = onnx.AttributeProto.INTS, onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
@@ -101,35 +92,15 @@ def _small(t: onnx.TensorProto) -> bool:
     return n <= SMALL_VALUE_ELEMS and t.data_location != onnx.TensorProto.EXTERNAL
 
 
-def _shape_of(type_proto) -> tuple | None:
-    if not type_proto.HasField("tensor_type"):
-        return None
-    tt = type_proto.tensor_type
-    if not tt.HasField("shape"):
-        return None
-    dims = []
-    for d in tt.shape.dim:
-        kind = d.WhichOneof("value")  # one call instead of two HasField: this runs once per tensor
-        if kind == "dim_value":
-            dims.append(int(d.dim_value))
-        elif kind == "dim_param" and d.dim_param:
-            dims.append(d.dim_param)
-        else:
-            dims.append(None)
-    return tuple(dims)
-
-
-def _elem_type(type_proto) -> int:
-    return type_proto.tensor_type.elem_type if type_proto.HasField("tensor_type") else 0
-
-
 def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
-    return graph_from(prepare_onnx(path, input_shapes=input_shapes, weights="strip"))
+    return graph_from(prepare_onnx(path, input_shapes=input_shapes, weights="strip", overlap=True))
 
 
 def graph_from(prep: PreparedOnnx, warnings: list[str] | None = None) -> Graph:
     """The Graph of a prepared model; warnings: what to start the graph's warnings with (default: all of prep's)."""
     with gc_paused():
+        if prep.overlap is not None:
+            return _build_overlapped(prep)
         return build_graph(prep.model, prep.path, prep.opsets, list(prep.warnings if warnings is None else warnings), prep.kept)
 
 
@@ -140,32 +111,64 @@ def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], wa
                 kept: Mapping[str, tuple[bytes, onnx.TensorProto]] | None = None) -> Graph:
     tensors: dict[str, TensorInfo] = {}
     nodes: list[NodeView] = []
+    _collect_graph(model.graph, tensors, nodes, parent=None, prefix="")
+    return _finish_graph(model, _new_graph(model, path, opsets, nodes, tensors), warnings, kept)
+
+
+def _build_overlapped(prep: PreparedOnnx) -> Graph:
+    """build_graph while shape inference runs in a child: nodes, initializers and the graph's maps first, then the
+    inferred types (prepare_onnx(overlap=True): a graph without subgraphs)."""
+    overlap = prep.overlap
+    try:
+        tensors: dict[str, TensorInfo] = {}
+        nodes: list[NodeView] = []
+        _collect_body(prep.model.graph, tensors, nodes, None, "", {})
+        graph = _new_graph(prep.model, prep.path, prep.opsets, nodes, tensors)
+        types, checker_warnings, shape_warnings = overlap.finish()
+    except Exception:
+        overlap.abort(ordinary=True)
+        raise
+    except BaseException:
+        overlap.abort(ordinary=False)
+        raise
+    for name, shape, dtype in types:
+        _merge_type(tensors, name, shape, dtype)
+    return _finish_graph(prep.model, graph, checker_warnings + prep.file_warnings + shape_warnings, prep.kept)
+
+
+def _new_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], nodes: list[NodeView],
+               tensors: dict[str, TensorInfo]) -> Graph:
     g = model.graph
     init_names = {t.name for t in g.initializer}
-    _collect_graph(g, tensors, nodes, parent=None, prefix="")
+    return Graph(path, "onnx", nodes, tensors, [i.name for i in g.input if i.name not in init_names],
+                 [o.name for o in g.output], opsets, (),
+                 meta={"producer": f"{model.producer_name} {model.producer_version}".strip(), "ir_version": model.ir_version})
+
+
+def _finish_graph(model: onnx.ModelProto, graph: Graph, warnings: list[str],
+                  kept: Mapping[str, tuple[bytes, onnx.TensorProto]] | None) -> Graph:
+    """The tensor table completed (small weights' values, input warnings), constants folded, shapes refined."""
+    tensors = graph.tensors
     for name, raw in (kept or {}).items():  # values of the weights stripped before inference
         t = tensors.get(name)
         if isinstance(t, _InitializerInfo):
             t._proto = raw
-    inputs = [i.name for i in g.input if i.name not in init_names]
-    outputs = [o.name for o in g.output]
-    for name in inputs:
+    for name in graph.input_names:
         t = tensors[name]
         if t.shape is None:
             warnings.append(f"input '{name}' has no shape; pass --input-shape {name}=1,3,224,224")
         elif not t.is_static:
             warnings.append(f"input '{name}' has dynamic dims {t.shape_str()}; pass --input-shape {name}=... to pin them")
-    graph = Graph(path, "onnx", nodes, tensors, inputs, outputs, opsets, warnings,
-                  meta={"producer": f"{model.producer_name} {model.producer_version}".strip(), "ir_version": model.ir_version})
+    graph.warnings = warnings
     from .folding import fold_constants  # late import: folding needs the Graph type
 
-    fold_constants(graph, opsets)
+    fold_constants(graph, graph.opsets)
     # A refined shape can make a Shape node static, whose folded value refines further shapes
     # (RT-DETR: ConstantOfShape -> Expand -> ... -> Shape -> Slice -> Concat); a few rounds reach the fixpoint.
     for _ in range(MAX_REFINE_ROUNDS):
         if not _refine_shapes(model, graph, warnings):
             break
-        fold_constants(graph, opsets)
+        fold_constants(graph, graph.opsets)
     return graph
 
 
@@ -285,29 +288,26 @@ class _InitializerInfo(TensorInfo):
 
 
 def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str, types=None) -> None:
-    """One pass over the graph's protobuf: tensors (value_info, initializers) then nodes.
-
-    Field reads on protobuf messages dominate a 100k-node load, so each is read once; equal types
-    (most activations share a handful of shapes) are parsed once, keyed by their serialized bytes.
-    """
+    """One pass over the graph's protobuf: tensors (value_info, initializers) then nodes."""
     types = {} if types is None else types
-    for group in (g.input, g.output, g.value_info):
-        for vi in group:
-            name = vi.name
-            t = tensors.get(name)
-            if t is not None and t.shape is not None and t.dtype is not None:
-                continue
-            tp = vi.type
-            key = tp.SerializeToString()
-            known = types.get(key)
-            if known is None:
-                known = types[key] = (_shape_of(tp), np_dtype_name(_elem_type(tp)))
-            if t is None:  # the usual case: a tensor seen first here, made with its facts in one call
-                tensors[name] = TensorInfo(name, known[0], known[1])
-                continue
-            if t.shape is None:
-                t.shape = known[0]
-            t.dtype = t.dtype or known[1]
+    for name, shape, dtype in value_types(g, types):
+        _merge_type(tensors, name, shape, dtype)
+    _collect_body(g, tensors, nodes, parent, prefix, types)
+
+
+def _merge_type(tensors, name: str, shape, dtype) -> None:
+    """A declared or inferred type of `name`: a new tensor, or what a known one still lacks."""
+    t = tensors.get(name)
+    if t is None:  # the usual case: a tensor seen first here, made with its facts in one call
+        tensors[name] = TensorInfo(name, shape, dtype)
+        return
+    if t.shape is None:
+        t.shape = shape
+    t.dtype = t.dtype or dtype
+
+
+def _collect_body(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str, types) -> None:
+    """Initializers (over a declared type: the weight's own) and nodes, with their subgraphs."""
     EXTERNAL = onnx.TensorProto.EXTERNAL
     for init in g.initializer:
         name = init.name

@@ -12,13 +12,17 @@ a 100k-node check within seconds, and external weights are never touched unless 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import onnx
+from onnx import helper
 
 from ..errors import BadModelError, NpufitError
+from ..util import forked
 from ..util.io import note_input
 from ..util.readers import require_regular_file
 from .validate import (Validation, check_external_data, check_text, external_data_files, refuse_missing_data, scan_tensors,
@@ -41,6 +45,9 @@ class PreparedOnnx:
     shape_warnings: list[str] = field(default_factory=list)  # shape inference that failed
     missing: list[str] = field(default_factory=list)  # external data running would lack (checking needs none)
     kept: dict[str, tuple[bytes, onnx.TensorProto]] = field(default_factory=dict)  # small weights' bytes (weights="strip")
+    # overlap=True on a big model: inference and the checker still running; `model` is not inferred yet, and the
+    # checker's and inference's warnings come from overlap.finish()
+    overlap: Overlap | None = None
 
     @property
     def warnings(self) -> list[str]:
@@ -49,7 +56,7 @@ class PreparedOnnx:
 
 def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
                  infer: bool = True, weights: str = "keep", require_data: bool = False, only_dynamic: bool = False,
-                 name: str = "<memory>") -> PreparedOnnx:
+                 name: str = "<memory>", overlap: bool = False) -> PreparedOnnx:
     """The model read from `source` (a file: validated; a ModelProto: copied before any change) and prepared.
 
     weights: "strip" drops weight bytes before inference (check: shapes need dims and dtypes only; the bytes of
@@ -57,6 +64,9 @@ def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: M
     into stages), "load" reads external weights into memory too (fix, convert, quantize run or rewrite the model).
     require_data: refuse (exit 2) when external data is missing or too short, for verbs that run the model.
     only_dynamic: --input-shape may pin only dynamic dims (split: its stages must match the original model).
+    overlap: the caller (the check loader, weights="strip") builds what needs no shapes while inference runs: on a
+    big model without subgraphs whose checker runs in a child, inference runs in another and the result carries
+    an `Overlap` to finish (the model as stripped, not inferred).
     """
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, not {weights!r}")
@@ -72,8 +82,9 @@ def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: M
         path = str(source)
         # a big model's checker may run in a child beside shape inference (the only step long enough to pay)
         model, missing, checking = _read(Path(source), defer=infer)
+    overlap = overlap and infer and weights == "strip" and checking is not None and checking.deferred and checking.single_graph
     try:
-        prepared = _prepare(model, path, missing, input_shapes, infer, weights, require_data, only_dynamic, checking)
+        prepared = _prepare(model, path, missing, input_shapes, infer, weights, require_data, only_dynamic, checking, overlap)
     except Exception:
         if checking is not None:
             checking.finish()  # a model the checker rejects may break a step above first: the checker's line wins
@@ -82,13 +93,14 @@ def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: M
         if checking is not None:
             checking.cancel()
         raise
-    if checking is not None:
+    if checking is not None and prepared.overlap is None:
         prepared.file_warnings[:0] = checking.finish()  # the checker's warnings first, as when it ran first
     return prepared
 
 
 def _prepare(model: onnx.ModelProto, path: str, missing: list[str], input_shapes: Mapping[str, tuple[int, ...]] | None,
-             infer: bool, weights: str, require_data: bool, only_dynamic: bool, checking: Validation | None) -> PreparedOnnx:
+             infer: bool, weights: str, require_data: bool, only_dynamic: bool, checking: Validation | None,
+             overlap: bool = False) -> PreparedOnnx:
     """prepare_onnx's steps after the read."""
     file_warnings = []
     if missing and require_data:
@@ -107,6 +119,8 @@ def _prepare(model: onnx.ModelProto, path: str, missing: list[str], input_shapes
     if infer:
         if checking is not None:
             checking.begin()  # after the writes above (input shapes, stripped weights): they would copy shared pages
+        if overlap:
+            return PreparedOnnx(model, path, opsets, file_warnings, [], missing, kept, Overlap(model, checking))
         model, error = infer_shapes(model)
         if error:
             shape_warnings.append(f"shape inference failed ({error}); shapes may be incomplete")
@@ -120,6 +134,97 @@ def infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
         return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True), None
     except Exception as e:
         return model, f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+
+
+@lru_cache(maxsize=None)
+def np_dtype_name(elem_type: int) -> str | None:
+    if not elem_type:
+        return None
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)).name
+    except Exception:  # bfloat16/float8 have no numpy dtype
+        return onnx.TensorProto.DataType.Name(elem_type).lower()
+
+
+def shape_of(type_proto) -> tuple | None:
+    if not type_proto.HasField("tensor_type"):
+        return None
+    tt = type_proto.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    dims = []
+    for d in tt.shape.dim:
+        kind = d.WhichOneof("value")  # one call instead of two HasField: this runs once per tensor
+        if kind == "dim_value":
+            dims.append(int(d.dim_value))
+        elif kind == "dim_param" and d.dim_param:
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return tuple(dims)
+
+
+def elem_type(type_proto) -> int:
+    return type_proto.tensor_type.elem_type if type_proto.HasField("tensor_type") else 0
+
+
+def value_types(g: onnx.GraphProto, types: dict | None = None) -> Iterator[tuple[str, tuple | None, str | None]]:
+    """(name, shape, dtype) of the graph's inputs, outputs and value_info, in that order (not its subgraphs').
+    Field reads on protobuf messages dominate a 100k-node load: equal types (most activations share a handful of
+    shapes) are parsed once, keyed by their serialized bytes in `types`."""
+    types = {} if types is None else types
+    for group in (g.input, g.output, g.value_info):
+        for vi in group:
+            tp = vi.type
+            key = tp.SerializeToString()
+            known = types.get(key)
+            if known is None:
+                known = types[key] = (shape_of(tp), np_dtype_name(elem_type(tp)))
+            yield vi.name, known[0], known[1]
+
+
+def _inferred_types(model: onnx.ModelProto) -> tuple[list[tuple], str | None]:
+    """Shape inference of `model` as the loader reads it: -> (value_types of the inferred graph, or of the model as
+    given when inference failed, why it failed or None). Runs in a forked child beside the loader (Overlap)."""
+    inferred, error = infer_shapes(model)
+    return list(value_types(inferred.graph)), error
+
+
+class Overlap:
+    """Shape inference of a big model running in a forked child (and its ONNX checker in another), while the loader
+    builds what needs no shapes: nodes, initializers, producer and consumer maps (prepare_onnx(overlap=True)).
+    `finish()` joins both; an error while the loader builds must go through `abort()`: a model the checker
+    rejects may break the loader first, and the checker's line wins, as when it ran first."""
+
+    def __init__(self, model: onnx.ModelProto, checking: Validation):
+        self._model, self._checking = model, checking
+        self._job = forked.start(_inferred_types, model)  # None where forking is not safe: finish infers here
+
+    def finish(self) -> tuple[list[tuple], list[str], list[str]]:
+        """-> (value types of the inferred graph, the checker's warnings, shape warnings); raise the checker's
+        BadModelError."""
+        try:
+            checker_warnings = self._checking.finish()
+        except BaseException:
+            self._cancel_inference()
+            raise
+        types, error = self._job.result() if self._job is not None else _inferred_types(self._model)
+        self._job = None
+        return types, checker_warnings, ([f"shape inference failed ({error}); shapes may be incomplete"] if error else [])
+
+    def abort(self, ordinary: bool) -> None:
+        """The loader is unwinding. ordinary (an Exception, not Ctrl-C / SIGTERM): the checker's rejection, if any,
+        is raised instead."""
+        self._cancel_inference()
+        if ordinary:
+            self._checking.finish()
+        else:
+            self._checking.cancel()
+
+    def _cancel_inference(self) -> None:
+        job, self._job = self._job, None
+        if job is not None:
+            job.cancel()
 
 
 def opset_map(model: onnx.ModelProto) -> dict[str, int]:

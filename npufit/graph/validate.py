@@ -64,12 +64,21 @@ def start_validation(model: onnx.ModelProto, path: Path, missing: list[str], wir
     nodes = sum(len(g.node) for g in scan.graphs)
     full = nodes <= FULL_CHECK_MAX_NODES
     # External data: the checker reads files by path, kept serial. A raw-data length error: a broken model, serial.
-    if (defer and nodes >= FORK_CHECKER_MIN_NODES and not scan.external and scan.bad_length is None
+    if (defer and nodes >= _fork_min_nodes() and not scan.external and scan.bad_length is None
             and _bytes_checkable(wire) and os.environ.get("NPUFIT_SERIAL_CHECKER") != "1" and forked.can_fork()
             and not _unshaped(scan.graphs)):
         return Validation(path, scan, [], (wire, full))
     warning = _checker_verdict(path, _run_checker, model, path, full, bool(scan.external), wire, scan.graphs)
     return Validation(path, scan, [warning] if warning else [])
+
+
+def _fork_min_nodes() -> int:
+    """FORK_CHECKER_MIN_NODES, or NPUFIT_FORK_MIN_NODES (a number) where tests and benchmarks/check_outputs.py run
+    the forked path on small models."""
+    try:
+        return int(os.environ.get("NPUFIT_FORK_MIN_NODES", FORK_CHECKER_MIN_NODES))
+    except ValueError:
+        return FORK_CHECKER_MIN_NODES
 
 
 class Validation:
@@ -80,6 +89,12 @@ class Validation:
         self._path, self._bad_length, self._warnings = path, scan.bad_length, warnings
         self._deferred = deferred  # (the file's bytes, full check): the checker not run yet
         self._job: forked.Forked | None = None
+        self.single_graph = len(scan.graphs) == 1  # no If/Loop/Scan bodies (onnx_prepare.Overlap needs none)
+
+    @property
+    def deferred(self) -> bool:
+        """Whether the checker waits for `begin()`: a big model, forkable, whose checker needs only its bytes."""
+        return self._deferred is not None
 
     def begin(self) -> None:
         """Start a deferred checker in a forked child (where forking is not safe, `finish` runs it)."""
