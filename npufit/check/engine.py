@@ -256,7 +256,9 @@ class _Judge:
             return self.judge(node)
         if self.profile.op_key is None:  # an op with under two rules is judged faster as it is (measured: hailo8)
             entry = self.by_op.get((node.domain, op))
-            if entry is not None and len(entry[2]) < MEMO_MIN_RULES:
+            if entry is None:  # the op's first node: its entry tells how many rules it has
+                return self.judge(node)
+            if len(entry[2]) < MEMO_MIN_RULES:
                 memo.plain_ops.add(op)
                 return self.judge(node)
         key = memo.signature(node)

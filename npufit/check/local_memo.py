@@ -206,8 +206,7 @@ class LocalMemo:
         self.graph = graph
         self.tensors = graph.tensors
         self.ins, self.outs = frozenset(graph.input_names), frozenset(graph.output_names)
-        self.ids: dict[str, int] = {"": -1}  # tensor name -> the number of its local facts ("": an absent input)
-        self.numbers: dict[tuple, int] = {}
+        self.ids: dict[str, int] | None = None  # tensor name -> the number of its local facts, made on first use
         self.producer = graph._producer  # whether an input is computed: a view answers producer() for those that are not
         self.quant_form = quant_form
         self.kept: dict[tuple, Any] = {}  # signature -> ONCE, or (constant slots read, {their values: kept result})
@@ -216,7 +215,7 @@ class LocalMemo:
 
     def signature(self, node: NodeView) -> tuple | None:
         """The node's local facts as a flat tuple; None when it has none we can key by (then it is judged as it is).
-        Each tensor's facts are numbered once (`_tensor_id`): a key of small ints hashes fast."""
+        Each tensor's facts are numbered once (`_number_tensors`): a key of small ints hashes fast."""
         if node.parent is not None or node.subgraph_of:
             return None
         attrs = node.attrs
@@ -227,39 +226,30 @@ class LocalMemo:
             akey = _attrs_key(attrs)
             if akey is None:
                 return None
-        get, number = self.ids.get, self._tensor_id
-        # inputs were numbered as their producer's outputs (weights and graph inputs on first use); outputs are new
-        key = [get(n) for n in node.inputs]
-        if None in key:
-            key = [get(n) if n in self.ids else number(n) for n in node.inputs]
-            if None in key:
-                return None
-        key += [number(n) for n in node.outputs]
-        if None in key:
-            return None
+        ids = self.ids if self.ids is not None else self._number_tensors()
         names = node.inputs + node.outputs
+        try:
+            key = [ids[n] for n in names]
+        except KeyError:  # a name with no tensor (a malformed graph): judged as it is
+            return None
         if len(names) > 1 and len(set(names)) != len(names):  # a tensor read twice (Add(x, x)): part of the key
             key.append(tuple([names.index(n) for n in names]))
         key += (node.op_type, node.domain, len(node.inputs), akey)
         return tuple(key)
 
-    def _tensor_id(self, name: str) -> int | None:
-        """A number for the tensor's local facts (equal facts, equal number); None for a name with no tensor."""
-        if not name:
-            return -1
-        n = self.ids.get(name)
-        if n is not None:  # an output written twice (a malformed graph): its number stands
-            return n
-        t = self.tensors.get(name)
-        if t is None:
-            return None
-        facts = (t.shape, t.dtype, t.is_const, t.is_initializer, t.quant, name in self.producer,
-                 name in self.ins, name in self.outs)
-        n = self.numbers.get(facts)
-        if n is None:
-            n = self.numbers[facts] = len(self.numbers)
-        self.ids[name] = n
-        return n
+    def _number_tensors(self) -> dict[str, int]:
+        """Each tensor's local facts as a number (equal facts, equal number), in one pass over the table."""
+        ids: dict[str, int] = {"": -1}  # "": an absent optional input
+        numbers: dict[tuple, int] = {}
+        produced, ins, outs = self.producer, self.ins, self.outs
+        for name, t in self.tensors.items():
+            facts = (t.shape, t.dtype, t.is_const, t.is_initializer, t.quant, name in produced, name in ins, name in outs)
+            n = numbers.get(facts)
+            if n is None:
+                n = numbers[facts] = len(numbers)
+            ids[name] = n
+        self.ids = ids
+        return ids
 
     def view(self, node: NodeView, reads: list) -> NodeView:
         own: dict[str, TensorInfo] = {}
