@@ -225,3 +225,27 @@ def test_cli_on_a_big_model_same_as_serial(tmp_path, bad):
     assert_sane(beside, allow_ok=not bad, needle="the ONNX checker rejects this model" if bad else None)
     assert (beside.rc, beside.stdout, beside.stderr) == (serial.rc, serial.stdout, serial.stderr)
     assert_untouched(before, tmp_path)
+
+
+def test_child_dies_with_its_parent(tmp_path):
+    """A parent killed while its child runs (a scan worker at its timeout) leaves no orphan working for nobody."""
+    import subprocess
+    import sys
+
+    code = ("import sys, time; from npufit.util import forked; job = forked.start(time.sleep, 600); "
+            "print(job._pid, flush=True); time.sleep(600)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    for _ in range(200):  # the kernel signals the child at once; give a loaded machine up to 20 s
+        try:
+            with open(f"/proc/{child}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, signal.SIGKILL)
+        pytest.fail("the forked child outlived its parent")

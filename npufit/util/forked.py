@@ -80,6 +80,19 @@ class Forked:
         return b"".join(chunks), os.waitstatus_to_exitcode(status) == 0
 
 
+def _die_with(parent: int) -> None:
+    """The child ends when its parent does (a scan worker killed at its timeout, Ctrl-C on the parent alone): an
+    orphan would finish its step for nobody. Linux's PR_SET_PDEATHSIG; a parent already gone ends the child now."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except Exception:  # no prctl: the child ends on its own when its step is done
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def start(fn: Callable[..., Any], *args: Any) -> Forked | None:
     """fn(*args) in a forked child (its result and exception should pickle; when they do not, or the child dies,
     `result` runs fn(*args) here); None where forking is not safe (see can_fork) or fails: the caller then runs
@@ -87,6 +100,7 @@ def start(fn: Callable[..., Any], *args: Any) -> Forked | None:
     if not can_fork():
         return None
     r, w = os.pipe()
+    parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:  # out of processes or memory: serial
@@ -97,6 +111,7 @@ def start(fn: Callable[..., Any], *args: Any) -> Forked | None:
         code = 1
         try:
             os.close(r)
+            _die_with(parent)
             faulthandler.disable()  # not even a crash report may reach the caller's output (it may write to a dup)
             null = os.open(os.devnull, os.O_WRONLY)
             for fd in (1, 2):
