@@ -271,9 +271,9 @@ class _Judge:
         if entry is not ONCE:
             reads, table = entry
             vkey = _value_key(memo, node, reads) if reads else ()
-            kept = table.get(vkey) if vkey is not None else None
             if vkey is None:
                 return self.judge(node)
+            kept = table.get(vkey)
             if kept is not None:
                 memo.hits += 1
                 return _replay(node, kept)

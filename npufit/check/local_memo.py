@@ -165,10 +165,6 @@ class _ViewTensor(TensorInfo):
         raise NonLocal
 
 
-def _tensor_key(t: TensorInfo) -> tuple:
-    return (t.shape, t.dtype, t.is_const, t.is_initializer, t.quant)
-
-
 def _attrs_key(attrs) -> tuple | None:
     """A TFLite node's options as a key (plain values only)."""
     if isinstance(attrs, Mapping):
@@ -189,6 +185,7 @@ def _plain(v) -> bool:
 
 
 def value_key(v) -> Any:
+    """A constant's value as a key: equal keys for bitwise-equal arrays of one dtype and shape."""
     if v is None:
         return None
     if isinstance(v, np.ndarray):
