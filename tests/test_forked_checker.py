@@ -22,12 +22,17 @@ from tests.hostile.harness import assert_sane, assert_untouched, run_verb, snaps
 from tests.onnx_builders import branchy_model, model, vi
 
 
+_EARLIER: set[int] = set()  # child processes an earlier test of the session left running (not ours to count)
+
+
 @pytest.fixture
 def own_threads(monkeypatch):
     """Threads an earlier test left in this process (ONNX Runtime verification's idle watchdog) do not count
-    against forking: only those this test starts."""
+    against forking: only those this test starts. The same for child processes (`_children`)."""
     real_count, left = threading.active_count, threading.active_count() - 1
     monkeypatch.setattr(threading, "active_count", lambda: real_count() - left)
+    _EARLIER.clear()
+    _EARLIER.update(_children())
 
 
 @pytest.fixture
@@ -49,7 +54,7 @@ def forks(monkeypatch, own_threads):
 
 
 def _children() -> list[int]:
-    """Processes whose parent is this one (zombies included)."""
+    """Processes whose parent is this one (zombies included), but for those earlier tests left (own_threads)."""
     me, out = os.getpid(), []
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -58,7 +63,7 @@ def _children() -> list[int]:
                     ppid = int(f.read().rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 continue
-            if ppid == me:
+            if ppid == me and int(d) not in _EARLIER:
                 out.append(int(d))
     return out
 
