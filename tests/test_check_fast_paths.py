@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from npufit.check.partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from npufit.graph import Graph, NodeView, TensorInfo, load
-from tests.onnx_builders import model, vi
+from tests.onnx_builders import branchy_model, model, vi
 
 
 def test_stripped_weights_keep_shapes_small_values_and_shape_data(tmp_path):
@@ -221,6 +221,17 @@ def test_max_rank_table_matches_ranks_per_node_and_is_built_once(tmp_path):
     assert g.max_rank_table is table  # both Hailo targets read the one table
     failed = {r.name for r in report.nodes if any(x.rule == "hailo8.tensor.max_rank" for x in r.reasons)}
     assert failed == {"to5d", "add5", "to4d"}
+
+
+def test_no_rank_table_when_no_tensor_is_above_the_limit(tmp_path):
+    from npufit.check.engine import check_graph
+    from npufit.targets import get_profile
+
+    p = tmp_path / "branchy.onnx"
+    onnx.save_model(branchy_model(), str(p))
+    g = load(p)  # 4-D at most; hailo8's rank rules fail above 4
+    check_graph(g, get_profile("hailo8"))
+    assert g.max_rank_table is None
 
 
 def test_folding_resets_the_rank_table(tmp_path):

@@ -117,3 +117,21 @@ def test_graph_wide_collections_are_not_local(tmp_path):
     assert rep.node("relu0").reasons[0].detail == f"{len(g.tensors)} tensors"
     rep = check_graph(g, _profile(_rule("outs", only_output)), local_memo=True)
     assert all(n.verdict == Verdict.CPU for n in rep.nodes)
+
+
+def test_memo_by_graph_size_or_as_the_environment_says(tmp_path, monkeypatch):
+    memos = _count(monkeypatch)
+    g = _save(tmp_path, _blocks(40))  # 120 nodes: below MEMO_MIN_NODES
+    profile = get_profile("ethos-u55-256")
+    check_graph(g, profile)
+    assert memos[-1] is None
+    monkeypatch.setattr(engine, "MEMO_MIN_NODES", 100)
+    check_graph(g, profile)
+    assert memos[-1] is not None and memos[-1].hits > 0
+    monkeypatch.setenv("NPUFIT_LOCAL_MEMO", "0")
+    check_graph(g, profile)
+    assert memos[-1] is None
+    monkeypatch.setattr(engine, "MEMO_MIN_NODES", 5000)
+    monkeypatch.setenv("NPUFIT_LOCAL_MEMO", "1")
+    check_graph(g, profile)
+    assert memos[-1] is not None and memos[-1].hits > 0

@@ -110,3 +110,13 @@ def test_subgraphs_and_other_verbs_load_serially(tmp_path, forks):
     path = _save(branchy_model(), tmp_path)
     assert prepare_onnx(path, weights="strip").overlap is None  # only the check loader asks for it
     assert prepare_onnx(path, weights="keep", overlap=True).overlap is None
+
+
+def test_fork_threshold_from_the_environment(tmp_path, monkeypatch, own_threads):  # noqa: F811
+    path = _save(branchy_model(), tmp_path)
+    monkeypatch.delenv("NPUFIT_SERIAL_CHECKER", raising=False)
+    assert not _overlaps(path)  # 7 nodes, below FORK_CHECKER_MIN_NODES
+    monkeypatch.setenv("NPUFIT_FORK_MIN_NODES", "1")
+    assert _overlaps(path)
+    monkeypatch.setenv("NPUFIT_SERIAL_CHECKER", "1")
+    assert not _overlaps(path)

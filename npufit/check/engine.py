@@ -6,13 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..graph import Graph, NodeView, load, quant
+from ..graph.facts import NonLocal
 from ..graph.macs import MAC_OPS, node_macs
 from ..targets import get_profile
 from ..errors import NpufitError
 from ..util.gcpause import gc_paused
 from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, worst
 from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
-from .local_memo import MARK, ONCE, VIEW_NAME, LocalMemo, NonLocal, value_key
+from .local_memo import MARK, ONCE, VIEW_NAME, LocalMemo, value_key
 from .result import CheckReport, NodeResult, Reason
 
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -229,7 +230,7 @@ class _Judge:
         self.by_op: dict = {}  # (domain, op_type) -> (status, op reason fields or None, (check, rule) pairs)
         # for profiles with an op_key mapping: (id(OpSupport), domain, op_type) -> that tuple (the op reason names the op type)
         self.by_support: dict[tuple, tuple] = {}
-        self.memo = LocalMemo(graph, quant.graph_quant_form(graph)) if memo else None
+        self.memo = LocalMemo(graph) if memo else None
 
     def _checks(self, rules: tuple[Rule, ...]) -> tuple:
         """(check, rule) pairs of the rules that may fail in this graph: a rule whose gate says no is left out."""

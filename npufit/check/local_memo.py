@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import Graph, NodeView, TensorInfo
+from ..graph import Graph, NodeView, TensorInfo, quant
 from ..graph.facts import NonLocal
 from ..graph.onnx_loader import LazyAttrs
 from ..targets.common import rank_table
@@ -80,10 +80,10 @@ class _ViewGraph:
     """What a rule may read of the graph from a local view: see the module docstring."""
 
     __slots__ = ("_real", "format", "opsets", "path", "names_unique", "quant_form", "tensors", "input_names",
-                 "output_names", "input_set", "max_rank_table", "unproduced", "__weakref__")
+                 "output_names", "input_set", "max_rank_table", "unproduced")
 
     def __init__(self, real: Graph, tensors: dict[str, TensorInfo], ins: frozenset[str], outs: frozenset[str],
-                 quant_form: str, unproduced: frozenset[str]):
+                 quant_form: str, unproduced: frozenset[str], max_rank: int):
         s = object.__setattr__
         s(self, "unproduced", unproduced)
         s(self, "_real", real)
@@ -94,7 +94,7 @@ class _ViewGraph:
         s(self, "input_names", _Members(ins))
         s(self, "input_set", _Members(ins))
         s(self, "output_names", _Members(outs))
-        s(self, "max_rank_table", None)  # set by LocalMemo.view: [the node's max rank] (the view's node has index 0)
+        s(self, "max_rank_table", [max_rank])  # common.max_rank's table: the view's node has index 0
 
     def tensor(self, name: str) -> TensorInfo:
         return self.tensors[name]
@@ -119,29 +119,17 @@ class _ViewGraph:
         raise NonLocal
 
 
-_NAME, _RAW = NodeView.__dict__["name"], NodeView.__dict__["raw"]  # NodeView's slots, set behind the properties below
+def _unreadable(slot) -> property:
+    """A NodeView slot a rule may not read from a view (non-local); written as usual (NodeView.__init__)."""
+    return property(_nonlocal, slot.__set__)
 
 
 class _ViewNode(NodeView):
     """The node of a local view: its name and IR object are not local facts (a rule never matches names)."""
 
     __slots__ = ()
-
-    @property
-    def name(self):
-        raise NonLocal
-
-    @name.setter
-    def name(self, v) -> None:
-        _NAME.__set__(self, v)
-
-    @property
-    def raw(self):
-        raise NonLocal
-
-    @raw.setter
-    def raw(self, v) -> None:
-        _RAW.__set__(self, v)
+    name = _unreadable(NodeView.__dict__["name"])
+    raw = _unreadable(NodeView.__dict__["raw"])
 
 
 class _ViewTensor(TensorInfo):
@@ -199,13 +187,13 @@ class LocalMemo:
     """One check's memo: the signatures seen, their kept results, the op types judged node by node. The check
     engine (`_Judge.__call__`) decides when to judge a view, keep its result and reuse it."""
 
-    def __init__(self, graph: Graph, quant_form: str):
+    def __init__(self, graph: Graph):
         self.graph = graph
         self.tensors = graph.tensors
         self.ins, self.outs = frozenset(graph.input_names), frozenset(graph.output_names)
         self.ids: dict[str, int] | None = None  # tensor name -> the number of its local facts, made on first use
         self.producer = graph._producer  # whether an input is computed: a view answers producer() for those that are not
-        self.quant_form = quant_form
+        self.quant_form: str | None = None  # quant.graph_quant_form(graph), on the first view
         self.kept: dict[tuple, Any] = {}  # signature -> ONCE, or (constant slots read, {their values: kept result})
         self.plain_ops: set[str] = set()  # op types judged node by node (a view read beyond, or too few rules)
         self.hits = self.misses = 0
@@ -268,12 +256,14 @@ class LocalMemo:
                 if k < n_in and name not in self.producer:
                     unproduced.add(p)
         view = _ViewNode(VIEW_NAME, node.op_type, node.domain, node.attrs,
-                        tuple(placeholder.get(n, "") for n in names[:n_in]),
-                        tuple(placeholder.get(n, "") for n in names[n_in:]),
-                        None, 0, None, (), None)  # type: ignore[arg-type]
-        g = _ViewGraph(self.graph, own, frozenset(ins), frozenset(outs), self.quant_form, frozenset(unproduced))
-        view.graph = g  # type: ignore[assignment]
-        object.__setattr__(g, "max_rank_table", rank_table(_OneNode(view, own)))
+                         tuple(placeholder.get(n, "") for n in names[:n_in]),
+                         tuple(placeholder.get(n, "") for n in names[n_in:]),
+                         None, 0, None, (), None)  # type: ignore[arg-type]
+        if self.quant_form is None:  # asked on the first view only: a check that keeps no result never walks for it
+            self.quant_form = quant.graph_quant_form(self.graph)
+        max_rank = rank_table(_OneNode(view, own))[0]
+        view.graph = _ViewGraph(self.graph, own, frozenset(ins), frozenset(outs), self.quant_form,  # type: ignore[assignment]
+                                frozenset(unproduced), max_rank)
         return view
 
 
