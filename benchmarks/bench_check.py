@@ -12,6 +12,7 @@ With several targets (--target given more than once, a comma-separated list, or 
 size x target, each check run interleaved with the baseline's runs of that size, so each ratio sees the same load.
 Run: .venv/bin/python benchmarks/bench_check.py [--keep DIR] [--repeats N] [--skip-big] [--target T ... | --targets all]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,13 @@ def chain_model(n_nodes: int, opset: int = 17) -> onnx.ModelProto:
         else:
             nodes.append(helper.make_node("Add", [b, cur], [d], name=f"add{i}"))
         cur, i = d, i + 1
-    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
-                          [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [1, c, hw, hw])], inits)
+    g = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+        [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [1, c, hw, hw])],
+        inits,
+    )
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model
@@ -83,8 +89,13 @@ def big_external_model(dst: Path, gib: float = 1.0) -> Path:
             nodes.append(helper.make_node("MatMul", [cur, f"W{i}"], [f"h{i}"], name=f"fc{i}"))
             nodes.append(helper.make_node("Relu", [f"h{i}"], [f"r{i}"], name=f"relu{i}"))
             cur = f"r{i}"
-    g = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
-                          [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [1, k])], inits)
+    g = helper.make_graph(
+        nodes,
+        "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
+        [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [1, k])],
+        inits,
+    )
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     path = dst / "big.onnx"
@@ -115,7 +126,9 @@ def _env() -> dict[str, str]:
 
 def compare(path: Path, targets: list[str], repeats: int) -> dict[str, dict]:
     """Per target: best wall and CPU of check and of the baseline, the runs interleaved (base, check T1, check T2...)."""
-    checks = {t: [sys.executable, "-m", "npufit", "check", str(path), "--target", t, "--format", "json"] for t in targets}
+    checks = {
+        t: [sys.executable, "-m", "npufit", "check", str(path), "--target", t, "--format", "json"] for t in targets
+    }
     base = [sys.executable, "-c", BASELINE, str(path)]
     b: list[tuple[float, float]] = []
     c: dict[str, list[tuple[float, float]]] = {t: [] for t in targets}
@@ -128,13 +141,22 @@ def compare(path: Path, targets: list[str], repeats: int) -> dict[str, dict]:
     out = {}
     for t in targets:
         cw, cc = min(x[0] for x in c[t]), min(x[1] for x in c[t])
-        out[t] = {"base_wall": bw, "base_cpu": bc, "check_wall": cw, "check_cpu": cc, "ratio_wall": cw / bw, "ratio_cpu": cc / bc}
+        out[t] = {
+            "base_wall": bw,
+            "base_cpu": bc,
+            "check_wall": cw,
+            "check_cpu": cc,
+            "ratio_wall": cw / bw,
+            "ratio_cpu": cc / bc,
+        }
     return out
 
 
 def _targets(args: argparse.Namespace) -> list[str]:
     if args.targets:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's npufit, as the children get it
+        sys.path.insert(
+            0, str(Path(__file__).resolve().parent.parent)
+        )  # this checkout's npufit, as the children get it
         from npufit.targets import resolve_targets
 
         return resolve_targets(args.targets)
@@ -145,8 +167,12 @@ def _targets(args: argparse.Namespace) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keep", help="write the generated models here instead of a temp dir")
-    ap.add_argument("--repeats", type=int, default=3, help="runs of each command per case; the best is kept (default 3)")
-    ap.add_argument("--target", action="append", help="target to check (repeatable, or comma-separated; default hailo8)")
+    ap.add_argument(
+        "--repeats", type=int, default=3, help="runs of each command per case; the best is kept (default 3)"
+    )
+    ap.add_argument(
+        "--target", action="append", help="target to check (repeatable, or comma-separated; default hailo8)"
+    )
     ap.add_argument("--targets", help="'all', or a comma-separated list: every target npufit names that way")
     ap.add_argument("--skip-big", action="store_true", help="skip the 1 GiB external-data case")
     args = ap.parse_args()
@@ -154,25 +180,34 @@ def main() -> None:
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="npufit-bench-"))
     root.mkdir(parents=True, exist_ok=True)
     width = 28 + (max(len(t) for t in targets) + 1 if len(targets) > 1 else 0)
-    print(f"{'case':{width}} {'load+infer s':>12} {'check s':>9} {'ratio':>6}  {'load+infer cpu':>14} {'check cpu':>9} {'ratio':>6}  goal")
+    print(
+        f"{'case':{width}} {'load+infer s':>12} {'check s':>9} {'ratio':>6}  {'load+infer cpu':>14} {'check cpu':>9} {'ratio':>6}  goal"
+    )
     for n in (2_000, 100_000):
         p = root / f"chain{n}.onnx"
         if not p.exists():
             onnx.save_model(chain_model(n), str(p))
         for t, r in compare(p, targets, args.repeats).items():
             name = f"{n:,} nodes ({p.stat().st_size / 1e6:.1f} MB)" + (f" {t}" if len(targets) > 1 else "")
-            print(f"{name:{width}} {r['base_wall']:>12.2f} {r['check_wall']:>9.2f} {r['ratio_wall']:>5.2f}x  {r['base_cpu']:>14.2f} "
-                  f"{r['check_cpu']:>9.2f} {r['ratio_cpu']:>5.2f}x  <= 2x", flush=True)
+            print(
+                f"{name:{width}} {r['base_wall']:>12.2f} {r['check_wall']:>9.2f} {r['ratio_wall']:>5.2f}x  {r['base_cpu']:>14.2f} "
+                f"{r['check_cpu']:>9.2f} {r['ratio_cpu']:>5.2f}x  <= 2x",
+                flush=True,
+            )
     if not args.skip_big:
         big = root / "big.onnx"
         if not big.exists():
             big = big_external_model(root)
         size = (root / "big.onnx.data").stat().st_size
-        wall, cpu, err = timed([sys.executable, "-c", RSS_WRAPPER, "check", str(big), "--target", targets[0], "--format", "json"])
+        wall, cpu, err = timed(
+            [sys.executable, "-c", RSS_WRAPPER, "check", str(big), "--target", targets[0], "--format", "json"]
+        )
         rss = float(err.strip().splitlines()[-1])
         print(f"{size / (1 << 30):.2f} GiB external weights: check {wall:.2f} s, peak RSS {rss:.0f} MB (goal < 300 MB)")
-    print(f"(python {sys.version.split()[0]}, onnx {onnx.__version__}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f} at the end)")
+    print(
+        f"(python {sys.version.split()[0]}, onnx {onnx.__version__}, {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.1f} at the end)"
+    )
 
 
 if __name__ == "__main__":

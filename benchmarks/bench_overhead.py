@@ -6,6 +6,7 @@ so drift (thermal, other load) hits both sides alike. Goal: npufit's median with
 
     python benchmarks/bench_overhead.py [--iterations 2000] [--rounds 6] [--threads 1] [--progress]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,12 +32,19 @@ def conv_net(path: Path, channels: int, size: int, layers: int) -> Path:
     for i in range(layers):
         w = nh.from_array((rng.standard_normal((channels, cin, 3, 3)) * 0.1).astype(np.float32), f"w{i}")
         inits.append(w)
-        nodes += [h.make_node("Conv", [prev, w.name], [f"c{i}"], pads=[1, 1, 1, 1]),
-                  h.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        nodes += [
+            h.make_node("Conv", [prev, w.name], [f"c{i}"], pads=[1, 1, 1, 1]),
+            h.make_node("Relu", [f"c{i}"], [f"r{i}"]),
+        ]
         prev, cin = f"r{i}", channels
     nodes.append(h.make_node("GlobalAveragePool", [prev], ["y"]))
-    g = h.make_graph(nodes, "net", [h.make_tensor_value_info("x", TP.FLOAT, [1, 3, size, size])],
-                     [h.make_tensor_value_info("y", TP.FLOAT, [1, channels, 1, 1])], inits)
+    g = h.make_graph(
+        nodes,
+        "net",
+        [h.make_tensor_value_info("x", TP.FLOAT, [1, 3, size, size])],
+        [h.make_tensor_value_info("y", TP.FLOAT, [1, channels, 1, 1])],
+        inits,
+    )
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
     m.ir_version = 8
     onnx.save(m, str(path))
@@ -74,11 +82,16 @@ def measure(model: Path, iterations: int, rounds: int, warmup: int, threads: int
     raw, nf = [], []
     for r in range(rounds):
         order = (("raw", raw_block, raw), ("npufit", npufit_block, nf))
-        for _, fn, sink in (order if r % 2 == 0 else order[::-1]):
+        for _, fn, sink in order if r % 2 == 0 else order[::-1]:
             sink.append(fn(model, iterations, warmup, threads))
     raw_med, nf_med = statistics.median(raw), statistics.median(nf)
-    return {"raw_ms": raw_med, "npufit_ms": nf_med, "diff_pct": 100.0 * (nf_med - raw_med) / raw_med,
-            "raw_blocks": raw, "npufit_blocks": nf}
+    return {
+        "raw_ms": raw_med,
+        "npufit_ms": nf_med,
+        "diff_pct": 100.0 * (nf_med - raw_med) / raw_med,
+        "raw_blocks": raw,
+        "npufit_blocks": nf,
+    }
 
 
 def main() -> int:
@@ -87,25 +100,32 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--progress", action="store_true",
-                    help="keep npufit's progress bar (drawn only when stderr is a terminal)")
+    ap.add_argument(
+        "--progress", action="store_true", help="keep npufit's progress bar (drawn only when stderr is a terminal)"
+    )
     args = ap.parse_args()
     if not args.progress:
         os.environ.setdefault("NPUFIT_NO_PROGRESS", "1")
     import onnxruntime as ort
 
-    print(f"onnxruntime {ort.__version__}, {os.cpu_count()} cores, threads={args.threads}, "
-          f"{args.iterations} iterations x {args.rounds} rounds per side, blocks interleaved, "
-          f"progress bar {'on' if args.progress and sys.stderr.isatty() else 'off'}")
+    print(
+        f"onnxruntime {ort.__version__}, {os.cpu_count()} cores, threads={args.threads}, "
+        f"{args.iterations} iterations x {args.rounds} rounds per side, blocks interleaved, "
+        f"progress bar {'on' if args.progress and sys.stderr.isatty() else 'off'}"
+    )
     with tempfile.TemporaryDirectory() as d:
-        models = {"conv 16ch 64x64 x4": conv_net(Path(d) / "mid.onnx", 16, 64, 4),
-                  "conv 8ch 16x16 x1 (tiny)": conv_net(Path(d) / "tiny.onnx", 8, 16, 1)}
+        models = {
+            "conv 16ch 64x64 x4": conv_net(Path(d) / "mid.onnx", 16, 64, 4),
+            "conv 8ch 16x16 x1 (tiny)": conv_net(Path(d) / "tiny.onnx", 8, 16, 1),
+        }
         worst = 0.0
         for name, path in models.items():
             m = measure(path, args.iterations, args.rounds, args.warmup, args.threads)
             blocks = " ".join(f"{a:.4f}/{b:.4f}" for a, b in zip(m["raw_blocks"], m["npufit_blocks"]))
-            print(f"{name}: raw p50 {m['raw_ms']:.4f} ms, npufit p50 {m['npufit_ms']:.4f} ms, "
-                  f"difference {m['diff_pct']:+.2f} % ({(m['npufit_ms'] - m['raw_ms']) * 1e3:+.2f} us)")
+            print(
+                f"{name}: raw p50 {m['raw_ms']:.4f} ms, npufit p50 {m['npufit_ms']:.4f} ms, "
+                f"difference {m['diff_pct']:+.2f} % ({(m['npufit_ms'] - m['raw_ms']) * 1e3:+.2f} us)"
+            )
             print(f"  per-round medians raw/npufit: {blocks}")
             if name.startswith("conv 16ch"):
                 worst = abs(m["diff_pct"])

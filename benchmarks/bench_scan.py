@@ -7,6 +7,7 @@ cases (torch export + check per case, no vendor compiler) on the same executors.
 Each number is one run (wall clock, including worker start-up), so compare them on the same machine only.
 Run: .venv/bin/python benchmarks/bench_scan.py [--models 200] [--probe-cases 'conv*,relu,tanh'] [--skip-ray]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,11 +26,18 @@ TARGETS = "hailo8,rk3588,ethos-u55-128,ethos-n78"
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", type=int, default=200, help="generated models in the zoo (default 200)")
-    ap.add_argument("--nodes", type=int, default=0,
-                    help="0 (default): tiny zoo models (~10 nodes); N: Conv/Relu/Add chains of about N nodes "
-                         "(benchmarks/bench_check.py), for a per-model cost closer to real networks")
-    ap.add_argument("--probe-cases", default="conv2d*,relu,tanh,sigmoid,maxpool*,avgpool*,add,mul,concat*",
-                    help="probe case globs (default: a dozen small cases)")
+    ap.add_argument(
+        "--nodes",
+        type=int,
+        default=0,
+        help="0 (default): tiny zoo models (~10 nodes); N: Conv/Relu/Add chains of about N nodes "
+        "(benchmarks/bench_check.py), for a per-model cost closer to real networks",
+    )
+    ap.add_argument(
+        "--probe-cases",
+        default="conv2d*,relu,tanh,sigmoid,maxpool*,avgpool*,add,mul,concat*",
+        help="probe case globs (default: a dozen small cases)",
+    )
     ap.add_argument("--skip-ray", action="store_true")
     ap.add_argument("--skip-probe", action="store_true")
     args = ap.parse_args()
@@ -44,7 +52,9 @@ def main() -> None:
         from benchmarks.bench_check import chain_model
 
         for i in range(args.models):  # sizes vary +-25 % around --nodes, so models differ
-            onnx.save_model(chain_model(int(args.nodes * (0.75 + 0.5 * (i % 11) / 10))), str(zoo / f"chain_{i:04d}.onnx"))
+            onnx.save_model(
+                chain_model(int(args.nodes * (0.75 + 0.5 * (i % 11) / 10))), str(zoo / f"chain_{i:04d}.onnx")
+            )
     else:
         write_zoo(zoo, args.models)
     runs = [("inprocess", 1), ("pool", 1), ("pool", 2)]
@@ -59,7 +69,9 @@ def main() -> None:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
         print(f"Ray local cluster start (2 CPUs): {time.perf_counter() - t0:.1f} s (not counted below)")
         runs.append(("ray", 2))
-    print(f"\nscan: {args.models} models ({'~%d nodes each' % args.nodes if args.nodes else 'tiny'}) x {len(TARGETS.split(','))} targets")
+    print(
+        f"\nscan: {args.models} models ({'~%d nodes each' % args.nodes if args.nodes else 'tiny'}) x {len(TARGETS.split(','))} targets"
+    )
     print(f"{'executor':10} {'workers':>7} {'seconds':>8} {'models/s':>9} {'rows/s':>8}")
     reference = None
     for name, jobs in runs:
@@ -88,7 +100,9 @@ def main() -> None:
                 print(f"{name:10} {jobs:>7} {len(rep.cases):>6} {dt:>8.2f} {len(rep.cases) / dt:>8.2f}", flush=True)
     if ray is not None:
         ray.shutdown()
-    print(f"\n(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end)")
+    print(
+        f"\n(python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end)"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Both sides use the same session settings; "deterministic" is what split's verifi
 Runs are interleaved (monolithic, chain, monolithic, ...) so drift hits both sides alike; with one
 thread the clock is the thread's CPU time, which a loaded machine does not inflate.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
@@ -28,7 +27,7 @@ def build(name: str, folder: Path) -> Path:
     if name.startswith("rtdetr"):
         from npufit.zoo import hf
 
-        hf.rtdetr(p, opset=17, size=int(name[len("rtdetr"):] or 128))
+        hf.rtdetr(p, opset=17, size=int(name[len("rtdetr") :] or 128))
     elif name in ("lstm", "gru", "tcn", "bilstm"):
         from npufit.zoo import timeseries
 
@@ -69,6 +68,7 @@ def bench(model: Path, plan_dir: Path, runs: int, threads: int, optimized: bool)
         tc.append(t2 - t1)
     return min(tm) * 1e3, min(tc) * 1e3, statistics.median(tm) * 1e3, statistics.median(tc) * 1e3
 
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=200)
@@ -80,11 +80,15 @@ def main() -> None:
 
     import npufit
 
-    print(f"# npufit {npufit.__version__}, onnxruntime {onnxruntime.__version__}, {platform.processor() or platform.machine()}, "
-          f"{args.threads} thread(s), {'thread CPU time' if args.threads == 1 else 'wall time'}, "
-          f"best (and median) of {args.runs} interleaved runs")
-    print(f"{'model':<10} {'mode':<9} {'stages':>6} {'split+verify s':>14} {'settings':<13} {'mono ms':>9} {'chain ms':>9} "
-          f"{'overhead':>9} {'abs':>9} {'median overhead':>16}")
+    print(
+        f"# npufit {npufit.__version__}, onnxruntime {onnxruntime.__version__}, {platform.processor() or platform.machine()}, "
+        f"{args.threads} thread(s), {'thread CPU time' if args.threads == 1 else 'wall time'}, "
+        f"best (and median) of {args.runs} interleaved runs"
+    )
+    print(
+        f"{'model':<10} {'mode':<9} {'stages':>6} {'split+verify s':>14} {'settings':<13} {'mono ms':>9} {'chain ms':>9} "
+        f"{'overhead':>9} {'abs':>9} {'median overhead':>16}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
             model = build(name, Path(tmp))
@@ -96,9 +100,11 @@ def main() -> None:
                 assert res.plan.verification["equivalent"]
                 for optimized in (False, True):
                     m, c, mm, mc = bench(model, plan_dir, args.runs, args.threads, optimized)
-                    print(f"{name:<10} {mode:<9} {len(res.plan.stages):>6} {t_split:>14.2f} "
-                          f"{'optimized' if optimized else 'deterministic':<13} {m:>9.3f} {c:>9.3f} {100 * (c - m) / m:>+8.1f}% "
-                          f"{1000 * (c - m):>+6.0f} us {100 * (mc - mm) / mm:>+15.1f}%")
+                    print(
+                        f"{name:<10} {mode:<9} {len(res.plan.stages):>6} {t_split:>14.2f} "
+                        f"{'optimized' if optimized else 'deterministic':<13} {m:>9.3f} {c:>9.3f} {100 * (c - m) / m:>+8.1f}% "
+                        f"{1000 * (c - m):>+6.0f} us {100 * (mc - mm) / mm:>+15.1f}%"
+                    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ given (e.g. ~/.cache/npufit/calibration, the bench_check models kept with --keep
 Run: .venv/bin/python benchmarks/check_outputs.py record DIR [MODELS...]   (before the change)
      .venv/bin/python benchmarks/check_outputs.py compare DIR [MODELS...]  (after it: lists every difference)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,12 +63,21 @@ def given_models(specs: list[str]) -> list[Path]:
 
 def run_check(path: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "npufit", "check", str(path), "--target", "all", "--format", "json"],
-                       capture_output=True, env=env, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-m", "npufit", "check", str(path), "--target", "all", "--format", "json"],
+        capture_output=True,
+        env=env,
+        timeout=900,
+    )
     # the generated models' folder differs per run (reports name the model's path)
     stdout = re.sub(rb"/[^\s\"]*?npufit-outputs-[^/\s\"]+", b"<tmp>", r.stdout)
     stderr = re.sub(r"/\S*?npufit-outputs-[^/\s]+", "<tmp>", r.stderr.decode("utf-8", "replace"))
-    return {"rc": r.returncode, "stdout_sha256": hashlib.sha256(stdout).hexdigest(), "stdout_len": len(stdout), "stderr": stderr}
+    return {
+        "rc": r.returncode,
+        "stdout_sha256": hashlib.sha256(stdout).hexdigest(),
+        "stdout_len": len(stdout),
+        "stderr": stderr,
+    }
 
 
 def main() -> None:

@@ -5,6 +5,7 @@
 Builds RT-DETR (opset 17), MobileNetV2, ViT, BERT (transformers configs) and an LSTM regressor, compiles each
 for rk3588 (float16, simulator on) and prints per-model and pooled CPU-fallback recall / precision, the
 disagreements, compile wall time and peak memory. Needs 'npufit env install rknn'."""
+
 from __future__ import annotations
 
 import json
@@ -34,17 +35,29 @@ def main(out: Path) -> None:
             build(onnx)
         r = compile_model(onnx, "rk3588", compare_prediction=True, out_dir=out / f"{name}-rk3588")
         c = r.comparison
-        row = {"ok": r.ok, "wall_s": r.wall_s, "peak_rss_mb": r.peak_rss_mb, "error": r.error,
-               "sim_min_cosine": r.metrics.get("simulator_min_cosine"), "retries": r.retries}
+        row = {
+            "ok": r.ok,
+            "wall_s": r.wall_s,
+            "peak_rss_mb": r.peak_rss_mb,
+            "error": r.error,
+            "sim_min_cosine": r.metrics.get("simulator_min_cosine"),
+            "retries": r.retries,
+        }
         if c is not None:
             comps.append(c)
             row.update(c.scores())
-            row["disagreements"] = [f"{d.node} ({d.op}): npufit {d.predicted} [{', '.join(x['rule'] for x in d.rules) or '-'}], "
-                                    f"rknn {d.actual} {d.compiler_reason}" for d in c.disagreements]
+            row["disagreements"] = [
+                f"{d.node} ({d.op}): npufit {d.predicted} [{', '.join(x['rule'] for x in d.rules) or '-'}], "
+                f"rknn {d.actual} {d.compiler_reason}"
+                for d in c.disagreements
+            ]
         rows[name] = row
-        print(f"{name:<13} ok={r.ok} wall={r.wall_s}s peak={r.peak_rss_mb}MB cos={row['sim_min_cosine']} "
-              f"recall={row.get('cpu_fallback_recall')} precision={row.get('cpu_fallback_precision')} "
-              f"(tp {row.get('tp')}, fp {row.get('fp')}, fn {row.get('fn')}, tn {row.get('tn')})", flush=True)
+        print(
+            f"{name:<13} ok={r.ok} wall={r.wall_s}s peak={r.peak_rss_mb}MB cos={row['sim_min_cosine']} "
+            f"recall={row.get('cpu_fallback_recall')} precision={row.get('cpu_fallback_precision')} "
+            f"(tp {row.get('tp')}, fp {row.get('fp')}, fn {row.get('fn')}, tn {row.get('tn')})",
+            flush=True,
+        )
         for d in row.get("disagreements", []):
             print("    -", d)
     pooled = scores_over(comps)

@@ -14,6 +14,7 @@ min cosine >= 0.999. Activations: the converter's default 'auto' (int8; int16 wh
 calibration samples: that check and the int16 build are inside the conversion time), or --activations int8 / int16.
 The JSON rows also carry Vela's estimated inference time (vela_ms). Models are only read; outputs go to a
 temporary folder."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,12 @@ def _shapes(model: str, shapes_json: str) -> dict | None:
 
     given = {k: tuple(v) for k, v in json.loads(shapes_json).items()}
     for spec in input_specs(onnx.load(model, load_external_data=False)):
-        if spec.name not in given and spec.shape and spec.shape[0] is None and all(d is not None for d in spec.shape[1:]):
+        if (
+            spec.name not in given
+            and spec.shape
+            and spec.shape[0] is None
+            and all(d is not None for d in spec.shape[1:])
+        ):
             given[spec.name] = (1, *spec.shape[1:])
     return given or None
 
@@ -52,12 +58,24 @@ def worker(model: str, out: str, target: str, shapes_json: str = "{}", activatio
         from npufit.quantize.calibration import input_specs, load_calibration
 
         shapes = _shapes(model, shapes_json)
-        res = convert(model, Path(out) / "m_int8.tflite", verify=4, target=target, input_shapes=shapes, activations=activations)
-        row.update(converted=True, convert_s=res.timings["total_s"], tflite_ops=len(res.ops), peak_mb=_hwm_mb(),
-                   held_out_cosine=res.verification.min_cosine, notes=res.notes)
+        res = convert(
+            model, Path(out) / "m_int8.tflite", verify=4, target=target, input_shapes=shapes, activations=activations
+        )
+        row.update(
+            converted=True,
+            convert_s=res.timings["total_s"],
+            tflite_ops=len(res.ops),
+            peak_mb=_hwm_mb(),
+            held_out_cosine=res.verification.min_cosine,
+            notes=res.notes,
+        )
         # the issue's bound is on the calibration data: the same seeded samples the converter calibrated on
-        cal = load_calibration("random", input_specs(prepare(Path(model), shapes).model), count=8, seed=0, input_shapes=shapes)
-        row["min_cosine"] = verify_tflite(res.path, model, [cal[i] for i in range(len(cal))], input_shapes=shapes).min_cosine
+        cal = load_calibration(
+            "random", input_specs(prepare(Path(model), shapes).model), count=8, seed=0, input_shapes=shapes
+        )
+        row["min_cosine"] = verify_tflite(
+            res.path, model, [cal[i] for i in range(len(cal))], input_shapes=shapes
+        ).min_cosine
     except NpufitError as e:
         row.update(converted=False, error=e.message, peak_mb=_hwm_mb())
     if row["converted"]:
@@ -65,8 +83,16 @@ def worker(model: str, out: str, target: str, shapes_json: str = "{}", activatio
 
         r = compile_model(str(Path(out) / "m_int8.tflite"), target, out_dir=str(Path(out) / "vela"))
         npu, cpu = r.metrics.get("npu_operators", 0), r.metrics.get("cpu_operators", 0)
-        row.update(compiled=bool(r.ok), npu_ops=npu, cpu_ops=cpu, vela_error=r.error, vela_ms=r.metrics.get("inference_time_ms"),
-                   activations="int16" if any("activations int16" in n for n in row["notes"]) or activations == "int16" else "int8")
+        row.update(
+            compiled=bool(r.ok),
+            npu_ops=npu,
+            cpu_ops=cpu,
+            vela_error=r.error,
+            vela_ms=r.metrics.get("inference_time_ms"),
+            activations="int16"
+            if any("activations int16" in n for n in row["notes"]) or activations == "int16"
+            else "int8",
+        )
     print("@@ROW " + json.dumps(row, default=str))
 
 
@@ -80,13 +106,19 @@ def _hwm_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_one(model: Path, target: str, work: Path, timeout: float, shapes: dict | None = None, activations: str = "auto") -> dict:
+def run_one(
+    model: Path, target: str, work: Path, timeout: float, shapes: dict | None = None, activations: str = "auto"
+) -> dict:
     out = work / model.stem
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, __file__, "--worker", str(model), str(out), target, json.dumps(shapes or {}), activations],
-                         stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    p = subprocess.Popen(
+        [sys.executable, __file__, "--worker", str(model), str(out), target, json.dumps(shapes or {}), activations],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     try:
         so, se = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -145,14 +177,20 @@ def collect(paths: list[str]) -> list[tuple[str, Path]]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| model | converted | convert s | peak MB | min cosine (calibration / held-out) | Vela NPU ops | compiled | note |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| model | converted | convert s | peak MB | min cosine (calibration / held-out) | Vela NPU ops | compiled | note |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        share = f"{r['npu_ops']}/{r['npu_ops'] + r['cpu_ops']}" if r.get("compiled") is not None and "npu_ops" in r else ""
+        share = (
+            f"{r['npu_ops']}/{r['npu_ops'] + r['cpu_ops']}" if r.get("compiled") is not None and "npu_ops" in r else ""
+        )
         note = " ".join((r.get("error") or r.get("vela_error") or "").split())  # one table cell: no line breaks
         cos = f"{r['min_cosine']:.5f} / {r['held_out_cosine']:.5f}" if r.get("min_cosine") is not None else ""
-        lines.append(f"| {r['name']} | {'yes' if r.get('converted') else 'no'} | {r.get('convert_s', '') and round(r['convert_s'], 2)} "
-                     f"| {r.get('peak_mb', 0):.0f} | {cos} | {share} | {'yes' if r.get('compiled') else 'no'} | {note[:140]} |")
+        lines.append(
+            f"| {r['name']} | {'yes' if r.get('converted') else 'no'} | {r.get('convert_s', '') and round(r['convert_s'], 2)} "
+            f"| {r.get('peak_mb', 0):.0f} | {cos} | {share} | {'yes' if r.get('compiled') else 'no'} | {note[:140]} |"
+        )
     return "\n".join(lines)
 
 
@@ -164,10 +202,12 @@ def totals(rows: list[dict]) -> str:
     npu = sum(r["npu_ops"] for r in comp)
     allops = sum(r["npu_ops"] + r["cpu_ops"] for r in comp)
     times = sorted(r["convert_s"] for r in conv)
-    return (f"converted {len(conv)}/{n}; converted and compiled with Vela {len(comp)}/{n}; within the goal (< {GOAL_S:g} s, "
-            f"< {GOAL_MB:g} MB, cosine >= {GOAL_COS}) {len(ok)}/{n}; convert time median {times[len(times) // 2] if times else 0:.2f} s, "
-            f"max {max(times, default=0):.2f} s; peak memory max {max((r['peak_mb'] for r in conv), default=0):.0f} MB; "
-            f"Vela NPU op share {npu}/{allops}" + (f" ({100 * npu / allops:.0f}%)" if allops else ""))
+    return (
+        f"converted {len(conv)}/{n}; converted and compiled with Vela {len(comp)}/{n}; within the goal (< {GOAL_S:g} s, "
+        f"< {GOAL_MB:g} MB, cosine >= {GOAL_COS}) {len(ok)}/{n}; convert time median {times[len(times) // 2] if times else 0:.2f} s, "
+        f"max {max(times, default=0):.2f} s; peak memory max {max((r['peak_mb'] for r in conv), default=0):.0f} MB; "
+        f"Vela NPU op share {npu}/{allops}" + (f" ({100 * npu / allops:.0f}%)" if allops else "")
+    )
 
 
 def main(argv=None) -> int:
@@ -178,10 +218,17 @@ def main(argv=None) -> int:
     ap.add_argument("--calibration", action="store_true", help="run the calibration corpus (benchmarks/calibration)")
     ap.add_argument("--opset", type=int, default=17, help="opset of the --calibration exports")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-model limit for one worker, seconds")
-    ap.add_argument("--activations", choices=("auto", "int8", "int16"), default="auto", help="the converter's activation width")
+    ap.add_argument(
+        "--activations", choices=("auto", "int8", "int16"), default="auto", help="the converter's activation width"
+    )
     ap.add_argument("--json", help="also write the rows to this JSON file")
-    ap.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,..",
-                    help="pin a dynamic input (repeatable; a dynamic batch dim alone is pinned to 1)")
+    ap.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=D0,D1,..",
+        help="pin a dynamic input (repeatable; a dynamic batch dim alone is pinned to 1)",
+    )
     a = ap.parse_args(argv)
     shapes = {}
     for item in a.input_shape:
@@ -198,10 +245,15 @@ def main(argv=None) -> int:
             r = run_one(path, a.target, d / "work", a.timeout, shapes, a.activations)
             r["name"] = name
             rows.append(r)
-            print(f"  {name}: {'converted' if r.get('converted') else 'NOT converted'}"
-                  f"{'' if not r.get('converted') else ', compiled' if r.get('compiled') else ', Vela failed'}", file=sys.stderr)
-    print(f"target {a.target}; {len(rows)} model(s); activations {a.activations}"
-          + (f" ({sum(r.get('activations') == 'int16' for r in rows)} int16)" if a.activations == "auto" else ""))
+            print(
+                f"  {name}: {'converted' if r.get('converted') else 'NOT converted'}"
+                f"{'' if not r.get('converted') else ', compiled' if r.get('compiled') else ', Vela failed'}",
+                file=sys.stderr,
+            )
+    print(
+        f"target {a.target}; {len(rows)} model(s); activations {a.activations}"
+        + (f" ({sum(r.get('activations') == 'int16' for r in rows)} int16)" if a.activations == "auto" else "")
+    )
     print(table(rows))
     print(totals(rows))
     if a.json:

@@ -16,6 +16,7 @@ the values it is subtracted from; the variance averages the squares' rounding aw
 that uses it. The model is only read; outputs go to a temporary folder.
 
     python benchmarks/convert_error_trace.py hubert.onnx --activations int8   # the int8 file, not 'auto'"""
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,9 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (na * nb)) if na > 0 and nb > 0 else float(na == nb)
 
 
-def trace(model: str, shapes: dict | None = None, samples: int = 8, activations: str = "auto") -> tuple[list[dict], dict]:
+def trace(
+    model: str, shapes: dict | None = None, samples: int = 8, activations: str = "auto"
+) -> tuple[list[dict], dict]:
     """-> (one row per TFLite op whose output is compared, summary); see the module doc."""
     import onnx
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
@@ -47,9 +50,15 @@ def trace(model: str, shapes: dict | None = None, samples: int = 8, activations:
     from npufit.verify.compare import make_session
 
     with tempfile.TemporaryDirectory(prefix="npufit-trace-") as d:
-        res = convert(model, Path(d) / "m.tflite", input_shapes=shapes, samples=samples, verify=None, activations=activations)
-        it = Interpreter(model_path=str(res.path), num_threads=1, experimental_preserve_all_tensors=True,
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        res = convert(
+            model, Path(d) / "m.tflite", input_shapes=shapes, samples=samples, verify=None, activations=activations
+        )
+        it = Interpreter(
+            model_path=str(res.path),
+            num_threads=1,
+            experimental_preserve_all_tensors=True,
+            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        )
         it.allocate_tensors()
     prep = prepare(Path(model), shapes)
     m = onnx.ModelProto()
@@ -100,8 +109,13 @@ def trace(model: str, shapes: dict | None = None, samples: int = 8, activations:
         lo, hi = scale * (-qmax - 1 - zp), scale * (qmax - zp)
         cos[i] = _cos(r, g)
         sd = float(r.std())
-        info[i] = {"onnx": name, "scale": float(scale), "levels_per_sd": sd / scale if scale else 0.0,
-                   "clipped": float(np.mean((r < lo - scale / 2) | (r > hi + scale / 2))), "dtype": np.dtype(by_index[i]["dtype"]).name}
+        info[i] = {
+            "onnx": name,
+            "scale": float(scale),
+            "levels_per_sd": sd / scale if scale else 0.0,
+            "clipped": float(np.mean((r < lo - scale / 2) | (r > hi + scale / 2))),
+            "dtype": np.dtype(by_index[i]["dtype"]).name,
+        }
     lineage = res.lineage
     ops = it._get_ops_details()
     producer = {o: op for op in ops for o in op["outputs"]}
@@ -123,11 +137,27 @@ def trace(model: str, shapes: dict | None = None, samples: int = 8, activations:
         o = outs[0]
         c_in = min((cos_of(x) for x in op["inputs"] if x >= 0), default=1.0)
         tname = by_index[o]["name"]
-        rows.append({"index": op["index"], "op": op["op_name"], "tensor": tname, "onnx_node": ",".join(lineage.get(tname, [])),
-                     "cos_in": c_in, "cos_out": cos[o], "loss": c_in - cos[o], **info[o]})
+        rows.append(
+            {
+                "index": op["index"],
+                "op": op["op_name"],
+                "tensor": tname,
+                "onnx_node": ",".join(lineage.get(tname, [])),
+                "cos_in": c_in,
+                "cos_out": cos[o],
+                "loss": c_in - cos[o],
+                **info[o],
+            }
+        )
     final = [cos[i] for i, (name, _) in match.items() if name in {o.name for o in prep.model.graph.output}]
-    summary = {"model": model, "ops": len(rows), "compared_tensors": len(cos), "samples": len(cal),
-               "output_cosine": min(final) if final else None, "notes": res.notes}
+    summary = {
+        "model": model,
+        "ops": len(rows),
+        "compared_tensors": len(cos),
+        "samples": len(cal),
+        "output_cosine": min(final) if final else None,
+        "notes": res.notes,
+    }
     return rows, summary
 
 
@@ -137,7 +167,9 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=25, help="rows to print (largest loss first)")
     ap.add_argument("--samples", type=int, default=8, help="calibration samples (also the compared ones)")
     ap.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,..")
-    ap.add_argument("--activations", choices=("auto", "int8", "int16"), default="auto", help="the converter's activation width")
+    ap.add_argument(
+        "--activations", choices=("auto", "int8", "int16"), default="auto", help="the converter's activation width"
+    )
     ap.add_argument("--json", help="also write every row to this JSON file")
     a = ap.parse_args(argv)
     shapes = {}
@@ -150,16 +182,21 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     from convert_corpus import _shapes
 
-    rows, summary = trace(a.model, _shapes(a.model, json.dumps({k: list(v) for k, v in shapes.items()})), a.samples,
-                          a.activations)
-    print(f"{summary['model']}: {summary['ops']} ops compared over {summary['samples']} samples; "
-          f"output cosine {summary['output_cosine']}")
+    rows, summary = trace(
+        a.model, _shapes(a.model, json.dumps({k: list(v) for k, v in shapes.items()})), a.samples, a.activations
+    )
+    print(
+        f"{summary['model']}: {summary['ops']} ops compared over {summary['samples']} samples; "
+        f"output cosine {summary['output_cosine']}"
+    )
     for note in summary["notes"]:
         print(f"  note: {note}")
     print(f"{'loss':>9} {'cos_in':>8} {'cos_out':>8} {'lv/sd':>7} {'clip%':>6}  op / tensor (ONNX node)")
-    for r in sorted(rows, key=lambda r: -r["loss"])[:a.top]:
-        print(f"{r['loss']:9.2e} {r['cos_in']:8.5f} {r['cos_out']:8.5f} {r['levels_per_sd']:7.1f} {100 * r['clipped']:6.2f}  "
-              f"{r['op']} {r['dtype']} {r['tensor']} ({r['onnx_node']})")
+    for r in sorted(rows, key=lambda r: -r["loss"])[: a.top]:
+        print(
+            f"{r['loss']:9.2e} {r['cos_in']:8.5f} {r['cos_out']:8.5f} {r['levels_per_sd']:7.1f} {100 * r['clipped']:6.2f}  "
+            f"{r['op']} {r['dtype']} {r['tensor']} ({r['onnx_node']})"
+        )
     if a.json:
         Path(a.json).write_text(json.dumps({"summary": summary, "rows": rows}, indent=1, default=str))
     return 0

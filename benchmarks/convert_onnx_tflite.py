@@ -1,5 +1,6 @@
 """ONNX -> int8 TFLite (npufit.convert) on the test material: conversion time, LiteRT-vs-ONNX Runtime cosine,
 and Vela's placement on ethos-u55-256. Prints one row per model. Run: python benchmarks/convert_onnx_tflite.py"""
+
 from __future__ import annotations
 
 import tempfile
@@ -33,10 +34,12 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
-        models = {"detector relu": lambda p: detector.export("relu", p, opset=13),
-                  "detector leakyrelu": lambda p: detector.export("leakyrelu", p, opset=13),
-                  "MobileNetV2 (zoo, HF init)": lambda p: hf.mobilenet_v2(p),
-                  "MobileNetV2 (He init)": _mobilenet_v2_rescaled}
+        models = {
+            "detector relu": lambda p: detector.export("relu", p, opset=13),
+            "detector leakyrelu": lambda p: detector.export("leakyrelu", p, opset=13),
+            "MobileNetV2 (zoo, HF init)": lambda p: hf.mobilenet_v2(p),
+            "MobileNetV2 (He init)": _mobilenet_v2_rescaled,
+        }
         print("| model | convert s | TFLite ops | min cosine | max abs err | Vela npu/cpu ops | Vela est. inference |")
         print("|---|---|---|---|---|---|---|")
         for i, (name, build) in enumerate(models.items()):
@@ -44,8 +47,10 @@ def main() -> None:
             build(src)
             r = compile_model(src, "ethos-u55-256", out_dir=d / f"o{i}")
             c = r.metrics["conversion"]
-            print(f"| {name} | {c['wall_s']:.2f} | {c['tflite_ops']} | {c['min_cosine_vs_onnx']:.5f} | {c['max_abs_vs_onnx']:.3g} "
-                  f"| {r.metrics.get('npu_operators')}/{r.metrics.get('cpu_operators')} | {r.metrics.get('inference_time_ms')} ms |")
+            print(
+                f"| {name} | {c['wall_s']:.2f} | {c['tflite_ops']} | {c['min_cosine_vs_onnx']:.5f} | {c['max_abs_vs_onnx']:.3g} "
+                f"| {r.metrics.get('npu_operators')}/{r.metrics.get('cpu_operators')} | {r.metrics.get('inference_time_ms')} ms |"
+            )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Builds level 2/3/4 ReLU and LeakyReLU detectors (npufit.zoo.detector, int8 TFLit
 each with the support library (Compile() and EstimatePerformance()) and prints total / NPU / host ops, the NPU
 ratio, partitions, the estimated latency and the extra Q/DQ ops per LeakyReLU in the library flow and in TVM's
 flow. Needs 'npufit env install ethos-n'."""
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,10 @@ def main() -> None:
     t2 = time.perf_counter()
     print(f"seed-001-style detectors, {a.size}x{a.size} input, width {a.width}, target {a.target}")
     print(render(rows))
-    print(f"models built in {t1 - t0:.1f} s; compiled in {t2 - t1:.1f} s "
-          f"(per model: {', '.join(f'{r.model} {r.compile_wall_s:.2f} s' for r in rows)})")
+    print(
+        f"models built in {t1 - t0:.1f} s; compiled in {t2 - t1:.1f} s "
+        f"(per model: {', '.join(f'{r.model} {r.compile_wall_s:.2f} s' for r in rows)})"
+    )
     (out / "seed001.json").write_text(json.dumps([r.__dict__ for r in rows], indent=2))
 
 

@@ -10,6 +10,7 @@ a traceback, more than one line), hang (killed at the time cap), lost (an input 
 created outside the output), tmp (temp files left). Peak is the largest resident set of any run. The same
 seed and settings give the same mutations.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,28 @@ sys.path.insert(0, str(ROOT))
 from tests.hostile.harness import run_verb, snapshot  # noqa: E402
 
 SHAPE = [1, 3, 8, 8]
-HOSTILE_VALUES = [-1, 0, 2**63, -2**63, 1e308, float("nan"), float("inf"), "", "../../../etc/passwd", "/etc/passwd",
-                  "/dev/zero", "\x1b[2J", "\x00", None, True, [], {}, [[[[[[[[]]]]]]]], "a" * 10_000, list(range(5000))]
+HOSTILE_VALUES = [
+    -1,
+    0,
+    2**63,
+    -(2**63),
+    1e308,
+    float("nan"),
+    float("inf"),
+    "",
+    "../../../etc/passwd",
+    "/etc/passwd",
+    "/dev/zero",
+    "\x1b[2J",
+    "\x00",
+    None,
+    True,
+    [],
+    {},
+    [[[[[[[[]]]]]]]],
+    "a" * 10_000,
+    list(range(5000)),
+]
 
 
 # -- seed inputs --------------------------------------------------------------------------------------------------
@@ -44,8 +65,11 @@ def make_seeds(d: Path) -> None:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])
     w = numpy_helper.from_array(np.linspace(-1, 1, 108, dtype=np.float32).reshape(4, 3, 3, 3), "w")
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-             helper.make_node("Relu", ["c"], ["r"], name="relu"), helper.make_node("Sigmoid", ["r"], ["y"], name="sig")]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("Sigmoid", ["r"], ["y"], name="sig"),
+    ]
     m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]), opset_imports=[helper.make_opsetid("", 17)])
     onnx.save(m, str(d / "m.onnx"))
     from npufit.split import split
@@ -54,25 +78,77 @@ def make_seeds(d: Path) -> None:
     rng = np.random.default_rng(0)
     np.savez(d / "x.npz", x=rng.standard_normal(SHAPE).astype(np.float32))  # one sample (run, split, bench)
     np.savez(d / "cal.npz", x=rng.standard_normal([4, *SHAPE]).astype(np.float32))  # [N, ...] samples (quantize)
-    (d / "p.yaml").write_text("version: 1\nname: fz\nmodels:\n  - {name: m, onnx: m.onnx}\ntargets: [hailo8, ethos-u55-128]\n"
-                              "runtimes: [ort-cpu]\nsteps:\n  export: {}\n  check: {}\n  split: {mode: prefix}\n"
-                              "  bench: {iterations: 5, warmup: 1}\n  report: {output: report.html}\n")
-    (d / "rec.json").write_text(json.dumps({"schema": "npufit.probe.measured/1", "target": "hailo8", "compiler": "hailo",
-                                            "opset": 11, "cases": {"relu": {"status": "ok", "symbol": "✅"}}}))
-    bench = {"schema": "npufit.bench/1", "model": {"sha256": "0" * 64}, "protocol": {}, "environment": {},
-             "results": [{"runtime": "ort-cpu", "status": "ok", "batch": 1, "iterations": 10,
-                          "latency_ms": {"mean": 1.0, "p50": 1.0, "p99": 1.2}, "throughput_ips": 1000.0}]}
+    (d / "p.yaml").write_text(
+        "version: 1\nname: fz\nmodels:\n  - {name: m, onnx: m.onnx}\ntargets: [hailo8, ethos-u55-128]\n"
+        "runtimes: [ort-cpu]\nsteps:\n  export: {}\n  check: {}\n  split: {mode: prefix}\n"
+        "  bench: {iterations: 5, warmup: 1}\n  report: {output: report.html}\n"
+    )
+    (d / "rec.json").write_text(
+        json.dumps(
+            {
+                "schema": "npufit.probe.measured/1",
+                "target": "hailo8",
+                "compiler": "hailo",
+                "opset": 11,
+                "cases": {"relu": {"status": "ok", "symbol": "✅"}},
+            }
+        )
+    )
+    bench = {
+        "schema": "npufit.bench/1",
+        "model": {"sha256": "0" * 64},
+        "protocol": {},
+        "environment": {},
+        "results": [
+            {
+                "runtime": "ort-cpu",
+                "status": "ok",
+                "batch": 1,
+                "iterations": 10,
+                "latency_ms": {"mean": 1.0, "p50": 1.0, "p99": 1.2},
+                "throughput_ips": 1000.0,
+            }
+        ],
+    }
     (d / "b.json").write_text(json.dumps(bench))
     res = d / "results"
     (res / "bench" / "m" / "ort-cpu").mkdir(parents=True)
     (res / "bench" / "m" / "ort-cpu" / "bench.json").write_text(json.dumps(bench))
-    cells = [{"cell": "bench/m/ort-cpu", "step": "bench", "model": "m", "target": None, "runtime": "ort-cpu",
-              "folder": "bench/m/ort-cpu", "action": "ran", "status": "ok", "message": "", "metrics": {},
-              "outputs": {"report": "bench.json"}}]
-    (res / "pipeline.json").write_text(json.dumps({
-        "schema": "npufit.pipeline-run/1", "seconds": 1.0, "counts": {"ran": 1}, "started": "", "environment": {},
-        "config": {"name": "p", "path": "p.yaml", "models": [{"name": "m"}], "targets": [], "runtimes": ["ort-cpu"],
-                   "steps": ["bench"]}, "cells": cells}))
+    cells = [
+        {
+            "cell": "bench/m/ort-cpu",
+            "step": "bench",
+            "model": "m",
+            "target": None,
+            "runtime": "ort-cpu",
+            "folder": "bench/m/ort-cpu",
+            "action": "ran",
+            "status": "ok",
+            "message": "",
+            "metrics": {},
+            "outputs": {"report": "bench.json"},
+        }
+    ]
+    (res / "pipeline.json").write_text(
+        json.dumps(
+            {
+                "schema": "npufit.pipeline-run/1",
+                "seconds": 1.0,
+                "counts": {"ran": 1},
+                "started": "",
+                "environment": {},
+                "config": {
+                    "name": "p",
+                    "path": "p.yaml",
+                    "models": [{"name": "m"}],
+                    "targets": [],
+                    "runtimes": ["ort-cpu"],
+                    "steps": ["bench"],
+                },
+                "cells": cells,
+            }
+        )
+    )
 
 
 # -- mutations ------------------------------------------------------------------------------------------------------
@@ -138,7 +214,9 @@ def mutate_npz(src: Path, dst: Path, rng: random.Random) -> None:
     if op < 0.4:
         dst.write_bytes(mutate_bytes(src.read_bytes(), rng))
         return
-    shape = rng.choice([(4_000_000, *SHAPE), (1, 3, 40_000, 40_000), (0, *SHAPE), (4, 3, 8), (2**40, 1), (4, *SHAPE), (4, 1, 3, 8, 9)])
+    shape = rng.choice(
+        [(4_000_000, *SHAPE), (1, 3, 40_000, 40_000), (0, *SHAPE), (4, 3, 8), (2**40, 1), (4, *SHAPE), (4, 1, 3, 8, 9)]
+    )
     descr = rng.choice(["<f4", "<f8", "|u1", "<i8", "|O", "<c16", "|b1", "<f2", "|V8"])
     hdr = io.BytesIO()
     np.lib.format.write_array_header_1_0(hdr, {"descr": descr, "fortran_order": rng.random() < 0.2, "shape": shape})
@@ -155,8 +233,14 @@ def build_case(kind: str, seeds: Path, tmp: Path, rng: random.Random) -> tuple[l
         shutil.copytree(p, tmp / p.name, symlinks=True) if p.is_dir() else shutil.copy2(p, tmp / p.name)
     if kind == "model":
         (tmp / "m.onnx").write_bytes(mutate_bytes((seeds / "m.onnx").read_bytes(), rng))
-        verb = rng.choice([["check", "m.onnx", "-t", "hailo8"], ["check", "m.onnx", "-t", "ethos-u55-128", "-f", "json"],
-                           ["split", "m.onnx", "-t", "hailo8", "-d", "out"], ["fix", "m.onnx", "-t", "hailo8", "-o", "out.onnx"]])
+        verb = rng.choice(
+            [
+                ["check", "m.onnx", "-t", "hailo8"],
+                ["check", "m.onnx", "-t", "ethos-u55-128", "-f", "json"],
+                ["split", "m.onnx", "-t", "hailo8", "-d", "out"],
+                ["fix", "m.onnx", "-t", "hailo8", "-o", "out.onnx"],
+            ]
+        )
         return verb, ("out", "out.onnx")
     if kind == "plan":
         f = tmp / "plan" / "plan.json"
@@ -164,16 +248,25 @@ def build_case(kind: str, seeds: Path, tmp: Path, rng: random.Random) -> tuple[l
             f.write_bytes(mutate_bytes(f.read_bytes(), rng))
         else:
             f.write_text(dump(mutate_json(json.loads(f.read_text()), rng)))
-        verb = rng.choice([["run", "plan", "--inputs", "x.npz", "-o", "out.npz"],
-                           ["compile", "m.onnx", "-t", "hailo8", "--plan", "plan/plan.json", "--out-dir", "out"],
-                           ["bench", "plan", "--runtime", "chain", "-n", "2", "--warmup", "0"]])
+        verb = rng.choice(
+            [
+                ["run", "plan", "--inputs", "x.npz", "-o", "out.npz"],
+                ["compile", "m.onnx", "-t", "hailo8", "--plan", "plan/plan.json", "--out-dir", "out"],
+                ["bench", "plan", "--runtime", "chain", "-n", "2", "--warmup", "0"],
+            ]
+        )
         return verb, ("out.npz", "out")
     if kind == "npz":
         mutate_npz(seeds / "x.npz", tmp / "x.npz", rng)
         mutate_npz(seeds / "cal.npz", tmp / "cal.npz", rng)
-        verb = rng.choice([["run", "plan", "--inputs", "x.npz"], ["quantize", "m.onnx", "-o", "q.onnx", "-c", "cal.npz", "--holdout", "1"],
-                           ["split", "m.onnx", "-t", "hailo8", "-d", "out", "--inputs", "x.npz"],
-                           ["bench", "m.onnx", "--inputs", "x.npz", "-n", "2", "--warmup", "0"]])
+        verb = rng.choice(
+            [
+                ["run", "plan", "--inputs", "x.npz"],
+                ["quantize", "m.onnx", "-o", "q.onnx", "-c", "cal.npz", "--holdout", "1"],
+                ["split", "m.onnx", "-t", "hailo8", "-d", "out", "--inputs", "x.npz"],
+                ["bench", "m.onnx", "--inputs", "x.npz", "-n", "2", "--warmup", "0"],
+            ]
+        )
         return verb, ("q.onnx", "out")
     if kind == "yaml":
         text = (seeds / "p.yaml").read_text()
@@ -198,11 +291,18 @@ def build_case(kind: str, seeds: Path, tmp: Path, rng: random.Random) -> tuple[l
         f.write_text(dump(mutate_json(json.loads(f.read_text()), rng)))
         return ["report", "results", "-o", "r.html"], ("r.html",)
     if kind == "argv":
-        opt, verb = rng.choice([("--fail-under", ["check", "m.onnx"]), ("--threads", ["bench", "m.onnx", "-n", "2"]),
-                                ("--samples", ["quantize", "m.onnx", "-o", "q.onnx", "-c", "random"]),
-                                ("--repeat", ["run", "plan", "--inputs", "x.npz"]), ("--top", ["split", "m.onnx", "-d", "out"]),
-                                ("--input-shape", ["check", "m.onnx"]), ("--target", ["check", "m.onnx"]),
-                                ("--timeout", ["compile", "m.onnx", "-t", "hailo8", "--out-dir", "out"])])
+        opt, verb = rng.choice(
+            [
+                ("--fail-under", ["check", "m.onnx"]),
+                ("--threads", ["bench", "m.onnx", "-n", "2"]),
+                ("--samples", ["quantize", "m.onnx", "-o", "q.onnx", "-c", "random"]),
+                ("--repeat", ["run", "plan", "--inputs", "x.npz"]),
+                ("--top", ["split", "m.onnx", "-d", "out"]),
+                ("--input-shape", ["check", "m.onnx"]),
+                ("--target", ["check", "m.onnx"]),
+                ("--timeout", ["compile", "m.onnx", "-t", "hailo8", "--out-dir", "out"]),
+            ]
+        )
         val = str(rng.choice(HOSTILE_VALUES[:12] + ["x=1,3,8", "x=0,3,8,8", "x=-1,3,8,8", "1e9999", "-0", "3.5"]))
         return verb + [opt, val], ("q.onnx", "out")
     raise ValueError(kind)
@@ -263,20 +363,28 @@ def main() -> int:
             peak = max(peak, o.peak_rss_mb)
             if outcome in ("internal", "hang") or lost or o.tmp_left:
                 tag = outcome if outcome in ("internal", "hang") else ("lost" if lost else "tmp")
-                findings[tag].append(f"[{kind} #{i}] npufit {' '.join(argv)} -> rc={o.rc} "
-                                     f"{(o.stderr.strip().splitlines() or [''])[-1][:240]}")
+                findings[tag].append(
+                    f"[{kind} #{i}] npufit {' '.join(argv)} -> rc={o.rc} "
+                    f"{(o.stderr.strip().splitlines() or [''])[-1][:240]}"
+                )
             shutil.rmtree(tmp, ignore_errors=True)
     wall = time.monotonic() - t0
-    print(f"seed {args.seed}, {counts['runs']} runs over {', '.join(kinds)}; caps: "
-          f"{args.time_cap:.0f} s and the harness' address-space limit per run; {wall:.0f} s wall")
-    print(f"runs {counts['runs']}  ok {counts['ok']}  clean refusals {counts['refused']}  internal errors {counts['internal']}  "
-          f"hangs {counts['hang']}  files lost {counts['lost']}  temp left {counts['tmp']}  max peak {peak:.0f} MB")
+    print(
+        f"seed {args.seed}, {counts['runs']} runs over {', '.join(kinds)}; caps: "
+        f"{args.time_cap:.0f} s and the harness' address-space limit per run; {wall:.0f} s wall"
+    )
+    print(
+        f"runs {counts['runs']}  ok {counts['ok']}  clean refusals {counts['refused']}  internal errors {counts['internal']}  "
+        f"hangs {counts['hang']}  files lost {counts['lost']}  temp left {counts['tmp']}  max peak {peak:.0f} MB"
+    )
     for kind in kinds:
         c = by_kind[kind]
-        print(f"  {kind:<8} ok {c['ok']:>3}  refused {c['refused']:>3}  internal {c['internal']:>3}  hang {c['hang']:>3}")
+        print(
+            f"  {kind:<8} ok {c['ok']:>3}  refused {c['refused']:>3}  internal {c['internal']:>3}  hang {c['hang']:>3}"
+        )
     for tag, items in findings.items():
         print(f"{tag}: {len(items)}")
-        for line in items[:args.show]:
+        for line in items[: args.show]:
             print("  " + line)
     return 0 if not (counts["internal"] or counts["hang"] or counts["lost"]) else 1
 

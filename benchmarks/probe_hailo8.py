@@ -3,6 +3,7 @@
 Usage: python benchmarks/probe_hailo8.py [--jobs N] [--sweep]
 Prints the case count, the verdict counts and the wall time (worker start-up included).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,14 @@ def main() -> None:
         rep = probe("hailo8", jobs=args.jobs, sweep=args.sweep)
         times.append(time.perf_counter() - t0)
     per_case = sorted(c["seconds"] for c in rep.cases)
-    print(f"hailo8 probe: {len(rep.cases)} cases ({len(rep.base_cases)} base{', sweep' if args.sweep else ''}), "
-          f"{rep.counts()}, jobs={rep.jobs}, cpus={os.cpu_count()}")
-    print(f"wall time: best {min(times):.2f} s, median {sorted(times)[len(times) // 2]:.2f} s over {args.repeat} runs; "
-          f"per case median {per_case[len(per_case) // 2] * 1000:.0f} ms, max {per_case[-1] * 1000:.0f} ms")
+    print(
+        f"hailo8 probe: {len(rep.cases)} cases ({len(rep.base_cases)} base{', sweep' if args.sweep else ''}), "
+        f"{rep.counts()}, jobs={rep.jobs}, cpus={os.cpu_count()}"
+    )
+    print(
+        f"wall time: best {min(times):.2f} s, median {sorted(times)[len(times) // 2]:.2f} s over {args.repeat} runs; "
+        f"per case median {per_case[len(per_case) // 2] * 1000:.0f} ms, max {per_case[-1] * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

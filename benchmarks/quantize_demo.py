@@ -7,6 +7,7 @@ model the way the demo did before its calibration was fixed (the first 64 consec
 per-tensor weights) and measures it on the same held-back windows.
 Run: .venv/bin/python benchmarks/quantize_demo.py [--results out/demo] [--before]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,14 +28,20 @@ def _row(label: str, target: str, d: dict) -> str:
     sq = sm["min_output_sqnr_db"]
     sq = "exact" if sq is None else (f"{sq:.1f}" if isinstance(sq, (int, float)) else sq)
     how = f"{d['settings']['method']}, {'per-channel' if d['settings']['per_channel'] else 'per-tensor'}"
-    return (f"| {label} | {target} | {sq} | {sm['min_output_cosine']:.5f} | {cal['used']} | {cal['holdout']} | "
-            f"{sm['max_clipped_fraction']:.2%} | {how} | {t['quantize_s']:.2f} | {t['evaluate_s']:.2f} |")
+    return (
+        f"| {label} | {target} | {sq} | {sm['min_output_cosine']:.5f} | {cal['used']} | {cal['holdout']} | "
+        f"{sm['max_clipped_fraction']:.2%} | {how} | {t['quantize_s']:.2f} | {t['evaluate_s']:.2f} |"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--results", type=Path, help="a results folder of examples/timeseries.yaml (default: run it into a temp folder)")
-    ap.add_argument("--before", action="store_true", help="also measure the old calibration (first 64 windows, per-tensor)")
+    ap.add_argument(
+        "--results", type=Path, help="a results folder of examples/timeseries.yaml (default: run it into a temp folder)"
+    )
+    ap.add_argument(
+        "--before", action="store_true", help="also measure the old calibration (first 64 windows, per-tensor)"
+    )
     args = ap.parse_args()
     from npufit.pipeline import load_config, run_pipeline
     from npufit.quantize import quantize
@@ -46,8 +53,10 @@ def main() -> None:
             run = run_pipeline(EXAMPLE, output_dir=root, quiet=True)
             print(f"pipeline: {len(run.results)} steps in {run.seconds:.1f} s")
         cfg = load_config(EXAMPLE, root)
-        print("| model | target | int8 vs float SQNR dB (worst output) | cosine | calibration samples | held-back samples | "
-              "max clipped | method | quantize s | evaluate s |")
+        print(
+            "| model | target | int8 vs float SQNR dB (worst output) | cosine | calibration samples | held-back samples | "
+            "max clipped | method | quantize s | evaluate s |"
+        )
         print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|")
         seen = set()
         for mo in cfg.models:

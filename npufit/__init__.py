@@ -3,6 +3,7 @@
 The library API mirrors the CLI one-to-one: `npufit.check(model, target)` is `npufit check`.
 Heavy modules are imported lazily so `import npufit` stays fast and SDK-free.
 """
+
 from __future__ import annotations
 
 __version__ = "0.1.0"

@@ -1,4 +1,5 @@
 """What is installed, and what each optional piece enables in npufit."""
+
 from __future__ import annotations
 
 import platform
@@ -31,9 +32,13 @@ class DoctorReport:
     def to_dict(self) -> dict:
         from . import __version__
 
-        return {"schema": "npufit.doctor/1", "npufit_version": __version__,
-                "core": [c.to_dict() for c in self.core], "compilers": [c.to_dict() for c in self.compilers],
-                "runtimes": [c.to_dict() for c in self.runtimes]}
+        return {
+            "schema": "npufit.doctor/1",
+            "npufit_version": __version__,
+            "core": [c.to_dict() for c in self.core],
+            "compilers": [c.to_dict() for c in self.compilers],
+            "runtimes": [c.to_dict() for c in self.runtimes],
+        }
 
 
 def _dist_version(name: str) -> str | None:
@@ -51,27 +56,50 @@ def _pkg(name: str, dist: str, enables: str, install: str) -> Component:
 def _from_status(items) -> list[Component]:
     out = []
     for d in items:
-        out.append(Component(d.get("name", "?"), bool(d.get("available")), str(d.get("version") or ""), d.get("enables", ""),
-                             d.get("install", ""), d.get("detail", d.get("reason", ""))))
+        out.append(
+            Component(
+                d.get("name", "?"),
+                bool(d.get("available")),
+                str(d.get("version") or ""),
+                d.get("enables", ""),
+                d.get("install", ""),
+                d.get("detail", d.get("reason", "")),
+            )
+        )
     return out
 
 
 def _nvidia() -> Component:
     smi = shutil.which("nvidia-smi")
     if not smi:
-        return Component("CUDA GPU", False, "", "ort-cuda / ort-trt / tensorrt benchmarks", "an NVIDIA GPU with its driver (nvidia-smi)")
+        return Component(
+            "CUDA GPU",
+            False,
+            "",
+            "ort-cuda / ort-trt / tensorrt benchmarks",
+            "an NVIDIA GPU with its driver (nvidia-smi)",
+        )
     try:
-        out = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout.strip()
+        out = subprocess.run(
+            [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         out = ""
-    return Component("CUDA GPU", bool(out), out.splitlines()[0] if out else "", "ort-cuda / ort-trt / tensorrt benchmarks", "")
+    return Component(
+        "CUDA GPU", bool(out), out.splitlines()[0] if out else "", "ort-cuda / ort-trt / tensorrt benchmarks", ""
+    )
 
 
 def diagnose() -> DoctorReport:
     rep = DoctorReport()
     rep.core.append(Component("python", True, platform.python_version(), "everything", "", sys.executable))
     rep.core.append(_pkg("onnx", "onnx", "loading, checking, splitting ONNX models", "pip install onnx"))
-    ort = _pkg("onnxruntime", "onnxruntime", "verification (fix/split), quantize, bench ort-cpu", "pip install onnxruntime")
+    ort = _pkg(
+        "onnxruntime", "onnxruntime", "verification (fix/split), quantize, bench ort-cpu", "pip install onnxruntime"
+    )
     if ort.available:
         try:
             import onnxruntime
@@ -83,15 +111,28 @@ def diagnose() -> DoctorReport:
     rep.core.append(_pkg("onnx-ir", "onnx-ir", "npufit fix (rewrites)", "pip install onnx-ir"))
     rep.core.append(_pkg("onnxscript", "onnxscript", "npufit fix (pattern rewriter)", "pip install onnxscript"))
     rep.core.append(_pkg("tflite", "tflite", "reading .tflite models", "pip install tflite"))
-    rep.core.append(_pkg("torch", "torch", "probe, pipeline train/export, zoo models", "pip install 'npufit[torch]'  (torch==2.13.0)"))
-    rep.core.append(_pkg("transformers", "transformers", "zoo: RT-DETR / MobileNetV2 / ViT / BERT test models", "pip install transformers"))
+    rep.core.append(
+        _pkg(
+            "torch", "torch", "probe, pipeline train/export, zoo models", "pip install 'npufit[torch]'  (torch==2.13.0)"
+        )
+    )
+    rep.core.append(
+        _pkg(
+            "transformers",
+            "transformers",
+            "zoo: RT-DETR / MobileNetV2 / ViT / BERT test models",
+            "pip install transformers",
+        )
+    )
     rep.core.append(_pkg("matplotlib", "matplotlib", "bench plots, HTML report charts", "pip install matplotlib"))
     try:
         from .compilers import status as compiler_status
 
         rep.compilers = _from_status(compiler_status())
     except ImportError:
-        rep.compilers = [_pkg("Vela (Arm Ethos-U)", "ethos-u-vela", "compile --target ethos-u*", "pip install ethos-u-vela==5.2.0")]
+        rep.compilers = [
+            _pkg("Vela (Arm Ethos-U)", "ethos-u-vela", "compile --target ethos-u*", "pip install ethos-u-vela==5.2.0")
+        ]
     try:
         from .runtimes import status as runtime_status
 

@@ -10,6 +10,7 @@ docs/calibration/<target>-<build>-op<opset>.json after each model, so a long run
 already in the record with the same export are skipped (--force re-compiles them: after a change to the
 placement mapping or the converter). RKNN needs `npufit env install rknn`; Vela goes through
 npufit's ONNX -> int8 TFLite converter, and a model it does not take is recorded as not converted, with why."""
+
 from __future__ import annotations
 
 import argparse
@@ -51,15 +52,20 @@ def _compile(onnx: Path, target: str, build: str, out: Path):
     return compile_model(onnx, target, out_dir=out, timeout_s=900)
 
 
-def _record(target: str, build: str, opset: int, names, force: bool = False, src=corpus, folder=records.RECORDS) -> None:
+def _record(
+    target: str, build: str, opset: int, names, force: bool = False, src=corpus, folder=records.RECORDS
+) -> None:
     """`src` names the models (ARCHS, config_hash, export: the calibration corpus, or heldout.py's evaluation set),
     `folder` where their records go."""
     from npufit.graph import load
     from npufit.util.io import atomic_write_json
 
     path = records.record_path(target, build, opset, folder)
-    rec = records.load_record(path) if path.is_file() else records.empty_record(target, build, opset,
-                                                                                  "rknn-toolkit2" if _is_rknn(target) else "vela")
+    rec = (
+        records.load_record(path)
+        if path.is_file()
+        else records.empty_record(target, build, opset, "rknn-toolkit2" if _is_rknn(target) else "vela")
+    )
     for n in names:
         arch = src.ARCHS[n]
         entry: dict = {"family": arch.family, "config_hash": src.config_hash(arch, opset)}
@@ -93,12 +99,17 @@ def _record(target: str, build: str, opset: int, names, force: bool = False, src
                     msg = (r.error if r is not None else err) or "no placement"
                     last = [ln.strip() for ln in msg.splitlines() if ln.strip()]
                     # a toolkit traceback: its first line names the stage, its last line the cause
-                    entry.update(ok=False, stage=stage, error=last[0][:120] + (" ... " + last[-1][:200] if len(last) > 1 else ""))
+                    entry.update(
+                        ok=False, stage=stage, error=last[0][:120] + (" ... " + last[-1][:200] if len(last) > 1 else "")
+                    )
         rec["models"][n] = entry
         atomic_write_json(path, rec)
         cpu = len(entry.get("cpu", {}))
-        print(f"{target} {build} op{opset} {n:<34} {time.time() - t:6.1f}s "
-              f"{'ok' if entry['ok'] else 'FAILED ' + entry.get('error', '')[:120]} cpu={cpu}", flush=True)
+        print(
+            f"{target} {build} op{opset} {n:<34} {time.time() - t:6.1f}s "
+            f"{'ok' if entry['ok'] else 'FAILED ' + entry.get('error', '')[:120]} cpu={cpu}",
+            flush=True,
+        )
 
 
 def main(argv=None) -> None:

@@ -4,6 +4,7 @@ Families drive leave-one-family-out scoring: cnn, transformer, detector, audio-r
 opset 11 or 17, random weights (torch.manual_seed(0)), offline (HF_HUB_OFFLINE=1). A cached export is keyed by
 the hash of everything that decides its bytes: the builder's source, the opset and the torch/transformers
 versions; a changed config is a new file, never a stale one."""
+
 from __future__ import annotations
 
 import hashlib
@@ -33,28 +34,63 @@ def _a(family, fn, origin="transformers"):
     return Arch(fn.__name__, family, fn, origin)
 
 
-ARCHS: dict[str, Arch] = {a.name: a for a in (
-    # cnn: convolutional backbones and dense-prediction nets (conv-dominated, incl. conv/attention hybrids)
-    _a("cnn", H.bit), _a("cnn", H.convnextv2), _a("cnn", H.focalnet), _a("cnn", H.textnet),
-    _a("cnn", H.upernet), _a("cnn", H.glpn),
-    _a("cnn", T.unet, "torch"), _a("cnn", T.espcn, "torch"), _a("cnn", T.autoencoder, "torch"),
-    # transformer: ViT-style vision encoders, hierarchical/windowed vision transformers, text and time-series encoders
-    _a("transformer", H.beit), _a("transformer", H.cvt), _a("transformer", H.data2vec_vision), _a("transformer", H.dinov2),
-    _a("transformer", H.hiera), _a("transformer", H.pvt), _a("transformer", H.pvt_v2), _a("transformer", H.swinv2),
-    _a("transformer", H.swin2sr), _a("transformer", H.vitmae), _a("transformer", H.vitdet), _a("transformer", H.owlvit_vision),
-    _a("transformer", H.clip_vision), _a("transformer", H.clip_text), _a("transformer", H.siglip_vision),
-    _a("transformer", H.distilbert), _a("transformer", H.roberta), _a("transformer", H.albert), _a("transformer", H.electra),
-    _a("transformer", H.mobilebert), _a("transformer", H.squeezebert), _a("transformer", H.t5_encoder),
-    _a("transformer", H.time_series_transformer_encoder),
-    # detector: object/keypoint/pose detectors with their heads
-    _a("detector", H.conditional_detr), _a("detector", H.table_transformer), _a("detector", H.dab_detr),
-    _a("detector", H.vitpose), _a("detector", H.superpoint),
-    _a("detector", T.yolov8_dfl, "torch"), _a("detector", T.yolov5_anchor, "torch"),
-    # audio-rnn: speech encoders (conv feature extractor + transformer), spectrogram transformer, recurrent/temporal nets
-    _a("audio-rnn", H.hubert), _a("audio-rnn", H.sew), _a("audio-rnn", H.wavlm), _a("audio-rnn", H.unispeech),
-    _a("audio-rnn", H.data2vec_audio), _a("audio-rnn", H.ast),
-    _a("audio-rnn", T.crnn, "torch"), _a("audio-rnn", T.kws_dscnn, "torch"), _a("audio-rnn", T.tcn, "torch"),
-)}
+ARCHS: dict[str, Arch] = {
+    a.name: a
+    for a in (
+        # cnn: convolutional backbones and dense-prediction nets (conv-dominated, incl. conv/attention hybrids)
+        _a("cnn", H.bit),
+        _a("cnn", H.convnextv2),
+        _a("cnn", H.focalnet),
+        _a("cnn", H.textnet),
+        _a("cnn", H.upernet),
+        _a("cnn", H.glpn),
+        _a("cnn", T.unet, "torch"),
+        _a("cnn", T.espcn, "torch"),
+        _a("cnn", T.autoencoder, "torch"),
+        # transformer: ViT-style vision encoders, hierarchical/windowed vision transformers, text and time-series encoders
+        _a("transformer", H.beit),
+        _a("transformer", H.cvt),
+        _a("transformer", H.data2vec_vision),
+        _a("transformer", H.dinov2),
+        _a("transformer", H.hiera),
+        _a("transformer", H.pvt),
+        _a("transformer", H.pvt_v2),
+        _a("transformer", H.swinv2),
+        _a("transformer", H.swin2sr),
+        _a("transformer", H.vitmae),
+        _a("transformer", H.vitdet),
+        _a("transformer", H.owlvit_vision),
+        _a("transformer", H.clip_vision),
+        _a("transformer", H.clip_text),
+        _a("transformer", H.siglip_vision),
+        _a("transformer", H.distilbert),
+        _a("transformer", H.roberta),
+        _a("transformer", H.albert),
+        _a("transformer", H.electra),
+        _a("transformer", H.mobilebert),
+        _a("transformer", H.squeezebert),
+        _a("transformer", H.t5_encoder),
+        _a("transformer", H.time_series_transformer_encoder),
+        # detector: object/keypoint/pose detectors with their heads
+        _a("detector", H.conditional_detr),
+        _a("detector", H.table_transformer),
+        _a("detector", H.dab_detr),
+        _a("detector", H.vitpose),
+        _a("detector", H.superpoint),
+        _a("detector", T.yolov8_dfl, "torch"),
+        _a("detector", T.yolov5_anchor, "torch"),
+        # audio-rnn: speech encoders (conv feature extractor + transformer), spectrogram transformer, recurrent/temporal nets
+        _a("audio-rnn", H.hubert),
+        _a("audio-rnn", H.sew),
+        _a("audio-rnn", H.wavlm),
+        _a("audio-rnn", H.unispeech),
+        _a("audio-rnn", H.data2vec_audio),
+        _a("audio-rnn", H.ast),
+        _a("audio-rnn", T.crnn, "torch"),
+        _a("audio-rnn", T.kws_dscnn, "torch"),
+        _a("audio-rnn", T.tcn, "torch"),
+    )
+}
 
 
 def cache_dir() -> Path:

@@ -12,6 +12,7 @@ An evaluation only: no rule of npufit/targets/ cites these records, and none may
 (then they would no longer be held out). Recording and replay are the calibration's (build.py, records.py); the
 records live in docs/calibration/<set>/, same format. Scores are CPU-fallback precision / recall / F1 per target,
 per architecture and pooled; a node the compiler folded away counts as not on the CPU."""
+
 from __future__ import annotations
 
 import argparse
@@ -50,9 +51,16 @@ class EvalSet:
         rec = records.load_record(path)
         ok = [n for n, m in rec["models"].items() if m.get("ok")]
         rows = [records.replay_model(rec, n, model=self.export(self.ARCHS[n], rec["opset"])) for n in ok]
-        return {"record": path.stem, "target": rec["target"], "build": rec["build"], "versions": rec["compiler_versions"],
-                "failed": sorted(set(rec["models"]) - set(ok)), "rows": rows, "pooled": records.pool(rows),
-                "families": {f: p for f, p in records.by_family(rows).items() if any(r["family"] == f for r in rows)}}
+        return {
+            "record": path.stem,
+            "target": rec["target"],
+            "build": rec["build"],
+            "versions": rec["compiler_versions"],
+            "failed": sorted(set(rec["models"]) - set(ok)),
+            "rows": rows,
+            "pooled": records.pool(rows),
+            "families": {f: p for f, p in records.by_family(rows).items() if any(r["family"] == f for r in rows)},
+        }
 
 
 SETS = {  # the first set's fifteen convert_archs.py builders: that file's source keys its exports
@@ -61,8 +69,13 @@ SETS = {  # the first set's fifteen convert_archs.py builders: that file's sourc
     "heldout3": EvalSet("heldout3", heldout3_archs, heldout3_archs.shared_source()),
 }
 HELDOUT = SETS["heldout"]
-ARCHS, FOLDER, export, all_records, score_record = (HELDOUT.ARCHS, HELDOUT.folder, HELDOUT.export,
-                                                    HELDOUT.all_records, HELDOUT.score_record)  # the first set's names
+ARCHS, FOLDER, export, all_records, score_record = (
+    HELDOUT.ARCHS,
+    HELDOUT.folder,
+    HELDOUT.export,
+    HELDOUT.all_records,
+    HELDOUT.score_record,
+)  # the first set's names
 
 
 def record(es: EvalSet, target: str, build_: str, names, force: bool = False) -> None:
@@ -74,16 +87,25 @@ def record(es: EvalSet, target: str, build_: str, names, force: bool = False) ->
 
     path = records.record_path(target, build_, OPSET, es.folder)
     for n in names:
-        p = mp.get_context("fork").Process(target=build._record, args=(target, build_, OPSET, [n], force),
-                                           kwargs={"src": es, "folder": es.folder})
+        p = mp.get_context("fork").Process(
+            target=build._record, args=(target, build_, OPSET, [n], force), kwargs={"src": es, "folder": es.folder}
+        )
         p.start()
         p.join()
         if p.exitcode:
-            rec = records.load_record(path) if path.is_file() else records.empty_record(
-                target, build_, OPSET, "rknn-toolkit2" if build._is_rknn(target) else "vela")
+            rec = (
+                records.load_record(path)
+                if path.is_file()
+                else records.empty_record(target, build_, OPSET, "rknn-toolkit2" if build._is_rknn(target) else "vela")
+            )
             how = f"signal {-p.exitcode}" if p.exitcode < 0 else f"exit code {p.exitcode}"
-            rec["models"][n] = {"family": es.ARCHS[n].family, "config_hash": es.config_hash(es.ARCHS[n], OPSET), "ok": False,
-                                "stage": "compile", "error": f"the convert + compile process died ({how})"}
+            rec["models"][n] = {
+                "family": es.ARCHS[n].family,
+                "config_hash": es.config_hash(es.ARCHS[n], OPSET),
+                "ok": False,
+                "stage": "compile",
+                "error": f"the convert + compile process died ({how})",
+            }
             atomic_write_json(path, rec)
             print(f"{target} {build_} op{OPSET} {n:<34} FAILED process died ({how})", flush=True)
 
@@ -93,17 +115,28 @@ def _cell(c: dict) -> str:
 
 
 def _table(results: list[dict], archs: dict) -> None:
-    print("| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | "
-          + " | ".join(f"{f} F1 (CPU nodes)" for f in corpus.FAMILIES) + " |")
+    print(
+        "| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | "
+        + " | ".join(f"{f} F1 (CPU nodes)" for f in corpus.FAMILIES)
+        + " |"
+    )
     print("|---|---|---|---|---|---|---|" + "---|" * len(corpus.FAMILIES))
     for r in results:
         p = r["pooled"]
-        fams = " | ".join(f"{_f(r['families'][f]['f1'])} ({r['families'][f]['tp'] + r['families'][f]['fn']})"
-                          if f in r["families"] else "-" for f in corpus.FAMILIES)
-        print(f"| {r['target']} {r['build']} | {', '.join(r['versions'])} | {len(r['rows'])} ({len(r['failed'])}) | "
-              f"{p['tp'] + p['fn']} | {_f(p['precision'])} | {_f(p['recall'])} | {_f(p['f1'])} | {fams} |")
+        fams = " | ".join(
+            f"{_f(r['families'][f]['f1'])} ({r['families'][f]['tp'] + r['families'][f]['fn']})"
+            if f in r["families"]
+            else "-"
+            for f in corpus.FAMILIES
+        )
+        print(
+            f"| {r['target']} {r['build']} | {', '.join(r['versions'])} | {len(r['rows'])} ({len(r['failed'])}) | "
+            f"{p['tp'] + p['fn']} | {_f(p['precision'])} | {_f(p['recall'])} | {_f(p['f1'])} | {fams} |"
+        )
     names = list(dict.fromkeys(row["model"] for r in results for row in r["rows"]))
-    print("\nper architecture: F1 (CPU nodes measured / npufit says CPU, compiler did not / compiler CPU, npufit not)\n")
+    print(
+        "\nper architecture: F1 (CPU nodes measured / npufit says CPU, compiler did not / compiler CPU, npufit not)\n"
+    )
     print("| architecture | family | " + " | ".join(r["record"] for r in results) + " |")
     print("|---|---|" + "---|" * len(results))
     for n in names:

@@ -3,6 +3,7 @@
 Each builder returns (module, example inputs, input names, output names). Only architectures named in
 issue 14's calibration list live here; every other architecture stays free for independent evaluation.
 Configs are tiny (2 layers, 32-64 wide) so exports and vendor compiles stay quick on two CPU cores."""
+
 from __future__ import annotations
 
 
@@ -62,10 +63,25 @@ def _m(cls_name, cfg_name, **cfg):
 
 
 VIT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
-BERT = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-            max_position_embeddings=64)
-W2V = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, conv_dim=(32, 32, 32),
-           conv_stride=(5, 4, 2), conv_kernel=(10, 4, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)
+BERT = dict(
+    vocab_size=100,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+)
+W2V = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    conv_dim=(32, 32, 32),
+    conv_stride=(5, 4, 2),
+    conv_kernel=(10, 4, 3),
+    num_conv_pos_embeddings=16,
+    num_conv_pos_embedding_groups=4,
+)
 
 
 def beit():
@@ -73,7 +89,16 @@ def beit():
 
 
 def bit():
-    return _vision(_m("BitModel", "BitConfig", num_groups=8, embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1]))
+    return _vision(
+        _m(
+            "BitModel",
+            "BitConfig",
+            num_groups=8,
+            embedding_size=16,
+            hidden_sizes=[16, 32, 64, 128],
+            depths=[1, 1, 1, 1],
+        )
+    )
 
 
 def convnextv2():
@@ -81,8 +106,16 @@ def convnextv2():
 
 
 def cvt():
-    return _vision(_m("CvtModel", "CvtConfig", embed_dim=[16, 32, 64], num_heads=[1, 2, 2], depth=[1, 2, 3],
-                      mlp_ratio=[2.0, 2.0, 2.0]))
+    return _vision(
+        _m(
+            "CvtModel",
+            "CvtConfig",
+            embed_dim=[16, 32, 64],
+            num_heads=[1, 2, 2],
+            depth=[1, 2, 3],
+            mlp_ratio=[2.0, 2.0, 2.0],
+        )
+    )
 
 
 def data2vec_vision():
@@ -94,54 +127,132 @@ def dinov2():
 
 
 def hiera():
-    return _vision(_m("HieraModel", "HieraConfig", image_size=[64, 64], patch_size=[7, 7], patch_stride=[4, 4],
-                      patch_padding=[3, 3], embed_dim=16, num_heads=[1, 2, 2, 4], depths=[1, 1, 1, 1],
-                      query_stride=[2, 2], masked_unit_size=[8, 8], mlp_ratio=2.0), size=64)
+    return _vision(
+        _m(
+            "HieraModel",
+            "HieraConfig",
+            image_size=[64, 64],
+            patch_size=[7, 7],
+            patch_stride=[4, 4],
+            patch_padding=[3, 3],
+            embed_dim=16,
+            num_heads=[1, 2, 2, 4],
+            depths=[1, 1, 1, 1],
+            query_stride=[2, 2],
+            masked_unit_size=[8, 8],
+            mlp_ratio=2.0,
+        ),
+        size=64,
+    )
 
 
 def focalnet():
-    return _vision(_m("FocalNetModel", "FocalNetConfig", image_size=64, patch_size=4, embed_dim=16, depths=[1, 1, 1, 1]))
+    return _vision(
+        _m("FocalNetModel", "FocalNetConfig", image_size=64, patch_size=4, embed_dim=16, depths=[1, 1, 1, 1])
+    )
 
 
 def glpn():
-    m = _m("GLPNForDepthEstimation", "GLPNConfig", hidden_sizes=[16, 32, 48, 64], depths=[1, 1, 1, 1], decoder_hidden_size=32,
-           num_attention_heads=[1, 2, 2, 4], mlp_ratios=[2, 2, 2, 2])
+    m = _m(
+        "GLPNForDepthEstimation",
+        "GLPNConfig",
+        hidden_sizes=[16, 32, 48, 64],
+        depths=[1, 1, 1, 1],
+        decoder_hidden_size=32,
+        num_attention_heads=[1, 2, 2, 4],
+        mlp_ratios=[2, 2, 2, 2],
+    )
     return _vision(m, ("predicted_depth",))
 
 
 def pvt():
-    return _vision(_m("PvtModel", "PvtConfig", image_size=64, hidden_sizes=[16, 32, 48, 64], depths=[1, 1, 1, 1],
-                      num_attention_heads=[1, 2, 2, 4], mlp_ratios=[2, 2, 2, 2]))
+    return _vision(
+        _m(
+            "PvtModel",
+            "PvtConfig",
+            image_size=64,
+            hidden_sizes=[16, 32, 48, 64],
+            depths=[1, 1, 1, 1],
+            num_attention_heads=[1, 2, 2, 4],
+            mlp_ratios=[2, 2, 2, 2],
+        )
+    )
 
 
 def pvt_v2():
-    return _vision(_m("PvtV2Model", "PvtV2Config", image_size=64, hidden_sizes=[16, 32, 48, 64], depths=[1, 1, 1, 1],
-                      num_attention_heads=[1, 2, 2, 4], mlp_ratios=[2, 2, 2, 2]))
+    return _vision(
+        _m(
+            "PvtV2Model",
+            "PvtV2Config",
+            image_size=64,
+            hidden_sizes=[16, 32, 48, 64],
+            depths=[1, 1, 1, 1],
+            num_attention_heads=[1, 2, 2, 4],
+            mlp_ratios=[2, 2, 2, 2],
+        )
+    )
 
 
 def swinv2():
-    return _vision(_m("Swinv2Model", "Swinv2Config", image_size=64, patch_size=4, embed_dim=16, depths=[1, 1, 2],
-                      num_heads=[1, 2, 4], window_size=4))
+    return _vision(
+        _m(
+            "Swinv2Model",
+            "Swinv2Config",
+            image_size=64,
+            patch_size=4,
+            embed_dim=16,
+            depths=[1, 1, 2],
+            num_heads=[1, 2, 4],
+            window_size=4,
+        )
+    )
 
 
 def swin2sr():
-    m = _m("Swin2SRForImageSuperResolution", "Swin2SRConfig", image_size=32, patch_size=1, embed_dim=16, depths=[1, 1],
-           num_heads=[2, 2], window_size=4, upscale=2, upsampler="pixelshuffle")
+    m = _m(
+        "Swin2SRForImageSuperResolution",
+        "Swin2SRConfig",
+        image_size=32,
+        patch_size=1,
+        embed_dim=16,
+        depths=[1, 1],
+        num_heads=[2, 2],
+        window_size=4,
+        upscale=2,
+        upsampler="pixelshuffle",
+    )
     return _vision(m, ("reconstruction",), size=32)
 
 
 def upernet():
     from transformers import ConvNextConfig
 
-    bb = ConvNextConfig(hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], out_features=["stage1", "stage2", "stage3", "stage4"])
-    m = _m("UperNetForSemanticSegmentation", "UperNetConfig", backbone_config=bb, hidden_size=32, auxiliary_in_channels=64, pool_scales=[1, 2],
-           num_labels=4, use_pretrained_backbone=False)
+    bb = ConvNextConfig(
+        hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], out_features=["stage1", "stage2", "stage3", "stage4"]
+    )
+    m = _m(
+        "UperNetForSemanticSegmentation",
+        "UperNetConfig",
+        backbone_config=bb,
+        hidden_size=32,
+        auxiliary_in_channels=64,
+        pool_scales=[1, 2],
+        num_labels=4,
+        use_pretrained_backbone=False,
+    )
     return _vision(m, ("logits",))
 
 
 def superpoint():
-    m = _m("SuperPointForKeypointDetection", "SuperPointConfig", encoder_hidden_sizes=[16, 16, 32, 32], decoder_hidden_size=64,
-           keypoint_decoder_dim=65, descriptor_decoder_dim=64, max_keypoints=32)
+    m = _m(
+        "SuperPointForKeypointDetection",
+        "SuperPointConfig",
+        encoder_hidden_sizes=[16, 16, 32, 32],
+        decoder_hidden_size=64,
+        keypoint_decoder_dim=65,
+        descriptor_decoder_dim=64,
+        max_keypoints=32,
+    )
 
     torch = _t()
 
@@ -164,10 +275,16 @@ def superpoint():
 
 
 def textnet():
-    return _vision(_m("TextNetModel", "TextNetConfig", stem_out_channels=16,
-                      conv_layer_kernel_sizes=[[[3, 3]], [[3, 3], [1, 3]], [[3, 3], [3, 1]], [[3, 3]]],
-                      conv_layer_stride=[[1], [2, 1], [2, 1], [2]],
-                      hidden_sizes=[16, 16, 32, 48, 64]))
+    return _vision(
+        _m(
+            "TextNetModel",
+            "TextNetConfig",
+            stem_out_channels=16,
+            conv_layer_kernel_sizes=[[[3, 3]], [[3, 3], [1, 3]], [[3, 3], [3, 1]], [[3, 3]]],
+            conv_layer_stride=[[1], [2, 1], [2, 1], [2]],
+            hidden_sizes=[16, 16, 32, 48, 64],
+        )
+    )
 
 
 def vitpose():
@@ -203,19 +320,50 @@ def vitmae():
 
 
 def vitdet():
-    return _vision(_m("VitDetModel", "VitDetConfig", image_size=64, pretrain_image_size=64, patch_size=8, window_size=4,
-                      window_block_indices=[0], residual_block_indices=[1], use_relative_position_embeddings=True, **VIT),
-                   ("last_hidden_state",))
+    return _vision(
+        _m(
+            "VitDetModel",
+            "VitDetConfig",
+            image_size=64,
+            pretrain_image_size=64,
+            patch_size=8,
+            window_size=4,
+            window_block_indices=[0],
+            residual_block_indices=[1],
+            use_relative_position_embeddings=True,
+            **VIT,
+        ),
+        ("last_hidden_state",),
+    )
 
 
 def _detr(cls, cfg, **extra):
     from transformers import ResNetConfig
 
-    bb = ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], layer_type="basic",
-                      out_features=["stage4"])
-    m = _m(cls, cfg, use_timm_backbone=False, backbone_config=bb, use_pretrained_backbone=False, d_model=32,
-           encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-           decoder_ffn_dim=64, num_queries=20, num_labels=3, **extra)
+    bb = ResNetConfig(
+        embedding_size=16,
+        hidden_sizes=[16, 32, 64, 128],
+        depths=[1, 1, 1, 1],
+        layer_type="basic",
+        out_features=["stage4"],
+    )
+    m = _m(
+        cls,
+        cfg,
+        use_timm_backbone=False,
+        backbone_config=bb,
+        use_pretrained_backbone=False,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_queries=20,
+        num_labels=3,
+        **extra,
+    )
     return _vision(m, ("logits", "pred_boxes"))
 
 
@@ -232,7 +380,9 @@ def dab_detr():
 
 
 def owlvit_vision():
-    return _vision(_m("OwlViTVisionModel", "OwlViTVisionConfig", image_size=64, patch_size=8, **VIT), ("pooler_output",))
+    return _vision(
+        _m("OwlViTVisionModel", "OwlViTVisionConfig", image_size=64, patch_size=8, **VIT), ("pooler_output",)
+    )
 
 
 def clip_vision():
@@ -240,12 +390,25 @@ def clip_vision():
 
 
 def clip_text():
-    return _text(_m("CLIPTextModel", "CLIPTextConfig", vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=64, max_position_embeddings=32), ("pooler_output",))
+    return _text(
+        _m(
+            "CLIPTextModel",
+            "CLIPTextConfig",
+            vocab_size=100,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=32,
+        ),
+        ("pooler_output",),
+    )
 
 
 def siglip_vision():
-    return _vision(_m("SiglipVisionModel", "SiglipVisionConfig", image_size=64, patch_size=8, **VIT), ("pooler_output",))
+    return _vision(
+        _m("SiglipVisionModel", "SiglipVisionConfig", image_size=64, patch_size=8, **VIT), ("pooler_output",)
+    )
 
 
 def hubert():
@@ -266,18 +429,37 @@ def unispeech():
 
 def data2vec_audio():
     w = dict(W2V, num_conv_pos_embeddings=5)
-    return _audio(_m("Data2VecAudioModel", "Data2VecAudioConfig", conv_pos_kernel_size=5, num_conv_pos_embeddings=5,
-                     **{k: v for k, v in w.items() if k != "num_conv_pos_embeddings"}))
+    return _audio(
+        _m(
+            "Data2VecAudioModel",
+            "Data2VecAudioConfig",
+            conv_pos_kernel_size=5,
+            num_conv_pos_embeddings=5,
+            **{k: v for k, v in w.items() if k != "num_conv_pos_embeddings"},
+        )
+    )
 
 
 def ast():
-    m = _m("ASTModel", "ASTConfig", max_length=64, num_mel_bins=32, patch_size=8, frequency_stride=8, time_stride=8, **VIT)
+    m = _m(
+        "ASTModel", "ASTConfig", max_length=64, num_mel_bins=32, patch_size=8, frequency_stride=8, time_stride=8, **VIT
+    )
     return _Out(m, ("input_values",), ("pooler_output",)), (_t().randn(1, 64, 32),), ["spectrogram"], ["pooler_output"]
 
 
 def distilbert():
-    return _text(_m("DistilBertModel", "DistilBertConfig", vocab_size=100, dim=32, n_layers=2, n_heads=2, hidden_dim=64,
-                    max_position_embeddings=64))
+    return _text(
+        _m(
+            "DistilBertModel",
+            "DistilBertConfig",
+            vocab_size=100,
+            dim=32,
+            n_layers=2,
+            n_heads=2,
+            hidden_dim=64,
+            max_position_embeddings=64,
+        )
+    )
 
 
 def roberta():
@@ -293,25 +475,74 @@ def electra():
 
 
 def mobilebert():
-    return _text(_m("MobileBertModel", "MobileBertConfig", vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=64, embedding_size=16, intra_bottleneck_size=16, true_hidden_size=16,
-                    num_feedforward_networks=2, max_position_embeddings=64))
+    return _text(
+        _m(
+            "MobileBertModel",
+            "MobileBertConfig",
+            vocab_size=100,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            embedding_size=16,
+            intra_bottleneck_size=16,
+            true_hidden_size=16,
+            num_feedforward_networks=2,
+            max_position_embeddings=64,
+        )
+    )
 
 
 def squeezebert():
-    return _text(_m("SqueezeBertModel", "SqueezeBertConfig", **BERT, embedding_size=32, q_groups=2, k_groups=2, v_groups=2,
-                    post_attention_groups=2, intermediate_groups=2, output_groups=2))
+    return _text(
+        _m(
+            "SqueezeBertModel",
+            "SqueezeBertConfig",
+            **BERT,
+            embedding_size=32,
+            q_groups=2,
+            k_groups=2,
+            v_groups=2,
+            post_attention_groups=2,
+            intermediate_groups=2,
+            output_groups=2,
+        )
+    )
 
 
 def t5_encoder():
-    return _text(_m("T5EncoderModel", "T5Config", vocab_size=100, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
-                    relative_attention_num_buckets=16))
+    return _text(
+        _m(
+            "T5EncoderModel",
+            "T5Config",
+            vocab_size=100,
+            d_model=32,
+            d_kv=16,
+            d_ff=64,
+            num_layers=2,
+            num_heads=2,
+            relative_attention_num_buckets=16,
+        )
+    )
 
 
 def _ts_encoder(cls, cfg):
-    m = _m(cls, cfg, prediction_length=8, context_length=16, input_size=1, lags_sequence=[1, 2, 3], num_time_features=1,
-           d_model=32, encoder_layers=2, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-           encoder_ffn_dim=64, decoder_ffn_dim=64)
+    m = _m(
+        cls,
+        cfg,
+        prediction_length=8,
+        context_length=16,
+        input_size=1,
+        lags_sequence=[1, 2, 3],
+        num_time_features=1,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+    )
     torch = _t()
     enc = m.get_encoder()
 

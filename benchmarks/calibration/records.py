@@ -5,6 +5,7 @@ One record file per (target, build, opset). Per model it keeps the family, the e
 node count, a hash of the ONNX op sequence (a replay on a different export fails loudly instead of scoring
 the wrong nodes), a placement string with one letter per top-level node in graph order (n: NPU, c: CPU,
 f: folded away at compile time) and, for reading, the CPU nodes by name and op."""
+
 from __future__ import annotations
 
 import hashlib
@@ -36,15 +37,27 @@ def empty_record(target: str, build: str, opset: int, compiler: str) -> dict:
         tv = transformers.__version__
     except ImportError:
         tv = None
-    return {"schema": SCHEMA, "target": target, "build": build, "opset": opset, "compiler": compiler, "compiler_versions": [],
-            "exporter": {"torch": torch.__version__.split("+")[0], "transformers": tv}, "models": {}}
+    return {
+        "schema": SCHEMA,
+        "target": target,
+        "build": build,
+        "opset": opset,
+        "compiler": compiler,
+        "compiler_versions": [],
+        "exporter": {"torch": torch.__version__.split("+")[0], "transformers": tv},
+        "models": {},
+    }
 
 
 def placement_entry(graph, placement) -> dict:
     by = {p.node: p for p in placement}
     letters = "".join(LETTER[by[n.name].device] if n.name in by else "f" for n in graph.top_nodes)
-    return {"nodes": len(graph.top_nodes), "ops_sha": ops_sha(graph), "placement": letters,
-            "cpu": {n.name: n.op_type for n, c in zip(graph.top_nodes, letters) if c == "c"}}
+    return {
+        "nodes": len(graph.top_nodes),
+        "ops_sha": ops_sha(graph),
+        "placement": letters,
+        "cpu": {n.name: n.op_type for n, c in zip(graph.top_nodes, letters) if c == "c"},
+    }
 
 
 def load_record(path: Path) -> dict:
@@ -66,6 +79,7 @@ def load_cases(path: Path) -> dict:
 
 
 # -- replay ---------------------------------------------------------------------------------------------------
+
 
 def profile_for(target: str, held_out: str | None = None, cases: bool = True):
     """Today's profile; with `held_out`, the profile fitted without that family's records: calibrated conditions
@@ -98,7 +112,9 @@ def predict(rec: dict, model: Path, held_out: str | None = None, cases: bool = T
 OFF = ("cpu", "unsupported")
 
 
-def replay_model(rec: dict, name: str, held_out: str | None = None, cases: bool = True, model: Path | None = None) -> dict:
+def replay_model(
+    rec: dict, name: str, held_out: str | None = None, cases: bool = True, model: Path | None = None
+) -> dict:
     """Score today's profile on one recorded model: tp/fp/fn/tn of CPU fallback and the disagreeing nodes. `model`:
     the recorded ONNX file when it is not the calibration corpus's (heldout.py's evaluation set)."""
     m = rec["models"][name]
@@ -138,6 +154,7 @@ def by_family(rows: list[dict]) -> dict[str, dict]:
 
 # -- synthetic case records (docs/calibration/<target>-cases.json) ---------------------------------------------
 
+
 def case_records() -> list[Path]:
     return sorted(RECORDS.glob("*-cases.json"))
 
@@ -146,7 +163,9 @@ def case_builder(rec: dict):
     """The module whose CASES built a case record's graphs: rknn_cases.py for RKNN-Toolkit2, vela_cases.py for Vela."""
     import importlib
 
-    return importlib.import_module("calibration." + ("rknn_cases" if rec["compiler"] == "rknn-toolkit2" else "vela_cases"))
+    return importlib.import_module(
+        "calibration." + ("rknn_cases" if rec["compiler"] == "rknn-toolkit2" else "vela_cases")
+    )
 
 
 def case_verdicts(onnx: Path, op: str, profile, build: str) -> list[str]:
@@ -186,6 +205,13 @@ def replay_cases(path: Path, folder: Path, held_out: str | None = None, cases: b
         if names is not None and name not in names:
             continue
         got = case_verdicts(mod.export_case(name, folder), case["op"], prof, case.get("build", rec["build"]))
-        rows.append({"case": name, "op": case["op"], "measured": case["placement"], "got": got,
-                     "wrong": case_wrong(rec, case["placement"], got)})
+        rows.append(
+            {
+                "case": name,
+                "op": case["op"],
+                "measured": case["placement"],
+                "got": got,
+                "wrong": case_wrong(rec, case["placement"], got),
+            }
+        )
     return rows

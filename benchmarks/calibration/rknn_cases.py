@@ -15,6 +15,7 @@ per case, the placement of every node of the op under test, in graph order ("fai
 the model), and "build": "int8" for an int8 case. tests/test_calibration_records.py replays it, judging an int8 case
 as its int8 conversion. The attribute sweeps of rknn_sweep.py and rknn_sweep2.py are part of the catalogue. --target compiles the chosen
 cases for another Rockchip SoC (rv1106: int8) into docs/calibration/<target>-cases.json, replayed against its profile."""
+
 from __future__ import annotations
 
 import argparse
@@ -133,6 +134,7 @@ def einsum(equation: str, shapes):
 def scatter(c: int, hw, chained: bool, same: bool = False):
     """Slice assignment with constant indices (ScatterND), once or twice in a row on the same tensor; same=True: the
     second writes the region the first wrote (ConditionalDETR's box update exports that way), else the next one."""
+
     def body(y):
         y = y.clone()
         s = y[:, :, :, :2].sigmoid()
@@ -146,17 +148,20 @@ def scatter(c: int, hw, chained: bool, same: bool = False):
     return _net(c, hw, body)
 
 
-def scatter_pair(inner: int, rank: int, first: tuple[int, int], second: tuple[int, int], reads: bool, direct: bool = False):
+def scatter_pair(
+    inner: int, rank: int, first: tuple[int, int], second: tuple[int, int], reads: bool, direct: bool = False
+):
     """Two slice assignments (ScatterND) in a row on the innermost axis, to first = (start, stop) and then second, of a
     [1, 20, inner] (rank 3) or [1, 1, 20, inner] view of the conv output, or of the conv's own [1, 8, 8, inner] output
     (direct). The second writes values computed from the first one's output (reads) or from the first one's values
     (ConditionalDETR's box update writes [..., :2] of [1, 20, 4] twice, with values that do not read the first write)."""
+
     def body(y):
         z = y if direct else y.reshape(1, inner, 20).permute(0, 2, 1)
         z = (z.reshape(1, 1, 20, inner) if rank == 4 and not direct else z).clone()
-        a = z[..., first[0]:first[1]].sigmoid()
-        z[..., first[0]:first[1]] = a
-        z[..., second[0]:second[1]] = z[..., second[0]:second[1]] + 1.0 if reads else a * 2.0
+        a = z[..., first[0] : first[1]].sigmoid()
+        z[..., first[0] : first[1]] = a
+        z[..., second[0] : second[1]] = z[..., second[0] : second[1]] + 1.0 if reads else a * 2.0
         return z if direct else z.reshape(1, 20, inner).permute(0, 2, 1).reshape(1, inner, 4, 5)
 
     return _net(8 if direct else inner, (8, inner) if direct else (4, 5), body)
@@ -197,7 +202,7 @@ def depth_to_space(c: int, hw, factor: int, head: bool):
     """PixelShuffle (DepthToSpace), into a model output (head=False) or into a 1x1 conv."""
     import torch
 
-    return _net(c, hw, torch.nn.PixelShuffle(factor), c_out=c // factor ** 2, head=head)
+    return _net(c, hw, torch.nn.PixelShuffle(factor), c_out=c // factor**2, head=head)
 
 
 # name -> (op under test, builder, arguments[, build: "int8"])
@@ -235,7 +240,11 @@ CASES = {
     "split6-inner": ("Split", split, ((2, 4, 3, 2, 8, 16), 2)),
     "split6-innermost": ("Split", split, ((2, 4, 2, 4, 16, 3), 5)),
     # Slice steps: 2 on H/W (YOLOv5 Focus, swin patch merging), 2 on C, 3, and a reversing step (torch.flip)
-    "slice-step2-hw": ("Slice", strided, (8, (16, 16), (slice(None), slice(None), slice(0, None, 2), slice(1, None, 2)))),
+    "slice-step2-hw": (
+        "Slice",
+        strided,
+        (8, (16, 16), (slice(None), slice(None), slice(0, None, 2), slice(1, None, 2))),
+    ),
     "slice-step2-c": ("Slice", strided, (16, (8, 8), (slice(None), slice(0, None, 2)))),
     "slice-step3-w": ("Slice", strided, (8, (12, 12), (slice(None), slice(None), slice(None), slice(0, None, 3)))),
     "slice-step4-h": ("Slice", strided, (8, (16, 16), (slice(None), slice(None), slice(1, None, 4)))),
@@ -349,7 +358,9 @@ def predict(onnx: Path, op: str, profile=None, build: str = "fp16") -> list[str]
 SOC_BUILDS = {"rk3588": None, "rk3576": None, "rk3566": None, "rv1106": "int8"}
 
 
-def measure(onnx: Path, op: str, out: Path, build: str = "fp16", target: str = TARGET) -> tuple[list[str] | str, str | None]:
+def measure(
+    onnx: Path, op: str, out: Path, build: str = "fp16", target: str = TARGET
+) -> tuple[list[str] | str, str | None]:
     from npufit.compilers import compile_model
     from npufit.graph import load
 
@@ -363,8 +374,14 @@ def measure(onnx: Path, op: str, out: Path, build: str = "fp16", target: str = T
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--record", action="store_true", help="write docs/calibration/<target>-cases.json")
-    ap.add_argument("--target", default=TARGET, choices=sorted(SOC_BUILDS), help="the SoC to compile for (default rk3588)")
-    ap.add_argument("--cases", default="*", help="comma-separated globs over case names (default: all); with --record, only these are updated")
+    ap.add_argument(
+        "--target", default=TARGET, choices=sorted(SOC_BUILDS), help="the SoC to compile for (default rk3588)"
+    )
+    ap.add_argument(
+        "--cases",
+        default="*",
+        help="comma-separated globs over case names (default: all); with --record, only these are updated",
+    )
     a = ap.parse_args(argv)
     chosen = [n for n in CASES if any(fnmatch.fnmatch(n, g) for g in a.cases.split(","))]
     if not chosen:
@@ -372,8 +389,15 @@ def main(argv=None) -> None:
     from npufit.util.io import atomic_write_json
 
     path = RECORDS / f"{a.target}-cases.json"
-    rec = {"schema": SCHEMA, "target": a.target, "build": SOC_BUILDS[a.target] or "fp16", "opset": OPSET, "compiler": "rknn-toolkit2",
-           "compiler_versions": [], "cases": {}}
+    rec = {
+        "schema": SCHEMA,
+        "target": a.target,
+        "build": SOC_BUILDS[a.target] or "fp16",
+        "opset": OPSET,
+        "compiler": "rknn-toolkit2",
+        "compiler_versions": [],
+        "cases": {},
+    }
     if a.record and path.is_file():  # a run over some cases updates those and keeps the others
         rec = json.loads(path.read_text())
     print("| case | op | RKNN | npufit |\n|---|---|---|---|")

@@ -15,6 +15,7 @@ Resize, pooling and Slice graphs are written as ONNX directly (conv 1x1 -> op ->
 around the op), so every attribute is the one named; the Reshape graphs are exported from torch. Names start with the
 family; an int8 build's name starts with "int8-". The catalogue is merged into rknn_cases.CASES and recorded into
 docs/calibration/rk3588-cases.json with them."""
+
 from __future__ import annotations
 
 import math
@@ -26,12 +27,15 @@ OPSET = 17
 
 # -- ONNX-direct graphs ----------------------------------------------------------------------------------------------
 
+
 def _conv(name: str, x: str, y: str, c_in: int, c_out: int, inits: list) -> "object":
     from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(len(inits))
-    inits += [numpy_helper.from_array(rng.standard_normal((c_out, c_in, 1, 1)).astype(np.float32) * 0.3, f"{name}_w"),
-              numpy_helper.from_array(rng.standard_normal(c_out).astype(np.float32) * 0.1, f"{name}_b")]
+    inits += [
+        numpy_helper.from_array(rng.standard_normal((c_out, c_in, 1, 1)).astype(np.float32) * 0.3, f"{name}_w"),
+        numpy_helper.from_array(rng.standard_normal(c_out).astype(np.float32) * 0.1, f"{name}_b"),
+    ]
     return helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [y], name=name, kernel_shape=[1, 1])
 
 
@@ -50,8 +54,13 @@ def _graph(c: int, hw: tuple[int, int], body, out_shape) -> "object":
         nodes.append(helper.make_node("Reshape", [t, "to4_shape"], ["to4"], name="to4"))
         t, shape = "to4", [1, c2, h2, w2]
     nodes.append(_conv("post", t, "y", shape[1], 8, inits))
-    g = helper.make_graph(nodes, "case", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, *hw])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, *shape[2:]])], inits)
+    g = helper.make_graph(
+        nodes,
+        "case",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, *hw])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, *shape[2:]])],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="npufit-rknn-sweep")
     m.ir_version = 8
     return m
@@ -80,8 +89,11 @@ def resize(mode: str, ctm: str, scale: float, by_sizes: bool = False, c: int = 8
             inits.append(numpy_helper.from_array(np.array([1, 1, scale, scale], np.float32), "scales"))
             ins = [x, "", "scales"]
         extra = {"nearest_mode": "floor"} if mode == "nearest" else {}
-        nodes.append(helper.make_node("Resize", ins, ["r"], name="resize", mode=mode,
-                                      coordinate_transformation_mode=ctm, **extra))
+        nodes.append(
+            helper.make_node(
+                "Resize", ins, ["r"], name="resize", mode=mode, coordinate_transformation_mode=ctm, **extra
+            )
+        )
         return "r"
 
     return _graph(c, hw, body, out)
@@ -122,7 +134,11 @@ def reduce_mean(axes, keepdims: int = 1, c: int = 8, hw=(8, 8)):
     from onnx import helper
 
     shape = [1, c, *hw]
-    out = [1 if a in axes else d for a, d in enumerate(shape)] if keepdims else [d for a, d in enumerate(shape) if a not in axes]
+    out = (
+        [1 if a in axes else d for a, d in enumerate(shape)]
+        if keepdims
+        else [d for a, d in enumerate(shape) if a not in axes]
+    )
 
     def body(x, nodes, inits):  # opset 17: axes is an attribute
         nodes.append(helper.make_node("ReduceMean", [x], ["m"], name="mean", axes=list(axes), keepdims=keepdims))
@@ -171,14 +187,23 @@ def strided_slice(view: str, axes, starts, steps, c: int = 16, hw=(8, 8)):
     from onnx import helper, numpy_helper
 
     grid = view.startswith("grid")
-    shape = {"nchw": [1, c, *hw], "nhwc": [1, hw[0], hw[1], c], "tokens": [1, hw[0] * hw[1], c], "tokens-linear": [1, hw[0] * hw[1], c],
-             "flat": [1, c, hw[0] * hw[1]]}.get(view, [1, hw[0], hw[1], c])
+    shape = {
+        "nchw": [1, c, *hw],
+        "nhwc": [1, hw[0], hw[1], c],
+        "tokens": [1, hw[0] * hw[1], c],
+        "tokens-linear": [1, hw[0] * hw[1], c],
+        "flat": [1, c, hw[0] * hw[1]],
+    }.get(view, [1, hw[0], hw[1], c])
     out = list(np.zeros(shape)[tuple(_py_slices(len(shape), axes, starts, steps))].shape)
 
     def body(x, nodes, inits):
         t, _shape = _view(x, nodes, inits, c, hw, view)
-        vals = {"starts": [-1 - s if sp < 0 else s for s, sp in zip(starts, steps)],
-                "ends": [-(2 ** 62) if sp < 0 else 2 ** 62 for sp in steps], "axes": list(axes), "steps": list(steps)}
+        vals = {
+            "starts": [-1 - s if sp < 0 else s for s, sp in zip(starts, steps)],
+            "ends": [-(2**62) if sp < 0 else 2**62 for sp in steps],
+            "axes": list(axes),
+            "steps": list(steps),
+        }
         for name, v in vals.items():
             inits.append(numpy_helper.from_array(np.array(v, np.int64), f"s_{name}"))
         nodes.append(helper.make_node("Slice", [t, "s_starts", "s_ends", "s_axes", "s_steps"], ["s"], name="slice"))
@@ -191,7 +216,12 @@ def strided_slice(view: str, axes, starts, steps, c: int = 16, hw=(8, 8)):
         nodes.append(helper.make_node("Transpose", ["s"], ["back"], name="back_t", perm=[0, 3, 1, 2]))
         return "back"
 
-    return _graph(c, hw, body, [out[0], out[3], out[1], out[2]] if view == "nhwc" else [1, out[1] * out[2], out[3]] if grid else out)
+    return _graph(
+        c,
+        hw,
+        body,
+        [out[0], out[3], out[1], out[2]] if view == "nhwc" else [1, out[1] * out[2], out[3]] if grid else out,
+    )
 
 
 def _py_slices(rank: int, axes, starts, steps) -> list:
@@ -202,6 +232,7 @@ def _py_slices(rank: int, axes, starts, steps) -> list:
 
 
 # -- Reshape graphs (torch) ------------------------------------------------------------------------------------------
+
 
 def _bias(n: int):
     import torch
@@ -279,7 +310,16 @@ def _catalogue() -> dict:
         cases[f"resize-linear-{ctm}-x2-c32-16x16"] = ("Resize", resize, ("linear", ctm, 2.0, False, 32, (16, 16)))
         cases[f"resize-linear-{ctm}-sizes-x4-c16-6x10"] = ("Resize", resize, ("linear", ctm, 4.0, True, 16, (6, 10)))
     # pooling: kernel x stride x pads x count_include_pad x ceil_mode
-    for k, s, p in ((3, 1, 1), (3, 2, 1), (5, 1, 2), (7, 1, 3), (2, 2, 0), (3, 1, 0), (2, 1, (0, 0, 1, 1)), (3, 2, (1, 1, 0, 0))):
+    for k, s, p in (
+        (3, 1, 1),
+        (3, 2, 1),
+        (5, 1, 2),
+        (7, 1, 3),
+        (2, 2, 0),
+        (3, 1, 0),
+        (2, 1, (0, 0, 1, 1)),
+        (3, 2, (1, 1, 0, 0)),
+    ):
         pads = p if isinstance(p, tuple) else (p,) * 4
         ptag = "p" + "".join(map(str, pads)) if isinstance(p, tuple) else f"p{p}"
         for cip in (0, 1):
@@ -290,13 +330,28 @@ def _catalogue() -> dict:
     for cip in (0, 1):
         cases[f"pool-avg-k3s2p0-ceil-cip{cip}"] = ("AveragePool", pool, ("AveragePool", 3, 2, (0,) * 4, cip, 1))
         cases[f"pool-avg-k3s2p1-ceil-cip{cip}"] = ("AveragePool", pool, ("AveragePool", 3, 2, (1,) * 4, cip, 1))
-        cases[f"pool-avg-k3s1p1-cip{cip}-c64-14x14"] = ("AveragePool", pool, ("AveragePool", 3, 1, (1,) * 4, cip, 0, 64, (14, 14)))
-        cases[f"pool-avg-k3s1p1-cip{cip}-c16-7x7"] = ("AveragePool", pool, ("AveragePool", 3, 1, (1,) * 4, cip, 0, 16, (7, 7)))
+        cases[f"pool-avg-k3s1p1-cip{cip}-c64-14x14"] = (
+            "AveragePool",
+            pool,
+            ("AveragePool", 3, 1, (1,) * 4, cip, 0, 64, (14, 14)),
+        )
+        cases[f"pool-avg-k3s1p1-cip{cip}-c16-7x7"] = (
+            "AveragePool",
+            pool,
+            ("AveragePool", 3, 1, (1,) * 4, cip, 0, 16, (7, 7)),
+        )
     cases["pool-max-k3s2p0-ceil"] = ("MaxPool", pool, ("MaxPool", 3, 2, (0,) * 4, 0, 1))
     cases["pool-gap-8x8"] = ("GlobalAveragePool", global_pool, (8, (8, 8)))
     cases["pool-gap-c32-14x14"] = ("GlobalAveragePool", global_pool, (32, (14, 14)))
-    for tag, axes, kd in (("hw", (2, 3), 1), ("hw-nokeep", (2, 3), 0), ("c", (1,), 1), ("all", (1, 2, 3), 1),
-                          ("w", (3,), 1), ("h", (2,), 1), ("chw-c32", (1, 2, 3), 1)):
+    for tag, axes, kd in (
+        ("hw", (2, 3), 1),
+        ("hw-nokeep", (2, 3), 0),
+        ("c", (1,), 1),
+        ("all", (1, 2, 3), 1),
+        ("w", (3,), 1),
+        ("h", (2,), 1),
+        ("chw-c32", (1, 2, 3), 1),
+    ):
         c = 32 if tag.endswith("c32") else 8
         cases[f"reducemean-{tag}"] = ("ReduceMean", reduce_mean, (list(axes), kd, c))
     # Reshape / Flatten: rank 4 -> 2..6 and back, channel / spatial splits and merges, batch-folding views
@@ -323,13 +378,25 @@ def _catalogue() -> dict:
     for name, (c, hw, shapes) in rs.items():
         cases[f"reshape-{name}"] = ("Reshape", reshape_chain, (c, hw, shapes))
     cases["reshape-flatten1"] = ("Flatten", flatten, (16, (8, 8), 1))
-    for tag, c, hw in (("c16-8x8", 16, (8, 8)), ("c32-8x8", 32, (8, 8)), ("c8-16x16", 8, (16, 16)), ("c16-4x4", 16, (4, 4))):
+    for tag, c, hw in (
+        ("c16-8x8", 16, (8, 8)),
+        ("c32-8x8", 32, (8, 8)),
+        ("c8-16x16", 8, (16, 16)),
+        ("c16-4x4", 16, (4, 4)),
+    ):
         cases[f"reshape-unfold-fold-p2-{tag}"] = ("Reshape", unfold_fold, (c, hw, 2))
     cases["reshape-unfold-p2-c16-8x8"] = ("Reshape", unfold_fold, (16, (8, 8), 2, False))
     cases["reshape-unfold-p2-c32-8x8"] = ("Reshape", unfold_fold, (32, (8, 8), 2, False))
     cases["reshape-unfold-fold-p4-c16-8x8"] = ("Reshape", unfold_fold, (16, (8, 8), 4))
-    for name in ("4to2-merge-all", "4to3-merge-hw", "4to4-batch-c", "4to4-batch-ch", "4to5-split-c", "4to6-split-hw",
-                 "4to3-batch"):
+    for name in (
+        "4to2-merge-all",
+        "4to3-merge-hw",
+        "4to4-batch-c",
+        "4to4-batch-ch",
+        "4to5-split-c",
+        "4to6-split-hw",
+        "4to3-batch",
+    ):
         c, hw, shapes = rs[name]
         cases[f"int8-reshape-{name}"] = ("Reshape", reshape_chain, (c, hw, shapes), "int8")
     for tag, c, hw in (("c16-8x8", 16, (8, 8)), ("c32-8x8", 32, (8, 8)), ("c8-16x16", 8, (16, 16))):
@@ -345,19 +412,36 @@ def _catalogue() -> dict:
         cases[f"slice-{view}-ax{pair[0]}{pair[1]}-s2-off1"] = ("Slice", strided_slice, (view, pair, (1, 1), (2, 2)))
     # ... on a [1, H, W, C] grid reshaped from the tokens (and from a Linear's output), reshaped back to tokens after
     for view in ("grid", "grid-linear"):
-        for tag, axes, st, sp in (("ax1-s2", (1,), (0,), (2,)), ("ax2-s2", (2,), (0,), (2,)), ("ax12-s2", (1, 2), (0, 0), (2, 2)),
-                                  ("ax12-s2-off1", (1, 2), (1, 1), (2, 2)), ("ax3-s2", (3,), (0,), (2,)), ("ax1-s1-off1", (1,), (1,), (1,))):
+        for tag, axes, st, sp in (
+            ("ax1-s2", (1,), (0,), (2,)),
+            ("ax2-s2", (2,), (0,), (2,)),
+            ("ax12-s2", (1, 2), (0, 0), (2, 2)),
+            ("ax12-s2-off1", (1, 2), (1, 1), (2, 2)),
+            ("ax3-s2", (3,), (0,), (2,)),
+            ("ax1-s1-off1", (1,), (1,), (1,)),
+        ):
             cases[f"slice-{view}-{tag}"] = ("Slice", strided_slice, (view, axes, st, sp))
     cases["slice-grid-ax12-s2-c32-14x14"] = ("Slice", strided_slice, ("grid", (1, 2), (0, 0), (2, 2), 32, (14, 14)))
-    cases["slice-grid-linear-ax12-s2-c32-14x14"] = ("Slice", strided_slice, ("grid-linear", (1, 2), (0, 0), (2, 2), 32, (14, 14)))
+    cases["slice-grid-linear-ax12-s2-c32-14x14"] = (
+        "Slice",
+        strided_slice,
+        ("grid-linear", (1, 2), (0, 0), (2, 2), 32, (14, 14)),
+    )
     for tag, ax, sp in (("ax1-s2", 1, 2), ("ax2-s2", 2, 2), ("ax1-sm1", 1, -1), ("ax2-sm1", 2, -1)):
         cases[f"slice-tokens-linear-{tag}"] = ("Slice", strided_slice, ("tokens-linear", (ax,), (0,), (sp,)))
     cases["slice-nhwc-ax12-s2-c32-14x14"] = ("Slice", strided_slice, ("nhwc", (1, 2), (0, 0), (2, 2), 32, (14, 14)))
     cases["slice-nchw-ax23-s2-c32-14x14"] = ("Slice", strided_slice, ("nchw", (2, 3), (0, 0), (2, 2), 32, (14, 14)))
     # int8 builds of the cases that decide each new condition (RV1106, int8 only, differed on two of them)
-    for name in ("pool-avg-k3s1p1-cip0", "pool-avg-k3s2p0-ceil-cip0", "resize-linear-align_corners-x2",
-                 "resize-linear-asymmetric-x2", "slice-nchw-ax3-sm1", "slice-nhwc-ax2-sm1", "slice-grid-linear-ax12-s2",
-                 "slice-grid-ax12-s2"):
+    for name in (
+        "pool-avg-k3s1p1-cip0",
+        "pool-avg-k3s2p0-ceil-cip0",
+        "resize-linear-align_corners-x2",
+        "resize-linear-asymmetric-x2",
+        "slice-nchw-ax3-sm1",
+        "slice-nhwc-ax2-sm1",
+        "slice-grid-linear-ax12-s2",
+        "slice-grid-ax12-s2",
+    ):
         cases[f"int8-{name}"] = (*cases[name], "int8")
     return cases
 

@@ -12,6 +12,7 @@ Like rknn_sweep.py, each family is swept on both sides of the conditions npufit'
 Every graph is written as ONNX directly (conv 1x1 -> ops -> [reshape to 4-D] -> conv 1x1, rknn_sweep._graph); a
 case names one op under test, and a graph measured for several of its ops has one case per op (same graph). Names
 start with the family; an int8 build's name starts with "int8-". Merged into rknn_cases.CASES."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,6 +35,7 @@ def _const(inits, name, value, dtype=np.int64):
 
 
 # -- shape arithmetic ------------------------------------------------------------------------------------------------
+
 
 def shape_reshape(c: int = 16, hw=(8, 8)):
     """Shape(x) -> Gather H, W (scalar indices) -> Unsqueeze -> Mul -> Concat with [1, C] -> Reshape x to [1, C, H*W]
@@ -91,6 +93,7 @@ def const_of_shape(c: int = 8, hw=(8, 8)):
 
 def argmax_plus(dtype: str = "int64", c: int = 8, hw=(8, 8)):
     """ArgMax over C (run-time int64) + 1 [in int32 after a Cast], Cast to float, multiplied into x."""
+
     def body(x, nodes, inits):
         a = _mk(nodes, "ArgMax", [x], ["argmax"], axis=1, keepdims=1)
         if dtype == "int32":
@@ -121,10 +124,12 @@ def cast_roundtrip(dtype: str = "int64", op: str | None = None, c: int = 8, hw=(
 
 # -- Erf -------------------------------------------------------------------------------------------------------------
 
+
 def erf(form: str, c: int = 16, hw=(8, 8)):
     """Erf of the conv's output: "alone"; "scaled" (x * 0.7 -> Erf); "gelu" (x / sqrt2 -> Erf -> + 1 -> * x -> * 0.5,
     the exact-GELU pattern); "gelu-mul" (x * 1/sqrt2 instead of the Div); "gelu-half-first" (0.5 * x * (1 + erf));
     "erf-add" (Erf -> + 1 only); on tokens: "tokens-gelu", "tokens-alone" ([1, C, H*W] view)."""
+
     def body(x, nodes, inits):
         if form.startswith("tokens"):
             x = _mk(nodes, "Reshape", [x, _const(inits, "tok", [1, c, hw[0] * hw[1]])], ["tokv"])
@@ -132,7 +137,9 @@ def erf(form: str, c: int = 16, hw=(8, 8)):
         if f == "alone":
             return _mk(nodes, "Erf", [x], ["erf"])
         if f == "scaled":
-            return _mk(nodes, "Erf", [_mk(nodes, "Mul", [x, _const(inits, "k", 0.7, np.float32)], ["pre_mul"])], ["erf"])
+            return _mk(
+                nodes, "Erf", [_mk(nodes, "Mul", [x, _const(inits, "k", 0.7, np.float32)], ["pre_mul"])], ["erf"]
+            )
         if f in ("gelu", "erf-add", "gelu-half-first"):
             d = _mk(nodes, "Div", [x, _const(inits, "sqrt2", np.sqrt(2.0), np.float32)], ["div"])
         else:
@@ -151,6 +158,7 @@ def erf(form: str, c: int = 16, hw=(8, 8)):
 
 
 # -- Gather ----------------------------------------------------------------------------------------------------------
+
 
 def gather(view: str, axis: int, idx, c: int = 16, hw=(8, 8)):
     """Gather of the conv's output ("nchw") or of its [1, H*W, C] tokens ("tokens") along `axis` by the constant
@@ -187,6 +195,7 @@ def topk_gather(k: int = 8, c: int = 16, hw=(8, 8), unsq: bool = False):
 
 # -- Pad -------------------------------------------------------------------------------------------------------------
 
+
 def pad3(mode: str, pads, c: int = 16, t: int = 64):
     """Pad of a 3-D [1, C, T] tensor between two 1-D convs (kernel 1, as audio models export Conv1d), pads = (C start,
     T start, C end, T end). (The 4-D conv -> Reshape to [1, C, T] -> Pad form failed inside rknn.build's constant
@@ -196,19 +205,27 @@ def pad3(mode: str, pads, c: int = 16, t: int = 64):
     pc0, pt0, pc1, pt1 = pads
     out = [1, c + pc0 + pc1, t + pt0 + pt1]
     rng = np.random.default_rng(3)
-    inits = [numpy_helper.from_array((rng.standard_normal((c, c, 1)) * 0.3).astype(np.float32), "pre_w"),
-             numpy_helper.from_array((rng.standard_normal((8, out[1], 1)) * 0.3).astype(np.float32), "post_w")]
+    inits = [
+        numpy_helper.from_array((rng.standard_normal((c, c, 1)) * 0.3).astype(np.float32), "pre_w"),
+        numpy_helper.from_array((rng.standard_normal((8, out[1], 1)) * 0.3).astype(np.float32), "post_w"),
+    ]
     nodes = [helper.make_node("Conv", ["x", "pre_w"], ["a"], name="pre", kernel_shape=[1])]
     _mk(nodes, "Pad", ["a", _const(inits, "pads", [0, pc0, pt0, 0, pc1, pt1])], ["pad"], mode=mode)
     nodes.append(helper.make_node("Conv", ["pad", "post_w"], ["y"], name="post", kernel_shape=[1]))
-    g = helper.make_graph(nodes, "case", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, t])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, out[2]])], inits)
+    g = helper.make_graph(
+        nodes,
+        "case",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, t])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, out[2]])],
+        inits,
+    )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], producer_name="npufit-rknn-sweep")
     m.ir_version = 8
     return m
 
 
 # -- Reshape in attention -------------------------------------------------------------------------------------------
+
 
 def relpos_bias(win: int, heads: int = 4):
     """A relative position bias: Gather of a constant [(2w-1)^2, heads] table by constant [N*N] indices (N = w*w) ->
@@ -219,7 +236,9 @@ def relpos_bias(win: int, heads: int = 4):
     idx = (rel[..., 0] * (2 * win - 1) + rel[..., 1]).reshape(-1)
 
     def body(x, nodes, inits):
-        table = _const(inits, "table", np.random.default_rng(5).standard_normal(((2 * win - 1) ** 2, heads)) * 0.1, np.float32)
+        table = _const(
+            inits, "table", np.random.default_rng(5).standard_normal(((2 * win - 1) ** 2, heads)) * 0.1, np.float32
+        )
         g = _mk(nodes, "Gather", [table, _const(inits, "rel_idx", idx)], ["bias_g"], axis=0)
         r = _mk(nodes, "Reshape", [g, _const(inits, "bias_shape", [n, n, heads])], ["bias_r"])
         t = _mk(nodes, "Transpose", [r], ["bias_t"], perm=[2, 0, 1])
@@ -232,6 +251,7 @@ def relpos_bias(win: int, heads: int = 4):
 def window_mask(nw: int, heads: int, n: int, softmax: bool):
     """Swin's shifted-window mask: the conv's [1, nW*heads, N, N] scores -> Reshape [1, nW, heads, N, N] (5-D) -> Add a
     constant [1, nW, 1, N, N] mask -> Reshape [1, nW*heads, N, N] [-> Softmax over the last axis]."""
+
     def body(x, nodes, inits):
         r = _mk(nodes, "Reshape", [x, _const(inits, "s5", [1, nw, heads, n, n])], ["attn5"])
         mask = np.where(np.random.default_rng(6).random((1, nw, 1, n, n)) < 0.3, -100.0, 0.0)
@@ -254,7 +274,12 @@ def heads_split(heads: int, d: int, n_hw=(4, 4)):
         rng = np.random.default_rng(8)
         hs = []
         for nm in ("q", "k"):
-            m = _mk(nodes, "MatMul", [t, _const(inits, f"w{nm}", rng.standard_normal((c, c)) * 0.3, np.float32)], [f"{nm}_lin"])
+            m = _mk(
+                nodes,
+                "MatMul",
+                [t, _const(inits, f"w{nm}", rng.standard_normal((c, c)) * 0.3, np.float32)],
+                [f"{nm}_lin"],
+            )
             r = _mk(nodes, "Reshape", [m, _const(inits, f"{nm}_shape", [1, n, heads, d])], [f"{nm}_split"])
             hs.append(_mk(nodes, "Transpose", [r], [f"{nm}_heads"], perm=[0, 2, 1, 3] if nm == "q" else [0, 2, 3, 1]))
         return _mk(nodes, "MatMul", hs, ["scores"])
@@ -290,8 +315,13 @@ def _catalogue() -> dict:
     cases["gather-topk-queries"] = ("Gather", topk_gather, ())
     cases["gather-topk-queries-2d"] = ("Gather", topk_gather, (8, 16, (8, 8), True))
     for mode in ("constant", "reflect", "edge"):
-        for tag, p in (("t-start", (0, 2, 0, 0)), ("t-end", (0, 0, 0, 2)), ("t-both", (0, 3, 0, 3)), ("c-end", (0, 0, 2, 0)),
-                       ("c-start", (2, 0, 0, 0))):
+        for tag, p in (
+            ("t-start", (0, 2, 0, 0)),
+            ("t-end", (0, 0, 0, 2)),
+            ("t-both", (0, 3, 0, 3)),
+            ("c-end", (0, 0, 2, 0)),
+            ("c-start", (2, 0, 0, 0)),
+        ):
             cases[f"pad3-{mode}-{tag}"] = ("Pad", pad3, (mode, p))
         cases[f"pad3-{mode}-t-both-c8-t256"] = ("Pad", pad3, (mode, (0, 4, 0, 4), 8, 256))
     for w in (4, 7, 8):
@@ -303,8 +333,18 @@ def _catalogue() -> dict:
     for heads, d in ((8, 4), (4, 8), (16, 2), (2, 16), (4, 4), (6, 4)):
         cases[f"attn-heads-split-h{heads}-d{d}"] = ("Reshape", heads_split, (heads, d))
     cases["attn-heads-split-h8-d4-7x7"] = ("Reshape", heads_split, (8, 4, (7, 7)))
-    for name in ("shapechain-reshape-reshape", "shapechain-padmult-pad", "intdata-argmax-int64-add", "intdata-cast-int64-add",
-                 "erf-alone", "erf-gelu", "gather-nchw-ax2-2d", "gather-tokens-ax1-1d", "pad3-reflect-t-both", "pad3-constant-t-end"):
+    for name in (
+        "shapechain-reshape-reshape",
+        "shapechain-padmult-pad",
+        "intdata-argmax-int64-add",
+        "intdata-cast-int64-add",
+        "erf-alone",
+        "erf-gelu",
+        "gather-nchw-ax2-2d",
+        "gather-tokens-ax1-1d",
+        "pad3-reflect-t-both",
+        "pad3-constant-t-end",
+    ):
         cases[f"int8-{name}"] = (*cases[name], "int8")
     return cases
 

@@ -10,6 +10,7 @@ is evidence the held-out family did not provide, so LOFO keeps it; "LOFO corpus-
 reading, where only corpus families count). The case records of the scored targets are replayed too (the cases
 whose nodes today's profile places otherwise than the compiler did). A node the compiler folded away counts as not
 on the CPU. Needs torch + transformers (the models are re-exported from the corpus cache)."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,10 +37,22 @@ def score_record(path: Path) -> dict:
             lofo[fam] = records.pool(fam_rows)
             lofo_rows += fam_rows
             strict += [records.replay_model(rec, n, held_out=fam, cases=False) for n in names]
-    return {"record": path.name, "lofo_pooled": records.pool(lofo_rows), "lofo_strict": records.pool(strict), "target": rec["target"],
-            "build": rec["build"], "opset": rec["opset"], "versions": rec["compiler_versions"], "models": len(ok),
-            "failed": len(rec["models"]) - len(ok), "rows": rows, "whole": records.pool(rows), "families": records.by_family(rows),
-            "lofo": lofo, "lofo_rows": lofo_rows}
+    return {
+        "record": path.name,
+        "lofo_pooled": records.pool(lofo_rows),
+        "lofo_strict": records.pool(strict),
+        "target": rec["target"],
+        "build": rec["build"],
+        "opset": rec["opset"],
+        "versions": rec["compiler_versions"],
+        "models": len(ok),
+        "failed": len(rec["models"]) - len(ok),
+        "rows": rows,
+        "whole": records.pool(rows),
+        "families": records.by_family(rows),
+        "lofo": lofo,
+        "lofo_rows": lofo_rows,
+    }
 
 
 def _f(v) -> str:
@@ -49,19 +62,28 @@ def _f(v) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", nargs="+", type=Path, default=records.all_records())
-    ap.add_argument("--wrong", action="store_true", help="list every disagreeing node, grouped by op (whole corpus, then LOFO)")
+    ap.add_argument(
+        "--wrong", action="store_true", help="list every disagreeing node, grouped by op (whole corpus, then LOFO)"
+    )
     a = ap.parse_args(argv)
-    print("| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | LOFO pooled | LOFO corpus-only | "
-          + " | ".join(f"LOFO {f} (CPU nodes)" for f in FAMILIES) + " |")
+    print(
+        "| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | LOFO pooled | LOFO corpus-only | "
+        + " | ".join(f"LOFO {f} (CPU nodes)" for f in FAMILIES)
+        + " |"
+    )
     print("|---|---|---|---|---|---|---|---|---|" + "---|" * len(FAMILIES))
     results = [score_record(p) for p in a.records]
     for r in results:
         w = r["whole"]
-        lofo = " | ".join(f"{_f(r['lofo'][f]['f1'])} ({r['lofo'][f]['tp'] + r['lofo'][f]['fn']})" if f in r["lofo"] else "-"
-                          for f in FAMILIES)
-        print(f"| {r['target']} {r['build']} opset {r['opset']} | {', '.join(r['versions'])} | {r['models']} ({r['failed']}) | "
-              f"{w['tp'] + w['fn']} | {_f(w['precision'])} | {_f(w['recall'])} | {_f(w['f1'])} | {_f(r['lofo_pooled']['f1'])} | "
-              f"{_f(r['lofo_strict']['f1'])} | {lofo} |")
+        lofo = " | ".join(
+            f"{_f(r['lofo'][f]['f1'])} ({r['lofo'][f]['tp'] + r['lofo'][f]['fn']})" if f in r["lofo"] else "-"
+            for f in FAMILIES
+        )
+        print(
+            f"| {r['target']} {r['build']} opset {r['opset']} | {', '.join(r['versions'])} | {r['models']} ({r['failed']}) | "
+            f"{w['tp'] + w['fn']} | {_f(w['precision'])} | {_f(w['recall'])} | {_f(w['f1'])} | {_f(r['lofo_pooled']['f1'])} | "
+            f"{_f(r['lofo_strict']['f1'])} | {lofo} |"
+        )
     targets = {r["target"] for r in results}
     cases = [p for p in records.case_records() if records.load_cases(p)["target"] in targets]
     if cases:
@@ -72,8 +94,10 @@ def main(argv=None) -> None:
             rec = records.load_cases(p)
             rows = case_rows[p.name] = records.replay_cases(p, Path(d))
             nodes = sum(len(x["got"]) for x in rows)
-            print(f"| {p.name} | {rec['compiler']} {', '.join(rec['compiler_versions'])} | {len(rows)} | {nodes} | "
-                  f"{sum(1 for x in rows if x['wrong'])} ({sum(x['wrong'] for x in rows)}) |")
+            print(
+                f"| {p.name} | {rec['compiler']} {', '.join(rec['compiler_versions'])} | {len(rows)} | {nodes} | "
+                f"{sum(1 for x in rows if x['wrong'])} ({sum(x['wrong'] for x in rows)}) |"
+            )
     if a.wrong:
         for name, rows in case_rows.items():
             for x in rows:
@@ -88,7 +112,14 @@ def main(argv=None) -> None:
 def _print_wrong(rows) -> None:
     groups = Counter((x["op"], x["kind"], x["rules"]) for row in rows for x in row["wrong"])
     for (op, kind, rules), k in groups.most_common():
-        models = sorted({f"{row['model']} ({row['family']})" for row in rows for x in row["wrong"] if (x["op"], x["kind"], x["rules"]) == (op, kind, rules)})
+        models = sorted(
+            {
+                f"{row['model']} ({row['family']})"
+                for row in rows
+                for x in row["wrong"]
+                if (x["op"], x["kind"], x["rules"]) == (op, kind, rules)
+            }
+        )
         print(f"  {k:4d} {kind} {op:<22} {rules or '-':<40} {', '.join(models)}")
 
 

@@ -2,6 +2,7 @@
 a YOLOv5-style anchor head, a UNet, a CRNN (CNN + BiLSTM + CTC head), ESPCN super-resolution, a depthwise-separable
 keyword-spotting CNN, a TCN and a convolutional autoencoder. Each builder returns (module, inputs, input names,
 output names), like hf_archs."""
+
 from __future__ import annotations
 
 
@@ -80,7 +81,9 @@ def yolov5_anchor():
                 p = self.heads[i](f)
                 _, _, h, w = p.shape
                 p = p.view(1, na, no, h, w).permute(0, 1, 3, 4, 2).sigmoid()
-                gy, gx = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32), indexing="ij")
+                gy, gx = torch.meshgrid(
+                    torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32), indexing="ij"
+                )
                 grid = torch.stack((gx, gy), 2).view(1, 1, h, w, 2)
                 xy = (p[..., 0:2] * 2 - 0.5 + grid) * (64 / h)
                 wh = (p[..., 2:4] * 2) ** 2 * self.anchors[i]
@@ -121,8 +124,14 @@ def crnn():
     class CRNN(nn.Module):
         def __init__(self):
             super().__init__()
-            self.cnn = nn.Sequential(_cba(nn, 1, 16, act=nn.ReLU()), nn.MaxPool2d(2), _cba(nn, 16, 32, act=nn.ReLU()),
-                                     nn.MaxPool2d(2), _cba(nn, 32, 32, act=nn.ReLU()), nn.MaxPool2d((2, 1)))
+            self.cnn = nn.Sequential(
+                _cba(nn, 1, 16, act=nn.ReLU()),
+                nn.MaxPool2d(2),
+                _cba(nn, 16, 32, act=nn.ReLU()),
+                nn.MaxPool2d(2),
+                _cba(nn, 32, 32, act=nn.ReLU()),
+                nn.MaxPool2d((2, 1)),
+            )
             self.rnn = nn.LSTM(32 * 4, 32, bidirectional=True, batch_first=True)
             self.ctc = nn.Linear(64, 11)
 
@@ -138,8 +147,14 @@ def crnn():
 def espcn():
     torch, nn = _nn()
     r = 3
-    m = nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.Tanh(), nn.Conv2d(32, 16, 3, padding=1), nn.Tanh(),
-                      nn.Conv2d(16, r * r, 3, padding=1), nn.PixelShuffle(r))
+    m = nn.Sequential(
+        nn.Conv2d(1, 32, 5, padding=2),
+        nn.Tanh(),
+        nn.Conv2d(32, 16, 3, padding=1),
+        nn.Tanh(),
+        nn.Conv2d(16, r * r, 3, padding=1),
+        nn.PixelShuffle(r),
+    )
     return m.eval(), (torch.randn(1, 1, 32, 32),), ["image"], ["upscaled"]
 
 
@@ -147,11 +162,26 @@ def kws_dscnn():
     torch, nn = _nn()
 
     def ds(c):
-        return nn.Sequential(nn.Conv2d(c, c, 3, 1, 1, groups=c, bias=False), nn.BatchNorm2d(c), nn.ReLU(),
-                             nn.Conv2d(c, c, 1, bias=False), nn.BatchNorm2d(c), nn.ReLU())
+        return nn.Sequential(
+            nn.Conv2d(c, c, 3, 1, 1, groups=c, bias=False),
+            nn.BatchNorm2d(c),
+            nn.ReLU(),
+            nn.Conv2d(c, c, 1, bias=False),
+            nn.BatchNorm2d(c),
+            nn.ReLU(),
+        )
 
-    m = nn.Sequential(nn.Conv2d(1, 32, (10, 4), (2, 2), (5, 1)), nn.BatchNorm2d(32), nn.ReLU(), ds(32), ds(32), ds(32),
-                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 12))
+    m = nn.Sequential(
+        nn.Conv2d(1, 32, (10, 4), (2, 2), (5, 1)),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        ds(32),
+        ds(32),
+        ds(32),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 12),
+    )
     return m.eval(), (torch.randn(1, 1, 49, 10),), ["mfcc"], ["logits"]
 
 
@@ -189,9 +219,19 @@ def autoencoder():
     class AE(nn.Module):
         def __init__(self):
             super().__init__()
-            self.enc = nn.Sequential(nn.Conv2d(1, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 32, 3, 2, 1), nn.ReLU(), nn.Flatten(),
-                                     nn.Linear(32 * 8 * 8, 32), nn.ReLU(), nn.Linear(32, 32 * 8 * 8))
-            self.dec = nn.Sequential(nn.ConvTranspose2d(32, 16, 4, 2, 1), nn.ReLU(), nn.ConvTranspose2d(16, 1, 4, 2, 1), nn.Sigmoid())
+            self.enc = nn.Sequential(
+                nn.Conv2d(1, 16, 3, 2, 1),
+                nn.ReLU(),
+                nn.Conv2d(16, 32, 3, 2, 1),
+                nn.ReLU(),
+                nn.Flatten(),
+                nn.Linear(32 * 8 * 8, 32),
+                nn.ReLU(),
+                nn.Linear(32, 32 * 8 * 8),
+            )
+            self.dec = nn.Sequential(
+                nn.ConvTranspose2d(32, 16, 4, 2, 1), nn.ReLU(), nn.ConvTranspose2d(16, 1, 4, 2, 1), nn.Sigmoid()
+            )
 
         def forward(self, x):
             return self.dec(self.enc(x).view(1, 32, 8, 8))

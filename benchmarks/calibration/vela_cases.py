@@ -16,6 +16,7 @@ path, the placement mapped back to ONNX nodes as for the corpus records (records
 docs/calibration/<target>-cases.json per target: per case, the placement of every node of the op under test, in
 graph order ("failed: ..." when the converter or Vela rejects the model). tests/test_calibration_records.py replays
 them (records.replay_cases)."""
+
 from __future__ import annotations
 
 import argparse
@@ -65,7 +66,7 @@ def mask_add(c: int, hw, fill: float, mode: str = "mask"):
             return self.post(z)
 
     mask = torch.ones(1, 1, 1, hw[1], dtype=torch.int64)
-    mask[..., hw[1] // 2:] = 0
+    mask[..., hw[1] // 2 :] = 0
     return Case().eval(), (torch.randn(1, c, *hw), mask)
 
 
@@ -122,38 +123,56 @@ def shape_if(c: int, hw, n: int, by: str = "shape"):
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.standard_normal((c, c, 1, 1)).astype(np.float32) * 0.3, f"w{k}") for k in (0, 1)]
-    inits += [numpy_helper.from_array(np.zeros(c, np.float32), "b"), numpy_helper.from_array(np.array([3], np.int64), "i3"),
-              numpy_helper.from_array(np.array(n if by != "table" else 2 * n - 1, np.int64), "n"),
-              numpy_helper.from_array(np.array(2.0, np.float32), "two"), numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((c, c, 1, 1)).astype(np.float32) * 0.3, f"w{k}") for k in (0, 1)
+    ]
+    inits += [
+        numpy_helper.from_array(np.zeros(c, np.float32), "b"),
+        numpy_helper.from_array(np.array([3], np.int64), "i3"),
+        numpy_helper.from_array(np.array(n if by != "table" else 2 * n - 1, np.int64), "n"),
+        numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+        numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+    ]
     nodes = [helper.make_node("Conv", ["x", "w0", "b"], ["y"], name="pre")]
 
     def vi(name):  # a branch's output: its own name (a branch may not write a name of the main graph)
         return helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
 
     if by == "value":
-        nodes += [helper.make_node("ReduceMean", ["y"], ["m"], keepdims=0, name="mean"),
-                  helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0.0, np.float32))),
-                  helper.make_node("Greater", ["m", "zero"], ["cond"], name="gt")]
+        nodes += [
+            helper.make_node("ReduceMean", ["y"], ["m"], keepdims=0, name="mean"),
+            helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.array(0.0, np.float32))),
+            helper.make_node("Greater", ["m", "zero"], ["cond"], name="gt"),
+        ]
     else:
-        nodes += [helper.make_node("Shape", ["y"], ["s"], name="shape"),
-                  helper.make_node("Gather", ["s", "i3"], ["w"], axis=0, name="width"),
-                  helper.make_node("Equal", ["w", "n"], ["eq"], name="eq"),
-                  helper.make_node("Not", ["eq"], ["cond1"], name="not"),
-                  helper.make_node("Squeeze", ["cond1"], ["cond"], name="sq")]
+        nodes += [
+            helper.make_node("Shape", ["y"], ["s"], name="shape"),
+            helper.make_node("Gather", ["s", "i3"], ["w"], axis=0, name="width"),
+            helper.make_node("Equal", ["w", "n"], ["eq"], name="eq"),
+            helper.make_node("Not", ["eq"], ["cond1"], name="not"),
+            helper.make_node("Squeeze", ["cond1"], ["cond"], name="sq"),
+        ]
     if by == "table":
         table = numpy_helper.from_array(rng.standard_normal((1, c, 1, 2 * n - 1)).astype(np.float32), "table")
         inits.append(table)
         # the taken branch resizes the table to [1, c, 1, W]: its first three sizes from its own shape, W from y's
-        then = helper.make_graph([helper.make_node("Shape", ["table"], ["ts"]),
-                                  helper.make_node("Slice", ["ts", "s0", "i3"], ["lead"]),
-                                  helper.make_node("Concat", ["lead", "w"], ["sizes"], axis=0),
-                                  helper.make_node("Resize", ["table", "", "", "sizes"], ["zt"], mode="linear")],
-                                 "then", [], [vi("zt")])
+        then = helper.make_graph(
+            [
+                helper.make_node("Shape", ["table"], ["ts"]),
+                helper.make_node("Slice", ["ts", "s0", "i3"], ["lead"]),
+                helper.make_node("Concat", ["lead", "w"], ["sizes"], axis=0),
+                helper.make_node("Resize", ["table", "", "", "sizes"], ["zt"], mode="linear"),
+            ],
+            "then",
+            [],
+            [vi("zt")],
+        )
         els = helper.make_graph([helper.make_node("Identity", ["table"], ["ze"])], "else", [], [vi("ze")])
         inits.append(numpy_helper.from_array(np.array([0], np.int64), "s0"))
-        nodes += [helper.make_node("If", ["cond"], ["t"], then_branch=then, else_branch=els, name="if"),
-                  helper.make_node("Add", ["y", "t"], ["z"], name="add")]
+        nodes += [
+            helper.make_node("If", ["cond"], ["t"], then_branch=then, else_branch=els, name="if"),
+            helper.make_node("Add", ["y", "t"], ["z"], name="add"),
+        ]
     else:
         then = helper.make_graph([helper.make_node("Mul", ["y", "two"], ["zt"])], "then", [], [vi("zt")])
         els = helper.make_graph([helper.make_node("Add", ["y", "one"], ["ze"])], "else", [], [vi("ze")])
@@ -170,6 +189,7 @@ def shape_slice(first: str):
     the exporter slices the first one's output for nothing but its Shape (to broadcast the second's value), as in
     ConditionalDETR's box update. first "cells": the first writes [..., :2] (40 separate cells: one GATHER), "rows":
     [:, :2] (8 contiguous cells: STRIDED_SLICE/CONCATENATION)."""
+
     def body(y):
         z = y.reshape(1, 20, 4).clone()
         if first == "cells":
@@ -226,7 +246,7 @@ def export_case(name: str, folder: Path) -> Path:
         atomic_write_bytes(p, built.SerializeToString())
         return p
     m, x = built
-    export_onnx(m, x, p, OPSET, ["x", "mask"][:len(x) if isinstance(x, tuple) else 1], ["y"])
+    export_onnx(m, x, p, OPSET, ["x", "mask"][: len(x) if isinstance(x, tuple) else 1], ["y"])
     return p
 
 
@@ -240,7 +260,10 @@ def measure(onnx: Path, op: str, target: str, out: Path) -> tuple[list[str] | st
     except NpufitError as e:  # npufit's converter does not take the graph; its way out names a temporary path
         return f"failed: {str(e).splitlines()[0].split('; way out')[0][:200]}", None
     if not (r.ok and r.placement):
-        return f"failed: {str(r.error or '').strip().splitlines()[-1][:200] if r.error else 'no placement'}", r.compiler_version
+        return (
+            f"failed: {str(r.error or '').strip().splitlines()[-1][:200] if r.error else 'no placement'}",
+            r.compiler_version,
+        )
     graph = load(onnx)
     letters = records.placement_entry(graph, r.placement)["placement"]
     return [DEVICE[c] for n, c in zip(graph.top_nodes, letters) if n.op_type == op], r.compiler_version
@@ -249,8 +272,14 @@ def measure(onnx: Path, op: str, target: str, out: Path) -> tuple[list[str] | st
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--record", action="store_true", help="write docs/calibration/<target>-cases.json")
-    ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated Ethos-U targets (default: %(default)s)")
-    ap.add_argument("--cases", default="*", help="comma-separated globs over case names (default: all); with --record, only these are updated")
+    ap.add_argument(
+        "--targets", default=",".join(TARGETS), help="comma-separated Ethos-U targets (default: %(default)s)"
+    )
+    ap.add_argument(
+        "--cases",
+        default="*",
+        help="comma-separated globs over case names (default: all); with --record, only these are updated",
+    )
     a = ap.parse_args(argv)
     targets = a.targets.split(",")
     chosen = [n for n in CASES if any(fnmatch.fnmatch(n, g) for g in a.cases.split(","))]
@@ -263,8 +292,16 @@ def main(argv=None) -> None:
     recs = {}
     for t in targets:
         path = records.RECORDS / f"{t}-cases.json"
-        recs[t] = {"schema": records.CASES_SCHEMA, "target": t, "build": "int8", "opset": OPSET, "compiler": "vela",
-                   "converter": "npufit", "compiler_versions": [], "cases": {}}
+        recs[t] = {
+            "schema": records.CASES_SCHEMA,
+            "target": t,
+            "build": "int8",
+            "opset": OPSET,
+            "compiler": "vela",
+            "converter": "npufit",
+            "compiler_versions": [],
+            "cases": {},
+        }
         if a.record and path.is_file():  # a run over some cases updates those and keeps the others
             recs[t] = records.load_cases(path)
     print("| case | op | " + " | ".join(f"{t} Vela | npufit" for t in targets) + " |")

@@ -2,6 +2,7 @@
 (LayerNorm's decomposed means, ReduceMean: token tensors of rank 3 and 4 with and without a size-1 axis, means over H
 and W of an NCHW map the converter holds in ONNX order and of a convolution's NHWC output), pools over the whole map,
 and IsNaN / IsInf guards with the Where they feed."""
+
 from __future__ import annotations
 
 from calibration.rknn_cases import _net
@@ -23,6 +24,7 @@ def layernorm_tokens(c: int, hw, tokens: tuple[int, ...]):
 
 def mean_axes(c: int, hw, view: tuple[int, ...] | None, axes: tuple[int, ...]):
     """conv 1x1 -> (Reshape to `view`) -> ReduceMean over `axes` (keepdims 0): the model output."""
+
     def body(y):
         return (y.reshape(*view) if view else y).mean(list(axes))
 
@@ -33,8 +35,11 @@ def pool(c: int, hw, kind: str, k: int, stride: int, pad: int = 0, ceil: bool = 
     """conv 1x1 -> AvgPool2d / MaxPool2d (`kind` "avg" / "max") -> conv 1x1."""
     import torch
 
-    p = torch.nn.AvgPool2d(k, stride, pad, ceil_mode=ceil, count_include_pad=include) if kind == "avg" else \
-        torch.nn.MaxPool2d(k, stride, pad, ceil_mode=ceil)
+    p = (
+        torch.nn.AvgPool2d(k, stride, pad, ceil_mode=ceil, count_include_pad=include)
+        if kind == "avg"
+        else torch.nn.MaxPool2d(k, stride, pad, ceil_mode=ceil)
+    )
     return _net(c, hw, p)
 
 
@@ -56,12 +61,17 @@ def bn_tokens(c: int, hw, rows: int, act: bool = False, length: int = 0):
 
     g = torch.Generator().manual_seed(2)
     n = c * hw[0] * hw[1] // rows // max(length, 1)
-    stats = [1.0 + 0.2 * torch.randn(n, generator=g), 0.1 * torch.randn(n, generator=g),
-             0.1 * torch.randn(n, generator=g), 0.5 + torch.rand(n, generator=g)]
+    stats = [
+        1.0 + 0.2 * torch.randn(n, generator=g),
+        0.1 * torch.randn(n, generator=g),
+        0.1 * torch.randn(n, generator=g),
+        0.5 + torch.rand(n, generator=g),
+    ]
 
     def body(y):
-        z = torch.nn.functional.batch_norm(y.reshape(rows, n, *([length] if length else [])), stats[2], stats[3], stats[0],
-                                           stats[1], False)
+        z = torch.nn.functional.batch_norm(
+            y.reshape(rows, n, *([length] if length else [])), stats[2], stats[3], stats[0], stats[1], False
+        )
         return (torch.relu(z) if act else z).reshape(y.shape)
 
     return _net(c, hw, body)

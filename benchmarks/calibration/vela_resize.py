@@ -6,6 +6,7 @@ the calibration corpus has them in one model only (upernet), so the condition is
 Each case is conv 1x1 -> F.interpolate(size = input size) -> relu, exported at opset 17, converted by npufit's
 ONNX -> int8 TFLite converter and compiled by Vela; --record writes docs/calibration/<target>-resize.json (replayed by
 tests/test_calibration_records.py)."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from calibration.vela_transpose import measure  # noqa: E402
 
 # (height = width, mode, align_corners): half-pixel bilinear at three sizes, align_corners bilinear, nearest
-CASES = ((2, "bilinear", False), (4, "bilinear", False), (8, "bilinear", False), (4, "bilinear", True), (4, "nearest", None))
+CASES = (
+    (2, "bilinear", False),
+    (4, "bilinear", False),
+    (8, "bilinear", False),
+    (4, "bilinear", True),
+    (4, "nearest", None),
+)
 
 
 def build(hw, mode, align):
@@ -53,8 +60,17 @@ def main(argv=None) -> None:
     ap.add_argument("--record", action="store_true")
     a = ap.parse_args(argv)
     print("| size | mode | align_corners | Vela | npufit |\n|---|---|---|---|---|")
-    measure(CASES, "Resize", a.target, 17, build, case_name, lambda hw, m, al: {"size": hw, "mode": m, "align_corners": al},
-            predict, "resize" if a.record else None)
+    measure(
+        CASES,
+        "Resize",
+        a.target,
+        17,
+        build,
+        case_name,
+        lambda hw, m, al: {"size": hw, "mode": m, "align_corners": al},
+        predict,
+        "resize" if a.record else None,
+    )
 
 
 if __name__ == "__main__":

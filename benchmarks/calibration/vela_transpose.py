@@ -6,6 +6,7 @@ the supported-ops report's limit, which the corpus records alone do not reach.
 Each case is conv 1x1 -> permute -> relu, exported at opset 13, converted by npufit's ONNX -> int8 TFLite converter
 and compiled by Vela; --record writes docs/calibration/<target>-transpose.json (replayed by
 tests/test_calibration_records.py)."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,10 +20,17 @@ from calibration.records import RECORDS  # noqa: E402
 
 # (input shape, permutation): NCHW 4-D over and under the report's 2^16 product limit, and 5-D/6-D window partitions
 CASES = (
-    ((1, 8, 300, 300), (0, 1, 3, 2)), ((1, 8, 300, 300), (0, 2, 3, 1)), ((1, 8, 300, 300), (0, 3, 1, 2)),
-    ((1, 300, 8, 300), (0, 2, 1, 3)), ((1, 260, 260, 4), (0, 1, 3, 2)), ((1, 4, 260, 260), (0, 2, 1, 3)),
-    ((1, 16, 32, 300), (0, 3, 2, 1)), ((1, 8, 16, 16), (0, 2, 3, 1)), ((1, 2, 16, 32), (0, 2, 1, 3)),
-    ((1, 4, 4, 4, 16), (0, 1, 3, 2, 4)), ((1, 8, 4, 8, 4), (0, 1, 3, 2, 4)),
+    ((1, 8, 300, 300), (0, 1, 3, 2)),
+    ((1, 8, 300, 300), (0, 2, 3, 1)),
+    ((1, 8, 300, 300), (0, 3, 1, 2)),
+    ((1, 300, 8, 300), (0, 2, 1, 3)),
+    ((1, 260, 260, 4), (0, 1, 3, 2)),
+    ((1, 4, 260, 260), (0, 2, 1, 3)),
+    ((1, 16, 32, 300), (0, 3, 2, 1)),
+    ((1, 8, 16, 16), (0, 2, 3, 1)),
+    ((1, 2, 16, 32), (0, 2, 1, 3)),
+    ((1, 4, 4, 4, 16), (0, 1, 3, 2, 4)),
+    ((1, 8, 4, 8, 4), (0, 1, 3, 2, 4)),
 )
 
 
@@ -64,8 +72,15 @@ def measure(cases, op_type: str, target: str, opset: int, build, name, row, pred
     from npufit.util.io import atomic_write_json
     from npufit.zoo.export import export_onnx
 
-    rec = {"schema": "npufit.calibration.cases/1", "target": target, "build": "int8", "opset": opset, "compiler": "vela",
-           "compiler_versions": [], "cases": {}}
+    rec = {
+        "schema": "npufit.calibration.cases/1",
+        "target": target,
+        "build": "int8",
+        "opset": opset,
+        "compiler": "vela",
+        "compiler_versions": [],
+        "cases": {},
+    }
     with tempfile.TemporaryDirectory(prefix="npufit-cases-") as d:
         for case in cases:
             p = Path(d) / f"{name(*case)}.onnx"
@@ -77,7 +92,9 @@ def measure(cases, op_type: str, target: str, opset: int, build, name, row, pred
                 rec["compiler_versions"].append(r.compiler_version)
             dev = got[0] if got else f"failed: {r.error}"
             rec["cases"][name(*case)] = {**row(*case), "placement": dev}
-            print(f"| {' | '.join(str(v) for v in row(*case).values())} | {dev} | {predict_fn(p, target)} |", flush=True)
+            print(
+                f"| {' | '.join(str(v) for v in row(*case).values())} | {dev} | {predict_fn(p, target)} |", flush=True
+            )
     if record:
         atomic_write_json(RECORDS / f"{target}-{record}.json", rec)
     return rec
@@ -89,8 +106,17 @@ def main(argv=None) -> None:
     ap.add_argument("--record", action="store_true")
     a = ap.parse_args(argv)
     print("| input | perm | Vela | npufit |\n|---|---|---|---|")
-    measure(CASES, "Transpose", a.target, 13, build, case_name, lambda s, p: {"shape": list(s), "perm": list(p)}, predict,
-            "transpose" if a.record else None)
+    measure(
+        CASES,
+        "Transpose",
+        a.target,
+        13,
+        build,
+        case_name,
+        lambda s, p: {"shape": list(s), "perm": list(p)},
+        predict,
+        "transpose" if a.record else None,
+    )
 
 
 if __name__ == "__main__":

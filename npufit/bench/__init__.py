@@ -3,6 +3,7 @@
 `bench(model, runtime=...)` is `npufit bench MODEL --runtime ...`; `compare(files, ...)` is
 `npufit bench --compare a.json b.json ...`. See docs/bench-protocol.md for what is timed and what is not.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -17,8 +18,14 @@ from .result import SCHEMA, BenchResult, RuntimeResult
 __all__ = ["bench", "compare", "Protocol", "BenchResult", "RuntimeResult", "SCHEMA", "default_runtimes"]
 
 # what a model file runs on when --runtime is not given
-_DEFAULT_BY_SUFFIX = {".onnx": ["ort-cpu"], ".xml": ["openvino"], ".hef": ["hailort"], ".engine": ["tensorrt"],
-                      ".plan": ["tensorrt"], ".trt": ["tensorrt"]}
+_DEFAULT_BY_SUFFIX = {
+    ".onnx": ["ort-cpu"],
+    ".xml": ["openvino"],
+    ".hef": ["hailort"],
+    ".engine": ["tensorrt"],
+    ".plan": ["tensorrt"],
+    ".trt": ["tensorrt"],
+}
 
 
 def default_runtimes(model: Path) -> list[str]:
@@ -31,11 +38,23 @@ def default_runtimes(model: Path) -> list[str]:
     raise NpufitError(f"{model}: expected an .onnx/.xml/.hef/.engine file or a split-plan folder with plan.json")
 
 
-def bench(model: str | os.PathLike, runtime: str | list[str] | None = None, *, batch: int | None = None,
-          threads: int | None = None, warmup: int = 10, iterations: int | None = 200, duration: float | None = None,
-          inputs: str | os.PathLike | None = None, fresh_inputs: bool = False, input_pool: int | None = None,
-          boundary: str | None = None, fp16: bool = False, seed: int = 0,
-          options: dict[str, Any] | None = None) -> BenchResult:
+def bench(
+    model: str | os.PathLike,
+    runtime: str | list[str] | None = None,
+    *,
+    batch: int | None = None,
+    threads: int | None = None,
+    warmup: int = 10,
+    iterations: int | None = 200,
+    duration: float | None = None,
+    inputs: str | os.PathLike | None = None,
+    fresh_inputs: bool = False,
+    input_pool: int | None = None,
+    boundary: str | None = None,
+    fp16: bool = False,
+    seed: int = 0,
+    options: dict[str, Any] | None = None,
+) -> BenchResult:
     """Benchmark MODEL (a model file or a split-plan folder) on each runtime under one protocol."""
     from ..runtimes import BOUNDARY_TEXT, parse_runtimes, runner_class
     from ..runtimes.chain import is_plan_dir
@@ -60,9 +79,17 @@ def bench(model: str | os.PathLike, runtime: str | list[str] | None = None, *, b
     names = parse_runtimes(runtime) if runtime else default_runtimes(path)
     from .inputs import DEFAULT_POOL
 
-    proto = Protocol(warmup=warmup, iterations=iterations, duration_s=duration, batch=batch, threads=threads,
-                     fresh_inputs=fresh_inputs, input_pool=(input_pool or DEFAULT_POOL) if fresh_inputs else 1,
-                     boundary=boundary, seed=seed)
+    proto = Protocol(
+        warmup=warmup,
+        iterations=iterations,
+        duration_s=duration,
+        batch=batch,
+        threads=threads,
+        fresh_inputs=fresh_inputs,
+        input_pool=(input_pool or DEFAULT_POOL) if fresh_inputs else 1,
+        boundary=boundary,
+        seed=seed,
+    )
     proto.validate()
     identity = model_identity(path)  # before running: the file we measured, not one changed meanwhile
     opts = dict(options or {})
@@ -78,8 +105,14 @@ def bench(model: str | os.PathLike, runtime: str | list[str] | None = None, *, b
             sources.append(source)
     versions = {r.runtime: r.version for r in results}
     versions.update({n: runner_class(n)(path).version() for n in names if versions.get(n) is None})
-    res = BenchResult(model=identity, protocol=proto.to_dict(), environment=capture(versions), results=results,
-                      created=created, inputs=sources[0] if sources else "")
+    res = BenchResult(
+        model=identity,
+        protocol=proto.to_dict(),
+        environment=capture(versions),
+        results=results,
+        created=created,
+        inputs=sources[0] if sources else "",
+    )
     if not res.measured and results and all(r.status == "failed" for r in results):
         raise NpufitError("; ".join(f"{r.runtime}: {r.reason}" for r in results))
     if proto.duration_s is None and proto.iterations and proto.iterations < 30:

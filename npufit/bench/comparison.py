@@ -1,4 +1,5 @@
 """`npufit bench --compare a.json b.json ...`: ratios to a baseline, plus what makes two numbers incomparable."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,18 @@ from .render import fmt_ms, md_table
 from .result import SCHEMA, BenchResult, RuntimeResult
 
 COMPARE_SCHEMA = "npufit.bench-compare/1"
-COLUMNS = ("entry", "boundary", "batch", "p50 ms", "p99 ms", "mean ms", "inf/s", "p50 vs base", "speed-up",
-           "inf/s vs base")
+COLUMNS = (
+    "entry",
+    "boundary",
+    "batch",
+    "p50 ms",
+    "p99 ms",
+    "mean ms",
+    "inf/s",
+    "p50 vs base",
+    "speed-up",
+    "inf/s vs base",
+)
 
 
 @dataclass
@@ -41,26 +52,56 @@ class Comparison:
         out = []
         for e in self.entries:
             r = e.result
-            out.append({"entry": e.label, "file": e.file, "runtime": r.runtime, "boundary": r.boundary, "batch": r.batch,
-                        "p50_ms": r.latency_ms["p50"], "p99_ms": r.latency_ms["p99"], "mean_ms": r.latency_ms["mean"],
-                        "throughput_ips": r.throughput_ips,
-                        "p50_ratio": r.latency_ms["p50"] / b.latency_ms["p50"] if b.latency_ms["p50"] else None,
-                        "speedup": b.latency_ms["p50"] / r.latency_ms["p50"] if r.latency_ms["p50"] else None,
-                        "throughput_ratio": r.throughput_ips / b.throughput_ips if b.throughput_ips else None})
+            out.append(
+                {
+                    "entry": e.label,
+                    "file": e.file,
+                    "runtime": r.runtime,
+                    "boundary": r.boundary,
+                    "batch": r.batch,
+                    "p50_ms": r.latency_ms["p50"],
+                    "p99_ms": r.latency_ms["p99"],
+                    "mean_ms": r.latency_ms["mean"],
+                    "throughput_ips": r.throughput_ips,
+                    "p50_ratio": r.latency_ms["p50"] / b.latency_ms["p50"] if b.latency_ms["p50"] else None,
+                    "speedup": b.latency_ms["p50"] / r.latency_ms["p50"] if r.latency_ms["p50"] else None,
+                    "throughput_ratio": r.throughput_ips / b.throughput_ips if b.throughput_ips else None,
+                }
+            )
         return out
 
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
 
-        return {"schema": COMPARE_SCHEMA, "npufit_version": __version__, "baseline": self.baseline,
-                "rows": self.rows(), "caveats": self.caveats, "skipped": self.skipped, "plot": self.plot}
+        return {
+            "schema": COMPARE_SCHEMA,
+            "npufit_version": __version__,
+            "baseline": self.baseline,
+            "rows": self.rows(),
+            "caveats": self.caveats,
+            "skipped": self.skipped,
+            "plot": self.plot,
+        }
 
     def _table_rows(self) -> list[list[str]]:
         def ratio(v):
             return "-" if v is None else f"{v:.2f}x"
-        return [[r["entry"] + (" (base)" if r["entry"] == self.baseline else ""), r["boundary"], str(r["batch"]),
-                 fmt_ms(r["p50_ms"]), fmt_ms(r["p99_ms"]), fmt_ms(r["mean_ms"]), f"{r['throughput_ips']:,.1f}",
-                 ratio(r["p50_ratio"]), ratio(r["speedup"]), ratio(r["throughput_ratio"])] for r in self.rows()]
+
+        return [
+            [
+                r["entry"] + (" (base)" if r["entry"] == self.baseline else ""),
+                r["boundary"],
+                str(r["batch"]),
+                fmt_ms(r["p50_ms"]),
+                fmt_ms(r["p99_ms"]),
+                fmt_ms(r["mean_ms"]),
+                f"{r['throughput_ips']:,.1f}",
+                ratio(r["p50_ratio"]),
+                ratio(r["speedup"]),
+                ratio(r["throughput_ratio"]),
+            ]
+            for r in self.rows()
+        ]
 
     def render(self, fmt: str = "table") -> str:
         if fmt == "json":
@@ -69,8 +110,13 @@ class Comparison:
         if self.plot:
             notes.append(f"plot: {self.plot}")
         if fmt == "markdown":
-            return "\n".join(["## npufit bench --compare", "", md_table(COLUMNS, self._table_rows()), ""]
-                             + [f"- {n}" for n in notes]) + "\n"
+            return (
+                "\n".join(
+                    ["## npufit bench --compare", "", md_table(COLUMNS, self._table_rows()), ""]
+                    + [f"- {n}" for n in notes]
+                )
+                + "\n"
+            )
         from rich.table import Table
         from rich.text import Text
 
@@ -85,6 +131,7 @@ class Comparison:
             con.print(t)
             for n in notes:
                 con.print(Text(n, style="yellow" if n.startswith("caveat") else "dim"))
+
         return console_to_string(draw, width=150)
 
 
@@ -94,8 +141,10 @@ def load_result(path: str | os.PathLike) -> BenchResult:
     p = Path(path)
     d = read_json(p, "bench result (an 'npufit bench --output' file)")
     if not isinstance(d, dict) or d.get("schema") != SCHEMA:
-        raise NpufitError(f"{p}: not an npufit bench result (schema is {d.get('schema') if isinstance(d, dict) else None!r}, "
-                          f"expected '{SCHEMA}')")
+        raise NpufitError(
+            f"{p}: not an npufit bench result (schema is {d.get('schema') if isinstance(d, dict) else None!r}, "
+            f"expected '{SCHEMA}')"
+        )
     for k in ("model", "protocol", "environment"):
         if not isinstance(d.get(k, {}), dict):
             raise NpufitError(f"{p}: bench result field '{k}' is not an object")
@@ -134,8 +183,9 @@ def _mistyped(r: dict[str, Any]) -> str | None:
     return None
 
 
-def compare_results(files: list[str | os.PathLike], baseline: str | None = None,
-                    plot: str | os.PathLike | None = None) -> Comparison:
+def compare_results(
+    files: list[str | os.PathLike], baseline: str | None = None, plot: str | os.PathLike | None = None
+) -> Comparison:
     if not files:
         raise NpufitError("--compare needs at least one result file")
     loaded = [(str(f), load_result(f)) for f in files]
@@ -157,8 +207,11 @@ def compare_results(files: list[str | os.PathLike], baseline: str | None = None,
 def _pick_baseline(entries: list[Entry], name: str | None) -> Entry:
     if not name:
         return entries[0]
-    for match in (lambda e: e.label == name, lambda e: e.result.runtime == name,
-                  lambda e: Path(e.file).stem == name or Path(e.file).name == name):
+    for match in (
+        lambda e: e.label == name,
+        lambda e: e.result.runtime == name,
+        lambda e: Path(e.file).stem == name or Path(e.file).name == name,
+    ):
         hit = [e for e in entries if match(e)]
         if hit:
             return hit[0]

@@ -1,4 +1,5 @@
 """What a benchmark ran on, recorded so two result files can be judged comparable."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,8 +27,12 @@ def model_identity(path: str | os.PathLike) -> dict[str, Any]:
         files = {f.relative_to(p).as_posix(): sha256_file(f) for f in plan_files(p) if f.is_file()}
         combined = hashlib.sha256("".join(f"{k}:{v}\n" for k, v in files.items()).encode()).hexdigest()
         return {"path": str(p), "kind": "plan", "sha256": combined, "files": files}
-    d: dict[str, Any] = {"path": str(p), "kind": p.suffix.lower().lstrip(".") or "file", "sha256": sha256_file(p),
-                         "bytes": p.stat().st_size}
+    d: dict[str, Any] = {
+        "path": str(p),
+        "kind": p.suffix.lower().lstrip(".") or "file",
+        "sha256": sha256_file(p),
+        "bytes": p.stat().st_size,
+    }
     data = p.with_name(p.name + ".data")
     if data.is_file():  # weights saved as external data change the model as much as the graph does
         d["external_data_sha256"] = sha256_file(data)
@@ -43,8 +48,9 @@ def _cpu_model() -> str:
         pass
     if sys.platform == "darwin":
         try:
-            return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
-                                  timeout=5).stdout.strip()
+            return subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             pass
     return platform.processor() or platform.machine()
@@ -63,16 +69,21 @@ def gpus() -> list[dict[str, str]]:
     if not smi:
         return []
     try:
-        out = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total,pci.bus_id", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=15).stdout
+        out = subprocess.run(
+            [smi, "--query-gpu=name,driver_version,memory.total,pci.bus_id", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     rows = []
     for line in out.strip().splitlines():
         parts = [x.strip() for x in line.split(",")]
         if len(parts) >= 3:
-            rows.append({"name": parts[0], "driver": parts[1], "memory": parts[2],
-                         "bus_id": parts[3] if len(parts) > 3 else ""})
+            rows.append(
+                {"name": parts[0], "driver": parts[1], "memory": parts[2], "bus_id": parts[3] if len(parts) > 3 else ""}
+            )
     return rows
 
 

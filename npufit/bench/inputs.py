@@ -3,6 +3,7 @@
 Fresh inputs mean a pool of distinct samples prepared before timing and rotated each iteration (generating
 data inside the clock would time the generator); reused inputs mean one sample for every iteration.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,14 @@ def sample_bytes(specs: list[InputSpec], batch: int | None) -> int:
     return total
 
 
-def input_pool(specs: list[InputSpec], batch: int | None = None, fresh: bool = False, pool: int | None = None,
-               npz: str | os.PathLike | None = None, seed: int = 0) -> tuple[list[dict[str, np.ndarray]], str, list[str]]:
+def input_pool(
+    specs: list[InputSpec],
+    batch: int | None = None,
+    fresh: bool = False,
+    pool: int | None = None,
+    npz: str | os.PathLike | None = None,
+    seed: int = 0,
+) -> tuple[list[dict[str, np.ndarray]], str, list[str]]:
     """Return (samples, source description, warnings)."""
     if npz is not None:
         return _from_npz(specs, Path(npz), batch, fresh, pool)
@@ -47,8 +54,9 @@ def input_pool(specs: list[InputSpec], batch: int | None = None, fresh: bool = F
         per = max(sample_bytes(specs, batch), 1)
         if size * per > MAX_POOL_BYTES:
             size = max(2, MAX_POOL_BYTES // per)
-            warnings.append(f"fresh-input pool cut to {size} samples to stay under "
-                            f"{MAX_POOL_BYTES // (1024 * 1024)} MiB")
+            warnings.append(
+                f"fresh-input pool cut to {size} samples to stay under {MAX_POOL_BYTES // (1024 * 1024)} MiB"
+            )
     shapes = {s.name: concrete_shape(s, batch) for s in specs}
     samples = random_inputs(_Specs(specs), seed=seed, samples=size, shapes=shapes)
     return samples, f"random (seed {seed}; float ~ N(0,1), integers in [0,10))", warnings
@@ -69,8 +77,10 @@ def _from_npz(specs: list[InputSpec], path: Path, batch: int | None, fresh: bool
         data = {k: z.read(k, rows) if _stacked(z.shape(k), specs, k) else z.read(k) for k in names if k in wanted}
     missing = [s.name for s in specs if s.name not in data]
     if missing:
-        raise NpufitError(f"--inputs {path}: no array for model input(s) {', '.join(missing)} "
-                          f"(the file has {', '.join(sorted(data)) or 'no arrays'})")
+        raise NpufitError(
+            f"--inputs {path}: no array for model input(s) {', '.join(missing)} "
+            f"(the file has {', '.join(sorted(data)) or 'no arrays'})"
+        )
     warnings = []
     extra = sorted(set(names) - wanted)
     if extra:
@@ -82,7 +92,9 @@ def _from_npz(specs: list[InputSpec], path: Path, batch: int | None, fresh: bool
         # one more axis than the model input: a stack of samples (axis 0), otherwise a single sample
         stack = arr if arr.ndim == len(s.shape) + 1 else arr[None]
         if stack.ndim != len(s.shape) + 1:
-            raise NpufitError(f"--inputs: '{s.name}' has shape {list(arr.shape)}, the model input has rank {len(s.shape)}")
+            raise NpufitError(
+                f"--inputs: '{s.name}' has shape {list(arr.shape)}, the model input has rank {len(s.shape)}"
+            )
         for d, (want, got) in enumerate(zip(s.shape, stack.shape[1:])):
             if want is not None and want != got:
                 raise NpufitError(f"--inputs: '{s.name}' dimension {d} is {got}, the model needs {want}")

@@ -2,6 +2,7 @@
 
 Uses matplotlib's object API with the Agg canvas (no pyplot, no display, no global backend switch).
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,16 @@ def plot_comparison(cmp, path: str | os.PathLike) -> Path:
     y = np.arange(len(labels))
 
     # box = p25..p75, whiskers = p1..p99 (outliers beyond are dots); the diamond marks the mean
-    ax1.boxplot(samples, positions=y, vert=False, whis=(1, 99), widths=0.6, showfliers=True,
-                flierprops={"marker": ".", "markersize": 2, "alpha": 0.4}, medianprops={"color": "#d64545"})
+    ax1.boxplot(
+        samples,
+        positions=y,
+        vert=False,
+        whis=(1, 99),
+        widths=0.6,
+        showfliers=True,
+        flierprops={"marker": ".", "markersize": 2, "alpha": 0.4},
+        medianprops={"color": "#d64545"},
+    )
     ax1.scatter([s.mean() for s in samples], y, marker="D", s=18, color="#1f4e79", zorder=3, label="mean")
     lo, hi = min(float(s.min()) for s in samples), max(float(s.max()) for s in samples)
     if lo > 0 and hi / lo > 20:  # runtimes an order of magnitude apart: a linear axis would flatten the fast ones

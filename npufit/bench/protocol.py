@@ -6,6 +6,7 @@ preallocated list, the progress bar (updated once per block, not per iteration) 
 The garbage collector is paused during the timed loop (as timeit does) so a collection of earlier garbage
 does not land in one sample.
 """
+
 from __future__ import annotations
 
 import gc
@@ -58,17 +59,26 @@ class Protocol:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d.update({
-            "inputs": (f"fresh: a pool of {self.input_pool} distinct samples, the next one each iteration "
-                       "(prepared before timing)") if self.fresh_inputs else "reused: the same sample every iteration",
-            "timer": "time.perf_counter_ns around one synchronous inference call; one request in flight",
-            "percentile_method": PERCENTILE_METHOD,
-            "throughput": "batch / mean latency (synchronous, one request in flight; not pipelined)",
-            "cold": "the first call after the session/engine was built, before warm-up",
-            "gc": "paused during the timed loop",
-            "noise_thresholds": {"p99_over_p50": P99_OVER_P50_MAX, "cv": CV_MAX,
-                                 "min_samples_for_p99": MIN_SAMPLES_FOR_P99},
-        })
+        d.update(
+            {
+                "inputs": (
+                    f"fresh: a pool of {self.input_pool} distinct samples, the next one each iteration "
+                    "(prepared before timing)"
+                )
+                if self.fresh_inputs
+                else "reused: the same sample every iteration",
+                "timer": "time.perf_counter_ns around one synchronous inference call; one request in flight",
+                "percentile_method": PERCENTILE_METHOD,
+                "throughput": "batch / mean latency (synchronous, one request in flight; not pipelined)",
+                "cold": "the first call after the session/engine was built, before warm-up",
+                "gc": "paused during the timed loop",
+                "noise_thresholds": {
+                    "p99_over_p50": P99_OVER_P50_MAX,
+                    "cv": CV_MAX,
+                    "min_samples_for_p99": MIN_SAMPLES_FOR_P99,
+                },
+            }
+        )
         return d
 
 
@@ -79,9 +89,14 @@ def time_once(fn: Callable[[], Any]) -> tuple[int, Any]:
     return clock() - t0, out
 
 
-def timed_loop(calls: Sequence[Callable[[], Any]], iterations: int | None = None, duration_s: float | None = None,
-               estimate_ns: int = 1_000_000, description: str = "bench", keep_results: bool = False
-               ) -> tuple[np.ndarray, list[Any] | None]:
+def timed_loop(
+    calls: Sequence[Callable[[], Any]],
+    iterations: int | None = None,
+    duration_s: float | None = None,
+    estimate_ns: int = 1_000_000,
+    description: str = "bench",
+    keep_results: bool = False,
+) -> tuple[np.ndarray, list[Any] | None]:
     """Run the calls round-robin for `iterations` (or until `duration_s` has passed); return the latencies
     (ns, int64) and, with keep_results, each call's return value (chain runners: per-stage times)."""
     if (iterations is None) == (duration_s is None):
@@ -148,11 +163,15 @@ def noise_warnings(s: dict[str, float], n: int) -> list[str]:
     warns = []
     ratio = s["p99"] / s["p50"] if s["p50"] > 0 else 0.0
     if ratio > P99_OVER_P50_MAX:
-        warns.append(f"noisy: p99/p50 = {ratio:.2f} > {P99_OVER_P50_MAX} (tail latency far above the median: other "
-                     f"load, frequency scaling, or a runtime that stalls)")
+        warns.append(
+            f"noisy: p99/p50 = {ratio:.2f} > {P99_OVER_P50_MAX} (tail latency far above the median: other "
+            f"load, frequency scaling, or a runtime that stalls)"
+        )
     if s["cv"] > CV_MAX:
-        warns.append(f"noisy: coefficient of variation {s['cv']:.1%} > {CV_MAX:.0%} (std/mean); rerun on an idle "
-                     f"machine or pin threads before comparing")
+        warns.append(
+            f"noisy: coefficient of variation {s['cv']:.1%} > {CV_MAX:.0%} (std/mean); rerun on an idle "
+            f"machine or pin threads before comparing"
+        )
     if n < MIN_SAMPLES_FOR_P99:
         warns.append(f"only {n} samples: p99 is within the few slowest runs (use >= {MIN_SAMPLES_FOR_P99} iterations)")
     return warns

@@ -1,10 +1,25 @@
 """BenchResult -> terminal table and Markdown (the same rows for both)."""
+
 from __future__ import annotations
 
 from ..report.style import human_bytes
 
-COLUMNS = ("runtime", "boundary", "batch", "n", "p50 ms", "p90 ms", "p99 ms", "mean ± std ms", "min ms", "max ms",
-           "inf/s", "cold ms", "build s", "peak mem (+added)")
+COLUMNS = (
+    "runtime",
+    "boundary",
+    "batch",
+    "n",
+    "p50 ms",
+    "p90 ms",
+    "p99 ms",
+    "mean ± std ms",
+    "min ms",
+    "max ms",
+    "inf/s",
+    "cold ms",
+    "build s",
+    "peak mem (+added)",
+)
 
 STAGE_COLUMNS = ("stage", "device (ran on)", "p50 ms", "mean ms", "share of chain p50")
 
@@ -17,10 +32,22 @@ def fmt_ms(v: float | None) -> str:
 
 def result_row(r) -> list[str]:
     lat = r.latency_ms
-    return [r.runtime, r.boundary, str(r.batch), str(r.iterations), fmt_ms(lat["p50"]), fmt_ms(lat["p90"]),
-            fmt_ms(lat["p99"]), f"{fmt_ms(lat['mean'])} ± {fmt_ms(lat['std'])}", fmt_ms(lat["min"]), fmt_ms(lat["max"]),
-            f"{r.throughput_ips:,.1f}", fmt_ms(r.cold_ms), f"{r.build_s:.3f}" if r.build_s is not None else "-",
-            _mem(r.memory)]
+    return [
+        r.runtime,
+        r.boundary,
+        str(r.batch),
+        str(r.iterations),
+        fmt_ms(lat["p50"]),
+        fmt_ms(lat["p90"]),
+        fmt_ms(lat["p99"]),
+        f"{fmt_ms(lat['mean'])} ± {fmt_ms(lat['std'])}",
+        fmt_ms(lat["min"]),
+        fmt_ms(lat["max"]),
+        f"{r.throughput_ips:,.1f}",
+        fmt_ms(r.cold_ms),
+        f"{r.build_s:.3f}" if r.build_s is not None else "-",
+        _mem(r.memory),
+    ]
 
 
 def _mem(m: dict) -> str:
@@ -34,17 +61,27 @@ def _mem(m: dict) -> str:
 def header_lines(res) -> list[str]:
     m, p, e = res.model, res.protocol, res.environment
     loop = f"{p['iterations']} iterations" if p.get("iterations") else f"{p.get('duration_s')} s"
-    lines = [f"model: {m.get('path')}  sha256 {str(m.get('sha256', ''))[:16]}",
-             f"protocol: {p.get('warmup')} warm-up + {loop}, batch {p.get('batch') or 1}, threads "
-             f"{p.get('threads') or 'runtime default'}; inputs {p.get('inputs')}; source {res.inputs}",
-             f"machine: {e.get('cpu_model')} ({e.get('cpu_logical_cores')} logical cores)"
-             + (f", GPU {e['gpu']} driver {e['gpus'][0]['driver']}" if e.get("gpu") else ", no GPU")]
+    lines = [
+        f"model: {m.get('path')}  sha256 {str(m.get('sha256', ''))[:16]}",
+        f"protocol: {p.get('warmup')} warm-up + {loop}, batch {p.get('batch') or 1}, threads "
+        f"{p.get('threads') or 'runtime default'}; inputs {p.get('inputs')}; source {res.inputs}",
+        f"machine: {e.get('cpu_model')} ({e.get('cpu_logical_cores')} logical cores)"
+        + (f", GPU {e['gpu']} driver {e['gpus'][0]['driver']}" if e.get("gpu") else ", no GPU"),
+    ]
     return lines
 
 
 def stage_rows(r) -> list[list[str]]:
-    return [[s["name"], f"{s.get('device', '?')} ({s.get('ran_on', '?')})", fmt_ms(s["p50_ms"]), fmt_ms(s["mean_ms"]), f"{s['share_pct']:.1f}%"]
-            for s in r.stages]
+    return [
+        [
+            s["name"],
+            f"{s.get('device', '?')} ({s.get('ran_on', '?')})",
+            fmt_ms(s["p50_ms"]),
+            fmt_ms(s["mean_ms"]),
+            f"{s['share_pct']:.1f}%",
+        ]
+        for s in r.stages
+    ]
 
 
 def _notes(res) -> list[str]:
@@ -82,7 +119,9 @@ def render_text(res) -> str:
                 con.print(st)
         for r in res.results:
             if not r.ok:
-                con.print(Text(f"{r.status} {r.runtime}: {r.reason}", style="yellow" if r.status == "skipped" else "red"))
+                con.print(
+                    Text(f"{r.status} {r.runtime}: {r.reason}", style="yellow" if r.status == "skipped" else "red")
+                )
         for n in _notes(res):
             con.print(Text(n, style="dim"))
         for r in res.measured:
@@ -90,6 +129,7 @@ def render_text(res) -> str:
                 con.print(Text(f"warning ({r.runtime}): {w}", style="yellow"))
         for w in res.warnings:
             con.print(Text(f"warning: {w}", style="yellow"))
+
     return console_to_string(draw, width=160)
 
 
@@ -105,8 +145,7 @@ def render_markdown(res) -> str:
         parts += [md_table(COLUMNS, [result_row(r) for r in res.measured]), ""]
     for r in res.measured:
         if r.stages:
-            parts += [f"**{r.runtime}: per-stage medians**", "",
-                      md_table(STAGE_COLUMNS, stage_rows(r)), ""]
+            parts += [f"**{r.runtime}: per-stage medians**", "", md_table(STAGE_COLUMNS, stage_rows(r)), ""]
     parts += [f"- {r.status} `{r.runtime}`: {r.reason}" for r in res.results if not r.ok]
     parts += [f"- {n}" for n in _notes(res)]
     parts += [f"- warning ({r.runtime}): {w}" for r in res.measured for w in r.warnings]

@@ -1,4 +1,5 @@
 """BenchResult (schema npufit.bench/1): one model, one protocol, one environment, one entry per runtime."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -43,8 +44,10 @@ class RuntimeResult:
         d = dict(self.__dict__)
         if not self.ok:  # a skipped runtime carries its reason, not a page of empty numbers
             keep = ("runtime", "status", "reason", "title", "version", "device_kind", "boundary", "details", "warnings")
-            return {k: d[k] for k in keep if d[k] not in (None, "", [], {})} | {"runtime": self.runtime,
-                                                                                  "status": self.status}
+            return {k: d[k] for k in keep if d[k] not in (None, "", [], {})} | {
+                "runtime": self.runtime,
+                "status": self.status,
+            }
         d["samples_stored"] = len(self.samples_ms)
         return d
 
@@ -71,15 +74,29 @@ class BenchResult(Renderable):
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
 
-        return {"schema": SCHEMA, "npufit_version": __version__, "created": self.created, "model": self.model,
-                "protocol": self.protocol, "inputs": self.inputs, "environment": self.environment,
-                "results": [r.to_dict() for r in self.results], "warnings": self.warnings}
+        return {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "created": self.created,
+            "model": self.model,
+            "protocol": self.protocol,
+            "inputs": self.inputs,
+            "environment": self.environment,
+            "results": [r.to_dict() for r in self.results],
+            "warnings": self.warnings,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "BenchResult":
-        return cls(model=d.get("model", {}), protocol=d.get("protocol", {}), environment=d.get("environment", {}),
-                   results=[RuntimeResult.from_dict(r) for r in d.get("results", [])],
-                   warnings=list(d.get("warnings", [])), created=d.get("created", ""), inputs=d.get("inputs", ""))
+        return cls(
+            model=d.get("model", {}),
+            protocol=d.get("protocol", {}),
+            environment=d.get("environment", {}),
+            results=[RuntimeResult.from_dict(r) for r in d.get("results", [])],
+            warnings=list(d.get("warnings", [])),
+            created=d.get("created", ""),
+            inputs=d.get("inputs", ""),
+        )
 
     def _markdown(self) -> str:
         from .render import render_markdown

@@ -1,4 +1,5 @@
 """Benchmark one runtime under the protocol: build, cold call, warm-up, timed loop, statistics, memory."""
+
 from __future__ import annotations
 
 import gc
@@ -12,13 +13,22 @@ from ..errors import NpufitError
 from ..runtimes import BOUNDARY_TEXT, runner_class
 from ..runtimes.base import RuntimeUnavailable, first_line
 from .inputs import input_pool
-from .protocol import (Protocol, busy_warning, memory_now, noise_warnings, reset_peak_memory, stats, time_once,
-                       timed_loop)
+from .protocol import (
+    Protocol,
+    busy_warning,
+    memory_now,
+    noise_warnings,
+    reset_peak_memory,
+    stats,
+    time_once,
+    timed_loop,
+)
 from .result import LATENCY_KEYS, MAX_STORED_SAMPLES, RuntimeResult
 
 
-def bench_runtime(name: str, model: Path, proto: Protocol, inputs_file: str | None = None,
-                  options: dict[str, Any] | None = None) -> tuple[RuntimeResult, str]:
+def bench_runtime(
+    name: str, model: Path, proto: Protocol, inputs_file: str | None = None, options: dict[str, Any] | None = None
+) -> tuple[RuntimeResult, str]:
     """Return (result, input-source description). Absent runtimes come back as status 'skipped' with a reason."""
     cls = runner_class(name)
     base = dict(runtime=name, title=cls.title, device_kind=cls.device_kind)
@@ -43,16 +53,23 @@ def bench_runtime(name: str, model: Path, proto: Protocol, inputs_file: str | No
     except (RuntimeUnavailable, NpufitError):
         raise
     except Exception as e:  # a runtime that crashes mid-run is a finding, not a reason to lose the other numbers
-        return RuntimeResult(status="failed", reason=f"{type(e).__name__}: {first_line(e)}", version=runner.version(),
-                             boundary=runner.boundary, details=runner.details, **base), ""
+        return RuntimeResult(
+            status="failed",
+            reason=f"{type(e).__name__}: {first_line(e)}",
+            version=runner.version(),
+            boundary=runner.boundary,
+            details=runner.details,
+            **base,
+        ), ""
     finally:
         runner.deactivate()
 
 
 def _measure(runner, proto: Protocol, inputs_file, build_ns, mem0, exact_peak, warnings, base):
     specs = runner.input_specs()
-    pool, source, pool_warnings = input_pool(specs, proto.batch, proto.fresh_inputs, proto.input_pool, inputs_file,
-                                             proto.seed)
+    pool, source, pool_warnings = input_pool(
+        specs, proto.batch, proto.fresh_inputs, proto.input_pool, inputs_file, proto.seed
+    )
     warnings += pool_warnings + list(runner.details.get("notes", []))  # e.g. "NPU stages ran on onnxruntime-cpu"
     batch = _batch_of(pool[0], specs)
     calls = [runner.prepare(s) for s in pool]
@@ -67,19 +84,42 @@ def _measure(runner, proto: Protocol, inputs_file, build_ns, mem0, exact_peak, w
     s = stats(times, batch)
     warnings += noise_warnings(s, len(times))
     res = RuntimeResult(
-        status="ok", version=runner.version(), boundary=runner.boundary, boundary_text=BOUNDARY_TEXT[runner.boundary],
-        batch=batch, warmup=proto.warmup, iterations=int(len(times)),
-        latency_ms={k: s[k] for k in LATENCY_KEYS}, cv=s["cv"], throughput_ips=s["throughput_ips"],
-        cold_ms=cold_ns / 1e6, build_s=build_ns / 1e9,
-        memory={"rss_before_bytes": mem0["rss"], "rss_after_bytes": mem1["rss"], "peak_bytes": mem1["peak"],
-                "peak_method": "VmHWM, reset just before this runtime was built" if exact_peak else
-                               "process peak RSS since start (could not reset per runtime)",
-                "note": "host process memory only; GPU/NPU device memory is not included"},
-        details=dict(runner.details), warnings=warnings, samples_ms=_stored_samples(times), **base)
+        status="ok",
+        version=runner.version(),
+        boundary=runner.boundary,
+        boundary_text=BOUNDARY_TEXT[runner.boundary],
+        batch=batch,
+        warmup=proto.warmup,
+        iterations=int(len(times)),
+        latency_ms={k: s[k] for k in LATENCY_KEYS},
+        cv=s["cv"],
+        throughput_ips=s["throughput_ips"],
+        cold_ms=cold_ns / 1e6,
+        build_s=build_ns / 1e9,
+        memory={
+            "rss_before_bytes": mem0["rss"],
+            "rss_after_bytes": mem1["rss"],
+            "peak_bytes": mem1["peak"],
+            "peak_method": "VmHWM, reset just before this runtime was built"
+            if exact_peak
+            else "process peak RSS since start (could not reset per runtime)",
+            "note": "host process memory only; GPU/NPU device memory is not included",
+        },
+        details=dict(runner.details),
+        warnings=warnings,
+        samples_ms=_stored_samples(times),
+        **base,
+    )
     if kept:
         info = {st["name"]: st for st in runner.details.get("stages", [])}
-        res.stages = [{"device": info.get(r["name"], {}).get("device", "?"),
-                       "ran_on": info.get(r["name"], {}).get("ran_on", "?"), **r} for r in stage_summary(kept, s["p50"])]
+        res.stages = [
+            {
+                "device": info.get(r["name"], {}).get("device", "?"),
+                "ran_on": info.get(r["name"], {}).get("ran_on", "?"),
+                **r,
+            }
+            for r in stage_summary(kept, s["p50"])
+        ]
     return res, source
 
 
@@ -101,8 +141,10 @@ def _cold_call(runner, call):
         return time_once(call)
     except Exception:
         if fired:
-            raise NpufitError(f"{runner.name}: the first call did not finish within {limit:g} s (--verify-timeout): "
-                              f"the model may loop forever (a Loop without a trip count)") from None
+            raise NpufitError(
+                f"{runner.name}: the first call did not finish within {limit:g} s (--verify-timeout): "
+                f"the model may loop forever (a Loop without a trip count)"
+            ) from None
         raise
     finally:
         timer.cancel()
@@ -127,17 +169,33 @@ def stage_summary(kept: list, chain_p50_ms: float) -> list[dict[str, Any]]:
     """Per-stage medians from each iteration's [(stage, seconds), ...]; the rest of the chain is host glue."""
     per: dict[str, list[float]] = {}
     for r in kept:
-        for stage, seconds in (r[1] if isinstance(r, tuple) and len(r) == 2 else []):
+        for stage, seconds in r[1] if isinstance(r, tuple) and len(r) == 2 else []:
             per.setdefault(str(stage), []).append(float(seconds) * 1e3)
     rows = []
     for stage, vals in per.items():
         a = np.asarray(vals)
         p50 = float(np.median(a))
-        rows.append({"name": stage, "p50_ms": p50, "mean_ms": float(a.mean()), "samples": int(a.size),
-                     "share_pct": 100.0 * p50 / chain_p50_ms if chain_p50_ms else 0.0})
+        rows.append(
+            {
+                "name": stage,
+                "p50_ms": p50,
+                "mean_ms": float(a.mean()),
+                "samples": int(a.size),
+                "share_pct": 100.0 * p50 / chain_p50_ms if chain_p50_ms else 0.0,
+            }
+        )
     if rows:
         glue = chain_p50_ms - sum(r["p50_ms"] for r in rows)
-        rows.append({"name": "(outside stages)", "device": "host", "ran_on": "python", "p50_ms": max(glue, 0.0), "mean_ms": max(glue, 0.0),
-                     "samples": 0, "share_pct": 100.0 * max(glue, 0.0) / chain_p50_ms if chain_p50_ms else 0.0,
-                     "note": "chain p50 minus the sum of stage p50s: hand-over between stages and the chain runner's own work, approximate"})
+        rows.append(
+            {
+                "name": "(outside stages)",
+                "device": "host",
+                "ran_on": "python",
+                "p50_ms": max(glue, 0.0),
+                "mean_ms": max(glue, 0.0),
+                "samples": 0,
+                "share_pct": 100.0 * max(glue, 0.0) / chain_p50_ms if chain_p50_ms else 0.0,
+                "note": "chain p50 minus the sum of stage p50s: hand-over between stages and the chain runner's own work, approximate",
+            }
+        )
     return rows

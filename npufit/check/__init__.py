@@ -2,6 +2,7 @@
 
 `npufit.check(...)` is npufit.compilers.measure.check: this prediction plus, when asked, the real compiler's placement.
 """
+
 from .engine import check, check_graph
 from .partitions import Boundary, Partition
 from .result import SCHEMA, CheckReport, NodeResult, Reason

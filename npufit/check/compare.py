@@ -2,6 +2,7 @@
 
 Columns: total ops, ops by type, NPU/CPU partitions (TVM's "functions"), NPU %, extra Q/DQ ops, status.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,10 +14,10 @@ from typing import Any
 from ..errors import NpufitError
 from ..graph import Graph, load
 from ..graph.quant import QDQ_OPS
+from ..report.console import Renderable
 from ..targets.base import Verdict
 from ..util.progress import track
 from .grid import target_summary
-from ..report.console import Renderable
 from .result import CheckReport
 
 SCHEMA = "npufit.compare/1"
@@ -28,15 +29,37 @@ def model_row(report: CheckReport) -> dict[str, Any]:
     ops = Counter(n.op_type for n in report.running)
     led = report.extra.get("qdq_ledger")
     c = s["counts"]
-    qdq = (led or {}).get("qdq") or {"quantize": 0, "dequantize": 0, "dequantize_weights": 0, "dequantize_activations": 0}
-    folded_qdq = sum(1 for n in report.nodes if n.parent is None and n.verdict == Verdict.FOLDED and n.op_type in QDQ_OPS)
-    status = "all on NPU" if s["fully_npu"] else (f"fails: {c['unsupported']} unsupported" if c["unsupported"] else f"{c['cpu']} ops on CPU")
-    return {"model": report.model["file"], "path": report.model["path"], "total_ops": len(report.running),
-            "ops_by_type": dict(ops.most_common()), "npu_partitions": s["npu_partitions"], "cpu_partitions": s["host_partitions"],
-            "npu_pct": s["coverage_nodes_pct"], "npu_macs_pct": s["coverage_macs_pct"], "extra_qdq_ops": s["extra_qdq_ops"],
-            "qdq": qdq, "qdq_folded": {"weights": qdq["dequantize_weights"], "model_io": folded_qdq - qdq["dequantize_weights"]},
-            "islands": led["totals"]["islands"] if led else 0, "ledger": led["by_op"] if led else [], "status": status,
-            "fully_npu": s["fully_npu"]}
+    qdq = (led or {}).get("qdq") or {
+        "quantize": 0,
+        "dequantize": 0,
+        "dequantize_weights": 0,
+        "dequantize_activations": 0,
+    }
+    folded_qdq = sum(
+        1 for n in report.nodes if n.parent is None and n.verdict == Verdict.FOLDED and n.op_type in QDQ_OPS
+    )
+    status = (
+        "all on NPU"
+        if s["fully_npu"]
+        else (f"fails: {c['unsupported']} unsupported" if c["unsupported"] else f"{c['cpu']} ops on CPU")
+    )
+    return {
+        "model": report.model["file"],
+        "path": report.model["path"],
+        "total_ops": len(report.running),
+        "ops_by_type": dict(ops.most_common()),
+        "npu_partitions": s["npu_partitions"],
+        "cpu_partitions": s["host_partitions"],
+        "npu_pct": s["coverage_nodes_pct"],
+        "npu_macs_pct": s["coverage_macs_pct"],
+        "extra_qdq_ops": s["extra_qdq_ops"],
+        "qdq": qdq,
+        "qdq_folded": {"weights": qdq["dequantize_weights"], "model_io": folded_qdq - qdq["dequantize_weights"]},
+        "islands": led["totals"]["islands"] if led else 0,
+        "ledger": led["by_op"] if led else [],
+        "status": status,
+        "fully_npu": s["fully_npu"],
+    }
 
 
 @dataclass
@@ -52,12 +75,26 @@ class CompareReport(Renderable):
         rows = self.rows
         if not rows:
             return None
-        return min(rows, key=lambda r: (not r["fully_npu"], -r["npu_pct"], r["extra_qdq_ops"], r["npu_partitions"] + r["cpu_partitions"]))["model"]
+        return min(
+            rows,
+            key=lambda r: (
+                not r["fully_npu"],
+                -r["npu_pct"],
+                r["extra_qdq_ops"],
+                r["npu_partitions"] + r["cpu_partitions"],
+            ),
+        )["model"]
 
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
 
-        return {"schema": SCHEMA, "npufit_version": __version__, "target": self.target, "best": self.best(), "models": self.rows}
+        return {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "target": self.target,
+            "best": self.best(),
+            "models": self.rows,
+        }
 
     @staticmethod
     def _ops_cell(row, sep=", ") -> str:
@@ -66,47 +103,73 @@ class CompareReport(Renderable):
         text += f"{sep}… +{len(items) - TOP_OPS}" if len(items) > TOP_OPS else ""
         # Q/DQ nodes that never run on the target are not counted above; quantize's totals include them
         f = row["qdq_folded"]
-        parts = ([f"{f['weights']} DequantizeLinear on weights"] if f["weights"] else []) + \
-            ([f"{f['model_io']} Q/DQ at the model I/O"] if f["model_io"] else [])
+        parts = ([f"{f['weights']} DequantizeLinear on weights"] if f["weights"] else []) + (
+            [f"{f['model_io']} Q/DQ at the model I/O"] if f["model_io"] else []
+        )
         return text + (f"{sep}(+{' and '.join(parts)}, folded)" if parts else "")
 
     def _print(self, con) -> None:
         from rich.table import Table
         from rich.text import Text
 
-        con.print(Text.assemble(("npufit compare ", "bold"), f"{len(self.reports)} models  →  ", (self.target["title"], "bold")))
+        con.print(
+            Text.assemble(
+                ("npufit compare ", "bold"), f"{len(self.reports)} models  →  ", (self.target["title"], "bold")
+            )
+        )
         tab = Table(show_edge=False, show_lines=True)
         for col in ("model", "total ops", "ops by type", "NPU/CPU partitions", "NPU %", "extra Q/DQ ops", "status"):
             tab.add_column(col, overflow="fold")
         best = self.best()
         for r in self.rows:
             style = "green" if r["fully_npu"] else ("bold red" if r["status"].startswith("fails") else "yellow")
-            tab.add_row(Text(r["model"] + (" ★" if r["model"] == best and len(self.reports) > 1 else ""), style="bold" if r["model"] == best else ""),
-                        str(r["total_ops"]), self._ops_cell(r, "\n"), f"{r['npu_partitions']}/{r['cpu_partitions']}", f"{r['npu_pct']:.1f}%",
-                        f"{r['extra_qdq_ops']:,}", Text(r["status"], style=style))
+            tab.add_row(
+                Text(
+                    r["model"] + (" ★" if r["model"] == best and len(self.reports) > 1 else ""),
+                    style="bold" if r["model"] == best else "",
+                ),
+                str(r["total_ops"]),
+                self._ops_cell(r, "\n"),
+                f"{r['npu_partitions']}/{r['cpu_partitions']}",
+                f"{r['npu_pct']:.1f}%",
+                f"{r['extra_qdq_ops']:,}",
+                Text(r["status"], style=style),
+            )
         con.print(tab)
         for r in self.rows:
             for g in r["ledger"]:
-                con.print(f"{r['model']}: {g['ops']} × {g['count']} = {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops "
-                          f"(dequantize → {g['ops']} → quantize, on {g['device']})")
+                con.print(
+                    f"{r['model']}: {g['ops']} × {g['count']} = {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops "
+                    f"(dequantize → {g['ops']} → quantize, on {g['device']})"
+                )
 
     def _markdown(self) -> str:
-        out = [f"# npufit compare → {self.target['title']}", "",
-               "| model | total ops | ops by type | NPU/CPU partitions | NPU % | extra Q/DQ ops | status |", "|---|---:|---|---:|---:|---:|---|"]
+        out = [
+            f"# npufit compare → {self.target['title']}",
+            "",
+            "| model | total ops | ops by type | NPU/CPU partitions | NPU % | extra Q/DQ ops | status |",
+            "|---|---:|---|---:|---:|---:|---|",
+        ]
         best = self.best()
         for r in self.rows:
             name = f"**{r['model']}**" if r["model"] == best and len(self.reports) > 1 else r["model"]
-            out.append(f"| {name} | {r['total_ops']} | {self._ops_cell(r)} | {r['npu_partitions']}/{r['cpu_partitions']} | {r['npu_pct']:.1f}% | "
-                       f"{r['extra_qdq_ops']:,} | {r['status']} |")
-        notes = [f"- `{r['model']}`: {g['ops']} × {g['count']} → {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops (on {g['device']})"
-                 for r in self.rows for g in r["ledger"]]
+            out.append(
+                f"| {name} | {r['total_ops']} | {self._ops_cell(r)} | {r['npu_partitions']}/{r['cpu_partitions']} | {r['npu_pct']:.1f}% | "
+                f"{r['extra_qdq_ops']:,} | {r['status']} |"
+            )
+        notes = [
+            f"- `{r['model']}`: {g['ops']} × {g['count']} → {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops (on {g['device']})"
+            for r in self.rows
+            for g in r["ledger"]
+        ]
         if notes:
             out += ["", "Float islands (dequantize → op → quantize):", ""] + notes
         return "\n".join(out) + "\n"
 
 
-def compare(models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None,
-            judge: str = "auto") -> CompareReport:
+def compare(
+    models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None, judge: str = "auto"
+) -> CompareReport:
     """Check every model against one target; one row per model (model files are only read)."""
     from ..targets import get_profile
     from .engine import check_graph

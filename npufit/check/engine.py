@@ -1,19 +1,20 @@
 """Run a target profile over a graph: facts first (folding, shapes), verdicts second."""
+
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import NpufitError
 from ..graph import Graph, NodeView, load, quant
 from ..graph.facts import NonLocal
 from ..graph.macs import MAC_OPS, node_macs
 from ..targets import get_profile
-from ..errors import NpufitError
-from ..util.gcpause import gc_paused
 from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, worst
-from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
+from ..util.gcpause import gc_paused
 from .local_memo import MARK, ONCE, VIEW_NAME, LocalMemo, value_key
+from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from .result import CheckReport, NodeResult, Reason
 
 CONTROL_FLOW = {"If", "Loop", "Scan"}
@@ -22,8 +23,13 @@ CONTROL_FLOW = {"If", "Loop", "Scan"}
 JUDGE_MODES = ("auto", "int8", "float")
 
 
-def check(model: str | os.PathLike | Graph, target: str | Profile = "hailo8", input_shapes=None,
-          judge: str = "auto", assume_int8: bool = False) -> CheckReport:
+def check(
+    model: str | os.PathLike | Graph,
+    target: str | Profile = "hailo8",
+    input_shapes=None,
+    judge: str = "auto",
+    assume_int8: bool = False,
+) -> CheckReport:
     """Judge every node of `model` against `target`. The model file (and a Graph passed in) is only read.
 
     judge: how a float model is judged. "auto" (default): as its int8 conversion on a target that runs int8
@@ -57,12 +63,15 @@ def is_float_model(graph: Graph) -> bool:
     """A model with float activations and no quantization at all (no Q/DQ, no QLinear ops, no quantized inputs).
     Its inputs need not be float: a text encoder takes int64 token ids into a float body, which a converter turns
     into int8 like any other (the Ethos-U and RV1106 corpus records ran BERT-family bodies on the NPU)."""
-    quantized = any(op in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or op.startswith("QLinear")
-                    for op in graph.op_types) or any(t.quant is not None for t in graph.inputs)
+    quantized = any(
+        op in ("QuantizeLinear", "DequantizeLinear", "QUANTIZE", "DEQUANTIZE") or op.startswith("QLinear")
+        for op in graph.op_types
+    ) or any(t.quant is not None for t in graph.inputs)
     if quantized:
         return False
-    return (any(t.dtype in ("float32", "float16") for t in graph.inputs)
-            or any(n.output_dtype(0) in quant.FLOAT_DTYPES for n in graph.nodes if n.outputs))
+    return any(t.dtype in ("float32", "float16") for t in graph.inputs) or any(
+        n.output_dtype(0) in quant.FLOAT_DTYPES for n in graph.nodes if n.outputs
+    )
 
 
 def refuses_format(graph: Graph, profile: Profile) -> str | None:
@@ -70,8 +79,10 @@ def refuses_format(graph: Graph, profile: Profile) -> str | None:
     target (through the converter's op mapping where the NPU compiles TFLite); a TFLite model only on targets whose
     profile models that path."""
     if graph.format not in profile.judged_formats:
-        return (f"{profile.name} judges ONNX models only: npufit does not model this toolchain's TFLite path; check the "
-                f"ONNX model the TFLite file was converted from")
+        return (
+            f"{profile.name} judges ONNX models only: npufit does not model this toolchain's TFLite path; check the "
+            f"ONNX model the TFLite file was converted from"
+        )
     return None
 
 
@@ -88,7 +99,10 @@ def check_graph(graph: Graph, profile: Profile, judge: str = "auto", local_memo:
         raise NpufitError(why_not)
     float_model = is_float_model(graph)  # one walk over the nodes, read twice below
     as_int8 = judged_as_int8(graph, profile, judge, float_model)
-    with gc_paused(), quant.check_scope(graph, as_int8):  # read by the dtype facts of every rule; the graph is only read
+    with (
+        gc_paused(),
+        quant.check_scope(graph, as_int8),
+    ):  # read by the dtype facts of every rule; the graph is only read
         report = _check_graph(graph, profile, local_memo)
     report.target["judged_as"] = "int8" if as_int8 else "as is"
     report.warnings[:0] = _judge_warnings(graph, profile, judge, as_int8, float_model)
@@ -100,13 +114,19 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
     if not float_model:
         return []
     if as_int8 and judge == "auto":
-        return [f"judged as int8: {profile.name} runs int8 only, so this float model is judged as the int8 model a converter "
-                "produces (`npufit quantize` or `npufit compile` make it; --judge float judges the float graph)"]
+        return [
+            f"judged as int8: {profile.name} runs int8 only, so this float model is judged as the int8 model a converter "
+            "produces (`npufit quantize` or `npufit compile` make it; --judge float judges the float graph)"
+        ]
     if as_int8:
-        return [f"--judge int8: float activations were judged as the int8 tensors a converter would produce on {profile.name}"]
+        return [
+            f"--judge int8: float activations were judged as the int8 tensors a converter would produce on {profile.name}"
+        ]
     if profile.executes is Executes.INT8:
-        return [f"--judge float: the float graph is judged as it is; {profile.name} runs int8 only, so float ops are off the NPU "
-                "(the default judges its int8 conversion)"]
+        return [
+            f"--judge float: the float graph is judged as it is; {profile.name} runs int8 only, so float ops are off the NPU "
+            "(the default judges its int8 conversion)"
+        ]
     return []
 
 
@@ -157,10 +177,17 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
     }
     warnings = list(graph.warnings)
     if graph.format == "onnx" and profile.input_formats and "onnx" not in profile.input_formats:
-        warnings.append(f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces")
+        warnings.append(
+            f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces"
+        )
     report = CheckReport(
         model=_model_info(graph),
-        target={"name": profile.name, "title": profile.title, "fallback": profile.fallback.value, "notes": list(profile.notes)},
+        target={
+            "name": profile.name,
+            "title": profile.title,
+            "fallback": profile.fallback.value,
+            "notes": list(profile.notes),
+        },
         nodes=judged if graph.names_unique else [results[n.name] for n in nodes],
         partitions=parts,
         boundaries=bounds,
@@ -177,8 +204,15 @@ def _model_info(graph: Graph) -> dict:
     def tinfo(t):
         return {"name": t.name, "shape": None if t.shape is None else list(t.shape), "dtype": t.dtype}
 
-    return {"path": str(graph.path), "file": Path(graph.path).name, "format": graph.format, "nodes": len(graph.nodes),
-            "opsets": graph.opsets, "inputs": [tinfo(t) for t in graph.inputs], "outputs": [tinfo(t) for t in graph.outputs]}
+    return {
+        "path": str(graph.path),
+        "file": Path(graph.path).name,
+        "format": graph.format,
+        "nodes": len(graph.nodes),
+        "opsets": graph.opsets,
+        "inputs": [tinfo(t) for t in graph.inputs],
+        "outputs": [tinfo(t) for t in graph.outputs],
+    }
 
 
 def _body_macs(results: dict[str, NodeResult]) -> None:
@@ -221,8 +255,14 @@ class _Judge:
     apply, the op reason's fields) is looked up once per op type. The rules run once per local signature on the
     node's local view (check.local_memo); a node whose rules read beyond it is judged on the graph itself."""
 
-    def __init__(self, graph: Graph, profile: Profile, folded: set[str], composite_of: dict[str, tuple[Composite, str]],
-                 memo: bool = True):
+    def __init__(
+        self,
+        graph: Graph,
+        profile: Profile,
+        folded: set[str],
+        composite_of: dict[str, tuple[Composite, str]],
+        memo: bool = True,
+    ):
         self.graph, self.profile, self.folded, self.composite_of = graph, profile, folded, composite_of
         self.limits = profile.limits
         self.gates: dict[Callable, bool] = {}  # Rule.gate -> its answer for this graph
@@ -307,8 +347,20 @@ class _Judge:
         if name is None:
             name = node.name
         # positional: keyword parsing for 12 fields is measurable at 100k nodes
-        res = NodeResult(name, op, node.domain, _NPU, [], None, node_macs(node) if op in MAC_OPS else 0, None, node.parent,
-                         node.inputs, node.outputs, [])
+        res = NodeResult(
+            name,
+            op,
+            node.domain,
+            _NPU,
+            [],
+            None,
+            node_macs(node) if op in MAC_OPS else 0,
+            None,
+            node.parent,
+            node.inputs,
+            node.outputs,
+            [],
+        )
         if name in self.folded:
             res.verdict = _FOLDED
             res.macs = 0
@@ -319,7 +371,9 @@ class _Judge:
             res.composite = comp.id
             res.verdict = comp.verdict
             if comp.verdict != _NPU:
-                res.reasons.append(Reason(comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules))
+                res.reasons.append(
+                    Reason(comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules)
+                )
             checks = self.graph_rules  # rules on dtype/batch/rank still apply inside composites
         else:
             if profile.op_key is None:  # the op table is keyed by op type and domain only
@@ -372,8 +426,20 @@ def _keepable(res: NodeResult) -> tuple | None:
 
 def _replay(node: NodeView, kept: tuple) -> NodeResult:
     verdict, reasons, macs, notes = kept
-    return NodeResult(node.name, node.op_type, node.domain, verdict, list(reasons) if reasons else [], None, macs, None,
-                      node.parent, node.inputs, node.outputs, list(notes) if notes else [])
+    return NodeResult(
+        node.name,
+        node.op_type,
+        node.domain,
+        verdict,
+        list(reasons) if reasons else [],
+        None,
+        macs,
+        None,
+        node.parent,
+        node.inputs,
+        node.outputs,
+        list(notes) if notes else [],
+    )
 
 
 def _op_reason_fields(node: NodeView, profile: Profile, support: OpSupport) -> tuple:
@@ -382,14 +448,20 @@ def _op_reason_fields(node: NodeView, profile: Profile, support: OpSupport) -> t
         if node.domain not in ("", "ai.onnx"):
             text = f"{node.domain}::{node.op_type} is a custom-domain op: {profile.name} has no kernel for it"
         else:
-            text = support.reason.format(op=node.op_type) if support.reason else f"{node.op_type} is not in the {profile.name} operator table"
+            text = (
+                support.reason.format(op=node.op_type)
+                if support.reason
+                else f"{node.op_type} is not in the {profile.name} operator table"
+            )
         return (f"{profile.name}.op.unknown", text, support.status, "", support.fix, support.source, support.fix_rules)
     text = support.reason or f"{node.op_type} does not run on {profile.name}"
     return (f"{profile.name}.op.{support.op}", text, support.status, "", support.fix, support.source, support.fix_rules)
 
 
 def _fail(res: NodeResult, profile: Profile, rule: Rule, detail) -> None:
-    res.reasons.append(Reason(rule.id, rule.sentence(profile.limits), rule.on_fail, str(detail), rule.fix, rule.source, rule.fix_rules))
+    res.reasons.append(
+        Reason(rule.id, rule.sentence(profile.limits), rule.on_fail, str(detail), rule.fix, rule.source, rule.fix_rules)
+    )
     res.verdict = worst(res.verdict, rule.on_fail)
 
 
@@ -398,7 +470,9 @@ def _finish(res: NodeResult, profile: Profile) -> NodeResult:
         hint = f"{profile.title.split(' (')[0]} has no CPU fallback inside the compiled binary: cut this node away (npufit split --target {profile.name}) or rewrite it"
         first = res.reasons[0]
         if hint not in first.fix:
-            res.reasons[0] = Reason(first.rule, first.text, first.verdict, first.detail, first.fix + (hint,), first.source, first.fix_rules)
+            res.reasons[0] = Reason(
+                first.rule, first.text, first.verdict, first.detail, first.fix + (hint,), first.source, first.fix_rules
+            )
     return res
 
 
@@ -407,6 +481,15 @@ def _propagate_control_flow(graph: Graph, results: dict[str, NodeResult]) -> Non
     for node in reversed(graph.nodes):
         if node.parent and node.parent in results:
             parent, child = results[node.parent], results[node.name]
-            if child.verdict in (Verdict.CPU, Verdict.UNSUPPORTED) and worst(parent.verdict, child.verdict) != parent.verdict:
+            if (
+                child.verdict in (Verdict.CPU, Verdict.UNSUPPORTED)
+                and worst(parent.verdict, child.verdict) != parent.verdict
+            ):
                 parent.verdict = child.verdict
-                parent.reasons.append(Reason("body", f"its body contains {child.op_type} '{child.name}' ({child.verdict.value})", child.verdict))
+                parent.reasons.append(
+                    Reason(
+                        "body",
+                        f"its body contains {child.op_type} '{child.name}' ({child.verdict.value})",
+                        child.verdict,
+                    )
+                )

@@ -3,15 +3,16 @@
 `npufit check MODEL --target all` (or a comma-separated list). The graph is loaded once; every
 target judges the same Graph.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..graph import Graph
+from ..report.console import Renderable
 from ..targets.base import Verdict
 from ..util.progress import track
-from ..report.console import Renderable
 from .result import CheckReport
 
 SCHEMA = "npufit.check_grid/1"
@@ -22,10 +23,19 @@ def target_summary(report: CheckReport) -> dict[str, Any]:
     """The numbers a person compares across targets (also used by `npufit compare`)."""
     s = report.summary()
     led = report.extra.get("qdq_ledger")
-    return {"target": report.target["name"], "title": report.target["title"], "coverage_nodes_pct": s["coverage_nodes_pct"],
-            "coverage_macs_pct": s["coverage_macs_pct"], "npu_partitions": s["npu_partitions"], "host_partitions": s["host_partitions"],
-            "boundaries": s["boundaries"], "boundary_bytes": s["boundary_bytes"], "counts": s["counts"],
-            "extra_qdq_ops": led["totals"]["extra_ops"] if led else 0, "fully_npu": s["fully_npu"]}
+    return {
+        "target": report.target["name"],
+        "title": report.target["title"],
+        "coverage_nodes_pct": s["coverage_nodes_pct"],
+        "coverage_macs_pct": s["coverage_macs_pct"],
+        "npu_partitions": s["npu_partitions"],
+        "host_partitions": s["host_partitions"],
+        "boundaries": s["boundaries"],
+        "boundary_bytes": s["boundary_bytes"],
+        "counts": s["counts"],
+        "extra_qdq_ops": led["totals"]["extra_ops"] if led else 0,
+        "fully_npu": s["fully_npu"],
+    }
 
 
 @dataclass
@@ -55,9 +65,15 @@ class GridReport(Renderable):
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
 
-        return {"schema": SCHEMA, "npufit_version": __version__, "model": self.model, "targets": self.summaries(),
-                "grid": self.rows(all_nodes=True), "reports": {t: r.to_dict() for t, r in self.reports.items()},
-                "skipped": dict(self.skipped)}
+        return {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "model": self.model,
+            "targets": self.summaries(),
+            "grid": self.rows(all_nodes=True),
+            "reports": {t: r.to_dict() for t, r in self.reports.items()},
+            "skipped": dict(self.skipped),
+        }
 
     def _print(self, con) -> None:
         from rich.table import Table
@@ -65,16 +81,41 @@ class GridReport(Renderable):
 
         from ..report.style import VERDICT_STYLE
 
-        con.print(Text.assemble(("npufit check ", "bold"), (self.model["file"], "bold cyan"), f"  →  {len(self.reports)} targets"))
+        con.print(
+            Text.assemble(
+                ("npufit check ", "bold"), (self.model["file"], "bold cyan"), f"  →  {len(self.reports)} targets"
+            )
+        )
         tab = Table(title="per target", title_justify="left", show_edge=False)
-        for col in ("target", "coverage (nodes)", "coverage (MACs)", "npu/host partitions", "boundaries", "extra Q/DQ ops", "status"):
+        for col in (
+            "target",
+            "coverage (nodes)",
+            "coverage (MACs)",
+            "npu/host partitions",
+            "boundaries",
+            "extra Q/DQ ops",
+            "status",
+        ):
             tab.add_column(col)
         for s in self.summaries():
             c = s["counts"]
-            status = Text("all NPU", style="green") if s["fully_npu"] else Text(
-                f"cpu {c['cpu']}, unsupported {c['unsupported']}", style="bold red" if c["unsupported"] else "yellow")
-            tab.add_row(s["target"], f"{s['coverage_nodes_pct']:.1f}%", f"{s['coverage_macs_pct']:.1f}%",
-                        f"{s['npu_partitions']}/{s['host_partitions']}", str(s["boundaries"]), f"{s['extra_qdq_ops']:,}", status)
+            status = (
+                Text("all NPU", style="green")
+                if s["fully_npu"]
+                else Text(
+                    f"cpu {c['cpu']}, unsupported {c['unsupported']}",
+                    style="bold red" if c["unsupported"] else "yellow",
+                )
+            )
+            tab.add_row(
+                s["target"],
+                f"{s['coverage_nodes_pct']:.1f}%",
+                f"{s['coverage_macs_pct']:.1f}%",
+                f"{s['npu_partitions']}/{s['host_partitions']}",
+                str(s["boundaries"]),
+                f"{s['extra_qdq_ops']:,}",
+                status,
+            )
         con.print(tab)
         for t, why in self.skipped.items():
             con.print(Text(f"skipped {t}: {why}", style="dim"))
@@ -96,10 +137,15 @@ class GridReport(Renderable):
             grid.add_column("not on the NPU of (cpu = CPU fallback, ✗ = unsupported)", overflow="fold", ratio=3)
         for r in rows[:MAX_ROWS]:
             if wide:
-                grid.add_row(r["node"], r["op"], *[Text(short[v], style=VERDICT_STYLE[v]) for v in r["verdicts"].values()])
+                grid.add_row(
+                    r["node"], r["op"], *[Text(short[v], style=VERDICT_STYLE[v]) for v in r["verdicts"].values()]
+                )
             else:
-                off = [Text.assemble(f"{labels[t]} ", (short[v], VERDICT_STYLE[v])) for t, v in r["verdicts"].items()
-                       if v not in ("npu", "folded")]
+                off = [
+                    Text.assemble(f"{labels[t]} ", (short[v], VERDICT_STYLE[v]))
+                    for t, v in r["verdicts"].items()
+                    if v not in ("npu", "folded")
+                ]
                 grid.add_row(r["node"], r["op"], Text(", ").join(off))
         con.print(grid)
         if len(rows) > MAX_ROWS:
@@ -108,19 +154,33 @@ class GridReport(Renderable):
     def _markdown(self) -> str:
         from ..report.style import VERDICT_MARK
 
-        out = [f"# npufit check: `{self.model['file']}` on {len(self.reports)} targets", "",
-               "| target | coverage (nodes) | coverage (MACs) | NPU/host partitions | boundaries | extra Q/DQ ops | fully NPU |",
-               "|---|---:|---:|---:|---:|---:|---|"]
+        out = [
+            f"# npufit check: `{self.model['file']}` on {len(self.reports)} targets",
+            "",
+            "| target | coverage (nodes) | coverage (MACs) | NPU/host partitions | boundaries | extra Q/DQ ops | fully NPU |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
         for s in self.summaries():
-            out.append(f"| {s['target']} | {s['coverage_nodes_pct']:.1f}% | {s['coverage_macs_pct']:.1f}% | {s['npu_partitions']}/{s['host_partitions']} | "
-                       f"{s['boundaries']} | {s['extra_qdq_ops']:,} | {'yes' if s['fully_npu'] else 'no'} |")
+            out.append(
+                f"| {s['target']} | {s['coverage_nodes_pct']:.1f}% | {s['coverage_macs_pct']:.1f}% | {s['npu_partitions']}/{s['host_partitions']} | "
+                f"{s['boundaries']} | {s['extra_qdq_ops']:,} | {'yes' if s['fully_npu'] else 'no'} |"
+            )
         rows = self.rows()
         if rows:
             names = list(self.reports)
-            out += ["", "## Nodes not on the NPU of at least one target", "", "| node | op | " + " | ".join(names) + " |",
-                    "|---|---|" + "---|" * len(names)]
+            out += [
+                "",
+                "## Nodes not on the NPU of at least one target",
+                "",
+                "| node | op | " + " | ".join(names) + " |",
+                "|---|---|" + "---|" * len(names),
+            ]
             for r in rows:
-                out.append(f"| `{r['node']}` | {r['op']} | " + " | ".join(f"{VERDICT_MARK[v]} {v}" for v in r["verdicts"].values()) + " |")
+                out.append(
+                    f"| `{r['node']}` | {r['op']} | "
+                    + " | ".join(f"{VERDICT_MARK[v]} {v}" for v in r["verdicts"].values())
+                    + " |"
+                )
         return "\n".join(out) + "\n"
 
 
@@ -133,11 +193,9 @@ def _label(target: str) -> str:
 
 def check_grid(graph: Graph, targets: list[str], judge: str = "auto") -> GridReport:
     """Judge one loaded graph against every target in `targets` (names)."""
-    from .engine import _model_info, check_graph
-    from ..targets import get_profile
-
     from ..errors import NpufitError
-    from .engine import refuses_format
+    from ..targets import get_profile
+    from .engine import _model_info, check_graph, refuses_format
 
     grid = GridReport(model=_model_info(graph))
     for name in track(targets, "checking targets", total=len(targets)):

@@ -12,6 +12,7 @@ Why this is sound: rules are deterministic functions of what they read. Two node
 answers to every read the first evaluation made, so the second would take the same path and return the same
 result. A result that mentions a placeholder (a detail naming a tensor) is not kept.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -79,11 +80,31 @@ class _Tensors(Mapping):
 class _ViewGraph:
     """What a rule may read of the graph from a local view: see the module docstring."""
 
-    __slots__ = ("_real", "format", "opsets", "path", "names_unique", "quant_form", "tensors", "input_names",
-                 "output_names", "input_set", "max_rank_table", "unproduced")
+    __slots__ = (
+        "_real",
+        "format",
+        "opsets",
+        "path",
+        "names_unique",
+        "quant_form",
+        "tensors",
+        "input_names",
+        "output_names",
+        "input_set",
+        "max_rank_table",
+        "unproduced",
+    )
 
-    def __init__(self, real: Graph, tensors: dict[str, TensorInfo], ins: frozenset[str], outs: frozenset[str],
-                 quant_form: str, unproduced: frozenset[str], max_rank: int):
+    def __init__(
+        self,
+        real: Graph,
+        tensors: dict[str, TensorInfo],
+        ins: frozenset[str],
+        outs: frozenset[str],
+        quant_form: str,
+        unproduced: frozenset[str],
+        max_rank: int,
+    ):
         s = object.__setattr__
         s(self, "unproduced", unproduced)
         s(self, "_real", real)
@@ -192,7 +213,9 @@ class LocalMemo:
         self.tensors = graph.tensors
         self.ins, self.outs = frozenset(graph.input_names), frozenset(graph.output_names)
         self.ids: dict[str, int] | None = None  # tensor name -> the number of its local facts, made on first use
-        self.producer = graph._producer  # whether an input is computed: a view answers producer() for those that are not
+        self.producer = (
+            graph._producer
+        )  # whether an input is computed: a view answers producer() for those that are not
         self.quant_form: str | None = None  # quant.graph_quant_form(graph), on the first view
         self.kept: dict[tuple, Any] = {}  # signature -> ONCE, or (constant slots read, {their values: kept result})
         self.plain_ops: set[str] = set()  # op types judged node by node (a view read beyond, or too few rules)
@@ -228,7 +251,16 @@ class LocalMemo:
         numbers: dict[tuple, int] = {}
         produced, ins, outs = self.producer, self.ins, self.outs
         for name, t in self.tensors.items():
-            facts = (t.shape, t.dtype, t.is_const, t.is_initializer, t.quant, name in produced, name in ins, name in outs)
+            facts = (
+                t.shape,
+                t.dtype,
+                t.is_const,
+                t.is_initializer,
+                t.quant,
+                name in produced,
+                name in ins,
+                name in outs,
+            )
             n = numbers.get(facts)
             if n is None:
                 n = numbers[facts] = len(numbers)
@@ -255,15 +287,31 @@ class LocalMemo:
                     outs.add(p)
                 if k < n_in and name not in self.producer:
                     unproduced.add(p)
-        view = _ViewNode(VIEW_NAME, node.op_type, node.domain, node.attrs,
-                         tuple(placeholder.get(n, "") for n in names[:n_in]),
-                         tuple(placeholder.get(n, "") for n in names[n_in:]),
-                         None, 0, None, (), None)  # type: ignore[arg-type]
+        view = _ViewNode(
+            VIEW_NAME,
+            node.op_type,
+            node.domain,
+            node.attrs,
+            tuple(placeholder.get(n, "") for n in names[:n_in]),
+            tuple(placeholder.get(n, "") for n in names[n_in:]),
+            None,
+            0,
+            None,
+            (),
+            None,
+        )  # type: ignore[arg-type]
         if self.quant_form is None:  # asked on the first view only: a check that keeps no result never walks for it
             self.quant_form = quant.graph_quant_form(self.graph)
         max_rank = rank_table(_OneNode(view, own))[0]
-        view.graph = _ViewGraph(self.graph, own, frozenset(ins), frozenset(outs), self.quant_form,  # type: ignore[assignment]
-                                frozenset(unproduced), max_rank)
+        view.graph = _ViewGraph(
+            self.graph,
+            own,
+            frozenset(ins),
+            frozenset(outs),
+            self.quant_form,  # type: ignore[assignment]
+            frozenset(unproduced),
+            max_rank,
+        )
         return view
 
 

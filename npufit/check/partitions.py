@@ -5,6 +5,7 @@ device changes on the longest path from the inputs, and only same-device neighbo
 same level merge. A path that leaves a region and comes back must change device twice, so it
 raises the level; no region can depend on itself. Split stages reuse these partitions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,8 +25,15 @@ class Partition:
     outputs: list[str] = field(default_factory=list)  # tensors used outside (or model outputs)
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "device": self.device, "node_count": len(self.nodes), "macs": self.macs,
-                "inputs": self.inputs, "outputs": self.outputs, "nodes": self.nodes}
+        return {
+            "id": self.id,
+            "device": self.device,
+            "node_count": len(self.nodes),
+            "macs": self.macs,
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+            "nodes": self.nodes,
+        }
 
 
 @dataclass
@@ -39,8 +47,15 @@ class Boundary:
     direction: str  # "npu->host" | "host->npu"
 
     def to_dict(self) -> dict:
-        return {"tensor": self.tensor, "shape": self.shape, "dtype": self.dtype, "bytes": self.bytes,
-                "from": self.src, "to": self.dst, "direction": self.direction}
+        return {
+            "tensor": self.tensor,
+            "shape": self.shape,
+            "dtype": self.dtype,
+            "bytes": self.bytes,
+            "from": self.src,
+            "to": self.dst,
+            "direction": self.direction,
+        }
 
 
 class RunningDag:
@@ -50,7 +65,9 @@ class RunningDag:
     instead of name-keyed dicts keep a 100k-node graph to a few list reads per edge.
     """
 
-    def __init__(self, graph: Graph, device_of: dict[str, str], known: tuple[list[NodeView], list[str | None]] | None = None):
+    def __init__(
+        self, graph: Graph, device_of: dict[str, str], known: tuple[list[NodeView], list[str | None]] | None = None
+    ):
         """known: (running top-level nodes in order, device per node index), when the caller built them already
         (the check engine does, in the same pass that fills device_of)."""
         self.graph = graph
@@ -77,7 +94,9 @@ class RunningDag:
             append(ps)
 
 
-def partition(graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag: RunningDag | None = None) -> list[Partition]:
+def partition(
+    graph: Graph, device_of: dict[str, str], macs: dict[str, int], dag: RunningDag | None = None
+) -> list[Partition]:
     """device_of: node name -> 'npu' | 'host' for every top-level node that runs somewhere.
 
     Linear in nodes + edges: one pass in topological order assigns levels and unions same-device,
@@ -189,7 +208,9 @@ def boundaries(graph: Graph, parts: list[Partition], dag: RunningDag | None = No
             return
         seen.add((t, direction))
         info = graph.tensor(t)
-        out.append(Boundary(t, None if info.shape is None else list(info.shape), info.dtype, info.nbytes, src, dst, direction))
+        out.append(
+            Boundary(t, None if info.shape is None else list(info.shape), info.dtype, info.nbytes, src, dst, direction)
+        )
 
     for p in parts:
         for t in p.inputs:
@@ -255,8 +276,12 @@ def npu_prefix(graph: Graph, device_of: dict[str, str], dag: RunningDag | None =
     for n in chosen:
         if any(t in graph_ins for t in n.inputs):
             start.append(n.name)
-        crossing = [o for o in n.outputs if o and (o in graph_outs or any(
-            not ok[c.index] and dag.dev[c.index] is not None for c in graph.consumers(o)))]
+        crossing = [
+            o
+            for o in n.outputs
+            if o
+            and (o in graph_outs or any(not ok[c.index] and dag.dev[c.index] is not None for c in graph.consumers(o)))
+        ]
         if crossing:
             end.append(n.name)
             end_tensors.extend(crossing)

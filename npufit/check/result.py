@@ -1,4 +1,5 @@
 """CheckReport: per-node verdicts + partitions + boundaries; renders to every format."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -22,8 +23,14 @@ class Reason:
     fix_rules: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        d = {"rule": self.rule, "text": self.text, "verdict": self.verdict.value, "detail": self.detail,
-             "fix": list(self.fix), "source": self.source}
+        d = {
+            "rule": self.rule,
+            "text": self.text,
+            "verdict": self.verdict.value,
+            "detail": self.detail,
+            "fix": list(self.fix),
+            "source": self.source,
+        }
         if self.fix_rules:
             d["fix_rules"] = list(self.fix_rules)
         return d
@@ -49,8 +56,12 @@ class NodeResult:
 
     def to_dict(self) -> dict:
         # _value_ is a plain attribute (.value is a descriptor call): this runs once per node of every report
-        d: dict[str, Any] = {"name": self.name, "op_type": self.op_type, "verdict": self.verdict._value_,
-                             "reasons": [r.to_dict() for r in self.reasons] if self.reasons else []}
+        d: dict[str, Any] = {
+            "name": self.name,
+            "op_type": self.op_type,
+            "verdict": self.verdict._value_,
+            "reasons": [r.to_dict() for r in self.reasons] if self.reasons else [],
+        }
         if self.domain:
             d["domain"] = self.domain
         if self.composite:
@@ -231,4 +242,3 @@ class CheckReport:
         return render_text(self, all_nodes=all_nodes)
 
 
-from ..util.jsonutil import json_default as _json_default  # noqa: E402  (kept for older imports)

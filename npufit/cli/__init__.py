@@ -1,12 +1,13 @@
 """The `npufit` command: one module per verb, each calling exactly one library function."""
+
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
 import signal
-import threading
 import sys
+import threading
 import warnings
 
 from .. import __version__
@@ -46,14 +47,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="npufit",
         description="Will this network run on the NPU? Check, fix, split, quantize, compile and benchmark models "
-                    "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/65/85 and Rockchip RK3588.",
+        "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/65/85 and Rockchip RK3588.",
         epilog="Run 'npufit COMMAND --help' for the options of a command.",
     )
     parser.add_argument("--version", action="version", version=f"npufit {__version__}")
-    parser.add_argument("--quiet", "-q", dest="global_quiet", action="store_true",
-                        help="no progress bars (they are shown only on a terminal anyway)")
-    parser.add_argument("--verbose", action="store_true",
-                        help="also show ONNX Runtime's own log lines and Python warnings (hidden by default)")
+    parser.add_argument(
+        "--quiet",
+        "-q",
+        dest="global_quiet",
+        action="store_true",
+        help="no progress bars (they are shown only on a terminal anyway)",
+    )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show ONNX Runtime's own log lines and Python warnings (hidden by default)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for verb, modname in COMMANDS.items():
         try:
@@ -103,7 +112,10 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("NPUFIT_DEBUG"):
             raise
         msg = str(e).splitlines()[0][:300] if str(e) else ""
-        print(f"npufit: internal error: {type(e).__name__}: {esc_line(msg)} (set NPUFIT_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(
+            f"npufit: internal error: {type(e).__name__}: {esc_line(msg)} (set NPUFIT_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
         return 3
     finally:
         sys.stdout, sys.stderr = stdout, stderr

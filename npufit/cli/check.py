@@ -1,4 +1,5 @@
 """npufit check MODEL --target T: which node runs on the NPU, which does not, why, and how to fix it."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,23 +8,43 @@ from .common import add_format_option, add_input_shape_option, add_judge_option,
 
 
 def register(sub) -> None:
-    p = sub.add_parser("check", help="judge every node of a model against a target NPU",
-                       description="Judge every node of an ONNX or TFLite model against a target profile: verdict "
-                                   "(npu / cpu / unsupported / folded), the rule broken, how to fix it; coverage, "
-                                   "partitions, NPU<->host boundaries and the largest NPU-runnable prefix.")
+    p = sub.add_parser(
+        "check",
+        help="judge every node of a model against a target NPU",
+        description="Judge every node of an ONNX or TFLite model against a target profile: verdict "
+        "(npu / cpu / unsupported / folded), the rule broken, how to fix it; coverage, "
+        "partitions, NPU<->host boundaries and the largest NPU-runnable prefix.",
+    )
     p.add_argument("model", help="path to an .onnx or .tflite file (never modified)")
-    p.add_argument("--target", "-t", type=name_arg, default="hailo8",
-                   help="target name, a comma-separated list, or 'all' (see 'npufit targets'; default: hailo8)")
+    p.add_argument(
+        "--target",
+        "-t",
+        type=name_arg,
+        default="hailo8",
+        help="target name, a comma-separated list, or 'all' (see 'npufit targets'; default: hailo8)",
+    )
     add_format_option(p, choices=("table", "json", "markdown", "html"))
     add_input_shape_option(p)
-    p.add_argument("--all-nodes", action="store_true", help="list every node in table/markdown output, not only the failing ones")
+    p.add_argument(
+        "--all-nodes", action="store_true", help="list every node in table/markdown output, not only the failing ones"
+    )
     add_judge_option(p)
-    p.add_argument("--measure", nargs="?", const="auto", choices=("auto", "vela-checks", "compile"), metavar="JUDGE",
-                   help="also run the real compiler when it is installed (Vela; RKNN-Toolkit2 through its env) and show its "
-                        "placement per node beside npufit's explanation, flagging every difference. JUDGE: auto (default: "
-                        "Vela's operator checks for a TFLite model on Ethos-U55/U65, else a compile), vela-checks, compile")
-    p.add_argument("--fail-under", type=percent, metavar="PCT",
-                   help="exit 1 when NPU coverage (by nodes) is below PCT, for CI gates")
+    p.add_argument(
+        "--measure",
+        nargs="?",
+        const="auto",
+        choices=("auto", "vela-checks", "compile"),
+        metavar="JUDGE",
+        help="also run the real compiler when it is installed (Vela; RKNN-Toolkit2 through its env) and show its "
+        "placement per node beside npufit's explanation, flagging every difference. JUDGE: auto (default: "
+        "Vela's operator checks for a TFLite model on Ethos-U55/U65, else a compile), vela-checks, compile",
+    )
+    p.add_argument(
+        "--fail-under",
+        type=percent,
+        metavar="PCT",
+        help="exit 1 when NPU coverage (by nodes) is below PCT, for CI gates",
+    )
     p.set_defaults(func=run)
 
 
@@ -57,8 +78,13 @@ def _run(args: argparse.Namespace) -> int:
         if args.measure:  # the compilers package (and what it imports) only when a compiler runs
             from ..compilers.measure import check
 
-            report = check(graph, targets[0], judge=args.judge, measure=args.measure,
-                           input_shapes=parse_input_shapes(args.input_shape))
+            report = check(
+                graph,
+                targets[0],
+                judge=args.judge,
+                measure=args.measure,
+                input_shapes=parse_input_shapes(args.input_shape),
+            )
         else:
             from ..check.engine import check as predict
 

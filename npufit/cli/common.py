@@ -1,4 +1,5 @@
 """Options and output handling shared by the verbs."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,14 +13,18 @@ from ..util.io import atomic_write_text
 # -- numbers and names on the command line: refused by argparse (one line, exit 2) before any work -------------
 def bounded_number(kind: type, lo: float | None = None, hi: float | None = None, lo_open: bool = False, what: str = ""):
     """An argparse `type=` for a finite int/float in [lo, hi] (or (lo, hi] with lo_open); NaN and inf never pass."""
+
     def parse(text: str):
         try:
             v = kind(text)
         except (TypeError, ValueError):
-            raise argparse.ArgumentTypeError(f"expected {what or ('an integer' if kind is int else 'a number')}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {what or ('an integer' if kind is int else 'a number')}, got {text!r}"
+            ) from None
         if not math.isfinite(v) or (lo is not None and (v <= lo if lo_open else v < lo)) or (hi is not None and v > hi):
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
         return v
+
     parse.__name__ = what or kind.__name__  # argparse names the type in some messages
     return parse
 
@@ -51,8 +56,9 @@ def input_shape_arg(text: str) -> str:
     m = _SHAPE.match(text.strip())
     dims = [int(d) for d in re.split(r"[,x]", m["dims"])] if m else []
     if not m or not all(1 <= d <= MAX_DIM for d in dims) or len(dims) > 16:
-        raise argparse.ArgumentTypeError(f"expected NAME=D0,D1,... with every dimension in [1, {MAX_DIM}] "
-                                         f"(e.g. images=1,3,224,224), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=D0,D1,... with every dimension in [1, {MAX_DIM}] (e.g. images=1,3,224,224), got {text!r}"
+        )
     return text.strip()
 
 
@@ -62,23 +68,39 @@ def add_format_option(p: argparse.ArgumentParser, choices=("table", "json", "mar
 
 
 def add_input_shape_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,..", type=input_shape_arg,
-                   help="pin a dynamic input shape, e.g. images=1,3,640,640 (repeatable)")
+    p.add_argument(
+        "--input-shape",
+        action="append",
+        metavar="NAME=D0,D1,..",
+        type=input_shape_arg,
+        help="pin a dynamic input shape, e.g. images=1,3,640,640 (repeatable)",
+    )
 
 
 def add_judge_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--judge", choices=("auto", "int8", "float"), default="auto",
-                   help="how a float model is judged: auto (default) = as its int8 conversion on an int8-only target "
-                        "(Ethos-U, Ethos-N), as it is elsewhere; int8 = as its int8 conversion; float = the float graph as it is")
-    p.add_argument("--assume-int8", dest="judge", action="store_const", const="int8", help=argparse.SUPPRESS)  # older spelling
+    p.add_argument(
+        "--judge",
+        choices=("auto", "int8", "float"),
+        default="auto",
+        help="how a float model is judged: auto (default) = as its int8 conversion on an int8-only target "
+        "(Ethos-U, Ethos-N), as it is elsewhere; int8 = as its int8 conversion; float = the float graph as it is",
+    )
+    p.add_argument(
+        "--assume-int8", dest="judge", action="store_const", const="int8", help=argparse.SUPPRESS
+    )  # older spelling
 
 
 def add_verify_timeout_option(p: argparse.ArgumentParser, what: str = "verification run") -> None:
     from ..util.limits import VERIFY_TIMEOUT  # not verify.compare: building the parser must not import numpy
 
-    p.add_argument("--verify-timeout", type=positive_float, default=VERIFY_TIMEOUT.default, metavar="SECONDS",
-                   help=f"time limit for each ONNX Runtime {what} (default: {VERIFY_TIMEOUT.default:g}); "
-                        "a model that loops forever is stopped with one clear error")
+    p.add_argument(
+        "--verify-timeout",
+        type=positive_float,
+        default=VERIFY_TIMEOUT.default,
+        metavar="SECONDS",
+        help=f"time limit for each ONNX Runtime {what} (default: {VERIFY_TIMEOUT.default:g}); "
+        "a model that loops forever is stopped with one clear error",
+    )
 
 
 def emit(text: str, output: str | None) -> None:

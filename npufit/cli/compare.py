@@ -1,4 +1,5 @@
 """npufit compare MODEL... --target T: one row per model variant (seed 001's table)."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,9 +8,12 @@ from .common import add_format_option, add_input_shape_option, add_judge_option,
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compare", help="compare model variants on one target (ops, partitions, NPU %%, Q/DQ overhead)",
-                       description="Check several models (e.g. ReLU vs LeakyReLU variants) against one target and print one row "
-                                   "per model: total ops, ops by type, NPU/CPU partitions, NPU %, extra quantize/dequantize ops, status.")
+    p = sub.add_parser(
+        "compare",
+        help="compare model variants on one target (ops, partitions, NPU %%, Q/DQ overhead)",
+        description="Check several models (e.g. ReLU vs LeakyReLU variants) against one target and print one row "
+        "per model: total ops, ops by type, NPU/CPU partitions, NPU %, extra quantize/dequantize ops, status.",
+    )
     p.add_argument("models", nargs="+", help=".onnx or .tflite files (never modified)")
     p.add_argument("--target", "-t", type=name_arg, required=True, help="target name (see 'npufit targets')")
     add_format_option(p)

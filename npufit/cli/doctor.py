@@ -1,4 +1,5 @@
 """npufit doctor: versions, and which optional compilers/runtimes are present and what they enable."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,10 +9,13 @@ from .common import emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("doctor", help="show versions and which optional compilers/runtimes are installed",
-                       description="Versions of Python, onnx, onnxruntime, torch; which optional compilers and runtimes "
-                                   "(Vela, RKNN-Toolkit2 env, Hailo DFC/HailoRT, OpenVINO, TensorRT, CUDA) are present, "
-                                   "what each enables, and the exact install step for the missing ones.")
+    p = sub.add_parser(
+        "doctor",
+        help="show versions and which optional compilers/runtimes are installed",
+        description="Versions of Python, onnx, onnxruntime, torch; which optional compilers and runtimes "
+        "(Vela, RKNN-Toolkit2 env, Hailo DFC/HailoRT, OpenVINO, TensorRT, CUDA) are present, "
+        "what each enables, and the exact install step for the missing ones.",
+    )
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
     p.set_defaults(func=run)
 

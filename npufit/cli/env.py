@@ -1,4 +1,5 @@
 """npufit env install|list|remove NAME: isolated virtualenvs for vendor tools with conflicting pins."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,18 +7,26 @@ import json
 
 
 def register(sub) -> None:
-    p = sub.add_parser("env", help="create / list / remove the environments of vendor tools (rknn, hailo, ethos-n)",
-                       description="Vendor tools whose pins clash with npufit's (RKNN-Toolkit2: numpy<2, onnx 1.18; the "
-                                   "Hailo DFC: its own TensorFlow) live in their own virtualenv under ~/.cache/npufit/envs "
-                                   "(override with NPUFIT_ENVS); npufit calls them through a subprocess and JSON. "
-                                   "ethos-n is Arm's Ethos-N support library, built from source with g++ and scons.")
+    p = sub.add_parser(
+        "env",
+        help="create / list / remove the environments of vendor tools (rknn, hailo, ethos-n)",
+        description="Vendor tools whose pins clash with npufit's (RKNN-Toolkit2: numpy<2, onnx 1.18; the "
+        "Hailo DFC: its own TensorFlow) live in their own virtualenv under ~/.cache/npufit/envs "
+        "(override with NPUFIT_ENVS); npufit calls them through a subprocess and JSON. "
+        "ethos-n is Arm's Ethos-N support library, built from source with g++ and scons.",
+    )
     s = p.add_subparsers(dest="env_cmd", metavar="ACTION")
     i = s.add_parser("install", help="create an environment (e.g. 'npufit env install rknn')")
     i.add_argument("name", help="rknn | hailo | ethos-n")
-    i.add_argument("--wheel", help="hailo: the hailo_dataflow_compiler-*.whl you downloaded from the Hailo Developer Zone")
+    i.add_argument(
+        "--wheel", help="hailo: the hailo_dataflow_compiler-*.whl you downloaded from the Hailo Developer Zone"
+    )
     i.add_argument("--force", action="store_true", help="recreate it even if it exists")
-    i.add_argument("--source", help="ethos-n: a local copy of the Arm Ethos-N driver stack (DIR) or a git URL "
-                                    "(default: $NPUFIT_ETHOSN_SOURCE, else the public ARM-software repository, tag 25.03)")
+    i.add_argument(
+        "--source",
+        help="ethos-n: a local copy of the Arm Ethos-N driver stack (DIR) or a git URL "
+        "(default: $NPUFIT_ETHOSN_SOURCE, else the public ARM-software repository, tag 25.03)",
+    )
     i.add_argument("--jobs", "-j", type=int, help="ethos-n: parallel compile jobs (default: all cores)")
     ls = s.add_parser("list", help="show every environment, installed or not, and how to install it")
     ls.add_argument("--format", "-f", choices=("table", "json"), default="table")
@@ -36,15 +45,21 @@ def run(args: argparse.Namespace) -> int:
             raise NpufitError("--jobs must be at least 1")
         m = envs.install(args.name, wheel=args.wheel, force=args.force, source=args.source, jobs=args.jobs)
         if m.get("reused"):
-            print(f"{m['title']}: already installed in {envs.env_dir(args.name)} (version {m['version']}, "
-                  f"{m['size_mb']:.0f} MB): nothing to do (--force rebuilds)")
+            print(
+                f"{m['title']}: already installed in {envs.env_dir(args.name)} (version {m['version']}, "
+                f"{m['size_mb']:.0f} MB): nothing to do (--force rebuilds)"
+            )
             return 0
         if m.get("relinked"):
-            print(f"{m['title']}: npufit's shim linked in {m['shim_s']:.0f} s against the library already built in {envs.env_dir(args.name)}")
+            print(
+                f"{m['title']}: npufit's shim linked in {m['shim_s']:.0f} s against the library already built in {envs.env_dir(args.name)}"
+            )
             return 0
         extra = f"; library build {m['build_s']:.0f} s with -j{m['jobs']}" if "build_s" in m else ""
-        print(f"{m['title']}: version {m['version']} in {envs.env_dir(args.name)} "
-              f"({m['size_mb']:.0f} MB, installed in {m['install_s']:.0f} s{extra})")
+        print(
+            f"{m['title']}: version {m['version']} in {envs.env_dir(args.name)} "
+            f"({m['size_mb']:.0f} MB, installed in {m['install_s']:.0f} s{extra})"
+        )
         return 0
     if cmd == "remove":
         print(("removed " if envs.remove(args.name) else "not installed: ") + str(envs.env_dir(args.name)))
@@ -55,5 +70,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         state = f"installed, {r['version']}, {r['size_mb']:.0f} MB" if r["installed"] else "not installed"
-        print(f"{r['name']:<7} {state}\n       {r['title']}\n       enables: {r['enables']}\n       install: {r['install']}")
+        print(
+            f"{r['name']:<7} {state}\n       {r['title']}\n       enables: {r['enables']}\n       install: {r['install']}"
+        )
     return 0

@@ -1,9 +1,17 @@
 """npufit fix MODEL --target T --output OUT: target-aware rewrites, each verified with ONNX Runtime."""
+
 from __future__ import annotations
 
 import argparse
 
-from .common import add_input_shape_option, add_judge_option, add_verify_timeout_option, name_arg, positive_int, seed_int
+from .common import (
+    add_input_shape_option,
+    add_judge_option,
+    add_verify_timeout_option,
+    name_arg,
+    positive_int,
+    seed_int,
+)
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -11,23 +19,37 @@ def _names(value: str | None) -> list[str] | None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("fix", help="rewrite a model so more of it runs on the target NPU (verified numerically)",
-                       description="Apply the target's rewrite rules (Conv1d->Conv2d, mean->GlobalAveragePool, TopK k=1->"
-                                   "ArgMax, ...) to a fixed point. Every rule is checked against the original with "
-                                   "ONNX Runtime CPU on seeded inputs and rolled back if the outputs differ; the model "
-                                   "is written only when it verifies. The input file is never modified.")
+    p = sub.add_parser(
+        "fix",
+        help="rewrite a model so more of it runs on the target NPU (verified numerically)",
+        description="Apply the target's rewrite rules (Conv1d->Conv2d, mean->GlobalAveragePool, TopK k=1->"
+        "ArgMax, ...) to a fixed point. Every rule is checked against the original with "
+        "ONNX Runtime CPU on seeded inputs and rolled back if the outputs differ; the model "
+        "is written only when it verifies. The input file is never modified.",
+    )
     add_verify_timeout_option(p)
     p.add_argument("model", help="path to an .onnx file (never modified)")
-    p.add_argument("--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)")
-    p.add_argument("--output", "-o", metavar="OUT", help="where to write the rewritten model (required unless --dry-run)")
+    p.add_argument(
+        "--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)"
+    )
+    p.add_argument(
+        "--output", "-o", metavar="OUT", help="where to write the rewritten model (required unless --dry-run)"
+    )
     p.add_argument("--rules", metavar="A,B", help="apply only these rules (default: the target's rule set)")
     p.add_argument("--skip-rules", metavar="C,D", help="do not apply these rules")
-    p.add_argument("--allow-approx", action="store_true",
-                   help="also run approximate rules (gelu_tanh) and report their measured error")
+    p.add_argument(
+        "--allow-approx",
+        action="store_true",
+        help="also run approximate rules (gelu_tanh) and report their measured error",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
-    p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="report format (default: table)")
+    p.add_argument(
+        "--format", "-f", choices=("table", "json", "markdown"), default="table", help="report format (default: table)"
+    )
     p.add_argument("--report", metavar="FILE", help="also write the report to FILE (atomically)")
-    p.add_argument("--samples", type=positive_int, default=3, help="seeded input samples used for verification (default: 3)")
+    p.add_argument(
+        "--samples", type=positive_int, default=3, help="seeded input samples used for verification (default: 3)"
+    )
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the verification inputs (default: 0)")
     add_input_shape_option(p)
     add_judge_option(p)
@@ -44,9 +66,19 @@ def run(args: argparse.Namespace) -> int:
         raise NpufitError("give --output OUT for the rewritten model, or --dry-run to only preview")
     if args.samples < 1:
         raise NpufitError("--samples must be at least 1")
-    result = fix(args.model, target=args.target, output=args.output, rules=_names(args.rules),
-                 skip_rules=_names(args.skip_rules), allow_approx=args.allow_approx, dry_run=args.dry_run,
-                 input_shapes=parse_input_shapes(args.input_shape), samples=args.samples, seed=args.seed, judge=args.judge)
+    result = fix(
+        args.model,
+        target=args.target,
+        output=args.output,
+        rules=_names(args.rules),
+        skip_rules=_names(args.skip_rules),
+        allow_approx=args.allow_approx,
+        dry_run=args.dry_run,
+        input_shapes=parse_input_shapes(args.input_shape),
+        samples=args.samples,
+        seed=args.seed,
+        judge=args.judge,
+    )
     text = result.render(args.format)
     emit(text, None)
     if args.report:

@@ -1,4 +1,5 @@
 """npufit probe --target T: one tiny model per op -> predicted (and measured) support matrix, drift table."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,29 +8,69 @@ from .common import emit, name_arg, positive_float, positive_int
 
 
 def register(sub) -> None:
-    p = sub.add_parser("probe", help="build a support matrix from one tiny model per op (predicted, and measured by a compiler)",
-                       description="Export one small PyTorch model per operation (seed 000's test suite as a catalogue), "
-                                   "judge each with the target profile and, with --compiler, compile it with the real vendor "
-                                   "compiler; write the matrix in seed 000's ✅/❌ layout, JSON, and a drift table.")
-    p.add_argument("--target", "-t", type=name_arg, help="target profile (default: hailo8, or the --replay record's target)")
-    p.add_argument("--opset", type=positive_int, default=11, help="ONNX opset for the TorchScript exporter (default: 11, as seed 000)")
-    p.add_argument("--cases", metavar="PATTERN", help="comma-separated globs over case ids, families or seeds "
-                                                      "(e.g. 'conv*,pooling', 'seed000')")
-    p.add_argument("--compiler", choices=("vela", "rknn", "hailo", "ethos-n"), help="also compile every case with this installed compiler")
-    p.add_argument("--replay", metavar="FILE", help="compare the prediction with a recorded compiler run (<target>-measured.json "
-                                                    "from an earlier --compiler run, e.g. docs/probe/rk3588-measured.json) "
-                                                    "instead of compiling: the drift table without the vendor toolkit")
-    p.add_argument("--output", "-o", metavar="DIR", help="write <target>-matrix.md, <target>-probe.json, <target>-drift.json and "
-                                                        "cases/*.onnx into DIR")
+    p = sub.add_parser(
+        "probe",
+        help="build a support matrix from one tiny model per op (predicted, and measured by a compiler)",
+        description="Export one small PyTorch model per operation (seed 000's test suite as a catalogue), "
+        "judge each with the target profile and, with --compiler, compile it with the real vendor "
+        "compiler; write the matrix in seed 000's ✅/❌ layout, JSON, and a drift table.",
+    )
+    p.add_argument(
+        "--target", "-t", type=name_arg, help="target profile (default: hailo8, or the --replay record's target)"
+    )
+    p.add_argument(
+        "--opset",
+        type=positive_int,
+        default=11,
+        help="ONNX opset for the TorchScript exporter (default: 11, as seed 000)",
+    )
+    p.add_argument(
+        "--cases",
+        metavar="PATTERN",
+        help="comma-separated globs over case ids, families or seeds (e.g. 'conv*,pooling', 'seed000')",
+    )
+    p.add_argument(
+        "--compiler",
+        choices=("vela", "rknn", "hailo", "ethos-n"),
+        help="also compile every case with this installed compiler",
+    )
+    p.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="compare the prediction with a recorded compiler run (<target>-measured.json "
+        "from an earlier --compiler run, e.g. docs/probe/rk3588-measured.json) "
+        "instead of compiling: the drift table without the vendor toolkit",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="DIR",
+        help="write <target>-matrix.md, <target>-probe.json, <target>-drift.json and cases/*.onnx into DIR",
+    )
     p.add_argument("--jobs", "-j", type=positive_int, help="worker processes (default: number of CPUs)")
-    p.add_argument("--timeout", type=positive_float, default=120.0, metavar="S", help="per-case timeout in seconds; a timeout is a verdict "
-                                                                              "(default: 120)")
-    p.add_argument("--executor", choices=("inprocess", "pool", "ray"), default="pool",
-                   help="where cases run: local worker processes (default), this process, or Ray (pip install 'npufit[ray]')")
+    p.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=120.0,
+        metavar="S",
+        help="per-case timeout in seconds; a timeout is a verdict (default: 120)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=("inprocess", "pool", "ray"),
+        default="pool",
+        help="where cases run: local worker processes (default), this process, or Ray (pip install 'npufit[ray]')",
+    )
     p.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --executor ray); default: a local Ray")
-    p.add_argument("--sweep", action="store_true", help="also walk each case's parameter grid and report where the verdict changes")
-    p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="stdout format (default: table)")
-    p.add_argument("--list", action="store_true", help="list the catalogue (ids, families, ops, sweepable parameters) and exit")
+    p.add_argument(
+        "--sweep", action="store_true", help="also walk each case's parameter grid and report where the verdict changes"
+    )
+    p.add_argument(
+        "--format", "-f", choices=("table", "json", "markdown"), default="table", help="stdout format (default: table)"
+    )
+    p.add_argument(
+        "--list", action="store_true", help="list the catalogue (ids, families, ops, sweepable parameters) and exit"
+    )
     p.set_defaults(func=run)
 
 
@@ -42,8 +83,18 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"| {c.id} | {c.family} | {c.seed or '-'} | {', '.join(c.ops)} | {', '.join(c.grid) or '-'} |")
         emit("\n".join(lines), None)
         return 0
-    report = probe(args.target, opset=args.opset, cases=args.cases, compiler=args.compiler, output=args.output,
-                   jobs=args.jobs, timeout=args.timeout, sweep=args.sweep, replay=args.replay,
-                   executor=args.executor, address=args.address)
+    report = probe(
+        args.target,
+        opset=args.opset,
+        cases=args.cases,
+        compiler=args.compiler,
+        output=args.output,
+        jobs=args.jobs,
+        timeout=args.timeout,
+        sweep=args.sweep,
+        replay=args.replay,
+        executor=args.executor,
+        address=args.address,
+    )
     emit(report.render(args.format), None)
     return 0

@@ -1,12 +1,24 @@
 """npufit quantize MODEL --output OUT.onnx --calibration SOURCE: INT8 QDQ model + per-layer accuracy report."""
+
 from __future__ import annotations
 
 import argparse
 import sys
 
 from ..errors import NpufitError
-from .common import (add_input_shape_option, add_verify_timeout_option, bounded_number, cosine, count_int, emit, finite_float,
-                     name_arg, percentile, positive_float, positive_int, seed_int)
+from .common import (
+    add_input_shape_option,
+    add_verify_timeout_option,
+    bounded_number,
+    cosine,
+    count_int,
+    emit,
+    finite_float,
+    name_arg,
+    percentile,
+    positive_float,
+    seed_int,
+)
 
 
 def _floats(text: str, what: str) -> tuple[float, ...]:
@@ -37,48 +49,96 @@ calibration_samples = bounded_number(int, 1, 100_000, what="an integer in [1, 10
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "quantize", help="INT8 post-training quantization (QDQ) with a per-layer accuracy report",
+        "quantize",
+        help="INT8 post-training quantization (QDQ) with a per-layer accuracy report",
         description="Quantize an ONNX model to INT8 (ONNX Runtime static quantizer, QDQ format) from calibration "
-                    "data, then compare float vs quantized on held-back samples: per output (cosine, SQNR, max abs "
-                    "error) and per quantized activation, 'entire' (in the quantized model) vs 'single' (the layer "
-                    "alone with float inputs), so an error born in a layer is told from an inherited one.")
+        "data, then compare float vs quantized on held-back samples: per output (cosine, SQNR, max abs "
+        "error) and per quantized activation, 'entire' (in the quantized model) vs 'single' (the layer "
+        "alone with float inputs), so an error born in a layer is told from an inherited one.",
+    )
     add_verify_timeout_option(p)
     p.add_argument("model", help="float .onnx model (never modified)")
-    p.add_argument("--output", "-o", required=True, metavar="OUT.onnx", help="where to write the quantized QDQ model (atomically)")
-    p.add_argument("--calibration", "-c", required=True, metavar="SOURCE",
-                   help="a folder of images, an .npz (one array per input, [N, ...]) or .npy file, or 'random' "
-                        "(seeded noise: the accuracy numbers then mean little)")
-    p.add_argument("--method", choices=("minmax", "entropy", "percentile"), default="minmax",
-                   help="activation range calibration (default: minmax)")
-    p.add_argument("--percentile", type=percentile, default=99.999, help="percentile for --method percentile (default 99.999)")
+    p.add_argument(
+        "--output", "-o", required=True, metavar="OUT.onnx", help="where to write the quantized QDQ model (atomically)"
+    )
+    p.add_argument(
+        "--calibration",
+        "-c",
+        required=True,
+        metavar="SOURCE",
+        help="a folder of images, an .npz (one array per input, [N, ...]) or .npy file, or 'random' "
+        "(seeded noise: the accuracy numbers then mean little)",
+    )
+    p.add_argument(
+        "--method",
+        choices=("minmax", "entropy", "percentile"),
+        default="minmax",
+        help="activation range calibration (default: minmax)",
+    )
+    p.add_argument(
+        "--percentile", type=percentile, default=99.999, help="percentile for --method percentile (default 99.999)"
+    )
     p.add_argument("--per-channel", action="store_true", help="per-channel weight scales (default: per-tensor)")
-    p.add_argument("--activations", choices=("int8", "uint8"), default="int8", help="activation type (weights are int8)")
-    p.add_argument("--exclude", action="append", metavar="NODES", default=[],
-                   help="comma-separated node names to leave in float (repeatable)")
-    p.add_argument("--samples", type=calibration_samples, default=100,
-                   help="calibration samples to use at most (default 100, at most 100000)")
-    p.add_argument("--holdout", type=count_int, default=None,
-                   help="samples held back (never calibrated on) for the accuracy report; 0 = no report (default: 10 of the "
-                        "calibration source, at most a fifth of a small set; every sample of --evaluation)")
-    p.add_argument("--evaluation", metavar="SOURCE",
-                   help="held-back samples from this source (same kinds as --calibration, e.g. validation data) instead of "
-                        "the last samples of the calibration source")
+    p.add_argument(
+        "--activations", choices=("int8", "uint8"), default="int8", help="activation type (weights are int8)"
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        metavar="NODES",
+        default=[],
+        help="comma-separated node names to leave in float (repeatable)",
+    )
+    p.add_argument(
+        "--samples",
+        type=calibration_samples,
+        default=100,
+        help="calibration samples to use at most (default 100, at most 100000)",
+    )
+    p.add_argument(
+        "--holdout",
+        type=count_int,
+        default=None,
+        help="samples held back (never calibrated on) for the accuracy report; 0 = no report (default: 10 of the "
+        "calibration source, at most a fifth of a small set; every sample of --evaluation)",
+    )
+    p.add_argument(
+        "--evaluation",
+        metavar="SOURCE",
+        help="held-back samples from this source (same kinds as --calibration, e.g. validation data) instead of "
+        "the last samples of the calibration source",
+    )
     p.add_argument("--seed", type=seed_int, default=0, help="seed for --calibration random (default 0)")
-    p.add_argument("--worst", type=count_int, default=5, help="how many worst layers to name with a suggestion (default 5)")
-    p.add_argument("--no-preprocess", action="store_true", help="skip ONNX Runtime's pre-processing (constant folding, BN fusion)")
+    p.add_argument(
+        "--worst", type=count_int, default=5, help="how many worst layers to name with a suggestion (default 5)"
+    )
+    p.add_argument(
+        "--no-preprocess", action="store_true", help="skip ONNX Runtime's pre-processing (constant folding, BN fusion)"
+    )
     img = p.add_argument_group("image folder preprocessing (stated in the report)")
     img.add_argument("--image-size", metavar="H,W", help="resize to H,W (default: the model input's static size)")
     img.add_argument("--mean", default="0,0,0", help="per-channel mean subtracted after scaling (default 0,0,0)")
     img.add_argument("--std", default="1,1,1", help="per-channel std divided by after the mean (default 1,1,1)")
-    img.add_argument("--scale", type=positive_float, default=1.0 / 255.0, help="pixel multiplier before mean/std (default 1/255)")
+    img.add_argument(
+        "--scale", type=positive_float, default=1.0 / 255.0, help="pixel multiplier before mean/std (default 1/255)"
+    )
     img.add_argument("--layout", choices=("nchw", "nhwc"), help="input layout (default: from the input shape)")
     img.add_argument("--bgr", action="store_true", help="feed BGR channel order instead of RGB")
-    p.add_argument("--target", "-t", type=name_arg, metavar="T",
-                   help="also check the quantized model on target(s) (e.g. ethos-n78, 'all') and report its Q/DQ cost")
+    p.add_argument(
+        "--target",
+        "-t",
+        type=name_arg,
+        metavar="T",
+        help="also check the quantized model on target(s) (e.g. ethos-n78, 'all') and report its Q/DQ cost",
+    )
     add_input_shape_option(p)
-    p.add_argument("--format", "-f", choices=("table", "json", "markdown"), default="table", help="report format (default: table)")
+    p.add_argument(
+        "--format", "-f", choices=("table", "json", "markdown"), default="table", help="report format (default: table)"
+    )
     p.add_argument("--report", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
-    p.add_argument("--min-cosine", type=cosine, metavar="C", help="exit 1 when any output's cosine is below C (CI gate)")
+    p.add_argument(
+        "--min-cosine", type=cosine, metavar="C", help="exit 1 when any output's cosine is below C (CI gate)"
+    )
     p.set_defaults(func=run)
 
 
@@ -86,17 +146,40 @@ def run(args: argparse.Namespace) -> int:
     from ..graph import parse_input_shapes
     from ..quantize import ImagePreprocessing, quantize
 
-    image = ImagePreprocessing(size=_size(args.image_size), mean=_floats(args.mean, "--mean"), std=_floats(args.std, "--std"),
-                               scale=args.scale, layout=args.layout, bgr=args.bgr)
+    image = ImagePreprocessing(
+        size=_size(args.image_size),
+        mean=_floats(args.mean, "--mean"),
+        std=_floats(args.std, "--std"),
+        scale=args.scale,
+        layout=args.layout,
+        bgr=args.bgr,
+    )
     exclude = [n.strip() for spec in args.exclude for n in spec.split(",") if n.strip()]
-    report = quantize(args.model, args.output, args.calibration, method=args.method, per_channel=args.per_channel,
-                      activations=args.activations, exclude=exclude, samples=args.samples, holdout=args.holdout, evaluation=args.evaluation,
-                      seed=args.seed, input_shapes=parse_input_shapes(args.input_shape), image=image,
-                      percentile=args.percentile, worst=args.worst, preprocess=not args.no_preprocess,
-                      target=args.target)
+    report = quantize(
+        args.model,
+        args.output,
+        args.calibration,
+        method=args.method,
+        per_channel=args.per_channel,
+        activations=args.activations,
+        exclude=exclude,
+        samples=args.samples,
+        holdout=args.holdout,
+        evaluation=args.evaluation,
+        seed=args.seed,
+        input_shapes=parse_input_shapes(args.input_shape),
+        image=image,
+        percentile=args.percentile,
+        worst=args.worst,
+        preprocess=not args.no_preprocess,
+        target=args.target,
+    )
     if args.calibration == "random":  # after the work: a refused input gets its one line and nothing else
-        print("npufit: warning: --calibration random fits scales to seeded noise; the accuracy report says little "
-              "about real inputs", file=sys.stderr)
+        print(
+            "npufit: warning: --calibration random fits scales to seeded noise; the accuracy report says little "
+            "about real inputs",
+            file=sys.stderr,
+        )
     print(f"wrote {args.output}", file=sys.stderr)
     emit(report.render(args.format), args.report)
     cos = report.min_output_cosine

@@ -1,4 +1,5 @@
 """npufit report RESULTS_DIR --output report.html: one self-contained HTML file for a pipeline run."""
+
 from __future__ import annotations
 
 import argparse
@@ -6,11 +7,14 @@ import sys
 
 
 def register(sub) -> None:
-    p = sub.add_parser("report", help="render a pipeline results folder as one self-contained HTML report",
-                       description="Read the results folder `npufit pipeline run` wrote and render one HTML file with no "
-                                   "external resources: per model and target the coverage, partitions and graph (coloured by "
-                                   "verdict, cut points marked), reasons and fixes, split verification, quantization error, "
-                                   "compile time/memory, benchmarks and the environment.")
+    p = sub.add_parser(
+        "report",
+        help="render a pipeline results folder as one self-contained HTML report",
+        description="Read the results folder `npufit pipeline run` wrote and render one HTML file with no "
+        "external resources: per model and target the coverage, partitions and graph (coloured by "
+        "verdict, cut points marked), reasons and fixes, split verification, quantization error, "
+        "compile time/memory, benchmarks and the environment.",
+    )
     p.add_argument("results_dir", help="results folder of a pipeline run (holds pipeline.json)")
     p.add_argument("--output", "-o", metavar="FILE", help="HTML file to write (default: RESULTS_DIR/report.html)")
     p.set_defaults(func=run)

@@ -1,36 +1,78 @@
 """npufit split MODEL --target T --output-dir DIR: NPU and host stage models + plan.json, proven equal to the original."""
+
 from __future__ import annotations
 
 import argparse
 
-from .common import (add_format_option, add_input_shape_option, add_judge_option, add_verify_timeout_option, emit, name_arg,
-                     positive_int, seed_int)
+from .common import (
+    add_format_option,
+    add_input_shape_option,
+    add_judge_option,
+    add_verify_timeout_option,
+    emit,
+    name_arg,
+    positive_int,
+    seed_int,
+)
 
 
 def register(sub) -> None:
-    p = sub.add_parser("split", help="cut a model into NPU and host stages and prove the chain equals the original",
-                       description="Cut an ONNX model into NPU and host stages from the check verdicts, write one "
-                                   "standalone ONNX per stage and plan.json (execution order, where each input comes "
-                                   "from, bytes crossing, Hailo-style start/end node names), and verify with ONNX "
-                                   "Runtime CPU that the chain reproduces the original bit for bit.")
+    p = sub.add_parser(
+        "split",
+        help="cut a model into NPU and host stages and prove the chain equals the original",
+        description="Cut an ONNX model into NPU and host stages from the check verdicts, write one "
+        "standalone ONNX per stage and plan.json (execution order, where each input comes "
+        "from, bytes crossing, Hailo-style start/end node names), and verify with ONNX "
+        "Runtime CPU that the chain reproduces the original bit for bit.",
+    )
     add_verify_timeout_option(p)
     p.add_argument("model", help="path to an .onnx file (never modified)")
-    p.add_argument("--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)")
-    p.add_argument("--output-dir", "-d", required=True, metavar="DIR",
-                   help="folder for the stage models and plan.json (written atomically; an earlier plan folder is replaced)")
-    p.add_argument("--mode", choices=("best", "prefix", "segments", "explicit", "auto"),
-                   help="best: the best-ranked candidate cut (default; the ranking is printed); prefix: largest "
-                        "NPU-runnable prefix on the NPU, the rest on the host; segments: every NPU region of at least "
-                        "--min-nodes nodes is its own stage; explicit: --start-nodes/--end-nodes; auto: npufit fix "
-                        "(exact rules) on a copy, then the best cut of the fixed model, verified against the original")
-    p.add_argument("--min-nodes", type=positive_int, default=8, metavar="N", help="segments: smallest NPU region kept on the NPU (default: 8)")
-    p.add_argument("--start-nodes", action="append", metavar="NAMES",
-                   help="explicit cut: comma-separated node or tensor names where the NPU stage starts (Hailo start_node_names)")
-    p.add_argument("--end-nodes", action="append", metavar="NAMES",
-                   help="explicit cut: comma-separated node or tensor names where the NPU stage ends (Hailo end_node_names)")
-    p.add_argument("--inputs", action="append", metavar="FILE.npz",
-                   help="verify on real data: one .npz per sample, one array per model input (repeatable)")
-    p.add_argument("--samples", type=positive_int, default=3, metavar="N", help="seeded random samples to verify with (default: 3)")
+    p.add_argument(
+        "--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)"
+    )
+    p.add_argument(
+        "--output-dir",
+        "-d",
+        required=True,
+        metavar="DIR",
+        help="folder for the stage models and plan.json (written atomically; an earlier plan folder is replaced)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("best", "prefix", "segments", "explicit", "auto"),
+        help="best: the best-ranked candidate cut (default; the ranking is printed); prefix: largest "
+        "NPU-runnable prefix on the NPU, the rest on the host; segments: every NPU region of at least "
+        "--min-nodes nodes is its own stage; explicit: --start-nodes/--end-nodes; auto: npufit fix "
+        "(exact rules) on a copy, then the best cut of the fixed model, verified against the original",
+    )
+    p.add_argument(
+        "--min-nodes",
+        type=positive_int,
+        default=8,
+        metavar="N",
+        help="segments: smallest NPU region kept on the NPU (default: 8)",
+    )
+    p.add_argument(
+        "--start-nodes",
+        action="append",
+        metavar="NAMES",
+        help="explicit cut: comma-separated node or tensor names where the NPU stage starts (Hailo start_node_names)",
+    )
+    p.add_argument(
+        "--end-nodes",
+        action="append",
+        metavar="NAMES",
+        help="explicit cut: comma-separated node or tensor names where the NPU stage ends (Hailo end_node_names)",
+    )
+    p.add_argument(
+        "--inputs",
+        action="append",
+        metavar="FILE.npz",
+        help="verify on real data: one .npz per sample, one array per model input (repeatable)",
+    )
+    p.add_argument(
+        "--samples", type=positive_int, default=3, metavar="N", help="seeded random samples to verify with (default: 3)"
+    )
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the random samples (default: 0)")
     p.add_argument("--no-verify", action="store_true", help="skip the equivalence check (not recommended)")
     p.add_argument("--force", action="store_true", help="write the plan even when the chain is not bit-identical")
@@ -45,10 +87,23 @@ def run(args: argparse.Namespace) -> int:
     from ..graph import parse_input_shapes
     from ..split import split
 
-    res = split(args.model, args.target, args.output_dir, mode=args.mode, min_nodes=args.min_nodes,
-                start_nodes=args.start_nodes, end_nodes=args.end_nodes, verify=not args.no_verify, samples=args.samples,
-                seed=args.seed, inputs=args.inputs, force=args.force, input_shapes=parse_input_shapes(args.input_shape),
-                top=args.top, judge=args.judge)
+    res = split(
+        args.model,
+        args.target,
+        args.output_dir,
+        mode=args.mode,
+        min_nodes=args.min_nodes,
+        start_nodes=args.start_nodes,
+        end_nodes=args.end_nodes,
+        verify=not args.no_verify,
+        samples=args.samples,
+        seed=args.seed,
+        inputs=args.inputs,
+        force=args.force,
+        input_shapes=parse_input_shapes(args.input_shape),
+        top=args.top,
+        judge=args.judge,
+    )
     if args.format == "html":
         from ..report.html_verbs import render_split_html
 

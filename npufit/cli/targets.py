@@ -1,4 +1,5 @@
 """npufit targets [show NAME] [--write-docs DIR]: the targets and their support matrices."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,14 +9,19 @@ from .common import emit
 
 
 def register(sub) -> None:
-    p = sub.add_parser("targets", help="list targets, or show one target's support matrix",
-                       description="List the NPU targets npufit knows, show one target's support matrix "
-                                   "(rendered from its profile), or regenerate docs/targets/*.md.")
+    p = sub.add_parser(
+        "targets",
+        help="list targets, or show one target's support matrix",
+        description="List the NPU targets npufit knows, show one target's support matrix "
+        "(rendered from its profile), or regenerate docs/targets/*.md.",
+    )
     p.add_argument("action", nargs="?", choices=("list", "show"), default="list")
     p.add_argument("name", nargs="?", help="target name for 'show'")
     p.add_argument("--format", "-f", choices=("table", "markdown"), default="table")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
-    p.add_argument("--write-docs", metavar="DIR", help="write DIR/<target>.md for every target (what docs/targets/ holds)")
+    p.add_argument(
+        "--write-docs", metavar="DIR", help="write DIR/<target>.md for every target (what docs/targets/ holds)"
+    )
     p.set_defaults(func=run)
 
 
@@ -35,13 +41,15 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "markdown" or args.output:
             emit(render_profile_markdown(prof), args.output)
         else:
-            from ..report.console import console_to_string
             from rich.markdown import Markdown
+
+            from ..report.console import console_to_string
 
             emit(console_to_string(lambda con: con.print(Markdown(render_profile_markdown(prof))), width=160), None)
         return 0
-    from ..report.console import console_to_string
     from rich.table import Table
+
+    from ..report.console import console_to_string
 
     def table(con):
         t = Table(title="npufit targets", title_justify="left")

@@ -6,6 +6,7 @@
     compile_model("m.tflite", "ethos-n78")       # Arm Ethos-N support library (npufit env install ethos-n)
 
 Vendor SDKs are never imported by npufit itself: each compiler runs as a child process."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,16 @@ from pathlib import Path
 from ..errors import BadModelError, NpufitError
 from .base import CompileOptions, CompileResult, Placement
 
-__all__ = ["compile_model", "status", "compiler_for", "compiler_names", "CompileOptions", "CompileResult", "Placement",
-           "OPTION_NAMES"]
+__all__ = [
+    "compile_model",
+    "status",
+    "compiler_for",
+    "compiler_names",
+    "CompileOptions",
+    "CompileResult",
+    "Placement",
+    "OPTION_NAMES",
+]
 OPTION_NAMES = tuple(f.name for f in fields(CompileOptions))  # compile_model's **options
 
 
@@ -33,9 +42,11 @@ def compiler_for(target: str):
     for c in _compilers():
         if c.handles(target):
             return c
-    raise NpufitError(f"no compiler drives target '{target}' (Vela: ethos-u55-32..256, ethos-u65-256/512, "
-                      "ethos-u85-128..2048; RKNN: rk3588, rk3576, rk3568, rk3566, rk3562, rv1106; Hailo: hailo8, hailo8l; "
-                      "Ethos-N support library: ethos-n78, ethos-n78-<1|2|4|8>tops-<2|4>ple)")
+    raise NpufitError(
+        f"no compiler drives target '{target}' (Vela: ethos-u55-32..256, ethos-u65-256/512, "
+        "ethos-u85-128..2048; RKNN: rk3588, rk3576, rk3568, rk3566, rk3562, rv1106; Hailo: hailo8, hailo8l; "
+        "Ethos-N support library: ethos-n78, ethos-n78-<1|2|4|8>tops-<2|4>ple)"
+    )
 
 
 def compiler_names() -> list[str]:
@@ -72,7 +83,9 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
     comp = compiler_for(target)
     bad = unknown_options(comp, opts.extra)
     if bad:  # a misspelt compiler option would otherwise be ignored without a word
-        raise NpufitError(f"unknown {comp.name} option(s): {', '.join(bad)} (its options: {', '.join(comp.extra_options) or 'none'})")
+        raise NpufitError(
+            f"unknown {comp.name} option(s): {', '.join(bad)} (its options: {', '.join(comp.extra_options) or 'none'})"
+        )
     result = comp.compile(path, target.lower(), opts)
     if compare_prediction:
         attach_comparison(result, path, target, opts)

@@ -4,6 +4,7 @@ Every vendor module runs its compiler as a child process (Vela's CLI, RKNN-Toolk
 virtualenv, the Hailo DFC's `hailo` CLI) so that wall time and peak memory are those of the compiler
 process itself (seed 004 records both per model), and a crash in vendor code cannot take npufit down.
 """
+
 from __future__ import annotations
 
 import os
@@ -93,12 +94,28 @@ class CompileResult:
     def to_dict(self) -> dict:
         from .. import __version__
 
-        d = {"schema": SCHEMA, "npufit_version": __version__, "compiler": self.compiler,
-             "compiler_version": self.compiler_version, "target": self.target, "model": self.model, "ok": self.ok,
-             "error": self.error, "artifact": self.artifact, "outputs": self.outputs, "command": self.command,
-             "wall_s": self.wall_s, "peak_rss_mb": self.peak_rss_mb, "timings": self.timings, "metrics": self.metrics,
-             "log_path": self.log_path, "retries": self.retries, "notes": self.notes, "summary": self.summary(),
-             "placement": [p.to_dict() for p in self.placement]}
+        d = {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "compiler": self.compiler,
+            "compiler_version": self.compiler_version,
+            "target": self.target,
+            "model": self.model,
+            "ok": self.ok,
+            "error": self.error,
+            "artifact": self.artifact,
+            "outputs": self.outputs,
+            "command": self.command,
+            "wall_s": self.wall_s,
+            "peak_rss_mb": self.peak_rss_mb,
+            "timings": self.timings,
+            "metrics": self.metrics,
+            "log_path": self.log_path,
+            "retries": self.retries,
+            "notes": self.notes,
+            "summary": self.summary(),
+            "placement": [p.to_dict() for p in self.placement],
+        }
         if self.comparison is not None:
             d["comparison"] = self.comparison.to_dict()
         return d
@@ -119,7 +136,9 @@ class CompileResult:
 
 class Compiler(Protocol):
     name: str
-    calibration_format: str  # the calibration form a pipeline hands it: "npz" (one stacked .npz) or "npy-folder" (.npy files)
+    calibration_format: (
+        str  # the calibration form a pipeline hands it: "npz" (one stacked .npz) or "npy-folder" (.npy files)
+    )
     extra_options: tuple[str, ...]  # the CompileOptions.extra keys it reads; any other key is refused
 
     def handles(self, target: str) -> bool: ...
@@ -130,6 +149,7 @@ class Compiler(Protocol):
 
 
 # -- shared helpers --------------------------------------------------------------------------
+
 
 def default_out_dir(model: Path, target: str, out_dir: str | os.PathLike | None) -> Path:
     # absolute: compiler workers run with another cwd and read their request files by path
@@ -161,5 +181,11 @@ def env_tool_status(tool: str, env: str) -> dict:
     from ..envs import env_status
 
     s = env_status(env)
-    return {"name": tool, "available": s["installed"], "version": s["version"], "enables": s["enables"],
-            "install": s["install"], "detail": f"env {s['path']} ({s['size_mb']} MB)" if s["installed"] else "not installed"}
+    return {
+        "name": tool,
+        "available": s["installed"],
+        "version": s["version"],
+        "enables": s["enables"],
+        "install": s["install"],
+        "detail": f"env {s['path']} ({s['size_mb']} MB)" if s["installed"] else "not installed",
+    }

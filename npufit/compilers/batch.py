@@ -4,6 +4,7 @@ A model whose compiler crashes, hangs past the timeout or is refused is a failed
 the batch. On Ray a compiler that lives in its own environment (RKNN, Hailo DFC) tags its tasks with its
 resource, so they only land on nodes that have that environment (npufit.executors.COMPILER_RESOURCES).
 """
+
 from __future__ import annotations
 
 import os
@@ -18,19 +19,28 @@ def compile_one(job: dict[str, Any]) -> dict[str, Any]:
     """The task: one model -> CompileResult.to_dict() (plain data travels between processes and nodes)."""
     from . import compile_model
 
-    return compile_model(job["model"], job["target"], compare_prediction=job["compare_prediction"], **job["options"]).to_dict()
+    return compile_model(
+        job["model"], job["target"], compare_prediction=job["compare_prediction"], **job["options"]
+    ).to_dict()
 
 
-def compile_many(models: Sequence[str | os.PathLike], target: str, compare_prediction: bool = False, executor: str = "pool",
-                 jobs: int | None = None, address: str | None = None, task_timeout: float | None = None,
-                 **options) -> list[dict[str, Any]]:
+def compile_many(
+    models: Sequence[str | os.PathLike],
+    target: str,
+    compare_prediction: bool = False,
+    executor: str = "pool",
+    jobs: int | None = None,
+    address: str | None = None,
+    task_timeout: float | None = None,
+    **options,
+) -> list[dict[str, Any]]:
     """`npufit compile M1 M2 ... --target T [--executor ...]`: one result dict per model, in order.
 
     options: CompileOptions fields as for compile_model; `out_dir` becomes the parent of one folder per model
     (<out_dir>/<stem>-<target>, numbered when two models share a stem).
     """
-    from . import compiler_for
     from ..executors import Task, get_executor, resources_for_compiler
+    from . import compiler_for
 
     if not models:
         raise NpufitError("no model to compile")
@@ -42,8 +52,15 @@ def compile_many(models: Sequence[str | os.PathLike], target: str, compare_predi
         stem = Path(m).stem
         stems[stem] = stems.get(stem, 0) + 1
         folder = parent / (f"{stem}-{target}" if stems[stem] == 1 else f"{stem}-{stems[stem]}-{target}")
-        job = {"model": str(m), "target": target, "compare_prediction": compare_prediction, "options": {**options, "out_dir": str(folder)}}
-        tasks.append(Task("npufit.compilers.batch:compile_one", job, resources=resources_for_compiler(comp.name), label=str(m)))
+        job = {
+            "model": str(m),
+            "target": target,
+            "compare_prediction": compare_prediction,
+            "options": {**options, "out_dir": str(folder)},
+        }
+        tasks.append(
+            Task("npufit.compilers.batch:compile_one", job, resources=resources_for_compiler(comp.name), label=str(m))
+        )
     with get_executor(executor, jobs, address) as ex:
         outcomes = ex.map(tasks, task_timeout, description=f"compile {target} ({ex.name})")
     results = []
@@ -51,6 +68,15 @@ def compile_many(models: Sequence[str | os.PathLike], target: str, compare_predi
         if o.ok:
             results.append(o.value)
         else:
-            results.append({"model": t.arg["model"], "target": target, "compiler": comp.name, "ok": False,
-                            "error": f"{o.status}: {o.error}", "placement": [], "summary": {}})
+            results.append(
+                {
+                    "model": t.arg["model"],
+                    "target": target,
+                    "compiler": comp.name,
+                    "ok": False,
+                    "error": f"{o.status}: {o.error}",
+                    "placement": [],
+                    "summary": {},
+                }
+            )
     return results

@@ -5,6 +5,7 @@ NPU, so a checker that says "npu" to everything agrees 98 % of the time and find
   recall    = of the nodes the compiler put on the CPU, how many npufit predicted off the NPU
   precision = of the nodes npufit predicted off the NPU, how many the compiler really put on the CPU
 A node the compiler folded away counts as "not on the CPU"."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -44,8 +45,16 @@ class NodeComparison:
         return "fn" if self.actual_off else "tn"
 
     def to_dict(self) -> dict:
-        return {"node": self.node, "op": self.op, "predicted": self.predicted, "actual": self.actual,
-                "kind": self.kind, "rules": self.rules, "compiler_reason": self.compiler_reason, "how": self.how}
+        return {
+            "node": self.node,
+            "op": self.op,
+            "predicted": self.predicted,
+            "actual": self.actual,
+            "kind": self.kind,
+            "rules": self.rules,
+            "compiler_reason": self.compiler_reason,
+            "how": self.how,
+        }
 
 
 @dataclass
@@ -84,14 +93,25 @@ class PredictionComparison:
     def scores(self) -> dict:
         c = self.counts()
         r = lambda v: None if v is None else round(v, 4)  # noqa: E731
-        return {**c, "compiler_cpu_nodes": c["tp"] + c["fn"], "predicted_off_npu": c["tp"] + c["fp"],
-                "cpu_fallback_recall": r(self.recall), "cpu_fallback_precision": r(self.precision),
-                "agreement": r(self.agreement)}
+        return {
+            **c,
+            "compiler_cpu_nodes": c["tp"] + c["fn"],
+            "predicted_off_npu": c["tp"] + c["fp"],
+            "cpu_fallback_recall": r(self.recall),
+            "cpu_fallback_precision": r(self.precision),
+            "agreement": r(self.agreement),
+        }
 
     def to_dict(self) -> dict:
-        return {"schema": SCHEMA, "target": self.target, "profile": self.profile, "compiler": self.compiler,
-                "scores": self.scores(), "disagreements": [n.to_dict() for n in self.disagreements],
-                "nodes": [n.to_dict() for n in self.nodes]}
+        return {
+            "schema": SCHEMA,
+            "target": self.target,
+            "profile": self.profile,
+            "compiler": self.compiler,
+            "scores": self.scores(),
+            "disagreements": [n.to_dict() for n in self.disagreements],
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
 
 
 def compare_placement(report: CheckReport, placement: list[Placement], compiler: str = "") -> PredictionComparison:

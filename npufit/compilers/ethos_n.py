@@ -8,6 +8,7 @@ first with npufit.convert (as for Vela) and the placement is mapped back to the 
 Flow: these verdicts are the library's. TVM's flow imports an int8 TFLite LEAKY_RELU as dequantize → leaky_relu →
 quantize and runs that island on the host (seed 001); the library itself supports int8 LeakyReLU.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,16 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..targets.ethos_n import VARIANTS
-from .base import CompileOptions, CompileResult, Placement, default_out_dir, env_tool_status, private_copy, run_tool, tail
+from .base import (
+    CompileOptions,
+    CompileResult,
+    Placement,
+    default_out_dir,
+    env_tool_status,
+    private_copy,
+    run_tool,
+    tail,
+)
 from .mapping import Layer
 
 ENV = "ethos-n"
@@ -58,11 +68,15 @@ class EthosNCompiler:
         from .vela import convert_onnx, record_conversion
 
         if options.activations == "int16":
-            raise NpufitError(f"{target}: the Ethos-N takes 8-bit tensors only (its profile's dtypes); "
-                              "--activations int16 is for Ethos-U targets")
+            raise NpufitError(
+                f"{target}: the Ethos-N takes 8-bit tensors only (its profile's dtypes); "
+                "--activations int16 is for Ethos-U targets"
+            )
         if not env_status(ENV)["installed"]:
-            raise NpufitError("the Ethos-N support library is not built: run 'npufit env install ethos-n' "
-                              "(--source DIR for a local copy of the driver stack)")
+            raise NpufitError(
+                "the Ethos-N support library is not built: run 'npufit env install ethos-n' "
+                "(--source DIR for a local copy of the driver stack)"
+            )
         variant = variant_of(target, options)
         out = default_out_dir(model, target, options.out_dir)
         notes: list[str] = []
@@ -93,10 +107,19 @@ class EthosNCompiler:
         except (OSError, ValueError):
             resp = {"error": f"the shim exited with code {run.returncode} without an answer: {tail(run.log, 3)}"}
         comp = resp.get("compile") or {}
-        res = CompileResult("ethos-n-support-library", resp.get("version"), target.lower(), str(model),
-                            bool(comp.get("ok")) and not resp.get("error"), log_path=str(run.log_path),
-                            command=run.command_line, wall_s=run.wall_s, peak_rss_mb=run.peak_rss_mb, outputs=outputs,
-                            notes=notes)
+        res = CompileResult(
+            "ethos-n-support-library",
+            resp.get("version"),
+            target.lower(),
+            str(model),
+            bool(comp.get("ok")) and not resp.get("error"),
+            log_path=str(run.log_path),
+            command=run.command_line,
+            wall_s=run.wall_s,
+            peak_rss_mb=run.peak_rss_mb,
+            outputs=outputs,
+            notes=notes,
+        )
         res.timings["support_library"] = run.wall_s
         res.outputs.update({"request": str(req), "response": str(resp_path)})
         if conv is not None:
@@ -109,16 +132,20 @@ class EthosNCompiler:
         res.metrics.update(summary_metrics(tgraph, low, resp, levels, variant, options))
         if not comp:  # as for Vela, a model with nothing for the NPU compiles: it all runs on the host
             res.ok = True
-            res.notes.append("no operation is supported by the Ethos-N support library: Compile() had nothing to "
-                             "compile and the whole model runs on the host")
+            res.notes.append(
+                "no operation is supported by the Ethos-N support library: Compile() had nothing to "
+                "compile and the whole model runs on the host"
+            )
         elif not comp.get("ok"):
             res.error = f"Compile() failed: {comp.get('error') or 'no compiled network'}"
         else:  # the serialized command stream(s) the Arm NN / driver library would load
             nets = sorted(work.glob("compiled_network_*.bin"))
             res.artifact = str(nets[0]) if nets else None
             res.outputs.update({f"compiled_network_{i}": str(p) for i, p in enumerate(nets)})
-        res.notes.append(f"verdicts are the Ethos-N support library's ({FLOW}); in TVM's flow an int8 LEAKY_RELU is "
-                         "imported as dequantize -> leaky_relu -> quantize and runs on the host")
+        res.notes.append(
+            f"verdicts are the Ethos-N support library's ({FLOW}); in TVM's flow an int8 LEAKY_RELU is "
+            "imported as dequantize -> leaky_relu -> quantize and runs on the host"
+        )
         return res
 
 
@@ -141,9 +168,19 @@ def node_layers(graph, low, resp) -> tuple[list[Layer], dict[str, str]]:
         verdicts = [by_op.get(o, {"level": "unsupported", "reason": "no answer from the shim"}) for o in ops]
         worst = max(verdicts, key=lambda v: LEVELS.index(v["level"]))
         levels[n.name] = worst["level"]
-        reason = "" if worst["level"] == "supported" else _reason(worst["level"], worst.get("reason", ""), low.host.get(ops[0]))
-        layers.append(Layer(n.outputs[0] if n.outputs else n.name, n.op_type,
-                            "npu" if worst["level"] == "supported" else "cpu", reason))
+        reason = (
+            ""
+            if worst["level"] == "supported"
+            else _reason(worst["level"], worst.get("reason", ""), low.host.get(ops[0]))
+        )
+        layers.append(
+            Layer(
+                n.outputs[0] if n.outputs else n.name,
+                n.op_type,
+                "npu" if worst["level"] == "supported" else "cpu",
+                reason,
+            )
+        )
     for pad, conv in low.fused.items():
         levels[pad] = levels.get(conv, "unsupported")
     return layers, levels
@@ -167,9 +204,14 @@ def placements(graph, low, layers: list[Layer], conv) -> list[Placement]:
     for pad, into in low.fused.items():
         p = out.get(into)
         if p is not None:
-            out[pad] = Placement(pad, graph.node(pad).op_type, p.device,
-                                 f"fused into the padding of {p.op} '{into}'" + (f"; {p.reason}" if p.reason else ""),
-                                 list(p.layers), "fused")
+            out[pad] = Placement(
+                pad,
+                graph.node(pad).op_type,
+                p.device,
+                f"fused into the padding of {p.op} '{into}'" + (f"; {p.reason}" if p.reason else ""),
+                list(p.layers),
+                "fused",
+            )
     return [out[n.name] for n in graph.top_nodes if n.name in out]
 
 
@@ -208,31 +250,55 @@ def performance(passes: list[dict], clock_mhz: float) -> dict:
         ple += p["ple_cycles"]
         dram += sum(p[k]["dram_parallel"] + p[k]["dram_non_parallel"] for k in ("input", "weights", "output"))
         sram += sum(p[k]["sram"] for k in ("input", "weights", "output"))
-    return {"passes": len(passes), "cycles_estimated": int(total), "mce_cycles": int(mce), "ple_cycles": int(ple),
-            "dram_bytes": int(dram), "sram_bytes": int(sram), "clock_mhz": clock_mhz,
-            "latency_ms_estimated": round(total / (clock_mhz * 1e3), 4),
-            "model": f"per pass: non-parallel DRAM bytes/{DMA_BYTES_PER_CYCLE:g} + max(parallel DMA read, write, MCE, PLE "
-                     f"cycles); the library's EstimationUtils model without stripe overheads; at {clock_mhz:g} MHz"}
+    return {
+        "passes": len(passes),
+        "cycles_estimated": int(total),
+        "mce_cycles": int(mce),
+        "ple_cycles": int(ple),
+        "dram_bytes": int(dram),
+        "sram_bytes": int(sram),
+        "clock_mhz": clock_mhz,
+        "latency_ms_estimated": round(total / (clock_mhz * 1e3), 4),
+        "model": f"per pass: non-parallel DRAM bytes/{DMA_BYTES_PER_CYCLE:g} + max(parallel DMA read, write, MCE, PLE "
+        f"cycles); the library's EstimationUtils model without stripe overheads; at {clock_mhz:g} MHz",
+    }
 
 
 def summary_metrics(graph, low, resp, levels: dict[str, str], variant: str, options: CompileOptions) -> dict:
     counts = {lv: sum(v == lv for v in levels.values()) for lv in LEVELS}
     on_npu = {n for n, v in levels.items() if v == "supported"}
     npu_parts, host_parts = partitions(graph, on_npu)
-    qdq_host = sum(1 for n in graph.top_nodes if n.op_type in ("QUANTIZE", "DEQUANTIZE") and levels.get(n.name) != "supported")
+    qdq_host = sum(
+        1 for n in graph.top_nodes if n.op_type in ("QUANTIZE", "DEQUANTIZE") and levels.get(n.name) != "supported"
+    )
     lowered = len(levels)
-    m = {"flow": FLOW, "variant": variant, "support_levels": counts, "nodes": lowered, "npu_nodes": counts["supported"],
-         "host_nodes": lowered - counts["supported"],
-         "npu_ratio": round(counts["supported"] / lowered, 4) if lowered else None,
-         "npu_partitions": npu_parts, "host_partitions": host_parts, "host_quantize_dequantize": qdq_host,
-         "network": resp.get("network"), "compile": resp.get("compile")}
+    m = {
+        "flow": FLOW,
+        "variant": variant,
+        "support_levels": counts,
+        "nodes": lowered,
+        "npu_nodes": counts["supported"],
+        "host_nodes": lowered - counts["supported"],
+        "npu_ratio": round(counts["supported"] / lowered, 4) if lowered else None,
+        "npu_partitions": npu_parts,
+        "host_partitions": host_parts,
+        "host_quantize_dequantize": qdq_host,
+        "network": resp.get("network"),
+        "compile": resp.get("compile"),
+    }
     est = resp.get("estimate") or {}
     if est.get("ok"):
         clock = float(options.extra.get("ethos_n_clock_mhz", DEFAULT_CLOCK_MHZ))
         m["estimate"] = perf = performance(est.get("passes", []), clock)
         perf["wall_s"] = est.get("wall_s")
-        m.update({"estimated_latency_ms": perf["latency_ms_estimated"], "estimated_cycles": perf["cycles_estimated"],
-                  "clock_mhz": clock, "dram_bytes": perf["dram_bytes"]})
+        m.update(
+            {
+                "estimated_latency_ms": perf["latency_ms_estimated"],
+                "estimated_cycles": perf["cycles_estimated"],
+                "clock_mhz": clock,
+                "dram_bytes": perf["dram_bytes"],
+            }
+        )
         if est.get("failures"):
             m["estimate"]["failures"] = est["failures"]
     elif est:

@@ -5,6 +5,7 @@ The lowering is the part npufit owns; every verdict on an operation it emits com
 IsXxxSupported query. An operator the library has no API for (SUB, SOFTMAX, GATHER...) or that cannot be
 expressed (float tensors, rank > 4, dilation) is sent as a host op with npufit's reason, marked "npufit:".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -52,8 +53,17 @@ class _Lowering:
         self.n_extra = 0
 
     # -- tensors ---------------------------------------------------------------------------------
-    def tensor(self, name: str, fmt: str = "NHWC", data: np.ndarray | None = None, shape=None, quant_dim: int | None = None,
-               scales=None, zp=None, dtype: str | None = None) -> str:
+    def tensor(
+        self,
+        name: str,
+        fmt: str = "NHWC",
+        data: np.ndarray | None = None,
+        shape=None,
+        quant_dim: int | None = None,
+        scales=None,
+        zp=None,
+        dtype: str | None = None,
+    ) -> str:
         """Declare a tensor (once per id) and return its id; `data` makes it a constant in the blob."""
         t = self.g.tensor(name) if name in self.g.tensors else None
         tid = self.ids.get(name) if data is None and shape is None else self._extra(name)
@@ -62,15 +72,19 @@ class _Lowering:
         dims = shape4(shape if shape is not None else (t.shape if t else None))
         dtype = dtype or (t.dtype if t else None)
         if dims is None:
-            raise _Host(f"npufit: tensor '{name}' has rank > 4 or unknown dims; the support library handles 4-D NHWC tensors")
+            raise _Host(
+                f"npufit: tensor '{name}' has rank > 4 or unknown dims; the support library handles 4-D NHWC tensors"
+            )
         if dtype not in INT_TYPES + ("int32",):
             raise _Host(f"npufit: tensor '{name}' is {dtype}; the Ethos-N computes int8/uint8 tensors only")
         q = t.quant if t is not None else None
         scales = list(scales if scales is not None else (q.scale if q else (1.0,)))
         zp = int(zp if zp is not None else (q.zero_point[0] if q and q.zero_point else 0))
         qd = quant_dim if len(scales) > 1 else -1
-        line = f"tensor {tid} {dtype} {fmt} {' '.join(map(str, dims))} {zp} {qd if qd is not None else -1} {len(scales)} " + \
-            " ".join(repr(float(s)) for s in scales)
+        line = (
+            f"tensor {tid} {dtype} {fmt} {' '.join(map(str, dims))} {zp} {qd if qd is not None else -1} {len(scales)} "
+            + " ".join(repr(float(s)) for s in scales)
+        )
         if data is not None:
             raw = np.ascontiguousarray(data.astype(_NP[dtype])).tobytes()
             line += f" const {len(self.blob)} {len(raw)}"
@@ -122,8 +136,8 @@ class _Lowering:
             try:
                 self.lower(n)
             except _Host as h:
-                self.lines = self.lines[:mark[0]]
-                self.tensor_lines, self.blob = mark[1], self.blob[:mark[2]]
+                self.lines = self.lines[: mark[0]]
+                self.tensor_lines, self.blob = mark[1], self.blob[: mark[2]]
                 self.out.ops_of.pop(n.name, None)
                 self.host(n, str(h))
         # every activation tensor a shim op reads or writes must be declared
@@ -189,16 +203,30 @@ class _Lowering:
         else:  # depthwise [1, H, W, C*M] -> HWIM
             cin = shape4(self.g.tensor(n.inputs[0]).shape)[3]
             data, qdim = w.reshape(w.shape[1], w.shape[2], cin, -1), 2
-        return self.tensor(name, fmt=layout, data=data, shape=data.shape, quant_dim=qdim, scales=t.quant.scale,
-                           zp=t.quant.zero_point[0], dtype=t.dtype)
+        return self.tensor(
+            name,
+            fmt=layout,
+            data=data,
+            shape=data.shape,
+            quant_dim=qdim,
+            scales=t.quant.scale,
+            zp=t.quant.zero_point[0],
+            dtype=t.dtype,
+        )
 
     def _bias(self, n: NodeView, i: int, channels: int) -> str:
         name = n.inputs[i] if i < len(n.inputs) else ""
         b = self.buffers.get(name) if name else None
         data = np.zeros(channels, np.int32) if b is None else b.astype(np.int32)
         # the shim replaces the scale with input x weight scale, as the library requires
-        return self.tensor(name or f"{n.name}/bias", data=data.reshape(1, 1, 1, -1), shape=(1, 1, 1, data.size), dtype="int32",
-                           scales=(1.0,), zp=0)
+        return self.tensor(
+            name or f"{n.name}/bias",
+            data=data.reshape(1, 1, 1, -1),
+            shape=(1, 1, 1, data.size),
+            dtype="int32",
+            scales=(1.0,),
+            zp=0,
+        )
 
     def _pads(self, n: NodeView, k: list[int], s: list[int], inp: str, out: str, dil=(1, 1)) -> list[int]:
         x, y = shape4(self.g.tensor(inp).shape), shape4(self.g.tensor(out).shape)
@@ -219,7 +247,9 @@ class _Lowering:
         pads = self._pads(n, k, s, x, out)
         src = self.ids[x]
         pad_node = self.g.producer(x)
-        if pad_node is not None and self.out.fused.get(pad_node.name) == n.name:  # PAD -> VALID conv: one convolution with that padding (as TVM and Arm NN fuse it)
+        if (
+            pad_node is not None and self.out.fused.get(pad_node.name) == n.name
+        ):  # PAD -> VALID conv: one convolution with that padding (as TVM and Arm NN fuse it)
             extra = _pad_hw(pad_node)
             pads = [p + e for p, e in zip(pads, extra)]
             src = self.ids[pad_node.inputs[0]]
@@ -250,8 +280,14 @@ class _Lowering:
         xi, yo = shape4(self.g.tensor(x).shape), shape4(self.g.tensor(out).shape)
         ph, pw = max((xi[1] - 1) * s[0] + k[0] - yo[1], 0), max((xi[2] - 1) * s[1] + k[1] - yo[2], 0)
         b = self._bias(n, 3, yo[3])
-        self.op(n, "tconv", [self.ids[x], w, b], [self.ids[out]], pad=[ph // 2, ph - ph // 2, pw // 2, pw - pw // 2],
-                stride=[s[1], s[0]])
+        self.op(
+            n,
+            "tconv",
+            [self.ids[x], w, b],
+            [self.ids[out]],
+            pad=[ph // 2, ph - ph // 2, pw // 2, pw - pw // 2],
+            stride=[s[1], s[0]],
+        )
 
     def _op_fully_connected(self, n):
         x, out = n.inputs[0], n.outputs[0]
@@ -302,8 +338,11 @@ class _Lowering:
         if c is None or ct.quant is None or ct.dtype not in INT_TYPES or x4 is None or xt.quant is None:
             return False
         chans = x4[3]
-        if c.size not in (1, chans) or (c.size == chans and c.ndim and max(c.shape) != chans) or \
-                (c.ndim and c.size == chans and c.shape[-1] != chans):
+        if (
+            c.size not in (1, chans)
+            or (c.size == chans and c.ndim and max(c.shape) != chans)
+            or (c.ndim and c.size == chans and c.shape[-1] != chans)
+        ):
             return False
         real = (c.astype(np.float64).ravel() - ct.quant.zero_point[0]) * ct.quant.scale[0]
         real = np.broadcast_to(real, (chans,))
@@ -317,10 +356,23 @@ class _Lowering:
             if np.abs(bias).max(initial=0) >= 2**31:
                 return False
             bias = bias.astype(np.int32)
-        wid = self.tensor(f"{n.name}/dw_weights", fmt="HWIM", data=w.reshape(1, 1, chans, 1), shape=(1, 1, chans, 1),
-                          scales=(ws,), zp=0, dtype="int8")
-        bid = self.tensor(f"{n.name}/dw_bias", data=bias.reshape(1, 1, 1, chans), shape=(1, 1, 1, chans), dtype="int32",
-                          scales=(1.0,), zp=0)
+        wid = self.tensor(
+            f"{n.name}/dw_weights",
+            fmt="HWIM",
+            data=w.reshape(1, 1, chans, 1),
+            shape=(1, 1, chans, 1),
+            scales=(ws,),
+            zp=0,
+            dtype="int8",
+        )
+        bid = self.tensor(
+            f"{n.name}/dw_bias",
+            data=bias.reshape(1, 1, 1, chans),
+            shape=(1, 1, 1, chans),
+            dtype="int32",
+            scales=(1.0,),
+            zp=0,
+        )
         dst = self.act(n, n.outputs[0])
         self._ordered(n, "dwconv", [self.ids[x_name], wid, bid], dst, n.outputs[0], pad=[0, 0, 0, 0], stride=[1, 1])
         return True
@@ -360,8 +412,17 @@ class _Lowering:
         s = [n.attr("stride_h", 1), n.attr("stride_w", 1)]
         pads = self._pads(n, k, s, n.inputs[0], n.outputs[0])
         dst = self.act(n, n.outputs[0])
-        self._ordered(n, "pool", [self.ids[n.inputs[0]]], dst, n.outputs[0], type=kind, size=[k[1], k[0]],
-                      stride=[s[1], s[0]], pad=pads)
+        self._ordered(
+            n,
+            "pool",
+            [self.ids[n.inputs[0]]],
+            dst,
+            n.outputs[0],
+            type=kind,
+            size=[k[1], k[0]],
+            stride=[s[1], s[0]],
+            pad=pads,
+        )
 
     def _op_max_pool_2d(self, n):
         self._pool(n, "max")
@@ -383,8 +444,12 @@ class _Lowering:
     def _op_concatenation(self, n):
         r = len(self.g.tensor(n.outputs[0]).shape)
         axis = int(n.attr("axis", 0)) % r + (4 - r)
-        ins = [self.tensor(t, data=self.buffers[t], shape=self.g.tensor(t).shape, dtype=self.g.tensor(t).dtype)
-               if self.g.tensor(t).is_const and t in self.buffers else self.ids[t] for t in n.inputs]
+        ins = [
+            self.tensor(t, data=self.buffers[t], shape=self.g.tensor(t).shape, dtype=self.g.tensor(t).dtype)
+            if self.g.tensor(t).is_const and t in self.buffers
+            else self.ids[t]
+            for t in n.inputs
+        ]
         dst = self.act(n, n.outputs[0])
         self._ordered(n, "concat", ins, dst, n.outputs[0], axis=axis)
 
@@ -397,7 +462,10 @@ class _Lowering:
         axis = int(np.ravel(self.buffers[n.inputs[0]])[0]) if n.inputs[0] in self.buffers else None
         if axis is None:
             raise _Host("npufit: split axis is not a constant")
-        sizes = [shape4(self.g.tensor(t).shape)[axis % len(self.g.tensor(t).shape) + 4 - len(self.g.tensor(t).shape)] for t in outs]
+        sizes = [
+            shape4(self.g.tensor(t).shape)[axis % len(self.g.tensor(t).shape) + 4 - len(self.g.tensor(t).shape)]
+            for t in outs
+        ]
         self._split(n, n.inputs[1], axis, sizes, [self.ids[t] for t in outs])
 
     def _op_split_v(self, n):
@@ -429,12 +497,20 @@ class _Lowering:
     def _op_strided_slice(self, n):
         b, e, s = (self.buffers.get(t) for t in n.inputs[1:4])
         x = self.g.tensor(n.inputs[0]).shape
-        if b is None or e is None or s is None or any(int(v) != 1 for v in np.ravel(s)) or \
-                any(n.attr(m, 0) for m in ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")):
+        if (
+            b is None
+            or e is None
+            or s is None
+            or any(int(v) != 1 for v in np.ravel(s))
+            or any(n.attr(m, 0) for m in ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask"))
+        ):
             raise _Host("npufit: only a unit-stride slice has a support-library lowering (Split)")
         bm, em = n.attr("begin_mask", 0), n.attr("end_mask", 0)
         begin = [0 if bm >> i & 1 else int(v) % x[i] if int(v) < 0 else int(v) for i, v in enumerate(np.ravel(b))]
-        end = [x[i] if em >> i & 1 else min(x[i], int(v) % x[i] if int(v) < 0 else int(v)) for i, v in enumerate(np.ravel(e))]
+        end = [
+            x[i] if em >> i & 1 else min(x[i], int(v) % x[i] if int(v) < 0 else int(v))
+            for i, v in enumerate(np.ravel(e))
+        ]
         self._slice(n, begin, end)
 
     def _op_slice(self, n):
@@ -471,8 +547,14 @@ class _Lowering:
         self.op(n, "resize", [self.ids[n.inputs[0]]], [self.ids[n.outputs[0]]], algo="bilinear")
 
 
-_ALIASES = {"SQUEEZE": "_op_reshape", "EXPAND_DIMS": "_op_reshape", "RELU6": "_op_relu", "RELU_N1_TO_1": "_op_relu",
-            "RELU_0_TO_1": "_op_relu", "PADV2": "_op_pad"}
+_ALIASES = {
+    "SQUEEZE": "_op_reshape",
+    "EXPAND_DIMS": "_op_reshape",
+    "RELU6": "_op_relu",
+    "RELU_N1_TO_1": "_op_relu",
+    "RELU_0_TO_1": "_op_relu",
+    "PADV2": "_op_pad",
+}
 
 
 class _Host(Exception):
@@ -506,7 +588,7 @@ def read_buffers(graph: Graph, path: str | Path) -> dict[str, np.ndarray]:
         if buf.DataLength():
             raw = buf.DataAsNumpy().tobytes()
         elif buf.Offset() > 1:
-            raw = bytes(data[buf.Offset():buf.Offset() + buf.Size()])
+            raw = bytes(data[buf.Offset() : buf.Offset() + buf.Size()])
         else:
             continue
         arr = np.frombuffer(raw, dtype=_NP[t.dtype])

@@ -9,6 +9,7 @@ LeakyReLU) for both flows:
 
 Used by benchmarks/ethos_n_seed001.py and tests/test_compile_ethos_n.py.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -80,27 +81,46 @@ def measure(models: dict[str, Path], out: Path, target: str = "ethos-n78") -> li
         rep = check(g, "ethos-n78")
         run = rep.running
         tvm_npu = sum(n.verdict.value == "npu" for n in run)
-        rows.append(SeedRow(
-            model=f"Level {level} {'ReLU' if act == 'relu' else 'LeakyReLU'}", level=level, act=act,
-            ops=m.get("nodes", 0), npu=m.get("npu_nodes", 0), host=m.get("host_nodes", 0),
-            npu_partitions=m.get("npu_partitions", 0), host_partitions=m.get("host_partitions", 0), leaky=leaky,
-            library_extra_qdq=(m.get("host_quantize_dequantize", 0) // leaky) if leaky else 0, compiled=res.ok,
-            latency_ms=m.get("estimated_latency_ms"), compile_wall_s=res.wall_s, tvm_npu=tvm_npu,
-            tvm_host=len(run) - tvm_npu, notes=[res.error] if res.error else []))
+        rows.append(
+            SeedRow(
+                model=f"Level {level} {'ReLU' if act == 'relu' else 'LeakyReLU'}",
+                level=level,
+                act=act,
+                ops=m.get("nodes", 0),
+                npu=m.get("npu_nodes", 0),
+                host=m.get("host_nodes", 0),
+                npu_partitions=m.get("npu_partitions", 0),
+                host_partitions=m.get("host_partitions", 0),
+                leaky=leaky,
+                library_extra_qdq=(m.get("host_quantize_dequantize", 0) // leaky) if leaky else 0,
+                compiled=res.ok,
+                latency_ms=m.get("estimated_latency_ms"),
+                compile_wall_s=res.wall_s,
+                tvm_npu=tvm_npu,
+                tvm_host=len(run) - tvm_npu,
+                notes=[res.error] if res.error else [],
+            )
+        )
     return rows
 
 
 def render(rows: list[SeedRow], clock_mhz: float = 1000.0) -> str:
-    head = ("| model | ops | NPU | host | NPU ratio | NPU / host partitions | Compile() | est. latency @"
-            f"{clock_mhz:g} MHz | extra Q/DQ per LeakyReLU (library / TVM) | TVM flow NPU ratio |")
+    head = (
+        "| model | ops | NPU | host | NPU ratio | NPU / host partitions | Compile() | est. latency @"
+        f"{clock_mhz:g} MHz | extra Q/DQ per LeakyReLU (library / TVM) | TVM flow NPU ratio |"
+    )
     lines = [head, "|" + "---|" * 10]
     for r in rows:
         qdq = f"{r.library_extra_qdq} / {TVM_EXTRA_QDQ_PER_LEAKY}" if r.leaky else "– (no LeakyReLU)"
         lat = f"{r.latency_ms:.3f} ms" if r.latency_ms is not None else "n/a"
-        lines.append(f"| {r.model} | {r.ops} | {r.npu} | {r.host} | {100 * r.ratio:.1f}% | {r.npu_partitions} / "
-                     f"{r.host_partitions} | {'ok' if r.compiled else 'FAILED'} | {lat} | {qdq} | {100 * r.tvm_ratio:.1f}% |")
+        lines.append(
+            f"| {r.model} | {r.ops} | {r.npu} | {r.host} | {100 * r.ratio:.1f}% | {r.npu_partitions} / "
+            f"{r.host_partitions} | {'ok' if r.compiled else 'FAILED'} | {lat} | {qdq} | {100 * r.tvm_ratio:.1f}% |"
+        )
     lines.append("")
-    lines.append("library = the Ethos-N support library's own IsSupported/Compile (int8 LeakyReLU is Supported); "
-                 "TVM = npufit's ethos-n78 profile of TVM's flow (each int8 LeakyReLU a dequantize → leaky_relu → "
-                 "quantize host island, as seed 001 measured).")
+    lines.append(
+        "library = the Ethos-N support library's own IsSupported/Compile (int8 LeakyReLU is Supported); "
+        "TVM = npufit's ethos-n78 profile of TVM's flow (each int8 LeakyReLU a dequantize → leaky_relu → "
+        "quantize host island, as seed 001 measured)."
+    )
     return "\n".join(lines) + "\n"

@@ -8,6 +8,7 @@ NOT EXERCISED HERE: the DFC is login-gated and has never been installed on npufi
 drive this module with a FAKE `hailo` script (it records argv and prints a parser error in the DFC's format).
 Without the DFC, `emit_script=DIR` writes these exact commands and files for a user's Hailo machine.
 A HEF has no CPU fallback: nodes outside the start/end-node region run on the host (placement "cpu")."""
+
 from __future__ import annotations
 
 import os
@@ -53,11 +54,15 @@ class HailoCompiler:
     def status(self) -> dict:
         exe = hailo_exe()
         version = _version(exe) if exe else None
-        return {"name": "hailo-dfc", "available": bool(exe and version), "version": version,
-                "enables": "npufit compile --target hailo8/hailo8l: parse -> optimize -> HEF (without it: --emit-script)",
-                "install": "download hailo_dataflow_compiler-*.whl from the Hailo Developer Zone, then "
-                           "'npufit env install hailo --wheel FILE.whl'",
-                "detail": exe or "hailo CLI not found (NOT exercised on npufit's build machines)"}
+        return {
+            "name": "hailo-dfc",
+            "available": bool(exe and version),
+            "version": version,
+            "enables": "npufit compile --target hailo8/hailo8l: parse -> optimize -> HEF (without it: --emit-script)",
+            "install": "download hailo_dataflow_compiler-*.whl from the Hailo Developer Zone, then "
+            "'npufit env install hailo --wheel FILE.whl'",
+            "detail": exe or "hailo CLI not found (NOT exercised on npufit's build machines)",
+        }
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         if model.suffix.lower() != ".onnx":
@@ -68,17 +73,23 @@ class HailoCompiler:
         files = _write_inputs(out, model.stem, src, options)
         steps = commands("hailo", target, src.relative_to(out), model.stem, start, end, files)
         exe = hailo_exe()
-        res = CompileResult("hailo-dfc", None, target, str(model), False, outputs={k: str(out / v) for k, v in files.items()})
+        res = CompileResult(
+            "hailo-dfc", None, target, str(model), False, outputs={k: str(out / v) for k, v in files.items()}
+        )
         res.metrics.update({"start_nodes": start, "end_nodes": end})
         if options.emit_script or not exe:
             script = _write_script(out, steps)
             res.outputs["script"] = str(script)
             res.ok = bool(options.emit_script)
             res.command = f"bash {script}"
-            res.notes.append("NOT exercised here: commands written for a machine with the Hailo DFC; npufit did not run them")
+            res.notes.append(
+                "NOT exercised here: commands written for a machine with the Hailo DFC; npufit did not run them"
+            )
             res.placement = _placement(model, start, end, {}, options)  # the region the parser is asked to take
             if not options.emit_script:
-                res.error = "the Hailo DFC ('hailo' CLI) is not installed; rerun with --emit-script DIR to get the commands"
+                res.error = (
+                    "the Hailo DFC ('hailo' CLI) is not installed; rerun with --emit-script DIR to get the commands"
+                )
             return res
         res.compiler_version = _version(exe)
         wall, peak, logs = 0.0, 0.0, []
@@ -106,14 +117,25 @@ class HailoCompiler:
         return res
 
 
-def commands(exe: str, arch: str, onnx: Path, name: str, start: list[str], end: list[str], files: dict) -> list[tuple[str, list[str]]]:
+def commands(
+    exe: str, arch: str, onnx: Path, name: str, start: list[str], end: list[str], files: dict
+) -> list[tuple[str, list[str]]]:
     parse = [exe, "parser", "onnx", str(onnx), "--hw-arch", arch, "--har-path", f"{name}.har", "-y"]
     if start:
         parse += ["--start-node-names", *start]
     if end:
         parse += ["--end-node-names", *end]
-    opt = [exe, "optimize", f"{name}.har", "--hw-arch", arch, "--model-script", files["model_script"],
-           "--output-har-path", f"{name}_optimized.har"]
+    opt = [
+        exe,
+        "optimize",
+        f"{name}.har",
+        "--hw-arch",
+        arch,
+        "--model-script",
+        files["model_script"],
+        "--output-har-path",
+        f"{name}_optimized.har",
+    ]
     opt += ["--calib-set-path", files["calib_set"]] if "calib_set" in files else ["--use-random-calib-set"]
     comp = [exe, "compiler", f"{name}_optimized.har", "--hw-arch", arch, "--output-dir", "."]
     return [("parser", parse), ("optimize", opt), ("compiler", comp)]
@@ -151,7 +173,9 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
         if not npu:
             raise NpufitError(f"{options.plan}: the plan has no NPU stage")
         _same_model(model, plan.source, options.plan)
-        return _known_nodes(model, list(npu[0].start_node_names), list(npu[0].end_node_names), options, f"--plan {options.plan}")
+        return _known_nodes(
+            model, list(npu[0].start_node_names), list(npu[0].end_node_names), options, f"--plan {options.plan}"
+        )
     from ..check import check
 
     pre = check(model, _profile_for(target), options.input_shapes).prefix
@@ -176,8 +200,10 @@ def _same_model(model: Path, src: dict, plan_path) -> None:
 
     want = src.get("sha256") if isinstance(src, dict) else None
     if want and want != sha256_file(model):
-        raise NpufitError(f"--plan {plan_path}: the plan was split from {src.get('file', 'another model')}, not from "
-                          f"{model.name} (sha256 differs); split this model first")
+        raise NpufitError(
+            f"--plan {plan_path}: the plan was split from {src.get('file', 'another model')}, not from "
+            f"{model.name} (sha256 differs); split this model first"
+        )
 
 
 def _known_nodes(model: Path, start: list[str], end: list[str], options, origin: str) -> tuple[list[str], list[str]]:
@@ -187,14 +213,15 @@ def _known_nodes(model: Path, start: list[str], end: list[str], options, origin:
     missing = [n for n in start + end if g.node(n) is None]
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        raise NpufitError(f"{origin}: {shown} {'is not a node' if len(missing) == 1 else 'are not nodes'} of {model.name}")
+        raise NpufitError(
+            f"{origin}: {shown} {'is not a node' if len(missing) == 1 else 'are not nodes'} of {model.name}"
+        )
     return start, end
 
 
 def _write_inputs(out: Path, name: str, src: Path, options: CompileOptions) -> dict[str, str]:
     files = {"onnx": str(src.relative_to(out)), "model_script": f"{name}.alls"}
-    alls = ["# npufit-generated model script for the Hailo DFC",
-            "performance_param(compiler_optimization_level=max)"]
+    alls = ["# npufit-generated model script for the Hailo DFC", "performance_param(compiler_optimization_level=max)"]
     if options.calibration:
         c = Path(options.calibration)
         if c.suffix != ".npy":
@@ -213,8 +240,13 @@ def _write_inputs(out: Path, name: str, src: Path, options: CompileOptions) -> d
 
 
 def _write_script(out: Path, steps) -> Path:
-    lines = ["#!/usr/bin/env bash", "# Generated by npufit: run on a machine with the Hailo Dataflow Compiler.",
-             "# NOT exercised by npufit itself (the DFC is login-gated).", "set -euo pipefail", 'cd "$(dirname "$0")"']
+    lines = [
+        "#!/usr/bin/env bash",
+        "# Generated by npufit: run on a machine with the Hailo Dataflow Compiler.",
+        "# NOT exercised by npufit itself (the DFC is login-gated).",
+        "set -euo pipefail",
+        'cd "$(dirname "$0")"',
+    ]
     lines += [shlex.join(argv) for _, argv in steps]
     p = out / "compile_hailo.sh"
     p.write_text("\n".join(lines) + "\n")
@@ -234,7 +266,11 @@ def _placement(model: Path, start: list[str], end: list[str], errors: dict[str, 
         elif n.name in inside:
             out.append(Placement(n.name, n.op_type, "npu"))
         else:
-            out.append(Placement(n.name, n.op_type, "cpu", "outside the parsed start/end-node region: runs on the host", how="absent"))
+            out.append(
+                Placement(
+                    n.name, n.op_type, "cpu", "outside the parsed start/end-node region: runs on the host", how="absent"
+                )
+            )
     return out
 
 

@@ -4,6 +4,7 @@ Compilers rename, split and fuse. A layer is attributed to a model node by, in o
 (direct), the compiler's own logged rewrite lineage (lineage), or the longest node name that prefixes
 it (lineage). Nodes left without a layer were folded away at compile time or fused into a neighbour;
 they take the neighbour's device (fused)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -38,7 +39,17 @@ def origins_from_lineage(rewrites: Iterable[tuple[list[str], list[str]]], known:
 
 LAYOUT_OPS = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"}
 # ONNX ops that compilers lower to pure layout layers: for these, a layout layer IS the work
-LAYOUT_NODE_OPS = LAYOUT_OPS | {"Gather", "Slice", "Split", "Concat", "Identity", "Expand", "Tile", "DepthToSpace", "SpaceToDepth"}
+LAYOUT_NODE_OPS = LAYOUT_OPS | {
+    "Gather",
+    "Slice",
+    "Split",
+    "Concat",
+    "Identity",
+    "Expand",
+    "Tile",
+    "DepthToSpace",
+    "SpaceToDepth",
+}
 
 
 def _shape_math(graph: Graph, n) -> bool:
@@ -72,9 +83,14 @@ def _fused_into(n, neigh: list, out: Mapping[str, Placement], op_of: Mapping[str
     return (named or npu or neigh)[0]
 
 
-def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str]] | None = None,
-            compiler: str = "compiler", removed: Mapping[str, str] | None = None,
-            merged: Mapping[str, str] | None = None) -> list[Placement]:
+def resolve(
+    graph: Graph,
+    layers: Iterable[Layer],
+    lineage: Mapping[str, set[str]] | None = None,
+    compiler: str = "compiler",
+    removed: Mapping[str, str] | None = None,
+    merged: Mapping[str, str] | None = None,
+) -> list[Placement]:
     """removed: nodes the compiler's log says it deleted as no-ops (node -> rule); without a layer they run nowhere.
     merged: nodes its log says it merged into a neighbour of the same op (RKNN 'fuse_two_slice'): they run where
     that neighbour runs, not where an NPU neighbour of another op does."""
@@ -99,33 +115,60 @@ def resolve(graph: Graph, layers: Iterable[Layer], lineage: Mapping[str, set[str
         if got:
             # The node's device is that of the layers doing its work; layout helpers the compiler adds
             # around it (a Reshape/Transpose on the CPU before an output) do not move the node itself.
-            work = [lay for lay, _ in got if lay.op not in LAYOUT_OPS or n.op_type in LAYOUT_NODE_OPS] or [lay for lay, _ in got]
+            work = [lay for lay, _ in got if lay.op not in LAYOUT_OPS or n.op_type in LAYOUT_NODE_OPS] or [
+                lay for lay, _ in got
+            ]
             cpu = [lay for lay in work if lay.device == "cpu"]
             dev = "cpu" if cpu else "npu"
             hows = {h for _, h in got}
             reason = "; ".join(lay.reason or f"{compiler} placed {lay.op} layer '{lay.name}' on the CPU" for lay in cpu)
-            out[n.name] = Placement(n.name, n.op_type, dev, reason, [lay.name for lay, _ in got],
-                                    "direct" if hows == {"direct"} else "lineage")
+            out[n.name] = Placement(
+                n.name,
+                n.op_type,
+                dev,
+                reason,
+                [lay.name for lay, _ in got],
+                "direct" if hows == {"direct"} else "lineage",
+            )
         elif removed and n.name in removed:
-            out[n.name] = Placement(n.name, n.op_type, "folded", f"removed by the {compiler}'s '{removed[n.name]}' rewrite (a no-op)",
-                                    how="absent")
+            out[n.name] = Placement(
+                n.name,
+                n.op_type,
+                "folded",
+                f"removed by the {compiler}'s '{removed[n.name]}' rewrite (a no-op)",
+                how="absent",
+            )
         elif n.name in folded or all(graph.tensor(t).is_const for t in n.present_inputs) or _shape_math(graph, n):
-            out[n.name] = Placement(n.name, n.op_type, "folded", f"no {compiler} layer: computed at compile time", how="absent")
+            out[n.name] = Placement(
+                n.name, n.op_type, "folded", f"no {compiler} layer: computed at compile time", how="absent"
+            )
     # fused-into-neighbour: walk in topological order so chains (Conv->BN->Relu) resolve
     op_of = {lay.name: lay.op for lays in hits.values() for lay, _ in lays}
     for n in graph.top_nodes:
         if n.name in out:
             continue
         # predecessors first (a fused op follows the layer it joins), then successors
-        neigh = [m for m in (*graph.predecessors(n), *graph.successors(n)) if m.name in out and out[m.name].device != "folded"]
+        neigh = [
+            m
+            for m in (*graph.predecessors(n), *graph.successors(n))
+            if m.name in out and out[m.name].device != "folded"
+        ]
         if merged and n.name in merged:
             neigh = [m for m in neigh if m.op_type == n.op_type] or neigh
         if neigh:
             src = out[_fused_into(n, neigh, out, op_of).name]
-            out[n.name] = Placement(n.name, n.op_type, src.device,
-                                    f"fused into {src.op} '{src.node}' by the {compiler}" if src.device == "npu" else
-                                    f"fused into {src.op} '{src.node}', which the {compiler} placed on the CPU",
-                                    list(src.layers), "fused")
+            out[n.name] = Placement(
+                n.name,
+                n.op_type,
+                src.device,
+                f"fused into {src.op} '{src.node}' by the {compiler}"
+                if src.device == "npu"
+                else f"fused into {src.op} '{src.node}', which the {compiler} placed on the CPU",
+                list(src.layers),
+                "fused",
+            )
         else:
-            out[n.name] = Placement(n.name, n.op_type, "folded", f"no {compiler} layer and no placed neighbour", how="absent")
+            out[n.name] = Placement(
+                n.name, n.op_type, "folded", f"no {compiler} layer and no placed neighbour", how="absent"
+            )
     return [out[n.name] for n in graph.top_nodes]

@@ -12,6 +12,7 @@ Judges (`mode`):
 The compiler is optional: when it is absent the measurement says so in one line and the prediction stands alone.
 Vendor tools are imported only inside the functions, and only when a measurement is asked for.
 """
+
 from __future__ import annotations
 
 import sys
@@ -48,21 +49,37 @@ class Measurement:
         return self.comparison.disagreements if self.comparison else []
 
     def to_dict(self) -> dict:
-        d = {"schema": SCHEMA, "target": self.target, "judge": self.mode, "compiler": self.compiler,
-             "compiler_version": self.version, "message": self.message, "notes": self.notes}
+        d = {
+            "schema": SCHEMA,
+            "target": self.target,
+            "judge": self.mode,
+            "compiler": self.compiler,
+            "compiler_version": self.version,
+            "message": self.message,
+            "notes": self.notes,
+        }
         if self.comparison is not None:
             cmp = self.comparison.to_dict()
-            d.update(scores=cmp["scores"], differing=[n["node"] for n in cmp["disagreements"]],
-                     nodes=[_row(n) for n in self.comparison.nodes])
+            d.update(
+                scores=cmp["scores"],
+                differing=[n["node"] for n in cmp["disagreements"]],
+                nodes=[_row(n) for n in self.comparison.nodes],
+            )
         return d
 
 
-
-def check(model, target="hailo8", input_shapes=None, judge: str = "auto", assume_int8: bool = False,
-          measure: bool | str = False):
+def check(
+    model,
+    target="hailo8",
+    input_shapes=None,
+    judge: str = "auto",
+    assume_int8: bool = False,
+    measure: bool | str = False,
+):
     """`npufit.check`: npufit.check.engine.check's prediction; with `measure` (True or "auto", "vela-checks",
     "compile") also the real compiler's placement beside it, in report.extra["measurement"]."""
-    from ..check.engine import check as predict, resolve
+    from ..check.engine import check as predict
+    from ..check.engine import resolve
 
     graph, profile = resolve(model, target, input_shapes)
     report = predict(graph, profile, judge=judge, assume_int8=assume_int8)
@@ -72,13 +89,24 @@ def check(model, target="hailo8", input_shapes=None, judge: str = "auto", assume
 
 
 def _row(n) -> dict:
-    why = "; ".join(f"{r['text']}" + (f" ({r['detail']})" if r.get("detail") else "") + f" [{r['rule']}]" for r in n.rules)
-    return {"node": n.node, "op": n.op, "predicted": n.predicted, "measured": n.actual, "differs": n.kind in ("fp", "fn"),
-            "npufit_explanation": why, "compiler_reason": n.compiler_reason, "mapped": n.how}
+    why = "; ".join(
+        f"{r['text']}" + (f" ({r['detail']})" if r.get("detail") else "") + f" [{r['rule']}]" for r in n.rules
+    )
+    return {
+        "node": n.node,
+        "op": n.op,
+        "predicted": n.predicted,
+        "measured": n.actual,
+        "differs": n.kind in ("fp", "fn"),
+        "npufit_explanation": why,
+        "compiler_reason": n.compiler_reason,
+        "mapped": n.how,
+    }
 
 
-def measure(graph: Graph, report, profile: Profile, mode: str = "auto", input_shapes=None,
-            timeout_s: float | None = 600) -> Measurement:
+def measure(
+    graph: Graph, report, profile: Profile, mode: str = "auto", input_shapes=None, timeout_s: float | None = 600
+) -> Measurement:
     """Measure where the real compiler puts every node of `graph` for `profile` and hold it against `report`."""
     if mode not in MODES:
         raise NpufitError(f"unknown --measure judge '{mode}' (choose from {', '.join(MODES)})")
@@ -91,16 +119,29 @@ def measure(graph: Graph, report, profile: Profile, mode: str = "auto", input_sh
         return Measurement(target, "none", message=f"not measured: no compiler for {target} runs here")
     st = comp.status()
     if not st["available"]:
-        return Measurement(target, "none", st["name"], message=f"not measured: {st['name']} is not installed ({st['install']})")
+        return Measurement(
+            target, "none", st["name"], message=f"not measured: {st['name']} is not installed ({st['install']})"
+        )
     if not profile.measure_judges:
-        return Measurement(target, "none", st["name"], message=f"not measured: {st['name']} gives no per-node placement"
-                           + (" (no CPU fallback inside the compiled binary)" if profile.fallback is Fallback.NONE else ""))
-    judges = [j for j in profile.measure_judges if j != "vela-checks" or graph.format == "tflite"]  # Vela's checks read TFLite
+        return Measurement(
+            target,
+            "none",
+            st["name"],
+            message=f"not measured: {st['name']} gives no per-node placement"
+            + (" (no CPU fallback inside the compiled binary)" if profile.fallback is Fallback.NONE else ""),
+        )
+    judges = [
+        j for j in profile.measure_judges if j != "vela-checks" or graph.format == "tflite"
+    ]  # Vela's checks read TFLite
     if mode != "auto" and mode not in judges:
-        raise NpufitError(f"--measure {mode} does not judge this {graph.format} model on {target} (it judges: "
-                          f"{', '.join(judges) or 'none'}; vela-checks reads TFLite models)")
+        raise NpufitError(
+            f"--measure {mode} does not judge this {graph.format} model on {target} (it judges: "
+            f"{', '.join(judges) or 'none'}; vela-checks reads TFLite models)"
+        )
     if not judges:
-        return Measurement(target, "none", st["name"], message=f"not measured: {target}'s judges read TFLite models only")
+        return Measurement(
+            target, "none", st["name"], message=f"not measured: {target}'s judges read TFLite models only"
+        )
     try:
         if (judges[0] if mode == "auto" else mode) == "vela-checks":
             return _vela_checks(graph, report, profile, input_shapes, timeout_s, confirm=mode == "auto")
@@ -121,20 +162,36 @@ def _checks_placement(graph: Graph, timeout_s) -> tuple[list, str | None]:
     """Vela's supported-operator checks, run by a child process (envs/workers/vela_checks.py) on the TFLite file."""
     import json
 
-    from .base import Placement, run_tool
-
     from ..util.io import private_tempdir
+    from .base import Placement, run_tool
 
     with private_tempdir("measure") as d:
         resp_path = Path(d) / "vela_checks.json"
-        run = run_tool([sys.executable, str(WORKER), str(Path(graph.path).resolve()), str(resp_path)], Path(d) / "vela_checks.log",
-                       cwd=d, timeout_s=timeout_s)
-        resp = json.loads(resp_path.read_text()) if resp_path.exists() else {"ok": False, "error": f"exit code {run.returncode}"}
+        run = run_tool(
+            [sys.executable, str(WORKER), str(Path(graph.path).resolve()), str(resp_path)],
+            Path(d) / "vela_checks.log",
+            cwd=d,
+            timeout_s=timeout_s,
+        )
+        resp = (
+            json.loads(resp_path.read_text())
+            if resp_path.exists()
+            else {"ok": False, "error": f"exit code {run.returncode}"}
+        )
     if not resp.get("ok"):
         raise _NotMeasured(f"Vela's operator checks failed ({resp.get('error')})")
     owner = _by_output(graph)
-    placement = [Placement(owner[o["ofm"]], graph.node(owner[o["ofm"]]).op_type, "npu" if o["npu"] else "cpu",
-                           f"Vela: {o['reason']}" if o["reason"] else "", [o["ofm"]]) for o in resp["ops"] if o["ofm"] in owner]
+    placement = [
+        Placement(
+            owner[o["ofm"]],
+            graph.node(owner[o["ofm"]]).op_type,
+            "npu" if o["npu"] else "cpu",
+            f"Vela: {o['reason']}" if o["reason"] else "",
+            [o["ofm"]],
+        )
+        for o in resp["ops"]
+        if o["ofm"] in owner
+    ]
     return placement, resp.get("version")
 
 
@@ -150,27 +207,40 @@ def _vela_checks(graph: Graph, report, profile: Profile, input_shapes, timeout_s
         for p in placement:
             c = by.get(p.node)
             if p.device == "cpu" and c is not None and c.device != "cpu":
-                p.device, p.reason = c.device, f"Vela's library checks put it on the CPU ({p.reason}); the compile runs it on the NPU"
-        label = ("judge: Vela's supported-operator checks (library call), their CPU verdicts confirmed by the compile "
-                 f"({res.wall_s:.1f} s)")
+                p.device, p.reason = (
+                    c.device,
+                    f"Vela's library checks put it on the CPU ({p.reason}); the compile runs it on the NPU",
+                )
+        label = (
+            "judge: Vela's supported-operator checks (library call), their CPU verdicts confirmed by the compile "
+            f"({res.wall_s:.1f} s)"
+        )
     elif not confirm:
-        notes.append("Vela 5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (TRANSPOSE): "
-                     "--measure auto or compile confirms these verdicts with the compile")
+        notes.append(
+            "Vela 5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (TRANSPOSE): "
+            "--measure auto or compile confirms these verdicts with the compile"
+        )
     m = Measurement(profile.name, "vela-checks", "vela", version, label, compare_placement(report, placement, "vela"))
     m.notes.extend(notes)
     return m
 
 
 def _compile_placement(graph: Graph, report, profile: Profile, input_shapes, timeout_s):
-    from . import compile_model
-
     from ..util.io import private_tempdir
+    from . import compile_model
 
     with private_tempdir("measure") as d:
         judge_int8 = report.target.get("judged_as") == "int8"
         # a target that also builds float is asked for its int8 build (int8-only compilers take the model as given)
-        res = compile_model(graph.path, profile.name, out_dir=d, simulate=False, timeout_s=timeout_s, input_shapes=input_shapes,
-                            quantize=judge_int8 and profile.executes is Executes.FP16_INT8)
+        res = compile_model(
+            graph.path,
+            profile.name,
+            out_dir=d,
+            simulate=False,
+            timeout_s=timeout_s,
+            input_shapes=input_shapes,
+            quantize=judge_int8 and profile.executes is Executes.FP16_INT8,
+        )
     if not res.ok or not res.placement:
         raise _NotMeasured(f"{res.compiler} did not finish ({(res.error or 'no placement').splitlines()[0][:200]})")
     return res.placement, res  # already per node of `graph` (compilers map layers back, TFLite included)
@@ -178,8 +248,14 @@ def _compile_placement(graph: Graph, report, profile: Profile, input_shapes, tim
 
 def _compile(graph: Graph, report, profile: Profile, input_shapes, timeout_s) -> Measurement:
     placement, res = _compile_placement(graph, report, profile, input_shapes, timeout_s)
-    m = Measurement(profile.name, "compile", res.compiler, res.compiler_version, f"judge: {res.compiler} {res.compiler_version or ''} "
-                    f"compile ({res.wall_s:.1f} s)".replace("  ", " "), compare_placement(report, placement, res.compiler))
+    m = Measurement(
+        profile.name,
+        "compile",
+        res.compiler,
+        res.compiler_version,
+        f"judge: {res.compiler} {res.compiler_version or ''} compile ({res.wall_s:.1f} s)".replace("  ", " "),
+        compare_placement(report, placement, res.compiler),
+    )
     m.notes.extend(n for n in res.notes if "converted ONNX" in n)
     return m
 
@@ -195,9 +271,11 @@ def attach_measurement(report, graph: Graph, profile: Profile, mode: str = "auto
 
 def _summary_line(m: Measurement) -> str:
     s = m.comparison.scores()
-    return (f"{len(m.comparison.nodes)} nodes measured: compiler put {s['compiler_cpu_nodes']} on the CPU, npufit predicted "
-            f"{s['predicted_off_npu']} off the NPU; {len(m.differing)} differ (CPU-fallback recall "
-            f"{_pct(s['cpu_fallback_recall'])}, precision {_pct(s['cpu_fallback_precision'])})")
+    return (
+        f"{len(m.comparison.nodes)} nodes measured: compiler put {s['compiler_cpu_nodes']} on the CPU, npufit predicted "
+        f"{s['predicted_off_npu']} off the NPU; {len(m.differing)} differ (CPU-fallback recall "
+        f"{_pct(s['cpu_fallback_recall'])}, precision {_pct(s['cpu_fallback_precision'])})"
+    )
 
 
 def _pct(v) -> str:
@@ -221,8 +299,16 @@ def _terminal(con, m: Measurement) -> None:
     for n in rows:
         r = _row(n)
         flag = "≠" if r["differs"] else ""
-        t.add_row(Text(flag, style="bold red"), n.node, n.op, n.predicted, n.actual, r["npufit_explanation"] or "—",
-                  n.compiler_reason or "—", style="red" if flag else None)
+        t.add_row(
+            Text(flag, style="bold red"),
+            n.node,
+            n.op,
+            n.predicted,
+            n.actual,
+            r["npufit_explanation"] or "—",
+            n.compiler_reason or "—",
+            style="red" if flag else None,
+        )
     con.print(t)
 
 
@@ -230,12 +316,22 @@ def render_markdown(m: Measurement) -> str:
     out = ["## Measured placement", "", f"{m.target}: {m.message}"]
     if not m.measured:
         return "\n".join(out)
-    out += [""] + [f"- note: {n}" for n in m.notes] + ["", _summary_line(m), "",
-                                                       "| differs | node | op | predicted | measured | npufit's explanation | compiler's reason |",
-                                                       "|---|---|---|---|---|---|---|"]
+    out += (
+        [""]
+        + [f"- note: {n}" for n in m.notes]
+        + [
+            "",
+            _summary_line(m),
+            "",
+            "| differs | node | op | predicted | measured | npufit's explanation | compiler's reason |",
+            "|---|---|---|---|---|---|---|",
+        ]
+    )
     esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     for n in m.comparison.nodes:
         r = _row(n)
-        out.append(f"| {'≠' if r['differs'] else ''} | `{esc(n.node)}` | {n.op} | {n.predicted} | {n.actual} | "
-                   f"{esc(r['npufit_explanation']) or '—'} | {esc(n.compiler_reason) or '—'} |")
+        out.append(
+            f"| {'≠' if r['differs'] else ''} | `{esc(n.node)}` | {n.op} | {n.predicted} | {n.actual} | "
+            f"{esc(r['npufit_explanation']) or '—'} | {esc(n.compiler_reason) or '—'} |"
+        )
     return "\n".join(out)

@@ -1,4 +1,5 @@
 """CompileResult -> terminal text / Markdown (JSON is CompileResult.to_dict)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -20,14 +21,16 @@ def _head(r: CompileResult) -> list[str]:
     ran = bool(r.timings) or r.wall_s is not None
     version = r.compiler_version or ("version unknown" if ran else "not run")
     state = ("OK" if r.ok else "FAILED") if ran else ("script written" if r.ok else "NOT RUN")
-    lines = [f"{r.compiler} ({version}) -> {r.target}: {state}",
-             f"  model     {r.model}",
-             f"  artifact  {r.artifact or '-'}",
-             f"  command   {r.command}",
-             f"  log       {r.log_path}",
-             f"  wall {_fmt(r.wall_s, ' s')}, peak memory {_fmt(r.peak_rss_mb, ' MB')} (compiler process)",
-             f"  placement{'' if ran else ' (predicted: the parse region, not compiled)'}: {s['npu']} npu, {s['cpu']} cpu, "
-             f"{s['folded']} folded of {s['nodes']} nodes"]
+    lines = [
+        f"{r.compiler} ({version}) -> {r.target}: {state}",
+        f"  model     {r.model}",
+        f"  artifact  {r.artifact or '-'}",
+        f"  command   {r.command}",
+        f"  log       {r.log_path}",
+        f"  wall {_fmt(r.wall_s, ' s')}, peak memory {_fmt(r.peak_rss_mb, ' MB')} (compiler process)",
+        f"  placement{'' if ran else ' (predicted: the parse region, not compiled)'}: {s['npu']} npu, {s['cpu']} cpu, "
+        f"{s['folded']} folded of {s['nodes']} nodes",
+    ]
     if r.error:
         lines.append(f"  error: {r.error}")
     for k, v in r.metrics.items():
@@ -57,15 +60,19 @@ def render_text(r: CompileResult, all_nodes: bool = False) -> str:
 
 def comparison_lines(c) -> list[str]:
     s = c.scores()
-    out = [f"Prediction ({c.profile or c.target}) vs {c.compiler}:",
-           f"  compiler put {s['compiler_cpu_nodes']} node(s) on the CPU; npufit predicted {s['predicted_off_npu']} off the NPU",
-           f"  CPU-fallback recall {_fmt(s['cpu_fallback_recall'])}  precision {_fmt(s['cpu_fallback_precision'])}"
-           f"  (tp {s['tp']}, fp {s['fp']}, fn {s['fn']}; plain agreement {_fmt(s['agreement'])} is not the score)"]
+    out = [
+        f"Prediction ({c.profile or c.target}) vs {c.compiler}:",
+        f"  compiler put {s['compiler_cpu_nodes']} node(s) on the CPU; npufit predicted {s['predicted_off_npu']} off the NPU",
+        f"  CPU-fallback recall {_fmt(s['cpu_fallback_recall'])}  precision {_fmt(s['cpu_fallback_precision'])}"
+        f"  (tp {s['tp']}, fp {s['fp']}, fn {s['fn']}; plain agreement {_fmt(s['agreement'])} is not the score)",
+    ]
     for d in c.disagreements:
         rule = ", ".join(x["rule"] for x in d.rules) or "no rule fired"
         what = "missed: compiler ran it on the CPU" if d.kind == "fn" else "false alarm: compiler kept it on the NPU"
-        out.append(f"  - {d.node} ({d.op}): npufit {d.predicted}, compiler {d.actual} [{what}; npufit rule: {rule}]"
-                   + (f" — {d.compiler_reason}" if d.compiler_reason else ""))
+        out.append(
+            f"  - {d.node} ({d.op}): npufit {d.predicted}, compiler {d.actual} [{what}; npufit rule: {rule}]"
+            + (f" — {d.compiler_reason}" if d.compiler_reason else "")
+        )
     return out
 
 

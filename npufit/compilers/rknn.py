@@ -3,6 +3,7 @@
 The toolkit pins numpy<2 / onnx 1.18, so it runs in its own env (npufit env install rknn) through
 npufit.envs.bridge. Placement comes from the verbose build's "Network Layer Information Table"
 (Target column), mapped back to ONNX nodes with the toolkit's logged fuse_ops lineage."""
+
 from __future__ import annotations
 
 import ast
@@ -13,11 +14,23 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..graph import Graph, load
+from ..util.readers import require_regular_file
 from .base import CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy, tail
 from .mapping import Layer, origins_from_lineage, resolve
-from ..util.readers import require_regular_file
 
-PLATFORMS = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1106", "rv1103", "rv1106b", "rv1103b", "rv1126b", "rk2118")
+PLATFORMS = (
+    "rk3588",
+    "rk3576",
+    "rk3568",
+    "rk3566",
+    "rk3562",
+    "rv1106",
+    "rv1103",
+    "rv1106b",
+    "rv1103b",
+    "rv1126b",
+    "rk2118",
+)
 ENV = "rknn"
 MAX_RULE_RETRIES = 4
 
@@ -48,10 +61,16 @@ class RknnCompiler:
         src = private_copy(model, out)
         graph = load(model, options.input_shapes)
         feeds, ref = _reference_run(src, graph, options, out)
-        request = {"platform": target.lower(), "model": str(src), "out": str(out / f"{model.stem}.rknn"),
-                   "quantize": options.quantize, "disable_rules": list(options.disable_rules),
-                   "sim_inputs": [str(p) for p in feeds] if options.simulate else [], "sim_prefix": str(out / "sim_out_"),
-                   "config": dict(options.extra.get("rknn_config", {}))}
+        request = {
+            "platform": target.lower(),
+            "model": str(src),
+            "out": str(out / f"{model.stem}.rknn"),
+            "quantize": options.quantize,
+            "disable_rules": list(options.disable_rules),
+            "sim_inputs": [str(p) for p in feeds] if options.simulate else [],
+            "sim_prefix": str(out / "sim_out_"),
+            "config": dict(options.extra.get("rknn_config", {})),
+        }
         if options.input_shapes:
             request["inputs"] = list(options.input_shapes)
             request["input_size_list"] = [list(s) for s in options.input_shapes.values()]
@@ -67,15 +86,33 @@ class RknnCompiler:
             rules = [r for r in _suggested_rules(text) if r not in request["disable_rules"]]
             if not rules:
                 break
-            retries.append({"disable_rules": rules, "failed_stage": resp.get("stage"), "error": resp.get("error"),
-                            "log": str(log_path)})
+            retries.append(
+                {
+                    "disable_rules": rules,
+                    "failed_stage": resp.get("stage"),
+                    "error": resp.get("error"),
+                    "log": str(log_path),
+                }
+            )
             request["disable_rules"] = request["disable_rules"] + rules
-        res = CompileResult("rknn-toolkit2", resp.get("version"), target.lower(), str(model), bool(resp.get("ok")),
-                            log_path=str(run.log_path), command=run.command_line, wall_s=run.wall_s,
-                            peak_rss_mb=run.peak_rss_mb, timings=resp.get("timings", {}), retries=retries)
+        res = CompileResult(
+            "rknn-toolkit2",
+            resp.get("version"),
+            target.lower(),
+            str(model),
+            bool(resp.get("ok")),
+            log_path=str(run.log_path),
+            command=run.command_line,
+            wall_s=run.wall_s,
+            peak_rss_mb=run.peak_rss_mb,
+            timings=resp.get("timings", {}),
+            retries=retries,
+        )
         res.outputs["onnx_copy"] = str(src)
         if retries:
-            res.notes.append(f"the toolkit crashed in its own rewrite rule(s); rebuilt with disable_rules={request['disable_rules']}")
+            res.notes.append(
+                f"the toolkit crashed in its own rewrite rule(s); rebuilt with disable_rules={request['disable_rules']}"
+            )
         if not res.ok:
             res.error = f"RKNN {resp.get('stage')} failed: {resp.get('error') or 'see log'}"
             res.notes.append(tail(text))
@@ -85,8 +122,14 @@ class RknnCompiler:
         known = {n.name for n in graph.nodes}
         # 'bypass_two_*' without a replacement deletes a pair that cancels out (Reshape -> Reshape back to the same shape)
         removed = {**parse_removed(text), **parse_removed(text, "bypass_two_")}
-        res.placement = resolve(graph, layers, origins_from_lineage(rewrites, known), "RKNN-Toolkit2", removed,
-                                parse_removed(text, "fuse_two_"))
+        res.placement = resolve(
+            graph,
+            layers,
+            origins_from_lineage(rewrites, known),
+            "RKNN-Toolkit2",
+            removed,
+            parse_removed(text, "fuse_two_"),
+        )
         res.metrics.update(_table_metrics(text, layers))
         res.metrics["quantized"] = options.quantize
         if not options.quantize:
@@ -101,6 +144,7 @@ class RknnCompiler:
 
 # -- log parsing ----------------------------------------------------------------------------
 
+
 def _strip(line: str) -> str:
     return _PREFIX.sub("", line.rstrip())
 
@@ -113,7 +157,7 @@ def parse_layer_table(log: str) -> list[Layer]:
         return []
     rows: list[Layer] = []
     hdr = None
-    for ln in lines[starts[-1] + 1:]:
+    for ln in lines[starts[-1] + 1 :]:
         if ln.startswith("ID ") and "Target" in ln:
             hdr = ln.split()
             continue
@@ -132,9 +176,15 @@ def parse_layer_table(log: str) -> list[Layer]:
         if f[1] in ("InputOperator", "OutputOperator"):
             continue
         dev = f[hdr.index("Target")].lower()
-        rows.append(Layer(name or full, f[1], "cpu" if dev == "cpu" else "npu",
-                          f"RKNN-Toolkit2 placed {f[1]} layer '{name or full}' on the CPU" if dev == "cpu" else "",
-                          next((x for x in f[4:start] if _CYCLES.fullmatch(x)), "")))
+        rows.append(
+            Layer(
+                name or full,
+                f[1],
+                "cpu" if dev == "cpu" else "npu",
+                f"RKNN-Toolkit2 placed {f[1]} layer '{name or full}' on the CPU" if dev == "cpu" else "",
+                next((x for x in f[4:start] if _CYCLES.fullmatch(x)), ""),
+            )
+        )
     return rows
 
 
@@ -186,7 +236,11 @@ def _table_metrics(log: str, layers: list[Layer]) -> dict:
             total += int(lay.cycles.split("/")[-1])
         except ValueError:
             pass
-    m: dict = {"layers": len(layers), "cpu_layers": sum(lay.device == "cpu" for lay in layers), "npu_cycles_total": total}
+    m: dict = {
+        "layers": len(layers),
+        "cpu_layers": sum(lay.device == "cpu" for lay in layers),
+        "npu_cycles_total": total,
+    }
     scale = {"B": 1 / 1024, "KB": 1, "MB": 1024, "GB": 1024 * 1024}
     for kind, val, unit in _MEM.findall(log):
         m[f"{kind.lower()}_memory_kb"] = round(float(val) * scale.get(unit, 1), 2)
@@ -194,6 +248,7 @@ def _table_metrics(log: str, layers: list[Layer]) -> dict:
 
 
 # -- simulator vs ONNX Runtime ----------------------------------------------------------------
+
 
 def _reference_run(src: Path, graph: Graph, options: CompileOptions, out: Path) -> tuple[list[Path], dict]:
     from ..verify.compare import make_session, random_inputs, run_onnx

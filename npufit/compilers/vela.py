@@ -1,6 +1,7 @@
 """Arm Vela (ethos-u-vela) for Ethos-U55/U65/U85: per-operator NPU/CPU placement from its per-layer CSV,
 the reason for each CPU operator from its "supported operators" warnings, cycles / SRAM / flash / inference
 time from its summary CSV. Input: a fully int8 TFLite file (an ONNX model is converted first, on a copy)."""
+
 from __future__ import annotations
 
 import csv
@@ -15,12 +16,24 @@ from .mapping import Layer
 
 ETHOS_U_OP = "ethos-u"  # the custom operator Vela's output file runs the NPU command stream with
 _CONFIG = re.compile(r"^ethos-u(55-(32|64|128|256)|65-(256|512)|85-(128|256|512|1024|2048))$")
-_WARN = re.compile(r"Warning \(supported operators\) operator: (\w+), ofm: '([^']*)'\s*\nReason: ([^\n]*)((?:\n(?!\n)[^\n]*)*)")
-SUMMARY_KEYS = {"inference_time": "inference_time_s", "inferences_per_second": "inferences_per_second",
-                "cycles_total": "cycles_total", "cycles_npu": "cycles_npu", "sram_memory_used": "sram_used_kib",
-                "off_chip_flash_memory_used": "off_chip_flash_used_kib", "on_chip_flash_memory_used": "on_chip_flash_used_kib",
-                "dram_memory_used": "dram_used_kib", "nn_macs": "macs", "total_npu_encoded_weights": "npu_encoded_weights_bytes",
-                "system_config": "system_config", "memory_mode": "memory_mode", "accelerator_configuration": "accelerator"}
+_WARN = re.compile(
+    r"Warning \(supported operators\) operator: (\w+), ofm: '([^']*)'\s*\nReason: ([^\n]*)((?:\n(?!\n)[^\n]*)*)"
+)
+SUMMARY_KEYS = {
+    "inference_time": "inference_time_s",
+    "inferences_per_second": "inferences_per_second",
+    "cycles_total": "cycles_total",
+    "cycles_npu": "cycles_npu",
+    "sram_memory_used": "sram_used_kib",
+    "off_chip_flash_memory_used": "off_chip_flash_used_kib",
+    "on_chip_flash_memory_used": "on_chip_flash_used_kib",
+    "dram_memory_used": "dram_used_kib",
+    "nn_macs": "macs",
+    "total_npu_encoded_weights": "npu_encoded_weights_bytes",
+    "system_config": "system_config",
+    "memory_mode": "memory_mode",
+    "accelerator_configuration": "accelerator",
+}
 
 
 def _vela_exe() -> str | None:
@@ -48,15 +61,22 @@ class VelaCompiler:
     def status(self) -> dict:
         v = vela_version()
         exe = _vela_exe()
-        return {"name": "vela", "available": bool(v and exe), "version": v,
-                "enables": "npufit compile --target ethos-u55-*/u65-*/u85-*: Vela placement, cycles, SRAM/flash, inference time",
-                "install": "pip install 'ethos-u-vela==5.2.0'", "detail": exe or "vela executable not found"}
+        return {
+            "name": "vela",
+            "available": bool(v and exe),
+            "version": v,
+            "enables": "npufit compile --target ethos-u55-*/u65-*/u85-*: Vela placement, cycles, SRAM/flash, inference time",
+            "install": "pip install 'ethos-u-vela==5.2.0'",
+            "detail": exe or "vela executable not found",
+        }
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         exe = _vela_exe()
         if not exe:
             raise NpufitError("Vela is not installed: pip install 'ethos-u-vela==5.2.0'")
-        out = default_out_dir(model, target, options.out_dir).resolve()  # Vela runs with cwd=out: paths must be absolute
+        out = default_out_dir(
+            model, target, options.out_dir
+        ).resolve()  # Vela runs with cwd=out: paths must be absolute
         notes: list[str] = []
         outputs: dict[str, str] = {}
         graph = lineage = conv = None
@@ -66,18 +86,37 @@ class VelaCompiler:
         else:
             conv = convert_onnx(model, out, options, notes, outputs, target.lower())
             src, graph, lineage = conv.path, conv.graph, conv.lineage
-        cmd = [exe, str(src), "--accelerator-config", target.lower(), "--output-dir", str(out / "vela"),
-               "--verbose-performance"] + list(options.extra.get("vela_args", ()))
+        cmd = [
+            exe,
+            str(src),
+            "--accelerator-config",
+            target.lower(),
+            "--output-dir",
+            str(out / "vela"),
+            "--verbose-performance",
+        ] + list(options.extra.get("vela_args", ()))
         run = run_tool(cmd, out / "vela.log", cwd=out, timeout_s=options.timeout_s)
         text = run.log
-        res = CompileResult("vela", vela_version(), target.lower(), str(model), run.returncode == 0,
-                            log_path=str(run.log_path), command=run.command_line, wall_s=run.wall_s,
-                            peak_rss_mb=run.peak_rss_mb, outputs=outputs, notes=notes)
+        res = CompileResult(
+            "vela",
+            vela_version(),
+            target.lower(),
+            str(model),
+            run.returncode == 0,
+            log_path=str(run.log_path),
+            command=run.command_line,
+            wall_s=run.wall_s,
+            peak_rss_mb=run.peak_rss_mb,
+            outputs=outputs,
+            notes=notes,
+        )
         res.timings["vela"] = run.wall_s
         if conv is not None:
             record_conversion(res, conv)
         if run.returncode != 0:
-            res.error = f"Vela {run.killed}" if run.killed else f"Vela exited with code {run.returncode}: {tail(text, 3)}"
+            res.error = (
+                f"Vela {run.killed}" if run.killed else f"Vela exited with code {run.returncode}: {tail(text, 3)}"
+            )
             return res
         stem = src.stem
         vdir = out / "vela"
@@ -119,9 +158,13 @@ def parse_per_layer_csv(path: Path, reasons: dict[str, str]) -> list[Layer]:
             dev = "cpu" if row["Target"].strip().upper() == "CPU" else "npu"
             lay = layers.get(key)
             if lay is None:
-                layers[key] = Layer(row["Name"], row["Original Operator"], dev,
-                                    reasons.get(row["Name"], "Vela: scheduled on the CPU") if dev == "cpu" else "",
-                                    row.get("Op Cycles", ""))
+                layers[key] = Layer(
+                    row["Name"],
+                    row["Original Operator"],
+                    dev,
+                    reasons.get(row["Name"], "Vela: scheduled on the CPU") if dev == "cpu" else "",
+                    row.get("Op Cycles", ""),
+                )
             elif dev == "cpu":
                 lay.device, lay.reason = "cpu", reasons.get(row["Name"], "Vela: scheduled on the CPU")
     return list(layers.values())
@@ -178,17 +221,32 @@ def parse_summary_csv(path: Path | None) -> dict:
 
 
 # -- ONNX input: npufit's own int8 converter (npufit/convert), on the work dir, never on the user's file -----
-def convert_onnx(model: Path, out: Path, options: CompileOptions, notes: list[str], outputs: dict[str, str],
-                 target: str | None = None, activations: str | None = None):
+def convert_onnx(
+    model: Path,
+    out: Path,
+    options: CompileOptions,
+    notes: list[str],
+    outputs: dict[str, str],
+    target: str | None = None,
+    activations: str | None = None,
+):
     """A node the converter cannot lower stops here with npufit's gap message (naming the node and the split
     command that avoids it); the exact rewrites it applied first are listed in the notes. `activations` overrides
     options.activations (a compiler that takes 8-bit tensors only)."""
     from ..convert import onnx_to_int8_tflite
 
-    conv = onnx_to_int8_tflite(model, out / f"{model.stem}_int8.tflite", calibration=options.calibration,
-                               input_shapes=options.input_shapes, qdq_twin=True, target=target,
-                               activations=activations or options.activations)
-    outputs.update({"int8_tflite": str(conv.path), "conversion": str(conv.sidecar), "checked_model": str(conv.qdq_twin)})
+    conv = onnx_to_int8_tflite(
+        model,
+        out / f"{model.stem}_int8.tflite",
+        calibration=options.calibration,
+        input_shapes=options.input_shapes,
+        qdq_twin=True,
+        target=target,
+        activations=activations or options.activations,
+    )
+    outputs.update(
+        {"int8_tflite": str(conv.path), "conversion": str(conv.sidecar), "checked_model": str(conv.qdq_twin)}
+    )
     kind = "TFLite (int16 activations, int8 weights)" if conv.activations == "int16" else "int8 TFLite"
     notes.append(f"converted ONNX -> {kind} with npufit.convert ({conv.summary()})")
     notes.extend(conv.notes)
@@ -201,10 +259,14 @@ def record_conversion(res: CompileResult, conv) -> None:
 
     v = conv.verification
     res.timings["convert"] = conv.timings.get("total_s", 0.0)
-    res.metrics["conversion"] = {"converter": CONVERTER, "wall_s": conv.timings.get("total_s"), "tflite_ops": len(conv.ops),
-                                 "calibration": conv.calibration.get("source"),
-                                 "min_cosine_vs_onnx": None if v is None else v.min_cosine,
-                                 "max_abs_vs_onnx": None if v is None else v.max_abs}
+    res.metrics["conversion"] = {
+        "converter": CONVERTER,
+        "wall_s": conv.timings.get("total_s"),
+        "tflite_ops": len(conv.ops),
+        "calibration": conv.calibration.get("source"),
+        "min_cosine_vs_onnx": None if v is None else v.min_cosine,
+        "max_abs_vs_onnx": None if v is None else v.max_abs,
+    }
     if res.log_path:
         with open(res.log_path, "a", encoding="utf-8") as f:
             f.write(f"\n[npufit] input converted by {CONVERTER}: {conv.summary()}\n[npufit] sidecar: {conv.sidecar}\n")
@@ -232,9 +294,11 @@ def layer_lineage(layers, lineage: dict[str, list[str]] | None) -> dict[str, set
     keys = sorted(lineage, key=len, reverse=True)
     out = {}
     for lay in layers:
-        key = lay.name if lay.name in lineage else next(
-            (k for k in keys if lay.name.startswith(k) and not lay.name[len(k)].isalnum()), None)
+        key = (
+            lay.name
+            if lay.name in lineage
+            else next((k for k in keys if lay.name.startswith(k) and not lay.name[len(k)].isalnum()), None)
+        )
         if key is not None and lineage[key]:
             out[lay.name] = set(lineage[key])
     return out
-

@@ -3,6 +3,7 @@
 `tflite_writer.TFLiteBuilder` writes TFLite flatbuffers; `onnx_to_tflite.convert` turns a float (or QDQ) ONNX
 model into a fully int8 TFLite file for Arm Vela; `verify.verify_tflite` holds a TFLite file against ONNX
 Runtime with the LiteRT interpreter. Heavy imports happen inside the functions."""
+
 from __future__ import annotations
 
 

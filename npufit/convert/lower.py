@@ -4,6 +4,7 @@ Layout: a 4-D ONNX activation is stored NHWC in TFLite ('nhwc'); everything else
 ('plain'). Ops that care about axis order ask for the layout they need and get a TRANSPOSE (or a free
 RESHAPE when the permutation moves only size-1 axes) inserted once per tensor. Every TFLite op records the
 ONNX node(s) it came from; its output tensor name is the key Vela reports layers by."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -131,10 +132,18 @@ class Lowering:
             dtype = q.dtype
         if per_channel is not None:
             scales, axis = per_channel
-            idx = self.b.tensor(name, shape, dtype, data=data, scale=list(scales), zero_point=[0] * len(scales), axis=axis)
+            idx = self.b.tensor(
+                name, shape, dtype, data=data, scale=list(scales), zero_point=[0] * len(scales), axis=axis
+            )
         else:
-            idx = self.b.tensor(name, shape, dtype, data=data, scale=None if q is None else q.scale,
-                                zero_point=None if q is None else q.zero_point)
+            idx = self.b.tensor(
+                name,
+                shape,
+                dtype,
+                data=data,
+                scale=None if q is None else q.scale,
+                zero_point=None if q is None else q.zero_point,
+            )
         return TT(idx, name, tuple(int(d) for d in shape), q, layout, dtype)
 
     def output(self, onnx_name: str, layout: str, q: Q | None = None, shape=None) -> TT:
@@ -177,7 +186,13 @@ class Lowering:
 
     def layout_op(self, src: TT, dst: TT, perm) -> None:
         if memory_trivial(src.shape, perm):
-            self.emit("RESHAPE", [src, self.int32(f"{dst.name}/shape", dst.shape)], [dst], "ReshapeOptions", new_shape=list(dst.shape))
+            self.emit(
+                "RESHAPE",
+                [src, self.int32(f"{dst.name}/shape", dst.shape)],
+                [dst],
+                "ReshapeOptions",
+                new_shape=list(dst.shape),
+            )
         else:
             self.emit("TRANSPOSE", [src, self.int32(f"{dst.name}/perm", perm)], [dst], "TransposeOptions")
 
@@ -195,7 +210,13 @@ class Lowering:
             self.emit("RESHAPE", [t, self.int32(f"{a.name}/shape", flat)], [a], "ReshapeOptions", new_shape=list(flat))
             b = self.new(f"{out.name}/flat", flat, out.q, "plain")
             self.emit("QUANTIZE", [a], [b], "QuantizeOptions")
-            self.emit("RESHAPE", [b, self.int32(f"{b.name}/shape", out.shape)], [out], "ReshapeOptions", new_shape=list(out.shape))
+            self.emit(
+                "RESHAPE",
+                [b, self.int32(f"{b.name}/shape", out.shape)],
+                [out],
+                "ReshapeOptions",
+                new_shape=list(out.shape),
+            )
         else:
             self.emit("QUANTIZE", [t], [out], "QuantizeOptions")
         return out
@@ -207,7 +228,9 @@ class Lowering:
         """The bias tensor of a CONV_2D / FULLY_CONNECTED ... from `x` into `y`: int32, int64 for an int16 input."""
         wide = x.q is not None and x.q.bits == 16
         bq, bs = bias_int32(b, x.q.scale, w_scales, 64 if wide else 32)
-        return self.new(f"{y.name}/bias", bq.shape, None, "plain", "int64" if wide else "int32", data=bq, per_channel=(bs, 0))
+        return self.new(
+            f"{y.name}/bias", bq.shape, None, "plain", "int64" if wide else "int32", data=bq, per_channel=(bs, 0)
+        )
 
     def narrow(self, t: TT, why: str = "int8") -> TT:
         """`t` as int8 over its own range, for a kernel with no int16 form (RSQRT in Vela, ARG_MAX ...)."""
@@ -221,11 +244,15 @@ class Lowering:
         self.b.op(op, idx, [t.index for t in outs], options_type, **options)
         for t in outs:
             self.lineage[t.name] = list(self.current)
-        self.ops.append({"index": len(self.ops), "op": op, "outputs": [t.name for t in outs], "onnx_nodes": list(self.current)})
+        self.ops.append(
+            {"index": len(self.ops), "op": op, "outputs": [t.name for t in outs], "onnx_nodes": list(self.current)}
+        )
 
     def emit_reshape(self, x: TT, y: TT) -> None:
         """RESHAPE of `x` into `y`'s shape (the memory order kept)."""
-        self.emit("RESHAPE", [x, self.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape))
+        self.emit(
+            "RESHAPE", [x, self.int32(f"{y.name}/shape", y.shape)], [y], "ReshapeOptions", new_shape=list(y.shape)
+        )
 
     def emit_chain(self, op: str, ins, out: TT, options_type: str, step, **options) -> None:
         """A binary `op` over more than two inputs, left to right, into `out` (Max / Min / Add of many inputs);

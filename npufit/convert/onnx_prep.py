@@ -3,6 +3,7 @@
 A QDQ model (onnxruntime's static quantizer, `npufit quantize`) is lowered as its float twin: constant
 DequantizeLinear becomes a float weight (re-quantized per channel later) and an activation Q->DQ pair becomes
 an Identity whose tensor keeps the user's own range (so their calibration is honoured, not replaced)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -65,8 +66,10 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
     model, graph = prep.model, graph_from(prep, [])
     for t in graph.inputs:
         if not t.is_static:
-            raise NpufitError(f"input '{t.name}' has dynamic dims {t.shape_str()}; the int8 TFLite needs static shapes: "
-                              f"pass --input-shape {t.name}=...")
+            raise NpufitError(
+                f"input '{t.name}' has dynamic dims {t.shape_str()}; the int8 TFLite needs static shapes: "
+                f"pass --input-shape {t.name}=..."
+            )
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for n in model.graph.node:
         if n.op_type == "Constant" and n.output:
@@ -74,8 +77,9 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
                 if a.name == "value":
                     consts[n.output[0]] = numpy_helper.to_array(a.t)
                 elif a.name in ("value_float", "value_floats", "value_int", "value_ints"):
-                    consts[n.output[0]] = np.asarray(helper.get_attribute_value(a),
-                                                     np.float32 if "float" in a.name else np.int64)
+                    consts[n.output[0]] = np.asarray(
+                        helper.get_attribute_value(a), np.float32 if "float" in a.name else np.int64
+                    )
     return Prepared(model, graph, consts, fixed, notes, origin, rewrites)
 
 
@@ -102,7 +106,9 @@ def _undo_qdq(model: onnx.ModelProto) -> tuple[dict[str, tuple[float, float]], l
             zp = arr(n.input[2]) if len(n.input) > 2 and n.input[2] else np.zeros_like(s)
             axis = next((a.i for a in n.attribute if a.name == "axis"), 1)
             if s is None or s.ndim > 1:
-                raise NpufitError(f"DequantizeLinear '{n.name}': only constant scales of per-tensor or per-axis form are supported")
+                raise NpufitError(
+                    f"DequantizeLinear '{n.name}': only constant scales of per-tensor or per-axis form are supported"
+                )
             shape = [1] * x.ndim
             if s.ndim == 1 and x.ndim:
                 shape[axis % x.ndim] = -1
@@ -113,8 +119,10 @@ def _undo_qdq(model: onnx.ModelProto) -> tuple[dict[str, tuple[float, float]], l
         if n.op_type == "QuantizeLinear":
             users = consumers.get(n.output[0], [])
             if not users or n.output[0] in graph_outputs or any(u.op_type != "DequantizeLinear" for u in users):
-                raise NpufitError(f"QuantizeLinear '{n.name}' feeds something other than DequantizeLinear; "
-                                  "give the float model (or a QDQ model) instead")
+                raise NpufitError(
+                    f"QuantizeLinear '{n.name}' feeds something other than DequantizeLinear; "
+                    "give the float model (or a QDQ model) instead"
+                )
             s, zp = arr(n.input[1]), arr(n.input[2]) if len(n.input) > 2 and n.input[2] else None
             if s is not None and s.size == 1:
                 info = np.iinfo(zp.dtype if zp is not None else np.uint8)
@@ -126,7 +134,9 @@ def _undo_qdq(model: onnx.ModelProto) -> tuple[dict[str, tuple[float, float]], l
             n_pairs += 1
             continue
         if n.op_type == "DequantizeLinear":
-            raise NpufitError(f"DequantizeLinear '{n.name}' reads a non-constant tensor that no QuantizeLinear produces; not supported")
+            raise NpufitError(
+                f"DequantizeLinear '{n.name}' reads a non-constant tensor that no QuantizeLinear produces; not supported"
+            )
         keep.append(n)
     if not n_const and not n_pairs:
         return {}, []
@@ -137,5 +147,7 @@ def _undo_qdq(model: onnx.ModelProto) -> tuple[dict[str, tuple[float, float]], l
     del g.initializer[:]
     g.initializer.extend(kept_inits)
     del g.value_info[:]
-    return fixed, [f"QDQ input: {n_pairs} activation Q/DQ pair(s) kept their own ranges, {n_const} constant "
-                   "DequantizeLinear weight(s) re-quantized per channel"]
+    return fixed, [
+        f"QDQ input: {n_pairs} activation Q/DQ pair(s) kept their own ranges, {n_const} constant "
+        "DequantizeLinear weight(s) re-quantized per channel"
+    ]

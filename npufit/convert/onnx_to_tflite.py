@@ -7,6 +7,7 @@ Steps: pin inputs and fold constants (npufit.graph), run the float model in ONNX
 samples with every intermediate exposed (per-tensor min/max), lower node by node (ops_nn / ops_tensor) into
 NHWC int8 TFLite through tflite_writer, write the .tflite and a JSON sidecar (io layouts and quantization,
 per-op ONNX origin). Why not onnx2tf / litert-torch: docs/compilers.md, "ONNX -> int8 TFLite"."""
+
 from __future__ import annotations
 
 import os
@@ -28,25 +29,105 @@ SCHEMA = "npufit.convert/1"
 CONVERTER = "npufit.convert.onnx_to_tflite"
 
 OPS = {
-    "Conv": nn.conv, "ConvTranspose": nn.conv_transpose, "BatchNormalization": nn.batchnorm, "Gemm": nn.gemm, "MatMul": sh.matmul,
-    "ReduceSum": nn.reduce, "ReduceMin": nn.reduce, "Erf": mt.erf, "Pow": mt.pow_, "Sqrt": mt.sqrt, "Reciprocal": mt.reciprocal,
-    "Split": sh.split, "Gather": sh.gather, "Where": sh.where, "ScatterND": sh.scatter_nd, "ArgMax": sh.argmax, "DepthToSpace": sh.depth_to_space,
-    "Expand": sh.expand, "Tile": sh.tile, "IsNaN": sh.never_special, "IsInf": sh.never_special,
-    "MaxPool": nn.pool, "AveragePool": nn.pool, "GlobalAveragePool": nn.pool, "GlobalMaxPool": nn.pool,
-    "ReduceMean": nn.reduce, "ReduceMax": nn.reduce, "Elu": ts.unary, "Abs": ts.unary, "Neg": ts.unary, "Exp": ts.unary,
-    "Log": ts.unary, "PRelu": ts.prelu,
-    "Relu": ts.unary, "LeakyRelu": ts.unary, "Clip": ts.unary, "Sigmoid": ts.unary, "Tanh": ts.unary, "HardSwish": ts.unary,
-    "Add": ts.binary, "Sub": ts.binary, "Mul": ts.binary, "Div": ts.binary, "Max": ts.binary, "Min": ts.binary,
-    "Concat": ts.concat, "Reshape": ts.reshape, "Flatten": ts.reshape, "Squeeze": ts.reshape, "Unsqueeze": ts.reshape,
-    "Transpose": ts.transpose, "Resize": ts.resize, "Upsample": ts.resize, "Softmax": sh.softmax, "LogSoftmax": sh.softmax, "Pad": ts.pad,
-    "Slice": ts.slice_, "Identity": ts.alias, "Dropout": ts.alias, "Cast": ts.alias,
+    "Conv": nn.conv,
+    "ConvTranspose": nn.conv_transpose,
+    "BatchNormalization": nn.batchnorm,
+    "Gemm": nn.gemm,
+    "MatMul": sh.matmul,
+    "ReduceSum": nn.reduce,
+    "ReduceMin": nn.reduce,
+    "Erf": mt.erf,
+    "Pow": mt.pow_,
+    "Sqrt": mt.sqrt,
+    "Reciprocal": mt.reciprocal,
+    "Split": sh.split,
+    "Gather": sh.gather,
+    "Where": sh.where,
+    "ScatterND": sh.scatter_nd,
+    "ArgMax": sh.argmax,
+    "DepthToSpace": sh.depth_to_space,
+    "Expand": sh.expand,
+    "Tile": sh.tile,
+    "IsNaN": sh.never_special,
+    "IsInf": sh.never_special,
+    "MaxPool": nn.pool,
+    "AveragePool": nn.pool,
+    "GlobalAveragePool": nn.pool,
+    "GlobalMaxPool": nn.pool,
+    "ReduceMean": nn.reduce,
+    "ReduceMax": nn.reduce,
+    "Elu": ts.unary,
+    "Abs": ts.unary,
+    "Neg": ts.unary,
+    "Exp": ts.unary,
+    "Log": ts.unary,
+    "PRelu": ts.prelu,
+    "Relu": ts.unary,
+    "LeakyRelu": ts.unary,
+    "Clip": ts.unary,
+    "Sigmoid": ts.unary,
+    "Tanh": ts.unary,
+    "HardSwish": ts.unary,
+    "Add": ts.binary,
+    "Sub": ts.binary,
+    "Mul": ts.binary,
+    "Div": ts.binary,
+    "Max": ts.binary,
+    "Min": ts.binary,
+    "Concat": ts.concat,
+    "Reshape": ts.reshape,
+    "Flatten": ts.reshape,
+    "Squeeze": ts.reshape,
+    "Unsqueeze": ts.reshape,
+    "Transpose": ts.transpose,
+    "Resize": ts.resize,
+    "Upsample": ts.resize,
+    "Softmax": sh.softmax,
+    "LogSoftmax": sh.softmax,
+    "Pad": ts.pad,
+    "Slice": ts.slice_,
+    "Identity": ts.alias,
+    "Dropout": ts.alias,
+    "Cast": ts.alias,
     # the integer / bool path (token ids, masks): only ever reached through it.claims
-    "Equal": it.lower, "Less": it.lower, "LessOrEqual": it.lower, "Greater": it.lower, "GreaterOrEqual": it.lower,
-    "And": it.lower, "Or": it.lower, "Xor": it.lower, "Not": it.lower, "CumSum": it.lower, "GatherElements": it.lower,
+    "Equal": it.lower,
+    "Less": it.lower,
+    "LessOrEqual": it.lower,
+    "Greater": it.lower,
+    "GreaterOrEqual": it.lower,
+    "And": it.lower,
+    "Or": it.lower,
+    "Xor": it.lower,
+    "Not": it.lower,
+    "CumSum": it.lower,
+    "GatherElements": it.lower,
 }
 # int8 TFLite kernels that pass values through without rescaling: their tensors share one range
-PASS_THROUGH = {"MaxPool", "AveragePool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Split", "Gather", "Expand", "Tile", "DepthToSpace", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose",
-                "Resize", "Upsample", "Pad", "Slice", "Identity", "Dropout", "Cast", "Concat"}
+PASS_THROUGH = {
+    "MaxPool",
+    "AveragePool",
+    "GlobalMaxPool",
+    "ReduceMax",
+    "ReduceMin",
+    "Split",
+    "Gather",
+    "Expand",
+    "Tile",
+    "DepthToSpace",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Resize",
+    "Upsample",
+    "Pad",
+    "Slice",
+    "Identity",
+    "Dropout",
+    "Cast",
+    "Concat",
+}
 MAX_SAMPLES = 64
 # 'auto' activations: below this min cosine (LiteRT vs ONNX Runtime on the calibration samples; issue 16's bound)
 # the converter also builds the 16x8 form and keeps it when it does better
@@ -67,7 +148,9 @@ class ConversionResult:
     notes: list[str] = field(default_factory=list)
     verification: Any = None  # verify.Verification, when verified
     qdq_twin: Path | None = None
-    layouts: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)  # TFLite tensor -> (ONNX tensor, layout)
+    layouts: dict[str, tuple[str, str]] = field(
+        default_factory=dict, repr=False
+    )  # TFLite tensor -> (ONNX tensor, layout)
     activations: str = "int8"  # or "int16" (16x8)
 
     @property
@@ -83,11 +166,23 @@ class ConversionResult:
     def to_dict(self) -> dict:
         from .. import __version__
 
-        return {"schema": SCHEMA, "npufit_version": __version__, "converter": CONVERTER, "source": self.source,
-                "tflite": str(self.path), "qdq_twin": None if self.qdq_twin is None else str(self.qdq_twin), "io": self.io, "calibration": self.calibration, "timings": self.timings,
-                "op_counts": self.op_counts, "activations": self.activations, "notes": self.notes,
-                "verification": None if self.verification is None else self.verification.to_dict(),
-                "ops": self.ops, "lineage": self.lineage}
+        return {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "converter": CONVERTER,
+            "source": self.source,
+            "tflite": str(self.path),
+            "qdq_twin": None if self.qdq_twin is None else str(self.qdq_twin),
+            "io": self.io,
+            "calibration": self.calibration,
+            "timings": self.timings,
+            "op_counts": self.op_counts,
+            "activations": self.activations,
+            "notes": self.notes,
+            "verification": None if self.verification is None else self.verification.to_dict(),
+            "ops": self.ops,
+            "lineage": self.lineage,
+        }
 
     def render(self, fmt: str = "table") -> str:
         if fmt == "json":
@@ -95,8 +190,13 @@ class ConversionResult:
 
             return json.dumps(self.to_dict(), indent=2)
         head = "| | |\n|---|---|\n" if fmt == "markdown" else ""
-        rows = [("source", self.source), ("tflite", str(self.path)), ("ops", ", ".join(f"{k} x{v}" for k, v in self.op_counts.items())),
-                ("time", f"{self.timings.get('total_s', 0):.2f} s"), ("calibration", self.calibration.get("source", ""))]
+        rows = [
+            ("source", self.source),
+            ("tflite", str(self.path)),
+            ("ops", ", ".join(f"{k} x{v}" for k, v in self.op_counts.items())),
+            ("time", f"{self.timings.get('total_s', 0):.2f} s"),
+            ("calibration", self.calibration.get("source", "")),
+        ]
         if self.verification is not None:
             rows.append(("verified", self.verification.summary()))
         if fmt == "markdown":
@@ -118,8 +218,9 @@ def _work_nodes(graph):
     return [n for n in graph.top_nodes if n.name not in folded and n.op_type != "Constant"]
 
 
-def gap_message(gaps: list[tuple[str, str, str]], model: str | os.PathLike | None = None, target: str | None = None,
-                graph=None) -> str:
+def gap_message(
+    gaps: list[tuple[str, str, str]], model: str | os.PathLike | None = None, target: str | None = None, graph=None
+) -> str:
     """One line: npufit's converter (not the vendor) lacks these nodes, and the command that avoids them.
 
     gaps: (op type, node name, why). The way out: cut the model before the first gap with `npufit split` (explicit
@@ -129,25 +230,44 @@ def gap_message(gaps: list[tuple[str, str, str]], model: str | os.PathLike | Non
         by_op.setdefault(op, []).append((name, why))
     parts = []
     for op, items in sorted(by_op.items(), key=lambda kv: -len(kv[1])):
-        shown = ", ".join(f"'{n}'" + (f" ({w})" if w else "") for n, w in items[:3]) + (f" +{len(items) - 3} more" if len(items) > 3 else "")
+        shown = ", ".join(f"'{n}'" + (f" ({w})" if w else "") for n, w in items[:3]) + (
+            f" +{len(items) - 3} more" if len(items) > 3 else ""
+        )
         parts.append(f"{op} x{len(items)}: {shown}" if len(items) > 1 else f"{op} {shown}")
     msg = "npufit's ONNX -> int8 TFLite converter (not the vendor toolchain) has no lowering for " + "; ".join(parts)
     first = gaps[0][1]
     node = graph.node(first) if graph is not None and hasattr(graph, "node") else None
-    ends = [] if node is None else [t for t in node.inputs if t and graph.producer(t) is not None
-                                    and not getattr(graph.tensors.get(t), "is_const", False)]
+    ends = (
+        []
+        if node is None
+        else [
+            t
+            for t in node.inputs
+            if t and graph.producer(t) is not None and not getattr(graph.tensors.get(t), "is_const", False)
+        ]
+    )
     if model is not None:
         cut = f"--mode explicit --end-nodes {','.join(ends)}" if ends else "--mode prefix"
         t, d = target or "ethos-u55-256", f"{Path(model).stem}-split"
-        msg += (f"; way out: npufit split {model} --target {t} {cut} -d {d} (the part before '{first}' becomes "
-                f"{d}/stage0_npu.onnx), then npufit compile {d}/stage0_npu.onnx --target {t}")
+        msg += (
+            f"; way out: npufit split {model} --target {t} {cut} -d {d} (the part before '{first}' becomes "
+            f"{d}/stage0_npu.onnx), then npufit compile {d}/stage0_npu.onnx --target {t}"
+        )
     return msg
 
 
-def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: str | None = None,
-            input_shapes: dict[str, tuple[int, ...]] | None = None, samples: int = 8, seed: int = 0,
-            verify: int | None = 4, qdq_twin: bool = False, target: str | None = None,
-            activations: str = "auto") -> ConversionResult:
+def convert(
+    model: str | os.PathLike,
+    out_path: str | os.PathLike,
+    calibration: str | None = None,
+    input_shapes: dict[str, tuple[int, ...]] | None = None,
+    samples: int = 8,
+    seed: int = 0,
+    verify: int | None = 4,
+    qdq_twin: bool = False,
+    target: str | None = None,
+    activations: str = "auto",
+) -> ConversionResult:
     """Convert `model` into a fully int8 TFLite file at `out_path` (+ `<stem>.json` sidecar); the model is only read.
 
     calibration: None / 'random' (seeded N(0,1), `samples` of them), an .npz/.npy file or a folder of images
@@ -172,10 +292,13 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     bad = unsupported_nodes(prep.graph)
     if bad:
         gaps = [(op, n, "") for op, names in bad.items() for n in names]
-        raise UnsupportedModelError(gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph))
+        raise UnsupportedModelError(
+            gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph)
+        )
     work = _work_nodes(prep.graph)
-    cal = load_calibration(calibration or "random", input_specs(prep.model), count=samples, seed=seed,
-                           input_shapes=input_shapes)
+    cal = load_calibration(
+        calibration or "random", input_specs(prep.model), count=samples, seed=seed, input_shapes=input_shapes
+    )
     n = min(len(cal), MAX_SAMPLES if cal.kind != "random" else samples)
     feeds = [cal[i] for i in range(n)]
     t1 = time.perf_counter()
@@ -184,8 +307,14 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
     scaled = rescale_rows(prep, ranges, lns, src, input_shapes) if lns else None
     if scaled is not None:
         prep, work, ranges = _calibrate(scaled, _work_nodes(scaled.graph), feeds, {})
-    links = [(i, o) for nd in work if nd.op_type in PASS_THROUGH for i in nd.inputs[:1 if nd.op_type != "Concat" else None]
-             for o in nd.outputs[:1 if nd.op_type != "Split" else None] if i]
+    links = [
+        (i, o)
+        for nd in work
+        if nd.op_type in PASS_THROUGH
+        for i in nd.inputs[: 1 if nd.op_type != "Concat" else None]
+        for o in nd.outputs[: 1 if nd.op_type != "Split" else None]
+        if i
+    ]
     merge_groups(ranges, links, prep.fixed_ranges)
     t2 = time.perf_counter()
 
@@ -198,12 +327,25 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
         if wide[0] is not None:
             L, data, io = wide[0]
 
-    res = ConversionResult(out, out.with_suffix(".json"), str(src), graph=None, lineage=L.lineage, ops=L.ops,
-                           io=io,
-                           calibration={**cal.describe(), "samples_used": n}, notes=list(prep.notes) + list(cal.warnings),
-                           timings={"prepare_s": round(t1 - t0, 4), "calibrate_s": round(t2 - t1, 4),
-                                    "lower_s": round(t3 - t2, 4), "total_s": round(time.perf_counter() - t0, 4)},
-                           layouts={t.name: (k, t.layout) for k, t in L.tensors.items()}, activations=f"int{L.bits}")
+    res = ConversionResult(
+        out,
+        out.with_suffix(".json"),
+        str(src),
+        graph=None,
+        lineage=L.lineage,
+        ops=L.ops,
+        io=io,
+        calibration={**cal.describe(), "samples_used": n},
+        notes=list(prep.notes) + list(cal.warnings),
+        timings={
+            "prepare_s": round(t1 - t0, 4),
+            "calibrate_s": round(t2 - t1, 4),
+            "lower_s": round(t3 - t2, 4),
+            "total_s": round(time.perf_counter() - t0, 4),
+        },
+        layouts={t.name: (k, t.layout) for k, t in L.tensors.items()},
+        activations=f"int{L.bits}",
+    )
     if wide is not None and wide[1]:
         res.notes.append(wide[1])
         res.timings["widen_s"] = wide[2]
@@ -215,7 +357,9 @@ def convert(model: str | os.PathLike, out_path: str | os.PathLike, calibration: 
         from .verify import verify_tflite
 
         tv = time.perf_counter()
-        res.verification = verify_tflite(out, src, samples=verify, input_shapes=input_shapes, seed=seed + 1000, io=res.io)
+        res.verification = verify_tflite(
+            out, src, samples=verify, input_shapes=input_shapes, seed=seed + 1000, io=res.io
+        )
         res.timings["verify_s"] = round(time.perf_counter() - tv, 4)
         res.notes.extend(res.verification.notes)
     atomic_write_json(res.sidecar, res.to_dict())
@@ -240,12 +384,22 @@ def _lower(prep, work, ranges, src, target, bits: int):
         try:
             (it.lower if it.claims(L, nd) else OPS[nd.op_type])(L, nd)
         except Unsupported as e:
-            raise UnsupportedModelError(gap_message([(e.op, prep.source_node(e.node), e.why)], src, target, prep.graph)) from None
+            raise UnsupportedModelError(
+                gap_message([(e.op, prep.source_node(e.node), e.why)], src, target, prep.graph)
+            ) from None
         except NpufitError:
             raise
-        except (ValueError, IndexError, KeyError, TypeError, AttributeError) as e:  # a form of the op this lowering does not expect
+        except (
+            ValueError,
+            IndexError,
+            KeyError,
+            TypeError,
+            AttributeError,
+        ) as e:  # a form of the op this lowering does not expect
             why = f"its lowering does not handle this form ({type(e).__name__}: {str(e)[:120]})"
-            raise UnsupportedModelError(gap_message([(nd.op_type, prep.source_node(nd.name), why)], src, target, prep.graph)) from None
+            raise UnsupportedModelError(
+                gap_message([(nd.op_type, prep.source_node(nd.name), why)], src, target, prep.graph)
+            ) from None
     ins = [L.tensors[name] for name in prep.graph.input_names]
     outs = []
     for name in prep.graph.output_names:
@@ -256,12 +410,21 @@ def _lower(prep, work, ranges, src, target, bits: int):
     L.b.io([t.index for t in ins], [t.index for t in outs])
 
     def io_row(name, t):
-        return {"onnx": name, "tflite": t.name, "onnx_shape": list(L.shape(name)), "tflite_shape": list(t.shape),
-                "layout": t.layout, "scale": None if t.q is None else t.q.scale,
-                "zero_point": None if t.q is None else t.q.zero_point, "dtype": t.dtype}
+        return {
+            "onnx": name,
+            "tflite": t.name,
+            "onnx_shape": list(L.shape(name)),
+            "tflite_shape": list(t.shape),
+            "layout": t.layout,
+            "scale": None if t.q is None else t.q.scale,
+            "zero_point": None if t.q is None else t.q.zero_point,
+            "dtype": t.dtype,
+        }
 
-    io = {"inputs": [io_row(n, t) for n, t in zip(prep.graph.input_names, ins)],
-          "outputs": [io_row(n, t) for n, t in zip(prep.graph.output_names, outs)]}
+    io = {
+        "inputs": [io_row(n, t) for n, t in zip(prep.graph.input_names, ins)],
+        "outputs": [io_row(n, t) for n, t in zip(prep.graph.output_names, outs)],
+    }
     return L, L.b.build(), io
 
 
@@ -278,8 +441,11 @@ def _widen_if_needed(prep, work, ranges, src, target, out: Path, data: bytes, io
     try:
         L16, data16, io16 = _lower(prep, work, ranges, src, target, 16)
     except NpufitError as e:
-        return None, f"int8 min cosine {c8:.5f} on the calibration samples; the int16 form failed ({e.message[:100]}): kept int8", \
-            round(time.perf_counter() - t0, 4)
+        return (
+            None,
+            f"int8 min cosine {c8:.5f} on the calibration samples; the int16 form failed ({e.message[:100]}): kept int8",
+            round(time.perf_counter() - t0, 4),
+        )
     atomic_write_bytes(out, data16)
     try:
         c16 = verify_tflite(out, src, feeds, input_shapes=input_shapes, io=io16).min_cosine
@@ -288,11 +454,20 @@ def _widen_if_needed(prep, work, ranges, src, target, out: Path, data: bytes, io
     else:
         why = ""
     if c16 > c8:
-        return (L16, data16, io16), (f"activations int16 (16x8): int8 reached min cosine {c8:.5f} on the calibration "
-                                     f"samples (< {WIDE_BELOW}), int16 {c16:.5f}"), round(time.perf_counter() - t0, 4)
+        return (
+            (L16, data16, io16),
+            (
+                f"activations int16 (16x8): int8 reached min cosine {c8:.5f} on the calibration "
+                f"samples (< {WIDE_BELOW}), int16 {c16:.5f}"
+            ),
+            round(time.perf_counter() - t0, 4),
+        )
     atomic_write_bytes(out, data)
-    return None, f"int8 min cosine {c8:.5f} on the calibration samples; int16 reached {c16:.5f}{why}: kept int8", \
-        round(time.perf_counter() - t0, 4)
+    return (
+        None,
+        f"int8 min cosine {c8:.5f} on the calibration samples; int16 reached {c16:.5f}{why}: kept int8",
+        round(time.perf_counter() - t0, 4),
+    )
 
 
 def _calibrate(prep, work, feeds, lns):
@@ -300,8 +475,15 @@ def _calibrate(prep, work, feeds, lns):
     of its 3-D tensors where there are LayerNorms `lns` to row-scale); tensors only the run can value become constants."""
     from .ranges import collect
 
-    unvalued = {t for nd in work for t in nd.inputs if t and prep.graph.producer(t) is not None
-                and prep.graph.producer(t).name in prep.graph.folded and prep.const(t) is None}
+    unvalued = {
+        t
+        for nd in work
+        for t in nd.inputs
+        if t
+        and prep.graph.producer(t) is not None
+        and prep.graph.producer(t).name in prep.graph.folded
+        and prep.const(t) is None
+    }
     outs = [o for nd in work for o in nd.outputs if o]
     ranges = collect(prep.model, outs, feeds, keep=unvalued, rows=outs if lns else ())
     prep.consts.update(ranges.values)

@@ -8,24 +8,45 @@ these ops on the CPU, which is correct: they are cheap and exact. Where the inte
   - GATHER of an int8 table (or activation) by int32 ids;
   - SELECT_V2 of int8 branches by a bool condition (Where), folded into the Add that applies an attention mask;
   - CAST + QUANTIZE / DEQUANTIZE + CAST for int <-> float casts."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import NpufitError
 from ..graph import NodeView
-from ..targets.converter_facts import argmax_of_bool, bool_cast_source, carried_dtype as tfl_dtype, gather_elements_as_gather
+from ..targets.converter_facts import (
+    argmax_of_bool,
+    bool_cast_source,
+    gather_elements_as_gather,
+)
+from ..targets.converter_facts import (
+    carried_dtype as tfl_dtype,
+)
 from .lower import TT, Lowering
 from .ops_tensor import slice_bounds
 from .qparams import Q, quantize
-from .where_q import branch as _branch, far_fills, feeds_softmax, fill_q, fill_room as _fill_room, q_over as _q_over
+from .where_q import branch as _branch
+from .where_q import far_fills, feeds_softmax, fill_q
+from .where_q import fill_room as _fill_room
+from .where_q import q_over as _q_over
 
-COMPARE = {"Equal": "EQUAL", "Less": "LESS", "LessOrEqual": "LESS_EQUAL", "Greater": "GREATER",
-           "GreaterOrEqual": "GREATER_EQUAL"}
+COMPARE = {
+    "Equal": "EQUAL",
+    "Less": "LESS",
+    "LessOrEqual": "LESS_EQUAL",
+    "Greater": "GREATER",
+    "GreaterOrEqual": "GREATER_EQUAL",
+}
 LOGICAL = {"And": "LOGICAL_AND", "Or": "LOGICAL_OR", "Xor": "NOT_EQUAL"}
-ARITH = {"Add": ("ADD", "AddOptions"), "Sub": ("SUB", "SubOptions"), "Mul": ("MUL", "MulOptions"),
-         "Div": ("DIV", "DivOptions"), "Max": ("MAXIMUM", "MaximumMinimumOptions"),
-         "Min": ("MINIMUM", "MaximumMinimumOptions")}
+ARITH = {
+    "Add": ("ADD", "AddOptions"),
+    "Sub": ("SUB", "SubOptions"),
+    "Mul": ("MUL", "MulOptions"),
+    "Div": ("DIV", "DivOptions"),
+    "Max": ("MAXIMUM", "MaximumMinimumOptions"),
+    "Min": ("MINIMUM", "MaximumMinimumOptions"),
+}
 UNARY = {"Neg": "NEG", "Abs": "ABS"}
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 
@@ -46,8 +67,9 @@ def claims(L: Lowering, node: NodeView) -> bool:
     (a lookup by run-time indices, a selection by a run-time condition, an Add of such a selection)."""
     if node.op_type not in INT_OPS:  # ops with int outputs of their own (IsNaN, TopK ...) keep their lowerings;
         # integers computed from run-time integers by any other op: lower() says it has no lowering for them
-        return any(dtype_of(L, o) for o in node.outputs if o) and \
-            any(dtype_of(L, i) for i in node.inputs if i and not L.is_const(i))
+        return any(dtype_of(L, o) for o in node.outputs if o) and any(
+            dtype_of(L, i) for i in node.inputs if i and not L.is_const(i)
+        )
     if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
         return argmax_of_bool(L.graph, node, lambda n: dtype_of(L, n))
     if any(dtype_of(L, o) for o in node.outputs if o):
@@ -186,8 +208,16 @@ def arith(L: Lowering, node: NodeView) -> None:
     if len(names) == 1:
         return _alias(L, node)
     ins = [int_act(L, n, "int32") for n in names]
-    L.emit_chain(tfl, ins, _out(L, node.outputs[0], "int32"), opts, lambda k, a, b: L.new(
-        f"{node.outputs[0]}/step{k}", np.broadcast_shapes(a.shape, b.shape), None, "plain", "int32"), **kw)
+    L.emit_chain(
+        tfl,
+        ins,
+        _out(L, node.outputs[0], "int32"),
+        opts,
+        lambda k, a, b: L.new(
+            f"{node.outputs[0]}/step{k}", np.broadcast_shapes(a.shape, b.shape), None, "plain", "int32"
+        ),
+        **kw,
+    )
 
 
 def unary(L: Lowering, node: NodeView) -> None:
@@ -203,7 +233,11 @@ def clip(L: Lowering, node: NodeView) -> None:
     cur = int_act(L, node.inputs[0], "int32")
     for k, (name, op) in enumerate(bounds):
         last = k == len(bounds) - 1
-        dst = _out(L, node.outputs[0], "int32") if last else L.new(f"{node.outputs[0]}/max", cur.shape, None, "plain", "int32")
+        dst = (
+            _out(L, node.outputs[0], "int32")
+            if last
+            else L.new(f"{node.outputs[0]}/max", cur.shape, None, "plain", "int32")
+        )
         L.emit(op, [cur, int_act(L, name, "int32")], [dst], "MaximumMinimumOptions")
         cur = dst
 
@@ -211,24 +245,39 @@ def clip(L: Lowering, node: NodeView) -> None:
 def transpose(L: Lowering, node: NodeView) -> None:
     x = int_act(L, node.inputs[0])
     perm = [int(p) for p in node.attr("perm", list(range(len(x.shape)))[::-1])]
-    L.emit("TRANSPOSE", [x, L.int32(f"{node.outputs[0]}/perm", perm)], [_out(L, node.outputs[0], x.dtype)], "TransposeOptions")
+    L.emit(
+        "TRANSPOSE",
+        [x, L.int32(f"{node.outputs[0]}/perm", perm)],
+        [_out(L, node.outputs[0], x.dtype)],
+        "TransposeOptions",
+    )
 
 
 def concat(L: Lowering, node: NodeView) -> None:
     dt = next(d for d in (dtype_of(L, n) for n in node.inputs if n) if d)
     ins = [int_act(L, n, dt) for n in node.inputs if n]
     axis = int(node.attr("axis", 0)) % len(L.shape(node.outputs[0]))
-    L.emit("CONCATENATION", ins, [_out(L, node.outputs[0], dt)], "ConcatenationOptions", axis=axis,
-           fused_activation_function="NONE")
+    L.emit(
+        "CONCATENATION",
+        ins,
+        [_out(L, node.outputs[0], dt)],
+        "ConcatenationOptions",
+        axis=axis,
+        fused_activation_function="NONE",
+    )
 
 
 def slice_(L: Lowering, node: NodeView) -> None:
     begin, end, stride, to_start = slice_bounds(L, node)
     x = int_act(L, node.inputs[0])
     y = _out(L, node.outputs[0], x.dtype)
-    L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end),
-                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions",
-           end_mask=sum(1 << a for a, m in enumerate(to_start) if m))
+    L.emit(
+        "STRIDED_SLICE",
+        [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end), L.int32(f"{y.name}/strides", stride)],
+        [y],
+        "StridedSliceOptions",
+        end_mask=sum(1 << a for a, m in enumerate(to_start) if m),
+    )
 
 
 def cumsum(L: Lowering, node: NodeView) -> None:
@@ -238,8 +287,14 @@ def cumsum(L: Lowering, node: NodeView) -> None:
         raise L.fail(node, "axis computed at run time")
     ax = int(np.asarray(axis).reshape(-1)[0]) % len(x.shape)
     y = _out(L, node.outputs[0], x.dtype)
-    L.emit("CUMSUM", [x, L.int32(f"{y.name}/axis", ax)], [y], "CumsumOptions",
-           exclusive=bool(node.attr("exclusive", 0)), reverse=bool(node.attr("reverse", 0)))
+    L.emit(
+        "CUMSUM",
+        [x, L.int32(f"{y.name}/axis", ax)],
+        [y],
+        "CumsumOptions",
+        exclusive=bool(node.attr("exclusive", 0)),
+        reverse=bool(node.attr("reverse", 0)),
+    )
 
 
 def expand(L: Lowering, node: NodeView) -> None:
@@ -258,7 +313,9 @@ def gather(L: Lowering, node: NodeView) -> None:
         i = np.asarray(L.const(idx), np.int64)
         i = np.where(i < 0, i + x.shape[axis % len(x.shape)], i)
         y = _out(L, node.outputs[0], x.dtype)
-        L.emit("GATHER", [x, L.int32(f"{y.name}/indices", i)], [y], "GatherOptions", axis=axis % len(x.shape), batch_dims=0)
+        L.emit(
+            "GATHER", [x, L.int32(f"{y.name}/indices", i)], [y], "GatherOptions", axis=axis % len(x.shape), batch_dims=0
+        )
         return
     ids = int_act(L, idx, "int32")
     if dtype_of(L, data):
@@ -285,7 +342,9 @@ def gather_elements(L: Lowering, node: NodeView) -> None:
     x = int_act(L, node.inputs[0]) if dtype_of(L, node.inputs[0]) else L.act(node.inputs[0], "plain")
     ids = int_act(L, node.inputs[1], "int32")
     flat = L.new(f"{node.outputs[0]}/indices", (ishape[axis],), None, "plain", "int32")
-    L.emit("RESHAPE", [ids, L.int32(f"{flat.name}/shape", flat.shape)], [flat], "ReshapeOptions", new_shape=[ishape[axis]])
+    L.emit(
+        "RESHAPE", [ids, L.int32(f"{flat.name}/shape", flat.shape)], [flat], "ReshapeOptions", new_shape=[ishape[axis]]
+    )
     y = _out(L, node.outputs[0], x.dtype) if x.q is None else L.output(node.outputs[0], "plain", q=x.q)
     L.emit("GATHER", [x, flat], [y], "GatherOptions", axis=axis, batch_dims=0)
 
@@ -298,8 +357,11 @@ def _select(L: Lowering, cond: str, branches, out: str, q: Q, rank: int) -> TT:
         if kind == "act":
             vals.append(L.requant(L.act(v, "plain"), q))
             continue
-        arr = np.full((1,) * rank, q.range[1] if v > 0 else q.range[0], np.float32) if kind == "fill" else \
-            np.asarray(v, np.float32).reshape((1,) * (rank - np.ndim(v)) + np.shape(v))
+        arr = (
+            np.full((1,) * rank, q.range[1] if v > 0 else q.range[0], np.float32)
+            if kind == "fill"
+            else np.asarray(v, np.float32).reshape((1,) * (rank - np.ndim(v)) + np.shape(v))
+        )
         vals.append(L.new(tag, arr.shape, q, "plain", data=quantize(arr, q)))
     c = int_act(L, cond, "bool")
     y = L.output(out, "plain", q=q)
@@ -314,12 +376,18 @@ def where(L: Lowering, node: NodeView) -> None:
     out = node.outputs[0]
     dt = dtype_of(L, out)
     if dt:
-        L.emit("SELECT_V2", [int_act(L, node.inputs[0], "bool"), int_act(L, node.inputs[1], dt),
-                             int_act(L, node.inputs[2], dt)], [_out(L, out, dt)])
+        L.emit(
+            "SELECT_V2",
+            [int_act(L, node.inputs[0], "bool"), int_act(L, node.inputs[1], dt), int_act(L, node.inputs[2], dt)],
+            [_out(L, out, dt)],
+        )
         return
     cons = L.graph.consumers(out)
-    if out not in L.graph.output_names and cons and all(c.op_type in ("Add", "Sub") and _select_operand(L, c) == out
-                                                        for c in cons):
+    if (
+        out not in L.graph.output_names
+        and cons
+        and all(c.op_type in ("Add", "Sub") and _select_operand(L, c) == out for c in cons)
+    ):
         return
     branches = [_branch(L, node.inputs[1]), _branch(L, node.inputs[2])]
     if all(b[0] == "fill" for b in branches):
@@ -336,11 +404,21 @@ def _select_operand(L: Lowering, node: NodeView) -> str | None:
     for k, name in enumerate(node.inputs[:2]):
         p = L.graph.producer(name) if name else None
         other = node.inputs[1 - k]
-        if p is None or p.op_type != "Where" or L.is_const(p.inputs[0]) or dtype_of(L, name) or L.is_const(other) \
-                or (node.op_type == "Sub" and k == 0):
+        if (
+            p is None
+            or p.op_type != "Where"
+            or L.is_const(p.inputs[0])
+            or dtype_of(L, name)
+            or L.is_const(other)
+            or (node.op_type == "Sub" and k == 0)
+        ):
             continue
         kinds = {_branch(L, b)[0] for b in p.inputs[1:3]}
-        if "act" not in kinds or kinds == {"act", "fill"} or (kinds == {"act", "const"} and feeds_softmax(L, node.outputs[0])):
+        if (
+            "act" not in kinds
+            or kinds == {"act", "fill"}
+            or (kinds == {"act", "const"} and feeds_softmax(L, node.outputs[0]))
+        ):
             return name
     return None
 
@@ -377,7 +455,9 @@ def add_select(L: Lowering, node: NodeView) -> None:
     ranges = [r for r in ranges if r is not None]
     if not ranges:
         raise L.fail(node, "both mask branches are infinite fills")
-    q = _q_over(ranges + _fill_room(L, out, ranges) if any(b[0] == "fill" and b[1] < 0 for b in branches) else ranges, L.bits)
+    q = _q_over(
+        ranges + _fill_room(L, out, ranges) if any(b[0] == "fill" and b[1] < 0 for b in branches) else ranges, L.bits
+    )
     sel = []
     for k, (kind, v) in enumerate(branches):
         if kind == "shift" and not np.any(v):
@@ -385,8 +465,13 @@ def add_select(L: Lowering, node: NodeView) -> None:
         elif kind == "shift":
             t = L.new(f"{out}/{'then' if k == 0 else 'else'}", L.shape(out), q, "plain")
             arr = np.asarray(v, np.float32).reshape((1,) * (rank - np.ndim(v)) + np.shape(v))
-            L.emit("ADD", [x, L.const_int8(f"{t.name}/shift", arr, "plain")], [t], "AddOptions",
-                   fused_activation_function="NONE")
+            L.emit(
+                "ADD",
+                [x, L.const_int8(f"{t.name}/shift", arr, "plain")],
+                [t],
+                "AddOptions",
+                fused_activation_function="NONE",
+            )
             L.tensors[t.name] = t
             sel.append(("act", t.name))
         elif kind == "sum":
@@ -400,7 +485,22 @@ def add_select(L: Lowering, node: NodeView) -> None:
     _select(L, w.inputs[0], sel, out, q, rank)
 
 
-_OWN = {"ArgMax": argmax, "Cast": cast, "Gather": gather, "GatherElements": gather_elements, "Where": where,
-        "CumSum": cumsum, "Not": logical_not, "Expand": expand, "Identity": _alias, "Dropout": _alias, "Clip": clip,
-        "Neg": unary, "Abs": unary, "Transpose": transpose, "Concat": concat, "Slice": slice_}
+_OWN = {
+    "ArgMax": argmax,
+    "Cast": cast,
+    "Gather": gather,
+    "GatherElements": gather_elements,
+    "Where": where,
+    "CumSum": cumsum,
+    "Not": logical_not,
+    "Expand": expand,
+    "Identity": _alias,
+    "Dropout": _alias,
+    "Clip": clip,
+    "Neg": unary,
+    "Abs": unary,
+    "Transpose": transpose,
+    "Concat": concat,
+    "Slice": slice_,
+}
 INT_OPS = set(_OWN) | RESHAPES | set(COMPARE) | set(LOGICAL) | set(ARITH)

@@ -3,6 +3,7 @@
 
 Intermediate tensors that exist only in the TFLite graph get ranges derived from their input's calibrated
 range (the math is monotone or bounded), not guessed."""
+
 from __future__ import annotations
 
 import math
@@ -106,8 +107,11 @@ def _sqrt_of(L: Lowering, x: TT, out: str) -> None:
 def sqrt(L: Lowering, node: NodeView) -> None:
     out = node.outputs[0]
     users = L.graph.consumers(out)
-    if out not in L.graph.output_names and users and all(u.op_type in ("Div", "Reciprocal") and u.inputs[-1] == out
-                                                          and u.inputs[0] != out for u in users):
+    if (
+        out not in L.graph.output_names
+        and users
+        and all(u.op_type in ("Div", "Reciprocal") and u.inputs[-1] == out and u.inputs[0] != out for u in users)
+    ):
         return  # every user divides by it: they take RSQRT of the input instead (see reciprocal_of)
     x = L.act(node.inputs[0])
     try:
@@ -129,7 +133,9 @@ def reciprocal_of(L: Lowering, node: NodeView, name: str) -> TT:
         r = _rsqrt(L, b, f"{name}/rsqrt")
         return mul(L, r, r, f"{name}/reciprocal", L.aq(0.0, 1.0 / lo))
     except ValueError:
-        raise L.fail(node, "division by a run-time tensor that is not always positive on the calibration data") from None
+        raise L.fail(
+            node, "division by a run-time tensor that is not always positive on the calibration data"
+        ) from None
 
 
 def reciprocal(L: Lowering, node: NodeView) -> None:
@@ -163,7 +169,11 @@ GELU_SAT_X, SIGMOID_SAT = 4.0, 8.0
 
 def _const_is(L: Lowering, name: str, want: float) -> bool:
     v = L.const(name)
-    return v is not None and np.asarray(v).size == 1 and abs(float(np.asarray(v).reshape(-1)[0]) - want) <= 1e-4 * abs(want)
+    return (
+        v is not None
+        and np.asarray(v).size == 1
+        and abs(float(np.asarray(v).reshape(-1)[0]) - want) <= 1e-4 * abs(want)
+    )
 
 
 def gelu_pattern(L: Lowering, node: NodeView) -> list[NodeView] | None:
@@ -176,10 +186,12 @@ def gelu_pattern(L: Lowering, node: NodeView) -> list[NodeView] | None:
     else:
         return None
     chain, cur = [node], node
-    for op, check in (("Erf", lambda n, prev: True),
-                      ("Add", lambda n, prev: _const_is(L, n.inputs[1 - n.inputs.index(prev)], 1.0)),
-                      ("Mul", lambda n, prev: x in n.inputs),
-                      ("Mul", lambda n, prev: _const_is(L, n.inputs[1 - n.inputs.index(prev)], 0.5))):
+    for op, check in (
+        ("Erf", lambda n, prev: True),
+        ("Add", lambda n, prev: _const_is(L, n.inputs[1 - n.inputs.index(prev)], 1.0)),
+        ("Mul", lambda n, prev: x in n.inputs),
+        ("Mul", lambda n, prev: _const_is(L, n.inputs[1 - n.inputs.index(prev)], 0.5)),
+    ):
         nxt = L.sole_consumer(cur.outputs[0])
         if nxt is None or nxt.op_type != op or len(nxt.inputs) < 1 or not check(nxt, cur.outputs[0]):
             return None

@@ -1,5 +1,6 @@
 """Lowering of the weighted and spatial ops: Conv (+ folded BatchNormalization + fused Relu/Clip), pools,
 Gemm/MatMul with constant weights (FULLY_CONNECTED), standalone BatchNormalization."""
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,9 @@ def clip_bounds(L: Lowering, node: NodeView) -> tuple[float, float] | None:
         return float(node.attr("min", -math.inf)), float(node.attr("max", math.inf))
     lo = L.const(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
     hi = L.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-    if (len(node.inputs) > 1 and node.inputs[1] and lo is None) or (len(node.inputs) > 2 and node.inputs[2] and hi is None):
+    if (len(node.inputs) > 1 and node.inputs[1] and lo is None) or (
+        len(node.inputs) > 2 and node.inputs[2] and hi is None
+    ):
         return None  # bounds computed at run time
     return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
 
@@ -42,7 +45,13 @@ def absorb_tail(L: Lowering, node: NodeView, allow_bn: bool = False):
     -> (final ONNX tensor the TFLite op produces, fused activation name, (bn_scale, bn_shift) or None)."""
     out, bn, act = node.outputs[0], None, "NONE"
     c = L.sole_consumer(out)
-    if allow_bn and c is not None and c.op_type == "BatchNormalization" and c.inputs[0] == out and len(c.present_inputs) == 5:
+    if (
+        allow_bn
+        and c is not None
+        and c.op_type == "BatchNormalization"
+        and c.inputs[0] == out
+        and len(c.present_inputs) == 5
+    ):
         vals = [L.const(t) for t in c.inputs[1:5]]
         if all(v is not None for v in vals):
             gamma, beta, mean, var = (np.asarray(v, np.float64) for v in vals)
@@ -66,8 +75,17 @@ def _pairs(node: NodeView, rank: int = 2):
     return (list(node.attr("strides", [1] * rank)), list(node.attr("dilations", [1] * rank)))
 
 
-def spatial_pad(L: Lowering, node: NodeView, x: TT, kernel, strides, dilations, out_hw, pad_min: bool = False,
-                allow_same: bool = True):
+def spatial_pad(
+    L: Lowering,
+    node: NodeView,
+    x: TT,
+    kernel,
+    strides,
+    dilations,
+    out_hw,
+    pad_min: bool = False,
+    allow_same: bool = True,
+):
     """ONNX pads/auto_pad -> TFLite SAME/VALID, or an explicit PAD(V2) + VALID when neither matches (pad_min: padded
     with the integer minimum, for max pooling)."""
     in_hw = x.shape[1:3]
@@ -134,8 +152,14 @@ def conv(L: Lowering, node: NodeView) -> None:
         strides, pool = split
         hw = [(x.shape[1 + i] - ((kh, kw)[i] - 1) * dil[i] - 1) // strides[i] + 1 for i in range(2)]
         y = L.new(f"{out}/stride{strides[0]}x{strides[1]}", (y.shape[0], *hw, y.shape[3]), y.q, "nhwc")
-    opts = dict(padding=padding, stride_w=strides[1], stride_h=strides[0], dilation_w_factor=dil[1],
-                dilation_h_factor=dil[0], fused_activation_function=act)
+    opts = dict(
+        padding=padding,
+        stride_w=strides[1],
+        stride_h=strides[0],
+        dilation_w_factor=dil[1],
+        dilation_h_factor=dil[0],
+        fused_activation_function=act,
+    )
     if group == 1:
         _conv2d(L, x, w, b, y, opts)
     elif group == C and Ig == 1:
@@ -149,12 +173,22 @@ def conv(L: Lowering, node: NodeView) -> None:
         og, outs = O // group, []
         for g in range(group):
             yg = L.new(f"{y.name}/g{g}", y.shape[:3] + (og,), y.q, "nhwc")
-            _conv2d(L, parts[g], w[g * og:(g + 1) * og], b[g * og:(g + 1) * og], yg, opts)
+            _conv2d(L, parts[g], w[g * og : (g + 1) * og], b[g * og : (g + 1) * og], yg, opts)
             outs.append(yg)
         L.emit("CONCATENATION", outs, [y], "ConcatenationOptions", axis=3, fused_activation_function="NONE")
     if y is not final:
-        L.emit("MAX_POOL_2D", [y], [final], "Pool2DOptions", padding="VALID", stride_w=pool[1], stride_h=pool[0],
-               filter_width=1, filter_height=1, fused_activation_function="NONE")
+        L.emit(
+            "MAX_POOL_2D",
+            [y],
+            [final],
+            "Pool2DOptions",
+            padding="VALID",
+            stride_w=pool[1],
+            stride_h=pool[0],
+            filter_width=1,
+            filter_height=1,
+            fused_activation_function="NONE",
+        )
 
 
 def _patch_crop(L: Lowering, x: TT, kernel, strides, out_hw) -> TT:
@@ -165,8 +199,17 @@ def _patch_crop(L: Lowering, x: TT, kernel, strides, out_hw) -> TT:
     if not any(s > 3 and s == k for s, k in zip(strides, kernel)) or list(x.shape[1:3]) == keep:
         return x
     y = L.new(f"{x.name}/patches", (x.shape[0], *keep, x.shape[3]), x.q, "nhwc")
-    L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", [0, 0, 0, 0]), L.int32(f"{y.name}/end", list(y.shape)),
-                             L.int32(f"{y.name}/strides", [1, 1, 1, 1])], [y], "StridedSliceOptions")
+    L.emit(
+        "STRIDED_SLICE",
+        [
+            x,
+            L.int32(f"{y.name}/begin", [0, 0, 0, 0]),
+            L.int32(f"{y.name}/end", list(y.shape)),
+            L.int32(f"{y.name}/strides", [1, 1, 1, 1]),
+        ],
+        [y],
+        "StridedSliceOptions",
+    )
     return y
 
 
@@ -213,8 +256,19 @@ def batchnorm(L: Lowering, node: NodeView) -> None:
     wq, ws = per_channel_weights(scale.reshape(1, 1, 1, -1), axis=3)
     wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
     bt = L.bias(y, beta - mean * scale, x, ws)
-    L.emit("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions", padding="VALID", stride_w=1, stride_h=1,
-           depth_multiplier=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function=act)
+    L.emit(
+        "DEPTHWISE_CONV_2D",
+        [x, wt, bt],
+        [y],
+        "DepthwiseConv2DOptions",
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+        depth_multiplier=1,
+        dilation_w_factor=1,
+        dilation_h_factor=1,
+        fused_activation_function=act,
+    )
     if rank == 2:
         z = L.output(out, "plain", q=y.q)
         L.emit_reshape(y, z)
@@ -223,13 +277,23 @@ def batchnorm(L: Lowering, node: NodeView) -> None:
 def pool(L: Lowering, node: NodeView) -> None:
     x = L.act(node.inputs[0], "nhwc")
     glob = node.op_type.startswith("Global")
-    if not glob and len(x.shape) == 4 and whole_map_pool(node.attr("kernel_shape"), node.attr("pads", [0] * 4), x.shape[1:3],
-                                                         L.shape(node.outputs[0])[2:]):
+    if (
+        not glob
+        and len(x.shape) == 4
+        and whole_map_pool(
+            node.attr("kernel_shape"), node.attr("pads", [0] * 4), x.shape[1:3], L.shape(node.outputs[0])[2:]
+        )
+    ):
         glob = True
     if glob and len(x.shape) != 4:  # 1-D / 3-D global pooling: a MEAN / REDUCE_MAX over the spatial axes
         y = L.output(node.outputs[0], "plain", q=None if node.op_type == "GlobalAveragePool" else x.q)
-        L.emit("MEAN" if node.op_type == "GlobalAveragePool" else "REDUCE_MAX",
-               [x, L.int32(f"{y.name}/axes", list(range(2, len(x.shape))))], [y], "ReducerOptions", keep_dims=True)
+        L.emit(
+            "MEAN" if node.op_type == "GlobalAveragePool" else "REDUCE_MAX",
+            [x, L.int32(f"{y.name}/axes", list(range(2, len(x.shape))))],
+            [y],
+            "ReducerOptions",
+            keep_dims=True,
+        )
         return
     if len(x.shape) != 4:
         raise L.fail(node, "only 2-D pooling on 4-D inputs")
@@ -246,15 +310,23 @@ def pool(L: Lowering, node: NodeView) -> None:
     oshape = onnx_to_tfl_shape(L.shape(out), "nhwc")
     # TFLite's SAME average pool leaves padding out of the count: right for count_include_pad=0 only
     include = not is_max and int(node.attr("count_include_pad", 0)) == 1
-    x2, padding = spatial_pad(L, node, x, kernel, strides, dil, oshape[1:3], pad_min=is_max,
-                              allow_same=not include)
+    x2, padding = spatial_pad(L, node, x, kernel, strides, dil, oshape[1:3], pad_min=is_max, allow_same=not include)
     if not is_max and x2 is not x and int(node.attr("count_include_pad", 0)) == 0:
         raise L.fail(node, "asymmetric padding with count_include_pad=0 has no TFLite equivalent")
     # int8 pooling kernels do not rescale: the output keeps the input's quantization
     y = L.output(out, "nhwc", q=x.q)
-    L.emit("MAX_POOL_2D" if is_max else "AVERAGE_POOL_2D", [x2], [y], "Pool2DOptions", padding=padding,
-           stride_w=strides[1], stride_h=strides[0], filter_width=kernel[1], filter_height=kernel[0],
-           fused_activation_function="NONE")
+    L.emit(
+        "MAX_POOL_2D" if is_max else "AVERAGE_POOL_2D",
+        [x2],
+        [y],
+        "Pool2DOptions",
+        padding=padding,
+        stride_w=strides[1],
+        stride_h=strides[0],
+        filter_width=kernel[1],
+        filter_height=kernel[0],
+        fused_activation_function="NONE",
+    )
 
 
 def gemm(L: Lowering, node: NodeView) -> None:
@@ -268,7 +340,11 @@ def gemm(L: Lowering, node: NodeView) -> None:
             raise L.fail(node, "transA=1 is not supported")
         w = (w if int(node.attr("transB", 0)) else w.T) * float(node.attr("alpha", 1.0))
         c = L.const(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-        b = np.zeros(w.shape[0]) if c is None else np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (w.shape[0],)) * float(node.attr("beta", 1.0))
+        b = (
+            np.zeros(w.shape[0])
+            if c is None
+            else np.broadcast_to(np.asarray(c, np.float64).reshape(-1), (w.shape[0],)) * float(node.attr("beta", 1.0))
+        )
     else:
         if w.ndim != 2:
             raise L.fail(node, f"MatMul with a {w.ndim}-D constant; only 2-D weights map to FULLY_CONNECTED")
@@ -279,8 +355,14 @@ def gemm(L: Lowering, node: NodeView) -> None:
     wq, ws = per_channel_weights(w, axis=0)
     wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
     bt = L.bias(y, b, x, ws)
-    L.emit("FULLY_CONNECTED", [x, wt, bt], [y], "FullyConnectedOptions", fused_activation_function=act,
-           keep_num_dims=len(x.shape) > 2)
+    L.emit(
+        "FULLY_CONNECTED",
+        [x, wt, bt],
+        [y],
+        "FullyConnectedOptions",
+        fused_activation_function=act,
+        keep_num_dims=len(x.shape) > 2,
+    )
 
 
 REDUCE = {"ReduceMean": "MEAN", "ReduceMax": "REDUCE_MAX", "ReduceMin": "REDUCE_MIN", "ReduceSum": "SUM"}
@@ -312,7 +394,9 @@ def reduce(L: Lowering, node: NodeView) -> None:
     # TFLite's depth axis, which Vela rejects ("Unsupported depth-reduction", probe case mean_dim_linear).
     tfl_axes = [NHWC_AXIS[a] for a in axes]
     kept = [a for a in TO_NHWC if a not in axes]  # surviving ONNX axes in NHWC storage order
-    if keep or kept == sorted(kept):  # keepdims, or the survivors are already in ONNX order: MEAN writes the output directly
+    if keep or kept == sorted(
+        kept
+    ):  # keepdims, or the survivors are already in ONNX order: MEAN writes the output directly
         y = L.output(out, "nhwc" if keep else "plain")
         L.emit(op, [x, L.int32(f"{y.name}/axes", tfl_axes)], [y], "ReducerOptions", keep_dims=keep)
         return
@@ -329,8 +413,8 @@ def reduce(L: Lowering, node: NodeView) -> None:
 def _rows_reduce(L: Lowering, x: TT, out: str, op: str, n_axes: int) -> None:
     """A reduction over the last `n_axes` axes of a plain tensor as [rows, 1, reduced]: see converter_facts.mean_as_rows.
     Both reshapes keep the memory order, so Vela writes no copy for them."""
-    lead = x.shape[:len(x.shape) - n_axes]
-    rows, n = int(np.prod(lead, dtype=np.int64)), int(np.prod(x.shape[len(lead):], dtype=np.int64))
+    lead = x.shape[: len(x.shape) - n_axes]
+    rows, n = int(np.prod(lead, dtype=np.int64)), int(np.prod(x.shape[len(lead) :], dtype=np.int64))
     xr = L.new(f"{out}/rows", (rows, 1, n), x.q, "plain")
     L.emit_reshape(x, xr)
     q = L.q_of(out)
@@ -346,7 +430,14 @@ def _depth_reduce(L: Lowering, x: TT, out: str, op: str, keep: bool) -> None:
     whose weights are all 1/C (or 1): exact in int8, each weight quantizes to 127."""
     C = x.shape[3]
     w = np.full((1, C, 1, 1), 1.0 / C if op == "MEAN" else 1.0)
-    opts = dict(padding="VALID", stride_w=1, stride_h=1, dilation_w_factor=1, dilation_h_factor=1, fused_activation_function="NONE")
+    opts = dict(
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+        dilation_w_factor=1,
+        dilation_h_factor=1,
+        fused_activation_function="NONE",
+    )
     q = L.q_of(out)
     floor = x.q.scale * float(w.flat[0]) / 127 / 128  # int8 kernels need input*weight/output scale < 256 (XNNPACK)
     if q.scale < floor:  # a mean that is ~0 on all calibration data (centred input): widen its range to the floor
@@ -398,5 +489,13 @@ def conv_transpose(L: Lowering, node: NodeView) -> None:
     wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=0)  # OHWI
     wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
     bt = L.bias(y, b, x, ws)
-    L.emit("TRANSPOSE_CONV", [L.int32(f"{y.name}/output_shape", y.shape), wt, x, bt], [y], "TransposeConvOptions",
-           padding=padding, stride_w=strides[1], stride_h=strides[0], fused_activation_function=act)
+    L.emit(
+        "TRANSPOSE_CONV",
+        [L.int32(f"{y.name}/output_shape", y.shape), wt, x, bt],
+        [y],
+        "TransposeConvOptions",
+        padding=padding,
+        stride_w=strides[1],
+        stride_h=strides[0],
+        fused_activation_function=act,
+    )

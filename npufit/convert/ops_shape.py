@@ -1,6 +1,7 @@
 """Lowering of the data-movement and selection ops of transformers, detectors and RNNs: Split, Gather with
 constant indices, Where with a constant condition, ArgMax, DepthToSpace (PixelShuffle), Expand, MatMul of two
 activations (BATCH_MATMUL), Softmax on any axis."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,15 +29,25 @@ def split(L: Lowering, node: NodeView) -> None:
     if len(set(sizes)) == 1:
         L.emit("SPLIT", [L.int32(f"{outs[0].name}/axis", tax), x], outs, "SplitOptions", num_splits=len(outs))
     else:
-        L.emit("SPLIT_V", [x, L.int32(f"{outs[0].name}/sizes", sizes), L.int32(f"{outs[0].name}/axis", tax)], outs,
-               "SplitVOptions", num_splits=len(outs))
+        L.emit(
+            "SPLIT_V",
+            [x, L.int32(f"{outs[0].name}/sizes", sizes), L.int32(f"{outs[0].name}/axis", tax)],
+            outs,
+            "SplitVOptions",
+            num_splits=len(outs),
+        )
 
 
 def strided(L: Lowering, x: TT, begin, end, stride, out: str, shrink: int = 0) -> TT:
     """STRIDED_SLICE over TFLite axes; `out` is the ONNX output (pass-through quantization)."""
     y = L.output(out, "plain" if shrink else x.layout, q=x.q)
-    L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end),
-                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions", shrink_axis_mask=shrink)
+    L.emit(
+        "STRIDED_SLICE",
+        [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end), L.int32(f"{y.name}/strides", stride)],
+        [y],
+        "StridedSliceOptions",
+        shrink_axis_mask=shrink,
+    )
     return y
 
 
@@ -44,7 +55,9 @@ def gather(L: Lowering, node: NodeView) -> None:
     """Gather with constant indices: a STRIDED_SLICE when they are one index or an evenly spaced run, else GATHER."""
     idx = L.const(node.inputs[1])
     if idx is None:
-        raise L.fail(node, "indices computed at run time (an embedding lookup of integer inputs): only constant indices")
+        raise L.fail(
+            node, "indices computed at run time (an embedding lookup of integer inputs): only constant indices"
+        )
     table = L.const(node.inputs[0])
     if table is not None:  # constant table, constant indices: a constant (left unfolded when it is large)
         L.prep.consts[node.outputs[0]] = np.take(table, idx, axis=int(node.attr("axis", 0)))
@@ -158,10 +171,21 @@ def depth_to_space(L: Lowering, node: NodeView) -> None:
         wq, ws = per_channel_weights(w, axis=0)
         p = L.new(f"{node.outputs[0]}/dcr", x.shape, x.q, "nhwc")
         wt = L.new(f"{p.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
-        bt = L.new(f"{p.name}/bias", (C,), None, "plain", "int32", data=np.zeros(C, np.int32),
-                   per_channel=(x.q.scale * ws, 0))
-        L.emit("CONV_2D", [x, wt, bt], [p], "Conv2DOptions", padding="VALID", stride_w=1, stride_h=1,
-               dilation_w_factor=1, dilation_h_factor=1, fused_activation_function="NONE")
+        bt = L.new(
+            f"{p.name}/bias", (C,), None, "plain", "int32", data=np.zeros(C, np.int32), per_channel=(x.q.scale * ws, 0)
+        )
+        L.emit(
+            "CONV_2D",
+            [x, wt, bt],
+            [p],
+            "Conv2DOptions",
+            padding="VALID",
+            stride_w=1,
+            stride_h=1,
+            dilation_w_factor=1,
+            dilation_h_factor=1,
+            fused_activation_function="NONE",
+        )
         x = p
     y = L.output(node.outputs[0], "nhwc", q=x.q)
     L.emit("DEPTH_TO_SPACE", [x], [y], "DepthToSpaceOptions", block_size=bs)
@@ -201,7 +225,9 @@ def matmul(L: Lowering, node: NodeView) -> None:
         else:
             v = np.asarray(v, np.float32)
             q = const_q(v)
-            ins.append(L.new(f"{node.outputs[0]}/{'lhs' if k == 0 else 'rhs'}", v.shape, q, "plain", data=quantize(v, q)))
+            ins.append(
+                L.new(f"{node.outputs[0]}/{'lhs' if k == 0 else 'rhs'}", v.shape, q, "plain", data=quantize(v, q))
+            )
     if min(len(t.shape) for t in ins) < 2:
         raise L.fail(node, "a 1-D operand (vector product) is not lowered")
     y = L.output(node.outputs[0], "plain")
@@ -293,10 +319,23 @@ def edge_pad(L: Lowering, x: TT, full: list[list[int]], out: str) -> None:
             begin, end = [0] * len(x.shape), list(x.shape)
             begin[a], end[a] = (0, 1) if side == 0 else (x.shape[a] - 1, x.shape[a])
             e = L.new(f"{out}/edge{a}_{side}", tuple(1 if i == a else d for i, d in enumerate(x.shape)), x.q, x.layout)
-            L.emit("STRIDED_SLICE", [x, L.int32(f"{e.name}/begin", begin), L.int32(f"{e.name}/end", end),
-                                     L.int32(f"{e.name}/strides", [1] * len(x.shape))], [e], "StridedSliceOptions")
+            L.emit(
+                "STRIDED_SLICE",
+                [
+                    x,
+                    L.int32(f"{e.name}/begin", begin),
+                    L.int32(f"{e.name}/end", end),
+                    L.int32(f"{e.name}/strides", [1] * len(x.shape)),
+                ],
+                [e],
+                "StridedSliceOptions",
+            )
             parts.append((side, [e] * n))
-        ins = [t for side, ts in parts if side == 0 for t in ts] + [x] + [t for side, ts in parts if side == 1 for t in ts]
+        ins = (
+            [t for side, ts in parts if side == 0 for t in ts]
+            + [x]
+            + [t for side, ts in parts if side == 1 for t in ts]
+        )
         shape = tuple(d + sum(full[a]) if i == a else d for i, d in enumerate(x.shape))
         y = L.output(out, x.layout, q=x.q) if k == len(todo) - 1 else L.new(f"{out}/pad{a}", shape, x.q, x.layout)
         L.emit("CONCATENATION", ins, [y], "ConcatenationOptions", axis=a, fused_activation_function="NONE")
@@ -342,12 +381,23 @@ def scatter_nd(L: Lowering, node: NodeView) -> None:
         runs = []
         for a, b in zip(starts, starts[1:] + [rows]):
             s = picked if len(starts) == 1 else L.new(f"{out}/run{a}", (b - a, inner), q, "plain")
-            L.emit("STRIDED_SLICE", [both, L.int32(f"{s.name}/begin", [int(src[a]), 0]), L.int32(f"{s.name}/end", [int(src[a]) + b - a, inner]),
-                                     L.int32(f"{s.name}/strides", [1, 1])], [s], "StridedSliceOptions")
+            L.emit(
+                "STRIDED_SLICE",
+                [
+                    both,
+                    L.int32(f"{s.name}/begin", [int(src[a]), 0]),
+                    L.int32(f"{s.name}/end", [int(src[a]) + b - a, inner]),
+                    L.int32(f"{s.name}/strides", [1, 1]),
+                ],
+                [s],
+                "StridedSliceOptions",
+            )
             runs.append(s)
         if len(runs) > 1:
             L.emit("CONCATENATION", runs, [picked], "ConcatenationOptions", axis=0, fused_activation_function="NONE")
     else:
-        L.emit("GATHER", [both, L.int32(f"{picked.name}/indices", src)], [picked], "GatherOptions", axis=0, batch_dims=0)
+        L.emit(
+            "GATHER", [both, L.int32(f"{picked.name}/indices", src)], [picked], "GatherOptions", axis=0, batch_dims=0
+        )
     y = L.output(out, "plain", q=q)
     L.emit_reshape(picked, y)

@@ -1,5 +1,6 @@
 """Lowering of activations, elementwise arithmetic and the layout-sensitive tensor ops (Concat, Reshape family,
 Transpose, Resize, Pad, Slice)."""
+
 from __future__ import annotations
 
 import math
@@ -11,12 +12,26 @@ from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial, on
 from .ops_nn import absorb_tail, clip_bounds, fused_activation, int8_scalar
 from .qparams import activation_q, quantize
 
-UNARY = {"Sigmoid": "LOGISTIC", "Tanh": "TANH", "HardSwish": "HARD_SWISH", "Relu": "RELU", "Elu": "ELU", "Abs": "ABS",
-         "Neg": "NEG", "Exp": "EXP", "Log": "LOG"}
+UNARY = {
+    "Sigmoid": "LOGISTIC",
+    "Tanh": "TANH",
+    "HardSwish": "HARD_SWISH",
+    "Relu": "RELU",
+    "Elu": "ELU",
+    "Abs": "ABS",
+    "Neg": "NEG",
+    "Exp": "EXP",
+    "Log": "LOG",
+}
 NO_INT16 = {"HARD_SWISH", "ELU", "EXP", "LOG", "NEG"}  # TFLite kernels without an int16 form
 BINARY = {"Add": "ADD", "Sub": "SUB", "Mul": "MUL", "Div": "MUL", "Max": "MAXIMUM", "Min": "MINIMUM"}
-_OPTS = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "MAXIMUM": "MaximumMinimumOptions",
-         "MINIMUM": "MaximumMinimumOptions"}
+_OPTS = {
+    "ADD": "AddOptions",
+    "SUB": "SubOptions",
+    "MUL": "MulOptions",
+    "MAXIMUM": "MaximumMinimumOptions",
+    "MINIMUM": "MaximumMinimumOptions",
+}
 
 
 def alias(L: Lowering, node: NodeView) -> None:
@@ -113,8 +128,13 @@ def min_max(L: Lowering, node: NodeView) -> None:
         v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
         v = v.transpose(TO_NHWC) if layout == "nhwc" and v.ndim == 4 else v
         ins.append(L.new(f"{out}/const{k}", v.shape, y.q, layout, data=quantize(v, y.q)))
-    L.emit_chain(tfl, ins, y, "MaximumMinimumOptions",
-                 lambda k, a, b: L.new(f"{out}/step{k}", np.broadcast_shapes(a.shape, b.shape), y.q, layout))
+    L.emit_chain(
+        tfl,
+        ins,
+        y,
+        "MaximumMinimumOptions",
+        lambda k, a, b: L.new(f"{out}/step{k}", np.broadcast_shapes(a.shape, b.shape), y.q, layout),
+    )
 
 
 def binary(L: Lowering, node: NodeView) -> None:
@@ -172,8 +192,14 @@ def concat(L: Lowering, node: NodeView) -> None:
             ins.append(L.new(f"{y.name}/const", v.shape, y.q, layout, data=quantize(v, y.q)))
         else:
             ins.append(L.requant(L.act(n, layout), y.q))  # int8 CONCATENATION does not rescale
-    L.emit("CONCATENATION", ins, [y], "ConcatenationOptions", axis=NHWC_AXIS[axis] if layout == "nhwc" else axis,
-           fused_activation_function="NONE")
+    L.emit(
+        "CONCATENATION",
+        ins,
+        [y],
+        "ConcatenationOptions",
+        axis=NHWC_AXIS[axis] if layout == "nhwc" else axis,
+        fused_activation_function="NONE",
+    )
 
 
 def reshape(L: Lowering, node: NodeView) -> None:
@@ -212,11 +238,19 @@ def transpose(L: Lowering, node: NodeView) -> None:
         L.emit("TRANSPOSE", [x, L.int32(f"{y.name}/perm", tfl_perm)], [y], "TransposeOptions")
 
 
-_NEAREST = {("asymmetric", "floor"): (False, False), ("align_corners", "round_prefer_ceil"): (True, False),
-            ("half_pixel", "round_prefer_ceil"): (False, True), ("pytorch_half_pixel", "round_prefer_ceil"): (False, True),
-            ("tf_half_pixel_for_nn", "floor"): (False, True)}
-_LINEAR = {"asymmetric": (False, False), "align_corners": (True, False), "half_pixel": (False, True),
-           "pytorch_half_pixel": (False, True)}
+_NEAREST = {
+    ("asymmetric", "floor"): (False, False),
+    ("align_corners", "round_prefer_ceil"): (True, False),
+    ("half_pixel", "round_prefer_ceil"): (False, True),
+    ("pytorch_half_pixel", "round_prefer_ceil"): (False, True),
+    ("tf_half_pixel_for_nn", "floor"): (False, True),
+}
+_LINEAR = {
+    "asymmetric": (False, False),
+    "align_corners": (True, False),
+    "half_pixel": (False, True),
+    "pytorch_half_pixel": (False, True),
+}
 
 
 def resize(L: Lowering, node: NodeView) -> None:
@@ -229,8 +263,12 @@ def resize(L: Lowering, node: NodeView) -> None:
         rounding = node.attr("nearest_mode", "floor" if node.op_type == "Upsample" else "round_prefer_floor")
         flags = _NEAREST.get((ctm, rounding))
         out_hw = onnx_to_tfl_shape(L.shape(node.outputs[0]), "nhwc")[1:3]
-        if flags is None and ctm in ("half_pixel", "pytorch_half_pixel") and rounding.startswith("round") and \
-                all(o % i == 0 for o, i in zip(out_hw, x.shape[1:3])):
+        if (
+            flags is None
+            and ctm in ("half_pixel", "pytorch_half_pixel")
+            and rounding.startswith("round")
+            and all(o % i == 0 for o, i in zip(out_hw, x.shape[1:3]))
+        ):
             # integer upscaling: (x + 1/2) / s - 1/2 never lands on a tie, so both round modes give floor(x / s)
             flags = (False, False)
         op, opts = "RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"
@@ -241,7 +279,9 @@ def resize(L: Lowering, node: NodeView) -> None:
     if flags is None:
         raise L.fail(node, f"mode={mode} coordinate_transformation_mode={ctm} has no TFLite resize equivalent")
     y = L.output(node.outputs[0], "nhwc", q=x.q)  # int8 resize kernels do not rescale
-    L.emit(op, [x, L.int32(f"{y.name}/size", y.shape[1:3])], [y], opts, align_corners=flags[0], half_pixel_centers=flags[1])
+    L.emit(
+        op, [x, L.int32(f"{y.name}/size", y.shape[1:3])], [y], opts, align_corners=flags[0], half_pixel_centers=flags[1]
+    )
 
 
 def pad(L: Lowering, node: NodeView) -> None:
@@ -302,7 +342,7 @@ def slice_bounds(L: Lowering, node: NodeView):
     for ax, s, e, st in zip(axes, np.atleast_1d(starts), np.atleast_1d(ends), steps):
         if st == 0:
             raise L.fail(node, "a zero slice step is invalid")
-        b0, e0, _ = slice(int(max(min(s, 2**62), -2**62)), int(max(min(e, 2**62), -2**62)), st).indices(shape[ax])
+        b0, e0, _ = slice(int(max(min(s, 2**62), -(2**62))), int(max(min(e, 2**62), -(2**62))), st).indices(shape[ax])
         begin[ax], end[ax], stride[ax] = b0, (max(e0, b0) if st > 0 else min(e0, b0)), st
         to_start[ax] = st < 0 and e0 < 0
     return begin, end, stride, to_start
@@ -314,6 +354,10 @@ def slice_(L: Lowering, node: NodeView) -> None:
     if x.layout == "nhwc":
         begin, end, stride, to_start = ([v[p] for p in TO_NHWC] for v in (begin, end, stride, to_start))
     y = L.output(node.outputs[0], x.layout, q=x.q)
-    L.emit("STRIDED_SLICE", [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end),
-                             L.int32(f"{y.name}/strides", stride)], [y], "StridedSliceOptions",
-           end_mask=sum(1 << a for a, m in enumerate(to_start) if m))
+    L.emit(
+        "STRIDED_SLICE",
+        [x, L.int32(f"{y.name}/begin", begin), L.int32(f"{y.name}/end", end), L.int32(f"{y.name}/strides", stride)],
+        [y],
+        "StridedSliceOptions",
+        end_mask=sum(1 << a for a, m in enumerate(to_start) if m),
+    )

@@ -12,16 +12,19 @@
 
 Each new node is named `<original node>/<step>` and `Prepared.origin` maps it back, so Vela's placement and
 the converter's lineage still name the user's node."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import numpy_helper
 
 from ..graph.onnx_prepare import infer_shapes
-from .prepass_build import Builder as _Builder, attr as _attr, default_opset
+from .prepass_build import Builder as _Builder
+from .prepass_build import attr as _attr
+from .prepass_build import default_opset
 
 CONVERT_RULES = ("topk1_to_argmax",)  # exact rules only: the converter never approximates
 
@@ -37,8 +40,9 @@ def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dic
     inlined, origin = inline_static_ifs(model) if any(n.op_type == "If" for n in model.graph.node) else (0, {})
     fired, more = conv1d_to_conv2d(model)
     origin.update({k: origin.get(v, v) for k, v in more.items()})
-    applied0 = ([f"inlined If x{inlined} (condition fixed by the input shapes)"] if inlined else []) + \
-        ([f"conv1d_to_conv2d x{fired}"] if fired else [])
+    applied0 = ([f"inlined If x{inlined} (condition fixed by the input shapes)"] if inlined else []) + (
+        [f"conv1d_to_conv2d x{fired}"] if fired else []
+    )
     if not any(n.op_type == "TopK" for n in model.graph.node):
         return model, applied0, origin
     before = [(n.name, n.op_type) for n in model.graph.node if n.op_type != "Constant"]
@@ -51,7 +55,9 @@ def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dic
         rule = get_rule(name)
         if not set(rule.ops) & {n.op_type for n in model.graph.node}:
             continue
-        cand, fired = rule.apply(ir.serde.deserialize_model(model), RuleContext(opset=default_opset(model), target="ethos-u"))
+        cand, fired = rule.apply(
+            ir.serde.deserialize_model(model), RuleContext(opset=default_opset(model), target="ethos-u")
+        )
         if fired:
             model = ir.serde.serialize_model(cand)
             applied.append(f"{name} x{fired}")
@@ -77,8 +83,10 @@ def _origins(before: list[tuple[str, str]], model: onnx.ModelProto) -> dict[str,
     mapped = [origin.get(n.name) for n in nodes]
     for i, n in enumerate(nodes):
         if n.name not in origin:
-            near = next((mapped[j] for d in range(1, len(nodes)) for j in (i + d, i - d)
-                         if 0 <= j < len(nodes) and mapped[j]), None)
+            near = next(
+                (mapped[j] for d in range(1, len(nodes)) for j in (i + d, i - d) if 0 <= j < len(nodes) and mapped[j]),
+                None,
+            )
             if near:
                 origin[n.name] = near
     return origin
@@ -117,7 +125,12 @@ def _batchnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
     scale = gamma / np.sqrt(var + float(_attr(n, "epsilon", 1e-5)))
     shape = (-1,) + (1,) * (rank - 2)
     y = b.op("Mul", [n.input[0], b.const("scale", scale.astype(np.float32).reshape(shape))], "scaled")
-    b.op("Add", [y, b.const("shift", (beta - mean * scale).astype(np.float32).reshape(shape))], "shifted", out=n.output[0])
+    b.op(
+        "Add",
+        [y, b.const("shift", (beta - mean * scale).astype(np.float32).reshape(shape))],
+        "shifted",
+        out=n.output[0],
+    )
     return True
 
 
@@ -125,13 +138,19 @@ def _gelu(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
     x = n.input[0]
     if _attr(n, "approximate", b"none") in (b"tanh", "tanh"):
         x3 = b.op("Mul", [b.op("Mul", [x, x], "square"), x], "cube")
-        inner = b.op("Add", [x, b.op("Mul", [x3, b.const("c", np.array(0.044715, np.float32))], "cube_scaled")], "inner")
-        t = b.op("Tanh", [b.op("Mul", [inner, b.const("k", np.array(math.sqrt(2 / math.pi), np.float32))], "arg")], "tanh")
+        inner = b.op(
+            "Add", [x, b.op("Mul", [x3, b.const("c", np.array(0.044715, np.float32))], "cube_scaled")], "inner"
+        )
+        t = b.op(
+            "Tanh", [b.op("Mul", [inner, b.const("k", np.array(math.sqrt(2 / math.pi), np.float32))], "arg")], "tanh"
+        )
         half = b.op("Add", [t, b.const("one", np.array(1.0, np.float32))], "one_plus")
     else:
         e = b.op("Erf", [b.op("Mul", [x, b.const("inv_sqrt2", np.array(1 / math.sqrt(2), np.float32))], "arg")], "erf")
         half = b.op("Add", [e, b.const("one", np.array(1.0, np.float32))], "one_plus")
-    b.op("Mul", [b.op("Mul", [x, half], "x_times"), b.const("half", np.array(0.5, np.float32))], "gelu", out=n.output[0])
+    b.op(
+        "Mul", [b.op("Mul", [x, half], "x_times"), b.const("half", np.array(0.5, np.float32))], "gelu", out=n.output[0]
+    )
     return True
 
 
@@ -220,8 +239,9 @@ def _einsum(b: _Builder, n: onnx.NodeProto, shapes: dict) -> bool:
     except KeyError:
         return False
     perm = [got.index(c) for c in so]
-    b.op("Transpose", [z], "out", out=n.output[0], perm=perm) if perm != list(range(len(so))) else \
-        b.op("Identity", [z], "out", out=n.output[0])
+    b.op("Transpose", [z], "out", out=n.output[0], perm=perm) if perm != list(range(len(so))) else b.op(
+        "Identity", [z], "out", out=n.output[0]
+    )
     return True
 
 
@@ -229,7 +249,16 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
     """Decompose the ops above in place (the converter's own copy); -> (new node -> original node, notes)."""
     from .prepass_rnn import unroll
 
-    wanted = {"LayerNormalization", "InstanceNormalization", "Gelu", "GroupNormalization", "LSTM", "GRU", "ReduceL2", "Einsum"}
+    wanted = {
+        "LayerNormalization",
+        "InstanceNormalization",
+        "Gelu",
+        "GroupNormalization",
+        "LSTM",
+        "GRU",
+        "ReduceL2",
+        "Einsum",
+    }
     convs = {n.output[0] for n in model.graph.node if n.op_type in ("Conv", "ConvTranspose")}
     if any(n.op_type == "BatchNormalization" and n.input[0] not in convs for n in model.graph.node):
         wanted.add("BatchNormalization")  # one a conv does not take: shape inference says whether it is 3-D
@@ -273,8 +302,13 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
         elif n.op_type == "GroupNormalization":
             ok = _groupnorm(b, n, rank, consts, shapes)
         else:
-            ok = {"LayerNormalization": _layernorm, "InstanceNormalization": _instancenorm, "Gelu": _gelu,
-                  "ReduceL2": _reducel2, "BatchNormalization": _batchnorm}[n.op_type](b, n, rank, consts)
+            ok = {
+                "LayerNormalization": _layernorm,
+                "InstanceNormalization": _instancenorm,
+                "Gelu": _gelu,
+                "ReduceL2": _reducel2,
+                "BatchNormalization": _batchnorm,
+            }[n.op_type](b, n, rank, consts)
         if not ok:
             out_nodes.append(n)
             continue

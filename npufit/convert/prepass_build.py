@@ -1,4 +1,5 @@
 """The node builder and attribute reader the converter's graph pre-passes share (prepass.py and its sub-passes)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -52,5 +53,7 @@ class Builder:
         mu = self.mean(x, axes, "mean")
         d = self.op("Sub", [x, mu], "centered")
         var = self.mean(self.op("Mul", [d, d], "squared"), axes, "variance")
-        std = self.op("Sqrt", [self.op("Add", [var, self.const("epsilon", np.array(eps, np.float32))], "variance_eps")], "std")
+        std = self.op(
+            "Sqrt", [self.op("Add", [var, self.const("epsilon", np.array(eps, np.float32))], "variance_eps")], "std"
+        )
         return self.op("Div", [d, std], "normalized", out=out)

@@ -3,17 +3,35 @@ and the Squeeze sinks through the channel-wise ops after it (BatchNormalization,
 residual Add/Mul of two such tensors), so a chain of Conv1d blocks stays one 4-D NHWC region with no layout
 change between its convolutions. Same math as npufit/rewrite's `conv1d_to_conv2d` (exact), written for the
 converter's own copy in one linear pass: the generic pattern rewriter costs seconds on transformer-sized graphs."""
+
 from __future__ import annotations
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .prepass_build import attr as _attr, default_opset
+from .prepass_build import attr as _attr
+from .prepass_build import default_opset
 
 # ops that act per element or per channel (axis 1) and so do not care whether an axis of size 1 is present
-_CHANNELWISE = {"BatchNormalization", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Elu", "HardSwish", "HardSigmoid",
-                "Erf", "Identity", "Dropout", "Softplus", "Abs", "Neg", "Exp"}
+_CHANNELWISE = {
+    "BatchNormalization",
+    "Relu",
+    "LeakyRelu",
+    "Sigmoid",
+    "Tanh",
+    "Clip",
+    "Elu",
+    "HardSwish",
+    "HardSigmoid",
+    "Erf",
+    "Identity",
+    "Dropout",
+    "Softplus",
+    "Abs",
+    "Neg",
+    "Exp",
+}
 _BINARY = {"Add", "Mul", "Sub", "Div", "Max", "Min"}
 _POOLS = {"AveragePool", "MaxPool"}  # 1-D pools (wav2vec-style feature pooling) take the same (1, k) rewrite
 
@@ -42,7 +60,9 @@ class _G:
 
     def unsqueeze(self, x: str, out: str, base: str) -> onnx.NodeProto:
         if self.opset >= 13:
-            return helper.make_node("Unsqueeze", [x, self.axes_const(base)], [out], name=self.fresh(base + "/unsqueeze"))
+            return helper.make_node(
+                "Unsqueeze", [x, self.axes_const(base)], [out], name=self.fresh(base + "/unsqueeze")
+            )
         return helper.make_node("Unsqueeze", [x], [out], name=self.fresh(base + "/unsqueeze"), axes=[2])
 
 
@@ -54,8 +74,15 @@ def _is_scalar(g: _G, name: str) -> bool:
 def conv1d_to_conv2d(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
     """Rewrite in place; -> (Conv1d and 1-D pool nodes rewritten, helper node -> user's node)."""
     g = _G(model)
-    convs = [n for n in model.graph.node if n.op_type == "Conv" and n.input[1] in g.consts and g.consts[n.input[1]].ndim == 3
-             or n.op_type in _POOLS and len(_attr(n, "kernel_shape", [])) == 1]
+    convs = [
+        n
+        for n in model.graph.node
+        if n.op_type == "Conv"
+        and n.input[1] in g.consts
+        and g.consts[n.input[1]].ndim == 3
+        or n.op_type in _POOLS
+        and len(_attr(n, "kernel_shape", [])) == 1
+    ]
     if not convs:
         return 0, {}
     origin: dict[str, str] = {}
@@ -97,13 +124,26 @@ def conv1d_to_conv2d(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
         ins = [i for i in n.input if i]
         if n.op_type in _CHANNELWISE and ins and ins[0] in four and len(n.output) >= 1 and n.output[0] not in g.outputs:
             y4 = g.fresh(n.output[0])
-            new_nodes.append(helper.make_node(n.op_type, [four[ins[0]]] + list(n.input[1:]), [y4] + list(n.output[1:]),
-                                              name=n.name, domain=n.domain, **{a.name: helper.get_attribute_value(a) for a in n.attribute}))
+            new_nodes.append(
+                helper.make_node(
+                    n.op_type,
+                    [four[ins[0]]] + list(n.input[1:]),
+                    [y4] + list(n.output[1:]),
+                    name=n.name,
+                    domain=n.domain,
+                    **{a.name: helper.get_attribute_value(a) for a in n.attribute},
+                )
+            )
             four[n.output[0]] = y4
             replaced.add(n.output[0])
             continue
-        if n.op_type in _BINARY and len(ins) == 2 and n.output[0] not in g.outputs and \
-                all(i in four or _is_scalar(g, i) for i in ins) and any(i in four for i in ins):
+        if (
+            n.op_type in _BINARY
+            and len(ins) == 2
+            and n.output[0] not in g.outputs
+            and all(i in four or _is_scalar(g, i) for i in ins)
+            and any(i in four for i in ins)
+        ):
             y4 = g.fresh(n.output[0])
             new_nodes.append(helper.make_node(n.op_type, [four.get(i, i) for i in n.input], [y4], name=n.name))
             four[n.output[0]] = y4

@@ -4,6 +4,7 @@ Exporters trace Python branches on sizes (`if pad_h > 0`, `if rel_pos.shape[0] !
 ONNX `If` nodes computed from Shape ops. With static input shapes such a condition is fixed: the taken branch's
 nodes replace the If, and its outputs feed the If's outputs through Identity nodes. A condition that depends on
 input values (not only on shapes) is left alone: that If stays a converter gap."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,6 @@ import onnx
 from onnx import helper
 
 from ..graph.inline_if import inline_ifs
-
 
 # ops whose output shape follows their input values: a Shape of one of them is not fixed by the input shapes
 _VALUE_SHAPED = {"NonZero", "Unique", "Compress"}
@@ -73,8 +73,11 @@ def inline_static_ifs(model: onnx.ModelProto) -> tuple[int, dict[str, str]]:
     done, origin = 0, {}
     for _ in range(8):  # a taken branch may hold If nodes of its own
         g = model.graph
-        ifs = {k: n.input[0] for k, n in enumerate(g.node)
-               if n.op_type == "If" and n.domain in ("", "ai.onnx") and _shape_only(model, n.input[0])}
+        ifs = {
+            k: n.input[0]
+            for k, n in enumerate(g.node)
+            if n.op_type == "If" and n.domain in ("", "ai.onnx") and _shape_only(model, n.input[0])
+        }
         conds = run_on_zeros(model, list(dict.fromkeys(ifs.values()))) if ifs else None
         if not conds:
             break

@@ -1,12 +1,14 @@
 """Unroll ONNX LSTM / GRU with a static sequence length into per-step ONNX ops the converter lowers to NPU kernels:
 the input projection of all steps is one MatMul (FULLY_CONNECTED), each step is a recurrent MatMul, ADD, LOGISTIC,
 TANH and MUL. Exact (same math, default activations); ONNX Runtime then calibrates every step's tensors."""
+
 from __future__ import annotations
 
 import numpy as np
 import onnx
 
-from .prepass_build import Builder as _Builder, attr as _attr
+from .prepass_build import Builder as _Builder
+from .prepass_build import attr as _attr
 
 
 def _split_gates(b: _Builder, x: str, n: int, hidden: int, step: str) -> list[str]:
@@ -40,7 +42,11 @@ def _state(b: _Builder, name: str, consts: dict):
     p = next((n for n in b.model.graph.node if name in n.output), None)
     if p is not None and p.op_type in ("Expand", "Tile") and p.input[0] in consts and not np.any(consts[p.input[0]]):
         return np.zeros((1,), np.float32)
-    if p is not None and p.op_type == "ConstantOfShape" and not any(np.any(onnx.numpy_helper.to_array(a.t)) for a in p.attribute):
+    if (
+        p is not None
+        and p.op_type == "ConstantOfShape"
+        and not any(np.any(onnx.numpy_helper.to_array(a.t)) for a in p.attribute)
+    ):
         return np.zeros((1,), np.float32)
     return None
 
@@ -73,15 +79,20 @@ def unroll(b: _Builder, n: onnx.NodeProto, consts: dict, shapes: dict) -> bool:
         w = np.asarray(W[d], np.float32)
         r = np.asarray(R[d], np.float32)
         bias = np.zeros(2 * gates * hidden, np.float32) if B is None else np.asarray(B[d], np.float32)
-        wb, rb = bias[:gates * hidden], bias[gates * hidden:]
-        in_bias = wb + rb if n.op_type == "LSTM" else np.concatenate([wb[:2 * hidden] + rb[:2 * hidden], wb[2 * hidden:]])
-        xw = b.op("Add", [b.op("MatMul", [n.input[0], b.const(f"d{d}_W", w.T.copy())], f"d{d}_xw"),
-                          b.const(f"d{d}_xb", in_bias)], f"d{d}_xwb")  # [T, batch, gates*H]
+        wb, rb = bias[: gates * hidden], bias[gates * hidden :]
+        in_bias = (
+            wb + rb if n.op_type == "LSTM" else np.concatenate([wb[: 2 * hidden] + rb[: 2 * hidden], wb[2 * hidden :]])
+        )
+        xw = b.op(
+            "Add",
+            [b.op("MatMul", [n.input[0], b.const(f"d{d}_W", w.T.copy())], f"d{d}_xw"), b.const(f"d{d}_xb", in_bias)],
+            f"d{d}_xwb",
+        )  # [T, batch, gates*H]
         h = None if init_h is None or not np.any(init_h) else b.const(f"d{d}_h0", np.asarray(init_h[d], np.float32))
         c = None if init_c is None or not np.any(init_c) else b.const(f"d{d}_c0", np.asarray(init_c[d], np.float32))
         rt = b.const(f"d{d}_R", r.T.copy())
         outs = {}
-        for t in (range(T - 1, -1, -1) if reverse else range(T)):
+        for t in range(T - 1, -1, -1) if reverse else range(T):
             x = _step_input(b, xw, t)
             s = f"d{d}_t{t}"
             if n.op_type == "LSTM":
@@ -93,7 +104,7 @@ def unroll(b: _Builder, n: onnx.NodeProto, consts: dict, shapes: dict) -> bool:
                 h = b.op("Mul", [o, b.op("Tanh", [c], f"{s}_tc")], f"{s}_h")
             else:
                 xz, xr, xh = _split_gates(b, x, 3, hidden, f"{s}_xsplit")
-                rbh = b.const(f"d{d}_rbh", rb[2 * hidden:])
+                rbh = b.const(f"d{d}_rbh", rb[2 * hidden :])
                 if h is None:
                     z, r_ = (b.op("Sigmoid", [v], f"{s}_{k}") for v, k in ((xz, "z"), (xr, "r")))
                     hh_in = b.op("Add", [xh, b.op("Mul", [r_, rbh], f"{s}_rrb") if lbr else rbh], f"{s}_hin")
@@ -106,7 +117,7 @@ def unroll(b: _Builder, n: onnx.NodeProto, consts: dict, shapes: dict) -> bool:
                     if lbr:
                         rec = b.op("Mul", [r_, b.op("Add", [hn, rbh], f"{s}_hnb")], f"{s}_rhn")
                     else:  # R_h (r * h): one more product with the candidate block of R only
-                        rh = b.const(f"d{d}_Rh", r[2 * hidden:].T.copy())
+                        rh = b.const(f"d{d}_Rh", r[2 * hidden :].T.copy())
                         rh_h = b.op("MatMul", [b.op("Mul", [r_, h], f"{s}_rh_in"), rh], f"{s}_rhh")
                         rec = b.op("Add", [rh_h, rbh], f"{s}_rhb")
                     hh = b.op("Tanh", [b.op("Add", [xh, rec], f"{s}_hin")], f"{s}_hh")

@@ -6,6 +6,7 @@ placement is reported in. It also runs in ONNX Runtime: an int8 simulation with 
 noisier than the TFLite because tensors the TFLite fuses away (conv output before its ReLU) are quantized too.
 An int16 (16x8) file's activations appear as int8 over the same ranges: QuantizeLinear takes int16 only from
 opset 21, and the twin keeps the source's opset."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,6 +19,7 @@ from ..util.io import atomic_save_onnx
 from .lower import Lowering
 from .qparams import activation_q, per_channel_weights
 
+
 def write_qdq_twin(L: Lowering, work_nodes, path: Path) -> Path:
     m = onnx.ModelProto()
     m.CopyFrom(L.prep.model)
@@ -25,19 +27,30 @@ def write_qdq_twin(L: Lowering, work_nodes, path: Path) -> Path:
     work = {n.name for n in work_nodes}
     graph_out = {o.name for o in g.output}
     # integer inputs (token ids, masks) are carried unquantized: no Q/DQ pair on them
-    acts = [o for n in work_nodes for o in n.outputs if o and o in L.ranges.lo] + \
-        [i for i in L.prep.graph.input_names if L.tensors[i].q is not None]
+    acts = [o for n in work_nodes for o in n.outputs if o and o in L.ranges.lo] + [
+        i for i in L.prep.graph.input_names if L.tensors[i].q is not None
+    ]
     new_nodes, inits, rename = [], [], {}
     for t in dict.fromkeys(acts):
         q = L.tensors[t].q if t in L.tensors and L.tensors[t].q is not None else L.q_of(t)
         q = activation_q(*q.range) if q.bits == 16 else q
         s, z = f"{t}/qdq_scale", f"{t}/qdq_zp"
-        inits += [numpy_helper.from_array(np.array(q.scale, np.float32), s), numpy_helper.from_array(np.array(q.zero_point, np.int8), z)]
+        inits += [
+            numpy_helper.from_array(np.array(q.scale, np.float32), s),
+            numpy_helper.from_array(np.array(q.zero_point, np.int8), z),
+        ]
         src = f"{t}/float" if t in graph_out else t
         dst = t if t in graph_out else f"{t}/dq"
         rename[t] = (src, dst)
-        new_nodes.append((t, [helper.make_node("QuantizeLinear", [src, s, z], [f"{t}/q"], name=f"{t}/QuantizeLinear"),
-                              helper.make_node("DequantizeLinear", [f"{t}/q", s, z], [dst], name=f"{t}/DequantizeLinear")]))
+        new_nodes.append(
+            (
+                t,
+                [
+                    helper.make_node("QuantizeLinear", [src, s, z], [f"{t}/q"], name=f"{t}/QuantizeLinear"),
+                    helper.make_node("DequantizeLinear", [f"{t}/q", s, z], [dst], name=f"{t}/DequantizeLinear"),
+                ],
+            )
+        )
     after = {t: nodes for t, nodes in new_nodes}
     out_nodes = [n for t in L.prep.graph.input_names for n in after.get(t, [])]
     for n in g.node:
@@ -79,8 +92,18 @@ def _dequantize_weight(L: Lowering, n, inits: list, out_nodes: list) -> None:
         inits.append(numpy_helper.from_array((wq.astype(np.float32) * ws.astype(np.float32).reshape(shape)), base))
         n.input[1] = base
         return
-    inits += [numpy_helper.from_array(wq, f"{base}_q"), numpy_helper.from_array(ws.astype(np.float32), f"{base}_scale"),
-              numpy_helper.from_array(np.zeros(len(ws), np.int8), f"{base}_zp")]
-    out_nodes.append(helper.make_node("DequantizeLinear", [f"{base}_q", f"{base}_scale", f"{base}_zp"], [base],
-                                      name=f"{base}/DequantizeLinear", axis=axis))
+    inits += [
+        numpy_helper.from_array(wq, f"{base}_q"),
+        numpy_helper.from_array(ws.astype(np.float32), f"{base}_scale"),
+        numpy_helper.from_array(np.zeros(len(ws), np.int8), f"{base}_zp"),
+    ]
+    out_nodes.append(
+        helper.make_node(
+            "DequantizeLinear",
+            [f"{base}_q", f"{base}_scale", f"{base}_zp"],
+            [base],
+            name=f"{base}/DequantizeLinear",
+            axis=axis,
+        )
+    )
     n.input[1] = base

@@ -5,6 +5,7 @@ and ReLU are lossless). Weights of CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED
 (zero point 0, range [-127, 127]); their bias: int32 with scale = input scale * weight scale.
 Wide (16x8) mode: activations int16, symmetric (zero point 0, as TFLite's int16 kernels require), weights int8,
 biases int64 (TFLite's 16x8 quantization)."""
+
 from __future__ import annotations
 
 import math
@@ -45,12 +46,20 @@ class Q:
         return self.scale * (self.qmin - self.zero_point), self.scale * (self.qmax - self.zero_point)
 
     def close_to(self, other: "Q") -> bool:
-        return self.zero_point == other.zero_point and self.bits == other.bits \
+        return (
+            self.zero_point == other.zero_point
+            and self.bits == other.bits
             and abs(self.scale - other.scale) <= 1e-6 * max(self.scale, other.scale)
+        )
 
 
 # Ops whose int8 kernels have a fixed output scale/zero point (TFLite int8 quantization spec)
-FIXED = {"LOGISTIC": Q(1 / 256, -128), "SOFTMAX": Q(1 / 256, -128), "TANH": Q(1 / 128, 0), "LOG_SOFTMAX": Q(16 / 256, 127)}
+FIXED = {
+    "LOGISTIC": Q(1 / 256, -128),
+    "SOFTMAX": Q(1 / 256, -128),
+    "TANH": Q(1 / 128, 0),
+    "LOG_SOFTMAX": Q(16 / 256, 127),
+}
 # ... and their int16 kernels (LOG_SOFTMAX has none: it runs in int8)
 FIXED16 = {"LOGISTIC": Q(1 / 32768, 0, 16), "SOFTMAX": Q(1 / 32768, 0, 16), "TANH": Q(1 / 32768, 0, 16)}
 
@@ -91,14 +100,16 @@ def per_channel_weights(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarra
     return q, scales
 
 
-def bias_int32(b: np.ndarray | None, in_scale: float, w_scales: np.ndarray, bits: int = 32) -> tuple[np.ndarray, np.ndarray]:
+def bias_int32(
+    b: np.ndarray | None, in_scale: float, w_scales: np.ndarray, bits: int = 32
+) -> tuple[np.ndarray, np.ndarray]:
     """Bias at scale input * weight: int32, or int64 (`bits` 64) for an int16 input (16x8)."""
     scales = in_scale * np.asarray(w_scales, np.float64)
     dt = np.int64 if bits == 64 else np.int32
     if b is None:
         return np.zeros(len(scales), dt), scales
     q = np.round(np.asarray(b, np.float64) / scales)
-    return np.clip(q, -(2**(bits - 1)), 2**(bits - 1) - 1).astype(dt), scales
+    return np.clip(q, -(2 ** (bits - 1)), 2 ** (bits - 1) - 1).astype(dt), scales
 
 
 def const_q(value: np.ndarray, bits: int = 8) -> Q:

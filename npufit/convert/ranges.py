@@ -4,6 +4,7 @@ Every intermediate the converter may quantize is exposed as a graph output of a 
 so one run per sample gives min/max (and the true static shape) of all of them. Then tensors that TFLite's
 int8 kernels pass through unchanged (RESHAPE, MAX_POOL, CONCATENATION, ...) are merged into one range, so
 that no requantization op has to be inserted between them."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -44,8 +45,13 @@ class Ranges:
         self.hi[name] = max(hi, self.hi.get(name, hi))
 
 
-def collect(model: onnx.ModelProto, names: Iterable[str], samples: Sequence[dict[str, np.ndarray]],
-            keep: Iterable[str] = (), rows: Iterable[str] = ()) -> Ranges:
+def collect(
+    model: onnx.ModelProto,
+    names: Iterable[str],
+    samples: Sequence[dict[str, np.ndarray]],
+    keep: Iterable[str] = (),
+    rows: Iterable[str] = (),
+) -> Ranges:
     """Run the float model once per sample with `names` (and the model's own outputs) exposed; the values of
     `keep` (input-independent tensors) are recorded from the first run; for the 3-D tensors in `rows`, the
     largest |value| of each row (axis 1) too (row_scale)."""

@@ -10,6 +10,7 @@ MatMul where that leaves its range as it was), its sources are scaled where they
 Concat parts and Add operands followed), each LayerNorm's eps becomes eps D^2, and any other reader gets x back
 through D^-1. Exact in float (powers of two); ONNX Runtime then calibrates the rewritten copy. Measured on the
 calibration corpus: docs/guide/convert.md."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,8 +56,15 @@ def layernorms(model: onnx.ModelProto, val) -> dict[str, list[tuple]]:
         var = prod.get(add.input[1 - k]) if k is not None else None
         p2 = prod.get(var.input[0]) if var is not None and var.op_type == "ReduceMean" else None
         mean = prod.get(sub.input[1])
-        if p2 is None or p2.op_type not in ("Mul", "Pow") or p2.input[0] != div.input[0] or mean is None \
-                or mean.op_type != "ReduceMean" or mean.input[0] != sub.input[0] or _axes(mean, val) not in ([-1], [2]):
+        if (
+            p2 is None
+            or p2.op_type not in ("Mul", "Pow")
+            or p2.input[0] != div.input[0]
+            or mean is None
+            or mean.op_type != "ReduceMean"
+            or mean.input[0] != sub.input[0]
+            or _axes(mean, val) not in ([-1], [2])
+        ):
             continue
         if any(c is not sub for c in cons.get(mean.output[0], [])):
             continue
@@ -85,8 +93,9 @@ def rescale_rows(prep, ranges, lns: dict, src, input_shapes):
         return s if s is not None else (None if v is None else np.shape(v))
 
     try:
-        origin, n = rewrite(m, prep.const, shape_of, lns, {x: factors[g] for x, g in group.items() if g in factors},
-                            ranges.rows)
+        origin, n = rewrite(
+            m, prep.const, shape_of, lns, {x: factors[g] for x, g in group.items() if g in factors}, ranges.rows
+        )
         if not n:
             return None
         with tempfile.TemporaryDirectory() as d:
@@ -98,8 +107,10 @@ def rescale_rows(prep, ranges, lns: dict, src, input_shapes):
     new.origin = {**prep.origin, **{k: prep.source_node(v) for k, v in origin.items()}}
     new.fixed_ranges, new.rewrites = prep.fixed_ranges, prep.rewrites
     gain = max(float(d.max()) for d in factors.values())
-    new.notes = list(prep.notes) + [f"row-scaled the residual stream before {n} LayerNorm(s): rows up to {gain:.0f}x "
-                                    "smaller than the largest keep their int8 resolution"]
+    new.notes = list(prep.notes) + [
+        f"row-scaled the residual stream before {n} LayerNorm(s): rows up to {gain:.0f}x "
+        "smaller than the largest keep their int8 resolution"
+    ]
     return new
 
 
@@ -145,7 +156,9 @@ def plan(rows: dict[str, np.ndarray], group: dict[str, str]) -> dict[str, np.nda
     return out
 
 
-def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[str, np.ndarray], rows: dict[str, np.ndarray]):
+def rewrite(
+    model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[str, np.ndarray], rows: dict[str, np.ndarray]
+):
     """Rewrite `model` in place; -> (new node -> the node it scales, number of LayerNorm inputs scaled). `rows`: the
     calibrated per-row |max| of 3-D tensors: D is pushed into a producer's input only where it leaves that input's
     range as it was (a row that is small in the stream may be large before the branch's last MatMul)."""
@@ -200,25 +213,43 @@ def rewrite(model: onnx.ModelProto, val, shape_of, lns: dict, factors: dict[str,
         if val(y) is not None:
             v = np.asarray(val(y), np.float32)
             r = const(y, v * col(d)) if v.ndim == 3 else None
-        elif p is not None and p.op_type == "Add" and len(shapes.get(y, ())) == 3 \
-                and all(fits(i, d) or val(i) is not None for i in p.input):
+        elif (
+            p is not None
+            and p.op_type == "Add"
+            and len(shapes.get(y, ())) == 3
+            and all(fits(i, d) or val(i) is not None for i in p.input)
+        ):
             r = node("Add", [push(p.input[0], d), push(p.input[1], d)], y, p.name)
-        elif p is not None and p.op_type == "MatMul" and val(p.input[1]) is not None and np.ndim(val(p.input[1])) == 2 \
-                and len(shapes.get(p.input[0], ())) == 3 and fits(p.input[0], d):  # rows stay rows: (D x) W = D (x W)
+        elif (
+            p is not None
+            and p.op_type == "MatMul"
+            and val(p.input[1]) is not None
+            and np.ndim(val(p.input[1])) == 2
+            and len(shapes.get(p.input[0], ())) == 3
+            and fits(p.input[0], d)
+        ):  # rows stay rows: (D x) W = D (x W)
             r = node("MatMul", [push(p.input[0], d), p.input[1]], y, p.name)
-        elif p is not None and p.op_type == "Mul" and len(shapes.get(y, ())) == 3 \
-                and any(_row_free(val(i)) for i in p.input) \
-                and fits(p.input[1 - next(j for j, i in enumerate(p.input) if _row_free(val(i)))], d):
+        elif (
+            p is not None
+            and p.op_type == "Mul"
+            and len(shapes.get(y, ())) == 3
+            and any(_row_free(val(i)) for i in p.input)
+            and fits(p.input[1 - next(j for j, i in enumerate(p.input) if _row_free(val(i)))], d)
+        ):
             k = next(j for j, i in enumerate(p.input) if _row_free(val(i)))  # a per-feature or scalar factor
             ins = list(p.input)
             ins[1 - k] = push(ins[1 - k], d)
             r = node("Mul", ins, y, p.name)
-        elif p is not None and p.op_type == "Concat" and _concat_axis(p, shapes) == 1 and \
-                all(len(shapes.get(i, ())) == 3 for i in p.input):
+        elif (
+            p is not None
+            and p.op_type == "Concat"
+            and _concat_axis(p, shapes) == 1
+            and all(len(shapes.get(i, ())) == 3 for i in p.input)
+        ):
             parts, at = [], 0
             for i in p.input:
                 t = shapes[i][1]
-                parts.append(push(i, d[at:at + t]) if np.any(d[at:at + t] != 1) else i)
+                parts.append(push(i, d[at : at + t]) if np.any(d[at : at + t] != 1) else i)
                 at += t
             r = fresh(y)
             new_nodes.append(helper.make_node("Concat", parts, [r], name=r, axis=1))
@@ -327,7 +358,9 @@ def _toposort(model: onnx.ModelProto) -> None:
         if any(o in live for o in n.output):
             keep.append(n)
             live.update(i for i in n.input if i)
-            live.update(i for a in n.attribute if a.type == onnx.AttributeProto.GRAPH for b in a.g.node for i in b.input)
+            live.update(
+                i for a in n.attribute if a.type == onnx.AttributeProto.GRAPH for b in a.g.node for i in b.input
+            )
     del g.node[:]
     g.node.extend(reversed(keep))
 

@@ -10,6 +10,7 @@ output through it. Built on the schema bindings of the `tflite` package (no Tens
     b.op("CONV_2D", [x, w, bias], [y], "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1)
     b.io([x], [y]); data = b.build()
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,8 +19,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-TENSOR_TYPES = {"float32": 0, "float16": 1, "int32": 2, "uint8": 3, "int64": 4, "bool": 6, "int16": 7, "int8": 9,
-                "resource": 13}  # resource: the handle of a stateful model's variable (VAR_HANDLE)
+TENSOR_TYPES = {
+    "float32": 0,
+    "float16": 1,
+    "int32": 2,
+    "uint8": 3,
+    "int64": 4,
+    "bool": 6,
+    "int16": 7,
+    "int8": 9,
+    "resource": 13,
+}  # resource: the handle of a stateful model's variable (VAR_HANDLE)
 PADDING = {"SAME": 0, "VALID": 1}
 ACTIVATION = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
 # the lowest version LiteRT registers where it is not 1 (BROADCAST_TO: version 1 is not registered)
@@ -64,9 +74,16 @@ class TFLiteBuilder:
         self.inputs: list[int] = []
         self.outputs: list[int] = []
 
-    def tensor(self, name: str, shape: Sequence[int], dtype: str = "int8", data: np.ndarray | None = None,
-               scale: float | Sequence[float] | None = None, zero_point: int | Sequence[int] | None = None,
-               axis: int = 0) -> int:
+    def tensor(
+        self,
+        name: str,
+        shape: Sequence[int],
+        dtype: str = "int8",
+        data: np.ndarray | None = None,
+        scale: float | Sequence[float] | None = None,
+        zero_point: int | Sequence[int] | None = None,
+        axis: int = 0,
+    ) -> int:
         if dtype not in TENSOR_TYPES:
             raise ValueError(f"unsupported TFLite tensor dtype {dtype}")
         buf = 0
@@ -81,8 +98,9 @@ class TFLiteBuilder:
         self.tensors.append(_Tensor(name, tuple(int(d) for d in shape), dtype, buf, sc, zp, axis))
         return len(self.tensors) - 1
 
-    def op(self, builtin: str, inputs: Sequence[int], outputs: Sequence[int], options_type: str | None = None,
-           **options) -> int:
+    def op(
+        self, builtin: str, inputs: Sequence[int], outputs: Sequence[int], options_type: str | None = None, **options
+    ) -> int:
         code = getattr(_schema("BuiltinOperator").BuiltinOperator, builtin)
         self.ops.append(_Op(code, list(inputs), list(outputs), options_type, options))
         return len(self.ops) - 1
@@ -159,7 +177,7 @@ class TFLiteBuilder:
         if data:
             b.StartVector(1, len(data), 16)  # 16-byte aligned weights, as TFLite's own writer does
             b.head = b.head - len(data)
-            b.Bytes[b.head:b.head + len(data)] = data
+            b.Bytes[b.head : b.head + len(data)] = data
             vec = b.EndVector()
         B.BufferStart(b)
         if vec is not None:

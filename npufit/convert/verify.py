@@ -3,6 +3,7 @@
 Inputs are quantized with the TFLite input's own parameters and laid out NHWC where the converter stored
 them so; outputs are dequantized and put back in ONNX axis order before comparing. Per output: cosine
 similarity (over all samples) and max absolute error, next to the reference's magnitude."""
+
 from __future__ import annotations
 
 import os
@@ -34,13 +35,21 @@ class Verification:
         return max((d["max_abs"] for d in self.per_output.values()), default=float("nan"))
 
     def summary(self) -> str:
-        return (f"vs ONNX Runtime on {self.samples} sample(s): min cosine {self.min_cosine:.5f}, "
-                f"max abs error {self.max_abs:.4g} over {len(self.per_output)} output(s)")
+        return (
+            f"vs ONNX Runtime on {self.samples} sample(s): min cosine {self.min_cosine:.5f}, "
+            f"max abs error {self.max_abs:.4g} over {len(self.per_output)} output(s)"
+        )
 
     def to_dict(self) -> dict:
-        return {"schema": SCHEMA, "interpreter": self.interpreter, "samples": self.samples,
-                "min_cosine": round(self.min_cosine, 6), "max_abs": self.max_abs, "per_output": self.per_output,
-                "notes": self.notes}
+        return {
+            "schema": SCHEMA,
+            "interpreter": self.interpreter,
+            "samples": self.samples,
+            "min_cosine": round(self.min_cosine, 6),
+            "max_abs": self.max_abs,
+            "per_output": self.per_output,
+            "notes": self.notes,
+        }
 
 
 def _layout_of(tfl_shape, onnx_shape, hint: str | None) -> str:
@@ -81,13 +90,22 @@ def _io(path: Path, io: dict | None) -> dict:
     return {}
 
 
-def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, samples=4, *,
-                  input_shapes: dict | None = None, seed: int = 0, io: dict | None = None) -> Verification:
+def verify_tflite(
+    tflite_path: str | os.PathLike,
+    onnx_path: str | os.PathLike,
+    samples=4,
+    *,
+    input_shapes: dict | None = None,
+    seed: int = 0,
+    io: dict | None = None,
+) -> Verification:
     """samples: a count of seeded random samples, an .npz/.npy path, or a list of {input name: array} feeds."""
     try:
         from ai_edge_litert.interpreter import Interpreter
     except ImportError:
-        raise NpufitError("verifying a TFLite file needs the LiteRT interpreter: pip install 'ai-edge-litert>=2.3'") from None
+        raise NpufitError(
+            "verifying a TFLite file needs the LiteRT interpreter: pip install 'ai-edge-litert>=2.3'"
+        ) from None
     from ..graph.onnx_prepare import prepare_onnx
     from ..quantize.calibration import input_specs, load_calibration
     from ..verify.compare import make_session, timed_run
@@ -113,7 +131,11 @@ def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, 
             raise
         from ai_edge_litert.interpreter import OpResolverType
 
-        it = Interpreter(model_path=str(tfl), num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        it = Interpreter(
+            model_path=str(tfl),
+            num_threads=1,
+            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        )
         it.allocate_tensors()
         fallback = f"LiteRT's XNNPACK delegate refused the graph ({' '.join(str(e).split())[:120]}); verified with the reference kernels"
     meta = _io(tfl, io)
@@ -151,11 +173,16 @@ def verify_tflite(tflite_path: str | os.PathLike, onnx_path: str | os.PathLike, 
         b = np.concatenate([g.ravel() for g in got[name]]).astype(np.float64)
         na, nb = np.linalg.norm(a), np.linalg.norm(b)
         cos = float(a @ b / (na * nb)) if na > 0 and nb > 0 else float(na == nb)
-        res.per_output[name] = {"cosine": round(cos, 6), "max_abs": float(np.abs(a - b).max()) if a.size else 0.0,
-                                "ref_max_abs": float(np.abs(a).max()) if a.size else 0.0}
+        res.per_output[name] = {
+            "cosine": round(cos, 6),
+            "max_abs": float(np.abs(a - b).max()) if a.size else 0.0,
+            "ref_max_abs": float(np.abs(a).max()) if a.size else 0.0,
+        }
         if name in index_outputs:  # indices (ArgMax/TopK): int8 ties pick another index, so count agreement too
             res.per_output[name]["agreement"] = round(float(np.mean(a == b)), 6) if a.size else 1.0
         if res.per_output[name]["ref_max_abs"] < 1e-6:  # int8 cannot represent it; the cosine means nothing
-            res.notes.append(f"output '{name}': the float reference is ~0 (max |x| {res.per_output[name]['ref_max_abs']:.3g}); "
-                             "its cosine is not meaningful (random weights?)")
+            res.notes.append(
+                f"output '{name}': the float reference is ~0 (max |x| {res.per_output[name]['ref_max_abs']:.3g}); "
+                "its cosine is not meaningful (random weights?)"
+            )
     return res

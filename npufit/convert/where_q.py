@@ -2,6 +2,7 @@
 saturates to the int8 end instead of stretching the scale to 1e38. Shared by both Where lowerings (constant
 condition: ops_shape; run-time condition: ops_int).
 """
+
 from __future__ import annotations
 
 import math
@@ -73,8 +74,10 @@ def far_fills(L: Lowering, out: str, branches, ranges):
         others = [o for j, o in enumerate(ranges) if j != k and o is not None]
         room = fill_room(L, out, others) if r is not None and others else []
         far.append(bool(room) and r[1] <= room[0][0])
-    return ([("fill", -1.0) if f else b for b, f in zip(branches, far)],
-            [None if f else r for r, f in zip(ranges, far)])
+    return (
+        [("fill", -1.0) if f else b for b, f in zip(branches, far)],
+        [None if f else r for r, f in zip(ranges, far)],
+    )
 
 
 def fill_room(L: Lowering, out: str, ranges) -> list[tuple[float, float]]:

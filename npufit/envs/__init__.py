@@ -2,6 +2,7 @@
 onnx 1.18, setuptools < 70; the Hailo DFC ships its own TensorFlow). npufit creates them on request
 (`npufit env install rknn`) and talks to them through a subprocess and JSON files (npufit.envs.bridge).
 """
+
 from __future__ import annotations
 
 import os
@@ -37,15 +38,28 @@ SPECS: dict[str, EnvSpec] = {
         steps=(
             # The toolkit's runtime deps, minus its `torch<=2.4` pin: PyPI's torch 2.4 wheel drags ~2.5 GB of CUDA
             # wheels, and the ONNX path only needs `import torch` to succeed, so the CPU build npufit uses serves.
-            ("numpy==1.26.4", "onnx==1.18.0", "onnxruntime>=1.17,<1.23", "protobuf>=4.21.6,<=4.25.4", "psutil",
-             "ruamel.yaml", "scipy", "tqdm", "opencv-python-headless", "fast-histogram", "torch==2.13.0"),
+            (
+                "numpy==1.26.4",
+                "onnx==1.18.0",
+                "onnxruntime>=1.17,<1.23",
+                "protobuf>=4.21.6,<=4.25.4",
+                "psutil",
+                "ruamel.yaml",
+                "scipy",
+                "tqdm",
+                "opencv-python-headless",
+                "fast-histogram",
+                "torch==2.13.0",
+            ),
             # torch pulls setuptools>=77, which dropped pkg_resources; the toolkit imports it at RKNN() time.
             ("--no-deps", "setuptools<70"),
             ("--no-deps", "rknn-toolkit2==2.5.0"),
         ),
         probe="import importlib.metadata as m; print(m.version('rknn-toolkit2'))",
         enables="npufit compile --target rk3588 (and rk3562/rk3566/rk3568/rk3576/rv1106): build .rknn, per-layer placement, simulator",
-        notes=("installs torch 2.13.0 (CPU) instead of the toolkit's pinned torch<=2.4: the pinned PyPI wheel pulls CUDA",),
+        notes=(
+            "installs torch 2.13.0 (CPU) instead of the toolkit's pinned torch<=2.4: the pinned PyPI wheel pulls CUDA",
+        ),
     ),
     "hailo": EnvSpec(
         name="hailo",
@@ -62,7 +76,7 @@ SPECS: dict[str, EnvSpec] = {
         steps=(),
         probe="",
         enables="npufit compile --target ethos-n78 (and check --measure, probe --compiler ethos-n): the library's own "
-                "per-operation support verdicts with reasons, Compile(), EstimatePerformance()",
+        "per-operation support verdicts with reasons, Compile(), EstimatePerformance()",
         notes=("needs g++ and scons 4.4.0; --source DIR or NPUFIT_ETHOSN_SOURCE=DIR builds from a local copy",),
         kind="native",
     ),
@@ -111,11 +125,19 @@ def env_status(name: str) -> dict:
     s = spec(name)
     m = manifest(name)
     ok = m is not None and env_ready_path(name).exists()
-    return {"name": s.name, "title": s.title, "installed": ok, "path": str(env_dir(name)),
-            "version": m.get("version") if m else None, "size_mb": m.get("size_mb") if m else None,
-            "install_s": m.get("install_s") if m else None, "enables": s.enables,
-            "install": f"npufit env install {s.name}" + (" --wheel " + s.needs_wheel.split(" ")[0] if s.needs_wheel else "")
-            + (" [--source DIR|GIT_URL]" if s.kind == "native" else "")}
+    return {
+        "name": s.name,
+        "title": s.title,
+        "installed": ok,
+        "path": str(env_dir(name)),
+        "version": m.get("version") if m else None,
+        "size_mb": m.get("size_mb") if m else None,
+        "install_s": m.get("install_s") if m else None,
+        "enables": s.enables,
+        "install": f"npufit env install {s.name}"
+        + (" --wheel " + s.needs_wheel.split(" ")[0] if s.needs_wheel else "")
+        + (" [--source DIR|GIT_URL]" if s.kind == "native" else ""),
+    }
 
 
 def list_envs() -> list[dict]:
@@ -133,8 +155,14 @@ def _dir_size_mb(p: Path) -> float:
     return round(total / 2**20, 1)
 
 
-def install(name: str, wheel: str | None = None, force: bool = False, log=None, source: str | None = None,
-            jobs: int | None = None) -> dict:
+def install(
+    name: str,
+    wheel: str | None = None,
+    force: bool = False,
+    log=None,
+    source: str | None = None,
+    jobs: int | None = None,
+) -> dict:
     """Create the env from scratch; returns its manifest (install time, size, tool version).
 
     An installed env is left as it is (manifest["reused"] is then True) unless force is given."""
@@ -165,9 +193,17 @@ def install(name: str, wheel: str | None = None, force: bool = False, log=None, 
         with working(f"env {name}: step {i}/{len(steps)}"):
             _run(pip + list(step))
     version = _run([str(env_python(name)), "-c", s.probe]).strip().splitlines()[-1]
-    m = {"schema": SCHEMA, "name": s.name, "title": s.title, "version": version, "python": sys.version.split()[0],
-         "install_s": round(time.perf_counter() - t0, 1), "size_mb": _dir_size_mb(d),
-         "steps": [list(x) for x in steps], "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    m = {
+        "schema": SCHEMA,
+        "name": s.name,
+        "title": s.title,
+        "version": version,
+        "python": sys.version.split()[0],
+        "install_s": round(time.perf_counter() - t0, 1),
+        "size_mb": _dir_size_mb(d),
+        "steps": [list(x) for x in steps],
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
     from ..util.io import atomic_write_json
 
     atomic_write_json(d / "npufit-env.json", m)

@@ -1,4 +1,5 @@
 """Run a tool as a child process and measure it: wall time, peak memory, full log."""
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,13 @@ class ToolRun:
         return shlex.join(self.command)
 
 
-def run_tool(command: list[str], log_path: str | os.PathLike, cwd: str | os.PathLike | None = None,
-             env: dict[str, str] | None = None, timeout_s: float | None = None) -> ToolRun:
+def run_tool(
+    command: list[str],
+    log_path: str | os.PathLike,
+    cwd: str | os.PathLike | None = None,
+    env: dict[str, str] | None = None,
+    timeout_s: float | None = None,
+) -> ToolRun:
     """Run a compiler process, its stdout+stderr going to log_path; measure wall time and peak RSS.
 
     Peak memory is the VmHWM of the child (and its children), polled while it runs. Not rusage:
@@ -48,8 +54,9 @@ def run_tool(command: list[str], log_path: str | os.PathLike, cwd: str | os.Path
     t0 = time.perf_counter()
     with open(log_path, "wb") as log, working(f"running {Path(command[0]).name} (log: {log_path.name})"):
         try:
-            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=cwd, env=env)
+            proc = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, env=env
+            )
         except OSError as e:
             raise NpufitError(f"cannot start {command[0]}: {e.strerror or e}") from None
         status, hwm, killed, limit_mb = 0, 0, None, max_tool_memory_mb()
@@ -62,16 +69,20 @@ def run_tool(command: list[str], log_path: str | os.PathLike, cwd: str | os.Path
             if over_time or hwm > limit_mb * 1024:
                 _kill_tree(proc.pid)
                 pid, status, _ru = os.wait4(proc.pid, 0)
-                killed = (f"killed after {timeout_s:.0f} s timeout" if over_time else
-                          f"killed after using more than {limit_mb:.0f} MB of memory (--max-memory)")
+                killed = (
+                    f"killed after {timeout_s:.0f} s timeout"
+                    if over_time
+                    else f"killed after using more than {limit_mb:.0f} MB of memory (--max-memory)"
+                )
                 log.write(f"\n[npufit] {killed}\n".encode())
                 break
             time.sleep(0.02)
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     peak = hwm / 1024.0 if hwm else None
-    return ToolRun(list(map(str, command)), proc.returncode, round(wall, 3), round(peak, 1) if peak else None, log_path,
-                   killed)
+    return ToolRun(
+        list(map(str, command)), proc.returncode, round(wall, 3), round(peak, 1) if peak else None, log_path, killed
+    )
 
 
 def _kill_tree(pid: int) -> None:

@@ -5,12 +5,22 @@ and optional resource tags. Every executor returns one `Outcome` per task, in ta
 kills its worker or overruns its timeout is an outcome (`error` / `timeout`), never the end of the batch.
 Scan, probe, compile over many models and pipeline cells all go through `get_executor`.
 """
+
 from __future__ import annotations
 
 from ..errors import NpufitError
 from .base import COMPILER_RESOURCES, EXECUTORS, Executor, InProcess, Outcome, Task, call, resources_for_compiler
 
-__all__ = ["COMPILER_RESOURCES", "EXECUTORS", "Executor", "Outcome", "Task", "call", "get_executor", "resources_for_compiler"]
+__all__ = [
+    "COMPILER_RESOURCES",
+    "EXECUTORS",
+    "Executor",
+    "Outcome",
+    "Task",
+    "call",
+    "get_executor",
+    "resources_for_compiler",
+]
 
 
 # here, not in base.py: the pool and Ray executors build on base.py, so the factory sits above all three

@@ -1,4 +1,5 @@
 """The executor interface, the task/outcome records and the in-process executor."""
+
 from __future__ import annotations
 
 import importlib
@@ -59,8 +60,13 @@ def call(fn: str, arg: Any) -> Outcome:
         value = resolve(fn)(arg)
     except Exception as e:
         msg = str(e).splitlines()[0][:300] if str(e) else ""
-        return Outcome("error", None, f"{type(e).__name__}: {msg}" if not isinstance(e, NpufitError) else msg,
-                       traceback.format_exc(limit=6), time.perf_counter() - t0)
+        return Outcome(
+            "error",
+            None,
+            f"{type(e).__name__}: {msg}" if not isinstance(e, NpufitError) else msg,
+            traceback.format_exc(limit=6),
+            time.perf_counter() - t0,
+        )
     return Outcome("ok", value, seconds=time.perf_counter() - t0)
 
 
@@ -73,11 +79,14 @@ class Executor(ABC):
         self.jobs = max(1, int(jobs or os.cpu_count() or 1))
 
     @abstractmethod
-    def run(self, tasks: Sequence[Task], timeout: float | None = None, warmup: str | None = None) -> Iterator[tuple[int, Outcome]]:
+    def run(
+        self, tasks: Sequence[Task], timeout: float | None = None, warmup: str | None = None
+    ) -> Iterator[tuple[int, Outcome]]:
         """warmup: a "module:function" run once per worker before its first task (e.g. importing torch)."""
 
-    def map(self, tasks: Sequence[Task], timeout: float | None = None, warmup: str | None = None,
-            description: str = "") -> list[Outcome]:
+    def map(
+        self, tasks: Sequence[Task], timeout: float | None = None, warmup: str | None = None, description: str = ""
+    ) -> list[Outcome]:
         from ..util.progress import track
 
         out: list[Outcome | None] = [None] * len(tasks)

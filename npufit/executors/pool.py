@@ -3,6 +3,7 @@
 A task that overruns its timeout gets its worker killed and a `timeout` outcome; a worker that dies gets an
 `error` outcome; in both cases a fresh worker takes its place and the batch goes on.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -107,7 +108,14 @@ class ProcessPool(Executor):
                         idx = w.task
                         w.stop(kill=True)
                         workers.remove(w)
-                        yield idx, Outcome("timeout", error=f"no result within {timeout:g} s (per-task timeout)", seconds=now - w.since)
+                        yield (
+                            idx,
+                            Outcome(
+                                "timeout",
+                                error=f"no result within {timeout:g} s (per-task timeout)",
+                                seconds=now - w.since,
+                            ),
+                        )
                     elif not w.ready and now - w.started > WARMUP_LIMIT_S:
                         raise RuntimeError(f"worker did not start within {WARMUP_LIMIT_S:g} s")
         finally:

@@ -6,6 +6,7 @@ workers must see the same files (shared storage; docs/guide/scale.md). At most a
 as the cluster has CPUs, so a task's timeout counts from (about) when it starts; an overdue task is
 cancelled with force (its worker process is killed) and becomes a `timeout` outcome.
 """
+
 from __future__ import annotations
 
 import os
@@ -77,8 +78,14 @@ class RayExecutor(Executor):
             missing = [r for r, n in tasks[i].resources.items() if have.get(r, 0) < n]
             if missing:  # Ray would wait for such a node forever
                 pending.remove(i)
-                yield i, Outcome("error", error=f"no node of the Ray cluster has the resource(s) {', '.join(missing)} "
-                                                "this task needs (ray start --resources ...)")
+                yield (
+                    i,
+                    Outcome(
+                        "error",
+                        error=f"no node of the Ray cluster has the resource(s) {', '.join(missing)} "
+                        "this task needs (ray start --resources ...)",
+                    ),
+                )
         try:
             while pending or inflight:
                 while pending and len(inflight) < self.jobs:
@@ -96,14 +103,27 @@ class RayExecutor(Executor):
                         yield i, ray.get(ref)
                     except Exception as e:  # the worker died (a crash in native code, out of memory)
                         msg = str(e).strip().splitlines()[-1][:300] if str(e).strip() else ""
-                        yield i, Outcome("error", error=f"Ray task failed: {type(e).__name__}: {msg}",
-                                         seconds=time.monotonic() - since)
+                        yield (
+                            i,
+                            Outcome(
+                                "error",
+                                error=f"Ray task failed: {type(e).__name__}: {msg}",
+                                seconds=time.monotonic() - since,
+                            ),
+                        )
                 now = time.monotonic()
                 for ref, (i, since) in list(inflight.items()):
                     if timeout and now - since > timeout:
                         ray.cancel(ref, force=True)
                         del inflight[ref]
-                        yield i, Outcome("timeout", error=f"no result within {timeout:g} s (per-task timeout)", seconds=now - since)
+                        yield (
+                            i,
+                            Outcome(
+                                "timeout",
+                                error=f"no result within {timeout:g} s (per-task timeout)",
+                                seconds=now - since,
+                            ),
+                        )
         finally:
             for ref in inflight:
                 ray.cancel(ref, force=True)

@@ -1,4 +1,5 @@
 """Graph loading: ONNX and TFLite files -> Graph of read-only NodeViews."""
+
 from __future__ import annotations
 
 import os

@@ -9,6 +9,7 @@ The scope is a context variable, not graph state: concurrent checks of one Graph
 
 A remembered value is handed to every caller as is: facts are immutable values or lists no caller changes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

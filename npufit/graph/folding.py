@@ -4,6 +4,7 @@ A node is folded when every input is a constant (initializer, Constant, or anoth
 node's output) or when it only reads a static shape (Shape/Size). Such nodes run nowhere:
 the exporter's shape arithmetic (ZeroPad2d, flatten, view) is folded by every vendor parser.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,15 +13,50 @@ import numpy as np
 
 from .model import Graph, NodeView
 
-NON_DETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+NON_DETERMINISTIC = {
+    "RandomNormal",
+    "RandomUniform",
+    "RandomNormalLike",
+    "RandomUniformLike",
+    "Multinomial",
+    "Bernoulli",
+}
 CONTROL_FLOW = {"If", "Loop", "Scan"}
 MAX_EVAL_ELEMS = 1 << 16  # evaluate folded nodes only while their tensors stay small
 MAX_TOTAL_BYTES = 256 << 20  # all values folding computes in one graph; past it, nodes keep the verdict, not a value
 # Ops whose output never holds more elements than their largest input: evaluated even when onnx cannot
 # infer their output shape (a hostile model cannot grow memory through them).
-NON_GROWING = {"Identity", "Cast", "CastLike", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice",
-               "Neg", "Abs", "Floor", "Ceil", "Round", "Sqrt", "Reciprocal", "Not", "Sign", "Relu", "Sigmoid",
-               "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ArgMax", "ArgMin", "Shape", "Size"}
+NON_GROWING = {
+    "Identity",
+    "Cast",
+    "CastLike",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Slice",
+    "Neg",
+    "Abs",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sqrt",
+    "Reciprocal",
+    "Not",
+    "Sign",
+    "Relu",
+    "Sigmoid",
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ArgMax",
+    "ArgMin",
+    "Shape",
+    "Size",
+}
 
 
 def is_foldable(node: NodeView) -> bool:
@@ -122,7 +158,11 @@ def _output_fits(node: NodeView, m, budget: list[int]) -> bool:
     total = 0
     for name in (o for o in node.outputs if o):
         tt = outs[name].tensor_type if name in outs and outs[name].HasField("tensor_type") else None
-        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim] if tt and tt.HasField("shape") else None
+        dims = (
+            [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+            if tt and tt.HasField("shape")
+            else None
+        )
         if dims is None or any(d < 0 for d in dims):
             if node.op_type in NON_GROWING:
                 continue
@@ -145,6 +185,8 @@ def _single_node_model(node: NodeView, values, opsets: Mapping[str, int]):
     inits = [numpy_helper.from_array(np.asarray(v), name) for name, v in given.items()]
     out_vi = [helper.make_tensor_value_info(o, 0, None) for o in proto.output if o]
     g = helper.make_graph([proto], "fold", [], out_vi, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid(d if d != "ai.onnx" else "", v) for d, v in opsets.items()])
+    m = helper.make_model(
+        g, opset_imports=[helper.make_opsetid(d if d != "ai.onnx" else "", v) for d, v in opsets.items()]
+    )
     m.ir_version = 8
     return m

@@ -4,6 +4,7 @@ Exporters trace Python branches on sizes (`if rel_pos.shape[0] != max_rel_dist` 
 input shapes are pinned the condition is fixed. The converter inlines such Ifs before lowering (convert/prepass_if.py);
 the loader does the same on the copy it re-infers shapes on (onnx_loader._refine_shapes), so that the tensors after
 the If get the shapes the converter and the vendor compilers see, while the checked graph keeps its own nodes."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -65,6 +66,12 @@ def _written(node: onnx.NodeProto) -> set[str]:
     """Every name the subgraphs of `node` write."""
     out: set[str] = set()
     for a in node.attribute:
-        for sub in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []):
+        for sub in (
+            [a.g]
+            if a.type == onnx.AttributeProto.GRAPH
+            else list(a.graphs)
+            if a.type == onnx.AttributeProto.GRAPHS
+            else []
+        ):
             out |= _written_in(sub)
     return out

@@ -1,4 +1,5 @@
 """Multiply-accumulate estimates per node, for coverage by compute rather than by node count."""
+
 from __future__ import annotations
 
 from math import prod
@@ -81,8 +82,10 @@ def _rnn(node: NodeView) -> int:
     return seq * batch * dirs * gates * hidden * (inp + hidden)
 
 
-_MACS = {**dict.fromkeys(("Conv", "QLinearConv", "ConvInteger", "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_3D"), _conv),
-         **dict.fromkeys(("ConvTranspose", "TRANSPOSE_CONV"), _conv_transpose),
-         **dict.fromkeys(("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger", "FULLY_CONNECTED", "BATCH_MATMUL"), _matmul),
-         **dict.fromkeys(("LSTM", "GRU", "RNN", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM"), _rnn)}
+_MACS = {
+    **dict.fromkeys(("Conv", "QLinearConv", "ConvInteger", "CONV_2D", "DEPTHWISE_CONV_2D", "CONV_3D"), _conv),
+    **dict.fromkeys(("ConvTranspose", "TRANSPOSE_CONV"), _conv_transpose),
+    **dict.fromkeys(("Gemm", "MatMul", "QLinearMatMul", "MatMulInteger", "FULLY_CONNECTED", "BATCH_MATMUL"), _matmul),
+    **dict.fromkeys(("LSTM", "GRU", "RNN", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM"), _rnn),
+}
 MAC_OPS = frozenset(_MACS)  # op types with a MAC estimate: callers skip node_macs for the rest (most nodes)

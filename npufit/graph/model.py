@@ -1,4 +1,5 @@
 """Read-only views that rules see instead of raw IR objects (ONNX protobuf or TFLite flatbuffer)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

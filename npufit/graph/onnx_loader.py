@@ -3,6 +3,7 @@
 Why plain onnx protobuf rather than onnx-ir here: the protobuf fields are read once each, and a 100k-node
 check stays within seconds. Rewrites (npufit.rewrite) use onnx-ir, where mutation is the point.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,11 +15,22 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..util.gcpause import gc_paused
-from .model import Graph, NodeView, TensorInfo
 from .inline_if import inline_ifs
-from .onnx_prepare import (SMALL_VALUE_ELEMS, PreparedOnnx, elem_type as _elem_type, infer_shapes, np_dtype_name, prepare_onnx,
-                           shape_of as _shape_of, value_types)
-
+from .model import Graph, NodeView, TensorInfo
+from .onnx_prepare import (
+    SMALL_VALUE_ELEMS,
+    PreparedOnnx,
+    infer_shapes,
+    np_dtype_name,
+    prepare_onnx,
+    value_types,
+)
+from .onnx_prepare import (
+    elem_type as _elem_type,
+)
+from .onnx_prepare import (
+    shape_of as _shape_of,
+)
 
 _INTS, _INT, _FLOAT = onnx.AttributeProto.INTS, onnx.AttributeProto.INT, onnx.AttributeProto.FLOAT
 
@@ -100,14 +112,21 @@ def graph_from(prep: PreparedOnnx, warnings: list[str] | None = None) -> Graph:
     with gc_paused():
         if prep.overlap is not None:
             return _build_overlapped(prep)
-        return build_graph(prep.model, prep.path, prep.opsets, list(prep.warnings if warnings is None else warnings), prep.kept)
+        return build_graph(
+            prep.model, prep.path, prep.opsets, list(prep.warnings if warnings is None else warnings), prep.kept
+        )
 
 
 _STUB_LOCATION = "__npufit_stub__"  # never opened: inference reads no external data
 
 
-def build_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], warnings: list[str],
-                kept: Mapping[str, tuple[bytes, onnx.TensorProto]] | None = None) -> Graph:
+def build_graph(
+    model: onnx.ModelProto,
+    path: str,
+    opsets: Mapping[str, int],
+    warnings: list[str],
+    kept: Mapping[str, tuple[bytes, onnx.TensorProto]] | None = None,
+) -> Graph:
     tensors: dict[str, TensorInfo] = {}
     nodes: list[NodeView] = []
     _collect_graph(model.graph, tensors, nodes, parent=None, prefix="")
@@ -135,17 +154,27 @@ def _build_overlapped(prep: PreparedOnnx) -> Graph:
     return _finish_graph(prep.model, graph, checker_warnings + prep.file_warnings + shape_warnings, prep.kept)
 
 
-def _new_graph(model: onnx.ModelProto, path: str, opsets: Mapping[str, int], nodes: list[NodeView],
-               tensors: dict[str, TensorInfo]) -> Graph:
+def _new_graph(
+    model: onnx.ModelProto, path: str, opsets: Mapping[str, int], nodes: list[NodeView], tensors: dict[str, TensorInfo]
+) -> Graph:
     g = model.graph
     init_names = {t.name for t in g.initializer}
-    return Graph(path, "onnx", nodes, tensors, [i.name for i in g.input if i.name not in init_names],
-                 [o.name for o in g.output], opsets, (),
-                 meta={"producer": f"{model.producer_name} {model.producer_version}".strip(), "ir_version": model.ir_version})
+    return Graph(
+        path,
+        "onnx",
+        nodes,
+        tensors,
+        [i.name for i in g.input if i.name not in init_names],
+        [o.name for o in g.output],
+        opsets,
+        (),
+        meta={"producer": f"{model.producer_name} {model.producer_version}".strip(), "ir_version": model.ir_version},
+    )
 
 
-def _finish_graph(model: onnx.ModelProto, graph: Graph, warnings: list[str],
-                  kept: Mapping[str, tuple[bytes, onnx.TensorProto]] | None) -> Graph:
+def _finish_graph(
+    model: onnx.ModelProto, graph: Graph, warnings: list[str], kept: Mapping[str, tuple[bytes, onnx.TensorProto]] | None
+) -> Graph:
     """The tensor table completed (small weights' values, input warnings), constants folded, shapes refined."""
     tensors = graph.tensors
     for name, raw in (kept or {}).items():  # values of the weights stripped before inference
@@ -157,7 +186,9 @@ def _finish_graph(model: onnx.ModelProto, graph: Graph, warnings: list[str],
         if t.shape is None:
             warnings.append(f"input '{name}' has no shape; pass --input-shape {name}=1,3,224,224")
         elif not t.is_static:
-            warnings.append(f"input '{name}' has dynamic dims {t.shape_str()}; pass --input-shape {name}=... to pin them")
+            warnings.append(
+                f"input '{name}' has dynamic dims {t.shape_str()}; pass --input-shape {name}=... to pin them"
+            )
     graph.warnings = warnings
     from .folding import fold_constants  # late import: folding needs the Graph type
 
@@ -192,8 +223,13 @@ def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) ->
     """
     if not graph.folded:
         return False
-    unknown = [t for n in graph.top_nodes if n.name not in graph.folded for t in n.outputs
-               if t and _unknown_dims(graph.tensor(t).shape)]
+    unknown = [
+        t
+        for n in graph.top_nodes
+        if n.name not in graph.folded
+        for t in n.outputs
+        if t and _unknown_dims(graph.tensor(t).shape)
+    ]
     if not unknown:
         return False
     m = onnx.ModelProto()
@@ -215,8 +251,11 @@ def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) ->
     del g.value_info[:]
     g.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in consts.items())
     # an If whose condition folded: its taken branch, so the tensors after it get their shapes (ViTDet's rel-pos resize)
-    conds = {k: np.asarray(consts[n.input[0]]) for k, n in enumerate(g.node)
-             if n.op_type == "If" and n.input and n.input[0] in consts}
+    conds = {
+        k: np.asarray(consts[n.input[0]])
+        for k, n in enumerate(g.node)
+        if n.op_type == "If" and n.input and n.input[0] in consts
+    }
     decided = {k: bool(c.reshape(-1)[0]) for k, c in conds.items() if c.size == 1}
     if decided:
         inline_ifs(m, decided)
@@ -261,7 +300,9 @@ class _InitializerInfo(TensorInfo):
 
     __slots__ = ("_proto",)
 
-    def __init__(self, name: str, proto: onnx.TensorProto | tuple | None, shape: tuple | None = None, dtype: str | None = None):
+    def __init__(
+        self, name: str, proto: onnx.TensorProto | tuple | None, shape: tuple | None = None, dtype: str | None = None
+    ):
         TensorInfo.__init__(self, name, shape, dtype, True, True)  # an initializer is a constant
         self._proto = proto
 
@@ -328,15 +369,33 @@ def _collect_body(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix
         attrs = n.attribute
         bodies = [a for a in attrs if a.type in (GRAPH, GRAPHS)] if attrs else ()
         # n.input[:] copies the strings in one call; tuple(n.input) iterates the container element by element
-        view = NodeView(name, op, n.domain, LazyAttrs(attrs) if attrs else _NO_ATTRS, tuple(n.input[:]), tuple(n.output[:]), None,  # type: ignore[arg-type]
-                        0, parent, tuple(a.name for a in bodies) if bodies else (), n)
+        view = NodeView(
+            name,
+            op,
+            n.domain,
+            LazyAttrs(attrs) if attrs else _NO_ATTRS,
+            tuple(n.input[:]),
+            tuple(n.output[:]),
+            None,  # type: ignore[arg-type]
+            0,
+            parent,
+            tuple(a.name for a in bodies) if bodies else (),
+            n,
+        )
         append(view)
         if op == "Constant":
             _constant_output(n, tensors)
         for a in bodies:  # the branch name in the prefix: then/else bodies often hold the same unnamed nodes
             subs = [a.g] if a.type == GRAPH else list(a.graphs)
             for k, sub in enumerate(subs):
-                _collect_graph(sub, tensors, nodes, parent=name, prefix=f"{name}/{a.name}{k if len(subs) > 1 else ''}/", types=types)
+                _collect_graph(
+                    sub,
+                    tensors,
+                    nodes,
+                    parent=name,
+                    prefix=f"{name}/{a.name}{k if len(subs) > 1 else ''}/",
+                    types=types,
+                )
 
 
 def _constant_output(n: onnx.NodeProto, tensors) -> None:

@@ -9,6 +9,7 @@ every shape inference runs through `infer_shapes` (a test scans npufit/ for dire
 Why plain onnx protobuf rather than onnx-ir here: parsing without external data and the C++ shape inference keep
 a 100k-node check within seconds, and external weights are never touched unless a verb asks for them.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,15 +26,32 @@ from ..errors import BadModelError, NpufitError
 from ..util import forked
 from ..util.io import note_input
 from ..util.readers import require_regular_file
-from .validate import (Validation, check_external_data, check_text, external_data_files, refuse_missing_data, scan_tensors,
-                       start_validation)
+from .validate import (
+    Validation,
+    check_external_data,
+    check_text,
+    external_data_files,
+    refuse_missing_data,
+    scan_tensors,
+    start_validation,
+)
 
 SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
 SHAPE_DATA_ELEMS = 64  # float initializers up to this size keep their data for inference (Resize scales, Range bounds)
 WEIGHTS = ("strip", "keep", "load")
-_INTEGER_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
-                            onnx.TensorProto.UINT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT16, onnx.TensorProto.UINT8,
-                            onnx.TensorProto.BOOL})
+_INTEGER_TYPES = frozenset(
+    {
+        onnx.TensorProto.INT64,
+        onnx.TensorProto.INT32,
+        onnx.TensorProto.INT16,
+        onnx.TensorProto.INT8,
+        onnx.TensorProto.UINT64,
+        onnx.TensorProto.UINT32,
+        onnx.TensorProto.UINT16,
+        onnx.TensorProto.UINT8,
+        onnx.TensorProto.BOOL,
+    }
+)
 
 
 @dataclass
@@ -44,7 +62,9 @@ class PreparedOnnx:
     file_warnings: list[str] = field(default_factory=list)  # what reading found: checker limits, missing data, opset
     shape_warnings: list[str] = field(default_factory=list)  # shape inference that failed
     missing: list[str] = field(default_factory=list)  # external data running would lack (checking needs none)
-    kept: dict[str, tuple[bytes, onnx.TensorProto]] = field(default_factory=dict)  # small weights' bytes (weights="strip")
+    kept: dict[str, tuple[bytes, onnx.TensorProto]] = field(
+        default_factory=dict
+    )  # small weights' bytes (weights="strip")
     # overlap=True on a big model: inference and the checker still running; `model` is not inferred yet, and the
     # checker's and inference's warnings come from overlap.finish()
     overlap: Overlap | None = None
@@ -54,9 +74,17 @@ class PreparedOnnx:
         return self.file_warnings + self.shape_warnings
 
 
-def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-                 infer: bool = True, weights: str = "keep", require_data: bool = False, only_dynamic: bool = False,
-                 name: str = "<memory>", overlap: bool = False) -> PreparedOnnx:
+def prepare_onnx(
+    source: str | os.PathLike | onnx.ModelProto,
+    *,
+    input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+    infer: bool = True,
+    weights: str = "keep",
+    require_data: bool = False,
+    only_dynamic: bool = False,
+    name: str = "<memory>",
+    overlap: bool = False,
+) -> PreparedOnnx:
     """The model read from `source` (a file: validated; a ModelProto: copied before any change) and prepared.
 
     weights: "strip" drops weight bytes before inference (check: shapes need dims and dtypes only; the bytes of
@@ -82,9 +110,18 @@ def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: M
         path = str(source)
         # a big model's checker may run in a child beside shape inference (the only step long enough to pay)
         model, missing, checking = _read(Path(source), defer=infer)
-    overlap = overlap and infer and weights == "strip" and checking is not None and checking.deferred and checking.single_graph
+    overlap = (
+        overlap
+        and infer
+        and weights == "strip"
+        and checking is not None
+        and checking.deferred
+        and checking.single_graph
+    )
     try:
-        prepared = _prepare(model, path, missing, input_shapes, infer, weights, require_data, only_dynamic, checking, overlap)
+        prepared = _prepare(
+            model, path, missing, input_shapes, infer, weights, require_data, only_dynamic, checking, overlap
+        )
     except Exception:
         if checking is not None:
             checking.finish()  # a model the checker rejects may break a step above first: the checker's line wins
@@ -98,22 +135,35 @@ def prepare_onnx(source: str | os.PathLike | onnx.ModelProto, *, input_shapes: M
     return prepared
 
 
-def _prepare(model: onnx.ModelProto, path: str, missing: list[str], input_shapes: Mapping[str, tuple[int, ...]] | None,
-             infer: bool, weights: str, require_data: bool, only_dynamic: bool, checking: Validation | None,
-             overlap: bool = False) -> PreparedOnnx:
+def _prepare(
+    model: onnx.ModelProto,
+    path: str,
+    missing: list[str],
+    input_shapes: Mapping[str, tuple[int, ...]] | None,
+    infer: bool,
+    weights: str,
+    require_data: bool,
+    only_dynamic: bool,
+    checking: Validation | None,
+    overlap: bool = False,
+) -> PreparedOnnx:
     """prepare_onnx's steps after the read."""
     file_warnings = []
     if missing and require_data:
         refuse_missing_data(missing)
     if missing:
-        file_warnings.append(f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)")
+        file_warnings.append(
+            f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)"
+        )
     if weights == "load":
         _load_weights(model, Path(path))  # a file: the in-memory model was refused "load" above
     if input_shapes:
         apply_input_shapes(model, input_shapes, only_dynamic)
     opsets = opset_map(model)
     if opsets.get("ai.onnx", 0) > onnx.defs.onnx_opset_version():
-        file_warnings.append(f"model opset {opsets['ai.onnx']} is newer than this onnx ({onnx.defs.onnx_opset_version()}); shapes may be incomplete")
+        file_warnings.append(
+            f"model opset {opsets['ai.onnx']} is newer than this onnx ({onnx.defs.onnx_opset_version()}); shapes may be incomplete"
+        )
     kept = _strip_weights(model) if weights == "strip" else {}
     shape_warnings = []
     if infer:
@@ -210,7 +260,11 @@ class Overlap:
             raise
         types, error = self._job.result() if self._job is not None else _inferred_types(self._model)
         self._job = None
-        return types, checker_warnings, ([f"shape inference failed ({error}); shapes may be incomplete"] if error else [])
+        return (
+            types,
+            checker_warnings,
+            ([f"shape inference failed ({error}); shapes may be incomplete"] if error else []),
+        )
 
     def abort(self, ordinary: bool) -> None:
         """The loader is unwinding. ordinary (an Exception, not Ctrl-C / SIGTERM): the checker's rejection, if any,
@@ -269,7 +323,9 @@ def _load_weights(model: onnx.ModelProto, p: Path) -> None:
         raise NpufitError(f"{p}: cannot read the model's weights ({type(e).__name__}: {str(e)[:160]})") from None
 
 
-def apply_input_shapes(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]], only_dynamic: bool = False) -> None:
+def apply_input_shapes(
+    model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]], only_dynamic: bool = False
+) -> None:
     """Pin dynamic input dims (in our in-memory copy only; the file is never modified)."""
     by_name = {i.name: i for i in model.graph.input}
     for name, dims in shapes.items():
@@ -292,7 +348,9 @@ def _refuse_fixed_change(name: str, dims, want) -> None:
         raise NpufitError(f"--input-shape {name}: the model input has rank {len(dims)}, got {len(want)} dims")
     for k, (d, w) in enumerate(zip(dims, want)):
         if d.HasField("dim_value") and d.dim_value != w:
-            raise NpufitError(f"--input-shape {name}: dim {k} is fixed to {d.dim_value} in the model; only dynamic dims can be pinned")
+            raise NpufitError(
+                f"--input-shape {name}: dim {k} is fixed to {d.dim_value} in the model; only dynamic dims can be pinned"
+            )
 
 
 def _strip_weights(model: onnx.ModelProto) -> dict[str, tuple[bytes, onnx.TensorProto]]:

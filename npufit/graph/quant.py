@@ -11,6 +11,7 @@ Three encodings say the same thing differently:
 Targets pass `float_op`: the ops *their* importer executes in float even in an int8 model (a predicate
 over NodeView or a set of op types). Everything here is structural and cheap (one pass per question).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
@@ -25,20 +26,71 @@ QUANTIZE_OPS = frozenset({"QuantizeLinear", "QUANTIZE", "DynamicQuantizeLinear"}
 DEQUANTIZE_OPS = frozenset({"DequantizeLinear", "DEQUANTIZE"})
 QDQ_OPS = QUANTIZE_OPS | DEQUANTIZE_OPS
 # ONNX QOperator form: integer kernels with scales/zero points as inputs (ai.onnx and com.microsoft)
-QOPERATOR_OPS = frozenset({
-    "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "QGemm", "QLinearAdd", "QLinearMul",
-    "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearAveragePool", "QLinearGlobalAveragePool",
-    "QLinearSoftmax", "QLinearReduceMean", "QLinearConvTranspose", "QLinearWhere", "QAttention", "DynamicQuantizeMatMul",
-})
+QOPERATOR_OPS = frozenset(
+    {
+        "QLinearConv",
+        "QLinearMatMul",
+        "ConvInteger",
+        "MatMulInteger",
+        "QGemm",
+        "QLinearAdd",
+        "QLinearMul",
+        "QLinearSigmoid",
+        "QLinearLeakyRelu",
+        "QLinearConcat",
+        "QLinearAveragePool",
+        "QLinearGlobalAveragePool",
+        "QLinearSoftmax",
+        "QLinearReduceMean",
+        "QLinearConvTranspose",
+        "QLinearWhere",
+        "QAttention",
+        "DynamicQuantizeMatMul",
+    }
+)
 INTEGER_DTYPES = frozenset({"int8", "uint8", "int16", "uint16"})
 FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
 # Ops that move or pick values without arithmetic: they keep whatever dtype flows in.
-DATA_MOVEMENT = frozenset({
-    "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice", "Gather", "Identity",
-    "MaxPool", "Pad", "Resize", "DepthToSpace", "SpaceToDepth", "Tile", "Expand",
-    "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CONCATENATION", "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE",
-    "GATHER", "MAX_POOL_2D", "PAD", "PADV2", "RESIZE_NEAREST_NEIGHBOR", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "TILE", "PACK", "UNPACK",
-})
+DATA_MOVEMENT = frozenset(
+    {
+        "Reshape",
+        "Flatten",
+        "Squeeze",
+        "Unsqueeze",
+        "Transpose",
+        "Concat",
+        "Split",
+        "Slice",
+        "Gather",
+        "Identity",
+        "MaxPool",
+        "Pad",
+        "Resize",
+        "DepthToSpace",
+        "SpaceToDepth",
+        "Tile",
+        "Expand",
+        "RESHAPE",
+        "SQUEEZE",
+        "EXPAND_DIMS",
+        "TRANSPOSE",
+        "CONCATENATION",
+        "SPLIT",
+        "SPLIT_V",
+        "SLICE",
+        "STRIDED_SLICE",
+        "GATHER",
+        "MAX_POOL_2D",
+        "PAD",
+        "PADV2",
+        "RESIZE_NEAREST_NEIGHBOR",
+        "DEPTH_TO_SPACE",
+        "SPACE_TO_DEPTH",
+        "TILE",
+        "PACK",
+        "UNPACK",
+    }
+)
 
 FloatOp = Callable[[NodeView], bool] | Collection[str]
 
@@ -73,8 +125,11 @@ def graph_quant_form(graph: Graph) -> str:
     ops = graph.op_types  # from the op-type index check builds anyway
     if ops & QOPERATOR_OPS:
         form = "qoperator"
-    elif not ops.isdisjoint(DEQUANTIZE_OPS) and any(is_dequantize(n) and not n.is_const(0) for n in graph.nodes) \
-            and graph.format == "onnx":  # the op-type set first: a float model has no dequantize to walk for
+    elif (
+        not ops.isdisjoint(DEQUANTIZE_OPS)
+        and any(is_dequantize(n) and not n.is_const(0) for n in graph.nodes)
+        and graph.format == "onnx"
+    ):  # the op-type set first: a float model has no dequantize to walk for
         form = "qdq"
     elif _any_integer_compute(graph):
         form = "int8"
@@ -265,10 +320,20 @@ class Island:
         return self.dq_count + self.q_count
 
     def to_dict(self) -> dict:
-        return {"nodes": self.nodes, "op_types": self.op_types, "dequantize": self.dequantize, "quantize": self.quantize,
-                "implicit": self.implicit, "dequantize_ops": self.dq_count, "quantize_ops": self.q_count,
-                "ops": self.ops, "bytes_dequantized": self.bytes_dequantized, "bytes_float": self.bytes_float,
-                "tensors_in": self.tensors_in, "tensors_out": self.tensors_out}
+        return {
+            "nodes": self.nodes,
+            "op_types": self.op_types,
+            "dequantize": self.dequantize,
+            "quantize": self.quantize,
+            "implicit": self.implicit,
+            "dequantize_ops": self.dq_count,
+            "quantize_ops": self.q_count,
+            "ops": self.ops,
+            "bytes_dequantized": self.bytes_dequantized,
+            "bytes_float": self.bytes_float,
+            "tensors_in": self.tensors_in,
+            "tensors_out": self.tensors_out,
+        }
 
 
 def _float_bytes(graph: Graph, tensor: str) -> int:
@@ -329,7 +394,9 @@ def _reaches_quantize(node: NodeView, depth: int = 8) -> bool:
 
 def islands(graph: Graph, float_op: FloatOp | None = None, skip: Collection[str] = ()) -> list[Island]:
     """Maximal float islands (connected float ops) with their conversion ops and the bytes converted."""
-    if not graph.has_any(QDQ_OPS) and not any(t.dtype in INTEGER_DTYPES and not t.is_const for t in graph.tensors.values()):
+    if not graph.has_any(QDQ_OPS) and not any(
+        t.dtype in INTEGER_DTYPES and not t.is_const for t in graph.tensors.values()
+    ):
         return []  # no conversion op and no integer activation: no node can be an island (is_float_island)
     members = [n for n in graph.top_nodes if n.name not in skip and is_float_island(n, float_op)]
     in_island = {n.name for n in members}
@@ -441,5 +508,7 @@ def qdq_counts(graph: Graph) -> dict[str, int]:
 
 def describe_qdq(counts: dict[str, int]) -> str:
     """'17 QuantizeLinear + 33 DequantizeLinear (16 on weights, folded; 17 on activations)'."""
-    return (f"{counts['quantize']} QuantizeLinear + {counts['dequantize']} DequantizeLinear "
-            f"({counts['dequantize_weights']} on weights, folded; {counts['dequantize_activations']} on activations)")
+    return (
+        f"{counts['quantize']} QuantizeLinear + {counts['dequantize']} DequantizeLinear "
+        f"({counts['dequantize_weights']} on weights, folded; {counts['dequantize_activations']} on activations)"
+    )

@@ -5,6 +5,7 @@ beyond small constants (shape vectors, axes, per-channel tables) that rules look
 TFLite builtin names (CONV_2D, LEAKY_RELU, ...); attributes come from the builtin options table in
 snake_case (stride_h, padding, fused_activation_function, ...); tensors carry QuantParams.
 """
+
 from __future__ import annotations
 
 import mmap
@@ -24,11 +25,30 @@ from .model import Graph, NodeView, QuantParams, TensorInfo
 
 SMALL_VALUE_ELEMS = 4096
 
-_DTYPES = {0: "float32", 1: "float16", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool", 7: "int16",
-           8: "complex64", 9: "int8", 10: "float64", 11: "complex128", 12: "uint64", 13: "resource", 14: "variant",
-           15: "uint32", 16: "uint16", 17: "int4"}
-_ENUM_ATTRS = {"padding": {0: "SAME", 1: "VALID"},
-               "fused_activation_function": {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}}
+_DTYPES = {
+    0: "float32",
+    1: "float16",
+    2: "int32",
+    3: "uint8",
+    4: "int64",
+    5: "string",
+    6: "bool",
+    7: "int16",
+    8: "complex64",
+    9: "int8",
+    10: "float64",
+    11: "complex128",
+    12: "uint64",
+    13: "resource",
+    14: "variant",
+    15: "uint32",
+    16: "uint16",
+    17: "int4",
+}
+_ENUM_ATTRS = {
+    "padding": {0: "SAME", 1: "VALID"},
+    "fused_activation_function": {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"},
+}
 
 
 def _snake(name: str) -> str:
@@ -85,8 +105,12 @@ def _tensor_info(t, name: str, buffers, buf_len: int) -> TensorInfo:
     q = t.Quantization()
     if q is not None and q.ScaleLength():
         zps = [int(z) for z in q.ZeroPointAsNumpy()] if q.ZeroPointLength() else [0] * q.ScaleLength()
-        info.quant = QuantParams(tuple(float(s) for s in q.ScaleAsNumpy()), tuple(zps),
-                                 int(q.QuantizedDimension()) if q.ScaleLength() > 1 else None, dtype)
+        info.quant = QuantParams(
+            tuple(float(s) for s in q.ScaleAsNumpy()),
+            tuple(zps),
+            int(q.QuantizedDimension()) if q.ScaleLength() > 1 else None,
+            dtype,
+        )
     b = t.Buffer()
     if 0 < b < buf_len:
         buf = buffers(b)
@@ -94,13 +118,27 @@ def _tensor_info(t, name: str, buffers, buf_len: int) -> TensorInfo:
         if size:
             info.is_const = info.is_initializer = True
             if info.numel is not None and info.numel <= SMALL_VALUE_ELEMS and buf.DataLength() and dtype in _NP:
-                arr = np.frombuffer(buf.DataAsNumpy().tobytes(), dtype=_NP[dtype])  # copy: the mmap closes after loading
+                arr = np.frombuffer(
+                    buf.DataAsNumpy().tobytes(), dtype=_NP[dtype]
+                )  # copy: the mmap closes after loading
                 info.value = arr.reshape(shape) if arr.size == info.numel else arr
     return info
 
 
-_NP = {"float32": np.float32, "float16": np.float16, "int32": np.int32, "uint8": np.uint8, "int64": np.int64, "bool": np.bool_,
-       "int16": np.int16, "int8": np.int8, "float64": np.float64, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64}
+_NP = {
+    "float32": np.float32,
+    "float16": np.float16,
+    "int32": np.int32,
+    "uint8": np.uint8,
+    "int64": np.int64,
+    "bool": np.bool_,
+    "int16": np.int16,
+    "int8": np.int8,
+    "float64": np.float64,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+}
 
 
 def load_tflite(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
@@ -137,7 +175,9 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph
         raise BadModelError(f"{path}: TFLite model has no subgraph")
     warnings: list[str] = []
     if model.SubgraphsLength() > 1:
-        warnings.append(f"model has {model.SubgraphsLength()} subgraphs; only the main subgraph is checked (control-flow bodies are not)")
+        warnings.append(
+            f"model has {model.SubgraphsLength()} subgraphs; only the main subgraph is checked (control-flow bodies are not)"
+        )
     sg = model.Subgraphs(0)
     n_buf = model.BuffersLength()
     tensors: dict[str, TensorInfo] = {}
@@ -178,15 +218,36 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph
             op_type, domain = custom or "CUSTOM", "tflite.custom"
         ins = tuple(tname(int(x)) for x in op.InputsAsNumpy()) if op.InputsLength() else ()
         outs = tuple(tname(int(x)) for x in op.OutputsAsNumpy()) if op.OutputsLength() else ()
-        nodes.append(NodeView(name=f"{op_type}_{i}", op_type=op_type, domain=domain, attrs=_read_options(op, classes),
-                              inputs=ins, outputs=outs, graph=None))  # type: ignore[arg-type]
+        nodes.append(
+            NodeView(
+                name=f"{op_type}_{i}",
+                op_type=op_type,
+                domain=domain,
+                attrs=_read_options(op, classes),
+                inputs=ins,
+                outputs=outs,
+                graph=None,
+            )
+        )  # type: ignore[arg-type]
     _require_execution_order(nodes, path)
     for name in inputs:
         t = tensors[name]
         if t.shape is not None and not t.is_static:
-            warnings.append(f"input '{name}' has dynamic dims {t.shape_str()}; pass --input-shape {name}=... to pin them")
+            warnings.append(
+                f"input '{name}' has dynamic dims {t.shape_str()}; pass --input-shape {name}=... to pin them"
+            )
     desc = (model.Description() or b"").decode("utf-8", "replace")
-    graph = Graph(path, "tflite", nodes, tensors, inputs, outputs, {"tflite": int(model.Version())}, warnings, meta={"producer": desc})
+    graph = Graph(
+        path,
+        "tflite",
+        nodes,
+        tensors,
+        inputs,
+        outputs,
+        {"tflite": int(model.Version())},
+        warnings,
+        meta={"producer": desc},
+    )
     # ops whose every input is a constant (e.g. DEQUANTIZE of float16 weights) are computed at load time
     graph.folded = {n.name for n in nodes if n.present_inputs and all(tensors[t].is_const for t in n.present_inputs)}
     for n in nodes:
@@ -205,8 +266,10 @@ def _require_execution_order(nodes: list[NodeView], path: str) -> None:
         for t in n.inputs:
             j = producer.get(t)
             if j is not None and j >= i:
-                raise BadModelError(f"{path}: operator {i} ({n.op_type}) reads tensor '{t}' that operator {j} writes "
-                                    f"later (a cycle or out-of-order operators)")
+                raise BadModelError(
+                    f"{path}: operator {i} ({n.op_type}) reads tensor '{t}' that operator {j} writes "
+                    f"later (a cycle or out-of-order operators)"
+                )
 
 
 def _apply_input_shapes(tensors, inputs, shapes, warnings) -> None:
@@ -215,4 +278,6 @@ def _apply_input_shapes(tensors, inputs, shapes, warnings) -> None:
             raise BadModelError(f"--input-shape: model has no input '{name}' (inputs: {', '.join(inputs) or 'none'})")
         tensors[name].shape = tuple(int(d) for d in dims)
     if shapes:
-        warnings.append("--input-shape changes the input tensors only; TFLite stores every other tensor's shape, which is kept")
+        warnings.append(
+            "--input-shape changes the input tensors only; TFLite stores every other tensor's shape, which is kept"
+        )

@@ -7,6 +7,7 @@ TENSOR and TENSORS attributes, subgraphs and model-local function bodies), and a
 whose parser hands a string field that is not UTF-8 back as bytes, which every later step would trip on.
 What the checker cannot judge (a model newer than the installed onnx) proceeds with a warning that says so.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,9 @@ from ..errors import BadModelError
 from ..util import forked
 from ..util.readers import require_regular_file
 
-FULL_CHECK_MAX_NODES = 20_000  # strict inference doubles the loader's inference cost; big graphs get the structural check
+FULL_CHECK_MAX_NODES = (
+    20_000  # strict inference doubles the loader's inference cost; big graphs get the structural check
+)
 # From here the checker (100k nodes: 0.45-0.55 s of CPU) may run in a forked child beside the caller's shape inference
 # (start_validation; NPUFIT_SERIAL_CHECKER=1 turns that off). Far below it the checker costs what a fork does
 # (2,000 nodes: 0.016 s full check; a fork: 0.01-0.04 s)
@@ -29,14 +32,26 @@ FORK_CHECKER_MIN_NODES = 20_000
 MAX_LOCATION_CHARS = 1024  # an external-data location is a file name beside the model, not an essay
 MAX_PATH_COMPONENT = 255  # NAME_MAX on every filesystem npufit runs on
 
-_SIZES = {onnx.TensorProto.FLOAT: 4, onnx.TensorProto.DOUBLE: 8, onnx.TensorProto.FLOAT16: 2, onnx.TensorProto.BFLOAT16: 2,
-          onnx.TensorProto.INT8: 1, onnx.TensorProto.UINT8: 1, onnx.TensorProto.INT16: 2, onnx.TensorProto.UINT16: 2,
-          onnx.TensorProto.INT32: 4, onnx.TensorProto.UINT32: 4, onnx.TensorProto.INT64: 8, onnx.TensorProto.UINT64: 8,
-          onnx.TensorProto.BOOL: 1}
+_SIZES = {
+    onnx.TensorProto.FLOAT: 4,
+    onnx.TensorProto.DOUBLE: 8,
+    onnx.TensorProto.FLOAT16: 2,
+    onnx.TensorProto.BFLOAT16: 2,
+    onnx.TensorProto.INT8: 1,
+    onnx.TensorProto.UINT8: 1,
+    onnx.TensorProto.INT16: 2,
+    onnx.TensorProto.UINT16: 2,
+    onnx.TensorProto.INT32: 4,
+    onnx.TensorProto.UINT32: 4,
+    onnx.TensorProto.INT64: 8,
+    onnx.TensorProto.UINT64: 8,
+    onnx.TensorProto.BOOL: 1,
+}
 
 
-def validate_model(model: onnx.ModelProto, path: Path, missing: list[str], wire: bytes | None = None,
-                   scan: TensorScan | None = None) -> list[str]:
+def validate_model(
+    model: onnx.ModelProto, path: Path, missing: list[str], wire: bytes | None = None, scan: TensorScan | None = None
+) -> list[str]:
     """Refuse what the ONNX checker rejects (one line); return warnings for what it could not judge.
     Call after `check_external_data` (whose guard comes first: the checker's own file probing fails on
     hostile locations with a C++ filesystem error), passing the locations it found missing.
@@ -45,8 +60,14 @@ def validate_model(model: onnx.ModelProto, path: Path, missing: list[str], wire:
     return start_validation(model, path, missing, wire, scan).finish()
 
 
-def start_validation(model: onnx.ModelProto, path: Path, missing: list[str], wire: bytes | None = None,
-                     scan: TensorScan | None = None, defer: bool = False) -> Validation:
+def start_validation(
+    model: onnx.ModelProto,
+    path: Path,
+    missing: list[str],
+    wire: bytes | None = None,
+    scan: TensorScan | None = None,
+    defer: bool = False,
+) -> Validation:
     """validate_model's work; `finish()` on the result gives its verdict.
     defer: the caller has work to do before it needs the verdict (shape inference). On a big model whose checker
     needs only the file's bytes (FORK_CHECKER_MIN_NODES, no external data, every graph input and output shaped),
@@ -56,17 +77,26 @@ def start_validation(model: onnx.ModelProto, path: Path, missing: list[str], wir
     scan = scan_tensors(model) if scan is None else scan
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
     if model.ir_version > onnx.IR_VERSION or opset > onnx.defs.onnx_opset_version():
-        newer = (f"not validated by the ONNX checker: the model (IR {model.ir_version}, opset {opset}) is newer than "
-                 f"onnx {onnx.__version__} (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})")
+        newer = (
+            f"not validated by the ONNX checker: the model (IR {model.ir_version}, opset {opset}) is newer than "
+            f"onnx {onnx.__version__} (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})"
+        )
         return Validation(path, scan, [newer])
     if missing:
         return Validation(path, scan, ["not validated by the ONNX checker: it needs every external data file"])
     nodes = sum(len(g.node) for g in scan.graphs)
     full = nodes <= FULL_CHECK_MAX_NODES
     # External data: the checker reads files by path, kept serial. A raw-data length error: a broken model, serial.
-    if (defer and nodes >= _fork_min_nodes() and not scan.external and scan.bad_length is None
-            and _bytes_checkable(wire) and os.environ.get("NPUFIT_SERIAL_CHECKER") != "1" and forked.can_fork()
-            and not _unshaped(scan.graphs)):
+    if (
+        defer
+        and nodes >= _fork_min_nodes()
+        and not scan.external
+        and scan.bad_length is None
+        and _bytes_checkable(wire)
+        and os.environ.get("NPUFIT_SERIAL_CHECKER") != "1"
+        and forked.can_fork()
+        and not _unshaped(scan.graphs)
+    ):
         return Validation(path, scan, [], (wire, full))
     warning = _checker_verdict(path, _run_checker, model, path, full, bool(scan.external), wire, scan.graphs)
     return Validation(path, scan, [warning] if warning else [])
@@ -110,8 +140,10 @@ class Validation:
                 self._warnings.append(warning)
         if self._bad_length is not None:
             t, have, need = self._bad_length
-            raise BadModelError(f"{self._path}: tensor '{t.name}' holds {have} bytes of data but its shape "
-                                f"{list(t.dims)} and type need {need}")
+            raise BadModelError(
+                f"{self._path}: tensor '{t.name}' holds {have} bytes of data but its shape "
+                f"{list(t.dims)} and type need {need}"
+            )
         return self._warnings
 
     def cancel(self) -> None:
@@ -139,8 +171,9 @@ class _Unshaped(Exception):
     pass
 
 
-def _run_checker(model: onnx.ModelProto, path: Path, full: bool, external: bool, wire: bytes | None,
-                 graphs: list[onnx.GraphProto]) -> None:
+def _run_checker(
+    model: onnx.ModelProto, path: Path, full: bool, external: bool, wire: bytes | None, graphs: list[onnx.GraphProto]
+) -> None:
     """The checker demands a shape on every graph input/output type, which ONNX Runtime and exporters do not:
     a rank-unknown tensor gets an empty shape for the structural check only (restored after; full check
     skipped, its inference would read the stand-in as a scalar)."""
@@ -166,8 +199,12 @@ def _run_checker(model: onnx.ModelProto, path: Path, full: bool, external: bool,
 
 
 def _unshaped(graphs: list[onnx.GraphProto]) -> list[onnx.TypeProto.Tensor]:
-    return [vi.type.tensor_type for g in graphs for vi in (*g.input, *g.output, *g.value_info)
-            if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")]
+    return [
+        vi.type.tensor_type
+        for g in graphs
+        for vi in (*g.input, *g.output, *g.value_info)
+        if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape")
+    ]
 
 
 def _bytes_checkable(wire: bytes | None) -> bool:
@@ -198,8 +235,11 @@ _TENSOR = onnx.TensorProto.DESCRIPTOR
 @lru_cache(maxsize=None)
 def _layout(desc) -> tuple[tuple[str, bool, bool], ...]:
     """The string and message fields of one message type: (name, is_message, is_repeated)."""
-    return tuple((f.name, f.type == _FD.TYPE_MESSAGE, f.is_repeated) for f in desc.fields
-                 if f.type in (_FD.TYPE_STRING, _FD.TYPE_MESSAGE))
+    return tuple(
+        (f.name, f.type == _FD.TYPE_MESSAGE, f.is_repeated)
+        for f in desc.fields
+        if f.type in (_FD.TYPE_STRING, _FD.TYPE_MESSAGE)
+    )
 
 
 # The C check costs ~7.5 ns per byte (serialize + parse, two transient copies), the Python walk ~9 us per node:
@@ -218,8 +258,10 @@ def check_text(model: onnx.ModelProto, path: Path, wire: bytes | None = None) ->
     found = _first_non_text(model)
     if found is not None:
         where, value = found
-        raise BadModelError(f"{path}: {where} is not UTF-8 text ({bytes(value)[:40]!r}); the file is corrupt or "
-                            "not made by an ONNX exporter")
+        raise BadModelError(
+            f"{path}: {where} is not UTF-8 text ({bytes(value)[:40]!r}); the file is corrupt or "
+            "not made by an ONNX exporter"
+        )
 
 
 @lru_cache(maxsize=None)
@@ -364,6 +406,7 @@ def _node_tensors(nodes, graphs: list | None = None) -> Iterator[onnx.TensorProt
 class TensorScan:
     """What the validation front door needs from the model's tensors and graphs, read in one walk (a 100k-node
     graph costs ~0.07 s per walk over its nodes' attributes; four walks became this one)."""
+
     external: list[onnx.TensorProto] = field(default_factory=list)  # data in external files, in all_tensors order
     graphs: list[onnx.GraphProto] = field(default_factory=list)  # the main graph and its subgraphs (not functions)
     bad_length: tuple[onnx.TensorProto, int, int] | None = None  # first embedded raw_data of the wrong length
@@ -436,7 +479,9 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path, external: list[o
             raise BadModelError(f"{what} is {len(loc)} characters long, not a file name")
         target = (base / loc).resolve()
         if base != target and base not in target.parents:
-            raise BadModelError(f"tensor '{t.name}': external data '{loc}' points outside the model folder (refused: path traversal)")
+            raise BadModelError(
+                f"tensor '{t.name}': external data '{loc}' points outside the model folder (refused: path traversal)"
+            )
         offset, length = _span(t)
         if not os.path.lexists(target):
             missing.append(loc)
@@ -444,19 +489,24 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path, external: list[o
         size = require_regular_file(target, "external data file", BadModelError).st_size
         end = offset + (length or 0)
         if offset > size or end > size:
-            missing.append(f"{loc} (ends at byte {size} before tensor '{t.name}' bytes {offset}-{end})")  # no comma: joined with ','
+            missing.append(
+                f"{loc} (ends at byte {size} before tensor '{t.name}' bytes {offset}-{end})"
+            )  # no comma: joined with ','
     return sorted(set(missing))
 
 
 def refuse_missing_data(missing: list[str]) -> None:
     """For verbs that run the model: every external-data file must be there (`missing`: from check_external_data)."""
     if missing:
-        raise BadModelError(f"external data missing or too short: {', '.join(missing[:3])}"
-                            f"{' …' if len(missing) > 3 else ''} (running the model needs its weights)")
+        raise BadModelError(
+            f"external data missing or too short: {', '.join(missing[:3])}"
+            f"{' …' if len(missing) > 3 else ''} (running the model needs its weights)"
+        )
 
 
-def external_data_files(model: onnx.ModelProto, base_dir: Path,
-                        external: list[onnx.TensorProto] | None = None) -> list[Path]:
+def external_data_files(
+    model: onnx.ModelProto, base_dir: Path, external: list[onnx.TensorProto] | None = None
+) -> list[Path]:
     """The external data files a model names that exist (locations already checked by check_external_data)."""
     locs = {loc for t in (all_tensors(model) if external is None else external) if (loc := external_location(t))}
     return [base_dir / loc for loc in sorted(locs) if (base_dir / loc).is_file()]

@@ -1,17 +1,36 @@
 """pipeline: the declared steps (train -> export -> check -> fix -> split -> quantize -> compile -> bench -> report)
 over models x targets x runtimes, each cell cached under the hash of its inputs. See docs/pipeline.md."""
+
 from __future__ import annotations
 
 from .schema import STEPS, PipelineConfig, load_config
 
 
-def run_pipeline(path, from_step=None, only=None, force=False, output_dir=None, quiet=False, executor="inprocess", jobs=None,
-                 address=None):
+def run_pipeline(
+    path,
+    from_step=None,
+    only=None,
+    force=False,
+    output_dir=None,
+    quiet=False,
+    executor="inprocess",
+    jobs=None,
+    address=None,
+):
     """`npufit pipeline run PIPELINE.yaml`; see runner.run_pipeline."""
     from .runner import run_pipeline as _run
 
-    return _run(path, from_step=from_step, only=only, force=force, output_dir=output_dir, quiet=quiet, executor=executor,
-                jobs=jobs, address=address)
+    return _run(
+        path,
+        from_step=from_step,
+        only=only,
+        force=force,
+        output_dir=output_dir,
+        quiet=quiet,
+        executor=executor,
+        jobs=jobs,
+        address=address,
+    )
 
 
 def validate(path, output_dir=None) -> PipelineConfig:

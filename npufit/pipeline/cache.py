@@ -5,6 +5,7 @@ with their sha256, its typed result (results.py; `metrics` on disk). The key has
 model spec, the npufit version and the sha256 of every input file (the outputs of the cells it depends on) -- content, not timestamps,
 so re-exporting an identical model does not invalidate everything downstream, and an edited file does.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..util.io import atomic_write_json
 from ..errors import NpufitError
+from ..util.io import atomic_write_json
 from ..util.readers import confined, read_json, sha256_file
 from .results import StaleResult, StepResult, parse_result
 
@@ -67,10 +68,19 @@ class StepRecord:
     finished: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "cell": self.cell, "step": self.step, "key": self.key, "status": self.status,
-                "message": self.message, "outputs": dict(self.outputs), "digests": dict(self.digests),
-                "metrics": self.result.to_dict() if self.result is not None else {}, "seconds": self.seconds,
-                "finished": self.finished}
+        return {
+            "schema": SCHEMA,
+            "cell": self.cell,
+            "step": self.step,
+            "key": self.key,
+            "status": self.status,
+            "message": self.message,
+            "outputs": dict(self.outputs),
+            "digests": dict(self.digests),
+            "metrics": self.result.to_dict() if self.result is not None else {},
+            "seconds": self.seconds,
+            "finished": self.finished,
+        }
 
     @classmethod
     def read(cls, folder: Path, root: Path | None = None) -> "tuple[StepRecord | None, str]":
@@ -86,8 +96,18 @@ class StepRecord:
             return None, e.message
         if not isinstance(d, dict) or d.get("schema") != SCHEMA:
             return None, f"{p}: not a {SCHEMA} record"
-        types = {"cell": str, "step": str, "key": str, "status": str, "message": str, "outputs": dict, "digests": dict,
-                 "metrics": dict, "finished": str, "seconds": (int, float)}
+        types = {
+            "cell": str,
+            "step": str,
+            "key": str,
+            "status": str,
+            "message": str,
+            "outputs": dict,
+            "digests": dict,
+            "metrics": dict,
+            "finished": str,
+            "seconds": (int, float),
+        }
         bad = sorted(set(d) - set(types) - {"schema"}) + [k for k, t in types.items() if not isinstance(d.get(k), t)]
         if bad:
             return None, f"{p}: field '{bad[0]}' is unknown, missing or of the wrong type"
@@ -102,8 +122,18 @@ class StepRecord:
                 confined(root or folder, os.path.relpath(folder / rel, root) if root else rel, "step output")
         except NpufitError as e:
             return None, e.message
-        return cls(d["cell"], d["step"], d["key"], d["status"], d["message"], d["outputs"], d["digests"], result, d["seconds"],
-                   d["finished"]), ""
+        return cls(
+            d["cell"],
+            d["step"],
+            d["key"],
+            d["status"],
+            d["message"],
+            d["outputs"],
+            d["digests"],
+            result,
+            d["seconds"],
+            d["finished"],
+        ), ""
 
     def save(self, folder: Path) -> None:
         atomic_write_json(folder / RECORD, self.to_dict())

@@ -2,6 +2,7 @@
 
 Its own module so that the step functions (steps.py) and the runner that looks them up do not import each other.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -5,6 +5,7 @@ Per-model steps (train, export) feed every target branch of that model; per-targ
 (check, fix, split, quantize, compile) where each takes the model its nearest enabled predecessor made;
 bench runs the exported model per runtime; report reads everything.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,8 +13,17 @@ from dataclasses import dataclass
 from ..errors import NpufitError
 from .schema import STEPS, PipelineConfig
 
-SCOPE = {"train": "model", "export": "model", "check": "target", "fix": "target", "split": "target",
-         "quantize": "target", "compile": "target", "bench": "runtime", "report": "all"}
+SCOPE = {
+    "train": "model",
+    "export": "model",
+    "check": "target",
+    "fix": "target",
+    "split": "target",
+    "quantize": "target",
+    "compile": "target",
+    "bench": "runtime",
+    "report": "all",
+}
 MODEL_CHAIN = ("export", "fix", "split")  # steps whose output model the later target steps consume
 
 
@@ -65,10 +75,14 @@ def expand(config: PipelineConfig) -> list[Cell]:
 def _require(config: PipelineConfig) -> None:
     needs_model = [s for s in config.steps if SCOPE[s] in ("target", "runtime")]
     if needs_model and "export" not in config.steps:
-        raise NpufitError(f"{config.path}: steps.{needs_model[0]} needs steps.export (it provides the ONNX model, "
-                          "also for models given as 'onnx:')")
+        raise NpufitError(
+            f"{config.path}: steps.{needs_model[0]} needs steps.export (it provides the ONNX model, "
+            "also for models given as 'onnx:')"
+        )
     if any(SCOPE[s] == "target" for s in config.steps) and not config.targets:
-        raise NpufitError(f"{config.path}: steps {', '.join(s for s in config.steps if SCOPE[s] == 'target')} need at least one entry in targets")
+        raise NpufitError(
+            f"{config.path}: steps {', '.join(s for s in config.steps if SCOPE[s] == 'target')} need at least one entry in targets"
+        )
 
 
 def model_source(cell: Cell, config: PipelineConfig) -> Cell | None:
@@ -110,7 +124,9 @@ def select(cells: list[Cell], only: str | None = None, start: str | None = None)
     present = {c.step for c in cells}
     for s in (only, start):
         if s is not None and s not in present:
-            raise NpufitError(f"step '{s}' is not in this pipeline's steps ({', '.join(sorted(present, key=STEPS.index))})")
+            raise NpufitError(
+                f"step '{s}' is not in this pipeline's steps ({', '.join(sorted(present, key=STEPS.index))})"
+            )
     if only:
         return {c.id for c in cells if c.step == only}
     if start:

@@ -3,6 +3,7 @@
 Seed 004's table (compile time and memory per model) was filled in by hand from `time` and `top`; this
 samples the resident set of this process and all its descendants every 50 ms while the block runs.
 """
+
 from __future__ import annotations
 
 import threading
@@ -21,8 +22,11 @@ class Usage:
         return max(0, self.peak_rss_bytes - self.baseline_rss_bytes)
 
     def to_dict(self) -> dict:
-        return {"wall_s": round(self.wall_s, 3), "peak_rss_mb": round(self.peak_rss_bytes / 2**20, 1),
-                "added_rss_mb": round(self.added_rss_bytes / 2**20, 1)}
+        return {
+            "wall_s": round(self.wall_s, 3),
+            "peak_rss_mb": round(self.peak_rss_bytes / 2**20, 1),
+            "added_rss_mb": round(self.added_rss_bytes / 2**20, 1),
+        }
 
 
 def _tree_rss(proc) -> int:

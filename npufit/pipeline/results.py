@@ -5,6 +5,7 @@ summary and the HTML report read it back through `parse_result`. Reading is stri
 typed key (a result written by other code, or edited by hand) is a StaleResult naming the step and the key, never a
 silent None further down.
 """
+
 from __future__ import annotations
 
 import types
@@ -49,13 +50,21 @@ class StepResult:
         missing = [k for k in names if k not in d]
         unknown = [k for k in d if k not in names]
         if missing or unknown:
-            what = "; ".join(p for p in (f"missing key(s) {', '.join(map(repr, missing))}" if missing else "",
-                                         f"unknown key(s) {', '.join(map(repr, unknown))}" if unknown else "") if p)
+            what = "; ".join(
+                p
+                for p in (
+                    f"missing key(s) {', '.join(map(repr, missing))}" if missing else "",
+                    f"unknown key(s) {', '.join(map(repr, unknown))}" if unknown else "",
+                )
+                if p
+            )
             raise StaleResult(f"{at}step '{cls.step}': recorded result has {what} (written by another npufit version?)")
         for k in names:
             if not _accepts(d[k], hints[k]):
-                raise StaleResult(f"{at}step '{cls.step}': recorded result key '{k}' has the wrong type "
-                                  f"({type(d[k]).__name__}, expected {hints[k]})")
+                raise StaleResult(
+                    f"{at}step '{cls.step}': recorded result key '{k}' has the wrong type "
+                    f"({type(d[k]).__name__}, expected {hints[k]})"
+                )
         return cls(**{k: d[k] for k in names})
 
 
@@ -152,9 +161,20 @@ class ReportStepResult(StepResult):
     bytes: int
 
 
-RESULT_TYPES: dict[str, type[StepResult]] = {c.step: c for c in (
-    TrainStepResult, ExportStepResult, CheckStepResult, FixStepResult, SplitStepResult, QuantizeStepResult,
-    CompileStepResult, BenchStepResult, ReportStepResult)}
+RESULT_TYPES: dict[str, type[StepResult]] = {
+    c.step: c
+    for c in (
+        TrainStepResult,
+        ExportStepResult,
+        CheckStepResult,
+        FixStepResult,
+        SplitStepResult,
+        QuantizeStepResult,
+        CompileStepResult,
+        BenchStepResult,
+        ReportStepResult,
+    )
+}
 
 
 def parse_result(step: str, status: str, d: Any, where: str = "") -> StepResult | None:

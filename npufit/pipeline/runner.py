@@ -4,6 +4,7 @@ For each cell: if a cell it depends on did not succeed, it is skipped and says w
 computed from its settings and the sha256 of its inputs; a recorded result under the same key is reused
 ("cached"), otherwise the step runs. An error in a step fails that cell only; the rest of the matrix goes on.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ from ..errors import NpufitError
 from ..util.io import atomic_write_json, atomic_write_text, claim_dir
 from ..util.progress import track
 from .cache import NO_RECORD, StepRecord, compute_key, digest_file, digest_tree, fresh
-from .context import Outcome, Reject, Skip, StepContext
+from .context import Reject, Skip, StepContext
 from .matrix import Cell, dependencies, expand, model_source, select
 from .results import RESULT_TYPES
 from .schema import STEPS, ModelSpec, PipelineConfig, load_config
@@ -37,9 +38,16 @@ class CellResult:
     folder: Path
 
     def to_dict(self, root: Path) -> dict[str, Any]:
-        return {"cell": self.cell.id, "step": self.cell.step, "model": self.cell.model, "target": self.cell.target,
-                "runtime": self.cell.runtime, "action": self.action, "folder": os.path.relpath(self.folder, root),
-                **{k: v for k, v in self.record.to_dict().items() if k not in ("cell", "step", "schema")}}
+        return {
+            "cell": self.cell.id,
+            "step": self.cell.step,
+            "model": self.cell.model,
+            "target": self.cell.target,
+            "runtime": self.cell.runtime,
+            "action": self.action,
+            "folder": os.path.relpath(self.folder, root),
+            **{k: v for k, v in self.record.to_dict().items() if k not in ("cell", "step", "schema")},
+        }
 
 
 @dataclass
@@ -72,9 +80,17 @@ class PipelineRun:
         from .. import __version__
 
         root = self.config.output_dir
-        return {"schema": RUN_SCHEMA, "npufit_version": __version__, "started": self.started, "seconds": round(self.seconds, 2),
-                "counts": self.counts, "did_nothing": self.did_nothing, "config": self.config.to_dict(),
-                "environment": self.environment, "cells": [r.to_dict(root) for r in self.results]}
+        return {
+            "schema": RUN_SCHEMA,
+            "npufit_version": __version__,
+            "started": self.started,
+            "seconds": round(self.seconds, 2),
+            "counts": self.counts,
+            "did_nothing": self.did_nothing,
+            "config": self.config.to_dict(),
+            "environment": self.environment,
+            "cells": [r.to_dict(root) for r in self.results],
+        }
 
     def render(self, fmt: str = "table") -> str:
         from .summary import render_summary
@@ -87,9 +103,17 @@ class PipelineRun:
 PARALLEL_STEPS = frozenset(STEPS) - {"bench", "report"}
 
 
-def run_pipeline(path: str | os.PathLike, from_step: str | None = None, only: str | None = None, force: bool = False,
-                 output_dir: str | os.PathLike | None = None, quiet: bool = False, executor: str = "inprocess",
-                 jobs: int | None = None, address: str | None = None) -> PipelineRun:
+def run_pipeline(
+    path: str | os.PathLike,
+    from_step: str | None = None,
+    only: str | None = None,
+    force: bool = False,
+    output_dir: str | os.PathLike | None = None,
+    quiet: bool = False,
+    executor: str = "inprocess",
+    jobs: int | None = None,
+    address: str | None = None,
+) -> PipelineRun:
     """`npufit pipeline run`: returns the per-cell results; writes <output_dir>/pipeline.json and the step folders.
 
     executor: "inprocess" (default) runs the cells one after the other here; "pool" or "ray" run the cells of
@@ -100,12 +124,21 @@ def run_pipeline(path: str | os.PathLike, from_step: str | None = None, only: st
     config = load_config(path, output_dir)
     cells = expand(config)
     selected = select(cells, only, from_step)
-    claim_dir(config.output_dir, "pipeline-results", "--output-dir", [m.onnx for m in config.models if m.onnx],
-              legacy_owned=lambda d: os.listdir(d) if (d / MANIFEST).is_file() else None)  # step folders get deleted on re-runs
-    run = PipelineRun(config, [], started=datetime.now(timezone.utc).isoformat(timespec="seconds"), environment=environment())
+    claim_dir(
+        config.output_dir,
+        "pipeline-results",
+        "--output-dir",
+        [m.onnx for m in config.models if m.onnx],
+        legacy_owned=lambda d: os.listdir(d) if (d / MANIFEST).is_file() else None,
+    )  # step folders get deleted on re-runs
+    run = PipelineRun(
+        config, [], started=datetime.now(timezone.utc).isoformat(timespec="seconds"), environment=environment()
+    )
     log = (lambda s: None) if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
-    log(f"pipeline {config.name}: {len(cells)} steps over {len(config.models)} model(s) x {len(config.targets)} target(s)"
-        f" x {len(config.runtimes)} runtime(s) -> {config.output_dir}")
+    log(
+        f"pipeline {config.name}: {len(cells)} steps over {len(config.models)} model(s) x {len(config.targets)} target(s)"
+        f" x {len(config.runtimes)} runtime(s) -> {config.output_dir}"
+    )
     records: dict[str, CellResult] = {}
     memo: dict[str, Any] = {}
 
@@ -139,19 +172,35 @@ def run_pipeline(path: str | os.PathLike, from_step: str | None = None, only: st
     run.seconds = time.perf_counter() - t0
     atomic_write_json(config.output_dir / MANIFEST, run.to_dict())
     if run.did_nothing:
-        log(f"nothing to do: all {run.counts['cached'] + run.counts['kept']} steps are up to date "
-            "(inputs and settings unchanged; --force re-runs them)")
+        log(
+            f"nothing to do: all {run.counts['cached'] + run.counts['kept']} steps are up to date "
+            "(inputs and settings unchanged; --force re-runs them)"
+        )
     return run
 
 
-def _run_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: dict[str, CellResult], selected: set[str],
-              force: bool, dataset, log) -> CellResult:
+def _run_cell(
+    cell: Cell,
+    config: PipelineConfig,
+    cells: list[Cell],
+    records: dict[str, CellResult],
+    selected: set[str],
+    force: bool,
+    dataset,
+    log,
+) -> CellResult:
     planned = _plan_cell(cell, config, cells, records, selected, force)
     return planned if isinstance(planned, CellResult) else _execute(planned, config, dataset, log)
 
 
-def _plan_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: dict[str, CellResult], selected: set[str],
-               force: bool) -> CellResult | dict[str, Any]:
+def _plan_cell(
+    cell: Cell,
+    config: PipelineConfig,
+    cells: list[Cell],
+    records: dict[str, CellResult],
+    selected: set[str],
+    force: bool,
+) -> CellResult | dict[str, Any]:
     """The decided result (blocked, kept, cached), or the job that runs the step."""
     folder = config.output_dir / cell.folder
     deps = [records[d.id] for d in dependencies(cell, config, cells) if d.id in records]
@@ -159,7 +208,11 @@ def _plan_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: d
         blocked = [d for d in deps if d.record.status != "ok"]
         if blocked:
             d = blocked[0]
-            msg = d.record.message if "blocked by" in d.record.message else f"skipped: blocked by {d.cell.id} ({d.record.status})"
+            msg = (
+                d.record.message
+                if "blocked by" in d.record.message
+                else f"skipped: blocked by {d.cell.id} ({d.record.status})"
+            )
             rec = StepRecord(cell.id, cell.step, status="skipped", message=msg)  # names the root cause, not the chain
             return CellResult(cell, rec, "skipped", folder)
     spec = config.model(cell.model) if cell.model else None
@@ -169,16 +222,26 @@ def _plan_cell(cell: Cell, config: PipelineConfig, cells: list[Cell], records: d
     if cell.id not in selected:
         if previous is None:  # nothing this run may use: say why (a stale record names its step and key)
             had = "no earlier result" if why == NO_RECORD else f"its earlier result is unusable ({why})"
-            rec = StepRecord(cell.id, cell.step, status="failed",
-                             message=f"not selected by --only/--from and {had}: run the full pipeline once first")
+            rec = StepRecord(
+                cell.id,
+                cell.step,
+                status="failed",
+                message=f"not selected by --only/--from and {had}: run the full pipeline once first",
+            )
             return CellResult(cell, rec, "failed", folder)
         return CellResult(cell, previous, "kept", folder)
     ok, why = fresh(previous, key, folder)
     if ok and not force:
         return CellResult(cell, previous, "cached", folder)
     src = model_source(cell, config)
-    return {"cell": cell, "folder": folder, "settings": settings, "deps": {d.cell.step: (d.record, d.folder) for d in deps},
-            "model_from": src.step if src else None, "key": key}
+    return {
+        "cell": cell,
+        "folder": folder,
+        "settings": settings,
+        "deps": {d.cell.step: (d.record, d.folder) for d in deps},
+        "model_from": src.step if src else None,
+        "key": key,
+    }
 
 
 def _execute(job: dict[str, Any], config: PipelineConfig, dataset, log) -> CellResult:
@@ -194,7 +257,9 @@ def _execute(job: dict[str, Any], config: PipelineConfig, dataset, log) -> CellR
     try:
         out = STEP_FUNCTIONS[cell.step](ctx)
         if not isinstance(out.result, RESULT_TYPES[cell.step]):  # a step wired to the wrong result type is a bug here
-            raise TypeError(f"step '{cell.step}' returned {type(out.result).__name__}, not {RESULT_TYPES[cell.step].__name__}")
+            raise TypeError(
+                f"step '{cell.step}' returned {type(out.result).__name__}, not {RESULT_TYPES[cell.step].__name__}"
+            )
         rec.status, rec.outputs, rec.result, rec.message = "ok", out.outputs, out.result, out.message
         rec.digests = {n: digest_tree(folder / p) for n, p in out.outputs.items()}
     except Skip as e:
@@ -204,7 +269,10 @@ def _execute(job: dict[str, Any], config: PipelineConfig, dataset, log) -> CellR
     except NpufitError as e:
         rec.status, rec.message = "failed", e.message
     except Exception as e:  # a bug in one step must not take the matrix down; the traceback is kept
-        rec.status, rec.message = "failed", f"internal error: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        rec.status, rec.message = (
+            "failed",
+            f"internal error: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}",
+        )
         atomic_write_text(folder / "error.log", traceback.format_exc())
     rec.seconds = round(time.perf_counter() - t0, 3)
     rec.finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -231,8 +299,16 @@ def _worker_dataset(config: PipelineConfig):
     return _DATASETS[k]
 
 
-def _run_step_on(ex, todo: list[Cell], config: PipelineConfig, cells: list[Cell], records: dict[str, CellResult],
-                 selected: set[str], force: bool, log) -> None:
+def _run_step_on(
+    ex,
+    todo: list[Cell],
+    config: PipelineConfig,
+    cells: list[Cell],
+    records: dict[str, CellResult],
+    selected: set[str],
+    force: bool,
+    log,
+) -> None:
     """The cells of one step on the executor; decided cells (cached, kept, blocked) are settled here first."""
     from ..executors import Task
 
@@ -244,8 +320,15 @@ def _run_step_on(ex, todo: list[Cell], config: PipelineConfig, cells: list[Cell]
             log(_line(planned))
         else:
             jobs.append(planned)
-    tasks = [Task("npufit.pipeline.runner:run_cell_task", {"config": config, "job": j}, resources=_cell_resources(j["cell"]),
-                  label=j["cell"].id) for j in jobs]
+    tasks = [
+        Task(
+            "npufit.pipeline.runner:run_cell_task",
+            {"config": config, "job": j},
+            resources=_cell_resources(j["cell"]),
+            label=j["cell"].id,
+        )
+        for j in jobs
+    ]
     for job, o in zip(jobs, ex.map(tasks, None, description=f"{todo[0].step:<9}")):
         if o.ok:
             res, lines = o.value
@@ -253,7 +336,9 @@ def _run_step_on(ex, todo: list[Cell], config: PipelineConfig, cells: list[Cell]
                 log(line)
         else:  # the worker died: the cell failed, its branch stops, the matrix goes on
             cell = job["cell"]
-            rec = StepRecord(cell.id, cell.step, key=job["key"], status="failed", message=f"worker {o.status}: {o.error}")
+            rec = StepRecord(
+                cell.id, cell.step, key=job["key"], status="failed", message=f"worker {o.status}: {o.error}"
+            )
             job["folder"].mkdir(parents=True, exist_ok=True)
             rec.save(job["folder"])
             res = CellResult(cell, rec, "failed", job["folder"])
@@ -276,11 +361,18 @@ def _cell_resources(cell: Cell) -> dict[str, float]:
         return {}
 
 
-def _key_parts(cell: Cell, config: PipelineConfig, spec: ModelSpec | None, settings: dict, deps: list[CellResult]) -> dict:
+def _key_parts(
+    cell: Cell, config: PipelineConfig, spec: ModelSpec | None, settings: dict, deps: list[CellResult]
+) -> dict:
     from .. import __version__
     from .steps import STEP_REVISION
 
-    parts: dict[str, Any] = {"cell": cell.id, "settings": settings, "npufit": __version__, "revision": STEP_REVISION[cell.step]}
+    parts: dict[str, Any] = {
+        "cell": cell.id,
+        "settings": settings,
+        "npufit": __version__,
+        "revision": STEP_REVISION[cell.step],
+    }
     if cell.step == "report":
         parts["inputs"] = {d.cell.id: [d.record.status, d.record.key, d.record.digests, d.record.message] for d in deps}
         return parts
@@ -294,7 +386,14 @@ def _key_parts(cell: Cell, config: PipelineConfig, spec: ModelSpec | None, setti
     return parts
 
 
-_MARK = {"ran": "ok", "cached": "cached", "kept": "kept", "failed": "FAILED", "skipped": "skipped", "rejected": "rejected"}
+_MARK = {
+    "ran": "ok",
+    "cached": "cached",
+    "kept": "kept",
+    "failed": "FAILED",
+    "skipped": "skipped",
+    "rejected": "rejected",
+}
 
 
 def _line(res: CellResult) -> str:

@@ -4,6 +4,7 @@ Every key the file may hold is declared once in SCHEMA below (type, default, one
 is the same table in prose. An error names the file, line and column of the offending key and says what was
 expected, e.g. `timeseries.yaml:14:7: steps.train.epochs: expected an integer >= 1, got 'three'`.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -37,13 +38,16 @@ class Key:
 
 
 def _int(lo: int = 0) -> Callable[[Any], str | None]:
-    return lambda v: None if isinstance(v, int) and not isinstance(v, bool) and v >= lo else f"expected an integer >= {lo}"
+    return lambda v: (
+        None if isinstance(v, int) and not isinstance(v, bool) and v >= lo else f"expected an integer >= {lo}"
+    )
 
 
 def _num(lo: float = 0.0, hi: float | None = None) -> Callable[[Any], str | None]:
     def chk(v):
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
         return None if ok else f"expected a number in [{lo}, {hi if hi is not None else 'inf'}]"
+
     return chk
 
 
@@ -94,6 +98,7 @@ def _each_in(v: list, allowed) -> str | None:
 
 def _bounded(check: Callable[[Any], str | None], most: int, what: str) -> Callable[[Any], str | None]:
     """`check`, then at most `most` entries, none repeated (a repeat would only run the same steps again)."""
+
     def chk(v):
         err = check(v)
         if err:
@@ -103,70 +108,120 @@ def _bounded(check: Callable[[Any], str | None], most: int, what: str) -> Callab
         keys = [str(x).lower() for x in v]
         dup = next((x for i, x in enumerate(v) if keys.index(str(x).lower()) != i), None)
         return f"'{dup}' is listed twice" if dup is not None else None
+
     return chk
 
 
-TRAIN = {"epochs": Key(_int(1), 3, "passes over the training windows"),
-         "batch_size": Key(_int(1), 64, "windows per optimiser step"),
-         "lr": Key(_num(1e-9), 3e-3, "Adam learning rate"),
-         "seed": Key(_int(0), 0, "weight init and shuffling seed"),
-         "max_windows": Key(_int(2), None, "use at most this many windows per split (fast test runs)")}
+TRAIN = {
+    "epochs": Key(_int(1), 3, "passes over the training windows"),
+    "batch_size": Key(_int(1), 64, "windows per optimiser step"),
+    "lr": Key(_num(1e-9), 3e-3, "Adam learning rate"),
+    "seed": Key(_int(0), 0, "weight init and shuffling seed"),
+    "max_windows": Key(_int(2), None, "use at most this many windows per split (fast test runs)"),
+}
 STEP_KEYS: dict[str, dict[str, Key]] = {
     "train": TRAIN,
     "export": {"opset": Key(_int(7), 11, "ONNX opset of the exported model (11: what the Hailo DFC officially takes)")},
-    "check": {"measure": Key(_measure, False,
-                             "also run the real compiler when installed and record its placement beside the prediction "
-                             "(check --measure)")},
-    "fix": {"rules": Key(_str_list, None, "only these rewrite rules (default: the target's rule set)"),
-            "skip_rules": Key(_str_list, None, "rewrite rules not to apply"),
-            "allow_approx": Key(_bool, False, "also apply approximate rules (their error is reported)")},
-    "split": {"mode": Key(_choice("prefix", "segments"), "prefix", "prefix: largest NPU-runnable prefix; segments: every NPU region"),
-              "min_nodes": Key(_int(1), 1, "smallest NPU region that becomes its own stage (segments mode)"),
-              "always": Key(_bool, False, "split even for targets whose runtime falls back to its CPU by itself (RKNN, Ethos-U)"),
-              "min_npu_macs_pct": Key(_num(0.0, 100.0), 0.0, "reject the split (end the branch) when the NPU part would hold "
-                                      "less than this share of the MACs: not worth a device round trip")},
-    "quantize": {"method": Key(_choice("minmax", "entropy", "percentile"), "minmax", "calibration method"),
-                 "per_channel": Key(_bool, False, "per-channel weight scales"),
-                 "samples": Key(_int(1), 64, "calibration windows, spread over the training data"),
-                 "holdout": Key(_int(0), None, "held-back windows (between the calibration ones) the int8 accuracy is measured "
-                                "on; default: all 256 the train step writes"),
-                 "warn_sqnr_db": Key(_num(), 30.0, "the step line warns when the worst output's SQNR vs float is below this"),
-                 "min_sqnr_db": Key(_num(), 20.0, "the step fails (its branch stops) when the worst output's SQNR is below this")},
-    "compile": {"compilers": Key(_str_list, None, "only these compilers (default: the one for each target)"),
-                "options": Key(_any_mapping, None, "extra options passed to the compiler")},
-    "bench": {"iterations": Key(_int(1), 100, "timed inferences per runtime"),
-              "warmup": Key(_int(0), 10, "untimed inferences first"),
-              "threads": Key(_int(1), None, "intra-op threads (default: the runtime's)")},
+    "check": {
+        "measure": Key(
+            _measure,
+            False,
+            "also run the real compiler when installed and record its placement beside the prediction "
+            "(check --measure)",
+        )
+    },
+    "fix": {
+        "rules": Key(_str_list, None, "only these rewrite rules (default: the target's rule set)"),
+        "skip_rules": Key(_str_list, None, "rewrite rules not to apply"),
+        "allow_approx": Key(_bool, False, "also apply approximate rules (their error is reported)"),
+    },
+    "split": {
+        "mode": Key(
+            _choice("prefix", "segments"), "prefix", "prefix: largest NPU-runnable prefix; segments: every NPU region"
+        ),
+        "min_nodes": Key(_int(1), 1, "smallest NPU region that becomes its own stage (segments mode)"),
+        "always": Key(
+            _bool, False, "split even for targets whose runtime falls back to its CPU by itself (RKNN, Ethos-U)"
+        ),
+        "min_npu_macs_pct": Key(
+            _num(0.0, 100.0),
+            0.0,
+            "reject the split (end the branch) when the NPU part would hold "
+            "less than this share of the MACs: not worth a device round trip",
+        ),
+    },
+    "quantize": {
+        "method": Key(_choice("minmax", "entropy", "percentile"), "minmax", "calibration method"),
+        "per_channel": Key(_bool, False, "per-channel weight scales"),
+        "samples": Key(_int(1), 64, "calibration windows, spread over the training data"),
+        "holdout": Key(
+            _int(0),
+            None,
+            "held-back windows (between the calibration ones) the int8 accuracy is measured "
+            "on; default: all 256 the train step writes",
+        ),
+        "warn_sqnr_db": Key(_num(), 30.0, "the step line warns when the worst output's SQNR vs float is below this"),
+        "min_sqnr_db": Key(
+            _num(), 20.0, "the step fails (its branch stops) when the worst output's SQNR is below this"
+        ),
+    },
+    "compile": {
+        "compilers": Key(_str_list, None, "only these compilers (default: the one for each target)"),
+        "options": Key(_any_mapping, None, "extra options passed to the compiler"),
+    },
+    "bench": {
+        "iterations": Key(_int(1), 100, "timed inferences per runtime"),
+        "warmup": Key(_int(0), 10, "untimed inferences first"),
+        "threads": Key(_int(1), None, "intra-op threads (default: the runtime's)"),
+    },
     "report": {"output": Key(_inside_name, "report.html", "file name of the HTML report inside the results folder")},
 }
-DATA = {"csv": Key(_str, None, "CSV file (relative to the YAML); omit for the bundled synthetic sensor set"),
-        "columns": Key(_str_list, None, "CSV columns to use as features (default: every numeric column)"),
-        "target": Key(_str, None, "column to forecast (default: the first feature)"),
-        "length": Key(_int(16), 4000, "synthetic: number of time steps"),
-        "features": Key(_int(1), 4, "synthetic: number of sensors"),
-        "seed": Key(_int(0), 0, "synthetic: generator seed"),
-        "noise": Key(_num(0.0), 0.05, "synthetic: sensor noise level"),
-        "seq_len": Key(_int(2), 32, "window length fed to the model"),
-        "horizon": Key(_int(1), 1, "steps ahead to forecast"),
-        "val_fraction": Key(_num(0.01, 0.99), 0.2, "share of the series (its end) held back for validation"),
-        "stride": Key(_int(1), 1, "step between consecutive windows")}
-MODEL = {"name": Key(_name, None, "unique model name (used in folder names)", required=True),
-         "arch": Key(_choice(*ZOO_ARCHS), None, "zoo architecture to train (gru, lstm, bilstm, tcn)"),
-         "onnx": Key(_str, None, "an existing ONNX file instead of a zoo model (train/export then just copy it)"),
-         "hidden": Key(_int(1), 32, "hidden size / channels"),
-         "layers": Key(_int(1), 1, "stacked RNN layers"),
-         **{s: Key(_any_mapping, None, f"per-model overrides of steps.{s}") for s in STEPS if s != "report"}}
-TOP = {"version": Key(lambda v: None if v == 1 else "expected 1 (the only schema version)", 1, "schema version", required=True),
-       "name": Key(_name, "pipeline", "pipeline name"),
-       "output_dir": Key(_str, None, "results folder, relative to the YAML (default: results/<name>)"),
-       "data": Key(_any_mapping, {}, "the dataset (see data keys)"),
-       "models": Key(lambda v: (None if len(v) <= MAX_MODELS else f"expected at most {MAX_MODELS} models, got {len(v)}")
-                     if isinstance(v, list) and v else "expected a non-empty list of models", None,
-                     "the models (see model keys)", required=True),
-       "targets": Key(_bounded(_str_list, MAX_TARGETS, "targets"), [], "NPU targets for check/fix/split/quantize/compile"),
-       "runtimes": Key(_bounded(lambda v: _str_list(v) or _each_in(v, RUNTIMES), MAX_RUNTIMES, "runtimes"), ["ort-cpu"],
-                       "runtimes for bench"),
-       "steps": Key(_any_mapping, None, "the steps to run, each with its settings (order is fixed)", required=True)}
+DATA = {
+    "csv": Key(_str, None, "CSV file (relative to the YAML); omit for the bundled synthetic sensor set"),
+    "columns": Key(_str_list, None, "CSV columns to use as features (default: every numeric column)"),
+    "target": Key(_str, None, "column to forecast (default: the first feature)"),
+    "length": Key(_int(16), 4000, "synthetic: number of time steps"),
+    "features": Key(_int(1), 4, "synthetic: number of sensors"),
+    "seed": Key(_int(0), 0, "synthetic: generator seed"),
+    "noise": Key(_num(0.0), 0.05, "synthetic: sensor noise level"),
+    "seq_len": Key(_int(2), 32, "window length fed to the model"),
+    "horizon": Key(_int(1), 1, "steps ahead to forecast"),
+    "val_fraction": Key(_num(0.01, 0.99), 0.2, "share of the series (its end) held back for validation"),
+    "stride": Key(_int(1), 1, "step between consecutive windows"),
+}
+MODEL = {
+    "name": Key(_name, None, "unique model name (used in folder names)", required=True),
+    "arch": Key(_choice(*ZOO_ARCHS), None, "zoo architecture to train (gru, lstm, bilstm, tcn)"),
+    "onnx": Key(_str, None, "an existing ONNX file instead of a zoo model (train/export then just copy it)"),
+    "hidden": Key(_int(1), 32, "hidden size / channels"),
+    "layers": Key(_int(1), 1, "stacked RNN layers"),
+    **{s: Key(_any_mapping, None, f"per-model overrides of steps.{s}") for s in STEPS if s != "report"},
+}
+TOP = {
+    "version": Key(
+        lambda v: None if v == 1 else "expected 1 (the only schema version)", 1, "schema version", required=True
+    ),
+    "name": Key(_name, "pipeline", "pipeline name"),
+    "output_dir": Key(_str, None, "results folder, relative to the YAML (default: results/<name>)"),
+    "data": Key(_any_mapping, {}, "the dataset (see data keys)"),
+    "models": Key(
+        lambda v: (
+            (None if len(v) <= MAX_MODELS else f"expected at most {MAX_MODELS} models, got {len(v)}")
+            if isinstance(v, list) and v
+            else "expected a non-empty list of models"
+        ),
+        None,
+        "the models (see model keys)",
+        required=True,
+    ),
+    "targets": Key(_bounded(_str_list, MAX_TARGETS, "targets"), [], "NPU targets for check/fix/split/quantize/compile"),
+    "runtimes": Key(
+        _bounded(lambda v: _str_list(v) or _each_in(v, RUNTIMES), MAX_RUNTIMES, "runtimes"),
+        ["ort-cpu"],
+        "runtimes for bench",
+    ),
+    "steps": Key(_any_mapping, None, "the steps to run, each with its settings (order is fixed)", required=True),
+}
 
 
 # -- YAML with marks ---------------------------------------------------------------------------
@@ -214,7 +269,9 @@ class _Loader(yaml.SafeLoader):
             for k_node, v_node in node.value:
                 key = self.construct_object(k_node, deep=True)
                 if not isinstance(key, str):
-                    raise _err_at(k_node.start_mark, ".".join(map(str, path)) or "top level", f"keys must be strings, got {key!r}")
+                    raise _err_at(
+                        k_node.start_mark, ".".join(map(str, path)) or "top level", f"keys must be strings, got {key!r}"
+                    )
                 if key in out:
                     raise _err_at(k_node.start_mark, _dotted(path + (key,)), "duplicate key")
                 marks[path + (key,)] = k_node.start_mark
@@ -306,8 +363,14 @@ class ModelSpec:
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "arch": self.arch, "onnx": str(self.onnx) if self.onnx else None,
-                "hidden": self.hidden, "layers": self.layers, "overrides": self.overrides}
+        return {
+            "name": self.name,
+            "arch": self.arch,
+            "onnx": str(self.onnx) if self.onnx else None,
+            "hidden": self.hidden,
+            "layers": self.layers,
+            "overrides": self.overrides,
+        }
 
 
 @dataclass
@@ -332,9 +395,17 @@ class PipelineConfig:
         return next(m for m in self.models if m.name == name)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "npufit.pipeline/1", "path": str(self.path), "name": self.name, "output_dir": str(self.output_dir),
-                "data": self.data, "models": [m.to_dict() for m in self.models], "targets": self.targets,
-                "runtimes": self.runtimes, "steps": self.steps}
+        return {
+            "schema": "npufit.pipeline/1",
+            "path": str(self.path),
+            "name": self.name,
+            "output_dir": str(self.output_dir),
+            "data": self.data,
+            "models": [m.to_dict() for m in self.models],
+            "targets": self.targets,
+            "runtimes": self.runtimes,
+            "steps": self.steps,
+        }
 
 
 def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = None) -> PipelineConfig:
@@ -355,7 +426,11 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
     for s in top["steps"]:
         if s not in STEPS:
             close = difflib.get_close_matches(s, STEPS, n=1)
-            raise v.fail(("steps", s), f"unknown step '{s}'" + (f" (did you mean '{close[0]}'?)" if close else f" (steps: {', '.join(STEPS)})"))
+            raise v.fail(
+                ("steps", s),
+                f"unknown step '{s}'"
+                + (f" (did you mean '{close[0]}'?)" if close else f" (steps: {', '.join(STEPS)})"),
+            )
     for s in STEPS:
         if s in top["steps"]:
             steps[s] = v.section(top["steps"][s] or {}, STEP_KEYS[s], ("steps", s))
@@ -366,7 +441,9 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
             raise v.fail(("models", i, "name"), f"duplicate model name '{ms['name']}'", value_mark=True)
         seen.add(ms["name"])
         if (ms["arch"] is None) == (ms["onnx"] is None):
-            raise v.fail(("models", i), "give exactly one of 'arch' (a zoo model to train) or 'onnx' (an existing file)")
+            raise v.fail(
+                ("models", i), "give exactly one of 'arch' (a zoo model to train) or 'onnx' (an existing file)"
+            )
         overrides = {}
         for s in STEPS:
             if ms.get(s) is not None:
@@ -378,8 +455,9 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
         models.append(ModelSpec(ms["name"], ms["arch"], onnx, ms["hidden"], ms["layers"], overrides))
     _check_targets(top["targets"], v)
     out = Path(output_dir) if output_dir else p.parent / (top["output_dir"] or f"results/{top['name']}")
-    return PipelineConfig(p.resolve(), top["name"], out.resolve(), dat, models, list(top["targets"]),
-                          list(top["runtimes"]), steps)
+    return PipelineConfig(
+        p.resolve(), top["name"], out.resolve(), dat, models, list(top["targets"]), list(top["runtimes"]), steps
+    )
 
 
 def _check_targets(targets: list[str], v: _Validator) -> None:

@@ -3,6 +3,7 @@
 A verb that is not part of this build (its module missing) fails its branch with "not available in this
 build"; a vendor tool or runtime that is not installed skips the cell with the reason (retried next run).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -14,9 +15,18 @@ from typing import Any
 
 from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
-from .results import (BenchStepResult, CheckStepResult, CompileStepResult, ExportStepResult, FixStepResult, QuantizeStepResult,
-                      ReportStepResult, SplitStepResult, TrainStepResult)
 from .context import Outcome, Reject, Skip, StepContext
+from .results import (
+    BenchStepResult,
+    CheckStepResult,
+    CompileStepResult,
+    ExportStepResult,
+    FixStepResult,
+    QuantizeStepResult,
+    ReportStepResult,
+    SplitStepResult,
+    TrainStepResult,
+)
 
 
 def library(step: str, module: str, attr: str):
@@ -44,8 +54,10 @@ def call(step: str, fn, *args, accepts: Collection[str] | None = None, **kwargs)
         accepts = [k for k, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     unknown = [k for k in kwargs if k not in accepts]
     if unknown:
-        raise NpufitError(f"step '{step}': {fn.__module__}.{fn.__name__} has no option {', '.join(map(repr, unknown))} "
-                          f"(its options: {', '.join(accepts)})")
+        raise NpufitError(
+            f"step '{step}': {fn.__module__}.{fn.__name__} has no option {', '.join(map(repr, unknown))} "
+            f"(its options: {', '.join(accepts)})"
+        )
     return fn(*args, **{k: v for k, v in kwargs.items() if v is not None})
 
 
@@ -59,8 +71,17 @@ def run_train(ctx: StepContext) -> Outcome:
     from ..zoo.train import save_weights, train
 
     s, spec, ds = ctx.settings, ctx.spec, ctx.dataset()
-    module, res = train(spec.arch, ds, epochs=s["epochs"], hidden=spec.hidden, layers=spec.layers, lr=s["lr"],
-                        batch_size=s["batch_size"], seed=s["seed"], max_windows=s["max_windows"])
+    module, res = train(
+        spec.arch,
+        ds,
+        epochs=s["epochs"],
+        hidden=spec.hidden,
+        layers=spec.layers,
+        lr=s["lr"],
+        batch_size=s["batch_size"],
+        seed=s["seed"],
+        max_windows=s["max_windows"],
+    )
     save_weights(module, ctx.folder / "model.pt")
     atomic_write_json(ctx.folder / "train.json", {**res.to_dict(), "dataset": ds.to_dict()})
     # real windows for calibration (training part, spread over all of it), held-back windows from the same period
@@ -70,12 +91,25 @@ def run_train(ctx: StepContext) -> Outcome:
     ds.save_npz(ctx.folder / "validation.npz", "val", limit=256, stack=True)
     ds.save_npy_folder(ctx.folder / "calibration_npy", "train", limit=64)  # RKNN's dataset format
     f = res.final
-    return Outcome({"weights": "model.pt", "history": "train.json", "calibration": "calibration.npz", "holdout": "holdout.npz",
-                    "validation": "validation.npz",
-                    "calibration_npy": "calibration_npy"},
-                   TrainStepResult(train_loss=f["train_loss"], val_loss=f["val_loss"], baseline_val_loss=res.baseline_val_loss,
-                                   epochs=len(res.history), parameters=res.parameters, train_seconds=round(res.seconds, 2)),
-                   f"val MSE {f['val_loss']:.4f} (last-value baseline {res.baseline_val_loss:.4f})")
+    return Outcome(
+        {
+            "weights": "model.pt",
+            "history": "train.json",
+            "calibration": "calibration.npz",
+            "holdout": "holdout.npz",
+            "validation": "validation.npz",
+            "calibration_npy": "calibration_npy",
+        },
+        TrainStepResult(
+            train_loss=f["train_loss"],
+            val_loss=f["val_loss"],
+            baseline_val_loss=res.baseline_val_loss,
+            epochs=len(res.history),
+            parameters=res.parameters,
+            train_seconds=round(res.seconds, 2),
+        ),
+        f"val MSE {f['val_loss']:.4f} (last-value baseline {res.baseline_val_loss:.4f})",
+    )
 
 
 def run_export(ctx: StepContext) -> Outcome:
@@ -93,8 +127,11 @@ def run_export(ctx: StepContext) -> Outcome:
 
         ds = ctx.dataset()
         weights = ctx.input("train", "weights")
-        module = (load_trained(spec.arch, weights, ds, spec.hidden, spec.layers) if weights
-                  else build_for(spec.arch, ds, spec.hidden, spec.layers))
+        module = (
+            load_trained(spec.arch, weights, ds, spec.hidden, spec.layers)
+            if weights
+            else build_for(spec.arch, ds, spec.hidden, spec.layers)
+        )
         export(module, out, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
         note = f"opset {ctx.settings['opset']}" + ("" if weights else " (untrained weights: no train step)")
     from ..graph.onnx_prepare import prepare_onnx
@@ -117,33 +154,57 @@ def run_check(ctx: StepContext) -> Outcome:
     from ..compilers.measure import check
     from ..report.model_explorer import write_node_data
 
-    report = check(ctx.model_input(), ctx.cell.target, judge=pipeline_judge(ctx.cell.target), measure=ctx.settings["measure"])
+    report = check(
+        ctx.model_input(), ctx.cell.target, judge=pipeline_judge(ctx.cell.target), measure=ctx.settings["measure"]
+    )
     assume_int8 = report.target["judged_as"] == "int8"
     atomic_write_json(ctx.folder / "check.json", report.to_dict())
     write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())
     s = report.summary()
     measured = report.extra.get("measurement")  # with measure: on, how far the prediction is from the compiler
-    result = CheckStepResult(coverage_nodes_pct=s["coverage_nodes_pct"], coverage_macs_pct=s["coverage_macs_pct"],
-                             npu_partitions=s["npu_partitions"], host_partitions=s["host_partitions"],
-                             boundaries=s["boundaries"], fully_npu=s["fully_npu"], failing=len(report.failing),
-                             measured_differing=len(measured["differing"]) if measured and "differing" in measured else None)
+    result = CheckStepResult(
+        coverage_nodes_pct=s["coverage_nodes_pct"],
+        coverage_macs_pct=s["coverage_macs_pct"],
+        npu_partitions=s["npu_partitions"],
+        host_partitions=s["host_partitions"],
+        boundaries=s["boundaries"],
+        fully_npu=s["fully_npu"],
+        failing=len(report.failing),
+        measured_differing=len(measured["differing"]) if measured and "differing" in measured else None,
+    )
     ops = sorted({n.op_type for n in report.failing})
     note = f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / {s['host_partitions']} host partition(s)"
     note += " (as int8)" if assume_int8 else ""
-    return Outcome({"report": "check.json", "model_explorer": "model_explorer.json"}, result,
-                   note + (f"; off the NPU: {', '.join(ops)}" if ops else ""))
+    return Outcome(
+        {"report": "check.json", "model_explorer": "model_explorer.json"},
+        result,
+        note + (f"; off the NPU: {', '.join(ops)}" if ops else ""),
+    )
 
 
 def run_fix(ctx: StepContext) -> Outcome:
     fix = library("fix", "npufit.rewrite", "fix")
     s, out = ctx.settings, ctx.folder / "model.onnx"
-    result = call("fix", fix, str(ctx.model_input()), target=ctx.cell.target, output=str(out), rules=s["rules"],
-                  skip_rules=s["skip_rules"], allow_approx=s["allow_approx"], judge=pipeline_judge(ctx.cell.target))
+    result = call(
+        "fix",
+        fix,
+        str(ctx.model_input()),
+        target=ctx.cell.target,
+        output=str(out),
+        rules=s["rules"],
+        skip_rules=s["skip_rules"],
+        allow_approx=s["allow_approx"],
+        judge=pipeline_judge(ctx.cell.target),
+    )
     save_result(result, ctx.folder / "fix.json")
     if not out.exists():  # nothing fired: the model passes through unchanged
         shutil.copyfile(ctx.model_input(), out)
-    typed = FixStepResult(coverage_before_pct=round(result.before.coverage_pct, 2), coverage_after_pct=round(result.after.coverage_pct, 2),
-                          rules_applied=len(result.applied), written=result.written)
+    typed = FixStepResult(
+        coverage_before_pct=round(result.before.coverage_pct, 2),
+        coverage_after_pct=round(result.after.coverage_pct, 2),
+        rules_applied=len(result.applied),
+        written=result.written,
+    )
     return Outcome({"model": "model.onnx", "report": "fix.json"}, typed, _fix_note(result))
 
 
@@ -163,8 +224,11 @@ def run_split(ctx: StepContext) -> Outcome:
     report = check(model, target, judge=pipeline_judge(target))
     if report.fully_npu:
         shutil.copyfile(model, ctx.folder / "model.onnx")
-        return Outcome({"model": "model.onnx"}, SplitStepResult(needed=False, stages=1, npu_macs_pct=100.0, split_s=None),
-                       "not needed: the whole model runs on the NPU")
+        return Outcome(
+            {"model": "model.onnx"},
+            SplitStepResult(needed=False, stages=1, npu_macs_pct=100.0, split_s=None),
+            "not needed: the whole model runs on the NPU",
+        )
     from ..targets import get_profile
     from ..targets.base import Fallback
 
@@ -172,28 +236,46 @@ def run_split(ctx: StepContext) -> Outcome:
     if fallback is not Fallback.NONE and not s["always"]:
         # the vendor runtime runs the other nodes on its CPU inside the compiled model: nothing to cut by hand
         shutil.copyfile(model, ctx.folder / "model.onnx")
-        return Outcome({"model": "model.onnx"}, SplitStepResult(needed=False, stages=1, npu_macs_pct=report.coverage_macs, split_s=None),
-                       f"not needed: {target} runs its {len(report.failing)} non-NPU node(s) on its {fallback.value} fallback "
-                       "inside the compiled model (the compile step shows the real placement)")
+        return Outcome(
+            {"model": "model.onnx"},
+            SplitStepResult(needed=False, stages=1, npu_macs_pct=report.coverage_macs, split_s=None),
+            f"not needed: {target} runs its {len(report.failing)} non-NPU node(s) on its {fallback.value} fallback "
+            "inside the compiled model (the compile step shows the real placement)",
+        )
     prefix = report.prefix
     share = prefix["macs_pct"] or 0.0  # None: a model without MACs
     if s["mode"] == "prefix" and (prefix["node_count"] == 0 or share < s["min_npu_macs_pct"]):
         first = report.failing[0]
         why = first.reasons[0].sentence() if first.reasons else first.verdict.value
-        raise Reject(f"rejected for {target}: the NPU-runnable prefix holds {share:.0f}% of the MACs "
-                     f"(needs >= {s['min_npu_macs_pct']:g}%); {first.op_type} '{first.name}': {why}")
+        raise Reject(
+            f"rejected for {target}: the NPU-runnable prefix holds {share:.0f}% of the MACs "
+            f"(needs >= {s['min_npu_macs_pct']:g}%); {first.op_type} '{first.name}': {why}"
+        )
     split = library("split", "npufit.split", "split")
     plan_dir = ctx.folder / "plan"
-    result = call("split", split, str(model), target=target, output_dir=str(plan_dir), mode=s["mode"], min_nodes=s["min_nodes"],
-                  judge=pipeline_judge(target))
+    result = call(
+        "split",
+        split,
+        str(model),
+        target=target,
+        output_dir=str(plan_dir),
+        mode=s["mode"],
+        min_nodes=s["min_nodes"],
+        judge=pipeline_judge(target),
+    )
     save_result(result, ctx.folder / "split.json")
     npu = _npu_stage(plan_dir)
     if npu is None:
         raise Reject(f"rejected for {target}: the split plan has no NPU stage")
     shutil.copyfile(npu, ctx.folder / "model.onnx")
-    typed = SplitStepResult(needed=True, stages=len(result.plan.stages), npu_macs_pct=share, split_s=result.timings["total_s"])
-    return Outcome({"model": "model.onnx", "plan": "plan", "report": "split.json"}, typed,
-                   f"NPU stage {npu.name} ({share:.0f}% of MACs), the rest on the host")
+    typed = SplitStepResult(
+        needed=True, stages=len(result.plan.stages), npu_macs_pct=share, split_s=result.timings["total_s"]
+    )
+    return Outcome(
+        {"model": "model.onnx", "plan": "plan", "report": "split.json"},
+        typed,
+        f"NPU stage {npu.name} ({share:.0f}% of MACs), the rest on the host",
+    )
 
 
 def _npu_stage(plan_dir: Path) -> Path | None:
@@ -212,17 +294,31 @@ def run_quantize(ctx: StepContext) -> Outcome:
     quantize = library("quantize", "npufit.quantize", "quantize")
     s, out = ctx.settings, ctx.folder / "model.int8.onnx"
     calib, held = ctx.input("train", "calibration"), ctx.input("train", "holdout")
-    result = call("quantize", quantize, str(ctx.model_input()), output=str(out), calibration=str(calib) if calib else "random",
-                  method=s["method"], per_channel=s["per_channel"], samples=s["samples"], holdout=s["holdout"],
-                  evaluation=str(held) if held else None)
+    result = call(
+        "quantize",
+        quantize,
+        str(ctx.model_input()),
+        output=str(out),
+        calibration=str(calib) if calib else "random",
+        method=s["method"],
+        per_channel=s["per_channel"],
+        samples=s["samples"],
+        holdout=s["holdout"],
+        evaluation=str(held) if held else None,
+    )
     save_result(result, ctx.folder / "quantize.json")
     # the summary's keys are the typed result's fields: a renamed one is an error naming it, not a None
     typed = QuantizeStepResult.from_dict(result.summary(), "quantize summary")
     note, floor = quantize_note(typed, s["warn_sqnr_db"]), s["min_sqnr_db"]
     if _below(typed.min_output_sqnr_db, floor):
-        raise NpufitError(f"int8 output SQNR below the floor min_sqnr_db {floor:g} dB: {note} (see {ctx.folder / 'quantize.json'})")
-    return Outcome({"model": "model.int8.onnx", "report": "quantize.json"}, typed,
-                   note + ("" if calib else "; random calibration data: accuracy numbers mean little"))
+        raise NpufitError(
+            f"int8 output SQNR below the floor min_sqnr_db {floor:g} dB: {note} (see {ctx.folder / 'quantize.json'})"
+        )
+    return Outcome(
+        {"model": "model.int8.onnx", "report": "quantize.json"},
+        typed,
+        note + ("" if calib else "; random calibration data: accuracy numbers mean little"),
+    )
 
 
 def _below(sqnr_db: float | str | None, floor: float) -> bool:
@@ -239,7 +335,11 @@ def quantize_note(q: QuantizeStepResult, warn_db: float) -> str:
     text = f"SQNR {shown}, cosine {cos:.4f} vs float on {q.holdout_samples} held-back; {q.calibration_samples} calibration samples"
     if _below(sq, warn_db):
         clip = q.max_clipped_fraction or 0.0  # None only without held-back samples, returned above
-        why = f"; {clip:.1%} of some tensor's held-back values saturate: more or more representative calibration data" if clip > 0.001 else ""
+        why = (
+            f"; {clip:.1%} of some tensor's held-back values saturate: more or more representative calibration data"
+            if clip > 0.001
+            else ""
+        )
         text = f"warning: {text}, below {warn_db:g} dB{why}"
     return text
 
@@ -250,12 +350,16 @@ def _compile_settings(s: dict[str, Any], comp) -> None:
 
     bad = [c for c in s["compilers"] or () if c not in compiler_names()]
     if bad:
-        raise NpufitError(f"step 'compile': steps.compile.compilers names unknown compiler(s) {', '.join(map(repr, bad))} "
-                          f"(known: {', '.join(compiler_names())})")
+        raise NpufitError(
+            f"step 'compile': steps.compile.compilers names unknown compiler(s) {', '.join(map(repr, bad))} "
+            f"(known: {', '.join(compiler_names())})"
+        )
     bad = unknown_options(comp, s["options"])
     if bad:
-        raise NpufitError(f"step 'compile': {comp.name} has no option {', '.join(map(repr, bad))} in steps.compile.options "
-                          f"(its options: {', '.join(comp.extra_options) or 'none'})")
+        raise NpufitError(
+            f"step 'compile': {comp.name} has no option {', '.join(map(repr, bad))} in steps.compile.options "
+            f"(its options: {', '.join(comp.extra_options) or 'none'})"
+        )
 
 
 # compiler adapter's calibration_format -> the train output that holds it
@@ -275,19 +379,32 @@ def run_compile(ctx: StepContext) -> Outcome:
     s = ctx.settings
     _compile_settings(s, comp)
     if s["compilers"] and comp.name not in s["compilers"]:
-        raise Skip(f"{ctx.cell.target} compiles with {comp.name}, not in steps.compile.compilers ({', '.join(s['compilers'])})")
+        raise Skip(
+            f"{ctx.cell.target} compiles with {comp.name}, not in steps.compile.compilers ({', '.join(s['compilers'])})"
+        )
     state = comp.status()
     if not state.get("available"):
-        raise Skip(f"{state.get('name', 'compiler')} not installed ({state.get('install') or state.get('detail') or 'see npufit doctor'})")
+        raise Skip(
+            f"{state.get('name', 'compiler')} not installed ({state.get('install') or state.get('detail') or 'see npufit doctor'})"
+        )
     model = ctx.model_input()
     # the train step writes both forms: a folder of .npy samples (RKNN) and one .npz stack (the others)
     calib = ctx.input("train", CALIBRATION_INPUT[comp.calibration_format])
     plan = ctx.input("split", "plan")
     with measure() as usage:
         try:
-            result = call("compile", compile_model, str(model), ctx.cell.target, accepts=option_names, out_dir=str(ctx.folder / "out"), quantize=True,
-                          calibration=str(calib) if calib else None, plan=str(plan / "plan.json") if plan and (plan / "plan.json").exists() else None,
-                          extra=s["options"])
+            result = call(
+                "compile",
+                compile_model,
+                str(model),
+                ctx.cell.target,
+                accepts=option_names,
+                out_dir=str(ctx.folder / "out"),
+                quantize=True,
+                calibration=str(calib) if calib else None,
+                plan=str(plan / "plan.json") if plan and (plan / "plan.json").exists() else None,
+                extra=s["options"],
+            )
         except UnsupportedModelError as e:  # the toolchain cannot take this model: a finding, not a tool failure
             raise Reject(f"rejected by the {ctx.cell.target} toolchain: {e.message}") from None
     save_result(result, ctx.folder / "compile.json")
@@ -298,10 +415,17 @@ def run_compile(ctx: StepContext) -> Outcome:
     peak = result.peak_rss_mb or usage.peak_rss_bytes / 2**20
     devices = [p.device for p in result.placement]
     folded = devices.count("folded")  # folded nodes run nowhere: counted apart, as check counts them
-    typed = CompileStepResult(compiler=result.compiler, compiler_version=result.compiler_version, model_bytes=model.stat().st_size,
-                              wall_s=round(wall, 3), peak_rss_mb=round(peak, 1), pipeline_wall_s=round(usage.wall_s, 3),
-                              pipeline_peak_rss_mb=round(usage.peak_rss_bytes / 2**20, 1),
-                              npu_nodes=devices.count("npu") if devices else None, placed_nodes=len(devices) - folded if devices else None)
+    typed = CompileStepResult(
+        compiler=result.compiler,
+        compiler_version=result.compiler_version,
+        model_bytes=model.stat().st_size,
+        wall_s=round(wall, 3),
+        peak_rss_mb=round(peak, 1),
+        pipeline_wall_s=round(usage.wall_s, 3),
+        pipeline_peak_rss_mb=round(usage.peak_rss_bytes / 2**20, 1),
+        npu_nodes=devices.count("npu") if devices else None,
+        placed_nodes=len(devices) - folded if devices else None,
+    )
     note = f"{result.compiler} {result.compiler_version or ''}: {wall:.1f} s, peak {peak:.0f} MiB"
     if devices:  # so 100% means the same here as in check
         note += f", {typed.npu_nodes}/{typed.placed_nodes} nodes on the NPU" + (f" ({folded} folded)" if folded else "")
@@ -313,8 +437,17 @@ def run_bench(ctx: StepContext) -> Outcome:
     bench = library("bench", "npufit.bench", "bench")
     s = ctx.settings
     inputs = ctx.input("train", "validation")
-    result = call("bench", bench, str(ctx.model_input()), runtime=ctx.cell.runtime, iterations=s["iterations"], warmup=s["warmup"],
-                  threads=s["threads"], inputs=str(inputs) if inputs else None, fresh_inputs=bool(inputs))
+    result = call(
+        "bench",
+        bench,
+        str(ctx.model_input()),
+        runtime=ctx.cell.runtime,
+        iterations=s["iterations"],
+        warmup=s["warmup"],
+        threads=s["threads"],
+        inputs=str(inputs) if inputs else None,
+        fresh_inputs=bool(inputs),
+    )
     save_result(result, ctx.folder / "bench.json")
     rows = result.results
     if rows and all(r.status == "skipped" for r in rows):
@@ -324,27 +457,56 @@ def run_bench(ctx: StepContext) -> Outcome:
         raise NpufitError("; ".join(f"{r.runtime}: {r.reason or r.status}" for r in rows) or "no result")
     r = ok[0]
     lat = r.latency_ms  # every LATENCY_KEYS entry for a runtime that measured
-    typed = BenchStepResult(runtime=r.runtime, p50_ms=lat["p50"], p99_ms=lat["p99"], mean_ms=lat["mean"],
-                            throughput_ips=r.throughput_ips, iterations=r.iterations)
-    return Outcome({"report": "bench.json"}, typed,
-                   f"p50 {typed.p50_ms:.3f} ms, {typed.throughput_ips or 0:.0f} inf/s ({r.boundary})")
+    typed = BenchStepResult(
+        runtime=r.runtime,
+        p50_ms=lat["p50"],
+        p99_ms=lat["p99"],
+        mean_ms=lat["mean"],
+        throughput_ips=r.throughput_ips,
+        iterations=r.iterations,
+    )
+    return Outcome(
+        {"report": "bench.json"},
+        typed,
+        f"p50 {typed.p50_ms:.3f} ms, {typed.throughput_ips or 0:.0f} inf/s ({r.boundary})",
+    )
 
 
 def run_report(ctx: StepContext) -> Outcome:
     import os
 
     from ..report.html_results import build_report
-
     from ..util.readers import confined
 
     # at the top of the results folder, where people look for it (`npufit report` writes the same file)
     out = confined(ctx.config.output_dir, ctx.settings["output"], "steps.report.output")
     path = build_report(ctx.config.output_dir, out)
-    return Outcome({"html": os.path.relpath(path, ctx.folder)}, ReportStepResult(bytes=path.stat().st_size), f"wrote {path}")
+    return Outcome(
+        {"html": os.path.relpath(path, ctx.folder)}, ReportStepResult(bytes=path.stat().st_size), f"wrote {path}"
+    )
 
 
 # bumped when a step's outputs change meaning or format, so results recorded by older code are not reused
-STEP_REVISION = {"train": 3, "export": 1, "check": 2, "fix": 1, "split": 2, "quantize": 3, "compile": 3, "bench": 2, "report": 2}
+STEP_REVISION = {
+    "train": 3,
+    "export": 1,
+    "check": 2,
+    "fix": 1,
+    "split": 2,
+    "quantize": 3,
+    "compile": 3,
+    "bench": 2,
+    "report": 2,
+}
 
-STEP_FUNCTIONS = {"train": run_train, "export": run_export, "check": run_check, "fix": run_fix, "split": run_split,
-                  "quantize": run_quantize, "compile": run_compile, "bench": run_bench, "report": run_report}
+STEP_FUNCTIONS = {
+    "train": run_train,
+    "export": run_export,
+    "check": run_check,
+    "fix": run_fix,
+    "split": run_split,
+    "quantize": run_quantize,
+    "compile": run_compile,
+    "bench": run_bench,
+    "report": run_report,
+}

@@ -1,5 +1,6 @@
 """The end-of-run summary: a branch x step status matrix, the failures with their reasons, and the
 compile time/memory table that seed 004 kept by hand. Terminal (rich), Markdown and JSON."""
+
 from __future__ import annotations
 
 import io
@@ -11,8 +12,22 @@ from ..report.style import human_bytes
 if TYPE_CHECKING:
     from .runner import CellResult, PipelineRun
 
-_SHORT = {"ran": "ok", "cached": "cached", "kept": "kept", "failed": "FAILED", "skipped": "skip", "rejected": "rejected"}
-_STYLE = {"ran": "green", "cached": "cyan", "kept": "cyan", "failed": "bold red", "skipped": "yellow", "rejected": "magenta"}
+_SHORT = {
+    "ran": "ok",
+    "cached": "cached",
+    "kept": "kept",
+    "failed": "FAILED",
+    "skipped": "skip",
+    "rejected": "rejected",
+}
+_STYLE = {
+    "ran": "green",
+    "cached": "cyan",
+    "kept": "cyan",
+    "failed": "bold red",
+    "skipped": "yellow",
+    "rejected": "magenta",
+}
 
 
 def matrix_rows(run: "PipelineRun") -> tuple[list[str], list[tuple[str, str, dict[str, "CellResult"]]]]:
@@ -34,9 +49,18 @@ def compile_rows(run: "PipelineRun") -> list[dict]:
         if r.cell.step != "compile":
             continue
         m = r.record.result
-        out.append({"model": r.cell.model, "target": r.cell.target, "status": r.record.status, "action": r.action,
-                    "model_bytes": m.model_bytes if m else None, "wall_s": m.wall_s if m else None,
-                    "peak_rss_mb": m.peak_rss_mb if m else None, "message": r.record.message})
+        out.append(
+            {
+                "model": r.cell.model,
+                "target": r.cell.target,
+                "status": r.record.status,
+                "action": r.action,
+                "model_bytes": m.model_bytes if m else None,
+                "wall_s": m.wall_s if m else None,
+                "peak_rss_mb": m.peak_rss_mb if m else None,
+                "message": r.record.message,
+            }
+        )
     return out
 
 
@@ -47,14 +71,27 @@ def quantize_rows(run: "PipelineRun") -> list[dict]:
         q = r.record.result
         if r.cell.step != "quantize" or q is None:
             continue
-        out.append({"model": r.cell.model, "target": r.cell.target, "sqnr_db": q.min_output_sqnr_db, "cosine": q.min_output_cosine,
-                    "calibration": q.calibration_samples, "holdout": q.holdout_samples, "message": r.record.message})
+        out.append(
+            {
+                "model": r.cell.model,
+                "target": r.cell.target,
+                "sqnr_db": q.min_output_sqnr_db,
+                "cosine": q.min_output_cosine,
+                "calibration": q.calibration_samples,
+                "holdout": q.holdout_samples,
+                "message": r.record.message,
+            }
+        )
     return out
 
 
 def _sqnr(q: dict) -> str:
     v = q["sqnr_db"]
-    return "exact" if v is None and q["cosine"] is not None else (f"{v:.1f} dB" if isinstance(v, (int, float)) else str(v or "-"))
+    return (
+        "exact"
+        if v is None and q["cosine"] is not None
+        else (f"{v:.1f} dB" if isinstance(v, (int, float)) else str(v or "-"))
+    )
 
 
 def _cell_text(r: "CellResult | None") -> str:
@@ -117,8 +154,14 @@ def _terminal(run: "PipelineRun") -> str:
         for h in ("model", "target", "model size", "compile time", "peak memory", "status"):
             ct.add_column(h)
         for c in comp:
-            ct.add_row(c["model"], c["target"], human_bytes(c["model_bytes"]) if c["model_bytes"] else "-",
-                       _time(c), _mem(c), c["message"][:70] or c["status"])
+            ct.add_row(
+                c["model"],
+                c["target"],
+                human_bytes(c["model_bytes"]) if c["model_bytes"] else "-",
+                _time(c),
+                _mem(c),
+                c["message"][:70] or c["status"],
+            )
         con.print(ct)
     quant = quantize_rows(run)
     if quant:
@@ -126,8 +169,13 @@ def _terminal(run: "PipelineRun") -> str:
         for h in ("model", "target", "SQNR", "cosine", "calibration / held-back"):
             qt.add_column(h)
         for q in quant:
-            qt.add_row(q["model"], q["target"], _sqnr(q), f"{q['cosine']:.5f}" if q["cosine"] is not None else "-",
-                       f"{q['calibration']} / {q['holdout']}")
+            qt.add_row(
+                q["model"],
+                q["target"],
+                _sqnr(q),
+                f"{q['cosine']:.5f}" if q["cosine"] is not None else "-",
+                f"{q['calibration']} / {q['holdout']}",
+            )
         con.print(qt)
     notes = _notes(run)
     if notes:
@@ -140,21 +188,38 @@ def _terminal(run: "PipelineRun") -> str:
 
 def _markdown(run: "PipelineRun") -> str:
     steps, rows = matrix_rows(run)
-    lines = [f"### pipeline {run.config.name}", "", "| model | target / runtime | " + " | ".join(steps) + " |",
-             "|---|---|" + "---|" * len(steps)]
+    lines = [
+        f"### pipeline {run.config.name}",
+        "",
+        "| model | target / runtime | " + " | ".join(steps) + " |",
+        "|---|---|" + "---|" * len(steps),
+    ]
     for m, tr, cells in rows:
         lines.append(f"| {m} | {tr} | " + " | ".join(_cell_text(cells.get(s)) for s in steps) + " |")
     comp = compile_rows(run)
     if comp:
-        lines += ["", "| model | target | model size | compile time | peak memory | status |", "|---|---|---:|---:|---:|---|"]
+        lines += [
+            "",
+            "| model | target | model size | compile time | peak memory | status |",
+            "|---|---|---:|---:|---:|---|",
+        ]
         for c in comp:
-            lines.append(f"| {c['model']} | {c['target']} | {human_bytes(c['model_bytes']) if c['model_bytes'] else '-'} | "
-                         f"{_time(c)} | {_mem(c)} | {c['message'] or c['status']} |")
+            lines.append(
+                f"| {c['model']} | {c['target']} | {human_bytes(c['model_bytes']) if c['model_bytes'] else '-'} | "
+                f"{_time(c)} | {_mem(c)} | {c['message'] or c['status']} |"
+            )
     quant = quantize_rows(run)
     if quant:
-        lines += ["", "| model | target | int8 vs float SQNR | cosine | calibration / held-back |", "|---|---|---:|---:|---:|"]
-        lines += [f"| {q['model']} | {q['target']} | {_sqnr(q)} | {q['cosine'] if q['cosine'] is not None else '-'} | "
-                  f"{q['calibration']} / {q['holdout']} |" for q in quant]
+        lines += [
+            "",
+            "| model | target | int8 vs float SQNR | cosine | calibration / held-back |",
+            "|---|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {q['model']} | {q['target']} | {_sqnr(q)} | {q['cosine'] if q['cosine'] is not None else '-'} | "
+            f"{q['calibration']} / {q['holdout']} |"
+            for q in quant
+        ]
     notes = _notes(run)
     if notes:
         lines += ["", "Why some branches stopped:", ""] + [f"- `{cid}`: {msg}" for cid, _, msg in notes]

@@ -4,13 +4,14 @@ probe(target, ...) exports every catalogue case with PyTorch's TorchScript expor
 against the profile, optionally compiles it with an installed vendor compiler, and returns a
 ProbeReport (support matrix in seed 000's ✅/❌ layout, JSON, sweep boundaries, drift table).
 """
+
 from __future__ import annotations
 
 import importlib.util
 import os
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
@@ -20,10 +21,20 @@ from .report import ProbeReport
 DEFAULT_TIMEOUT_S = 120.0
 
 
-def probe(target: str | None = "hailo8", opset: int = 11, cases: str | Sequence[Case] | None = None, compiler: str | None = None,
-          output: str | os.PathLike | None = None, jobs: int | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-          sweep: bool = False, compile_options: dict[str, Any] | None = None, replay: str | os.PathLike | None = None,
-          executor: str = "pool", address: str | None = None) -> ProbeReport:
+def probe(
+    target: str | None = "hailo8",
+    opset: int = 11,
+    cases: str | Sequence[Case] | None = None,
+    compiler: str | None = None,
+    output: str | os.PathLike | None = None,
+    jobs: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    sweep: bool = False,
+    compile_options: dict[str, Any] | None = None,
+    replay: str | os.PathLike | None = None,
+    executor: str = "pool",
+    address: str | None = None,
+) -> ProbeReport:
     """Run the probe suite (the library side of `npufit probe`).
 
     cases: glob patterns over the catalogue (ids, families, 'seed000'), or your own Case objects
@@ -74,16 +85,33 @@ def probe(target: str | None = "hailo8", opset: int = 11, cases: str | Sequence[
     for case in chosen:
         variants = [{}] + (sweep_variants(case) if sweep else [])
         for params in variants:
-            tasks.append({"case": case.id, "case_obj": None if BY_ID.get(case.id) is case else case, "params": params,
-                          "opset": int(opset), "target": profile.name,
-                          "compiler": compiler, "compile_options": compile_options or {},
-                          "out_dir": str(out_dir) if out_dir else None})
+            tasks.append(
+                {
+                    "case": case.id,
+                    "case_obj": None if BY_ID.get(case.id) is case else case,
+                    "params": params,
+                    "opset": int(opset),
+                    "target": profile.name,
+                    "compiler": compiler,
+                    "compile_options": compile_options or {},
+                    "out_dir": str(out_dir) if out_dir else None,
+                }
+            )
     from .runner import run_tasks
 
     t0 = time.perf_counter()
     results = run_tasks(tasks, min(jobs, len(tasks)), float(timeout), f"probe {profile.name}", executor, address)
-    report = ProbeReport(profile.name, profile.title, int(opset), results, compiler, min(jobs, len(tasks)), float(timeout),
-                         time.perf_counter() - t0, sweep)
+    report = ProbeReport(
+        profile.name,
+        profile.title,
+        int(opset),
+        results,
+        compiler,
+        min(jobs, len(tasks)),
+        float(timeout),
+        time.perf_counter() - t0,
+        sweep,
+    )
     if record is not None:
         report = report.replay(record)
     if out_dir is not None:
@@ -97,16 +125,26 @@ def write_outputs(report: ProbeReport, out_dir: Path) -> dict[str, str]:
     from ..util.io import atomic_write_json, atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = {"matrix": out_dir / f"{report.target}-matrix.md", "json": out_dir / f"{report.target}-probe.json",
-             "drift": out_dir / f"{report.target}-drift.json"}
+    files = {
+        "matrix": out_dir / f"{report.target}-matrix.md",
+        "json": out_dir / f"{report.target}-probe.json",
+        "drift": out_dir / f"{report.target}-drift.json",
+    }
     if report.compiler and not report.record:  # a replay's measured side is the record it read
         files["measured"] = out_dir / f"{report.target}-measured.json"
     report.files = {k: str(v) for k, v in files.items()}
     if "measured" in files:
         atomic_write_json(files["measured"], report.measured_record())
     atomic_write_text(files["matrix"], report.to_markdown())
-    atomic_write_json(files["drift"], {"schema": "npufit.probe.drift/1", "target": report.target, "compiler": report.compiler,
-                                       "drift": report.drift()})
+    atomic_write_json(
+        files["drift"],
+        {
+            "schema": "npufit.probe.drift/1",
+            "target": report.target,
+            "compiler": report.compiler,
+            "drift": report.drift(),
+        },
+    )
     atomic_write_text(files["json"], report.to_json() + "\n")
     return report.files
 
@@ -117,12 +155,23 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
     from .report import RECORD_SCHEMA
 
     data = read_json(path, "--replay record")  # regular file, size and depth budget
-    if (not isinstance(data, dict) or data.get("schema") != RECORD_SCHEMA or not isinstance(data.get("cases"), dict)
-            or not isinstance(data.get("target"), str) or not data["target"] or not isinstance(data.get("compiler"), str)
-            or not isinstance(data.get("opset", 11), int) or isinstance(data.get("opset"), bool)
-            or not all(isinstance(v, dict) and isinstance(v.get("status"), str) and isinstance(v.get("symbol"), str)
-                       for v in data["cases"].values())):
-        raise NpufitError(f"--replay {path}: not a {RECORD_SCHEMA} file (write one with 'npufit probe --compiler ... --output DIR')")
+    if (
+        not isinstance(data, dict)
+        or data.get("schema") != RECORD_SCHEMA
+        or not isinstance(data.get("cases"), dict)
+        or not isinstance(data.get("target"), str)
+        or not data["target"]
+        or not isinstance(data.get("compiler"), str)
+        or not isinstance(data.get("opset", 11), int)
+        or isinstance(data.get("opset"), bool)
+        or not all(
+            isinstance(v, dict) and isinstance(v.get("status"), str) and isinstance(v.get("symbol"), str)
+            for v in data["cases"].values()
+        )
+    ):
+        raise NpufitError(
+            f"--replay {path}: not a {RECORD_SCHEMA} file (write one with 'npufit probe --compiler ... --output DIR')"
+        )
     data["path"] = str(path)
     return data
 

@@ -4,6 +4,7 @@ Runs inside a worker process (see runner.py); returns a plain dict so it crosses
 boundary. An export failure is a result, not an exception: PyTorch refusing the model is exactly
 what seed 000 recorded for `view`.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..util.io import private_tempdir
 from .catalogue import BY_ID
 from .measure import SYMBOL
-from ..util.io import private_tempdir
 
 PASS = {"npu"}
 
@@ -36,10 +37,21 @@ def case_of(task: dict[str, Any]):
 
 def base_result(task: dict[str, Any]) -> dict[str, Any]:
     case = case_of(task)
-    return {"id": case.variant_id(**task.get("params", {})), "case": case.id, "params": task.get("params", {}),
-            "family": case.family, "label": case.label, "seed": case.seed, "ops": list(case.ops),
-            "opset": max(task["opset"], case.min_opset), "onnx_ops": [], "predicted": {}, "measured": None,
-            "notes": [], "seconds": 0.0}
+    return {
+        "id": case.variant_id(**task.get("params", {})),
+        "case": case.id,
+        "params": task.get("params", {}),
+        "family": case.family,
+        "label": case.label,
+        "seed": case.seed,
+        "ops": list(case.ops),
+        "opset": max(task["opset"], case.min_opset),
+        "onnx_ops": [],
+        "predicted": {},
+        "measured": None,
+        "notes": [],
+        "seconds": 0.0,
+    }
 
 
 def run_case(task: dict[str, Any]) -> dict[str, Any]:
@@ -53,8 +65,12 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
         path = Path(out_dir) / "cases" / f"{_safe(res['id'])}.onnx" if out_dir else Path(tmp) / "case.onnx"
         err = _export(case, task.get("params", {}), res["opset"], path)
         if err is not None:
-            res["predicted"] = {"status": "export_failed", "symbol": SYMBOL["export_failed"], "error": err,
-                                "fix": [case.workaround] if case.workaround else []}
+            res["predicted"] = {
+                "status": "export_failed",
+                "symbol": SYMBOL["export_failed"],
+                "error": err,
+                "fix": [case.workaround] if case.workaround else [],
+            }
         else:
             res["model"] = str(path) if out_dir else None
             _predict(res, path, task["target"])
@@ -92,12 +108,25 @@ def _predict(res: dict, path: os.PathLike, target: str) -> None:
     res["onnx_ops"] = sorted({n.op_type for n in running})
     failing = []
     for n in report.failing:
-        failing.append({"node": n.name, "op_type": n.op_type, "verdict": n.verdict.value,
-                        "rules": [r.rule for r in n.reasons], "reasons": [r.sentence() for r in n.reasons],
-                        "fix": [f for r in n.reasons for f in r.fix], "fix_rules": [f for r in n.reasons for f in r.fix_rules],
-                        "sources": [r.source for r in n.reasons if r.source]})
+        failing.append(
+            {
+                "node": n.name,
+                "op_type": n.op_type,
+                "verdict": n.verdict.value,
+                "rules": [r.rule for r in n.reasons],
+                "reasons": [r.sentence() for r in n.reasons],
+                "fix": [f for r in n.reasons for f in r.fix],
+                "fix_rules": [f for r in n.reasons for f in r.fix_rules],
+                "sources": [r.source for r in n.reasons if r.source],
+            }
+        )
     verdicts = {n.verdict.value for n in running}
     status = "unsupported" if "unsupported" in verdicts else "cpu" if "cpu" in verdicts else "npu"
-    res["predicted"] = {"status": status, "symbol": SYMBOL[status], "failing": failing,
-                        "composites": sorted({n.composite for n in report.nodes if n.composite}),
-                        "counts": report.counts, "nodes": {n.name: n.verdict.value for n in running}}
+    res["predicted"] = {
+        "status": status,
+        "symbol": SYMBOL[status],
+        "failing": failing,
+        "composites": sorted({n.composite for n in report.nodes if n.composite}),
+        "counts": report.counts,
+        "nodes": {n.name: n.verdict.value for n in running},
+    }

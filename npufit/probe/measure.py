@@ -4,6 +4,7 @@ Talks to npufit.compilers through its public protocol: `compile_model(path, targ
 returning a CompileResult (ok, error, placement: [Placement(node, op, device, reason)]) and
 `status()` saying which compilers are installed. Nothing here imports a vendor SDK.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,16 @@ from ..errors import NpufitError
 from ..util.io import private_tempdir
 
 # a case's status -> its mark in the support matrix (predicted and measured alike)
-SYMBOL = {"npu": "✅", "cpu": "⚠️", "unsupported": "❌", "export_failed": "❌", "timeout": "⏱", "error": "❌", "failed": "❌",
-          "unmeasured": "–"}
+SYMBOL = {
+    "npu": "✅",
+    "cpu": "⚠️",
+    "unsupported": "❌",
+    "export_failed": "❌",
+    "timeout": "⏱",
+    "error": "❌",
+    "failed": "❌",
+    "unmeasured": "–",
+}
 
 # --compiler name (a Profile.compiler) -> its name in npufit.compilers.status()
 STATUS_NAMES = {"vela": "vela", "rknn": "rknn-toolkit2", "hailo": "hailo-dfc", "ethos-n": "ethos-n-support-library"}
@@ -58,7 +67,9 @@ def validate_compiler(name: str, profile) -> None:
     if name not in STATUS_NAMES:
         raise NpufitError(f"--compiler '{name}': choose one of {', '.join(STATUS_NAMES)}")
     if name != profile.compiler:
-        raise NpufitError(f"--compiler {name} does not compile target '{profile.name}' (its compiler is {profile.compiler})")
+        raise NpufitError(
+            f"--compiler {name} does not compile target '{profile.name}' (its compiler is {profile.compiler})"
+        )
     ok, why = compiler_state(name)
     if not ok:
         raise NpufitError(f"--compiler {name} is not usable here: {why} (see 'npufit doctor')")
@@ -71,12 +82,21 @@ def measure(path: os.PathLike, target: str, compiler: str, options: dict[str, An
         return {"compiler": compiler, "status": "error", "symbol": "❌", "error": "npufit.compilers is not available"}
     with private_tempdir("probe-compile") as tmp:
         try:
-            result = api.compile_model(str(path), target, out_dir=options.get("out_dir") or tmp,
-                                       **{k: v for k, v in options.items() if k != "out_dir"})
+            result = api.compile_model(
+                str(path),
+                target,
+                out_dir=options.get("out_dir") or tmp,
+                **{k: v for k, v in options.items() if k != "out_dir"},
+            )
         except NpufitError as e:  # set-up problem (converter, environment): nothing was measured
             return {"compiler": compiler, "status": "unmeasured", "symbol": "–", "error": e.message[:400]}
         except Exception as e:  # a bug on our side of the compiler protocol: not a measurement either
-            return {"compiler": compiler, "status": "unmeasured", "symbol": "–", "error": f"{type(e).__name__}: {e}"[:400]}
+            return {
+                "compiler": compiler,
+                "status": "unmeasured",
+                "symbol": "–",
+                "error": f"{type(e).__name__}: {e}"[:400],
+            }
     return summarise(result, compiler)
 
 
@@ -89,6 +109,13 @@ def summarise(result: Any, compiler: str) -> dict[str, Any]:
         status = "cpu"
     else:
         status = "npu"
-    return {"compiler": getattr(result, "compiler", compiler), "version": getattr(result, "compiler_version", None),
-            "status": status, "symbol": SYMBOL[status], "error": (getattr(result, "error", None) or "")[:400],
-            "placement": placement, "reasons": reasons, "wall_s": getattr(result, "wall_s", None)}
+    return {
+        "compiler": getattr(result, "compiler", compiler),
+        "version": getattr(result, "compiler_version", None),
+        "status": status,
+        "symbol": SYMBOL[status],
+        "error": (getattr(result, "error", None) or "")[:400],
+        "placement": placement,
+        "reasons": reasons,
+        "wall_s": getattr(result, "wall_s", None),
+    }

@@ -3,6 +3,7 @@
 Markdown follows seed 000's layout: a ✅ section grouped by family, a ❌ section with problem and
 workaround per case, then what seed 000 could not have: sweep boundaries and prediction-vs-compiler drift.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -63,31 +64,56 @@ class ProbeReport:
                 if pred is None or dev == "folded" or pred == "folded":
                     continue
                 if (pred == "npu") != (dev == "npu"):
-                    node_diffs.append({"node": node, "predicted": pred, "measured": dev, "compiler_reason": m.get("reasons", {}).get(node, "")})
+                    node_diffs.append(
+                        {
+                            "node": node,
+                            "predicted": pred,
+                            "measured": dev,
+                            "compiler_reason": m.get("reasons", {}).get(node, ""),
+                        }
+                    )
             if p["symbol"] != m["symbol"] or node_diffs:
-                rows.append({"case": c["id"], "predicted": p["status"], "measured": m["status"],
-                             "predicted_rules": sorted({r for f in p.get("failing", []) for r in f["rules"]}),
-                             "compiler_error": m.get("error", ""), "nodes": node_diffs})
+                rows.append(
+                    {
+                        "case": c["id"],
+                        "predicted": p["status"],
+                        "measured": m["status"],
+                        "predicted_rules": sorted({r for f in p.get("failing", []) for r in f["rules"]}),
+                        "compiler_error": m.get("error", ""),
+                        "nodes": node_diffs,
+                    }
+                )
         return rows
 
     def unmeasured(self) -> list[dict[str, Any]]:
         """Cases the compiler could not be asked about (converter or environment missing), with why."""
-        return [{"case": c["id"], "why": c["measured"].get("error", "")} for c in self.cases
-                if c.get("measured") and c["measured"]["status"] == "unmeasured"]
+        return [
+            {"case": c["id"], "why": c["measured"].get("error", "")}
+            for c in self.cases
+            if c.get("measured") and c["measured"]["status"] == "unmeasured"
+        ]
 
     def boundaries(self) -> list[dict[str, Any]]:
         """Per swept parameter: the values tried with their verdicts, and where the verdict changes."""
         groups: "OrderedDict[tuple[str, str], list[tuple[Any, str]]]" = OrderedDict()
         for c in self.cases:
             if len(c["params"]) == 1:
-                (name, value), = c["params"].items()
+                ((name, value),) = c["params"].items()
                 sym = (c.get("measured") or c["predicted"])["symbol"] if self.compiler else c["predicted"]["symbol"]
                 groups.setdefault((c["case"], name), []).append((value, sym))
         out = []
         for (case, name), vals in groups.items():
             changes = [f"{_v(a)} {sa} -> {_v(b)} {sb}" for (a, sa), (b, sb) in zip(vals, vals[1:]) if sa != sb]
-            out.append({"case": case, "parameter": name, "values": [[v, s] for v, s in vals], "changes": changes,
-                        "passing": [v for v, s in vals if s in OK_SYMBOLS], "failing": [v for v, s in vals if s not in OK_SYMBOLS]})
+            out.append(
+                {
+                    "case": case,
+                    "parameter": name,
+                    "values": [[v, s] for v, s in vals],
+                    "changes": changes,
+                    "passing": [v for v, s in vals if s in OK_SYMBOLS],
+                    "failing": [v for v, s in vals if s not in OK_SYMBOLS],
+                }
+            )
         return out
 
     # -- measured record ------------------------------------------------------------------------
@@ -107,8 +133,15 @@ class ProbeReport:
             if m.get("error"):
                 row["error"] = m["error"].strip().splitlines()[-1][:200]
             cases[c["id"]] = row
-        return {"schema": RECORD_SCHEMA, "target": self.target, "opset": self.opset, "compiler": self.compiler,
-                "compiler_versions": versions, "npufit_version": __version__, "cases": cases}
+        return {
+            "schema": RECORD_SCHEMA,
+            "target": self.target,
+            "opset": self.opset,
+            "compiler": self.compiler,
+            "compiler_versions": versions,
+            "npufit_version": __version__,
+            "cases": cases,
+        }
 
     def replay(self, record: dict[str, Any]) -> "ProbeReport":
         """This (predicted-only) report with the measured side taken from a measured_record(): its drift()
@@ -122,21 +155,50 @@ class ProbeReport:
             m = record["cases"].get(c["id"])
             if m is not None:
                 c = copy.deepcopy(c)
-                c["measured"] = {"compiler": record["compiler"], "status": m["status"], "symbol": m["symbol"],
-                                 "placement": dict(m.get("placement", {})), "error": m.get("error", "")}
+                c["measured"] = {
+                    "compiler": record["compiler"],
+                    "status": m["status"],
+                    "symbol": m["symbol"],
+                    "placement": dict(m.get("placement", {})),
+                    "error": m.get("error", ""),
+                }
                 cases.append(c)
-        return ProbeReport(self.target, self.title, self.opset, cases, record["compiler"], self.jobs, self.timeout_s,
-                           self.wall_s, self.sweep, record=str(record.get("path") or "recorded run"))
+        return ProbeReport(
+            self.target,
+            self.title,
+            self.opset,
+            cases,
+            record["compiler"],
+            self.jobs,
+            self.timeout_s,
+            self.wall_s,
+            self.sweep,
+            record=str(record.get("path") or "recorded run"),
+        )
 
     # -- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
 
-        return {"schema": SCHEMA, "npufit_version": __version__, "target": self.target, "title": self.title,
-                "opset": self.opset, "compiler": self.compiler, "jobs": self.jobs, "timeout_s": self.timeout_s,
-                "wall_s": round(self.wall_s, 2), "sweep": self.sweep, "summary": self.counts(), "cases": self.cases,
-                "boundaries": self.boundaries() if self.sweep else [], "drift": self.drift(),
-                "unmeasured": self.unmeasured(), "files": self.files, "replayed_from": self.record}
+        return {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "target": self.target,
+            "title": self.title,
+            "opset": self.opset,
+            "compiler": self.compiler,
+            "jobs": self.jobs,
+            "timeout_s": self.timeout_s,
+            "wall_s": round(self.wall_s, 2),
+            "sweep": self.sweep,
+            "summary": self.counts(),
+            "cases": self.cases,
+            "boundaries": self.boundaries() if self.sweep else [],
+            "drift": self.drift(),
+            "unmeasured": self.unmeasured(),
+            "files": self.files,
+            "replayed_from": self.record,
+        }
 
     def to_json(self) -> str:
         import json

@@ -6,6 +6,7 @@ compiler: a timeout is a verdict, not a crash); a worker that dies gets an `erro
 go on. On Ray a case that needs a vendor compiler's env is tagged with its resource (e.g. rknn), so it only
 runs on a node that has that env.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,13 +21,21 @@ def _failed(task: dict, status: str, message: str) -> dict:
     return res
 
 
-def run_tasks(tasks: list[dict[str, Any]], jobs: int, timeout: float, description: str = "probe",
-              executor: str = "pool", address: str | None = None) -> list[dict[str, Any]]:
+def run_tasks(
+    tasks: list[dict[str, Any]],
+    jobs: int,
+    timeout: float,
+    description: str = "probe",
+    executor: str = "pool",
+    address: str | None = None,
+) -> list[dict[str, Any]]:
     """Results in task order. `jobs` workers (or Ray tasks in flight); `timeout` seconds per case."""
     from ..executors import Task, get_executor, resources_for_compiler
 
-    work = [Task("npufit.probe.case_run:run_case", t, resources=resources_for_compiler(t.get("compiler")), label=t["case"])
-            for t in tasks]
+    work = [
+        Task("npufit.probe.case_run:run_case", t, resources=resources_for_compiler(t.get("compiler")), label=t["case"])
+        for t in tasks
+    ]
     with get_executor(executor, jobs, address) as ex:
         outcomes = ex.map(work, timeout, warmup="npufit.probe.case_run:warm_up", description=description)
     results = []

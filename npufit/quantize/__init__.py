@@ -2,6 +2,7 @@
 
 `quantize(model, output, calibration)` is `npufit quantize MODEL --output OUT --calibration SOURCE`.
 """
+
 from __future__ import annotations
 
 import os
@@ -10,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import NpufitError
+from ..util.io import private_tempdir
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration, spread
 from .quantizer import BIG_MODEL_BYTES, METHODS, QuantizeSettings, quantize_static_qdq
 from .report import SCHEMA, QuantizeReport
-from ..util.io import private_tempdir
 
 __all__ = ["quantize", "QuantizeReport", "ImagePreprocessing", "METHODS", "SCHEMA"]
 
@@ -57,8 +58,10 @@ def split_samples(total: int, samples: int, holdout: int | None, warnings: list[
     if total - holdout >= 1:
         return min(samples, total - holdout), holdout
     if total < 2:
-        raise NpufitError("the calibration set has 1 sample: nothing can be held back for the accuracy report "
-                          "(add samples, or pass --holdout 0)")
+        raise NpufitError(
+            "the calibration set has 1 sample: nothing can be held back for the accuracy report "
+            "(add samples, or pass --holdout 0)"
+        )
     held = max(1, total // 5)
     warnings.append(f"only {total} samples: holding back {held} (not {holdout}) for the accuracy report")
     return total - held, held
@@ -77,8 +80,10 @@ def clipping_warnings(accuracy, calibration_samples: int) -> list[str]:
     outputs = {o.name for o in accuracy.outputs}
     inner = sorted((l for l in accuracy.layers if l.clips and l.name not in outputs), key=lambda l: -l.clipped_fraction)
     if inner:
-        out.append(f"{len(inner)} inner tensor(s) saturate on held-back values past their calibrated range (worst: "
-                   f"'{inner[0].name}', {inner[0].clipped_fraction:.1%}); see the clip column of the per-layer table")
+        out.append(
+            f"{len(inner)} inner tensor(s) saturate on held-back values past their calibrated range (worst: "
+            f"'{inner[0].name}', {inner[0].clipped_fraction:.1%}); see the clip column of the per-layer table"
+        )
     return out
 
 
@@ -92,8 +97,10 @@ def _refuse_huge_inputs(specs, input_shapes) -> None:
         dims = (input_shapes or {}).get(s.name) or [d or 1 for d in s.shape]
         nbytes = math.prod(dims) * s.dtype.itemsize
         if nbytes > MAX_SAMPLE_BYTES:
-            raise NpufitError(f"input '{s.name}' of shape {list(dims)} would take {nbytes / (1 << 30):.1f} GiB per "
-                              f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for one input sample")
+            raise NpufitError(
+                f"input '{s.name}' of shape {list(dims)} would take {nbytes / (1 << 30):.1f} GiB per "
+                f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for one input sample"
+            )
 
 
 def _read_model(path: Path):
@@ -121,21 +128,42 @@ def raise_opset_for_per_channel(model, notes: list[str]):
     try:
         converted = version_converter.convert_version(model, PER_CHANNEL_OPSET)
         if converted.ByteSize() < BIG_MODEL_BYTES:  # the in-memory checker cannot take a proto past protobuf's limit
-            onnx.checker.check_model(converted)  # the converter passes some ops through unchanged (Scatter): not valid at 13
+            onnx.checker.check_model(
+                converted
+            )  # the converter passes some ops through unchanged (Scatter): not valid at 13
     except Exception as e:
-        raise NpufitError(f"--per-channel needs opset {PER_CHANNEL_OPSET} and this opset-{opset} model cannot be converted "
-                          f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else 'no detail'}); "
-                          f"re-export at opset {PER_CHANNEL_OPSET} or quantize per-tensor") from None
-    notes.append(f"--per-channel: the quantized copy was raised from opset {opset} to {PER_CHANNEL_OPSET} (per-channel "
-                 f"DequantizeLinear needs its `axis` attribute); the input file keeps opset {opset}")
+        raise NpufitError(
+            f"--per-channel needs opset {PER_CHANNEL_OPSET} and this opset-{opset} model cannot be converted "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else 'no detail'}); "
+            f"re-export at opset {PER_CHANNEL_OPSET} or quantize per-tensor"
+        ) from None
+    notes.append(
+        f"--per-channel: the quantized copy was raised from opset {opset} to {PER_CHANNEL_OPSET} (per-channel "
+        f"DequantizeLinear needs its `axis` attribute); the input file keeps opset {opset}"
+    )
     return converted
 
 
-def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: str | os.PathLike = "random", *,
-             method: str = "minmax", per_channel: bool = False, activations: str = "int8", exclude: Sequence[str] = (),
-             samples: int = 100, holdout: int | None = None, evaluation: str | os.PathLike | None = None, seed: int = 0, input_shapes: Mapping[str, Sequence[int]] | None = None,
-             image: ImagePreprocessing | None = None, percentile: float = 99.999, worst: int = 5,
-             preprocess: bool = True, target: str | None = None) -> QuantizeReport:
+def quantize(
+    model: str | os.PathLike,
+    output: str | os.PathLike,
+    calibration: str | os.PathLike = "random",
+    *,
+    method: str = "minmax",
+    per_channel: bool = False,
+    activations: str = "int8",
+    exclude: Sequence[str] = (),
+    samples: int = 100,
+    holdout: int | None = None,
+    evaluation: str | os.PathLike | None = None,
+    seed: int = 0,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    image: ImagePreprocessing | None = None,
+    percentile: float = 99.999,
+    worst: int = 5,
+    preprocess: bool = True,
+    target: str | None = None,
+) -> QuantizeReport:
     """Quantize `model` to an INT8 QDQ ONNX file at `output` and measure what it cost on held-back samples.
 
     calibration: a folder of images (see `image` for the preprocessing), an .npz/.npy file, or "random".
@@ -155,8 +183,14 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
         raise NpufitError(f"--output {dst}: the quantized model is an ONNX file; name it *.onnx")
     if src.exists() and dst.exists() and src.resolve() == dst.resolve():
         raise NpufitError(f"--output {dst} is the input model; the input is never overwritten, pick another name")
-    settings = QuantizeSettings(method=method, per_channel=per_channel, activations=activations,
-                                exclude=tuple(exclude), percentile=percentile, preprocess=preprocess)
+    settings = QuantizeSettings(
+        method=method,
+        per_channel=per_channel,
+        activations=activations,
+        exclude=tuple(exclude),
+        percentile=percentile,
+        preprocess=preprocess,
+    )
     settings.validate()
     if samples < 1:
         raise NpufitError("--samples must be at least 1")
@@ -169,7 +203,9 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
     specs = input_specs(float_model)
     extra = 0 if evaluation is not None else (DEFAULT_HOLDOUT if holdout is None else holdout)
     _refuse_huge_inputs(specs, input_shapes)
-    calib = load_calibration(calibration, specs, count=samples + extra, seed=seed, input_shapes=input_shapes, image=image)
+    calib = load_calibration(
+        calibration, specs, count=samples + extra, seed=seed, input_shapes=input_shapes, image=image
+    )
     warnings = list(calib.warnings)
     if evaluation is None:
         n_cal, n_hold = split_samples(len(calib), samples, holdout, warnings)
@@ -177,15 +213,23 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
         held_from = f"the last {n_hold} of {calib.source}"
     else:
         n_cal = min(samples, len(calib))
-        ev = load_calibration(evaluation, specs, count=EVALUATION_MAX if holdout is None else max(holdout, 1), seed=seed + 1,
-                              input_shapes=input_shapes, image=image)
+        ev = load_calibration(
+            evaluation,
+            specs,
+            count=EVALUATION_MAX if holdout is None else max(holdout, 1),
+            seed=seed + 1,
+            input_shapes=input_shapes,
+            image=image,
+        )
         n_hold = len(ev) if holdout is None else min(holdout, len(ev))
         held, held_from = _Pick(ev, spread(len(ev), n_hold)), ev.source
     # calibrate on samples spread over everything not held back
     cal = _Pick(calib, spread(len(calib) - (n_hold if evaluation is None else 0), n_cal))
     if n_cal < MIN_CALIBRATION_SAMPLES and calib.kind != "random":
-        warnings.append(f"only {n_cal} sample(s) calibrate the int8 ranges (fewer than {MIN_CALIBRATION_SAMPLES}): values the "
-                        "calibration did not see saturate; add samples (--samples) or hold fewer back (--holdout)")
+        warnings.append(
+            f"only {n_cal} sample(s) calibrate the int8 ranges (fewer than {MIN_CALIBRATION_SAMPLES}): values the "
+            "calibration did not see saturate; add samples (--samples) or hold fewer back (--holdout)"
+        )
 
     with private_tempdir("quantize") as tmp:
         folder = Path(tmp)
@@ -217,15 +261,32 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, calibration: s
             eval_s = time.perf_counter() - t0
 
     cal_info = calib.describe()
-    cal_info.update({"used": qm.calibration_samples, "holdout": n_hold, "holdout_source": held_from if n_hold else None,
-                     "seed": seed if calib.kind == "random" else None})
+    cal_info.update(
+        {
+            "used": qm.calibration_samples,
+            "holdout": n_hold,
+            "holdout_source": held_from if n_hold else None,
+            "seed": seed if calib.kind == "random" else None,
+        }
+    )
     if accuracy is not None:
         warnings[:0] = clipping_warnings(accuracy, qm.calibration_samples)  # the likely cause of a bad result: first
-    timing = {"quantize_s": round(qm.seconds, 3),
-              "per_100_samples_s": round(qm.seconds * 100.0 / max(1, qm.calibration_samples), 3),
-              "evaluate_s": round(eval_s, 3) if eval_s is not None else None}
-    report = QuantizeReport(model=str(src), output=str(dst), settings=settings.to_dict(), calibration=cal_info, qdq=counts,
-                            timing=timing, accuracy=accuracy, warnings=warnings, notes=opset_notes + qm.notes + pair_notes)
+    timing = {
+        "quantize_s": round(qm.seconds, 3),
+        "per_100_samples_s": round(qm.seconds * 100.0 / max(1, qm.calibration_samples), 3),
+        "evaluate_s": round(eval_s, 3) if eval_s is not None else None,
+    }
+    report = QuantizeReport(
+        model=str(src),
+        output=str(dst),
+        settings=settings.to_dict(),
+        calibration=cal_info,
+        qdq=counts,
+        timing=timing,
+        accuracy=accuracy,
+        warnings=warnings,
+        notes=opset_notes + qm.notes + pair_notes,
+    )
     if target:
         from .target_cost import target_costs
 

@@ -6,6 +6,7 @@ SQNR (dB) = 10·log10(Σref² / Σ(ref−quant)²) over all held-back samples; c
 the error born in this layer shows. Low single = fix this layer; low entire with good single = inherited.
 Both are also measured per channel (median over axis 1), which a whole-channel outlier cannot hide from.
 """
+
 from __future__ import annotations
 
 import math
@@ -146,9 +147,14 @@ class OutputAccuracy:
     clipped_fraction: float | None = None  # of its values past the calibrated range (None: output not quantized)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "cosine": round(self.cosine, 6), "sqnr_db": _db(self.sqnr_db),
-                "max_abs_error": self.max_abs, "ref_max_abs": self.ref_max_abs,
-                "clipped_fraction": None if self.clipped_fraction is None else round(self.clipped_fraction, 6)}
+        return {
+            "name": self.name,
+            "cosine": round(self.cosine, 6),
+            "sqnr_db": _db(self.sqnr_db),
+            "max_abs_error": self.max_abs,
+            "ref_max_abs": self.ref_max_abs,
+            "clipped_fraction": None if self.clipped_fraction is None else round(self.clipped_fraction, 6),
+        }
 
 
 @dataclass
@@ -196,18 +202,36 @@ class LayerAccuracy:
         lo, hi = p.value_range
 
         def side(a: _Acc) -> dict:
-            return {"sqnr_db": _db(a.sqnr_db), "channel_median_sqnr_db": _db(a.channel_sqnr_db),
-                    "cosine": round(a.cosine, 6), "max_abs_error": a.max_abs, "nonfinite_values": a.nonfinite}
+            return {
+                "sqnr_db": _db(a.sqnr_db),
+                "channel_median_sqnr_db": _db(a.channel_sqnr_db),
+                "cosine": round(a.cosine, 6),
+                "max_abs_error": a.max_abs,
+                "nonfinite_values": a.nonfinite,
+            }
 
         def fin(x: float) -> float | None:
             return x if math.isfinite(x) else None
 
-        d = {"tensor": p.name, "node": p.node, "op_type": p.op_type, "quantized_node": p.qdq_node,
-             "quantized_op": p.qdq_op, "inputs": list(p.inputs), "dtype": p.dtype, "scale": fin(p.scale),
-             "zero_point": p.zero_point, "range": [fin(lo), fin(hi)], "entire": side(self.entire), "single": side(self.single),
-             "clipped_fraction": round(self.clipped_fraction, 6),
-             "spike_ratio": round(self.entire.spike_ratio, 2), "channel_ratio": round(self.entire.channel_ratio, 2),
-             "rank": self.rank, "diagnosis": self.diagnosis}
+        d = {
+            "tensor": p.name,
+            "node": p.node,
+            "op_type": p.op_type,
+            "quantized_node": p.qdq_node,
+            "quantized_op": p.qdq_op,
+            "inputs": list(p.inputs),
+            "dtype": p.dtype,
+            "scale": fin(p.scale),
+            "zero_point": p.zero_point,
+            "range": [fin(lo), fin(hi)],
+            "entire": side(self.entire),
+            "single": side(self.single),
+            "clipped_fraction": round(self.clipped_fraction, 6),
+            "spike_ratio": round(self.entire.spike_ratio, 2),
+            "channel_ratio": round(self.entire.channel_ratio, 2),
+            "rank": self.rank,
+            "diagnosis": self.diagnosis,
+        }
         if self.suggestion:
             d["suggestion"] = self.suggestion
         return d
@@ -224,12 +248,24 @@ class Accuracy:
         return next((l for l in self.layers if l.name == name), None)
 
     def to_dict(self) -> dict:
-        return {"holdout_samples": self.samples, "outputs": [o.to_dict() for o in self.outputs],
-                "layers": [l.to_dict() for l in self.layers], "worst": self.worst}
+        return {
+            "holdout_samples": self.samples,
+            "outputs": [o.to_dict() for o in self.outputs],
+            "layers": [l.to_dict() for l in self.layers],
+            "worst": self.worst,
+        }
 
 
-def evaluate(float_path: Path, float_probe: Path, entire_probe: Path, single_probe: Path,
-             pairs: Sequence[ActivationPair], holdout: Sequence[dict], per_channel: bool, worst_n: int = 5) -> Accuracy:
+def evaluate(
+    float_path: Path,
+    float_probe: Path,
+    entire_probe: Path,
+    single_probe: Path,
+    pairs: Sequence[ActivationPair],
+    holdout: Sequence[dict],
+    per_channel: bool,
+    worst_n: int = 5,
+) -> Accuracy:
     """One run of each probe per held-back sample; every layer's numbers come out of the same runs."""
     # one intra-op thread each: four sessions run back to back, and spinning worker threads would fight
     s_float, s_fprobe = make_session(float_path), make_session(float_probe)
@@ -267,10 +303,16 @@ def evaluate(float_path: Path, float_probe: Path, entire_probe: Path, single_pro
                 excess = r - np.clip(r, *p.value_range)
                 c[2] += float(np.nansum(excess * excess))
     acc = Accuracy(len(holdout))
-    acc.layers = [LayerAccuracy(p, ent[id(p)], sgl[id(p)], clipped=clip[id(p)][0], values=clip[id(p)][1],
-                                clip_error=clip[id(p)][2]) for p in pairs]
+    acc.layers = [
+        LayerAccuracy(
+            p, ent[id(p)], sgl[id(p)], clipped=clip[id(p)][0], values=clip[id(p)][1], clip_error=clip[id(p)][2]
+        )
+        for p in pairs
+    ]
     out_clip = {l.name: l.clipped_fraction for l in acc.layers}  # a quantized graph output is one of the pairs
-    acc.outputs = [OutputAccuracy(n, a.cosine, a.sqnr_db, a.max_abs, a.ref_max, out_clip.get(n)) for n, a in outs.items() if a.n]
+    acc.outputs = [
+        OutputAccuracy(n, a.cosine, a.sqnr_db, a.max_abs, a.ref_max, out_clip.get(n)) for n, a in outs.items() if a.n
+    ]
     diagnose(acc, per_channel, worst_n)
     return acc
 
@@ -311,10 +353,12 @@ def diagnose(acc: Accuracy, per_channel: bool, worst_n: int) -> None:
 def clipping_advice(name: str, fraction: float, lo: float, hi: float, samples: int | None = None) -> str:
     """What to do when held-back values fall outside the calibrated range (shared by layer and report warnings)."""
     used = f"the {samples} calibration sample(s)" if samples else "the calibration samples"
-    return (f"{fraction:.1%} of the held-back values of '{name}' fall outside its calibrated range [{lo:.4g}, {hi:.4g}] "
-            f"and saturate: {used} do not cover what the model sees; calibrate on more, or more "
-            "representative, samples (--samples, data spread over every operating condition); when a few outliers set "
-            "the range instead, --method percentile or entropy fits it to the bulk")
+    return (
+        f"{fraction:.1%} of the held-back values of '{name}' fall outside its calibrated range [{lo:.4g}, {hi:.4g}] "
+        f"and saturate: {used} do not cover what the model sees; calibrate on more, or more "
+        "representative, samples (--samples, data spread over every operating condition); when a few outliers set "
+        "the range instead, --method percentile or entropy fits it to the bulk"
+    )
 
 
 def _suggest(l: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: bool) -> str:
@@ -322,33 +366,47 @@ def _suggest(l: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: b
     node = p.qdq_node or p.node
     lo, hi = p.value_range
     if l.single.nonfinite:
-        return (f"the quantized '{p.name}' holds non-finite values (int8 range [{lo:.3g}, {hi:.3g}]): its calibrated range "
-                f"is unusable (often a -inf/float-min mask); --exclude {node} or keep it in float/16-bit")
-    if l.clipping_is_the_cause and l.single_score < GOOD_DB:  # saturation is born here whatever the weights do: say it first
+        return (
+            f"the quantized '{p.name}' holds non-finite values (int8 range [{lo:.3g}, {hi:.3g}]): its calibrated range "
+            f"is unusable (often a -inf/float-min mask); --exclude {node} or keep it in float/16-bit"
+        )
+    if (
+        l.clipping_is_the_cause and l.single_score < GOOD_DB
+    ):  # saturation is born here whatever the weights do: say it first
         return clipping_advice(p.name, l.clipped_fraction, lo, hi)
     if l.diagnosis == "inherited":
         ups = _ancestors(l, by_name)
         src = min(ups, key=lambda u: u.single_score) if ups else None
         where = f"; the worst layer upstream is '{src.name}' (single {_fmt_db(src.single_score)})" if src else ""
-        return f"inherited: this layer alone is fine (single {_fmt_db(l.single_score)}), the error enters upstream{where}"
+        return (
+            f"inherited: this layer alone is fine (single {_fmt_db(l.single_score)}), the error enters upstream{where}"
+        )
     if l.diagnosis == "ok" and l.single_score >= GOOD_DB:
         return "within int8 noise; nothing to do"
     ch, spike = l.entire.channel_ratio, l.entire.spike_ratio
     if l.single.channel_sqnr_db < l.single.sqnr_db - 6.0 and p.qdq_op == "Concat" and ch > 2.0:
-        return (f"the inputs of this Concat span different ranges (widest channel {ch:.0f}x the median) but share one int8 "
-                f"scale, so the narrow ones lose precision (median channel {_fmt_db(l.single.channel_sqnr_db)}): "
-                "keep it in 16-bit, or rescale the branches to similar ranges before the Concat")
+        return (
+            f"the inputs of this Concat span different ranges (widest channel {ch:.0f}x the median) but share one int8 "
+            f"scale, so the narrow ones lose precision (median channel {_fmt_db(l.single.channel_sqnr_db)}): "
+            "keep it in 16-bit, or rescale the branches to similar ranges before the Concat"
+        )
     if ch > CHANNEL_RATIO and l.single.channel_sqnr_db < l.single.sqnr_db - 6.0:
-        return (f"one channel spans {ch:.0f}x the range of the median channel, so the int8 step of '{p.name}' "
-                f"(range [{lo:.3g}, {hi:.3g}]) crushes the others (median channel {_fmt_db(l.single.channel_sqnr_db)}): "
-                "keep it in 16-bit, or equalize channel ranges (cross-layer equalization) before quantizing; "
-                "percentile calibration does not fix a whole-channel outlier")
+        return (
+            f"one channel spans {ch:.0f}x the range of the median channel, so the int8 step of '{p.name}' "
+            f"(range [{lo:.3g}, {hi:.3g}]) crushes the others (median channel {_fmt_db(l.single.channel_sqnr_db)}): "
+            "keep it in 16-bit, or equalize channel ranges (cross-layer equalization) before quantizing; "
+            "percentile calibration does not fix a whole-channel outlier"
+        )
     if spike > SPIKE_RATIO:
-        return (f"the range of '{p.name}' ([{lo:.3g}, {hi:.3g}]) is set by rare spikes (max = {spike:.0f}x rms): "
-                "re-calibrate with --method percentile or entropy, or keep it in 16-bit")
+        return (
+            f"the range of '{p.name}' ([{lo:.3g}, {hi:.3g}]) is set by rare spikes (max = {spike:.0f}x rms): "
+            "re-calibrate with --method percentile or entropy, or keep it in 16-bit"
+        )
     if p.qdq_op in WEIGHTED_OPS and not per_channel:
         return f"weight quantization of {p.qdq_op} '{node}': try --per-channel, else keep it in 16-bit"
     if p.is_graph_input:
         return "the model input loses precision in int8: check the calibration data matches the model's preprocessing"
-    return (f"keep '{p.name}' in 16-bit on the target, or --exclude {node} to leave it in float "
-            "(on Ethos-N/U a float node is a CPU island with Q/DQ at its edges)")
+    return (
+        f"keep '{p.name}' in 16-bit on the target, or --exclude {node} to leave it in float "
+        "(on Ethos-N/U a float node is a CPU island with Q/DQ at its edges)"
+    )

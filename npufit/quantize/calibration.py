@@ -3,6 +3,7 @@
 A source becomes a lazy `CalibrationSet` (samples are decoded/generated when read, so a large image folder
 never sits in memory at once). Each sample is one feed dict {input name: array} for one model run.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,10 @@ import numpy as np
 from ..errors import NpufitError
 
 IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".ppm", ".pgm", ".tif", ".tiff")
-RANDOM_WARNING = ("calibration source is 'random' (seeded N(0,1) noise): scales are fitted to noise, not to your data, "
-                  "so the accuracy numbers below say little about real inputs; use --calibration DIR or FILE.npz")
+RANDOM_WARNING = (
+    "calibration source is 'random' (seeded N(0,1) noise): scales are fitted to noise, not to your data, "
+    "so the accuracy numbers below say little about real inputs; use --calibration DIR or FILE.npz"
+)
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,10 @@ class ImagePreprocessing:
 
     def describe(self, size: tuple[int, int], layout: str, channels: int) -> str:
         color = "grayscale" if channels == 1 else ("BGR" if self.bgr else "RGB")
-        return (f"resize to {size[0]}x{size[1]} (bilinear, no crop), {color}, x*{self.scale:g}, "
-                f"(x-mean)/std with mean={list(self.mean)} std={list(self.std)}, {layout.upper()}")
+        return (
+            f"resize to {size[0]}x{size[1]} (bilinear, no crop), {color}, x*{self.scale:g}, "
+            f"(x-mean)/std with mean={list(self.mean)} std={list(self.std)}, {layout.upper()}"
+        )
 
 
 @dataclass
@@ -92,9 +97,15 @@ def input_specs(model) -> list[InputSpec]:
     return specs
 
 
-def load_calibration(source: str | os.PathLike, specs: Sequence[InputSpec], *, count: int | None = None, seed: int = 0,
-                     input_shapes: Mapping[str, Sequence[int]] | None = None,
-                     image: ImagePreprocessing | None = None) -> CalibrationSet:
+def load_calibration(
+    source: str | os.PathLike,
+    specs: Sequence[InputSpec],
+    *,
+    count: int | None = None,
+    seed: int = 0,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    image: ImagePreprocessing | None = None,
+) -> CalibrationSet:
     """Open a calibration source. `count`: how many samples are used (generated for 'random'; at most this
     many are read from an .npz/.npy)."""
     if not specs:
@@ -104,7 +115,9 @@ def load_calibration(source: str | os.PathLike, specs: Sequence[InputSpec], *, c
         return _random_set(specs, count or 1, seed, input_shapes or {})
     p = Path(src)
     if not p.exists():
-        raise NpufitError(f"--calibration {src}: no such file or folder (give a folder of images, a .npz/.npy file, or 'random')")
+        raise NpufitError(
+            f"--calibration {src}: no such file or folder (give a folder of images, a .npz/.npy file, or 'random')"
+        )
     if p.is_dir():
         return _image_set(p, specs, image or ImagePreprocessing())
     suffix = p.suffix.lower()
@@ -112,7 +125,9 @@ def load_calibration(source: str | os.PathLike, specs: Sequence[InputSpec], *, c
         return _npz_set(p, specs, count)
     if suffix == ".npy":
         return _npy_set(p, specs, count)
-    raise NpufitError(f"--calibration {src}: unsupported file type '{suffix}' (expected a folder of images, .npz, .npy or 'random')")
+    raise NpufitError(
+        f"--calibration {src}: unsupported file type '{suffix}' (expected a folder of images, .npz, .npy or 'random')"
+    )
 
 
 # -- random ----------------------------------------------------------------------------------------------
@@ -128,7 +143,9 @@ def _random_set(specs, count: int, seed: int, input_shapes) -> CalibrationSet:
             dims[0] = 1  # a dynamic batch is the one dim we may guess
         if any(d is None for d in dims):
             shown = ",".join("?" if d is None else str(d) for d in s.shape)
-            raise NpufitError(f"input '{s.name}' has dynamic dims [{shown}]; pass --input-shape {s.name}=... to generate random samples")
+            raise NpufitError(
+                f"input '{s.name}' has dynamic dims [{shown}]; pass --input-shape {s.name}=... to generate random samples"
+            )
         shapes[s.name] = tuple(dims)
 
     def load(i: int) -> dict[str, np.ndarray]:
@@ -143,7 +160,9 @@ def _random_set(specs, count: int, seed: int, input_shapes) -> CalibrationSet:
                 out[s.name] = rng.integers(0, 10, shapes[s.name]).astype(s.dtype)
         return out
 
-    return CalibrationSet("random", f"random (seed {seed})", load, count, "N(0,1) floats, ints in [0,10)", [RANDOM_WARNING])
+    return CalibrationSet(
+        "random", f"random (seed {seed})", load, count, "N(0,1) floats, ints in [0,10)", [RANDOM_WARNING]
+    )
 
 
 # -- arrays ----------------------------------------------------------------------------------------------
@@ -155,15 +174,21 @@ def _split_samples(name: str, arr: np.ndarray, spec: InputSpec, where: str) -> l
     elif arr.ndim == rank and rank > 0:
         batch = spec.shape[0] or 1
         if arr.shape[0] % batch:
-            raise NpufitError(f"{where}: array '{name}' has {arr.shape[0]} rows, not a multiple of the model batch {batch}")
+            raise NpufitError(
+                f"{where}: array '{name}' has {arr.shape[0]} rows, not a multiple of the model batch {batch}"
+            )
         samples = arr.reshape((arr.shape[0] // batch, batch) + arr.shape[1:])
     else:
-        raise NpufitError(f"{where}: array '{name}' has shape {list(arr.shape)}; input '{spec.name}' needs rank {rank} "
-                          f"(one sample) or {rank + 1} ([N, ...] samples)")
+        raise NpufitError(
+            f"{where}: array '{name}' has shape {list(arr.shape)}; input '{spec.name}' needs rank {rank} "
+            f"(one sample) or {rank + 1} ([N, ...] samples)"
+        )
     for want, got in zip(spec.shape, samples.shape[1:]):
         if want is not None and want != got:
             shown = ",".join("?" if d is None else str(d) for d in spec.shape)
-            raise NpufitError(f"{where}: samples of '{name}' have shape {list(samples.shape[1:])}, input '{spec.name}' is [{shown}]")
+            raise NpufitError(
+                f"{where}: samples of '{name}' have shape {list(samples.shape[1:])}, input '{spec.name}' is [{shown}]"
+            )
     return samples
 
 
@@ -173,7 +198,9 @@ def _array_set(kind: str, path: Path, arrays: Mapping[str, np.ndarray], specs) -
         arrays = {specs[0].name: next(iter(arrays.values()))}  # one input, one array: names need not match
     missing = [s.name for s in specs if s.name not in arrays]
     if missing:
-        raise NpufitError(f"{where}: no array for input(s) {', '.join(missing)} (arrays: {', '.join(arrays) or 'none'})")
+        raise NpufitError(
+            f"{where}: no array for input(s) {', '.join(missing)} (arrays: {', '.join(arrays) or 'none'})"
+        )
     per_input = {s.name: _split_samples(s.name, np.asarray(arrays[s.name]), s, where) for s in specs}
     counts = {n: len(v) for n, v in per_input.items()}
     if len(set(counts.values())) != 1:
@@ -235,7 +262,9 @@ def _npz_set(path: Path, specs, count: int | None = None) -> CalibrationSet:
 
 def _npy_set(path: Path, specs, count: int | None = None) -> CalibrationSet:
     if len(specs) != 1:
-        raise NpufitError(f"--calibration {path}: a .npy holds one array but the model has {len(specs)} inputs; use a .npz keyed by input name")
+        raise NpufitError(
+            f"--calibration {path}: a .npy holds one array but the model has {len(specs)} inputs; use a .npz keyed by input name"
+        )
     return _array_set("npy", path, {specs[0].name: _read_arrays(path, specs, count, single=True)[""]}, specs)
 
 
@@ -259,7 +288,9 @@ def _image_layout(spec: InputSpec, pre: ImagePreprocessing) -> tuple[str, int, t
 
 def _image_set(folder: Path, specs, pre: ImagePreprocessing) -> CalibrationSet:
     if len(specs) != 1:
-        raise NpufitError(f"--calibration {folder}: image folders feed single-input models; this one has {len(specs)} inputs (use .npz)")
+        raise NpufitError(
+            f"--calibration {folder}: image folders feed single-input models; this one has {len(specs)} inputs (use .npz)"
+        )
     try:
         from PIL import Image
     except ImportError:

@@ -8,6 +8,7 @@ Probe models (all written to the temp folder, never next to the user's files):
                  extra inputs), so each layer computes from exact float inputs with its own quantized weights
                  and output: only the error born in the layer shows (RKNN's "single" split).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -45,7 +46,10 @@ class ActivationPair:
     def value_range(self) -> tuple[float, float]:
         info = np.iinfo(np.dtype(self.dtype))
         with np.errstate(over="ignore", invalid="ignore"):
-            return (float(np.float64(self.scale) * (info.min - self.zero_point)), float(np.float64(self.scale) * (info.max - self.zero_point)))
+            return (
+                float(np.float64(self.scale) * (info.min - self.zero_point)),
+                float(np.float64(self.scale) * (info.max - self.zero_point)),
+            )
 
 
 def _const_value(model, name: str):
@@ -64,8 +68,11 @@ def _const_value(model, name: str):
 
 def _elem_types(model) -> dict[str, int]:
     g = model.graph
-    return {vi.name: vi.type.tensor_type.elem_type for vi in list(g.input) + list(g.output) + list(g.value_info)
-            if vi.type.HasField("tensor_type")}
+    return {
+        vi.name: vi.type.tensor_type.elem_type
+        for vi in list(g.input) + list(g.output) + list(g.value_info)
+        if vi.type.HasField("tensor_type")
+    }
 
 
 def find_pairs(float_model, qdq_model) -> tuple[list[ActivationPair], list[str]]:
@@ -79,7 +86,9 @@ def find_pairs(float_model, qdq_model) -> tuple[list[ActivationPair], list[str]]
         for t in n.input:
             if t:
                 consumers.setdefault(t, []).append(n)
-    constants = {t.name for t in qg.initializer} | {n.output[0] for n in qg.node if n.op_type == "Constant" and n.output}
+    constants = {t.name for t in qg.initializer} | {
+        n.output[0] for n in qg.node if n.op_type == "Constant" and n.output
+    }
     types = _elem_types(float_model)
     notes: list[str] = []
     pairs, skipped = [], 0
@@ -109,11 +118,23 @@ def find_pairs(float_model, qdq_model) -> tuple[list[ActivationPair], list[str]]
         else:
             node, op = "", "input"
         qprod = q_producer.get(raw)
-        pairs.append(ActivationPair(
-            name=name, raw=raw, q_node=q.name, dequantized=tuple(d.output[0] for d in dqs), node=node, op_type=op,
-            qdq_node=qprod.name if qprod is not None else "", qdq_op=qprod.op_type if qprod is not None else "input",
-            inputs=(), scale=float(np.asarray(scale).reshape(-1)[0]), zero_point=int(np.asarray(zp).reshape(-1)[0]) if zp is not None else 0,
-            dtype=dtype, elem_type=types.get(name, 1)))
+        pairs.append(
+            ActivationPair(
+                name=name,
+                raw=raw,
+                q_node=q.name,
+                dequantized=tuple(d.output[0] for d in dqs),
+                node=node,
+                op_type=op,
+                qdq_node=qprod.name if qprod is not None else "",
+                qdq_op=qprod.op_type if qprod is not None else "input",
+                inputs=(),
+                scale=float(np.asarray(scale).reshape(-1)[0]),
+                zero_point=int(np.asarray(zp).reshape(-1)[0]) if zp is not None else 0,
+                dtype=dtype,
+                elem_type=types.get(name, 1),
+            )
+        )
     by_dq = {d: p.name for p in pairs for d in p.dequantized}
     for p in pairs:
         qprod = q_producer.get(p.raw)
@@ -123,7 +144,9 @@ def find_pairs(float_model, qdq_model) -> tuple[list[ActivationPair], list[str]]
     order.update({o: len(float_inputs) + i for o, (i, _) in float_producer.items()})
     pairs.sort(key=lambda p: order.get(p.name, 1 << 30))
     if skipped:
-        notes.append(f"{skipped} Q/DQ pair(s) have no float counterpart or a per-channel activation scale; not in the per-layer table")
+        notes.append(
+            f"{skipped} Q/DQ pair(s) have no float counterpart or a per-channel activation scale; not in the per-layer table"
+        )
     return pairs, notes
 
 
@@ -141,7 +164,9 @@ def _save(model, path: Path) -> Path:
     import onnx
 
     big = model.ByteSize() > 1_800_000_000
-    onnx.save_model(model, str(path), save_as_external_data=big, all_tensors_to_one_file=True, location=path.name + ".data")
+    onnx.save_model(
+        model, str(path), save_as_external_data=big, all_tensors_to_one_file=True, location=path.name + ".data"
+    )
     return path
 
 

@@ -3,6 +3,7 @@
 Why a private folder: ORT writes `<model>-inferred.onnx` next to the file it is given and an augmented
 copy for calibration; pointing it at a copy in our temp dir keeps the user's folder (and file) untouched.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -40,8 +41,15 @@ class QuantizeSettings:
             raise NpufitError(f"percentile {self.percentile} must be in (0, 100]")
 
     def to_dict(self) -> dict:
-        d = {"method": self.method, "per_channel": self.per_channel, "activations": self.activations,
-             "weights": "int8", "format": "QDQ", "exclude": list(self.exclude), "preprocess": self.preprocess}
+        d = {
+            "method": self.method,
+            "per_channel": self.per_channel,
+            "activations": self.activations,
+            "weights": "int8",
+            "format": "QDQ",
+            "exclude": list(self.exclude),
+            "preprocess": self.preprocess,
+        }
         if self.method == "percentile":
             d["percentile"] = self.percentile
         return d
@@ -117,7 +125,9 @@ def save_float_copy(model, folder: Path) -> Path:
 
     path = folder / "float.onnx"
     big = model.ByteSize() > BIG_MODEL_BYTES
-    onnx.save_model(model, str(path), save_as_external_data=big, all_tensors_to_one_file=True, location="float.onnx.data")
+    onnx.save_model(
+        model, str(path), save_as_external_data=big, all_tensors_to_one_file=True, location="float.onnx.data"
+    )
     return path
 
 
@@ -128,13 +138,20 @@ def preprocess(float_path: Path, folder: Path, notes: list[str]) -> Path:
     out = folder / "preprocessed.onnx"
     try:
         with _ort_logs_captured():
-            quant_pre_process(str(float_path), str(out), skip_symbolic_shape=True,
-                              save_as_external_data=float_path.with_suffix(".onnx.data").exists(),
-                              all_tensors_to_one_file=True, external_data_location="preprocessed.onnx.data")
+            quant_pre_process(
+                str(float_path),
+                str(out),
+                skip_symbolic_shape=True,
+                save_as_external_data=float_path.with_suffix(".onnx.data").exists(),
+                all_tensors_to_one_file=True,
+                external_data_location="preprocessed.onnx.data",
+            )
         return out
     except Exception as e:
-        notes.append(f"ORT pre-processing failed ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}); "
-                     "quantized the model as given")
+        notes.append(
+            f"ORT pre-processing failed ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}); "
+            "quantized the model as given"
+        )
         return float_path
 
 
@@ -142,8 +159,10 @@ def check_excludes(model, exclude: Sequence[str]) -> None:
     names = {n.name for n in model.graph.node}
     unknown = [n for n in exclude if n not in names]
     if unknown:
-        raise NpufitError(f"--exclude: no node named {', '.join(repr(u) for u in unknown)} in the model "
-                          "(node names, as listed by 'npufit check --all-nodes')")
+        raise NpufitError(
+            f"--exclude: no node named {', '.join(repr(u) for u in unknown)} in the model "
+            "(node names, as listed by 'npufit check --all-nodes')"
+        )
 
 
 def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: QuantizeSettings) -> QuantizedModel:
@@ -162,8 +181,11 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
     if settings.preprocess:
         float_path = preprocess(float_path, folder, notes)
     check_excludes(onnx.load(str(float_path), load_external_data=False), settings.exclude)
-    method = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
-              "percentile": CalibrationMethod.Percentile}[settings.method]
+    method = {
+        "minmax": CalibrationMethod.MinMax,
+        "entropy": CalibrationMethod.Entropy,
+        "percentile": CalibrationMethod.Percentile,
+    }[settings.method]
     extra = {"CalibPercentile": settings.percentile} if settings.method == "percentile" else {}
     act = QuantType.QInt8 if settings.activations == "int8" else QuantType.QUInt8
     out = folder / "quantized.onnx"
@@ -171,13 +193,25 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
     start = time.perf_counter()
     try:
         # ORT prints histogram progress to stdout (entropy/percentile); stdout belongs to our report
-        with _ort_logs_captured() as logs, contextlib.redirect_stdout(io.StringIO()), \
-                warnings.catch_warnings(record=True) as caught:
+        with (
+            _ort_logs_captured() as logs,
+            contextlib.redirect_stdout(io.StringIO()),
+            warnings.catch_warnings(record=True) as caught,
+        ):
             warnings.simplefilter("always", RuntimeWarning)
-            quantize_static(str(float_path), str(out), reader, quant_format=QuantFormat.QDQ, per_channel=settings.per_channel,
-                            activation_type=act, weight_type=QuantType.QInt8, calibrate_method=method,
-                            nodes_to_exclude=list(settings.exclude), extra_options=extra,
-                            use_external_data_format=model.ByteSize() > BIG_MODEL_BYTES)
+            quantize_static(
+                str(float_path),
+                str(out),
+                reader,
+                quant_format=QuantFormat.QDQ,
+                per_channel=settings.per_channel,
+                activation_type=act,
+                weight_type=QuantType.QInt8,
+                calibrate_method=method,
+                nodes_to_exclude=list(settings.exclude),
+                extra_options=extra,
+                use_external_data_format=model.ByteSize() > BIG_MODEL_BYTES,
+            )
     except NpufitError:
         raise
     except Exception as e:
@@ -185,6 +219,8 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
     seconds = time.perf_counter() - start
     notes.extend(logs.messages)
     if any(issubclass(w.category, RuntimeWarning) for w in caught):
-        notes.append("numeric overflow while computing quantization parameters: some tensor has an extreme range "
-                     "(e.g. a float-min attention mask); see the per-layer table for non-finite rows")
+        notes.append(
+            "numeric overflow while computing quantization parameters: some tensor has an extreme range "
+            "(e.g. a float-min attention mask); see the per-layer table for non-finite rows"
+        )
     return QuantizedModel(float_path, out, reader.consumed, seconds, notes)

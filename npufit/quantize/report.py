@@ -1,12 +1,13 @@
 """QuantizeReport: what was quantized, how, and what it cost in accuracy; renders to table / JSON / Markdown."""
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .accuracy import Accuracy, LayerAccuracy
 from ..report.console import Renderable
+from .accuracy import Accuracy, LayerAccuracy
 
 SCHEMA = "npufit.quantize/1"
 TERMINAL_MAX_LAYERS = 40
@@ -45,20 +46,32 @@ class QuantizeReport(Renderable):
         acc = self.accuracy
         sq = self.min_output_sqnr_db
         clipped = max((l.clipped_fraction for l in acc.layers), default=0.0) if acc else None
-        return {"min_output_sqnr_db": _db(sq) if sq is not None else None,
-                "min_output_cosine": round(self.min_output_cosine, 6) if acc and acc.outputs else None,
-                "calibration_samples": self.calibration.get("used"), "holdout_samples": self.calibration.get("holdout"),
-                "max_clipped_fraction": round(clipped, 6) if clipped is not None else None,
-                "worst_layer": acc.worst[0] if acc and acc.worst else None}
+        return {
+            "min_output_sqnr_db": _db(sq) if sq is not None else None,
+            "min_output_cosine": round(self.min_output_cosine, 6) if acc and acc.outputs else None,
+            "calibration_samples": self.calibration.get("used"),
+            "holdout_samples": self.calibration.get("holdout"),
+            "max_clipped_fraction": round(clipped, 6) if clipped is not None else None,
+            "worst_layer": acc.worst[0] if acc and acc.worst else None,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
 
-        d = {"schema": SCHEMA, "npufit_version": __version__, "model": self.model, "output": self.output,
-             "settings": self.settings, "calibration": self.calibration, "qdq": self.qdq, "timing": self.timing,
-             "summary": self.summary(),
-             "accuracy": self.accuracy.to_dict() if self.accuracy else None,
-             "warnings": self.warnings, "notes": self.notes}
+        d = {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "model": self.model,
+            "output": self.output,
+            "settings": self.settings,
+            "calibration": self.calibration,
+            "qdq": self.qdq,
+            "timing": self.timing,
+            "summary": self.summary(),
+            "accuracy": self.accuracy.to_dict() if self.accuracy else None,
+            "warnings": self.warnings,
+            "notes": self.notes,
+        }
         d.update({k: v for k, v in self.extra.items() if not k.startswith("_")})  # "_" keys hold render hooks
         return d
 
@@ -85,8 +98,12 @@ def db_unit(x: float | None) -> str:
 
 def _settings_line(r: QuantizeReport) -> str:
     s = r.settings
-    parts = [f"method {s['method']}" + (f" ({s['percentile']}%)" if s.get("percentile") else ""),
-             f"activations {s['activations']}", "weights int8 " + ("per-channel" if s["per_channel"] else "per-tensor"), "QDQ"]
+    parts = [
+        f"method {s['method']}" + (f" ({s['percentile']}%)" if s.get("percentile") else ""),
+        f"activations {s['activations']}",
+        "weights int8 " + ("per-channel" if s["per_channel"] else "per-tensor"),
+        "QDQ",
+    ]
     if s["exclude"]:
         parts.append(f"excluded {', '.join(s['exclude'])}")
     return ", ".join(parts)
@@ -97,8 +114,11 @@ def _calibration_line(r: QuantizeReport) -> str:
     line = f"{c['used']} calibration sample(s) from {c['source']} ({c['samples_available']} available)"
     if c.get("preprocessing"):
         line += f" [{c['preprocessing']}]"
-    held = (f"; {c['holdout']} held back for the accuracy report, never calibrated on ({c['holdout_source']}; --holdout sets how many)"
-            if c.get("holdout") else "; nothing held back: no accuracy report")
+    held = (
+        f"; {c['holdout']} held back for the accuracy report, never calibrated on ({c['holdout_source']}; --holdout sets how many)"
+        if c.get("holdout")
+        else "; nothing held back: no accuracy report"
+    )
     return line + held
 
 
@@ -125,8 +145,18 @@ def _timing_line(r: QuantizeReport) -> str:
 def _layer_cells(l: LayerAccuracy) -> list[str]:
     p = l.pair
     op = p.op_type if p.op_type == p.qdq_op or p.qdq_op == "input" else f"{p.op_type} (in {p.qdq_op})"
-    return [str(l.rank), p.name, op, db(l.entire.sqnr_db), db(l.single.sqnr_db), db(l.single.channel_sqnr_db),
-            f"{l.entire.cosine:.4f}", f"{l.entire.channel_ratio:.0f}", clip_cell(l.clipped_fraction), l.diagnosis]
+    return [
+        str(l.rank),
+        p.name,
+        op,
+        db(l.entire.sqnr_db),
+        db(l.single.sqnr_db),
+        db(l.single.channel_sqnr_db),
+        f"{l.entire.cosine:.4f}",
+        f"{l.entire.channel_ratio:.0f}",
+        clip_cell(l.clipped_fraction),
+        l.diagnosis,
+    ]
 
 
 LAYER_COLUMNS = ["rank", "tensor", "op", "entire dB", "single dB", "ch-med dB", "cos", "ch×", "clip", "diagnosis"]
@@ -136,12 +166,21 @@ OUTPUT_COLUMNS = ["output", "cosine", "SQNR dB", "max abs err", "ref max abs", "
 
 
 def output_cells(o) -> list[str]:
-    return [o.name, f"{o.cosine:.4f}", db(o.sqnr_db), f"{o.max_abs:.4g}", f"{o.ref_max_abs:.4g}", clip_cell(o.clipped_fraction)]
+    return [
+        o.name,
+        f"{o.cosine:.4f}",
+        db(o.sqnr_db),
+        f"{o.max_abs:.4g}",
+        f"{o.ref_max_abs:.4g}",
+        clip_cell(o.clipped_fraction),
+    ]
 
 
 def _worst_line(l: LayerAccuracy) -> str:
-    return (f"entire {db_unit(l.entire.sqnr_db)}, single {db_unit(l.single.sqnr_db)} "
-            f"(median channel {db_unit(l.single.channel_sqnr_db)})")
+    return (
+        f"entire {db_unit(l.entire.sqnr_db)}, single {db_unit(l.single.sqnr_db)} "
+        f"(median channel {db_unit(l.single.channel_sqnr_db)})"
+    )
 
 
 # -- terminal --------------------------------------------------------------------------------------------
@@ -160,7 +199,11 @@ def print_terminal(con, r: QuantizeReport) -> None:
     if acc is None:
         con.print(Text("no accuracy report (--holdout 0)", style="dim"))
     else:
-        tab = Table(title=f"outputs: float vs quantized on {acc.samples} held-back sample(s)", title_justify="left", show_edge=False)
+        tab = Table(
+            title=f"outputs: float vs quantized on {acc.samples} held-back sample(s)",
+            title_justify="left",
+            show_edge=False,
+        )
         for c in OUTPUT_COLUMNS:
             tab.add_column(c, justify="left" if c == "output" else "right")
         for o in acc.outputs:
@@ -169,20 +212,29 @@ def print_terminal(con, r: QuantizeReport) -> None:
             tab.add_row(cells[0], Text(cells[1], style=style), *cells[2:])
         con.print(tab)
         layers = acc.layers
-        shown = layers if len(layers) <= TERMINAL_MAX_LAYERS else sorted(layers, key=lambda l: l.rank)[:TERMINAL_MAX_LAYERS]
+        shown = (
+            layers if len(layers) <= TERMINAL_MAX_LAYERS else sorted(layers, key=lambda l: l.rank)[:TERMINAL_MAX_LAYERS]
+        )
         title = "per layer (graph order): entire = in the quantized model, single = alone with float inputs"
         if len(shown) < len(layers):
             title = f"per layer: the {len(shown)} worst of {len(layers)} (all in --format json/markdown)"
         tab = Table(title=title, title_justify="left", show_edge=False)
         for c in LAYER_COLUMNS:
-            tab.add_column(c, overflow="fold", min_width=24 if c == "tensor" else None, max_width=56 if c == "tensor" else None)
+            tab.add_column(
+                c, overflow="fold", min_width=24 if c == "tensor" else None, max_width=56 if c == "tensor" else None
+            )
         style = {"born here": "red", "inherited": "yellow", "ok": "green"}
         for l in shown:
             cells = _layer_cells(l)
             tab.add_row(*cells[:-1], Text(cells[-1], style=style.get(l.diagnosis, "")))
         con.print(tab)
         if acc.worst:
-            con.print(Text("worst layers (by single score = min(tensor, median-channel SQNR): where the error is born)", style="bold"))
+            con.print(
+                Text(
+                    "worst layers (by single score = min(tensor, median-channel SQNR): where the error is born)",
+                    style="bold",
+                )
+            )
             for name in acc.worst:
                 l = acc.layer(name)
                 con.print(f"  {l.rank}. {name} [{l.pair.op_type}] {_worst_line(l)}: {l.suggestion}")
@@ -202,25 +254,41 @@ def _md_row(cells) -> str:
 
 
 def render_markdown(r: QuantizeReport) -> str:
-    out = [f"# npufit quantize: `{r.model}` → `{r.output}`", "",
-           f"- settings: {_settings_line(r)}", f"- calibration: {_calibration_line(r)}",
-           f"- QDQ: {_qdq_line(r)}", f"- time: {_timing_line(r)}", ""]
+    out = [
+        f"# npufit quantize: `{r.model}` → `{r.output}`",
+        "",
+        f"- settings: {_settings_line(r)}",
+        f"- calibration: {_calibration_line(r)}",
+        f"- QDQ: {_qdq_line(r)}",
+        f"- time: {_timing_line(r)}",
+        "",
+    ]
     for w in r.warnings:
         out.append(f"> **warning:** {w}")
     if r.warnings:
         out.append("")
     acc = r.accuracy
     if acc is not None:
-        out += [f"## Outputs (float vs quantized, {acc.samples} held-back samples)", "",
-                _md_row(OUTPUT_COLUMNS), _md_row(["---"] * len(OUTPUT_COLUMNS))]
+        out += [
+            f"## Outputs (float vs quantized, {acc.samples} held-back samples)",
+            "",
+            _md_row(OUTPUT_COLUMNS),
+            _md_row(["---"] * len(OUTPUT_COLUMNS)),
+        ]
         out += [_md_row([f"`{o.name}`", *output_cells(o)[1:]]) for o in acc.outputs]
-        out += ["", "## Per layer", "",
-                "*entire*: the activation in the fully quantized model; *single*: the same layer fed the exact float "
-                "reference, so only its own error shows; *ch-median*: the median channel's SQNR (a whole-channel "
-                "outlier cannot hide there); *cos*: cosine, entire; *ch×*: widest channel range / median channel range; "
-                "*clip*: share of held-back float values past the calibrated int8 range (they saturate). "
-                "Rank 1 = lowest single score (min of tensor and ch-median SQNR).", "",
-                _md_row(LAYER_COLUMNS), _md_row(["---"] * len(LAYER_COLUMNS))]
+        out += [
+            "",
+            "## Per layer",
+            "",
+            "*entire*: the activation in the fully quantized model; *single*: the same layer fed the exact float "
+            "reference, so only its own error shows; *ch-median*: the median channel's SQNR (a whole-channel "
+            "outlier cannot hide there); *cos*: cosine, entire; *ch×*: widest channel range / median channel range; "
+            "*clip*: share of held-back float values past the calibrated int8 range (they saturate). "
+            "Rank 1 = lowest single score (min of tensor and ch-median SQNR).",
+            "",
+            _md_row(LAYER_COLUMNS),
+            _md_row(["---"] * len(LAYER_COLUMNS)),
+        ]
         for l in acc.layers:
             cells = _layer_cells(l)
             cells[1] = f"`{cells[1]}`"

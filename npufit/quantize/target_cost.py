@@ -1,5 +1,6 @@
 """What the quantized graph costs on a target: `check` of the QDQ output, summarized from its Q/DQ ledger
 (float islands such as seed 001's dequantize → LeakyRelu → quantize, and conversions at NPU↔host edges)."""
+
 from __future__ import annotations
 
 import os
@@ -21,16 +22,26 @@ def target_costs(qdq: str | os.PathLike | Graph, targets: str) -> list[dict[str,
         led = rep.extra.get("qdq_ledger") or {}
         totals = led.get("totals", {})
         s = rep.summary()
-        rows.append({"target": name, "coverage_nodes_pct": s["coverage_nodes_pct"], "npu_partitions": s["npu_partitions"],
-                     "host_partitions": s["host_partitions"], "float_islands": totals.get("islands", 0),
-                     "extra_qdq_ops": totals.get("dequantize_ops", 0) + totals.get("quantize_ops", 0),
-                     "extra_ops": totals.get("extra_ops", 0), "bytes_converted": totals.get("bytes_converted", 0),
-                     "by_op": led.get("by_op", [])})
+        rows.append(
+            {
+                "target": name,
+                "coverage_nodes_pct": s["coverage_nodes_pct"],
+                "npu_partitions": s["npu_partitions"],
+                "host_partitions": s["host_partitions"],
+                "float_islands": totals.get("islands", 0),
+                "extra_qdq_ops": totals.get("dequantize_ops", 0) + totals.get("quantize_ops", 0),
+                "extra_ops": totals.get("extra_ops", 0),
+                "bytes_converted": totals.get("bytes_converted", 0),
+                "by_op": led.get("by_op", []),
+            }
+        )
     return rows
 
 
 def describe(row: dict[str, Any]) -> str:
     isl = ", ".join(f"{g['ops']} × {g['count']}" for g in row["by_op"]) or "none"
-    return (f"{row['coverage_nodes_pct']:.1f}% of nodes on the NPU, {row['npu_partitions']} NPU / {row['host_partitions']} host "
-            f"partitions; float islands: {isl}; {row['extra_ops']} extra conversion ops per inference "
-            f"({row['bytes_converted']:,} bytes converted)")
+    return (
+        f"{row['coverage_nodes_pct']:.1f}% of nodes on the NPU, {row['npu_partitions']} NPU / {row['host_partitions']} host "
+        f"partitions; float islands: {isl}; {row['extra_ops']} extra conversion ops per inference "
+        f"({row['bytes_converted']:,} bytes converted)"
+    )

@@ -1,4 +1,5 @@
 """report: CheckReport / SplitPlan / BenchResult -> terminal, JSON, Markdown, HTML."""
+
 from __future__ import annotations
 
 

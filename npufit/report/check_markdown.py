@@ -1,4 +1,5 @@
 """CheckReport -> Markdown (for PRs, issues and docs)."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -14,12 +15,17 @@ def render_markdown(report, all_nodes: bool = False) -> str:
     s, t = report.summary(), report.target
     c = s["counts"]
     out = [f"# npufit check: `{report.model['file']}` → {t['title']}", ""]
-    macs = (f"{s['coverage_macs_pct']:.1f}% of MACs ({human_count(s['macs_npu'])} / {human_count(s['macs_total'])})"
-            if s["macs_total"] else "MACs unknown (dynamic shapes: pin them with --input-shape)")
+    macs = (
+        f"{s['coverage_macs_pct']:.1f}% of MACs ({human_count(s['macs_npu'])} / {human_count(s['macs_total'])})"
+        if s["macs_total"]
+        else "MACs unknown (dynamic shapes: pin them with --input-shape)"
+    )
     out.append(f"- **coverage**: {s['coverage_nodes_pct']:.1f}% of nodes, {macs}")
     out.append(f"- **verdicts**: npu {c['npu']}, cpu {c['cpu']}, unsupported {c['unsupported']}, folded {c['folded']}")
-    out.append(f"- **partitions**: {s['npu_partitions']} NPU, {s['host_partitions']} host; **boundaries**: {s['boundaries']} "
-               f"({human_bytes(s['boundary_bytes'])})")
+    out.append(
+        f"- **partitions**: {s['npu_partitions']} NPU, {s['host_partitions']} host; **boundaries**: {s['boundaries']} "
+        f"({human_bytes(s['boundary_bytes'])})"
+    )
     for note in t.get("notes", []):
         out.append(f"- note: {note}")
     out += ["", "## Ops", "", "| op | npu | cpu | unsupported | folded |", "|---|---:|---:|---:|---:|"]
@@ -36,23 +42,37 @@ def render_markdown(report, all_nodes: bool = False) -> str:
             why = "<br>".join(_cell(r.sentence()) for r in n.reasons)
             rules = "<br>".join(f"`{r.rule}`" for r in n.reasons)
             fix = "<br>".join(_cell(f) for f in dict.fromkeys(f for r in n.reasons for f in r.fix))
-            out.append(f"| `{_cell(n.name)}` | {n.op_type} | {VERDICT_MARK[n.verdict.value]} {n.verdict.value} | {why} | {rules} | {fix} |")
+            out.append(
+                f"| `{_cell(n.name)}` | {n.op_type} | {VERDICT_MARK[n.verdict.value]} {n.verdict.value} | {why} | {rules} | {fix} |"
+            )
     else:
         out.append("Every node runs on the NPU (or is folded at compile time).")
     if report.partitions:
         out += ["", "## Partitions", "", "| # | device | nodes | MACs | first → last |", "|---|---|---:|---:|---|"]
         for p in report.partitions:
-            out.append(f"| {p.id} | {p.device} | {len(p.nodes)} | {human_count(p.macs)} | `{_cell(p.nodes[0])}` → `{_cell(p.nodes[-1])}` |")
+            out.append(
+                f"| {p.id} | {p.device} | {len(p.nodes)} | {human_count(p.macs)} | `{_cell(p.nodes[0])}` → `{_cell(p.nodes[-1])}` |"
+            )
     if report.boundaries:
-        out += ["", "## Tensors crossing NPU↔host", "", "| tensor | direction | from → to | shape | dtype | bytes |", "|---|---|---|---|---|---:|"]
+        out += [
+            "",
+            "## Tensors crossing NPU↔host",
+            "",
+            "| tensor | direction | from → to | shape | dtype | bytes |",
+            "|---|---|---|---|---|---:|",
+        ]
         for b in report.boundaries:
-            out.append(f"| `{_cell(b.tensor)}` | {b.direction} | {b.src} → {b.dst} | {shape_str(b.shape)} | {b.dtype} | {b.bytes if b.bytes is not None else '?'} |")
+            out.append(
+                f"| `{_cell(b.tensor)}` | {b.direction} | {b.src} → {b.dst} | {shape_str(b.shape)} | {b.dtype} | {b.bytes if b.bytes is not None else '?'} |"
+            )
     p = report.prefix
     out += ["", "## Largest NPU-runnable prefix", ""]
     if p["covers_whole_model"]:
         out.append("The whole model is NPU-runnable.")
     else:
-        out.append(f"{p['node_count']} nodes" + (f", {p['macs_pct']:.1f}% of MACs" if p.get("macs_pct") is not None else ""))
+        out.append(
+            f"{p['node_count']} nodes" + (f", {p['macs_pct']:.1f}% of MACs" if p.get("macs_pct") is not None else "")
+        )
         out.append("")
         out.append(f"- start nodes: {', '.join(f'`{x}`' for x in p['start_nodes']) or '(model inputs)'}")
         out.append(f"- end nodes: {', '.join(f'`{x}`' for x in p['end_nodes']) or '—'}")

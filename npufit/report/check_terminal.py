@@ -1,4 +1,5 @@
 """CheckReport -> a terminal view a person reads at a glance (rich tables, colour when a TTY)."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -21,25 +22,49 @@ def render_text(report, all_nodes: bool = False) -> str:
 def print_report(con: Console, report, all_nodes: bool = False) -> None:
     s = report.summary()
     t = report.target
-    con.print(Text.assemble(("npufit check ", "bold"), (report.model["file"], "bold cyan"), "  →  ", (t["title"], "bold")))
+    con.print(
+        Text.assemble(("npufit check ", "bold"), (report.model["file"], "bold cyan"), "  →  ", (t["title"], "bold"))
+    )
     c = s["counts"]
     # dynamic shapes first: every figure below depends on them (MACs are unknown, shape rules cannot fire)
     shape_hints = [w for w in report.warnings if "--input-shape" in w]
     for w in shape_hints:
         con.print(Text(f"warning: {w}", style="bold yellow"))
-    macs = ((f"{s['coverage_macs_pct']:.1f}%", "bold"), f" of MACs ({human_count(s['macs_npu'])}/{human_count(s['macs_total'])})   ") \
-        if s["macs_total"] else ("MACs unknown (dynamic shapes)   ",)
+    macs = (
+        (
+            (f"{s['coverage_macs_pct']:.1f}%", "bold"),
+            f" of MACs ({human_count(s['macs_npu'])}/{human_count(s['macs_total'])})   ",
+        )
+        if s["macs_total"]
+        else ("MACs unknown (dynamic shapes)   ",)
+    )
     line = Text.assemble(
-        ("coverage ", "bold"), (f"{s['coverage_nodes_pct']:.1f}%", "bold green" if report.fully_npu else "bold yellow"), " of nodes, ",
-        *macs, (f"npu {c['npu']}", VERDICT_STYLE["npu"]), "  ", (f"cpu {c['cpu']}", VERDICT_STYLE["cpu"]), "  ",
-        (f"unsupported {c['unsupported']}", VERDICT_STYLE["unsupported"]), "  ", (f"folded {c['folded']}", VERDICT_STYLE["folded"]))
+        ("coverage ", "bold"),
+        (f"{s['coverage_nodes_pct']:.1f}%", "bold green" if report.fully_npu else "bold yellow"),
+        " of nodes, ",
+        *macs,
+        (f"npu {c['npu']}", VERDICT_STYLE["npu"]),
+        "  ",
+        (f"cpu {c['cpu']}", VERDICT_STYLE["cpu"]),
+        "  ",
+        (f"unsupported {c['unsupported']}", VERDICT_STYLE["unsupported"]),
+        "  ",
+        (f"folded {c['folded']}", VERDICT_STYLE["folded"]),
+    )
     con.print(line)
     b = s.get("subgraph_counts") or {}
     if sum(b.values()):
-        con.print(Text(f"inside If/Loop/Scan bodies (carried by their control-flow node above): npu {b['npu']}, cpu {b['cpu']}, "
-                       f"unsupported {b['unsupported']}, folded {b['folded']}", style="dim"))
-    con.print(f"partitions: {s['npu_partitions']} NPU, {s['host_partitions']} host   boundaries: {s['boundaries']} "
-              f"({human_bytes(s['boundary_bytes'])} crossing)")
+        con.print(
+            Text(
+                f"inside If/Loop/Scan bodies (carried by their control-flow node above): npu {b['npu']}, cpu {b['cpu']}, "
+                f"unsupported {b['unsupported']}, folded {b['folded']}",
+                style="dim",
+            )
+        )
+    con.print(
+        f"partitions: {s['npu_partitions']} NPU, {s['host_partitions']} host   boundaries: {s['boundaries']} "
+        f"({human_bytes(s['boundary_bytes'])} crossing)"
+    )
     for note in t.get("notes", []):
         con.print(Text(f"note: {note}", style="dim"))
     _op_summary(con, report)
@@ -52,7 +77,12 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
         section(con, report)
     fixes = report.fix_rules()
     if fixes:
-        con.print(Text.assemble(("suggested: ", "bold"), f"npufit fix {report.model['file']} --target {t['name']} --rules {','.join(fixes)}"))
+        con.print(
+            Text.assemble(
+                ("suggested: ", "bold"),
+                f"npufit fix {report.model['file']} --target {t['name']} --rules {','.join(fixes)}",
+            )
+        )
     for w in report.warnings:
         if w not in shape_hints:
             con.print(Text(f"warning: {w}", style="yellow"))
@@ -67,13 +97,19 @@ def _op_summary(con: Console, report) -> None:
     tab.add_column("op")
     for v in ("npu", "cpu", "unsupported", "folded"):
         tab.add_column(v, justify="right", style=VERDICT_STYLE[v])
-    order = sorted(running.items(), key=lambda kv: (-(kv[1]["unsupported"] + kv[1]["cpu"]), -sum(kv[1].values()), kv[0]))
+    order = sorted(
+        running.items(), key=lambda kv: (-(kv[1]["unsupported"] + kv[1]["cpu"]), -sum(kv[1].values()), kv[0])
+    )
     for op, cnt in order:
         tab.add_row(op, *[str(cnt[v]) if cnt[v] else "" for v in ("npu", "cpu", "unsupported", "folded")])
     con.print(tab)
     only_folded = sorted(((op, c["folded"]) for op, c in by_op.items() if op not in running), key=lambda x: -x[1])
     if only_folded:
-        con.print(Text("folded at compile time (run nowhere): " + ", ".join(f"{op}×{k}" for op, k in only_folded), style="dim"))
+        con.print(
+            Text(
+                "folded at compile time (run nowhere): " + ", ".join(f"{op}×{k}" for op, k in only_folded), style="dim"
+            )
+        )
 
 
 def _generic(hint: str) -> bool:
@@ -92,7 +128,11 @@ def _node_table(con: Console, report, all_nodes: bool) -> None:
     for n in report.failing:
         key = (n.verdict.value, n.op_type, tuple(r.rule for r in n.reasons))
         groups.setdefault(key, []).append(n)
-    tab = Table(title="why not on the NPU (one row per op and rule; --all-nodes lists every node)", title_justify="left", show_lines=True)
+    tab = Table(
+        title="why not on the NPU (one row per op and rule; --all-nodes lists every node)",
+        title_justify="left",
+        show_lines=True,
+    )
     tab.add_column("verdict")
     tab.add_column("op")
     tab.add_column("#", justify="right")
@@ -117,9 +157,13 @@ def _all_nodes_table(con: Console, report) -> None:
     tab.add_column(Text("why [rule]"), overflow="fold")
     tab.add_column("fix", overflow="fold")
     for n in report.nodes:
-        why = "\n".join(f"{r.sentence()} [{r.rule}]" for r in n.reasons) or ("folded at compile time" if n.verdict.value == "folded" else "")
+        why = "\n".join(f"{r.sentence()} [{r.rule}]" for r in n.reasons) or (
+            "folded at compile time" if n.verdict.value == "folded" else ""
+        )
         fix = "\n".join(f for f in dict.fromkeys(f for r in n.reasons for f in r.fix) if not _generic(f))
-        tab.add_row(Text(n.name), n.op_type, Text(n.verdict.value, style=VERDICT_STYLE[n.verdict.value]), Text(why), Text(fix))
+        tab.add_row(
+            Text(n.name), n.op_type, Text(n.verdict.value, style=VERDICT_STYLE[n.verdict.value]), Text(why), Text(fix)
+        )
     con.print(tab)
 
 
@@ -132,8 +176,14 @@ def _partitions(con: Console, report) -> None:
     for p in report.partitions[:MAX_PARTITIONS]:
         ops = Counter(report.node(n).op_type for n in p.nodes)
         top = ", ".join(f"{o}×{k}" if k > 1 else o for o, k in ops.most_common(4)) + (" …" if len(ops) > 4 else "")
-        tab.add_row(str(p.id), Text(p.device, style="green" if p.device == "npu" else "yellow"), str(len(p.nodes)),
-                    human_count(p.macs), top, f"{p.nodes[0]} → {p.nodes[-1]}" if len(p.nodes) > 1 else p.nodes[0])
+        tab.add_row(
+            str(p.id),
+            Text(p.device, style="green" if p.device == "npu" else "yellow"),
+            str(len(p.nodes)),
+            human_count(p.macs),
+            top,
+            f"{p.nodes[0]} → {p.nodes[-1]}" if len(p.nodes) > 1 else p.nodes[0],
+        )
     con.print(tab)
     if len(report.partitions) > MAX_PARTITIONS:
         con.print(Text(f"… {len(report.partitions) - MAX_PARTITIONS} more partitions (see --format json)", style="dim"))
@@ -146,7 +196,9 @@ def _boundaries(con: Console, report) -> None:
     for col in ("tensor", "direction", "from → to", "shape", "dtype", "bytes"):
         tab.add_column(col, overflow="fold")
     for b in report.boundaries[:MAX_BOUNDARIES]:
-        tab.add_row(b.tensor, b.direction, f"{b.src} → {b.dst}", shape_str(b.shape), b.dtype or "?", human_bytes(b.bytes))
+        tab.add_row(
+            b.tensor, b.direction, f"{b.src} → {b.dst}", shape_str(b.shape), b.dtype or "?", human_bytes(b.bytes)
+        )
     con.print(tab)
     if len(report.boundaries) > MAX_BOUNDARIES:
         con.print(Text(f"… {len(report.boundaries) - MAX_BOUNDARIES} more (see --format json)", style="dim"))

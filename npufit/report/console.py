@@ -1,4 +1,5 @@
 """Render with rich into a string: colour on a terminal, plain fixed-width text otherwise."""
+
 from __future__ import annotations
 
 import io

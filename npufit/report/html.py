@@ -3,12 +3,12 @@
 `render_check_html(report)` is `npufit check --format html`; `npufit report` is html_results.build_report.
 The page shell, table helper and the check sections here are shared by both.
 """
+
 from __future__ import annotations
 
 import base64
 import os
 from html import escape
-from pathlib import Path
 from typing import Any, Iterable
 
 from .html_graph import graph_views, legend_html
@@ -79,22 +79,40 @@ def esc(v: Any) -> str:
     return escape("" if v is None else str(v))
 
 
-def table(headers: list[str], rows: Iterable[list[str]], table_id: str = "", num_cols: Iterable[int] = (), filterable: bool = False) -> str:
+def table(
+    headers: list[str],
+    rows: Iterable[list[str]],
+    table_id: str = "",
+    num_cols: Iterable[int] = (),
+    filterable: bool = False,
+) -> str:
     """Cells are HTML already (escape text with esc()); num_cols are right-aligned."""
     nums = set(num_cols)
     rows = list(rows)
     if not rows:
         return '<p class="note">(none)</p>'
     head = "".join(f'<th class="num">{h}</th>' if i in nums else f"<th>{h}</th>" for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(f'<td class="num">{c}</td>' if i in nums else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="num">{c}</td>' if i in nums else f"<td>{c}</td>" for i, c in enumerate(r))
+        + "</tr>"
+        for r in rows
+    )
     tid = f' id="{esc(table_id)}"' if table_id else ""
-    flt = (f'<input class="filter" type="search" placeholder="filter rows…" data-table="{esc(table_id)}">'
-           if filterable and table_id and len(rows) > 8 else "")
+    flt = (
+        f'<input class="filter" type="search" placeholder="filter rows…" data-table="{esc(table_id)}">'
+        if filterable and table_id and len(rows) > 8
+        else ""
+    )
     return f"{flt}<table{tid}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def cards(items: list[tuple[str, str]]) -> str:
-    return '<div class="cards">' + "".join(f'<div class="card"><div class="v">{v}</div><div class="k">{esc(k)}</div></div>' for k, v in items) + "</div>"
+    return (
+        '<div class="cards">'
+        + "".join(f'<div class="card"><div class="v">{v}</div><div class="k">{esc(k)}</div></div>' for k, v in items)
+        + "</div>"
+    )
 
 
 def badge(verdict: str) -> str:
@@ -107,15 +125,19 @@ EMBED_MAX_BYTES = 32 << 20  # one embedded chart or overlay; a bigger file is a 
 def data_uri(path: str | os.PathLike, mime: str = "image/png") -> str:
     from ..util.readers import read_bytes_capped
 
-    return f"data:{mime};base64," + base64.b64encode(read_bytes_capped(path, EMBED_MAX_BYTES, "embedded file")).decode("ascii")
+    return f"data:{mime};base64," + base64.b64encode(read_bytes_capped(path, EMBED_MAX_BYTES, "embedded file")).decode(
+        "ascii"
+    )
 
 
 def page(title: str, subtitle: str, body: str, nav: list[tuple[str, str]] | None = None) -> str:
     links = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in nav or [])
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">'
-            f'<title>{esc(title)}</title><style>{CSS}</style><script>{JS}</script></head><body>'
-            f'<header><h1>{esc(title)}</h1><div class="sub">{subtitle}</div>{f"<nav>{links}</nav>" if links else ""}</header>'
-            f'<main>{body}<pre id="js-errors" class="err"></pre></main></body></html>\n')
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style><script>{JS}</script></head><body>"
+        f'<header><h1>{esc(title)}</h1><div class="sub">{subtitle}</div>{f"<nav>{links}</nav>" if links else ""}</header>'
+        f'<main>{body}<pre id="js-errors" class="err"></pre></main></body></html>\n'
+    )
 
 
 # -- a single check ------------------------------------------------------------------------------------------
@@ -123,50 +145,107 @@ def graph_block(d: dict[str, Any], anchor: str) -> str:
     """The legend, zoom buttons and the graph SVG of a check-shaped dict (check report or split stage view)."""
     gid = f"g-{anchor}"
     views = graph_views(d, gid, f"{d['model'].get('file', '')} on {d['target']['name']}")
-    return (f'{legend_html()}<div class="zoom" data-graph="{esc(gid)}"><button data-z="in">zoom +</button>'
-            f'<button data-z="out">zoom −</button><button data-z="fit">fit</button></div>{views}')
+    return (
+        f'{legend_html()}<div class="zoom" data-graph="{esc(gid)}"><button data-z="in">zoom +</button>'
+        f'<button data-z="out">zoom −</button><button data-z="fit">fit</button></div>{views}'
+    )
 
 
 def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") -> str:
     """Coverage cards, the graph, failing nodes with reasons and fixes, partitions, boundaries, warnings."""
     s, tgt = d["summary"], d["target"]
     c = s["counts"]
-    out = [f'<h3>{esc(heading)}</h3>' if heading else ""]
-    out.append(cards([("nodes on the NPU", f"{s['coverage_nodes_pct']:.1f}%"), ("MACs on the NPU", f"{s['coverage_macs_pct']:.1f}%"),
-                      ("npu / cpu / unsupported", f"{c.get('npu', 0)} / {c.get('cpu', 0)} / {c.get('unsupported', 0)}"),
-                      ("NPU / host partitions", f"{s['npu_partitions']} / {s['host_partitions']}"),
-                      ("boundary tensors", f"{s['boundaries']} ({human_bytes(s['boundary_bytes'])})"),
-                      ("NPU prefix", f"{d['prefix'].get('node_count', 0)} nodes"
-                       + (f", {d['prefix']['macs_pct']:.0f}% MACs" if d["prefix"].get("macs_pct") is not None else ""))]))
-    out.append(f'<h4>Graph (folded nodes hidden; hover a node for its reasons)</h4>{graph_block(d, anchor)}')
+    out = [f"<h3>{esc(heading)}</h3>" if heading else ""]
+    out.append(
+        cards(
+            [
+                ("nodes on the NPU", f"{s['coverage_nodes_pct']:.1f}%"),
+                ("MACs on the NPU", f"{s['coverage_macs_pct']:.1f}%"),
+                ("npu / cpu / unsupported", f"{c.get('npu', 0)} / {c.get('cpu', 0)} / {c.get('unsupported', 0)}"),
+                ("NPU / host partitions", f"{s['npu_partitions']} / {s['host_partitions']}"),
+                ("boundary tensors", f"{s['boundaries']} ({human_bytes(s['boundary_bytes'])})"),
+                (
+                    "NPU prefix",
+                    f"{d['prefix'].get('node_count', 0)} nodes"
+                    + (f", {d['prefix']['macs_pct']:.0f}% MACs" if d["prefix"].get("macs_pct") is not None else ""),
+                ),
+            ]
+        )
+    )
+    out.append(f"<h4>Graph (folded nodes hidden; hover a node for its reasons)</h4>{graph_block(d, anchor)}")
     failing = [n for n in d["nodes"] if n["verdict"] in ("cpu", "unsupported")]
     out.append(f"<h4>Nodes off the NPU ({len(failing)})</h4>")
     rows = []
     for n in failing:
-        reasons = "<br>".join(esc(r["text"]) + (f' <span class="note">({esc(r["detail"])})</span>' if r.get("detail") else "") for r in n["reasons"])
+        reasons = "<br>".join(
+            esc(r["text"]) + (f' <span class="note">({esc(r["detail"])})</span>' if r.get("detail") else "")
+            for r in n["reasons"]
+        )
         fixes = [f for r in n["reasons"] for f in r.get("fix", [])]
         rules = sorted({f for r in n["reasons"] for f in r.get("fix_rules", [])})
         fix_html = "<br>".join(esc(f) for f in dict.fromkeys(fixes))
         if rules:
-            fix_html += f'<br><code>npufit fix --target {esc(tgt["name"])} --rules {esc(",".join(rules))}</code>'
-        rows.append([esc(n["name"]), esc(n["op_type"]), badge(n["verdict"]), reasons or '<span class="note">-</span>', fix_html,
-                     esc(n.get("partition", ""))])
-    out.append(table(["node", "op", "verdict", "why", "how to fix", "partition"], rows, f"fail-{anchor}", filterable=True))
+            fix_html += f"<br><code>npufit fix --target {esc(tgt['name'])} --rules {esc(','.join(rules))}</code>"
+        rows.append(
+            [
+                esc(n["name"]),
+                esc(n["op_type"]),
+                badge(n["verdict"]),
+                reasons or '<span class="note">-</span>',
+                fix_html,
+                esc(n.get("partition", "")),
+            ]
+        )
+    out.append(
+        table(["node", "op", "verdict", "why", "how to fix", "partition"], rows, f"fail-{anchor}", filterable=True)
+    )
     out.append("<h4>Partitions</h4>")
-    out.append(table(["id", "device", "nodes", "MACs", "inputs", "outputs"],
-                     [[esc(p["id"]), badge("npu") if p["device"] == "npu" else badge("cpu").replace(">cpu<", ">host<"),
-                       esc(p["node_count"]), esc(human_count(p["macs"])), esc(", ".join(p["inputs"][:6])), esc(", ".join(p["outputs"][:6]))]
-                      for p in d["partitions"]], num_cols=(2, 3)))
+    out.append(
+        table(
+            ["id", "device", "nodes", "MACs", "inputs", "outputs"],
+            [
+                [
+                    esc(p["id"]),
+                    badge("npu") if p["device"] == "npu" else badge("cpu").replace(">cpu<", ">host<"),
+                    esc(p["node_count"]),
+                    esc(human_count(p["macs"])),
+                    esc(", ".join(p["inputs"][:6])),
+                    esc(", ".join(p["outputs"][:6])),
+                ]
+                for p in d["partitions"]
+            ],
+            num_cols=(2, 3),
+        )
+    )
     if d["boundaries"]:
         out.append("<h4>Cut points (tensors crossing NPU ↔ host)</h4>")
-        out.append(table(["tensor", "shape", "dtype", "bytes", "from", "to", "direction"],
-                         [[esc(b["tensor"]), esc(shape_str(b["shape"])), esc(b["dtype"]), esc(human_bytes(b["bytes"])), esc(b["from"]),
-                           esc(b["to"]), esc(b["direction"])] for b in d["boundaries"]], num_cols=(3,)))
+        out.append(
+            table(
+                ["tensor", "shape", "dtype", "bytes", "from", "to", "direction"],
+                [
+                    [
+                        esc(b["tensor"]),
+                        esc(shape_str(b["shape"])),
+                        esc(b["dtype"]),
+                        esc(human_bytes(b["bytes"])),
+                        esc(b["from"]),
+                        esc(b["to"]),
+                        esc(b["direction"]),
+                    ]
+                    for b in d["boundaries"]
+                ],
+                num_cols=(3,),
+            )
+        )
     if d["prefix"].get("end_nodes"):
-        out.append(f'<p>Largest NPU prefix: start nodes <code>{esc(",".join(d["prefix"]["start_nodes"]))}</code>, '
-                   f'end nodes <code>{esc(",".join(d["prefix"]["end_nodes"]))}</code></p>')
+        out.append(
+            f"<p>Largest NPU prefix: start nodes <code>{esc(','.join(d['prefix']['start_nodes']))}</code>, "
+            f"end nodes <code>{esc(','.join(d['prefix']['end_nodes']))}</code></p>"
+        )
     if d.get("warnings"):
-        out.append("<h4>Warnings</h4><ul>" + "".join(f'<li class="warn">{esc(w)}</li>' for w in d["warnings"]) + "</ul>")
+        out.append(
+            "<h4>Warnings</h4><ul>" + "".join(f'<li class="warn">{esc(w)}</li>' for w in d["warnings"]) + "</ul>"
+        )
     return "".join(out)
 
 
@@ -184,5 +263,7 @@ def render_check_html(report) -> str:
     d = report.to_dict() if hasattr(report, "to_dict") else report
     tgt = d["target"]
     sub = f"{esc(d['model'].get('file', ''))} on {esc(tgt.get('title') or tgt['name'])} · npufit {esc(d.get('npufit_version', ''))}"
-    body = f'<section id="check"><h2>Placement</h2>{check_sections(d, "check")}</section>' + environment_section(environment())
+    body = f'<section id="check"><h2>Placement</h2>{check_sections(d, "check")}</section>' + environment_section(
+        environment()
+    )
     return page(f"npufit check: {d['model'].get('file', '')} → {tgt['name']}", sub, body)

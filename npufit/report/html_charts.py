@@ -1,4 +1,5 @@
 """Small inline-SVG charts for the HTML report (bars, lines): crisp at any zoom, no plotting library, no network."""
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,9 @@ def _nice_max(v: float) -> float:
     return 10 * e
 
 
-def bar_chart(items: list[tuple[str, float]], unit: str = "", title: str = "", colors: list[str] | None = None,
-              width: int = 620) -> str:
+def bar_chart(
+    items: list[tuple[str, float]], unit: str = "", title: str = "", colors: list[str] | None = None, width: int = 620
+) -> str:
     """Horizontal bars, one per (label, value); the value is written at the bar's end."""
     items = [(lbl, float(v)) for lbl, v in items if v is not None and math.isfinite(float(v))]
     if not items:
@@ -27,22 +29,33 @@ def bar_chart(items: list[tuple[str, float]], unit: str = "", title: str = "", c
     vmax = _nice_max(max(v for _, v in items))
     plot_w = width - label_w - 80
     h = top + row * len(items) + 8
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{h}" viewBox="0 0 {width} {h}">']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{h}" viewBox="0 0 {width} {h}">'
+    ]
     if title:
         out.append(f'<text x="0" y="16" class="ctitle">{escape(title)}</text>')
     for i, (lbl, v) in enumerate(items):
         y = top + i * row
         w = max(1.0, plot_w * v / vmax)
         c = (colors or PALETTE)[i % len(colors or PALETTE)]
-        out.append(f'<text x="{label_w - 6}" y="{y + 15}" class="blabel">{escape(lbl)}</text>'
-                   f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 8}" fill="{c}" rx="2"><title>{escape(lbl)}: {v:.4g} {escape(unit)}</title></rect>'
-                   f'<text x="{label_w + w + 5:.1f}" y="{y + 15}" class="bval">{v:.4g} {escape(unit)}</text>')
+        out.append(
+            f'<text x="{label_w - 6}" y="{y + 15}" class="blabel">{escape(lbl)}</text>'
+            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 8}" fill="{c}" rx="2"><title>{escape(lbl)}: {v:.4g} {escape(unit)}</title></rect>'
+            f'<text x="{label_w + w + 5:.1f}" y="{y + 15}" class="bval">{v:.4g} {escape(unit)}</text>'
+        )
     out.append("</svg>")
     return "".join(out)
 
 
-def line_chart(series: dict[str, list[tuple[float, float]]], xlabel: str = "", ylabel: str = "", title: str = "",
-               width: int = 420, height: int = 220, log_y: bool = False) -> str:
+def line_chart(
+    series: dict[str, list[tuple[float, float]]],
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    width: int = 420,
+    height: int = 220,
+    log_y: bool = False,
+) -> str:
     """Polylines with markers and a legend; y may be log-scaled (loss curves span decades)."""
     pts = [(x, y) for s in series.values() for x, y in s if y is not None and math.isfinite(y) and (y > 0 or not log_y)]
     if not pts:
@@ -64,20 +77,26 @@ def line_chart(series: dict[str, list[tuple[float, float]]], xlabel: str = "", y
     def py(y: float) -> float:
         return mt + ph * (1 - (f(y) - y0) / (y1 - y0))
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}">']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+    ]
     if title:
         out.append(f'<text x="{ml}" y="16" class="ctitle">{escape(title)}</text>')
     out.append(f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" class="plotbg"/>')
     for k in range(5):  # y grid with labels
         yv = y0 + (y1 - y0) * k / 4
         yy = mt + ph * (1 - k / 4)
-        lab = 10 ** yv if log_y else yv
-        out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{yy:.1f}" y2="{yy:.1f}" class="grid"/>'
-                   f'<text x="{ml - 4}" y="{yy + 4:.1f}" class="tick" text-anchor="end">{lab:.3g}</text>')
+        lab = 10**yv if log_y else yv
+        out.append(
+            f'<line x1="{ml}" x2="{ml + pw}" y1="{yy:.1f}" y2="{yy:.1f}" class="grid"/>'
+            f'<text x="{ml - 4}" y="{yy + 4:.1f}" class="tick" text-anchor="end">{lab:.3g}</text>'
+        )
     for xv in sorted(set(xs)):
         out.append(f'<text x="{px(xv):.1f}" y="{mt + ph + 14}" class="tick" text-anchor="middle">{xv:g}</text>')
-    out.append(f'<text x="{ml + pw / 2}" y="{height - 4}" class="axis" text-anchor="middle">{escape(xlabel)}</text>'
-               f'<text x="12" y="{mt + ph / 2}" class="axis" text-anchor="middle" transform="rotate(-90 12 {mt + ph / 2})">{escape(ylabel)}</text>')
+    out.append(
+        f'<text x="{ml + pw / 2}" y="{height - 4}" class="axis" text-anchor="middle">{escape(xlabel)}</text>'
+        f'<text x="12" y="{mt + ph / 2}" class="axis" text-anchor="middle" transform="rotate(-90 12 {mt + ph / 2})">{escape(ylabel)}</text>'
+    )
     for i, (name, s) in enumerate(series.items()):
         c = PALETTE[i % len(PALETTE)]
         good = [(x, y) for x, y in s if y is not None and math.isfinite(y) and (y > 0 or not log_y)]
@@ -86,9 +105,14 @@ def line_chart(series: dict[str, list[tuple[float, float]]], xlabel: str = "", y
         dash = ' stroke-dasharray="5 3"' if "val" in name else ""
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in good)
         out.append(f'<polyline points="{path}" fill="none" stroke="{c}" stroke-width="2"{dash}/>')
-        out += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{c}"><title>{escape(name)} @ {x:g}: {y:.4g}</title></circle>' for x, y in good]
+        out += [
+            f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{c}"><title>{escape(name)} @ {x:g}: {y:.4g}</title></circle>'
+            for x, y in good
+        ]
         ly = mt + 6 + 14 * i
-        out.append(f'<line x1="{ml + pw - 110}" x2="{ml + pw - 92}" y1="{ly + 4}" y2="{ly + 4}" stroke="{c}" stroke-width="2"{dash}/>'
-                   f'<text x="{ml + pw - 88}" y="{ly + 8}" class="tick">{escape(name)}</text>')
+        out.append(
+            f'<line x1="{ml + pw - 110}" x2="{ml + pw - 92}" y1="{ly + 4}" y2="{ly + 4}" stroke="{c}" stroke-width="2"{dash}/>'
+            f'<text x="{ml + pw - 88}" y="{ly + 8}" class="tick">{escape(name)}</text>'
+        )
     out.append("</svg>")
     return "".join(out)

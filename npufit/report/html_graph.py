@@ -9,6 +9,7 @@ position of their neighbours (barycenter sweeps). Each partition is a tinted ban
 (constants, shape arithmetic) are left out: no device runs them. Edges where execution moves between the NPU and
 the host are red and dashed with a scissors mark: the cut points a split makes.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -44,7 +45,13 @@ class _Graph:
         self.names += [n["name"] for n in nodes]
         for t in check["model"].get("outputs", []):
             io = f"out:{t['name']}"
-            self.info[io] = {"name": t["name"], "op_type": "output", "verdict": "io", "shape": t.get("shape"), "inputs": [t["name"]]}
+            self.info[io] = {
+                "name": t["name"],
+                "op_type": "output",
+                "verdict": "io",
+                "shape": t.get("shape"),
+                "inputs": [t["name"]],
+            }
             self.names.append(io)
         self.preds: dict[str, list[str]] = {n: [] for n in self.names}
         self.succs: dict[str, list[str]] = {n: [] for n in self.names}
@@ -68,8 +75,13 @@ class _Graph:
         for n in self.names:
             ps = self.preds[n]
             p = ps[0] if len(ps) == 1 else None
-            if (p is not None and self.info[n]["verdict"] != "io" and self.info[p]["verdict"] != "io"
-                    and len(self.succs[p]) == 1 and self.info[n].get("partition") == self.info[p].get("partition")):
+            if (
+                p is not None
+                and self.info[n]["verdict"] != "io"
+                and self.info[p]["verdict"] != "io"
+                and len(self.succs[p]) == 1
+                and self.info[n].get("partition") == self.info[p].get("partition")
+            ):
                 group[n] = group[p]
                 members[group[p]].append(n)
             else:
@@ -85,10 +97,18 @@ class _Graph:
                 g.info[head] = self.info[head]
                 continue
             ops = Counter(self.info[m]["op_type"] for m in ms)
-            label = " · ".join(f"{op} ×{k}" if k > 1 else op for op, k in ops.most_common(2)) + (" …" if len(ops) > 2 else "")
+            label = " · ".join(f"{op} ×{k}" if k > 1 else op for op, k in ops.most_common(2)) + (
+                " …" if len(ops) > 2 else ""
+            )
             worst = max((self.info[m]["verdict"] for m in ms), key=_WORST.__getitem__)
-            g.info[head] = {"name": head, "op_type": label, "verdict": worst, "partition": self.info[head].get("partition"),
-                            "members": ms, "sub": f"{len(ms)} nodes"}
+            g.info[head] = {
+                "name": head,
+                "op_type": label,
+                "verdict": worst,
+                "partition": self.info[head].get("partition"),
+                "members": ms,
+                "sub": f"{len(ms)} nodes",
+            }
         g.preds = {n: [] for n in g.names}
         g.succs = {n: [] for n in g.names}
         g.edges = []
@@ -146,7 +166,9 @@ def _layout(g: _Graph) -> tuple[dict[str, tuple[int, int]], dict[tuple[str, str]
 
 def _svg(g: _Graph, title: str, view: str, boundary: dict[str, dict]) -> str:
     place, dummies, layers = _layout(g)
-    widths = {d: sum(DW if s.startswith("\0") else W for s in items) + GX * (len(items) - 1) for d, items in layers.items()}
+    widths = {
+        d: sum(DW if s.startswith("\0") else W for s in items) + GX * (len(items) - 1) for d, items in layers.items()
+    }
     width = max(widths.values(), default=W) + 2 * PAD
     height = (max(layers, default=0) + 1) * (H + GY) - GY + 2 * PAD
     xy: dict[str, tuple[float, float]] = {}  # left/top of a box, or the centre line of a placeholder
@@ -156,10 +178,12 @@ def _svg(g: _Graph, title: str, view: str, boundary: dict[str, dict]) -> str:
             w = DW if s.startswith("\0") else W
             xy[s] = (x + (w / 2 if w == DW else 0), PAD + d * (H + GY))
             x += w + GX
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" data-view="{view}" width="{width:.0f}" height="{height:.0f}" '
-           f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{escape(title or "model graph")}">',
-           '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto">'
-           '<path d="M0,0 L8,4 L0,8 z" fill="#7b8794"/></marker></defs>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" data-view="{view}" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{escape(title or "model graph")}">',
+        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto">'
+        '<path d="M0,0 L8,4 L0,8 z" fill="#7b8794"/></marker></defs>',
+    ]
     labelled: set = set()
     for n in g.names:  # partition bands first: under everything else
         part = g.info[n].get("partition")
@@ -167,11 +191,15 @@ def _svg(g: _Graph, title: str, view: str, boundary: dict[str, dict]) -> str:
         if dev is None:
             continue
         x, y = xy[n]
-        out.append(f'<rect class="band" x="{x - GX / 2:.1f}" y="{y - GY / 2 + 3:.1f}" width="{W + GX}" height="{H + GY - 6}" '
-                   f'fill="{BAND.get(dev, "#9aa5b1")}" fill-opacity="{0.08 if part % 2 else 0.14}"/>')
+        out.append(
+            f'<rect class="band" x="{x - GX / 2:.1f}" y="{y - GY / 2 + 3:.1f}" width="{W + GX}" height="{H + GY - 6}" '
+            f'fill="{BAND.get(dev, "#9aa5b1")}" fill-opacity="{0.08 if part % 2 else 0.14}"/>'
+        )
         if part not in labelled:
             labelled.add(part)
-            out.append(f'<text class="bandlabel" x="{x - GX / 2 + 2:.1f}" y="{y - GY / 2 + 13:.1f}">P{part} {dev}</text>')
+            out.append(
+                f'<text class="bandlabel" x="{x - GX / 2 + 2:.1f}" y="{y - GY / 2 + 13:.1f}">P{part} {dev}</text>'
+            )
     cuts = []
     for src, dst, tensor in g.edges:
         sx, sy = xy[src][0] + W / 2, xy[src][1] + H
@@ -190,13 +218,17 @@ def _svg(g: _Graph, title: str, view: str, boundary: dict[str, dict]) -> str:
             else:  # through a placeholder: straight down the gap
                 d += f" L{bx:.1f},{by:.1f}"
         is_cut = g.dev(src) is not None and g.dev(dst) is not None and g.dev(src) != g.dev(dst)
-        out.append(f'<path class="{"edge cut" if is_cut else "edge"}" d="{d}" marker-end="url(#arrow)"><title>{escape(tensor)}</title></path>')
+        out.append(
+            f'<path class="{"edge cut" if is_cut else "edge"}" d="{d}" marker-end="url(#arrow)"><title>{escape(tensor)}</title></path>'
+        )
         if is_cut:
             mx, my = (pts[0][0] + pts[1][0]) / 2, (pts[0][1] + pts[1][1]) / 2
             b = boundary.get(tensor, {})
             tip = f"cut: {tensor} {b.get('shape') or ''} {b.get('bytes') or ''} bytes ({g.dev(src)} -> {g.dev(dst)})"
-            cuts.append(f'<g class="cut-mark"><circle cx="{mx:.1f}" cy="{my:.1f}" r="9"/>'
-                        f'<text x="{mx:.1f}" y="{my + 4:.1f}">✂</text><title>{escape(tip)}</title></g>')
+            cuts.append(
+                f'<g class="cut-mark"><circle cx="{mx:.1f}" cy="{my:.1f}" r="9"/>'
+                f'<text x="{mx:.1f}" y="{my + 4:.1f}">✂</text><title>{escape(tip)}</title></g>'
+            )
     out += cuts
     for n in g.names:
         x, y = xy[n]
@@ -207,18 +239,23 @@ def _svg(g: _Graph, title: str, view: str, boundary: dict[str, dict]) -> str:
         if d.get("partition") is not None:
             tip.append(f"partition {d['partition']} ({g.dev(n)})")
         if d.get("members"):
-            tip.append(f"{len(d['members'])} nodes in a chain (click to see them): " + ", ".join(d["members"][:12])
-                       + (" …" if len(d["members"]) > 12 else ""))
+            tip.append(
+                f"{len(d['members'])} nodes in a chain (click to see them): "
+                + ", ".join(d["members"][:12])
+                + (" …" if len(d["members"]) > 12 else "")
+            )
         for r in d.get("reasons", []):
             tip.append(f"• {r['text']}" + (f" ({r['detail']})" if r.get("detail") else ""))
         rx = 17 if v == "io" else 5
         label = d["op_type"] if v != "io" else d["name"]
         sub = d.get("sub") or (d["name"] if v != "io" else "[" + ",".join(str(s) for s in (d.get("shape") or [])) + "]")
         cls = f"node v-{v}" + (" group" if d.get("members") else "")
-        out.append(f'<g class="{cls}" data-node="{escape(d["name"])}"><title>{escape(chr(10).join(tip))}</title>'
-                   f'<rect x="{x:.1f}" y="{y:.1f}" width="{W}" height="{H}" rx="{rx}" fill="{fill}"/>'
-                   f'<text x="{x + W / 2:.1f}" y="{y + 15:.1f}" fill="{TEXT_ON.get(v, "#fff")}" class="op">{escape(_short(label, 22))}</text>'
-                   f'<text x="{x + W / 2:.1f}" y="{y + 29:.1f}" fill="{TEXT_ON.get(v, "#fff")}" class="nm">{escape(_short(sub, 24))}</text></g>')
+        out.append(
+            f'<g class="{cls}" data-node="{escape(d["name"])}"><title>{escape(chr(10).join(tip))}</title>'
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{W}" height="{H}" rx="{rx}" fill="{fill}"/>'
+            f'<text x="{x + W / 2:.1f}" y="{y + 15:.1f}" fill="{TEXT_ON.get(v, "#fff")}" class="op">{escape(_short(label, 22))}</text>'
+            f'<text x="{x + W / 2:.1f}" y="{y + 29:.1f}" fill="{TEXT_ON.get(v, "#fff")}" class="nm">{escape(_short(sub, 24))}</text></g>'
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -248,15 +285,25 @@ def graph_views(check: dict[str, Any], gid: str, title: str = "") -> str:
     if not overview or overview.count('class="node') >= full.count('class="node'):
         return f'<div class="gviews" data-graph="{escape(gid)}"><div class="graphbox gview" data-view="full">{full}</div></div>'
     overview = overview.replace('class="graph"', f'class="graph" id="{escape(gid)}-overview"', 1)
-    return (f'<div class="gviews" data-graph="{escape(gid)}"><div class="views"><button data-show="overview" class="on">overview '
-            f'(chains collapsed; click a box to open it)</button><button data-show="full">all nodes</button></div>'
-            f'<div class="graphbox gview" data-view="overview">{overview}</div>'
-            f'<div class="graphbox gview" data-view="full" hidden>{full}</div></div>')
+    return (
+        f'<div class="gviews" data-graph="{escape(gid)}"><div class="views"><button data-show="overview" class="on">overview '
+        f'(chains collapsed; click a box to open it)</button><button data-show="full">all nodes</button></div>'
+        f'<div class="graphbox gview" data-view="overview">{overview}</div>'
+        f'<div class="graphbox gview" data-view="full" hidden>{full}</div></div>'
+    )
 
 
 def legend_html() -> str:
-    items = [("npu", "runs on the NPU"), ("cpu", "falls back to the host CPU"), ("unsupported", "unsupported: must be cut away or rewritten")]
-    chips = "".join(f'<span class="chip" style="background:{VERDICT_COLOR_HEX[v]}"></span>{escape(t)} ' for v, t in items)
-    return (f'<div class="legend">{chips}<span class="cutchip">✂</span> cut point (NPU ↔ host) '
-            f'<span class="chip" style="background:{BAND["npu"]};opacity:.3"></span>NPU partition band '
-            f'<span class="chip" style="background:{BAND["host"]};opacity:.3"></span>host partition band</div>')
+    items = [
+        ("npu", "runs on the NPU"),
+        ("cpu", "falls back to the host CPU"),
+        ("unsupported", "unsupported: must be cut away or rewritten"),
+    ]
+    chips = "".join(
+        f'<span class="chip" style="background:{VERDICT_COLOR_HEX[v]}"></span>{escape(t)} ' for v, t in items
+    )
+    return (
+        f'<div class="legend">{chips}<span class="cutchip">✂</span> cut point (NPU ↔ host) '
+        f'<span class="chip" style="background:{BAND["npu"]};opacity:.3"></span>NPU partition band '
+        f'<span class="chip" style="background:{BAND["host"]};opacity:.3"></span>host partition band</div>'
+    )

@@ -5,6 +5,7 @@ error, compile time/memory, benchmarks, environment. Reads pipeline.json and eac
 Results of verbs built elsewhere (split, quantize, compile, bench) are rendered from their to_dict():
 known fields get their own tables and charts, the rest is shown as a generic key/value table.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,12 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..util.readers import confined, read_json
 from .html import badge, cards, check_sections, data_uri, environment_section, esc, page, table
 from .html_charts import bar_chart, line_chart
-from ..util.readers import confined, read_json
 from .style import human_bytes
 
-STATUS_TEXT = {"ran": "ok", "cached": "cached", "kept": "kept", "failed": "failed", "skipped": "skipped", "rejected": "rejected"}
+STATUS_TEXT = {
+    "ran": "ok",
+    "cached": "cached",
+    "kept": "kept",
+    "failed": "failed",
+    "skipped": "skipped",
+    "rejected": "rejected",
+}
 
 
 def _load(path: Path) -> dict | None:
@@ -33,14 +41,27 @@ def _load(path: Path) -> dict | None:
 # The fields of pipeline.json the report reads, with their types: a results folder is a plain folder that anyone
 # may have edited, so each is checked once here instead of failing deep inside the rendering.
 _NUM = (int, float)
-_CELL = {"cell": str, "step": str, "model": (str, type(None)), "target": (str, type(None)), "runtime": (str, type(None)), "folder": str,
-         "action": str, "status": str, "message": (str, type(None)), "metrics": dict, "outputs": dict}
+_CELL = {
+    "cell": str,
+    "step": str,
+    "model": (str, type(None)),
+    "target": (str, type(None)),
+    "runtime": (str, type(None)),
+    "folder": str,
+    "action": str,
+    "status": str,
+    "message": (str, type(None)),
+    "metrics": dict,
+    "outputs": dict,
+}
 _CONFIG = {"name": str, "path": str, "models": list, "targets": list, "runtimes": list, "steps": (dict, list)}
 
 
 def _check_manifest(m: Any, where: str) -> None:
     def bad(field: str) -> NpufitError:
-        return NpufitError(f"{where}: pipeline.json field '{field}' is missing or has the wrong type (re-run the pipeline)")
+        return NpufitError(
+            f"{where}: pipeline.json field '{field}' is missing or has the wrong type (re-run the pipeline)"
+        )
 
     if not isinstance(m, dict) or not str(m.get("schema", "")).startswith("npufit.pipeline-run/"):
         raise NpufitError(f"{where}: no pipeline.json from `npufit pipeline run` (is this a results folder?)")
@@ -149,21 +170,46 @@ def _overview(r: Results) -> str:
     m, cfg = r.manifest, r.manifest["config"]
     cnt = m["counts"]
     steps = [s for s in cfg["steps"] if s != "report"]
-    out = ['<section id="overview"><h2>Overview</h2>',
-           cards([("models", str(len(cfg["models"]))), ("targets", esc(", ".join(cfg["targets"]) or "-")),
-                  ("runtimes", esc(", ".join(cfg["runtimes"]))), ("steps ran / cached", f"{cnt.get('ran', 0)} / {cnt.get('cached', 0) + cnt.get('kept', 0)}"),
-                  ("failed / rejected / skipped", f"{cnt.get('failed', 0)} / {cnt.get('rejected', 0)} / {cnt.get('skipped', 0)}"),
-                  ("run time", f"{m['seconds']:.1f} s")])]
+    out = [
+        '<section id="overview"><h2>Overview</h2>',
+        cards(
+            [
+                ("models", str(len(cfg["models"]))),
+                ("targets", esc(", ".join(cfg["targets"]) or "-")),
+                ("runtimes", esc(", ".join(cfg["runtimes"]))),
+                ("steps ran / cached", f"{cnt.get('ran', 0)} / {cnt.get('cached', 0) + cnt.get('kept', 0)}"),
+                (
+                    "failed / rejected / skipped",
+                    f"{cnt.get('failed', 0)} / {cnt.get('rejected', 0)} / {cnt.get('skipped', 0)}",
+                ),
+                ("run time", f"{m['seconds']:.1f} s"),
+            ]
+        ),
+    ]
     rows: dict[tuple, dict] = {}
     for c in m["cells"]:
         if c["step"] != "report":
             rows.setdefault((c["model"], c["target"] or c["runtime"] or "-"), {})[c["step"]] = c
-    out.append("<h3>Every step of every branch</h3><p class=\"note\">Hover a status for its message.</p>")
-    out.append(table(["model", "target / runtime", *steps], [[esc(mo), esc(t), *[_status(cs.get(s)) for s in steps]] for (mo, t), cs in rows.items()]))
-    stopped = [c for c in m["cells"] if c["action"] in ("failed", "rejected") or (c["action"] == "skipped" and "blocked by" not in c.get("message", ""))]
+    out.append('<h3>Every step of every branch</h3><p class="note">Hover a status for its message.</p>')
+    out.append(
+        table(
+            ["model", "target / runtime", *steps],
+            [[esc(mo), esc(t), *[_status(cs.get(s)) for s in steps]] for (mo, t), cs in rows.items()],
+        )
+    )
+    stopped = [
+        c
+        for c in m["cells"]
+        if c["action"] in ("failed", "rejected")
+        or (c["action"] == "skipped" and "blocked by" not in c.get("message", ""))
+    ]
     if stopped:
         out.append("<h3>Why some branches stopped</h3>")
-        out.append(table(["step", "outcome", "message"], [[esc(c["cell"]), _status(c), esc(c.get("message"))] for c in stopped]))
+        out.append(
+            table(
+                ["step", "outcome", "message"], [[esc(c["cell"]), _status(c), esc(c.get("message"))] for c in stopped]
+            )
+        )
     out.append("</section>")
     return "".join(out)
 
@@ -180,11 +226,21 @@ def _placement_matrix(r: Results) -> str:
             parts = f"{met.npu_partitions} / {met.host_partitions}" if met else "- / -"
             sp = r.cell(f"split/{mo['name']}/{t}")
             co = r.cell(f"compile/{mo['name']}/{t}")
-            rows.append([f'<a href="#m-{esc(mo["name"])}-{esc(t)}">{esc(mo["name"])}</a>', esc(t), cov, parts,
-                         _status(sp) + (f' <span class="note">{esc(sp.get("message", "")[:140])}</span>' if sp else ""),
-                         _status(co) + (f' <span class="note">{esc(co.get("message", "")[:100])}</span>' if co else "")])
-    return ('<section id="placement"><h2>Placement: model × target</h2>'
-            + table(["model", "target", "on the NPU", "NPU / host partitions", "split", "compile"], rows) + "</section>")
+            rows.append(
+                [
+                    f'<a href="#m-{esc(mo["name"])}-{esc(t)}">{esc(mo["name"])}</a>',
+                    esc(t),
+                    cov,
+                    parts,
+                    _status(sp) + (f' <span class="note">{esc(sp.get("message", "")[:140])}</span>' if sp else ""),
+                    _status(co) + (f' <span class="note">{esc(co.get("message", "")[:100])}</span>' if co else ""),
+                ]
+            )
+    return (
+        '<section id="placement"><h2>Placement: model × target</h2>'
+        + table(["model", "target", "on the NPU", "NPU / host partitions", "split", "compile"], rows)
+        + "</section>"
+    )
 
 
 def _training(r: Results) -> str:
@@ -194,21 +250,47 @@ def _training(r: Results) -> str:
         tr, h = r.result(f"train/{mo['name']}"), r.json(f"train/{mo['name']}", "history")  # numbers; curves
         if tr is None or not h:
             continue
-        rows.append([esc(mo["name"]), esc(h["kind"]), esc(tr.epochs), f"{tr.train_loss:.5f}", f"{tr.val_loss:.5f}",
-                     f"{tr.baseline_val_loss:.5f}", esc(tr.parameters), f"{tr.train_seconds:.1f}"])
-        series = {"train": [(e["epoch"], e["train_loss"]) for e in h["history"]], "val": [(e["epoch"], e["val_loss"]) for e in h["history"]]}
+        rows.append(
+            [
+                esc(mo["name"]),
+                esc(h["kind"]),
+                esc(tr.epochs),
+                f"{tr.train_loss:.5f}",
+                f"{tr.val_loss:.5f}",
+                f"{tr.baseline_val_loss:.5f}",
+                esc(tr.parameters),
+                f"{tr.train_seconds:.1f}",
+            ]
+        )
+        series = {
+            "train": [(e["epoch"], e["train_loss"]) for e in h["history"]],
+            "val": [(e["epoch"], e["val_loss"]) for e in h["history"]],
+        }
         charts.append(line_chart(series, "epoch", "MSE", f"{mo['name']} loss", log_y=True))
     if not rows:
         return ""
     ds = (r.json(f"train/{cfg['models'][0]['name']}", "history") or {}).get("dataset", {})
     src = ds.get("source", {})
-    desc = (f'<p class="note">Data: {esc(src.get("kind", ""))} ({esc(src.get("path") or str(src.get("length", "")) + " steps, seed " + str(src.get("seed", "")))}), '
-            f'{len(ds.get("features", []))} sensors, forecasting {esc(ds.get("target"))} {esc(ds.get("horizon"))} step(s) ahead from '
-            f'{esc(ds.get("seq_len"))}-step windows; {esc(ds.get("train_windows"))} train / {esc(ds.get("val_windows"))} validation windows. '
-            'Baseline = predicting the last observed value.</p>') if ds else ""
-    return ('<section id="training"><h2>Training</h2>' + desc
-            + table(["model", "arch", "epochs", "train MSE", "val MSE", "baseline val MSE", "parameters", "seconds"], rows, num_cols=range(2, 8))
-            + f'<div class="grid2">{"".join(charts)}</div></section>')
+    desc = (
+        (
+            f'<p class="note">Data: {esc(src.get("kind", ""))} ({esc(src.get("path") or str(src.get("length", "")) + " steps, seed " + str(src.get("seed", "")))}), '
+            f"{len(ds.get('features', []))} sensors, forecasting {esc(ds.get('target'))} {esc(ds.get('horizon'))} step(s) ahead from "
+            f"{esc(ds.get('seq_len'))}-step windows; {esc(ds.get('train_windows'))} train / {esc(ds.get('val_windows'))} validation windows. "
+            "Baseline = predicting the last observed value.</p>"
+        )
+        if ds
+        else ""
+    )
+    return (
+        '<section id="training"><h2>Training</h2>'
+        + desc
+        + table(
+            ["model", "arch", "epochs", "train MSE", "val MSE", "baseline val MSE", "parameters", "seconds"],
+            rows,
+            num_cols=range(2, 8),
+        )
+        + f'<div class="grid2">{"".join(charts)}</div></section>'
+    )
 
 
 def generic(d: dict | None, skip: tuple[str, ...] = ("schema", "npufit_version")) -> str:
@@ -224,8 +306,14 @@ def generic(d: dict | None, skip: tuple[str, ...] = ("schema", "npufit_version")
         elif isinstance(v, dict) and all(not isinstance(x, (dict, list)) for x in v.values()):
             kv += [[esc(f"{k}.{k2}"), esc(f"{x:.6g}" if isinstance(x, float) else x)] for k2, x in v.items()]
         elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            cols = [c for c in dict.fromkeys(k2 for x in v for k2 in x) if all(not isinstance(x.get(c), (dict, list)) for x in v)]
-            rows = [[esc(f"{x.get(c):.6g}" if isinstance(x.get(c), float) else x.get(c, "")) for c in cols] for x in v[:40]]
+            cols = [
+                c
+                for c in dict.fromkeys(k2 for x in v for k2 in x)
+                if all(not isinstance(x.get(c), (dict, list)) for x in v)
+            ]
+            rows = [
+                [esc(f"{x.get(c):.6g}" if isinstance(x.get(c), float) else x.get(c, "")) for c in cols] for x in v[:40]
+            ]
             out.append(f"<h4>{esc(k)}</h4>" + table([esc(c) for c in cols], rows))
     return (table(["", ""], kv) if kv else "") + "".join(out)
 
@@ -234,16 +322,25 @@ def _split_part(r: Results, mo: str, t: str) -> str:
     c = r.cell(f"split/{mo}/{t}")
     if c is None:
         return ""
-    head = f"<h4>Split: {_status(c)} <span class=\"note\">{esc(c.get('message'))}</span></h4>"
+    head = f'<h4>Split: {_status(c)} <span class="note">{esc(c.get("message"))}</span></h4>'
     plan_dir = r.path(f"split/{mo}/{t}", "plan")
     plan_json = r._inside(str(plan_dir.relative_to(r.root)), "plan.json") if plan_dir else None
     plan = _load(plan_json) if plan_json else None
     body = ""
     if plan:
-        body += table(["stage", "device", "file", "inputs", "outputs"],
-                      [[esc(i), badge("npu") if s.get("device") == "npu" else badge("cpu").replace(">cpu<", ">host<"), esc(s.get("file")),
-                        esc(", ".join(map(str, s.get("inputs", [])))), esc(", ".join(map(str, s.get("outputs", []))))]
-                       for i, s in enumerate(plan.get("stages", []))])
+        body += table(
+            ["stage", "device", "file", "inputs", "outputs"],
+            [
+                [
+                    esc(i),
+                    badge("npu") if s.get("device") == "npu" else badge("cpu").replace(">cpu<", ">host<"),
+                    esc(s.get("file")),
+                    esc(", ".join(map(str, s.get("inputs", [])))),
+                    esc(", ".join(map(str, s.get("outputs", [])))),
+                ]
+                for i, s in enumerate(plan.get("stages", []))
+            ],
+        )
     rep = r.json(f"split/{mo}/{t}")
     if rep:
         body += "<details><summary>split verification and plan details</summary>" + generic(rep) + "</details>"
@@ -257,8 +354,9 @@ def _quantize_part(r: Results, mo: str, t: str) -> str:
     if c is None:
         return ""
     rep = r.json(f"quantize/{mo}/{t}")
-    return (f"<h4>Quantization: {_status(c)} <span class=\"note\">{esc(c.get('message'))}</span></h4>"
-            + (cell_detail(rep, f"q-{mo}-{t}") if rep else ""))
+    return f'<h4>Quantization: {_status(c)} <span class="note">{esc(c.get("message"))}</span></h4>' + (
+        cell_detail(rep, f"q-{mo}-{t}") if rep else ""
+    )
 
 
 def _quantization_matrix(r: Results) -> str:
@@ -283,8 +381,9 @@ def _compile_part(r: Results, mo: str, t: str) -> str:
     if c is None:
         return ""
     rep = r.json(f"compile/{mo}/{t}")
-    return (f"<h4>Compile: {_status(c)} <span class=\"note\">{esc(c.get('message'))}</span></h4>"
-            + ("<details><summary>compiler result</summary>" + generic(rep) + "</details>" if rep else ""))
+    return f'<h4>Compile: {_status(c)} <span class="note">{esc(c.get("message"))}</span></h4>' + (
+        "<details><summary>compiler result</summary>" + generic(rep) + "</details>" if rep else ""
+    )
 
 
 def _overlay_link(r: Results, cid: str) -> str:
@@ -293,8 +392,10 @@ def _overlay_link(r: Results, cid: str) -> str:
     if not uri:
         return ""
     name = cid.replace("/", "_") + ".model_explorer.json"
-    return (f'<p class="note">Model Explorer overlay: <a download="{esc(name)}" href="{uri}">{esc(name)}</a> '
-            '(load it as custom node data on this model in Google Model Explorer)</p>')
+    return (
+        f'<p class="note">Model Explorer overlay: <a download="{esc(name)}" href="{uri}">{esc(name)}</a> '
+        "(load it as custom node data on this model in Google Model Explorer)</p>"
+    )
 
 
 def _models(r: Results) -> str:
@@ -306,7 +407,7 @@ def _models(r: Results) -> str:
         ex, met = r.cell(f"export/{name}"), r.result(f"export/{name}")
         if ex:
             size = f" · {met.nodes} ONNX nodes, {esc(human_bytes(met.bytes))}" if met else ""
-            parts.append(f'<p>Export: {_status(ex)} {esc(ex.get("message"))}{size}</p>')
+            parts.append(f"<p>Export: {_status(ex)} {esc(ex.get('message'))}{size}</p>")
         for t in cfg["targets"]:
             parts.append(f'<h3 id="m-{esc(name)}-{esc(t)}">{esc(name)} on {esc(t)}</h3>')
             ch = r.cell(f"check/{name}/{t}")
@@ -317,7 +418,7 @@ def _models(r: Results) -> str:
                 parts.append(f"<p>Check: {_status(ch)} {esc(ch.get('message'))}</p>")
             fx = r.cell(f"fix/{name}/{t}")
             if fx:
-                parts.append(f"<h4>Fix: {_status(fx)} <span class=\"note\">{esc(fx.get('message'))}</span></h4>")
+                parts.append(f'<h4>Fix: {_status(fx)} <span class="note">{esc(fx.get("message"))}</span></h4>')
             parts += [_split_part(r, name, t), _quantize_part(r, name, t), _compile_part(r, name, t)]
         parts.append("</section>")
         out.append("".join(parts))
@@ -330,14 +431,24 @@ def _compile_table(r: Results) -> str:
         if c["step"] != "compile":
             continue
         m = r.result(c["cell"])  # None where the cell did not compile (skipped, failed, rejected)
-        rows.append([esc(c["model"]), esc(c["target"]), esc(human_bytes(m.model_bytes)) if m else "-",
-                     f"{m.wall_s:.1f} s" if m else "-", f"{m.peak_rss_mb:.0f} MiB" if m else "-",
-                     _status(c) + f' <span class="note">{esc(c.get("message"))}</span>'])
+        rows.append(
+            [
+                esc(c["model"]),
+                esc(c["target"]),
+                esc(human_bytes(m.model_bytes)) if m else "-",
+                f"{m.wall_s:.1f} s" if m else "-",
+                f"{m.peak_rss_mb:.0f} MiB" if m else "-",
+                _status(c) + f' <span class="note">{esc(c.get("message"))}</span>',
+            ]
+        )
     if not rows:
         return ""
-    return ('<section id="compile"><h2>Compile time and memory</h2><p class="note">Wall time and peak resident memory of the '
-            'compiler (npufit + child processes, sampled every 50 ms) per model and target: seed 004\'s table, measured.</p>'
-            + table(["model", "target", "model size", "compile time", "peak memory", "status"], rows, num_cols=(2, 3, 4)) + "</section>")
+    return (
+        '<section id="compile"><h2>Compile time and memory</h2><p class="note">Wall time and peak resident memory of the '
+        "compiler (npufit + child processes, sampled every 50 ms) per model and target: seed 004's table, measured.</p>"
+        + table(["model", "target", "model size", "compile time", "peak memory", "status"], rows, num_cols=(2, 3, 4))
+        + "</section>"
+    )
 
 
 def _bench(r: Results) -> str:
@@ -353,8 +464,16 @@ def _bench(r: Results) -> str:
             lat.append((label, p50))
         if thr is not None:
             tput.append((label, thr))
-        rows.append([esc(c["model"]), esc(c["runtime"]), _status(c), f"{p50:.4g}" if p50 is not None else "-",
-                     f"{thr:.4g}" if thr is not None else "-", esc(c.get("message") if c["action"] != "ran" else "")])
+        rows.append(
+            [
+                esc(c["model"]),
+                esc(c["runtime"]),
+                _status(c),
+                f"{p50:.4g}" if p50 is not None else "-",
+                f"{thr:.4g}" if thr is not None else "-",
+                esc(c.get("message") if c["action"] != "ran" else ""),
+            ]
+        )
         if rep:
             extra.append(f"<details><summary>{esc(label)}: full result</summary>{generic(rep)}</details>")
         folder = r._inside(c["folder"])
@@ -362,10 +481,16 @@ def _bench(r: Results) -> str:
             uri = r.embed(png, "image/png")
             if uri:
                 extra.append(f'<img alt="{esc(png.name)}" src="{uri}" style="max-width:100%">')
-    return ('<section id="bench"><h2>Benchmarks</h2>'
-            + table(["model", "runtime", "status", "latency p50 (ms)", "throughput (inf/s)", "note"], rows, num_cols=(3, 4))
-            + '<div class="grid2">' + bar_chart(lat, "ms", "latency (lower is better)") + bar_chart(tput, "inf/s", "throughput (higher is better)")
-            + "</div>" + "".join(extra) + "</section>")
+    return (
+        '<section id="bench"><h2>Benchmarks</h2>'
+        + table(["model", "runtime", "status", "latency p50 (ms)", "throughput (inf/s)", "note"], rows, num_cols=(3, 4))
+        + '<div class="grid2">'
+        + bar_chart(lat, "ms", "latency (lower is better)")
+        + bar_chart(tput, "inf/s", "throughput (higher is better)")
+        + "</div>"
+        + "".join(extra)
+        + "</section>"
+    )
 
 
 def render_results_html(root: Path) -> str:
@@ -374,18 +499,38 @@ def render_results_html(root: Path) -> str:
         return _render(r)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         # a step result edited by hand (pipeline.json itself is checked above): one line, not a traceback
-        raise NpufitError(f"{root}: a step result in this results folder is malformed ({type(e).__name__}: "
-                          f"{str(e)[:80]}); re-run the pipeline") from None
+        raise NpufitError(
+            f"{root}: a step result in this results folder is malformed ({type(e).__name__}: "
+            f"{str(e)[:80]}); re-run the pipeline"
+        ) from None
 
 
 def _render(r: Results) -> str:
     cfg, m = r.manifest["config"], r.manifest
-    sub = (f"pipeline <b>{esc(cfg['name'])}</b> · {escape(m.get('started', ''))} · {m['seconds']:.1f} s · npufit {esc(m.get('npufit_version'))}"
-           f" · <span class=\"note\">{esc(cfg['path'])}</span>")
-    nav = [("overview", "overview"), ("placement", "placement"), ("quantization", "quantization"), ("training", "training"), *[(f"m-{x['name']}", x["name"]) for x in cfg["models"]],
-           ("compile", "compile"), ("bench", "bench"), ("environment", "environment")]
-    body = (_overview(r) + _placement_matrix(r) + _quantization_matrix(r) + _training(r) + _models(r) + _compile_table(r) + _bench(r)
-            + environment_section(m.get("environment", {})))
+    sub = (
+        f"pipeline <b>{esc(cfg['name'])}</b> · {escape(m.get('started', ''))} · {m['seconds']:.1f} s · npufit {esc(m.get('npufit_version'))}"
+        f' · <span class="note">{esc(cfg["path"])}</span>'
+    )
+    nav = [
+        ("overview", "overview"),
+        ("placement", "placement"),
+        ("quantization", "quantization"),
+        ("training", "training"),
+        *[(f"m-{x['name']}", x["name"]) for x in cfg["models"]],
+        ("compile", "compile"),
+        ("bench", "bench"),
+        ("environment", "environment"),
+    ]
+    body = (
+        _overview(r)
+        + _placement_matrix(r)
+        + _quantization_matrix(r)
+        + _training(r)
+        + _models(r)
+        + _compile_table(r)
+        + _bench(r)
+        + environment_section(m.get("environment", {}))
+    )
     return page(f"npufit report: {cfg['name']}", sub, body, nav)
 
 

@@ -5,6 +5,7 @@ Format (model_explorer/node_data_builder.py, ModelNodeData): {graph_id: {"result
 which Model Explorer's ONNX adapter uses as node ids. Values: 0 folded, 1 npu, 2 cpu, 3 unsupported, so the
 thresholds colour the graph and the side panel's stats still mean something (average = how far off the NPU).
 """
+
 from __future__ import annotations
 
 import os

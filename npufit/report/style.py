@@ -1,4 +1,5 @@
 """Shared vocabulary for renderers: verdict colours and symbols, byte/number formatting."""
+
 from __future__ import annotations
 
 VERDICT_STYLE = {"npu": "green", "cpu": "yellow", "unsupported": "bold red", "folded": "dim"}

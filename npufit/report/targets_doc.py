@@ -1,4 +1,5 @@
 """Profile -> support matrix (Markdown). The same renderer writes docs/targets/<target>.md."""
+
 from __future__ import annotations
 
 from ..targets.base import Fallback, Profile, Verdict
@@ -24,23 +25,45 @@ def render_profile_markdown(profile: Profile) -> str:
     lines = [HEADER.format(name=profile.name), "", f"# {profile.title}", ""]
     if profile.summary:
         lines += [profile.summary, ""]
-    fb = {Fallback.NONE: "none — anything not on the NPU must be cut away and run on the host",
-          Fallback.CPU: "the vendor toolchain runs unsupported ops on the host CPU by itself"}[profile.fallback]
-    lines += [f"- **target name**: `{profile.name}`" + (f" (aliases: {', '.join(profile.aliases)})" if profile.aliases else ""),
-              f"- **vendor**: {profile.vendor}", f"- **input formats**: {profile.formats_text}",
-              f"- **CPU fallback**: {fb}",
-              f"- **ops not listed below**: {VERDICT_MARK[profile.unknown.status.value]} {profile.unknown.status.value}"
-              + (f" — {_cell(profile.unknown.reason.format(op='<op>'))}" if profile.unknown.reason else "")]
+    fb = {
+        Fallback.NONE: "none — anything not on the NPU must be cut away and run on the host",
+        Fallback.CPU: "the vendor toolchain runs unsupported ops on the host CPU by itself",
+    }[profile.fallback]
+    lines += [
+        f"- **target name**: `{profile.name}`"
+        + (f" (aliases: {', '.join(profile.aliases)})" if profile.aliases else ""),
+        f"- **vendor**: {profile.vendor}",
+        f"- **input formats**: {profile.formats_text}",
+        f"- **CPU fallback**: {fb}",
+        f"- **ops not listed below**: {VERDICT_MARK[profile.unknown.status.value]} {profile.unknown.status.value}"
+        + (f" — {_cell(profile.unknown.reason.format(op='<op>'))}" if profile.unknown.reason else ""),
+    ]
     for n in profile.notes:
         lines.append(f"- {n}")
-    lines += ["", "Verdicts: ✅ `npu` runs on the accelerator · 🟡 `cpu` the toolchain runs it on the host · "
-              "❌ `unsupported` the toolchain rejects it (cut or rewrite) · `folded` computed at compile time.", ""]
+    lines += [
+        "",
+        "Verdicts: ✅ `npu` runs on the accelerator · 🟡 `cpu` the toolchain runs it on the host · "
+        "❌ `unsupported` the toolchain rejects it (cut or rewrite) · `folded` computed at compile time.",
+        "",
+    ]
     if profile.graph_rules:
-        lines += ["## Rules for every node", "", "| rule | constraint | if broken | fix | source |", "|---|---|---|---|---|"]
+        lines += [
+            "## Rules for every node",
+            "",
+            "| rule | constraint | if broken | fix | source |",
+            "|---|---|---|---|---|",
+        ]
         for r in profile.graph_rules:
-            lines.append(f"| `{r.id}` | {_cell(r.sentence(profile.limits))} | {r.on_fail.value} | {_cell('; '.join(r.fix))} | {_cell(r.source)} |")
+            lines.append(
+                f"| `{r.id}` | {_cell(r.sentence(profile.limits))} | {r.on_fail.value} | {_cell('; '.join(r.fix))} | {_cell(r.source)} |"
+            )
         lines.append("")
-    lines += ["## Operators", "", "| op | verdict | constraints (rule id) | if broken | fix | source |", "|---|---|---|---|---|---|"]
+    lines += [
+        "## Operators",
+        "",
+        "| op | verdict | constraints (rule id) | if broken | fix | source |",
+        "|---|---|---|---|---|---|",
+    ]
     for key in sorted(profile.ops, key=str.lower):
         s = profile.ops[key]
         cons = "<br>".join(f"{_cell(r.sentence(profile.limits))} (`{r.id}`)" for r in s.rules)
@@ -52,11 +75,21 @@ def render_profile_markdown(profile: Profile) -> str:
         fixes = "; ".join(dict.fromkeys(list(s.fix) + [f for r in s.rules for f in r.fix]))
         srcs = ", ".join(dict.fromkeys([x for x in [s.source] + [r.source for r in s.rules] if x]))
         status = "conditional" if (s.status == Verdict.NPU and s.rules) else s.status.value
-        lines.append(f"| {key} | {VERDICT_MARK[s.status.value]} {status} | {cons or '—'} | {broken} | {_cell(fixes) or '—'} | {_cell(srcs)} |")
+        lines.append(
+            f"| {key} | {VERDICT_MARK[s.status.value]} {status} | {cons or '—'} | {broken} | {_cell(fixes) or '—'} | {_cell(srcs)} |"
+        )
     if profile.composites:
-        lines += ["", "## Multi-node patterns (composites)", "", "| id | pattern | verdict | meaning | fix | source |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Multi-node patterns (composites)",
+            "",
+            "| id | pattern | verdict | meaning | fix | source |",
+            "|---|---|---|---|---|---|",
+        ]
         for c in profile.composites:
-            lines.append(f"| `{c.id}` | {_cell(c.name)} | {VERDICT_MARK[c.verdict.value]} {c.verdict.value} | {_cell(c.text)} | {_cell('; '.join(c.fix))} | {_cell(c.source)} |")
+            lines.append(
+                f"| `{c.id}` | {_cell(c.name)} | {VERDICT_MARK[c.verdict.value]} {c.verdict.value} | {_cell(c.text)} | {_cell('; '.join(c.fix))} | {_cell(c.source)} |"
+            )
     if profile.limits:
         lines += ["", "## Limits", "", "| limit | value |", "|---|---|"] + _limits_str(profile)
     if profile.sources:
@@ -74,16 +107,24 @@ def _zoo_section(profile: Profile) -> list[str]:
     if not path.is_file():
         return []
     rec = json.loads(path.read_text(encoding="utf-8"))
-    lines = ["", "## Model Zoo networks, rebuilt and checked", "",
-             f"Small rebuilds of the vendor's Model Zoo networks (same architecture, random weights, ONNX opset {rec['opset']}; "
-             "`npufit/zoo/hailo_zoo.py`), checked with this profile. The Zoo compiles everything up to its end nodes on the "
-             "chip, so every node up to the matching nodes of the rebuild should be `npu`. Refresh with "
-             "`python -m npufit.zoo.hailo_zoo`; a test rebuilds the networks and fails when this record is stale.", "",
-             "| rebuild | Zoo network(s) | Zoo end nodes | end nodes in the rebuild | npu up to the end nodes | not npu up to the end "
-             "nodes | Zoo cuts after the end nodes | flagged after the end nodes |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Model Zoo networks, rebuilt and checked",
+        "",
+        f"Small rebuilds of the vendor's Model Zoo networks (same architecture, random weights, ONNX opset {rec['opset']}; "
+        "`npufit/zoo/hailo_zoo.py`), checked with this profile. The Zoo compiles everything up to its end nodes on the "
+        "chip, so every node up to the matching nodes of the rebuild should be `npu`. Refresh with "
+        "`python -m npufit.zoo.hailo_zoo`; a test rebuilds the networks and fails when this record is stale.",
+        "",
+        "| rebuild | Zoo network(s) | Zoo end nodes | end nodes in the rebuild | npu up to the end nodes | not npu up to the end "
+        "nodes | Zoo cuts after the end nodes | flagged after the end nodes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rec["networks"]:
-        lines.append(f"| {r['network']} | {_cell(r['zoo'])} | {_cell(r['zoo_end_nodes'])} | {_cell(', '.join(f'`{e}`' if e[0] != '(' else e for e in r['end_nodes']))} "
-                     f"| {r['npu_to_end']}/{r['nodes_to_end']} | {_cell(', '.join(r['off_npu_to_end']) or '—')} | "
-                     f"{_cell(r['zoo_cuts_after'])} | {_cell(', '.join(r['flagged_after_end']) or '—')} |")
+        lines.append(
+            f"| {r['network']} | {_cell(r['zoo'])} | {_cell(r['zoo_end_nodes'])} | {_cell(', '.join(f'`{e}`' if e[0] != '(' else e for e in r['end_nodes']))} "
+            f"| {r['npu_to_end']}/{r['nodes_to_end']} | {_cell(', '.join(r['off_npu_to_end']) or '—')} | "
+            f"{_cell(r['zoo_cuts_after'])} | {_cell(', '.join(r['flagged_after_end']) or '—')} |"
+        )
     notes = [f"- {r['network']}: {r['note']}" for r in rec["networks"] if r.get("note")]
     return lines + ([""] + notes if notes else [])

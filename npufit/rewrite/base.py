@@ -5,6 +5,7 @@ checks the wiring (single consumers, no dangling outputs), and the replacement i
 same `op` builder, so a rule file stays a pattern + a check + a replacement. Passes (opset
 conversion, constant folding) are whole-model transforms that have no pattern to match.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -13,7 +14,9 @@ from typing import Any
 
 import onnx_ir as ir
 
-MAX_ROUNDS = 32  # a pattern rule is re-applied until it stops matching; this bounds a rule that keeps matching its own output
+MAX_ROUNDS = (
+    32  # a pattern rule is re-applied until it stops matching; this bounds a rule that keeps matching its own output
+)
 
 
 class RuleNotApplicable(Exception):
@@ -60,7 +63,6 @@ class RewriteRule:
             for v, name in names:  # replacing a value by a graph input renames the input: keep the model's interface
                 v.name = name
         return model, fired
-
 
     def refusals(self, model: ir.Model, ctx: RuleContext) -> list[str]:
         """Why the main patterns matched a node's wiring but refused it (the checks' reasons), deduplicated."""

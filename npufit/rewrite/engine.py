@@ -1,5 +1,6 @@
 """fix(): apply a target's rules to a fixed point; keep each rule only if ONNX Runtime says the model still
 computes the same thing (and, for default rules, if the target's verdicts do not get worse)."""
+
 from __future__ import annotations
 
 import os
@@ -13,20 +14,32 @@ import onnx_ir as ir
 from ..errors import NpufitError
 from ..graph.onnx_prepare import prepare_onnx
 from ..targets import get_profile
+from ..util.io import private_tempdir
 from ..util.progress import track
 from .base import RuleContext, RuleNotApplicable
 from .registry import get_rule, rule_options, rules_for_target
 from .result import FixResult, RuleOutcome, TargetState
-from ..util.io import private_tempdir
 
 MAX_ROUNDS = 4  # rounds over the whole rule list; a round in which nothing is kept ends the loop
 RULE_TAG = "pkg.onnxscript.rewriter.rule_name"
 
 
-def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathLike | None = None,
-        rules: list[str] | None = None, skip_rules: list[str] | None = None, allow_approx: bool = False,
-        dry_run: bool = False, input_shapes=None, samples: int = 3, seed: int = 0,
-        rtol: float = 1e-5, atol: float = 1e-6, approx_rtol: float = 1e-2, judge: str = "auto") -> FixResult:
+def fix(
+    model: str | os.PathLike,
+    target: str = "hailo8",
+    output: str | os.PathLike | None = None,
+    rules: list[str] | None = None,
+    skip_rules: list[str] | None = None,
+    allow_approx: bool = False,
+    dry_run: bool = False,
+    input_shapes=None,
+    samples: int = 3,
+    seed: int = 0,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    approx_rtol: float = 1e-2,
+    judge: str = "auto",
+) -> FixResult:
     """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified."""
     src = Path(model)
     # with external weights (rewriting and verifying need them); the shapes the verdicts are judged on are the
@@ -57,8 +70,7 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
         kept_any = False
         for name in track([n for n in names if n not in disabled], f"fix: rules (target {profile.name})"):
             rule, out = get_rule(name), outcomes[name]
-            ctx = RuleContext(opset=_opset(current),
-                              target=profile.name, options=rule_options(profile, name))
+            ctx = RuleContext(opset=_opset(current), target=profile.name, options=rule_options(profile, name))
             try:
                 cand, fired = rule.apply(ir.serde.deserialize_model(current), ctx)
             except RuleNotApplicable as e:
@@ -68,7 +80,9 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
             if not fired:
                 if out.status == "not fired":
                     why = rule.refusals(ir.serde.deserialize_model(current), ctx)
-                    out.reason = "; ".join(why[:3]) + (f"; +{len(why) - 3} more" if len(why) > 3 else "") if why else out.reason
+                    out.reason = (
+                        "; ".join(why[:3]) + (f"; +{len(why) - 3} more" if len(why) > 3 else "") if why else out.reason
+                    )
                 continue
             _name_new_nodes(cand, name)
             cand_proto = ir.serde.serialize_model(cand)
@@ -80,8 +94,10 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
             new_state, _ = _judge(cand_proto, profile, input_shapes, judge)
             if name not in explicit and not _pays(new_state, state, rule.keep_when_neutral):
                 out.status, out.fired = "rolled back", fired
-                out.reason = (f"does not pay on {profile.name}: nodes not on npu {state.not_npu} -> {new_state.not_npu}, "
-                              f"partitions {state.partitions} -> {new_state.partitions}, nodes {state.nodes} -> {new_state.nodes}")
+                out.reason = (
+                    f"does not pay on {profile.name}: nodes not on npu {state.not_npu} -> {new_state.not_npu}, "
+                    f"partitions {state.partitions} -> {new_state.partitions}, nodes {state.nodes} -> {new_state.nodes}"
+                )
                 out.before, out.after = state, new_state
                 disabled.add(name)
                 continue
@@ -90,7 +106,9 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
             current, state, kept_any = cand_proto, new_state, True
         if not kept_any:
             break
-    final_state, final_report = _judge(current, profile, input_shapes, judge) if current is not proto else (state0, report0)
+    final_state, final_report = (
+        _judge(current, profile, input_shapes, judge) if current is not proto else (state0, report0)
+    )
     remaining, advice = _remaining(final_report, profile.name, src, names, outcomes)
     if input_shapes:
         pinned = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in input_shapes.items())
@@ -102,12 +120,30 @@ def fix(model: str | os.PathLike, target: str = "hailo8", output: str | os.PathL
         atomic_save_onnx(current, output)
         written = True
     tol = f"exact rules: |diff| <= {atol:g} + {rtol:g}*max|ref|, integer outputs equal" + (
-        f"; approximate rules: rel {approx_rtol:g}" if allow_approx else "")
-    verification = {"samples": samples, "seed": seed, "max_abs": worst_abs, "max_rel": worst_rel, "tolerance": tol,
-                    "integer_outputs": sorted(int_outputs)}
-    return FixResult(str(src), profile.name, None if output is None else str(output), written, dry_run,
-                     [outcomes[n] for n in names], state0, final_state, verification, remaining, advice,
-                     (_opset(proto), _opset(current)))
+        f"; approximate rules: rel {approx_rtol:g}" if allow_approx else ""
+    )
+    verification = {
+        "samples": samples,
+        "seed": seed,
+        "max_abs": worst_abs,
+        "max_rel": worst_rel,
+        "tolerance": tol,
+        "integer_outputs": sorted(int_outputs),
+    }
+    return FixResult(
+        str(src),
+        profile.name,
+        None if output is None else str(output),
+        written,
+        dry_run,
+        [outcomes[n] for n in names],
+        state0,
+        final_state,
+        verification,
+        remaining,
+        advice,
+        (_opset(proto), _opset(current)),
+    )
 
 
 def _opset(proto: onnx.ModelProto) -> int:
@@ -175,8 +211,12 @@ def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = "auto"):
     graph = graph_from(prepare_onnx(proto, input_shapes=input_shapes, weights="strip", name="<fix>"))
     rep = check_graph(graph, profile, judge)
     running = rep.running
-    state = TargetState(sum(n.verdict.value in ("cpu", "unsupported") for n in running), len(rep.partitions),
-                        rep.coverage_nodes, len(rep.nodes))
+    state = TargetState(
+        sum(n.verdict.value in ("cpu", "unsupported") for n in running),
+        len(rep.partitions),
+        rep.coverage_nodes,
+        len(rep.nodes),
+    )
     return state, rep
 
 
@@ -230,8 +270,9 @@ def _remaining(report, target: str, src: Path, names: list[str], outcomes: dict[
             continue
         reason = n.reasons[0].sentence() if n.reasons else ""
         hints = sorted({f for r in n.reasons for f in r.fix_rules})
-        remaining.append({"name": n.name, "op_type": n.op_type, "verdict": n.verdict.value, "reason": reason,
-                          "fix_rules": hints})
+        remaining.append(
+            {"name": n.name, "op_type": n.op_type, "verdict": n.verdict.value, "reason": reason, "fix_rules": hints}
+        )
         if not any(h in names and outcomes[h].status not in ("skipped",) for h in hints):
             unaddressed.append(n)
     advice = []
@@ -239,10 +280,16 @@ def _remaining(report, target: str, src: Path, names: list[str], outcomes: dict[
         advice.append(f"every running node is judged npu on {target}")
         return remaining, advice
     ops = sorted({n.op_type for n in unaddressed} | {r["op_type"] for r in remaining})
-    advice.append(f"{len(remaining)} node(s) still do not run on the {target} NPU ({', '.join(ops)}): no rewrite rule "
-                  f"here turns them into NPU operations. Cut them away and run them on the host: "
-                  f"npufit split {src.name} --target {target}")
-    skipped = sorted({h for r in remaining for h in r["fix_rules"] if h in outcomes and outcomes[h].status == "skipped"})
+    advice.append(
+        f"{len(remaining)} node(s) still do not run on the {target} NPU ({', '.join(ops)}): no rewrite rule "
+        f"here turns them into NPU operations. Cut them away and run them on the host: "
+        f"npufit split {src.name} --target {target}"
+    )
+    skipped = sorted(
+        {h for r in remaining for h in r["fix_rules"] if h in outcomes and outcomes[h].status == "skipped"}
+    )
     if skipped:
-        advice.append(f"rule(s) {', '.join(skipped)} address some of them but were skipped (approximate: add --allow-approx)")
+        advice.append(
+            f"rule(s) {', '.join(skipped)} address some of them but were skipped (approximate: add --allow-approx)"
+        )
     return remaining, advice

@@ -1,5 +1,6 @@
 """Small opset-aware helpers shared by the rule files (reading constants and axes, building
 Squeeze/Unsqueeze/Reduce in the form the model's opset expects)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -4,6 +4,7 @@ Rules bind the matched node's output (`_outputs=["out"]`) and read the node itse
 (`out.producer()`), so optional inputs (Conv bias) and attributes are handled in plain Python.
 `check` returns a MatchResult with a reason on refusal: tests assert those reasons.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -72,8 +73,28 @@ def on_channel_axis(op, x, axis: int, r: int, keep: bool, opset: int, make):
 
 # -- shared tidy-ups: remove the Squeeze -> ... -> expand pairs that per-node rewrites leave behind ---------
 
-UNARY_ELEMENTWISE = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "HardSigmoid", "HardSwish", "Softplus",
-                     "Neg", "Abs", "Exp", "Erf", "Celu", "Mish", "Gelu", "Floor", "Ceil", "Sqrt", "Reciprocal")
+UNARY_ELEMENTWISE = (
+    "Relu",
+    "LeakyRelu",
+    "Sigmoid",
+    "Tanh",
+    "Elu",
+    "Selu",
+    "HardSigmoid",
+    "HardSwish",
+    "Softplus",
+    "Neg",
+    "Abs",
+    "Exp",
+    "Erf",
+    "Celu",
+    "Mish",
+    "Gelu",
+    "Floor",
+    "Ceil",
+    "Sqrt",
+    "Reciprocal",
+)
 BINARY_ELEMENTWISE = ("Add", "Sub", "Mul", "Div", "PRelu", "Max", "Min", "Pow")
 
 
@@ -198,8 +219,14 @@ def split_squeeze_fanout(model: ir.Model) -> None:
         if len(uses) < 2 or out.is_graph_output():
             continue
         for use in uses[1:]:
-            clone = ir.Node(node.domain, node.op_type, list(node.inputs), attributes=list(node.attributes.values()),
-                            num_outputs=1, name=f"{node.name}_copy{next(_uid)}")
+            clone = ir.Node(
+                node.domain,
+                node.op_type,
+                list(node.inputs),
+                attributes=list(node.attributes.values()),
+                num_outputs=1,
+                name=f"{node.name}_copy{next(_uid)}",
+            )
             clone.outputs[0].shape, clone.outputs[0].type = out.shape, out.type
             graph.insert_after(node, clone)
             use.node.replace_input_with(use.idx, clone.outputs[0])

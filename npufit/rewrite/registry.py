@@ -3,6 +3,7 @@
 A target's set = the rules its profile lists in `rewrite_rules` (why: beside them, in npufit/targets/) + every
 rule it names in `fix_rules`, so a target engineer who links a failing op to a rule also gets it applied.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -10,13 +11,39 @@ from typing import Any
 
 from ..errors import NpufitError
 from .base import RewriteRule
-from .rules import (conv1d_to_conv2d, fold_batchnorm, fold_constants, gelu_tanh, linear_to_conv1x1, mean_to_global_pool,
-                    merge_reshapes, mod_decompose, opset_convert, reduce_keepdims, remove_identity, topk1_to_argmax)
+from .rules import (
+    conv1d_to_conv2d,
+    fold_batchnorm,
+    fold_constants,
+    gelu_tanh,
+    linear_to_conv1x1,
+    mean_to_global_pool,
+    merge_reshapes,
+    mod_decompose,
+    opset_convert,
+    reduce_keepdims,
+    remove_identity,
+    topk1_to_argmax,
+)
 
 # Order matters only for speed: cleanups first (smaller graphs), opset conversion last (rules are opset-aware).
-RULES: dict[str, RewriteRule] = {m.RULE.name: m.RULE for m in (
-    remove_identity, fold_constants, fold_batchnorm, conv1d_to_conv2d, merge_reshapes, mean_to_global_pool, reduce_keepdims,
-    topk1_to_argmax, linear_to_conv1x1, mod_decompose, gelu_tanh, opset_convert)}
+RULES: dict[str, RewriteRule] = {
+    m.RULE.name: m.RULE
+    for m in (
+        remove_identity,
+        fold_constants,
+        fold_batchnorm,
+        conv1d_to_conv2d,
+        merge_reshapes,
+        mean_to_global_pool,
+        reduce_keepdims,
+        topk1_to_argmax,
+        linear_to_conv1x1,
+        mod_decompose,
+        gelu_tanh,
+        opset_convert,
+    )
+}
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 
 

@@ -1,4 +1,5 @@
 """FixResult: what each rule did to the model and to the target's verdicts; renders to table/JSON/Markdown."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,12 @@ class TargetState:
     nodes: int  # nodes in the graph (all verdicts)
 
     def to_dict(self) -> dict:
-        return {"not_npu": self.not_npu, "partitions": self.partitions, "coverage_pct": round(self.coverage_pct, 2),
-                "nodes": self.nodes}
+        return {
+            "not_npu": self.not_npu,
+            "partitions": self.partitions,
+            "coverage_pct": round(self.coverage_pct, 2),
+            "nodes": self.nodes,
+        }
 
 
 @dataclass
@@ -44,12 +49,21 @@ class RuleOutcome:
         if not self.removed and not self.added:
             return ""
         fmt = lambda d: ", ".join(f"{k}x{v}" if v > 1 else k for k, v in sorted(d.items()))  # noqa: E731
-        parts = ([f"-[{fmt(self.removed)}]"] if self.removed else []) + ([f"+[{fmt(self.added)}]"] if self.added else [])
+        parts = ([f"-[{fmt(self.removed)}]"] if self.removed else []) + (
+            [f"+[{fmt(self.added)}]"] if self.added else []
+        )
         return " ".join(parts)
 
     def to_dict(self) -> dict:
-        d: dict[str, Any] = {"rule": self.name, "exact": self.exact, "status": self.status, "fired": self.fired,
-                             "removed": self.removed, "added": self.added, "moved_to_npu": self.moved_to_npu}
+        d: dict[str, Any] = {
+            "rule": self.name,
+            "exact": self.exact,
+            "status": self.status,
+            "fired": self.fired,
+            "removed": self.removed,
+            "added": self.added,
+            "moved_to_npu": self.moved_to_npu,
+        }
         if self.before is not None:
             d["before"] = self.before.to_dict()
         if self.after is not None:
@@ -83,12 +97,22 @@ class FixResult:
     def to_dict(self) -> dict:
         from .. import __version__
 
-        return {"schema": SCHEMA, "npufit_version": __version__, "model": self.model, "target": self.target,
-                "output": self.output, "written": self.written, "dry_run": self.dry_run,
-                "opset": {"before": self.opset[0], "after": self.opset[1]},
-                "before": self.before.to_dict(), "after": self.after.to_dict(),
-                "rules": [r.to_dict() for r in self.rules], "verification": self.verification,
-                "remaining": self.remaining, "advice": self.advice}
+        return {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "model": self.model,
+            "target": self.target,
+            "output": self.output,
+            "written": self.written,
+            "dry_run": self.dry_run,
+            "opset": {"before": self.opset[0], "after": self.opset[1]},
+            "before": self.before.to_dict(),
+            "after": self.after.to_dict(),
+            "rules": [r.to_dict() for r in self.rules],
+            "verification": self.verification,
+            "remaining": self.remaining,
+            "advice": self.advice,
+        }
 
     def to_json(self, indent: int | None = 2) -> str:
         from ..util.jsonutil import json_default as _json_default
@@ -117,12 +141,16 @@ def _render_text(r: FixResult, markdown: bool) -> str:
             what = f"{what}; {o.reason}"
         rows.append([o.name, kind, o.status, str(o.fired), str(o.moved_to_npu) if o.after else "-", cov, diff, what])
     title = f"npufit fix {r.model} --target {r.target}" + (" (dry run)" if r.dry_run else "")
-    summary = (f"coverage {r.before.coverage_pct:.1f}% -> {r.after.coverage_pct:.1f}%, partitions {r.before.partitions} -> "
-               f"{r.after.partitions}, nodes not on npu {r.before.not_npu} -> {r.after.not_npu}, "
-               f"opset {r.opset[0]} -> {r.opset[1]}")
+    summary = (
+        f"coverage {r.before.coverage_pct:.1f}% -> {r.after.coverage_pct:.1f}%, partitions {r.before.partitions} -> "
+        f"{r.after.partitions}, nodes not on npu {r.before.not_npu} -> {r.after.not_npu}, "
+        f"opset {r.opset[0]} -> {r.opset[1]}"
+    )
     v = r.verification
-    check = (f"verified with ONNX Runtime CPU on {v['samples']} seeded samples (seed {v['seed']}): max abs diff "
-             f"{v['max_abs']:.2e}, max rel diff {v['max_rel']:.2e} (tolerance {v['tolerance']})")
+    check = (
+        f"verified with ONNX Runtime CPU on {v['samples']} seeded samples (seed {v['seed']}): max abs diff "
+        f"{v['max_abs']:.2e}, max rel diff {v['max_rel']:.2e} (tolerance {v['tolerance']})"
+    )
     if r.written:
         status = f"wrote {r.output}"
     elif r.dry_run:
@@ -135,7 +163,9 @@ def _render_text(r: FixResult, markdown: bool) -> str:
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
         lines += ["", check, "", status]
         if r.remaining:
-            lines += ["", "### Still not on the NPU", ""] + [f"- `{n['name']}` ({n['op_type']}, {n['verdict']}): {n['reason']}" for n in r.remaining]
+            lines += ["", "### Still not on the NPU", ""] + [
+                f"- `{n['name']}` ({n['op_type']}, {n['verdict']}): {n['reason']}" for n in r.remaining
+            ]
         lines += [""] + [f"- {a}" for a in r.advice]
         return "\n".join(lines) + "\n"
     widths = [max(len(head[i]), *(len(row[i]) for row in rows)) if rows else len(head[i]) for i in range(len(head))]
@@ -144,6 +174,8 @@ def _render_text(r: FixResult, markdown: bool) -> str:
     lines += [title, summary, "", fmt_row(head), fmt_row(["-" * w for w in widths])] + [fmt_row(row) for row in rows]
     lines += ["", check, status]
     if r.remaining:
-        lines += ["", "still not on the npu:"] + [f"  {n['name']} ({n['op_type']}, {n['verdict']}): {n['reason']}" for n in r.remaining]
+        lines += ["", "still not on the npu:"] + [
+            f"  {n['name']} ({n['op_type']}, {n['verdict']}): {n['reason']}" for n in r.remaining
+        ]
     lines += [""] + r.advice if r.advice else []
     return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ Names used by `npufit bench --runtime`: ort-cpu, ort-cuda, ort-trt, tensorrt, op
 The RKNN simulator (rknn-toolkit2 on a PC) is deliberately NOT a runtime here: it executes on the host CPU
 and its timings say nothing about the RK3588 NPU; it is for accuracy checks only.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -13,8 +14,7 @@ from importlib import metadata
 from typing import Any
 
 from ..errors import NpufitError
-from .base import (BOUNDARY_CHAIN, BOUNDARY_DEVICE, BOUNDARY_HOST, BOUNDARY_TEXT, InputSpec, Runner,
-                   RuntimeUnavailable)
+from .base import BOUNDARY_CHAIN, BOUNDARY_DEVICE, BOUNDARY_HOST, BOUNDARY_TEXT, InputSpec, Runner, RuntimeUnavailable
 
 # name -> (module, class). Modules import their SDK only in activate(), so listing them costs nothing.
 RUNTIMES: dict[str, tuple[str, str]] = {
@@ -27,11 +27,25 @@ RUNTIMES: dict[str, tuple[str, str]] = {
     "chain": ("npufit.runtimes.chain", "ChainBenchRunner"),
 }
 
-RKNN_NOTE = ("the RKNN simulator (rknn-toolkit2 on a PC) runs on the host CPU: use it for accuracy, never as a "
-             "benchmark of the RK3588 NPU")
+RKNN_NOTE = (
+    "the RKNN simulator (rknn-toolkit2 on a PC) runs on the host CPU: use it for accuracy, never as a "
+    "benchmark of the RK3588 NPU"
+)
 
-__all__ = ["RUNTIMES", "get_runner", "parse_runtimes", "status", "Runner", "RuntimeUnavailable", "InputSpec",
-           "BOUNDARY_HOST", "BOUNDARY_DEVICE", "BOUNDARY_CHAIN", "BOUNDARY_TEXT", "RKNN_NOTE"]
+__all__ = [
+    "RUNTIMES",
+    "get_runner",
+    "parse_runtimes",
+    "status",
+    "Runner",
+    "RuntimeUnavailable",
+    "InputSpec",
+    "BOUNDARY_HOST",
+    "BOUNDARY_DEVICE",
+    "BOUNDARY_CHAIN",
+    "BOUNDARY_TEXT",
+    "RKNN_NOTE",
+]
 
 
 def runner_class(name: str) -> type[Runner]:
@@ -82,28 +96,70 @@ def status() -> list[dict[str, Any]]:
     hailo_cli = shutil.which("hailortcli")
     split_chain = _has_module("npufit.split.chain")
     return [
-        {"name": "ort-cpu", "available": "CPUExecutionProvider" in provs, "version": ort_v,
-         "enables": "bench --runtime ort-cpu", "install": "pip install onnxruntime", "detail": ""},
-        {"name": "ort-cuda", "available": "CUDAExecutionProvider" in provs, "version": ort_v,
-         "enables": "bench --runtime ort-cuda (NVIDIA GPU)", "install": "pip install onnxruntime-gpu (+ CUDA, cuDNN)",
-         "detail": "" if "CUDAExecutionProvider" in provs else "this onnxruntime build has no CUDA provider"},
-        {"name": "ort-trt", "available": "TensorrtExecutionProvider" in provs, "version": ort_v,
-         "enables": "bench --runtime ort-trt (NVIDIA GPU)", "install": "pip install onnxruntime-gpu tensorrt",
-         "detail": "" if "TensorrtExecutionProvider" in provs else "this onnxruntime build has no TensorRT provider"},
-        {"name": "tensorrt", "available": bool(trt_v), "version": trt_v,
-         "enables": "bench --runtime tensorrt (engine build + run, NVIDIA GPU)", "install": "pip install tensorrt",
-         "detail": ""},
-        {"name": "openvino", "available": bool(_dist("openvino")), "version": _dist("openvino") or "",
-         "enables": "bench --runtime openvino (CPU)", "install": "pip install openvino", "detail": ""},
-        {"name": "hailort", "available": hailo_py, "version": _dist("hailort") or "",
-         "enables": "bench --runtime hailort (.hef on a Hailo-8/8L)",
-         "install": "HailoRT driver + Python wheel from the Hailo Developer Zone (not on PyPI)",
-         "detail": f"hailortcli: {hailo_cli}" if hailo_cli else "hailortcli not on PATH"},
-        {"name": "chain", "available": split_chain, "version": "",
-         "enables": "bench PLAN_DIR (a split plan end to end)", "install": "part of npufit (npufit split)",
-         "detail": "" if split_chain else "npufit.split.chain is not in this build"},
-        {"name": "rknn-simulator", "available": False, "version": _dist("rknn-toolkit2") or "",
-         "enables": "NOT a benchmark", "install": "", "detail": RKNN_NOTE},
+        {
+            "name": "ort-cpu",
+            "available": "CPUExecutionProvider" in provs,
+            "version": ort_v,
+            "enables": "bench --runtime ort-cpu",
+            "install": "pip install onnxruntime",
+            "detail": "",
+        },
+        {
+            "name": "ort-cuda",
+            "available": "CUDAExecutionProvider" in provs,
+            "version": ort_v,
+            "enables": "bench --runtime ort-cuda (NVIDIA GPU)",
+            "install": "pip install onnxruntime-gpu (+ CUDA, cuDNN)",
+            "detail": "" if "CUDAExecutionProvider" in provs else "this onnxruntime build has no CUDA provider",
+        },
+        {
+            "name": "ort-trt",
+            "available": "TensorrtExecutionProvider" in provs,
+            "version": ort_v,
+            "enables": "bench --runtime ort-trt (NVIDIA GPU)",
+            "install": "pip install onnxruntime-gpu tensorrt",
+            "detail": "" if "TensorrtExecutionProvider" in provs else "this onnxruntime build has no TensorRT provider",
+        },
+        {
+            "name": "tensorrt",
+            "available": bool(trt_v),
+            "version": trt_v,
+            "enables": "bench --runtime tensorrt (engine build + run, NVIDIA GPU)",
+            "install": "pip install tensorrt",
+            "detail": "",
+        },
+        {
+            "name": "openvino",
+            "available": bool(_dist("openvino")),
+            "version": _dist("openvino") or "",
+            "enables": "bench --runtime openvino (CPU)",
+            "install": "pip install openvino",
+            "detail": "",
+        },
+        {
+            "name": "hailort",
+            "available": hailo_py,
+            "version": _dist("hailort") or "",
+            "enables": "bench --runtime hailort (.hef on a Hailo-8/8L)",
+            "install": "HailoRT driver + Python wheel from the Hailo Developer Zone (not on PyPI)",
+            "detail": f"hailortcli: {hailo_cli}" if hailo_cli else "hailortcli not on PATH",
+        },
+        {
+            "name": "chain",
+            "available": split_chain,
+            "version": "",
+            "enables": "bench PLAN_DIR (a split plan end to end)",
+            "install": "part of npufit (npufit split)",
+            "detail": "" if split_chain else "npufit.split.chain is not in this build",
+        },
+        {
+            "name": "rknn-simulator",
+            "available": False,
+            "version": _dist("rknn-toolkit2") or "",
+            "enables": "NOT a benchmark",
+            "install": "",
+            "detail": RKNN_NOTE,
+        },
     ]
 
 

@@ -4,6 +4,7 @@ A runner turns one set of host feeds into a zero-argument callable (`prepare`) s
 exactly one call and nothing else; whatever that call includes (host<->device copies, GPU synchronisation,
 a whole split chain) is the runner's stated *boundary*.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,11 +22,11 @@ BOUNDARY_DEVICE = "compute-only"
 BOUNDARY_CHAIN = "end-to-end-chain"
 BOUNDARY_TEXT = {
     BOUNDARY_HOST: "inputs start in host memory and outputs end in host memory; any host<->device copies and the "
-                   "device synchronisation are inside the clock (for CPU runtimes there are no copies)",
+    "device synchronisation are inside the clock (for CPU runtimes there are no copies)",
     BOUNDARY_DEVICE: "inputs and outputs stay in device memory (bound once, before timing); only the execution and "
-                     "the device synchronisation are inside the clock",
+    "the device synchronisation are inside the clock",
     BOUNDARY_CHAIN: "the whole split plan: every stage (NPU and host), the tensors handed between stages and the "
-                    "host-side glue, from host inputs to host outputs",
+    "host-side glue, from host inputs to host outputs",
 }
 
 
@@ -58,8 +59,14 @@ class Runner:
     formats: tuple[str, ...] = (".onnx",)
     device_kind = "cpu"  # "cpu" | "gpu" | "npu" | "mixed"
 
-    def __init__(self, model: str | os.PathLike, threads: int | None = None, batch: int | None = None,
-                 boundary: str | None = None, options: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        model: str | os.PathLike,
+        threads: int | None = None,
+        batch: int | None = None,
+        boundary: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ):
         self.model = Path(model)
         self.threads = threads
         self.batch = batch
@@ -133,7 +140,9 @@ def onnx_input_specs(path: str | os.PathLike) -> list[InputSpec]:
     from ..graph.onnx_prepare import prepare_onnx
     from ..quantize.calibration import input_specs
 
-    return [InputSpec(s.name, s.shape, _ort_type(s.dtype.name)) for s in input_specs(prepare_onnx(path, infer=False).model)]
+    return [
+        InputSpec(s.name, s.shape, _ort_type(s.dtype.name)) for s in input_specs(prepare_onnx(path, infer=False).model)
+    ]
 
 
 _NP_TO_ORT = {"float32": "float", "float64": "double", "bool": "bool"}
@@ -148,8 +157,10 @@ def concrete_shape(spec: InputSpec, batch: int | None) -> tuple[int, ...]:
     shape = list(spec.shape)
     if batch is not None and shape:
         if shape[0] is not None and shape[0] != batch:
-            raise NpufitError(f"input '{spec.name}' has a static batch of {shape[0]}; --batch {batch} needs a model "
-                              f"exported with a dynamic first dimension")
+            raise NpufitError(
+                f"input '{spec.name}' has a static batch of {shape[0]}; --batch {batch} needs a model "
+                f"exported with a dynamic first dimension"
+            )
         shape[0] = batch
     return tuple(1 if d is None else int(d) for d in shape)
 

@@ -3,6 +3,7 @@
 The timed call is one ChainRunner.run(feeds): every stage plus the hand-over between stages. The runner also
 reports per-stage seconds, which the benchmark keeps per iteration and summarises as per-stage medians.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -71,16 +72,26 @@ class ChainBenchRunner(Runner):
         except ImportError:
             raise RuntimeUnavailable("npufit.split.chain is not available in this npufit build") from None
         # the deployment setting: ORT's full graph optimiser, the thread count the user asked for (0 = ORT's)
-        self.chain = ChainRunner(str(self.model), npu_runtime=self.options.get("npu_runtime"),
-                                 threads=int(self.threads or 0), optimized=True)
+        self.chain = ChainRunner(
+            str(self.model), npu_runtime=self.options.get("npu_runtime"), threads=int(self.threads or 0), optimized=True
+        )
         plan = self.chain.plan
-        self.details.update({
-            "stages": [{"name": s.name, "device": s.device, "file": s.file,
-                        "ran_on": self.chain.device_of_stage.get(s.name, "?")} for s in plan.stages],
-            "target": plan.target.get("name", ""),
-            "npu_runtime": self.options.get("npu_runtime") or "auto",
-            "host_runtime": "onnxruntime-cpu (ORT_ENABLE_ALL)",
-        })
+        self.details.update(
+            {
+                "stages": [
+                    {
+                        "name": s.name,
+                        "device": s.device,
+                        "file": s.file,
+                        "ran_on": self.chain.device_of_stage.get(s.name, "?"),
+                    }
+                    for s in plan.stages
+                ],
+                "target": plan.target.get("name", ""),
+                "npu_runtime": self.options.get("npu_runtime") or "auto",
+                "host_runtime": "onnxruntime-cpu (ORT_ENABLE_ALL)",
+            }
+        )
         if self.chain.notes:
             self.details["notes"] = list(self.chain.notes)
 

@@ -4,6 +4,7 @@ Why ctypes: TensorRT's Python API wants raw device pointers and a stream; pullin
 a CUDA torch build just for five calls would make `tensorrt` depend on a second GPU stack.
 NOT exercised here (no GPU in this environment); written against the CUDA runtime API reference.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -20,8 +21,13 @@ _H2D, _D2H = 1, 2  # cudaMemcpyKind
 
 
 def _candidates() -> list[str]:
-    names = [ctypes.util.find_library("cudart") or "", "libcudart.so", "libcudart.so.13", "libcudart.so.12",
-             "libcudart.so.11.0"]
+    names = [
+        ctypes.util.find_library("cudart") or "",
+        "libcudart.so",
+        "libcudart.so.13",
+        "libcudart.so.12",
+        "libcudart.so.11.0",
+    ]
     for p in sys.path:  # the pip wheels (nvidia-cuda-runtime-cu12/13) keep it under site-packages/nvidia/
         names += sorted(glob.glob(os.path.join(p, "nvidia", "cuda_runtime", "lib", "libcudart.so*")))
         names += sorted(glob.glob(os.path.join(p, "nvidia", "cu*", "lib", "libcudart.so*")))
@@ -42,7 +48,13 @@ class Cuda:
         n = ctypes.c_int(0)
         if self.lib.cudaGetDeviceCount(ctypes.byref(n)) != 0 or n.value == 0:
             raise RuntimeUnavailable("no CUDA device is visible (cudaGetDeviceCount)")
-        self.lib.cudaMemcpyAsync.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+        self.lib.cudaMemcpyAsync.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_size_t,
+            ctypes.c_int,
+            ctypes.c_void_p,
+        ]
         self.lib.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
         self.lib.cudaFree.argtypes = [ctypes.c_void_p]
         self.lib.cudaStreamSynchronize.argtypes = [ctypes.c_void_p]

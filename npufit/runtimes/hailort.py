@@ -6,6 +6,7 @@ blocking InferVStreams.infer: float32 host arrays in, float32 host arrays out, s
 quantize/dequantize and the PCIe transfers are inside the clock (boundary host-to-host).
 When `hailortcli` is on PATH, its own `benchmark` figures are attached as a labelled vendor reference.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -57,8 +58,7 @@ class HailoRunner(Runner):
         except Exception as e:
             self._stack.close()
             raise RuntimeUnavailable(f"HailoRT could not configure {self.model.name}: {first_line(e)}") from None
-        self.details.update({"host_format": "float32 (HailoRT quantizes/dequantizes on the host)",
-                             "interface": "PCIe"})
+        self.details.update({"host_format": "float32 (HailoRT quantizes/dequantizes on the host)", "interface": "PCIe"})
 
     def _deactivate(self) -> None:
         self._stack.close()
@@ -80,12 +80,16 @@ def _import():
     try:
         import hailo_platform as hp
     except ImportError:
-        raise RuntimeUnavailable("hailo_platform (HailoRT Python API) is not installed; it ships with the HailoRT "
-                                 "driver package from the Hailo Developer Zone, not PyPI") from None
+        raise RuntimeUnavailable(
+            "hailo_platform (HailoRT Python API) is not installed; it ships with the HailoRT "
+            "driver package from the Hailo Developer Zone, not PyPI"
+        ) from None
     return hp
 
 
-_SUMMARY_LINE = re.compile(r"^(?P<label>\S[^(=]*?)?\s*\((?P<mode>[\w ]+)\)\s*=\s*(?P<value>[\d.]+)\s*(?P<unit>\w+)?\s*$")
+_SUMMARY_LINE = re.compile(
+    r"^(?P<label>\S[^(=]*?)?\s*\((?P<mode>[\w ]+)\)\s*=\s*(?P<value>[\d.]+)\s*(?P<unit>\w+)?\s*$"
+)
 
 
 def parse_hailortcli_benchmark(text: str) -> dict[str, float]:
@@ -113,12 +117,19 @@ def hailortcli_benchmark(hef, seconds: int = 5) -> dict[str, Any] | None:
     if not exe:
         return None
     try:
-        proc = subprocess.run([exe, "benchmark", str(hef), "--time-to-run", str(seconds)], capture_output=True,
-                              text=True, timeout=seconds * 4 + 60)
+        proc = subprocess.run(
+            [exe, "benchmark", str(hef), "--time-to-run", str(seconds)],
+            capture_output=True,
+            text=True,
+            timeout=seconds * 4 + 60,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return {"error": first_line(e)}
     figures = parse_hailortcli_benchmark(proc.stdout)
-    return {"command": f"hailortcli benchmark {hef} --time-to-run {seconds}", "returncode": proc.returncode,
-            "figures": figures,
-            "note": "HailoRT's own measurement: hw_only = device-side pipeline, streaming = host streaming; "
-                    "not the npufit boundary"}
+    return {
+        "command": f"hailortcli benchmark {hef} --time-to-run {seconds}",
+        "returncode": proc.returncode,
+        "figures": figures,
+        "note": "HailoRT's own measurement: hw_only = device-side pipeline, streaming = host streaming; "
+        "not the npufit boundary",
+    }

@@ -1,4 +1,5 @@
 """OpenVINO CPU runner (read_model -> static reshape -> compile_model -> one synchronous infer request)."""
+
 from __future__ import annotations
 
 import functools
@@ -32,14 +33,19 @@ class OpenVinoRunner(Runner):
         return self._ir_specs()
 
     def _ir_specs(self):
-        from .base import InputSpec
-
         import openvino as ov
 
+        from .base import InputSpec
+
         m = ov.Core().read_model(str(self.model))
-        return [InputSpec(p.get_any_name(), tuple(d.get_length() if d.is_static else None for d in p.get_partial_shape()),
-                          f"tensor({np.dtype(p.get_element_type().to_dtype()).name.replace('float32', 'float')})")
-                for p in m.inputs]
+        return [
+            InputSpec(
+                p.get_any_name(),
+                tuple(d.get_length() if d.is_static else None for d in p.get_partial_shape()),
+                f"tensor({np.dtype(p.get_element_type().to_dtype()).name.replace('float32', 'float')})",
+            )
+            for p in m.inputs
+        ]
 
     def _activate(self) -> None:
         try:
@@ -53,11 +59,19 @@ class OpenVinoRunner(Runner):
             if dynamic or self.batch:
                 # Compile for the shapes we will feed: a dynamic-shape CPU graph is slower and not what ships.
                 specs = {s.name: s for s in self.input_specs()}
-                model.reshape({p: list(concrete_shape(specs[n], self.batch)) for n, p in
-                               ((p.get_any_name(), p) for p in model.inputs) if n in specs})
+                model.reshape(
+                    {
+                        p: list(concrete_shape(specs[n], self.batch))
+                        for n, p in ((p.get_any_name(), p) for p in model.inputs)
+                        if n in specs
+                    }
+                )
             # f32 so the number compares with ORT CPU; the CPU plugin would pick bf16 on AVX512-BF16/AMX CPUs.
-            config: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32",
-                                      "NUM_STREAMS": 1}
+            config: dict[str, Any] = {
+                "PERFORMANCE_HINT": "LATENCY",
+                "INFERENCE_PRECISION_HINT": "f32",
+                "NUM_STREAMS": 1,
+            }
             if self.threads:
                 config["INFERENCE_NUM_THREADS"] = int(self.threads)
             self.compiled = core.compile_model(model, "CPU", config)
@@ -67,12 +81,15 @@ class OpenVinoRunner(Runner):
             raise NpufitError(f"OpenVINO cannot compile {self.model.name}: {first_line(e)}") from None
         self.request = self.compiled.create_infer_request()
         self._out_names = [o.get_any_name() for o in self.compiled.outputs]
-        self.details.update({
-            "device": core.get_property("CPU", "FULL_DEVICE_NAME"),
-            "precision": _type_name(self.compiled.get_property("INFERENCE_PRECISION_HINT")),
-            "threads": int(self.compiled.get_property("INFERENCE_NUM_THREADS")),
-            "performance_hint": "LATENCY", "streams": 1,
-        })
+        self.details.update(
+            {
+                "device": core.get_property("CPU", "FULL_DEVICE_NAME"),
+                "precision": _type_name(self.compiled.get_property("INFERENCE_PRECISION_HINT")),
+                "threads": int(self.compiled.get_property("INFERENCE_NUM_THREADS")),
+                "performance_hint": "LATENCY",
+                "streams": 1,
+            }
+        )
 
     def _deactivate(self) -> None:
         self.request = None

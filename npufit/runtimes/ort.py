@@ -3,6 +3,7 @@
 ORT silently falls back to the CPU provider when a GPU provider cannot start; that would make a "GPU" number
 a CPU number, so after building the session we check the provider that actually took the graph.
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,8 +50,10 @@ class OrtRunner(Runner):
         except ImportError:
             raise RuntimeUnavailable("onnxruntime is not installed (pip install onnxruntime)") from None
         if self.provider not in ort.get_available_providers():
-            raise RuntimeUnavailable(f"this onnxruntime build has no {self.provider} "
-                                     f"(has: {', '.join(ort.get_available_providers())}; install onnxruntime-gpu)")
+            raise RuntimeUnavailable(
+                f"this onnxruntime build has no {self.provider} "
+                f"(has: {', '.join(ort.get_available_providers())}; install onnxruntime-gpu)"
+            )
         from ..verify.compare import ort_quiet
 
         so = ort.SessionOptions()
@@ -71,10 +74,17 @@ class OrtRunner(Runner):
             raise NpufitError(f"ONNX Runtime cannot load {self.model.name}: {first_line(e)}") from None
         used = self.session.get_providers()
         if used[0] != self.provider:
-            raise RuntimeUnavailable(f"{self.provider} did not take the model; ORT fell back to {used[0]} "
-                                     f"(check the CUDA/cuDNN/TensorRT libraries)")
-        self.details.update({"providers": used, "intra_op_threads": self.threads or "ort-default",
-                             "graph_optimization": "ORT_ENABLE_ALL"})
+            raise RuntimeUnavailable(
+                f"{self.provider} did not take the model; ORT fell back to {used[0]} "
+                f"(check the CUDA/cuDNN/TensorRT libraries)"
+            )
+        self.details.update(
+            {
+                "providers": used,
+                "intra_op_threads": self.threads or "ort-default",
+                "graph_optimization": "ORT_ENABLE_ALL",
+            }
+        )
         self._out_names = [o.name for o in self.session.get_outputs()]
         self._ro = ort.RunOptions()  # lets bench stop a first call that never ends (interrupt)
         self._ro.log_severity_level = ort_quiet()
@@ -105,6 +115,7 @@ class OrtRunner(Runner):
         def call():
             run(io)
             sync()  # the GPU work is finished before the clock stops
+
         return call
 
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -131,8 +142,12 @@ class OrtTensorrtRunner(OrtRunner):
         dev = int(self.options.get("device_id", 0))
         # A fresh engine cache per run: a cache left by an earlier run would hide the build cost.
         self._cache = tempfile.TemporaryDirectory(prefix="npufit-ort-trt-")
-        trt = {"device_id": dev, "trt_fp16_enable": bool(self.options.get("fp16")),
-               "trt_engine_cache_enable": True, "trt_engine_cache_path": self._cache.name}
+        trt = {
+            "device_id": dev,
+            "trt_fp16_enable": bool(self.options.get("fp16")),
+            "trt_engine_cache_enable": True,
+            "trt_engine_cache_path": self._cache.name,
+        }
         return [(self.provider, trt), ("CUDAExecutionProvider", {"device_id": dev}), "CPUExecutionProvider"]
 
     def _activate(self) -> None:

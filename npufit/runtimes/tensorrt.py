@@ -4,6 +4,7 @@ One execution context, one CUDA stream, enqueue one inference and synchronise th
 stops (trtexec, by default, enqueues ahead and reports GPU compute time: a different boundary).
 NOT exercised here (no GPU in this environment); written against the TensorRT 8.6/10 Python API reference.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -42,9 +43,15 @@ class TensorrtRunner(Runner):
             return onnx_input_specs(self.model)
         if not getattr(self, "engine", None):
             raise RuntimeUnavailable("input shapes of a serialized engine are known only after it is loaded")
-        return [InputSpec(n, tuple(d if d >= 0 else None for d in self.engine.get_tensor_shape(n)),
-                          f"tensor({np.dtype(self._trt.nptype(self.engine.get_tensor_dtype(n))).name.replace('float32', 'float')})")
-                for n in self._io_names if self.engine.get_tensor_mode(n) == self._trt.TensorIOMode.INPUT]
+        return [
+            InputSpec(
+                n,
+                tuple(d if d >= 0 else None for d in self.engine.get_tensor_shape(n)),
+                f"tensor({np.dtype(self._trt.nptype(self.engine.get_tensor_dtype(n))).name.replace('float32', 'float')})",
+            )
+            for n in self._io_names
+            if self.engine.get_tensor_mode(n) == self._trt.TensorIOMode.INPUT
+        ]
 
     def _activate(self) -> None:
         try:
@@ -65,21 +72,31 @@ class TensorrtRunner(Runner):
         self.runtime = trt.Runtime(logger)
         self.engine = self.runtime.deserialize_cuda_engine(plan)
         if self.engine is None:
-            raise RuntimeUnavailable(f"TensorRT could not deserialize {self.model.name} (built by another TensorRT "
-                                     f"version or for another GPU?)")
+            raise RuntimeUnavailable(
+                f"TensorRT could not deserialize {self.model.name} (built by another TensorRT "
+                f"version or for another GPU?)"
+            )
         self.context = self.engine.create_execution_context()
         self._io_names = [self.engine.get_tensor_name(i) for i in range(self.engine.num_io_tensors)]
         self.stream = self.cuda.stream()
         self._buffers: list[int] = []
         self._bound = None
         mem = getattr(self.engine, "device_memory_size_v2", None) or getattr(self.engine, "device_memory_size", 0)
-        self.details.update({"precision": "fp16" if self.options.get("fp16") else "fp32",
-                             "engine_device_memory_bytes": int(mem),
-                             "host_memory": "pageable numpy arrays (trtexec uses pinned memory)"})
+        self.details.update(
+            {
+                "precision": "fp16" if self.options.get("fp16") else "fp32",
+                "engine_device_memory_bytes": int(mem),
+                "host_memory": "pageable numpy arrays (trtexec uses pinned memory)",
+            }
+        )
 
     def _build(self, trt, logger) -> bytes:
         builder = trt.Builder(logger)
-        flags = 0 if int(trt.__version__.split(".")[0]) >= 10 else 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
+        flags = (
+            0
+            if int(trt.__version__.split(".")[0]) >= 10
+            else 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
+        )
         network = builder.create_network(flags)
         parser = trt.OnnxParser(network, logger)
         if not parser.parse_from_file(str(self.model)):
@@ -150,11 +167,13 @@ class TensorrtRunner(Runner):
                 runner._bound = key
 
         if self.boundary == BOUNDARY_DEVICE:
+
             def call():
                 bind()
                 execute(handle)
                 sync(stream)
         else:
+
             def call():
                 bind()
                 for args in h2d:
@@ -163,6 +182,7 @@ class TensorrtRunner(Runner):
                 for args in d2h:
                     copy(*args)
                 sync(stream)  # outputs are in host memory and the GPU is idle before the clock stops
+
         return call
 
     def infer(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -5,6 +5,7 @@ content-hash cache; only new or changed models become tasks for the executor, on
 (the graph is loaded once and judged against every target). A model that crashes its worker or
 overruns the timeout is a row with status `error` / `timeout`, never the end of the scan.
 """
+
 from __future__ import annotations
 
 import glob
@@ -41,8 +42,11 @@ def _expand(spec: str, depth: int) -> list[str]:
     if p.is_dir():
         found = []
         for root, _dirs, files in os.walk(p, followlinks=False):  # a link to a parent folder cannot loop
-            found.extend(os.path.join(root, f) for f in files
-                         if os.path.splitext(f)[1].lower() in MODEL_SUFFIXES and os.path.isfile(os.path.join(root, f)))
+            found.extend(
+                os.path.join(root, f)
+                for f in files
+                if os.path.splitext(f)[1].lower() in MODEL_SUFFIXES and os.path.isfile(os.path.join(root, f))
+            )
         return sorted(found)
     if p.is_file():
         if p.suffix.lower() in MODEL_SUFFIXES:
@@ -51,7 +55,9 @@ def _expand(spec: str, depth: int) -> list[str]:
             return _manifest(p, depth)
         raise NpufitError(f"{spec}: not an .onnx or .tflite model, nor a manifest (.txt/.lst listing model paths)")
     if any(c in spec for c in "*?["):
-        hits = sorted(h for h in glob.glob(spec, recursive=True) if Path(h).suffix.lower() in MODEL_SUFFIXES and Path(h).is_file())
+        hits = sorted(
+            h for h in glob.glob(spec, recursive=True) if Path(h).suffix.lower() in MODEL_SUFFIXES and Path(h).is_file()
+        )
         return hits
     if os.path.lexists(spec):
         raise NpufitError(f"{spec}: is neither a folder nor a regular file")
@@ -114,16 +120,27 @@ def _load_cache(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     return d["rows"], files if isinstance(files, dict) else {}
 
 
-def scan(paths: Sequence[str | os.PathLike], targets: str | Sequence[str] = "hailo8", executor: str = "pool",
-         jobs: int | None = None, address: str | None = None, cache: str | os.PathLike | None = None,
-         timeout: float = DEFAULT_TIMEOUT_S, judge: str = "auto") -> ScanReport:
+def scan(
+    paths: Sequence[str | os.PathLike],
+    targets: str | Sequence[str] = "hailo8",
+    executor: str = "pool",
+    jobs: int | None = None,
+    address: str | None = None,
+    cache: str | os.PathLike | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    judge: str = "auto",
+) -> ScanReport:
     """The library side of `npufit scan`. cache: a JSON file of earlier rows keyed by content hash,
     target, judge mode and npufit version; read when present, (re)written atomically after the scan."""
     from ..check.engine import JUDGE_MODES
     from ..executors import Task, get_executor
     from ..targets import get_profile, resolve_targets
 
-    names = list(dict.fromkeys(get_profile(t).name for t in resolve_targets(targets if isinstance(targets, str) else ",".join(targets))))
+    names = list(
+        dict.fromkeys(
+            get_profile(t).name for t in resolve_targets(targets if isinstance(targets, str) else ",".join(targets))
+        )
+    )
     if judge not in JUDGE_MODES:
         raise NpufitError(f"unknown --judge '{judge}' (choose from {', '.join(JUDGE_MODES)})")
     if timeout <= 0:
@@ -168,8 +185,18 @@ def scan(paths: Sequence[str | os.PathLike], targets: str | Sequence[str] = "hai
     ordered = [rows[(m, t)] for m in models for t in names]
     if cache_path is not None:
         _save_cache(cache_path, cached, files, ordered, judge)
-    return ScanReport(ordered, names, judge, {**run_info, "models": len(models), "checked": len(todo),
-                                               "from_cache": len(models) - len(todo), "seconds": round(elapsed, 3)})
+    return ScanReport(
+        ordered,
+        names,
+        judge,
+        {
+            **run_info,
+            "models": len(models),
+            "checked": len(todo),
+            "from_cache": len(models) - len(todo),
+            "seconds": round(elapsed, 3),
+        },
+    )
 
 
 def _row(model: str, sha: str, target: str, body: dict[str, Any], from_cache: bool) -> dict[str, Any]:

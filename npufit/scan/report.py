@@ -1,4 +1,5 @@
 """ScanReport: the rows of a scan as a terminal table, JSON, JSON Lines, CSV or one HTML page."""
+
 from __future__ import annotations
 
 import csv
@@ -8,9 +9,27 @@ from typing import Any
 
 SCHEMA = "npufit.scan/1"
 FORMATS = ("table", "json", "jsonl", "csv", "html")
-CSV_COLUMNS = ("model", "target", "status", "nodes", "coverage_nodes_pct", "coverage_macs_pct", "npu_partitions",
-               "host_partitions", "boundaries", "boundary_bytes", "npu", "cpu", "unsupported", "folded", "fully_npu",
-               "top_reasons", "error", "sha256", "cached")
+CSV_COLUMNS = (
+    "model",
+    "target",
+    "status",
+    "nodes",
+    "coverage_nodes_pct",
+    "coverage_macs_pct",
+    "npu_partitions",
+    "host_partitions",
+    "boundaries",
+    "boundary_bytes",
+    "npu",
+    "cpu",
+    "unsupported",
+    "folded",
+    "fully_npu",
+    "top_reasons",
+    "error",
+    "sha256",
+    "cached",
+)
 
 
 @dataclass
@@ -28,10 +47,18 @@ class ScanReport:
         per_target = {}
         for t in self.targets:
             cov = [r["coverage_nodes_pct"] for r in ok if r["target"] == t]
-            per_target[t] = {"rows": sum(r["target"] == t for r in self.rows), "fully_npu": sum(1 for r in ok if r["target"] == t and r["fully_npu"]),
-                             "mean_coverage_nodes_pct": round(sum(cov) / len(cov), 2) if cov else None}
-        return {"models": len({r["model"] for r in self.rows}), "targets": list(self.targets), "rows": len(self.rows),
-                "status": by_status, "per_target": per_target}
+            per_target[t] = {
+                "rows": sum(r["target"] == t for r in self.rows),
+                "fully_npu": sum(1 for r in ok if r["target"] == t and r["fully_npu"]),
+                "mean_coverage_nodes_pct": round(sum(cov) / len(cov), 2) if cov else None,
+            }
+        return {
+            "models": len({r["model"] for r in self.rows}),
+            "targets": list(self.targets),
+            "rows": len(self.rows),
+            "status": by_status,
+            "per_target": per_target,
+        }
 
     def worst_coverage(self) -> float | None:
         """Lowest NPU coverage (by nodes) of any row; a row that could not be checked counts as 0."""
@@ -45,8 +72,14 @@ class ScanReport:
     def to_dict(self) -> dict[str, Any]:
         from .. import __version__
 
-        return {"schema": SCHEMA, "npufit_version": __version__, "judge": self.judge, "summary": self.summary(),
-                "rows": self.rows, "run": self.run}
+        return {
+            "schema": SCHEMA,
+            "npufit_version": __version__,
+            "judge": self.judge,
+            "summary": self.summary(),
+            "rows": self.rows,
+            "run": self.run,
+        }
 
     # -- rendering ----------------------------------------------------------------------------------
     def render(self, fmt: str = "table") -> str:
@@ -64,9 +97,14 @@ class ScanReport:
 
     def _flat(self, r: dict[str, Any]) -> dict[str, Any]:
         c = r.get("counts") or {}
-        return {**{k: r.get(k) for k in CSV_COLUMNS}, "npu": c.get("npu"), "cpu": c.get("cpu"),
-                "unsupported": c.get("unsupported"), "folded": c.get("folded"),
-                "top_reasons": "; ".join(f"{x['rule']} ({x['nodes']})" for x in r.get("top_reasons", []))}
+        return {
+            **{k: r.get(k) for k in CSV_COLUMNS},
+            "npu": c.get("npu"),
+            "cpu": c.get("cpu"),
+            "unsupported": c.get("unsupported"),
+            "folded": c.get("folded"),
+            "top_reasons": "; ".join(f"{x['rule']} ({x['nodes']})" for x in r.get("top_reasons", [])),
+        }
 
     def _csv(self) -> str:
         buf = io.StringIO()
@@ -91,8 +129,15 @@ class ScanReport:
         if r["status"] != "ok":
             return [r["target"], r["status"], "-", "-", "-", "-", r["error"][:80]]
         top = r["top_reasons"][0]["rule"] + f" ({r['top_reasons'][0]['nodes']})" if r["top_reasons"] else "-"
-        return [r["target"], "ok", f"{r['coverage_nodes_pct']:.1f}%", f"{r['npu_partitions']}/{r['host_partitions']}",
-                str(r["boundaries"]), str(r["counts"].get("unsupported", 0) + r["counts"].get("cpu", 0)), top]
+        return [
+            r["target"],
+            "ok",
+            f"{r['coverage_nodes_pct']:.1f}%",
+            f"{r['npu_partitions']}/{r['host_partitions']}",
+            str(r["boundaries"]),
+            str(r["counts"].get("unsupported", 0) + r["counts"].get("cpu", 0)),
+            top,
+        ]
 
     HEADERS = ["target", "status", "coverage", "parts npu/host", "boundaries", "off-NPU nodes", "top reason"]
 
@@ -102,7 +147,9 @@ class ScanReport:
         from ..report.console import console_to_string
 
         def draw(con) -> None:
-            t = Table(title=f"npufit scan: {self.run.get('models', 0)} models x {len(self.targets)} targets", show_lines=False)
+            t = Table(
+                title=f"npufit scan: {self.run.get('models', 0)} models x {len(self.targets)} targets", show_lines=False
+            )
             t.add_column("model", overflow="fold")
             for h in self.HEADERS:
                 t.add_column(h, justify="right" if h in ("coverage", "boundaries", "off-NPU nodes") else "left")
@@ -113,8 +160,10 @@ class ScanReport:
                 t.add_row(name, *self._cells(r))
             con.print(t)
             run = self.run
-            con.print(f"{run.get('checked', 0)} checked, {run.get('from_cache', 0)} from cache, executor {run.get('executor')} "
-                      f"({run.get('jobs')} workers), {run.get('seconds', 0):.1f} s")
+            con.print(
+                f"{run.get('checked', 0)} checked, {run.get('from_cache', 0)} from cache, executor {run.get('executor')} "
+                f"({run.get('jobs')} workers), {run.get('seconds', 0):.1f} s"
+            )
 
         return console_to_string(draw)
 
@@ -122,11 +171,30 @@ class ScanReport:
         from ..report.html import badge, cards, esc, page, table
 
         s = self.summary()
-        body = cards([("models", str(s["models"])), ("targets", str(len(self.targets))),
-                      *((f"{t}: fully on NPU", f"{v['fully_npu']}/{v['rows']}") for t, v in s["per_target"].items())])
+        body = cards(
+            [
+                ("models", str(s["models"])),
+                ("targets", str(len(self.targets))),
+                *((f"{t}: fully on NPU", f"{v['fully_npu']}/{v['rows']}") for t, v in s["per_target"].items()),
+            ]
+        )
         names = self._names()
-        rows = [[f'<span title="{esc(r["model"])}">{esc(names[r["model"]])}</span>', esc(r["target"]), badge("npu" if r["status"] == "ok" and r["fully_npu"] else
-                                                             ("cpu" if r["status"] == "ok" else "unsupported")) + " " + esc(r["status"]),
-                 *(esc(c) for c in self._cells(r)[2:])] for r in self.rows]
-        body += table(["model", "target", "status", *self.HEADERS[2:]], rows, table_id="scan", num_cols=(3, 5, 6), filterable=True)
+        rows = [
+            [
+                f'<span title="{esc(r["model"])}">{esc(names[r["model"]])}</span>',
+                esc(r["target"]),
+                badge(
+                    "npu"
+                    if r["status"] == "ok" and r["fully_npu"]
+                    else ("cpu" if r["status"] == "ok" else "unsupported")
+                )
+                + " "
+                + esc(r["status"]),
+                *(esc(c) for c in self._cells(r)[2:]),
+            ]
+            for r in self.rows
+        ]
+        body += table(
+            ["model", "target", "status", *self.HEADERS[2:]], rows, table_id="scan", num_cols=(3, 5, 6), filterable=True
+        )
         return page("npufit scan", esc(f"{s['models']} models x {len(self.targets)} targets, judge {self.judge}"), body)

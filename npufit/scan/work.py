@@ -1,4 +1,5 @@
 """The unit of scan work, run wherever the executor puts it: one model file against every target."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -19,17 +20,39 @@ def row_for(report) -> dict[str, Any]:
             by_rule[r.rule] += 1
             text.setdefault(r.rule, r.text)
     top = sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_REASONS]
-    return {"status": "ok", "nodes": s["nodes_total"], "coverage_nodes_pct": s["coverage_nodes_pct"],
-            "coverage_macs_pct": s["coverage_macs_pct"], "npu_partitions": s["npu_partitions"],
-            "host_partitions": s["host_partitions"], "boundaries": s["boundaries"], "boundary_bytes": s["boundary_bytes"],
-            "counts": s["counts"], "fully_npu": s["fully_npu"], "judged_as": report.target.get("judged_as", ""),
-            "top_reasons": [{"rule": k, "nodes": v, "text": text[k]} for k, v in top], "error": ""}
+    return {
+        "status": "ok",
+        "nodes": s["nodes_total"],
+        "coverage_nodes_pct": s["coverage_nodes_pct"],
+        "coverage_macs_pct": s["coverage_macs_pct"],
+        "npu_partitions": s["npu_partitions"],
+        "host_partitions": s["host_partitions"],
+        "boundaries": s["boundaries"],
+        "boundary_bytes": s["boundary_bytes"],
+        "counts": s["counts"],
+        "fully_npu": s["fully_npu"],
+        "judged_as": report.target.get("judged_as", ""),
+        "top_reasons": [{"rule": k, "nodes": v, "text": text[k]} for k, v in top],
+        "error": "",
+    }
 
 
 def failed_row(status: str, message: str) -> dict[str, Any]:
-    return {"status": status, "nodes": None, "coverage_nodes_pct": None, "coverage_macs_pct": None, "npu_partitions": None,
-            "host_partitions": None, "boundaries": None, "boundary_bytes": None, "counts": {}, "fully_npu": False,
-            "judged_as": "", "top_reasons": [], "error": message}
+    return {
+        "status": status,
+        "nodes": None,
+        "coverage_nodes_pct": None,
+        "coverage_macs_pct": None,
+        "npu_partitions": None,
+        "host_partitions": None,
+        "boundaries": None,
+        "boundary_bytes": None,
+        "counts": {},
+        "fully_npu": False,
+        "judged_as": "",
+        "top_reasons": [],
+        "error": message,
+    }
 
 
 def scan_model(job: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -1,5 +1,6 @@
 """split: cut a model into NPU and host stages (plan.json + one ONNX per stage), prove the chain
 equals the original, and run it. `npufit.split(...)` is `npufit split`, `npufit.run(...)` is `npufit run`."""
+
 from __future__ import annotations
 
 from ..util.callable_module import make_callable

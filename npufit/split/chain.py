@@ -4,6 +4,7 @@ Host stages run on ONNX Runtime CPU. An NPU stage runs on the target's vendor ru
 runtime is installed *and* the stage has a compiled binary; otherwise it runs on ONNX Runtime CPU
 and `notes` says why. The vendor runtime is detected lazily, on first use, never at import time.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -41,8 +42,15 @@ def runtime_installed(module: str) -> bool:
 class ChainRunner:
     """Run the stage chain of a plan folder. `.device_of_stage` says what ran each stage."""
 
-    def __init__(self, plan_dir: str | os.PathLike, npu_runtime: str | None = None, *, plan: SplitPlan | None = None,
-                 threads: int = 1, optimized: bool = False):
+    def __init__(
+        self,
+        plan_dir: str | os.PathLike,
+        npu_runtime: str | None = None,
+        *,
+        plan: SplitPlan | None = None,
+        threads: int = 1,
+        optimized: bool = False,
+    ):
         self.plan_dir = Path(plan_dir)
         self.plan = plan if plan is not None else load_plan(plan_dir)
         self.notes: list[str] = []
@@ -55,8 +63,16 @@ class ChainRunner:
         self._release_after = self._last_uses()
         # precomputed per stage: (name, session, input names, output names, tensors to drop afterwards)
         keep = set(self.plan.input_names)
-        self._steps = [(st.name, self._sessions[st.name], tuple(st.input_names), list(st.output_names),
-                        tuple(t for t in self._release_after.get(st.name, ()) if t not in keep)) for st in self.plan.stages]
+        self._steps = [
+            (
+                st.name,
+                self._sessions[st.name],
+                tuple(st.input_names),
+                list(st.output_names),
+                tuple(t for t in self._release_after.get(st.name, ()) if t not in keep),
+            )
+            for st in self.plan.stages
+        ]
         self._inputs = tuple(self.plan.input_names)
         self._outputs = tuple(self.plan.output_names)
 

@@ -5,6 +5,7 @@ into every stage that reads them, and a Shape/Size of a runtime tensor becomes a
 static value (integers: bit-exact), so no shape tensor ever crosses a boundary. Weights stored as
 external data are streamed into the stage's own .data file one chunk at a time, never all loaded.
 """
+
 from __future__ import annotations
 
 import os
@@ -64,8 +65,13 @@ class Extractor:
             protos.append(p)
             init_names.extend(t for t in outer_reads(view) if t in self.inits)
         inits = [self.inits[n] for n in dict.fromkeys(init_names)]
-        graph = helper.make_graph(protos, st.name, [self._value_info(t) for t in st.inputs],
-                                  [self._value_info(t) for t in st.outputs], initializer=[_copy(t) for t in inits])
+        graph = helper.make_graph(
+            protos,
+            st.name,
+            [self._value_info(t) for t in st.inputs],
+            [self._value_info(t) for t in st.outputs],
+            initializer=[_copy(t) for t in inits],
+        )
         model = helper.make_model(graph, opset_imports=list(self.model.opset_import), producer_name="npufit split")
         model.ir_version = self.model.ir_version
         model.functions.extend(self._functions(protos))
@@ -82,8 +88,13 @@ class Extractor:
         else:
             dst.write_bytes(model.SerializeToString())
         self._check(dst, st.name)
-        return {"initializers": len(inits), "external_data": data_file, "external_bytes": data_bytes,
-                "node_count": len(st.nodes), "helper_nodes": len(nodes) - len(st.nodes)}
+        return {
+            "initializers": len(inits),
+            "external_data": data_file,
+            "external_bytes": data_bytes,
+            "node_count": len(st.nodes),
+            "helper_nodes": len(nodes) - len(st.nodes),
+        }
 
     # -- pieces --------------------------------------------------------------------------------
     def _closure(self, st: Stage) -> list[tuple[str, str]]:
@@ -111,7 +122,9 @@ class Extractor:
     def _shape_constant(self, view) -> onnx.NodeProto:
         out = view.output(0)
         if out is None or out.value is None:
-            raise NpufitError(f"cannot freeze {view.op_type} '{view.name}': its input shape is not static (pass --input-shape)")
+            raise NpufitError(
+                f"cannot freeze {view.op_type} '{view.name}': its input shape is not static (pass --input-shape)"
+            )
         value = numpy_helper.from_array(np.asarray(out.value, dtype=np.int64), view.outputs[0])
         return helper.make_node("Constant", [], [view.outputs[0]], name=view.name, value=value)
 
@@ -123,7 +136,9 @@ class Extractor:
         else:
             info = self.graph.tensor(name)
             if info.dtype is None:
-                raise NpufitError(f"tensor '{name}' crosses a stage boundary but its type is unknown (shape inference failed; try --input-shape)")
+                raise NpufitError(
+                    f"tensor '{name}' crosses a stage boundary but its type is unknown (shape inference failed; try --input-shape)"
+                )
             elem = helper.np_dtype_to_tensor_dtype(np.dtype(info.dtype))
             shape = None if info.shape is None else [d if d is not None else None for d in info.shape]
             out = helper.make_tensor_value_info(name, elem, shape)
@@ -132,8 +147,10 @@ class Extractor:
             # it (e.g. Squeeze without axes on a dynamic dim): the original model, run once, tells the rank.
             rank = self._measured_ranks().get(name)
             if rank is None:
-                raise NpufitError(f"tensor '{name}' crosses a stage boundary and its rank is unknown even after running "
-                                  "the model; pin dynamic inputs with --input-shape")
+                raise NpufitError(
+                    f"tensor '{name}' crosses a stage boundary and its rank is unknown even after running "
+                    "the model; pin dynamic inputs with --input-shape"
+                )
             dims = out.type.tensor_type.shape.dim
             for k in range(rank):
                 dims.add().dim_param = f"{name}_dim{k}"
@@ -147,7 +164,9 @@ class Extractor:
         from ..verify.compare import make_session, random_inputs, timed_run
 
         g = self.model.graph
-        known = {v.name for v in list(g.input) + list(g.output) + list(g.value_info) if v.type.tensor_type.HasField("shape")}
+        known = {
+            v.name for v in list(g.input) + list(g.output) + list(g.value_info) if v.type.tensor_type.HasField("shape")
+        }
         wanted = [o for n in g.node for o in n.output if o and o not in known]
         probe = onnx.ModelProto()
         probe.CopyFrom(self.model)

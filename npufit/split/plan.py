@@ -1,4 +1,5 @@
 """plan.json (schema "npufit.plan/1"): the stages of a split model, in execution order, and how to run them."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,9 @@ class PlanStage:
     macs: int = 0
     start_node_names: list[str] = field(default_factory=list)  # NPU stages: where a vendor parser starts
     end_node_names: list[str] = field(default_factory=list)
-    vendor: dict[str, Any] = field(default_factory=dict)  # e.g. {"hailo": {"parse_stage": "...", "parse_original": "..."}}
+    vendor: dict[str, Any] = field(
+        default_factory=dict
+    )  # e.g. {"hailo": {"parse_stage": "...", "parse_original": "..."}}
     files: dict[str, Any] = field(default_factory=dict)  # initializers, external data file, helper nodes
 
     @property
@@ -38,8 +41,15 @@ class PlanStage:
         return [o["name"] for o in self.outputs]
 
     def to_dict(self) -> dict:
-        d = {"name": self.name, "file": self.file, "device": self.device, "node_count": self.node_count, "macs": self.macs,
-             "inputs": self.inputs, "outputs": self.outputs}
+        d = {
+            "name": self.name,
+            "file": self.file,
+            "device": self.device,
+            "node_count": self.node_count,
+            "macs": self.macs,
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+        }
         if self.device == "npu":
             d["start_node_names"], d["end_node_names"] = self.start_node_names, self.end_node_names
         if self.vendor:
@@ -49,9 +59,19 @@ class PlanStage:
 
     @classmethod
     def from_dict(cls, d: dict) -> "PlanStage":
-        return cls(d["name"], d["file"], d["device"], list(d["inputs"]), list(d["outputs"]), d.get("node_count", 0),
-                   d.get("macs", 0), list(d.get("start_node_names", [])), list(d.get("end_node_names", [])),
-                   dict(d.get("vendor", {})), dict(d.get("files", {})))
+        return cls(
+            d["name"],
+            d["file"],
+            d["device"],
+            list(d["inputs"]),
+            list(d["outputs"]),
+            d.get("node_count", 0),
+            d.get("macs", 0),
+            list(d.get("start_node_names", [])),
+            list(d.get("end_node_names", [])),
+            dict(d.get("vendor", {})),
+            dict(d.get("files", {})),
+        )
 
 
 @dataclass
@@ -85,17 +105,37 @@ class SplitPlan:
     def to_dict(self) -> dict:
         from .. import __version__
 
-        return {"schema": SCHEMA, "npufit_version": self.npufit_version or __version__, "source": self.source,
-                "target": self.target, "mode": self.mode, "options": self.options,
-                "stages": [s.to_dict() for s in self.stages], "outputs": self.outputs, "boundaries": self.boundaries,
-                "cost": self.cost, "verification": self.verification, "warnings": self.warnings}
+        return {
+            "schema": SCHEMA,
+            "npufit_version": self.npufit_version or __version__,
+            "source": self.source,
+            "target": self.target,
+            "mode": self.mode,
+            "options": self.options,
+            "stages": [s.to_dict() for s in self.stages],
+            "outputs": self.outputs,
+            "boundaries": self.boundaries,
+            "cost": self.cost,
+            "verification": self.verification,
+            "warnings": self.warnings,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "SplitPlan":
         validate_plan(d)
-        return cls(d["source"], d["target"], d["mode"], d.get("options", {}), [PlanStage.from_dict(s) for s in d["stages"]],
-                   d["outputs"], d.get("boundaries", []), d.get("cost", {}), d.get("verification"), d.get("warnings", []),
-                   d.get("npufit_version", ""))
+        return cls(
+            d["source"],
+            d["target"],
+            d["mode"],
+            d.get("options", {}),
+            [PlanStage.from_dict(s) for s in d["stages"]],
+            d["outputs"],
+            d.get("boundaries", []),
+            d.get("cost", {}),
+            d.get("verification"),
+            d.get("warnings", []),
+            d.get("npufit_version", ""),
+        )
 
 
 # -- validation: a plan.json is read back from disk, where anyone may have edited it -----------------------------
@@ -109,7 +149,11 @@ def _want(d: dict, key: str, types, where: str, what: str, required: bool = True
             raise NpufitError(f"plan.json: {where}: missing '{key}'")
         return None
     v = d[key]
-    if not isinstance(v, types) or isinstance(v, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+    if (
+        not isinstance(v, types)
+        or isinstance(v, bool)
+        and bool not in (types if isinstance(types, tuple) else (types,))
+    ):
         raise _bad(f"{where}.{key}", what)
     return v
 
@@ -132,9 +176,10 @@ def _tensors(v: Any, where: str, link: str) -> list[dict]:
         if link in t and not isinstance(t[link], (str, list)):
             raise _bad(f"{w}.{link}", "a stage name or a list of them")
         shape = t.get("shape")
-        if shape is not None and not (isinstance(shape, list)
-                                      and all(x is None or isinstance(x, str) or isinstance(x, int) and not isinstance(x, bool)
-                                              for x in shape)):
+        if shape is not None and not (
+            isinstance(shape, list)
+            and all(x is None or isinstance(x, str) or isinstance(x, int) and not isinstance(x, bool) for x in shape)
+        ):
             raise _bad(f"{w}.shape", "a list of dimensions")
     return v
 
@@ -151,9 +196,14 @@ def validate_plan(d: Any) -> None:
     tgt = _want(d, "target", dict, "plan", "an object")
     _want(tgt, "name", str, "target", "a target name")
     _want(d, "mode", str, "plan", "a split mode")
-    for key, types, what in (("options", dict, "an object"), ("boundaries", list, "a list"), ("cost", dict, "an object"),
-                             ("verification", (dict, type(None)), "an object or null"), ("warnings", list, "a list"),
-                             ("npufit_version", str, "a version string")):
+    for key, types, what in (
+        ("options", dict, "an object"),
+        ("boundaries", list, "a list"),
+        ("cost", dict, "an object"),
+        ("verification", (dict, type(None)), "an object or null"),
+        ("warnings", list, "a list"),
+        ("npufit_version", str, "a version string"),
+    ):
         _want(d, key, types, "plan", what, required=False)
     stages = _want(d, "stages", list, "plan", "a list of stages")
     if not stages:
@@ -184,7 +234,9 @@ def validate_plan(d: Any) -> None:
         outs = _tensors(_want(st, "outputs", list, w, "a list of tensors"), f"{w}.outputs", "to")
         unfed = [t["name"] for t in ins if t["name"] not in available]
         if unfed:
-            raise NpufitError(f"plan.json: {w} ({name}) reads {unfed[0][:80]!r}, which no earlier stage or model input provides")
+            raise NpufitError(
+                f"plan.json: {w} ({name}) reads {unfed[0][:80]!r}, which no earlier stage or model input provides"
+            )
         available.update(t["name"] for t in outs)
     outputs = _tensors(_want(d, "outputs", list, "plan", "a list of outputs"), "outputs", "from")
     missing = [t["name"] for t in outputs if t["name"] not in available]

@@ -5,6 +5,7 @@ Only *running* top-level nodes are placed into stages. Folded nodes (shape arith
 subgraphs) run nowhere at runtime; extraction copies them into every stage that reads them, so
 they never create a boundary.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -24,9 +25,11 @@ MODES = ("best", "prefix", "segments", "explicit", "auto")
 # boundary tensors, bytes crossing) into one figure. The rates are assumptions for an embedded host
 # with an M.2 accelerator, not measurements; they only need to be in the right proportion.
 COST_MODEL = {"host_gmacs_per_s": 10.0, "npu_gmacs_per_s": 1000.0, "ms_per_boundary": 0.1, "link_gb_per_s": 1.0}
-RANKING = ("estimated latency = host MACs / {host_gmacs_per_s:g} GMAC/s + NPU MACs / {npu_gmacs_per_s:g} GMAC/s "
-           "+ {ms_per_boundary:g} ms per tensor crossing NPU<->host + bytes crossing / {link_gb_per_s:g} GB/s "
-           "(lower first; ties: fewer boundaries, fewer bytes, fewer stages)").format(**COST_MODEL)
+RANKING = (
+    "estimated latency = host MACs / {host_gmacs_per_s:g} GMAC/s + NPU MACs / {npu_gmacs_per_s:g} GMAC/s "
+    "+ {ms_per_boundary:g} ms per tensor crossing NPU<->host + bytes crossing / {link_gb_per_s:g} GB/s "
+    "(lower first; ties: fewer boundaries, fewer bytes, fewer stages)"
+).format(**COST_MODEL)
 
 
 @dataclass
@@ -56,8 +59,13 @@ class Cut:
         return tuple((s.device, tuple(s.nodes)) for s in self.stages)
 
     def summary(self) -> dict:
-        return {"mode": self.mode, "label": self.label, "options": self.options, **self.cost,
-                "stages": [f"{s.device}:{len(s.nodes)}" for s in self.stages]}
+        return {
+            "mode": self.mode,
+            "label": self.label,
+            "options": self.options,
+            **self.cost,
+            "stages": [f"{s.device}:{len(s.nodes)}" for s in self.stages],
+        }
 
 
 class GraphIndex:
@@ -68,8 +76,11 @@ class GraphIndex:
         self.report = report
         self.verdict = {n.name: n.verdict for n in report.nodes}
         self.macs = {n.name: n.macs for n in report.nodes}
-        self.device_of = {n.name: (NPU if self.verdict[n.name] == Verdict.NPU else HOST)
-                          for n in graph.top_nodes if self.verdict[n.name] != Verdict.FOLDED}
+        self.device_of = {
+            n.name: (NPU if self.verdict[n.name] == Verdict.NPU else HOST)
+            for n in graph.top_nodes
+            if self.verdict[n.name] != Verdict.FOLDED
+        }
         self.order = [n.name for n in graph.top_nodes if n.name in self.device_of]
         self.index = {n.name: n.index for n in graph.nodes}
         self.inputs = list(graph.input_names)
@@ -112,7 +123,10 @@ class GraphIndex:
 
 # -- stages from groups ---------------------------------------------------------------------
 
-def build_cut(ix: GraphIndex, mode: str, label: str, groups: list[tuple[str, list[str]]], options: dict | None = None) -> Cut:
+
+def build_cut(
+    ix: GraphIndex, mode: str, label: str, groups: list[tuple[str, list[str]]], options: dict | None = None
+) -> Cut:
     """Groups (device, node names) in execution order -> stages with their I/O, sources and cost."""
     groups = [(d, sorted(ns, key=ix.index.__getitem__)) for d, ns in groups if ns]
     owner: dict[str, int] = {}
@@ -157,8 +171,17 @@ def transfers(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> l
             return
         seen.add(key)
         info = ix.graph.tensor(t)
-        out.append({"tensor": t, "from": src, "to": dst, "direction": f"{src_dev}->{dst_dev}",
-                    "shape": None if info.shape is None else list(info.shape), "dtype": info.dtype, "bytes": info.nbytes})
+        out.append(
+            {
+                "tensor": t,
+                "from": src,
+                "to": dst,
+                "direction": f"{src_dev}->{dst_dev}",
+                "shape": None if info.shape is None else list(info.shape),
+                "dtype": info.dtype,
+                "bytes": info.nbytes,
+            }
+        )
 
     for st in stages:
         for t in st.inputs:
@@ -172,8 +195,12 @@ def transfers(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> l
 
 def estimate_ms(host_macs: int, npu_macs: int, boundaries: int, nbytes: int) -> float:
     m = COST_MODEL
-    return (1e3 * host_macs / (m["host_gmacs_per_s"] * 1e9) + 1e3 * npu_macs / (m["npu_gmacs_per_s"] * 1e9)
-            + m["ms_per_boundary"] * boundaries + 1e3 * nbytes / (m["link_gb_per_s"] * 1e9))
+    return (
+        1e3 * host_macs / (m["host_gmacs_per_s"] * 1e9)
+        + 1e3 * npu_macs / (m["npu_gmacs_per_s"] * 1e9)
+        + m["ms_per_boundary"] * boundaries
+        + 1e3 * nbytes / (m["link_gb_per_s"] * 1e9)
+    )
 
 
 def cut_cost(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> dict:
@@ -182,13 +209,21 @@ def cut_cost(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> di
     pct = 100.0 * npu_macs / ix.total_macs if ix.total_macs else 0.0
     nbytes = sum(t["bytes"] or 0 for t in crossing)
     est = estimate_ms(ix.total_macs - npu_macs, npu_macs, len(crossing), nbytes)
-    return {"est_ms": round(est, 4), "npu_macs_pct": round(pct, 2), "npu_macs": npu_macs, "total_macs": ix.total_macs,
-            "boundaries": len(crossing), "bytes_crossing": nbytes,
-            "unknown_size_boundaries": sum(t["bytes"] is None for t in crossing),
-            "npu_stages": sum(s.device == NPU for s in stages), "host_stages": sum(s.device == HOST for s in stages)}
+    return {
+        "est_ms": round(est, 4),
+        "npu_macs_pct": round(pct, 2),
+        "npu_macs": npu_macs,
+        "total_macs": ix.total_macs,
+        "boundaries": len(crossing),
+        "bytes_crossing": nbytes,
+        "unknown_size_boundaries": sum(t["bytes"] is None for t in crossing),
+        "npu_stages": sum(s.device == NPU for s in stages),
+        "host_stages": sum(s.device == HOST for s in stages),
+    }
 
 
 # -- the modes -------------------------------------------------------------------------------
+
 
 def prefix_cut(ix: GraphIndex) -> Cut:
     pre = npu_prefix(ix.graph, ix.device_of)["nodes"]
@@ -275,6 +310,7 @@ def _reach(ix: GraphIndex, seeds: set[str], forward: bool) -> set[str]:
 
 # -- candidates ---------------------------------------------------------------------------------
 
+
 def prefix_truncations(ix: GraphIndex, keep: int = 4) -> list[Cut]:
     """Shorter NPU prefixes (cut after the k-th prefix node), scored incrementally in one pass."""
     pre = npu_prefix(ix.graph, ix.device_of)["nodes"]
@@ -309,8 +345,13 @@ def prefix_truncations(ix: GraphIndex, keep: int = 4) -> list[Cut]:
     cuts = []
     for key in sorted(best)[:keep]:
         k = best[key]
-        inside = set(pre[:k + 1])
-        cut = build_cut(ix, "prefix", f"NPU prefix up to {pre[k]}", [(NPU, pre[:k + 1]), (HOST, [m for m in ix.order if m not in inside])])
+        inside = set(pre[: k + 1])
+        cut = build_cut(
+            ix,
+            "prefix",
+            f"NPU prefix up to {pre[k]}",
+            [(NPU, pre[: k + 1]), (HOST, [m for m in ix.order if m not in inside])],
+        )
         cut.options = {"end_nodes": _stage_end_nodes(ix, cut.stages[0])}
         cuts.append(cut)
     return cuts

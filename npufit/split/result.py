@@ -1,4 +1,5 @@
 """Result objects of split() and run(): to_dict() with a versioned schema, and table / JSON / Markdown text."""
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,11 @@ def _grouped(pairs: list[tuple[str, str]], arrow: str = "<-") -> str:
         by.setdefault(where, []).append(name)
     parts = []
     for where, names in by.items():
-        what = ", ".join(names) if where in ("input", "output") or len(names) == 1 and len(names[0]) <= 24 else f"{len(names)} tensor(s)"
+        what = (
+            ", ".join(names)
+            if where in ("input", "output") or len(names) == 1 and len(names[0]) <= 24
+            else f"{len(names)} tensor(s)"
+        )
         parts.append(f"{what} {arrow} {where}")
     return "; ".join(parts)
 
@@ -50,7 +55,9 @@ def how_to_select(c: Cut) -> str:
         if c.options.get("start_nodes"):
             parts.append("--start-nodes " + ",".join(c.options["start_nodes"]))
         ends = c.options.get("end_nodes", [])
-        parts.append("--end-nodes " + (",".join(ends) if len(ends) <= 3 else ",".join(ends[:3]) + f",... ({len(ends)} names)"))
+        parts.append(
+            "--end-nodes " + (",".join(ends) if len(ends) <= 3 else ",".join(ends[:3]) + f",... ({len(ends)} names)")
+        )
         return " ".join(parts)
     return f"--mode {c.mode}"
 
@@ -58,15 +65,29 @@ def how_to_select(c: Cut) -> str:
 def verification_rows(v: dict) -> list[list[str]]:
     """Per output: max abs / max rel under each ONNX Runtime setting the chain was verified with."""
     opt = (v.get("optimized") or {}).get("per_output", {})
-    return [[k, f"{d['max_abs']:.3g}", f"{d['max_rel']:.3g}",
-             f"{opt[k]['max_abs']:.3g}" if k in opt else "-", f"{opt[k]['max_rel']:.3g}" if k in opt else "-"]
-            for k, d in v["per_output"].items()]
+    return [
+        [
+            k,
+            f"{d['max_abs']:.3g}",
+            f"{d['max_rel']:.3g}",
+            f"{opt[k]['max_abs']:.3g}" if k in opt else "-",
+            f"{opt[k]['max_rel']:.3g}" if k in opt else "-",
+        ]
+        for k, d in v["per_output"].items()
+    ]
 
 
 def verification_sentence(v: dict) -> str:
     """The one-line verification statement of a plan's recorded `verification` dict."""
-    c = ChainCheck(v["samples"], v["seed"], v["inputs"], dict(v["per_output"]), list(v.get("missing", [])),
-                   v.get("seconds", 0.0), v.get("optimized"))
+    c = ChainCheck(
+        v["samples"],
+        v["seed"],
+        v["inputs"],
+        dict(v["per_output"]),
+        list(v.get("missing", [])),
+        v.get("seconds", 0.0),
+        v.get("optimized"),
+    )
     text = c.sentence()
     return text if c.equivalent else text + " (written with --force)"
 
@@ -91,8 +112,10 @@ class SplitResult:
         stage_of = {n: i for i, st in enumerate(self.chosen.stages) for n in st.nodes}
         for n in d["nodes"]:
             n["partition"] = stage_of.get(n["name"])
-        d["partitions"] = [{"id": i, "device": st.device, "node_count": len(st.nodes), "nodes": st.nodes}
-                           for i, st in enumerate(self.chosen.stages)]
+        d["partitions"] = [
+            {"id": i, "device": st.device, "node_count": len(st.nodes), "nodes": st.nodes}
+            for i, st in enumerate(self.chosen.stages)
+        ]
         d["boundaries"] = [b for b in self.plan.boundaries if b.get("direction") in ("npu->host", "host->npu")]
         return d
 
@@ -102,17 +125,28 @@ class SplitResult:
         return None if v is None else (verification_sentence(v), verification_rows(v))
 
     def to_dict(self) -> dict:
-        return {"schema": SPLIT_SCHEMA, "output_dir": str(self.output_dir), "plan": self.plan.to_dict(),
-                "ranking": RANKING, "candidates": [dict(c.summary(), rank=i + 1, chosen=c is self.chosen)
-                                                   for i, c in enumerate(self.candidates[: max(self.top, 1)])],
-                "why": self.why, "timings": self.timings}
+        return {
+            "schema": SPLIT_SCHEMA,
+            "output_dir": str(self.output_dir),
+            "plan": self.plan.to_dict(),
+            "ranking": RANKING,
+            "candidates": [
+                dict(c.summary(), rank=i + 1, chosen=c is self.chosen)
+                for i, c in enumerate(self.candidates[: max(self.top, 1)])
+            ],
+            "why": self.why,
+            "timings": self.timings,
+        }
 
     def render(self, fmt: str = "table") -> str:
         if fmt == "json":
             return json.dumps(self.to_dict(), indent=2, default=str)
         md = fmt == "markdown"
         p = self.plan
-        lines = [f"{'## ' if md else ''}npufit split {p.source['file']} -> {self.output_dir}  (target {p.target['name']}, mode {p.mode})", ""]
+        lines = [
+            f"{'## ' if md else ''}npufit split {p.source['file']} -> {self.output_dir}  (target {p.target['name']}, mode {p.mode})",
+            "",
+        ]
         rows = [["#", "stage", "device", "nodes", "MACs", "inputs", "outputs"]]
         for i, s in enumerate(p.stages):
             ins = _grouped([(t["name"], t["from"]) for t in s.inputs])
@@ -121,13 +155,19 @@ class SplitResult:
             rows.append([str(i), s.file, s.device, str(s.node_count), pct, ins, outs])
         lines += _table(rows, md)
         c = p.cost
-        lines += ["", f"NPU share of MACs {c['npu_macs_pct']:.2f}%; {c['boundaries']} tensor(s) cross NPU<->host, "
-                      f"{_kb(c['bytes_crossing'])}" + (f" (+{c['unknown_size_boundaries']} of unknown size)" if c.get("unknown_size_boundaries") else "")]
+        lines += [
+            "",
+            f"NPU share of MACs {c['npu_macs_pct']:.2f}%; {c['boundaries']} tensor(s) cross NPU<->host, "
+            f"{_kb(c['bytes_crossing'])}"
+            + (f" (+{c['unknown_size_boundaries']} of unknown size)" if c.get("unknown_size_boundaries") else ""),
+        ]
         if self.why:
             lines.append(self.why)
         for s in p.stages:
             if s.device == "npu":
-                lines.append(f"{s.name}: start nodes {', '.join(s.start_node_names) or '-'}; end nodes {', '.join(s.end_node_names) or '-'}")
+                lines.append(
+                    f"{s.name}: start nodes {', '.join(s.start_node_names) or '-'}; end nodes {', '.join(s.end_node_names) or '-'}"
+                )
                 for cmds in s.vendor.values():  # the compiler's own commands for this stage (Hailo's parser)
                     lines.append(f"  {'`' if md else ''}{cmds['parse_original']}{'`' if md else ''}")
         v = p.verification
@@ -143,15 +183,27 @@ class SplitResult:
         rows = [["rank", "cut", "est. ms", "NPU MACs", "boundaries", "bytes", "stages", "select with"]]
         for i, cut in enumerate(self.candidates[: max(self.top, 1)]):
             mark = "*" if cut is self.chosen else ""
-            rows.append([f"{i + 1}{mark}", cut.label, f"{cut.cost['est_ms']:.3f}", f"{cut.cost['npu_macs_pct']:.1f}%", str(cut.cost["boundaries"]),
-                         _kb(cut.cost["bytes_crossing"]), str(len(cut.stages)), how_to_select(cut)])
+            rows.append(
+                [
+                    f"{i + 1}{mark}",
+                    cut.label,
+                    f"{cut.cost['est_ms']:.3f}",
+                    f"{cut.cost['npu_macs_pct']:.1f}%",
+                    str(cut.cost["boundaries"]),
+                    _kb(cut.cost["bytes_crossing"]),
+                    str(len(cut.stages)),
+                    how_to_select(cut),
+                ]
+            )
         lines += _table(rows, md)
         if self.chosen not in self.candidates[: max(self.top, 1)]:
             rank = self.candidates.index(self.chosen) + 1
             lines.append(f"  (the chosen cut ranks {rank} of {len(self.candidates)})")
         t = self.timings
-        lines.append(f"\nwrote {len(p.stages)} stage model(s) + plan.json in {t['total_s']:.2f}s "
-                     f"(plan {t['plan_s']:.2f}s, extract {t['extract_s']:.2f}s, verify {t['verify_s']:.2f}s)")
+        lines.append(
+            f"\nwrote {len(p.stages)} stage model(s) + plan.json in {t['total_s']:.2f}s "
+            f"(plan {t['plan_s']:.2f}s, extract {t['extract_s']:.2f}s, verify {t['verify_s']:.2f}s)"
+        )
         return "\n".join(lines)
 
 
@@ -169,11 +221,19 @@ class RunResult:
         return [(n, float(np.median(ts))) for n, ts in self.stage_seconds]
 
     def to_dict(self) -> dict:
-        return {"schema": RUN_SCHEMA, "plan_dir": str(self.plan_dir),
-                "stages": [{"name": n, "runtime": self.device_of_stage[n], "median_ms": round(1000 * t, 4)} for n, t in self.stage_median()],
-                "chain_ms": round(1000 * sum(t for _, t in self.stage_median()), 4),
-                "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name} for k, v in self.outputs.items()},
-                "notes": self.notes, "compare_original": self.comparison, "output_file": self.output_file}
+        return {
+            "schema": RUN_SCHEMA,
+            "plan_dir": str(self.plan_dir),
+            "stages": [
+                {"name": n, "runtime": self.device_of_stage[n], "median_ms": round(1000 * t, 4)}
+                for n, t in self.stage_median()
+            ],
+            "chain_ms": round(1000 * sum(t for _, t in self.stage_median()), 4),
+            "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name} for k, v in self.outputs.items()},
+            "notes": self.notes,
+            "compare_original": self.comparison,
+            "output_file": self.output_file,
+        }
 
     def render(self, fmt: str = "table") -> str:
         if fmt == "json":
@@ -181,8 +241,13 @@ class RunResult:
         md = fmt == "markdown"
         d = self.to_dict()
         reps = len(self.stage_seconds[0][1]) if self.stage_seconds else 0
-        lines = [f"{'## ' if md else ''}npufit run {self.plan_dir}" + (f"  (median of {reps} runs)" if reps > 1 else ""), ""]
-        rows = [["stage", "runtime", "latency"]] + [[s["name"], s["runtime"], f"{s['median_ms']:.3f} ms"] for s in d["stages"]]
+        lines = [
+            f"{'## ' if md else ''}npufit run {self.plan_dir}" + (f"  (median of {reps} runs)" if reps > 1 else ""),
+            "",
+        ]
+        rows = [["stage", "runtime", "latency"]] + [
+            [s["name"], s["runtime"], f"{s['median_ms']:.3f} ms"] for s in d["stages"]
+        ]
         rows.append(["chain", "", f"{d['chain_ms']:.3f} ms"])
         lines += _table(rows, md)
         lines += ["", "outputs: " + ", ".join(f"{k} {v['dtype']}{v['shape']}" for k, v in d["outputs"].items())]
@@ -194,7 +259,9 @@ class RunResult:
             per = ", ".join(f"{k} {v['max_abs']:.3g}/{v['max_rel']:.3g}" for k, v in c["per_output"].items())
             lines.append(f"compare-original: {state}; max abs/rel per output: {per}")
             if c.get("sha256_matches") is False:
-                lines.append("warning: the model given to --compare-original is not the file this plan was split from (sha256 differs)")
+                lines.append(
+                    "warning: the model given to --compare-original is not the file this plan was split from (sha256 differs)"
+                )
         if self.output_file:
             lines.append(f"wrote {self.output_file}")
         return "\n".join(lines)

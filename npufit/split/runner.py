@@ -1,4 +1,5 @@
 """run(): execute a plan's stage chain on real inputs, time each stage, optionally compare with the original."""
+
 from __future__ import annotations
 
 import io
@@ -15,9 +16,15 @@ from .result import RunResult
 from .verify import load_npz
 
 
-def run(plan_dir: str | os.PathLike, inputs: str | os.PathLike | dict, output: str | os.PathLike | None = None,
-        compare_original: str | os.PathLike | None = None, npu_runtime: str | None = None, repeat: int = 1,
-        threads: int = 1) -> RunResult:
+def run(
+    plan_dir: str | os.PathLike,
+    inputs: str | os.PathLike | dict,
+    output: str | os.PathLike | None = None,
+    compare_original: str | os.PathLike | None = None,
+    npu_runtime: str | None = None,
+    repeat: int = 1,
+    threads: int = 1,
+) -> RunResult:
     """Run PLAN_DIR's stages on `inputs` (an .npz path or a dict of arrays); write the outputs to `output` (.npz)."""
     if repeat < 1:
         raise NpufitError("--repeat must be at least 1")

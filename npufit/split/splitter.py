@@ -1,4 +1,5 @@
 """split(): check verdicts -> a cut -> stage models + plan.json, proven equal to the original."""
+
 from __future__ import annotations
 
 import os
@@ -8,20 +9,43 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..targets.base import Profile, Verdict
+from ..util.io import atomic_dir, check_output_dir
 from .chain import ORT_CPU, ChainRunner
 from .extract import Extractor, load_source
-from ..util.io import atomic_dir, check_output_dir
 from .plan import PLAN_FILE, PlanStage, SplitPlan, legacy_plan_entries, sha256_file
-from .planner import MODES, Cut, GraphIndex, candidates, explicit_cut, prefix_cut, segments_cut, stage_node_names, transfers
+from .planner import (
+    MODES,
+    Cut,
+    GraphIndex,
+    candidates,
+    explicit_cut,
+    prefix_cut,
+    segments_cut,
+    stage_node_names,
+    transfers,
+)
 from .result import SplitResult
 from .verify import verify_chain
 
 
-def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os.PathLike | None = None,
-          mode: str | None = None, min_nodes: int = 8, start_nodes: list[str] | None = None,
-          end_nodes: list[str] | None = None, verify: bool = True, samples: int = 3, seed: int = 0,
-          inputs: list[str] | None = None, force: bool = False, input_shapes=None, top: int = 5,
-          judge: str = "auto", verify_against: str | os.PathLike | None = None) -> SplitResult:
+def split(
+    model: str | os.PathLike,
+    target: str = "hailo8",
+    output_dir: str | os.PathLike | None = None,
+    mode: str | None = None,
+    min_nodes: int = 8,
+    start_nodes: list[str] | None = None,
+    end_nodes: list[str] | None = None,
+    verify: bool = True,
+    samples: int = 3,
+    seed: int = 0,
+    inputs: list[str] | None = None,
+    force: bool = False,
+    input_shapes=None,
+    top: int = 5,
+    judge: str = "auto",
+    verify_against: str | os.PathLike | None = None,
+) -> SplitResult:
     """Cut `model` into NPU and host stages for `target` and write them with plan.json to `output_dir`.
 
     mode: "best" (default: the best-ranked candidate cut), "prefix" (largest NPU prefix), "segments" (each NPU
@@ -41,14 +65,28 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
     if mode == "explicit" and not (start_nodes or end_nodes):
         raise NpufitError("mode 'explicit' needs --start-nodes and/or --end-nodes (node or tensor names)")
     if mode != "explicit" and (start_nodes or end_nodes):
-        raise NpufitError(f"--start-nodes/--end-nodes define an explicit cut; they cannot be combined with --mode {mode}")
+        raise NpufitError(
+            f"--start-nodes/--end-nodes define an explicit cut; they cannot be combined with --mode {mode}"
+        )
     if output_dir is None:
         raise NpufitError("an output folder is required (--output-dir DIR)")
     model_path = Path(model)
     check_output_dir(Path(output_dir), "--output-dir", [model_path], legacy_plan_entries)  # fail before any work
     if mode == "auto":
-        return _fix_then_split(model_path, target, output_dir, min_nodes=min_nodes, verify=verify, samples=samples,
-                               seed=seed, inputs=inputs, force=force, input_shapes=input_shapes, top=top, judge=judge)
+        return _fix_then_split(
+            model_path,
+            target,
+            output_dir,
+            min_nodes=min_nodes,
+            verify=verify,
+            samples=samples,
+            seed=seed,
+            inputs=inputs,
+            force=force,
+            input_shapes=input_shapes,
+            top=top,
+            judge=judge,
+        )
     proto, graph = load_source(model_path, input_shapes)
     from ..graph.validate import external_data_files
 
@@ -73,7 +111,11 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
     _place_constant_outputs(ix, chosen)
     t_plan = time.perf_counter()
 
-    warnings = list(graph.warnings) + _warnings(ix, chosen, profile.name) + _fix_hints(ix, report, chosen, model_path, profile.name)
+    warnings = (
+        list(graph.warnings)
+        + _warnings(ix, chosen, profile.name)
+        + _fix_hints(ix, report, chosen, model_path, profile.name)
+    )
     src_dir = model_path.resolve().parent
     extractor = Extractor(proto, ix, src_dir)
     with atomic_dir(output_dir, "split-plan", "--output-dir", sources, legacy_plan_entries) as tmp:
@@ -81,10 +123,17 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
         for st in chosen.stages:
             facts = extractor.extract(st, tmp / f"{st.name}.onnx")
             stages.append(_plan_stage(ix, chosen, st, facts, model_path.name, profile))
-        plan = SplitPlan(source=_source_info(model_path, graph), target={"name": profile.name, "title": profile.title},
-                         mode=chosen.mode, options=_options(chosen, mode), stages=stages,
-                         outputs=[{"name": o, "from": _output_source(chosen, o)} for o in ix.outputs],
-                         boundaries=transfers(ix, chosen.stages, chosen.sources), cost=dict(chosen.cost), warnings=warnings)
+        plan = SplitPlan(
+            source=_source_info(model_path, graph),
+            target={"name": profile.name, "title": profile.title},
+            mode=chosen.mode,
+            options=_options(chosen, mode),
+            stages=stages,
+            outputs=[{"name": o, "from": _output_source(chosen, o)} for o in ix.outputs],
+            boundaries=transfers(ix, chosen.stages, chosen.sources),
+            cost=dict(chosen.cost),
+            warnings=warnings,
+        )
         t_extract = time.perf_counter()
         check = None
         if verify:
@@ -93,17 +142,25 @@ def split(model: str | os.PathLike, target: str = "hailo8", output_dir: str | os
             check = verify_chain(verify_against or model_path, runner, inputs, samples, seed, input_shapes, optimized)
             plan.verification = check.to_dict()
             if not check.equivalent and not force:
-                raise NpufitError(f"the stage chain is not equivalent to the original: {check.worst_sentence()}; "
-                                  "plan not written (use --force to write it anyway)")
+                raise NpufitError(
+                    f"the stage chain is not equivalent to the original: {check.worst_sentence()}; "
+                    "plan not written (use --force to write it anyway)"
+                )
         elif inputs:
             raise NpufitError("--inputs is used for verification; it cannot be combined with --no-verify")
         from ..util.io import atomic_write_json
 
         atomic_write_json(tmp / PLAN_FILE, plan.to_dict())
     t_end = time.perf_counter()
-    timings = {"plan_s": round(t_plan - t_start, 3), "extract_s": round(t_extract - t_plan, 3),
-               "verify_s": round(check.seconds, 3) if check else 0.0, "total_s": round(t_end - t_start, 3)}
-    return SplitResult(plan, Path(output_dir), [c for c in ranked], chosen, timings, top, _why(mode, chosen, ranked), report)
+    timings = {
+        "plan_s": round(t_plan - t_start, 3),
+        "extract_s": round(t_extract - t_plan, 3),
+        "verify_s": round(check.seconds, 3) if check else 0.0,
+        "total_s": round(t_end - t_start, 3),
+    }
+    return SplitResult(
+        plan, Path(output_dir), [c for c in ranked], chosen, timings, top, _why(mode, chosen, ranked), report
+    )
 
 
 def _why(mode: str, chosen: Cut, ranked: list[Cut]) -> str:
@@ -116,8 +173,10 @@ def _why(mode: str, chosen: Cut, ranked: list[Cut]) -> str:
     best = ranked[0]
     if rank == 1:
         return f"chosen: --mode {mode}, which is also the best-ranked of {len(ranked)} candidate cut(s)"
-    return (f"chosen: --mode {mode} as asked; it ranks {rank} of {len(ranked)} (best: {best.label}, "
-            f"est. {best.cost['est_ms']:.3f} ms vs {chosen.cost['est_ms']:.3f} ms: select it with {_select(best)})")
+    return (
+        f"chosen: --mode {mode} as asked; it ranks {rank} of {len(ranked)} (best: {best.label}, "
+        f"est. {best.cost['est_ms']:.3f} ms vs {chosen.cost['est_ms']:.3f} ms: select it with {_select(best)})"
+    )
 
 
 def _select(c: Cut) -> str:
@@ -138,9 +197,11 @@ def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str) 
             rules.update(dict.fromkeys(fixes))
     if not rules:
         return []
-    return [f"{moved} host node(s) of this cut have a rewrite that may move them to the NPU: "
-            f"npufit fix {shlex.quote(model_path.name)} --target {target} --rules {','.join(rules)} "
-            f"(or split --mode auto: fix + split in one go, verified against the original)"]
+    return [
+        f"{moved} host node(s) of this cut have a rewrite that may move them to the NPU: "
+        f"npufit fix {shlex.quote(model_path.name)} --target {target} --rules {','.join(rules)} "
+        f"(or split --mode auto: fix + split in one go, verified against the original)"
+    ]
 
 
 def _fix_then_split(model_path: Path, target: str, output_dir, **kw) -> SplitResult:
@@ -156,8 +217,9 @@ def _fix_then_split(model_path: Path, target: str, output_dir, **kw) -> SplitRes
             fixed = model_path
         res = split(fixed, target, output_dir, mode="best", verify_against=model_path, **kw)
     applied = [o.name for o in fx.applied]
-    res.why = (f"--mode auto: fix applied {', '.join(applied) if applied else 'no rule'} on a copy; "
-               + res.why.replace("chosen: ", "then ", 1))
+    res.why = f"--mode auto: fix applied {', '.join(applied) if applied else 'no rule'} on a copy; " + res.why.replace(
+        "chosen: ", "then ", 1
+    )
     return res
 
 
@@ -192,13 +254,24 @@ def _source_info(path: Path, graph) -> dict:
         info = graph.tensor(name)
         return {"name": name, "shape": None if info.shape is None else list(info.shape), "dtype": info.dtype}
 
-    return {"path": str(path.resolve()), "file": path.name, "sha256": sha256_file(path),
-            "inputs": [t(n) for n in graph.input_names], "outputs": [t(n) for n in graph.output_names]}
+    return {
+        "path": str(path.resolve()),
+        "file": path.name,
+        "sha256": sha256_file(path),
+        "inputs": [t(n) for n in graph.input_names],
+        "outputs": [t(n) for n in graph.output_names],
+    }
 
 
 def _tensor_entry(ix: GraphIndex, name: str, **extra) -> dict:
     info = ix.graph.tensor(name)
-    return {"name": name, **extra, "shape": None if info.shape is None else list(info.shape), "dtype": info.dtype, "bytes": info.nbytes}
+    return {
+        "name": name,
+        **extra,
+        "shape": None if info.shape is None else list(info.shape),
+        "dtype": info.dtype,
+        "bytes": info.nbytes,
+    }
 
 
 def _plan_stage(ix: GraphIndex, cut: Cut, st, facts: dict, source_file: str, profile: Profile) -> PlanStage:
@@ -211,8 +284,16 @@ def _plan_stage(ix: GraphIndex, cut: Cut, st, facts: dict, source_file: str, pro
     for o in st.outputs:
         to = users.get(o, []) + (["output"] if o in ix.outputs else [])
         outs.append(_tensor_entry(ix, o, to=to))
-    ps = PlanStage(st.name, f"{st.name}.onnx", st.device, [_tensor_entry(ix, t, **{"from": cut.sources[t]}) for t in st.inputs],
-                   outs, len(st.nodes), st.macs, files=facts)
+    ps = PlanStage(
+        st.name,
+        f"{st.name}.onnx",
+        st.device,
+        [_tensor_entry(ix, t, **{"from": cut.sources[t]}) for t in st.inputs],
+        outs,
+        len(st.nodes),
+        st.macs,
+        files=facts,
+    )
     if st.device == "npu":
         ps.start_node_names, ps.end_node_names = stage_node_names(ix, st)
         emit = VENDOR_COMMANDS.get(profile.compiler)
@@ -241,7 +322,11 @@ def _warnings(ix: GraphIndex, cut: Cut, target: str) -> list[str]:
     npu = [s for s in cut.stages if s.device == "npu"]
     if not npu:
         first = next((n for n in ix.order if ix.device_of[n] == "host"), None)
-        why = f": the first running node '{first}' ({ix.graph.node(first).op_type}) does not run on {target}" if first else ""
+        why = (
+            f": the first running node '{first}' ({ix.graph.node(first).op_type}) does not run on {target}"
+            if first
+            else ""
+        )
         out.append(f"no NPU stage in this cut{why}; everything runs on the host (try --mode segments)")
     for s in npu:
         bad = [n for n in s.nodes if ix.verdict[n] != Verdict.NPU]

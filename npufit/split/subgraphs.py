@@ -3,6 +3,7 @@
 A body may read any tensor of the enclosing graph without listing it as a node input; a stage that
 holds such a node must receive those tensors too.
 """
+
 from __future__ import annotations
 
 import onnx
@@ -30,7 +31,13 @@ def _free_names(g: onnx.GraphProto) -> list[str]:
             if t and t not in defined:
                 used.append(t)
         for a in n.attribute:
-            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs) if a.type == onnx.AttributeProto.GRAPHS else []
+            subs = (
+                [a.g]
+                if a.type == onnx.AttributeProto.GRAPH
+                else list(a.graphs)
+                if a.type == onnx.AttributeProto.GRAPHS
+                else []
+            )
             for sub in subs:
                 used.extend(t for t in _free_names(sub) if t not in defined)
         defined.update(o for o in n.output if o)

@@ -1,5 +1,6 @@
 """Equivalence proof: the original model and the stage chain, both on deterministic ONNX Runtime CPU,
 on the same inputs (seeded random samples or the user's .npz files), compared output by output."""
+
 from __future__ import annotations
 
 import os
@@ -40,23 +41,37 @@ class ChainCheck(OutputDiffs):
         return f"output '{name}' differs by max abs {d['max_abs']:.3g} (max rel {d['max_rel']:.3g}) over {self.samples} sample(s)"
 
     def to_dict(self) -> dict:
-        return {"samples": self.samples, "seed": self.seed, "inputs": self.source, "equivalent": self.equivalent,
-                "max_abs": self.max_abs, "max_rel": self.max_rel,
-                "per_output": {k: {"max_abs": v["max_abs"], "max_rel": v["max_rel"]} for k, v in self.per_output.items()},
-                "missing": self.missing, "seconds": round(self.seconds, 3),
-                "settings": ORT_SETTINGS[False], "optimized": self.optimized}
+        return {
+            "samples": self.samples,
+            "seed": self.seed,
+            "inputs": self.source,
+            "equivalent": self.equivalent,
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "per_output": {k: {"max_abs": v["max_abs"], "max_rel": v["max_rel"]} for k, v in self.per_output.items()},
+            "missing": self.missing,
+            "seconds": round(self.seconds, 3),
+            "settings": ORT_SETTINGS[False],
+            "optimized": self.optimized,
+        }
 
     def sentence(self) -> str:
         """What was verified, under which ONNX Runtime settings, and the outcome of each."""
-        src = (f"{self.samples} seeded sample(s), seed {self.seed}" if self.source == "random"
-               else f"{self.samples} .npz sample(s)")
+        src = (
+            f"{self.samples} seeded sample(s), seed {self.seed}"
+            if self.source == "random"
+            else f"{self.samples} .npz sample(s)"
+        )
         state = "bit-identical" if self.equivalent else f"NOT EQUIVALENT ({self.worst_sentence()})"
         text = f"verification ({src}, ONNX Runtime CPU, 1 thread): {ORT_SETTINGS[False]}: {state}"
         o = self.optimized
         if o is not None:
-            how = ("bit-identical" if o["max_abs"] == 0.0 else
-                   f"max abs {o['max_abs']:.3g}, max rel {o['max_rel']:.3g} ({'within' if o['close'] else 'OUTSIDE'} "
-                   f"float tolerance rtol {OPTIMIZED_RTOL:g}, atol {OPTIMIZED_ATOL:g})")
+            how = (
+                "bit-identical"
+                if o["max_abs"] == 0.0
+                else f"max abs {o['max_abs']:.3g}, max rel {o['max_rel']:.3g} ({'within' if o['close'] else 'OUTSIDE'} "
+                f"float tolerance rtol {OPTIMIZED_RTOL:g}, atol {OPTIMIZED_ATOL:g})"
+            )
             text += f"; {o['settings']} on both sides: {how}"
         return text
 
@@ -72,11 +87,15 @@ def load_npz(path: str | os.PathLike, input_names: list[str]) -> dict[str, np.nd
             data = {k: None for k in z}  # only for the message below
     missing = [n for n in input_names if n not in data]
     if missing:
-        raise NpufitError(f"--inputs {p}: no array for input(s) {', '.join(missing)} (has {', '.join(sorted(data)) or 'nothing'})")
+        raise NpufitError(
+            f"--inputs {p}: no array for input(s) {', '.join(missing)} (has {', '.join(sorted(data)) or 'nothing'})"
+        )
     return {n: data[n] for n in input_names}
 
 
-def sample_feeds(session, inputs: list[str] | None, samples: int, seed: int, input_shapes=None) -> tuple[list[dict], str]:
+def sample_feeds(
+    session, inputs: list[str] | None, samples: int, seed: int, input_shapes=None
+) -> tuple[list[dict], str]:
     from ..verify.compare import random_inputs
 
     names = [i.name for i in session.get_inputs()]
@@ -87,8 +106,15 @@ def sample_feeds(session, inputs: list[str] | None, samples: int, seed: int, inp
     return random_inputs(session, seed=seed, samples=samples, shapes=input_shapes), "random"
 
 
-def verify_chain(original: str | os.PathLike, runner, inputs: list[str] | None = None, samples: int = 3, seed: int = 0,
-                 input_shapes=None, optimized_runner=None) -> ChainCheck:
+def verify_chain(
+    original: str | os.PathLike,
+    runner,
+    inputs: list[str] | None = None,
+    samples: int = 3,
+    seed: int = 0,
+    input_shapes=None,
+    optimized_runner=None,
+) -> ChainCheck:
     """Run `original` and the ChainRunner `runner` on the same feeds; differences per output (max over samples).
 
     With `optimized_runner` (the same chain on ORT's default optimizer) the original is also run optimized and
@@ -104,10 +130,16 @@ def verify_chain(original: str | os.PathLike, runner, inputs: list[str] | None =
     total = _compare(sess, runner, feeds, source, "verifying chain")
     result.per_output, result.missing = dict(total.per_output), list(total.missing)
     if optimized_runner is not None:
-        opt = _compare(make_session(original, optimized=True), optimized_runner, feeds, source, "verifying chain (optimized)")
-        result.optimized = {"settings": ORT_SETTINGS[True], "max_abs": opt.max_abs, "max_rel": opt.max_rel,
-                            "close": opt.ok(OPTIMIZED_ATOL, OPTIMIZED_RTOL),
-                            "per_output": {k: {"max_abs": v["max_abs"], "max_rel": v["max_rel"]} for k, v in opt.per_output.items()}}
+        opt = _compare(
+            make_session(original, optimized=True), optimized_runner, feeds, source, "verifying chain (optimized)"
+        )
+        result.optimized = {
+            "settings": ORT_SETTINGS[True],
+            "max_abs": opt.max_abs,
+            "max_rel": opt.max_rel,
+            "close": opt.ok(OPTIMIZED_ATOL, OPTIMIZED_RTOL),
+            "per_output": {k: {"max_abs": v["max_abs"], "max_rel": v["max_rel"]} for k, v in opt.per_output.items()},
+        }
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -124,6 +156,8 @@ def _compare(sess, runner, feeds: list[dict], source: str, label: str):
         except NpufitError:
             raise
         except Exception as e:  # ORT rejects the feeds (shape/dtype): a user-input problem
-            raise NpufitError(f"ONNX Runtime could not run the {source} sample: {str(e).splitlines()[0][:240]}") from None
+            raise NpufitError(
+                f"ONNX Runtime could not run the {source} sample: {str(e).splitlines()[0][:240]}"
+            ) from None
         total.merge(compare_outputs(ref, got))
     return total

@@ -4,6 +4,7 @@ Importing a subpackage sets it as an attribute of its parent, which would shadow
 function of the same name. Making the package module itself callable keeps both spellings
 (`npufit.check(model, target)` and `from npufit.check import check`) working.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -1,4 +1,5 @@
 """What a result depends on besides the model: machine, OS, Python and the versions of the tools involved."""
+
 from __future__ import annotations
 
 import os
@@ -7,8 +8,21 @@ import shutil
 import subprocess
 from importlib import metadata
 
-PACKAGES = ("npufit", "numpy", "onnx", "onnxruntime", "onnxruntime-gpu", "onnx-ir", "onnxscript", "torch", "openvino",
-            "ethos-u-vela", "rknn-toolkit2", "hailo-dataflow-compiler", "tensorrt")
+PACKAGES = (
+    "npufit",
+    "numpy",
+    "onnx",
+    "onnxruntime",
+    "onnxruntime-gpu",
+    "onnx-ir",
+    "onnxscript",
+    "torch",
+    "openvino",
+    "ethos-u-vela",
+    "rknn-toolkit2",
+    "hailo-dataflow-compiler",
+    "tensorrt",
+)
 
 
 def _cpu_model() -> str:
@@ -26,8 +40,12 @@ def _gpus() -> list[str]:
     if not shutil.which("nvidia-smi"):
         return []
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     return [ln.strip() for ln in out.stdout.splitlines() if ln.strip()] if out.returncode == 0 else []
@@ -47,6 +65,13 @@ def environment() -> dict:
         mem = round(psutil.virtual_memory().total / 2**30, 1)
     except Exception:
         pass
-    return {"os": f"{platform.system()} {platform.release()}", "machine": platform.machine(), "cpu": _cpu_model(),
-            "cores": os.cpu_count(), "memory_gib": mem, "gpus": _gpus(), "python": platform.python_version(),
-            "packages": versions}
+    return {
+        "os": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": mem,
+        "gpus": _gpus(),
+        "python": platform.python_version(),
+        "packages": versions,
+    }

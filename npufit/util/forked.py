@@ -7,6 +7,7 @@ pickled through a pipe and leaves by os._exit: no atexit handler, no buffer flus
 else. A child that gives no answer (killed, crashed, unpicklable outcome) costs nothing but time: `result`
 then runs the function here, so the caller always gets the serial answer.
 """
+
 from __future__ import annotations
 
 import faulthandler
@@ -124,7 +125,7 @@ def start(fn: Callable[..., Any], *args: Any) -> Forked | None:
             payload = pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
             view = memoryview(payload)
             while view:
-                view = view[os.write(w, view):]
+                view = view[os.write(w, view) :]
             code = 0
         finally:
             os._exit(code)  # KeyboardInterrupt, an unpicklable outcome, a closed pipe: exit 1, no answer

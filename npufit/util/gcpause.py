@@ -4,6 +4,7 @@ Building a 100k-node Graph or CheckReport allocates millions of long-lived objec
 cycles; each full collection the allocations trigger walks all of them again (a third of a big
 check's time). Reference counting still frees everything as usual while paused.
 """
+
 from __future__ import annotations
 
 import gc

@@ -6,6 +6,7 @@ a folder output is swapped in whole only over a folder npufit owns (a marker lis
 wrong --output-dir can never delete a user's files; temp names carry the writer's pid, so a later run can
 remove what a killed run left behind without touching a live one's.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,7 +54,9 @@ def check_output_file(path: str | os.PathLike) -> Path:
     if stat.S_ISLNK(st.st_mode):
         raise NpufitError(f"{p}: is a symbolic link; npufit never replaces or writes through links, name the real file")
     if not stat.S_ISREG(st.st_mode):
-        raise NpufitError(f"{p}: is {_kind(st.st_mode)}; npufit writes outputs only as regular files, choose a file name")
+        raise NpufitError(
+            f"{p}: is {_kind(st.st_mode)}; npufit writes outputs only as regular files, choose a file name"
+        )
     if (st.st_dev, st.st_ino) in _INPUTS:
         raise NpufitError(f"{p}: is an input of this run; write the output to another file")
     return p
@@ -78,7 +81,7 @@ def _stale_pid(entry: str, tag: str) -> int | None:
     i = entry.find(tag)
     if i < 0:
         return None
-    pid_text = entry[i + len(tag):].split("-", 1)[0]
+    pid_text = entry[i + len(tag) :].split("-", 1)[0]
     if not pid_text.isdigit():
         return None
     pid = int(pid_text)
@@ -164,7 +167,14 @@ def atomic_save_onnx(model, path: str | os.PathLike, external_data: bool | None 
     check_output_file(dst.parent / data_name)
     with atomic_path(dst) as tmp:
         # write the data file under its final name, then the graph; the graph swap is the commit point
-        onnx.save_model(model, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True, location=data_name, size_threshold=1024)
+        onnx.save_model(
+            model,
+            str(tmp),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=data_name,
+            size_threshold=1024,
+        )
         tmp_data = tmp.parent / data_name
         if tmp_data.exists() and tmp_data != dst.parent / data_name:
             os.replace(tmp_data, dst.parent / data_name)
@@ -223,7 +233,9 @@ def check_output_dir(dst: Path, option: str, inputs: Iterable[str | os.PathLike]
         raise NpufitError(f"{option} {dst}: is a symbolic link; name the real folder")
     for i in inputs:
         if _inside(Path(i), dst):
-            raise NpufitError(f"{option} {dst}: contains the input {Path(i).name}; choose a folder that does not hold the model")
+            raise NpufitError(
+                f"{option} {dst}: contains the input {Path(i).name}; choose a folder that does not hold the model"
+            )
     if not dst.exists():
         return
     if not dst.is_dir():
@@ -235,8 +247,13 @@ def check_output_dir(dst: Path, option: str, inputs: Iterable[str | os.PathLike]
 
 
 @contextmanager
-def atomic_dir(dst: str | os.PathLike, kind: str, option: str = "--output-dir", inputs: Iterable[str | os.PathLike] = (),
-               legacy_owned=None) -> Iterator[Path]:
+def atomic_dir(
+    dst: str | os.PathLike,
+    kind: str,
+    option: str = "--output-dir",
+    inputs: Iterable[str | os.PathLike] = (),
+    legacy_owned=None,
+) -> Iterator[Path]:
     """Yield a temp folder beside `dst`; when the block succeeds it becomes `dst`.
 
     An existing `dst` is replaced only when it is empty or holds nothing but what npufit wrote there, and
@@ -264,14 +281,21 @@ def atomic_dir(dst: str | os.PathLike, kind: str, option: str = "--output-dir", 
             shutil.rmtree(old, ignore_errors=True)
 
 
-def claim_dir(dst: str | os.PathLike, kind: str, option: str = "--output-dir", inputs: Iterable[str | os.PathLike] = (),
-              legacy_owned=None) -> Path:
+def claim_dir(
+    dst: str | os.PathLike,
+    kind: str,
+    option: str = "--output-dir",
+    inputs: Iterable[str | os.PathLike] = (),
+    legacy_owned=None,
+) -> Path:
     """Create (or reuse) a folder npufit writes into over several steps: new, empty, or already npufit's."""
     dst = Path(dst)
     if dst.exists() and dst.is_dir() and not dst.is_symlink() and _marker(dst) is not None:
         for i in inputs:
             if _inside(Path(i), dst):
-                raise NpufitError(f"{option} {dst}: contains the input {Path(i).name}; choose a folder that does not hold it")
+                raise NpufitError(
+                    f"{option} {dst}: contains the input {Path(i).name}; choose a folder that does not hold it"
+                )
         return dst
     check_output_dir(dst, option, inputs, legacy_owned)
     dst.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
 """JSON for result objects: numpy scalars/arrays and enums serialise without per-module glue."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,13 @@ def dumps(obj: Any, indent: int | None = 2) -> str:
     """`indent=None`: compact, for machines (a 100k-node check report is written in a fraction of a second)."""
     if orjson is not None and indent in (None, 2):
         # dataclasses and datetimes go through json_default as with the standard encoder, so both write the same text
-        opt = (orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
-               | orjson.OPT_PASSTHROUGH_DATETIME | (orjson.OPT_INDENT_2 if indent else 0))
+        opt = (
+            orjson.OPT_SERIALIZE_NUMPY
+            | orjson.OPT_NON_STR_KEYS
+            | orjson.OPT_PASSTHROUGH_DATACLASS
+            | orjson.OPT_PASSTHROUGH_DATETIME
+            | (orjson.OPT_INDENT_2 if indent else 0)
+        )
         try:
             return orjson.dumps(obj, default=json_default, option=opt).decode()
         except (TypeError, orjson.JSONEncodeError):

@@ -1,5 +1,6 @@
 """Resource limits a verb sets for the whole run, read where the work happens (the ONNX Runtime run, the tool
 process), so no limit has to be threaded through every call in between."""
+
 from __future__ import annotations
 
 import math

@@ -1,6 +1,7 @@
 """One progress style for every long step: a bar with ETA for loops (calibration, probe cases, bench iterations,
 training epochs, targets), a spinner with elapsed time for one long call (a vendor compiler, an env install). Shown
 only on a terminal; `npufit --quiet` or NPUFIT_NO_PROGRESS=1 turn it off."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,14 @@ def track(items: Iterable[T], description: str, total: int | None = None) -> Ite
         return
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    with _progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("eta"), TimeRemainingColumn()) as prog:
+    with _progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    ) as prog:
         yield from prog.track(items, total=total, description=_esc(description))
 
 

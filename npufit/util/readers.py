@@ -4,6 +4,7 @@ Every reader checks that the path is a regular file before opening it (a named p
 such as /dev/zero never ends) and never reads more than a stated budget, so a hostile path costs one clear
 line, not a hang or gigabytes of memory.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,7 +38,9 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def require_regular_file(path: str | os.PathLike, what: str = "file", error: type[NpufitError] = NpufitError) -> os.stat_result:
+def require_regular_file(
+    path: str | os.PathLike, what: str = "file", error: type[NpufitError] = NpufitError
+) -> os.stat_result:
     """stat() a path npufit is about to read; refuse anything but an existing regular file (links are followed)."""
     p = os.fspath(path)
     if "\x00" in p:
@@ -53,13 +56,16 @@ def require_regular_file(path: str | os.PathLike, what: str = "file", error: typ
     return st
 
 
-def read_bytes_capped(path: str | os.PathLike, max_bytes: int, what: str = "file",
-                      error: type[NpufitError] = NpufitError) -> bytes:
+def read_bytes_capped(
+    path: str | os.PathLike, max_bytes: int, what: str = "file", error: type[NpufitError] = NpufitError
+) -> bytes:
     """The bytes of a regular file no larger than `max_bytes`."""
     st = require_regular_file(path, what, error)
     if st.st_size > max_bytes:
-        raise error(f"{os.fspath(path)}: {what} is {st.st_size / MiB:.1f} MiB, more than the {max_bytes / MiB:.0f} MiB "
-                    f"npufit reads for it")
+        raise error(
+            f"{os.fspath(path)}: {what} is {st.st_size / MiB:.1f} MiB, more than the {max_bytes / MiB:.0f} MiB "
+            f"npufit reads for it"
+        )
     try:
         with open(path, "rb") as f:
             data = f.read(max_bytes + 1)
@@ -83,8 +89,13 @@ def _depth_ok(obj: Any, limit: int) -> bool:
     return True
 
 
-def read_json(path: str | os.PathLike, what: str = "JSON file", max_bytes: int = JSON_MAX_BYTES,
-              max_depth: int = JSON_MAX_DEPTH, error: type[NpufitError] = NpufitError) -> Any:
+def read_json(
+    path: str | os.PathLike,
+    what: str = "JSON file",
+    max_bytes: int = JSON_MAX_BYTES,
+    max_depth: int = JSON_MAX_DEPTH,
+    error: type[NpufitError] = NpufitError,
+) -> Any:
     """Parse a JSON file within a size and nesting budget; every failure is one line naming the file."""
     data = read_bytes_capped(path, max_bytes, what, error)
     try:
@@ -98,8 +109,12 @@ def read_json(path: str | os.PathLike, what: str = "JSON file", max_bytes: int =
     return obj
 
 
-def read_text(path: str | os.PathLike, what: str = "text file", max_bytes: int = TEXT_MAX_BYTES,
-              error: type[NpufitError] = NpufitError) -> str:
+def read_text(
+    path: str | os.PathLike,
+    what: str = "text file",
+    max_bytes: int = TEXT_MAX_BYTES,
+    error: type[NpufitError] = NpufitError,
+) -> str:
     data = read_bytes_capped(path, max_bytes, what, error)
     try:
         return data.decode("utf-8")
@@ -144,8 +159,13 @@ class ArrayFile:
     entries along axis 0 and no more, so a small file that declares (or decompresses to) gigabytes costs
     only what is used. Use as a context manager."""
 
-    def __init__(self, path: str | os.PathLike, what: str = "array file", max_bytes: int = ARRAY_MAX_BYTES,
-                 error: type[NpufitError] = NpufitError):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        what: str = "array file",
+        max_bytes: int = ARRAY_MAX_BYTES,
+        error: type[NpufitError] = NpufitError,
+    ):
         self.path, self.what, self.max_bytes, self.error = os.fspath(path), what, max_bytes, error
         require_regular_file(path, f"{what} file", error)
         self._zip: zipfile.ZipFile | None = None
@@ -226,18 +246,20 @@ class ArrayFile:
             row *= d
         row_bytes = row * dtype.itemsize
         if len(pick) * row_bytes > self.max_bytes:
-            raise self._fail(f"array '{name}': {len(pick)} samples of {list(shape[1:])} {dtype} need "
-                             f"{len(pick) * row_bytes / MiB:.0f} MiB, more than the {self.max_bytes / MiB:.0f} MiB npufit reads")
+            raise self._fail(
+                f"array '{name}': {len(pick)} samples of {list(shape[1:])} {dtype} need "
+                f"{len(pick) * row_bytes / MiB:.0f} MiB, more than the {self.max_bytes / MiB:.0f} MiB npufit reads"
+            )
         out = np.empty((len(pick),) + tuple(shape[1:]), dtype=dtype)
         flat = memoryview(out.reshape(-1)).cast("B")
         wanted = {i: k for k, i in enumerate(pick)}
         skip = bytearray(row_bytes)
         try:
-            with (self._zip.open(self._member[name]) if self._zip is not None else open(self.path, "rb")) as f:
+            with self._zip.open(self._member[name]) if self._zip is not None else open(self.path, "rb") as f:
                 self._header(f, name)
                 for i in range(pick[-1] + 1 if pick else 0):
                     k = wanted.get(i)
-                    buf = flat[k * row_bytes:(k + 1) * row_bytes] if k is not None else memoryview(skip)
+                    buf = flat[k * row_bytes : (k + 1) * row_bytes] if k is not None else memoryview(skip)
                     got = 0
                     while got < row_bytes:
                         n = f.readinto(buf[got:])
@@ -256,18 +278,22 @@ class ArrayFile:
         if rows is not None and shape and rows < shape[0]:
             shape = (rows,) + shape[1:]
             if fortran:  # column-major data cannot be cut by rows without reading all of it
-                raise self._fail(f"array '{name}' is stored in Fortran order; save it in C order (np.ascontiguousarray)")
+                raise self._fail(
+                    f"array '{name}' is stored in Fortran order; save it in C order (np.ascontiguousarray)"
+                )
         count = 1
         for d in shape:
             count *= d
         nbytes = count * dtype.itemsize
         if nbytes > self.max_bytes:
-            raise self._fail(f"array '{name}' {list(shape)} {dtype} needs {nbytes / MiB:.0f} MiB, more than the "
-                             f"{self.max_bytes / MiB:.0f} MiB npufit reads from one file (use fewer or smaller samples)")
+            raise self._fail(
+                f"array '{name}' {list(shape)} {dtype} needs {nbytes / MiB:.0f} MiB, more than the "
+                f"{self.max_bytes / MiB:.0f} MiB npufit reads from one file (use fewer or smaller samples)"
+            )
         arr = np.empty(count, dtype=dtype)  # filled in place: one copy of the data in memory, writable
         buf, got = memoryview(arr).cast("B"), 0
         try:
-            with (self._zip.open(self._member[name]) if self._zip is not None else open(self.path, "rb")) as f:
+            with self._zip.open(self._member[name]) if self._zip is not None else open(self.path, "rb") as f:
                 self._header(f, name)
                 while got < nbytes:
                     n = f.readinto(buf[got:])
@@ -281,5 +307,14 @@ class ArrayFile:
         return arr.reshape(shape, order="F" if fortran else "C")
 
 
-__all__ = ["require_regular_file", "read_bytes_capped", "read_json", "read_text", "sha256_file", "confined", "ArrayFile",
-           "BadModelError", "MiB"]
+__all__ = [
+    "require_regular_file",
+    "read_bytes_capped",
+    "read_json",
+    "read_text",
+    "sha256_file",
+    "confined",
+    "ArrayFile",
+    "BadModelError",
+    "MiB",
+]

@@ -3,6 +3,7 @@
 Control characters (C0 except newline/tab, DEL, C1) and bidirectional overrides are shown as \\uXXXX,
 a form that is also a valid escape inside a JSON string, so machine output stays parseable.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,7 @@ def _hex(m: re.Match) -> str:
     return f"\\u{ord(m.group()):04x}"
 
 
-_SAFE_ASCII = bytes([9, 10, *range(0x20, 0x7f)])  # the ASCII characters _UNSAFE lets through
+_SAFE_ASCII = bytes([9, 10, *range(0x20, 0x7F)])  # the ASCII characters _UNSAFE lets through
 _SAFE_BYTES = _SAFE_ASCII + bytes(range(0x80, 0x100))  # and every byte of a multi-byte UTF-8 character
 # UTF-8 lead bytes of every non-ASCII character _UNSAFE matches: C1 controls are C2 80-9F, the bidirectional
 # marks and overrides E2 80 8E/8F/AA-AE and E2 81 A6-A9
@@ -49,7 +50,7 @@ def esc_keep_styles(text: str) -> str:
     (report.console.SafeConsole has already escaped the names inside it)."""
     out, last = [], 0
     for m in _SGR.finditer(text):
-        out.append(esc(text[last:m.start()]))
+        out.append(esc(text[last : m.start()]))
         out.append(m.group())
         last = m.end()
     out.append(esc(text[last:]))

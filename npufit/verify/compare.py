@@ -1,4 +1,5 @@
 """Seeded inputs, deterministic ONNX Runtime CPU runs, and per-output differences."""
+
 from __future__ import annotations
 
 import math
@@ -45,7 +46,9 @@ def _ort_level() -> int:
 ORT_SETTINGS = {False: "graph optimizations off", True: "default graph optimizations (ORT_ENABLE_ALL)"}
 
 
-def make_session(model: str | os.PathLike | bytes, threads: int = 1, optimized: bool = False, external_dir: str | None = None):
+def make_session(
+    model: str | os.PathLike | bytes, threads: int = 1, optimized: bool = False, external_dir: str | None = None
+):
     """An ORT CPU session: deterministic (one thread, no graph rewrites that change rounding) by default,
     ORT's full optimizer with `optimized`; `external_dir` resolves external weights of a model given as bytes."""
     import onnxruntime as ort
@@ -59,19 +62,30 @@ def make_session(model: str | os.PathLike | bytes, threads: int = 1, optimized: 
     if external_dir is not None:
         so.add_session_config_entry("session.model_external_initializers_file_folder_path", str(external_dir))
     try:
-        return ort.InferenceSession(model if isinstance(model, bytes) else str(model), so, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(
+            model if isinstance(model, bytes) else str(model), so, providers=["CPUExecutionProvider"]
+        )
     except Exception as e:
         raise NpufitError(f"ONNX Runtime cannot load the model: {ort_message(e)}") from None
 
 
 _ORT_TO_NP = {
-    "tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
-    "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(int16)": np.int16, "tensor(int8)": np.int8,
-    "tensor(uint8)": np.uint8, "tensor(uint16)": np.uint16, "tensor(bool)": np.bool_,
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(float16)": np.float16,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(int16)": np.int16,
+    "tensor(int8)": np.int8,
+    "tensor(uint8)": np.uint8,
+    "tensor(uint16)": np.uint16,
+    "tensor(bool)": np.bool_,
 }
 
 
-def random_inputs(session, seed: int = 0, samples: int = 1, shapes: Mapping[str, tuple[int, ...]] | None = None) -> list[dict[str, np.ndarray]]:
+def random_inputs(
+    session, seed: int = 0, samples: int = 1, shapes: Mapping[str, tuple[int, ...]] | None = None
+) -> list[dict[str, np.ndarray]]:
     """Seeded random feeds for every session input (float ~ N(0,1), ints in [0, 10), bool random)."""
     rng = np.random.default_rng(seed)
     out = []
@@ -84,8 +98,10 @@ def random_inputs(session, seed: int = 0, samples: int = 1, shapes: Mapping[str,
                 raise NpufitError(f"input '{i.name}' is a {i.type}, not a tensor: npufit feeds tensor inputs only")
             nbytes = math.prod(shape) * np.dtype(dt).itemsize
             if nbytes > MAX_SAMPLE_BYTES:
-                raise NpufitError(f"input '{i.name}' of shape {list(shape)} would take {nbytes / (1 << 30):.1f} GiB per "
-                                  f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for a seeded input")
+                raise NpufitError(
+                    f"input '{i.name}' of shape {list(shape)} would take {nbytes / (1 << 30):.1f} GiB per "
+                    f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for a seeded input"
+                )
             if np.issubdtype(dt, np.floating):
                 feeds[i.name] = rng.standard_normal(shape).astype(dt)
             elif dt is np.bool_:
@@ -121,7 +137,9 @@ class _Watchdog:
             self._next += 1
             self._armed[self._next] = (deadline, ro)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, args=(self._cv,), name="npufit-ort-watchdog", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._loop, args=(self._cv,), name="npufit-ort-watchdog", daemon=True
+                )
                 self._thread.start()
             if deadline < self._wake:  # otherwise the thread wakes in time anyway: no context switch per run
                 self._cv.notify()
@@ -165,8 +183,10 @@ class run_limit:
     def __exit__(self, kind, exc, tb) -> bool:
         _WATCHDOG.disarm(self.token)
         if exc is not None and isinstance(exc, Exception) and self.ro.terminate:
-            raise NpufitError(f"ONNX Runtime did not finish one run within {self.limit:g} s (--verify-timeout): the "
-                              "model may loop forever (a Loop without a trip count)") from None
+            raise NpufitError(
+                f"ONNX Runtime did not finish one run within {self.limit:g} s (--verify-timeout): the "
+                "model may loop forever (a Loop without a trip count)"
+            ) from None
         return False
 
 
@@ -243,7 +263,12 @@ class Comparison(OutputDiffs):
         return self
 
     def to_dict(self) -> dict:
-        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "per_output": self.per_output, "missing": self.missing}
+        return {
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "per_output": self.per_output,
+            "missing": self.missing,
+        }
 
 
 def compare_outputs(ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) -> Comparison:
@@ -255,13 +280,21 @@ def compare_outputs(ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]
         b = got[name]
         a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
         if a64.shape != b64.shape:
-            c.per_output[name] = {"max_abs": float("inf"), "max_rel": float("inf"), "ref_max_abs": 0.0, "shape_mismatch": 1.0}
+            c.per_output[name] = {
+                "max_abs": float("inf"),
+                "max_rel": float("inf"),
+                "ref_max_abs": 0.0,
+                "shape_mismatch": 1.0,
+            }
             continue
         diff = np.abs(a64 - b64)
         diff = np.where(np.isnan(a64) & np.isnan(b64), 0.0, diff)  # NaN in both = equal
         ref_abs = np.abs(a64)
         max_abs = float(diff.max()) if diff.size else 0.0
         rel = diff / np.maximum(ref_abs, 1e-12)
-        c.per_output[name] = {"max_abs": max_abs, "max_rel": float(rel.max()) if rel.size else 0.0,
-                              "ref_max_abs": float(ref_abs.max()) if ref_abs.size else 0.0}
+        c.per_output[name] = {
+            "max_abs": max_abs,
+            "max_rel": float(rel.max()) if rel.size else 0.0,
+            "ref_max_abs": float(ref_abs.max()) if ref_abs.size else 0.0,
+        }
     return c

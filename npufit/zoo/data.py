@@ -5,6 +5,7 @@ The synthetic plant has three hidden processes a real machine has too: a slow da
 random-walk load, and a vibration whose amplitude follows the load. Each sensor mixes them with its own
 lag and noise, so the next value of sensor 0 is predictable from the window but not trivially so.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,10 +20,14 @@ import numpy as np
 from ..errors import NpufitError
 
 
-def synthetic(length: int = 4000, features: int = 4, seed: int = 0, noise: float = 0.05) -> tuple[np.ndarray, list[str]]:
+def synthetic(
+    length: int = 4000, features: int = 4, seed: int = 0, noise: float = 0.05
+) -> tuple[np.ndarray, list[str]]:
     """A [length, features] float32 array of coupled sensor readings, and the sensor names."""
     if length < 16 or features < 1:
-        raise NpufitError(f"synthetic data needs length >= 16 and features >= 1 (got length={length}, features={features})")
+        raise NpufitError(
+            f"synthetic data needs length >= 16 and features >= 1 (got length={length}, features={features})"
+        )
     rng = np.random.default_rng(seed)
     t = np.arange(length, dtype=np.float64)
     daily = np.sin(2 * np.pi * t / 288.0)  # 5-minute samples: 288 per day
@@ -93,9 +98,18 @@ class SeriesDataset:
     source: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "npufit.dataset/1", "source": self.source, "features": self.features, "target": self.target,
-                "seq_len": self.seq_len, "horizon": self.horizon, "train_windows": int(len(self.x_train)),
-                "val_windows": int(len(self.x_val)), "mean": self.mean.tolist(), "std": self.std.tolist()}
+        return {
+            "schema": "npufit.dataset/1",
+            "source": self.source,
+            "features": self.features,
+            "target": self.target,
+            "seq_len": self.seq_len,
+            "horizon": self.horizon,
+            "train_windows": int(len(self.x_train)),
+            "val_windows": int(len(self.x_val)),
+            "mean": self.mean.tolist(),
+            "std": self.std.tolist(),
+        }
 
     def windows(self, split: str = "val", limit: int | None = None, between: bool = False) -> np.ndarray:
         """At most `limit` windows of a split, evenly spaced over all of it (in time order).
@@ -114,8 +128,15 @@ class SeriesDataset:
             idx = idx[idx <= len(x) - 1]
         return x[np.unique(idx.round().astype(int))]
 
-    def save_npz(self, path: str | os.PathLike, split: str = "val", limit: int | None = None, input_name: str = "series",
-                 stack: bool = False, between: bool = False) -> Path:
+    def save_npz(
+        self,
+        path: str | os.PathLike,
+        split: str = "val",
+        limit: int | None = None,
+        input_name: str = "series",
+        stack: bool = False,
+        between: bool = False,
+    ) -> Path:
         """Write windows under the model's input name (calibration / bench inputs): [N, seq_len, F], or with
         stack=True [N, 1, seq_len, F] -- N separate batch-1 samples, one axis more than the model input."""
         from ..util.io import atomic_path
@@ -124,7 +145,6 @@ class SeriesDataset:
         with atomic_path(path, suffix=".npz") as tmp:
             np.savez(tmp, **{input_name: x[:, None] if stack else x})
         return Path(path)
-
 
     def save_npy_folder(self, folder: str | os.PathLike, split: str = "train", limit: int | None = 64) -> Path:
         """One [1, seq_len, F] .npy per window (the calibration folder format the compilers read)."""
@@ -138,8 +158,16 @@ class SeriesDataset:
         return out
 
 
-def make_dataset(values: np.ndarray, names: list[str], target: str | None = None, seq_len: int = 32, horizon: int = 1,
-                 val_fraction: float = 0.2, stride: int = 1, source: dict | None = None) -> SeriesDataset:
+def make_dataset(
+    values: np.ndarray,
+    names: list[str],
+    target: str | None = None,
+    seq_len: int = 32,
+    horizon: int = 1,
+    val_fraction: float = 0.2,
+    stride: int = 1,
+    source: dict | None = None,
+) -> SeriesDataset:
     """Windows over time; the validation part is the END of the series (no look-ahead leak into training)."""
     target = target or names[0]
     if target not in names:
@@ -154,13 +182,24 @@ def make_dataset(values: np.ndarray, names: list[str], target: str | None = None
     norm = ((values - mean) / std).astype(np.float32)
     ti = names.index(target)
     starts = np.arange(0, len(values) - seq_len - horizon + 1, stride)
-    x = np.stack([norm[s:s + seq_len] for s in starts])
-    y = np.stack([norm[s + seq_len:s + seq_len + horizon, ti] for s in starts])
+    x = np.stack([norm[s : s + seq_len] for s in starts])
+    y = np.stack([norm[s + seq_len : s + seq_len + horizon, ti] for s in starts])
     is_train = starts + seq_len + horizon <= cut
     if is_train.sum() < 2 or (~is_train).sum() < 2:
         raise NpufitError(f"val_fraction={val_fraction} leaves too few training or validation windows")
-    return SeriesDataset(x[is_train], y[is_train], x[~is_train], y[~is_train], list(names), target, seq_len, horizon,
-                         mean.astype(np.float32), std.astype(np.float32), dict(source or {}))
+    return SeriesDataset(
+        x[is_train],
+        y[is_train],
+        x[~is_train],
+        y[~is_train],
+        list(names),
+        target,
+        seq_len,
+        horizon,
+        mean.astype(np.float32),
+        std.astype(np.float32),
+        dict(source or {}),
+    )
 
 
 def load_dataset(spec: dict[str, Any], base_dir: str | os.PathLike = ".") -> SeriesDataset:
@@ -171,8 +210,20 @@ def load_dataset(spec: dict[str, Any], base_dir: str | os.PathLike = ".") -> Ser
         values, names = from_csv(path, spec.get("columns"))
         source = {"kind": "csv", "path": str(path), "rows": int(len(values))}
     else:
-        values, names = synthetic(int(spec.get("length", 4000)), int(spec.get("features", 4)), int(spec.get("seed", 0)),
-                                  float(spec.get("noise", 0.05)))
+        values, names = synthetic(
+            int(spec.get("length", 4000)),
+            int(spec.get("features", 4)),
+            int(spec.get("seed", 0)),
+            float(spec.get("noise", 0.05)),
+        )
         source = {"kind": "synthetic", "length": int(len(values)), "seed": int(spec.get("seed", 0))}
-    return make_dataset(values, names, spec.get("target"), seq_len, horizon, float(spec.get("val_fraction", 0.2)),
-                        int(spec.get("stride", 1)), source)
+    return make_dataset(
+        values,
+        names,
+        spec.get("target"),
+        seq_len,
+        horizon,
+        float(spec.get("val_fraction", 0.2)),
+        int(spec.get("stride", 1)),
+        source,
+    )

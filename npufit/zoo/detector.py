@@ -6,6 +6,7 @@ published; these are npufit's own, each adding layers): 2 = the plain detector; 
 split into two branches and a concat) and an SPPF block (chained 5x5 stride-1 max pools and a concat); 4 = 3 +
 YOLOv8-style head outputs flattened to (B, C, H*W).
 """
+
 from __future__ import annotations
 
 import os

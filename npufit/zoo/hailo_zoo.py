@@ -8,6 +8,7 @@ Ultralytics module layout, exported at opset 11 (the Zoo's opset). Each builder 
 that play the Zoo's end nodes in the rebuild (none: the whole network runs on the chip).
 Needs torch and transformers.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,12 +24,12 @@ OPSET = 11
 
 @dataclass(frozen=True)
 class ZooNet:
-    name: str           # the rebuild
-    zoo: str            # Model Zoo network(s) it stands for
-    zoo_end: str        # the Zoo's end nodes (v2.12 yaml), verbatim
-    after_end: str      # what the Zoo cuts after the end nodes and runs on the host
+    name: str  # the rebuild
+    zoo: str  # Model Zoo network(s) it stands for
+    zoo_end: str  # the Zoo's end nodes (v2.12 yaml), verbatim
+    after_end: str  # what the Zoo cuts after the end nodes and runs on the host
     build: Callable[[Path], tuple[str, ...]]
-    note: str = ""      # what the table should say beside the verdicts
+    note: str = ""  # what the table should say beside the verdicts
 
 
 def _torch():
@@ -42,8 +43,9 @@ def _hf(model, path: Path, size: int | tuple[int, int], outputs: tuple[str, ...]
     torch = _torch()
     model.set_attn_implementation("eager")  # explicit MatMul/Softmax: what an opset-11 export (the Zoo's) holds
     h, w = (size, size) if isinstance(size, int) else size
-    export_onnx(wrap(model.eval(), ("pixel_values",), outputs), torch.randn(1, 3, h, w), path, OPSET, ["images"],
-                list(outputs))
+    export_onnx(
+        wrap(model.eval(), ("pixel_values",), outputs), torch.randn(1, 3, h, w), path, OPSET, ["images"], list(outputs)
+    )
 
 
 def _tiny_vit(path: Path, config: str, model: str) -> tuple[str, ...]:
@@ -51,8 +53,15 @@ def _tiny_vit(path: Path, config: str, model: str) -> tuple[str, ...]:
     _torch()
     import transformers
 
-    cfg = getattr(transformers, config)(image_size=32, patch_size=8, hidden_size=48, num_hidden_layers=2,
-                                        num_attention_heads=3, intermediate_size=96, num_labels=10)
+    cfg = getattr(transformers, config)(
+        image_size=32,
+        patch_size=8,
+        hidden_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=3,
+        intermediate_size=96,
+        num_labels=10,
+    )
     _hf(getattr(transformers, model)(cfg), path, 32, ("logits",))
     return ()
 
@@ -69,8 +78,16 @@ def levit(path: Path) -> tuple[str, ...]:
     _torch()
     from transformers import LevitConfig, LevitForImageClassificationWithTeacher
 
-    cfg = LevitConfig(image_size=64, hidden_sizes=[32, 48, 64], num_attention_heads=[2, 3, 4], depths=[1, 1, 1],
-                      key_dim=[8, 8, 8], mlp_ratio=[2, 2, 2], attention_ratio=[2, 2, 2], num_labels=10)
+    cfg = LevitConfig(
+        image_size=64,
+        hidden_sizes=[32, 48, 64],
+        num_attention_heads=[2, 3, 4],
+        depths=[1, 1, 1],
+        key_dim=[8, 8, 8],
+        mlp_ratio=[2, 2, 2],
+        attention_ratio=[2, 2, 2],
+        num_labels=10,
+    )
     _hf(LevitForImageClassificationWithTeacher(cfg), path, 64, ("logits",))
     return ()
 
@@ -80,8 +97,15 @@ def vit_pose(path: Path) -> tuple[str, ...]:
     _torch()
     from transformers import VitPoseBackboneConfig, VitPoseConfig, VitPoseForPoseEstimation
 
-    bb = VitPoseBackboneConfig(image_size=[64, 48], patch_size=[8, 8], hidden_size=32, num_hidden_layers=2,
-                               num_attention_heads=2, intermediate_size=64, out_indices=[2])
+    bb = VitPoseBackboneConfig(
+        image_size=[64, 48],
+        patch_size=[8, 8],
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        out_indices=[2],
+    )
     _hf(VitPoseForPoseEstimation(VitPoseConfig(backbone_config=bb, num_labels=5)), path, (64, 48), ("heatmaps",))
     return ()
 
@@ -90,11 +114,27 @@ def _detr(path: Path, layer_type: str) -> tuple[str, ...]:
     _torch()
     from transformers import DetrConfig, DetrForObjectDetection, ResNetConfig
 
-    bb = ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], layer_type=layer_type,
-                      out_features=["stage4"])
-    cfg = DetrConfig(use_timm_backbone=False, backbone_config=bb, use_pretrained_backbone=False, d_model=32,
-                     encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-                     encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10, num_labels=5)
+    bb = ResNetConfig(
+        embedding_size=16,
+        hidden_sizes=[16, 32, 64, 128],
+        depths=[1, 1, 1, 1],
+        layer_type=layer_type,
+        out_features=["stage4"],
+    )
+    cfg = DetrConfig(
+        use_timm_backbone=False,
+        backbone_config=bb,
+        use_pretrained_backbone=False,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_queries=10,
+        num_labels=5,
+    )
     _hf(DetrForObjectDetection(cfg), path, 128, ("logits", "pred_boxes"))
     return ()
 
@@ -127,8 +167,13 @@ def _backbone(w: int):
     """Three feature maps at strides 8, 16, 32 (a CSP-free stand-in: the head is what the Zoo cuts)."""
     from torch import nn
 
-    return nn.ModuleList([nn.Sequential(_conv(3, w, 3, 2), _conv(w, w, 3, 2), _conv(w, w, 3, 2)),
-                          _conv(w, 2 * w, 3, 2), _conv(2 * w, 4 * w, 3, 2)])
+    return nn.ModuleList(
+        [
+            nn.Sequential(_conv(3, w, 3, 2), _conv(w, w, 3, 2), _conv(w, w, 3, 2)),
+            _conv(w, 2 * w, 3, 2),
+            _conv(2 * w, 4 * w, 3, 2),
+        ]
+    )
 
 
 def _backbone_head(w: int, head):
@@ -160,8 +205,12 @@ def yolov8(path: Path) -> tuple[str, ...]:
     class Detect(nn.Module):
         def __init__(self, chs):
             super().__init__()
-            self.cv2 = nn.ModuleList(nn.Sequential(_conv(c, 32, 3), _conv(32, 32, 3), nn.Conv2d(32, 4 * reg_max, 1)) for c in chs)
-            self.cv3 = nn.ModuleList(nn.Sequential(_conv(c, 32, 3), _conv(32, 32, 3), nn.Conv2d(32, nc, 1)) for c in chs)
+            self.cv2 = nn.ModuleList(
+                nn.Sequential(_conv(c, 32, 3), _conv(32, 32, 3), nn.Conv2d(32, 4 * reg_max, 1)) for c in chs
+            )
+            self.cv3 = nn.ModuleList(
+                nn.Sequential(_conv(c, 32, 3), _conv(32, 32, 3), nn.Conv2d(32, nc, 1)) for c in chs
+            )
             self.dfl = nn.Conv2d(reg_max, 1, 1, bias=False)
             self.dfl.weight.data[:] = torch.arange(reg_max, dtype=torch.float32).view(1, reg_max, 1, 1)
 
@@ -228,16 +277,41 @@ ZOO: tuple[ZooNet, ...] = (
     ZooNet("vit", "vit_tiny, vit_small, vit_base", "`897` / `898` (the classifier output)", "nothing", vit),
     ZooNet("deit", "deit_tiny, deit_small, deit_base", "the classifier output", "nothing", deit),
     ZooNet("levit", "levit256", "`995` (the classifier output)", "nothing", levit),
-    ZooNet("vit_pose", "vit_pose_small", "`1126` (the heatmap output)", "nothing (keypoint decoding is post-processing)",
-           vit_pose),
-    ZooNet("detr_r18", "detr_resnet_v1_18_bn", "`Add_3451` (class logits), `Sigmoid_3460` (boxes)",
-           "nothing inside the network (Softmax and box conversion are post-processing)", detr_r18),
-    ZooNet("detr_r50", "detr_resnet_v1_50", "`/class_embed/Add`, `/Sigmoid`",
-           "nothing inside the network (Softmax and box conversion are post-processing)", detr_r50),
-    ZooNet("yolov8", "yolov8n/s/m/l/x", "`/model.22/cv2.{0,1,2}/cv2.{i}.2/Conv`, `/model.22/cv3.{0,1,2}/cv3.{i}.2/Conv`",
-           "DFL, dist2bbox, class Sigmoid, Concat (nms_postprocess on the host)", yolov8),
-    ZooNet("yolov5", "yolov5s/m (v2.12)", "the three 1x1 detect convs (`Conv_234`, `Conv_218`, `Conv_202` in yolov5s)",
-           "view(bs,3,85,ny,nx) + permute, Sigmoid, grid/anchor decode, Concat (nms_postprocess on the host)", yolov5),
+    ZooNet(
+        "vit_pose",
+        "vit_pose_small",
+        "`1126` (the heatmap output)",
+        "nothing (keypoint decoding is post-processing)",
+        vit_pose,
+    ),
+    ZooNet(
+        "detr_r18",
+        "detr_resnet_v1_18_bn",
+        "`Add_3451` (class logits), `Sigmoid_3460` (boxes)",
+        "nothing inside the network (Softmax and box conversion are post-processing)",
+        detr_r18,
+    ),
+    ZooNet(
+        "detr_r50",
+        "detr_resnet_v1_50",
+        "`/class_embed/Add`, `/Sigmoid`",
+        "nothing inside the network (Softmax and box conversion are post-processing)",
+        detr_r50,
+    ),
+    ZooNet(
+        "yolov8",
+        "yolov8n/s/m/l/x",
+        "`/model.22/cv2.{0,1,2}/cv2.{i}.2/Conv`, `/model.22/cv3.{0,1,2}/cv3.{i}.2/Conv`",
+        "DFL, dist2bbox, class Sigmoid, Concat (nms_postprocess on the host)",
+        yolov8,
+    ),
+    ZooNet(
+        "yolov5",
+        "yolov5s/m (v2.12)",
+        "the three 1x1 detect convs (`Conv_234`, `Conv_218`, `Conv_202` in yolov5s)",
+        "view(bs,3,85,ny,nx) + permute, Sigmoid, grid/anchor decode, Concat (nms_postprocess on the host)",
+        yolov5,
+    ),
 )
 BY_NAME = {z.name: z for z in ZOO}
 
@@ -280,11 +354,19 @@ def evaluate(net: ZooNet, folder: str | os.PathLike, target: str = "hailo8") -> 
     after = [r for r in running if r.name not in inside]
     off = [r for r in before if r.verdict.value != "npu"]
     cut_after = sorted({r.op_type for r in after if r.verdict.value != "npu"})
-    return {"network": net.name, "zoo": net.zoo, "zoo_end_nodes": net.zoo_end, "zoo_cuts_after": net.after_end,
-            "end_nodes": list(ends) or ["(the model outputs)"], "nodes_to_end": len(before),
-            "npu_to_end": len(before) - len(off), "off_npu_to_end": sorted({f"{r.op_type} [{r.reasons[0].rule}]" for r in off
-                                                                          if r.reasons}),
-            "nodes_after_end": len(after), "flagged_after_end": cut_after, "note": net.note}
+    return {
+        "network": net.name,
+        "zoo": net.zoo,
+        "zoo_end_nodes": net.zoo_end,
+        "zoo_cuts_after": net.after_end,
+        "end_nodes": list(ends) or ["(the model outputs)"],
+        "nodes_to_end": len(before),
+        "npu_to_end": len(before) - len(off),
+        "off_npu_to_end": sorted({f"{r.op_type} [{r.reasons[0].rule}]" for r in off if r.reasons}),
+        "nodes_after_end": len(after),
+        "flagged_after_end": cut_after,
+        "note": net.note,
+    }
 
 
 def evaluate_all(folder: str | os.PathLike, target: str = "hailo8") -> list[dict]:
@@ -301,12 +383,17 @@ def write_record(folder: str | os.PathLike, path: str | os.PathLike = RECORD) ->
     from ..util.io import atomic_write_text
 
     rows = evaluate_all(folder)
-    atomic_write_text(Path(path), json.dumps({"schema": "npufit.hailo-zoo/1", "target": "hailo8", "opset": OPSET,
-                                              "networks": rows}, indent=1) + "\n")
+    atomic_write_text(
+        Path(path),
+        json.dumps({"schema": "npufit.hailo-zoo/1", "target": "hailo8", "opset": OPSET, "networks": rows}, indent=1)
+        + "\n",
+    )
     return rows
 
 
-if __name__ == "__main__":  # python -m npufit.zoo.hailo_zoo: refresh the record (then `npufit targets --write-docs docs/targets`)
+if (
+    __name__ == "__main__"
+):  # python -m npufit.zoo.hailo_zoo: refresh the record (then `npufit targets --write-docs docs/targets`)
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:

@@ -1,5 +1,6 @@
 """Seed-003 time-series regressors: GRU, LSTM, bidirectional LSTM and a TCN (the conv alternative
 seed 000 recommends for NPUs). Input [batch, seq_len, features] -> output [batch, horizon]."""
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,9 @@ from .export import export_onnx
 KINDS = ("gru", "lstm", "bilstm", "tcn")
 
 
-def build(kind: str, features: int = 4, hidden: int = 32, seq_len: int = 32, horizon: int = 1, layers: int = 1, seed: int = 0):
+def build(
+    kind: str, features: int = 4, hidden: int = 32, seq_len: int = 32, horizon: int = 1, layers: int = 1, seed: int = 0
+):
     import torch
     from torch import nn
 
@@ -58,8 +61,14 @@ def build(kind: str, features: int = 4, hidden: int = 32, seq_len: int = 32, hor
     return RNNRegressor("gru" if kind == "gru" else "lstm", kind == "bilstm")
 
 
-def export(kind_or_module, path: str | os.PathLike, features: int = 4, seq_len: int = 32, opset: int = 11, **kw) -> bytes:
+def export(
+    kind_or_module, path: str | os.PathLike, features: int = 4, seq_len: int = 32, opset: int = 11, **kw
+) -> bytes:
     import torch
 
-    module = build(kind_or_module, features=features, seq_len=seq_len, **kw) if isinstance(kind_or_module, str) else kind_or_module
+    module = (
+        build(kind_or_module, features=features, seq_len=seq_len, **kw)
+        if isinstance(kind_or_module, str)
+        else kind_or_module
+    )
     return export_onnx(module, torch.randn(1, seq_len, features), path, opset, ["series"], ["forecast"])

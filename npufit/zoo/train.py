@@ -3,6 +3,7 @@
 Seed 003's train_gru.py / train_lstm.py / train_bilstm.py were three copies of one loop; here it is one
 function over the zoo's kinds. Deterministic for a given seed (single-process data order, seeded init).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,9 +36,17 @@ class TrainResult:
         return self.history[-1] if self.history else {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "kind": self.kind, "settings": self.settings, "history": self.history,
-                "final_train_loss": self.final.get("train_loss"), "final_val_loss": self.final.get("val_loss"),
-                "baseline_val_loss": self.baseline_val_loss, "parameters": self.parameters, "seconds": round(self.seconds, 3)}
+        return {
+            "schema": SCHEMA,
+            "kind": self.kind,
+            "settings": self.settings,
+            "history": self.history,
+            "final_train_loss": self.final.get("train_loss"),
+            "final_val_loss": self.final.get("val_loss"),
+            "baseline_val_loss": self.baseline_val_loss,
+            "parameters": self.parameters,
+            "seconds": round(self.seconds, 3),
+        }
 
     def to_markdown(self) -> str:
         rows = ["| epoch | train MSE | val MSE |", "|---:|---:|---:|"]
@@ -48,12 +57,28 @@ class TrainResult:
 def build_for(kind: str, dataset: SeriesDataset, hidden: int = 32, layers: int = 1, seed: int = 0):
     if kind not in KINDS:
         raise NpufitError(f"unknown zoo model '{kind}' (choose from {', '.join(KINDS)})")
-    return build(kind, features=len(dataset.features), hidden=hidden, seq_len=dataset.seq_len,
-                 horizon=dataset.horizon, layers=layers, seed=seed)
+    return build(
+        kind,
+        features=len(dataset.features),
+        hidden=hidden,
+        seq_len=dataset.seq_len,
+        horizon=dataset.horizon,
+        layers=layers,
+        seed=seed,
+    )
 
 
-def train(kind: str, dataset: SeriesDataset, epochs: int = 3, hidden: int = 32, layers: int = 1, lr: float = 3e-3,
-          batch_size: int = 64, seed: int = 0, max_windows: int | None = None):
+def train(
+    kind: str,
+    dataset: SeriesDataset,
+    epochs: int = 3,
+    hidden: int = 32,
+    layers: int = 1,
+    lr: float = 3e-3,
+    batch_size: int = 64,
+    seed: int = 0,
+    max_windows: int | None = None,
+):
     """Return (trained torch module, TrainResult). MSE loss, Adam, shuffled mini-batches."""
     try:
         import torch
@@ -67,17 +92,27 @@ def train(kind: str, dataset: SeriesDataset, epochs: int = 3, hidden: int = 32, 
     opt = torch.optim.Adam(module.parameters(), lr=lr)
     loss_fn = torch.nn.MSELoss()
     gen = torch.Generator().manual_seed(seed)
-    settings = {"epochs": epochs, "hidden": hidden, "layers": layers, "lr": lr, "batch_size": batch_size, "seed": seed,
-                "train_windows": int(len(xt)), "val_windows": int(len(xv))}
+    settings = {
+        "epochs": epochs,
+        "hidden": hidden,
+        "layers": layers,
+        "lr": lr,
+        "batch_size": batch_size,
+        "seed": seed,
+        "train_windows": int(len(xt)),
+        "val_windows": int(len(xv)),
+    }
     result = TrainResult(kind, settings, parameters=sum(p.numel() for p in module.parameters()))
     ti = dataset.features.index(dataset.target)
-    result.baseline_val_loss = float(np.mean((dataset.x_val[:max_windows, -1, ti:ti + 1] - dataset.y_val[:max_windows]) ** 2))
+    result.baseline_val_loss = float(
+        np.mean((dataset.x_val[:max_windows, -1, ti : ti + 1] - dataset.y_val[:max_windows]) ** 2)
+    )
     t0 = time.perf_counter()
     for epoch in track(range(1, epochs + 1), f"train {kind}", total=epochs):
         module.train()
         order, total = torch.randperm(len(xt), generator=gen), 0.0
         for i in range(0, len(xt), batch_size):
-            idx = order[i:i + batch_size]
+            idx = order[i : i + batch_size]
             opt.zero_grad()
             loss = loss_fn(module(xt[idx]), yt[idx])
             loss.backward()

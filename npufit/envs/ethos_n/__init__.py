@@ -8,6 +8,7 @@ file and a JSON answer (npufit.compilers.ethos_n); nothing here is imported by `
 Layout of <envs>/ethos-n: source/ (the driver stack and the built library), bin/npufit-ethosn-<digest> (the shim
 of each npufit shim source that used this env), build.log, npufit-env.json.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,7 +33,7 @@ UTILS_INCLUDE = Path("driver/utils/include")  # the library's logger, to read wh
 SHIM_SRC = Path(__file__).with_name("shim.cpp")
 SHIM_FILES = (SHIM_SRC, Path(__file__).with_name("shim_io.hpp"))
 SHIM_DIR = Path("bin")  # one shim per npufit shim source (npufit-ethosn-<digest>): npufit versions sharing the env
-                       # folder never relink each other's shim
+# folder never relink each other's shim
 _COMPILING = re.compile(r"^g\+\+ -o \S*?/src/(\w+)\.o ")
 
 
@@ -51,8 +52,12 @@ def _require_tools() -> dict[str, str]:
     missing = [n for n, p in t.items() if not p]
     if missing:
         how = {"g++": "install a C++14 compiler (apt-get install g++)", "scons": f"pip install '{SCONS_PIN}'"}
-        raise NpufitError("building the Ethos-N support library needs " + " and ".join(missing) + ": "
-                          + "; ".join(how[m] for m in missing))
+        raise NpufitError(
+            "building the Ethos-N support library needs "
+            + " and ".join(missing)
+            + ": "
+            + "; ".join(how[m] for m in missing)
+        )
     return t  # type: ignore[return-value]
 
 
@@ -71,7 +76,9 @@ def _fetch(src: str, dst: Path, say) -> str:
         if not git:
             raise NpufitError(f"cloning {src} needs git (or pass --source DIR with a local copy of the driver stack)")
         say(f"cloning {src} (tag {DEFAULT_REF})")
-        p = subprocess.run([git, "clone", "--depth", "1", "--branch", DEFAULT_REF, src, str(dst)], capture_output=True, text=True)
+        p = subprocess.run(
+            [git, "clone", "--depth", "1", "--branch", DEFAULT_REF, src, str(dst)], capture_output=True, text=True
+        )
         if p.returncode != 0:
             raise NpufitError(f"git clone {src} failed: {(p.stderr.strip().splitlines() or ['no message'])[-1][:300]}")
         return f"{src}@{DEFAULT_REF}"
@@ -119,7 +126,9 @@ def build(d: Path, source: str | None, jobs: int | None, say) -> dict:
     log = d / "build.log"
     done = 0
     with open(log, "w", encoding="utf-8") as f:
-        proc = subprocess.Popen(cmd, cwd=srcdir / "driver", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        proc = subprocess.Popen(
+            cmd, cwd=srcdir / "driver", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             f.write(line)
@@ -133,9 +142,17 @@ def build(d: Path, source: str | None, jobs: int | None, say) -> dict:
     lib_s = time.perf_counter() - t1
     shim_s = link_shim(d, t["g++"], say)
     version = shim_version(d)
-    return {"version": version, "source": origin, "build_s": round(lib_s, 1), "fetch_s": round(fetch_s, 1),
-            "shim_s": round(shim_s, 1), "jobs": jobs, "compiled_sources": done, "shim_digest": shim_digest(),
-            "compiler": _gxx_version(t["g++"])}
+    return {
+        "version": version,
+        "source": origin,
+        "build_s": round(lib_s, 1),
+        "fetch_s": round(fetch_s, 1),
+        "shim_s": round(shim_s, 1),
+        "jobs": jobs,
+        "compiled_sources": done,
+        "shim_digest": shim_digest(),
+        "compiler": _gxx_version(t["g++"]),
+    }
 
 
 def link_shim(d: Path, gxx: str | None = None, say=lambda m: None) -> float:
@@ -146,11 +163,29 @@ def link_shim(d: Path, gxx: str | None = None, say=lambda m: None) -> float:
     say("linking the npufit shim against the support library")
     t0 = time.perf_counter()
     src = d / "source"
-    p = subprocess.run([gxx, "-std=c++14", "-O2", "-I", str(src / INCLUDE), "-I", str(src / UTILS_INCLUDE), str(SHIM_SRC),
-                        str(src / LIB), "-lpthread", "-o", str(tmp)], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            gxx,
+            "-std=c++14",
+            "-O2",
+            "-I",
+            str(src / INCLUDE),
+            "-I",
+            str(src / UTILS_INCLUDE),
+            str(SHIM_SRC),
+            str(src / LIB),
+            "-lpthread",
+            "-o",
+            str(tmp),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if p.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise NpufitError(f"linking the Ethos-N shim failed: {(p.stderr.strip().splitlines() or ['no message'])[-1][:300]}")
+        raise NpufitError(
+            f"linking the Ethos-N shim failed: {(p.stderr.strip().splitlines() or ['no message'])[-1][:300]}"
+        )
     tmp.replace(out)
     return time.perf_counter() - t0
 

@@ -2,6 +2,7 @@
 
 argv: request.json response.json. Builds an .rknn with a verbose log (the parent parses the Network
 Layer Information Table from stdout) and, if asked, runs the toolkit's simulator on given .npy inputs."""
+
 import json
 import sys
 import time

@@ -4,6 +4,7 @@ argv: model.tflite response.json. Asks Vela's own operator checks, through its l
 whether each operator of a TFLite file runs on the NPU: the TFLite semantic checks (model_reader.read_model) and
 the supported-operator checks (TFLiteSupportedOperators.is_operator_supported), with the reason text Vela prints.
 A child process because vendor code never runs inside npufit itself (a crash there must not take npufit down)."""
+
 import contextlib
 import io
 import json
@@ -50,9 +51,20 @@ def main(model, resp_path):
                     mark = f"'{op.name}'"
                     block = semantic_text.split(mark, 1)[1] if mark in semantic_text else ""
                     reason = _reason(block.split("Warning:", 1)[0])
-                    reason = f"Unsupported TensorFlow Lite semantics: {reason}" if reason else "Unsupported TensorFlow Lite semantics"
-                resp["ops"].append({"index": getattr(op, "op_index", None), "op": str(op.type.name), "ofm": op.name,
-                                    "npu": npu, "reason": "" if npu else reason})
+                    reason = (
+                        f"Unsupported TensorFlow Lite semantics: {reason}"
+                        if reason
+                        else "Unsupported TensorFlow Lite semantics"
+                    )
+                resp["ops"].append(
+                    {
+                        "index": getattr(op, "op_index", None),
+                        "op": str(op.type.name),
+                        "ofm": op.name,
+                        "npu": npu,
+                        "reason": "" if npu else reason,
+                    }
+                )
         resp["ok"] = True
     except Exception as e:  # reported to the parent, which says it in one line
         resp["error"] = f"{type(e).__name__}: {e}"

@@ -4,6 +4,7 @@ Seed 000: Conv1d times out in the Hailo compiler; Conv2d with a (1,k) kernel com
 Conv1d/activations keep the 4-D layout: the shared tidy-ups sink each Squeeze through element-wise
 ops and cancel it against the next Conv's re-expansion.
 """
+
 from __future__ import annotations
 
 from ..base import RewriteRule, RuleContext

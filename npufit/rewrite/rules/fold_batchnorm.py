@@ -3,6 +3,7 @@
 W' = W * s (per output channel), B' = (B - mean) * s + beta with s = gamma / sqrt(var + eps); computed
 in float64 and stored in the weight dtype, so the result differs from the original only by rounding.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,11 +42,17 @@ class FoldBN(NodeRule):
         wv = const(w)
         g, b, m, v = (const(t).astype(np.float64).reshape(-1) for t in (scale, bias, mean, var))
         s = g / np.sqrt(v + eps)
-        cb = const(conv.inputs[2]).astype(np.float64) if len(conv.inputs) > 2 and conv.inputs[2] is not None else np.zeros_like(m)
+        cb = (
+            const(conv.inputs[2]).astype(np.float64)
+            if len(conv.inputs) > 2 and conv.inputs[2] is not None
+            else np.zeros_like(m)
+        )
         w2 = (wv.astype(np.float64) * s.reshape((-1,) + (1,) * (wv.ndim - 1))).astype(wv.dtype)
         b2 = ((cb - m) * s + b).astype(wv.dtype)
         attrs = dict(conv.attributes.items())
-        return op.Conv(x, self.initializer(op, w2, w.name or "w"), self.initializer(op, b2, (w.name or "w") + "_bias"), **attrs)
+        return op.Conv(
+            x, self.initializer(op, w2, w.name or "w"), self.initializer(op, b2, (w.name or "w") + "_bias"), **attrs
+        )
 
 
 def _patterns(ctx: RuleContext) -> list:

@@ -4,6 +4,7 @@ shapes, Tile/Expand/ConstantOfShape/Where/Range on constants) and store their re
 Hailo rejects Expand, ConstantOfShape and Where nodes even when their result is a constant; the
 folded model carries the values instead. Uses onnxscript's constant folder (ONNX reference kernels).
 """
+
 from __future__ import annotations
 
 import onnx_ir as ir
@@ -40,15 +41,23 @@ def _run(model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
 def _fold(model: ir.Model) -> None:
     from onnxscript.optimizer import fold_constants
 
-    fold_constants(model, onnx_shape_inference=True, input_size_limit=INPUT_LIMIT, output_size_limit=OUTPUT_LIMIT,
-                   should_fold=lambda node: True if node.op_type in ALWAYS and all(
-                       v is None or v.const_value is not None for v in node.inputs) else None)
+    fold_constants(
+        model,
+        onnx_shape_inference=True,
+        input_size_limit=INPUT_LIMIT,
+        output_size_limit=OUTPUT_LIMIT,
+        should_fold=lambda node: (
+            True
+            if node.op_type in ALWAYS and all(v is None or v.const_value is not None for v in node.inputs)
+            else None
+        ),
+    )
 
 
 RULE = RewriteRule(
     name=NAME,
     summary="nodes computable from constants and static shapes (Shape/Gather/Concat chains, Tile, Expand, "
-            "ConstantOfShape, Where, Range) -> initializers",
+    "ConstantOfShape, Where, Range) -> initializers",
     exact=True,
     ops=("Shape", "Gather", "Concat", "Unsqueeze", "Tile", "Expand", "ConstantOfShape", "Where", "Range", "Cast"),
     run=_run,

@@ -4,6 +4,7 @@ Erf is rejected by the Hailo parser outside the exporter's own GELU pattern ("Un
 ... op=Erf") and runs on the CPU on RK3588; Tanh runs on every NPU here. The two forms differ by up
 to ~5e-4 per activation, so this rule runs only with --allow-approx and fix reports the measured error.
 """
+
 from __future__ import annotations
 
 import math

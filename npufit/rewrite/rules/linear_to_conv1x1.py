@@ -4,6 +4,7 @@ Seed 000: "a very large Linear can be made NPU-friendly as a 1x1 convolution". R
 [N,K,1,1] -> Conv -> Flatten; rank-4 [N,C,H,K] @ W is a 1x1 Conv over K after moving K to the channel
 axis (Transpose in and out).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -95,7 +96,7 @@ def _patterns(ctx: RuleContext) -> list:
 RULE = RewriteRule(
     name=NAME,
     summary="Gemm/MatMul with a constant weight on a rank-2 activation -> Reshape [N,K,1,1] + 1x1 Conv + Flatten; "
-            "rank-4 MatMul -> Transpose + 1x1 Conv + Transpose",
+    "rank-4 MatMul -> Transpose + 1x1 Conv + Transpose",
     exact=True,
     ops=("Gemm", "MatMul"),
     patterns=_patterns,

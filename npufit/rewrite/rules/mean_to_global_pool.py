@@ -4,6 +4,7 @@ Seed 000: `torch.mean(dim=...)` followed by reshape + Linear fails to parse on H
 shape"); AdaptiveAvgPool2d((1,1)) + squeeze + Linear compiles. The rewrite produces exactly that:
 GlobalAveragePool -> Flatten -> Gemm, and drops the now redundant Reshape of the chain.
 """
+
 from __future__ import annotations
 
 from ..base import RewriteRule, RuleContext
@@ -41,10 +42,15 @@ class MeanToPool(NodeRule):
     def check(self, context, x, out, **_):
         prod = x.producer()
         centred = any(u.node.op_type == "Sub" and x in u.node.inputs for u in out.uses())
-        variance = prod is not None and prod.op_type in ("Pow", "Mul") and any(
-            i is not None and i.producer() is not None and i.producer().op_type == "Sub" for i in prod.inputs)
+        variance = (
+            prod is not None
+            and prod.op_type in ("Pow", "Mul")
+            and any(i is not None and i.producer() is not None and i.producer().op_type == "Sub" for i in prod.inputs)
+        )
         if centred or variance:
-            return self.refuse("part of a LayerNorm decomposition (mean or variance): the target judges that unit as a whole")
+            return self.refuse(
+                "part of a LayerNorm decomposition (mean or variance): the target judges that unit as a whole"
+            )
         plan = _plan(out.producer(), x)
         return self.refuse(plan) if isinstance(plan, str) else True
 
@@ -95,7 +101,7 @@ def _cleanup(ctx: RuleContext) -> list:
 RULE = RewriteRule(
     name=NAME,
     summary="ReduceMean over all spatial axes -> GlobalAveragePool (+Flatten when keepdims=0); over part of them "
-            "(rank-4, static sizes) -> AveragePool; a following Reshape to [N,-1] is dropped",
+    "(rank-4, static sizes) -> AveragePool; a following Reshape to [N,-1] is dropped",
     exact=True,
     ops=("ReduceMean",),
     patterns=_patterns,

@@ -5,6 +5,7 @@ A reshape never moves data, so only the last shape matters. Seed 000's `flatten(
 conv1d_to_conv2d, Reshape [N,C,H*W] -> Reshape [N,C,1,H*W] -> Conv: the rank-3 intermediate is what Hailo cuts
 (rank-3 tensors between convolutions), while the merged rank-4 Reshape feeds the Conv directly.
 """
+
 from __future__ import annotations
 
 import numpy as np

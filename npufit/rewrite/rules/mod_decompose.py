@@ -6,6 +6,7 @@ ONNX semantics, reproduced exactly:
 - integer, fmod=0 (Python %, sign of the divisor): r = a - b * Div(a, b); r + b where r != 0 and sign(r) != sign(b).
 Seed 002 (DEIMv2 on Hailo-8): "Mod operation is unsupported".
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,5 +59,5 @@ RULE = RewriteRule(
     ops=("Mod",),
     patterns=_patterns,
     notes="float: equal to fmod unless a/b rounds across an integer (|a/b| near 2^24); integer division by zero is "
-          "undefined in both forms",
+    "undefined in both forms",
 )

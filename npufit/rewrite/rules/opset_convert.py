@@ -6,6 +6,7 @@ Unsqueeze, ReduceSum < 13, Reduce* < 18, Split < 13) go back to attributes when 
 node is kept as it is, and the result must pass onnx.checker with full shape inference at the new
 opset. Like every rule, fix then verifies it numerically with ONNX Runtime.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,9 +18,21 @@ from ..base import RewriteRule, RuleContext, RuleNotApplicable, remove_unused
 from ..irutil import opset_of
 
 NAME = "opset_convert"
-AXES_INPUT_SINCE = {"Squeeze": 13, "Unsqueeze": 13, "ReduceSum": 13, "Split": 13, "ReduceMax": 18, "ReduceMin": 18,
-                    "ReduceMean": 18, "ReduceProd": 18, "ReduceL1": 18, "ReduceL2": 18, "ReduceLogSum": 18,
-                    "ReduceLogSumExp": 18, "ReduceSumSquare": 18}
+AXES_INPUT_SINCE = {
+    "Squeeze": 13,
+    "Unsqueeze": 13,
+    "ReduceSum": 13,
+    "Split": 13,
+    "ReduceMax": 18,
+    "ReduceMin": 18,
+    "ReduceMean": 18,
+    "ReduceProd": 18,
+    "ReduceL1": 18,
+    "ReduceL2": 18,
+    "ReduceLogSum": 18,
+    "ReduceLogSumExp": 18,
+    "ReduceSumSquare": 18,
+}
 
 
 def _run(model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
@@ -37,7 +50,9 @@ def _run(model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
     except Exception as e:
         first = _message(e)
         if target > current:
-            raise RuleNotApplicable(f"onnx.version_converter cannot convert opset {current} -> {target}: {first}") from None
+            raise RuleNotApplicable(
+                f"onnx.version_converter cannot convert opset {current} -> {target}: {first}"
+            ) from None
         converted = _downgrade(proto, current, target, first)
     out = ir.serde.deserialize_model(converted)
     remove_unused(out)  # Constant nodes that held axes
@@ -53,20 +68,29 @@ def _downgrade(proto: onnx.ModelProto, current: int, target: int, why: str) -> o
     m = onnx.ModelProto()
     m.CopyFrom(proto)
     consts = {t.name: t for t in m.graph.initializer}
-    consts.update({n.output[0]: n.attribute[0].t for n in m.graph.node
-                   if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"})
+    consts.update(
+        {
+            n.output[0]: n.attribute[0].t
+            for n in m.graph.node
+            if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"
+        }
+    )
     for node in m.graph.node:
         if node.domain not in ("", "ai.onnx"):
             continue
         try:
             onnx.defs.get_schema(node.op_type, target, "")
         except onnx.defs.SchemaError:
-            raise RuleNotApplicable(f"{node.op_type} does not exist in opset {target} (version converter: {why})") from None
+            raise RuleNotApplicable(
+                f"{node.op_type} does not exist in opset {target} (version converter: {why})"
+            ) from None
         since = AXES_INPUT_SINCE.get(node.op_type)
         if since and current >= since > target and len(node.input) > 1 and node.input[1]:
             src = consts.get(node.input[1])
             if src is None:
-                raise RuleNotApplicable(f"{node.op_type} '{node.name}' has non-constant axes; opset {target} needs them as an attribute")
+                raise RuleNotApplicable(
+                    f"{node.op_type} '{node.name}' has non-constant axes; opset {target} needs them as an attribute"
+                )
             vals = [int(v) for v in np.atleast_1d(numpy_helper.to_array(src))]
             node.attribute.append(helper.make_attribute("split" if node.op_type == "Split" else "axes", vals))
             del node.input[1]
@@ -76,15 +100,17 @@ def _downgrade(proto: onnx.ModelProto, current: int, target: int, why: str) -> o
     try:
         onnx.checker.check_model(m, full_check=True)
     except Exception as e:
-        raise RuleNotApplicable(f"cannot convert opset {current} -> {target}: version converter: {why}; "
-                                f"plain downgrade invalid: {_message(e)}") from None
+        raise RuleNotApplicable(
+            f"cannot convert opset {current} -> {target}: version converter: {why}; "
+            f"plain downgrade invalid: {_message(e)}"
+        ) from None
     return m
 
 
 RULE = RewriteRule(
     name=NAME,
     summary="convert to the target's supported opset (hailo8: 11) with onnx.version_converter, else a checked "
-            "conservative downgrade (axes inputs -> attributes)",
+    "conservative downgrade (axes inputs -> attributes)",
     exact=True,
     ops=(),
     run=_run,

@@ -4,6 +4,7 @@ a single-axis reduction over H or W of a rank-4 tensor is moved to the channel a
 
 Seed 002 (DEIMv2 on Hailo-8): ReduceMax(keepdims=0) was one of the parser failures.
 """
+
 from __future__ import annotations
 
 from ..base import RewriteRule, RuleContext
@@ -49,8 +50,15 @@ class KeepdimsReduce(NodeRule):
     def rewrite(self, op, x, out, **_):
         axes, keep, move = _plan(out.producer(), x, self.channel_axis)
         if move:
-            return on_channel_axis(op, x, axes[0], rank_of(x), bool(keep), self.opset,
-                                   lambda o, t: reduce(o, self.op_type, t, [1], 1, self.opset))
+            return on_channel_axis(
+                op,
+                x,
+                axes[0],
+                rank_of(x),
+                bool(keep),
+                self.opset,
+                lambda o, t: reduce(o, self.op_type, t, [1], 1, self.opset),
+            )
         y = reduce(op, self.op_type, x, axes, 1, self.opset)
         return y if keep else squeeze(op, y, axes, self.opset)
 
@@ -62,7 +70,7 @@ def _patterns(ctx: RuleContext) -> list:
 RULE = RewriteRule(
     name=NAME,
     summary="ReduceMax/ReduceMin keepdims=0 -> keepdims=1 + Squeeze; with the target option channel_axis (hailo), a "
-            "single-axis reduction of a rank-3/4 tensor -> 4-D + Transpose + reduce over channels + Transpose + Squeeze",
+    "single-axis reduction of a rank-3/4 tensor -> 4-D + Transpose + reduce over channels + Transpose + Squeeze",
     exact=True,
     ops=("ReduceMax", "ReduceMin"),
     patterns=_patterns,

@@ -1,4 +1,5 @@
 """remove_identity: Identity and inference-mode Dropout are no-ops; some parsers still choke on them."""
+
 from __future__ import annotations
 
 from ..base import RewriteRule, RuleContext

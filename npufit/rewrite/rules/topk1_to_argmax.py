@@ -5,6 +5,7 @@ the lower index first among equal values, and ArgMax with select_last_index=0 re
 occurrence; both give int64 indices and keep the reduced axis with size 1. The sorted attribute
 is irrelevant for one element.
 """
+
 from __future__ import annotations
 
 from ..base import RewriteRule, RuleContext
@@ -23,7 +24,9 @@ class TopK1(NodeRule):
         if kv is None:
             return self.refuse("k is not a constant")
         if kv.size != 1 or int(kv.reshape(-1)[0]) != 1:
-            return self.refuse(f"k={int(kv.reshape(-1)[0]) if kv.size == 1 else kv.tolist()}: ArgMax only gives the top-1 element")
+            return self.refuse(
+                f"k={int(kv.reshape(-1)[0]) if kv.size == 1 else kv.tolist()}: ArgMax only gives the top-1 element"
+            )
         return True
 
     def rewrite(self, op, x, k, values, **_):
@@ -47,7 +50,7 @@ def _patterns(ctx: RuleContext) -> list:
 RULE = RewriteRule(
     name=NAME,
     summary="TopK k=1 -> ArgMax (indices, int64, first index on ties) + ReduceMax (values); ArgMin/ReduceMin when "
-            "largest=0; with channel_axis (hailo) both run over the channel axis of a 4-D tensor",
+    "largest=0; with channel_axis (hailo) both run over the channel axis of a 4-D tensor",
     exact=True,
     ops=("TopK",),
     patterns=_patterns,
