@@ -9,7 +9,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from npufit.check import check
 from npufit.graph import NodeView, TensorInfo, facts, load, quant
-from npufit.targets import common, ethos_u_rules, tflite_map as tm
+from npufit.targets import common, tflite_map as tm
+from npufit.targets.ethos_u import rules as ethos_u_rules
 from tests.onnx_builders import branchy_model, conv_weight, model, vi
 from tests.quant_builders import quantized_detector
 

@@ -201,7 +201,7 @@ def test_a_5d_reshape_that_splits_the_innermost_axis():
     import onnx
 
     from npufit.graph import quant
-    from npufit.targets import rockchip_fitted as fit
+    from npufit.targets.rockchip import fitted as fit
 
     def why(x, y, int8):
         m = _after_relu("Reshape", x, y, inits=[_i64("s", y)], extra_inputs=("s",))

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from ..graph import quant
-from . import calibration as cal, common
+from ...graph import quant
+from .. import calibration as cal, common
 
 Ev = cal.Evidence
 
@@ -89,7 +89,7 @@ SPLIT_INNERMOST = Ev(("audio-rnn",), tuple(f"int8-split-last-{c}" for c in (
     "int8-reshape-4to4-batch-ch", "int8-reshape-4to6-split-hw"))
 
 # the attribute sweeps' conditions (rockchip_swept.py), in EVIDENCE with the others
-from .rockchip_swept import (AVGPOOL_EXCLUDE_PAD, CAST_INT32_FLOAT, GATHER_2D, GELU_DIV, INT32_ADD, INT_TRANSPOSE, PAD3_SWEEP, RESIZE_LINEAR,  # noqa: E402,F401
+from .swept import (AVGPOOL_EXCLUDE_PAD, CAST_INT32_FLOAT, GATHER_2D, GELU_DIV, INT32_ADD, INT_TRANSPOSE, PAD3_SWEEP, RESIZE_LINEAR,  # noqa: E402,F401
                              SLICE_FLIP, SLICE_MATMUL_GRID)
 
 # no-ops rknn.build deletes ('remove_invalid_reshape', 'remove_invalid_add', 'bypass_two_reshape' in its log): a Reshape to

@@ -8,9 +8,11 @@ ethos_u_rules.py; the conditions fitted to npufit's own converter in ethos_u_fit
 """
 from __future__ import annotations
 
-from . import common, ethos_u_converted as conv, ethos_u_fitted as fit
-from .base import Executes, Fallback, OpSupport, Profile, Verdict
-from .ethos_u_rules import graph_rules, op_rules
+from .. import common
+
+from . import converted as conv, fitted as fit
+from ..base import Executes, Fallback, OpSupport, Profile, Verdict
+from .rules import graph_rules, op_rules
 
 NPU, CPU = Verdict.NPU, Verdict.CPU
 

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import NodeView
-from .base import Rule, Verdict
+from ...graph import NodeView
+from ..base import Rule, Verdict
 from .tokens import features_last
-from . import common
-from .common import (batch_preserved, concat_axis, const_ints, dynamic_inputs, is_size1_reshape, keepdims, norm_axis,
+from .. import common
+from ..common import (batch_preserved, concat_axis, const_ints, dynamic_inputs, is_size1_reshape, keepdims, norm_axis,
                      rank, reduce_axes, slice_axes, transpose_perm)
 
 UNSUP = Verdict.UNSUPPORTED

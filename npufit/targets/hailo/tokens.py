@@ -8,10 +8,10 @@ the recognised forms from graph structure (shapes, perms, what consumes what), n
 """
 from __future__ import annotations
 
-from ..graph import Graph, NodeView
-from .base import CompositeMatch
-from .common import const_scalar, noop_cast, transpose_perm
-from .patterns import _anchors, _live, sole_consumer
+from ...graph import Graph, NodeView
+from ..base import CompositeMatch
+from ..common import const_scalar, noop_cast, transpose_perm
+from ..patterns import _anchors, _live, sole_consumer
 
 SHUFFLES = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze")
 MAX_CHAIN = 4  # shuffles between a token tensor and an attention MatMul (reshape, transpose, transpose of K, scale)

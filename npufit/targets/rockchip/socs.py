@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..graph import Graph
-from . import common, patterns
-from .base import Composite, CompositeMatch, Executes, OpSupport, Profile, Rule, Verdict
+from ...graph import Graph
+from .. import common, patterns
+from ..base import Composite, CompositeMatch, Executes, OpSupport, Profile, Rule, Verdict
 
 # the label RK3588's rule sentences and reasons are written with (swapped for the SoC's own)
 BASE_LABEL = "RK3588"

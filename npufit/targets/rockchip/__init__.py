@@ -7,10 +7,11 @@ their tables live in rockchip_rules.py, the conditions fitted to the calibration
 """
 from __future__ import annotations
 
-from ..graph.model import NodeView
-from . import common, patterns, rockchip_socs, rockchip_swept as sw, tflite_map as tm
-from .base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
-from .rockchip_rules import graph_rules, op_rules
+from ...graph.model import NodeView
+from .. import common, patterns, tflite_map as tm
+from . import socs as rockchip_socs, swept as sw
+from ..base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
+from .rules import graph_rules, op_rules
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
 N = "rk3588"

@@ -7,9 +7,11 @@ op is `unsupported`. Rule functions live in hailo_rules.py; composite matchers i
 """
 from __future__ import annotations
 
-from . import common, patterns, tokens
-from .base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
-from .hailo_rules import graph_rules, op_rules
+from .. import common, patterns
+
+from . import tokens
+from ..base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
+from .rules import graph_rules, op_rules
 
 NPU, UNSUP = Verdict.NPU, Verdict.UNSUPPORTED
 

@@ -7,9 +7,10 @@ in rockchip_fitted.py.
 """
 from __future__ import annotations
 
-from ..graph import quant
-from . import common, rockchip_fitted as fit, rockchip_swept as sw, tflite_map as tm
-from .base import Rule, Verdict, fmt_list
+from ...graph import quant
+from .. import common, tflite_map as tm
+from . import fitted as fit, swept as sw
+from ..base import Rule, Verdict, fmt_list
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
 

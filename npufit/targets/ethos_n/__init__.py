@@ -11,9 +11,9 @@ Rule functions and their tables live in ethos_n_rules.py.
 """
 from __future__ import annotations
 
-from . import common, tflite_map as tm
-from .base import Executes, Fallback, OpSupport, Profile, Verdict
-from .ethos_n_rules import graph_rules, op_rules
+from .. import common, tflite_map as tm
+from ..base import Executes, Fallback, OpSupport, Profile, Verdict
+from .rules import graph_rules, op_rules
 
 NPU, CPU = Verdict.NPU, Verdict.CPU
 N = "ethos-n78"

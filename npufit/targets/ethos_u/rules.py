@@ -14,10 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import facts, quant
-from ..graph.model import NodeView
-from . import common, ethos_u_converted as conv, ethos_u_fitted as fit, tflite_map as tm
-from .base import Rule, Verdict, fmt_list
+from ...graph import facts, quant
+from ...graph.model import NodeView
+from .. import common, tflite_map as tm
+from . import converted as conv, fitted as fit
+from ..base import Rule, Verdict, fmt_list
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
 L = Mapping[str, Any]

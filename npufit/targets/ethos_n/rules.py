@@ -11,10 +11,10 @@ from fractions import Fraction
 from functools import partial
 from typing import Any
 
-from ..graph import quant
-from ..graph.model import NodeView
-from . import common, tflite_map as tm
-from .base import Rule, Verdict, fmt_list
+from ...graph import quant
+from ...graph.model import NodeView
+from .. import common, tflite_map as tm
+from ..base import Rule, Verdict, fmt_list
 
 CPU = Verdict.CPU
 L = Mapping[str, Any]

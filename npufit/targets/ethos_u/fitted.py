@@ -17,9 +17,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..graph.quant import FLOAT_DTYPES
-from . import calibration as cal, ethos_u_converted as conv, tflite_map as tm
-from .base import OpSupport, Rule, Verdict
+from ...graph.quant import FLOAT_DTYPES
+from .. import calibration as cal, tflite_map as tm
+from . import converted as conv
+from ..base import OpSupport, Rule, Verdict
 
 
 def _gather_sliced(node) -> bool:

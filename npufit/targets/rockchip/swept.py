@@ -4,7 +4,7 @@ docs/calibration/<soc>-cases.json). Each condition names its cases (cal.Evidence
 with the corpus-fitted ones, and tests/test_calibration_records.py checks every cited case is recorded."""
 from __future__ import annotations
 
-from . import calibration as cal, common
+from .. import calibration as cal, common
 
 Ev = cal.Evidence
 
@@ -57,7 +57,7 @@ def resize_down(factor: int, lim) -> bool:
 def avgpool_exclude_pad(node, lim) -> str | None:
     """AveragePool with count_include_pad=0 whose windows reach into padding (explicit pads, or a ceil_mode partial
     window): the CPU (AVGPOOL_EXCLUDE_PAD)."""
-    from .rockchip_socs import ceil_pool
+    from .socs import ceil_pool
 
     if int(node.attr("count_include_pad", 0) or 0) or not cal.fitted(lim, AVGPOOL_EXCLUDE_PAD):
         return None
@@ -137,7 +137,7 @@ def int_on_npu(node, d: str, lim) -> bool:
 
 def cast_on_npu(node, lim) -> bool:
     """A Cast from int32 to a float type (CAST_INT32_FLOAT)."""
-    from ..graph import quant
+    from ...graph import quant
 
     return (node.input_dtype(0) == "int32" and node.output_dtype(0) in quant.FLOAT_DTYPES
             and node.output_dtype(0) in lim["cast_int32_npu_to"] and cal.fitted(lim, CAST_INT32_FLOAT))
@@ -151,8 +151,8 @@ def gather_rank2(lim) -> bool:
 def match_gelu_div(graph) -> list:
     """The exact GELU as rknn.build fuses it (GELU_DIV): Div by sqrt 2 -> Erf -> Add 1, then x * (..) * 0.5 in either
     order, or (0.5 * x) * (..); with a Mul by 1 / sqrt 2 for the Div the Erf ran on the CPU."""
-    from . import patterns
-    from .base import CompositeMatch
+    from .. import patterns
+    from ..base import CompositeMatch
 
     out = [m for m in patterns.match_gelu_erf(graph) if m.nodes[0].op_type == "Div"]
     done = {m.nodes[1].name for m in out}

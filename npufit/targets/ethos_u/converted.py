@@ -18,13 +18,13 @@ import weakref
 from collections.abc import Mapping
 from functools import partial
 
-from ..graph import facts
-from ..graph.folding import CONTROL_FLOW, NON_DETERMINISTIC
-from . import calibration as cal, tflite_map as tm
-from .common import reduce_axes
-from .base import OpSupport, Rule, Verdict
-from .calibration import FAMILIES, Evidence
-from .converter_facts import (argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather, mean_as_rows,
+from ...graph import facts
+from ...graph.folding import CONTROL_FLOW, NON_DETERMINISTIC
+from .. import calibration as cal, tflite_map as tm
+from ..common import reduce_axes
+from ..base import OpSupport, Rule, Verdict
+from ..calibration import FAMILIES, Evidence
+from ..converter_facts import (argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather, mean_as_rows,
                               never_special, where_of_never_special, whole_map_pool)
 
 EVIDENCE = {
