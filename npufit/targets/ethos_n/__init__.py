@@ -12,16 +12,12 @@ Rule functions and their tables live in ethos_n_rules.py.
 from __future__ import annotations
 
 from .. import common, tflite_map as tm
+from ...toolchains import ETHOS_N
 from ..base import Executes, Fallback, OpSupport, Profile, Verdict
 from .rules import graph_rules, op_rules
 
 NPU, CPU = Verdict.NPU, Verdict.CPU
 N = "ethos-n78"
-# The N78 configurations Arm's support library compiles for (its EthosNVariant names); `ethos-n78-<key>` names one
-VARIANTS = {"1tops-2ple": "Ethos-N78_1TOPS_2PLE_RATIO", "1tops-4ple": "Ethos-N78_1TOPS_4PLE_RATIO",
-            "2tops-2ple": "Ethos-N78_2TOPS_2PLE_RATIO", "2tops-4ple": "Ethos-N78_2TOPS_4PLE_RATIO",
-            "4tops-2ple": "Ethos-N78_4TOPS_2PLE_RATIO", "4tops-4ple": "Ethos-N78_4TOPS_4PLE_RATIO",
-            "8tops-2ple": "Ethos-N78_8TOPS_2PLE_RATIO"}
 
 SOURCES = {
     "N-PY": "apache/tvm python/tvm/relay/op/contrib/ethosn.py @ v0.13.0 (97c5de63): pattern table and op attributes",
@@ -99,8 +95,9 @@ def profiles() -> dict[str, Profile]:
         name=N, title="Arm Ethos-N78 (Ethos-N support library 6.0.0, driver stack 25.03; TVM flow for LeakyReLU)", vendor="Arm",
         summary="Int8/uint8 NHWC models as Arm's Ethos-N support library takes them (measured: npufit compile --target ethos-n78); "
                 "TVM's flow keeps int8 LeakyReLU as a host float island; anything else the library refuses runs on the host CPU.",
-        fallback=Fallback.CPU, limits=dict(LIMITS), ops=_ops(), executes=Executes.INT8, family="ethos-n", compiler="ethos-n",
-        aliases=tuple(f"{N}-{v}" for v in VARIANTS),  # one profile for every N78 configuration
+        fallback=Fallback.CPU, limits=dict(LIMITS), ops=_ops(), executes=Executes.INT8, family="ethos-n", compiler=ETHOS_N.name,
+        # one profile for every N78 configuration the library compiles for (ethos-n78-<variant>)
+        aliases=tuple(p for p in ETHOS_N.platforms if p != N),
         # TVM BYOC offloads only Conv/pool/FC patterns; reductions, TopK and ArgMax stay on the CPU: the cleanups only
         rewrite_rules=common.REWRITE_COMMON, label="n78", unknown=OpSupport("*", CPU, reason="{op} has no operation in the Ethos-N support library (nor a TVM pattern): it runs on the host CPU",
                                                    source="N-LIB"),

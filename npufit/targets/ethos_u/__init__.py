@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import common
 
 from . import converted as conv, fitted as fit
+from ...toolchains import VELA
 from ..base import Executes, Fallback, OpSupport, Profile, Verdict
 from .rules import graph_rules, op_rules
 
@@ -95,7 +96,7 @@ def build(name: str) -> Profile:
     return Profile(
         name=name, title=f"{title} (Vela 5.2.0, {macs} MACs/cycle)", vendor="Arm",
         summary="Int8/int16 TFLite models compiled by Vela; operators that break a constraint (or are not listed) are scheduled on the CPU by TensorFlow Lite Micro.",
-        fallback=Fallback.CPU, limits=lim, ops=ops, executes=Executes.INT8, family="ethos-u", compiler="vela",
+        fallback=Fallback.CPU, limits=lim, ops=ops, executes=Executes.INT8, family="ethos-u", compiler=VELA.name,
         # Vela's library checks (the vela_checks worker) are its U55/U65 rule set: "auto" judges U85 by the compile
         measure_judges=("vela-checks", "compile") if u55 else ("compile", "vela-checks"),
         # ARG_MAX runs on the NPU along depth, TopK does not; MEAN/REDUCE_MAX map; GELU via TFLite GELU

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import common, patterns
 
 from . import tokens
+from ...toolchains import HAILO
 from ..base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
 from .rules import graph_rules, op_rules
 
@@ -164,7 +165,7 @@ def _build(name: str, title: str, summary: str) -> Profile:
                         "parses it", fix=("replace it with a supported op, or cut it away and run it on the host",), source="H-I98")
     return Profile(
         name=name, title=title, vendor="Hailo", summary=summary, fallback=Fallback.NONE, limits=dict(LIMITS), ops=ops, executes=Executes.QUANTIZES_ITSELF, unknown=unknown,
-        family="hailo", compiler="hailo", measure_judges=(),  # the DFC reports no per-node placement
+        family="hailo", compiler=HAILO.name, measure_judges=(),  # the DFC reports no per-node placement
         runtime="hailort", runtime_module="hailo_platform",
         # Conv1d times out, mean->reshape->Linear fails to parse, TopK/Mod are unsupported, ReduceMax needs keepdims=1 on
         # the features axis, standalone Erf is refused, opset 11 is the officially supported one (seeds 000 and 002)

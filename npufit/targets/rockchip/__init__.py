@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...graph.model import NodeView
 from .. import common, patterns, tflite_map as tm
 from . import socs as rockchip_socs, swept as sw
+from ...toolchains import RKNN
 from ..base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
 from .rules import graph_rules, op_rules
 
@@ -166,7 +167,7 @@ def profiles() -> dict[str, Profile]:
         name=N, title="Rockchip RK3588 (RKNPU2; rknn-toolkit2 2.3.2 docs, checked against 2.5.0)", vendor="Rockchip",
         summary="ONNX models converted by RKNN-Toolkit2; ops outside the RK3588 NPU list or its limits run as CPU kernels in the RKNN runtime; "
                 "ops the converter does not know fail the conversion.",
-        fallback=Fallback.CPU, limits=dict(LIMITS), ops=ops, executes=Executes.FP16_INT8, family="rockchip", compiler="rknn",
+        fallback=Fallback.CPU, limits=dict(LIMITS), ops=ops, executes=Executes.FP16_INT8, family="rockchip", compiler=RKNN.name,
         # Reduce*/ArgMax/Erf fall back to the CPU; MatMul only within exMatMul limits while a 1x1 Conv is plain NPU
         rewrite_rules=common.REWRITE_COMMON + ("topk1_to_argmax", "linear_to_conv1x1", "gelu_tanh"), unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
         graph_rules=graph_rules(N), composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"),
