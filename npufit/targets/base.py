@@ -50,8 +50,15 @@ def worst(*verdicts: Verdict) -> Verdict:
     return max(verdicts, key=SEVERITY.__getitem__)
 
 
-# A check returns None when the node satisfies the rule, else a short detail ("got kernel 9x9").
-CheckFn = Callable[[NodeView, Mapping[str, Any]], "str | None"]
+# The rule contract. A rule's check is a module-level function
+#     def check(node: NodeView, lim: Limits) -> str | None
+# that reads the node (through its NodeView only) and the profile's limits, and returns None when the node satisfies
+# the rule, else a short detail ("got kernel 9x9"). A table of its profile besides the limits (an operator list) is a
+# keyword-only argument bound with functools.partial. A gate is `def gate(graph: Graph, lim: Limits) -> bool`.
+# tests/test_targets_rule_contract.py holds every profile's rules to it.
+Limits = Mapping[str, Any]
+CheckFn = Callable[[NodeView, Limits], "str | None"]
+GateFn = Callable[[Graph, Limits], bool]
 
 
 @dataclass(frozen=True)
@@ -67,13 +74,40 @@ class Rule:
     fix_rules: tuple[str, ...] = ()  # names of `npufit fix` rewrite rules that address it
     # gate(graph, limits) -> False when `check` passes every node of the graph (its first test is about the whole
     # graph: its format, whether any shape is dynamic); asked once per check, which then leaves the rule out
-    gate: Callable[[Graph, Mapping[str, Any]], bool] | None = None
+    gate: GateFn | None = None
 
     def sentence(self, limits: Mapping[str, Any]) -> str:
         try:
             return self.text.format(**limits)
         except (KeyError, IndexError, ValueError):
             return self.text
+
+
+@dataclass(frozen=True)
+class RuleMaker:
+    """The one way a family writes its rules: `r = RuleMaker(profile_name, family_verdict, family_source)`, then
+    `r("conv.kernel", sentence, check, fix, source, fix_rules, on_fail=..., gate=...)` is the Rule
+    "<profile_name>.conv.kernel", with the family's verdict for a broken rule and its usual source unless given."""
+
+    prefix: str  # the profile name rule ids start with
+    on_fail: Verdict  # what a broken rule means on this family's toolchain
+    source: str = ""
+
+    def __call__(
+        self,
+        rid: str,
+        text: str,
+        check: CheckFn,
+        fix: Sequence[str] = (),
+        source: str | None = None,
+        fix_rules: Sequence[str] = (),
+        *,
+        on_fail: Verdict | None = None,
+        gate: GateFn | None = None,
+    ) -> Rule:
+        src = self.source if source is None else source
+        verdict = self.on_fail if on_fail is None else on_fail
+        return Rule(f"{self.prefix}.{rid}", text, check, verdict, tuple(fix), src, tuple(fix_rules), gate)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 from ...graph import quant
 from ...graph.model import NodeView
 from .. import common, tflite_map as tm
-from ..base import Rule, Verdict, fmt_list
+from ..base import Limits, Rule, RuleMaker, Verdict, fmt_list
 
 CPU = Verdict.CPU
 L = Mapping[str, Any]
@@ -322,87 +322,69 @@ def _qdq_absorbed(node, lim):
 
 # -- rules ------------------------------------------------------------------------------------------
 
-def _r(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), src: str = "N-SL", gate=None) -> Rule:
-    """An Ethos-N rule: a broken one runs the op on the host CPU."""
-    return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), src, gate=gate)
-
-
 def graph_rules(p: str) -> tuple[Rule, ...]:
+    r = RuleMaker(p, CPU, "N-SL")  # a broken rule runs the op on the host CPU
     return (
-        _r(p, "dtype", "Ethos-N tensors must be {dtypes[0]} or {dtypes[1]} (int32 only for bias): a float model never offloads", _dtype,
-           ("quantize the model to int8 first (npufit quantize, or an int8 TFLite export)",), "N-API"),
-        _r(p, "batch", "batch size must be {batch}", _batch, ("export with batch 1 and loop over the batch on the host",), "N-API"),
-        _r(p, "rank", "tensors must have at most {max_rank} dimensions", _rank, ("reshape to 4-D or fewer",), "N-API",
-           gate=common.max_rank_gate),
+        r('dtype', "Ethos-N tensors must be {dtypes[0]} or {dtypes[1]} (int32 only for bias): a float model never offloads", _dtype, ("quantize the model to int8 first (npufit quantize, or an int8 TFLite export)",), "N-API"),
+        r('batch', "batch size must be {batch}", _batch, ("export with batch 1 and loop over the batch on the host",), "N-API"),
+        r('rank', "tensors must have at most {max_rank} dimensions", _rank, ("reshape to 4-D or fewer",), "N-API", gate=common.max_rank_gate),
     )
 
 
 def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
     """op -> its rules, in the order they are checked."""
-    kernel = _r(p, "conv.kernel", "convolution kernel height and width must each be one of {conv_kernels}", _conv_kernel,
-                ("use 3x3/5x5/7x7 kernels (split a 4x4/6x6 kernel or pad it to the next supported size)",))
+    r = RuleMaker(p, CPU, "N-SL")
+    kernel = r('conv.kernel', "convolution kernel height and width must each be one of {conv_kernels}", _conv_kernel, ("use 3x3/5x5/7x7 kernels (split a 4x4/6x6 kernel or pad it to the next supported size)",))
     conv = (
         kernel,
-        _r(p, "conv.stride", "convolution stride must be equal in H and W and one of {conv_strides}; kernels larger than "
-           "{big_kernel} only with stride {big_kernel_stride}", _conv_stride,
-           ("use stride 1 or 2 (follow a stride-1 conv with a 2x2 max pool for larger strides)",)),
-        _r(p, "conv.dilation", "dilated convolution is not offloaded (dilation must be 1)", _conv_dilation,
-           ("replace dilation by a larger kernel or a space-to-depth rewrite",), "N-API"),
-        _r(p, "conv.weights", "convolution weights and quantization parameters must be constants", _const_weights, (), "N-PY"),
+        r('conv.stride', "convolution stride must be equal in H and W and one of {conv_strides}; kernels larger than "
+           "{big_kernel} only with stride {big_kernel_stride}", _conv_stride, ("use stride 1 or 2 (follow a stride-1 conv with a 2x2 max pool for larger strides)",)),
+        r('conv.dilation', "dilated convolution is not offloaded (dilation must be 1)", _conv_dilation, ("replace dilation by a larger kernel or a space-to-depth rewrite",), "N-API"),
+        r('conv.weights', "convolution weights and quantization parameters must be constants", _const_weights, (), "N-PY"),
     )
-    slice_ = _r(p, "slice.unit_stride", "a slice runs on the NPU with unit steps along one axis (npufit lowers it as a Split of "
+    slice_ = r('slice.unit_stride', "a slice runs on the NPU with unit steps along one axis (npufit lowers it as a Split of "
                 "the support library)", _slice, ("slice one axis at a time with step 1",), "N-LIB")
-    split = _r(p, "split.channels", "channel split needs every output's channel count to be a multiple of {split_channel_multiple}",
-               _split, ("pad channels to a multiple of 16",))
-    qdq = _r(p, "qdq.standalone", "a quantize/dequantize is offloaded only inside an int8 kernel pattern; one at a model input/output "
+    split = r('split.channels', "channel split needs every output's channel count to be a multiple of {split_channel_multiple}", _split, ("pad channels to a multiple of 16",))
+    qdq = r('qdq.standalone', "a quantize/dequantize is offloaded only inside an int8 kernel pattern; one at a model input/output "
              "or around a host float island runs on the host", _qdq_absorbed, ("feed int8 input and read int8 outputs",), "N-PY")
     return {
         "CONV_2D": conv,
-        "DEPTHWISE_CONV_2D": conv + (_r(p, "depthwise.multiplier", "depthwise convolution channel multiplier must be "
+        "DEPTHWISE_CONV_2D": conv + (r('depthwise.multiplier', "depthwise convolution channel multiplier must be "
                                         "{depth_multiplier}", _depth_multiplier),),
-        "TRANSPOSE_CONV": (kernel, _r(p, "transpose_conv.stride", "transposed convolution stride must be {transpose_conv_stride}",
-                                      _tconv_stride, ("use Resize (nearest) + Conv instead",))),
-        "FULLY_CONNECTED": (_r(p, "fc.weights", "fully connected weights must be constants", _const_weights, (), "N-PY"),
-                            _r(p, "fc.per_channel", "fully connected weights must have one quantization scale (the library: "
-                               "'Multiple quantization scales is not supported for FullyConnected')", _fc_per_channel,
-                               ("quantize the fully connected weights per tensor",), "N-LIB")),
-        "MAX_POOL_2D": (_r(p, "maxpool.config", "max pooling supports {maxpool_kernels:#x#|/} with stride {maxpool_stride} (3x3 up "
+        "TRANSPOSE_CONV": (kernel, r('transpose_conv.stride', "transposed convolution stride must be {transpose_conv_stride}", _tconv_stride, ("use Resize (nearest) + Conv instead",))),
+        "FULLY_CONNECTED": (r('fc.weights', "fully connected weights must be constants", _const_weights, (), "N-PY"),
+                            r('fc.per_channel', "fully connected weights must have one quantization scale (the library: "
+                               "'Multiple quantization scales is not supported for FullyConnected')", _fc_per_channel, ("quantize the fully connected weights per tensor",), "N-LIB")),
+        "MAX_POOL_2D": (r('maxpool.config', "max pooling supports {maxpool_kernels:#x#|/} with stride {maxpool_stride} (3x3 up "
                            "to width {maxpool_3x3_max_width}, and VALID 3x3/2 only on odd input sizes), or stride "
                            "{maxpool_unit_stride} up to {maxpool_s1_valid_max}x{maxpool_s1_valid_max} VALID / "
                            "{maxpool_s1_same_max}x{maxpool_s1_same_max} SAME", _maxpool, ("use 2x2/2 or 3x3/2 pooling",), "N-LIB"),),
-        "AVERAGE_POOL_2D": (_r(p, "avgpool.config", "average pooling supports only {avgpool_kernel}x{avgpool_kernel} stride "
-                               "{avgpool_stride} SAME, or a global {mean_sizes:#x#|/} mean", _avgpool,
-                               ("pool down to 7x7 or 8x8 before a global average",)),),
-        "MEAN": (_r(p, "mean.size", "mean over H,W supports only {mean_sizes[0]}x{mean_sizes[0]} or {mean_sizes[1]}x{mean_sizes[1]} "
+        "AVERAGE_POOL_2D": (r('avgpool.config', "average pooling supports only {avgpool_kernel}x{avgpool_kernel} stride "
+                               "{avgpool_stride} SAME, or a global {mean_sizes:#x#|/} mean", _avgpool, ("pool down to 7x7 or 8x8 before a global average",)),),
+        "MEAN": (r('mean.size', "mean over H,W supports only {mean_sizes[0]}x{mean_sizes[0]} or {mean_sizes[1]}x{mean_sizes[1]} "
                     "inputs reduced to {mean_output}x{mean_output}", _mean, ("pool down to 7x7 or 8x8 before the global average",)),),
-        "ADD": (_r(p, "add.constant", "an addition with a constant needs a scalar or a per-channel [C] constant", _add_const, (), "N-CE"),),
-        "MUL": (_r(p, "mul.constant", "a multiplication by a constant needs a scalar or a per-channel [C] constant; activation × "
+        "ADD": (r('add.constant', "an addition with a constant needs a scalar or a per-channel [C] constant", _add_const, (), "N-CE"),),
+        "MUL": (r('mul.constant', "a multiplication by a constant needs a scalar or a per-channel [C] constant; activation × "
                    "activation multiplies on the NPU only with equal shapes (the library: 'Cannot stretch along the requested "
                    "dimensions')", _mul_operands, ("expand the smaller operand to the full shape",), "N-LIB"),),
-        "LEAKY_RELU": (_r(p, "leaky_relu.island", "TVM flow: int8 LeakyReLU is imported as dequantize → leaky_relu → quantize and in "
+        "LEAKY_RELU": (r('leaky_relu.island', "TVM flow: int8 LeakyReLU is imported as dequantize → leaky_relu → quantize and in "
                           "the measured TVM + Ethos-N78 flow these float islands run on the host (seed 001: 402 × 3 extra ops); the "
                           "Ethos-N support library itself supports int8 LeakyReLU (N-LIB: npufit compile --target ethos-n78 keeps it "
-                          "on the NPU)", _leaky, ("use ReLU or ReLU6 activations (the ReLU variants of seed 001 reached 99% NPU)",),
-                          "N-KOR"),),
-        "LOGISTIC": (_r(p, "sigmoid.qparams", "sigmoid offloads (qnn_sigmoid) only when its output quantization is scale "
-                        "{sigmoid_scale} with zero point {sigmoid_zero_points[int8]} (int8) / {sigmoid_zero_points[uint8]} (uint8)",
-                        _sigmoid, ("quantize the sigmoid output with scale 1/256",), "N-API"),),
-        "TANH": (_r(p, "tanh.qparams", "tanh offloads (qnn_tanh) only when its output quantization is scale {tanh_scale} with zero "
-                    "point {tanh_zero_points[int8]} (int8) / {tanh_zero_points[uint8]} (uint8)", _tanh,
-                    ("quantize the tanh output with scale 1/128",), "N-API"),),
-        "CONCATENATION": (_r(p, "concat.axis", "concatenation cannot run along the batch axis", _concat,
-                             ("concatenate along channels, height or width",), "N-LIB"),),
+                          "on the NPU)", _leaky, ("use ReLU or ReLU6 activations (the ReLU variants of seed 001 reached 99% NPU)",), "N-KOR"),),
+        "LOGISTIC": (r('sigmoid.qparams', "sigmoid offloads (qnn_sigmoid) only when its output quantization is scale "
+                        "{sigmoid_scale} with zero point {sigmoid_zero_points[int8]} (int8) / {sigmoid_zero_points[uint8]} (uint8)", _sigmoid, ("quantize the sigmoid output with scale 1/256",), "N-API"),),
+        "TANH": (r('tanh.qparams', "tanh offloads (qnn_tanh) only when its output quantization is scale {tanh_scale} with zero "
+                    "point {tanh_zero_points[int8]} (int8) / {tanh_zero_points[uint8]} (uint8)", _tanh, ("quantize the tanh output with scale 1/128",), "N-API"),),
+        "CONCATENATION": (r('concat.axis', "concatenation cannot run along the batch axis", _concat, ("concatenate along channels, height or width",), "N-LIB"),),
         "STRIDED_SLICE": (slice_,), "SLICE": (slice_,),
         "SPLIT": (split,), "SPLIT_V": (split,),
-        "DEPTH_TO_SPACE": (_r(p, "depth_to_space.block", "depth-to-space needs block size {depth_to_space_block} (DCR mode)", _d2s),),
-        "RESIZE_NEAREST_NEIGHBOR": (_r(p, "resize.scale", "nearest-neighbour resize needs output height/width = 2n or 2n−1 of the "
+        "DEPTH_TO_SPACE": (r('depth_to_space.block', "depth-to-space needs block size {depth_to_space_block} (DCR mode)", _d2s),),
+        "RESIZE_NEAREST_NEIGHBOR": (r('resize.scale', "nearest-neighbour resize needs output height/width = 2n or 2n−1 of the "
                                        "input", _resize, ("upsample by exactly 2",)),),
-        "RESIZE_BILINEAR": (_r(p, "resize.scale", "resize needs output height/width = 2n or 2n−1 of the input", _resize,
-                               ("upsample by exactly 2",), "N-LIB"),),
-        "PAD": (_r(p, "pad.axes", "padding runs on the NPU for height and width only (fused into the convolution it feeds, or as the "
+        "RESIZE_BILINEAR": (r('resize.scale', "resize needs output height/width = 2n or 2n−1 of the input", _resize, ("upsample by exactly 2",), "N-LIB"),),
+        "PAD": (r('pad.axes', "padding runs on the NPU for height and width only (fused into the convolution it feeds, or as the "
                    "library's standalone padding)", _pad_hw, ("pad only height and width",), "N-LIB"),),
-        "TRANSPOSE": (_r(p, "transpose.size", "a {max_rank}-D transpose runs on the NPU; swapping the last two axes needs the tensor "
-                         "to fit the {transpose_sram_bytes}-byte SRAM (the library: 'The tensors are too large')", _transpose_size,
-                         ("transpose smaller tiles, or keep the model NHWC end to end",), "N-LIB"),),
+        "TRANSPOSE": (r('transpose.size', "a {max_rank}-D transpose runs on the NPU; swapping the last two axes needs the tensor "
+                         "to fit the {transpose_sram_bytes}-byte SRAM (the library: 'The tensors are too large')", _transpose_size, ("transpose smaller tiles, or keep the model NHWC end to end",), "N-LIB"),),
         "QUANTIZE": (qdq,), "DEQUANTIZE": (qdq,),
     }

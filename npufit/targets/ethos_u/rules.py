@@ -18,10 +18,9 @@ from ...graph import facts, quant
 from ...graph.model import NodeView
 from .. import common, tflite_map as tm
 from . import converted as conv, fitted as fit
-from ..base import Rule, Verdict, fmt_list
+from ..base import Limits, Rule, RuleMaker, Verdict, fmt_list
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
-L = Mapping[str, Any]
 
 
 @facts.per_node  # read by three fmap rules of each node
@@ -42,12 +41,12 @@ def _wdq(node: NodeView, i: int) -> bool:
 
 # -- generic (all ops) -------------------------------------------------------------------------
 
-def fmap_dtype(node: NodeView, lim: L) -> str | None:
+def fmap_dtype(node: NodeView, lim: Limits) -> str | None:
     bad = sorted({d for d in _act_dtypes(node) if d not in lim["fmap_dtypes"]})
     return f"feature map {', '.join(bad)}" if bad else None
 
 
-def static_shape(node: NodeView, lim: L) -> str | None:
+def static_shape(node: NodeView, lim: Limits) -> str | None:
     if not common.any_dynamic_tail(node.graph):
         return None
     for i in list(quant.activation_inputs(node)):
@@ -57,7 +56,7 @@ def static_shape(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def quant_params(node: NodeView, lim: L) -> str | None:
+def quant_params(node: NodeView, lim: Limits) -> str | None:
     if node.graph.format != "tflite" or tm.tflite_op(node) in lim["no_quant_ops"]:
         return None
     for name in [node.inputs[i] for i in quant.activation_inputs(node)] + [o for o in node.outputs if o]:
@@ -69,7 +68,7 @@ def quant_params(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def per_axis(node: NodeView, lim: L) -> str | None:
+def per_axis(node: NodeView, lim: Limits) -> str | None:
     if node.graph.format != "tflite" or tm.tflite_op(node) in lim["per_axis_ops"]:
         return None
     for name in [t for t in node.inputs if t] + [o for o in node.outputs if o]:
@@ -79,7 +78,7 @@ def per_axis(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def fmap_64(node: NodeView, lim: L) -> str | None:
+def fmap_64(node: NodeView, lim: Limits) -> str | None:
     if tm.tflite_op(node) == "ARG_MAX":
         return None
     b = lim["u55_cpu_fmap_bits"]
@@ -87,7 +86,7 @@ def fmap_64(node: NodeView, lim: L) -> str | None:
     return f"feature map {bad[0]}" if bad else None
 
 
-def fmap_32(node: NodeView, lim: L) -> str | None:
+def fmap_32(node: NodeView, lim: Limits) -> str | None:
     b = lim["op_cpu_fmap_bits"]
     bad = [d for d in _act_dtypes(node) if d in (f"int{b}", f"uint{b}", f"float{b}")]
     return f"feature map {bad[0]}" if bad else None
@@ -101,7 +100,7 @@ def _padded_input(node: NodeView) -> bool:
     return tm.padding(node) == "VALID" and src is not None and src.op_type in ("PAD", "PADV2")
 
 
-def stride_gt3(node: NodeView, lim: L) -> str | None:
+def stride_gt3(node: NodeView, lim: Limits) -> str | None:
     if fit.converter_splits_stride(node, lim):
         return None
     s, d = tm.strides(node), tm.dilations(node)
@@ -114,7 +113,7 @@ def stride_gt3(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def stride_gt3_padded(node: NodeView, lim: L) -> str | None:
+def stride_gt3_padded(node: NodeView, lim: Limits) -> str | None:
     """Vela 5.2 folds the PAD into the convolution after its support check, then cannot place the result on
     the NPU nor hand it to the CPU: the whole compile fails (probe: conv2d_3x3[stride=7,8]; SAME padding falls
     back). A stride along an axis with one output position never moves the window: stride 16 to a 1x1 output ran."""
@@ -126,12 +125,12 @@ def stride_gt3_padded(node: NodeView, lim: L) -> str | None:
     return f"stride {fmt_list(s)} after explicit padding" if moving and max(moving) > lim["stride_max"] and _padded_input(node) else None
 
 
-def stride_range(node: NodeView, lim: L) -> str | None:
+def stride_range(node: NodeView, lim: Limits) -> str | None:
     s = tm.strides(node)
     return None if all(1 <= x <= lim["stride_max"] for x in s) else f"stride {fmt_list(s)}"
 
 
-def weight_8bit(node: NodeView, lim: L) -> str | None:
+def weight_8bit(node: NodeView, lim: Limits) -> str | None:
     i = 3 if node.op_type == "QLinearConv" else 1
     if node.graph.format == "onnx":  # int8 weights come from a DequantizeLinear: none to look for in a graph without one
         p = node.graph.producer(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] and node.graph.has_any(quant.DEQUANTIZE_OPS) else None
@@ -142,7 +141,7 @@ def weight_8bit(node: NodeView, lim: L) -> str | None:
     return None if d is None or d in (f"int{b}", f"uint{b}") else f"weights {d}"
 
 
-def weight_sum(node: NodeView, lim: L) -> str | None:
+def weight_sum(node: NodeView, lim: Limits) -> str | None:
     w = node.input(1)
     if node.graph.format != "tflite" or w is None or w.value is None or w.quant is None:
         return None  # large weights are never read; Vela checks the rest
@@ -152,7 +151,7 @@ def weight_sum(node: NodeView, lim: L) -> str | None:
     return None if worst <= lim["weight_sum_8bit"] else f"sum of absolute weights {worst}"
 
 
-def bias(node: NodeView, lim: L) -> str | None:
+def bias(node: NodeView, lim: Limits) -> str | None:
     if len(node.inputs) < 3 or not node.inputs[2]:
         return None
     p = node.graph.producer(node.inputs[2])
@@ -164,7 +163,7 @@ def bias(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def tconv_stride(node: NodeView, lim: L) -> str | None:
+def tconv_stride(node: NodeView, lim: Limits) -> str | None:
     s, k, x = tm.strides(node), tm.kernel(node), tm.in_shape(node)
     if len(s) == 2 and s[0] == s[1] and s[0] in lim["tconv_strides"]:
         return None
@@ -175,7 +174,7 @@ def tconv_stride(node: NodeView, lim: L) -> str | None:
     return f"stride {fmt_list(s)}"
 
 
-def fc_weights(node: NodeView, lim: L) -> str | None:
+def fc_weights(node: NodeView, lim: Limits) -> str | None:
     w = node.input(1)
     if w is None or not w.is_const and not _wdq(node, 1):
         return None  # dynamic weights: see the matmul rule
@@ -184,7 +183,7 @@ def fc_weights(node: NodeView, lim: L) -> str | None:
     return None if ok else f"weights of shape {list(s)}"
 
 
-def matmul(node: NodeView, lim: L) -> str | None:
+def matmul(node: NodeView, lim: Limits) -> str | None:
     if tm.tflite_op(node) == "FULLY_CONNECTED" and (node.is_const(1) or _wdq(node, 1)):
         return None
     d = quant.exec_dtype(node)
@@ -198,7 +197,7 @@ def matmul(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def avgpool_kernel(node: NodeView, lim: L) -> str | None:
+def avgpool_kernel(node: NodeView, lim: Limits) -> str | None:
     k, p = conv.pool_kernel(node), tm.padding(node)
     if not k:
         return None
@@ -210,7 +209,7 @@ def avgpool_kernel(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def maxpool_kernel(node: NodeView, lim: L) -> str | None:
+def maxpool_kernel(node: NodeView, lim: Limits) -> str | None:
     k = conv.pool_kernel(node)
     if k and (k[0] * k[1] > lim["pool_kernel_product"] or k[0] > lim["pool_kernel_height"]):
         return f"kernel {fmt_list(k)}"
@@ -230,7 +229,7 @@ def _mean_axes(node: NodeView):
     return x, None if v is None else sorted({int(a) % r for a in v.reshape(-1)}) if r else None
 
 
-def mean(node: NodeView, lim: L) -> str | None:
+def mean(node: NodeView, lim: Limits) -> str | None:
     x, axes = conv.mean_form(node, lim) or _mean_axes(node)
     if axes is None:
         return "axes are not constant"
@@ -252,7 +251,7 @@ def mean(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def softmax(node: NodeView, lim: L) -> str | None:
+def softmax(node: NodeView, lim: Limits) -> str | None:
     x = tm.in_shape(node)
     if x and len(x) >= 3 and isinstance(x[-2], int) and isinstance(x[-3], int) and x[-2] * x[-3] >= lim["softmax_hw_max"]:
         return f"width × height = {x[-2] * x[-3]}"
@@ -271,7 +270,7 @@ def _resize_scale(node: NodeView):
     return (f(x[1], y[1]), f(x[2], y[2])), x, y
 
 
-def resize_u55(node: NodeView, lim: L) -> str | None:
+def resize_u55(node: NodeView, lim: Limits) -> str | None:
     sc, x, y = _resize_scale(node)
     if sc is None or (x[1] == x[2] == 1):
         return None
@@ -289,7 +288,7 @@ def resize_u55(node: NodeView, lim: L) -> str | None:
     return None if sh in allowed else f"scale {sh:g}"
 
 
-def resize_u85(node: NodeView, lim: L) -> str | None:
+def resize_u85(node: NodeView, lim: Limits) -> str | None:
     sc, x, y = _resize_scale(node)
     if sc is None or x[1:3] == y[1:3]:
         return None
@@ -300,7 +299,7 @@ def resize_u85(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def transpose(node: NodeView, lim: L) -> str | None:
+def transpose(node: NodeView, lim: Limits) -> str | None:
     r = common.rank(node)
     if r is not None and r > lim["transpose_rank"]:
         return f"rank {r}"
@@ -311,7 +310,7 @@ def transpose(node: NodeView, lim: L) -> str | None:
     return "permutation is not constant" if perm is None else None
 
 
-def transpose_u55(node: NodeView, lim: L) -> str | None:
+def transpose_u55(node: NodeView, lim: Limits) -> str | None:
     bad = transpose(node, lim)
     if bad:
         return bad
@@ -325,12 +324,12 @@ def transpose_u55(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def params_const(node: NodeView, lim: L) -> str | None:
+def params_const(node: NodeView, lim: Limits) -> str | None:
     consts = all(node.is_const(i) for i in range(1, len(node.inputs)) if node.inputs[i])
     return None if consts else "parameters are computed at run time"
 
 
-def strided_slice(node: NodeView, lim: L) -> str | None:
+def strided_slice(node: NodeView, lim: Limits) -> str | None:
     bad = params_const(node, lim)
     if bad:
         return bad
@@ -340,7 +339,7 @@ def strided_slice(node: NodeView, lim: L) -> str | None:
     return f"steps {steps}" if steps and any(s < 0 for s in steps) else None
 
 
-def lut_dtype(node: NodeView, lim: L) -> str | None:
+def lut_dtype(node: NodeView, lim: Limits) -> str | None:
     """ELU / GELU / LOG: the feature-map types Vela takes for the op (limits['lut_dtypes']) and equal IFM/OFM shapes."""
     d = quant.exec_dtype(node)
     if d is not None and d not in lim["lut_dtypes"][tm.tflite_op(node)]:
@@ -349,14 +348,14 @@ def lut_dtype(node: NodeView, lim: L) -> str | None:
     return f"shapes {list(x)} → {list(y)}" if x and y and list(x) != list(y) else None
 
 
-def minmax_qparams(node: NodeView, lim: L) -> str | None:
+def minmax_qparams(node: NodeView, lim: Limits) -> str | None:
     if node.graph.format != "tflite":
         return None
     out = node.output(0)
     return "input and output quantization differ" if any(node.input(i).quant != out.quant for i in quant.activation_inputs(node)) else None
 
 
-def argmax(node: NodeView, lim: L) -> str | None:
+def argmax(node: NodeView, lim: Limits) -> str | None:
     x = tm.in_shape(node)
     if node.graph.format == "onnx":
         axis = node.attr("axis", -1)
@@ -372,16 +371,16 @@ def argmax(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def lstm(node: NodeView, lim: L) -> str | None:
+def lstm(node: NodeView, lim: Limits) -> str | None:
     return "peephole weights" if node.graph.format == "onnx" and len(node.inputs) > 7 and node.inputs[7] else None
 
 
-def gather_u85(node: NodeView, lim: L) -> str | None:
+def gather_u85(node: NodeView, lim: Limits) -> str | None:
     axis, bd = node.attr("axis", 0), node.attr("batch_dims", 0)
     return None if int(axis) == int(bd) else f"axis {axis}, batch_dims {bd}"
 
 
-def qdq_fused(node: NodeView, lim: L) -> str | None:
+def qdq_fused(node: NodeView, lim: Limits) -> str | None:
     """ONNX QDQ pairs around int8 ops become plain int8 tensors in the converted TFLite file."""
     if node.graph.format == "onnx" and quant.absorbed(node):
         return None
@@ -391,111 +390,93 @@ def qdq_fused(node: NodeView, lim: L) -> str | None:
     return f"{d} input" if d in ("float32", "int32") else None
 
 
-def _vela(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), source: str = "VELA", gate=None) -> Rule:
-    """An Ethos-U op rule: a broken one schedules the op on the CPU (Vela's rule), cited from Vela's report."""
-    return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), source, gate=gate)
-
-
 # U55/U65: every listed op but these checks the 32-bit rule first (Vela's int32 op list; CAL-V: int32 ADD/MUL ran on the NPU)
 NO_FMAP32 = ("SUM", "BATCH_MATMUL", "ARG_MAX", "MIRROR_PAD", "TRANSPOSE", "ADD", "MUL", "SUB")
 
 
 def graph_rules(gen: str, p: str) -> tuple[Rule, ...]:
+    r = RuleMaker(p, CPU, "VELA")  # a broken rule schedules the op on the CPU (Vela's rule)
     rules = (
-        Rule(f"{p}.fmap.dtype", "feature-map data types must be one of {fmap_dtypes}: float ops stay on the CPU", fmap_dtype, CPU,
-             ("quantize to int8 (or int16) before Vela: npufit quantize, or a full-integer TFLite export",), "VELA"),
-        Rule(f"{p}.shape.static", "tensors must have constant shapes (only the first dimension may be dynamic)", static_shape, CPU,
-             ("pin the input shape (--input-shape) before converting",), "VELA", gate=common.dynamic_tail_gate),
-        Rule(f"{p}.quant.params", "input, output and weight tensors must have quantization parameters with a positive scale (except "
-             "{no_quant_ops})", quant_params, CPU, ("re-export as a full-integer quantized TFLite model",), "VELA", gate=common.tflite_gate),
-        Rule(f"{p}.quant.per_axis", "per-axis quantization is supported only for {per_axis_ops}", per_axis, CPU,
-             ("quantize this op's tensors per tensor",), "VELA", gate=common.tflite_gate),
+        r('fmap.dtype', "feature-map data types must be one of {fmap_dtypes}: float ops stay on the CPU", fmap_dtype, ("quantize to int8 (or int16) before Vela: npufit quantize, or a full-integer TFLite export",), "VELA"),
+        r('shape.static', "tensors must have constant shapes (only the first dimension may be dynamic)", static_shape, ("pin the input shape (--input-shape) before converting",), "VELA", gate=common.dynamic_tail_gate),
+        r('quant.params', "input, output and weight tensors must have quantization parameters with a positive scale (except "
+             "{no_quant_ops})", quant_params, ("re-export as a full-integer quantized TFLite model",), "VELA", gate=common.tflite_gate),
+        r('quant.per_axis', "per-axis quantization is supported only for {per_axis_ops}", per_axis, ("quantize this op's tensors per tensor",), "VELA", gate=common.tflite_gate),
     )
-    u55 = (Rule(f"{p}.fmap.64bit", "{u55_cpu_fmap_bits}-bit feature maps are not supported (except ARG_MAX)", fmap_64, CPU,
-                ("cast to int32/int8 earlier in the graph",), "VELA"),)
+    u55 = (r('fmap.64bit', "{u55_cpu_fmap_bits}-bit feature maps are not supported (except ARG_MAX)", fmap_64, ("cast to int32/int8 earlier in the graph",), "VELA"),)
     return rules + (u55 if gen == "u55" else ())
 
 
 def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule, ...]]:
     """op -> its rules for generation `gen` ("u55": U55/U65, "u85"), in the order they are checked."""
     u55 = gen == "u55"
-
-    f32 = _vela(p, "fmap.32bit", "{op_cpu_fmap_bits}-bit feature maps are not supported", fmap_32, ("keep this op's tensors int8/int16",))
-    s3 = _vela(p, "stride.gt3", "stride > {stride_max} is supported only with dilation {big_stride_dilation} and VALID padding", stride_gt3,
-              ("use stride ≤ 3 or VALID padding",))
-    s3pad = Rule(f"{p}.stride.gt3_padded", "stride > {stride_max} after explicit padding (a PAD before a VALID convolution) "
-                 "fails the Vela compile: 'Non-passthrough operation (Conv2D) could not run on NPU'", stride_gt3_padded, UNSUP,
-                 ("use SAME or VALID padding, or stride ≤ 3 (then pool)",), "PROBE-V")
-    w8 = _vela(p, "weights.8bit", "weight tensors must be {weight_bits}-bit", weight_8bit, ("quantize weights to int8",))
-    wsum = _vela(p, "weights.sum", "the sum of absolute weights per output channel cannot exceed {weight_sum_8bit}", weight_sum)
-    bias_ = _vela(p, "bias.const", "bias tensors must be constant int32/int64 values on the channel axis", bias)
-    kstride = _vela(p, "depthwise.stride", "kernel stride must be in the range (1, {stride_max})", stride_range, ("use stride ≤ 3",))
-    mm = _vela(p, "matmul.dynamic", "a matmul (or FC with dynamic weights) needs an int8 input, output depth ≤ {matmul_depth} and reduced "
+    r = RuleMaker(p, CPU, "VELA")
+    f32 = r('fmap.32bit', "{op_cpu_fmap_bits}-bit feature maps are not supported", fmap_32, ("keep this op's tensors int8/int16",))
+    s3 = r('stride.gt3', "stride > {stride_max} is supported only with dilation {big_stride_dilation} and VALID padding", stride_gt3, ("use stride ≤ 3 or VALID padding",))
+    s3pad = r('stride.gt3_padded', "stride > {stride_max} after explicit padding (a PAD before a VALID convolution) "
+                 "fails the Vela compile: 'Non-passthrough operation (Conv2D) could not run on NPU'", stride_gt3_padded, ("use SAME or VALID padding, or stride ≤ 3 (then pool)",), "PROBE-V", on_fail=UNSUP)
+    w8 = r('weights.8bit', "weight tensors must be {weight_bits}-bit", weight_8bit, ("quantize weights to int8",))
+    wsum = r('weights.sum', "the sum of absolute weights per output channel cannot exceed {weight_sum_8bit}", weight_sum)
+    bias_ = r('bias.const', "bias tensors must be constant int32/int64 values on the channel axis", bias)
+    kstride = r('depthwise.stride', "kernel stride must be in the range (1, {stride_max})", stride_range, ("use stride ≤ 3",))
+    mm = r('matmul.dynamic', "a matmul (or FC with dynamic weights) needs an int8 input, output depth ≤ {matmul_depth} and reduced "
               "axis ≤ {matmul_depth}", matmul)
-    pc = _vela(p, "params.const", "parameter tensors must be constant", params_const)
-    fused = _vela(p, "qdq.fused", "a quantize/dequantize survives conversion only where it does not wrap an int8 op; DEQUANTIZE is not in "
-                 "Vela's list and a float-input QUANTIZE is a {op_cpu_fmap_bits}-bit feature map", qdq_fused,
-                 ("keep the whole graph int8 between the model input and output",))
-    minmax = _vela(p, "minmax.qparams", "MAXIMUM/MINIMUM: both inputs must have the output's quantization parameters", minmax_qparams)
+    pc = r('params.const', "parameter tensors must be constant", params_const)
+    fused = r('qdq.fused', "a quantize/dequantize survives conversion only where it does not wrap an int8 op; DEQUANTIZE is not in "
+                 "Vela's list and a float-input QUANTIZE is a {op_cpu_fmap_bits}-bit feature map", qdq_fused, ("keep the whole graph int8 between the model input and output",))
+    minmax = r('minmax.qparams', "MAXIMUM/MINIMUM: both inputs must have the output's quantization parameters", minmax_qparams)
     if u55:
-        resize = _vela(p, "resize.scale", "resize scale must be {resize_scales:#x|or} in both dimensions (half-pixel bilinear: "
+        resize = r('resize.scale', "resize scale must be {resize_scales:#x|or} in both dimensions (half-pixel bilinear: "
                       "{resize_half_pixel_scale}x only)", resize_u55, ("upsample by 2/4/8, or chain 2x resizes",))
-        tr = _vela(p, "transpose.shape", "transpose: constant permutation, rank ≤ {transpose_rank}; int32 only up to rank "
-                  "{transpose_int32_rank} (the report's N−2-axes product limit for int8 was not observed, CAL-V)", transpose_u55,
-                  source="CAL-V")
+        tr = r('transpose.shape', "transpose: constant permutation, rank ≤ {transpose_rank}; int32 only up to rank "
+                  "{transpose_int32_rank} (the report's N−2-axes product limit for int8 was not observed, CAL-V)", transpose_u55, (), "CAL-V")
     else:
-        resize = _vela(p, "resize.scale", "resize scale must be an integer power of two up to {resize_max_scale} ({resize_max_scale_align} "
+        resize = r('resize.scale', "resize scale must be an integer power of two up to {resize_max_scale} ({resize_max_scale_align} "
                       "with align_corners)", resize_u85, ("upsample by a power of two",))
-        tr = _vela(p, "transpose.shape", "transpose: constant permutation, rank ≤ {transpose_rank}", transpose)
+        tr = r('transpose.shape', "transpose: constant permutation, rank ≤ {transpose_rank}", transpose)
     conv = (bias_, w8, wsum)
     own: dict[str, tuple[Rule, ...]] = {
         "CONV_2D": conv + ((s3, s3pad) if u55 else ()),
         "DEPTHWISE_CONV_2D": conv + ((kstride,) if u55 else ()),
-        "TRANSPOSE_CONV": (bias_, w8) + ((_vela(p, "transpose_conv.stride", "transposed-convolution stride must be "
+        "TRANSPOSE_CONV": (bias_, w8) + ((r('transpose_conv.stride', "transposed-convolution stride must be "
                                                "{tconv_strides:#x#|or} (2x1/1x2 only when the IFM and kernel are 1 in that "
                                                "dimension)", tconv_stride, ("use stride 2 or Resize + Conv",)),) if u55 else ()),
-        "FULLY_CONNECTED": (bias_, w8, _vela(p, "fc.weights", "fully-connected weights must have the form "
+        "FULLY_CONNECTED": (bias_, w8, r('fc.weights', "fully-connected weights must have the form "
                                             "O,{fc_inner_dim},...,{fc_inner_dim},I", fc_weights), mm),
-        "AVERAGE_POOL_2D": (_vela(p, "avgpool.kernel", "average pool: VALID kernels up to {pool_kernel_product} elements and height "
-                                 "{pool_kernel_height}; SAME kernels up to {avgpool_same_kernel}x{avgpool_same_kernel}", avgpool_kernel,
-                                 ("use VALID padding or a smaller kernel",)),) + ((s3,) if u55 else ()),
-        "MAX_POOL_2D": (_vela(p, "maxpool.kernel", "max pool kernel product must be ≤ {pool_kernel_product} and height ≤ "
+        "AVERAGE_POOL_2D": (r('avgpool.kernel', "average pool: VALID kernels up to {pool_kernel_product} elements and height "
+                                 "{pool_kernel_height}; SAME kernels up to {avgpool_same_kernel}x{avgpool_same_kernel}", avgpool_kernel, ("use VALID padding or a smaller kernel",)),) + ((s3,) if u55 else ()),
+        "MAX_POOL_2D": (r('maxpool.kernel', "max pool kernel product must be ≤ {pool_kernel_product} and height ≤ "
                              "{pool_kernel_height}", maxpool_kernel),) + ((s3,) if u55 else ()),
-        "MEAN": (_vela(p, "mean.limits", "MEAN: batch {mean_batch}, int8/uint8/int16 input, constant axes, at most {mean_reduced_int8} "
+        "MEAN": (r('mean.limits', "MEAN: batch {mean_batch}, int8/uint8/int16 input, constant axes, at most {mean_reduced_int8} "
                       "reduced elements (int8), each reduced axis < {mean_axis_max}, depth reduction only when one of h, w, c is "
                       "{mean_depth_unit} (an ONNX mean over the channels alone is npufit's converter's 1x1 CONV_2D: CAL-V, "
                       "vitdet's channel LayerNorms)", mean, ("pool down before the mean",)),),
-        "SOFTMAX": (_vela(p, "softmax.hw", "softmax needs IFM width × height < {softmax_hw_max}", softmax,
-                         ("softmax over a smaller map, or on the host",)),),
+        "SOFTMAX": (r('softmax.hw', "softmax needs IFM width × height < {softmax_hw_max}", softmax, ("softmax over a smaller map, or on the host",)),),
         "RESIZE_BILINEAR": (resize,), "RESIZE_NEAREST_NEIGHBOR": (resize,),
         "TRANSPOSE": (tr,),
         "SLICE": (pc,), "PAD": (pc,), "PADV2": (pc,), "MIRROR_PAD": (pc,),
-        "STRIDED_SLICE": (_vela(p, "strided_slice.params", "strided slice: constant parameters and non-negative strides", strided_slice),
-                          _vela(p, "strided_slice.after_cpu", "a slice of a CPU op's output that feeds only Shape nodes stays on the "
-                               "CPU with it", partial(fit.shape_only_after_cpu, listed=frozenset(listed)), source="CAL-V")),
-        "ELU": (_vela(p, "elu.dtype", "ELU: IFM and OFM {lut_dtypes[ELU]:#|or} with equal shapes", lut_dtype),),
-        "GELU": (_vela(p, "gelu.dtype", "GELU: IFM and OFM {lut_dtypes[GELU]:#|or} with equal shapes", lut_dtype),),
-        "LOG": (_vela(p, "log.dtype", "LOG: IFM and OFM {lut_dtypes[LOG]:#|or} with equal shapes", lut_dtype),),
+        "STRIDED_SLICE": (r('strided_slice.params', "strided slice: constant parameters and non-negative strides", strided_slice),
+                          r('strided_slice.after_cpu', "a slice of a CPU op's output that feeds only Shape nodes stays on the "
+                               "CPU with it", partial(fit.shape_only_after_cpu, listed=frozenset(listed)), (), "CAL-V")),
+        "ELU": (r('elu.dtype', "ELU: IFM and OFM {lut_dtypes[ELU]:#|or} with equal shapes", lut_dtype),),
+        "GELU": (r('gelu.dtype', "GELU: IFM and OFM {lut_dtypes[GELU]:#|or} with equal shapes", lut_dtype),),
+        "LOG": (r('log.dtype', "LOG: IFM and OFM {lut_dtypes[LOG]:#|or} with equal shapes", lut_dtype),),
         "MAXIMUM": (minmax,), "MINIMUM": (minmax,),
-        "UNIDIRECTIONAL_SEQUENCE_LSTM": (_vela(p, "lstm.variant", "LSTM: no peephole, projection, gate normalisation or implicit gates",
-                                              lstm),),
+        "UNIDIRECTIONAL_SEQUENCE_LSTM": (r('lstm.variant', "LSTM: no peephole, projection, gate normalisation or implicit gates", lstm),),
         "QUANTIZE": (fused,), "DEQUANTIZE": (fused,),
     }
     if "SELECT_V2" not in listed:
-        mask = _vela(p, "add.mask_select", "an Add of an attention mask (a Where by a run-time condition between constants) "
-                     "becomes SELECT_V2 in npufit's converter, which is not in this Ethos-U's operator list",
-                     fit.mask_select, ("apply the mask on the host, or use an Ethos-U85",),
-                     source="CAL-V", gate=common.ops_gate("Where"))
+        mask = r('add.mask_select', "an Add of an attention mask (a Where by a run-time condition between constants) "
+                     "becomes SELECT_V2 in npufit's converter, which is not in this Ethos-U's operator list", fit.mask_select, ("apply the mask on the host, or use an Ethos-U85",), "CAL-V", gate=common.ops_gate("Where"))
         own["ADD"] = own["SUB"] = (mask,)
     if u55:
         own.update({
             "BATCH_MATMUL": (mm,),
-            "SUM": (_vela(p, "reduce.stride", "kernel stride must be in the range (1, {stride_max})", stride_range),),
-            "ARG_MAX": (_vela(p, "argmax.depth", "ARG_MAX: along the depth axis with depth ≤ {argmax_depth}", argmax,
-                             ("run argmax on the host",)),),
+            "SUM": (r('reduce.stride', "kernel stride must be in the range (1, {stride_max})", stride_range),),
+            "ARG_MAX": (r('argmax.depth', "ARG_MAX: along the depth axis with depth ≤ {argmax_depth}", argmax, ("run argmax on the host",)),),
         })
         own["REDUCE_MAX"] = own["REDUCE_MIN"] = own["SUM"]
         # the 32-bit feature-map rule comes first on every listed op that checks it
         return {**own, **{op: (f32,) + own.get(op, ()) for op in listed if op not in NO_FMAP32}}
-    own["GATHER"] = (_vela(p, "gather.axis", "GATHER: axis must equal batch_dims", gather_u85),)
+    own["GATHER"] = (r('gather.axis', "GATHER: axis must equal batch_dims", gather_u85),)
     return own

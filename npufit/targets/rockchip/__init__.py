@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from ...graph.model import NodeView
 from .. import common, patterns, tflite_map as tm
-from . import socs as rockchip_socs, swept as sw
+from dataclasses import replace
+
 from ...toolchains import RKNN
-from ..base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
+from ..base import Composite, Fallback, Limits, OpSupport, Profile, Verdict
+from . import swept as sw
 from .rules import graph_rules, op_rules
+from .socs import CAL, SOCS, TAG, Soc
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
-N = "rk3588"
 
 SOURCES = {
     "R-OP": "airockchip/rknn-toolkit2 doc/RKNNToolKit2_OP_Support-2.3.2.md @ 59a913d (converter op list)",
@@ -29,6 +31,7 @@ SOURCES = {
 }
 
 LIMITS = {
+    "chip": "RK3588",  # the SoC's name in sentences
     "dtypes": common.Choices(("int8", "uint8", "float16", "float32")),
     "max_rank": 4,
     # ranks above max_rank that stay on the NPU: ops on an NPU op's tensor (and Transposes), Splits, 6-D Transposes
@@ -66,6 +69,9 @@ LIMITS = {
     # tensor on the CPU, constant there on the NPU when a Conv produced it
     "pad_npu_modes": common.Choices(("edge",)), "pad3_end_sweep": True,
     "output_align": 8,  # RKNN-C, float16 builds
+    # a reshape that gives a non-4-D model output from an NPU tensor ran on the NPU (RK3576 and RV1106 measured it; the
+    # output_layout rule holds where it is False)
+    "output_reshape_npu": False,
     "output_map_hw": 1,  # a non-4-D output reshaped from an NPU tensor of this H and W keeps the NC1HWC2 order
     "d2s_blocks": common.Choices((2, 4, 8)),  # CAL-R cases: DepthToSpace x2/x4/x8 NPU, x3/x6 CPU
     # CAL-R split-last cases: a Reshape splitting the innermost axis W of [.., T, W] into g x k stays on the NPU when
@@ -114,7 +120,7 @@ _CPU_OPS = (
     # PROBE-R: the converter takes these (R-OP does not list them) and runs them as CPU layers
     (("Selu", "Reciprocal"), "PROBE-R", ()),
 )
-CPU_REASON = "{op} is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel"
+CPU_REASON = "{op} is not in the {chip} NPU operator list: the RKNN runtime runs its CPU kernel"
 
 # ops the RKNN-Toolkit2 converter rejects (R-OP)
 _UNSUPPORTED = ("GatherND", "ScatterElements", "GroupNormalization", "RNN", "NonMaxSuppression", "NonZero", "CumSum", "Range", "Ceil",
@@ -122,17 +128,43 @@ _UNSUPPORTED = ("GatherND", "ScatterElements", "GroupNormalization", "RNN", "Non
 UNSUPPORTED_REASON = "{op} is not supported by the RKNN-Toolkit2 converter: conversion fails"
 
 
-def _ops() -> dict[str, OpSupport]:
-    rules = op_rules(N)
+def _ops(p: str, lim: Limits) -> dict[str, OpSupport]:
+    rules = op_rules(p)
     ops = {op: OpSupport(op, NPU, rules.get(op, ()), source=src, note=note) for names, note, src in _NPU_OPS for op in names}
     for names, src, fix_rules in _CPU_OPS:
         for op in names:
-            ops[op] = OpSupport(op, CPU, reason=CPU_REASON.format(op=op), source=src, fix_rules=fix_rules,
+            ops[op] = OpSupport(op, CPU, reason=CPU_REASON.format(op=op, chip=lim["chip"]), source=src, fix_rules=fix_rules,
                                 fix=("the rewrite moves it to an NPU op",) if fix_rules else ())
     for op in _UNSUPPORTED:
         ops[op] = OpSupport(op, UNSUP, reason=UNSUPPORTED_REASON.format(op=op), source="R-OP",
                             fix=("cut the model before this op (npufit split) or rewrite it",))
+    io = OpSupport("IO_QuantizeLinear", Verdict.FOLDED, reason="RKNN folds model-boundary quantization into its input/output "
+                   "conversion (set int8 pass-through I/O to skip it)", source="INF")
+    ops["IO_QuantizeLinear"] = io
+    ops["IO_DequantizeLinear"] = OpSupport("IO_DequantizeLinear", io.status, reason=io.reason, source="INF")
     return ops
+
+
+# (id after the profile name, name, the toolkit's fused layer, matcher, source): NPU ops, or the CPU where a SoC runs
+# that layer there (Soc.cpu_layers)
+_FUSED = (
+    ("swish", "SiLU/Swish", "exSwish", patterns.match_silu, "R-PDF"),
+    ("gelu", "GELU", "exGelu", sw.match_gelu_div, "CAL-R"),
+    ("gelu_tanh", "GELU (tanh)", "exGelu", patterns.match_gelu_tanh, "R-PDF"),
+    ("layernorm", "LayerNorm", "exNorm", patterns.match_layernorm, "R-PDF"),
+)
+
+
+def _composites(soc: Soc, lim: Limits) -> tuple[Composite, ...]:
+    out = []
+    for cid, name, layer, match, src in _FUSED:
+        if layer in soc.cpu_layers:
+            text = f"{name} runs on the {lim['chip']} CPU as one fused layer"
+            out.append(Composite(f"{soc.name}.{cid}", name, text, match, CPU, source=TAG))
+        else:
+            text = f"the RKNN converter fuses it into one NPU op ({layer})"
+            out.append(Composite(f"{soc.name}.{cid}", name, text, match, NPU, source=src))
+    return tuple(out) + soc.extra_composites
 
 
 def _io_conversion(node: NodeView) -> bool:
@@ -150,28 +182,26 @@ def op_key(node: NodeView) -> str:
     return node.key
 
 
-def profiles() -> dict[str, Profile]:
-    ops = _ops()
-    io = OpSupport("IO_QuantizeLinear", Verdict.FOLDED, reason="RKNN folds model-boundary quantization into its input/output conversion "
-                   "(set int8 pass-through I/O to skip it)", source="INF")
-    ops["IO_QuantizeLinear"] = io
-    ops["IO_DequantizeLinear"] = OpSupport("IO_DequantizeLinear", io.status, reason=io.reason, source="INF")
-    fused = "the RKNN converter fuses it into one NPU op ({name})"
-    comps = (
-        Composite(f"{N}.swish", "SiLU/Swish", fused.format(name="exSwish"), patterns.match_silu, NPU, source="R-PDF"),
-        Composite(f"{N}.gelu", "GELU", fused.format(name="exGelu"), sw.match_gelu_div, NPU, source="CAL-R"),
-        Composite(f"{N}.gelu_tanh", "GELU (tanh)", fused.format(name="exGelu"), patterns.match_gelu_tanh, NPU, source="R-PDF"),
-        Composite(f"{N}.layernorm", "LayerNorm", fused.format(name="exNorm"), patterns.match_layernorm, NPU, source="R-PDF"),
-    )
-    base = Profile(
-        name=N, title="Rockchip RK3588 (RKNPU2; rknn-toolkit2 2.3.2 docs, checked against 2.5.0)", vendor="Rockchip",
-        summary="ONNX models converted by RKNN-Toolkit2; ops outside the RK3588 NPU list or its limits run as CPU kernels in the RKNN runtime; "
-                "ops the converter does not know fail the conversion.",
-        fallback=Fallback.CPU, limits=dict(LIMITS), ops=ops, executes=Executes.FP16_INT8, family="rockchip", compiler=RKNN.name,
+def build(soc: Soc) -> Profile:
+    """`soc`'s profile: RK3588's limits, op tables and rules under the SoC's name, with its measured differences."""
+    lim = {**LIMITS, **soc.limits}
+    ops = _ops(soc.name, lim)
+    ops.update(soc.ops)
+    for op, rules in soc.extra_rules.items():
+        ops[op] = replace(ops[op], rules=ops[op].rules + rules)
+    sources = {**SOURCES, **({TAG: soc.probe} if soc.probe else {}), **({CAL: soc.calibration} if soc.calibration else {})}
+    return Profile(
+        name=soc.name, title=soc.title, vendor="Rockchip", summary=soc.summary, fallback=Fallback.CPU, limits=lim, ops=ops,
+        executes=soc.executes, family="rockchip", compiler=RKNN.name, aliases=soc.aliases,
         # Reduce*/ArgMax/Erf fall back to the CPU; MatMul only within exMatMul limits while a 1x1 Conv is plain NPU
-        rewrite_rules=common.REWRITE_COMMON + ("topk1_to_argmax", "linear_to_conv1x1", "gelu_tanh"), unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
-        graph_rules=graph_rules(N), composites=comps, sources=dict(SOURCES), input_formats=("onnx", "tflite"),
-        judged_formats=("onnx", "tflite"), op_key=op_key,
-        notes=("CPU-kernel ops run in the RKNN runtime on the Cortex-A cores; each NPU↔CPU crossing converts layout (NC1HWC2↔NCHW) and dtype",),
+        rewrite_rules=common.REWRITE_COMMON + ("topk1_to_argmax", "linear_to_conv1x1", "gelu_tanh"),
+        unknown=OpSupport("*", UNSUP, reason="{op} is not in RKNN-Toolkit2's ONNX operator list: conversion fails", source="R-OP"),
+        graph_rules=graph_rules(soc.name, lim, soc.executes), composites=_composites(soc, lim), sources=sources,
+        input_formats=("onnx", "tflite"), judged_formats=("onnx", "tflite"), op_key=op_key,
+        notes=("CPU-kernel ops run in the RKNN runtime on the Cortex-A cores; each NPU↔CPU crossing converts layout "
+               "(NC1HWC2↔NCHW) and dtype",) + soc.notes,
     )
-    return {N: base, **rockchip_socs.profiles(base)}  # RK3576, RK3566/68, RV1106/03: RK3588's rules + their measured differences
+
+
+def profiles() -> dict[str, Profile]:
+    return {soc.name: build(soc) for soc in SOCS}  # RK3588, then RK3576, RK3566/68, RV1106/03

@@ -10,7 +10,8 @@ from __future__ import annotations
 from ...graph import quant
 from .. import common, tflite_map as tm
 from . import fitted as fit, swept as sw
-from ..base import Rule, Verdict, fmt_list
+from ...graph import NodeView
+from ..base import Executes, Limits, Rule, RuleMaker, Verdict, fmt_list
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
 
@@ -251,12 +252,27 @@ def _resize(node, lim):
     return None
 
 
-def _softmax(node, lim):
+def _softmax_axis(node: NodeView) -> tuple[int | None, int]:
+    """(rank, normalised axis) of a Softmax / Hardmax (the axis defaults to -1 from opset 13, 1 before)."""
     r = common.rank(node)
-    a = common.norm_axis(int(node.attr("axis", -1 if node.graph.opsets.get("ai.onnx", 13) >= 13 else 1)), r)
+    return r, common.norm_axis(int(node.attr("axis", -1 if node.graph.opsets.get("ai.onnx", 13) >= 13 else 1)), r)
+
+
+def _softmax(node, lim):
+    r, a = _softmax_axis(node)
     if a in lim["softmax_axes"]:
         return None
     return None if fit.softmax_last_axis(node, r, a, lim) else f"axis {a}"
+
+
+def softmax_axis(node: NodeView, lim: Limits) -> str | None:
+    """A SoC that runs Softmax on the NPU along `softmax_npu_axes` only (RK3566)."""
+    _, a = _softmax_axis(node)
+    return None if a in lim["softmax_npu_axes"] else f"axis {a}"
+
+
+def const_divisor(node: NodeView, lim: Limits) -> str | None:
+    return None if len(node.inputs) > 1 and node.is_const(1) else "divisor computed at run time"
 
 
 def _pow(node, lim):
@@ -299,100 +315,96 @@ def _qdq(node, lim):
 
 # -- rules ------------------------------------------------------------------------------------------
 
-def _r(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), src: str = "R-PDF", on_fail: Verdict = CPU, gate=None) -> Rule:
-    """An RKNN rule: a broken one runs the op as a CPU kernel of the RKNN runtime unless on_fail says otherwise."""
-    return Rule(f"{p}.{rid}", text, fn, on_fail, tuple(fix), src, gate=gate)
+# the dtype rule's sentence and source by what the SoC's NPU executes: RV1106's int8 builds (PROBE-SOC: rknn.build
+# refuses a float build for it) state int8 only
+_DTYPE_TEXT = {
+    Executes.FP16_INT8: ("NPU ops compute in int8 or float16 (float32 models are quantized or converted to float16 by "
+                         "rknn.build)", "R-PDF"),
+    Executes.INT8: ("NPU ops compute in int8 only: rknn.build quantizes float32/float16 activations to int8 (it refuses a "
+                    "float build for {chip}); other dtypes run on the CPU", "PROBE-SOC"),
+}
 
 
-def graph_rules(p: str) -> tuple[Rule, ...]:
+def graph_rules(p: str, lim: Limits, executes: Executes) -> tuple[Rule, ...]:
+    """The SoC's graph rules: the dtype sentence by what it executes, output_layout where `output_reshape_npu` is False."""
+    r = RuleMaker(p, CPU, "R-PDF")  # a broken rule runs the op as a CPU kernel of the RKNN runtime
+    dtype_text, dtype_src = _DTYPE_TEXT[executes]
     return (
-        _r(p, "dtype", "NPU ops compute in int8 or float16 (float32 models are quantized or converted to float16 by rknn.build)",
-           _dtype, ("keep integer index math out of the network body",)),
-        _r(p, "rank", "NPU tensors are {max_rank}-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, "
+        r('dtype', dtype_text, _dtype, ("keep integer index math out of the network body",), dtype_src),
+        r('rank', "NPU tensors are {max_rank}-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, "
            "except layout ops, {rank_from_npu}-D ops and {rank_from_npu}-D/{rank_split_max}-D splits on tensors an NPU op "
-           "produced, and {rank_transpose_max}-D transposes that keep the innermost axis and move no odd-sized axis back (CAL-R)",
-           _rank, ("reshape to 4-D or fewer",), "INF", gate=common.max_rank_gate),
-        _r(p, "output_layout", "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's NC1HWC2 "
+           "produced, and {rank_transpose_max}-D transposes that keep the innermost axis and move no odd-sized axis back (CAL-R)", _rank, ("reshape to 4-D or fewer",), "INF", gate=common.max_rank_gate),
+        r('output_layout', "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's NC1HWC2 "
            "layout (blocks of {output_align} channels) already is its order: a {output_map_hw}x{output_map_hw} map with a "
            "multiple of {output_align} channels (from a model input: unless 2-D with an innermost dimension off the "
            "{output_align}-grid)", _output_layout, ("return the 4-D tensor and reshape on the host",), "PROBE-R"),
-    )
+    )[: None if not lim["output_reshape_npu"] else -1]
 
 
 def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
     """op -> its rules, in the order they are checked."""
-    kernel = _r(p, "conv.kernel", "convolution kernels must be {conv_min}..{conv_kernel} (depthwise too: 3..{dw_kernel} measured "
+    r = RuleMaker(p, CPU, "R-PDF")
+    kernel = r('conv.kernel', "convolution kernels must be {conv_min}..{conv_kernel} (depthwise too: 3..{dw_kernel} measured "
                 "on the NPU)", _conv_kernel, ("split large kernels",), "PROBE-R")
     # pooling kernel measured (PROBE-R); its stride/pads/dims from the R-PDF
-    pool = (_r(p, "pool.limits", "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}",
-               _pool, src="PROBE-R"),
-            _r(p, "pool.auto_pad", "pooling supports only auto_pad=NOTSET (explicit pads)", _pool_auto_pad,
-               ("export with explicit pads",)))
-    axis = (_r(p, "axis.range", "the axis must be {axes_min}..{axes_max}", _axis_le3),)
-    rnn = (_r(p, "rnn.size", "LSTM/GRU: seq_len, input and hidden size ≤ {rnn_dim}; batch ≤ {rnn_dim} and a multiple of "
+    pool = (r('pool.limits', "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}", _pool, (), "PROBE-R"),
+            r('pool.auto_pad', "pooling supports only auto_pad=NOTSET (explicit pads)", _pool_auto_pad, ("export with explicit pads",)))
+    axis = (r('axis.range', "the axis must be {axes_min}..{axes_max}", _axis_le3),)
+    rnn = (r('rnn.size', "LSTM/GRU: seq_len, input and hidden size ≤ {rnn_dim}; batch ≤ {rnn_dim} and a multiple of "
               "{rnn_batch_multiple} when > {rnn_batch_free}", _rnn),)
-    qdq = (_r(p, "qdq.absorbed", "a QuantizeLinear/DequantizeLinear pair is folded into the int8 op it wraps; one bounding a CPU op "
+    qdq = (r('qdq.absorbed', "a QuantizeLinear/DequantizeLinear pair is folded into the int8 op it wraps; one bounding a CPU op "
               "is a CPU conversion", _qdq),)
     return {
         "Conv": (kernel,
-                 _r(p, "conv.stride", "convolution stride must be {conv_min}..{conv_stride}", _conv_stride,
-                    ("use a smaller stride followed by pooling",), "PROBE-R"),
-                 _r(p, "conv.pads", "convolution pads must each be {conv_pad_min}..{conv_pad}", _conv_pads,
-                    ("move large padding into a Pad op",)),
-                 _r(p, "conv.dilation", "dilation must be {conv_min}..{conv_dilation}; a dilated kernel needs input width < "
+                 r('conv.stride', "convolution stride must be {conv_min}..{conv_stride}", _conv_stride, ("use a smaller stride followed by pooling",), "PROBE-R"),
+                 r('conv.pads', "convolution pads must each be {conv_pad_min}..{conv_pad}", _conv_pads, ("move large padding into a Pad op",)),
+                 r('conv.dilation', "dilation must be {conv_min}..{conv_dilation}; a dilated kernel needs input width < "
                     "{dilated_max_width}", _conv_dilation)),
-        "ConvTranspose": (kernel, _r(p, "conv_transpose.config", "transposed convolution: stride in {tconv_strides}, group "
+        "ConvTranspose": (kernel, r('conv_transpose.config', "transposed convolution: stride in {tconv_strides}, group "
                                      "{tconv_group} (or depthwise), dilation only with a {tconv_dilated_kernel}x"
                                      "{tconv_dilated_kernel} kernel", _tconv, ("use Resize + Conv",))),
         "MaxPool": pool,
-        "AveragePool": pool + (_r(p, "pool.exclude_pad", "average pooling that leaves padding out of the average "
+        "AveragePool": pool + (r('pool.exclude_pad', "average pooling that leaves padding out of the average "
                                   "(count_include_pad=0) runs on the CPU when its windows reach into padding (pads, or a "
-                                  "ceil_mode partial window); counting the padding, or without padding, it runs on the NPU", sw.avgpool_exclude_pad,
-                                  ("export with count_include_pad=1, or pad explicitly and divide by the window counts",), "CAL-R"),),
-        "DepthToSpace": (_r(p, "depth_to_space.block", "DepthToSpace runs on the NPU with block size {d2s_blocks} (3 and 6 measured "
+                                  "ceil_mode partial window); counting the padding, or without padding, it runs on the NPU", sw.avgpool_exclude_pad, ("export with count_include_pad=1, or pad explicitly and divide by the window counts",), "CAL-R"),),
+        "DepthToSpace": (r('depth_to_space.block', "DepthToSpace runs on the NPU with block size {d2s_blocks} (3 and 6 measured "
                             "on the CPU)", fit.depth_to_space, ("upsample by 2, 4 or 8 per pixel shuffle",), "CAL-R"),),
-        "Tile": (_r(p, "tile.axes", "Tile runs on the NPU when it repeats one of C, H, W; repeating the batch or two axes runs on "
+        "Tile": (r('tile.axes', "Tile runs on the NPU when it repeats one of C, H, W; repeating the batch or two axes runs on "
                     "the CPU", _tile, ("tile one axis at a time, and keep batch repeats on the host",), "PROBE-R"),),
-        "GatherElements": (_r(p, "gather_elements.indices", "GatherElements runs on the NPU when its indices are constant and have "
-                              "the data's shape except along the gather axis", _gather_elements,
-                              ("gather along one axis with indices spanning the others",), "PROBE-R"),),
-        "Div": (_r(p, "div.dtype", "Div runs on the NPU in float16 and int8 builds (measured; the 2.3.2 document says an int8 Div "
+        "GatherElements": (r('gather_elements.indices', "GatherElements runs on the NPU when its indices are constant and have "
+                              "the data's shape except along the gather axis", _gather_elements, ("gather along one axis with indices spanning the others",), "PROBE-R"),),
+        "Div": (r('div.dtype', "Div runs on the NPU in float16 and int8 builds (measured; the 2.3.2 document says an int8 Div "
                    "falls back to the CPU)", _div_dtype, ("multiply by the reciprocal constant instead",), "CAL-R"),),
-        "Pow": (_r(p, "pow.exponent", "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),),
+        "Pow": (r('pow.exponent', "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),),
         "Concat": axis, "Split": axis,
-        "Slice": (_r(p, "slice.steps", "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth "
+        "Slice": (r('slice.steps', "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth "
                      "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging) or as the reversal of "
                      "the axis holding the innermost data (step -1, through a Transpose before it), or on a {max_rank}-D grid "
                      "reshaped from a MatMul's output (measured; why is not known); other steps alone run on the CPU (step "
-                     "2 measured on every axis of 3-D and 4-D tensors)",
-                     _slice_steps, ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),),
-        "Gather": (_r(p, "gather.indices", "Gather needs constant indices of rank ≤ {gather_indices_rank} and an axis {axes_min}..{axes_max} "
+                     "2 measured on every axis of 3-D and 4-D tensors)", _slice_steps, ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),),
+        "Gather": (r('gather.indices', "Gather needs constant indices of rank ≤ {gather_indices_rank} and an axis {axes_min}..{axes_max} "
                       "(indices computed at run time: CPU, CAL-R)", _gather),),
-        "Pad": (_r(p, "pad.mode", "Pad supports constant mode, reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}, and the modes in "
+        "Pad": (r('pad.mode', "Pad supports constant mode, reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}, and the modes in "
                    "`pad_npu_modes` (CAL-R sweep; a 3-D tensor padded at the end of axis 1 runs on the CPU: constant unless a Conv "
                    "produced it, and reflect and edge where `pad3_end_sweep` holds)", _pad_mode),),
-        "Resize": (_r(p, "resize.config", "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
+        "Resize": (r('resize.config', "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
                       "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or} (linear align_corners ran on "
-                      "the CPU at every scale measured)", _resize,
-                      ("upsample by an integer factor 2..8, with align_corners=False",), "CAL-R"),),
-        "Softmax": (_r(p, "softmax.axis", "Softmax runs on the NPU along axis {softmax_axes:#|or}, or along the last axis when at most "
-                       "{softmax_last_axes} axes are larger than one (CAL-R)", _softmax,
-                       ("transpose so the softmax axis is the channel axis",)),),
-        "Hardmax": (_r(p, "softmax.axis", "Hardmax runs on the NPU along axis {softmax_axes:#|or} only", _softmax),),
-        "MatMul": (_r(p, "matmul.k", "MatMul (exMatMul) needs K ≤ {matmul_k}", _matmul),),
+                      "the CPU at every scale measured)", _resize, ("upsample by an integer factor 2..8, with align_corners=False",), "CAL-R"),),
+        "Softmax": (r('softmax.axis', "Softmax runs on the NPU along axis {softmax_axes:#|or}, or along the last axis when at most "
+                       "{softmax_last_axes} axes are larger than one (CAL-R)", _softmax, ("transpose so the softmax axis is the channel axis",)),),
+        "Hardmax": (r('softmax.axis', "Hardmax runs on the NPU along axis {softmax_axes:#|or} only", _softmax),),
+        "MatMul": (r('matmul.k', "MatMul (exMatMul) needs K ≤ {matmul_k}", _matmul),),
         "LSTM": rnn, "GRU": rnn,
         "QuantizeLinear": qdq, "DequantizeLinear": qdq,
-        "Cast": (_r(p, "cast.cpu", "Cast is not in the RK3588 NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
+        "Cast": (r('cast.cpu', "Cast is not in the {chip} NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
                     "dtype it already has is deleted by rknn.build, RKNN-C; a Cast from int32 to a float type in `cast_int32_npu_to` ran on the NPU, CAL-R sweep)", _cast),),
-        "Reshape": (_r(p, "reshape.split_innermost", "A Reshape that splits the innermost axis W of a {max_rank}-D [.., T, W] into parts "
+        "Reshape": (r('reshape.split_innermost', "A Reshape that splits the innermost axis W of a {max_rank}-D [.., T, W] into parts "
                        "ending in k (or merges such parts into it) runs on the NPU when k has at least {split_min_inner} "
-                       "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost,
-                       ("split the innermost axis into wider parts, or do this reshape on the host",), "CAL-R"),),
-        "ScatterND": (_r(p, "scatter_nd.measured", "ScatterND runs on the NPU with constant indices (the 2.3.2 document lists a CPU "
-                         "kernel)", fit.scatter_nd, src="CAL-R"),),
-        "ReduceL2": (_r(p, "reduce_l2.measured", "ReduceL2 runs on the NPU (measured in float16 and int8 builds; the 2.3.2 document "
-                        "lists a CPU kernel)", fit.reduce_l2, src="CAL-R"),),
-        "Einsum": (_r(p, "einsum.measured", "Einsum converts and runs on the NPU (every form measured: two and three operands, "
-                      "ellipsis; the 2.3.2 operator list has no Einsum)", fit.einsum, ("write the contraction as MatMul",), "CAL-R",
-                      UNSUP),),
+                       "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost, ("split the innermost axis into wider parts, or do this reshape on the host",), "CAL-R"),),
+        "ScatterND": (r('scatter_nd.measured', "ScatterND runs on the NPU with constant indices (the 2.3.2 document lists a CPU "
+                         "kernel)", fit.scatter_nd, (), "CAL-R"),),
+        "ReduceL2": (r('reduce_l2.measured', "ReduceL2 runs on the NPU (measured in float16 and int8 builds; the 2.3.2 document "
+                        "lists a CPU kernel)", fit.reduce_l2, (), "CAL-R"),),
+        "Einsum": (r('einsum.measured', "Einsum converts and runs on the NPU (every form measured: two and three operands, "
+                      "ellipsis; the 2.3.2 operator list has no Einsum)", fit.einsum, ("write the contraction as MatMul",), "CAL-R", on_fail=UNSUP),),
     }

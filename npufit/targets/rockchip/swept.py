@@ -57,8 +57,6 @@ def resize_down(factor: int, lim) -> bool:
 def avgpool_exclude_pad(node, lim) -> str | None:
     """AveragePool with count_include_pad=0 whose windows reach into padding (explicit pads, or a ceil_mode partial
     window): the CPU (AVGPOOL_EXCLUDE_PAD)."""
-    from .socs import ceil_pool
-
     if int(node.attr("count_include_pad", 0) or 0) or not cal.fitted(lim, AVGPOOL_EXCLUDE_PAD):
         return None
     if any(int(x) for x in (node.attr("pads") or [])):
@@ -66,6 +64,17 @@ def avgpool_exclude_pad(node, lim) -> str | None:
     if not lim["avgpool_ceil_window_cpu"]:
         return None
     return "count_include_pad=0 with a ceil_mode partial window" if ceil_pool(node, lim) else None
+
+
+def ceil_pool(node, lim) -> str | None:
+    """ceil_mode=1 that changes the output size (an extra, partial window at the edge)."""
+    x, y = node.input_shape(0), node.output_shape(0)
+    if not int(node.attr("ceil_mode", 0) or 0) or not x or not y or not all(isinstance(d, int) for d in list(x[2:]) + list(y[2:])):
+        return None
+    k, st = list(node.attr("kernel_shape") or []), list(node.attr("strides") or [1] * len(x[2:]))
+    p = list(node.attr("pads") or [0] * 2 * len(k))
+    floor = [(x[2 + i] + p[i] + p[i + len(k)] - k[i]) // st[i] + 1 for i in range(len(k))]
+    return None if list(y[2:]) == floor else f"ceil_mode=1 gives {list(y[2:])} where floor gives {floor}"
 
 
 def slice_flip(node, lim) -> bool:
