@@ -6,10 +6,8 @@ nodes are mapped first by tflite_map); a broken rule runs the op on the host CPU
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from fractions import Fraction
 from functools import partial
-from typing import Any
 
 from ...graph import quant
 from ...graph.model import NodeView
@@ -17,19 +15,18 @@ from .. import common, tflite_map as tm
 from ..base import Limits, Rule, RuleMaker, Verdict, fmt_list
 
 CPU = Verdict.CPU
-L = Mapping[str, Any]
 
 
-def float_op(node: NodeView, lim: L) -> bool:
+def float_op(node: NodeView, lim: Limits) -> bool:
     """An op TVM's frontends import as dequantize -> float op -> quantize even in an int8 model."""
     return tm.tflite_op(node) in lim["float_ops"]
 
 
-def _floats(lim: L):
+def _floats(lim: Limits):
     return partial(float_op, lim=lim)
 
 
-def host_island(node: NodeView, lim: L) -> bool:
+def host_island(node: NodeView, lim: Limits) -> bool:
     """A float island that no Ethos-N composite claims: it runs on the host with its dequantize/quantize."""
     if not quant.is_float_island(node, _floats(lim)):
         return False
@@ -64,14 +61,14 @@ def _island_qparams(node: NodeView, zps: dict[str, int], scale_text: str) -> str
 
 # -- graph rules ---------------------------------------------------------------------------------
 
-def _dtype(node: NodeView, lim) -> str | None:
+def _dtype(node: NodeView, lim: Limits) -> str | None:
     d = quant.exec_dtype(node)
     if d is None or d in lim["dtypes"]:
         return None
     return f"computes in {d}"
 
 
-def _batch(node: NodeView, lim) -> str | None:
+def _batch(node: NodeView, lim: Limits) -> str | None:
     # axis 0 is the batch in NCHW and in NHWC alike: the shapes as stored, not tm.in_shape's NHWC copies (every node)
     for s in (node.input_shape(0), node.output_shape(0)):
         if s and len(s) >= 2 and isinstance(s[0], int) and s[0] != lim["batch"]:
@@ -79,21 +76,21 @@ def _batch(node: NodeView, lim) -> str | None:
     return None
 
 
-def _rank(node: NodeView, lim) -> str | None:
+def _rank(node: NodeView, lim: Limits) -> str | None:
     r = common.max_rank(node)
     return f"rank {r}" if r > lim["max_rank"] else None
 
 
 # -- op rules ------------------------------------------------------------------------------------
 
-def _conv_kernel(node, lim):
+def _conv_kernel(node: NodeView, lim: Limits) -> str | None:
     k = tm.kernel(node)
     if k and any(x not in lim["conv_kernels"] for x in k):
         return f"kernel {fmt_list(k)}"
     return None
 
 
-def _conv_stride(node, lim):
+def _conv_stride(node: NodeView, lim: Limits) -> str | None:
     s = tm.strides(node)
     if s[0] != s[-1] or s[0] not in lim["conv_strides"]:
         return f"stride {fmt_list(s)}"
@@ -103,36 +100,36 @@ def _conv_stride(node, lim):
     return None
 
 
-def _conv_dilation(node, lim):
+def _conv_dilation(node: NodeView, lim: Limits) -> str | None:
     d = tm.dilations(node)
     return None if all(x == 1 for x in d) else f"dilation {fmt_list(d)}"
 
 
-def _const_weights(node, lim):
+def _const_weights(node: NodeView, lim: Limits) -> str | None:
     i = 3 if node.op_type == "QLinearConv" else 1
     return None if node.is_const(i) or _from_weight_dq(node, i) else "weights are computed at run time"
 
 
-def _from_weight_dq(node, i):
+def _from_weight_dq(node: NodeView, i):
     if not node.graph.has_any(quant.DEQUANTIZE_OPS):  # a float graph: no producer to look up (every Add/Mul asks)
         return False
     p = node.graph.producer(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] else None
     return p is not None and quant.is_weight_dequantize(p)
 
 
-def _depth_multiplier(node, lim):
+def _depth_multiplier(node: NodeView, lim: Limits) -> str | None:
     x, y = tm.in_shape(node), tm.out_shape(node)
     if x and y and isinstance(x[-1], int) and isinstance(y[-1], int) and y[-1] != lim["depth_multiplier"] * x[-1]:
         return f"channel multiplier {y[-1] // max(x[-1], 1)}"
     return None
 
 
-def _tconv_stride(node, lim):
+def _tconv_stride(node: NodeView, lim: Limits) -> str | None:
     s = tm.strides(node)
     return None if all(x == lim["transpose_conv_stride"] for x in s) else f"stride {fmt_list(s)}"
 
 
-def _maxpool(node, lim):
+def _maxpool(node: NodeView, lim: Limits) -> str | None:
     k, s, pad = tm.kernel(node), tm.strides(node), tm.padding(node)
     x = tm.in_shape(node)
     if not k:
@@ -149,7 +146,7 @@ def _maxpool(node, lim):
     return f"pool {fmt_list(k)} stride {fmt_list(s)} {pad}"
 
 
-def _avgpool(node, lim):
+def _avgpool(node: NodeView, lim: Limits) -> str | None:
     k, s, pad = tm.kernel(node), tm.strides(node), tm.padding(node)
     if k == [lim["avgpool_kernel"]] * 2 and s == [lim["avgpool_stride"]] * 2 and pad == "SAME":
         return None
@@ -159,7 +156,7 @@ def _avgpool(node, lim):
     return f"pool {fmt_list(k)} stride {fmt_list(s)} {pad}"
 
 
-def _mean(node, lim):
+def _mean(node: NodeView, lim: Limits) -> str | None:
     x = tm.in_shape(node)
     if not x or len(x) != 4:
         return "input is not 4-D"
@@ -182,12 +179,12 @@ def _const_operand(node: NodeView):
     return None, None
 
 
-def _add_const(node, lim):
+def _add_const(node: NodeView, lim: Limits) -> str | None:
     i, v = _const_operand(node)
     return None if i is None else _per_channel_const(node, i, v)
 
 
-def _per_channel_const(node, i, v):
+def _per_channel_const(node: NodeView, i, v):
     if v is None:
         return None
     x = tm.in_shape(node, 1 - i)
@@ -198,7 +195,7 @@ def _per_channel_const(node, i, v):
     return f"constant of shape {list(v.shape)}"
 
 
-def _leaky(node, lim):
+def _leaky(node: NodeView, lim: Limits) -> str | None:
     a = node.attr("alpha", 0.01)
     if not 0.0 < float(a) < 1.0:
         return f"alpha {a}"
@@ -207,11 +204,11 @@ def _leaky(node, lim):
     return None
 
 
-def _sigmoid(node, lim):
+def _sigmoid(node: NodeView, lim: Limits) -> str | None:
     return _island_qparams(node, lim["sigmoid_zero_points"], lim["sigmoid_scale"]) if quant.is_float_island(node, _floats(lim)) else None
 
 
-def _tanh(node, lim):
+def _tanh(node: NodeView, lim: Limits) -> str | None:
     return _island_qparams(node, lim["tanh_zero_points"], lim["tanh_scale"]) if quant.is_float_island(node, _floats(lim)) else None
 
 
@@ -222,14 +219,14 @@ def _channel_ok(shapes, mult):
     return None
 
 
-def _concat(node, lim):
+def _concat(node: NodeView, lim: Limits) -> str | None:
     r = common.rank(node, output=True)
     axis = node.attr("axis", -1)
     axis = axis + r if (r and axis < 0) else axis
     return "concatenation along the batch axis" if r and axis == 0 else None
 
 
-def _slice(node, lim):
+def _slice(node: NodeView, lim: Limits) -> str | None:
     """A unit-stride slice along one axis (npufit lowers it as a Split, the library having no slice)."""
     x, y = tm.in_shape(node), tm.out_shape(node)
     steps = common.const_ints(node, 4) if node.graph.format == "onnx" else common.const_ints(node, 3)
@@ -244,7 +241,7 @@ def _slice(node, lim):
     return None
 
 
-def _fc_per_channel(node, lim):
+def _fc_per_channel(node: NodeView, lim: Limits) -> str | None:
     i = 3 if node.op_type == "QLinearMatMul" else 1
     t = node.input(i)
     if t is not None and t.dtype in ("float32", "float16") and node.is_const(i):
@@ -258,7 +255,7 @@ def _fc_per_channel(node, lim):
     return None
 
 
-def _mul_operands(node, lim):
+def _mul_operands(node: NodeView, lim: Limits) -> str | None:
     i, _ = _const_operand(node)
     if i is not None:
         return _add_const(node, lim)
@@ -266,7 +263,7 @@ def _mul_operands(node, lim):
     return f"broadcasts {a} with {b}" if a and b and list(a) != list(b) else None
 
 
-def _transpose_size(node, lim):
+def _transpose_size(node: NodeView, lim: Limits) -> str | None:
     # measured boundary: permute (0,1,3,2) of a 16x256x256 map is 'too large'; (0,2,3,1) and (0,3,1,2) passed at 256
     if common.transpose_perm(node) != [0, 1, 3, 2]:
         return None
@@ -277,7 +274,7 @@ def _transpose_size(node, lim):
     return f"{n} bytes in SRAM bricks" if n >= lim["transpose_sram_bytes"] else None
 
 
-def _pad_hw(node, lim):
+def _pad_hw(node: NodeView, lim: Limits) -> str | None:
     p = common.const_array(node, 1)
     if p is None or p.size != 8:
         return None
@@ -287,12 +284,12 @@ def _pad_hw(node, lim):
     return None if not any(bc) else "pads the batch or channel axis"
 
 
-def _split(node, lim):
+def _split(node: NodeView, lim: Limits) -> str | None:
     bad = _channel_ok([tm.out_shape(node, i) for i in range(len(node.outputs))], lim["split_channel_multiple"])
     return None if bad is None else f"an output has {bad} channels"
 
 
-def _resize(node, lim):
+def _resize(node: NodeView, lim: Limits) -> str | None:
     x, y = tm.in_shape(node), tm.out_shape(node)
     if not x or not y or len(x) != 4:
         return None
@@ -302,14 +299,14 @@ def _resize(node, lim):
     return None
 
 
-def _d2s(node, lim):
+def _d2s(node: NodeView, lim: Limits) -> str | None:
     b = node.attr("blocksize", node.attr("block_size", 2))
     if node.graph.format == "onnx" and node.attr("mode", "DCR") != "DCR":
         return f"mode {node.attr('mode')}"
     return None if int(b) == lim["depth_to_space_block"] else f"block size {b}"
 
 
-def _qdq_absorbed(node, lim):
+def _qdq_absorbed(node: NodeView, lim: Limits) -> str | None:
     if quant.absorbed(node, partial(host_island, lim=lim)):
         return None
     g = node.graph

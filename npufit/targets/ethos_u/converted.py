@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Mapping
 from functools import partial
 
-from ...graph import facts
+from ...graph import Graph, NodeView, facts
 from ...graph.folding import CONTROL_FLOW, NON_DETERMINISTIC
 from .. import calibration as cal, tflite_map as tm
 from ..common import reduce_axes
-from ..base import OpSupport, Rule, Verdict
+from ..base import Limits, OpSupport, Rule, Verdict
 from ..calibration import FAMILIES, Evidence
 from ..converter_facts import (argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather, mean_as_rows,
                               never_special, where_of_never_special, whole_map_pool)
@@ -46,7 +45,7 @@ _ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identit
 _IF = frozenset({"If"})
 
 
-def _carried(graph):
+def _carried(graph: Graph):
     return lambda name: carried_dtype(graph.tensor(name).dtype)
 
 
@@ -54,7 +53,7 @@ def _carried(graph):
 _CONSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _body_reads(graph) -> dict[str, set[str]]:
+def _body_reads(graph: Graph) -> dict[str, set[str]]:
     """If node -> the outer tensors its bodies (at any depth) read; None-free."""
     inner: dict[str, list] = {}
     for n in graph.nodes:
@@ -72,7 +71,7 @@ def _body_reads(graph) -> dict[str, set[str]]:
     return out
 
 
-def converter_constants(graph) -> tuple[frozenset[str], frozenset[str]]:
+def converter_constants(graph: Graph) -> tuple[frozenset[str], frozenset[str]]:
     """(tensors, If nodes) that are constants in the converter's copy but not in this graph: an If whose condition
     folded and whose bodies read only constants is inlined (convert/prepass_if.py) and folds, and so does every node
     that reads only such values (ViTDet's relative-position table, gathered by a constant index)."""
@@ -102,7 +101,7 @@ def converter_constants(graph) -> tuple[frozenset[str], frozenset[str]]:
 
 
 @facts.per_node  # asked twice per node: by the op key and by the feature-map dtypes
-def no_op(node) -> str | None:
+def no_op(node: NodeView) -> str | None:
     """Why npufit's converter writes no TFLite op for this ONNX node, else None."""
     g = node.graph
     if g.format != "onnx" or node.domain not in ("", "ai.onnx"):
@@ -139,7 +138,7 @@ def no_op(node) -> str | None:
     return None
 
 
-def op_key(node) -> str | None:
+def op_key(node: NodeView) -> str | None:
     """The key of an ONNX node the converter writes as no op or as another op than the standard view; else None."""
     if node.graph.format != "onnx":
         return None
@@ -154,7 +153,7 @@ def op_key(node) -> str | None:
     return None
 
 
-def whole_map(node) -> bool:
+def whole_map(node: NodeView) -> bool:
     """An ONNX AveragePool / MaxPool with one window over the whole map, which the converter writes as a global pool
     (converter_facts.whole_map_pool). Cases avgpool-whole-ceil, avgpool-whole-exact, maxpool-whole-ceil (NPU: MEAN,
     a map-sized max pool) against avgpool-k9-same (a SAME kernel over 8, CPU) and avgpool-k3-include (NPU)."""
@@ -164,12 +163,12 @@ def whole_map(node) -> bool:
         and len(x) == 4 and len(y) == 4 and whole_map_pool(list(k), node.attr("pads", [0] * 4), list(x[2:]), list(y[2:]))
 
 
-def pool_kernel(node) -> list | None:
+def pool_kernel(node: NodeView) -> list | None:
     """The pool kernel the converter writes: the map itself for a whole-map pool, else the node's own."""
     return list(node.input_shape(0)[2:]) if whole_map(node) else tm.kernel(node)
 
 
-def act_dtypes(node, dtypes: list[str]) -> list[str]:
+def act_dtypes(node: NodeView, dtypes: list[str]) -> list[str]:
     """Feature-map dtypes of an ONNX node as its TFLite tensors carry them: none for a node with no op, integer types
     as int32 (so no ONNX tensor is a 64-bit feature map: CAL-V, the int64 position arithmetic of clip_text and
     roberta, transformer, ran as int32 ADD on the U55's NPU)."""
@@ -178,7 +177,7 @@ def act_dtypes(node, dtypes: list[str]) -> list[str]:
     return [carried_dtype(d) if d in ("int64", "uint64") else d for d in dtypes]
 
 
-def depth_mean_as_conv(node, x, axes, lim: Mapping) -> bool:
+def depth_mean_as_conv(node: NodeView, x, axes, lim: Limits) -> bool:
     """An ONNX mean over the channels of an HxW map, which the converter writes as a 1x1 CONV_2D (`x`, `axes`: the
     NHWC shape and axes the MEAN rule reads). CAL-V: vitdet's 6 channel LayerNorms (ReduceMean over axis 1 of
     [1, C, 8, 8]) ran on the NPU of both Ethos-U records; the MEAN rule's depth limit does not apply to them."""
@@ -186,7 +185,7 @@ def depth_mean_as_conv(node, x, axes, lim: Mapping) -> bool:
         and axes is not None and depth_reduce_as_conv(tm.tflite_op(node), x, axes)
 
 
-def mean_form(node, lim: Mapping) -> tuple[list, list] | None:
+def mean_form(node: NodeView, lim: Limits) -> tuple[list, list] | None:
     """(shape, axes) of the MEAN the converter writes for an ONNX ReduceMean over a trailing run of axes that Vela's
     semantic check would reject (converter_facts.mean_as_rows): [rows, 1, reduced] over axis 2, so only Vela's size
     limits remain. Not for 4-D inputs: a conv's NHWC output is reduced in NHWC (the MEAN rule's view)."""
@@ -202,7 +201,7 @@ def mean_form(node, lim: Mapping) -> tuple[list, list] | None:
     return [math.prod(x[:k]), 1, math.prod(x[k:])], [2]
 
 
-def argmax_bool_cast(node, lim: Mapping) -> str | None:
+def argmax_bool_cast(node: NodeView, lim: Limits) -> str | None:
     """Rule body (generations without CAST in their list): an ArgMax the converter runs on int8 bools, CAST from the
     bool tensor in its own lowering."""
     g = node.graph
@@ -211,7 +210,7 @@ def argmax_bool_cast(node, lim: Mapping) -> str | None:
     return "reads bools through a CAST to int8"
 
 
-def _held_out(node, lim: Mapping, listed: frozenset[str]) -> str | None:
+def _held_out(node: NodeView, lim: Limits, *, listed: frozenset[str]) -> str | None:
     """With the no-op evidence held out, the node is judged as the standard converter's op."""
     if cal.fitted(lim, EVIDENCE["no_op"]):
         return None

@@ -17,13 +17,14 @@ from typing import Callable
 
 import numpy as np
 
+from ...graph import NodeView
 from ...graph.quant import FLOAT_DTYPES
 from .. import calibration as cal, tflite_map as tm
 from . import converted as conv
-from ..base import OpSupport, Rule, Verdict
+from ..base import Limits, OpSupport, Rule, Verdict
 
 
-def _gather_sliced(node) -> bool:
+def _gather_sliced(node: NodeView) -> bool:
     """Constant indices that are one index or an evenly spaced increasing run: a STRIDED_SLICE (convert/ops_shape.gather)."""
     v = node.const_value(1)
     if v is None or np.asarray(v).ndim > 1:
@@ -39,13 +40,13 @@ def _gather_sliced(node) -> bool:
     return steps[0] > 0 and bool(np.all(steps == steps[0]))
 
 
-def _pow_lowered(node) -> bool:
+def _pow_lowered(node: NodeView) -> bool:
     """A constant exponent of 0.5, -0.5, 1, 2 or 3: MUL / RSQRT (convert/ops_math.pow_)."""
     v = node.const_value(1)
     return v is not None and np.asarray(v).size == 1 and float(np.asarray(v).reshape(-1)[0]) in (0.5, -0.5, 1.0, 2.0, 3.0)
 
 
-def _expand_copies(node) -> bool:
+def _expand_copies(node: NodeView) -> bool:
     """At most 64 copies: CONCATENATION (convert/ops_shape.expand); more stay BROADCAST_TO (not in Vela's list)."""
     x, y = node.input_shape(0), node.output_shape(0)
     if not x or not y or not all(isinstance(d, int) for d in (*x, *y)):
@@ -54,23 +55,23 @@ def _expand_copies(node) -> bool:
     return sum(b // a for a, b in zip(x, y) if a and b != a) <= 64
 
 
-def _div_by_tensor(node) -> bool:
+def _div_by_tensor(node: NodeView) -> bool:
     """x / y with y computed at run time: MUL by 1/y built from RSQRT (convert/ops_math.div; y must be positive, which
     the normalising divisions of the corpus are: a Sqrt, a clamped norm, a variance)."""
     return not node.is_const(1)
 
 
-def _always(node) -> bool:
+def _always(node: NodeView) -> bool:
     return True
 
 
-def _float_cast(node) -> bool:
+def _float_cast(node: NodeView) -> bool:
     """A cast between float types: the converter emits no op for it (convert/ops_tensor.alias); integer and boolean
     casts (token ids, attention-mask logic) are not measured and keep the standard view."""
     return node.input_dtype(0) in FLOAT_DTYPES and node.output_dtype(0) in FLOAT_DTYPES
 
 
-def _scatter_sliced(node) -> bool:
+def _scatter_sliced(node: NodeView) -> bool:
     """Constant indices whose output rows form at most 16 contiguous runs: RESHAPE/CONCATENATION/STRIDED_SLICE
     (convert/ops_shape.scatter_nd); more runs take one GATHER, which the U55 runs on the CPU."""
     idx, shape = node.const_value(1), node.input_shape(0)
@@ -161,7 +162,7 @@ LOWERED["GRU"] = LOWERED["LSTM"]
 KEY = "NPUFIT_LOWERED_"
 
 
-def mask_select(node, lim) -> str | None:
+def mask_select(node: NodeView, lim: Limits) -> str | None:
     """Rule body for generations without SELECT_V2 in their list (U55/U65): an Add / Sub of an activation and a Where by a
     run-time condition between two constants (a text encoder's attention mask). npufit's converter writes the pair as
     one SELECT_V2 of two int8 shifts of the activation (convert/ops_int.add_select), so it runs where SELECT_V2 does.
@@ -180,7 +181,7 @@ def mask_select(node, lim) -> str | None:
     return None
 
 
-def op_key(node) -> str:
+def op_key(node: NodeView) -> str:
     """tflite_map's key, except for ONNX nodes npufit's converter writes as no op or another op (ethos_u_converted)
     or lowers into Vela-listed ops (see LOWERED)."""
     key = conv.op_key(node)
@@ -195,7 +196,7 @@ def op_key(node) -> str:
     return tm.tflite_op(node)
 
 
-def lowered(node, lim, listed: frozenset[str]) -> str | None:
+def lowered(node: NodeView, lim: Limits, *, listed: frozenset[str]) -> str | None:
     """Rule body of a LOWERED op. With its families held out (leave-one-family-out), the node is judged as the
     standard converter's op again: NPU when that op is in this generation's list (`listed`), else CPU."""
     if cal.fitted(lim, LOWERED[node.op_type].families):
@@ -216,7 +217,7 @@ def lowered_ops(name: str, listed) -> dict[str, OpSupport]:
     return out
 
 
-def converter_splits_stride(node, lim) -> bool:
+def converter_splits_stride(node: NodeView, lim: Limits) -> bool:
     """A Conv with stride > 3 that npufit's converter writes as CONV_2D at stride a <= 3 + a 1x1 MAX_POOL at stride b
     (s = a*b, b <= 3; convert/ops_nn._stride_split): Vela runs both, so neither the stride limit nor the failed
     PAD fold applies. CAL-V: the 7x7 stride-4 padded patch embeddings of glpn (cnn), hiera and pvt_v2 (transformer)
@@ -236,7 +237,7 @@ def converter_splits_stride(node, lim) -> bool:
     return all(st <= 3 or any(st % a == 0 and st // a <= 3 for a in (3, 2)) for st in s)
 
 
-def _patch_crop(node, s) -> bool:
+def _patch_crop(node: NodeView, s) -> bool:
     """Whether the converter cuts a tail off this patchify conv's padded input: explicit pads that leave more rows or
     columns than out * stride (pads that fit exactly are SAME padding, which the converter writes as SAME)."""
     x, y, pads = node.input_shape(0), node.output_shape(0), node.attr("pads")
@@ -245,7 +246,7 @@ def _patch_crop(node, s) -> bool:
     return any(x[2 + i] + pads[i] + pads[i + 2] > y[2 + i] * s[i] for i in range(2))
 
 
-def shape_only_after_cpu(node, lim, listed: frozenset[str]) -> str | None:
+def shape_only_after_cpu(node: NodeView, lim: Limits, *, listed: frozenset[str]) -> str | None:
     """Rule body (bound to this generation's operator list `listed`): a slice of a CPU op's output that feeds nothing
     but Shape nodes. CAL-V: conditional_detr's (detector) Slice of the GATHER its element-wise ScatterND became ran on
     the CPU with it on the U55 (on the NPU on the U85, where GATHER is listed); dab_detr's Shape-only Slice of an NPU

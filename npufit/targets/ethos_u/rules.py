@@ -8,9 +8,7 @@ fails the whole compile (PROBE-V). U55/U65 and U85 differ in the rule set: `op_r
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from functools import partial
-from typing import Any
 
 import numpy as np
 

@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from ...graph import quant
+from ...graph import Graph, NodeView, quant
+from ..base import Limits
 from .. import calibration as cal, common
 
 Ev = cal.Evidence
@@ -103,22 +104,22 @@ NOOP_ADD = Ev(("audio-rnn", "detector", "transformer"))
 EVIDENCE = {k: v for k, v in globals().items() if isinstance(v, cal.Evidence)}
 
 
-def _from_npu(node) -> bool:
+def _from_npu(node: NodeView) -> bool:
     return not any(t in node.graph.input_names for t in node.inputs if t)
 
 
-def rank5_from_npu(node, r: int, lim) -> bool:
+def rank5_from_npu(node: NodeView, r: int, lim: Limits) -> bool:
     """A rank-5 op that reads no model input directly (the corpus's 5-D tensors all came from NPU ops)."""
     return r == lim["rank_from_npu"] and cal.fitted(lim, RANK5) and _from_npu(node)
 
 
-def split_high_rank(node, r: int, lim) -> bool:
+def split_high_rank(node: NodeView, r: int, lim: Limits) -> bool:
     """A 5-D or 6-D Split of an NPU tensor ran on the NPU, along any axis (SPLIT6; RANK6_LAYOUT without it)."""
     return (node.op_type == "Split" and lim["rank_from_npu"] <= r <= lim["rank_split_max"] and (cal.fitted(lim, SPLIT6) or cal.fitted(lim, RANK6_LAYOUT))
             and _from_npu(node))
 
 
-def _transpose6(node) -> bool:
+def _transpose6(node: NodeView) -> bool:
     """A transpose that keeps the innermost axis of size > 1 in place and moves no odd-sized axis to a later position:
     Swin's window partition with 4x4, 6x6 and 8x8 windows ran on the NPU, 7x7 (16, 24 and 32 channels) and 5x5
     (16 channels) on the CPU, where the window axis moves past the count of windows; an odd count of windows, which
@@ -135,7 +136,7 @@ def _transpose6(node) -> bool:
     return all(x[a] % 2 == 0 for a in keep if pos[a] > order.index(a))
 
 
-def rank_exempt(node, r: int, lim) -> bool:
+def rank_exempt(node: NodeView, r: int, lim: Limits) -> bool:
     """Ops that ran on the NPU above rank 4 (the profile's other exemptions are in rockchip._rank_exempt)."""
     if node.op_type == "Transpose":
         if r > lim["rank_transpose_max"]:
@@ -147,7 +148,7 @@ def rank_exempt(node, r: int, lim) -> bool:
     return rank5_from_npu(node, r, lim) or split_high_rank(node, r, lim)
 
 
-def softmax_last_axis(node, r, a: int, lim) -> bool:
+def softmax_last_axis(node: NodeView, r, a: int, lim: Limits) -> bool:
     """A softmax over the last axis of a tensor with at most softmax_last_axes (4) axes of size > 1 ran on the NPU: hiera's 5-D attention
     and siglip_vision's [2, 1, 64] pooling head (transformer; the toolkit drops size-1 axes), table_transformer's plain
     3-D [2, 4, 4] / [2, 20, 4] attention (detector)."""
@@ -157,7 +158,7 @@ def softmax_last_axis(node, r, a: int, lim) -> bool:
     return cal.fitted(lim, SOFTMAX_LAST)
 
 
-def _strided(node) -> dict[int, tuple[int, int]] | None:
+def _strided(node: NodeView) -> dict[int, tuple[int, int]] | None:
     """{axis: (start, step)} of a Slice with a step other than 1 that runs to the end of each sliced axis."""
     if node is None or node.op_type != "Slice" or len(node.inputs) < 5 or not node.inputs[4]:
         return None
@@ -175,7 +176,7 @@ def _strided(node) -> dict[int, tuple[int, int]] | None:
     return out
 
 
-def _phase(tensor: str, graph) -> tuple[str, dict] | None:
+def _phase(tensor: str, graph: Graph) -> tuple[str, dict] | None:
     """(source tensor, {axis: (start, step)}) of a chain of strided Slices producing `tensor`."""
     phase: dict = {}
     node = graph.producer(tensor)
@@ -186,7 +187,7 @@ def _phase(tensor: str, graph) -> tuple[str, dict] | None:
     return (tensor, phase) if phase else None
 
 
-def space_to_depth(node, lim) -> bool:
+def space_to_depth(node: NodeView, lim: Limits) -> bool:
     """A strided Slice whose phases are all concatenated again (a space-to-depth reorg: YOLOv5's Focus on NCHW,
     Swin's patch merging on [1, H, W, C]) ran on the NPU; a lone strided slice, or two of four phases, on the CPU."""
     if not cal.fitted(lim, SLICE_PHASES):
@@ -213,13 +214,13 @@ def space_to_depth(node, lim) -> bool:
     return len(seen) == len(phases) == math.prod(steps[0].values())
 
 
-def reduce_l2(node, lim):
+def reduce_l2(node: NodeView, lim: Limits) -> str | None:
     """(convnextv2's GRN, swinv2's and swin2sr's cosine attention; cnn, transformer): every ReduceL2 ran on the
     NPU in float16 and int8 builds, though the 2.3.2 document lists it as a CPU op."""
     return None if cal.fitted(lim, REDUCE_L2) else "ReduceL2 is in the document's CPU op list"
 
 
-def einsum(node, lim):
+def einsum(node: NodeView, lim: Limits) -> str | None:
     """cvt's attention 'bhlk,bhtk->bhlt' (transformer) and six cases (two and three operands, an ellipsis, relative
     position 'bhwc,hkc->bhwk', 'nchw,kc->nkhw'): the toolkit converts every Einsum measured and runs it on the NPU.
     Without that evidence the 2.3.2 operator list, which has no Einsum, says the converter rejects it."""
@@ -228,7 +229,7 @@ def einsum(node, lim):
     return f"equation '{node.attr('equation', '')}' is not in the 2.3.2 operator list"
 
 
-def unit_channel_squeeze(x, y, lim) -> bool:
+def unit_channel_squeeze(x, y, lim: Limits) -> bool:
     """glpn's depth map [1, 1, 64, 64] -> [1, 64, 64] (cnn) and siglip_vision's pooled [1, 1, 32] -> [1, 32] (transformer):
     an output reshape that only drops size-1 axes of a one-channel tensor whose innermost dimension is on the 8-grid ran
     on the NPU; RKNN-C's RT-DETR [1, 1, 20, 4] -> [1, 20, 4] (innermost 4) and PROBE-R's [1, 12, 1, 1] -> [1, 12] did not."""
@@ -236,7 +237,7 @@ def unit_channel_squeeze(x, y, lim) -> bool:
             and cal.fitted(lim, UNIT_SQUEEZE))
 
 
-def scatter_nd(node, lim):
+def scatter_nd(node: NodeView, lim: Limits) -> str | None:
     """conditional_detr's and dab_detr's box updates (detector) and two cases (one update, two in a row on one tensor):
     ScatterNDs with constant indices ran on the NPU, except a second write over the first one's cells
     (SCATTER_OVERWRITE)."""
@@ -245,7 +246,7 @@ def scatter_nd(node, lim):
     return _overwrite(node) if cal.fitted(lim, SCATTER_OVERWRITE) else None
 
 
-def _cells(node) -> tuple[int, set] | None:
+def _cells(node: NodeView) -> tuple[int, set] | None:
     """(index depth, the set of index tuples) a ScatterND with constant indices writes."""
     idx = common.const_array(node, 1)
     if idx is None or idx.ndim < 1 or not idx.shape[-1]:
@@ -254,7 +255,7 @@ def _cells(node) -> tuple[int, set] | None:
     return k, {tuple(r) for r in idx.reshape(-1, k).tolist()}
 
 
-def _reads(tensor: str, node, graph) -> bool:
+def _reads(tensor: str, node: NodeView, graph: Graph) -> bool:
     """Whether `tensor`'s values are computed from `node`'s output: a walk up its producers, each visited once (a Shape
     reads no values, and the export's index plumbing reads the scattered tensor's shape only)."""
     seen, todo = set(), [tensor]
@@ -269,7 +270,7 @@ def _reads(tensor: str, node, graph) -> bool:
     return False
 
 
-def _overwrite(node) -> str | None:
+def _overwrite(node: NodeView) -> str | None:
     """A ScatterND on another one's output that writes some of the same cells again, with values not computed from
     that output, on a tensor whose innermost axis is under SCATTER_MIN_INNER elements and which it does not overwrite
     whole: the CPU (SCATTER_OVERWRITE)."""
@@ -287,7 +288,7 @@ def _overwrite(node) -> str | None:
     return f"writes cells of [.., {x[-1]}] the ScatterND before it wrote, with values not read from it"
 
 
-def pad_rank3_axis1(node, lim) -> str | None:
+def pad_rank3_axis1(node: NodeView, lim: Limits) -> str | None:
     """mobilebert's embedding pad (transformer) and sew's output pad (audio-rnn): a constant Pad at the end of axis 1 of a
     3-D tensor ran on the CPU; mobilebert's pad at the start of axis 1 and tcn's causal pads along the last axis
     (audio-rnn) ran on the NPU."""
@@ -298,13 +299,13 @@ def pad_rank3_axis1(node, lim) -> str | None:
     return "pads the end of axis 1 of a 3-D tensor" if cal.fitted(lim, PAD3) else None
 
 
-def int8_div(lim) -> bool:
+def int8_div(node: NodeView, lim: Limits) -> bool:
     """Every Div of the int8 builds ran on the NPU: 101 of them, by constants and by computed tensors (attention scaling,
     GRN, normalisations) in 26 cnn and transformer models, none on the CPU (rk3588-int8-op17.json)."""
     return cal.fitted(lim, INT8_DIV)
 
 
-def depth_to_space(node, lim):
+def depth_to_space(node: NodeView, lim: Limits) -> str | None:
     """espcn's x3 pixel shuffle (cnn) ran on the CPU; in the cases x2, x4 and x8 ran on the NPU, x3 and x6 on the CPU,
     into a model output or a conv, to 1 or 8 channels (PROBE-R's pixel_shuffle: x2 on the NPU)."""
     b = int(node.attr("blocksize", 0))
@@ -313,7 +314,7 @@ def depth_to_space(node, lim):
     return f"block size {b}"
 
 
-def gather_indices(node, lim) -> str | None:
+def gather_indices(node: NodeView, lim: Limits) -> str | None:
     """A Gather whose indices are computed at run time (not constants) runs on the CPU (GATHER_RUNTIME)."""
     if node.is_const(1) or not cal.fitted(lim, GATHER_RUNTIME):
         return None
@@ -349,7 +350,7 @@ def _pure_merge(x, y) -> bool:
     return n == y[-1] and [d for d in x[:i] if d != 1] == [d for d in y[:-1] if d != 1]
 
 
-def _folds_around_const(node) -> bool:
+def _folds_around_const(node: NodeView) -> bool:
     """A Reshape on either side of an element-wise op with a constant operand, whose other side restores the shape:
     rknn.build folds the pair into the op (sweep cases reshape-4to4-batch-ch, -4to6-split-hw: int8 and float16)."""
     g = node.graph
@@ -368,7 +369,7 @@ def _folds_around_const(node) -> bool:
             and list(before.input_shape(0) or ()) == list(node.output_shape(0) or [None]))
 
 
-def split_innermost(node, lim) -> str | None:
+def split_innermost(node: NodeView, lim: Limits) -> str | None:
     """A Reshape that splits the innermost axis W of a 4-D NPU tensor [.., T, W] into parts ending in k (or, the other
     way, merges such parts into the innermost W of a 4-D result) runs on the CPU when k < 8 and neither W nor T is a
     multiple of 16 bytes of elements (8 in float16, 16 in int8) (SPLIT_INNERMOST). wavlm-like 4-D -> 5-D splits: int8
@@ -396,7 +397,7 @@ def split_innermost(node, lim) -> str | None:
 
 # -- ops rknn.build deletes or rewrites (RKNN-C: its log on benchmarks/compile_rk3588.py's models; CAL-R) ----------
 
-def noop_expand(node) -> bool:
+def noop_expand(node: NodeView) -> bool:
     """An Expand whose broadcast leaves its input shape unchanged: rknn.build deletes it
     ('remove_invalid_expand', RKNN-C: RT-DETR's int64 Expand of the TopK indices to [1, 1, 1])."""
     if node.op_type != "Expand":
@@ -410,7 +411,7 @@ def noop_expand(node) -> bool:
         return False
 
 
-def mul_add_to_bn(node) -> bool:
+def mul_add_to_bn(node: NodeView) -> bool:
     """x * c followed by + c2 / - c2 (constants): rknn.build turns the pair into one BatchNormalization and
     reshapes it to 4-D ('replace_mul_add_by_bn', RKNN-C: RT-DETR's 6-D sampling-grid 2*x-1 ran on the NPU)."""
     if node.op_type != "Mul" or len(common.activation_inputs(node)) != 1:
@@ -419,7 +420,7 @@ def mul_add_to_bn(node) -> bool:
     return len(outs) == 1 and outs[0].op_type in ("Add", "Sub") and len(common.activation_inputs(outs[0])) == 1
 
 
-def noop_cast(node) -> bool:
+def noop_cast(node: NodeView) -> bool:
     """A Cast to the dtype it already has: rknn.build deletes it ('remove_invalid_cast', RKNN-C: BERT's bool->bool mask Cast)."""
     return common.noop_cast(node)
 
@@ -427,7 +428,7 @@ def noop_cast(node) -> bool:
 _NOOP_OPS = frozenset({"Reshape", "Add", "Sub"})
 
 
-def noop(node, lim) -> bool:
+def noop(node: NodeView, lim: Limits) -> bool:
     """A Reshape to the shape it already has, or an Add/Sub of a constant zero that does not broadcast: rknn.build deletes
     it, whatever its dtype and wherever it stands (NOOP_RESHAPE, NOOP_ADD)."""
     if node.op_type not in _NOOP_OPS:  # asked of every node by the dtype rule: the op first, shapes after

@@ -18,7 +18,7 @@ CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
 
 # -- graph checks --------------------------------------------------------------------------------
 
-def _dtype(node, lim):
+def _dtype(node: NodeView, lim: Limits) -> str | None:
     # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
     # Where ran on the NPU with a bool condition), and float values are converted by rknn.build like every float
     # activation, to float16 or to int8 (PROBE-SOC: rv1106's int8 build ran the where case's Where on the NPU)
@@ -36,7 +36,7 @@ def _dtype(node, lim):
 RANK_FREE = {"Reshape", "Unsqueeze", "Squeeze", "Transpose", "Gather", "Concat", "Add", "Sub", "Div"}  # not Mul: 5-D Mul went to the CPU
 
 
-def _rank_exempt(node, r: int, lim) -> bool:
+def _rank_exempt(node: NodeView, r: int, lim: Limits) -> bool:
     if node.op_type == "Transpose":
         return r <= lim["rank_from_npu"] or fit.rank_exempt(node, r, lim)  # PROBE-R: 5-D ran on the NPU; 6-D: see rockchip_fitted
     if fit.rank_exempt(node, r, lim):
@@ -47,7 +47,7 @@ def _rank_exempt(node, r: int, lim) -> bool:
     return node.op_type in RANK_FREE or fit.noop_expand(node) or fit.mul_add_to_bn(node)
 
 
-def _rank(node, lim):
+def _rank(node: NodeView, lim: Limits) -> str | None:
     r = common.max_rank(node)
     return f"rank {r}" if r > lim["max_rank"] and not _rank_exempt(node, r, lim) else None
 
@@ -55,12 +55,12 @@ def _rank(node, lim):
 OUTPUT_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Gather"}
 
 
-def _is_reshape(node) -> bool:
+def _is_reshape(node: NodeView) -> bool:
     # a Gather of index 0 on a size-1 axis is a reshape; a real gather becomes a Slice/Gather layer
     return node.op_type in OUTPUT_RESHAPES and (node.op_type != "Gather" or common.is_size1_reshape(node))
 
 
-def _reshape_source(node) -> tuple[list | None, bool]:
+def _reshape_source(node: NodeView) -> tuple[list | None, bool]:
     """The tensor a chain of reshapes starts from (its shape, and whether it is a model input): the toolkit folds
     the chain into one layout change (PROBE-R squeeze: GAP -> Squeeze -> Squeeze ran fused into the GAP)."""
     for _ in range(16):  # bounded: a cycle cannot occur in a valid graph, but a broken one must not hang
@@ -71,7 +71,7 @@ def _reshape_source(node) -> tuple[list | None, bool]:
     return node.input_shape(0), False
 
 
-def _output_layout(node, lim):
+def _output_layout(node: NodeView, lim: Limits) -> str | None:
     """The reshape that produces a non-4-D model output. From an NPU tensor (NC1HWC2 blocks of 8 channels) it runs on
     the NPU only when that layout already is the output's order: a 1x1 map with C % 8 == 0 (PROBE-R: conv -> Flatten of
     [1,C,1,1]: C = 8, 16, 24 NPU, 12 CPU; of [1,C,2,2]: CPU for every C; RKNN-C: MobileNetV2/BERT/LSTM logits and
@@ -103,26 +103,26 @@ def _output_layout(node, lim):
 
 # -- op checks -----------------------------------------------------------------------------------
 
-def _conv_kernel(node, lim):
+def _conv_kernel(node: NodeView, lim: Limits) -> str | None:
     k = tm.kernel(node)
     dw = tm.tflite_op(node) == "DEPTHWISE_CONV_2D"
     cap = lim["dw_kernel"] if dw else lim["conv_kernel"]
     return None if all(lim["conv_min"] <= x <= cap for x in k) else f"kernel {fmt_list(k)}{' (depthwise)' if dw else ''}"
 
 
-def _conv_stride(node, lim):
+def _conv_stride(node: NodeView, lim: Limits) -> str | None:
     s = tm.strides(node)
     if s == tm.kernel(node) and not any(int(x) for x in (node.attr("pads") or [])):
         return None  # RKNN-C: patchify conv (kernel == stride, no pads) ran on the NPU with stride 8
     return None if all(lim["conv_min"] <= x <= lim["conv_stride"] for x in s) else f"stride {fmt_list(s)}"
 
 
-def _conv_pads(node, lim):
+def _conv_pads(node: NodeView, lim: Limits) -> str | None:
     p = [int(x) for x in (node.attr("pads") or [])]
     return None if all(lim["conv_pad_min"] <= x <= lim["conv_pad"] for x in p) else f"pads {p}"
 
 
-def _conv_dilation(node, lim):
+def _conv_dilation(node: NodeView, lim: Limits) -> str | None:
     d = tm.dilations(node)
     if not all(lim["conv_min"] <= x <= lim["conv_dilation"] for x in d):
         return f"dilation {fmt_list(d)}"
@@ -133,7 +133,7 @@ def _conv_dilation(node, lim):
     return None
 
 
-def _tconv(node, lim):
+def _tconv(node: NodeView, lim: Limits) -> str | None:
     s, d, k = tm.strides(node), tm.dilations(node), tm.kernel(node)
     if any(x not in lim["tconv_strides"] for x in s):
         return f"stride {fmt_list(s)}"
@@ -146,7 +146,7 @@ def _tconv(node, lim):
     return None
 
 
-def _pool(node, lim):
+def _pool(node: NodeView, lim: Limits) -> str | None:
     k, s = tm.kernel(node), tm.strides(node)
     p = [int(x) for x in (node.attr("pads") or [])]
     if any(x > lim["pool_kernel"] for x in k):
@@ -161,14 +161,14 @@ def _pool(node, lim):
     return None
 
 
-def _pool_auto_pad(node, lim):
+def _pool_auto_pad(node: NodeView, lim: Limits) -> str | None:
     # R-PDF also excludes ceil_mode=1; PROBE-R measured shape-changing ceil_mode average and max pooling on the NPU
     if node.attr("auto_pad", "NOTSET") != "NOTSET":
         return f"auto_pad={node.attr('auto_pad')}"
     return None
 
 
-def _axis_le3(node, lim):
+def _axis_le3(node: NodeView, lim: Limits) -> str | None:
     r = common.rank(node, output=node.op_type == "Concat")
     a = common.norm_axis(int(node.attr("axis", 0)), r)
     if lim["axes_min"] <= a <= lim["axes_max"] or fit.rank5_from_npu(node, r, lim) or fit.split_high_rank(node, r, lim):
@@ -176,7 +176,7 @@ def _axis_le3(node, lim):
     return f"axis {a}"
 
 
-def _slice_steps(node, lim):
+def _slice_steps(node: NodeView, lim: Limits) -> str | None:
     steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
     if not steps or all(s == lim["slice_step"] for s in steps):
         return None
@@ -184,7 +184,7 @@ def _slice_steps(node, lim):
     return None if ok else f"steps {steps}"
 
 
-def _gather_elements(node, lim):
+def _gather_elements(node: NodeView, lim: Limits) -> str | None:
     """PROBE-R: constant indices of the data's shape except along the axis ran on the NPU (axes 1, 2, 3; rank 3 and 4);
     indices also narrower on another axis, or computed at run time (top-k, as in RT-DETR), ran on the CPU."""
     if not node.is_const(1):
@@ -197,7 +197,7 @@ def _gather_elements(node, lim):
     return f"indices {list(idx)} differ from the data {list(x)} on axis {other[0]}" if other else None
 
 
-def _tile(node, lim):
+def _tile(node: NodeView, lim: Limits) -> str | None:
     """PROBE-R: repeating one of C, H or W ran on the NPU; repeating the batch, or two axes at once, ran on the CPU."""
     reps = common.const_ints(node, 1)
     if reps is None:
@@ -208,16 +208,16 @@ def _tile(node, lim):
     return f"repeats {reps} tile {len(tiled)} axes" if len(tiled) > 1 else None
 
 
-def _gather(node, lim):
+def _gather(node: NodeView, lim: Limits) -> str | None:
     idx = node.input(1)
-    if idx is not None and idx.rank is not None and (idx.rank > lim["gather_indices_rank"] or idx.rank == 2 and not sw.gather_rank2(lim)):
+    if idx is not None and idx.rank is not None and (idx.rank > lim["gather_indices_rank"] or idx.rank == 2 and not sw.gather_rank2(node, lim)):
         return f"indices of rank {idx.rank}"
     r = common.rank(node)
     a = common.norm_axis(int(node.attr("axis", 0)), r)
     return f"axis {a}" if a > lim["axes_max"] else fit.gather_indices(node, lim)
 
 
-def _pad_mode(node, lim):
+def _pad_mode(node: NodeView, lim: Limits) -> str | None:
     mode = node.attr("mode", "constant")
     if not sw.pad_mode_npu(mode, lim):
         return f"mode {mode}"
@@ -231,7 +231,7 @@ def _pad_mode(node, lim):
     return None
 
 
-def _resize(node, lim):
+def _resize(node: NodeView, lim: Limits) -> str | None:
     mode = node.attr("mode", "nearest")
     ctm = node.attr("coordinate_transformation_mode", "half_pixel")
     if mode not in ("nearest", "linear"):
@@ -258,7 +258,7 @@ def _softmax_axis(node: NodeView) -> tuple[int | None, int]:
     return r, common.norm_axis(int(node.attr("axis", -1 if node.graph.opsets.get("ai.onnx", 13) >= 13 else 1)), r)
 
 
-def _softmax(node, lim):
+def _softmax(node: NodeView, lim: Limits) -> str | None:
     r, a = _softmax_axis(node)
     if a in lim["softmax_axes"]:
         return None
@@ -275,23 +275,23 @@ def const_divisor(node: NodeView, lim: Limits) -> str | None:
     return None if len(node.inputs) > 1 and node.is_const(1) else "divisor computed at run time"
 
 
-def _pow(node, lim):
+def _pow(node: NodeView, lim: Limits) -> str | None:
     e = common.const_scalar(node, 1)
     return None if e is not None and e in lim["pow_exponents"] else f"exponent {e if e is not None else 'not constant'}"
 
 
-def _div_dtype(node, lim):
+def _div_dtype(node: NodeView, lim: Limits) -> str | None:
     d = quant.exec_dtype(node)
-    return f"computes in {d}" if d in ("int8", "uint8") and not fit.int8_div(lim) else None
+    return f"computes in {d}" if d in ("int8", "uint8") and not fit.int8_div(node, lim) else None
 
 
-def _matmul(node, lim):
+def _matmul(node: NodeView, lim: Limits) -> str | None:
     x = node.input_shape(0)
     k = x[-1] if x else None
     return None if not isinstance(k, int) or k <= lim["matmul_k"] else f"K = {k}"
 
 
-def _rnn(node, lim):
+def _rnn(node: NodeView, lim: Limits) -> str | None:
     x = node.input_shape(0)
     hs = node.attr("hidden_size")
     if x and len(x) == 3 and all(isinstance(v, int) for v in x):
@@ -303,11 +303,11 @@ def _rnn(node, lim):
     return None
 
 
-def _cast(node, lim):
+def _cast(node: NodeView, lim: Limits) -> str | None:
     return None if fit.noop_cast(node) or sw.cast_on_npu(node, lim) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
 
 
-def _qdq(node, lim):
+def _qdq(node: NodeView, lim: Limits) -> str | None:
     return None if quant.absorbed(node) else "bounds a CPU op"
 
 
@@ -329,16 +329,20 @@ def graph_rules(p: str, lim: Limits, executes: Executes) -> tuple[Rule, ...]:
     """The SoC's graph rules: the dtype sentence by what it executes, output_layout where `output_reshape_npu` is False."""
     r = RuleMaker(p, CPU, "R-PDF")  # a broken rule runs the op as a CPU kernel of the RKNN runtime
     dtype_text, dtype_src = _DTYPE_TEXT[executes]
-    return (
+    rules = (
         r('dtype', dtype_text, _dtype, ("keep integer index math out of the network body",), dtype_src),
         r('rank', "NPU tensors are {max_rank}-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, "
            "except layout ops, {rank_from_npu}-D ops and {rank_from_npu}-D/{rank_split_max}-D splits on tensors an NPU op "
            "produced, and {rank_transpose_max}-D transposes that keep the innermost axis and move no odd-sized axis back (CAL-R)", _rank, ("reshape to 4-D or fewer",), "INF", gate=common.max_rank_gate),
+    )
+    if lim["output_reshape_npu"]:  # the SoC ran those reshapes on the NPU: no output_layout rule
+        return rules
+    return rules + (
         r('output_layout', "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's NC1HWC2 "
            "layout (blocks of {output_align} channels) already is its order: a {output_map_hw}x{output_map_hw} map with a "
            "multiple of {output_align} channels (from a model input: unless 2-D with an innermost dimension off the "
            "{output_align}-grid)", _output_layout, ("return the 4-D tensor and reshape on the host",), "PROBE-R"),
-    )[: None if not lim["output_reshape_npu"] else -1]
+    )
 
 
 def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:

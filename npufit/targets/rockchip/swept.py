@@ -4,7 +4,9 @@ docs/calibration/<soc>-cases.json). Each condition names its cases (cal.Evidence
 with the corpus-fitted ones, and tests/test_calibration_records.py checks every cited case is recorded."""
 from __future__ import annotations
 
-from .. import calibration as cal, common
+from ...graph import Graph, NodeView, quant
+from .. import calibration as cal, common, patterns
+from ..base import CompositeMatch, Limits
 
 Ev = cal.Evidence
 
@@ -44,17 +46,17 @@ SLICE_MATMUL_GRID = Ev((), tuple(f"slice-grid{v}-{t}" for v in ("", "-linear") f
     "slice-tokens-linear-ax1-s2", "slice-tokens-linear-ax2-s2", "int8-slice-grid-linear-ax12-s2", "int8-slice-grid-ax12-s2"))
 
 
-def resize_linear_mode(ctm: str, lim) -> bool:
+def resize_linear_mode(ctm: str, lim: Limits) -> bool:
     """Whether a linear Resize with this coordinate_transformation_mode can run on the NPU (RESIZE_LINEAR)."""
     return ctm in (lim["resize_linear_modes"] if cal.fitted(lim, RESIZE_LINEAR) else DOC_LINEAR_MODES)
 
 
-def resize_down(factor: int, lim) -> bool:
+def resize_down(factor: int, lim: Limits) -> bool:
     """A linear downscale by an integer factor in resize_down_scales ran on the NPU (RESIZE_LINEAR: x0.5)."""
     return factor in lim["resize_down_scales"] and cal.fitted(lim, RESIZE_LINEAR)
 
 
-def avgpool_exclude_pad(node, lim) -> str | None:
+def avgpool_exclude_pad(node: NodeView, lim: Limits) -> str | None:
     """AveragePool with count_include_pad=0 whose windows reach into padding (explicit pads, or a ceil_mode partial
     window): the CPU (AVGPOOL_EXCLUDE_PAD)."""
     if int(node.attr("count_include_pad", 0) or 0) or not cal.fitted(lim, AVGPOOL_EXCLUDE_PAD):
@@ -66,7 +68,7 @@ def avgpool_exclude_pad(node, lim) -> str | None:
     return "count_include_pad=0 with a ceil_mode partial window" if ceil_pool(node, lim) else None
 
 
-def ceil_pool(node, lim) -> str | None:
+def ceil_pool(node: NodeView, lim: Limits) -> str | None:
     """ceil_mode=1 that changes the output size (an extra, partial window at the edge)."""
     x, y = node.input_shape(0), node.output_shape(0)
     if not int(node.attr("ceil_mode", 0) or 0) or not x or not y or not all(isinstance(d, int) for d in list(x[2:]) + list(y[2:])):
@@ -77,7 +79,7 @@ def ceil_pool(node, lim) -> str | None:
     return None if list(y[2:]) == floor else f"ceil_mode=1 gives {list(y[2:])} where floor gives {floor}"
 
 
-def slice_flip(node, lim) -> bool:
+def slice_flip(node: NodeView, lim: Limits) -> bool:
     """A Slice reversing one whole axis that holds the innermost data, seen through a Transpose before it (SLICE_FLIP)."""
     x = node.input_shape(0)
     starts, ends, steps = (common.const_ints(node, i) for i in (1, 2, 4))
@@ -98,7 +100,7 @@ def slice_flip(node, lim) -> bool:
     return a == len(x) - 1
 
 
-def strided_matmul_grid(node, lim) -> bool:
+def strided_matmul_grid(node: NodeView, lim: Limits) -> bool:
     """A strided Slice (positive steps) of a 4-D tensor that a Reshape made of a MatMul's output (SLICE_MATMUL_GRID)."""
     if not lim["slice_matmul_grid_npu"] or not cal.fitted(lim, SLICE_MATMUL_GRID) or len(node.input_shape(0) or ()) != 4:
         return False
@@ -135,7 +137,7 @@ GATHER_2D = Ev((), tuple(f"gather-{v}-ax{a}-{t}" for v, axes in (("nchw", (1, 2,
 _INTS = ("int32", "int64")
 
 
-def int_on_npu(node, d: str, lim) -> bool:
+def int_on_npu(node: NodeView, d: str, lim: Limits) -> bool:
     """An integer op that ran on the NPU: an int32 Add / Sub (INT32_ADD), a Transpose of integer data (INT_TRANSPOSE)."""
     if d not in _INTS:
         return False
@@ -144,25 +146,20 @@ def int_on_npu(node, d: str, lim) -> bool:
     return d == "int32" and node.op_type in lim["int32_npu_ops"] and cal.fitted(lim, INT32_ADD)
 
 
-def cast_on_npu(node, lim) -> bool:
+def cast_on_npu(node: NodeView, lim: Limits) -> bool:
     """A Cast from int32 to a float type (CAST_INT32_FLOAT)."""
-    from ...graph import quant
-
     return (node.input_dtype(0) == "int32" and node.output_dtype(0) in quant.FLOAT_DTYPES
             and node.output_dtype(0) in lim["cast_int32_npu_to"] and cal.fitted(lim, CAST_INT32_FLOAT))
 
 
-def gather_rank2(lim) -> bool:
+def gather_rank2(node: NodeView, lim: Limits) -> bool:
     """Indices of rank 2 (GATHER_2D; computed ones go to the CPU by gather_indices)."""
     return cal.fitted(lim, GATHER_2D)
 
 
-def match_gelu_div(graph) -> list:
+def match_gelu_div(graph: Graph) -> list[CompositeMatch]:
     """The exact GELU as rknn.build fuses it (GELU_DIV): Div by sqrt 2 -> Erf -> Add 1, then x * (..) * 0.5 in either
     order, or (0.5 * x) * (..); with a Mul by 1 / sqrt 2 for the Div the Erf ran on the CPU."""
-    from .. import patterns
-    from ..base import CompositeMatch
-
     out = [m for m in patterns.match_gelu_erf(graph) if m.nodes[0].op_type == "Div"]
     done = {m.nodes[1].name for m in out}
     for erf in patterns._anchors(graph, "Erf"):
@@ -195,12 +192,12 @@ PAD3_SWEEP = Ev((), tuple(f"pad3-{m}-{t}" for m in ("constant", "reflect", "edge
     "int8-pad3-reflect-t-both", "int8-pad3-constant-t-end"))
 
 
-def pad_mode_npu(mode: str, lim) -> bool:
+def pad_mode_npu(mode: str, lim: Limits) -> bool:
     """An edge Pad ran on the NPU (PAD3_SWEEP); constant and reflect are the document's."""
     return mode in ("constant", "reflect") or (mode in lim["pad_npu_modes"] and cal.fitted(lim, PAD3_SWEEP))
 
 
-def pad3_end(node, mode: str, lim, corpus_why: str | None) -> str | None:
+def pad3_end(node: NodeView, mode: str, lim: Limits, corpus_why: str | None) -> str | None:
     """A 3-D Pad at the end of axis 1: reflect / edge on the CPU (PAD3_SWEEP); constant as the corpus's PAD3 condition
     says (`corpus_why`) unless a Conv produced the tensor, whose axis 1 is then its channel axis (PAD3_SWEEP)."""
     if not cal.fitted(lim, PAD3_SWEEP) or not lim["pad3_end_sweep"]:
