@@ -130,9 +130,11 @@ RKNN = Toolchain(
             ("--no-deps", "rknn-toolkit2==2.5.0"),
         ),
         probe="import importlib.metadata as m; print(m.version('rknn-toolkit2'))",
-        enables="npufit compile --target rk3588 (and rk3562/rk3566/rk3568/rk3576/rv1106): build .rknn, per-layer placement, "
-        "simulator",
-        notes=("installs torch 2.13.0 (CPU) instead of the toolkit's pinned torch<=2.4: the pinned PyPI wheel pulls CUDA",),
+        enables="npufit compile --target rk3588 (and rk3562/rk3566/rk3568/rk3576/rv1106): build .rknn, "
+        "per-layer placement, simulator",
+        notes=(
+            "installs torch 2.13.0 (CPU) instead of the toolkit's pinned torch<=2.4: the pinned PyPI wheel pulls CUDA",
+        ),
     ),
     resource="rknn",
 )

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import toolchains
 from ..errors import BadModelError, NpufitError
 from ..toolchains import Toolchain
-from .base import CompileOptions, CompileResult, Compiler, Placement
+from .base import CompileOptions, Compiler, CompileResult, Placement
 
 __all__ = [
     "compile_model",

@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 
 from ..errors import NpufitError
-from ..toolchains import ETHOS_N, ETHOS_N78_VARIANTS as VARIANTS
+from ..toolchains import ETHOS_N
+from ..toolchains import ETHOS_N78_VARIANTS as VARIANTS
 from .base import (
     Adapter,
     CompileOptions,
@@ -93,7 +94,13 @@ class EthosNCompiler(Adapter):
         atomic_write_text(req, request_with(low, variant, sram, blob.resolve()))
         for stale in [resp_path, *work.glob("compiled_network_*.bin")]:
             stale.unlink(missing_ok=True)
-        cmd = [str(ensure_shim(env_dir(self.toolchain.env_name))), str(req), str(resp_path), "--save", str(work / "compiled_network_")]
+        cmd = [
+            str(ensure_shim(env_dir(self.toolchain.env_name))),
+            str(req),
+            str(resp_path),
+            "--save",
+            str(work / "compiled_network_"),
+        ]
         if options.extra.get("ethos_n_estimate") is False:
             cmd.append("--no-estimate")
         run = run_tool(cmd, out / "ethos_n.log", cwd=work, timeout_s=options.timeout_s)

@@ -71,7 +71,12 @@ class HailoCompiler(Adapter):
         steps = commands(PARSER.command[0], target, src.relative_to(out), model.stem, start, end, files)
         exe = hailo_exe()
         res = CompileResult(
-            self.toolchain.status_name, None, target, str(model), False, outputs={k: str(out / v) for k, v in files.items()}
+            self.toolchain.status_name,
+            None,
+            target,
+            str(model),
+            False,
+            outputs={k: str(out / v) for k, v in files.items()},
         )
         res.metrics.update({"start_nodes": start, "end_nodes": end})
         if options.emit_script or not exe:

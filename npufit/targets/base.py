@@ -4,6 +4,7 @@ Borrowed from Vela: the sentence a user reads when a rule fails is the documenta
 formatted from the same limits the rule checks. Improved: the sentence is an explicit field,
 every rule is evaluated (not just the first), and results are values, not prints.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +27,7 @@ class Verdict(str, Enum):
 
 class Executes(str, Enum):
     """What the target's NPU computes in, the one fact every verb reads to decide how a float model is judged."""
+
     INT8 = "int8"  # int8 only (Ethos-U, Ethos-N): a float model reaches it as its int8 conversion
     FP16_INT8 = "fp16+int8"  # float16 and int8 builds (RK3588): a float model is judged as it is
     QUANTIZES_ITSELF = "quantizes itself"  # the vendor compiler quantizes float models inside its flow (Hailo DFC)
@@ -36,6 +38,7 @@ class Executes(str, Enum):
 
 class Fallback(str, Enum):
     """What happens to a node the NPU cannot take (the CPU-fallback model every verb reads)."""
+
     NONE = "none"  # nothing runs on the host inside the vendor binary (Hailo HEF): cut it away with `npufit split`
     CPU = "cpu"  # the vendor toolchain schedules it on the host CPU by itself (Vela/TFLM, RKNN runtime, Arm NN)
 
@@ -161,7 +164,8 @@ class Profile:
     composites: tuple[Composite, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
     input_formats: tuple[str, ...] = ("onnx",)  # model formats its vendor toolchain takes
-    # model formats npufit's rules judge for it: ONNX everywhere (through the ONNX->TFLite op mapping where the toolchain
+    # model formats npufit's rules judge for it: ONNX everywhere (through the ONNX->TFLite op mapping where the
+    # toolchain
     # compiles TFLite), TFLite only where its TFLite path is modelled
     judged_formats: tuple[str, ...] = ("onnx",)
     # Optional: map a NodeView to the op key used in `ops` (e.g. ONNX -> TFLite vocabulary for Ethos-U).
@@ -206,6 +210,7 @@ class Profile:
 
 
 # -- small helpers shared by rule functions -------------------------------------------
+
 
 def spatial(node: NodeView, name: str, default: int = 1) -> list[int]:
     """A per-spatial-axis attribute (kernel_shape, strides, dilations) as a list."""

@@ -5,6 +5,7 @@ Every target module reads nodes through these, so axis normalisation and opset d
 Helpers return None when they cannot know (no shape, non-constant operand); rules decide
 what "unknown" means for their target.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -17,7 +18,14 @@ from .base import GateFn, Limits
 FEATURE_AXIS = 1  # ONNX is channel-first: NCHW / [N, C, L] / [N, C]
 
 # `npufit fix` cleanups every target gets (rule names in npufit.rewrite.registry); profiles add what they need
-REWRITE_COMMON = ("remove_identity", "fold_constants", "fold_batchnorm", "conv1d_to_conv2d", "merge_reshapes", "mean_to_global_pool")
+REWRITE_COMMON = (
+    "remove_identity",
+    "fold_constants",
+    "fold_batchnorm",
+    "conv1d_to_conv2d",
+    "merge_reshapes",
+    "mean_to_global_pool",
+)
 
 
 def rank(node: NodeView, i: int = 0, output: bool = False) -> int | None:

@@ -1,414 +1,345 @@
-"""Rockchip rule functions and Rule tables (RK3588's; the other SoCs re-label them, rockchip_socs.py).
+"""Rockchip rule tables: graph_rules(p, lim, executes) and op_rules(p), one set per SoC under its own name.
 
-Each check reads its numbers from Profile.limits, so the sentence the user sees is formatted from the same limits it
-checks. A check returns None when the node passes, else a short detail. Every limit is its own rule
-(`rk3588.<op>.<what>`) so a measured correction touches one line; conditions fitted to the calibration records are
-in rockchip_fitted.py.
+Every number in a sentence is a {limit} of Profile.limits and `{chip}` is the SoC's name (tests/test_targets_
+sentences.py); the checks are in checks.py. Every limit is its own rule (`rk3588.<op>.<what>`) so a measured
+correction touches one line. A broken rule runs the op as a CPU kernel of the RKNN runtime unless it says otherwise.
 """
+
 from __future__ import annotations
 
-from ...graph import quant
-from .. import common, tflite_map as tm
-from . import fitted as fit, swept as sw
-from ...graph import NodeView
-from ..base import Executes, Limits, Rule, RuleMaker, Verdict, fmt_list
+from .. import common
+from ..base import Executes, Limits, Rule, RuleMaker, Verdict
+from . import fitted as fit
+from . import reshapes
+from . import swept as sw
+from .checks import (
+    axis_range,
+    cast_cpu,
+    conv_dilation,
+    conv_kernel,
+    conv_pads,
+    conv_stride,
+    conv_transpose_config,
+    div_dtype,
+    dtype,
+    gather_const_indices,
+    gather_elements_indices,
+    matmul_k,
+    output_layout,
+    pad_mode,
+    pool_auto_pad,
+    pool_limits,
+    pow_exponent,
+    qdq_absorbed,
+    rank,
+    resize_config,
+    rnn_size,
+    slice_steps,
+    softmax_axis,
+    tile_axes,
+)
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
 
 
-# -- graph checks --------------------------------------------------------------------------------
-
-def _dtype(node: NodeView, lim: Limits) -> str | None:
-    # Where's bool condition is a mask: the select runs in its values' dtype (RKNN-C: BERT's attention-mask
-    # Where ran on the NPU with a bool condition), and float values are converted by rknn.build like every float
-    # activation, to float16 or to int8 (PROBE-SOC: rv1106's int8 build ran the where case's Where on the NPU)
-    op = node.op_type
-    d = node.output_dtype(0) if op == "Where" else quant.exec_dtype(node)
-    if d is None or d in lim["dtypes"] or op in ("Cast", "Shape") or (op == "Where" and d in quant.FLOAT_DTYPES):
-        return None
-    if sw.int_on_npu(node, d, lim):  # CAL-R sweep: int32 Add/Sub, integer Transpose
-        return None
-    # a node rknn.build deletes passes whatever its dtype (asked only of a node that would fail: every node asks the above)
-    return None if fit.noop_expand(node) or fit.noop(node, lim) else f"computes in {d}"
-
-
-# rknn-toolkit2 2.5.0 kept these on the NPU with 5-D tensors (RT-DETR decoder, source RKNN-C)
-RANK_FREE = {"Reshape", "Unsqueeze", "Squeeze", "Transpose", "Gather", "Concat", "Add", "Sub", "Div"}  # not Mul: 5-D Mul went to the CPU
-
-
-def _rank_exempt(node: NodeView, r: int, lim: Limits) -> bool:
-    if node.op_type == "Transpose":
-        return r <= lim["rank_from_npu"] or fit.rank_exempt(node, r, lim)  # PROBE-R: 5-D ran on the NPU; 6-D: see rockchip_fitted
-    if fit.rank_exempt(node, r, lim):
-        return True
-    if node.op_type == "Slice" and r == lim["rank_from_npu"]:
-        axes = common.const_ints(node, 3) if len(node.inputs) > 3 and node.inputs[3] else None
-        return axes is not None and all(common.norm_axis(a, r) == 1 for a in axes)  # PROBE-R: axis 1 NPU, axes 2-4 CPU
-    return node.op_type in RANK_FREE or fit.noop_expand(node) or fit.mul_add_to_bn(node)
-
-
-def _rank(node: NodeView, lim: Limits) -> str | None:
-    r = common.max_rank(node)
-    return f"rank {r}" if r > lim["max_rank"] and not _rank_exempt(node, r, lim) else None
-
-
-OUTPUT_RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Gather"}
-
-
-def _is_reshape(node: NodeView) -> bool:
-    # a Gather of index 0 on a size-1 axis is a reshape; a real gather becomes a Slice/Gather layer
-    return node.op_type in OUTPUT_RESHAPES and (node.op_type != "Gather" or common.is_size1_reshape(node))
-
-
-def _reshape_source(node: NodeView) -> tuple[list | None, bool]:
-    """The tensor a chain of reshapes starts from (its shape, and whether it is a model input): the toolkit folds
-    the chain into one layout change (PROBE-R squeeze: GAP -> Squeeze -> Squeeze ran fused into the GAP)."""
-    for _ in range(16):  # bounded: a cycle cannot occur in a valid graph, but a broken one must not hang
-        src = node.graph.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
-        if src is None or not _is_reshape(src):
-            return node.input_shape(0), src is None
-        node = src
-    return node.input_shape(0), False
-
-
-def _output_layout(node: NodeView, lim: Limits) -> str | None:
-    """The reshape that produces a non-4-D model output. From an NPU tensor (NC1HWC2 blocks of 8 channels) it runs on
-    the NPU only when that layout already is the output's order: a 1x1 map with C % 8 == 0 (PROBE-R: conv -> Flatten of
-    [1,C,1,1]: C = 8, 16, 24 NPU, 12 CPU; of [1,C,2,2]: CPU for every C; RKNN-C: MobileNetV2/BERT/LSTM logits and
-    RT-DETR's final Gather-as-reshape ran on the CPU). Straight from a model input it runs on the NPU unless it is 2-D
-    with an innermost dimension off the 8-grid (RKNN-C: Flatten [1,12,1,1] -> [1,12] CPU; PROBE-R: [1,8,16,16] to
-    [1,2048], [1,512,4], [1,8,16,4,4] ... NPU)."""
-    if not _is_reshape(node) or not common.graph_output(node) or fit.noop(node, lim):
-        return None
-    x, from_input = _reshape_source(node)
-    y = node.output_shape(0)
-    if from_input and not lim.get("input_reshape_npu", True):  # a SoC whose record ran these on the CPU (rockchip_socs)
-        return "a reshape from a model input straight to a model output"
-    if not x or not y or len(y) == lim["max_rank"] or not all(isinstance(v, int) for v in list(x) + list(y)):
-        return None
-    align = lim["output_align"]
-    if from_input:
-        if len(y) == 2 and y[-1] % align:
-            return f"output {list(y)}: innermost dimension {y[-1]} is not a multiple of {align}"
-        return None
-    one = len(x) == 4 and x[2] == x[3] == lim["output_map_hw"]
-    if (one and x[1] % align == 0) or fit.unit_channel_squeeze(x, y, lim):
-        return None
-    if one:
-        return f"output {list(y)} from a 1x1 map of {x[1]} channels, not a multiple of {align}"
-    return f"output {list(y)} from an NPU tensor {list(x)}: the NC1HWC2 layout must be reordered"
-
-
-
-
-# -- op checks -----------------------------------------------------------------------------------
-
-def _conv_kernel(node: NodeView, lim: Limits) -> str | None:
-    k = tm.kernel(node)
-    dw = tm.tflite_op(node) == "DEPTHWISE_CONV_2D"
-    cap = lim["dw_kernel"] if dw else lim["conv_kernel"]
-    return None if all(lim["conv_min"] <= x <= cap for x in k) else f"kernel {fmt_list(k)}{' (depthwise)' if dw else ''}"
-
-
-def _conv_stride(node: NodeView, lim: Limits) -> str | None:
-    s = tm.strides(node)
-    if s == tm.kernel(node) and not any(int(x) for x in (node.attr("pads") or [])):
-        return None  # RKNN-C: patchify conv (kernel == stride, no pads) ran on the NPU with stride 8
-    return None if all(lim["conv_min"] <= x <= lim["conv_stride"] for x in s) else f"stride {fmt_list(s)}"
-
-
-def _conv_pads(node: NodeView, lim: Limits) -> str | None:
-    p = [int(x) for x in (node.attr("pads") or [])]
-    return None if all(lim["conv_pad_min"] <= x <= lim["conv_pad"] for x in p) else f"pads {p}"
-
-
-def _conv_dilation(node: NodeView, lim: Limits) -> str | None:
-    d = tm.dilations(node)
-    if not all(lim["conv_min"] <= x <= lim["conv_dilation"] for x in d):
-        return f"dilation {fmt_list(d)}"
-    k = tm.kernel(node)
-    x = node.input_shape(0)
-    if k and d[0] > 1 and k[0] > 1 and x and isinstance(x[-1], int) and x[-1] >= lim["dilated_max_width"]:
-        return f"dilated kernel with input width {x[-1]}"
-    return None
-
-
-def _tconv(node: NodeView, lim: Limits) -> str | None:
-    s, d, k = tm.strides(node), tm.dilations(node), tm.kernel(node)
-    if any(x not in lim["tconv_strides"] for x in s):
-        return f"stride {fmt_list(s)}"
-    if any(x != 1 for x in d) and k != [lim["tconv_dilated_kernel"]] * 2:
-        return f"dilation {fmt_list(d)} with kernel {fmt_list(k)}"
-    g = int(node.attr("group", 1))
-    x = node.input_shape(0)
-    if g != lim["tconv_group"] and not (x and g == x[1]):
-        return f"group {g}"
-    return None
-
-
-def _pool(node: NodeView, lim: Limits) -> str | None:
-    k, s = tm.kernel(node), tm.strides(node)
-    p = [int(x) for x in (node.attr("pads") or [])]
-    if any(x > lim["pool_kernel"] for x in k):
-        return f"kernel {fmt_list(k)}"
-    if any(x > lim["pool_stride"] for x in s):
-        return f"stride {fmt_list(s)}"
-    if any(x > lim["pool_pad"] for x in p):
-        return f"pads {p}"
-    x = node.input_shape(0)
-    if x and any(isinstance(v, int) and v > lim["pool_dim"] for v in x[1:]):
-        return f"input {list(x)}"
-    return None
-
-
-def _pool_auto_pad(node: NodeView, lim: Limits) -> str | None:
-    # R-PDF also excludes ceil_mode=1; PROBE-R measured shape-changing ceil_mode average and max pooling on the NPU
-    if node.attr("auto_pad", "NOTSET") != "NOTSET":
-        return f"auto_pad={node.attr('auto_pad')}"
-    return None
-
-
-def _axis_le3(node: NodeView, lim: Limits) -> str | None:
-    r = common.rank(node, output=node.op_type == "Concat")
-    a = common.norm_axis(int(node.attr("axis", 0)), r)
-    if lim["axes_min"] <= a <= lim["axes_max"] or fit.rank5_from_npu(node, r, lim) or fit.split_high_rank(node, r, lim):
-        return None
-    return f"axis {a}"
-
-
-def _slice_steps(node: NodeView, lim: Limits) -> str | None:
-    steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
-    if not steps or all(s == lim["slice_step"] for s in steps):
-        return None
-    ok = fit.space_to_depth(node, lim) or sw.slice_flip(node, lim) or sw.strided_matmul_grid(node, lim)
-    return None if ok else f"steps {steps}"
-
-
-def _gather_elements(node: NodeView, lim: Limits) -> str | None:
-    """PROBE-R: constant indices of the data's shape except along the axis ran on the NPU (axes 1, 2, 3; rank 3 and 4);
-    indices also narrower on another axis, or computed at run time (top-k, as in RT-DETR), ran on the CPU."""
-    if not node.is_const(1):
-        return "indices are computed at run time"
-    x, idx = node.input_shape(0), node.input_shape(1)
-    if not x or not idx or len(x) != len(idx):
-        return "indices of another rank"
-    a = common.norm_axis(int(node.attr("axis", 0)), len(x))
-    other = [i for i in range(len(x)) if i != a and x[i] != idx[i]]
-    return f"indices {list(idx)} differ from the data {list(x)} on axis {other[0]}" if other else None
-
-
-def _tile(node: NodeView, lim: Limits) -> str | None:
-    """PROBE-R: repeating one of C, H or W ran on the NPU; repeating the batch, or two axes at once, ran on the CPU."""
-    reps = common.const_ints(node, 1)
-    if reps is None:
-        return "repeats are not constant"
-    if reps and reps[0] != 1:
-        return f"repeats {reps} tile the batch axis"
-    tiled = [i for i, r in enumerate(reps) if r != 1]
-    return f"repeats {reps} tile {len(tiled)} axes" if len(tiled) > 1 else None
-
-
-def _gather(node: NodeView, lim: Limits) -> str | None:
-    idx = node.input(1)
-    if idx is not None and idx.rank is not None and (idx.rank > lim["gather_indices_rank"] or idx.rank == 2 and not sw.gather_rank2(node, lim)):
-        return f"indices of rank {idx.rank}"
-    r = common.rank(node)
-    a = common.norm_axis(int(node.attr("axis", 0)), r)
-    return f"axis {a}" if a > lim["axes_max"] else fit.gather_indices(node, lim)
-
-
-def _pad_mode(node: NodeView, lim: Limits) -> str | None:
-    mode = node.attr("mode", "constant")
-    if not sw.pad_mode_npu(mode, lim):
-        return f"mode {mode}"
-    why = sw.pad3_end(node, mode, lim, fit.pad_rank3_axis1(node, lim) if mode == "constant" else None)
-    if why or mode != "reflect":
-        return why
-    x = node.input_shape(0)
-    if x and len(x) == 4 and all(isinstance(v, int) for v in x[1:]):
-        if x[1] > lim["reflect_pad_ch"] or x[2] > lim["reflect_pad_ch"] or x[3] > lim["reflect_pad_w"]:
-            return f"reflect pad on {list(x)}"
-    return None
-
-
-def _resize(node: NodeView, lim: Limits) -> str | None:
-    mode = node.attr("mode", "nearest")
-    ctm = node.attr("coordinate_transformation_mode", "half_pixel")
-    if mode not in ("nearest", "linear"):
-        return f"mode {mode}"
-    if mode == "linear" and not sw.resize_linear_mode(ctm, lim):
-        return f"linear with {ctm}"
-    if mode == "nearest":
-        return None  # PROBE-R: nearest x1.5 ran on the NPU (bilinear x1.5 on the CPU); integer factors 2..8 both
-    x, y = node.input_shape(0), node.output_shape(0)
-    if not x or not y or len(x) != 4 or not all(isinstance(v, int) for v in list(x[2:]) + list(y[2:])):
-        return None
-    for a, b in zip(x[2:], y[2:]):
-        if b == a or (a == 1 and x[2] == x[3] == 1):
-            continue
-        if (b > a and b % a == 0 and b // a in lim["resize_scales"]) or (b < a and a % b == 0 and sw.resize_down(a // b, lim)):
-            continue
-        return f"{x[2]}x{x[3]} → {y[2]}x{y[3]}"
-    return None
-
-
-def _softmax_axis(node: NodeView) -> tuple[int | None, int]:
-    """(rank, normalised axis) of a Softmax / Hardmax (the axis defaults to -1 from opset 13, 1 before)."""
-    r = common.rank(node)
-    return r, common.norm_axis(int(node.attr("axis", -1 if node.graph.opsets.get("ai.onnx", 13) >= 13 else 1)), r)
-
-
-def _softmax(node: NodeView, lim: Limits) -> str | None:
-    r, a = _softmax_axis(node)
-    if a in lim["softmax_axes"]:
-        return None
-    return None if fit.softmax_last_axis(node, r, a, lim) else f"axis {a}"
-
-
-def softmax_axis(node: NodeView, lim: Limits) -> str | None:
-    """A SoC that runs Softmax on the NPU along `softmax_npu_axes` only (RK3566)."""
-    _, a = _softmax_axis(node)
-    return None if a in lim["softmax_npu_axes"] else f"axis {a}"
-
-
-def const_divisor(node: NodeView, lim: Limits) -> str | None:
-    return None if len(node.inputs) > 1 and node.is_const(1) else "divisor computed at run time"
-
-
-def _pow(node: NodeView, lim: Limits) -> str | None:
-    e = common.const_scalar(node, 1)
-    return None if e is not None and e in lim["pow_exponents"] else f"exponent {e if e is not None else 'not constant'}"
-
-
-def _div_dtype(node: NodeView, lim: Limits) -> str | None:
-    d = quant.exec_dtype(node)
-    return f"computes in {d}" if d in ("int8", "uint8") and not fit.int8_div(node, lim) else None
-
-
-def _matmul(node: NodeView, lim: Limits) -> str | None:
-    x = node.input_shape(0)
-    k = x[-1] if x else None
-    return None if not isinstance(k, int) or k <= lim["matmul_k"] else f"K = {k}"
-
-
-def _rnn(node: NodeView, lim: Limits) -> str | None:
-    x = node.input_shape(0)
-    hs = node.attr("hidden_size")
-    if x and len(x) == 3 and all(isinstance(v, int) for v in x):
-        seq, batch, size = x
-        if max(seq, size) > lim["rnn_dim"] or batch > lim["rnn_dim"] or (batch > lim["rnn_batch_free"] and batch % lim["rnn_batch_multiple"]):
-            return f"seq {seq}, batch {batch}, input {size}"
-    if hs is not None and int(hs) > lim["rnn_dim"]:
-        return f"hidden {hs}"
-    return None
-
-
-def _cast(node: NodeView, lim: Limits) -> str | None:
-    return None if fit.noop_cast(node) or sw.cast_on_npu(node, lim) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
-
-
-def _qdq(node: NodeView, lim: Limits) -> str | None:
-    return None if quant.absorbed(node) else "bounds a CPU op"
-
-
-
-
-# -- rules ------------------------------------------------------------------------------------------
-
 # the dtype rule's sentence and source by what the SoC's NPU executes: RV1106's int8 builds (PROBE-SOC: rknn.build
 # refuses a float build for it) state int8 only
 _DTYPE_TEXT = {
-    Executes.FP16_INT8: ("NPU ops compute in int8 or float16 (float32 models are quantized or converted to float16 by "
-                         "rknn.build)", "R-PDF"),
-    Executes.INT8: ("NPU ops compute in int8 only: rknn.build quantizes float32/float16 activations to int8 (it refuses a "
-                    "float build for {chip}); other dtypes run on the CPU", "PROBE-SOC"),
+    Executes.FP16_INT8: (
+        "NPU ops compute in int8 or float16 (float32 models are quantized or converted to float16 by rknn.build)",
+        "R-PDF",
+    ),
+    Executes.INT8: (
+        "NPU ops compute in int8 only: rknn.build quantizes float32/float16 activations to int8 (it refuses a "
+        "float build for {chip}); other dtypes run on the CPU",
+        "PROBE-SOC",
+    ),
 }
 
 
 def graph_rules(p: str, lim: Limits, executes: Executes) -> tuple[Rule, ...]:
-    """The SoC's graph rules: the dtype sentence by what it executes, output_layout where `output_reshape_npu` is False."""
+    """The SoC's graph rules: the dtype sentence by what it executes, output_layout where `output_reshape_npu` is
+    False."""
     r = RuleMaker(p, CPU, "R-PDF")  # a broken rule runs the op as a CPU kernel of the RKNN runtime
     dtype_text, dtype_src = _DTYPE_TEXT[executes]
     rules = (
-        r('dtype', dtype_text, _dtype, ("keep integer index math out of the network body",), dtype_src),
-        r('rank', "NPU tensors are {max_rank}-D [batch, channel, height, width]: more than {max_rank} dimensions run on the CPU, "
-           "except layout ops, {rank_from_npu}-D ops and {rank_from_npu}-D/{rank_split_max}-D splits on tensors an NPU op "
-           "produced, and {rank_transpose_max}-D transposes that keep the innermost axis and move no odd-sized axis back (CAL-R)", _rank, ("reshape to 4-D or fewer",), "INF", gate=common.max_rank_gate),
+        r("dtype", dtype_text, dtype, ("keep integer index math out of the network body",), dtype_src),
+        r(
+            "rank",
+            "NPU tensors are {max_rank}-D [batch, channel, height, width]: more than {max_rank} dimensions run on the "
+            "CPU, "
+            "except layout ops, {rank_from_npu}-D ops and {rank_from_npu}-D/{rank_split_max}-D splits on tensors an "
+            "NPU op "
+            "produced, and {rank_transpose_max}-D transposes that keep the innermost axis and move no odd-sized axis "
+            "back (CAL-R)",
+            rank,
+            ("reshape to 4-D or fewer",),
+            "INF",
+            gate=common.max_rank_gate,
+        ),
     )
     if lim["output_reshape_npu"]:  # the SoC ran those reshapes on the NPU: no output_layout rule
         return rules
     return rules + (
-        r('output_layout', "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's NC1HWC2 "
-           "layout (blocks of {output_align} channels) already is its order: a {output_map_hw}x{output_map_hw} map with a "
-           "multiple of {output_align} channels (from a model input: unless 2-D with an innermost dimension off the "
-           "{output_align}-grid)", _output_layout, ("return the 4-D tensor and reshape on the host",), "PROBE-R"),
+        r(
+            "output_layout",
+            "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's NC1HWC2 "
+            "layout (blocks of {output_align} channels) already is its order: a {output_map_hw}x{output_map_hw} map "
+            "with a "
+            "multiple of {output_align} channels (from a model input: unless 2-D with an innermost dimension off the "
+            "{output_align}-grid)",
+            output_layout,
+            ("return the 4-D tensor and reshape on the host",),
+            "PROBE-R",
+        ),
     )
 
 
 def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
     """op -> its rules, in the order they are checked."""
     r = RuleMaker(p, CPU, "R-PDF")
-    kernel = r('conv.kernel', "convolution kernels must be {conv_min}..{conv_kernel} (depthwise too: 3..{dw_kernel} measured "
-                "on the NPU)", _conv_kernel, ("split large kernels",), "PROBE-R")
+    kernel = r(
+        "conv.kernel",
+        "convolution kernels must be {conv_min}..{conv_kernel} (depthwise too: 3..{dw_kernel} measured on the NPU)",
+        conv_kernel,
+        ("split large kernels",),
+        "PROBE-R",
+    )
     # pooling kernel measured (PROBE-R); its stride/pads/dims from the R-PDF
-    pool = (r('pool.limits', "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}", _pool, (), "PROBE-R"),
-            r('pool.auto_pad', "pooling supports only auto_pad=NOTSET (explicit pads)", _pool_auto_pad, ("export with explicit pads",)))
-    axis = (r('axis.range', "the axis must be {axes_min}..{axes_max}", _axis_le3),)
-    rnn = (r('rnn.size', "LSTM/GRU: seq_len, input and hidden size ≤ {rnn_dim}; batch ≤ {rnn_dim} and a multiple of "
-              "{rnn_batch_multiple} when > {rnn_batch_free}", _rnn),)
-    qdq = (r('qdq.absorbed', "a QuantizeLinear/DequantizeLinear pair is folded into the int8 op it wraps; one bounding a CPU op "
-              "is a CPU conversion", _qdq),)
+    pool = (
+        r(
+            "pool.limits",
+            "pooling: kernel ≤ {pool_kernel}, stride ≤ {pool_stride}, pads ≤ {pool_pad}, C/H/W ≤ {pool_dim}",
+            pool_limits,
+            (),
+            "PROBE-R",
+        ),
+        r(
+            "pool.auto_pad",
+            "pooling supports only auto_pad=NOTSET (explicit pads)",
+            pool_auto_pad,
+            ("export with explicit pads",),
+        ),
+    )
+    axis = (r("axis.range", "the axis must be {axes_min}..{axes_max}", axis_range),)
+    rnn = (
+        r(
+            "rnn.size",
+            "LSTM/GRU: seq_len, input and hidden size ≤ {rnn_dim}; batch ≤ {rnn_dim} and a multiple of "
+            "{rnn_batch_multiple} when > {rnn_batch_free}",
+            rnn_size,
+        ),
+    )
+    qdq = (
+        r(
+            "qdq.absorbed",
+            "a QuantizeLinear/DequantizeLinear pair is folded into the int8 op it wraps; one bounding a CPU op "
+            "is a CPU conversion",
+            qdq_absorbed,
+        ),
+    )
     return {
-        "Conv": (kernel,
-                 r('conv.stride', "convolution stride must be {conv_min}..{conv_stride}", _conv_stride, ("use a smaller stride followed by pooling",), "PROBE-R"),
-                 r('conv.pads', "convolution pads must each be {conv_pad_min}..{conv_pad}", _conv_pads, ("move large padding into a Pad op",)),
-                 r('conv.dilation', "dilation must be {conv_min}..{conv_dilation}; a dilated kernel needs input width < "
-                    "{dilated_max_width}", _conv_dilation)),
-        "ConvTranspose": (kernel, r('conv_transpose.config', "transposed convolution: stride in {tconv_strides}, group "
-                                     "{tconv_group} (or depthwise), dilation only with a {tconv_dilated_kernel}x"
-                                     "{tconv_dilated_kernel} kernel", _tconv, ("use Resize + Conv",))),
+        "Conv": (
+            kernel,
+            r(
+                "conv.stride",
+                "convolution stride must be {conv_min}..{conv_stride}",
+                conv_stride,
+                ("use a smaller stride followed by pooling",),
+                "PROBE-R",
+            ),
+            r(
+                "conv.pads",
+                "convolution pads must each be {conv_pad_min}..{conv_pad}",
+                conv_pads,
+                ("move large padding into a Pad op",),
+            ),
+            r(
+                "conv.dilation",
+                "dilation must be {conv_min}..{conv_dilation}; a dilated kernel needs input width < "
+                "{dilated_max_width}",
+                conv_dilation,
+            ),
+        ),
+        "ConvTranspose": (
+            kernel,
+            r(
+                "conv_transpose.config",
+                "transposed convolution: stride in {tconv_strides}, group "
+                "{tconv_group} (or depthwise), dilation only with a {tconv_dilated_kernel}x"
+                "{tconv_dilated_kernel} kernel",
+                conv_transpose_config,
+                ("use Resize + Conv",),
+            ),
+        ),
         "MaxPool": pool,
-        "AveragePool": pool + (r('pool.exclude_pad', "average pooling that leaves padding out of the average "
-                                  "(count_include_pad=0) runs on the CPU when its windows reach into padding (pads, or a "
-                                  "ceil_mode partial window); counting the padding, or without padding, it runs on the NPU", sw.avgpool_exclude_pad, ("export with count_include_pad=1, or pad explicitly and divide by the window counts",), "CAL-R"),),
-        "DepthToSpace": (r('depth_to_space.block', "DepthToSpace runs on the NPU with block size {d2s_blocks} (3 and 6 measured "
-                            "on the CPU)", fit.depth_to_space, ("upsample by 2, 4 or 8 per pixel shuffle",), "CAL-R"),),
-        "Tile": (r('tile.axes', "Tile runs on the NPU when it repeats one of C, H, W; repeating the batch or two axes runs on "
-                    "the CPU", _tile, ("tile one axis at a time, and keep batch repeats on the host",), "PROBE-R"),),
-        "GatherElements": (r('gather_elements.indices', "GatherElements runs on the NPU when its indices are constant and have "
-                              "the data's shape except along the gather axis", _gather_elements, ("gather along one axis with indices spanning the others",), "PROBE-R"),),
-        "Div": (r('div.dtype', "Div runs on the NPU in float16 and int8 builds (measured; the 2.3.2 document says an int8 Div "
-                   "falls back to the CPU)", _div_dtype, ("multiply by the reciprocal constant instead",), "CAL-R"),),
-        "Pow": (r('pow.exponent', "Pow needs a constant exponent in {pow_exponents}", _pow, ("use Mul for small integer powers",)),),
-        "Concat": axis, "Split": axis,
-        "Slice": (r('slice.steps', "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth "
-                     "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging) or as the reversal of "
-                     "the axis holding the innermost data (step -1, through a Transpose before it), or on a {max_rank}-D grid "
-                     "reshaped from a MatMul's output (measured; why is not known); other steps alone run on the CPU (step "
-                     "2 measured on every axis of 3-D and 4-D tensors)", _slice_steps, ("concatenate every phase, or use SpaceToDepth / a strided conv",), "CAL-R"),),
-        "Gather": (r('gather.indices', "Gather needs constant indices of rank ≤ {gather_indices_rank} and an axis {axes_min}..{axes_max} "
-                      "(indices computed at run time: CPU, CAL-R)", _gather),),
-        "Pad": (r('pad.mode', "Pad supports constant mode, reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}, and the modes in "
-                   "`pad_npu_modes` (CAL-R sweep; a 3-D tensor padded at the end of axis 1 runs on the CPU: constant unless a Conv "
-                   "produced it, and reflect and edge where `pad3_end_sweep` holds)", _pad_mode),),
-        "Resize": (r('resize.config', "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
-                      "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or} (linear align_corners ran on "
-                      "the CPU at every scale measured)", _resize, ("upsample by an integer factor 2..8, with align_corners=False",), "CAL-R"),),
-        "Softmax": (r('softmax.axis', "Softmax runs on the NPU along axis {softmax_axes:#|or}, or along the last axis when at most "
-                       "{softmax_last_axes} axes are larger than one (CAL-R)", _softmax, ("transpose so the softmax axis is the channel axis",)),),
-        "Hardmax": (r('softmax.axis', "Hardmax runs on the NPU along axis {softmax_axes:#|or} only", _softmax),),
-        "MatMul": (r('matmul.k', "MatMul (exMatMul) needs K ≤ {matmul_k}", _matmul),),
-        "LSTM": rnn, "GRU": rnn,
-        "QuantizeLinear": qdq, "DequantizeLinear": qdq,
-        "Cast": (r('cast.cpu', "Cast is not in the {chip} NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
-                    "dtype it already has is deleted by rknn.build, RKNN-C; a Cast from int32 to a float type in `cast_int32_npu_to` ran on the NPU, CAL-R sweep)", _cast),),
-        "Reshape": (r('reshape.split_innermost', "A Reshape that splits the innermost axis W of a {max_rank}-D [.., T, W] into parts "
-                       "ending in k (or merges such parts into it) runs on the NPU when k has at least {split_min_inner} "
-                       "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)", fit.split_innermost, ("split the innermost axis into wider parts, or do this reshape on the host",), "CAL-R"),),
-        "ScatterND": (r('scatter_nd.measured', "ScatterND runs on the NPU with constant indices (the 2.3.2 document lists a CPU "
-                         "kernel)", fit.scatter_nd, (), "CAL-R"),),
-        "ReduceL2": (r('reduce_l2.measured', "ReduceL2 runs on the NPU (measured in float16 and int8 builds; the 2.3.2 document "
-                        "lists a CPU kernel)", fit.reduce_l2, (), "CAL-R"),),
-        "Einsum": (r('einsum.measured', "Einsum converts and runs on the NPU (every form measured: two and three operands, "
-                      "ellipsis; the 2.3.2 operator list has no Einsum)", fit.einsum, ("write the contraction as MatMul",), "CAL-R", on_fail=UNSUP),),
+        "AveragePool": pool
+        + (
+            r(
+                "pool.exclude_pad",
+                "average pooling that leaves padding out of the average "
+                "(count_include_pad=0) runs on the CPU when its windows reach into padding (pads, or a "
+                "ceil_mode partial window); counting the padding, or without padding, it runs on the NPU",
+                sw.avgpool_exclude_pad,
+                ("export with count_include_pad=1, or pad explicitly and divide by the window counts",),
+                "CAL-R",
+            ),
+        ),
+        "DepthToSpace": (
+            r(
+                "depth_to_space.block",
+                "DepthToSpace runs on the NPU with block size {d2s_blocks} (3 and 6 measured on the CPU)",
+                fit.depth_to_space,
+                ("upsample by 2, 4 or 8 per pixel shuffle",),
+                "CAL-R",
+            ),
+        ),
+        "Tile": (
+            r(
+                "tile.axes",
+                "Tile runs on the NPU when it repeats one of C, H, W; repeating the batch or two axes runs on the CPU",
+                tile_axes,
+                ("tile one axis at a time, and keep batch repeats on the host",),
+                "PROBE-R",
+            ),
+        ),
+        "GatherElements": (
+            r(
+                "gather_elements.indices",
+                "GatherElements runs on the NPU when its indices are constant and have "
+                "the data's shape except along the gather axis",
+                gather_elements_indices,
+                ("gather along one axis with indices spanning the others",),
+                "PROBE-R",
+            ),
+        ),
+        "Div": (
+            r(
+                "div.dtype",
+                "Div runs on the NPU in float16 and int8 builds (measured; the 2.3.2 document says an int8 Div "
+                "falls back to the CPU)",
+                div_dtype,
+                ("multiply by the reciprocal constant instead",),
+                "CAL-R",
+            ),
+        ),
+        "Pow": (
+            r(
+                "pow.exponent",
+                "Pow needs a constant exponent in {pow_exponents}",
+                pow_exponent,
+                ("use Mul for small integer powers",),
+            ),
+        ),
+        "Concat": axis,
+        "Split": axis,
+        "Slice": (
+            r(
+                "slice.steps",
+                "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth "
+                "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging) or as the reversal "
+                "of "
+                "the axis holding the innermost data (step -1, through a Transpose before it), or on a {max_rank}-D "
+                "grid "
+                "reshaped from a MatMul's output (measured; why is not known); other steps alone run on the CPU (step "
+                "2 measured on every axis of 3-D and 4-D tensors)",
+                slice_steps,
+                ("concatenate every phase, or use SpaceToDepth / a strided conv",),
+                "CAL-R",
+            ),
+        ),
+        "Gather": (
+            r(
+                "gather.indices",
+                "Gather needs constant indices of rank ≤ {gather_indices_rank} and an axis {axes_min}..{axes_max} "
+                "(indices computed at run time: CPU, CAL-R)",
+                gather_const_indices,
+            ),
+        ),
+        "Pad": (
+            r(
+                "pad.mode",
+                "Pad supports constant mode, reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}, and the modes "
+                "in "
+                "`pad_npu_modes` (CAL-R sweep; a 3-D tensor padded at the end of axis 1 runs on the CPU: constant "
+                "unless a Conv "
+                "produced it, and reflect and edge where `pad3_end_sweep` holds)",
+                pad_mode,
+            ),
+        ),
+        "Resize": (
+            r(
+                "resize.config",
+                "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
+                "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or} (linear align_corners ran on "
+                "the CPU at every scale measured)",
+                resize_config,
+                ("upsample by an integer factor 2..8, with align_corners=False",),
+                "CAL-R",
+            ),
+        ),
+        "Softmax": (
+            r(
+                "softmax.axis",
+                "Softmax runs on the NPU along axis {softmax_axes:#|or}, or along the last axis when at most "
+                "{softmax_last_axes} axes are larger than one (CAL-R)",
+                softmax_axis,
+                ("transpose so the softmax axis is the channel axis",),
+            ),
+        ),
+        "Hardmax": (r("softmax.axis", "Hardmax runs on the NPU along axis {softmax_axes:#|or} only", softmax_axis),),
+        "MatMul": (r("matmul.k", "MatMul (exMatMul) needs K ≤ {matmul_k}", matmul_k),),
+        "LSTM": rnn,
+        "GRU": rnn,
+        "QuantizeLinear": qdq,
+        "DequantizeLinear": qdq,
+        "Cast": (
+            r(
+                "cast.cpu",
+                "Cast is not in the {chip} NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
+                "dtype it already has is deleted by rknn.build, RKNN-C; a Cast from int32 to a float type in "
+                "`cast_int32_npu_to` ran on the NPU, CAL-R sweep)",
+                cast_cpu,
+            ),
+        ),
+        "Reshape": (
+            r(
+                "reshape.split_innermost",
+                "A Reshape that splits the innermost axis W of a {max_rank}-D [.., T, W] into parts "
+                "ending in k (or merges such parts into it) runs on the NPU when k has at least {split_min_inner} "
+                "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)",
+                reshapes.split_innermost,
+                ("split the innermost axis into wider parts, or do this reshape on the host",),
+                "CAL-R",
+            ),
+        ),
+        "ScatterND": (
+            r(
+                "scatter_nd.measured",
+                "ScatterND runs on the NPU with constant indices (the 2.3.2 document lists a CPU kernel)",
+                fit.scatter_nd,
+                (),
+                "CAL-R",
+            ),
+        ),
+        "ReduceL2": (
+            r(
+                "reduce_l2.measured",
+                "ReduceL2 runs on the NPU (measured in float16 and int8 builds; the 2.3.2 document lists a CPU kernel)",
+                fit.reduce_l2,
+                (),
+                "CAL-R",
+            ),
+        ),
+        "Einsum": (
+            r(
+                "einsum.measured",
+                "Einsum converts and runs on the NPU (every form measured: two and three operands, "
+                "ellipsis; the 2.3.2 operator list has no Einsum)",
+                fit.einsum,
+                ("write the contraction as MatMul",),
+                "CAL-R",
+                on_fail=UNSUP,
+            ),
+        ),
     }
