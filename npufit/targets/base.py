@@ -159,7 +159,7 @@ class Profile:
     unknown: OpSupport  # for op types not in the table
     executes: Executes  # int8 only / fp16+int8 / quantizes itself: decides how a float model is judged
     family: str  # targets that share a toolchain and its rewrite needs ("ethos-u"): docs group by it
-    compiler: str  # the npufit.compilers adapter that builds for it: "vela" | "rknn" | "hailo" | "ethos-n"
+    compiler: str  # the name of the npufit.toolchains record of the compiler that builds for it
     graph_rules: tuple[Rule, ...] = ()  # apply to every non-folded node (dtype, batch, rank, static shapes)
     composites: tuple[Composite, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
