@@ -101,7 +101,7 @@ MIN_F1: dict[str, float] = {
     "rk3588-fp16-op17": 0.96,
     "rk3588-int8-op17": 0.96,
     "rk3588-fp16-op11": 0.96,
-    # all 48 models, 117 / 5 CPU nodes, judged as npufit's converter writes them (targets/ethos_u_converted.py)
+    # all 48 models, 117 / 5 CPU nodes, judged as npufit's converter writes them (targets/ethos_u/converted.py)
     "ethos-u55-256-int8-op17": 1.0,
     "ethos-u85-256-int8-op17": 1.0,
     "rv1106-int8-op17": 0.82,
@@ -184,7 +184,7 @@ def _rk_cases() -> dict:
 
 
 def test_every_case_a_condition_cites_is_recorded():
-    from npufit.targets import rockchip_fitted as fit
+    from npufit.targets.rockchip import fitted as fit
 
     recorded = set(_rk_cases()["cases"])
     assert fit.EVIDENCE and any(ev.cases for ev in fit.EVIDENCE.values())
@@ -196,7 +196,7 @@ EU_CASES = [records.RECORDS / f"{t}-cases.json" for t in ("ethos-u55-256", "etho
 
 
 def test_every_case_an_ethos_u_condition_cites_is_recorded_for_both_generations():
-    from npufit.targets import ethos_u_converted as conv, ethos_u_fitted as fit
+    from npufit.targets.ethos_u import converted as conv, fitted as fit
 
     assert fit.EVIDENCE and all(ev.cases for ev in fit.EVIDENCE.values())
     for path in EU_CASES:
@@ -209,7 +209,7 @@ def test_every_case_an_ethos_u_condition_cites_is_recorded_for_both_generations(
 def test_the_cited_ethos_u_cases_show_their_condition(cond, tmp_path):
     """The cases a condition cites are evidence for it: with its family held out, the profile agrees with all of them
     (the cases keep it on), and without the case evidence too (corpus-only) it misjudges some of them."""
-    from npufit.targets import ethos_u_fitted as fit
+    from npufit.targets.ethos_u import fitted as fit
 
     ev = fit.EVIDENCE[cond]
     kept = off = 0

@@ -21,6 +21,9 @@ PKG = ROOT / "npufit"
 LAYERS: list[tuple[str, ...]] = [
     ("npufit", "npufit.errors"),  # the version and the one user-error type
     ("npufit.util",),  # atomic files, capped readers, terminal, progress, limits: no npufit concept
+    # a module as its own unit: one record per vendor compiler (data only), read by envs and executors (environment
+    # specs, Ray resource tags), targets, compilers, split, probe and cli alike, so it sits below all of them
+    ("npufit.toolchains",),
     ("npufit.envs", "npufit.executors"),  # vendor-tool virtualenvs behind a subprocess; in-process / pool / Ray
     ("npufit.graph", "npufit.verify"),  # the read-only Graph; seeded ONNX Runtime CPU sessions and differences
     ("npufit.targets",),  # profiles: data + small rule functions over the Graph

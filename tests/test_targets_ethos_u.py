@@ -161,7 +161,7 @@ def test_tflite_quantization_rules(tmp_path):
 
 
 def test_converter_lowerings_are_judged_as_what_vela_sees():
-    """CAL-V (targets/ethos_u_fitted.py): an ONNX node npufit's converter lowers into Vela-listed kernels is NPU; the same
+    """CAL-V (targets/ethos_u/fitted.py): an ONNX node npufit's converter lowers into Vela-listed kernels is NPU; the same
     op in a form the converter writes as an unlisted kernel stays CPU on the U55."""
     erf = qdq_op("Erf", [1, 8, 4, 4], [1, 8, 4, 4])
     v, reasons = judge(erf, "ethos-u55-256")

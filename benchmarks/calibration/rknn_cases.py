@@ -353,7 +353,7 @@ def predict(onnx: Path, op: str, profile=None, build: str = "fp16") -> list[str]
     return case_verdicts(onnx, op, profile or TARGET, build)
 
 
-# the other Rockchip SoCs share rk3588's rule code (rockchip_socs.py): --target records a case record of their own for
+# the other Rockchip SoCs share rk3588's rule code (rockchip/socs.py): --target records a case record of their own for
 # the cases that bound a shared condition; rv1106 takes int8 builds only
 SOC_BUILDS = {"rk3588": None, "rk3576": None, "rk3566": None, "rv1106": "int8"}
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..toolchains import env_specs
+
 
 def register(sub) -> None:
     p = sub.add_parser(
         "env",
-        help="create / list / remove the environments of vendor tools (rknn, hailo, ethos-n)",
+        help=f"create / list / remove the environments of vendor tools ({', '.join(env_specs())})",
         description="Vendor tools whose pins clash with npufit's (RKNN-Toolkit2: numpy<2, onnx 1.18; the "
         "Hailo DFC: its own TensorFlow) live in their own virtualenv under ~/.cache/npufit/envs "
         "(override with NPUFIT_ENVS); npufit calls them through a subprocess and JSON. "
@@ -17,7 +19,7 @@ def register(sub) -> None:
     )
     s = p.add_subparsers(dest="env_cmd", metavar="ACTION")
     i = s.add_parser("install", help="create an environment (e.g. 'npufit env install rknn')")
-    i.add_argument("name", help="rknn | hailo | ethos-n")
+    i.add_argument("name", help=" | ".join(env_specs()))
     i.add_argument(
         "--wheel", help="hailo: the hailo_dataflow_compiler-*.whl you downloaded from the Hailo Developer Zone"
     )

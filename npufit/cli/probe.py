@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .. import toolchains
 from .common import emit, name_arg, positive_float, positive_int
 
 
@@ -31,7 +32,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--compiler",
-        choices=("vela", "rknn", "hailo", "ethos-n"),
+        choices=toolchains.names(),
         help="also compile every case with this installed compiler",
     )
     p.add_argument(

@@ -2,7 +2,7 @@
 
 A model whose compiler crashes, hangs past the timeout or is refused is a failed result, never the end of
 the batch. On Ray a compiler that lives in its own environment (RKNN, Hailo DFC) tags its tasks with its
-resource, so they only land on nodes that have that environment (npufit.executors.COMPILER_RESOURCES).
+resource, so they only land on nodes that have that environment (Toolchain.resource in npufit.toolchains).
 """
 
 from __future__ import annotations

@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NpufitError
-from .base import CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
+from ..toolchains import HAILO
+from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
 
-ARCHS = ("hailo8", "hailo8l", "hailo8r", "hailo15h", "hailo15m", "hailo10h")
-DEFAULT_PROFILE = ARCHS[0]  # the profile that picks start/end nodes for an architecture npufit has no profile for
+PARSER = HAILO.stage_parser
+assert PARSER is not None
 _ERR = re.compile(r"(\w+(?:Error|Exception)) in op ([^:\n]+): ([^\n]*)")
 _RECOMMEND = re.compile(r"using these end node names: ([^\n]+)")
 _VERSION = re.compile(r"Dataflow Compiler v?([\d.]+)")
@@ -34,28 +35,24 @@ def hailo_exe() -> str | None:
     env = os.environ.get("NPUFIT_HAILO")
     if env:
         return env
-    found = shutil.which("hailo")
+    found = shutil.which(PARSER.command[0])
     if found:
         return found
     from ..envs import env_dir
 
-    cand = env_dir("hailo") / "bin" / "hailo"
+    cand = env_dir(HAILO.env_name) / "bin" / PARSER.command[0]
     return str(cand) if cand.exists() else None
 
 
-class HailoCompiler:
-    name = "hailo"
+class HailoCompiler(Adapter):
     calibration_format = "npz"
     extra_options = ()
-
-    def handles(self, target: str) -> bool:
-        return target.lower() in ARCHS
 
     def status(self) -> dict:
         exe = hailo_exe()
         version = _version(exe) if exe else None
         return {
-            "name": "hailo-dfc",
+            "name": self.toolchain.status_name,
             "available": bool(exe and version),
             "version": version,
             "enables": "npufit compile --target hailo8/hailo8l: parse -> optimize -> HEF (without it: --emit-script)",
@@ -71,10 +68,15 @@ class HailoCompiler:
         src = private_copy(model, out)
         start, end = _start_end(model, target, options)
         files = _write_inputs(out, model.stem, src, options)
-        steps = commands("hailo", target, src.relative_to(out), model.stem, start, end, files)
+        steps = commands(PARSER.command[0], target, src.relative_to(out), model.stem, start, end, files)
         exe = hailo_exe()
         res = CompileResult(
-            "hailo-dfc", None, target, str(model), False, outputs={k: str(out / v) for k, v in files.items()}
+            self.toolchain.status_name,
+            None,
+            target,
+            str(model),
+            False,
+            outputs={k: str(out / v) for k, v in files.items()},
         )
         res.metrics.update({"start_nodes": start, "end_nodes": end})
         if options.emit_script or not exe:
@@ -120,16 +122,17 @@ class HailoCompiler:
 def commands(
     exe: str, arch: str, onnx: Path, name: str, start: list[str], end: list[str], files: dict
 ) -> list[tuple[str, list[str]]]:
-    parse = [exe, "parser", "onnx", str(onnx), "--hw-arch", arch, "--har-path", f"{name}.har", "-y"]
+    hw = PARSER.arch_flag  # every DFC command names the architecture with it
+    parse = [exe, *PARSER.command[1:], str(onnx), hw, arch, "--har-path", f"{name}.har", "-y"]
     if start:
-        parse += ["--start-node-names", *start]
+        parse += [PARSER.start_flag, *start]
     if end:
-        parse += ["--end-node-names", *end]
+        parse += [PARSER.end_flag, *end]
     opt = [
         exe,
         "optimize",
         f"{name}.har",
-        "--hw-arch",
+        hw,
         arch,
         "--model-script",
         files["model_script"],
@@ -137,7 +140,7 @@ def commands(
         f"{name}_optimized.har",
     ]
     opt += ["--calib-set-path", files["calib_set"]] if "calib_set" in files else ["--use-random-calib-set"]
-    comp = [exe, "compiler", f"{name}_optimized.har", "--hw-arch", arch, "--output-dir", "."]
+    comp = [exe, "compiler", f"{name}_optimized.har", hw, arch, "--output-dir", "."]
     return [("parser", parse), ("optimize", opt), ("compiler", comp)]
 
 
@@ -191,7 +194,7 @@ def _profile_for(target: str):
     try:
         return get_profile(target)
     except NpufitError:
-        return get_profile(DEFAULT_PROFILE)
+        return get_profile(HAILO.platforms[0])
 
 
 def _same_model(model: Path, src: dict, plan_path) -> None:

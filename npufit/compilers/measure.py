@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import NpufitError
 from ..graph import Graph
 from ..targets.base import Executes, Fallback, Profile
+from ..toolchains import VELA
 from .compare import compare_placement
 
 SCHEMA = "npufit.check.measure/1"
@@ -220,7 +221,8 @@ def _vela_checks(graph: Graph, report, profile: Profile, input_shapes, timeout_s
             "Vela 5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (TRANSPOSE): "
             "--measure auto or compile confirms these verdicts with the compile"
         )
-    m = Measurement(profile.name, "vela-checks", "vela", version, label, compare_placement(report, placement, "vela"))
+    vela = VELA.status_name  # the library checks are Vela's own
+    m = Measurement(profile.name, "vela-checks", vela, version, label, compare_placement(report, placement, vela))
     m.notes.extend(notes)
     return m
 

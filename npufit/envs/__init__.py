@@ -10,77 +10,12 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NpufitError
+from ..toolchains import EnvSpec, env_specs
 
 SCHEMA = "npufit.env/1"
-
-
-@dataclass(frozen=True)
-class EnvSpec:
-    name: str
-    title: str
-    # pip install steps, run in order; each is one `pip install` argument list
-    steps: tuple[tuple[str, ...], ...]
-    probe: str  # Python statement that prints the tool version when the env works
-    enables: str
-    needs_wheel: str = ""  # a vendor wheel the user must supply (login-gated downloads)
-    notes: tuple[str, ...] = field(default=())
-    kind: str = "venv"  # venv: a virtualenv of pip steps | native: a C++ build (npufit.envs.ethos_n)
-
-
-SPECS: dict[str, EnvSpec] = {
-    "rknn": EnvSpec(
-        name="rknn",
-        title="Rockchip RKNN-Toolkit2 2.5.0",
-        steps=(
-            # The toolkit's runtime deps, minus its `torch<=2.4` pin: PyPI's torch 2.4 wheel drags ~2.5 GB of CUDA
-            # wheels, and the ONNX path only needs `import torch` to succeed, so the CPU build npufit uses serves.
-            (
-                "numpy==1.26.4",
-                "onnx==1.18.0",
-                "onnxruntime>=1.17,<1.23",
-                "protobuf>=4.21.6,<=4.25.4",
-                "psutil",
-                "ruamel.yaml",
-                "scipy",
-                "tqdm",
-                "opencv-python-headless",
-                "fast-histogram",
-                "torch==2.13.0",
-            ),
-            # torch pulls setuptools>=77, which dropped pkg_resources; the toolkit imports it at RKNN() time.
-            ("--no-deps", "setuptools<70"),
-            ("--no-deps", "rknn-toolkit2==2.5.0"),
-        ),
-        probe="import importlib.metadata as m; print(m.version('rknn-toolkit2'))",
-        enables="npufit compile --target rk3588 (and rk3562/rk3566/rk3568/rk3576/rv1106): build .rknn, per-layer placement, simulator",
-        notes=(
-            "installs torch 2.13.0 (CPU) instead of the toolkit's pinned torch<=2.4: the pinned PyPI wheel pulls CUDA",
-        ),
-    ),
-    "hailo": EnvSpec(
-        name="hailo",
-        title="Hailo Dataflow Compiler (user-supplied wheel)",
-        steps=(),
-        probe="import importlib.metadata as m; print(m.version('hailo-dataflow-compiler'))",
-        enables="npufit compile --target hailo8/hailo8l: parse, optimize, compile to HEF",
-        needs_wheel="hailo_dataflow_compiler-*.whl (download from the Hailo Developer Zone; login required)",
-        notes=("NOT exercised here: the DFC is login-gated and was never installed on npufit's build machines",),
-    ),
-    "ethos-n": EnvSpec(
-        name="ethos-n",
-        title="Arm Ethos-N support library (driver stack 25.03, built from source)",
-        steps=(),
-        probe="",
-        enables="npufit compile --target ethos-n78 (and check --measure, probe --compiler ethos-n): the library's own "
-        "per-operation support verdicts with reasons, Compile(), EstimatePerformance()",
-        notes=("needs g++ and scons 4.4.0; --source DIR or NPUFIT_ETHOSN_SOURCE=DIR builds from a local copy",),
-        kind="native",
-    ),
-}
 
 
 def envs_root() -> Path:
@@ -89,9 +24,10 @@ def envs_root() -> Path:
 
 
 def spec(name: str) -> EnvSpec:
-    if name not in SPECS:
-        raise NpufitError(f"unknown environment '{name}' (available: {', '.join(SPECS)})")
-    return SPECS[name]
+    specs = env_specs()  # each toolchain's record states its environment (npufit.toolchains)
+    if name not in specs:
+        raise NpufitError(f"unknown environment '{name}' (available: {', '.join(specs)})")
+    return specs[name]
 
 
 def env_dir(name: str) -> Path:
@@ -141,7 +77,7 @@ def env_status(name: str) -> dict:
 
 
 def list_envs() -> list[dict]:
-    return [env_status(n) for n in SPECS]
+    return [env_status(n) for n in env_specs()]
 
 
 def _dir_size_mb(p: Path) -> float:
@@ -251,7 +187,7 @@ def env(action: str = "list", name: str | None = None, wheel: str | None = None,
     if action == "list":
         return list_envs() if name is None else env_status(name)
     if name is None:
-        raise NpufitError(f"env {action} needs an environment name (available: {', '.join(SPECS)})")
+        raise NpufitError(f"env {action} needs an environment name (available: {', '.join(env_specs())})")
     if action == "install":
         return install(name, wheel=wheel, force=force)
     if action == "remove":

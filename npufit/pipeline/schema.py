@@ -461,10 +461,12 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
 
 
 def _check_targets(targets: list[str], v: _Validator) -> None:
-    from ..targets import _MODULES, available_targets
+    from ..targets import available_targets, get_profile
 
     for i, t in enumerate(targets):
-        if t.lower() not in _MODULES:
-            close = difflib.get_close_matches(t.lower(), list(_MODULES), n=1)
+        try:
+            get_profile(t)  # a name or an alias, as `npufit check --target` takes it
+        except NpufitError:
+            close = difflib.get_close_matches(t.lower(), available_targets(), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(available_targets())})"
             raise v.fail(("targets", i), f"unknown target '{t}'{hint}")

@@ -42,7 +42,7 @@ def probe(
     replay: a <target>-measured.json from an earlier `--compiler` run; the prediction is compared with it
     (drift table) without the compiler installed. Target, cases and sweep default to the recorded run's.
     executor: "pool" (default, local worker processes), "inprocess" or "ray" (address: a cluster; cases that
-    need a vendor compiler's env only run on nodes tagged with it, see npufit.executors.COMPILER_RESOURCES).
+    need a vendor compiler's env only run on nodes tagged with it, see Toolchain.resource in npufit.toolchains).
     """
     from ..targets import get_profile
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .. import toolchains
 from ..errors import NpufitError
 from ..util.io import private_tempdir
 
@@ -24,9 +25,6 @@ SYMBOL = {
     "failed": "❌",
     "unmeasured": "–",
 }
-
-# --compiler name (a Profile.compiler) -> its name in npufit.compilers.status()
-STATUS_NAMES = {"vela": "vela", "rknn": "rknn-toolkit2", "hailo": "hailo-dfc", "ethos-n": "ethos-n-support-library"}
 
 
 def _compilers_api():
@@ -48,7 +46,8 @@ def compiler_state(name: str) -> tuple[bool, str]:
         states = api.status() if hasattr(api, "status") else {}
     except Exception as e:  # a broken vendor environment must not crash the probe
         return False, f"compiler status failed ({type(e).__name__}: {e})"
-    key = STATUS_NAMES.get(name, name)
+    tc = toolchains.find(name)  # --compiler NAME (a Profile.compiler) is listed by its status name
+    key = tc.status_name if tc is not None else name
     if isinstance(states, dict):
         entry = states.get(key)
     else:  # a list of {"name": ..., "available": ...}
@@ -64,8 +63,8 @@ def compiler_state(name: str) -> tuple[bool, str]:
 
 def validate_compiler(name: str, profile) -> None:
     """Refuse, with one sentence, a compiler that cannot compile the profile's target or is not installed."""
-    if name not in STATUS_NAMES:
-        raise NpufitError(f"--compiler '{name}': choose one of {', '.join(STATUS_NAMES)}")
+    if toolchains.find(name) is None:
+        raise NpufitError(f"--compiler '{name}': choose one of {', '.join(toolchains.names())}")
     if name != profile.compiler:
         raise NpufitError(
             f"--compiler {name} does not compile target '{profile.name}' (its compiler is {profile.compiler})"

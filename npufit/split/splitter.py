@@ -7,8 +7,10 @@ import shlex
 import time
 from pathlib import Path
 
+from .. import toolchains
 from ..errors import NpufitError
 from ..targets.base import Profile, Verdict
+from ..toolchains import StageParser
 from ..util.io import atomic_dir, check_output_dir
 from .chain import ORT_CPU, ChainRunner
 from .extract import Extractor, load_source
@@ -296,25 +298,23 @@ def _plan_stage(ix: GraphIndex, cut: Cut, st, facts: dict, source_file: str, pro
     )
     if st.device == "npu":
         ps.start_node_names, ps.end_node_names = stage_node_names(ix, st)
-        emit = VENDOR_COMMANDS.get(profile.compiler)
-        if emit is not None:
-            ps.vendor = {profile.compiler: emit(ix, st, ps, source_file, profile.name)}
+        tc = toolchains.find(profile.compiler)
+        if tc is not None and tc.stage_parser is not None:
+            ps.vendor = {tc.name: _stage_commands(tc.stage_parser, ix, st, ps, source_file, profile.name)}
     return ps
 
 
-def _hailo_commands(ix: GraphIndex, st, ps: PlanStage, source_file: str, target: str) -> dict:
-    """Both ways to hand this stage to the Hailo parser: the stage file, or the original with node names."""
+def _stage_commands(parser: StageParser, ix: GraphIndex, st, ps: PlanStage, source_file: str, target: str) -> dict:
+    """Both ways to hand this NPU stage to a compiler that takes a stage by node names (the Hailo parser: a HEF has no
+    CPU fallback, so the parser is told where the NPU part starts and ends): the stage file, or the original model
+    with node names."""
     q = shlex.quote
-    cmd = ["hailo", "parser", "onnx", q(source_file)]
+    cmd = [*parser.command, q(source_file)]
     if any(t not in ix.inputs for t in st.inputs):  # starting at the graph inputs needs no start names
-        cmd += ["--start-node-names", *map(q, ps.start_node_names)]
-    cmd += ["--end-node-names", *map(q, ps.end_node_names), "--hw-arch", target]
-    return {"parse_stage": f"hailo parser onnx {q(ps.file)} --hw-arch {target}", "parse_original": " ".join(cmd)}
-
-
-# compiler adapter (Profile.compiler) -> the commands that hand an NPU stage to it, where the compiler is given the
-# stage by node names (a HEF has no CPU fallback: the parser is told where the NPU part starts and ends)
-VENDOR_COMMANDS = {"hailo": _hailo_commands}
+        cmd += [parser.start_flag, *map(q, ps.start_node_names)]
+    cmd += [parser.end_flag, *map(q, ps.end_node_names), parser.arch_flag, target]
+    stage = [*parser.command, q(ps.file), parser.arch_flag, target]
+    return {"parse_stage": " ".join(stage), "parse_original": " ".join(cmd)}
 
 
 def _warnings(ix: GraphIndex, cut: Cut, target: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""Token-sequence layout: matchers for the shuffles transformers are made of, and where a rank-3 tensor keeps its features.
+"""Token-sequence layout: matchers for the shuffles transformers are made of, and where a rank-3 tensor keeps its
+features (Hailo's composites and shuffle rules).
 
 A transformer carries [N, T, C] token tensors (features last) between Linear layers; a CNN carries [N, C, H, W]
 maps (features on axis 1). The same ONNX ops (Reshape, Transpose, Flatten) move data between the two layouts and
@@ -6,18 +7,40 @@ split heads for attention. A parser that maps tensors to NHWC can take the shuff
 or patch embedding while rejecting the same op elsewhere (a detection head's [N, C, H*W] bins); these matchers find
 the recognised forms from graph structure (shapes, perms, what consumes what), never from names.
 """
+
 from __future__ import annotations
 
-from ..graph import Graph, NodeView
-from .base import CompositeMatch
-from .common import const_scalar, noop_cast, transpose_perm
-from .patterns import _anchors, _live, sole_consumer
+from ...graph import Graph, NodeView
+from ..base import CompositeMatch
+from ..common import const_scalar, noop_cast, transpose_perm
+from ..patterns import _anchors, _live, sole_consumer
 
 SHUFFLES = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze")
 MAX_CHAIN = 4  # shuffles between a token tensor and an attention MatMul (reshape, transpose, transpose of K, scale)
 # ops that keep the layout of their first activation input
-_LAYOUT_KEEPING = ("Add", "Sub", "Mul", "Div", "Relu", "Gelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Erf", "Pow",
-                   "Sqrt", "Softmax", "Dropout", "Identity", "Cast", "LayerNormalization", "Clip", "LeakyRelu", "Split")
+_LAYOUT_KEEPING = (
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Relu",
+    "Gelu",
+    "Sigmoid",
+    "Tanh",
+    "HardSigmoid",
+    "HardSwish",
+    "Erf",
+    "Pow",
+    "Sqrt",
+    "Softmax",
+    "Dropout",
+    "Identity",
+    "Cast",
+    "LayerNormalization",
+    "Clip",
+    "LeakyRelu",
+    "Split",
+)
 
 
 def _static(t) -> bool:
@@ -32,7 +55,8 @@ def _is_scale(node: NodeView) -> bool:
 
 
 def _rank_ok(node: NodeView) -> bool:
-    """Head split/merge shuffles stay within rank 3..4 (5-D is another rule; rank 2 is a batch-flattened token matrix)."""
+    """Head split/merge shuffles stay within rank 3..4 (5-D is another rule; rank 2 is a batch-flattened token
+    matrix)."""
     return all(t is not None and t.rank is not None and 3 <= t.rank <= 4 for t in (node.input(0), node.output(0)))
 
 
@@ -100,27 +124,45 @@ def match_attention(graph: Graph) -> list[CompositeMatch]:
     for mm in _anchors(graph, "MatMul"):
         if not _attention_matmul(graph, mm):
             continue
-        nodes = [n for t in mm.inputs[:2] for n in _walk_back(graph, t)] + _walk_forward(graph, mm) + _score_bias(graph, mm)
+        nodes = (
+            [n for t in mm.inputs[:2] for n in _walk_back(graph, t)] + _walk_forward(graph, mm) + _score_bias(graph, mm)
+        )
         nodes = [n for n in nodes if n.name not in claimed]
         if not nodes:
             continue
         claimed.update(n.name for n in nodes)
-        out.append(CompositeMatch(tuple(nodes), f"attention MatMul {mm.input(0).shape_str()} x {mm.input(1).shape_str()}"))
+        out.append(
+            CompositeMatch(tuple(nodes), f"attention MatMul {mm.input(0).shape_str()} x {mm.input(1).shape_str()}")
+        )
     return out
 
 
 def _flatten_hw(node: NodeView) -> bool:
     """[N, C, H, W] -> [N, C, H*W] (flatten(2))."""
     i, o = node.input(0), node.output(0)
-    return (node.op_type in ("Reshape", "Flatten") and _static(i) and _static(o) and i.rank == 4 and o.rank == 3
-            and list(o.shape[:2]) == list(i.shape[:2]) and o.shape[2] == i.shape[2] * i.shape[3])
+    return (
+        node.op_type in ("Reshape", "Flatten")
+        and _static(i)
+        and _static(o)
+        and i.rank == 4
+        and o.rank == 3
+        and list(o.shape[:2]) == list(i.shape[:2])
+        and o.shape[2] == i.shape[2] * i.shape[3]
+    )
 
 
 def _unflatten_hw(node: NodeView) -> bool:
     """[N, C, H*W] -> [N, C, H, W]."""
     i, o = node.input(0), node.output(0)
-    return (node.op_type == "Reshape" and _static(i) and _static(o) and i.rank == 3 and o.rank == 4
-            and list(o.shape[:2]) == list(i.shape[:2]) and i.shape[2] == o.shape[2] * o.shape[3])
+    return (
+        node.op_type == "Reshape"
+        and _static(i)
+        and _static(o)
+        and i.rank == 3
+        and o.rank == 4
+        and list(o.shape[:2]) == list(i.shape[:2])
+        and i.shape[2] == o.shape[2] * o.shape[3]
+    )
 
 
 def _swap_last(node: NodeView) -> bool:
@@ -130,7 +172,12 @@ def _swap_last(node: NodeView) -> bool:
 def _token_grid(node: NodeView) -> bool:
     """[N, T, C] <-> [N, H, W, C] with the features kept last (a token grid, e.g. LeViT's subsample)."""
     i, o = node.input(0), node.output(0)
-    if node.op_type != "Reshape" or not (_static(i) and _static(o)) or i.shape[0] != o.shape[0] or i.shape[-1] != o.shape[-1]:
+    if (
+        node.op_type != "Reshape"
+        or not (_static(i) and _static(o))
+        or i.shape[0] != o.shape[0]
+        or i.shape[-1] != o.shape[-1]
+    ):
         return False
     return {i.rank, o.rank} == {3, 4}
 
@@ -172,11 +219,20 @@ def match_token_layout(graph: Graph) -> list[CompositeMatch]:
             r = sole_consumer(graph, node, ("Reshape",))
             if r is not None and _unflatten_hw(r):
                 add([node, r], f"tokens {node.input(0).shape_str()} -> feature map {r.output(0).shape_str()}")
-        elif _token_grid(node) and node.input(0).rank == 3 and (t := sole_consumer(graph, node, ("Transpose",))) is not None \
-                and transpose_perm(t) == [0, 3, 1, 2]:
+        elif (
+            _token_grid(node)
+            and node.input(0).rank == 3
+            and (t := sole_consumer(graph, node, ("Transpose",))) is not None
+            and transpose_perm(t) == [0, 3, 1, 2]
+        ):
             add([node, t], f"tokens {node.input(0).shape_str()} -> grid -> feature map {t.output(0).shape_str()}")
-        elif node.op_type == "Transpose" and transpose_perm(node) == [0, 2, 3, 1] and \
-                (r := sole_consumer(graph, node, ("Reshape",))) is not None and _token_grid(r) and r.output(0).rank == 3:
+        elif (
+            node.op_type == "Transpose"
+            and transpose_perm(node) == [0, 2, 3, 1]
+            and (r := sole_consumer(graph, node, ("Reshape",))) is not None
+            and _token_grid(r)
+            and r.output(0).rank == 3
+        ):
             add([node, r], f"feature map {node.input(0).shape_str()} -> grid -> tokens {r.output(0).shape_str()}")
         elif _token_grid(node) and node.input(0).rank == 3:
             chain, cur = [node], node
@@ -205,8 +261,15 @@ def features_last(graph: Graph, tensor: str, depth: int = 16) -> bool:
             return True
         if p.op_type == "Gather" and graph.tensor(p.inputs[0]).is_const and graph.tensor(p.inputs[0]).rank == 2:
             return True  # an embedding lookup: one row of C features per token
-        if p.op_type == "Reshape" and _static(p.input(0)) and _static(p.output(0)) and p.input(0).rank == 4 \
-                and p.output(0).rank == 3 and p.input(0).shape[1] == p.output(0).shape[1] and not _flatten_hw(p):
+        if (
+            p.op_type == "Reshape"
+            and _static(p.input(0))
+            and _static(p.output(0))
+            and p.input(0).rank == 4
+            and p.output(0).rank == 3
+            and p.input(0).shape[1] == p.output(0).shape[1]
+            and not _flatten_hw(p)
+        ):
             return True  # [N, T, h, d] -> [N, T, h*d]: attention's head merge
         if p.op_type == "Concat" and p.attr("axis") in (1, -2):
             ins = [t for t in p.inputs if not graph.tensor(t).is_const]
@@ -218,4 +281,3 @@ def features_last(graph: Graph, tensor: str, depth: int = 16) -> bool:
             return False
         tensor = ins[0]
     return False
-

@@ -8,45 +8,68 @@ functions of converter_facts.py and these rules ask the same functions. Each con
 records that show it (docs/calibration/ethos-u55-256-int8-op17.json, ethos-u85-256-int8-op17.json) and the synthetic
 cases of docs/calibration/ethos-u*-cases.json (benchmarks/calibration/vela_cases_ops.py). Where the
 converter alone decides (no op reaches Vela), the op it writes ran on the NPU in every family, or Vela's operator
-list decides (CAST), the families are all four (the convention of ethos_u_fitted.LOWERED): nothing of Vela's behaviour
+list decides (CAST), the families are all four (the convention of fitted.LOWERED): nothing of Vela's behaviour
 was fitted, so leave-one-family-out keeps the condition. TFLite input models are never affected: their ops are what
 Vela sees."""
+
 from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Mapping
 from functools import partial
 
-from ..graph import facts
-from ..graph.folding import CONTROL_FLOW, NON_DETERMINISTIC
-from . import calibration as cal, tflite_map as tm
-from .common import reduce_axes
-from .base import OpSupport, Rule, Verdict
-from .calibration import FAMILIES, Evidence
-from .converter_facts import (argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather, mean_as_rows,
-                              never_special, where_of_never_special, whole_map_pool)
+from ...graph import Graph, NodeView, facts
+from ...graph.folding import CONTROL_FLOW, NON_DETERMINISTIC
+from .. import calibration as cal
+from .. import tflite_map as tm
+from ..base import Limits, OpSupport, Rule, Verdict
+from ..calibration import FAMILIES, Evidence
+from ..common import reduce_axes
+from ..converter_facts import (
+    argmax_of_bool,
+    carried_dtype,
+    depth_reduce_as_conv,
+    gather_elements_as_gather,
+    mean_as_rows,
+    never_special,
+    where_of_never_special,
+    whole_map_pool,
+)
 
 EVIDENCE = {
     # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them
     "no_op": Evidence(FAMILIES),
     # a 1x1 CONV_2D: it ran on the NPU in every family
     "depth_mean": Evidence(FAMILIES),
-    # the converter's CAST and Vela's operator list (no CAST on the U55), neither fitted: clip_text (transformer) shows it
+    # the converter's CAST and Vela's operator list (no CAST on the U55), neither fitted: clip_text (transformer) shows
+    # it
     "argmax_bool": Evidence(FAMILIES),
     # the converter's RESHAPE -> MEAN over [rows, 1, reduced] -> RESHAPE: rank-3 and rank-4 LayerNorm tokens and
     # ReduceMeans with no size-1 axis (CPU on both generations before the rows form, NPU after) next to ones that
     # have one, a mean over a conv's own NHWC output and over a middle axis; 4608 features break the depth limit
-    "mean_rows": Evidence(FAMILIES, ("ln-tokens-4x16x16", "ln-tokens-2x64x24", "ln-tokens-2x4x8x16", "ln-tokens-1x64x16",
-                                     "ln-tokens-1x32x32", "mean-hw-reshaped-2x2", "mean-hw-reshaped-4x8", "mean-hw-conv",
-                                     "mean-last-4x16x16", "mean-mid-4x16x16", "mean-last-2x2x4608")),
+    "mean_rows": Evidence(
+        FAMILIES,
+        (
+            "ln-tokens-4x16x16",
+            "ln-tokens-2x64x24",
+            "ln-tokens-2x4x8x16",
+            "ln-tokens-1x64x16",
+            "ln-tokens-1x32x32",
+            "mean-hw-reshaped-2x2",
+            "mean-hw-reshaped-4x8",
+            "mean-hw-conv",
+            "mean-last-4x16x16",
+            "mean-mid-4x16x16",
+            "mean-last-2x2x4608",
+        ),
+    ),
 }
 NO_OP = "NPUFIT_NO_OP"
 _ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout"}
 _IF = frozenset({"If"})
 
 
-def _carried(graph):
+def _carried(graph: Graph):
     return lambda name: carried_dtype(graph.tensor(name).dtype)
 
 
@@ -54,7 +77,7 @@ def _carried(graph):
 _CONSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _body_reads(graph) -> dict[str, set[str]]:
+def _body_reads(graph: Graph) -> dict[str, set[str]]:
     """If node -> the outer tensors its bodies (at any depth) read; None-free."""
     inner: dict[str, list] = {}
     for n in graph.nodes:
@@ -72,7 +95,7 @@ def _body_reads(graph) -> dict[str, set[str]]:
     return out
 
 
-def converter_constants(graph) -> tuple[frozenset[str], frozenset[str]]:
+def converter_constants(graph: Graph) -> tuple[frozenset[str], frozenset[str]]:
     """(tensors, If nodes) that are constants in the converter's copy but not in this graph: an If whose condition
     folded and whose bodies read only constants is inlined (convert/prepass_if.py) and folds, and so does every node
     that reads only such values (ViTDet's relative-position table, gathered by a constant index)."""
@@ -94,7 +117,9 @@ def converter_constants(graph) -> tuple[frozenset[str], frozenset[str]]:
                 ok = n.is_const(0) and all(t and const(t) for t in reads.get(n.name, ()))
                 ifs.update([n.name] if ok else [])
             else:
-                ok = n.op_type not in CONTROL_FLOW and bool(n.present_inputs) and all(const(t) for t in n.present_inputs)
+                ok = (
+                    n.op_type not in CONTROL_FLOW and bool(n.present_inputs) and all(const(t) for t in n.present_inputs)
+                )
             if ok:
                 extra.update(o for o in n.outputs if o)
     hit = _CONSTS[graph] = (frozenset(extra), frozenset(ifs))
@@ -102,7 +127,7 @@ def converter_constants(graph) -> tuple[frozenset[str], frozenset[str]]:
 
 
 @facts.per_node  # asked twice per node: by the op key and by the feature-map dtypes
-def no_op(node) -> str | None:
+def no_op(node: NodeView) -> str | None:
     """Why npufit's converter writes no TFLite op for this ONNX node, else None."""
     g = node.graph
     if g.format != "onnx" or node.domain not in ("", "ai.onnx"):
@@ -139,7 +164,7 @@ def no_op(node) -> str | None:
     return None
 
 
-def op_key(node) -> str | None:
+def op_key(node: NodeView) -> str | None:
     """The key of an ONNX node the converter writes as no op or as another op than the standard view; else None."""
     if node.graph.format != "onnx":
         return None
@@ -154,22 +179,28 @@ def op_key(node) -> str | None:
     return None
 
 
-def whole_map(node) -> bool:
+def whole_map(node: NodeView) -> bool:
     """An ONNX AveragePool / MaxPool with one window over the whole map, which the converter writes as a global pool
     (converter_facts.whole_map_pool). Cases avgpool-whole-ceil, avgpool-whole-exact, maxpool-whole-ceil (NPU: MEAN,
     a map-sized max pool) against avgpool-k9-same (a SAME kernel over 8, CPU) and avgpool-k3-include (NPU)."""
     x, y = node.input_shape(0), node.output_shape(0)
     k = node.attr("kernel_shape")
-    return node.graph.format == "onnx" and node.op_type in ("AveragePool", "MaxPool") and bool(x and y and k) \
-        and len(x) == 4 and len(y) == 4 and whole_map_pool(list(k), node.attr("pads", [0] * 4), list(x[2:]), list(y[2:]))
+    return (
+        node.graph.format == "onnx"
+        and node.op_type in ("AveragePool", "MaxPool")
+        and bool(x and y and k)
+        and len(x) == 4
+        and len(y) == 4
+        and whole_map_pool(list(k), node.attr("pads", [0] * 4), list(x[2:]), list(y[2:]))
+    )
 
 
-def pool_kernel(node) -> list | None:
+def pool_kernel(node: NodeView) -> list | None:
     """The pool kernel the converter writes: the map itself for a whole-map pool, else the node's own."""
     return list(node.input_shape(0)[2:]) if whole_map(node) else tm.kernel(node)
 
 
-def act_dtypes(node, dtypes: list[str]) -> list[str]:
+def act_dtypes(node: NodeView, dtypes: list[str]) -> list[str]:
     """Feature-map dtypes of an ONNX node as its TFLite tensors carry them: none for a node with no op, integer types
     as int32 (so no ONNX tensor is a 64-bit feature map: CAL-V, the int64 position arithmetic of clip_text and
     roberta, transformer, ran as int32 ADD on the U55's NPU)."""
@@ -178,15 +209,20 @@ def act_dtypes(node, dtypes: list[str]) -> list[str]:
     return [carried_dtype(d) if d in ("int64", "uint64") else d for d in dtypes]
 
 
-def depth_mean_as_conv(node, x, axes, lim: Mapping) -> bool:
+def depth_mean_as_conv(node: NodeView, x, axes, lim: Limits) -> bool:
     """An ONNX mean over the channels of an HxW map, which the converter writes as a 1x1 CONV_2D (`x`, `axes`: the
     NHWC shape and axes the MEAN rule reads). CAL-V: vitdet's 6 channel LayerNorms (ReduceMean over axis 1 of
     [1, C, 8, 8]) ran on the NPU of both Ethos-U records; the MEAN rule's depth limit does not apply to them."""
-    return node.graph.format == "onnx" and cal.fitted(lim, EVIDENCE["depth_mean"]) and x is not None \
-        and axes is not None and depth_reduce_as_conv(tm.tflite_op(node), x, axes)
+    return (
+        node.graph.format == "onnx"
+        and cal.fitted(lim, EVIDENCE["depth_mean"])
+        and x is not None
+        and axes is not None
+        and depth_reduce_as_conv(tm.tflite_op(node), x, axes)
+    )
 
 
-def mean_form(node, lim: Mapping) -> tuple[list, list] | None:
+def mean_form(node: NodeView, lim: Limits) -> tuple[list, list] | None:
     """(shape, axes) of the MEAN the converter writes for an ONNX ReduceMean over a trailing run of axes that Vela's
     semantic check would reject (converter_facts.mean_as_rows): [rows, 1, reduced] over axis 2, so only Vela's size
     limits remain. Not for 4-D inputs: a conv's NHWC output is reduced in NHWC (the MEAN rule's view)."""
@@ -202,7 +238,7 @@ def mean_form(node, lim: Mapping) -> tuple[list, list] | None:
     return [math.prod(x[:k]), 1, math.prod(x[k:])], [2]
 
 
-def argmax_bool_cast(node, lim: Mapping) -> str | None:
+def argmax_bool_cast(node: NodeView, lim: Limits) -> str | None:
     """Rule body (generations without CAST in their list): an ArgMax the converter runs on int8 bools, CAST from the
     bool tensor in its own lowering."""
     g = node.graph
@@ -211,21 +247,31 @@ def argmax_bool_cast(node, lim: Mapping) -> str | None:
     return "reads bools through a CAST to int8"
 
 
-def _held_out(node, lim: Mapping, listed: frozenset[str]) -> str | None:
+def _held_out(node: NodeView, lim: Limits, *, listed: frozenset[str]) -> str | None:
     """With the no-op evidence held out, the node is judged as the standard converter's op."""
     if cal.fitted(lim, EVIDENCE["no_op"]):
         return None
     std = tm.tflite_op(node)
-    return None if std in listed else f"{std} is not in Vela 5.2.0's supported-operator list (fitted condition held out)"
+    return (
+        None if std in listed else f"{std} is not in Vela 5.2.0's supported-operator list (fitted condition held out)"
+    )
 
 
 def converted_ops(name: str, listed) -> dict[str, OpSupport]:
-    rule = Rule(f"{name}.cal.no_op", "npufit's converter writes no op for this node (CAL-V: vitdet's relative-position "
-                "Gathers, clip_text's and roberta's integer casts and same-shape reshapes, transformer)",
-                partial(_held_out, listed=frozenset(listed)), Verdict.CPU, (), "CAL-V")
-    why = ("npufit's ONNX -> int8 TFLite converter writes no op for it: a constant once the Ifs that the input sizes "
-           "decide are inlined, an integer cast or reshape that keeps the carried type and shape, or an integer cast "
-           "of bools read only by an ArgMax; nothing of it reaches Vela")
+    rule = Rule(
+        f"{name}.cal.no_op",
+        "npufit's converter writes no op for this node (CAL-V: vitdet's relative-position "
+        "Gathers, clip_text's and roberta's integer casts and same-shape reshapes, transformer)",
+        partial(_held_out, listed=frozenset(listed)),
+        Verdict.CPU,
+        (),
+        "CAL-V",
+    )
+    why = (
+        "npufit's ONNX -> int8 TFLite converter writes no op for it: a constant once the Ifs that the input sizes "
+        "decide are inlined, an integer cast or reshape that keeps the carried type and shape, or an integer cast "
+        "of bools read only by an ArgMax; nothing of it reaches Vela"
+    )
     return {NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why)}
 
 
@@ -233,8 +279,18 @@ def converted_rules(name: str, listed) -> dict[str, tuple[Rule, ...]]:
     """op -> rules this generation adds for the converter's forms of ONNX nodes."""
     if "CAST" in listed:
         return {}
-    return {"ARG_MAX": (Rule(f"{name}.argmax.bool_cast", "an ArgMax of bools (an integer cast of a comparison) is lowered "
-                                                       "by npufit's converter with a CAST of the bools to int8, which is not "
-                                                       "in this Ethos-U's operator list (CAL-V: clip_text's end-of-text "
-                                                       "ArgMax, transformer)", argmax_bool_cast, Verdict.CPU,
-                             ("take the argmax on the host, or use an Ethos-U85",), "CAL-V"),)}
+    return {
+        "ARG_MAX": (
+            Rule(
+                f"{name}.argmax.bool_cast",
+                "an ArgMax of bools (an integer cast of a comparison) is lowered "
+                "by npufit's converter with a CAST of the bools to int8, which is not "
+                "in this Ethos-U's operator list (CAL-V: clip_text's end-of-text "
+                "ArgMax, transformer)",
+                argmax_bool_cast,
+                Verdict.CPU,
+                ("take the argmax on the host, or use an Ethos-U85",),
+                "CAL-V",
+            ),
+        )
+    }

@@ -6,35 +6,61 @@ Each condition names its evidence (cal.Evidence): the corpus families whose reco
 it on graphs outside every family. Leave-one-family-out scoring switches off what only the held-out family showed
 (see targets/calibration.py); tests/test_calibration_records.py checks that every cited case is recorded and that
 the profile agrees with each one. The last section holds the no-ops and rewrites rknn.build applies (RKNN-C, CAL-R)."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from ..graph import quant
-from . import calibration as cal, common
+from ...graph import Graph, NodeView
+from .. import calibration as cal
+from .. import common
+from ..base import Limits
+from . import reshapes, swept
+from .reshapes import from_npu
 
 Ev = cal.Evidence
 
 # Rank 5 on the NPU: every 5-D op whose data came from another op (not straight from a model input) ran there, in three
 # families: yolov5_anchor's anchor decode on [1, 3, 17, 17, 9] (Sigmoid, Slice, Pow, Mul, Concat on axis 4; detector),
-# hiera's 5-D attention (Mul, MatMul, Softmax; transformer), wavlm's gated relative position bias (ReduceSum; audio-rnn).
+# hiera's 5-D attention (Mul, MatMul, Softmax; transformer), wavlm's gated relative position bias (ReduceSum;
+# audio-rnn).
 # A 5-D model input stays on the CPU (PROBE-R slice_axis4_5d: axes 2-4), and so does rank 6 (RKNN-C: RT-DETR's 6-D Mul).
 RANK5 = Ev(("detector", "transformer", "audio-rnn"))
 # 6-D transposes that keep the innermost axis: swinv2/swin2sr window partitions, hiera's unroll (transformer) and 21
 # cases (rknn_cases.py: windows 2-8, 8-32 channels, one to six axes > 1; the innermost axis moved, as PROBE-R's
 # pixel_unshuffle, on the CPU). 19 of the 21 agree with _transpose6; the other two are allowances.
-TRANSPOSE6 = Ev(("transformer",), ("transpose6-swin-4x4", "transpose6-swin-2x8", "transpose6-swin-7x7", "transpose6-unroll-5axes",
-                                   "transpose6-unroll-lead4", "transpose6-unroll-6axes", "transpose6-swin-6axes",
-                                   "transpose6-swin-7x7-c16", "transpose6-swin-7x7-c32", "transpose6-swin-8x8-c24",
-                                   "transpose6-swin-6x6-c16", "transpose6-swin-5x5-c16", "transpose6-swin-5x5-c8",
-                                   "transpose6-swin-3win", "transpose6-hiera-lead4", "transpose6-hiera-lead16",
-                                   "transpose6-hiera-lead4-b", "transpose6-hiera-lead8-c8",
-                                   "transpose6-swin-4x4-c12", "transpose6-moves-innermost", "transpose6-moves-innermost-b"))
+TRANSPOSE6 = Ev(
+    ("transformer",),
+    (
+        "transpose6-swin-4x4",
+        "transpose6-swin-2x8",
+        "transpose6-swin-7x7",
+        "transpose6-unroll-5axes",
+        "transpose6-unroll-lead4",
+        "transpose6-unroll-6axes",
+        "transpose6-swin-6axes",
+        "transpose6-swin-7x7-c16",
+        "transpose6-swin-7x7-c32",
+        "transpose6-swin-8x8-c24",
+        "transpose6-swin-6x6-c16",
+        "transpose6-swin-5x5-c16",
+        "transpose6-swin-5x5-c8",
+        "transpose6-swin-3win",
+        "transpose6-hiera-lead4",
+        "transpose6-hiera-lead16",
+        "transpose6-hiera-lead4-b",
+        "transpose6-hiera-lead8-c8",
+        "transpose6-swin-4x4-c12",
+        "transpose6-moves-innermost",
+        "transpose6-moves-innermost-b",
+    ),
+)
 # 6-D Split: hiera's q/k/v split (transformer) and four cases, along the outermost, an inner and the innermost axis
 SPLIT6 = Ev(("transformer",), ("split6-outermost", "split6-outermost-lead1", "split6-inner", "split6-innermost"))
-# RANK5's 5-D evidence carried one rank up, to the layout ops only: a Split, and a Transpose that keeps the innermost axis
+# RANK5's 5-D evidence carried one rank up, to the layout ops only: a Split, and a Transpose that keeps the innermost
+# axis
 # (PROBE-R's 6-D pixel_unshuffle, which moves it, ran on the CPU, and so did RKNN-C's 6-D Mul). This is the condition a
 # fit without the 6-D records and cases would make; TRANSPOSE6 and SPLIT6 refine it where their evidence is used, so it
 # decides only when both are held out (benchmarks/calibration/score.py, "LOFO corpus-only" of the transformer family).
@@ -42,11 +68,24 @@ RANK6_LAYOUT = Ev(RANK5.families)
 SOFTMAX_LAST = Ev(("transformer", "detector"))
 # step slices: swinv2's patch merging (transformer); cases: YOLOv5's Focus and Swin's merging (NPU), lone strided
 # slices and two of four phases (CPU)
-SLICE_PHASES = Ev(("transformer",), ("slice-step2-hw", "slice-step2-c", "slice-step3-w", "slice-step4-h", "slice-focus-nchw",
-                                     "slice-merge-nhwc", "slice-merge-nhwc-2phases", "slice-focus-nchw-2phases"))
+SLICE_PHASES = Ev(
+    ("transformer",),
+    (
+        "slice-step2-hw",
+        "slice-step2-c",
+        "slice-step3-w",
+        "slice-step4-h",
+        "slice-focus-nchw",
+        "slice-merge-nhwc",
+        "slice-merge-nhwc-2phases",
+        "slice-focus-nchw-2phases",
+    ),
+)
 REDUCE_L2 = Ev(("cnn", "transformer"))
-EINSUM = Ev(("transformer",), ("einsum-attention", "einsum-relpos", "einsum-channels", "einsum-batched", "einsum-ellipsis",
-                               "einsum-3operands"))
+EINSUM = Ev(
+    ("transformer",),
+    ("einsum-attention", "einsum-relpos", "einsum-channels", "einsum-batched", "einsum-ellipsis", "einsum-3operands"),
+)
 UNIT_SQUEEZE = Ev(("cnn", "transformer"))
 SCATTER_ND = Ev(("detector",), ("scatternd-once", "scatternd-chained"))
 # a second ScatterND over the first one's cells: conditional_detr's box update writes [..., :2] of [1, 20, 4] twice, the
@@ -54,45 +93,49 @@ SCATTER_ND = Ev(("detector",), ("scatternd-once", "scatternd-chained"))
 # on 3-D and 4-D tensors with an innermost axis of 4 (same and partly overlapping cells), and show the NPU where the
 # values read the first write, where the innermost axis has 8 or 16 elements, and where the cells do not overlap;
 # dab_detr's pair that overwrites the whole [1, 1, 20, 4] was folded away, as the cases that do so
-SCATTER_OVERWRITE = Ev(("detector",), ("scatternd-same-region", "scatternd-overlap-3d-inner4", "scatternd-overlap-3d-inner4-reads",
-                                       "scatternd-overlap-4d-inner4", "scatternd-overlap-conv-w4", "scatternd-overlap-conv-w4-reads",
-                                       "scatternd-overlap-3d-inner8", "scatternd-overlap-4d-inner16", "scatternd-partial-3d-inner4",
-                                       "scatternd-partial-3d-inner4-reads", "scatternd-apart-3d-inner4",
-                                       "scatternd-apart-3d-inner4-reads", "scatternd-apart-3d-inner8",
-                                       "scatternd-whole-3d-inner4", "scatternd-whole-4d-inner4"))
+SCATTER_OVERWRITE = Ev(
+    ("detector",),
+    (
+        "scatternd-same-region",
+        "scatternd-overlap-3d-inner4",
+        "scatternd-overlap-3d-inner4-reads",
+        "scatternd-overlap-4d-inner4",
+        "scatternd-overlap-conv-w4",
+        "scatternd-overlap-conv-w4-reads",
+        "scatternd-overlap-3d-inner8",
+        "scatternd-overlap-4d-inner16",
+        "scatternd-partial-3d-inner4",
+        "scatternd-partial-3d-inner4-reads",
+        "scatternd-apart-3d-inner4",
+        "scatternd-apart-3d-inner4-reads",
+        "scatternd-apart-3d-inner8",
+        "scatternd-whole-3d-inner4",
+        "scatternd-whole-4d-inner4",
+    ),
+)
 SCATTER_MIN_INNER = 8  # an innermost axis of this many elements kept the second write on the NPU
 PAD3 = Ev(("transformer", "audio-rnn"))
 INT8_DIV = Ev(("cnn", "transformer"))
-DEPTH_TO_SPACE = Ev(("cnn",), ("d2s-x3-to1-output", "d2s-x2-to1-output", "d2s-x3-to8-output", "d2s-x3-to1-conv",
-                               "d2s-x2-to8-output", "d2s-x4-to2-conv", "d2s-x6-to1-conv", "d2s-x8-to1-conv"))
+DEPTH_TO_SPACE = Ev(
+    ("cnn",),
+    (
+        "d2s-x3-to1-output",
+        "d2s-x2-to1-output",
+        "d2s-x3-to8-output",
+        "d2s-x3-to1-conv",
+        "d2s-x2-to8-output",
+        "d2s-x4-to2-conv",
+        "d2s-x6-to1-conv",
+        "d2s-x8-to1-conv",
+    ),
+)
 
 # Gather by indices computed at run time: 11 of 11 in the corpus ran on the CPU (embedding lookups, roberta's position
 # ids, clip_text's end-of-text pooling by an ArgMax index; transformer); cases: the same by constant index on the NPU
 GATHER_RUNTIME = Ev(("transformer",), ("gather-const-index", "gather-runtime-index"))
 
-# Reshape splitting the innermost axis: wavlm's gated position bias [1, 2, 99, 8] -> [1, 2, 99, 2, 4] ran
-# on the CPU in the int8 build and on the NPU in the float16 build (audio-rnn); 27 cases (rknn_cases.py split-last-*,
-# T = 8..100, W = 4..24, both builds) bound it: the NPU unless the split's innermost part is under 8 elements and
-# neither W nor T is a multiple of 16 bytes' worth of elements (int8: 16, float16: 8). The sweep's patch unfold / fold
-# (rknn_sweep.py, MobileViT-style, both builds) shows the same bound on 4-D -> 4-D splits that fold H into the batch
-# and on the merges back, and its reshape chains show the toolkit folding a split that an element-wise op with a
-# constant separates from its inverse
-SPLIT_INNERMOST = Ev(("audio-rnn",), tuple(f"int8-split-last-{c}" for c in (
-    "2x4", "4x4", "2x8", "6x4", "3x8", "2x7", "2x9", "2x2", "3x6", "2x12", "2x4-no-linear", "t96-2x4", "t64-2x4", "t16-2x6",
-    "t8-2x4", "t24-2x4", "t100-2x4")) + tuple(f"split-last-{c}" for c in (
-    "2x4", "2x2", "3x4", "4x2", "2x5", "2x9", "3x6", "2x10", "t96-3x4", "t8-2x2")) + tuple(
-    f"{b}reshape-unfold-{c}" for b, c in (
-        ("", "fold-p2-c16-8x8"), ("", "fold-p2-c32-8x8"), ("", "fold-p2-c8-16x16"), ("", "fold-p2-c16-4x4"), ("", "p2-c16-8x8"),
-        ("", "p2-c32-8x8"), ("", "fold-p4-c16-8x8"), ("int8-", "fold-p2-c16-8x8"), ("int8-", "fold-p2-c32-8x8"),
-        ("int8-", "fold-p2-c8-16x16"), ("int8-", "p2-c16-8x8"))) + (
-    "reshape-4to4-batch-ch", "reshape-4to5-split-w", "reshape-4to6-split-hw", "reshape-4to5-batch", "reshape-4to6-split-c-hw",
-    "int8-reshape-4to4-batch-ch", "int8-reshape-4to6-split-hw"))
-
-# the attribute sweeps' conditions (rockchip_swept.py), in EVIDENCE with the others
-from .rockchip_swept import (AVGPOOL_EXCLUDE_PAD, CAST_INT32_FLOAT, GATHER_2D, GELU_DIV, INT32_ADD, INT_TRANSPOSE, PAD3_SWEEP, RESIZE_LINEAR,  # noqa: E402,F401
-                             SLICE_FLIP, SLICE_MATMUL_GRID)
-
-# no-ops rknn.build deletes ('remove_invalid_reshape', 'remove_invalid_add', 'bypass_two_reshape' in its log): a Reshape to
+# no-ops rknn.build deletes ('remove_invalid_reshape', 'remove_invalid_add', 'bypass_two_reshape' in its log): a
+# Reshape to
 # the shape it already has had no layer in all 19 such activation Reshapes of the fp16 corpus (hubert, sew, unispeech,
 # wavlm: audio-rnn; conditional_detr, dab_detr: detector; clip_text: transformer); an Add of a constant zero that does
 # not broadcast had none where no MatMul took it in as a bias (layer-norm Adds of hubert, sew, wavlm, unispeech, ast;
@@ -100,25 +143,30 @@ from .rockchip_swept import (AVGPOOL_EXCLUDE_PAD, CAST_INT32_FLOAT, GATHER_2D, G
 NOOP_RESHAPE = Ev(("audio-rnn", "detector", "transformer"))
 NOOP_ADD = Ev(("audio-rnn", "detector", "transformer"))
 
-EVIDENCE = {k: v for k, v in globals().items() if isinstance(v, cal.Evidence)}
+# every condition's evidence, with the attribute sweeps' (swept.py) and the Reshape splits' (reshapes.py)
+EVIDENCE = {
+    **{k: v for k, v in globals().items() if isinstance(v, cal.Evidence)},
+    **swept.EVIDENCE,
+    **reshapes.EVIDENCE,
+}
 
 
-def _from_npu(node) -> bool:
-    return not any(t in node.graph.input_names for t in node.inputs if t)
-
-
-def rank5_from_npu(node, r: int, lim) -> bool:
+def rank5_from_npu(node: NodeView, r: int, lim: Limits) -> bool:
     """A rank-5 op that reads no model input directly (the corpus's 5-D tensors all came from NPU ops)."""
-    return r == lim["rank_from_npu"] and cal.fitted(lim, RANK5) and _from_npu(node)
+    return r == lim["rank_from_npu"] and cal.fitted(lim, RANK5) and from_npu(node)
 
 
-def split_high_rank(node, r: int, lim) -> bool:
+def split_high_rank(node: NodeView, r: int, lim: Limits) -> bool:
     """A 5-D or 6-D Split of an NPU tensor ran on the NPU, along any axis (SPLIT6; RANK6_LAYOUT without it)."""
-    return (node.op_type == "Split" and lim["rank_from_npu"] <= r <= lim["rank_split_max"] and (cal.fitted(lim, SPLIT6) or cal.fitted(lim, RANK6_LAYOUT))
-            and _from_npu(node))
+    return (
+        node.op_type == "Split"
+        and lim["rank_from_npu"] <= r <= lim["rank_split_max"]
+        and (cal.fitted(lim, SPLIT6) or cal.fitted(lim, RANK6_LAYOUT))
+        and from_npu(node)
+    )
 
 
-def _transpose6(node) -> bool:
+def _transpose6(node: NodeView) -> bool:
     """A transpose that keeps the innermost axis of size > 1 in place and moves no odd-sized axis to a later position:
     Swin's window partition with 4x4, 6x6 and 8x8 windows ran on the NPU, 7x7 (16, 24 and 32 channels) and 5x5
     (16 channels) on the CPU, where the window axis moves past the count of windows; an odd count of windows, which
@@ -135,7 +183,7 @@ def _transpose6(node) -> bool:
     return all(x[a] % 2 == 0 for a in keep if pos[a] > order.index(a))
 
 
-def rank_exempt(node, r: int, lim) -> bool:
+def rank_exempt(node: NodeView, r: int, lim: Limits) -> bool:
     """Ops that ran on the NPU above rank 4 (the profile's other exemptions are in rockchip._rank_exempt)."""
     if node.op_type == "Transpose":
         if r > lim["rank_transpose_max"]:
@@ -143,12 +191,13 @@ def rank_exempt(node, r: int, lim) -> bool:
         if cal.fitted(lim, TRANSPOSE6):
             return _transpose6(node)
         t = cal.transpose_keeps_innermost(node.input_shape(0), common.transpose_perm(node))
-        return t is not None and t[1] and _from_npu(node) and cal.fitted(lim, RANK6_LAYOUT)
+        return t is not None and t[1] and from_npu(node) and cal.fitted(lim, RANK6_LAYOUT)
     return rank5_from_npu(node, r, lim) or split_high_rank(node, r, lim)
 
 
-def softmax_last_axis(node, r, a: int, lim) -> bool:
-    """A softmax over the last axis of a tensor with at most softmax_last_axes (4) axes of size > 1 ran on the NPU: hiera's 5-D attention
+def softmax_last_axis(node: NodeView, r, a: int, lim: Limits) -> bool:
+    """A softmax over the last axis of a tensor with at most softmax_last_axes (4) axes of size > 1 ran on the NPU:
+    hiera's 5-D attention
     and siglip_vision's [2, 1, 64] pooling head (transformer; the toolkit drops size-1 axes), table_transformer's plain
     3-D [2, 4, 4] / [2, 20, 4] attention (detector)."""
     u = cal.nonunit(node.input_shape(0))
@@ -157,7 +206,7 @@ def softmax_last_axis(node, r, a: int, lim) -> bool:
     return cal.fitted(lim, SOFTMAX_LAST)
 
 
-def _strided(node) -> dict[int, tuple[int, int]] | None:
+def _strided(node: NodeView) -> dict[int, tuple[int, int]] | None:
     """{axis: (start, step)} of a Slice with a step other than 1 that runs to the end of each sliced axis."""
     if node is None or node.op_type != "Slice" or len(node.inputs) < 5 or not node.inputs[4]:
         return None
@@ -175,7 +224,7 @@ def _strided(node) -> dict[int, tuple[int, int]] | None:
     return out
 
 
-def _phase(tensor: str, graph) -> tuple[str, dict] | None:
+def _phase(tensor: str, graph: Graph) -> tuple[str, dict] | None:
     """(source tensor, {axis: (start, step)}) of a chain of strided Slices producing `tensor`."""
     phase: dict = {}
     node = graph.producer(tensor)
@@ -186,7 +235,7 @@ def _phase(tensor: str, graph) -> tuple[str, dict] | None:
     return (tensor, phase) if phase else None
 
 
-def space_to_depth(node, lim) -> bool:
+def space_to_depth(node: NodeView, lim: Limits) -> bool:
     """A strided Slice whose phases are all concatenated again (a space-to-depth reorg: YOLOv5's Focus on NCHW,
     Swin's patch merging on [1, H, W, C]) ran on the NPU; a lone strided slice, or two of four phases, on the CPU."""
     if not cal.fitted(lim, SLICE_PHASES):
@@ -213,13 +262,13 @@ def space_to_depth(node, lim) -> bool:
     return len(seen) == len(phases) == math.prod(steps[0].values())
 
 
-def reduce_l2(node, lim):
+def reduce_l2(node: NodeView, lim: Limits) -> str | None:
     """(convnextv2's GRN, swinv2's and swin2sr's cosine attention; cnn, transformer): every ReduceL2 ran on the
     NPU in float16 and int8 builds, though the 2.3.2 document lists it as a CPU op."""
     return None if cal.fitted(lim, REDUCE_L2) else "ReduceL2 is in the document's CPU op list"
 
 
-def einsum(node, lim):
+def einsum(node: NodeView, lim: Limits) -> str | None:
     """cvt's attention 'bhlk,bhtk->bhlt' (transformer) and six cases (two and three operands, an ellipsis, relative
     position 'bhwc,hkc->bhwk', 'nchw,kc->nkhw'): the toolkit converts every Einsum measured and runs it on the NPU.
     Without that evidence the 2.3.2 operator list, which has no Einsum, says the converter rejects it."""
@@ -228,15 +277,23 @@ def einsum(node, lim):
     return f"equation '{node.attr('equation', '')}' is not in the 2.3.2 operator list"
 
 
-def unit_channel_squeeze(x, y, lim) -> bool:
-    """glpn's depth map [1, 1, 64, 64] -> [1, 64, 64] (cnn) and siglip_vision's pooled [1, 1, 32] -> [1, 32] (transformer):
+def unit_channel_squeeze(x, y, lim: Limits) -> bool:
+    """glpn's depth map [1, 1, 64, 64] -> [1, 64, 64] (cnn) and siglip_vision's pooled [1, 1, 32] -> [1, 32]
+    (transformer):
     an output reshape that only drops size-1 axes of a one-channel tensor whose innermost dimension is on the 8-grid ran
-    on the NPU; RKNN-C's RT-DETR [1, 1, 20, 4] -> [1, 20, 4] (innermost 4) and PROBE-R's [1, 12, 1, 1] -> [1, 12] did not."""
-    return (len(x) >= 3 and x[1] == 1 and y and y[-1] % lim["output_align"] == 0 and cal.nonunit(x) == cal.nonunit(y)
-            and cal.fitted(lim, UNIT_SQUEEZE))
+    on the NPU; RKNN-C's RT-DETR [1, 1, 20, 4] -> [1, 20, 4] (innermost 4) and PROBE-R's [1, 12, 1, 1] -> [1, 12] did
+    not."""
+    return (
+        len(x) >= 3
+        and x[1] == 1
+        and y
+        and y[-1] % lim["output_align"] == 0
+        and cal.nonunit(x) == cal.nonunit(y)
+        and cal.fitted(lim, UNIT_SQUEEZE)
+    )
 
 
-def scatter_nd(node, lim):
+def scatter_nd(node: NodeView, lim: Limits) -> str | None:
     """conditional_detr's and dab_detr's box updates (detector) and two cases (one update, two in a row on one tensor):
     ScatterNDs with constant indices ran on the NPU, except a second write over the first one's cells
     (SCATTER_OVERWRITE)."""
@@ -245,7 +302,7 @@ def scatter_nd(node, lim):
     return _overwrite(node) if cal.fitted(lim, SCATTER_OVERWRITE) else None
 
 
-def _cells(node) -> tuple[int, set] | None:
+def _cells(node: NodeView) -> tuple[int, set] | None:
     """(index depth, the set of index tuples) a ScatterND with constant indices writes."""
     idx = common.const_array(node, 1)
     if idx is None or idx.ndim < 1 or not idx.shape[-1]:
@@ -254,7 +311,7 @@ def _cells(node) -> tuple[int, set] | None:
     return k, {tuple(r) for r in idx.reshape(-1, k).tolist()}
 
 
-def _reads(tensor: str, node, graph) -> bool:
+def _reads(tensor: str, node: NodeView, graph: Graph) -> bool:
     """Whether `tensor`'s values are computed from `node`'s output: a walk up its producers, each visited once (a Shape
     reads no values, and the export's index plumbing reads the scattered tensor's shape only)."""
     seen, todo = set(), [tensor]
@@ -269,26 +326,33 @@ def _reads(tensor: str, node, graph) -> bool:
     return False
 
 
-def _overwrite(node) -> str | None:
+def _overwrite(node: NodeView) -> str | None:
     """A ScatterND on another one's output that writes some of the same cells again, with values not computed from
     that output, on a tensor whose innermost axis is under SCATTER_MIN_INNER elements and which it does not overwrite
     whole: the CPU (SCATTER_OVERWRITE)."""
     g, x = node.graph, node.input_shape(0)
     first = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
-    if first is None or first.op_type != "ScatterND" or not x or not isinstance(x[-1], int) or x[-1] >= SCATTER_MIN_INNER:
+    if (
+        first is None
+        or first.op_type != "ScatterND"
+        or not x
+        or not isinstance(x[-1], int)
+        or x[-1] >= SCATTER_MIN_INNER
+    ):
         return None
     mine, theirs = _cells(node), _cells(first)
     if mine is None or theirs is None or mine[0] != theirs[0] or not mine[1] & theirs[1]:
         return None
-    if not all(isinstance(d, int) for d in x[:mine[0]]) or len(mine[1]) == math.prod(x[:mine[0]]):
+    if not all(isinstance(d, int) for d in x[: mine[0]]) or len(mine[1]) == math.prod(x[: mine[0]]):
         return None  # a whole overwrite is folded away
     if len(node.inputs) < 3 or _reads(node.inputs[2], first, g):
         return None
     return f"writes cells of [.., {x[-1]}] the ScatterND before it wrote, with values not read from it"
 
 
-def pad_rank3_axis1(node, lim) -> str | None:
-    """mobilebert's embedding pad (transformer) and sew's output pad (audio-rnn): a constant Pad at the end of axis 1 of a
+def pad_rank3_axis1(node: NodeView, lim: Limits) -> str | None:
+    """mobilebert's embedding pad (transformer) and sew's output pad (audio-rnn): a constant Pad at the end of axis 1
+    of a
     3-D tensor ran on the CPU; mobilebert's pad at the start of axis 1 and tcn's causal pads along the last axis
     (audio-rnn) ran on the NPU."""
     x = node.input_shape(0)
@@ -298,13 +362,14 @@ def pad_rank3_axis1(node, lim) -> str | None:
     return "pads the end of axis 1 of a 3-D tensor" if cal.fitted(lim, PAD3) else None
 
 
-def int8_div(lim) -> bool:
-    """Every Div of the int8 builds ran on the NPU: 101 of them, by constants and by computed tensors (attention scaling,
+def int8_div(node: NodeView, lim: Limits) -> bool:
+    """Every Div of the int8 builds ran on the NPU: 101 of them, by constants and by computed tensors (attention
+    scaling,
     GRN, normalisations) in 26 cnn and transformer models, none on the CPU (rk3588-int8-op17.json)."""
     return cal.fitted(lim, INT8_DIV)
 
 
-def depth_to_space(node, lim):
+def depth_to_space(node: NodeView, lim: Limits) -> str | None:
     """espcn's x3 pixel shuffle (cnn) ran on the CPU; in the cases x2, x4 and x8 ran on the NPU, x3 and x6 on the CPU,
     into a model output or a conv, to 1 or 8 channels (PROBE-R's pixel_shuffle: x2 on the NPU)."""
     b = int(node.attr("blocksize", 0))
@@ -313,90 +378,17 @@ def depth_to_space(node, lim):
     return f"block size {b}"
 
 
-def gather_indices(node, lim) -> str | None:
+def gather_indices(node: NodeView, lim: Limits) -> str | None:
     """A Gather whose indices are computed at run time (not constants) runs on the CPU (GATHER_RUNTIME)."""
     if node.is_const(1) or not cal.fitted(lim, GATHER_RUNTIME):
         return None
     return "indices computed at run time"
 
 
-def _inner_split(x, y) -> tuple[int, int] | None:
-    """(W, k) when `y` splits the innermost axis W of `x` into trailing axes that end in k (1 < k < W; trailing size-1
-    axes of `y` left out), else None."""
-    y = list(y)
-    while len(y) > 1 and y[-1] == 1:
-        y.pop()
-    w, k = x[-1], y[-1]
-    if not 1 < k < w or w % k:
-        return None
-    n = 1
-    for d in reversed(y):
-        n *= d
-        if n >= w:
-            return (w, k) if n == w else None
-    return None
-
-
-def _pure_merge(x, y) -> bool:
-    """`x` -> `y` only merges trailing axes of `x` into the innermost axis of `y`, the other axes kept (size-1 axes
-    aside). The fold merges of the sweep also move data between outer axes; a pure merge ran on the NPU in
-    RT-DETR's deformable attention ([1, 2, 20, 3, 4] -> [2, 1, 20, 12], float16:
-    tests/test_compile_rk3588_agreement.py's real compile), so SPLIT_INNERMOST is not applied to it."""
-    n, i = 1, len(x)
-    while i > 0 and n < y[-1]:
-        i -= 1
-        n *= x[i]
-    return n == y[-1] and [d for d in x[:i] if d != 1] == [d for d in y[:-1] if d != 1]
-
-
-def _folds_around_const(node) -> bool:
-    """A Reshape on either side of an element-wise op with a constant operand, whose other side restores the shape:
-    rknn.build folds the pair into the op (sweep cases reshape-4to4-batch-ch, -4to6-split-hw: int8 and float16)."""
-    g = node.graph
-
-    def const_op(n):
-        return n is not None and n.op_type in ("Add", "Sub", "Mul", "Div") and len(common.activation_inputs(n)) == 1
-
-    outs = g.consumers(node.outputs[0]) if node.outputs and node.outputs[0] else []
-    if len(outs) == 1 and const_op(outs[0]):
-        after = g.consumers(outs[0].outputs[0])
-        if len(after) == 1 and after[0].op_type == "Reshape" and list(after[0].output_shape(0) or ()) == list(node.input_shape(0) or [None]):
-            return True
-    op = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
-    before = g.producer(op.inputs[0]) if const_op(op) and op.inputs[0] else None
-    return (before is not None and before.op_type == "Reshape"
-            and list(before.input_shape(0) or ()) == list(node.output_shape(0) or [None]))
-
-
-def split_innermost(node, lim) -> str | None:
-    """A Reshape that splits the innermost axis W of a 4-D NPU tensor [.., T, W] into parts ending in k (or, the other
-    way, merges such parts into the innermost W of a 4-D result) runs on the CPU when k < 8 and neither W nor T is a
-    multiple of 16 bytes of elements (8 in float16, 16 in int8) (SPLIT_INNERMOST). wavlm-like 4-D -> 5-D splits: int8
-    [.., 99, 8] -> [.., 99, 2, 4] on the CPU, [.., 96 or 64, 8] and [.., 99, 16] as 4x4 on the NPU, [.., 99, 24] as 6x4
-    on the CPU and as 3x8 on the NPU; float16 [.., 99, 8] as 2x4 on the NPU, [.., 99, 12] as 3x4 on the CPU. The patch
-    unfold / fold of the sweep ([1, C, H, W] <-> [C*H/2, 2, W/2, 2]): float16 W = H = 4 and int8 W = H = 8 on the CPU,
-    float16 8 and int8 16 on the NPU. Two sweep reshapes disagree (allowances): the p=4 fold's [1, 16, 4, 16] ->
-    [32, 2, 4, 4] ran on the CPU (W = 16), the 4x4 unfold's merge [32, 2, 2, 2] -> [1, 16, 4, 4] on the NPU."""
-    x, y = node.input_shape(0), node.output_shape(0)
-    if node.op_type != "Reshape" or not x or not y or not _from_npu(node) or not all(isinstance(d, int) for d in list(x) + list(y)):
-        return None
-    if len(x) == 4 and (s := _inner_split(x, y)) is not None:
-        w, k, t = s[0], s[1], x[-2]
-    elif len(y) == 4 and (s := _inner_split(y, x)) is not None and not _pure_merge(x, y):
-        w, k, t = s[0], s[1], y[-2]
-    else:
-        return None
-    if k >= lim["split_min_inner"] or not cal.fitted(lim, SPLIT_INNERMOST) or _folds_around_const(node):
-        return None
-    row = lim["split_row_bytes"] // (1 if quant.exec_dtype(node) in ("int8", "uint8") else 2)
-    if w % row == 0 or t % row == 0:
-        return None
-    return f"splits the innermost {w} into parts of {k}: neither {w} nor {t} is a multiple of {row}"
-
-
 # -- ops rknn.build deletes or rewrites (RKNN-C: its log on benchmarks/compile_rk3588.py's models; CAL-R) ----------
 
-def noop_expand(node) -> bool:
+
+def noop_expand(node: NodeView) -> bool:
     """An Expand whose broadcast leaves its input shape unchanged: rknn.build deletes it
     ('remove_invalid_expand', RKNN-C: RT-DETR's int64 Expand of the TopK indices to [1, 1, 1])."""
     if node.op_type != "Expand":
@@ -410,7 +402,7 @@ def noop_expand(node) -> bool:
         return False
 
 
-def mul_add_to_bn(node) -> bool:
+def mul_add_to_bn(node: NodeView) -> bool:
     """x * c followed by + c2 / - c2 (constants): rknn.build turns the pair into one BatchNormalization and
     reshapes it to 4-D ('replace_mul_add_by_bn', RKNN-C: RT-DETR's 6-D sampling-grid 2*x-1 ran on the NPU)."""
     if node.op_type != "Mul" or len(common.activation_inputs(node)) != 1:
@@ -419,16 +411,18 @@ def mul_add_to_bn(node) -> bool:
     return len(outs) == 1 and outs[0].op_type in ("Add", "Sub") and len(common.activation_inputs(outs[0])) == 1
 
 
-def noop_cast(node) -> bool:
-    """A Cast to the dtype it already has: rknn.build deletes it ('remove_invalid_cast', RKNN-C: BERT's bool->bool mask Cast)."""
+def noop_cast(node: NodeView) -> bool:
+    """A Cast to the dtype it already has: rknn.build deletes it ('remove_invalid_cast', RKNN-C: BERT's bool->bool mask
+    Cast)."""
     return common.noop_cast(node)
 
 
 _NOOP_OPS = frozenset({"Reshape", "Add", "Sub"})
 
 
-def noop(node, lim) -> bool:
-    """A Reshape to the shape it already has, or an Add/Sub of a constant zero that does not broadcast: rknn.build deletes
+def noop(node: NodeView, lim: Limits) -> bool:
+    """A Reshape to the shape it already has, or an Add/Sub of a constant zero that does not broadcast: rknn.build
+    deletes
     it, whatever its dtype and wherever it stands (NOOP_RESHAPE, NOOP_ADD)."""
     if node.op_type not in _NOOP_OPS:  # asked of every node by the dtype rule: the op first, shapes after
         return False
@@ -442,4 +436,3 @@ def noop(node, lim) -> bool:
     zero = [i for i in (0, 1) if (v := common.const_array(node, i)) is not None and v.size and not v.any()]
     keep = 0 if zero == [1] else 1 if zero == [0] and node.op_type == "Add" else None
     return keep is not None and list(node.input_shape(keep) or ()) == list(y) and cal.fitted(lim, NOOP_ADD)
-

@@ -1,26 +1,26 @@
-"""Ethos-U rule functions and Rule tables (shared by every MAC configuration; ids carry the profile name).
+"""Ethos-U checks, shared by every MAC configuration (the rule tables are in rules.py).
 
 Each check reads its numbers from Profile.limits, so the sentence the user sees is formatted from the same limits it
 checks. A check returns None when the node passes, else a short detail. The constraints are Vela 5.2.0's
 (`vela --supported-ops-report`); a broken one schedules the op on the CPU, except the padded big stride, which
-fails the whole compile (PROBE-V). U55/U65 and U85 differ in the rule set: `op_rules(gen, ...)` says which.
+fails the whole compile (PROBE-V). U55/U65 and U85 differ in the rule set: rules.op_rules(gen, ...) says which.
 """
+
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from functools import partial
-from typing import Any
 
 import numpy as np
 
-from ..graph import facts, quant
-from ..graph.model import NodeView
-from . import common, ethos_u_converted as conv, ethos_u_fitted as fit, tflite_map as tm
-from .base import Rule, Verdict, fmt_list
+from ...graph import facts, quant
+from ...graph.model import NodeView
+from .. import common
+from .. import tflite_map as tm
+from ..base import Limits, Verdict, fmt_list
+from . import converted as conv
+from . import fitted as fit
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
-L = Mapping[str, Any]
 
 
 @facts.per_node  # read by three fmap rules of each node
@@ -41,12 +41,13 @@ def _wdq(node: NodeView, i: int) -> bool:
 
 # -- generic (all ops) -------------------------------------------------------------------------
 
-def fmap_dtype(node: NodeView, lim: L) -> str | None:
+
+def fmap_dtype(node: NodeView, lim: Limits) -> str | None:
     bad = sorted({d for d in _act_dtypes(node) if d not in lim["fmap_dtypes"]})
     return f"feature map {', '.join(bad)}" if bad else None
 
 
-def static_shape(node: NodeView, lim: L) -> str | None:
+def static_shape(node: NodeView, lim: Limits) -> str | None:
     if not common.any_dynamic_tail(node.graph):
         return None
     for i in list(quant.activation_inputs(node)):
@@ -56,7 +57,7 @@ def static_shape(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def quant_params(node: NodeView, lim: L) -> str | None:
+def quant_params(node: NodeView, lim: Limits) -> str | None:
     if node.graph.format != "tflite" or tm.tflite_op(node) in lim["no_quant_ops"]:
         return None
     for name in [node.inputs[i] for i in quant.activation_inputs(node)] + [o for o in node.outputs if o]:
@@ -68,7 +69,7 @@ def quant_params(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def per_axis(node: NodeView, lim: L) -> str | None:
+def per_axis(node: NodeView, lim: Limits) -> str | None:
     if node.graph.format != "tflite" or tm.tflite_op(node) in lim["per_axis_ops"]:
         return None
     for name in [t for t in node.inputs if t] + [o for o in node.outputs if o]:
@@ -78,7 +79,7 @@ def per_axis(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def fmap_64(node: NodeView, lim: L) -> str | None:
+def fmap_64(node: NodeView, lim: Limits) -> str | None:
     if tm.tflite_op(node) == "ARG_MAX":
         return None
     b = lim["u55_cpu_fmap_bits"]
@@ -86,7 +87,7 @@ def fmap_64(node: NodeView, lim: L) -> str | None:
     return f"feature map {bad[0]}" if bad else None
 
 
-def fmap_32(node: NodeView, lim: L) -> str | None:
+def fmap_32(node: NodeView, lim: Limits) -> str | None:
     b = lim["op_cpu_fmap_bits"]
     bad = [d for d in _act_dtypes(node) if d in (f"int{b}", f"uint{b}", f"float{b}")]
     return f"feature map {bad[0]}" if bad else None
@@ -100,7 +101,7 @@ def _padded_input(node: NodeView) -> bool:
     return tm.padding(node) == "VALID" and src is not None and src.op_type in ("PAD", "PADV2")
 
 
-def stride_gt3(node: NodeView, lim: L) -> str | None:
+def stride_gt3(node: NodeView, lim: Limits) -> str | None:
     if fit.converter_splits_stride(node, lim):
         return None
     s, d = tm.strides(node), tm.dilations(node)
@@ -113,7 +114,7 @@ def stride_gt3(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def stride_gt3_padded(node: NodeView, lim: L) -> str | None:
+def stride_gt3_padded(node: NodeView, lim: Limits) -> str | None:
     """Vela 5.2 folds the PAD into the convolution after its support check, then cannot place the result on
     the NPU nor hand it to the CPU: the whole compile fails (probe: conv2d_3x3[stride=7,8]; SAME padding falls
     back). A stride along an axis with one output position never moves the window: stride 16 to a 1x1 output ran."""
@@ -122,18 +123,28 @@ def stride_gt3_padded(node: NodeView, lim: L) -> str | None:
     y, s = tm.out_shape(node), tm.strides(node)
     hw = y[1:3] if y and len(y) == 4 else [None, None]
     moving = [st for st, n in zip(s, hw) if not (isinstance(n, int) and n == 1)]
-    return f"stride {fmt_list(s)} after explicit padding" if moving and max(moving) > lim["stride_max"] and _padded_input(node) else None
+    return (
+        f"stride {fmt_list(s)} after explicit padding"
+        if moving and max(moving) > lim["stride_max"] and _padded_input(node)
+        else None
+    )
 
 
-def stride_range(node: NodeView, lim: L) -> str | None:
+def stride_range(node: NodeView, lim: Limits) -> str | None:
     s = tm.strides(node)
     return None if all(1 <= x <= lim["stride_max"] for x in s) else f"stride {fmt_list(s)}"
 
 
-def weight_8bit(node: NodeView, lim: L) -> str | None:
+def weight_8bit(node: NodeView, lim: Limits) -> str | None:
     i = 3 if node.op_type == "QLinearConv" else 1
-    if node.graph.format == "onnx":  # int8 weights come from a DequantizeLinear: none to look for in a graph without one
-        p = node.graph.producer(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] and node.graph.has_any(quant.DEQUANTIZE_OPS) else None
+    if (
+        node.graph.format == "onnx"
+    ):  # int8 weights come from a DequantizeLinear: none to look for in a graph without one
+        p = (
+            node.graph.producer(node.inputs[i])
+            if i < len(node.inputs) and node.inputs[i] and node.graph.has_any(quant.DEQUANTIZE_OPS)
+            else None
+        )
         d = p.input_dtype(0) if p is not None and quant.is_weight_dequantize(p) else None
     else:
         d = node.input_dtype(i)
@@ -141,7 +152,7 @@ def weight_8bit(node: NodeView, lim: L) -> str | None:
     return None if d is None or d in (f"int{b}", f"uint{b}") else f"weights {d}"
 
 
-def weight_sum(node: NodeView, lim: L) -> str | None:
+def weight_sum(node: NodeView, lim: Limits) -> str | None:
     w = node.input(1)
     if node.graph.format != "tflite" or w is None or w.value is None or w.quant is None:
         return None  # large weights are never read; Vela checks the rest
@@ -151,7 +162,7 @@ def weight_sum(node: NodeView, lim: L) -> str | None:
     return None if worst <= lim["weight_sum_8bit"] else f"sum of absolute weights {worst}"
 
 
-def bias(node: NodeView, lim: L) -> str | None:
+def bias(node: NodeView, lim: Limits) -> str | None:
     if len(node.inputs) < 3 or not node.inputs[2]:
         return None
     p = node.graph.producer(node.inputs[2])
@@ -163,7 +174,7 @@ def bias(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def tconv_stride(node: NodeView, lim: L) -> str | None:
+def tconv_stride(node: NodeView, lim: Limits) -> str | None:
     s, k, x = tm.strides(node), tm.kernel(node), tm.in_shape(node)
     if len(s) == 2 and s[0] == s[1] and s[0] in lim["tconv_strides"]:
         return None
@@ -174,7 +185,7 @@ def tconv_stride(node: NodeView, lim: L) -> str | None:
     return f"stride {fmt_list(s)}"
 
 
-def fc_weights(node: NodeView, lim: L) -> str | None:
+def fc_weights(node: NodeView, lim: Limits) -> str | None:
     w = node.input(1)
     if w is None or not w.is_const and not _wdq(node, 1):
         return None  # dynamic weights: see the matmul rule
@@ -183,7 +194,7 @@ def fc_weights(node: NodeView, lim: L) -> str | None:
     return None if ok else f"weights of shape {list(s)}"
 
 
-def matmul(node: NodeView, lim: L) -> str | None:
+def matmul(node: NodeView, lim: Limits) -> str | None:
     if tm.tflite_op(node) == "FULLY_CONNECTED" and (node.is_const(1) or _wdq(node, 1)):
         return None
     d = quant.exec_dtype(node)
@@ -197,7 +208,7 @@ def matmul(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def avgpool_kernel(node: NodeView, lim: L) -> str | None:
+def avgpool_kernel(node: NodeView, lim: Limits) -> str | None:
     k, p = conv.pool_kernel(node), tm.padding(node)
     if not k:
         return None
@@ -209,7 +220,7 @@ def avgpool_kernel(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def maxpool_kernel(node: NodeView, lim: L) -> str | None:
+def maxpool_kernel(node: NodeView, lim: Limits) -> str | None:
     k = conv.pool_kernel(node)
     if k and (k[0] * k[1] > lim["pool_kernel_product"] or k[0] > lim["pool_kernel_height"]):
         return f"kernel {fmt_list(k)}"
@@ -223,13 +234,15 @@ def _mean_axes(node: NodeView):
     if node.graph.format == "onnx":
         ax = common.reduce_axes(node)
         r = len(x) if x else None
-        return x, None if ax is None else sorted({(0 if a == 0 else (r - 1 if a == 1 else a - 1)) for a in ax}) if r and r >= 3 else ax
+        return x, None if ax is None else sorted(
+            {(0 if a == 0 else (r - 1 if a == 1 else a - 1)) for a in ax}
+        ) if r and r >= 3 else ax
     v = node.const_value(1)
     r = len(x) if x else 0
     return x, None if v is None else sorted({int(a) % r for a in v.reshape(-1)}) if r else None
 
 
-def mean(node: NodeView, lim: L) -> str | None:
+def mean(node: NodeView, lim: Limits) -> str | None:
     x, axes = conv.mean_form(node, lim) or _mean_axes(node)
     if axes is None:
         return "axes are not constant"
@@ -251,9 +264,15 @@ def mean(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def softmax(node: NodeView, lim: L) -> str | None:
+def softmax(node: NodeView, lim: Limits) -> str | None:
     x = tm.in_shape(node)
-    if x and len(x) >= 3 and isinstance(x[-2], int) and isinstance(x[-3], int) and x[-2] * x[-3] >= lim["softmax_hw_max"]:
+    if (
+        x
+        and len(x) >= 3
+        and isinstance(x[-2], int)
+        and isinstance(x[-3], int)
+        and x[-2] * x[-3] >= lim["softmax_hw_max"]
+    ):
         return f"width × height = {x[-2] * x[-3]}"
     return None
 
@@ -270,11 +289,13 @@ def _resize_scale(node: NodeView):
     return (f(x[1], y[1]), f(x[2], y[2])), x, y
 
 
-def resize_u55(node: NodeView, lim: L) -> str | None:
+def resize_u55(node: NodeView, lim: Limits) -> str | None:
     sc, x, y = _resize_scale(node)
     if sc is None or (x[1] == x[2] == 1):
         return None
-    half = node.attr("coordinate_transformation_mode") in ("half_pixel", "pytorch_half_pixel") or bool(node.attr("half_pixel_centers", False))
+    half = node.attr("coordinate_transformation_mode") in ("half_pixel", "pytorch_half_pixel") or bool(
+        node.attr("half_pixel_centers", False)
+    )
     if x[1:3] == y[1:3]:
         # CAL-V: upernet's same-size half-pixel bilinear resize (PSP branch, 2x2 -> 2x2) ran on the CPU, and so did
         # 2x2, 4x4 and 8x8 ones in benchmarks/calibration/vela_resize.py (docs/calibration/ethos-u55-256-resize.json;
@@ -284,11 +305,13 @@ def resize_u55(node: NodeView, lim: L) -> str | None:
     sh, sw = sc
     if sh != sw:
         return None if (y[1] == 1 and sh == 1) or (y[2] == 1 and sw == 1) else f"scale {sh:g}x{sw:g}"
-    allowed = (lim["resize_half_pixel_scale"],) if half and tm.tflite_op(node) == "RESIZE_BILINEAR" else lim["resize_scales"]
+    allowed = (
+        (lim["resize_half_pixel_scale"],) if half and tm.tflite_op(node) == "RESIZE_BILINEAR" else lim["resize_scales"]
+    )
     return None if sh in allowed else f"scale {sh:g}"
 
 
-def resize_u85(node: NodeView, lim: L) -> str | None:
+def resize_u85(node: NodeView, lim: Limits) -> str | None:
     sc, x, y = _resize_scale(node)
     if sc is None or x[1:3] == y[1:3]:
         return None
@@ -299,7 +322,7 @@ def resize_u85(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def transpose(node: NodeView, lim: L) -> str | None:
+def transpose(node: NodeView, lim: Limits) -> str | None:
     r = common.rank(node)
     if r is not None and r > lim["transpose_rank"]:
         return f"rank {r}"
@@ -310,7 +333,7 @@ def transpose(node: NodeView, lim: L) -> str | None:
     return "permutation is not constant" if perm is None else None
 
 
-def transpose_u55(node: NodeView, lim: L) -> str | None:
+def transpose_u55(node: NodeView, lim: Limits) -> str | None:
     bad = transpose(node, lim)
     if bad:
         return bad
@@ -319,27 +342,31 @@ def transpose_u55(node: NodeView, lim: L) -> str | None:
         return None
     if quant.exec_dtype(node) == "int32":
         return "int32 transpose" if len(x) > lim["transpose_int32_rank"] else None
-    # CAL-V: the report's "product of any N-2 axes <= 2^16" for non-NHWC int8 permutations was not observed: Vela 5.2.0 ran
+    # CAL-V: the report's "product of any N-2 axes <= 2^16" for non-NHWC int8 permutations was not observed: Vela 5.2.0
+    # ran
     # every int8 transpose of docs/calibration/ethos-u55-256-transpose.json on the NPU, products up to 300x300 = 90000
     return None
 
 
-def params_const(node: NodeView, lim: L) -> str | None:
+def params_const(node: NodeView, lim: Limits) -> str | None:
     consts = all(node.is_const(i) for i in range(1, len(node.inputs)) if node.inputs[i])
     return None if consts else "parameters are computed at run time"
 
 
-def strided_slice(node: NodeView, lim: L) -> str | None:
+def strided_slice(node: NodeView, lim: Limits) -> str | None:
     bad = params_const(node, lim)
     if bad:
         return bad
     fmt = node.graph.format
-    steps = common.const_ints(node, 4) if fmt == "onnx" and len(node.inputs) > 4 and node.inputs[4] else (
-        common.const_ints(node, 3) if fmt == "tflite" and len(node.inputs) > 3 else None)
+    steps = (
+        common.const_ints(node, 4)
+        if fmt == "onnx" and len(node.inputs) > 4 and node.inputs[4]
+        else (common.const_ints(node, 3) if fmt == "tflite" and len(node.inputs) > 3 else None)
+    )
     return f"steps {steps}" if steps and any(s < 0 for s in steps) else None
 
 
-def lut_dtype(node: NodeView, lim: L) -> str | None:
+def lut_dtype(node: NodeView, lim: Limits) -> str | None:
     """ELU / GELU / LOG: the feature-map types Vela takes for the op (limits['lut_dtypes']) and equal IFM/OFM shapes."""
     d = quant.exec_dtype(node)
     if d is not None and d not in lim["lut_dtypes"][tm.tflite_op(node)]:
@@ -348,14 +375,18 @@ def lut_dtype(node: NodeView, lim: L) -> str | None:
     return f"shapes {list(x)} → {list(y)}" if x and y and list(x) != list(y) else None
 
 
-def minmax_qparams(node: NodeView, lim: L) -> str | None:
+def minmax_qparams(node: NodeView, lim: Limits) -> str | None:
     if node.graph.format != "tflite":
         return None
     out = node.output(0)
-    return "input and output quantization differ" if any(node.input(i).quant != out.quant for i in quant.activation_inputs(node)) else None
+    return (
+        "input and output quantization differ"
+        if any(node.input(i).quant != out.quant for i in quant.activation_inputs(node))
+        else None
+    )
 
 
-def argmax(node: NodeView, lim: L) -> str | None:
+def argmax(node: NodeView, lim: Limits) -> str | None:
     x = tm.in_shape(node)
     if node.graph.format == "onnx":
         axis = node.attr("axis", -1)
@@ -371,16 +402,16 @@ def argmax(node: NodeView, lim: L) -> str | None:
     return None
 
 
-def lstm(node: NodeView, lim: L) -> str | None:
+def lstm(node: NodeView, lim: Limits) -> str | None:
     return "peephole weights" if node.graph.format == "onnx" and len(node.inputs) > 7 and node.inputs[7] else None
 
 
-def gather_u85(node: NodeView, lim: L) -> str | None:
+def gather_u85(node: NodeView, lim: Limits) -> str | None:
     axis, bd = node.attr("axis", 0), node.attr("batch_dims", 0)
     return None if int(axis) == int(bd) else f"axis {axis}, batch_dims {bd}"
 
 
-def qdq_fused(node: NodeView, lim: L) -> str | None:
+def qdq_fused(node: NodeView, lim: Limits) -> str | None:
     """ONNX QDQ pairs around int8 ops become plain int8 tensors in the converted TFLite file."""
     if node.graph.format == "onnx" and quant.absorbed(node):
         return None
@@ -388,113 +419,3 @@ def qdq_fused(node: NodeView, lim: L) -> str | None:
         return "standalone DEQUANTIZE"
     d = node.input_dtype(0)
     return f"{d} input" if d in ("float32", "int32") else None
-
-
-def _vela(p: str, rid: str, text: str, fn, fix: tuple[str, ...] = (), source: str = "VELA", gate=None) -> Rule:
-    """An Ethos-U op rule: a broken one schedules the op on the CPU (Vela's rule), cited from Vela's report."""
-    return Rule(f"{p}.{rid}", text, fn, CPU, tuple(fix), source, gate=gate)
-
-
-# U55/U65: every listed op but these checks the 32-bit rule first (Vela's int32 op list; CAL-V: int32 ADD/MUL ran on the NPU)
-NO_FMAP32 = ("SUM", "BATCH_MATMUL", "ARG_MAX", "MIRROR_PAD", "TRANSPOSE", "ADD", "MUL", "SUB")
-
-
-def graph_rules(gen: str, p: str) -> tuple[Rule, ...]:
-    rules = (
-        Rule(f"{p}.fmap.dtype", "feature-map data types must be one of {fmap_dtypes}: float ops stay on the CPU", fmap_dtype, CPU,
-             ("quantize to int8 (or int16) before Vela: npufit quantize, or a full-integer TFLite export",), "VELA"),
-        Rule(f"{p}.shape.static", "tensors must have constant shapes (only the first dimension may be dynamic)", static_shape, CPU,
-             ("pin the input shape (--input-shape) before converting",), "VELA", gate=common.dynamic_tail_gate),
-        Rule(f"{p}.quant.params", "input, output and weight tensors must have quantization parameters with a positive scale (except "
-             "{no_quant_ops})", quant_params, CPU, ("re-export as a full-integer quantized TFLite model",), "VELA", gate=common.tflite_gate),
-        Rule(f"{p}.quant.per_axis", "per-axis quantization is supported only for {per_axis_ops}", per_axis, CPU,
-             ("quantize this op's tensors per tensor",), "VELA", gate=common.tflite_gate),
-    )
-    u55 = (Rule(f"{p}.fmap.64bit", "{u55_cpu_fmap_bits}-bit feature maps are not supported (except ARG_MAX)", fmap_64, CPU,
-                ("cast to int32/int8 earlier in the graph",), "VELA"),)
-    return rules + (u55 if gen == "u55" else ())
-
-
-def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule, ...]]:
-    """op -> its rules for generation `gen` ("u55": U55/U65, "u85"), in the order they are checked."""
-    u55 = gen == "u55"
-
-    f32 = _vela(p, "fmap.32bit", "{op_cpu_fmap_bits}-bit feature maps are not supported", fmap_32, ("keep this op's tensors int8/int16",))
-    s3 = _vela(p, "stride.gt3", "stride > {stride_max} is supported only with dilation {big_stride_dilation} and VALID padding", stride_gt3,
-              ("use stride ≤ 3 or VALID padding",))
-    s3pad = Rule(f"{p}.stride.gt3_padded", "stride > {stride_max} after explicit padding (a PAD before a VALID convolution) "
-                 "fails the Vela compile: 'Non-passthrough operation (Conv2D) could not run on NPU'", stride_gt3_padded, UNSUP,
-                 ("use SAME or VALID padding, or stride ≤ 3 (then pool)",), "PROBE-V")
-    w8 = _vela(p, "weights.8bit", "weight tensors must be {weight_bits}-bit", weight_8bit, ("quantize weights to int8",))
-    wsum = _vela(p, "weights.sum", "the sum of absolute weights per output channel cannot exceed {weight_sum_8bit}", weight_sum)
-    bias_ = _vela(p, "bias.const", "bias tensors must be constant int32/int64 values on the channel axis", bias)
-    kstride = _vela(p, "depthwise.stride", "kernel stride must be in the range (1, {stride_max})", stride_range, ("use stride ≤ 3",))
-    mm = _vela(p, "matmul.dynamic", "a matmul (or FC with dynamic weights) needs an int8 input, output depth ≤ {matmul_depth} and reduced "
-              "axis ≤ {matmul_depth}", matmul)
-    pc = _vela(p, "params.const", "parameter tensors must be constant", params_const)
-    fused = _vela(p, "qdq.fused", "a quantize/dequantize survives conversion only where it does not wrap an int8 op; DEQUANTIZE is not in "
-                 "Vela's list and a float-input QUANTIZE is a {op_cpu_fmap_bits}-bit feature map", qdq_fused,
-                 ("keep the whole graph int8 between the model input and output",))
-    minmax = _vela(p, "minmax.qparams", "MAXIMUM/MINIMUM: both inputs must have the output's quantization parameters", minmax_qparams)
-    if u55:
-        resize = _vela(p, "resize.scale", "resize scale must be {resize_scales:#x|or} in both dimensions (half-pixel bilinear: "
-                      "{resize_half_pixel_scale}x only)", resize_u55, ("upsample by 2/4/8, or chain 2x resizes",))
-        tr = _vela(p, "transpose.shape", "transpose: constant permutation, rank ≤ {transpose_rank}; int32 only up to rank "
-                  "{transpose_int32_rank} (the report's N−2-axes product limit for int8 was not observed, CAL-V)", transpose_u55,
-                  source="CAL-V")
-    else:
-        resize = _vela(p, "resize.scale", "resize scale must be an integer power of two up to {resize_max_scale} ({resize_max_scale_align} "
-                      "with align_corners)", resize_u85, ("upsample by a power of two",))
-        tr = _vela(p, "transpose.shape", "transpose: constant permutation, rank ≤ {transpose_rank}", transpose)
-    conv = (bias_, w8, wsum)
-    own: dict[str, tuple[Rule, ...]] = {
-        "CONV_2D": conv + ((s3, s3pad) if u55 else ()),
-        "DEPTHWISE_CONV_2D": conv + ((kstride,) if u55 else ()),
-        "TRANSPOSE_CONV": (bias_, w8) + ((_vela(p, "transpose_conv.stride", "transposed-convolution stride must be "
-                                               "{tconv_strides:#x#|or} (2x1/1x2 only when the IFM and kernel are 1 in that "
-                                               "dimension)", tconv_stride, ("use stride 2 or Resize + Conv",)),) if u55 else ()),
-        "FULLY_CONNECTED": (bias_, w8, _vela(p, "fc.weights", "fully-connected weights must have the form "
-                                            "O,{fc_inner_dim},...,{fc_inner_dim},I", fc_weights), mm),
-        "AVERAGE_POOL_2D": (_vela(p, "avgpool.kernel", "average pool: VALID kernels up to {pool_kernel_product} elements and height "
-                                 "{pool_kernel_height}; SAME kernels up to {avgpool_same_kernel}x{avgpool_same_kernel}", avgpool_kernel,
-                                 ("use VALID padding or a smaller kernel",)),) + ((s3,) if u55 else ()),
-        "MAX_POOL_2D": (_vela(p, "maxpool.kernel", "max pool kernel product must be ≤ {pool_kernel_product} and height ≤ "
-                             "{pool_kernel_height}", maxpool_kernel),) + ((s3,) if u55 else ()),
-        "MEAN": (_vela(p, "mean.limits", "MEAN: batch {mean_batch}, int8/uint8/int16 input, constant axes, at most {mean_reduced_int8} "
-                      "reduced elements (int8), each reduced axis < {mean_axis_max}, depth reduction only when one of h, w, c is "
-                      "{mean_depth_unit} (an ONNX mean over the channels alone is npufit's converter's 1x1 CONV_2D: CAL-V, "
-                      "vitdet's channel LayerNorms)", mean, ("pool down before the mean",)),),
-        "SOFTMAX": (_vela(p, "softmax.hw", "softmax needs IFM width × height < {softmax_hw_max}", softmax,
-                         ("softmax over a smaller map, or on the host",)),),
-        "RESIZE_BILINEAR": (resize,), "RESIZE_NEAREST_NEIGHBOR": (resize,),
-        "TRANSPOSE": (tr,),
-        "SLICE": (pc,), "PAD": (pc,), "PADV2": (pc,), "MIRROR_PAD": (pc,),
-        "STRIDED_SLICE": (_vela(p, "strided_slice.params", "strided slice: constant parameters and non-negative strides", strided_slice),
-                          _vela(p, "strided_slice.after_cpu", "a slice of a CPU op's output that feeds only Shape nodes stays on the "
-                               "CPU with it", partial(fit.shape_only_after_cpu, listed=frozenset(listed)), source="CAL-V")),
-        "ELU": (_vela(p, "elu.dtype", "ELU: IFM and OFM {lut_dtypes[ELU]:#|or} with equal shapes", lut_dtype),),
-        "GELU": (_vela(p, "gelu.dtype", "GELU: IFM and OFM {lut_dtypes[GELU]:#|or} with equal shapes", lut_dtype),),
-        "LOG": (_vela(p, "log.dtype", "LOG: IFM and OFM {lut_dtypes[LOG]:#|or} with equal shapes", lut_dtype),),
-        "MAXIMUM": (minmax,), "MINIMUM": (minmax,),
-        "UNIDIRECTIONAL_SEQUENCE_LSTM": (_vela(p, "lstm.variant", "LSTM: no peephole, projection, gate normalisation or implicit gates",
-                                              lstm),),
-        "QUANTIZE": (fused,), "DEQUANTIZE": (fused,),
-    }
-    if "SELECT_V2" not in listed:
-        mask = _vela(p, "add.mask_select", "an Add of an attention mask (a Where by a run-time condition between constants) "
-                     "becomes SELECT_V2 in npufit's converter, which is not in this Ethos-U's operator list",
-                     fit.mask_select, ("apply the mask on the host, or use an Ethos-U85",),
-                     source="CAL-V", gate=common.ops_gate("Where"))
-        own["ADD"] = own["SUB"] = (mask,)
-    if u55:
-        own.update({
-            "BATCH_MATMUL": (mm,),
-            "SUM": (_vela(p, "reduce.stride", "kernel stride must be in the range (1, {stride_max})", stride_range),),
-            "ARG_MAX": (_vela(p, "argmax.depth", "ARG_MAX: along the depth axis with depth ≤ {argmax_depth}", argmax,
-                             ("run argmax on the host",)),),
-        })
-        own["REDUCE_MAX"] = own["REDUCE_MIN"] = own["SUM"]
-        # the 32-bit feature-map rule comes first on every listed op that checks it
-        return {**own, **{op: (f32,) + own.get(op, ()) for op in listed if op not in NO_FMAP32}}
-    own["GATHER"] = (_vela(p, "gather.axis", "GATHER: axis must equal batch_dims", gather_u85),)
-    return own
