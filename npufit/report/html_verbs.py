@@ -35,7 +35,7 @@ def render_split_html(
     if stage_view is not None:
         body += (
             '<section id="graph"><h2>Graph by stage (✂ marks the tensors that cross NPU ↔ host)</h2>'
-            + graph_block(stage_view, "split")
+            + graph_block(stage_view, "split")[0]
             + "</section>"
         )
     v = plan.get("verification")
