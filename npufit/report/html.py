@@ -12,6 +12,7 @@ from html import escape
 from typing import Any, Iterable
 
 from .html_assets import CSS, JS
+from .html_fields import label, rows, value
 from .html_graph import graph_view, legend_html
 from .html_reasons import fix_html, more, problem_groups, why_html
 from .style import clip_path, human_bytes, human_count, shape_str
@@ -206,11 +207,28 @@ def _names(names: list[str], first: int = 6) -> str:
     return shown
 
 
+def records_table(records: list[dict[str, Any]], limit: int = 40) -> str:
+    """A list of records as one table with labelled columns (scalar fields only; first `limit` rows)."""
+    cols = [c for c in dict.fromkeys(k for r in records for k in r) if all(not isinstance(r.get(c), (dict, list)) for r in records)]
+    nums = [i for i, c in enumerate(cols) if any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in records)]
+    body = [[value(r.get(c), c) for c in cols] for r in records[:limit]]
+    rest = f'<p class="note">… {len(records) - limit:,} more rows in the JSON result.</p>' if len(records) > limit else ""
+    return table([escape(label(c)) for c in cols], body, num_cols=nums) + rest
+
+
+def fields_html(d: dict[str, Any] | None, skip: tuple[str, ...] = ()) -> str:
+    """A result as a label / value table, then each list of records as its own titled table."""
+    if not d:
+        return ""
+    out = [kv_table(rows(d, skip))]
+    for k, v in d.items():
+        if k not in skip and isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            out.append(f"<h5>{escape(label(k))}</h5>{records_table(v)}")
+    return "".join(out)
+
+
 def environment_section(env: dict[str, Any]) -> str:
-    rows = [[esc(k), esc(v)] for k, v in env.items() if k not in ("packages", "gpus")]
-    rows.append(["GPUs", esc("; ".join(env.get("gpus") or []) or "none")])
-    rows += [[esc(k), esc(v)] for k, v in (env.get("packages") or {}).items()]
-    return '<section id="environment"><h2>Environment</h2>' + table(["", ""], rows) + "</section>"
+    return '<section id="environment"><h2>Environment</h2>' + fields_html(env) + "</section>"
 
 
 def render_check_html(report) -> str:

@@ -6,19 +6,19 @@ from __future__ import annotations
 CSS = """
 :root{--fg:#1f2933;--muted:#52606d;--line:#e4e7eb;--bg:#f5f7fa;--card:#fff;--accent:#1f6feb}
 *{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
-header{background:#1f2933;color:#fff;padding:18px 28px}header h1{margin:0;font-size:22px;overflow-wrap:anywhere}header .sub{color:#cbd2d9;margin-top:4px;overflow-wrap:anywhere}
+header{background:#1f2933;color:#fff;padding:18px 28px}header h1{margin:0;font-size:22px;overflow-wrap:break-word}header .sub{color:#cbd2d9;margin-top:4px;overflow-wrap:anywhere}
 main{padding:18px 28px;max-width:1600px}section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:16px 20px;margin:0 0 18px}
 h2{font-size:18px;margin:0 0 10px}h3{font-size:15px;margin:16px 0 8px}h4{font-size:14px;margin:12px 0 6px;color:var(--muted)}h5{font-size:13px;margin:10px 0 4px}
 .tablewrap{overflow-x:auto;max-width:100%}
-table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid var(--line);padding:5px 10px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid var(--line);padding:5px 10px;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#f0f4f8;font-weight:600;position:sticky;top:0}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.kv td:first-child{font-weight:600;white-space:nowrap;color:var(--muted)}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0 12px}.card{border:1px solid var(--line);border-radius:6px;padding:8px 14px;min-width:120px;max-width:100%;background:#fbfcfd}
-.card .v{font-size:20px;font-weight:650;overflow-wrap:anywhere}.card .k{color:var(--muted);font-size:12px}
+.card .v{font-size:20px;font-weight:650;overflow-wrap:break-word}.card .k{color:var(--muted);font-size:12px}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff;white-space:nowrap}
 .v-npu{--c:#2e9d57}.v-cpu{--c:#d9a400}.v-unsupported{--c:#d64545}.v-folded{--c:#9aa0a6}.badge.v-npu,.badge.v-cpu,.badge.v-unsupported,.badge.v-folded{background:var(--c)}
-.st-ok,.st-ran{color:#2e9d57;font-weight:600}.st-failed{color:#d64545;font-weight:600}.st-skipped{color:#b7791f}.st-rejected{color:#8854d0;font-weight:600}.st-cached,.st-kept{color:#3867d6}
-.note{color:var(--muted)}.warn{color:#b7791f}.err{color:#d64545}.ok{color:#2e9d57}code{background:#f0f4f8;padding:0 4px;border-radius:3px;overflow-wrap:anywhere}
+.st-ok,.st-ran{color:#2e9d57;font-weight:600}[class^=st-]{white-space:nowrap}.st-failed{color:#d64545;font-weight:600}.st-skipped{color:#b7791f}.st-rejected{color:#8854d0;font-weight:600}.st-cached,.st-kept{color:#3867d6}
+.note{color:var(--muted)}.warn{color:#b7791f}.err{color:#d64545}.ok{color:#2e9d57}code{background:#f0f4f8;padding:0 4px;border-radius:3px;overflow-wrap:break-word}
 details>summary{cursor:pointer;font-weight:600;margin:6px 0}details.more{display:inline}details.more>summary{font-weight:inherit;margin:0;display:inline}
 details.more[open]>summary{display:none}details.more>summary::marker{content:""}details.more>summary::after{content:" (more)";color:var(--accent);font-size:12px}
 .filter{margin:4px 0 6px;padding:4px 8px;border:1px solid var(--line);border-radius:4px;width:260px}

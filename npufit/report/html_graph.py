@@ -372,7 +372,8 @@ def _panel(check: dict[str, Any], gid: str, groups: list[dict], ids: dict[str, s
             + "</p>"
         )
     else:
-        head = f'<p class="sel-name">Every one of the {sum(1 for n in check["nodes"] if n["verdict"] == "npu"):,} running nodes runs on the NPU.</p>'
+        running = sum(1 for n in check["nodes"] if n["verdict"] == "npu" and not n.get("parent"))
+        head = f"<p>All {running:,} running nodes run on the NPU.</p>"
     grp_of = {name: grp["key"] for grp in groups for name in grp["nodes"]}
     blocks = "".join(
         f'<div class="why-block" data-r="{grp["key"]}"{"" if first and grp_of[first] == grp["key"] else " hidden"}>'
@@ -404,18 +405,19 @@ def graph_view(check: dict[str, Any], gid: str, title: str = "") -> tuple[str, d
     groups = problem_groups(check)
     why = {name: grp["key"] for grp in groups for name in grp["nodes"]}
     svg, ids = _render(check, gid, title, why)
-    chains = ' data-act="open-all">open all chains</button><button type="button" data-act="close-all">fold chains</button>'
+    button = '<button type="button" data-act="{}"{}>{}</button>'.format
     tools = (
-        f'<div class="gtools" role="toolbar" aria-label="graph tools"><input type="search" class="gsearch" '
-        f'placeholder="find a node or op (Enter: next)" aria-label="find a node or op"><span class="gcount"></span>'
-        f'<button type="button" data-act="prev" title="previous match">◀</button>'
-        f'<button type="button" data-act="next" title="next match">▶</button>'
-        f'<button type="button" data-act="first">first problem</button>'
-        f'<span class="gap"></span><button type="button" data-act="out" title="zoom out">−</button>'
-        f'<button type="button" data-act="100" class="zlabel">100%</button>'
-        f'<button type="button" data-act="in" title="zoom in">+</button>'
-        f'<button type="button" data-act="fit">whole graph</button>'
-        + (f'<button type="button"{chains}' if ' class="node v-npu group' in svg else "")
+        '<div class="gtools" role="toolbar" aria-label="graph tools"><input type="search" class="gsearch" '
+        'placeholder="find a node or op (Enter: next)" aria-label="find a node or op"><span class="gcount"></span>'
+        + button("prev", ' title="previous match"', "◀")
+        + button("next", ' title="next match"', "▶")
+        + (button("first", "", "first problem") if groups else "")
+        + '<span class="gap"></span>'
+        + button("out", ' title="zoom out"', "−")
+        + button("100", ' class="zlabel" title="actual size"', "100%")
+        + button("in", ' title="zoom in"', "+")
+        + button("fit", "", "whole graph")
+        + (button("open-all", "", "open all chains") + button("close-all", "", "fold chains") if " group" in svg else "")
         + "</div>"
     )
     return (

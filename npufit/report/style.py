@@ -31,20 +31,21 @@ def human_count(n: int | float | None) -> str:
 
 
 def num(v: float | int | None, unit: str = "") -> str:
-    """One formatter for measured values: thousands separators from 100 up (23,500; 6,411), three significant digits
-    below (42.7, 3.14, 0.0123), scientific only for magnitudes under 0.001 (1.2e-07); "-" for missing or NaN."""
+    """One formatter for measured values: thousands separators from 100 up (23,500; 6,411), three significant
+    digits below, trailing zeros kept so a column reads alike (42.7, 59.0, 3.14, 0.0123), scientific only under
+    0.001 (1.2e-07); "-" for a missing value or NaN."""
     if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
         return "-"
     if math.isinf(v):
         text = "∞" if v > 0 else "-∞"
-    elif isinstance(v, int) or abs(v) >= 100:
+    elif isinstance(v, int) or abs(v) >= 99.95:
         text = f"{round(v):,}"
     elif v == 0:
         text = "0"
     elif abs(v) >= 0.001:
-        text = f"{v:.3g}"
+        text = f"{v:#.3g}"
     else:
-        text = f"{v:.2g}"
+        text = f"{v:.1e}"
     return f"{text} {unit}" if unit else text
 
 
