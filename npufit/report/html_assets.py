@@ -21,7 +21,8 @@ table.kv td:first-child{font-weight:600;white-space:nowrap;color:var(--muted)}
 .note{color:var(--muted)}.warn{color:#b7791f}.err{color:#d64545}.ok{color:#2e9d57}code{background:#f0f4f8;padding:0 4px;border-radius:3px;overflow-wrap:break-word}
 details>summary{cursor:pointer;font-weight:600;margin:6px 0}details.more{display:inline}details.more>summary{font-weight:inherit;margin:0;display:inline}
 details.more[open]>summary{display:none}details.more>summary::marker{content:""}details.more>summary::after{content:" (more)";color:var(--accent);font-size:12px}
-.filter{margin:4px 0 6px;padding:4px 8px;border:1px solid var(--line);border-radius:4px;width:260px}
+.filter{display:none;margin:4px 0 6px;padding:4px 8px;border:1px solid var(--line);border-radius:4px;width:260px}
+.js .filter{display:inline-block}
 .grid2{display:flex;flex-wrap:wrap;gap:18px}nav a{margin-right:14px;color:#cbd2d9}.times{color:var(--muted);font-weight:600}
 .legend{margin:6px 0;color:var(--muted)}.chip{display:inline-block;width:12px;height:12px;border-radius:3px;margin:0 4px 0 10px;vertical-align:-1px}
 .chip.dashed{border:1.5px dashed #1f2933;background:#2e9d57}.cutchip{color:#d64545;margin-left:12px}

@@ -206,13 +206,15 @@ def _stubs(far: list[tuple[str, str, str, bool]]) -> str:
     """Inputs from far above (an edge across more than LONG_SPAN layers): a short arrow into the box with the
     producer's name, a link to it."""
     out = []
-    for k, (href, name, tensor, cut) in enumerate(far[:3]):
+    for k, (href, name, op, tensor, cut) in enumerate(far[:3]):
         x = W - 14 - 10 * k
+        head = name.rpartition("/")[0]  # exporters name a node scope/Op: the scope says more ("…/final_layer_norm")
+        short = head if head and op else name
         cls = "far cut" if cut else "far"
         out.append(
             f'<a class="{cls}" href="#{href}"><title>{escape(f"input {tensor} from {name}, further up")}</title>'
             f'<path class="edge{" cut" if cut else ""}" d="M{x},{-GY / 2 + 4:.0f} L{x},0" marker-end="url(#arrow)"/>'
-            f'<text class="farlabel" x="{x - 5}" y="{-6 - 12 * k}">{"✂ " if cut else ""}↑ {escape(clip_path(name, 22))}</text></a>'
+            f'<text class="farlabel" x="{x - 5}" y="{-6 - 12 * k}">{"✂ " if cut else ""}↑ {escape(clip_path(short, 26))}</text></a>'
         )
     return "".join(out)
 
@@ -317,7 +319,8 @@ def _render(check: dict[str, Any], gid: str, title: str, why: dict[str, int]) ->
         if layer[dst] - layer[src] - 1 > LONG_SPAN:
             p = g.producer.get(tensor, src)
             name = g.info[p]["name"] if p in g.info else p
-            far.setdefault(dst, []).append((where.get(name, ids[src]), name, tensor, is_cut))
+            op = g.info[p]["op_type"] if p in g.info and g.info[p]["verdict"] != "io" else ""
+            far.setdefault(dst, []).append((where.get(name, ids[src]), name, op, tensor, is_cut))
             continue
         pts = [(x[src] + W / 2, top[src] + H)]
         for i, dx in enumerate(dummies.get((src, dst), [])):
