@@ -34,7 +34,9 @@ def chromium() -> str:
         subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, timeout=900)
         if shutil.which("chromium"):
             return shutil.which("chromium")
-    pytest.skip("headless Chromium is not installed and cannot be installed here (apt-get install -y chromium needs root)")
+    pytest.skip(
+        "headless Chromium is not installed and cannot be installed here (apt-get install -y chromium needs root)"
+    )
 
 
 def _run(args: list[str], tmp: Path, size: str) -> subprocess.CompletedProcess:
@@ -63,7 +65,8 @@ def screenshot(page: Path, shot: Path, size: str = "1400,1000", steps: str = "")
 # Helpers the probe steps use: the first graph view, its scroll box, whether an element lies inside the box's
 # visible area, and the font size a text element is drawn at on screen (CSS size times the SVG's zoom).
 PRELUDE = r"""
-var view=document.querySelector('.gview'),box=view&&view.querySelector('.graphbox'),svg=view&&view.querySelector('svg.graph');
+var view=document.querySelector('.gview'),box=view&&view.querySelector('.graphbox'),
+ svg=view&&view.querySelector('svg.graph');
 function inView(el){var r=el.getBoundingClientRect(),b=box.getBoundingClientRect();
  return r.width>0&&r.left>=b.left-1&&r.right<=b.right+1&&r.top>=b.top-1&&r.bottom<=b.bottom+1;}
 function onScreen(el){var r=el.getBoundingClientRect();return r.width>0&&r.top>=0&&r.bottom<=window.innerHeight;}
@@ -73,7 +76,8 @@ function selected(){var s=svg.querySelector('.sel');return s?{node:s.dataset.nod
  inView:inView(rectOf(s)),panel:view.querySelector('.gpanel .sel').textContent}:null;}
 function type(q){var i=view.querySelector('.gsearch');i.value=q;i.dispatchEvent(new Event('input'));}
 function labelsInView(){var b=box.getBoundingClientRect(),out=[];svg.querySelectorAll('text').forEach(function(t){
- var r=t.getBoundingClientRect();if(r.width&&r.bottom>b.top&&r.top<b.bottom&&r.right>b.left&&r.left<b.right)out.push(px(t));});return out;}
+ var r=t.getBoundingClientRect();
+ if(r.width&&r.bottom>b.top&&r.top<b.bottom&&r.right>b.left&&r.left<b.right)out.push(px(t));});return out;}
 """
 
 

@@ -45,7 +45,10 @@ def _off(d):
 
 def _boxes(svg: str) -> list[tuple[str, str]]:
     """(class, the box's whole markup) of every top-level box."""
-    return [(m.group(1), m.group(0)) for m in re.finditer(r'<g class="(node[^"]*)".*?<rect class="box".*?(?=<g class="node|</svg>)', svg)]
+    return [
+        (m.group(1), m.group(0))
+        for m in re.finditer(r'<g class="(node[^"]*)".*?<rect class="box".*?(?=<g class="node|</svg>)', svg)
+    ]
 
 
 @pytest.mark.parametrize("which", ["yolo", "detr"])

@@ -16,8 +16,20 @@ from tests.onnx_builders import branchy_model
 
 from .browser import probe
 
-RAW = ("npu_macs_pct", "est_ms", "bytes_crossing", "node_count", "throughput_ips", "latency_ms", "peak_rss_mb",
-       "True", "False", "None", "{'", "[{")  # field names, Python values, a dict dump
+RAW = (
+    "npu_macs_pct",
+    "est_ms",
+    "bytes_crossing",
+    "node_count",
+    "throughput_ips",
+    "latency_ms",
+    "peak_rss_mb",
+    "True",
+    "False",
+    "None",
+    "{'",
+    "[{",
+)  # field names, Python values, a dict dump
 
 
 def _npufit(*args):
@@ -43,7 +55,9 @@ def test_split_page_in_plain_words(tmp_path):
     m = tmp_path / "branchy.onnx"
     onnx.save_model(branchy_model(), str(m))
     out = tmp_path / "split.html"
-    r = _npufit("split", m, "--target", "hailo8", "--output-dir", tmp_path / "plan", "--format", "html", "--output", out)
+    r = _npufit(
+        "split", m, "--target", "hailo8", "--output-dir", tmp_path / "plan", "--format", "html", "--output", out
+    )
     assert r.returncode == 0, r.stderr
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html")

@@ -17,6 +17,7 @@ from .html_graph import graph_view, legend_html
 from .html_reasons import fix_html, more, problem_groups, why_html
 from .style import clip_path, human_bytes, human_count, shape_str
 
+
 def esc(v: Any) -> str:
     return escape("" if v is None else str(v))
 
@@ -84,9 +85,11 @@ def data_uri(path: str | os.PathLike, mime: str = "image/png") -> str:
 def page(title: str, subtitle: str, body: str, nav: list[tuple[str, str]] | None = None) -> str:
     links = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in nav or [])
     return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">'
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{esc(title)}</title><style>{CSS}</style><script>{JS}</script></head><body>"
-        f'<header><h1>{esc(title)}</h1><div class="sub">{subtitle}</div>{f"<nav>{links}</nav>" if links else ""}</header>'
+        f'<header><h1>{esc(title)}</h1><div class="sub">{subtitle}</div>'
+        f"{f'<nav>{links}</nav>' if links else ''}</header>"
         f'<main>{body}<pre id="js-errors" class="err"></pre></main></body></html>\n'
     )
 
@@ -113,9 +116,17 @@ def problem_table(d: dict[str, Any], anchor: str, ids: dict[str, str]) -> str:
         ]
         shown = "<br>".join(links[:6])
         if len(links) > 6:
-            shown += f'<details><summary>{len(links) - 6:,} more</summary>{"<br>".join(links[6:])}</details>'
+            shown += f"<details><summary>{len(links) - 6:,} more</summary>{'<br>'.join(links[6:])}</details>"
         count = f'<span class="times">× {len(links):,}</span><br>' if len(links) > 1 else ""
-        rows.append([f'<span class="nodes">{count}{shown}</span>', esc(g["op"]), badge(g["verdict"]), why_html(g), fix_html(g, tgt, model)])
+        rows.append(
+            [
+                f'<span class="nodes">{count}{shown}</span>',
+                esc(g["op"]),
+                badge(g["verdict"]),
+                why_html(g),
+                fix_html(g, tgt, model),
+            ]
+        )
     n = sum(len(g["nodes"]) for g in groups)
     return f"<h4>Nodes off the NPU ({n:,})</h4>" + table(
         ["nodes", "op", "verdict", "why", "how to fix"], rows, f"fail-{anchor}", filterable=True
@@ -132,7 +143,10 @@ def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") 
             [
                 ("nodes on the NPU", f"{s['coverage_nodes_pct']:.1f}%"),
                 ("MACs on the NPU", f"{s['coverage_macs_pct']:.1f}%"),
-                ("NPU / CPU / unsupported nodes", f"{c.get('npu', 0):,} / {c.get('cpu', 0):,} / {c.get('unsupported', 0):,}"),
+                (
+                    "NPU / CPU / unsupported nodes",
+                    f"{c.get('npu', 0):,} / {c.get('cpu', 0):,} / {c.get('unsupported', 0):,}",
+                ),
                 ("NPU / host partitions", f"{s['npu_partitions']:,} / {s['host_partitions']:,}"),
                 ("cut points", f"{s['boundaries']:,} ({human_bytes(s['boundary_bytes'])})"),
                 (
@@ -156,7 +170,9 @@ def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") 
             [
                 [
                     esc(p["id"]),
-                    badge("npu").replace(">npu<", ">NPU<") if p["device"] == "npu" else badge("cpu").replace(">cpu<", ">host<"),
+                    badge("npu").replace(">npu<", ">NPU<")
+                    if p["device"] == "npu"
+                    else badge("cpu").replace(">cpu<", ">host<"),
                     f"{p['node_count']:,}",
                     esc(human_count(p["macs"])),
                     _names(p["inputs"]),
@@ -203,16 +219,27 @@ def _names(names: list[str], first: int = 6) -> str:
     """A list of tensor names: the first few, the rest behind a click."""
     shown = esc(", ".join(names[:first]))
     if len(names) > first:
-        shown += f'<details class="more"><summary>, … ({len(names) - first:,} more)</summary>, {esc(", ".join(names[first:]))}</details>'
+        rest = esc(", ".join(names[first:]))
+        shown += f'<details class="more"><summary>, … ({len(names) - first:,} more)</summary>, {rest}</details>'
     return shown
 
 
 def records_table(records: list[dict[str, Any]], limit: int = 40) -> str:
     """A list of records as one table with labelled columns (scalar fields only; first `limit` rows)."""
-    cols = [c for c in dict.fromkeys(k for r in records for k in r) if all(not isinstance(r.get(c), (dict, list)) for r in records)]
-    nums = [i for i, c in enumerate(cols) if any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in records)]
+    cols = [
+        c
+        for c in dict.fromkeys(k for r in records for k in r)
+        if all(not isinstance(r.get(c), (dict, list)) for r in records)
+    ]
+    nums = [
+        i
+        for i, c in enumerate(cols)
+        if any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in records)
+    ]
     body = [[value(r.get(c), c) for c in cols] for r in records[:limit]]
-    rest = f'<p class="note">… {len(records) - limit:,} more rows in the JSON result.</p>' if len(records) > limit else ""
+    rest = (
+        f'<p class="note">… {len(records) - limit:,} more rows in the JSON result.</p>' if len(records) > limit else ""
+    )
     return table([escape(label(c)) for c in cols], body, num_cols=nums) + rest
 
 
@@ -237,7 +264,10 @@ def render_check_html(report) -> str:
 
     d = report.to_dict() if hasattr(report, "to_dict") else report
     tgt = d["target"]
-    sub = f"{esc(d['model'].get('file', ''))} on {esc(tgt.get('title') or tgt['name'])} · npufit {esc(d.get('npufit_version', ''))}"
+    sub = (
+        f"{esc(d['model'].get('file', ''))} on {esc(tgt.get('title') or tgt['name'])} "
+        f"· npufit {esc(d.get('npufit_version', ''))}"
+    )
     body = f'<section id="check"><h2>Placement</h2>{check_sections(d, "check")}</section>' + environment_section(
         environment()
     )

@@ -51,7 +51,8 @@ def bar_chart(
         c = (colors or PALETTE)[i % len(colors or PALETTE)]
         out.append(
             f'<text x="{label_w - 6}" y="{y + 15}" class="blabel">{escape(short)}<title>{escape(lbl)}</title></text>'
-            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 8}" fill="{c}" rx="2"><title>{escape(lbl)}: {escape(val)}</title></rect>'
+            f'<rect x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 8}" fill="{c}" rx="2">'
+            f"<title>{escape(lbl)}: {escape(val)}</title></rect>"
             f'<text x="{label_w + w + 5:.1f}" y="{y + 15}" class="bval">{escape(val)}</text>'
         )
     out.append("</svg>")
@@ -89,7 +90,8 @@ def line_chart(
         return mt + ph * (1 - (f(y) - y0) / (y1 - y0))
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}">'
     ]
     if title:
         out.append(f'<text x="{ml}" y="16" class="ctitle">{escape(title)}</text>')
@@ -106,7 +108,8 @@ def line_chart(
         out.append(f'<text x="{px(xv):.1f}" y="{mt + ph + 14}" class="tick" text-anchor="middle">{xv:g}</text>')
     out.append(
         f'<text x="{ml + pw / 2}" y="{height - 4}" class="axis" text-anchor="middle">{escape(xlabel)}</text>'
-        f'<text x="12" y="{mt + ph / 2}" class="axis" text-anchor="middle" transform="rotate(-90 12 {mt + ph / 2})">{escape(ylabel)}</text>'
+        f'<text x="12" y="{mt + ph / 2}" class="axis" text-anchor="middle" '
+        f'transform="rotate(-90 12 {mt + ph / 2})">{escape(ylabel)}</text>'
     )
     for i, (name, s) in enumerate(series.items()):
         c = PALETTE[i % len(PALETTE)]
@@ -117,12 +120,14 @@ def line_chart(
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in good)
         out.append(f'<polyline points="{path}" fill="none" stroke="{c}" stroke-width="2"{dash}/>')
         out += [
-            f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{c}"><title>{escape(name)} @ {x:g}: {num(y)}</title></circle>'
+            f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{c}">'
+            f"<title>{escape(name)} @ {x:g}: {num(y)}</title></circle>"
             for x, y in good
         ]
         ly = mt + 6 + 14 * i
         out.append(
-            f'<line x1="{ml + pw - 110}" x2="{ml + pw - 92}" y1="{ly + 4}" y2="{ly + 4}" stroke="{c}" stroke-width="2"{dash}/>'
+            f'<line x1="{ml + pw - 110}" x2="{ml + pw - 92}" y1="{ly + 4}" y2="{ly + 4}" '
+            f'stroke="{c}" stroke-width="2"{dash}/>'
             f'<text x="{ml + pw - 88}" y="{ly + 8}" class="tick">{escape(name)}</text>'
         )
     out.append("</svg>")

@@ -97,9 +97,28 @@ UNITS = {
     "weight_memory_kb": "KiB",
 }
 NAMES = ("packages", "runtime_versions", "per_output", "simulator_cosine")  # dicts keyed by names, not fields
-_WORDS = {"gib": "(GiB)", "mib": "(MiB)", "npu": "NPU", "cpu": "CPU", "gpu": "GPU", "macs": "MACs", "pct": "%", "ms": "(ms)", "s": "(s)",
-          "mb": "(MiB)", "kb": "(KiB)", "ips": "(inferences/s)", "rss": "RSS", "ort": "ONNX Runtime", "id": "id",
-          "onnx": "ONNX", "sqnr": "SQNR", "db": "(dB)", "num": "number of", "qdq": "QDQ"}
+_WORDS = {
+    "gib": "(GiB)",
+    "mib": "(MiB)",
+    "npu": "NPU",
+    "cpu": "CPU",
+    "gpu": "GPU",
+    "macs": "MACs",
+    "pct": "%",
+    "ms": "(ms)",
+    "s": "(s)",
+    "mb": "(MiB)",
+    "kb": "(KiB)",
+    "ips": "(inferences/s)",
+    "rss": "RSS",
+    "ort": "ONNX Runtime",
+    "id": "id",
+    "onnx": "ONNX",
+    "sqnr": "SQNR",
+    "db": "(dB)",
+    "num": "number of",
+    "qdq": "QDQ",
+}
 
 
 def label(key: str) -> str:

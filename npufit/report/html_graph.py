@@ -214,14 +214,13 @@ def _stubs(far: list[tuple[str, str, str, bool]]) -> str:
         out.append(
             f'<a class="{cls}" href="#{href}"><title>{escape(f"input {tensor} from {name}, further up")}</title>'
             f'<path class="edge{" cut" if cut else ""}" d="M{x},{-GY / 2 + 4:.0f} L{x},0" marker-end="url(#arrow)"/>'
-            f'<text class="farlabel" x="{x - 5}" y="{-6 - 12 * k}">{"✂ " if cut else ""}↑ {escape(clip_path(short, 26))}</text></a>'
+            f'<text class="farlabel" x="{x - 5}" y="{-6 - 12 * k}">'
+            f"{'✂ ' if cut else ''}↑ {escape(clip_path(short, 26))}</text></a>"
         )
     return "".join(out)
 
 
-def _box(
-    g: _Graph, n: str, bid: str, x: float, layer: int, why: dict[str, int], band_label: str, far: list
-) -> str:
+def _box(g: _Graph, n: str, bid: str, x: float, layer: int, why: dict[str, int], band_label: str, far: list) -> str:
     d, v = g.info[n], g.info[n]["verdict"]
     ms = g.members.get(n)
     dev = g.dev(n)
@@ -238,7 +237,9 @@ def _box(
     attrs = f'class="{cls}" id="{bid}" data-l="{layer}" data-x="{x:.1f}" transform="translate({x:.1f},{y:.1f})"'
     if not ms:
         name = d["name"]
-        attrs += f' data-node="{escape(name)}" data-op="{escape(d["op_type"] if v != "io" else "model " + d["op_type"])}"'
+        attrs += (
+            f' data-node="{escape(name)}" data-op="{escape(d["op_type"] if v != "io" else "model " + d["op_type"])}"'
+        )
     else:
         attrs += f' data-group="{len(ms)}"'
     if d.get("partition") is not None:
@@ -256,10 +257,13 @@ def _box(
             f'fill="{BAND.get(dev, "#9aa5b1")}" fill-opacity="{shade}"/>'
         )
         if band_label:
-            out.append(f'<text class="bandlabel" x="{-GX / 2 + 3:.0f}" y="{-GY / 2 + 14:.0f}">{escape(band_label)}</text>')
+            out.append(
+                f'<text class="bandlabel" x="{-GX / 2 + 3:.0f}" y="{-GY / 2 + 14:.0f}">{escape(band_label)}</text>'
+            )
     out.append(_stubs(far))
     out.append(
-        f'<rect class="box" width="{W}" height="{H}" rx="{17 if v == "io" else 5}" fill="{VERDICT_COLOR_HEX.get(v, "#e8ecef")}"/>'
+        f'<rect class="box" width="{W}" height="{H}" rx="{17 if v == "io" else 5}" '
+        f'fill="{VERDICT_COLOR_HEX.get(v, "#e8ecef")}"/>'
         f'<text class="op" x="{W / 2:.0f}" y="16" fill="{fg}">{escape(label)}</text>'
         f'<text class="nm" x="{W / 2:.0f}" y="31" fill="{fg}">{escape(sub)}</text>'
     )
@@ -292,7 +296,10 @@ def _render(check: dict[str, Any], gid: str, title: str, why: dict[str, int]) ->
         g.fold()
     note = ""
     if len(g.names) > MAX_BOXES:
-        note = f'<p class="note">Graph truncated: the first {MAX_BOXES:,} of {len(g.names):,} boxes are drawn; the tables list every node.</p>'
+        note = (
+            f'<p class="note">Graph truncated: the first {MAX_BOXES:,} of {len(g.names):,} boxes are drawn; '
+            "the tables list every node.</p>"
+        )
         keep = set(g.names[:MAX_BOXES])
         g.names = g.names[:MAX_BOXES]
         g.edges = [e for e in g.edges if e[0] in keep and e[1] in keep]
@@ -305,7 +312,8 @@ def _render(check: dict[str, Any], gid: str, title: str, why: dict[str, int]) ->
     where.update({m: f"{ids[n]}-{k}" for n, ms in g.members.items() for k, m in enumerate(ms)})
     top = {n: PAD + layer[n] * (H + GY) for n in g.names}
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" id="{escape(gid)}" width="{width:.0f}" height="{height:.0f}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" id="{escape(gid)}" '
+        f'width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" data-w="{width:.0f}" data-geo="{W},{H},{GX},{GY},{PAD},{RH}" '
         f'role="img" aria-label="{escape(title or "model graph")}">',
         '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto">'
@@ -334,7 +342,8 @@ def _render(check: dict[str, Any], gid: str, title: str, why: dict[str, int]) ->
             data += f' data-m="{gid}-m{k}"'
             b = boundary.get(tensor, {})
             size = f", {b['bytes']:,} bytes" if isinstance(b.get("bytes"), int) else ""
-            tip = f"cut: {tensor} {shape_str(b.get('shape')) if b.get('shape') else ''}{size} ({g.dev(src)} → {g.dev(dst)})"
+            shape = shape_str(b["shape"]) if b.get("shape") else ""
+            tip = f"cut: {tensor} {shape}{size} ({g.dev(src)} → {g.dev(dst)})"
             mx, my = (pts[0][0] + pts[1][0]) / 2, (pts[0][1] + pts[1][1]) / 2
             marks.append(
                 f'<g class="cut-mark" id="{gid}-m{k}" transform="translate({mx:.1f},{my:.1f})"><circle r="9"/>'
@@ -371,7 +380,7 @@ def _panel(check: dict[str, Any], gid: str, groups: list[dict], ids: dict[str, s
         head = (
             f'<p class="sel-name">{escape(first)}</p><p><b>{escape(n["op_type"])}</b> · '
             f'<span class="verdict v-{escape(n["verdict"])}">{escape(VERDICT_WORDS[n["verdict"]])}</span>'
-            + (f' · partition {escape(str(n["partition"]))}' if n.get("partition") is not None else "")
+            + (f" · partition {escape(str(n['partition']))}" if n.get("partition") is not None else "")
             + "</p>"
         )
     else:
@@ -380,7 +389,8 @@ def _panel(check: dict[str, Any], gid: str, groups: list[dict], ids: dict[str, s
     grp_of = {name: grp["key"] for grp in groups for name in grp["nodes"]}
     blocks = "".join(
         f'<div class="why-block" data-r="{grp["key"]}"{"" if first and grp_of[first] == grp["key"] else " hidden"}>'
-        f"<h5>Why</h5>{why_html(grp)}" + (f"<h5>How to fix</h5>{fix_html(grp, tgt, model)}" if grp["fixes"] or grp["rules"] else "")
+        f"<h5>Why</h5>{why_html(grp)}"
+        + (f"<h5>How to fix</h5>{fix_html(grp, tgt, model)}" if grp["fixes"] or grp["rules"] else "")
         + "</div>"
         for grp in groups
     )
@@ -420,7 +430,11 @@ def graph_view(check: dict[str, Any], gid: str, title: str = "") -> tuple[str, d
         + button("100", ' class="zlabel" title="actual size"', "100%")
         + button("in", ' title="zoom in"', "+")
         + button("fit", "", "whole graph")
-        + (button("open-all", "", "open all chains") + button("close-all", "", "fold chains") if " group" in svg else "")
+        + (
+            button("open-all", "", "open all chains") + button("close-all", "", "fold chains")
+            if " group" in svg
+            else ""
+        )
         + "</div>"
     )
     return (

@@ -215,7 +215,13 @@ def _overview(r: Results) -> str:
     if stopped:
         out.append("<h3>Why some branches stopped</h3>")
         grouped = collapse_rows(
-            [((c["step"], c["target"] or c["runtime"] or "-", c["action"], c.get("message") or ""), c["model"] or "-") for c in stopped]
+            [
+                (
+                    (c["step"], c["target"] or c["runtime"] or "-", c["action"], c.get("message") or ""),
+                    c["model"] or "-",
+                )
+                for c in stopped
+            ]
         )
         out.append(
             table(
@@ -287,12 +293,13 @@ def _training(r: Results) -> str:
         return ""
     ds = (r.json(f"train/{cfg['models'][0]['name']}", "history") or {}).get("dataset", {})
     src = ds.get("source", {})
+    origin = src.get("path") or f"{src.get('length', '')} steps, seed {src.get('seed', '')}"
     desc = (
         (
-            f'<p class="note">Data: {esc(src.get("kind", ""))} ({esc(src.get("path") or str(src.get("length", "")) + " steps, seed " + str(src.get("seed", "")))}), '
-            f"{len(ds.get('features', []))} sensors, forecasting {esc(ds.get('target'))} {esc(ds.get('horizon'))} step(s) ahead from "
-            f"{esc(ds.get('seq_len'))}-step windows; {esc(ds.get('train_windows'))} train / {esc(ds.get('val_windows'))} validation windows. "
-            "Baseline = predicting the last observed value.</p>"
+            f'<p class="note">Data: {esc(src.get("kind", ""))} ({esc(origin)}), '
+            f"{len(ds.get('features', []))} sensors, forecasting {esc(ds.get('target'))} {esc(ds.get('horizon'))} "
+            f"step(s) ahead from {esc(ds.get('seq_len'))}-step windows; {esc(ds.get('train_windows'))} train / "
+            f"{esc(ds.get('val_windows'))} validation windows. Baseline = predicting the last observed value.</p>"
         )
         if ds
         else ""
@@ -321,7 +328,9 @@ def _split_part(r: Results, mo: str, t: str) -> str:
         head
         + split_summary(rep)
         + split_verification(rep)
-        + f"<details><summary>candidate cuts ({len(rep.get('candidates', []))})</summary>{split_candidates(rep)}</details>"
+        + f"<details><summary>candidate cuts ({len(rep.get('candidates', []))})</summary>"
+        + split_candidates(rep)
+        + "</details>"
     )
 
 
@@ -422,8 +431,8 @@ def _compile_table(r: Results) -> str:
     if not rows:
         return ""
     return (
-        '<section id="compile"><h2>Compile time and memory</h2><p class="note">Wall time and peak resident memory of the '
-        "compiler (npufit + child processes, sampled every 50 ms) per model and target.</p>"
+        '<section id="compile"><h2>Compile time and memory</h2><p class="note">Wall time and peak resident memory '
+        "of the compiler (npufit + child processes, sampled every 50 ms) per model and target.</p>"
         + table(["model", "target", "model size", "compile time", "peak memory", "status"], rows, num_cols=(2, 3, 4))
         + "</section>"
     )
@@ -445,10 +454,20 @@ def _bench(r: Results) -> str:
         if res.throughput_ips is not None:
             tput.append((label, res.throughput_ips))
         rows.append(
-            [esc(c["model"]), esc(c["runtime"]), _status(c), num(res.p50_ms), num(res.throughput_ips), more(c.get("message") or "") if c["action"] != "ran" else ""]
+            [
+                esc(c["model"]),
+                esc(c["runtime"]),
+                _status(c),
+                num(res.p50_ms),
+                num(res.throughput_ips),
+                more(c.get("message") or "") if c["action"] != "ran" else "",
+            ]
         )
         for one in (rep or {}).get("results", [])[:1]:
-            extra.append(f"<details><summary>{esc(label)}: measurement details</summary>{fields_html(one, ('stages', 'details'))}</details>")
+            extra.append(
+                f"<details><summary>{esc(label)}: measurement details</summary>"
+                f"{fields_html(one, ('stages', 'details'))}</details>"
+            )
         folder = r._inside(c["folder"])
         for png in sorted(folder.glob("*.png")) if folder and folder.is_dir() else []:
             uri = r.embed(png, "image/png")
@@ -458,7 +477,11 @@ def _bench(r: Results) -> str:
         rows.append([times(models), esc(runtime), _status({"action": action, "message": msg}), "-", "-", more(msg)])
     return (
         '<section id="bench"><h2>Benchmarks</h2>'
-        + table(["model", "runtime", "status", "latency p50 (ms)", "throughput (inferences/s)", "note"], rows, num_cols=(3, 4))
+        + table(
+            ["model", "runtime", "status", "latency p50 (ms)", "throughput (inferences/s)", "note"],
+            rows,
+            num_cols=(3, 4),
+        )
         + '<div class="grid2">'
         + bar_chart(lat, "ms", "latency (lower is better)")
         + bar_chart(tput, "inferences/s", "throughput (higher is better)")
@@ -483,7 +506,8 @@ def render_results_html(root: Path) -> str:
 def _render(r: Results) -> str:
     cfg, m = r.manifest["config"], r.manifest
     sub = (
-        f"pipeline <b>{esc(cfg['name'])}</b> · {escape(m.get('started', ''))} · {m['seconds']:.1f} s · npufit {esc(m.get('npufit_version'))}"
+        f"pipeline <b>{esc(cfg['name'])}</b> · {escape(m.get('started', ''))} · {m['seconds']:.1f} s "
+        f"· npufit {esc(m.get('npufit_version'))}"
         f' · <span class="note">{esc(cfg["path"])}</span>'
     )
     nav = [

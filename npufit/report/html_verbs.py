@@ -33,7 +33,13 @@ def _verification_table(v: dict[str, Any]) -> str:
     """Per output: the largest absolute and relative differences under each ONNX Runtime setting checked."""
     opt = (v.get("optimized") or {}).get("per_output", {})
     rows_ = [
-        [esc(k), num(d.get("max_abs")), num(d.get("max_rel")), num(opt.get(k, {}).get("max_abs")), num(opt.get(k, {}).get("max_rel"))]
+        [
+            esc(k),
+            num(d.get("max_abs")),
+            num(d.get("max_rel")),
+            num(opt.get(k, {}).get("max_abs")),
+            num(opt.get(k, {}).get("max_rel")),
+        ]
         for k, d in v.get("per_output", {}).items()
     ]
     return '<p class="note">Largest difference between the stages run in a chain and the original model:</p>' + table(
@@ -61,7 +67,10 @@ def split_summary(d: dict[str, Any]) -> str:
                 ("stages", f"{len(stages)} ({n_npu} NPU, {len(stages) - n_npu} host)"),
                 ("MACs on the NPU", f"{pct:.1f}%" if isinstance(pct, (int, float)) else "-"),
                 ("estimated latency", num(cost.get("est_ms"), "ms")),
-                ("tensors crossing NPU ↔ host", f"{cost.get('boundaries', 0):,} ({human_bytes(cost.get('bytes_crossing'))})"),
+                (
+                    "tensors crossing NPU ↔ host",
+                    f"{cost.get('boundaries', 0):,} ({human_bytes(cost.get('bytes_crossing'))})",
+                ),
                 ("verified", ("outputs match" if v["equivalent"] else "outputs differ") if v else "not verified"),
             ]
         )
@@ -115,7 +124,9 @@ def split_verification(d: dict[str, Any], sentence: str = "") -> str:
     v = d.get("plan", {}).get("verification")
     if not v:
         return ""
-    return (f'<p class="{"ok" if v["equivalent"] else "warn"}">{esc(sentence)}</p>' if sentence else "") + _verification_table(v)
+    return (
+        f'<p class="{"ok" if v["equivalent"] else "warn"}">{esc(sentence)}</p>' if sentence else ""
+    ) + _verification_table(v)
 
 
 def render_split_html(
@@ -135,12 +146,17 @@ def render_split_html(
     body = '<section id="summary"><h2>The plan</h2>' + split_summary(d) + "</section>"
     if stage_view is not None:
         body += (
-            '<section id="graph"><h2>Graph by stage <span class="note">(✂ marks the tensors that cross NPU ↔ host)</span></h2>'
+            '<section id="graph"><h2>Graph by stage '
+            '<span class="note">(✂ marks the tensors that cross NPU ↔ host)</span></h2>'
             + graph_block(stage_view, "split")[0]
             + "</section>"
         )
     if plan.get("verification"):
-        body += '<section id="verification"><h2>Verification</h2>' + split_verification(d, verification[0] if verification else "") + "</section>"
+        body += (
+            '<section id="verification"><h2>Verification</h2>'
+            + split_verification(d, verification[0] if verification else "")
+            + "</section>"
+        )
     if d.get("candidates"):
         body += '<section id="candidates"><h2>Candidate cuts</h2>' + split_candidates(d, select_with) + "</section>"
     details = [
@@ -158,11 +174,14 @@ def render_split_html(
                 details.append((f"{s.get('name')}: {label(k)} ({vendor})", f"<code>{esc(cmd)}</code>"))
     body += '<section id="plan"><h2>Plan details</h2>' + kv_table(details)
     if plan.get("warnings"):
-        body += "<h3>Warnings</h3><ul>" + "".join(f'<li class="warn">{more(w)}</li>' for w in plan["warnings"]) + "</ul>"
+        body += (
+            "<h3>Warnings</h3><ul>" + "".join(f'<li class="warn">{more(w)}</li>' for w in plan["warnings"]) + "</ul>"
+        )
     body += "</section>"
     return page(
         f"npufit split: {src.get('file', '')} → {tgt.get('name', '')}",
-        f"{esc(src.get('file', ''))} · target {esc(tgt.get('title') or tgt.get('name', ''))} · mode {esc(plan.get('mode', ''))}",
+        f"{esc(src.get('file', ''))} · target {esc(tgt.get('title') or tgt.get('name', ''))} "
+        f"· mode {esc(plan.get('mode', ''))}",
         body,
     )
 
@@ -178,7 +197,9 @@ def collapse_rows(items: list[tuple[tuple, str]]) -> list[tuple[tuple, list[str]
 
 def times(names: list[str]) -> str:
     """`a` or `a, b × 2` for the name column of a collapsed row."""
-    return esc(", ".join(dict.fromkeys(names))) + (f' <span class="times">× {len(names)}</span>' if len(names) > 1 else "")
+    return esc(", ".join(dict.fromkeys(names))) + (
+        f' <span class="times">× {len(names)}</span>' if len(names) > 1 else ""
+    )
 
 
 def render_bench_html(d: dict[str, Any]) -> str:
@@ -204,11 +225,25 @@ def render_bench_html(d: dict[str, Any]) -> str:
             ]
         )
     for (status, reason), names in collapse_rows(other):
-        rows_.append([times(names), f'<span class="st-{esc(status)}">{esc(status)}</span>', "", *["-"] * 7, more(reason, 160)])
+        rows_.append(
+            [times(names), f'<span class="st-{esc(status)}">{esc(status)}</span>', "", *["-"] * 7, more(reason, 160)]
+        )
     body = (
         '<section id="results"><h2>Latency and throughput</h2>'
         + table(
-            ["runtime", "status", "what the time includes", "p50 ms", "p90 ms", "p99 ms", "mean ms", "max ms", "inferences/s", "first call ms", "note"],
+            [
+                "runtime",
+                "status",
+                "what the time includes",
+                "p50 ms",
+                "p90 ms",
+                "p99 ms",
+                "mean ms",
+                "max ms",
+                "inferences/s",
+                "first call ms",
+                "note",
+            ],
             rows_,
             num_cols=range(3, 10),
         )
@@ -221,7 +256,9 @@ def render_bench_html(d: dict[str, Any]) -> str:
     if d.get("inputs"):
         body += f"<p>Inputs: {esc(d['inputs'])}</p>"
     body += "</section>"
-    warns = list(d.get("warnings", [])) + [f"{r.get('runtime')}: {w}" for r in d.get("results", []) for w in r.get("warnings", [])]
+    warns = list(d.get("warnings", [])) + [
+        f"{r.get('runtime')}: {w}" for r in d.get("results", []) for w in r.get("warnings", [])
+    ]
     if warns:
         body += "<section><h2>Warnings</h2><ul>" + "".join(f"<li>{more(w)}</li>" for w in warns) + "</ul></section>"
     body += environment_section(d.get("environment") or {})
