@@ -176,3 +176,43 @@ def test_graph_view_ids_are_unique_per_graph(yolo):
     assert set(ids_a.values()).isdisjoint(ids_b.values())
     assert len(re.findall(r' id="([^"]+)"', a)) == len(set(re.findall(r' id="([^"]+)"', a)))
     assert html_graph.OP_CHARS * 8 < W  # the label budget fits the box at 12 px bold
+
+
+def test_huge_graph_is_drawn_in_part_with_every_link_live(tmp_path):
+    """Past MAX_DRAWN nodes the graph stops with a note; the tables still list every problem, and no link points
+    at a node that was not drawn."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    n, nodes, x = html_graph.MAX_DRAWN + 2000, [], "x"
+    for i in range(n):
+        mod = i % 500 == 250  # Hailo-8 cannot run Mod: a problem every 500 nodes, the last ones past the cut
+        nodes.append(
+            helper.make_node(
+                "Mod" if mod else "Relu",
+                [x, "two"] if mod else [x],
+                [f"t{i}"],
+                name=f"/b{i // 100}/n{i}",
+                **({"fmod": 1} if mod else {}),
+            )
+        )
+        x = f"t{i}"
+    g = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, 4, 4, 4])],
+        [numpy_helper.from_array(np.array(2.0, np.float32), "two")],
+    )
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "chain.onnx"))
+    page = tmp_path / "check.html"
+    assert main(["check", str(tmp_path / "chain.onnx"), "-t", "hailo8", "--format", "html", "-o", str(page)]) == 0
+    html = page.read_text()
+    assert "Graph truncated" in html
+    drawn = set(re.findall(r'data-node="([^"]+)"', html))
+    assert html_graph.MAX_DRAWN - FOLD_MAX <= len(drawn) <= html_graph.MAX_DRAWN
+    ids = set(re.findall(r' id="([^"]+)"', html))
+    assert set(re.findall(r'href="#(g-check-[^"]+)"', html)) <= ids
+    problems = [f"/b{i // 100}/n{i}" for i in range(n) if i % 500 == 250]
+    table = html[html.index('id="fail-check"') :]
+    assert all(p in table for p in problems)  # every one listed, the drawn ones as links

@@ -17,7 +17,7 @@ in place into the list of its nodes; the layers below move down (the JS re-lays 
 from __future__ import annotations
 
 from html import escape
-from typing import Any
+from typing import Any, Sequence
 
 from .html_reasons import OFF_NPU, VERDICT_WORDS, fix_html, problem_groups, why_html
 from .style import VERDICT_COLOR_HEX, clip_path, clip_words, shape_str
@@ -30,7 +30,7 @@ FANOUT = 4  # a producer read by this many boxes or more: its readers are laid o
 LONG_SPAN = 8  # an edge across more layers is drawn as a labelled stub at its consumer ("↑ from …"), not routed
 FOLD_MIN_NODES = 60  # fold chains from this many running nodes on
 FOLD_MAX = 40  # nodes in one folded box: an opened box stays a readable list
-MAX_BOXES = 5000  # drawn after folding; beyond, the tables still list every node
+MAX_DRAWN = 6000  # nodes drawn (as boxes or rows of folded boxes); beyond, the tables still list every node
 PANEL_LIST_MAX = 300  # problem links in the side panel; the table below lists them all
 _WORST = {"io": 0, "npu": 1, "folded": 1, "cpu": 2, "unsupported": 3}
 
@@ -179,7 +179,7 @@ def _layout(g: _Graph) -> tuple[dict[str, int], dict[str, float], dict[tuple[str
     return depth, x, {e: [x[s] for s in chain] for e, chain in dummies.items()}, width
 
 
-def _path(pts: list[tuple[float, float]]) -> str:
+def _path(pts: Sequence[tuple[float, float]]) -> str:
     """Between layers a smooth S, through a placeholder straight down the gap (html_assets.GRAPH_JS redraws the
     same curve after a folded box opens)."""
     d = f"M{pts[0][0]:.1f},{pts[0][1]:.1f}"
@@ -202,7 +202,10 @@ def _ops_label(ops: list[str]) -> str:
     return clip_words(ops[0], OP_CHARS - 3) + f" +{len(ops) - 1}"
 
 
-def _stubs(far: list[tuple[str, str, str, bool]]) -> str:
+Far = tuple[str, str, str, str, bool]  # (link target id, producer name, producer op, tensor, crosses NPU <-> host)
+
+
+def _stubs(far: list[Far]) -> str:
     """Inputs from far above (an edge across more than LONG_SPAN layers): a short arrow into the box with the
     producer's name, a link to it."""
     out = []
@@ -220,7 +223,9 @@ def _stubs(far: list[tuple[str, str, str, bool]]) -> str:
     return "".join(out)
 
 
-def _box(g: _Graph, n: str, bid: str, x: float, layer: int, why: dict[str, int], band_label: str, far: list) -> str:
+def _box(
+    g: _Graph, n: str, bid: str, x: float, layer: int, why: dict[str, int], band_label: str, far: list[Far]
+) -> str:
     d, v = g.info[n], g.info[n]["verdict"]
     ms = g.members.get(n)
     dev = g.dev(n)
@@ -294,14 +299,19 @@ def _render(check: dict[str, Any], gid: str, title: str, why: dict[str, int]) ->
     g = _Graph(check, nodes)
     if len(nodes) >= FOLD_MIN_NODES:
         g.fold()
-    note = ""
-    if len(g.names) > MAX_BOXES:
+    note, drawn, cut = "", 0, len(g.names)
+    for i, n in enumerate(g.names):
+        drawn += len(g.members.get(n, ())) or 1
+        if drawn > MAX_DRAWN:
+            cut = i
+            break
+    if cut < len(g.names):
         note = (
-            f'<p class="note">Graph truncated: the first {MAX_BOXES:,} of {len(g.names):,} boxes are drawn; '
-            "the tables list every node.</p>"
+            f'<p class="note">Graph truncated: the first {cut:,} of {len(g.names):,} boxes are drawn '
+            f"({MAX_DRAWN:,} nodes); the tables list every node.</p>"
         )
-        keep = set(g.names[:MAX_BOXES])
-        g.names = g.names[:MAX_BOXES]
+        keep = set(g.names[:cut])
+        g.names = g.names[:cut]
         g.edges = [e for e in g.edges if e[0] in keep and e[1] in keep]
         g.preds = {n: [p for p in g.preds[n] if p in keep] for n in g.names}
         g.succs = {n: [s for s in g.succs[n] if s in keep] for n in g.names}
@@ -309,7 +319,7 @@ def _render(check: dict[str, Any], gid: str, title: str, why: dict[str, int]) ->
     height = (max(layer.values(), default=0) + 1) * (H + GY) - GY + 2 * PAD
     ids = {n: f"{gid}-b{i}" for i, n in enumerate(g.names)}
     where = {g.info[n]["name"]: ids[n] for n in g.names if n not in g.members and g.info[n]["verdict"] != "io"}
-    where.update({m: f"{ids[n]}-{k}" for n, ms in g.members.items() for k, m in enumerate(ms)})
+    where.update({m: f"{ids[n]}-{k}" for n in g.names for k, m in enumerate(g.members.get(n, ()))})
     top = {n: PAD + layer[n] * (H + GY) for n in g.names}
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" id="{escape(gid)}" '
@@ -321,7 +331,7 @@ def _render(check: dict[str, Any], gid: str, title: str, why: dict[str, int]) ->
     ]
     boundary = {b["tensor"]: b for b in check.get("boundaries", [])}
     marks = []
-    far: dict[str, list] = {}
+    far: dict[str, list[Far]] = {}
     for k, (src, dst, tensor) in enumerate(g.edges):
         is_cut = g.dev(src) is not None and g.dev(dst) is not None and g.dev(src) != g.dev(dst)
         if layer[dst] - layer[src] - 1 > LONG_SPAN:

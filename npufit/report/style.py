@@ -10,7 +10,7 @@ VERDICT_MARK = {"npu": "✅", "cpu": "🟡", "unsupported": "❌", "folded": "·
 VERDICT_COLOR_HEX = {"npu": "#2e9d57", "cpu": "#d9a400", "unsupported": "#d64545", "folded": "#9aa0a6"}
 
 
-def human_bytes(n: int | None) -> str:
+def human_bytes(n: int | float | None) -> str:
     if n is None:
         return "?"
     for unit in ("B", "KiB", "MiB", "GiB"):
