@@ -23,7 +23,7 @@ from .html_reasons import OFF_NPU, VERDICT_WORDS, fix_html, problem_groups, why_
 from .style import VERDICT_COLOR_HEX, clip_path, clip_words, shape_str
 
 W, H, GX, GY, PAD, DW, RH = 176, 38, 18, 46, 24, 10, 17  # box, gaps, margin, placeholder width, member row height
-OP_CHARS, NAME_CHARS, ROW_CHARS = 20, 27, 27  # what fits a box at 12 px bold / 10 px (DejaVu Sans widths)
+OP_CHARS, NAME_CHARS, ROW_CHARS, STUB_CHARS = 20, 27, 27, 22  # what fits a box at 12 px bold / 10 px (DejaVu Sans widths)
 TEXT_ON = {"npu": "#ffffff", "unsupported": "#ffffff", "cpu": "#1d1d1d", "folded": "#1d1d1d", "io": "#1d1d1d"}
 BAND = {"npu": "#2e9d57", "host": "#d9a400"}
 FANOUT = 4  # a producer read by this many boxes or more: its readers are laid out by their consumers
@@ -211,14 +211,14 @@ def _stubs(far: list[Far]) -> str:
     out = []
     for k, (href, name, op, tensor, cut) in enumerate(far[:3]):
         x = W - 14 - 10 * k
-        head = name.rpartition("/")[0]  # exporters name a node scope/Op: the scope says more ("…/final_layer_norm")
-        short = head if head and op else name
+        head = name.rpartition("/")[0]  # exporters name a node scope/Op: a long one is known by its scope
+        short = head if head and op and len(name) > STUB_CHARS else name  # "…/layers.29/final_layer_norm"
         cls = "far cut" if cut else "far"
         out.append(
             f'<a class="{cls}" href="#{href}"><title>{escape(f"input {tensor} from {name}, further up")}</title>'
             f'<path class="edge{" cut" if cut else ""}" d="M{x},{-GY / 2 + 4:.0f} L{x},0" marker-end="url(#arrow)"/>'
             f'<text class="farlabel" x="{x - 5}" y="{-6 - 12 * k}">'
-            f"{'✂ ' if cut else ''}↑ {escape(clip_path(short, 26))}</text></a>"
+            f"{'✂ ' if cut else ''}↑ {escape(clip_path(short, STUB_CHARS))}</text></a>"
         )
     return "".join(out)
 
