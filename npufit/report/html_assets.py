@@ -88,6 +88,7 @@ function npufitGraph(view){
  var svg=view.querySelector('svg.graph'),box=view.querySelector('.graphbox'),panel=view.querySelector('.gpanel');
  if(!svg)return null;
  var g=svg.dataset.geo.split(',').map(Number),W=g[0],H=g[1],GX=g[2],GY=g[3],PAD=g[4],RH=g[5];
+ var words=JSON.parse(panel.dataset.verdicts||'{}');
  var VW=+svg.dataset.w,VH=+svg.getAttribute('height'),scale=1,cur=null,top=[],lh=[];
  var boxes=[].slice.call(svg.querySelectorAll('g.node')),edges=[].slice.call(svg.querySelectorAll('path.edge[data-s]'));
  var byId={};boxes.forEach(function(b){byId[b.id]=b;});
@@ -132,9 +133,7 @@ function npufitGraph(view){
   else{sel.appendChild(line('sel-name',el.dataset.node));
    var p=document.createElement('p'),b=document.createElement('b');b.textContent=el.dataset.op;p.appendChild(b);
    if(v&&v!=='io'){var s=document.createElement('span');s.className='verdict v-'+v;
-    s.textContent=' · '+({
- npu:'runs on the NPU',cpu:'falls back to the host CPU',unsupported:'unsupported: cut away or rewrite'}[v]||v);
- p.appendChild(s);}
+    s.textContent=' · '+(words[v]||v);p.appendChild(s);}
    if(el.dataset.shape)p.appendChild(document.createTextNode(' '+el.dataset.shape));
    if(o.dataset.p!==undefined)
     p.appendChild(document.createTextNode(' · partition '+o.dataset.p+(o.dataset.dev==='host'?' (host)':'')));

@@ -2,11 +2,13 @@
 (readable in a screenshot or on a tablet, no hover needed), a problem list with jump links, search, zoom, and a
 little JS (html_assets.GRAPH_JS) that opens on the first off-NPU node at 100 % (labels of 10 px and more).
 
-Layout (no JS library, no Graphviz): a box's layer is its longest-path depth; an edge that skips layers gets a thin
-placeholder in each layer it crosses (Sugiyama's dummy nodes), so it is routed through the gaps instead of across
-the boxes; within a layer, boxes are ordered by the mean position of their neighbours (barycenter sweeps). Each
-partition is a tinted band behind its boxes. Folded nodes (constants, shape arithmetic) are left out: no device
-runs them. Edges where execution moves between the NPU and the host are red and dashed with a scissors mark.
+Layout (no JS library, no Graphviz): a box's layer is its longest-path depth (a reader of a broadcast tensor moves
+down next to its own consumer: FANOUT); an edge that skips up to LONG_SPAN layers gets a thin placeholder in each
+layer it crosses (Sugiyama's dummy nodes), so it is routed through the gaps instead of across the boxes, a longer
+one is a labelled stub at its consumer; within a layer, boxes are ordered by the mean position of their neighbours
+(barycenter sweeps). Each partition is a tinted band behind its boxes. Folded nodes (constants, shape arithmetic)
+are left out: no device runs them. Edges where execution moves between the NPU and the host are red and dashed with
+a scissors mark.
 
 Chains: on graphs of FOLD_MIN_NODES running nodes or more, runs of NPU nodes of one partition are folded into one
 box (a straight chain, and a side node whose producer also feeds its consumer, as the Sigmoid of a SiLU): a
@@ -16,6 +18,7 @@ in place into the list of its nodes; the layers below move down (the JS re-lays 
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any, Sequence
 
@@ -23,7 +26,12 @@ from .html_reasons import OFF_NPU, VERDICT_WORDS, fix_html, problem_groups, why_
 from .style import VERDICT_COLOR_HEX, clip_path, clip_words, shape_str
 
 W, H, GX, GY, PAD, DW, RH = 176, 38, 18, 46, 24, 10, 17  # box, gaps, margin, placeholder width, member row height
-OP_CHARS, NAME_CHARS, ROW_CHARS, STUB_CHARS = 20, 27, 27, 22  # what fits a box at 12 px bold / 10 px (DejaVu Sans widths)
+OP_CHARS, NAME_CHARS, ROW_CHARS, STUB_CHARS = (
+    20,
+    27,
+    27,
+    22,
+)  # what fits a box at 12 px bold / 10 px (DejaVu Sans widths)
 TEXT_ON = {"npu": "#ffffff", "unsupported": "#ffffff", "cpu": "#1d1d1d", "folded": "#1d1d1d", "io": "#1d1d1d"}
 BAND = {"npu": "#2e9d57", "host": "#d9a400"}
 FANOUT = 4  # a producer read by this many boxes or more: its readers are laid out by their consumers
@@ -32,7 +40,6 @@ FOLD_MIN_NODES = 60  # fold chains from this many running nodes on
 FOLD_MAX = 40  # nodes in one folded box: an opened box stays a readable list
 MAX_DRAWN = 6000  # nodes drawn (as boxes or rows of folded boxes); beyond, the tables still list every node
 PANEL_LIST_MAX = 300  # problem links in the side panel; the table below lists them all
-_WORST = {"io": 0, "npu": 1, "folded": 1, "cpu": 2, "unsupported": 3}
 
 
 class _Graph:
@@ -418,7 +425,9 @@ def _panel(check: dict[str, Any], gid: str, groups: list[dict], ids: dict[str, s
         else ""
     )
     return (
-        f'<aside class="gpanel" id="{gid}-panel" aria-live="polite"><div class="sel">{head}</div>'
+        f'<aside class="gpanel" id="{gid}-panel" aria-live="polite" '
+        f'data-verdicts="{escape(json.dumps(VERDICT_WORDS))}">'
+        f'<div class="sel">{head}</div>'
         f'<div class="sel-extra"></div>{blocks}{plist}</aside>'
     )
 
