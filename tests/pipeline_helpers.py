@@ -14,7 +14,7 @@ models:
   - {{name: gru, arch: gru, hidden: {gru_hidden}}}
   - {{name: tcn, arch: tcn, hidden: {tcn_hidden}}}
 {extra_models}targets: [{targets}]
-runtimes: [ort-cpu]
+runtimes: [{runtimes}]
 steps:
   train: {{epochs: 1, max_windows: 32}}
   export: {{}}
@@ -24,10 +24,10 @@ steps:
 
 
 def write_tiny(folder: Path, gru_hidden: int = 4, tcn_hidden: int = 4, extra_models: str = "", targets: str = "hailo8",
-               extra_steps: str = "  bench: {iterations: 5, warmup: 1}\n") -> Path:
+               extra_steps: str = "  bench: {iterations: 5, warmup: 1}\n", runtimes: str = "ort-cpu") -> Path:
     p = folder / "tiny.yaml"
     p.write_text(TINY.format(gru_hidden=gru_hidden, tcn_hidden=tcn_hidden, extra_models=extra_models, targets=targets,
-                             extra_steps=extra_steps))
+                             extra_steps=extra_steps, runtimes=runtimes))
     return p
 
 

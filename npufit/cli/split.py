@@ -107,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "html":
         from ..report.html_verbs import render_split_html
 
-        emit(render_split_html(res.to_dict(), res.stage_view(), res.verification_view()), args.output)
+        emit(
+            render_split_html(res.to_dict(), res.stage_view(), res.verification_view(), res.select_view()), args.output
+        )
     else:
         emit(res.render(args.format), args.output)
     v = res.plan.verification

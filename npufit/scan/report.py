@@ -169,6 +169,7 @@ class ScanReport:
 
     def _html(self) -> str:
         from ..report.html import badge, cards, esc, page, table
+        from ..report.html_reasons import more
 
         s = self.summary()
         body = cards(
@@ -190,7 +191,8 @@ class ScanReport:
                 )
                 + " "
                 + esc(r["status"]),
-                *(esc(c) for c in self._cells(r)[2:]),
+                *(esc(c) for c in self._cells(r)[2:-1]),
+                more(r["error"], 80) if r["status"] != "ok" else esc(self._cells(r)[-1]),
             ]
             for r in self.rows
         ]

@@ -124,6 +124,10 @@ class SplitResult:
         v = self.plan.verification
         return None if v is None else (verification_sentence(v), verification_rows(v))
 
+    def select_view(self) -> list[str]:
+        """Per listed candidate (to_dict's order), the CLI options that pick it again."""
+        return [how_to_select(c) for c in self.candidates[: max(self.top, 1)]]
+
     def to_dict(self) -> dict:
         return {
             "schema": SPLIT_SCHEMA,
