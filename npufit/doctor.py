@@ -141,8 +141,3 @@ def diagnose() -> DoctorReport:
         rep.runtimes = [_pkg("OpenVINO", "openvino", "bench --runtime openvino", "pip install openvino")]
     rep.runtimes.append(_nvidia())
     return rep
-
-
-from .util.callable_module import make_callable  # noqa: E402  (after diagnose is defined)
-
-make_callable(__name__, diagnose)  # npufit.doctor() == npufit doctor

@@ -7,7 +7,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check import check
+from npufit import check
 from npufit.graph import NodeView, TensorInfo, facts, load, quant
 from npufit.targets import common, ethos_u_rules, tflite_map as tm
 from tests.onnx_builders import branchy_model, conv_weight, model, vi

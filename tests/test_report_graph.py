@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check import check
+from npufit import check
 from npufit.report.html_graph import graph_svg, graph_views
 
 from .test_report_html import _chromium

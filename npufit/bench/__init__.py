@@ -125,8 +125,3 @@ def compare(files: list[str | os.PathLike], baseline: str | None = None, plot: s
     from .comparison import compare_results
 
     return compare_results(files, baseline=baseline, plot=plot)
-
-
-from ..util.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, bench)  # npufit.bench(...) works even once this package is imported

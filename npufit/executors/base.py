@@ -13,8 +13,6 @@ from typing import Any
 
 from ..errors import NpufitError
 
-EXECUTORS = ("inprocess", "pool", "ray")
-
 # Vendor compilers that run in their own environment (not pip-installable beside npufit): on Ray, a task that
 # drives one carries this resource tag and only lands on a node started with it (ray start --resources).
 COMPILER_RESOURCES = {"rknn": "rknn", "hailo": "hailo_dfc", "ethos-n": "ethos_n"}

@@ -16,6 +16,7 @@ from ..graph.onnx_prepare import prepare_onnx
 from ..targets import get_profile
 from ..util.io import private_tempdir
 from ..util.progress import track
+from ..vocab import JUDGE
 from .base import RuleContext, RuleNotApplicable
 from .registry import get_rule, rule_options, rules_for_target
 from .result import FixResult, RuleOutcome, TargetState
@@ -38,7 +39,7 @@ def fix(
     rtol: float = 1e-5,
     atol: float = 1e-6,
     approx_rtol: float = 1e-2,
-    judge: str = "auto",
+    judge: str = JUDGE,
 ) -> FixResult:
     """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified."""
     src = Path(model)
@@ -203,7 +204,7 @@ def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
     return total.max_abs, total.max_rel
 
 
-def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = "auto"):
+def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = JUDGE):
     from ..check import check_graph
     from ..graph.onnx_loader import graph_from
 
