@@ -120,9 +120,9 @@ def run_export(ctx: StepContext) -> Outcome:
         )
         export(module, out, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
         note = f"opset {ctx.settings['opset']}" + ("" if weights else " (untrained weights: no train step)")
-    from ..graph.onnx_prepare import prepare_onnx
+    from ..graph.onnx_prepare import read_onnx
 
-    m = prepare_onnx(out, infer=False).model  # a broken file fails here, with the loader's clear message
+    m = read_onnx(out).model  # a broken file fails here, with the loader's clear message
     return Outcome({"model": "model.onnx"}, ExportStepResult(nodes=len(m.graph.node), bytes=out.stat().st_size), note)
 
 
@@ -266,9 +266,9 @@ def run_split(ctx: StepContext) -> Outcome:
 
 
 def _npu_stage(plan_dir: Path) -> Path | None:
-    from ..split.plan import load_plan
+    from ..split.plan import PLAN_FILE, load_plan
 
-    if not (plan_dir / "plan.json").is_file():
+    if not (plan_dir / PLAN_FILE).is_file():
         return None
     for st in load_plan(plan_dir).stages:  # schema-checked, stage files inside the plan folder
         if st.device == "npu":
@@ -356,6 +356,7 @@ CALIBRATION_INPUT = {"npy-folder": "calibration_npy", "npz": "calibration"}
 
 def run_compile(ctx: StepContext) -> Outcome:
     from ..compilers import OPTION_NAMES, compile_model, compiler_for
+    from ..split.plan import PLAN_FILE
     from .measure import measure
 
     try:
@@ -388,7 +389,7 @@ def run_compile(ctx: StepContext) -> Outcome:
                 out_dir=str(ctx.folder / "out"),
                 quantize=True,
                 calibration=str(calib) if calib else None,
-                plan=str(plan / "plan.json") if plan and (plan / "plan.json").exists() else None,
+                plan=str(plan / PLAN_FILE) if plan and (plan / PLAN_FILE).exists() else None,
                 extra=s["options"],
             )
         except UnsupportedModelError as e:  # the toolchain cannot take this model: a finding, not a tool failure

@@ -16,8 +16,6 @@ from ..util.io import private_tempdir
 from .catalogue import BY_ID
 from .measure import SYMBOL
 
-PASS = {"npu"}
-
 
 def warm_up() -> None:
     """Import the heavy parts once per worker, so the first case's timeout does not pay for them."""

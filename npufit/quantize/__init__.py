@@ -105,10 +105,10 @@ def _refuse_huge_inputs(specs, input_shapes) -> None:
 
 
 def _read_model(path: Path):
-    from ..graph.onnx_prepare import prepare_onnx
+    from ..graph.onnx_prepare import read_onnx
 
     # validated, external data inside the model's folder, there and loaded: quantizing runs the model
-    return prepare_onnx(path, infer=False, weights="load", require_data=True).model
+    return read_onnx(path, external_data="loaded").model
 
 
 PER_CHANNEL_OPSET = 13  # DequantizeLinear takes `axis` (per-channel scales) from opset 13 on

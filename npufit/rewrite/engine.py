@@ -12,7 +12,7 @@ import onnx
 import onnx_ir as ir
 
 from ..errors import NpufitError
-from ..graph.onnx_prepare import prepare_onnx
+from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, strip_weights
 from ..targets import get_profile
 from ..util.io import private_tempdir
 from ..util.progress import track
@@ -46,7 +46,7 @@ def fix(
     # with external weights (rewriting and verifying need them); the shapes the verdicts are judged on are the
     # shapes written (as onnxsim's --overwrite-input-shape does): a fixed model that is judged static but written
     # dynamic would not compile as judged
-    proto = prepare_onnx(src, input_shapes=input_shapes, infer=False, weights="load", require_data=True).model
+    proto = read_onnx(src, pin_inputs(input_shapes), external_data="loaded").model
     if output is not None and not dry_run and Path(output).resolve() == src.resolve():
         raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
     profile = get_profile(target)
@@ -209,7 +209,7 @@ def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = JUDGE):
     from ..graph.onnx_loader import graph_from
 
     # verdicts need shapes, not weights: the copy judged is stripped as check strips a file's weights
-    graph = graph_from(prepare_onnx(proto, input_shapes=input_shapes, weights="strip", name="<fix>"))
+    graph = graph_from(from_proto(proto, pin_inputs(input_shapes), strip_weights, infer, name="<fix>"))
     rep = check_graph(graph, profile, judge)
     running = rep.running
     state = TargetState(
