@@ -1,12 +1,14 @@
 """The target registry: names and aliases resolve to profiles; a broken profile module is an error, not a missing target."""
 from __future__ import annotations
 
+import importlib
 import sys
 
 import pytest
 
-import npufit.targets as targets
 from npufit.errors import NpufitError
+
+targets = importlib.import_module("npufit.targets")  # the package (the attribute npufit.targets is the verb)
 
 
 def _register(monkeypatch, tmp_path, name: str, modname: str, source: str | None) -> None:
