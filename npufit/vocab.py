@@ -20,9 +20,9 @@ SPLIT_MODE = "best"
 SPLIT_MIN_NODES = 8  # segments: the smallest NPU region that becomes its own stage
 
 # The pipeline's split step differs on purpose: its branch goes on with one stage model, the plan's first NPU stage,
-# so it offers the two modes that name one, and by default cuts the NPU prefix (the model's head, the share
-# `min_npu_macs_pct` judges). Its segments mode keeps every NPU region, however small: a pipeline model is whatever
-# the YAML names, and the branch compiles the region it gets. It always passes both settings to `split`.
+# so it offers the two modes that name one and by default cuts the NPU prefix (the model's head, whose share of the
+# MACs `min_npu_macs_pct` judges); in segments mode every NPU region, however small, is a stage the branch can take.
+# The step always passes both settings to `split` (tests/test_vocab.py).
 PIPELINE_SPLIT_MODES = ("prefix", "segments")
 PIPELINE_SPLIT_MODE = "prefix"
 PIPELINE_SPLIT_MIN_NODES = 1
