@@ -12,7 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from npufit.errors import BadModelError, NpufitError
-from npufit.graph.onnx_prepare import from_proto, infer, infer_beside, infer_shapes, pin_inputs, read_onnx, strip_weights
+from npufit.graph.onnx_prepare import (from_proto, infer, infer_beside, infer_shapes, pin_inputs, read_onnx,
+                                      strip_weights)
 from tests.onnx_builders import branchy_model, model, vi
 
 PKG = Path(__file__).resolve().parents[1] / "npufit"
