@@ -137,8 +137,6 @@ def test_rknn_simulator_is_not_a_benchmark_and_status_lists_runtimes():
 
 
 def test_split_plan_benched_end_to_end_with_stage_medians(tmp_path):
-    if importlib.util.find_spec("npufit.split.chain") is None:
-        pytest.skip("npufit.split.chain is not in this build")
     src = conv_model(tmp_path / "m.onnx", batch=1, tail_op="Erf")  # Erf is host-only on Hailo: two stages
     plan = tmp_path / "plan"
     npufit.split(src, "hailo8", output_dir=plan)

@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check import check
+from npufit import check
 from npufit.cli import main
 
 

@@ -7,7 +7,8 @@ import onnx
 import pytest
 from onnx import helper
 
-from npufit.check import check, check_graph
+from npufit import check
+from npufit.check import check_graph
 from npufit.graph import load
 from npufit.targets.base import Executes, OpSupport, Profile, Rule, Verdict
 from tests.onnx_builders import branchy_model, conv_weight, model, vi

@@ -7,7 +7,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check import check
+from npufit import check
 from npufit.graph import NodeView, TensorInfo, facts, load, quant
 from npufit.targets import common, tflite_map as tm
 from npufit.targets.ethos_u import checks as ethos_u_checks

@@ -159,7 +159,7 @@ def test_relu_detector_compiles_fully_on_the_npu(tmp_path, models):
 
 @needs_lib
 def test_leaky_relu_is_supported_by_the_library_but_an_island_in_tvms_flow(tmp_path, models):
-    from npufit.check import check
+    from npufit import check
     from npufit.compilers import compile_model
 
     path = models["level2_leakyrelu"]

@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check import check
+from npufit import check
 from npufit.graph import load
 
 U55, U85 = "ethos-u55-256", "ethos-u85-256"

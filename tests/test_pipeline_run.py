@@ -9,10 +9,8 @@ import pytest
 pytest.importorskip("torch")
 
 from npufit.cli import main
-from npufit.errors import NpufitError
 from npufit.pipeline import run_pipeline
 from npufit.pipeline.measure import measure
-from npufit.pipeline.steps import library
 
 from .pipeline_helpers import conv_relu_onnx, write_tiny
 
@@ -108,13 +106,6 @@ def test_failing_step_stops_only_its_branch(tmp_path):
     assert not bad.read_bytes().startswith(b"\x08")  # the user's file was only read
     # the CLI exits 1 when a branch failed, after printing the summary with the reason
     assert main(["pipeline", "run", str(yaml_path), "--output-dir", str(tmp_path / "out"), "-q", "-f", "markdown"]) == 1
-
-
-def test_missing_library_step_fails_its_branch_clearly():
-    with pytest.raises(NpufitError, match="step 'fix' is not available in this build \\(npufit.nonexistent.fix is missing\\)"):
-        library("fix", "npufit.nonexistent", "fix")
-    with pytest.raises(NpufitError, match="not available in this build"):
-        library("fix", "npufit.check", "no_such_function")
 
 
 def test_measure_sees_wall_time_and_memory():

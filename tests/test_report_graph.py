@@ -12,7 +12,7 @@ from html import unescape
 import numpy as np
 import pytest
 
-from npufit.check import check
+from npufit import check
 from npufit.cli import main
 from npufit.report import html_graph
 from npufit.report.html_graph import FOLD_MAX, W, graph_svg, graph_view

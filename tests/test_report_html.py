@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from npufit.check import check
+from npufit import check
 from npufit.cli import main
 from npufit.report.html import render_check_html
 from npufit.report.model_explorer import node_data, write_node_data

@@ -97,7 +97,7 @@ def test_stride4_after_explicit_padding_fails_the_compile():
 
 def test_stride4_after_a_pad_op_in_tflite(tmp_path):
     """The same measurement read from a TFLite model: PAD -> VALID CONV_2D stride 4 is 'unsupported'; SAME falls back."""
-    from npufit.check import check
+    from npufit import check
 
     from .quant_builders import TinyTFLite
 
@@ -142,7 +142,7 @@ def test_model_boundary_quantize_is_removed_by_int8_io():
 
 
 def test_tflite_quantization_rules(tmp_path):
-    from npufit.check import check
+    from npufit import check
 
     from .quant_builders import TinyTFLite
 

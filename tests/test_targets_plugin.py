@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 
 import npufit.targets as targets
 from npufit import compilers, toolchains
-from npufit.check import check
+from npufit import check
 from npufit.cli import build_parser, main
 from npufit.executors import resources_for_compiler
 from npufit.probe.measure import validate_compiler

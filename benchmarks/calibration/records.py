@@ -99,7 +99,7 @@ def profile_for(target: str, held_out: str | None = None, cases: bool = True):
 
 def predict(rec: dict, model: Path, held_out: str | None = None, cases: bool = True):
     """npufit's verdict per top-level node of the recorded model, as the record's build would be judged."""
-    from npufit.check import check
+    from npufit import check
     from npufit.graph import load
 
     graph = load(model)
@@ -170,7 +170,7 @@ def case_builder(rec: dict):
 
 def case_verdicts(onnx: Path, op: str, profile, build: str) -> list[str]:
     """npufit's verdict for every top-level node of `op` in a case graph, in graph order, judged as `build`."""
-    from npufit.check import check
+    from npufit import check
     from npufit.graph import load
 
     graph = load(onnx)

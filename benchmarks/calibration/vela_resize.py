@@ -49,7 +49,7 @@ def case_name(hw, mode, align) -> str:
 
 
 def predict(onnx: Path, target: str) -> str:
-    from npufit.check import check
+    from npufit import check
 
     return next(n.verdict.value for n in check(str(onnx), target).nodes if n.op_type == "Resize")
 

@@ -59,7 +59,7 @@ def case_name(shape, perm) -> str:
 
 
 def predict(onnx: Path, target: str) -> str:
-    from npufit.check import check
+    from npufit import check
 
     rep = check(str(onnx), target)
     return next(n.verdict.value for n in rep.nodes if n.op_type == "Transpose")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..util.limits import DEFAULT_MAX_TOOL_MEMORY_MB
+from ..vocab import EXECUTOR, EXECUTORS
 from .common import add_format_option, add_input_shape_option, emit, name_arg, positive_float
 
 
@@ -79,12 +80,12 @@ def register(sub) -> None:
         help="hold npufit's check against the compiler's placement: CPU-fallback recall/precision + every disagreement",
     )
     p.add_argument("--all-nodes", action="store_true", help="list every node's placement, not only the CPU ones")
-    add_format_option(p, choices=("table", "json", "markdown"))
+    add_format_option(p)
     add_input_shape_option(p)
     p.add_argument(
         "--executor",
-        choices=("inprocess", "pool", "ray"),
-        default="pool",
+        choices=EXECUTORS,
+        default=EXECUTOR,
         help="with several models: local worker processes (default), this process, or Ray tasks (RKNN/Hailo "
         "tasks only go to nodes tagged with their env)",
     )

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..toolchains import env_specs
+from ..vocab import FORMAT, STATUS_FORMATS
 
 
 def register(sub) -> None:
@@ -31,7 +32,7 @@ def register(sub) -> None:
     )
     i.add_argument("--jobs", "-j", type=int, help="ethos-n: parallel compile jobs (default: all cores)")
     ls = s.add_parser("list", help="show every environment, installed or not, and how to install it")
-    ls.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    ls.add_argument("--format", "-f", choices=STATUS_FORMATS, default=FORMAT)
     r = s.add_parser("remove", help="delete an environment")
     r.add_argument("name")
     p.set_defaults(func=run)

@@ -95,7 +95,7 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
 
 
 def attach_comparison(result: CompileResult, model: Path, target: str, opts: CompileOptions) -> None:
-    from ..check import check
+    from ..check import predict
     from ..graph import load
     from ..targets import get_profile
     from .compare import compare_placement
@@ -110,4 +110,4 @@ def attach_comparison(result: CompileResult, model: Path, target: str, opts: Com
         return
     graph = load(result.outputs.get("checked_model", model), opts.input_shapes)
     judge = "int8" if opts.quantize else "auto"  # an int8 build is predicted as int8 on any target
-    result.comparison = compare_placement(check(graph, profile, judge=judge), result.placement, result.compiler)
+    result.comparison = compare_placement(predict(graph, profile, judge=judge), result.placement, result.compiler)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..vocab import EXECUTOR
 
 
 def compile_one(job: dict[str, Any]) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def compile_many(
     models: Sequence[str | os.PathLike],
     target: str,
     compare_prediction: bool = False,
-    executor: str = "pool",
+    executor: str = EXECUTOR,
     jobs: int | None = None,
     address: str | None = None,
     task_timeout: float | None = None,

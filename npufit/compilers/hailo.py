@@ -179,9 +179,9 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
         return _known_nodes(
             model, list(npu[0].start_node_names), list(npu[0].end_node_names), options, f"--plan {options.plan}"
         )
-    from ..check import check
+    from ..check import predict
 
-    pre = check(model, _profile_for(target), options.input_shapes).prefix
+    pre = predict(model, _profile_for(target), options.input_shapes).prefix
     if pre.get("covers_whole_model"):
         return [], []
     return list(pre.get("start_nodes", [])), list(pre.get("end_nodes", []))

@@ -14,7 +14,6 @@ from typing import Any
 from ..errors import NpufitError
 from ..toolchains import find
 
-EXECUTORS = ("inprocess", "pool", "ray")
 
 
 def resources_for_compiler(compiler: str | None) -> dict[str, float]:

@@ -20,9 +20,12 @@ from .model import Graph, NodeView, TensorInfo
 from .onnx_prepare import (
     SMALL_VALUE_ELEMS,
     PreparedOnnx,
+    infer_beside,
     infer_shapes,
     np_dtype_name,
-    prepare_onnx,
+    pin_inputs,
+    read_onnx,
+    strip_weights,
     value_types,
 )
 from .onnx_prepare import (
@@ -104,7 +107,7 @@ def _small(t: onnx.TensorProto) -> bool:
 
 
 def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
-    return graph_from(prepare_onnx(path, input_shapes=input_shapes, weights="strip", overlap=True))
+    return graph_from(read_onnx(path, pin_inputs(input_shapes), strip_weights, infer_beside))
 
 
 def graph_from(prep: PreparedOnnx, warnings: list[str] | None = None) -> Graph:
@@ -135,7 +138,7 @@ def build_graph(
 
 def _build_overlapped(prep: PreparedOnnx) -> Graph:
     """build_graph while shape inference runs in a child: nodes, initializers and the graph's maps first, then the
-    inferred types (prepare_onnx(overlap=True): a graph without subgraphs)."""
+    inferred types (the infer_beside loader: a graph without subgraphs)."""
     overlap = prep.overlap
     try:
         tensors: dict[str, TensorInfo] = {}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..vocab import EXECUTOR
 from .catalogue import BY_ID, CASES, Case, select, sweep_variants
 from .report import ProbeReport
 
@@ -32,7 +33,7 @@ def probe(
     sweep: bool = False,
     compile_options: dict[str, Any] | None = None,
     replay: str | os.PathLike | None = None,
-    executor: str = "pool",
+    executor: str = EXECUTOR,
     address: str | None = None,
 ) -> ProbeReport:
     """Run the probe suite (the library side of `npufit probe`).
@@ -177,8 +178,3 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
 
 
 __all__ = ["probe", "ProbeReport", "Case", "CASES", "BY_ID", "select", "write_outputs"]
-
-
-from ..util.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, probe)  # npufit.probe(...) works even once this package is imported

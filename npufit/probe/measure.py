@@ -27,23 +27,12 @@ SYMBOL = {
 }
 
 
-def _compilers_api():
-    try:
-        from .. import compilers
-    except ImportError:
-        return None
-    if not hasattr(compilers, "compile_model"):
-        return None
-    return compilers
-
-
 def compiler_state(name: str) -> tuple[bool, str]:
     """(installed, why not) for one compiler, from npufit.compilers.status()."""
-    api = _compilers_api()
-    if api is None:
-        return False, "npufit.compilers is not available in this installation"
+    from .. import compilers
+
     try:
-        states = api.status() if hasattr(api, "status") else {}
+        states = compilers.status()
     except Exception as e:  # a broken vendor environment must not crash the probe
         return False, f"compiler status failed ({type(e).__name__}: {e})"
     tc = toolchains.find(name)  # --compiler NAME (a Profile.compiler) is listed by its status name
@@ -76,12 +65,11 @@ def validate_compiler(name: str, profile) -> None:
 
 def measure(path: os.PathLike, target: str, compiler: str, options: dict[str, Any]) -> dict[str, Any]:
     """Compile one case; return its measured status and per-node placement (a plain dict)."""
-    api = _compilers_api()
-    if api is None:
-        return {"compiler": compiler, "status": "error", "symbol": "❌", "error": "npufit.compilers is not available"}
+    from ..compilers import compile_model
+
     with private_tempdir("probe-compile") as tmp:
         try:
-            result = api.compile_model(
+            result = compile_model(
                 str(path),
                 target,
                 out_dir=options.get("out_dir") or tmp,

@@ -18,8 +18,8 @@ from onnx import helper, numpy_helper
 from ..errors import NpufitError
 from ..graph import Graph, model_format
 from ..graph.onnx_loader import graph_from
-from ..graph.onnx_prepare import infer_shapes, prepare_onnx
-from ..graph.validate import all_tensors, external_location
+from ..graph.onnx_prepare import infer, infer_shapes, pin_inputs, read_onnx
+from ..graph.validate import all_tensors, external_location, external_span
 from .planner import GraphIndex, Stage
 from .subgraphs import outer_reads
 
@@ -35,7 +35,7 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
         raise NpufitError(f"{path}: split works on ONNX models; convert the TFLite model to ONNX first")
     # split runs the model (its data must be there) and pins only dynamic dims: a changed fixed dim would make
     # stages the original cannot match
-    prep = prepare_onnx(path, input_shapes=input_shapes, require_data=True, only_dynamic=True)
+    prep = read_onnx(path, pin_inputs(input_shapes, only_dynamic=True), infer, external_data="required")
     return prep.model, graph_from(prep, prep.shape_warnings)
 
 
@@ -229,11 +229,10 @@ class Extractor:
         return data_name, pos
 
     def _ext_span(self, t: onnx.TensorProto) -> tuple[Path, int, int]:
-        meta = {kv.key: kv.value for kv in t.external_data}
-        src = self.src_dir / meta["location"]
-        offset = int(meta.get("offset", 0))
-        length = int(meta["length"]) if "length" in meta else src.stat().st_size - offset
-        return src, offset, length
+        """The tensor's file and byte span (checked when the model was read: inside its folder, integers)."""
+        src = self.src_dir / (external_location(t) or "")
+        offset, length = external_span(t)
+        return src, offset, src.stat().st_size - offset if length is None else length
 
     def _ext_length(self, t: onnx.TensorProto) -> int:
         return self._ext_span(t)[2]

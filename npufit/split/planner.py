@@ -18,9 +18,6 @@ from ..graph import Graph
 from ..targets.base import Verdict
 from .subgraphs import outer_reads
 
-# best: the top-ranked candidate (the default); auto: `fix` first (exact rules), then best, verified against the
-# original model
-MODES = ("best", "prefix", "segments", "explicit", "auto")
 # The stated cost: a rough latency model that turns the three numbers a cut trades off (host MACs,
 # boundary tensors, bytes crossing) into one figure. The rates are assumptions for an embedded host
 # with an M.2 accelerator, not measurements; they only need to be in the right proportion.

@@ -12,11 +12,11 @@ from ..errors import NpufitError
 from ..targets.base import Profile, Verdict
 from ..toolchains import StageParser
 from ..util.io import atomic_dir, check_output_dir
+from ..vocab import JUDGE, SPLIT_MIN_NODES, SPLIT_MODE, SPLIT_MODES
 from .chain import ORT_CPU, ChainRunner
 from .extract import Extractor, load_source
 from .plan import PLAN_FILE, PlanStage, SplitPlan, legacy_plan_entries, sha256_file
 from .planner import (
-    MODES,
     Cut,
     GraphIndex,
     candidates,
@@ -35,7 +35,7 @@ def split(
     target: str = "hailo8",
     output_dir: str | os.PathLike | None = None,
     mode: str | None = None,
-    min_nodes: int = 8,
+    min_nodes: int = SPLIT_MIN_NODES,
     start_nodes: list[str] | None = None,
     end_nodes: list[str] | None = None,
     verify: bool = True,
@@ -45,7 +45,7 @@ def split(
     force: bool = False,
     input_shapes=None,
     top: int = 5,
-    judge: str = "auto",
+    judge: str = JUDGE,
     verify_against: str | os.PathLike | None = None,
 ) -> SplitResult:
     """Cut `model` into NPU and host stages for `target` and write them with plan.json to `output_dir`.
@@ -61,9 +61,9 @@ def split(
 
     t_start = time.perf_counter()
     start_nodes, end_nodes = _names(start_nodes), _names(end_nodes)
-    mode = mode or ("explicit" if (start_nodes or end_nodes) else "best")
-    if mode not in MODES:
-        raise NpufitError(f"unknown split mode '{mode}' (choose from {', '.join(MODES)})")
+    mode = mode or ("explicit" if (start_nodes or end_nodes) else SPLIT_MODE)
+    if mode not in SPLIT_MODES:
+        raise NpufitError(f"unknown split mode '{mode}' (choose from {', '.join(SPLIT_MODES)})")
     if mode == "explicit" and not (start_nodes or end_nodes):
         raise NpufitError("mode 'explicit' needs --start-nodes and/or --end-nodes (node or tensor names)")
     if mode != "explicit" and (start_nodes or end_nodes):

@@ -24,8 +24,3 @@ __all__ = [
 def targets(name: str | None = None):
     """`npufit targets [show NAME]`: every Profile, or the one named."""
     return get_profile(name) if name else [get_profile(n) for n in available_targets()]
-
-
-from ..util.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, targets)  # npufit.targets() == npufit targets

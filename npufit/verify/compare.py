@@ -14,7 +14,6 @@ import numpy as np
 from ..errors import NpufitError
 from ..util.limits import VERIFY_TIMEOUT
 
-DEFAULT_VERIFY_TIMEOUT_S = VERIFY_TIMEOUT.default
 MAX_SAMPLE_BYTES = 512 << 20  # one seeded input tensor; a 2^40-element input is refused, not allocated
 
 
