@@ -140,6 +140,9 @@ STEP_KEYS: dict[str, dict[str, Key]] = {
             _choice("prefix", "segments"), "prefix", "prefix: largest NPU-runnable prefix; segments: every NPU region"
         ),
         "min_nodes": Key(_int(1), 1, "smallest NPU region that becomes its own stage (segments mode)"),
+        "max_npu_stages": Key(
+            _int(1), None, "segments mode: keep only the N NPU regions with the most MACs (the rest on the host)"
+        ),
         "always": Key(
             _bool, False, "split even for targets whose runtime falls back to its CPU by itself (RKNN, Ethos-U)"
         ),

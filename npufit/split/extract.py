@@ -35,8 +35,26 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
         raise NpufitError(f"{path}: split works on ONNX models; convert the TFLite model to ONNX first")
     # split runs the model (its data must be there) and pins only dynamic dims: a changed fixed dim would make
     # stages the original cannot match
-    prep = prepare_onnx(path, input_shapes=input_shapes, require_data=True, only_dynamic=True)
-    return prep.model, graph_from(prep, prep.shape_warnings)
+    full = prepare_onnx(path, input_shapes=input_shapes, infer=False, require_data=True, only_dynamic=True)
+    # The graph is built as `check` builds it, from a copy without weight bytes: shape inference and its refining
+    # rounds serialize the model each time, which with the weights in was most of a big model's split time.
+    prep = prepare_onnx(full.model, weights="strip", name=str(path))
+    graph = graph_from(prep, prep.shape_warnings)
+    _restore_weights(prep.model, full.model)
+    return prep.model, graph
+
+
+def _restore_weights(model: onnx.ModelProto, source: onnx.ModelProto) -> None:
+    """Put back the weight bytes stripping dropped (external with no location) from the same model's full copy:
+    the stage files need them."""
+    stripped = {
+        t.name: t
+        for t in model.graph.initializer
+        if t.data_location == onnx.TensorProto.EXTERNAL and not t.external_data
+    }
+    for t in source.graph.initializer:
+        if t.name in stripped:
+            stripped[t.name].CopyFrom(t)
 
 
 class Extractor:
