@@ -13,7 +13,7 @@ cached under ~/.cache/npufit/deimv2 (or $NPUFIT_DEIMV2_CACHE), keyed by source, 
 The benchmark prints per variant: stages of the default `split --target hailo8`, the NPU share of MACs, the NPU share
 of the user's own cut (backbone + encoder on the NPU, the decoder and post-processing on the host), the chain's
 verification, `run --compare-original`, the `hailo parser` command, and the split's wall time and peak RSS (each split
-runs in its own process: `resource.getrusage(RUSAGE_CHILDREN)`).
+runs in its own process: `os.wait4` gives that process's CPU time and peak RSS).
 
 The DEIMv2 code needs torchvision, whose only wheel in the registry is a CUDA build: it is installed with --no-deps
 into a private folder (~/.cache/npufit/deimv2/site), never into the project's environment, and torchvision's two C++
@@ -28,7 +28,6 @@ import hashlib
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -212,12 +211,16 @@ def _export(variant: str, out: str) -> None:
 
 
 # -- the benchmark ------------------------------------------------------------------------------------------------
-def user_cut_end_nodes(model: Path) -> list[str]:
-    """End nodes of the user's cut: backbone/encoder nodes whose outputs the decoder or post-processor reads."""
+def user_cut_end_nodes(model: Path, target: str) -> list[str]:
+    """End nodes of the user's cut: backbone/encoder nodes that run (not compile-time constants) whose outputs the
+    decoder or post-processor reads."""
     import onnx
 
+    import npufit
+
+    running = {n.name for n in npufit.check(model, target).running}
     g = onnx.load(str(model), load_external_data=False).graph
-    inside = {o: n.name for n in g.node if n.name.startswith(USER_NPU_SCOPES) for o in n.output}
+    inside = {o: n.name for n in g.node if n.name.startswith(USER_NPU_SCOPES) and n.name in running for o in n.output}
     ends: dict[str, None] = {}
     for n in g.node:
         if not n.name.startswith(USER_NPU_SCOPES):
@@ -227,25 +230,37 @@ def user_cut_end_nodes(model: Path) -> list[str]:
     return list(ends)
 
 
-def _measure_split(model: Path, target: str, out: Path, extra: list[str]) -> tuple[dict, float, float]:
-    """`npufit split` in its own process: (its JSON, wall seconds, peak RSS in MiB of that process)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def _measure_split(model: Path, target: str, out: Path, extra: list[str]) -> tuple[dict, float, float, float]:
+    """`npufit split` in its own process: (its JSON, wall seconds, CPU seconds, peak RSS in MiB of that process)."""
     cmd = [sys.executable, "-m", "npufit", "split", str(model), "-t", target, "-d", str(out), "--format", "json"]
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd + extra, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if r.returncode not in (0, 1):
-        raise RuntimeError(f"split failed: {r.stderr.strip()[-500:]}")
-    # ru_maxrss of the children is the largest child so far: the first split of a run is the honest reading,
-    # a later one reads correctly only when it is the largest (the variants run smallest first)
-    return json.loads(r.stdout), wall, max(peak, before) / 1024 if peak > before else float("nan")
+    with tempfile.TemporaryFile("w+") as stdout:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd + extra, stdout=stdout, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ, PYTHONPATH=str(ROOT)))  # fmt: skip
+        err = proc.stderr.read() if proc.stderr else ""
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own usage, not the builder's
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 1):
+            raise RuntimeError(f"split failed: {err.strip()[-500:]}")
+        stdout.seek(0)
+        res = json.load(stdout)
+    return res, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def _run_equal(plan_dir: Path, model: Path) -> bool:
+    """`npufit run` on an image-like sample (pixels in [0, 1], the image's own size), compared with the original."""
+    import numpy as np
+
     import npufit
 
-    res = npufit.run(plan_dir, compare_original=model)
+    src = {i["name"]: i for i in npufit.split.load_plan(plan_dir).source["inputs"]}
+    h, w = src["images"]["shape"][2:]
+    feeds = {
+        "images": np.random.default_rng(7).random(src["images"]["shape"], dtype=np.float32),
+        "orig_target_sizes": np.array([[w, h]], dtype=np.int64),
+    }
+    res = npufit.run(plan_dir, feeds, compare_original=model)
     return bool(res.comparison and res.comparison["equivalent"])
 
 
@@ -253,11 +268,11 @@ def bench_variant(variant: str, target: str, work: Path) -> dict:
     import npufit
 
     model = build(variant)
-    res, wall, rss = _measure_split(model, target, work / f"{variant}-plan", [])
+    res, wall, cpu, rss = _measure_split(model, target, work / f"{variant}-plan", [])
     plan = res["plan"]
     npu = [s for s in plan["stages"] if s["device"] == "npu"]
     stage0 = npufit.check(work / f"{variant}-plan" / plan["stages"][0]["file"], target)
-    ends = user_cut_end_nodes(model)
+    ends = user_cut_end_nodes(model, target)
     user = npufit.split(model, target, work / f"{variant}-user", end_nodes=ends, verify=False)
     parser = next((c["parse_original"] for s in npu for c in s.get("vendor", {}).values()), "")
     return {
@@ -273,6 +288,7 @@ def bench_variant(variant: str, target: str, work: Path) -> dict:
         "verified": bool(plan["verification"] and plan["verification"]["equivalent"]),
         "run_equal": _run_equal(work / f"{variant}-plan", model),
         "split_s": round(wall, 2),
+        "split_cpu_s": round(cpu, 2),
         "split_total_s": res["timings"]["total_s"],
         "peak_rss_mib": round(rss, 0),
         "why": res["why"],
@@ -290,6 +306,7 @@ COLUMNS = (
     ("verified", "chain verified"),
     ("run_equal", "run = original"),
     ("split_s", "split s"),
+    ("split_cpu_s", "split CPU s"),
     ("peak_rss_mib", "peak RSS MiB"),
 )
 
@@ -330,7 +347,8 @@ def main() -> None:
 
     print(
         f"# {platform.machine()} {platform.python_version()}, {os.cpu_count()} CPU(s), torch {torch.__version__}, "
-        f"onnxruntime {onnxruntime.__version__}, DEIMv2 {SOURCE_NAME}, opset {OPSET}, batch 1, random weights",
+        f"onnxruntime {onnxruntime.__version__}, DEIMv2 {SOURCE_NAME}, opset {OPSET}, batch 1, random weights, "
+        f"load average {os.getloadavg()[0]:.1f} at start",
         flush=True,
     )
     rows = []

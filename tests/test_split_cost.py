@@ -145,7 +145,7 @@ def test_max_npu_stages_cli(tmp_path, capsys):
     model = _island_detector(tmp_path / "det.onnx", 16, 64)
     assert main(["split", str(model), "-t", "hailo8", "-d", str(tmp_path / "a"), "--max-npu-stages", "2"]) == 0
     out = capsys.readouterr().out
-    assert "NPU stages" in out and "switching to an NPU stage" in out
+    assert "NPU stages" in out and "switch to an NPU stage" in out and "source: Hailo Model Zoo" in out
     assert main(["split", str(model), "-t", "hailo8", "-d", str(tmp_path / "b"), "--max-npu-stages", "0"]) == 2
     assert (
         main(

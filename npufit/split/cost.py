@@ -19,15 +19,14 @@ GENERIC = {
     "ms_per_npu_switch": 0.0,
 }
 GENERIC_SOURCE = "generic assumption for an embedded host with an M.2 accelerator, not a measurement"
-# what each figure means, in the words the output uses
+# what each figure means, in the words the output uses, and its unit
 MEANING = {
-    "host_gmacs_per_s": "host CPU throughput (GMAC/s)",
-    "npu_gmacs_per_s": "NPU throughput (GMAC/s)",
-    "ms_per_boundary": "fixed cost per tensor crossing NPU<->host (ms)",
-    "link_gb_per_s": "NPU<->host link (GB/s)",
-    "ms_per_npu_switch": "cost of switching to an NPU stage, paid by each NPU stage once per inference when there are "
-    "two or more (ms)",
-    "max_npu_stages": "NPU stages the default plan holds at most",
+    "host_gmacs_per_s": ("host CPU throughput", " GMAC/s"),
+    "npu_gmacs_per_s": ("NPU throughput", " GMAC/s"),
+    "ms_per_boundary": ("fixed cost per tensor crossing NPU<->host", " ms"),
+    "link_gb_per_s": ("NPU<->host link", " GB/s"),
+    "ms_per_npu_switch": ("switch to an NPU stage, once per NPU stage and inference when there are two or more", " ms"),
+    "max_npu_stages": ("NPU stages in the default plan at most", ""),
 }
 
 
@@ -89,7 +88,8 @@ class CostModel:
         lines = []
         for k in own:
             value = self.max_npu_stages if k == "max_npu_stages" else f"{self.figures[k]:g}"
-            lines.append(f"{MEANING[k]}: {value} ({self.sources[k]})")
+            what, unit = MEANING[k]
+            lines.append(f"{what}: {value}{unit}; source: {self.sources[k]}")
         if len(own) < len(self.figures) + (self.max_npu_stages is not None):
             lines.append(f"{'other figures' if own else 'figures'}: {GENERIC_SOURCE}")
         return lines
