@@ -2,6 +2,7 @@
 opset 17: benchmarks/deimv2.py) split for Hailo-8 the way a Hailo user cuts them: one NPU stage first, the rest on
 the host, at least the user's own NPU share (backbone + encoder), the chain bit-identical, `run` equal to the
 original, the `hailo parser` command printed."""
+
 from __future__ import annotations
 
 import sys
