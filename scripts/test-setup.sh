@@ -18,6 +18,14 @@ ETHOSN_SRC=${NPUFIT_ETHOSN_SOURCE:-}
   && echo "test-setup: ethos-n support library ready" \
   || echo "test-setup: ethos-n support library unavailable (its tests will skip): see 'npufit env install ethos-n'"
 
+# torchvision for the DEIMv2 builder (benchmarks/deimv2.py, tests/test_deimv2_hailo.py), installed with --no-deps into
+# ~/.cache/npufit/deimv2/site only: the project's torch 2.13.0 is left as it is.
+if [ -d ../shared/vendor/DEIMv2-0fff8d4 ] || [ -n "${NPUFIT_DEIMV2_SOURCE:-}" ]; then
+  "$BIN/python" benchmarks/deimv2.py --deps-only >/dev/null 2>&1 \
+    && echo "test-setup: DEIMv2 builder ready" \
+    || echo "test-setup: DEIMv2 builder unavailable (its test will build on demand or skip)"
+fi
+
 # Headless Chromium for the HTML report test (Debian's package; needs root).
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -54,6 +54,13 @@ def register(sub) -> None:
         help=f"segments: smallest NPU region kept on the NPU (default: {SPLIT_MIN_NODES})",
     )
     p.add_argument(
+        "--max-npu-stages",
+        type=positive_int,
+        metavar="N",
+        help="best/auto: at most N NPU stages in the plan; segments: keep the N NPU regions with the most MACs "
+        "(default: the target's own cap, e.g. 1 on Hailo, where each NPU stage is a network group of its own)",
+    )
+    p.add_argument(
         "--start-nodes",
         action="append",
         metavar="NAMES",
@@ -104,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         input_shapes=parse_input_shapes(args.input_shape),
         top=args.top,
         judge=args.judge,
+        max_npu_stages=args.max_npu_stages,
     )
     if args.format == "html":
         from ..report.html_verbs import render_split_html

@@ -15,7 +15,6 @@ from ..errors import NpufitError
 from ..toolchains import find
 
 
-
 def resources_for_compiler(compiler: str | None) -> dict[str, float]:
     """A vendor compiler that runs in its own environment (not pip-installable beside npufit) names a resource
     (Toolchain.resource): on Ray, a task that drives it carries the tag and only lands on a node started with it

@@ -101,6 +101,9 @@ STEPS: tuple[Step, ...] = (
             "min_nodes": Key(
                 integer(1), PIPELINE_SPLIT_MIN_NODES, "smallest NPU region that becomes its own stage (segments mode)"
             ),
+            "max_npu_stages": Key(
+                integer(1), None, "segments mode: keep only the N NPU regions with the most MACs (the rest on the host)"
+            ),
             "always": Key(
                 boolean, False, "split even for targets whose runtime falls back to its CPU by itself (RKNN, Ethos-U)"
             ),

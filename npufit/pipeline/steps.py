@@ -249,6 +249,7 @@ def run_split(ctx: StepContext) -> Outcome:
         mode=s["mode"],
         min_nodes=s["min_nodes"],
         judge=pipeline_judge(target),
+        **({"max_npu_stages": s["max_npu_stages"]} if s["mode"] == "segments" and s["max_npu_stages"] else {}),
     )
     save_result(result, ctx.folder / "split.json")
     npu = _npu_stage(plan_dir)

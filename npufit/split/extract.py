@@ -18,7 +18,7 @@ from onnx import helper, numpy_helper
 from ..errors import NpufitError
 from ..graph import Graph, model_format
 from ..graph.onnx_loader import graph_from
-from ..graph.onnx_prepare import infer, infer_shapes, pin_inputs, read_onnx
+from ..graph.onnx_prepare import from_proto, infer, infer_shapes, pin_inputs, read_onnx, strip_weights
 from ..graph.validate import all_tensors, external_location, external_span
 from .planner import GraphIndex, Stage
 from .subgraphs import outer_reads
@@ -35,8 +35,26 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
         raise NpufitError(f"{path}: split works on ONNX models; convert the TFLite model to ONNX first")
     # split runs the model (its data must be there) and pins only dynamic dims: a changed fixed dim would make
     # stages the original cannot match
-    prep = read_onnx(path, pin_inputs(input_shapes, only_dynamic=True), infer, external_data="required")
-    return prep.model, graph_from(prep, prep.shape_warnings)
+    full = read_onnx(path, pin_inputs(input_shapes, only_dynamic=True), external_data="required")
+    # The graph is built as `check` builds it, from a copy without weight bytes: shape inference and its refining
+    # rounds serialize the model each time, which with the weights in was most of a big model's split time.
+    prep = from_proto(full.model, strip_weights, infer, name=str(path))
+    graph = graph_from(prep, prep.shape_warnings)
+    _restore_weights(prep.model, full.model)
+    return prep.model, graph
+
+
+def _restore_weights(model: onnx.ModelProto, source: onnx.ModelProto) -> None:
+    """Put back the weight bytes stripping dropped (external with no location) from the same model's full copy:
+    the stage files need them."""
+    stripped = {
+        t.name: t
+        for t in model.graph.initializer
+        if t.data_location == onnx.TensorProto.EXTERNAL and not t.external_data
+    }
+    for t in source.graph.initializer:
+        if t.name in stripped:
+            stripped[t.name].CopyFrom(t)
 
 
 class Extractor:

@@ -4,6 +4,7 @@ on the same inputs (seeded random samples or the user's .npz files), compared ou
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,6 +130,9 @@ def verify_chain(
     result = ChainCheck(len(feeds), seed if source == "random" else None, source)
     total = _compare(sess, runner, feeds, source, "verifying chain")
     result.per_output, result.missing = dict(total.per_output), list(total.missing)
+    # one setting's sessions at a time: a big model's sessions each hold its activations
+    del sess
+    _release(runner)
     if optimized_runner is not None:
         opt = _compare(
             make_session(original, optimized=True), optimized_runner, feeds, source, "verifying chain (optimized)"
@@ -140,6 +144,7 @@ def verify_chain(
             "close": opt.ok(OPTIMIZED_ATOL, OPTIMIZED_RTOL),
             "per_output": {k: {"max_abs": v["max_abs"], "max_rel": v["max_rel"]} for k, v in opt.per_output.items()},
         }
+        _release(optimized_runner)
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -149,15 +154,34 @@ def _compare(sess, runner, feeds: list[dict], source: str, label: str):
     from ..verify.compare import Comparison, compare_outputs, run_onnx
 
     total = Comparison()
-    for f in track(feeds, label, total=len(feeds)):
-        try:
-            ref = run_onnx(sess, f)
-            got, _ = runner.run(f)
-        except NpufitError:
-            raise
-        except Exception as e:  # ORT rejects the feeds (shape/dtype): a user-input problem
-            raise NpufitError(
-                f"ONNX Runtime could not run the {source} sample: {str(e).splitlines()[0][:240]}"
-            ) from None
-        total.merge(compare_outputs(ref, got))
+    pool = ThreadPoolExecutor(1) if (os.cpu_count() or 1) > 1 else None
+    try:
+        for f in track(feeds, label, total=len(feeds)):
+            try:
+                # the original runs beside the chain (ORT releases the GIL; each session keeps its one thread)
+                pending = pool.submit(run_onnx, sess, f) if pool is not None else None
+                try:
+                    got, _ = runner.run(f)
+                except Exception:
+                    if pending is not None:
+                        pending.result()  # the original's own error, where it has one, is the one reported
+                    raise
+                ref = pending.result() if pending is not None else run_onnx(sess, f)
+            except NpufitError:
+                raise
+            except Exception as e:  # ORT rejects the feeds (shape/dtype): a user-input problem
+                raise NpufitError(
+                    f"ONNX Runtime could not run the {source} sample: {str(e).splitlines()[0][:240]}"
+                ) from None
+            total.merge(compare_outputs(ref, got))
+    finally:
+        if pool is not None:
+            pool.shutdown()  # waits for a run still going: both sides stop within the run time limit
     return total
+
+
+def _release(runner) -> None:
+    """Close a chain's sessions once its pass is done (ChainRunner.release; other runners keep theirs)."""
+    release = getattr(runner, "release", None)
+    if release is not None:
+        release()

@@ -13,6 +13,7 @@ from ...toolchains import HAILO
 from .. import common, patterns
 from ..base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
 from . import tokens
+from .costs import split_costs
 from .rules import graph_rules, op_rules
 
 NPU, UNSUP = Verdict.NPU, Verdict.UNSUPPORTED
@@ -347,6 +348,7 @@ def _build(name: str, title: str, summary: str) -> Profile:
             "levit256, detr). Verdicts on rebuilt Zoo networks are listed below.",
         ),
         aliases=("hailo-8",) if name == "hailo8" else ("hailo-8l",),
+        split_costs=split_costs(name),
     )
 
 
