@@ -171,9 +171,8 @@ def test_max_npu_stages_cli(tmp_path, capsys):
 
 
 def test_pipeline_split_passes_max_npu_stages(tmp_path):
-    from npufit.pipeline.steps import call, library
-
-    split = library("split", "npufit.split", "split")
+    from npufit.pipeline.steps import call
+    from npufit.split import split
     model = _island_detector(tmp_path / "det.onnx", 16, 64)
     res = call(
         "split",
