@@ -307,3 +307,30 @@ def test_env_install_takes_the_dfc_wheel_and_compile_finds_its_hailo(tmp_path, n
     assert (tmp_path / "envs" / "hailo" / "bin" / "hailo").is_file()
     r = compile_model(_model(tmp_path / "m.onnx"), "hailo8", out_dir=tmp_path / "out")
     assert r.ok and r.compiler_version == "3.33.0" and os.path.isfile(r.artifact)
+
+
+def test_pipeline_compile_step_runs_the_dfc_steps_on_trained_data_and_on_a_split_stage(tmp_path, fake_tools):
+    """The pipeline's HAR -> optimize -> HEF: a trained time-series model calibrates on its own training windows
+    ([N, S, D] -> [N, 1, S, D]); a model the split step cut hands its NPU stage file on, parsed whole."""
+    from npufit.pipeline import run_pipeline
+
+    from .pipeline_helpers import npu_cut_npu_onnx
+
+    npu_cut_npu_onnx(tmp_path / "cut.onnx")
+    (tmp_path / "p.yaml").write_text(
+        "version: 1\nname: hp\ndata: {length: 240, seq_len: 8, features: 3}\n"
+        "models:\n  - {name: tcn, arch: tcn, hidden: 4}\n  - {name: cut, onnx: cut.onnx}\ntargets: [hailo8]\n"
+        "steps:\n  train: {epochs: 1, max_windows: 32}\n  export: {}\n  split: {}\n  compile: {}\n")
+    run = run_pipeline(tmp_path / "p.yaml", output_dir=tmp_path / "out", quiet=True)
+    for model in ("tcn", "cut"):
+        rec = run.result(f"compile/{model}/hailo8").record
+        assert rec.status == "ok" and "parser" in rec.message and "compiler" in rec.message, rec.message
+        assert (tmp_path / "out" / model / "hailo8" / "compile" / "out" / "model.hef").is_file()
+    tcn = tmp_path / "out" / "tcn" / "hailo8" / "compile"
+    calib = json.loads((tcn / "out" / "npufit-hailo.json").read_text())["calibration"]
+    assert calib["source"].endswith("calibration.npz") and not calib["random"]
+    assert calib["inputs"][0]["layout"] == "[N,S,D] -> [N,1,S,D]"
+    assert np.load(tcn / "out" / "calib_set.npy").shape == (calib["samples"], 1, 8, 3)
+    assert run.result("split/cut/hailo8").record.message.startswith("NPU stage")
+    cut_parse = next(c["argv"] for c in fake_tools() if c["argv"][0] == "parser" and "/cut/" in c["cwd"])
+    assert "--start-node-names" not in cut_parse and "--end-node-names" not in cut_parse  # the stage file, whole
