@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import NpufitError
-from ..toolchains import HAILO
+from ..toolchains import HAILO, StageParser
 from ..util.io import atomic_write_json, atomic_write_text
 from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
 from .hailo_calib import RANDOM_NOTE, CalibrationFile, region, region_inputs, write_calibration
@@ -45,8 +45,9 @@ from .hailo_logs import (
 )
 from .hailo_script import SCRIPT, device_steps, write_script
 
-PARSER = HAILO.stage_parser
-assert PARSER is not None
+_parser = HAILO.stage_parser
+assert _parser is not None
+PARSER: StageParser = _parser
 MANIFEST = "npufit-hailo.json"
 MANIFEST_SCHEMA = "npufit.hailo-build/1"
 DFC_STEPS = ("parser", "optimize", "compiler")
