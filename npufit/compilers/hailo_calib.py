@@ -156,10 +156,10 @@ def _computed(src: Path, tensors: list[str], samples: list[dict], input_shapes) 
     as extra outputs."""
     from onnx import helper
 
-    from ..graph.onnx_prepare import prepare_onnx
+    from ..graph.onnx_prepare import pin_inputs, read_onnx
     from ..verify.compare import make_session, timed_run
 
-    model = prepare_onnx(src, infer=False, input_shapes=input_shapes).model
+    model = read_onnx(src, pin_inputs(input_shapes)).model  # our copy (npufit's own file in the compile folder)
     have = {o.name for o in model.graph.output}
     model.graph.output.extend(helper.make_empty_tensor_value_info(t) for t in tensors if t not in have)
     sess = make_session(model.SerializeToString(), external_dir=str(src.parent))
