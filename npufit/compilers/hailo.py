@@ -51,7 +51,13 @@ PARSER: StageParser = _parser
 MANIFEST = "npufit-hailo.json"
 MANIFEST_SCHEMA = "npufit.hailo-build/1"
 DFC_STEPS = ("parser", "optimize", "compiler")
-INSTALL = "npufit env install hailo --wheel hailo_dataflow_compiler-*.whl (from the Hailo Developer Zone)"
+
+
+def install_line() -> str:
+    """How to install the DFC, as the toolchain's environment record states it."""
+    from ..envs import env_status
+
+    return env_status(HAILO.env_name)["install"] + " (the wheel is a download from the Hailo Developer Zone)"
 
 
 def _tool(name: str, override: str = "") -> str | None:
@@ -93,7 +99,7 @@ class HailoCompiler(Adapter):
             "available": bool(exe and version),
             "version": version,
             "enables": "npufit compile --target hailo8/hailo8l: parse -> optimize -> HEF (without it: --emit-script)",
-            "install": INSTALL,
+            "install": install_line(),
             "detail": exe or "hailo CLI not found (NOT exercised on npufit's build machines)",
         }
 
@@ -126,7 +132,7 @@ class HailoCompiler(Adapter):
             if not options.emit_script:
                 raise NpufitError(
                     f"the Hailo Dataflow Compiler is not installed (no 'hailo' command on PATH or in npufit's hailo "
-                    f"environment): wrote {script} to run where it is; install it here with {INSTALL}"
+                    f"environment): wrote {script} to run where it is; install it here with {install_line()}"
                 )
             res.ok, res.command = True, f"bash {script}"
             res.notes.append("NOT run by npufit: commands written for a machine with the Hailo DFC")

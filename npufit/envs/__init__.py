@@ -73,6 +73,7 @@ def env_status(name: str) -> dict:
         "enables": s.enables,
         "install": f"npufit env install {s.name}"
         + (" --wheel " + s.needs_wheel.split(" ")[0] if s.needs_wheel else "")
+        + (f" [--python {s.python}]" if s.python else "")
         + (" [--source DIR|GIT_URL]" if s.kind == "native" else ""),
     }
 
@@ -206,8 +207,7 @@ def _check_wheel(wheel: Path, interpreter: tuple[str, str]) -> None:
         return
     if needs and version not in SpecifierSet(needs):
         raise NpufitError(
-            f"{wheel.name} needs Python {needs}, this is Python {version}: pass --python with a matching "
-            "interpreter (the Hailo DFC 3.x wheels take 3.8 to 3.10: e.g. --python python3.10)"
+            f"{wheel.name} needs Python {needs}, this is Python {version}: pass --python with a matching interpreter"
         )
 
 
