@@ -334,3 +334,23 @@ def test_pipeline_compile_step_runs_the_dfc_steps_on_trained_data_and_on_a_split
     assert run.result("split/cut/hailo8").record.message.startswith("NPU stage")
     cut_parse = next(c["argv"] for c in fake_tools() if c["argv"][0] == "parser" and "/cut/" in c["cwd"])
     assert "--start-node-names" not in cut_parse and "--end-node-names" not in cut_parse  # the stage file, whole
+
+
+def test_results_follow_the_end_nodes_and_input_layers_the_parser_reports(tmp_path, fake_tools, capsys):
+    """With -y the DFC parses again with its own recommended end nodes: the parser log, not the request, says
+    which region became the HEF; an input layer numbered otherwise than the calibration keys is said too."""
+    from npufit.cli import main
+
+    out = tmp_path / "out"
+    r = compile_model(_model(tmp_path / "m.onnx"), "hailo8", out_dir=out)
+    assert r.ok and (out / "logs" / "steps.tsv").is_file()  # a run here leaves the folder --results reads
+    log = out / "logs" / "parser.log"
+    text = log.read_text()
+    assert "End nodes mapped from original model: 'flat'" in text
+    log.write_text(text.replace("'flat'", "'conv1'").replace("'x': 'm/input_layer1'", "'x': 'm/input_layer2'"))
+    assert main(["compile", "--results", str(out), "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    devices = {p["node"]: p["device"] for p in d["placement"]}
+    assert devices == {"conv1": "npu", "conv2": "cpu", "flat": "cpu", "topk": "cpu"}
+    assert d["metrics"]["end_nodes"] == ["conv1"] and any("took the end nodes conv1" in n for n in d["notes"])
+    assert any("mapped x to m/input_layer2; calib_set.npy holds them as x: m/input_layer1" in n for n in d["notes"])

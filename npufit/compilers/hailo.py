@@ -33,15 +33,18 @@ from ..util.io import atomic_write_json, atomic_write_text
 from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
 from .hailo_calib import RANDOM_NOTE, CalibrationFile, region, region_inputs, write_calibration
 from .hailo_logs import (
+    LOGS,
     log_path,
     parse_contexts,
     parse_hef,
     parse_identify,
+    parse_mapped_nodes,
     parse_parser_errors,
     parse_snr,
     parse_versions,
     read_log,
     read_steps,
+    record_step,
 )
 from .hailo_script import SCRIPT, device_steps, write_script
 
@@ -109,6 +112,7 @@ class HailoCompiler(Adapter):
         start, end = _start_end(model, target, options)  # a wrong node name is refused before anything is written
         out = default_out_dir(model, target, options.emit_script or options.out_dir)
         net = net_name(model)
+        shutil.rmtree(out / LOGS, ignore_errors=True)  # a folder compiled into again: only this run's logs
         src = private_copy(model, out)
         from ..graph import load
 
@@ -137,16 +141,18 @@ class HailoCompiler(Adapter):
             res.ok, res.command = True, f"bash {script}"
             res.notes.append("NOT run by npufit: commands written for a machine with the Hailo DFC")
             return res
-        res.compiler_version = _version(exe)
+        res.compiler_version = _version(exe, out)
         _run_dfc(res, exe, out, steps, options)
         if res.ok:
             res.artifact = str(out / f"{net}.hef")
         rt = hailortcli_exe()
         if res.ok and rt:  # reading the HEF needs HailoRT, not a device
             parse_step, parse_argv = device_steps(net)[0]
-            res.timings[parse_step] = run_tool([rt, *parse_argv[1:]], log_path(out, parse_step), cwd=out).wall_s
-        reasons = _fold_logs(res, out)
-        res.placement = _placement(graph, nodes, reasons)
+            run = run_tool([rt, *parse_argv[1:]], log_path(out, parse_step), cwd=out)
+            res.timings[parse_step] = run.wall_s
+            record_step(out, parse_step, run.returncode, run.wall_s)
+        reasons, taken = _fold_logs(res, out, graph, end, calib)
+        res.placement = _placement(graph, region(graph, start, taken) if taken else nodes, reasons)
         return res
 
 
@@ -207,8 +213,8 @@ def read_results(folder: str | os.PathLike, model: str | os.PathLike | None = No
     res.outputs = {"script": str(d / SCRIPT), "logs": str(d / "logs")}
     res.notes.append(f"read back from {d}: the steps ran where the script ran, not in this npufit process")
     graph = load(src)
-    reasons = _fold_logs(res, d)
-    res.placement = _placement(graph, region(graph, start, end), reasons)
+    reasons, taken = _fold_logs(res, d, graph, end, calib)
+    res.placement = _placement(graph, region(graph, start, taken or end), reasons)
     return res
 
 
@@ -217,6 +223,7 @@ def _run_dfc(res: CompileResult, exe: str, out: Path, steps, options: CompileOpt
     for stage, argv in steps:
         run = run_tool([exe, *argv[1:]], log_path(out, stage), cwd=out, timeout_s=options.timeout_s)
         res.timings[stage] = run.wall_s
+        record_step(out, stage, run.returncode, run.wall_s)
         wall += run.wall_s
         peak = max(peak, run.peak_rss_mb or 0.0)
         res.log_path = str(run.log_path)
@@ -232,15 +239,37 @@ def _run_dfc(res: CompileResult, exe: str, out: Path, steps, options: CompileOpt
     res.outputs["logs"] = str(out / "logs")
 
 
-def _fold_logs(res: CompileResult, folder: Path) -> dict[str, str]:
-    """What the logs in `folder` say, into res.metrics; returns the parser's per-node errors."""
+def _fold_logs(
+    res: CompileResult, folder: Path, graph, end: list[str], calib: CalibrationFile
+) -> tuple[dict[str, str], list[str]]:
+    """What the logs in `folder` say, into res.metrics and notes; returns the parser's per-node errors and, when
+    it took other end nodes than the requested `end` (its own recommendation, with -y), those."""
     reasons: dict[str, str] = {}
-    parser_log = read_log(folder, "parser")
+    taken: list[str] = []
+    parser_log = read_log(folder, "parser") or ""
     if parser_log and not res.ok:
         reasons, recommended = parse_parser_errors(parser_log)
         if reasons or recommended:
             res.metrics["parser_errors"] = reasons
             res.metrics["recommended_end_nodes"] = recommended
+    starts, ends = parse_mapped_nodes(parser_log)
+    asked = end or [p.name for o in graph.output_names if (p := graph.producer(o)) is not None]
+    if ends and set(ends) != set(asked) and all(graph.node(e) for e in ends):
+        taken = ends
+        res.metrics["end_nodes"] = ends
+        res.notes.append(
+            f"the parser took the end nodes {', '.join(ends)} (its recommendation) instead of {', '.join(asked)}: "
+            "what lies after them runs on the host"
+        )
+    wrote = {i["tensor"]: i["layer"] for i in calib.inputs}
+    moved = [(a, b) for a, b in starts if a in wrote and wrote[a] != b]
+    if moved:  # the DFC numbered its input layers otherwise than npufit keyed the calibration set
+        res.notes.append(
+            "the parser mapped "
+            + ", ".join(f"{a} to {b}" for a, b in moved)
+            + f"; {calib.file} holds them as "
+            + ", ".join(f"{a}: {wrote[a]}" for a, _ in moved)
+        )
     snr = parse_snr(read_log(folder, "optimize") or "")
     if snr:
         res.metrics["snr_db"] = snr
@@ -264,14 +293,17 @@ def _fold_logs(res: CompileResult, folder: Path) -> dict[str, str]:
     res.compiler_version = res.compiler_version or versions.get("dfc")
     if versions.get("hailort"):
         res.metrics["hailort_version"] = versions["hailort"]
-    return reasons
+    return reasons, taken
 
 
-def _version(exe: str) -> str | None:
+def _version(exe: str, folder: Path | None = None) -> str | None:
+    """The DFC's version from `hailo --version` (kept in logs/dfc-version.log, as the script keeps it)."""
     try:
         p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
+    if folder is not None:
+        atomic_write_text(log_path(folder, "dfc-version"), p.stdout + p.stderr)
     return parse_versions(p.stdout + p.stderr).get("dfc")
 
 

@@ -14,6 +14,9 @@ STEPS_FILE = "steps.tsv"  # the emitted script's record: step, exit code, second
 
 _ERR = re.compile(r"(\w+(?:Error|Exception)) in op ([^:\n]+): ([^\n]*)")
 _RECOMMEND = re.compile(r"using these end node names:\s*([^\n]+)", re.IGNORECASE)
+_START_MAP = re.compile(r"Start nodes mapped from original model: (.+?)\.?$", re.MULTILINE)
+_END_MAP = re.compile(r"End nodes mapped from original model: (.+?)\.?$", re.MULTILINE)
+_QUOTED = re.compile(r"'([^']*)'")
 _SNR = re.compile(r"(\S+/output_layer\d+) SNR: (-?[\d.]+) dB")
 _PARTITION = re.compile(r"Found valid partition to (\d+) contexts")
 _HEF_ARCH = re.compile(r"Architecture HEF was compiled for: (\S+)")
@@ -44,6 +47,18 @@ def parse_parser_errors(log: str) -> tuple[dict[str, str], list[str]]:
     if m:
         rec = [s.strip().strip("'\"[]") for s in m.group(1).split(",") if s.strip()]
     return reasons, rec
+
+
+def parse_mapped_nodes(log: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """What the parser says it took: [(model input or start tensor, its input layer)] and the end nodes. With -y
+    the DFC parses again with its own recommended end nodes when the requested ones fail: these are the ones used."""
+    starts: list[tuple[str, str]] = []
+    m = _START_MAP.search(log)
+    if m:
+        names = _QUOTED.findall(m.group(1))
+        starts = list(zip(names[0::2], names[1::2]))
+    m = _END_MAP.search(log)
+    return starts, _QUOTED.findall(m.group(1)) if m else []
 
 
 def parse_snr(log: str) -> dict[str, float]:
@@ -106,6 +121,14 @@ def parse_versions(text: str) -> dict[str, str]:
     if m:
         out["hailort"] = m.group(1)
     return out
+
+
+def record_step(folder: Path, step: str, returncode: int, seconds: float) -> None:
+    """One line of the step table, as the emitted script's `step` function writes it."""
+    p = folder / LOGS / STEPS_FILE
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "a") as f:
+        f.write(f"{step}\t{returncode}\t{seconds:.3f}\n")
 
 
 def read_steps(folder: Path) -> dict[str, tuple[int, float]]:
