@@ -354,3 +354,19 @@ def test_results_follow_the_end_nodes_and_input_layers_the_parser_reports(tmp_pa
     assert devices == {"conv1": "npu", "conv2": "cpu", "flat": "cpu", "topk": "cpu"}
     assert d["metrics"]["end_nodes"] == ["conv1"] and any("took the end nodes conv1" in n for n in d["notes"])
     assert any("mapped x to m/input_layer2; calib_set.npy holds them as x: m/input_layer1" in n for n in d["notes"])
+
+
+def test_hailortcli_benchmark_summary_reads_the_indented_power_lines():
+    """HailoRT prints its power lines indented under "Device ...:" (recorded/benchmark.txt, a public run)."""
+    from pathlib import Path
+
+    from npufit.runtimes.hailort import parse_hailortcli_benchmark, parse_hailortcli_progress
+
+    text = (Path(__file__).parent / "fakes" / "hailo" / "recorded" / "benchmark.txt").read_text()
+    assert parse_hailortcli_benchmark(text) == {"fps_hw_only": RECORDED_FPS_HW, "fps_streaming": RECORDED_FPS_STREAM,
+                                                "latency_hw_ms": RECORDED_LATENCY, "power_average_w": 2.79538,
+                                                "power_max_w": 2.81937}
+    # the progress lines alone (a run that stopped before its Summary), also when a terminal's \r separates them
+    progress = parse_hailortcli_progress(text.replace("\n", "\r"))
+    assert progress == {"fps_hw_only": 80.43, "frames_hw_only": 1207.0, "fps_streaming": 80.30,
+                        "frames_streaming": 1205.0, "latency_hw_ms": 28.38}
