@@ -417,6 +417,8 @@ def run_compile(ctx: StepContext) -> Outcome:
     note = f"{result.compiler} {result.compiler_version or ''}: {wall:.1f} s, peak {peak:.0f} MiB"
     if devices:  # so 100% means the same here as in check
         note += f", {typed.npu_nodes}/{typed.placed_nodes} nodes on the NPU" + (f" ({folded} folded)" if folded else "")
+    if len(result.timings) > 1:  # a compiler that runs in steps (the Hailo DFC: parser, optimize, compiler)
+        note += "; " + ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items())
     return Outcome({"report": "compile.json", "artifacts": "out"}, typed, note)
 
 
