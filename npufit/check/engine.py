@@ -11,7 +11,8 @@ from ..graph import Graph, NodeView, load, quant
 from ..graph.facts import NonLocal
 from ..graph.macs import MAC_OPS, node_macs
 from ..targets import get_profile
-from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, worst
+from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, conditional, hints_for, worst
+from ..targets.explain import evidence_for
 from ..util.gcpause import gc_paused
 from ..vocab import JUDGE, JUDGES
 from .local_memo import MARK, ONCE, VIEW_NAME, LocalMemo, value_key
@@ -196,6 +197,7 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
         boundaries=bounds,
         prefix=prefix_summary,
         warnings=warnings,
+        evidence=evidence_for(profile, {r.rule for n in judged if n.reasons for r in n.reasons}),
     )
     from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only)
 
@@ -374,9 +376,7 @@ class _Judge:
             res.composite = comp.id
             res.verdict = comp.verdict
             if comp.verdict != _NPU:
-                res.reasons.append(
-                    Reason(comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules)
-                )
+                res.reasons.append(_reason(node, comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules))
             checks = self.graph_rules  # rules on dtype/batch/rank still apply inside composites
         else:
             if profile.op_key is None:  # the op table is keyed by op type and domain only
@@ -393,7 +393,7 @@ class _Judge:
             status, reason, checks, _ = entry
             res.verdict = status
             if reason is not None:
-                res.reasons.append(Reason(*reason))
+                res.reasons.append(_reason(node, *reason) if conditional(reason[4]) else Reason(*reason))
         limits = self.limits
         for check, rule in checks:
             try:
@@ -402,7 +402,7 @@ class _Judge:
                 res.notes.append(f"rule {rule.id} could not be evaluated ({type(e).__name__})")
                 continue
             if detail is not None:
-                _fail(res, profile, rule, detail)
+                _fail(res, profile, rule, detail, node)
         return _finish(res, profile) if res.reasons else res  # _finish only edits a node with reasons
 
 
@@ -461,9 +461,17 @@ def _op_reason_fields(node: NodeView, profile: Profile, support: OpSupport) -> t
     return (f"{profile.name}.op.{support.op}", text, support.status, "", support.fix, support.source, support.fix_rules)
 
 
-def _fail(res: NodeResult, profile: Profile, rule: Rule, detail) -> None:
+def _reason(node: NodeView, rid, text, verdict, detail, fix, source, fix_rules) -> Reason:
+    """A Reason with the hints that apply to `node` (a conditional hint is read on the node being judged: on a
+    local view its reads count like a rule's)."""
+    if conditional(fix):
+        fix, fix_rules = hints_for(node, fix, fix_rules)
+    return Reason(rid, text, verdict, detail, fix, source, fix_rules)
+
+
+def _fail(res: NodeResult, profile: Profile, rule: Rule, detail, node: NodeView) -> None:
     res.reasons.append(
-        Reason(rule.id, rule.sentence(profile.limits), rule.on_fail, str(detail), rule.fix, rule.source, rule.fix_rules)
+        _reason(node, rule.id, rule.sentence(profile.limits), rule.on_fail, str(detail), rule.fix, rule.source, rule.fix_rules)
     )
     res.verdict = worst(res.verdict, rule.on_fail)
 

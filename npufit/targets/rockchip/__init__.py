@@ -1,4 +1,4 @@
-"""Rockchip RK3588 (RKNPU2, rknn-toolkit2 2.3.x) — ONNX operator list and RK3588 limits (targets.md §4).
+"""Rockchip RK3588 (RKNPU2, rknn-toolkit2 2.3.x) — ONNX operator list and RK3588 limits.
 
 Three outcomes: `npu` (RK3588 NPU op within its limits), `cpu` (the RKNN runtime has a CPU kernel: the op
 is outside the NPU list or breaks an NPU limit), `unsupported` (the converter rejects the op).
@@ -23,16 +23,16 @@ from .socs import CAL, SOCS, TAG, Soc
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
 
 SOURCES = {
-    "R-OP": "airockchip/rknn-toolkit2 doc/RKNNToolKit2_OP_Support-2.3.2.md @ 59a913d (converter op list)",
-    "R-PDF": "airockchip/rknn-toolkit2 doc/05_RKNN_Compiler_Support_Operator_List_V2.3.2.pdf @ 59a913d (§3.2 RK3588 "
-    "NPU limits, Ch.4 CPU ops)",
-    "INF": "inferred from R-PDF (see targets.md §4a)",
-    "RKNN-C": "observed: rknn-toolkit2 2.5.0 build for rk3588, Network Layer Information Table "
-    "(benchmarks/compile_rk3588.py)",
-    "PROBE-R": "measured: npufit probe --target rk3588 --compiler rknn --sweep (rknn-toolkit2 2.5.0, float16 builds); "
-    "record docs/probe/rk3588-measured.json, matrix docs/probe/rk3588-matrix.md",
-    "CAL-R": "measured: rknn-toolkit2 2.5.0 builds of the 48-architecture calibration corpus (benchmarks/calibration); "
-    "records docs/calibration/rk3588-*.json; each condition names the models and families that show it",
+    "R-OP": "RKNN-Toolkit2 2.3.2's ONNX operator support list (RKNNToolKit2_OP_Support-2.3.2.md): what the converter "
+    "takes",
+    "R-PDF": "Rockchip's RKNN compiler operator list 2.3.2 (05_RKNN_Compiler_Support_Operator_List_V2.3.2.pdf): "
+    "§3.2 RK3588 NPU limits, chapter 4 CPU ops",
+    "INF": "inferred from Rockchip's RKNN compiler operator list 2.3.2",
+    "RKNN-C": "an observed rknn-toolkit2 2.5.0 build for RK3588 (its Network Layer Information Table)",
+    "PROBE-R": "measured rknn-toolkit2 2.5.0 float16 builds for RK3588 of one small model per op and setting (npufit "
+    "probe --compiler rknn --sweep; docs/probe/rk3588-matrix.md)",
+    "CAL-R": "measured rknn-toolkit2 2.5.0 builds for RK3588 of a calibration set of 48 architectures "
+    "(docs/calibration/rk3588-*.json); each condition names the models that show it",
 }
 
 LIMITS = {
