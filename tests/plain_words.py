@@ -14,7 +14,7 @@ from npufit.targets import available_targets, get_profile
 from npufit.targets.base import Hint
 
 JARGON = (
-    r"\bseeds?\b[\s/_-]*\d",  # seed 000, seeds/002, seed-000
+    r"\bseeds?[\s/_-]*0\d\d\b",  # seed 000, seeds/002, seed-000 (the user documents; "seed 0" is a random seed)
     r"\bseed-?\d{3}\b",  # seed000 (a probe case family)
     r"\bthis stop\b",
     r"\b(?:H|H10|N|CAL|PROBE|RKNN)-[A-Z][A-Z0-9]*\b",  # source codes: H-I98, H10-A, N-LIB, CAL-V, PROBE-R, RKNN-C

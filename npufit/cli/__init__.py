@@ -19,6 +19,7 @@ COMMANDS = {
     "check": "npufit.cli.check",
     "scan": "npufit.cli.scan",
     "targets": "npufit.cli.targets",
+    "explain": "npufit.cli.explain",
     "compare": "npufit.cli.compare",
     "fix": "npufit.cli.fix",
     "split": "npufit.cli.split",

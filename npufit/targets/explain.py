@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import Composite, OpSupport, Profile, Rule, Verdict, hint_rules
+from .base import Composite, OpSupport, Profile, Rule, Verdict
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class RuleInfo:
     ops: tuple[str, ...] = ()  # the op types it applies to ("*": every op)
     limits: dict[str, Any] = field(default_factory=dict)  # the profile limits its sentence states
     fix: tuple[str, ...] = ()  # every hint (a conditional one says its condition in its text)
-    fix_rules: tuple[str, ...] = ()  # `npufit fix` rules that address it
+    fix_rules: tuple[str, ...] = ()  # `npufit fix` rules that address it wherever it fails
     evidence: str = ""
     sources: tuple[str, ...] = ()  # descriptions
 
@@ -71,8 +71,17 @@ def _limit_names(template: str) -> list[str]:
     return out
 
 
-def _texts(fix) -> tuple[str, ...]:
-    return tuple(h if isinstance(h, str) else h.text for h in fix)
+def _texts(fix, target: str) -> tuple[str, ...]:
+    """Every hint; a conditional one that names `npufit fix` rules carries their command (its text says when)."""
+    out = []
+    for h in fix:
+        if isinstance(h, str):
+            out.append(h)
+        elif h.rules:
+            out.append(f"{h.text} (npufit fix MODEL --target {target} --rules {','.join(h.rules)})")
+        else:
+            out.append(h.text)
+    return tuple(out)
 
 
 def _sources(profile: Profile, *keys: str) -> tuple[str, ...]:
@@ -89,8 +98,8 @@ def _from_rule(profile: Profile, rule: Rule, ops: tuple[str, ...]) -> RuleInfo:
         rule.on_fail.value,
         ops,
         {k: lim[k] for k in _limit_names(rule.text) if k in lim},
-        _texts(rule.fix),
-        tuple(dict.fromkeys(rule.fix_rules + hint_rules(rule.fix))),
+        _texts(rule.fix, profile.name),
+        rule.fix_rules,
         rule.evidence,
         _sources(profile, rule.source),
     )
@@ -106,8 +115,8 @@ def _from_op(profile: Profile, rid: str, s: OpSupport, ops: tuple[str, ...]) -> 
         s.status.value,
         ops,
         {},
-        _texts(s.fix),
-        tuple(dict.fromkeys(s.fix_rules + hint_rules(s.fix))),
+        _texts(s.fix, profile.name),
+        s.fix_rules,
         s.evidence,
         _sources(profile, s.source),
     )
@@ -122,8 +131,8 @@ def _from_composite(profile: Profile, c: Composite) -> RuleInfo:
         c.verdict.value,
         (c.name,),
         {},
-        _texts(c.fix),
-        tuple(dict.fromkeys(c.fix_rules + hint_rules(c.fix))),
+        _texts(c.fix, profile.name),
+        c.fix_rules,
         c.evidence,
         _sources(profile, c.source),
     )

@@ -15,7 +15,7 @@ from ...graph.model import NodeView
 from ...toolchains import RKNN
 from .. import common, patterns
 from .. import tflite_map as tm
-from ..base import Composite, Fallback, Limits, OpSupport, Profile, Verdict
+from ..base import Composite, Fallback, Hint, Limits, OpSupport, Profile, Verdict
 from . import swept as sw
 from .rules import graph_rules, op_rules
 from .socs import CAL, SOCS, TAG, Soc
@@ -169,10 +169,11 @@ _NPU_OPS = (
     (("ScatterND", "ReduceL2", "Einsum"), "", "CAL-R"),
 )
 
-# (ops, source, `npufit fix` rules that move the op to an NPU one): CPU kernels of the RKNN runtime
+_TO_NPU = "the rewrite moves it to an NPU op"
+# (ops, source, fix hints, `npufit fix` rules that move the op to an NPU one): CPU kernels of the RKNN runtime
 _CPU_OPS = (
-    (("LogSoftmax", "Erf", "Exp", "Log", "Floor", "Round", "Cos", "Sin", "Not", "And"), "R-PDF", ()),
-    (("Mod",), "R-PDF", ("mod_decompose",)),
+    (("LogSoftmax", "Erf", "Exp", "Log", "Floor", "Round", "Cos", "Sin", "Not", "And"), "R-PDF", (), ()),
+    (("Mod",), "R-PDF", (_TO_NPU,), ("mod_decompose",)),
     (
         (
             "Equal",
@@ -189,13 +190,23 @@ _CPU_OPS = (
         ),
         "R-PDF",
         (),
+        (),
     ),
-    (("TopK",), "R-PDF", ("topk1_to_argmax",)),
-    (("SpaceToDepth",), "R-PDF", ()),
+    (
+        ("TopK",),
+        "R-PDF",
+        (
+            Hint(
+                "k = 1: ArgMax + ReduceMax compute the same and run on the NPU", common.topk_k_is_one, ("topk1_to_argmax",)
+            ),
+        ),
+        (),
+    ),
+    (("SpaceToDepth",), "R-PDF", (), ()),
     # RKNN-C: rknn-toolkit2 2.5.0 converts these and runs them as CPU layers (RT-DETR's GridSample, BERT's IsNaN)
-    (("GridSample", "IsNaN"), "RKNN-C", ()),
+    (("GridSample", "IsNaN"), "RKNN-C", (), ()),
     # PROBE-R: the converter takes these (R-OP does not list them) and runs them as CPU layers
-    (("Selu", "Reciprocal"), "PROBE-R", ()),
+    (("Selu", "Reciprocal"), "PROBE-R", (), ()),
 )
 CPU_REASON = "{op} is not in the {chip} NPU operator list: the RKNN runtime runs its CPU kernel"
 
@@ -229,15 +240,10 @@ def _ops(p: str, lim: Limits) -> dict[str, OpSupport]:
         for names, note, src in _NPU_OPS
         for op in names
     }
-    for names, src, fix_rules in _CPU_OPS:
+    for names, src, fix, fix_rules in _CPU_OPS:
         for op in names:
             ops[op] = OpSupport(
-                op,
-                CPU,
-                reason=CPU_REASON.format(op=op, chip=lim["chip"]),
-                source=src,
-                fix_rules=fix_rules,
-                fix=("the rewrite moves it to an NPU op",) if fix_rules else (),
+                op, CPU, reason=CPU_REASON.format(op=op, chip=lim["chip"]), source=src, fix_rules=fix_rules, fix=fix
             )
     for op in _UNSUPPORTED:
         ops[op] = OpSupport(
