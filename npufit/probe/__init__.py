@@ -38,7 +38,7 @@ def probe(
 ) -> ProbeReport:
     """Run the probe suite (the library side of `npufit probe`).
 
-    cases: glob patterns over the catalogue (ids, families, 'seed000'), or your own Case objects
+    cases: glob patterns over the catalogue (ids, families, 'hailo-8-op-test'), or your own Case objects
     (their builders must be importable module-level functions: cases run in worker processes).
     replay: a <target>-measured.json from an earlier `--compiler` run; the prediction is compared with it
     (drift table) without the compiler installed. Target, cases and sweep default to the recorded run's.
