@@ -19,3 +19,8 @@ class UnsupportedModelError(NpufitError):
 
     A finding about the model x target, not a tool failure: pipelines record it as `rejected`.
     """
+
+
+class NpufitWarning(UserWarning):
+    """Something a user must know before trusting a result (an artifact calibrated on random data): the library
+    warns with it, in its own terms; the CLI prints it as one line on stderr when it happens."""

@@ -11,7 +11,7 @@ import threading
 import warnings
 
 from .. import __version__
-from ..errors import NpufitError
+from ..errors import NpufitError, NpufitWarning
 from ..util.term import EscapingStream, esc_line
 
 # verb -> module (each module has register(subparsers) and run(args) -> int)
@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             if not args.verbose:  # a library's warning must not precede npufit's own one-line output
                 warnings.simplefilter("ignore")
+            # npufit's own warnings (an artifact calibrated on random data) are shown when they happen, in one line
+            warnings.simplefilter("always", NpufitWarning)
+            warnings.showwarning = _show_warning
             with VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", VERIFY_TIMEOUT.default)):
                 return int(args.func(args) or 0)
     except NpufitError as e:
@@ -116,6 +119,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = stdout, stderr
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, NpufitWarning):
+        print(f"npufit: warning: {esc_line(str(message))}", file=sys.stderr, flush=True)
+    else:  # --verbose: other libraries' warnings as Python prints them
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _exit_on_sigterm():

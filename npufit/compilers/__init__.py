@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from dataclasses import fields
 from pathlib import Path
 
 from .. import toolchains
-from ..errors import BadModelError, NpufitError
+from ..errors import BadModelError, NpufitError, NpufitWarning
 from ..toolchains import Toolchain
-from .base import CompileOptions, Compiler, CompileResult, Placement
+from .base import RANDOM_TAG, CompileOptions, Compiler, CompileResult, Placement, random_calibration_warning
+from .render import verdict_line
 
 __all__ = [
     "compile_model",
@@ -88,10 +90,34 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
         raise NpufitError(
             f"unknown {comp.name} option(s): {', '.join(bad)} (its options: {', '.join(comp.extra_options) or 'none'})"
         )
+    random = comp.calibrates_at_random(path, opts)
+    if random:  # before the compile, which may take minutes: the artifact will not be fit to deploy
+        warning = random_calibration_warning(target, f" (its file name says {RANDOM_TAG})")
+        warnings.warn(warning, NpufitWarning, stacklevel=2)
     result = comp.compile(path, target.lower(), opts)
+    if random:
+        result.random_calibrated = True
+        result.warnings.insert(0, warning)
     if compare_prediction:
         attach_comparison(result, path, target, opts)
+    result.verdict = verdict_line(result, _float_on_int8_only(path, target, result))
     return result
+
+
+def _float_on_int8_only(model: Path, target: str, result: CompileResult) -> bool:
+    """A float TFLite given to an int8-only NPU: every operator stays on the CPU, and the one thing to say is so."""
+    if model.suffix.lower() != ".tflite" or not result.placement or result.summary()["npu"]:
+        return False
+    from ..check.engine import is_float_model
+    from ..graph import load
+    from ..targets import get_profile
+    from ..targets.base import Executes
+
+    try:
+        int8_only = get_profile(target).executes is Executes.INT8
+    except NpufitError:
+        return False
+    return int8_only and is_float_model(load(model))
 
 
 def attach_comparison(result: CompileResult, model: Path, target: str, opts: CompileOptions) -> None:

@@ -25,6 +25,7 @@ from .base import (
     default_out_dir,
     env_tool_status,
     private_copy,
+    random_calibration,
     run_tool,
     tail,
 )
@@ -50,6 +51,9 @@ def variant_of(target: str, options: CompileOptions | None = None) -> str:
 
 class EthosNCompiler(Adapter):
     calibration_format = "npz"
+
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        return model.suffix.lower() != ".tflite" and random_calibration(options)  # npufit's converter quantizes
     extra_options = ("ethos_n_variant", "ethos_n_sram_bytes", "ethos_n_estimate", "ethos_n_clock_mhz")
 
     def status(self) -> dict:

@@ -30,7 +30,17 @@ from .. import __version__
 from ..errors import NpufitError
 from ..toolchains import HAILO, StageParser
 from ..util.io import atomic_write_json, atomic_write_text
-from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
+from .base import (
+    Adapter,
+    CompileOptions,
+    CompileResult,
+    Placement,
+    default_out_dir,
+    private_copy,
+    random_calibration,
+    run_tool,
+    tail,
+)
 from .hailo_calib import RANDOM_NOTE, CalibrationFile, region, region_inputs, write_calibration
 from .hailo_logs import (
     LOGS,
@@ -105,6 +115,9 @@ class HailoCompiler(Adapter):
             "install": install_line(),
             "detail": exe or "hailo CLI not found (NOT exercised on npufit's build machines)",
         }
+
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        return random_calibration(options)  # the Dataflow Compiler always quantizes (hailo_calib writes the set)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         if model.suffix.lower() != ".onnx":

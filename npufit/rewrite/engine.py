@@ -66,7 +66,7 @@ def fix(
             outcomes[n].status, outcomes[n].reason = "skipped", "approximate: needs --allow-approx"
             disabled.add(n)
     explicit = set(rules or ())
-    worst_abs = worst_rel = 0.0
+    worst_abs = worst_rel = worst_scaled = 0.0
     for _ in range(MAX_ROUNDS):
         kept_any = False
         for name in track([n for n in names if n not in disabled], f"fix: rules (target {profile.name})"):
@@ -104,6 +104,7 @@ def fix(
                 continue
             _record(out, current, cand_proto, fired, state, new_state, verdict)
             worst_abs, worst_rel = max(worst_abs, verdict[0]), max(worst_rel, verdict[1])
+            worst_scaled = max(worst_scaled, verdict[2])
             current, state, kept_any = cand_proto, new_state, True
         if not kept_any:
             break
@@ -128,6 +129,9 @@ def fix(
         "seed": seed,
         "max_abs": worst_abs,
         "max_rel": worst_rel,
+        # the largest difference as a share of its output's largest |value|: meaningful where element-wise relative
+        # differences are not (outputs near zero divide by almost nothing)
+        "max_abs_of_range": worst_scaled,
         "tolerance": tol,
         "integer_outputs": sorted(int_outputs),
     }
@@ -183,7 +187,8 @@ def _session(proto: onnx.ModelProto, what: str):
 
 
 def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
-    """(max_abs, max_rel) when every output matches on every sample, else the reason (str)."""
+    """(max_abs, max_rel, max_abs / the output's largest |value|) when every output matches on every sample, else
+    the reason (str)."""
     from ..verify.compare import compare_outputs, run_onnx
 
     try:
@@ -201,7 +206,8 @@ def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
         limit = 0.0 if name in int_outputs else atol + rtol * d["ref_max_abs"]
         if d["max_abs"] > limit:
             return f"output '{name}' differs from the original: max abs diff {d['max_abs']:.3g} > {limit:.3g}"
-    return total.max_abs, total.max_rel
+    scaled = max((d["max_abs"] / d["ref_max_abs"] for d in total.per_output.values() if d["ref_max_abs"] > 0), default=0.0)
+    return total.max_abs, total.max_rel, scaled
 
 
 def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = JUDGE):
@@ -271,8 +277,16 @@ def _remaining(report, target: str, src: Path, names: list[str], outcomes: dict[
             continue
         reason = n.reasons[0].sentence() if n.reasons else ""
         hints = sorted({f for r in n.reasons for f in r.fix_rules})
+        rule = n.reasons[0].rule if n.reasons else ""
         remaining.append(
-            {"name": n.name, "op_type": n.op_type, "verdict": n.verdict.value, "reason": reason, "fix_rules": hints}
+            {
+                "name": n.name,
+                "op_type": n.op_type,
+                "verdict": n.verdict.value,
+                "rule": rule,
+                "reason": reason,
+                "fix_rules": hints,
+            }
         )
         if not any(h in names and outcomes[h].status not in ("skipped",) for h in hints):
             unaddressed.append(n)
