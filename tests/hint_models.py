@@ -10,20 +10,21 @@ from onnx import TensorProto, helper, numpy_helper
 
 
 def topk_model(path: Path, k: int, opset: int = 13) -> Path:
-    """x [1,8,16,16] -> 1x1 Conv -> TopK(k) over the channels: the values and the indices are outputs."""
+    """x [1,8,1,512] -> 1x1 Conv -> TopK(k) over the last axis (a detector's top-k of its anchors, k = 1 a
+    classifier's argmax): the values and the indices are outputs."""
     rng = np.random.default_rng(0)
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 1, 512])
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["c"], "conv", kernel_shape=[1, 1]),
-        helper.make_node("TopK", ["c", "k"], ["values", "indices"], "topk", axis=1),
+        helper.make_node("TopK", ["c", "k"], ["values", "indices"], "topk", axis=3),
     ]
     inits = [
         numpy_helper.from_array(rng.standard_normal((8, 8, 1, 1)).astype(np.float32), "w"),
         numpy_helper.from_array(np.array([k], dtype=np.int64), "k"),
     ]
     outs = [
-        helper.make_tensor_value_info("values", TensorProto.FLOAT, [1, k, 16, 16]),
-        helper.make_tensor_value_info("indices", TensorProto.INT64, [1, k, 16, 16]),
+        helper.make_tensor_value_info("values", TensorProto.FLOAT, [1, 8, 1, k]),
+        helper.make_tensor_value_info("indices", TensorProto.INT64, [1, 8, 1, k]),
     ]
     m = helper.make_model(helper.make_graph(nodes, "topk", [x], outs, inits), opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
