@@ -120,16 +120,16 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
     if as_int8 and judge == "auto":
         return [
             f"judged as int8: {profile.name} runs int8 only, so this float model is judged as the int8 model a converter "
-            "produces (`npufit quantize` or `npufit compile` make it; --judge float judges the float graph)"
+            "produces (npufit quantize or npufit compile make it; judge 'float' judges the float graph)"
         ]
     if as_int8:
         return [
-            f"--judge int8: float activations were judged as the int8 tensors a converter would produce on {profile.name}"
+            f"judge 'int8': float activations were judged as the int8 tensors a converter would produce on {profile.name}"
         ]
     if profile.executes is Executes.INT8:
         return [
-            f"--judge float: the float graph is judged as it is; {profile.name} runs int8 only, so float ops are off the NPU "
-            "(the default judges its int8 conversion)"
+            f"judge 'float': the float graph is judged as it is; {profile.name} runs int8 only, so float ops are off the "
+            "NPU (the default judge, 'auto', judges its int8 conversion)"
         ]
     return []
 

@@ -48,8 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="npufit",
         description="Will this network run on the NPU? Check, fix, split, quantize, compile and benchmark models "
-        "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/65/85 and Rockchip RK3588.",
-        epilog="Run 'npufit COMMAND --help' for the options of a command.",
+        "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/U65/U85 and Rockchip RK3588, RK3576, RK3566/RK3568 and "
+        "RV1106/RV1103 ('npufit targets' lists every target name).",
+        epilog="Run 'npufit COMMAND --help' for the options of a command, 'npufit explain RULE_ID' for a rule of a "
+        "report.",
     )
     parser.add_argument("--version", action="version", version=f"npufit {__version__}")
     parser.add_argument(

@@ -8,7 +8,7 @@ import re
 import sys
 
 from ..util.io import atomic_write_text
-from ..vocab import FORMAT, FORMATS, JUDGE, JUDGES
+from ..vocab import DEFAULT_TARGET, FORMAT, FORMATS, JUDGE, JUDGES
 
 
 # -- numbers and names on the command line: refused by argparse (one line, exit 2) before any work -------------
@@ -61,6 +61,28 @@ def input_shape_arg(text: str) -> str:
             f"expected NAME=D0,D1,... with every dimension in [1, {MAX_DIM}] (e.g. images=1,3,224,224), got {text!r}"
         )
     return text.strip()
+
+
+def add_target_option(p: argparse.ArgumentParser, what: str = "target name (see 'npufit targets')") -> None:
+    p.add_argument(
+        "--target",
+        "-t",
+        type=name_arg,
+        default=None,
+        help=f"{what}; default: {DEFAULT_TARGET}, and the output says it was the default",
+    )
+
+
+def target_of(args: argparse.Namespace) -> str:
+    """--target, or the default said first on stderr: no result silently speaks of a target nobody chose."""
+    if args.target:
+        return args.target
+    print(
+        f"npufit: no --target given: {DEFAULT_TARGET} (the default; choose one with --target, see 'npufit targets')",
+        file=sys.stderr,
+        flush=True,
+    )
+    return DEFAULT_TARGET
 
 
 def add_format_option(p: argparse.ArgumentParser, choices=FORMATS, default=FORMAT) -> None:

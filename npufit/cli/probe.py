@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .. import toolchains
-from ..vocab import EXECUTOR, EXECUTORS, FORMAT, FORMATS
-from .common import emit, name_arg, positive_float, positive_int
+from ..vocab import DEFAULT_TARGET, EXECUTOR, EXECUTORS, FORMAT, FORMATS
+from .common import emit, name_arg, positive_float, positive_int, target_of
 
 
 def register(sub) -> None:
@@ -18,7 +18,10 @@ def register(sub) -> None:
         "compiler; write a ✅/❌ matrix with problems and workarounds, JSON, and a drift table.",
     )
     p.add_argument(
-        "--target", "-t", type=name_arg, help="target profile (default: hailo8, or the --replay record's target)"
+        "--target",
+        "-t",
+        type=name_arg,
+        help=f"target profile (default: the --replay record's target, else {DEFAULT_TARGET}, said so in the output)",
     )
     p.add_argument(
         "--opset",
@@ -85,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         emit("\n".join(lines), None)
         return 0
     report = probe(
-        args.target,
+        args.target if args.target or args.replay else target_of(args),
         opset=args.opset,
         cases=args.cases,
         compiler=args.compiler,

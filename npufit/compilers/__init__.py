@@ -68,10 +68,40 @@ def unknown_options(comp, extra) -> list[str]:
 
 
 def compile_model(model: str | os.PathLike, target: str, compare_prediction: bool = False, **options) -> CompileResult:
-    """Compile `model` for `target` with the vendor's compiler; the model file is only read (compilers get a copy).
+    """Compile `model` for `target` with the vendor's compiler and read back where each node went. The model file is
+    only read (compilers get a copy).
 
-    options: the fields of CompileOptions (out_dir, quantize, calibration, input_shapes, disable_rules,
-    simulate, emit_script, start_nodes, end_nodes, plan, timeout_s, extra)."""
+    The library side of `npufit compile MODEL --target T`. A quantizing compile without calibration data (an ONNX
+    model for Ethos-U/N, an int8 RKNN build, any Hailo build) calibrates on seeded random data: it warns
+    (npufit.errors.NpufitWarning) before the compile, names the artifact "...random-calibrated..." and sets
+    `result.random_calibrated`.
+
+    Parameters
+    ----------
+    model : str or os.PathLike
+        An .onnx or .tflite file.
+    target : str
+        "ethos-u55-256", "ethos-n78", "rk3588", "hailo8", ... (`npufit.doctor()` shows which compilers are here).
+    compare_prediction : bool
+        Also hold npufit's check against the compiler's placement (CPU-fallback recall/precision, disagreements).
+    **options
+        The fields of CompileOptions: out_dir, quantize (RKNN int8 build), calibration (real inputs: a folder of
+        .npy files or an .npz), input_shapes, disable_rules, simulate, emit_script (Hailo: write the script instead),
+        start_nodes, end_nodes, plan, timeout_s, activations, extra.
+
+    Returns
+    -------
+    CompileResult
+        A one-line `verdict`, `warnings`, the artifact, per-node placement with the compiler's reasons, the log,
+        command, wall time and peak memory, the compiler's own figures; `.render(...)`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> r = npufit.compile("det.onnx", "ethos-u55-256", calibration="calib.npz", out_dir="out/")
+    >>> r.verdict  # doctest: +SKIP
+    'det.onnx on ethos-u55-256: 100% of running nodes on the NPU (31 npu, 0 cpu)'
+    """
     from ..util.readers import require_regular_file
 
     path = Path(model)

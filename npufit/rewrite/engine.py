@@ -27,7 +27,7 @@ RULE_TAG = "pkg.onnxscript.rewriter.rule_name"
 
 def fix(
     model: str | os.PathLike,
-    target: str = "hailo8",
+    target: str,
     output: str | os.PathLike | None = None,
     rules: list[str] | None = None,
     skip_rules: list[str] | None = None,
@@ -41,7 +41,50 @@ def fix(
     approx_rtol: float = 1e-2,
     judge: str = JUDGE,
 ) -> FixResult:
-    """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified."""
+    """Rewrite `model` so that more of it runs on `target`'s NPU, verify every rewrite with ONNX Runtime, and write
+    the result to `output` only if every kept rule verified. The input file is never modified.
+
+    The library side of `npufit fix MODEL --target T -o OUT`.
+
+    Parameters
+    ----------
+    model : str or os.PathLike
+        An .onnx file.
+    target : str
+        The target whose verdicts the rules are kept for (a rule that does not help there is rolled back).
+    output : str or os.PathLike, optional
+        Where to write the fixed model; None: nothing is written (the result still says what would change).
+    rules, skip_rules : list of str, optional
+        Rewrite rules to run (default: the target's own set, as a report's "suggested" line names them) or to leave
+        out; `docs/rewrite-rules.md` lists them.
+    allow_approx : bool
+        Also run approximate rules (e.g. gelu_tanh), checked against `approx_rtol`.
+    dry_run : bool
+        Judge and verify, write nothing.
+    input_shapes : dict, optional
+        Pin dynamic inputs, e.g. {"x": (1, 3, 224, 224)}.
+    samples, seed : int
+        Seeded random input samples the verification runs.
+    rtol, atol : float
+        Tolerance of exact rules: |diff| <= atol + rtol * max|reference| per output (integer outputs must be equal).
+    approx_rtol : float
+        Tolerance of approximate rules, relative to the output's largest value.
+    judge : str
+        How a float model is judged ("auto", "int8", "float"), as in `npufit.check`.
+
+    Returns
+    -------
+    FixResult
+        What each rule did (fired, rolled back, refused and why), coverage before and after, the verification, the
+        nodes still off the NPU; `.render(...)`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> r = npufit.fix("classifier.onnx", "hailo8", output="classifier.fixed.onnx")
+    >>> r  # doctest: +SKIP
+    <FixResult hailo8 classifier.onnx: applied conv1d_to_conv2d,mean_to_global_pool; 60.0% -> 100.0% nodes; ...>
+    """
     src = Path(model)
     # with external weights (rewriting and verifying need them); the shapes the verdicts are judged on are the
     # shapes written (as onnxsim's --overwrite-input-shape does): a fixed model that is judged static but written

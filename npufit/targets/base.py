@@ -231,6 +231,9 @@ class Profile:
     # the default plan's NPU stages ("max_npu_stages") and "sources": figure -> where it comes from; {}: generic
     split_costs: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        return f"<Profile {self.name}: {self.title}, {len(self.ops)} ops, {len(self.rules())} rules>"
+
     def __post_init__(self) -> None:
         self.fallback = Fallback(self.fallback)  # "cpu"/"none" spelled as text are accepted; a typo fails here
 
