@@ -34,7 +34,7 @@ class DoctorReport:
             return f"{sum(c.available for c in parts)}/{len(parts)}"
 
         return (
-            f"<DoctorReport: core {n(self.core)}, compilers {n(self.compilers)}, runtimes {n(self.runtimes)} available>"
+            f"<DoctorReport core {n(self.core)}, compilers {n(self.compilers)}, runtimes {n(self.runtimes)} available>"
         )
 
     def to_dict(self) -> dict:

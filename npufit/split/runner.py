@@ -53,8 +53,10 @@ def run(
 
     Example
     -------
-    >>> import numpy as np, npufit
-    >>> r = npufit.run("plan/", {"images": np.zeros((1, 3, 640, 640), np.float32)}, compare_original="yolov8n.onnx")
+    >>> import numpy as np
+    >>> import npufit
+    >>> x = np.zeros((1, 3, 640, 640), np.float32)
+    >>> r = npufit.run("plan/", {"images": x}, compare_original="yolov8n.onnx")
     >>> r.outputs["output0"].shape  # doctest: +SKIP
     (1, 84, 8400)
     """
