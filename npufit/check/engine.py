@@ -11,7 +11,18 @@ from ..graph import Graph, NodeView, load, quant
 from ..graph.facts import NonLocal
 from ..graph.macs import MAC_OPS, node_macs
 from ..targets import get_profile
-from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, conditional, hints_for, worst
+from ..targets.base import (
+    Composite,
+    Executes,
+    Fallback,
+    OpSupport,
+    Profile,
+    Rule,
+    Verdict,
+    conditional,
+    hints_for,
+    worst,
+)
 from ..targets.explain import evidence_for
 from ..util.gcpause import gc_paused
 from ..vocab import JUDGE, JUDGES
@@ -376,7 +387,9 @@ class _Judge:
             res.composite = comp.id
             res.verdict = comp.verdict
             if comp.verdict != _NPU:
-                res.reasons.append(_reason(node, comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules))
+                res.reasons.append(
+                    _reason(node, comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules)
+                )
             checks = self.graph_rules  # rules on dtype/batch/rank still apply inside composites
         else:
             if profile.op_key is None:  # the op table is keyed by op type and domain only
@@ -471,7 +484,16 @@ def _reason(node: NodeView, rid, text, verdict, detail, fix, source, fix_rules) 
 
 def _fail(res: NodeResult, profile: Profile, rule: Rule, detail, node: NodeView) -> None:
     res.reasons.append(
-        _reason(node, rule.id, rule.sentence(profile.limits), rule.on_fail, str(detail), rule.fix, rule.source, rule.fix_rules)
+        _reason(
+            node,
+            rule.id,
+            rule.sentence(profile.limits),
+            rule.on_fail,
+            str(detail),
+            rule.fix,
+            rule.source,
+            rule.fix_rules,
+        )
     )
     res.verdict = worst(res.verdict, rule.on_fail)
 

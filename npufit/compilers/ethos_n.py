@@ -51,10 +51,10 @@ def variant_of(target: str, options: CompileOptions | None = None) -> str:
 
 class EthosNCompiler(Adapter):
     calibration_format = "npz"
+    extra_options = ("ethos_n_variant", "ethos_n_sram_bytes", "ethos_n_estimate", "ethos_n_clock_mhz")
 
     def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
         return model.suffix.lower() != ".tflite" and random_calibration(options)  # npufit's converter quantizes
-    extra_options = ("ethos_n_variant", "ethos_n_sram_bytes", "ethos_n_estimate", "ethos_n_clock_mhz")
 
     def status(self) -> dict:
         return env_tool_status(self.toolchain)

@@ -123,7 +123,8 @@ def _calibration_line(r: QuantizeReport) -> str:
     if c.get("preprocessing"):
         line += f" [{c['preprocessing']}]"
     held = (
-        f"; {c['holdout']} held back for the accuracy report, never calibrated on ({c['holdout_source']}; the holdout option sets how many)"
+        f"; {c['holdout']} held back for the accuracy report, never calibrated on ({c['holdout_source']}; "
+        "the holdout option sets how many)"
         if c.get("holdout")
         else "; nothing held back: no accuracy report"
     )

@@ -66,9 +66,8 @@ def render_profile_markdown(profile: Profile) -> str:
             "|---|---|---|---|---|",
         ]
         for r in profile.graph_rules:
-            lines.append(
-                f"| `{r.id}` | {_cell(r.sentence(profile.limits))} | {r.on_fail.value} | {fixes(r.id)} | {src(r.source)} |"
-            )
+            sentence = _cell(r.sentence(profile.limits))
+            lines.append(f"| `{r.id}` | {sentence} | {r.on_fail.value} | {fixes(r.id)} | {src(r.source)} |")
         lines.append("")
     lines += [
         "## Operators",
@@ -99,8 +98,9 @@ def render_profile_markdown(profile: Profile) -> str:
             "|---|---|---|---|---|---|",
         ]
         for c in profile.composites:
+            verdict = f"{VERDICT_MARK[c.verdict.value]} {c.verdict.value}"
             lines.append(
-                f"| `{c.id}` | {_cell(c.name)} | {VERDICT_MARK[c.verdict.value]} {c.verdict.value} | {_cell(c.text)} | {fixes(c.id)} | {src(c.source)} |"
+                f"| `{c.id}` | {_cell(c.name)} | {verdict} | {_cell(c.text)} | {fixes(c.id)} | {src(c.source)} |"
             )
     if profile.limits:
         lines += ["", "## Limits", "", "| limit | value |", "|---|---|"] + _limits_str(profile)

@@ -249,7 +249,9 @@ def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
         limit = 0.0 if name in int_outputs else atol + rtol * d["ref_max_abs"]
         if d["max_abs"] > limit:
             return f"output '{name}' differs from the original: max abs diff {d['max_abs']:.3g} > {limit:.3g}"
-    scaled = max((d["max_abs"] / d["ref_max_abs"] for d in total.per_output.values() if d["ref_max_abs"] > 0), default=0.0)
+    scaled = max(
+        (d["max_abs"] / d["ref_max_abs"] for d in total.per_output.values() if d["ref_max_abs"] > 0), default=0.0
+    )
     return total.max_abs, total.max_rel, scaled
 
 

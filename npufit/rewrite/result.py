@@ -156,13 +156,7 @@ def verdict_line(r: FixResult) -> str:
     applied = r.applied
     left = r.after.not_npu
     rules = f"{len(applied)} rule(s) applied and verified" if applied else "no rule changed the model"
-    where = (
-        f"wrote {r.output}"
-        if r.written
-        else "dry run, nothing written"
-        if r.dry_run
-        else "nothing written"
-    )
+    where = f"wrote {r.output}" if r.written else "dry run, nothing written" if r.dry_run else "nothing written"
     cover = f"coverage {r.before.coverage_pct:.1f}% -> {r.after.coverage_pct:.1f}%"
     rest = f"{left} node(s) still off the NPU" if left else f"every running node runs on the {r.target} NPU"
     return f"{where}: {rules}; {cover}; {rest}"

@@ -92,9 +92,7 @@ def _downgrade(proto: onnx.ModelProto, current: int, target: int, why: str) -> o
         try:
             onnx.defs.get_schema(node.op_type, target, "")
         except onnx.defs.SchemaError:
-            raise RuleNotApplicable(
-                f"{node.op_type} does not exist in opset {target} ({why})"
-            ) from None
+            raise RuleNotApplicable(f"{node.op_type} does not exist in opset {target} ({why})") from None
         since = AXES_INPUT_SINCE.get(node.op_type)
         if since and current >= since > target and len(node.input) > 1 and node.input[1]:
             src = consts.get(node.input[1])

@@ -49,7 +49,9 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
             "Ethos-N tensors must be {dtypes[0]} or {dtypes[1]} (int32 only for bias): a float model never offloads",
             dtype,
             (
-                Hint("quantize the model to int8 first (npufit quantize, or an int8 TFLite export)", float_feature_maps),
+                Hint(
+                    "quantize the model to int8 first (npufit quantize, or an int8 TFLite export)", float_feature_maps
+                ),
                 Hint(NON_NUMERIC_HINT, no_float_feature_maps),
             ),
             "N-API",

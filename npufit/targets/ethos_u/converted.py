@@ -275,9 +275,7 @@ def converted_ops(name: str, listed) -> dict[str, OpSupport]:
         "Such a node is a constant once the Ifs that the input sizes decide are inlined, an integer cast or reshape "
         "that keeps the carried type and shape, or an integer cast of bools read only by an ArgMax."
     )
-    return {
-        NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why, evidence=evidence)
-    }
+    return {NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why, evidence=evidence)}
 
 
 def converted_rules(name: str, listed) -> dict[str, tuple[Rule, ...]]:

@@ -281,7 +281,7 @@ def _composites(p: str) -> tuple[Composite, ...]:
         Composite(
             f"{p}.mean_linear",
             "mean(dim) -> reshape -> Linear",
-            "torch.mean(dim=...) followed by reshape and Linear fails in the Hailo parser (\"Invalid kernel shape\")",
+            'torch.mean(dim=...) followed by reshape and Linear fails in the Hailo parser ("Invalid kernel shape")',
             patterns.match_mean_linear,
             UNSUP,
             ("use nn.AdaptiveAvgPool2d((1, 1)) + torch.squeeze before nn.Linear",),

@@ -247,7 +247,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 evidence="The Hailo Model Zoo's vit/deit classifiers end right after the class-token Gather (inferred "
                 "from the node numbering of their end nodes). Embedding lookups fail with UnsupportedGatherLayerError "
                 "(a public 6-layer BERT log), so do gathers over the batch axis (a public Hailo-8 classifier log) and "
-                "run-time indices (\"Can't find index\", a public YOLO26n port).",
+                'run-time indices ("Can\'t find index", a public YOLO26n port).',
             ),
         ),
         "Cast": (
@@ -271,7 +271,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                     eltwise_const_layout,
                     ("make the constant 4-D [1,C,1,1]/[1,C,H,W] or apply it on the host",),
                     "H-YOLO",
-                    evidence="YOLO's anchor constants fail (\"constant shape (1,2,8400) not broadcastable\", a public "
+                    evidence='YOLO\'s anchor constants fail ("constant shape (1,2,8400) not broadcastable", a public '
                     "YOLO HAR-generation log); the same constants on token sequences [N, T, C] are accepted (the "
                     "position embeddings of the Hailo Model Zoo's vit, deit and detr).",
                 ),

@@ -197,7 +197,9 @@ _CPU_OPS = (
         "R-PDF",
         (
             Hint(
-                "k = 1: ArgMax + ReduceMax compute the same and run on the NPU", common.topk_k_is_one, ("topk1_to_argmax",)
+                "k = 1: ArgMax + ReduceMax compute the same and run on the NPU",
+                common.topk_k_is_one,
+                ("topk1_to_argmax",),
             ),
         ),
         (),
