@@ -169,3 +169,13 @@ def test_explain_cli_and_its_errors():
     assert r.returncode == 2 and "hailo8.shuffle.rank3" in r.stderr and "Traceback" not in r.stderr
     r = subprocess.run([*run, "hailo8.no.such.rule"], capture_output=True, text=True)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_every_command_help_is_in_plain_words():
+    from npufit.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    keys = source_keys()
+    for name, text in [("npufit", parser.format_help())] + [(n, p.format_help()) for n, p in sub.choices.items()]:
+        assert not jargon(text, keys), (name, jargon(text, keys))

@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from .common import PENDING_NOTES
+
+    PENDING_NOTES.clear()  # main() may run several times in one process (tests)
     if args.global_quiet:
         os.environ["NPUFIT_NO_PROGRESS"] = "1"
     # names from a model never reach the terminal raw (progress bars draw on the unwrapped stream)

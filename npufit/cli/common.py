@@ -73,14 +73,16 @@ def add_target_option(p: argparse.ArgumentParser, what: str = "target name (see 
     )
 
 
+# lines said on stderr right before the output (`emit`): a refused input stays one line of error, nothing more
+PENDING_NOTES: list[str] = []
+
+
 def target_of(args: argparse.Namespace) -> str:
-    """--target, or the default said first on stderr: no result silently speaks of a target nobody chose."""
+    """--target, or the default, said right before the output: no result silently speaks of a target nobody chose."""
     if args.target:
         return args.target
-    print(
-        f"npufit: no --target given: {DEFAULT_TARGET} (the default; choose one with --target, see 'npufit targets')",
-        file=sys.stderr,
-        flush=True,
+    PENDING_NOTES.append(
+        f"npufit: no --target given: {DEFAULT_TARGET} (the default; choose one with --target, see 'npufit targets')"
     )
     return DEFAULT_TARGET
 
@@ -127,7 +129,9 @@ def add_verify_timeout_option(p: argparse.ArgumentParser, what: str = "verificat
 
 
 def emit(text: str, output: str | None) -> None:
-    """Print to stdout, or write atomically to --output."""
+    """Print to stdout, or write atomically to --output (after the notes that belong before it)."""
+    while PENDING_NOTES:
+        print(PENDING_NOTES.pop(0), file=sys.stderr, flush=True)
     if output:
         atomic_write_text(output, text if text.endswith("\n") else text + "\n")
         print(f"wrote {output}", file=sys.stderr)
