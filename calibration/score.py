@@ -1,6 +1,6 @@
 """CPU-fallback F1 of today's profiles on the recorded calibration compiles: whole corpus and leave-one-family-out.
 
-    python benchmarks/calibration/score.py [--records docs/calibration/rk3588-fp16-op17.json ...] [--wrong]
+    python -m calibration.score [--records docs/calibration/rk3588-fp16-op17.json ...] [--wrong]
 
 Whole corpus: the shipped profiles against every recorded model. Leave-one-family-out (LOFO): for each family,
 the profile with every calibrated condition that only that family's records show switched off, scored on that
@@ -14,15 +14,12 @@ on the CPU. Needs torch + transformers (the models are re-exported from the corp
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from calibration import records  # noqa: E402
-from calibration.corpus import FAMILIES  # noqa: E402
+from . import records
+from .corpus import FAMILIES
 
 
 def score_record(path: Path) -> dict:
