@@ -39,12 +39,13 @@ def top_verdicts(graph, profile, build: str) -> dict:
 
 
 def case_verdicts(onnx: Path, op: str, profile, build: str) -> list[str]:
-    """npufit's verdict for every top-level node of `op` in a case graph, in graph order, judged as `build`."""
+    """npufit's verdict for every top-level node of `op` ("*": of every op) in a case graph, in graph order, judged as
+    `build`."""
     from npufit.graph import load
 
     graph = load(onnx)
     by = {k: v.verdict.value for k, v in top_verdicts(graph, profile, build).items()}
-    return [by.get(n.name, "folded") for n in graph.top_nodes if n.op_type == op]
+    return [by.get(n.name, "folded") for n in graph.top_nodes if op in ("*", n.op_type)]
 
 
 def compiler_of(target: str) -> str:
@@ -58,11 +59,13 @@ def is_rknn(target: str) -> bool:
     return compiler_of(target) == "rknn"
 
 
-def compile_onnx(onnx: Path, target: str, build: str, out: Path, timeout_s: float = 900):
+def compile_onnx(onnx: Path, target: str, build: str, out: Path, timeout_s: float = 900, input_shapes=None):
     """The real compile a record is made from: an RKNN build (float16, or int8 on the model's own random sample),
-    else the target's compiler as npufit's compile drives it (Vela through npufit's ONNX -> int8 TFLite converter)."""
+    else the target's compiler as npufit's compile drives it (Vela through npufit's ONNX -> int8 TFLite converter).
+    `input_shapes` pins dynamic inputs, as a user does for a compile."""
     from npufit.compilers import compile_model
 
+    opts = {"out_dir": out, "timeout_s": timeout_s, **({"input_shapes": input_shapes} if input_shapes else {})}
     if is_rknn(target):
-        return compile_model(onnx, target, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=timeout_s)
-    return compile_model(onnx, target, out_dir=out, timeout_s=timeout_s)
+        return compile_model(onnx, target, quantize=build == "int8", simulate=False, **opts)
+    return compile_model(onnx, target, **opts)

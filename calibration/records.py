@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import rknn_cases, vela_cases
+from . import rknn_cases, sweep, vela_cases
 from .corpus import ARCHS, FAMILIES, export
 from .form import (
     CASES_SCHEMA,
@@ -126,7 +126,10 @@ def case_records() -> list[Path]:
 
 
 def case_builder(rec: dict):
-    """The module whose CASES built a case record's graphs: rknn_cases.py for RKNN-Toolkit2, vela_cases.py for Vela."""
+    """The module whose CASES built a case record's graphs: the sweep generator's (sweep.py) where the record names it,
+    else rknn_cases.py for RKNN-Toolkit2, vela_cases.py for Vela."""
+    if rec.get("builder") == "sweep":
+        return sweep
     return rknn_cases if rec["compiler"] == "rknn-toolkit2" else vela_cases
 
 

@@ -1,6 +1,11 @@
 """CPU-fallback F1 of today's profiles on the recorded calibration compiles: whole corpus and leave-one-family-out.
 
     python -m calibration.score [--records docs/calibration/rk3588-fp16-op17.json ...] [--wrong]
+    python -m calibration.score --realworld [--records docs/calibration/realworld/*.json] [--write FILE.md]
+        [--disagreements docs/calibration/disagreements.md]
+
+--realworld scores the real-world set instead (calibration/loso.py: leave-one-source-out, beside the corpus record of
+the same target and build and the sweep record of the target) and can write the table and the disagreement list.
 
 Whole corpus: the shipped profiles against every recorded model. Leave-one-family-out (LOFO): for each family,
 the profile with every calibrated condition that only that family's records show switched off, scored on that
@@ -18,7 +23,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from . import records
+from . import loso, records
 from .corpus import FAMILIES
 
 
@@ -62,7 +67,12 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--wrong", action="store_true", help="list every disagreeing node, grouped by op (whole corpus, then LOFO)"
     )
+    ap.add_argument("--realworld", action="store_true", help="score the real-world set (leave-one-source-out)")
+    ap.add_argument("--write", type=Path, help="with --realworld: also write the table to this Markdown file")
+    ap.add_argument("--disagreements", type=Path, help="with --realworld: write every disagreement class here")
     a = ap.parse_args(argv)
+    if a.realworld:
+        return _realworld(a)
     print(
         "| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | LOFO pooled | LOFO corpus-only | "
         + " | ".join(f"LOFO {f} (CPU nodes)" for f in FAMILIES)
@@ -104,6 +114,27 @@ def main(argv=None) -> None:
             for title, rows in (("whole corpus", r["rows"]), ("leave-one-family-out", r["lofo_rows"])):
                 print(f"\n{r['record']}, {title}:")
                 _print_wrong(rows)
+
+
+def _realworld(a) -> None:
+    from npufit.util.io import atomic_write_text
+
+    from . import realworld
+
+    paths = a.records if a.records != records.all_records() else realworld.all_records()
+    results = [loso.score_realworld(p) for p in paths]
+    corpus = {}
+    for r in results:  # the transformer corpus's record of the same target and build, where there is one
+        p = records.record_path(r["target"], r["build"], 17)
+        if p.is_file():
+            corpus.setdefault(f"{r['target']}-{r['build']}", score_record(p))
+    sweeps = loso.sweep_scores()
+    lines = loso.table(results, corpus, sweeps)
+    print("\n".join(lines))
+    if a.write:
+        atomic_write_text(a.write, "\n".join(lines) + "\n")
+    if a.disagreements:
+        atomic_write_text(a.disagreements, "\n".join(loso.disagreements(results, sweeps)) + "\n")
 
 
 def _print_wrong(rows) -> None:

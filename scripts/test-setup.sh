@@ -18,6 +18,17 @@ ETHOSN_SRC=${NPUFIT_ETHOSN_SOURCE:-}
   && echo "test-setup: ethos-n support library ready" \
   || echo "test-setup: ethos-n support library unavailable (its tests will skip): see 'npufit env install ethos-n'"
 
+# The real-world calibration set (tests/test_calibration_realworld.py, calibration/realworld.py): Ultralytics builds
+# its YOLO models from YAML and exports them offline; installed WITHOUT its heavy dependencies (it would replace the
+# pinned CPU torch): torchvision's Python parts (its PyPI wheel is a CUDA build: its C++ ops are never used), a
+# headless OpenCV, onnxslim for the exporter's default simplify. Then the set is built into the cache (wheels by
+# `pip download`, ~75 MB; 17 exports, ~4 min on 2 cores the first time).
+"$BIN/python" -m pip install -q --no-deps 'ultralytics==8.4.190' 'torchvision==0.28.0' \
+  'opencv-python-headless==4.14.0.94' 'onnxslim==0.1.98' 'colorama>=0.4' >/dev/null 2>&1 \
+  && "$BIN/python" -m calibration.realworld build >/dev/null 2>&1 \
+  && echo "test-setup: real-world calibration set ready" \
+  || echo "test-setup: real-world calibration set incomplete (models that cannot be built are skipped)"
+
 # Headless Chromium for the HTML report test (Debian's package; needs root).
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
