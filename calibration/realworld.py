@@ -535,6 +535,30 @@ def replay(rec: dict, model_id: str, held_out: str | None = None, cases: bool = 
     return {"model": model_id, "family": m.source, **counts, "wrong": wrong}
 
 
+def gap_verdicts(rec: dict, model_id: str) -> dict[str, dict[str, int]]:
+    """For a model npufit's converter could not lower: today's verdicts on the nodes of the ops the error names (op ->
+    verdict -> nodes), so a converter gap the prediction calls NPU shows."""
+    import re
+    from collections import Counter
+
+    from npufit.graph import load as load_graph
+
+    from .judge import profile_for, top_verdicts
+
+    ops = set(re.findall(r"(?:lowering for |; )([A-Z][A-Za-z0-9]+)", rec["models"][model_id]["error"]))
+    m = model_of(model_id)
+    try:
+        graph = load_graph(path_of(m), m.shapes)
+        verdicts = top_verdicts(graph, profile_for(rec["target"]), rec["build"])
+    except Exception:  # the prediction itself may not take the model: then there is nothing to compare
+        return {}
+    out: dict[str, Counter] = {}
+    for n in graph.top_nodes:
+        if n.op_type in ops and n.name in verdicts:
+            out.setdefault(n.op_type, Counter())[verdicts[n.name].verdict.value] += 1
+    return {op: dict(c) for op, c in out.items()}
+
+
 # -- command line ------------------------------------------------------------------------------------------------------
 
 

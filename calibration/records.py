@@ -139,6 +139,8 @@ def case_wrong(rec: dict, measured, got: list[str]) -> int:
     converter that has no lowering, so the op cannot reach the NPU (cpu or unsupported)."""
     if isinstance(measured, str):
         want = ("unsupported",) if rec["compiler"] == "rknn-toolkit2" else OFF
+        if rec.get("builder") == "sweep":  # every node of the graph judged: some node must be judged so
+            return int(not any(g in want for g in got))
         return int(not got or any(g not in want for g in got))
     if len(got) != len(measured):
         raise AssertionError(f"{len(got)} nodes judged, {len(measured)} recorded: the case graph changed, re-record it")

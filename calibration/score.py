@@ -2,7 +2,7 @@
 
     python -m calibration.score [--records docs/calibration/rk3588-fp16-op17.json ...] [--wrong]
     python -m calibration.score --realworld [--records docs/calibration/realworld/*.json] [--write FILE.md]
-        [--disagreements docs/calibration/disagreements.md]
+        [--disagreements docs/calibration/disagreements.md] [--with-corpus]
 
 --realworld scores the real-world set instead (calibration/loso.py: leave-one-source-out, beside the corpus record of
 the same target and build and the sweep record of the target) and can write the table and the disagreement list.
@@ -70,6 +70,11 @@ def main(argv=None) -> None:
     ap.add_argument("--realworld", action="store_true", help="score the real-world set (leave-one-source-out)")
     ap.add_argument("--write", type=Path, help="with --realworld: also write the table to this Markdown file")
     ap.add_argument("--disagreements", type=Path, help="with --realworld: write every disagreement class here")
+    ap.add_argument(
+        "--with-corpus",
+        action="store_true",
+        help="with --realworld: add the corpus record's scores (slow: re-judges it)",
+    )
     a = ap.parse_args(argv)
     if a.realworld:
         return _realworld(a)
@@ -124,7 +129,7 @@ def _realworld(a) -> None:
     paths = a.records if a.records != records.all_records() else realworld.all_records()
     results = [loso.score_realworld(p) for p in paths]
     corpus = {}
-    for r in results:  # the transformer corpus's record of the same target and build, where there is one
+    for r in results if a.with_corpus else ():  # the transformer corpus's record of the same target and build
         p = records.record_path(r["target"], r["build"], 17)
         if p.is_file():
             corpus.setdefault(f"{r['target']}-{r['build']}", score_record(p))

@@ -121,6 +121,7 @@ def test_the_sweep_records_hold_every_node_of_their_cases():
                 assert len(case["placement"]) == len(case["ops"]), (p.name, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SW, ids=[p.stem for p in SW])
 def test_profile_keeps_its_agreement_on_the_sweep_records(path):
     s = loso.score_sweep(path)
