@@ -10,6 +10,7 @@ failed on are counted apart (failed); a node the compiler folded away counts as 
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -172,8 +173,8 @@ def disagreements(results: list[dict], sweeps: dict[str, dict]) -> list[str]:
                     out.append(f"| {said} | {did} | {op} | {rules or '-'} | {conds} | {g['n']} | {models} |")
                 out.append("")
             fails: dict = defaultdict(list)
-            for mid, m in r["failed"].items():
-                fails[(m["stage"], m["error"][:140])].append(mid)
+            for mid, m in r["failed"].items():  # the model's own file name left out, so one cause is one line
+                fails[(m["stage"], re.sub(r"^\S+\.(?:tflite|onnx): ", "", m["error"])[:140])].append(mid)
             if fails:
                 out += ["Models the compile path did not take (stage: error: models):", ""]
                 for (stage, err), mids in sorted(fails.items(), key=lambda kv: -len(kv[1])):
