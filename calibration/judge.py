@@ -32,7 +32,7 @@ def judge_of(build: str) -> str:
 
 def top_verdicts(graph, profile, build: str) -> dict:
     """npufit's verdict node (check's report) per top-level node name of `graph`."""
-    from npufit.check import check
+    from npufit import check
 
     rep = check(graph, profile, judge=judge_of(build))
     return {n.name: n for n in rep.nodes if n.parent is None}
