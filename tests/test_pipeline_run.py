@@ -39,7 +39,7 @@ def test_first_run_does_every_step_and_records_results(tiny):
     assert hist["schema"] == "npufit.train/1" and len(hist["history"]) == 1
     assert {"train_loss", "val_loss"} <= set(hist["history"][0])
     check = json.loads((folder / "out/gru/hailo8/check/check.json").read_text())
-    assert check["schema"] == "npufit.check/1" and check["summary"]["counts"]["npu"] < check["summary"]["nodes_total"]
+    assert check["schema"] == "npufit.check/2" and check["summary"]["counts"]["npu"] < check["summary"]["nodes_total"]
     manifest = json.loads((folder / "out/pipeline.json").read_text())
     assert manifest["schema"] == "npufit.pipeline-run/1" and len(manifest["cells"]) == 9
     assert (folder / "out/report.html").stat().st_size > 10_000
@@ -83,7 +83,7 @@ def test_tampered_output_is_detected(tiny):
     check_json.write_text(check_json.read_text().replace('"npu"', '"cpu"', 1))
     run = run_pipeline(yaml_path, output_dir=folder / "out", quiet=True)
     assert _actions(run)["check/gru/hailo8"] == "ran"
-    assert json.loads(check_json.read_text())["schema"] == "npufit.check/1"
+    assert json.loads(check_json.read_text())["schema"] == "npufit.check/2"
 
 
 def test_failing_step_stops_only_its_branch(tmp_path):
