@@ -250,5 +250,3 @@ class CheckReport:
         from ..report.check_terminal import render_text
 
         return render_text(self, all_nodes=all_nodes)
-
-
