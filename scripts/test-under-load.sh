@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The test suite beside two busy CPU hogs, as on a loaded CI machine: it must pass there as it does on an idle one
+# (docs/dev/testing.md). Run it before handing in a change to the suite or to anything that times or waits.
+#   scripts/test-under-load.sh [pytest arguments]        e.g. --shuffle-seed 1234, -x, tests/test_pipeline_run.py
+# PYTHON picks the interpreter (default .venv/bin/python); HOGS the number of busy loops (default 2).
+set -u
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+hogs=()
+stop_hogs() {
+  [ ${#hogs[@]} -gt 0 ] && kill "${hogs[@]}" 2>/dev/null
+  wait 2>/dev/null
+  hogs=()
+}
+trap stop_hogs EXIT
+trap 'stop_hogs; exit 130' INT TERM
+for _ in $(seq "${HOGS:-2}"); do
+  (while :; do :; done) &  # one core kept busy at normal priority
+  hogs+=($!)
+done
+echo "test-under-load: ${#hogs[@]} CPU hogs (pids ${hogs[*]}) on $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+start=$(date +%s)
+"$PY" -m pytest -q -p no:cacheprovider "$@"
+rc=$?
+echo "test-under-load: pytest exit $rc after $(($(date +%s) - start)) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+exit $rc
