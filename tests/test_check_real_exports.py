@@ -52,8 +52,15 @@ def ppocr_recogniser(path):
         helper.make_node("Transpose", ["f"], ["ft"], name="to_tokens", perm=[0, 2, 3, 1]),
         helper.make_node("Reshape", ["ft", "seq_shape"], ["y"], name="to_seq"),
     ]
-    inits = [w, _const("three", [3]), _const("four", [4]), _const("zero", [0]), _const("scalar", np.zeros(0)),
-             _const("one", [1]), _const("eight", [8])]
+    inits = [
+        w,
+        _const("three", [3]),
+        _const("four", [4]),
+        _const("zero", [0]),
+        _const("scalar", np.zeros(0)),
+        _const("one", [1]),
+        _const("eight", [8]),
+    ]
     return _save(path, nodes, [_vi("x", [1, 3, 48, "width"])], [_vi("y", [1, None, 8])], inits)
 
 
@@ -98,8 +105,14 @@ def if_model(path):
         helper.make_node("Reshape", ["sr", "one"], ["sr1"], name="node_Reshape_1"),
         helper.make_node("Equal", ["sr1", "k16"], ["is16v"], name="F0::anon"),
         helper.make_node("Squeeze", ["is16v"], ["is16"], name="F0::anon"),
-        helper.make_node("If", ["is16"], ["b"], name="branch", then_branch=_body("then", 2.0, "Sigmoid"),
-                         else_branch=_body("else", 3.0, "Erf")),
+        helper.make_node(
+            "If",
+            ["is16"],
+            ["b"],
+            name="branch",
+            then_branch=_body("then", 2.0, "Sigmoid"),
+            else_branch=_body("else", 3.0, "Erf"),
+        ),
         helper.make_node("Relu", ["b"], ["y"], name="act"),
     ]
     inits = [_const("one", [1]), _const("k16", [16000])]
@@ -109,18 +122,25 @@ def if_model(path):
 def loop_model(path):
     """A recurrent export: a Loop of three steps whose body repeats a top-level node name ('step')."""
     body = helper.make_graph(
-        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
-         helper.make_node("MatMul", ["h_in", "w"], ["h_m"], name="step"),
-         helper.make_node("Erf", ["h_m"], ["h_out"], name="gate")],
-        "body", [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("h_in", [1, 8])],
-        [_vi("cond_out", [], TensorProto.BOOL), _vi("h_out", [1, 8])])
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep"),
+            helper.make_node("MatMul", ["h_in", "w"], ["h_m"], name="step"),
+            helper.make_node("Erf", ["h_m"], ["h_out"], name="gate"),
+        ],
+        "body",
+        [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("h_in", [1, 8])],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("h_out", [1, 8])],
+    )
     nodes = [
         helper.make_node("Relu", ["x"], ["h0"], name="step"),
         helper.make_node("Loop", ["trips", "yes", "h0"], ["h"], name="loop", body=body),
         helper.make_node("Sigmoid", ["h"], ["y"], name="out"),
     ]
-    inits = [_const("trips", 3), numpy_helper.from_array(np.array(True), "yes"),
-             numpy_helper.from_array(np.eye(8, dtype=np.float32), "w")]
+    inits = [
+        _const("trips", 3),
+        numpy_helper.from_array(np.array(True), "yes"),
+        numpy_helper.from_array(np.eye(8, dtype=np.float32), "w"),
+    ]
     return _save(path, nodes, [_vi("x", [1, 8])], [_vi("y", [1, 8])], inits)
 
 

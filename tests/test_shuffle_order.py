@@ -1,4 +1,5 @@
 """The seeded shuffle of the test order (tests/shuffle.py): reproducible from its seed, files kept together."""
+
 from __future__ import annotations
 
 from pathlib import Path
