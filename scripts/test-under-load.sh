@@ -12,15 +12,19 @@ stop_hogs() {
   wait 2>/dev/null
   hogs=()
 }
+test_pid=
 trap stop_hogs EXIT
-trap 'stop_hogs; exit 130' INT TERM
+trap '[ -n "$test_pid" ] && kill "$test_pid" 2>/dev/null; stop_hogs; exit 130' INT TERM
 for _ in $(seq "${HOGS:-2}"); do
   (while :; do :; done) &  # one core kept busy at normal priority
   hogs+=($!)
 done
 echo "test-under-load: ${#hogs[@]} CPU hogs (pids ${hogs[*]}) on $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s)
-"$PY" -m pytest -q -p no:cacheprovider "$@"
+"$PY" -m pytest -q -p no:cacheprovider "$@" &  # in the background, so that a signal reaches the trap at once
+test_pid=$!
+wait "$test_pid"
 rc=$?
+test_pid=
 echo "test-under-load: pytest exit $rc after $(($(date +%s) - start)) s; load $(cut -d' ' -f1-3 /proc/loadavg)"
 exit $rc
