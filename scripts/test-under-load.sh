@@ -8,13 +8,21 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 hogs=()
 stop_hogs() {
-  [ ${#hogs[@]} -gt 0 ] && kill "${hogs[@]}" 2>/dev/null
-  wait 2>/dev/null
+  if [ ${#hogs[@]} -gt 0 ]; then
+    kill "${hogs[@]}" 2>/dev/null
+    wait "${hogs[@]}" 2>/dev/null
+  fi
   hogs=()
+}
+stop_tests() {  # Ctrl-C first (pytest prints what it has); a test inside an in-process CLI call may swallow it
+  [ -z "$test_pid" ] && return
+  kill -INT "$test_pid" 2>/dev/null
+  for _ in $(seq 20); do kill -0 "$test_pid" 2>/dev/null || return; sleep 0.5; done
+  kill -KILL "$test_pid" 2>/dev/null
 }
 test_pid=
 trap stop_hogs EXIT
-trap '[ -n "$test_pid" ] && kill "$test_pid" 2>/dev/null; stop_hogs; exit 130' INT TERM
+trap 'stop_tests; stop_hogs; exit 130' INT TERM
 for _ in $(seq "${HOGS:-2}"); do
   (while :; do :; done) &  # one core kept busy at normal priority
   hogs+=($!)
