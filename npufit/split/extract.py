@@ -169,9 +169,10 @@ class Extractor:
                     f"tensor '{name}' crosses a stage boundary and its rank is unknown even after running "
                     "the model; pin dynamic inputs with --input-shape"
                 )
-            dims = out.type.tensor_type.shape.dim
+            shape = out.type.tensor_type.shape
+            shape.SetInParent()  # a scalar's shape is present and empty: the checker requires the field on every rank
             for k in range(rank):
-                dims.add().dim_param = f"{name}_dim{k}"
+                shape.dim.add().dim_param = f"{name}_dim{k}"
         return out
 
     def _measured_ranks(self) -> dict[str, int]:

@@ -172,14 +172,9 @@ def _swap_last(node: NodeView) -> bool:
 def _token_grid(node: NodeView) -> bool:
     """[N, T, C] <-> [N, H, W, C] with the features kept last (a token grid, e.g. LeViT's subsample)."""
     i, o = node.input(0), node.output(0)
-    if (
-        node.op_type != "Reshape"
-        or not (_static(i) and _static(o))
-        or i.shape[0] != o.shape[0]
-        or i.shape[-1] != o.shape[-1]
-    ):
-        return False
-    return {i.rank, o.rank} == {3, 4}
+    if node.op_type != "Reshape" or not (_static(i) and _static(o)) or {i.rank, o.rank} != {3, 4}:
+        return False  # ranks first: a scalar reshape (a sample rate, a length) has no dims to compare
+    return i.shape[0] == o.shape[0] and i.shape[-1] == o.shape[-1]
 
 
 def _token_batchnorm(graph: Graph, node: NodeView) -> list[NodeView] | None:
