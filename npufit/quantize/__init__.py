@@ -241,14 +241,15 @@ def quantize(
             onnx.checker.check_model(str(qm.qdq_path))
         except Exception as e:
             raise NpufitError(f"the quantized model fails onnx.checker: {str(e).splitlines()[0][:200]}") from None
-        from ..graph.onnx_loader import build_graph
+        from ..graph.onnx_loader import graph_from
+        from ..graph.onnx_prepare import from_proto, infer, strip_weights
         from ..graph.quant import qdq_counts
         from .qdq import find_pairs, write_float_probe, write_probes
 
         pairs, pair_notes = find_pairs(onnx.load(str(qm.float_path)), qdq)
-        # the definition check's ledger and compare use, on the in-memory graph (the output is never read back)
-        opsets = {(o.domain or "ai.onnx"): o.version for o in qdq.opset_import}
-        qgraph = build_graph(qdq, str(dst), opsets, [])
+        # the graph `check` reads from the written file, built in memory (the output is never read back): the
+        # definition check's ledger and the target cost use
+        qgraph = graph_from(from_proto(qdq, strip_weights, infer, name=str(dst)))
         counts = {**qdq_counts(qgraph), "activations": len(pairs)}
         atomic_save_onnx(qdq, dst)
         accuracy, eval_s = None, None

@@ -89,6 +89,7 @@ def verification_sentence(v: dict) -> str:
         list(v.get("missing", [])),
         v.get("seconds", 0.0),
         v.get("optimized"),
+        v.get("against_source"),
     )
     text = c.sentence()
     return text if c.equivalent else text + " (written with --force)"

@@ -29,15 +29,25 @@ class ChainCheck(OutputDiffs):
     # the same feeds with ORT's default optimizer on both sides (what a host application runs): fusions may
     # round differently in the monolithic model and in the stages, so this is reported, not required bit-exact
     optimized: dict | None = None
+    # split --mode auto: the chain against the user's model before `fix` (the bit-identity above is against the
+    # fixed model), within what an exact rewrite may change (verify.compare.exact_mismatch)
+    against_source: dict | None = None
+
+    @property
+    def bit_identical(self) -> bool:
+        """The chain runs the very same kernels on the very same values as the model it was cut from."""
+        return not self.missing and all(d["max_abs"] == 0.0 for d in self.per_output.values())
 
     @property
     def equivalent(self) -> bool:
-        """Bit-identical: the chain runs the very same kernels on the very same values."""
-        return not self.missing and all(d["max_abs"] == 0.0 for d in self.per_output.values())
+        """Bit-identical to the model cut, and (--mode auto) within the exact-rewrite tolerance of the original."""
+        return self.bit_identical and (self.against_source is None or self.against_source["within"])
 
     def worst_sentence(self) -> str:
         if self.missing:
             return f"output(s) {', '.join(self.missing)} missing from the chain"
+        if self.bit_identical and self.against_source is not None:
+            return f"against the original model, {self.against_source['why']}"
         name, d = self.worst()
         return f"output '{name}' differs by max abs {d['max_abs']:.3g} (max rel {d['max_rel']:.3g}) over {self.samples} sample(s)"
 
@@ -54,6 +64,7 @@ class ChainCheck(OutputDiffs):
             "seconds": round(self.seconds, 3),
             "settings": ORT_SETTINGS[False],
             "optimized": self.optimized,
+            "against_source": self.against_source,
         }
 
     def sentence(self) -> str:
@@ -63,7 +74,13 @@ class ChainCheck(OutputDiffs):
             if self.source == "random"
             else f"{self.samples} .npz sample(s)"
         )
-        state = "bit-identical" if self.equivalent else f"NOT EQUIVALENT ({self.worst_sentence()})"
+        state = "bit-identical" if self.bit_identical else f"NOT EQUIVALENT ({self.worst_sentence()})"
+        a = self.against_source
+        if a is not None and self.bit_identical:
+            state = (
+                f"bit-identical to the fixed model; against the original, max abs {a['max_abs']:.3g} "
+                f"({'within' if a['within'] else 'OUTSIDE'} what fix accepts for exact rules: {a['tolerance']})"
+            )
         text = f"verification ({src}, ONNX Runtime CPU, 1 thread): {ORT_SETTINGS[False]}: {state}"
         o = self.optimized
         if o is not None:
@@ -115,26 +132,39 @@ def verify_chain(
     seed: int = 0,
     input_shapes=None,
     optimized_runner=None,
+    source_model: str | os.PathLike | None = None,
 ) -> ChainCheck:
     """Run `original` and the ChainRunner `runner` on the same feeds; differences per output (max over samples).
 
     With `optimized_runner` (the same chain on ORT's default optimizer) the original is also run optimized and
-    that comparison is reported in `.optimized`."""
+    that comparison is reported in `.optimized`. With `source_model` (split --mode auto: the user's model, of
+    which `original` is the fixed copy) the chain is also held against it, within the exact-rewrite tolerance."""
     import time
 
-    from ..verify.compare import make_session
+    from ..verify.compare import exact_mismatch, exact_tolerance, make_session
 
     t0 = time.perf_counter()
     sess = make_session(original)
     feeds, source = sample_feeds(sess, inputs, samples, seed, input_shapes)
     result = ChainCheck(len(feeds), seed if source == "random" else None, source)
-    total = _compare(sess, runner, feeds, source, "verifying chain")
+    also = make_session(source_model) if source_model is not None else None
+    total, vs_source = _compare(sess, runner, feeds, source, "verifying chain", also)
     result.per_output, result.missing = dict(total.per_output), list(total.missing)
+    if vs_source is not None:
+        why = exact_mismatch(vs_source)
+        result.against_source = {
+            "model": Path(source_model).name,
+            "max_abs": vs_source.max_abs,
+            "max_rel": vs_source.max_rel,
+            "within": why is None,
+            "why": why or "",
+            "tolerance": exact_tolerance(),
+        }
     # one setting's sessions at a time: a big model's sessions each hold its activations
-    del sess
+    del sess, also
     _release(runner)
     if optimized_runner is not None:
-        opt = _compare(
+        opt, _ = _compare(
             make_session(original, optimized=True), optimized_runner, feeds, source, "verifying chain (optimized)"
         )
         result.optimized = {
@@ -149,11 +179,13 @@ def verify_chain(
     return result
 
 
-def _compare(sess, runner, feeds: list[dict], source: str, label: str):
-    """Worst differences over `feeds` between the session of the original and the chain."""
+def _compare(sess, runner, feeds: list[dict], source: str, label: str, also=None):
+    """Worst differences over `feeds` between the session of the original and the chain (and between the session
+    `also`, when given, and the chain: the second Comparison, else None)."""
     from ..verify.compare import Comparison, compare_outputs, run_onnx
 
     total = Comparison()
+    total_also = Comparison() if also is not None else None
     pool = ThreadPoolExecutor(1) if (os.cpu_count() or 1) > 1 else None
     try:
         for f in track(feeds, label, total=len(feeds)):
@@ -174,10 +206,12 @@ def _compare(sess, runner, feeds: list[dict], source: str, label: str):
                     f"ONNX Runtime could not run the {source} sample: {str(e).splitlines()[0][:240]}"
                 ) from None
             total.merge(compare_outputs(ref, got))
+            if total_also is not None:
+                total_also.merge(compare_outputs(run_onnx(also, f), got))
     finally:
         if pool is not None:
             pool.shutdown()  # waits for a run still going: both sides stop within the run time limit
-    return total
+    return total, total_also
 
 
 def _release(runner) -> None:
