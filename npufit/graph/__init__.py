@@ -40,19 +40,19 @@ def model_format(path: str | os.PathLike) -> str:
     return "onnx"
 
 
-def load(path: str | os.PathLike, input_shapes=None) -> Graph:
+def load(path: str | os.PathLike, input_shapes=None, strict: bool = True) -> Graph:
     """Load a model for checking. Weights in external data are never read. input_shapes: any form
     util.shapes.parse_input_shapes reads; the shape policy pins a dynamic batch and records what else is unknown
-    (`graph.shapes_needed`)."""
+    (`graph.shapes_needed`). strict=False leaves out shapes of inputs the model does not have (scan)."""
     p = Path(path)
     input_shapes = parse_input_shapes(input_shapes)
     if model_format(p) == "tflite":
         from .tflite_loader import load_tflite
 
-        return load_tflite(p, input_shapes)
+        return load_tflite(p, input_shapes, strict)
     from .onnx_loader import load_onnx
 
-    return load_onnx(p, input_shapes)
+    return load_onnx(p, input_shapes, strict)
 
 
 def require_shapes(graph: Graph, why: str) -> None:

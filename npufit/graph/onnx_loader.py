@@ -108,8 +108,10 @@ def _small(t: onnx.TensorProto) -> bool:
     return n <= SMALL_VALUE_ELEMS and t.data_location != onnx.TensorProto.EXTERNAL
 
 
-def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
-    return graph_from(read_onnx(path, pin_inputs(input_shapes), strip_weights, infer_beside))
+def load_onnx(
+    path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None, strict: bool = True
+) -> Graph:
+    return graph_from(read_onnx(path, pin_inputs(input_shapes, strict=strict), strip_weights, infer_beside))
 
 
 def graph_from(prep: PreparedOnnx, warnings: list[str] | None = None) -> Graph:

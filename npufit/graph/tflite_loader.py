@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import BadModelError
 from ..util.io import note_input
 from ..util.readers import require_regular_file
-from ..util.shapes import ShapePolicy, resolve
+from ..util.shapes import ShapePolicy, fitting, resolve
 from .model import Graph, NodeView, QuantParams, TensorInfo
 
 SMALL_VALUE_ELEMS = 4096
@@ -142,7 +142,9 @@ _NP = {
 }
 
 
-def load_tflite(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
+def load_tflite(
+    path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None, strict: bool = True
+) -> Graph:
     p = Path(path)
     size = require_regular_file(p, "TFLite model", BadModelError).st_size
     if size < 16:
@@ -159,7 +161,7 @@ def load_tflite(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, .
         if mm[4:8] != b"TFL3":
             raise BadModelError(f"{p}: not a TFLite model (no 'TFL3' file identifier)")
         try:
-            return _build(mm, str(p), input_shapes or {})
+            return _build(mm, str(p), input_shapes or {}, strict)
         except BadModelError as e:
             problem = e.message
         except (struct.error, IndexError, ValueError, TypeError, AttributeError, OverflowError) as e:
@@ -167,7 +169,7 @@ def load_tflite(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, .
     raise BadModelError(problem)
 
 
-def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph:
+def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]], strict: bool = True) -> Graph:
     import tflite
     from tflite.utils import BUILTIN_OPCODE2NAME
 
@@ -199,6 +201,8 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph
 
     inputs = [tname(int(i)) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
     outputs = [tname(int(i)) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
+    if not strict:  # scan: one option for many models; an input this model lacks is left out
+        input_shapes = fitting({name: tensors[name].shape for name in inputs}, input_shapes)
     policy = _apply_input_shapes(tensors, inputs, input_shapes, warnings)
     classes = _options_classes()
     codes = []

@@ -120,10 +120,30 @@ def run_export(ctx: StepContext) -> Outcome:
         )
         export(module, out, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
         note = f"opset {ctx.settings['opset']}" + ("" if weights else " (untrained weights: no train step)")
-    from ..graph.onnx_prepare import read_onnx
-
-    m = read_onnx(out).model  # a broken file fails here, with the loader's clear message
+    m, pinned = _pin_shapes(out, spec)  # a broken file fails here, with the loader's clear message
+    if pinned:
+        note += f"; {pinned}"
     return Outcome({"model": "model.onnx"}, ExportStepResult(nodes=len(m.graph.node), bytes=out.stat().st_size), note)
+
+
+def _pin_shapes(out: Path, spec):
+    """The shape policy on the exported model every later step reads (util.shapes): the entry's input_shapes and a
+    dynamic batch (pinned to 1) are written into it; other unknown dims fail the step, naming the key to set."""
+    from ..graph.onnx_prepare import pin_inputs, read_onnx
+    from ..util.io import atomic_save_onnx
+    from ..util.shapes import dims_text
+
+    prep = read_onnx(out, pin_inputs(spec.input_shapes), external_data="loaded")
+    if prep.shapes.needed:
+        n = prep.shapes.needed[0]
+        raise NpufitError(
+            f"{n.describe()}: every step runs the model at one shape; set it in the model's entry, e.g. "
+            f"input_shapes: {{{n.name}: [{', '.join(map(str, n.example))}]}}"
+        )
+    if not prep.shapes.pinned:
+        return prep.model, ""
+    atomic_save_onnx(prep.model, out)
+    return prep.model, "input shapes " + ", ".join(f"{k}={dims_text(v)}" for k, v in prep.shapes.pinned.items())
 
 
 # -- check / fix / split ---------------------------------------------------------------------------------

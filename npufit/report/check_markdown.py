@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..util.commands import fix_command
 from ..util.shapes import needed_lines
 from .style import VERDICT_MARK, human_bytes, human_count, shape_str
 
@@ -82,7 +83,8 @@ def render_markdown(report, all_nodes: bool = False) -> str:
         out.append(f"- end nodes: {', '.join(f'`{x}`' for x in p['end_nodes']) or '—'}")
     fixes = report.fix_rules()
     if fixes:
-        out += ["", f"Suggested: `npufit fix {report.model['file']} --target {t['name']} --rules {','.join(fixes)}`"]
+        cmd = fix_command(report.model["path"], t["name"], fixes, report.model.get("input_shapes"))
+        out += ["", f"Suggested: `{cmd}`"]
     for section in report.extra.get("_markdown_sections", []):
         out += ["", section(report)]
     if report.warnings:

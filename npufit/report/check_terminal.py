@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..util.commands import fix_command
 from ..util.shapes import needed_lines
 from .console import console_to_string  # noqa: F401  (re-exported: other renderers import it from here)
 from .style import VERDICT_STYLE, human_bytes, human_count, shape_str
@@ -86,7 +87,7 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
         con.print(
             Text.assemble(
                 ("suggested: ", "bold"),
-                f"npufit fix {report.model['file']} --target {t['name']} --rules {','.join(fixes)}",
+                fix_command(report.model["path"], t["name"], fixes, report.model.get("input_shapes")),
             )
         )
     for w in report.warnings:

@@ -124,7 +124,7 @@ def problem_table(d: dict[str, Any], anchor: str, ids: dict[str, str]) -> str:
                 esc(g["op"]),
                 badge(g["verdict"]),
                 why_html(g),
-                fix_html(g, tgt, model),
+                fix_html(g, tgt, model, d["model"].get("input_shapes")),
             ]
         )
     n = sum(len(g["nodes"]) for g in groups)

@@ -12,7 +12,7 @@ from ..errors import NpufitError
 from ..graph import require_shapes
 from ..targets.base import Profile, Verdict
 from ..toolchains import StageParser
-from ..util.commands import npufit_command, output_file
+from ..util.commands import fix_command
 from ..util.io import atomic_dir, check_output_dir
 from ..vocab import JUDGE, SPLIT_MIN_NODES, SPLIT_MODE, SPLIT_MODES
 from .chain import ORT_CPU, ChainRunner
@@ -284,17 +284,7 @@ def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str, 
             rules.update(dict.fromkeys(fixes))
     if not rules:
         return []
-    fix = npufit_command(
-        "fix",
-        model_path,
-        "--target",
-        target,
-        "--rules",
-        ",".join(rules),
-        "-o",
-        output_file(model_path, "fixed"),
-        shapes=shapes,
-    )
+    fix = fix_command(model_path, target, list(rules), shapes)
     return [
         f"{moved} host node(s) of this cut have a rewrite that may move them to the NPU: {fix} "
         f"(or split --mode auto: fix + split in one go, verified against the original)"

@@ -30,3 +30,11 @@ def output_file(model: str | os.PathLike, what: str) -> str:
     """A suggested output file beside the model (yolo.onnx -> yolo_fixed.onnx)."""
     p = Path(model)
     return str(p.with_name(f"{p.stem}_{what}{p.suffix or '.onnx'}"))
+
+
+def fix_command(model: str | os.PathLike, target: str, rules: Sequence[str], shapes=None) -> str:
+    """The `npufit fix` a report suggests for its failing nodes: the same model, target and input shapes, the rules
+    that apply, and an output file beside the model."""
+    return npufit_command(
+        "fix", model, "--target", target, "--rules", ",".join(rules), "-o", output_file(model, "fixed"), shapes=shapes
+    )

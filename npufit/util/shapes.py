@@ -172,6 +172,19 @@ def resolve(
     return pol
 
 
+def fitting(declared: Mapping[str, tuple | None], given: Mapping[str, tuple[int, ...]]) -> Shapes:
+    """The given shapes that fit a model (one option for many models, as scan takes it): its input of that name,
+    of that rank (or of no stored shape), whose fixed dims the shape keeps."""
+    out: Shapes = {}
+    for name, dims in given.items():
+        if name not in declared:
+            continue
+        shape = declared[name]
+        if shape is None or (len(shape) == len(dims) and all(_dynamic(d) or int(d) == w for d, w in zip(shape, dims))):
+            out[name] = tuple(dims)
+    return out
+
+
 def example_shape(shape: Sequence, side: tuple | None = None) -> tuple[int, ...]:
     """A shape to suggest for an input with unknown dims: the known dims kept, batch 1, an image's unknown height
     and width EXAMPLE_SIDE (or `side`), channels 3, anything else EXAMPLE_LENGTH."""
