@@ -33,7 +33,7 @@ from ..errors import BadModelError, NpufitError
 from ..util import forked
 from ..util.io import note_input
 from ..util.readers import require_regular_file
-from ..util.shapes import ShapeNeeded, ShapePolicy, fitting, imgsz_hint, resolve
+from ..util.shapes import ShapeNeeded, ShapePolicy, fitting, imgsz_hint, parse_input_shapes, resolve
 from .validate import (
     Validation,
     check_external_data,
@@ -119,11 +119,13 @@ def from_proto(model: onnx.ModelProto, *loaders: Loader, name: str = "<memory>")
     return _apply(PreparedOnnx(model, name, [], None, own=False), loaders, None)
 
 
-def pin_inputs(shapes: Mapping[str, tuple[int, ...]] | None, only_dynamic: bool = False, strict: bool = True) -> Loader:
+def pin_inputs(shapes=None, only_dynamic: bool = False, strict: bool = True) -> Loader:
     """Pin input dims by the shape policy (util.shapes.resolve): the shapes given (`--input-shape`) and a dynamic
     batch set to 1; what else is unknown is recorded in `prep.shapes` for the verb to ask for. only_dynamic: a
     fixed dim may not change (split: its stages must match the original model). strict=False: a shape applies only
     where it fits (scan: one option for many models): an input of that name and rank whose fixed dims it keeps."""
+
+    shapes = parse_input_shapes(shapes)  # any form the library takes: a mapping, "NAME=D0,D1,...", a list of those
 
     def pin(prep: PreparedOnnx) -> None:
         declared = declared_inputs(prep.model)

@@ -102,10 +102,10 @@ def flag(name: str, dims: Sequence[int]) -> str:
     return f"--input-shape {shlex.quote(f'{name}={dims_text(dims)}')}"
 
 
-def flags(shapes: Mapping[str, Sequence[int]]) -> list[str]:
-    """The arguments of a printed command that pin `shapes` (argv form)."""
+def flags(shapes) -> list[str]:
+    """The arguments of a printed command that pin `shapes` (any form parse_input_shapes reads; argv form)."""
     out: list[str] = []
-    for name, dims in shapes.items():
+    for name, dims in parse_input_shapes(shapes).items():
         out += ["--input-shape", f"{name}={dims_text(dims)}"]
     return out
 
