@@ -164,8 +164,24 @@ def check_excludes(model, exclude: Sequence[str]) -> None:
         )
 
 
-# Ops never wrapped in Q/DQ: the quantizer's own and a dtype cast (ORT's "whole model" configuration leaves the same)
-NOT_QUANTIZED = frozenset({"Cast", "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
+# Ops never wrapped in Q/DQ: the quantizer's own and a dtype cast (ORT's "whole model" configuration leaves the same),
+# control flow (its bodies are not quantized) and constant and shape generators (no activation flows through them)
+NOT_QUANTIZED = frozenset(
+    {
+        "Cast",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DynamicQuantizeLinear",
+        "If",
+        "Loop",
+        "Scan",
+        "Constant",
+        "ConstantOfShape",
+        "Shape",
+        "Size",
+        "Range",
+    }
+)
 
 
 def int8_form(model, activations: str) -> tuple[list[str], dict]:
