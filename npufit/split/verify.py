@@ -150,7 +150,7 @@ def verify_chain(
     also = make_session(source_model) if source_model is not None else None
     total, vs_source = _compare(sess, runner, feeds, source, "verifying chain", also)
     result.per_output, result.missing = dict(total.per_output), list(total.missing)
-    if vs_source is not None:
+    if vs_source is not None and source_model is not None:
         why = exact_mismatch(vs_source)
         result.against_source = {
             "model": Path(source_model).name,
