@@ -119,9 +119,13 @@ def test_concat_negative_batch_axis_and_transpose_perms(tmp_path):
 
 def test_dynamic_input_is_flagged(tmp_path):
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
-    r = _check(tmp_path, model(nodes, [vi("x", ["batch", 8, 4, 4])], [vi("y", None)]))
+    r = _check(tmp_path, model(nodes, [vi("x", [1, 8, "h", 4])], [vi("y", None)]))
     verdict, rules = _rules(r, "relu")
     assert verdict == "unsupported" and rules == ["hailo8.input.static_shape"]
+    # a dynamic batch alone is pinned to 1 (the shape policy), with a note: the input is then static
+    r = _check(tmp_path, model(nodes, [vi("x", ["batch", 8, 4, 4])], [vi("y", None)]))
+    assert _rules(r, "relu") == ("npu", []) and r.model["input_shapes"] == {"x": [1, 8, 4, 4]}
+    assert "dynamic batch 'batch' pinned to 1" in r.model["shape_notes"][0]
 
 
 def test_noop_expand_passes_real_broadcast_fails(tmp_path):

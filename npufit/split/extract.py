@@ -40,6 +40,7 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
     # rounds serialize the model each time, which with the weights in was most of a big model's split time.
     prep = from_proto(full.model, strip_weights, infer, name=str(path))
     graph = graph_from(prep, prep.shape_warnings)
+    graph.input_shapes, graph.shape_notes = dict(full.shapes.pinned), list(full.shapes.notes)  # the policy's answer
     _restore_weights(prep.model, full.model)
     return prep.model, graph
 

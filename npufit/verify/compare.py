@@ -288,6 +288,7 @@ def compare_outputs(ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]
             continue
         b = got[name]
         a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        integer = float(not np.issubdtype(np.asarray(a).dtype, np.floating))  # exact_mismatch: must be equal
         if a64.shape != b64.shape:
             c.per_output[name] = {
                 "max_abs": float("inf"),
@@ -295,6 +296,7 @@ def compare_outputs(ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]
                 "ref_max_abs": 0.0,
                 "ref_nonfinite": 0.0,
                 "shape_mismatch": 1.0,
+                "integer": integer,
             }
             continue
         finite = np.isfinite(a64)
@@ -310,6 +312,7 @@ def compare_outputs(ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]
             "ref_max_abs": float(ref_abs.max()) if ref_abs.size else 0.0,
             # NaN/Inf values of the reference itself: samples that overflow the original verify little (split says so)
             "ref_nonfinite": float(a64.size - int(finite.sum())),
+            "integer": integer,
         }
     return c
 
@@ -319,3 +322,24 @@ def nonfinite_outputs(outputs: Mapping[str, np.ndarray]) -> list[str]:
     return [
         k for k, v in outputs.items() if np.issubdtype(np.asarray(v).dtype, np.floating) and not np.isfinite(v).all()
     ]
+
+
+# What a rewrite npufit calls exact may change, stated once: `fix` keeps an exact rule within it, and `split --mode
+# auto` accepts its chain against the original within it (the chain is bit-identical to the fixed model). Exact
+# rewrites still round differently: BatchNorm folded into a conv moves outputs by ~1e-6 relative.
+EXACT_RTOL, EXACT_ATOL = 1e-5, 1e-6
+
+
+def exact_tolerance(rtol: float = EXACT_RTOL, atol: float = EXACT_ATOL) -> str:
+    return f"|diff| <= {atol:g} + {rtol:g}*max|ref|, integer outputs equal"
+
+
+def exact_mismatch(c: Comparison, rtol: float = EXACT_RTOL, atol: float = EXACT_ATOL) -> str | None:
+    """Why `c` (reference = the original) is outside what an exact rewrite may change; None when within."""
+    if c.missing:
+        return f"outputs missing: {', '.join(c.missing)}"
+    for name, d in c.per_output.items():
+        limit = 0.0 if d.get("integer") else atol + rtol * d["ref_max_abs"]
+        if d["max_abs"] > limit:
+            return f"output '{name}' differs from the original: max abs diff {d['max_abs']:.3g} > {limit:.3g}"
+    return None

@@ -46,7 +46,10 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
             "input.static_shape",
             "All model inputs must have a static shape: the Hailo parser tolerates no dynamic axis",
             static_inputs,
-            ("pin the shape (npufit check --input-shape NAME=1,3,H,W) and re-export with fixed sizes",),
+            (
+                "give the shape it runs at with --input-shape NAME=D0,D1,...: fix, split, quantize and compile write it "
+                "into the models they output",
+            ),
             "H-MISC",
             gate=common.dynamic_inputs_gate,
         ),
