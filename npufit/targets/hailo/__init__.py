@@ -10,10 +10,11 @@ and tokens.py.
 from __future__ import annotations
 
 from ...toolchains import HAILO
-from .. import common, patterns
+from .. import common, patterns, tflite_map
 from ..base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
-from . import tokens
+from . import forms, tokens
 from .costs import split_costs
+from .evidence import evidence_sources
 from .rules import graph_rules, op_rules
 
 NPU, UNSUP = Verdict.NPU, Verdict.UNSUPPORTED
@@ -119,9 +120,9 @@ _UNSUPPORTED = (
     (
         ("TopK",),
         'TopK is not supported ("TopK operation is unsupported")',
-        ("k=1: use ArgMax (npufit fix topk1_to_argmax); k>1: select on the host in post-processing (seed 002)",),
+        ("select on the host in post-processing (seed 002)",),
         "seed 002",
-        ("topk1_to_argmax",),
+        (),  # k = 1 has a rewrite: the rule topk.k1 names it on those nodes only
     ),
     (
         ("Mod",),
@@ -221,6 +222,16 @@ def _composites(p: str) -> tuple[Composite, ...]:
             source="seed 000",
         ),
         Composite(
+            f"{p}.rmsnorm",
+            "RMSNorm (decomposed)",
+            "RMSNorm decomposed into Pow/ReduceMean/Add/Sqrt with a division or a reciprocal is judged like the "
+            "decomposed LayerNorm the Hailo parser recognises as one layer: the same reductions without the mean "
+            "subtraction. No public Hailo-8 parse of RMSNorm itself was found",
+            forms.match_rmsnorm,
+            NPU,
+            source="seed 000",
+        ),
+        Composite(
             f"{p}.gelu",
             "GELU (erf form)",
             ok.format("PyTorch's F.gelu export Div/Erf/Add/Mul/Mul"),
@@ -274,6 +285,25 @@ def _composites(p: str) -> tuple[Composite, ...]:
             tokens.match_token_layout,
             NPU,
             source="H-MZ",
+        ),
+        Composite(
+            f"{p}.rope",
+            "rotary position embedding (rotate-half)",
+            "Rotary position embedding (the halves of the last axis swapped with a sign flip, then multiplied by "
+            "cos/sin tables) is a parser risk on the Hailo-8 compiler: a DINOv3 detector backbone crashed the parser "
+            "with a ZeroDivisionError in an element-wise multiply layer (Dataflow Compiler 3.33), and a Llama-style "
+            "decomposition crashed it with an IndexError (3.28); a whole Qwen2 block with rotary embeddings compiled "
+            "only on the Hailo-10H compiler (5.3). No Model Zoo network for Hailo-8 contains it",
+            forms.match_rope,
+            UNSUP,
+            (
+                "run the attention blocks that use it on the host (end the Hailo graph before the first one)",
+                "or replace the rotary embedding with a learned or fixed absolute position embedding added once to "
+                "the tokens, and fine-tune",
+                "or try the parser on this model and keep the cut only if it parses: the failures are crashes, "
+                "not a rule npufit can check",
+            ),
+            "rope-dinov3-dfc333",
         ),
         Composite(
             f"{p}.mean_linear",
@@ -332,8 +362,12 @@ def _build(name: str, title: str, summary: str) -> Profile:
         },
         graph_rules=graph_rules(name),
         composites=_composites(name),
-        sources=dict(SOURCES),
+        sources={**SOURCES, **evidence_sources()},
         input_formats=("onnx", "tflite"),
+        # the Dataflow Compiler parses TFLite itself (its TF parser): TFLite builtins are judged as the ONNX ops
+        # they are, with NHWC axes (layout.py)
+        judged_formats=("onnx", "tflite"),
+        op_key=tflite_map.onnx_op,
         notes=(
             "No CPU fallback inside a HEF: every unsupported node must be cut away (parser start/end nodes) and run on "
             "the host "
