@@ -327,7 +327,9 @@ def _build(name: str, title: str, summary: str) -> Profile:
             ops[op] = OpSupport(op, NPU, rules.get(op, ()), source=source, note=note)
     for names, reason, fix, source, fix_rules in _UNSUPPORTED:
         for op in names:
-            ops[op] = OpSupport(op, UNSUP, reason=reason, fix=fix, source=source, fix_rules=fix_rules)
+            ops[op] = OpSupport(
+                op, UNSUP, rules.get(op, ()), reason=reason, fix=fix, source=source, fix_rules=fix_rules
+            )
     unknown = OpSupport(
         "*",
         UNSUP,
