@@ -266,7 +266,8 @@ def _composites(p: str) -> tuple[Composite, ...]:
             + ": the Model Zoo compiles vit/deit/levit/detr/clip with no cut "
             "inside these blocks. Evidence conflicts with the head-reshape and [0,2,1,3] failures of H-OCR/H-Y26, "
             "which "
-            "were not attention MatMul operands",
+            "were not attention MatMul operands. A head merge into the rank-2 matrix nn.MultiheadAttention feeds "
+            "its output projection belongs to the block as well",
             tokens.match_attention,
             NPU,
             source="H-MZ",
@@ -281,7 +282,10 @@ def _composites(p: str) -> tuple[Composite, ...]:
             )
             + ": on chip in the Zoo's vit "
             "(start node = the image input), detr, levit256 and vit_pose_small (tokens back to a map for the "
-            "heatmap head)",
+            "heatmap head). The same flatten read by several permutes, with batch 1 moved among size-1 axes "
+            "(nn.MultiheadAttention run sequence-first, as in the Zoo's yolov5s_c3tr and a DEIMv2-N encoder the "
+            "parser took), and a Linear over the token axis between two such transposes (the Zoo's resmlp12) are "
+            "recognised too",
             tokens.match_token_layout,
             NPU,
             source="H-MZ",
@@ -337,6 +341,10 @@ def _build(name: str, title: str, summary: str) -> Profile:
         fix=("replace it with a supported op, or cut it away and run it on the host",),
         source="H-I98",
     )
+    composites = _composites(name)
+    g_rules = graph_rules(name)
+    cited = {s.source for s in ops.values()} | {r.source for s in ops.values() for r in s.rules}
+    cited |= {c.source for c in composites} | {r.source for r in g_rules}
     return Profile(
         name=name,
         title=title,
@@ -362,9 +370,9 @@ def _build(name: str, title: str, summary: str) -> Profile:
             "topk1_to_argmax": {"channel_axis": True},
             "opset_convert": {"opset": 11, "accepted": (8, 11)},
         },
-        graph_rules=graph_rules(name),
-        composites=_composites(name),
-        sources={**SOURCES, **evidence_sources()},
+        graph_rules=g_rules,
+        composites=composites,
+        sources={**SOURCES, **evidence_sources(cited)},
         input_formats=("onnx", "tflite"),
         # the Dataflow Compiler parses TFLite itself (its TF parser): TFLite builtins are judged as the ONNX ops
         # they are, with NHWC axes (layout.py)

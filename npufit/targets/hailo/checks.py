@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph import NodeView
+from ...graph import Graph, NodeView
 from .. import common
 from ..base import Limits, Verdict
 from ..common import (
@@ -184,7 +184,7 @@ def cast_noop(node: NodeView, lim: Limits) -> str | None:
 INDEX_DTYPES = frozenset(("int64", "int32", "uint64", "uint32", "int16", "uint16", "bool"))
 
 
-def index_math_gate(graph, lim: Limits) -> bool:
+def index_math_gate(graph: Graph, lim: Limits) -> bool:
     """Rule.gate of index_math: only a graph with an integer or boolean tensor computed at run time has a node that
     reads one."""
     return any(t.dtype in INDEX_DTYPES and not t.is_const for t in graph.tensors.values())

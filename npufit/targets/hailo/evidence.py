@@ -26,9 +26,11 @@ def describe(o: dict) -> str:
     return f"{o['model']}{compiler}: {o['pattern']} -- {o['outcome']}: {o['detail']} [{where}]"
 
 
-def evidence_sources() -> dict[str, str]:
-    """Outcome id -> its description: rules name an outcome as their source."""
-    return {o["id"]: describe(o) for o in outcomes()}
+def evidence_sources(ids) -> dict[str, str]:
+    """Outcome id -> its description, for the outcomes named in `ids` (the sources rules cite); the docs list every
+    outcome in their own section."""
+    wanted = set(ids)
+    return {o["id"]: describe(o) for o in outcomes() if o["id"] in wanted}
 
 
 def cited_by(rule_id: str) -> list[dict]:

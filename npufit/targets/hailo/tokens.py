@@ -199,6 +199,21 @@ def _token_grid(node: NodeView) -> bool:
     return {i.rank, o.rank} == {3, 4}
 
 
+def _token_mixing(graph: Graph, node: NodeView) -> list[NodeView] | None:
+    """transpose(1, 2) -> Linear over the token axis [-> + bias] -> transpose(1, 2): MLP-Mixer / ResMLP token
+    mixing (the Zoo's resmlp12)."""
+    lin = sole_consumer(graph, node, ("MatMul", "Gemm"))
+    if lin is None or lin.inputs[0] != node.outputs[0] or not graph.tensor(lin.inputs[1]).is_const:
+        return None
+    chain, cur = [node, lin], lin
+    bias = sole_consumer(graph, lin, ("Add",))
+    if bias is not None and any(graph.tensor(t).is_const for t in bias.inputs[:2]):
+        chain.append(bias)
+        cur = bias
+    back = sole_consumer(graph, cur, ("Transpose",))
+    return chain + [back] if back is not None and _swap_last(back) else None
+
+
 def _token_batchnorm(graph: Graph, node: NodeView) -> list[NodeView] | None:
     """[1, T, C] -> [T, C] -> BatchNormalization -> [1, T, C]: BatchNorm1d over tokens (LeViT's Linear+BN)."""
     i, o = node.input(0), node.output(0)
@@ -214,8 +229,9 @@ def _token_batchnorm(graph: Graph, node: NodeView) -> list[NodeView] | None:
 
 
 def match_token_layout(graph: Graph) -> list[CompositeMatch]:
-    """Feature map <-> token sequence: flatten(2) + transpose(1, 2) (patch embedding, DETR's encoder input), the
-    reverse, token-grid reshapes with the features last (to or from NCHW through a 4-D transpose, or around the
+    """Feature map <-> token sequence: flatten(2) + transpose(1, 2) (patch embedding, DETR's encoder input; also
+    read by several such transposes), the reverse, a Linear over the token axis between two such transposes (token
+    mixing), token-grid reshapes with the features last (to or from NCHW through a 4-D transpose, or around the
     strided Slice of a subsampling block), BatchNorm1d on tokens."""
     out, seen = [], set()
 
@@ -238,6 +254,8 @@ def match_token_layout(graph: Graph) -> list[CompositeMatch]:
             r = sole_consumer(graph, node, ("Reshape",))
             if r is not None and _unflatten_hw(r):
                 add([node, r], f"tokens {node.input(0).shape_str()} -> feature map {r.output(0).shape_str()}")
+            elif (mix := _token_mixing(graph, node)) is not None:
+                add(mix, f"Linear over the tokens of {node.input(0).shape_str()}")
         elif (
             _token_grid(node)
             and node.input(0).rank == 3
