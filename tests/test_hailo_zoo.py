@@ -84,7 +84,8 @@ def test_levit_attention_runs_on_the_npu(built):
 
 def test_levit_is_one_npu_partition(built):
     """LeViT's reshape_as chains leave shapes unknown after one shape-inference pass; the loader refines them to the
-    fixpoint, and then the whole network is npu (the Zoo compiles levit256 whole)."""
+    fixpoint (levit256's depth, four blocks a stage, takes 34 rounds), and then the whole network is npu (the Zoo
+    compiles levit256 whole)."""
     report = check(built[0] / "levit.onnx", "hailo8")
     assert [n.name for n in report.nodes if n.verdict.value not in ("npu", "folded")] == []
     assert len(report.partitions) == 1

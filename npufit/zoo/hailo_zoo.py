@@ -84,7 +84,7 @@ def levit(path: Path) -> tuple[str, ...]:
         image_size=64,
         hidden_sizes=[32, 48, 64],
         num_attention_heads=[2, 3, 4],
-        depths=[1, 1, 1],
+        depths=[4, 4, 4],  # levit256's depth: every block chains one more reshape_as the loader must resolve
         key_dim=[8, 8, 8],
         mlp_ratio=[2, 2, 2],
         attention_ratio=[2, 2, 2],
