@@ -390,6 +390,9 @@ def _build(name: str, title: str, summary: str) -> Profile:
             "DFL, H-Y26) but pass inside attention blocks and patch embeddings, which the Model Zoo compiles (H-MZ: "
             "vit, deit, "
             "levit256, detr). Verdicts on rebuilt Zoo networks are listed below.",
+            "TFLite models are judged as the Dataflow Compiler's TFLite parser reads them: each builtin as the ONNX op "
+            "it is, with the features on the last axis. The multi-node forms (attention, LayerNorm, GELU) are "
+            "recognised in ONNX graphs only, so a transformer in TFLite is judged op by op.",
         ),
         aliases=("hailo-8",) if name == "hailo8" else ("hailo-8l",),
         split_costs=split_costs(name),
