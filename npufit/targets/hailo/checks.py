@@ -180,8 +180,8 @@ def cast_noop(node: NodeView, lim: Limits) -> str | None:
 
 
 # integer and boolean tensors: sizes, indices, masks. Activations the Dataflow Compiler quantizes are float in the
-# parsed graph (int8/uint8 of a pre-quantized model are another rule's matter)
-INDEX_DTYPES = frozenset(("int64", "int32", "uint64", "uint32", "int16", "uint16", "bool"))
+# parsed graph (the 8/16-bit integers of a pre-quantized model are another rule's matter)
+INDEX_DTYPES = frozenset(("int64", "int32", "uint64", "uint32", "bool"))
 
 
 def index_math_gate(graph: Graph, lim: Limits) -> bool:
@@ -190,12 +190,34 @@ def index_math_gate(graph: Graph, lim: Limits) -> bool:
     return any(t.dtype in INDEX_DTYPES and not t.is_const for t in graph.tensors.values())
 
 
+# ops that only lay out the indices an ArgMax wrote (the ArgMax rewrite of a TopK over another axis transposes them
+# back): the indices are the on-chip ArgMax's output, not arithmetic on integers
+_INDEX_LAYOUT = ("Transpose", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity")
+
+
+def _argmax_indices(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    for _ in range(depth):
+        p = graph.producer(tensor)
+        if p is None:
+            return False
+        if p.op_type == "ArgMax":
+            return True
+        if p.op_type not in _INDEX_LAYOUT:
+            return False
+        tensor = p.inputs[0]
+    return False
+
+
 def index_math(node: NodeView, lim: Limits) -> str | None:
-    tensors = node.graph.tensors
+    graph = node.graph
+    tensors = graph.tensors
     for name in node.inputs:
         t = tensors.get(name) if name else None
-        if t is not None and not t.is_const and t.dtype in INDEX_DTYPES:
-            return f"reads {t.dtype} {name} {t.shape_str()}"
+        if t is None or t.is_const or t.dtype not in INDEX_DTYPES:
+            continue
+        if node.op_type in _INDEX_LAYOUT and _argmax_indices(graph, name):
+            continue
+        return f"reads {t.dtype} {name} {t.shape_str()}"
     return None
 
 

@@ -66,7 +66,8 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
             "dtype.index_math",
             "Integer and boolean tensors computed at run time (sizes, indices, masks) do not go into a HEF: the "
             "Dataflow Compiler builds a float graph and quantizes it itself, and the Model Zoo starts its networks "
-            "after such arithmetic (token lookups, attention masks) and leaves it to the host",
+            "after such arithmetic (token lookups, attention masks) and leaves it to the host. The indices an "
+            "ArgMax writes may still be transposed or squeezed after it",
             index_math,
             (
                 "compute it on the host: end the Hailo graph before it, or start it after (the Model Zoo starts its "
