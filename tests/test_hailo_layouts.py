@@ -33,7 +33,7 @@ def _rule(report, node):
 
 def test_a_transpose_that_moves_only_size_one_axes_is_a_relabelling(tmp_path):
     """[1, T, C] -> [T, 1, C] (nn.MultiheadAttention at batch 1) keeps the data order: not a batch move, not a rank-3
-    shuffle. A real batch move, and a real swap of two equal-sized axes, stay flagged."""
+    shuffle. A real batch move, a real swap of two equal-sized axes and a rank-4 map's batch moved stay flagged."""
     w = _c("w", np.eye(16))
     nodes = [
         helper.make_node("Transpose", ["x"], ["t"], name="to_seq_first", perm=[1, 0, 2]),
@@ -41,11 +41,12 @@ def test_a_transpose_that_moves_only_size_one_axes_is_a_relabelling(tmp_path):
         helper.make_node("Transpose", ["m"], ["y"], name="to_batch_first", perm=[1, 0, 2]),
         helper.make_node("Transpose", ["x2"], ["y2"], name="batch_move", perm=[1, 0, 2]),
         helper.make_node("Transpose", ["sq"], ["y3"], name="square_swap", perm=[0, 2, 1]),
+        helper.make_node("Transpose", ["map"], ["y4"], name="map_batch_to_channels", perm=[1, 0, 2, 3]),
     ]
     m = model(
         nodes,
-        [vi("x", [1, 8, 16]), vi("x2", [2, 8, 16]), vi("sq", [1, 6, 6])],
-        [vi("y", [1, 8, 16]), vi("y2", [8, 2, 16]), vi("y3", [1, 6, 6])],
+        [vi("x", [1, 8, 16]), vi("x2", [2, 8, 16]), vi("sq", [1, 6, 6]), vi("map", [1, 8, 4, 4])],
+        [vi("y", [1, 8, 16]), vi("y2", [8, 2, 16]), vi("y3", [1, 6, 6]), vi("y4", [8, 1, 4, 4])],
         [w],
     )
     r = check(_save(tmp_path, m), "hailo8")
@@ -53,6 +54,8 @@ def test_a_transpose_that_moves_only_size_one_axes_is_a_relabelling(tmp_path):
     assert _rule(r, "to_batch_first") == ("npu", [])
     assert _rule(r, "batch_move") == ("unsupported", ["hailo8.shuffle.rank3", "hailo8.shuffle.batch"])
     assert _rule(r, "square_swap") == ("unsupported", ["hailo8.shuffle.rank3"])
+    # a rank-4 map whose batch of 1 becomes its channels is refused: only token tensors are seen relabelled so
+    assert _rule(r, "map_batch_to_channels") == ("unsupported", ["hailo8.shuffle.batch"])
 
 
 def _encoder(batch: int, path):

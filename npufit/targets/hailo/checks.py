@@ -68,8 +68,12 @@ def shuffle_rank3(node: NodeView, lim: Limits) -> str | None:
 def shuffle_batch(node: NodeView, lim: Limits) -> str | None:
     if node.op_type == "Transpose":
         perm = layout.perm(node)
-        if not perm or perm[0] == 0 or layout.is_relabel(node):
-            return None  # a batch of 1 moved among other size-1 axes relabels them: the data order is the same
+        if not perm or perm[0] == 0:
+            return None
+        # a batch of 1 moved among the axes of a rank-3 token tensor relabels them ([1, T, C] <-> [T, 1, C]: the
+        # sequence-first attention the Zoo's yolov5s_c3tr compiles); a rank-4 map whose batch axis moves is refused
+        if len(perm) <= 3 and layout.is_relabel(node):
+            return None
         return f"perm {perm} moves the batch axis"
     kept = batch_preserved(node)
     return None if kept in (None, True) else f"batch {node.input_shape(0)[0]} -> {node.output_shape(0)[0]}"
