@@ -177,7 +177,8 @@ def test_rank3_constant_passes_on_tokens_and_fails_on_channel_first_bins(tmp_pat
     r = _check(tmp_path, model(nodes, [ids, vi("x", [1, 2, 4, 4])], [vi("d", None), vi("cls", None)], inits))
     assert _rules(r, "add_pos") == ("npu", [])
     assert "hailo8.eltwise.const_layout" in _rules(r, "sub_anchor")[1]
-    assert _rules(r, "lookup") == ("unsupported", ["hailo8.gather.position"])  # embedding lookup: host side
+    # embedding lookup: host side (run-time int64 indices are also integer index math)
+    assert _rules(r, "lookup") == ("unsupported", ["hailo8.dtype.index_math", "hailo8.gather.position"])
     assert _rules(r, "cls_token") == ("npu", [])  # x[:, 0]: one constant position on the token axis
 
 

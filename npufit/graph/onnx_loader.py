@@ -210,8 +210,9 @@ def _finish_graph(
 
 
 # Each round resolves one more Shape -> ... -> Expand/Reshape link. Opset-11 exports of windowed attention chain many
-# (SwinV2, Swin2SR and PVT needed 6-10 rounds); the loop stops at the first round that changes nothing.
-MAX_REFINE_ROUNDS = 16
+# (SwinV2, Swin2SR and PVT needed 6-10 rounds; LeViT-256's twelve blocks, a reshape_as in every MLP and attention
+# layer, 34); the loop stops at the first round that changes nothing.
+MAX_REFINE_ROUNDS = 64
 
 
 def _unknown_dims(shape: tuple | None) -> int:

@@ -261,7 +261,9 @@ def run_split(ctx: StepContext) -> Outcome:
         )
     prefix = report.prefix
     share = prefix["macs_pct"] or 0.0  # None: a model without MACs
-    if s["mode"] == "prefix" and (prefix["node_count"] == 0 or share < s["min_npu_macs_pct"]):
+    # a prefix with no multiply-accumulate work (a layout op before an RNN) would be an NPU stage that computes nothing
+    idle = prefix["macs_pct"] == 0
+    if s["mode"] == "prefix" and (prefix["node_count"] == 0 or idle or share < s["min_npu_macs_pct"]):
         first = report.failing[0]
         why = first.reasons[0].sentence() if first.reasons else first.verdict.value
         raise Reject(

@@ -187,14 +187,44 @@ def split(
         "total_s": round(t_end - t_start, 3),
     }
     return SplitResult(
-        plan, Path(output_dir), list(ranked), chosen, timings, top, why or _why(mode, chosen, ranked), report, cost
+        plan,
+        Path(output_dir),
+        list(ranked),
+        chosen,
+        timings,
+        top,
+        why or _why(mode, chosen, ranked, _rejected_on_npu(ix, report, chosen, profile.name)),
+        report,
+        cost,
     )
 
 
-def _why(mode: str, chosen: Cut, ranked: list[Cut]) -> str:
-    """One sentence: why this cut was written, when a mode other than best asked for it."""
+def _rejected_on_npu(ix: GraphIndex, report, cut: Cut, target: str) -> str:
+    """'' when every node of the cut's NPU stages runs there; else what the target's rules reject in them, by rule
+    (the most frequent first): an estimate that counts them as NPU work ranks a cut the parser is expected to refuse."""
+    from collections import Counter
+
+    on_npu = {n for s in cut.stages if s.device == "npu" for n in s.nodes}
+    rules: Counter[str] = Counter()
+    for n in report.failing:
+        if n.name in on_npu and n.reasons:
+            rules[n.reasons[0].rule] += 1
+    if not rules:
+        return ""
+    top = ", ".join(f"{rule} x{k}" for rule, k in rules.most_common(3))
+    return f"its NPU stage(s) hold {sum(rules.values())} node(s) the {target} check rejects ({top})"
+
+
+def _why(mode: str, chosen: Cut, ranked: list[Cut], rejected: str = "") -> str:
+    """One sentence: why this cut was written, when a mode other than best asked for it. A cut whose NPU stages hold
+    rejected nodes is ranked as if they ran there: it is never called the best-ranked without saying so."""
     rank = ranked.index(chosen) + 1
     best = ranked[0]
+    if rejected:
+        return (
+            f"chosen: --mode {mode} as asked; {rejected}: it ranks {rank} of {len(ranked)} only by counting them as "
+            "NPU work, and the parser is expected to refuse or fail on them"
+        )
     if rank == 1:
         return f"chosen: --mode {mode}, which is also the best-ranked of {len(ranked)} candidate cut(s)"
     return (
