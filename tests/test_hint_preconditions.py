@@ -8,11 +8,13 @@ in its name and its metadata).
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 
+import onnx
 import pytest
 
 import npufit
@@ -51,11 +53,15 @@ def test_topk_to_argmax_suggested_for_k_one_and_the_suggestion_runs_as_pasted(tm
     report = npufit.check(m, target)
     assert "topk1_to_argmax" in report.fix_rules() and any("k = 1" in h for h in _hints(report, "TopK"))
     table = report.render("table")
-    line = next(x for x in table.splitlines() if x.startswith("suggested: npufit fix"))
-    assert "--rules topk1_to_argmax" in line
-    # the suggested rule does what the suggestion says: it fires and the TopK leaves the model
-    out = tmp_path / "fixed.onnx"
-    fixed = npufit.fix(m, target, output=out, rules=report.fix_rules())
+    # the last line of the report, which a narrow terminal wraps at a space
+    line = "".join(table.split("suggested: ", 1)[1].splitlines())
+    assert line.startswith("npufit fix ") and "--rules topk1_to_argmax" in line
+    # run as pasted: the rule fires and the TopK leaves the model
+    p = subprocess.run([sys.executable, "-m", *shlex.split(line)], capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = next(Path(a) for a in shlex.split(line) if a.endswith(".onnx") and a != str(m))
+    assert out.is_file() and "TopK" not in {n.op_type for n in onnx.load(out).graph.node}
+    fixed = npufit.fix(m, target, output=tmp_path / "fixed.onnx", rules=report.fix_rules())
     (topk,) = [r for r in fixed.rules if r.name == "topk1_to_argmax"]
     assert topk.status == "applied" and topk.fired == 1 and "TopK" in topk.removed and fixed.written
 
@@ -117,7 +123,17 @@ def test_random_calibration_is_warned_first_and_named_in_the_artifact(tmp_path):
 def test_random_calibration_warning_comes_first_on_the_command_line(tmp_path):
     f = float_conv_model(tmp_path / "float.onnx")
     p = subprocess.run(
-        [sys.executable, "-m", "npufit", "compile", str(f), "--target", "ethos-u55-256", "--out-dir", str(tmp_path / "o")],
+        [
+            sys.executable,
+            "-m",
+            "npufit",
+            "compile",
+            str(f),
+            "--target",
+            "ethos-u55-256",
+            "--out-dir",
+            str(tmp_path / "o"),
+        ],
         capture_output=True,
         text=True,
     )

@@ -16,8 +16,21 @@ from npufit.targets import available_targets, get_profile
 
 from .hint_models import float_conv_model, topk_model
 
-DOCUMENTED = ("check", "fix", "split", "run", "quantize", "compile", "bench", "probe", "scan", "compare", "pipeline",
-              "report", "explain")
+DOCUMENTED = (
+    "check",
+    "fix",
+    "split",
+    "run",
+    "quantize",
+    "compile",
+    "bench",
+    "probe",
+    "scan",
+    "compare",
+    "pipeline",
+    "report",
+    "explain",
+)
 TARGETED = ("check", "fix", "split", "scan", "compare", "probe")
 MAX_REPR = 200
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,3 +127,31 @@ def test_result_reprs_of_the_heavier_verbs(tmp_path):
         text = repr(obj)
         assert text.startswith(f"<{type(obj).__name__} ") and len(text) <= MAX_REPR, text
     assert "random-calibrated" in repr(c) and "ort-cpu" in repr(b) and "q.onnx" in repr(q)
+
+
+def test_input_shapes_as_a_dict_and_as_a_string_give_the_same_report(tmp_path):
+    from .report_models import yolov8n_like
+
+    yolo = yolov8n_like(tmp_path / "yolov8n.onnx")
+    (inp,) = npufit.load(yolo).inputs
+    dims = tuple(inp.shape)
+    as_dict = npufit.check(yolo, "hailo8", input_shapes={inp.name: dims})
+    as_text = npufit.check(yolo, "hailo8", input_shapes=f"{inp.name}={','.join(map(str, dims))}")
+    assert as_dict.to_json() == as_text.to_json()
+    from npufit.errors import NpufitError
+
+    with pytest.raises(NpufitError):
+        npufit.check(yolo, "hailo8", input_shapes="images=1,3,x")
+
+
+def test_one_plain_check_function():
+    """`npufit.check` is a function (not a callable module) and the subpackage does not export another `check`."""
+    import importlib
+    import types
+
+    pkg = importlib.import_module("npufit.check")
+    assert isinstance(pkg, types.ModuleType) and not callable(pkg)
+    assert isinstance(npufit.check, types.FunctionType)
+    for verb in DOCUMENTED:
+        assert isinstance(getattr(npufit, verb), types.FunctionType), verb
+    assert not hasattr(pkg, "check") or pkg.check is npufit.check

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
-from ..graph import Graph, load
+from ..graph import Graph, load, require_shapes
 from ..graph.quant import QDQ_OPS
 from ..report.console import Renderable
 from ..targets.base import Verdict
@@ -187,8 +187,8 @@ def compare(
         The models to compare.
     target : str
         The one target they are judged for.
-    input_shapes : dict, optional
-        Pin dynamic inputs, e.g. {"images": (1, 3, 640, 640)}.
+    input_shapes : dict or str, optional
+        Pin dynamic inputs, {"images": (1, 3, 640, 640)} or "images=1,3,640,640"; each model gets those that fit it.
     judge : str
         How a float model is judged ("auto", "int8", "float"), as in `npufit.check`.
 
@@ -213,7 +213,9 @@ def compare(
     out = CompareReport(target={"name": profile.name, "title": profile.title})
     names = set()
     for m in track(list(models), "checking models", total=len(models)):
-        graph = m if isinstance(m, Graph) else load(m, input_shapes)
+        # one --input-shape for every variant: it pins the models it fits (an input of that name and rank)
+        graph = m if isinstance(m, Graph) else load(m, input_shapes, strict=False)
+        require_shapes(graph, "compare ranks the models by their coverage")
         rep = check_graph(graph, profile, judge)
         if rep.model["file"] in names:  # same file name in two folders: keep rows distinguishable
             rep.model["file"] = str(Path(rep.model["path"]))

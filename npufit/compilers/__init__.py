@@ -110,6 +110,7 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
     if bad:
         raise NpufitError(f"unknown compile option(s): {', '.join(bad)}")
     opts = CompileOptions(**options)
+    shape_notes = _pin_shapes(path, opts)
     if opts.plan:  # schema and stage paths checked before any compiler runs
         from ..split.plan import load_plan
 
@@ -122,12 +123,14 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
         )
     random = comp.calibrates_at_random(path, opts)
     if random:  # before the compile, which may take minutes: the artifact will not be fit to deploy
+        comp.preflight(path, target.lower(), opts)  # but after what refuses the request: a refusal stays one line
         warning = random_calibration_warning(target, f" (its file name says {RANDOM_TAG})")
         warnings.warn(warning, NpufitWarning, stacklevel=2)
     result = comp.compile(path, target.lower(), opts)
     if random:
         result.random_calibrated = True
         result.warnings.insert(0, warning)
+    result.notes[:0] = shape_notes
     if compare_prediction:
         attach_comparison(result, path, target, opts)
     result.verdict = verdict_line(result, _float_on_int8_only(path, target, result))
@@ -148,6 +151,23 @@ def _float_on_int8_only(model: Path, target: str, result: CompileResult) -> bool
     except NpufitError:
         return False
     return int8_only and is_float_model(load(model))
+
+
+def _pin_shapes(path: Path, opts: CompileOptions) -> list[str]:
+    """The shape policy for a compile (util.shapes): an ONNX model's given shapes and its dynamic batch (pinned to
+    1) become the shapes every compiler builds; other unknown dims are asked for before any compiler starts."""
+    from ..graph import model_format
+    from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
+    from ..util.shapes import parse_input_shapes
+
+    given = parse_input_shapes(opts.input_shapes)
+    if model_format(path) != "onnx":
+        opts.input_shapes = given or None
+        return []
+    prep = read_onnx(path, pin_inputs(given))
+    require_shapes(prep, "a compiled model has fixed shapes")
+    opts.input_shapes = dict(prep.shapes.pinned) or None
+    return list(prep.shapes.notes)
 
 
 def attach_comparison(result: CompileResult, model: Path, target: str, opts: CompileOptions) -> None:

@@ -182,6 +182,8 @@ class Compiler(Protocol):
 
     def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool: ...
 
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None: ...
+
 
 class Adapter:
     """What every compiler adapter shares: it is built with its toolchain's record and named by it."""
@@ -196,6 +198,10 @@ class Adapter:
     def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
         """Whether this compile quantizes `model` with random calibration data (the default when none is given)."""
         return False
+
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        """Refuse a request that cannot run, before any warning is said (a refused input stays one line): the
+        checks `compile` makes first, made early. Nothing to check by default."""
 
 
 # -- shared helpers --------------------------------------------------------------------------

@@ -90,8 +90,9 @@ def check(
         An .onnx or .tflite file (or a Graph from `npufit.load`).
     target : str
         A target name or alias ("hailo8", "ethos-u55-256", "rk3588", ...; `npufit.targets()` lists them).
-    input_shapes : dict, optional
-        Shapes for dynamic inputs, e.g. {"images": (1, 3, 640, 640)}.
+    input_shapes : dict or str, optional
+        Shapes for the inputs, {"images": (1, 3, 640, 640)} or "images=1,3,640,640" (a dynamic batch alone is
+        pinned to 1; other unknown dims must be given).
     judge : str
         How a float model is judged: "auto" (as its int8 conversion on an int8-only target, as it is elsewhere),
         "int8" or "float".

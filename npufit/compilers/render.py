@@ -48,7 +48,8 @@ def verdict_line(r: CompileResult, float_on_int8_only: bool = False) -> str:
         return f"{name}: {r.compiler} failed for {r.target}: {why}"
     running = s["npu"] + s["cpu"]
     pct = f"{100.0 * s['npu'] / running:.0f}%" if running else "no node"
-    where = "on the NPU" if ran else "predicted on the NPU (not compiled here)"
+    script = "; a script to compile it written" if r.outputs.get("script") else ""
+    where = "on the NPU" if ran else f"predicted on the NPU (not compiled here{script})"
     line = f"{name} on {r.target}: {pct} of running nodes {where} ({s['npu']} npu, {s['cpu']} cpu)"
     if r.random_calibrated:
         line += "; calibrated on random data: not for deployment"

@@ -110,8 +110,45 @@ def render_profile_markdown(profile: Profile) -> str:
         lines += [f"- `{rid}`: {_cell(text)}" for rid, text in sorted(dict(evidence).items())]
     if profile.sources:
         lines += ["", "## Sources", ""] + [f"{i}. {_cell(v)}" for i, v in enumerate(profile.sources.values(), 1)]
-    lines += _zoo_section(profile)
+    lines += _zoo_section(profile) + _evidence_section(profile)
     return "\n".join(lines) + "\n"
+
+
+def _evidence_section(profile: Profile) -> list[str]:
+    """Public compiler outcomes the family's rules rest on (the family's evidence.json), if any: each numbered, with
+    the rules it bears on, then each rule with the numbers of its outcomes (an outcome's key is for npufit's own use,
+    never printed)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "targets" / profile.family / "evidence.json"
+    if not profile.family or not path.is_file():
+        return []
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    outcomes = doc["outcomes"]
+    lines = [
+        "",
+        "## Public parser outcomes behind these rules",
+        "",
+        doc["doc_intro"],
+        "",
+        "| # | model | op pattern | parser | rules | where |",
+        "|---|---|---|---|---|---|",
+    ]
+    by_rule: dict[str, list[str]] = {}
+    for i, o in enumerate(outcomes, 1):
+        rules = [f"{profile.name}.{r}" for r in o.get("rules", [])]
+        for r in rules:
+            by_rule.setdefault(r, []).append(str(i))
+        where = f"[link]({o['url']})" if o.get("url") else _cell(o["source"])
+        compiler = f" ({o['compiler']}, {o['hw']})" if o.get("compiler") else f" ({o['hw']})"
+        lines.append(
+            f"| {i} | {_cell(o['model'] + compiler)} | {_cell(o['pattern'])} | {o['outcome']}: "
+            f"{_cell(o['detail'])} | {', '.join(f'`{r}`' for r in rules)} | {where} |"
+        )
+    lines += ["", "| rule | outcomes (#) |", "|---|---|"]
+    lines += [f"| `{r}` | {', '.join(ids)} |" for r, ids in sorted(by_rule.items())]
+    return lines
 
 
 def _zoo_section(profile: Profile) -> list[str]:
@@ -127,9 +164,10 @@ def _zoo_section(profile: Profile) -> list[str]:
         "",
         "## Model Zoo networks, rebuilt and checked",
         "",
-        f"Small rebuilds of the vendor's Model Zoo networks (same architecture, random weights, ONNX opset {rec['opset']}), "
-        "checked with this profile. The Zoo compiles everything up to its end nodes on the "
-        "chip, so every node up to the matching nodes of the rebuild should be `npu`. Refresh with "
+        "Small rebuilds of the vendor's Model Zoo networks (same architecture, random weights, ONNX opset "
+        f"{rec['opset']} or TFLite for the Zoo's TFLite networks), checked with this profile. The Zoo compiles "
+        "everything up to its end nodes on the chip, so every node up to the matching nodes of the rebuild should be "
+        "`npu`. Refresh with "
         "`python -m npufit.zoo.hailo_zoo`; a test rebuilds the networks and fails when this record is stale.",
         "",
         "| rebuild | Zoo network(s) | Zoo end nodes | end nodes in the rebuild | npu up to the end nodes | not npu up to the end "

@@ -9,10 +9,11 @@ whatever is not `npu` must be cut away (start/end nodes) and run on the host, so
 from __future__ import annotations
 
 from ...toolchains import HAILO
-from .. import common, patterns
+from .. import common, patterns, tflite_map
 from ..base import Composite, Executes, Fallback, Hint, OpSupport, Profile, Verdict
-from . import tokens
+from . import forms, tokens
 from .costs import split_costs
+from .evidence import evidence_sources
 from .rules import graph_rules, op_rules
 
 NPU, UNSUP = Verdict.NPU, Verdict.UNSUPPORTED
@@ -121,14 +122,8 @@ _UNSUPPORTED = (
     (
         ("TopK",),
         'TopK is not supported ("TopK operation is unsupported")',
-        (
-            Hint(
-                "k = 1: the same result as ArgMax + ReduceMax, which run on the chip",
-                common.topk_k_is_one,
-                ("topk1_to_argmax",),
-            ),
-            Hint("select the top k on the host in post-processing", common.topk_k_above_one),
-        ),
+        # k = 1 has a rewrite: the rule topk.k1 names it on those nodes only
+        (Hint("select the top k on the host in post-processing", common.topk_k_above_one),),
         "seed 002",
         (),
     ),
@@ -229,6 +224,17 @@ def _composites(p: str) -> tuple[Composite, ...]:
             source="seed 000",
         ),
         Composite(
+            f"{p}.rmsnorm",
+            "RMSNorm (decomposed)",
+            "RMSNorm decomposed into Pow/ReduceMean/Add/Sqrt with a division or a reciprocal is judged like the "
+            "decomposed LayerNorm, which runs on the chip",
+            forms.match_rmsnorm,
+            NPU,
+            source="seed 000",
+            evidence="The Hailo parser recognises the decomposed LayerNorm as one layer; RMSNorm is the same "
+            "reductions without the mean subtraction. No public Hailo-8 parse of RMSNorm itself was found.",
+        ),
+        Composite(
             f"{p}.gelu",
             "GELU (erf form)",
             ok.format("PyTorch's F.gelu export Div/Erf/Add/Mul/Mul"),
@@ -263,7 +269,9 @@ def _composites(p: str) -> tuple[Composite, ...]:
             evidence="The block is reshape [N,T,C] -> [N,T,h,d], Transpose [0,2,1,3], the Q.K^T and A.V MatMuls, "
             "the head merge and a constant score bias. The Hailo Model Zoo compiles vit, deit, levit, detr and clip "
             "with no cut inside these blocks. Evidence conflicts: a Keras OCR model and a YOLO26n port failed on a "
-            "head reshape and on Transpose [0,2,1,3], but there these shuffles did not feed attention MatMuls.",
+            "head reshape and on Transpose [0,2,1,3], but there these shuffles did not feed attention MatMuls. A head "
+            "merge into the rank-2 matrix nn.MultiheadAttention feeds its output projection belongs to the block as "
+            "well.",
         ),
         Composite(
             f"{p}.tokens",
@@ -276,7 +284,30 @@ def _composites(p: str) -> tuple[Composite, ...]:
             "encoder input), its reverse, a token grid reshape with features last (to or from NCHW through a 4-D "
             "transpose, around a strided subsampling Slice) and BatchNorm1d over tokens. The Hailo Model Zoo runs "
             "them on the chip in vit (its start node is the image input), detr, levit256 and vit_pose_small (tokens "
-            "back to a map for the heatmap head).",
+            "back to a map for the heatmap head). Also recognised: the same flatten read by several permutes, with "
+            "batch 1 moved among size-1 axes (nn.MultiheadAttention run sequence-first, as in the Zoo's yolov5s_c3tr "
+            "and a DEIMv2-N encoder the parser took), and a Linear over the token axis between two such transposes "
+            "(the Zoo's resmlp12).",
+        ),
+        Composite(
+            f"{p}.rope",
+            "rotary position embedding (rotate-half)",
+            "Rotary position embedding (rotate-half, then cos/sin tables) crashed the Hailo-8 parser in public "
+            "reports, and no Model Zoo network for Hailo-8 contains it",
+            forms.match_rope,
+            UNSUP,
+            (
+                "run the attention blocks that use it on the host (end the Hailo graph before the first one)",
+                "or replace the rotary embedding with a learned or fixed absolute position embedding added once to "
+                "the tokens, and fine-tune",
+                "or try the parser on this model and keep the cut only if it parses: the failures are crashes, "
+                "not a rule npufit can check",
+            ),
+            "rope-dinov3-dfc333",
+            evidence="The form: the halves of the last axis swapped with a sign flip, then multiplied by cos/sin "
+            "tables. A DINOv3 detector backbone crashed the parser with a ZeroDivisionError in an element-wise "
+            "multiply layer (Dataflow Compiler 3.33), and a Llama-style decomposition crashed it with an IndexError "
+            "(3.28); a whole Qwen2 block with rotary embeddings compiled only on the Hailo-10H compiler (5.3).",
         ),
         Composite(
             f"{p}.mean_linear",
@@ -302,7 +333,14 @@ def _build(name: str, title: str, summary: str) -> Profile:
     for names, reason, fix, source, fix_rules, *evidence in _UNSUPPORTED:
         for op in names:
             ops[op] = OpSupport(
-                op, UNSUP, reason=reason, fix=fix, source=source, fix_rules=fix_rules, evidence="".join(evidence)
+                op,
+                UNSUP,
+                rules.get(op, ()),
+                reason=reason,
+                fix=fix,
+                source=source,
+                fix_rules=fix_rules,
+                evidence="".join(evidence),
             )
     unknown = OpSupport(
         "*",
@@ -311,6 +349,10 @@ def _build(name: str, title: str, summary: str) -> Profile:
         fix=("replace it with a supported op, or cut it away and run it on the host",),
         source="H-I98",
     )
+    composites = _composites(name)
+    g_rules = graph_rules(name)
+    cited = {s.source for s in ops.values()} | {r.source for s in ops.values() for r in s.rules}
+    cited |= {c.source for c in composites} | {r.source for r in g_rules}
     return Profile(
         name=name,
         title=title,
@@ -335,13 +377,21 @@ def _build(name: str, title: str, summary: str) -> Profile:
             "topk1_to_argmax": {"channel_axis": True},
             "opset_convert": {"opset": 11, "accepted": (8, 11)},
         },
-        graph_rules=graph_rules(name),
-        composites=_composites(name),
-        sources=dict(SOURCES),
+        graph_rules=g_rules,
+        composites=composites,
+        sources={**SOURCES, **evidence_sources(cited)},
         input_formats=("onnx", "tflite"),
+        # the Dataflow Compiler parses TFLite itself (its TF parser): TFLite builtins are judged as the ONNX ops
+        # they are, with NHWC axes (layout.py)
+        judged_formats=("onnx", "tflite"),
+        op_key=tflite_map.onnx_op,
         notes=(
             "No CPU fallback inside a HEF: every unsupported node must be cut away and run on the host.",
             "ONNX opsets 8 and 11 are the ones Hailo supports officially.",
+            "TFLite models are judged as the Dataflow Compiler's TFLite parser reads them: each builtin as the ONNX op "
+            "it is, with the features on the last axis.",
+            "Multi-node forms (attention, LayerNorm, GELU) are recognised in ONNX graphs only, so a transformer in "
+            "TFLite is judged op by op.",
         ),
         aliases=("hailo-8",) if name == "hailo8" else ("hailo-8l",),
         split_costs=split_costs(name),

@@ -5,7 +5,7 @@ and IsNaN / IsInf guards with the Where they feed."""
 
 from __future__ import annotations
 
-from calibration.rknn_cases import _net
+from .rknn_cases import _net
 
 
 def layernorm_tokens(c: int, hw, tokens: tuple[int, ...]):

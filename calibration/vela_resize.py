@@ -1,7 +1,7 @@
 """Where Vela places int8 resizes that keep the size (a PSP / FPN branch resized to its own size), measured one by one:
 the calibration corpus has them in one model only (upernet), so the condition is checked beyond it here.
 
-    python benchmarks/calibration/vela_resize.py [--target ethos-u55-256] [--record]
+    python -m calibration.vela_resize [--target ethos-u55-256] [--record]
 
 Each case is conv 1x1 -> F.interpolate(size = input size) -> relu, exported at opset 17, converted by npufit's
 ONNX -> int8 TFLite converter and compiled by Vela; --record writes docs/calibration/<target>-resize.json (replayed by
@@ -10,12 +10,9 @@ tests/test_calibration_records.py)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from calibration.vela_transpose import measure  # noqa: E402
+from .vela_transpose import measure
 
 # (height = width, mode, align_corners): half-pixel bilinear at three sizes, align_corners bilinear, nearest
 CASES = (

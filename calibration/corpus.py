@@ -7,9 +7,11 @@ versions; a changed config is a new file, never a stale one."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import os
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -97,6 +99,27 @@ def cache_dir() -> Path:
     return Path(os.environ.get("NPUFIT_CALIBRATION_CACHE", Path.home() / ".cache" / "npufit" / "calibration"))
 
 
+def code_key(src: str) -> str:
+    """What of a builder's source decides an export: its syntax tree without docstrings, comments, formatting and
+    import statements (where a helper is imported from is not what it does; the helpers that decide an export are keyed
+    by their own source, as heldout.py's shared source is). Moving a module, reformatting it or rewording its
+    documentation keeps its records' keys; changing a config or a helper's code changes them."""
+    tree = ast.parse(textwrap.dedent(src))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        kept = [
+            n
+            for n in body
+            if not isinstance(n, (ast.Import, ast.ImportFrom))
+            and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str))
+            and not (isinstance(n, ast.Expr) and ast.unparse(n.value).startswith("sys.path.insert("))
+        ]
+        node.body = kept or [ast.Pass()]
+    return ast.dump(tree)
+
+
 def config_hash(arch: Arch, opset: int) -> str:
     import torch
 
@@ -107,7 +130,7 @@ def config_hash(arch: Arch, opset: int) -> str:
     except ImportError:
         tv = "-"
     # the builder's whole module: shared configs (VIT, BERT, W2V) and helpers decide the export too
-    src = inspect.getsource(inspect.getmodule(arch.build))
+    src = code_key(inspect.getsource(inspect.getmodule(arch.build)))
     key = "\n".join((arch.name, str(opset), torch.__version__, tv, src))
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 

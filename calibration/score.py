@@ -1,6 +1,11 @@
 """CPU-fallback F1 of today's profiles on the recorded calibration compiles: whole corpus and leave-one-family-out.
 
-    python benchmarks/calibration/score.py [--records docs/calibration/rk3588-fp16-op17.json ...] [--wrong]
+    python -m calibration.score [--records docs/calibration/rk3588-fp16-op17.json ...] [--wrong]
+    python -m calibration.score --realworld [--records docs/calibration/realworld/*.json] [--write FILE.md]
+        [--disagreements docs/calibration/disagreements.md] [--with-corpus]
+
+--realworld scores the real-world set instead (calibration/loso.py: leave-one-source-out, beside the corpus record of
+the same target and build and the sweep record of the target) and can write the table and the disagreement list.
 
 Whole corpus: the shipped profiles against every recorded model. Leave-one-family-out (LOFO): for each family,
 the profile with every calibrated condition that only that family's records show switched off, scored on that
@@ -14,15 +19,12 @@ on the CPU. Needs torch + transformers (the models are re-exported from the corp
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from calibration import records  # noqa: E402
-from calibration.corpus import FAMILIES  # noqa: E402
+from . import loso, records
+from .corpus import FAMILIES
 
 
 def score_record(path: Path) -> dict:
@@ -65,7 +67,17 @@ def main(argv=None) -> None:
     ap.add_argument(
         "--wrong", action="store_true", help="list every disagreeing node, grouped by op (whole corpus, then LOFO)"
     )
+    ap.add_argument("--realworld", action="store_true", help="score the real-world set (leave-one-source-out)")
+    ap.add_argument("--write", type=Path, help="with --realworld: also write the table to this Markdown file")
+    ap.add_argument("--disagreements", type=Path, help="with --realworld: write every disagreement class here")
+    ap.add_argument(
+        "--with-corpus",
+        action="store_true",
+        help="with --realworld: add the corpus record's scores (slow: re-judges it)",
+    )
     a = ap.parse_args(argv)
+    if a.realworld:
+        return _realworld(a)
     print(
         "| record | compiler | models (failed) | CPU nodes | precision | recall | F1 | LOFO pooled | LOFO corpus-only | "
         + " | ".join(f"LOFO {f} (CPU nodes)" for f in FAMILIES)
@@ -107,6 +119,27 @@ def main(argv=None) -> None:
             for title, rows in (("whole corpus", r["rows"]), ("leave-one-family-out", r["lofo_rows"])):
                 print(f"\n{r['record']}, {title}:")
                 _print_wrong(rows)
+
+
+def _realworld(a) -> None:
+    from npufit.util.io import atomic_write_text
+
+    from . import realworld
+
+    paths = a.records if a.records != records.all_records() else realworld.all_records()
+    results = [loso.score_realworld(p) for p in paths]
+    corpus = {}
+    for r in results if a.with_corpus else ():  # the transformer corpus's record of the same target and build
+        p = records.record_path(r["target"], r["build"], 17)
+        if p.is_file():
+            corpus.setdefault(f"{r['target']}-{r['build']}", score_record(p))
+    sweeps = loso.sweep_scores()
+    lines = loso.table(results, corpus, sweeps)
+    print("\n".join(lines))
+    if a.write:
+        atomic_write_text(a.write, "\n".join(lines) + "\n")
+    if a.disagreements:
+        atomic_write_text(a.disagreements, "\n".join(loso.disagreements(results, sweeps)) + "\n")
 
 
 def _print_wrong(rows) -> None:

@@ -5,24 +5,13 @@ The first set's misses have been seen, and rules are being changed after them, s
 architectures nobody looked at. This set does: no rule may cite it, and it is not read to decide what to change.
 Built like the calibration corpus (hf_archs.py's helpers: small configs, random weights, eager attention, offline),
 each builder returns (module, example inputs, input names, output names). Every module is then re-initialised as
-benchmarks/convert_archs.py does (LeCun-normal weights, O(1) tokens and position tables): with the HF init alone
+calibration/convert_archs.py does (LeCun-normal weights, O(1) tokens and position tables): with the HF init alone
 MobileNetV1's and SAM's outputs are ~1e-30, which RKNN-Toolkit2 folds away as a constant model."""
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from convert_archs import _reinit  # noqa: E402
-
-from .hf_archs import BERT, VIT, W2V, _audio, _img, _m, _Out, _t, _text, _vision  # noqa: E402
+from .convert_archs import _reinit  # sets HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE before any transformers import
+from .hf_archs import BERT, VIT, W2V, _audio, _img, _m, _Out, _t, _text, _vision
 
 # -- cnn ------------------------------------------------------------------------------------------------------
 

@@ -4,9 +4,10 @@ today's profiles on them. Three sets, none on the calibration list (hf_archs.py,
 were improved, so rules changed since are not blind to them; `heldout3` (heldout3_archs.py), recorded to stay unread:
 scored, never looked at to change a rule.
 
-    python benchmarks/calibration/heldout.py [--set SET] export
-    python benchmarks/calibration/heldout.py [--set SET] record --target rk3588 --build fp16 [--models NAME ...] [--force]
-    python benchmarks/calibration/heldout.py [--set SET] score [--records docs/calibration/heldout2/*.json] [--wrong]
+    python -m calibration.heldout [--set SET] export
+    python -m calibration.heldout [--set SET] record --target rk3588 --build fp16 [--models NAME ...] [--force]
+    python -m calibration.heldout [--set SET] rekey
+    python -m calibration.heldout [--set SET] score [--records docs/calibration/heldout2/*.json] [--wrong]
 
 An evaluation only: no rule of npufit/targets/ cites these records, and none may be changed to raise their scores
 (then they would no longer be held out). Recording and replay are the calibration's (build.py, records.py); the
@@ -18,13 +19,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import inspect
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from calibration import build, corpus, heldout2_archs, heldout3_archs, heldout_archs, records  # noqa: E402
-from calibration.score import _f, _print_wrong  # noqa: E402
+from . import build, corpus, heldout2_archs, heldout3_archs, heldout_archs, records
+from .judge import is_rknn
+from .score import _f, _print_wrong
 
 OPSET = 17
 
@@ -35,7 +34,7 @@ class EvalSet:
     def __init__(self, name: str, archs, shared_source: str):
         self.name, self.ARCHS, self.folder = name, archs.ARCHS, records.RECORDS / name
         # the set's module is in corpus.config_hash already; what it imports that decides the exports keys them too
-        self._shared = hashlib.sha256(shared_source.encode()).hexdigest()[:12]
+        self._shared = hashlib.sha256(corpus.code_key(shared_source).encode()).hexdigest()[:12]
 
     def config_hash(self, arch, opset: int) -> str:
         return hashlib.sha256(f"{corpus.config_hash(arch, opset)}:{self._shared}".encode()).hexdigest()[:12]
@@ -96,7 +95,7 @@ def record(es: EvalSet, target: str, build_: str, names, force: bool = False) ->
             rec = (
                 records.load_record(path)
                 if path.is_file()
-                else records.empty_record(target, build_, OPSET, "rknn-toolkit2" if build._is_rknn(target) else "vela")
+                else records.empty_record(target, build_, OPSET, "rknn-toolkit2" if is_rknn(target) else "vela")
             )
             how = f"signal {-p.exitcode}" if p.exitcode < 0 else f"exit code {p.exitcode}"
             rec["models"][n] = {
@@ -157,6 +156,7 @@ def main(argv=None) -> None:
     r.add_argument("--build", choices=("fp16", "int8"), required=True)
     r.add_argument("--models", nargs="+", default=None, help="default: every architecture of the set")
     r.add_argument("--force", action="store_true", help="re-compile models already recorded from the same export")
+    sub.add_parser("rekey", help="stamp today's export keys on the set's records whose exports did not change")
     s = sub.add_parser("score")
     s.add_argument("--records", nargs="+", type=Path, default=None)
     s.add_argument("--wrong", action="store_true", help="list every disagreeing node, grouped by op, rule and kind")
@@ -168,6 +168,9 @@ def main(argv=None) -> None:
                 print(f"{n:<20} {es.export(arch, OPSET).name}", flush=True)
             except Exception as e:  # an exporter limit is a fact of the set, not a crash of the script
                 print(f"{n:<20} export failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
+    elif a.cmd == "rekey":
+        for p in es.all_records():
+            print(f"{a.set}/{p.name}: {build.rekey(p, es)} keys changed", flush=True)
     elif a.cmd == "record":
         unknown = sorted(set(a.models or ()) - set(es.ARCHS))
         if unknown:

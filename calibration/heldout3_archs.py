@@ -4,24 +4,13 @@ first held-out set (heldout_archs.py) or the second (heldout2_archs.py), recorde
 The first two sets have been read while rules were improved, so neither measures npufit on architectures nobody
 looked at any more. This one does: no rule may cite it, and its misses are not read to decide what to change.
 Built exactly like the second set (hf_archs.py's helpers: small configs, random weights, eager attention, offline;
-every module re-initialised as benchmarks/convert_archs.py does); each builder returns (module, example inputs,
+every module re-initialised as calibration/convert_archs.py does); each builder returns (module, example inputs,
 input names, output names)."""
 
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from convert_archs import _reinit  # noqa: E402
-
-from .hf_archs import BERT, VIT, W2V, _audio, _img, _m, _Out, _t, _text, _vision  # noqa: E402
+from .convert_archs import _reinit  # sets HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE before any transformers import
+from .hf_archs import BERT, VIT, W2V, _audio, _img, _m, _Out, _t, _text, _vision
 
 # -- cnn ------------------------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Where RKNN-Toolkit2 really places the ops behind the rk3588 conditions that only one corpus family shows.
 
-    python benchmarks/calibration/rknn_cases.py [--record] [--cases GLOB] [--target rk3588|rk3576|rk3566|rv1106]
+    python -m calibration.rknn_cases [--record] [--cases GLOB] [--target rk3588|rk3576|rk3566|rv1106]
 
 The calibration corpus shows several RKNN behaviours in one family only (6-D window transposes and a 6-D q/k/v
 split in transformers, Slice step 2 in swinv2, Einsum in cvt, ScatterND box updates in DETRs, DepthToSpace into a
@@ -22,17 +22,15 @@ import argparse
 import fnmatch
 import json
 import math
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from .form import CASES_SCHEMA as SCHEMA
+from .form import RECORDS
+from .judge import case_verdicts
+from .rknn_sweep import SWEEP
+from .rknn_sweep2 import SWEEP2
 
-from calibration.records import RECORDS  # noqa: E402
-from calibration.rknn_sweep import SWEEP  # noqa: E402
-from calibration.rknn_sweep2 import SWEEP2  # noqa: E402
-
-SCHEMA = "npufit.calibration.cases/1"
 TARGET, OPSET = "rk3588", 17
 
 
@@ -348,8 +346,6 @@ def export_case(name: str, folder: Path) -> Path:
 
 def predict(onnx: Path, op: str, profile=None, build: str = "fp16") -> list[str]:
     """npufit's verdict for every top-level node of `op`, in graph order, judged as the case's build."""
-    from calibration.records import case_verdicts
-
     return case_verdicts(onnx, op, profile or TARGET, build)
 
 

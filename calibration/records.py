@@ -8,24 +8,38 @@ f: folded away at compile time) and, for reading, the CPU nodes by name and op."
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
+from . import rknn_cases, sweep, vela_cases
 from .corpus import ARCHS, FAMILIES, export
+from .form import (
+    CASES_SCHEMA,
+    LETTER,
+    OFF,
+    RECORDS,
+    SCHEMA,
+    load_cases,
+    load_record,
+    ops_sha,
+    placement_entry,
+    record_path,
+)
+from .judge import case_verdicts, profile_for, top_verdicts
 
-SCHEMA = "npufit.calibration.measured/1"
-CASES_SCHEMA = "npufit.calibration.cases/1"  # synthetic case records: rknn_cases.py, vela_cases.py, vela_transpose.py
-RECORDS = Path(__file__).resolve().parents[2] / "docs" / "calibration"
-LETTER = {"npu": "n", "cpu": "c", "folded": "f"}
-
-
-def ops_sha(graph) -> str:
-    return hashlib.sha256(",".join(n.op_type for n in graph.top_nodes).encode()).hexdigest()[:16]
-
-
-def record_path(target: str, build: str, opset: int, folder: Path = RECORDS) -> Path:
-    return folder / f"{target}-{build}-op{opset}.json"
+__all__ = [  # the record format (form.py) and npufit's side (judge.py), re-exported: callers import one module
+    "CASES_SCHEMA",
+    "LETTER",
+    "OFF",
+    "RECORDS",
+    "SCHEMA",
+    "case_verdicts",
+    "load_cases",
+    "load_record",
+    "ops_sha",
+    "placement_entry",
+    "profile_for",
+    "record_path",
+]
 
 
 def empty_record(target: str, build: str, opset: int, compiler: str) -> dict:
@@ -49,67 +63,19 @@ def empty_record(target: str, build: str, opset: int, compiler: str) -> dict:
     }
 
 
-def placement_entry(graph, placement) -> dict:
-    by = {p.node: p for p in placement}
-    letters = "".join(LETTER[by[n.name].device] if n.name in by else "f" for n in graph.top_nodes)
-    return {
-        "nodes": len(graph.top_nodes),
-        "ops_sha": ops_sha(graph),
-        "placement": letters,
-        "cpu": {n.name: n.op_type for n, c in zip(graph.top_nodes, letters) if c == "c"},
-    }
-
-
-def load_record(path: Path) -> dict:
-    rec = json.loads(path.read_text())
-    if rec.get("schema") != SCHEMA:
-        raise ValueError(f"{path}: not a {SCHEMA} record")
-    return rec
-
-
 def all_records() -> list[Path]:
     return sorted(RECORDS.glob("*-op*.json"))
-
-
-def load_cases(path: Path) -> dict:
-    rec = json.loads(path.read_text())
-    if rec.get("schema") != CASES_SCHEMA:
-        raise ValueError(f"{path}: not a {CASES_SCHEMA} record")
-    return rec
 
 
 # -- replay ---------------------------------------------------------------------------------------------------
 
 
-def profile_for(target: str, held_out: str | None = None, cases: bool = True):
-    """Today's profile; with `held_out`, the profile fitted without that family's records: calibrated conditions
-    name the families whose records show them (limits['fit_families'] says which may be used) and the synthetic
-    cases that show them outside every family (kept unless `cases` is False: see targets/calibration.py)."""
-    import copy
-
-    from npufit.targets import get_profile
-
-    prof = get_profile(target)
-    if held_out is None:
-        return prof
-    prof = copy.copy(prof)
-    prof.limits = {**prof.limits, "fit_families": tuple(f for f in FAMILIES if f != held_out), "fit_cases": cases}
-    return prof
-
-
 def predict(rec: dict, model: Path, held_out: str | None = None, cases: bool = True):
     """npufit's verdict per top-level node of the recorded model, as the record's build would be judged."""
-    from npufit import check
     from npufit.graph import load
 
     graph = load(model)
-    judge = "int8" if rec["build"] == "int8" else "auto"
-    rep = check(graph, profile_for(rec["target"], held_out, cases), judge=judge)
-    verdicts = {n.name: n for n in rep.nodes if n.parent is None}
-    return graph, verdicts
-
-
-OFF = ("cpu", "unsupported")
+    return graph, top_verdicts(graph, profile_for(rec["target"], held_out, cases), rec["build"])
 
 
 def replay_model(
@@ -160,23 +126,11 @@ def case_records() -> list[Path]:
 
 
 def case_builder(rec: dict):
-    """The module whose CASES built a case record's graphs: rknn_cases.py for RKNN-Toolkit2, vela_cases.py for Vela."""
-    import importlib
-
-    return importlib.import_module(
-        "calibration." + ("rknn_cases" if rec["compiler"] == "rknn-toolkit2" else "vela_cases")
-    )
-
-
-def case_verdicts(onnx: Path, op: str, profile, build: str) -> list[str]:
-    """npufit's verdict for every top-level node of `op` in a case graph, in graph order, judged as `build`."""
-    from npufit import check
-    from npufit.graph import load
-
-    graph = load(onnx)
-    rep = check(graph, profile, judge="int8" if build == "int8" else "auto")
-    by = {n.name: n.verdict.value for n in rep.nodes if n.parent is None}
-    return [by.get(n.name, "folded") for n in graph.top_nodes if n.op_type == op]
+    """The module whose CASES built a case record's graphs: the sweep generator's (sweep.py) where the record names it,
+    else rknn_cases.py for RKNN-Toolkit2, vela_cases.py for Vela."""
+    if rec.get("builder") == "sweep":
+        return sweep
+    return rknn_cases if rec["compiler"] == "rknn-toolkit2" else vela_cases
 
 
 def case_wrong(rec: dict, measured, got: list[str]) -> int:
@@ -185,6 +139,8 @@ def case_wrong(rec: dict, measured, got: list[str]) -> int:
     converter that has no lowering, so the op cannot reach the NPU (cpu or unsupported)."""
     if isinstance(measured, str):
         want = ("unsupported",) if rec["compiler"] == "rknn-toolkit2" else OFF
+        if rec.get("builder") == "sweep":  # every node of the graph judged: some node must be judged so
+            return int(not any(g in want for g in got))
         return int(not got or any(g not in want for g in got))
     if len(got) != len(measured):
         raise AssertionError(f"{len(got)} nodes judged, {len(measured)} recorded: the case graph changed, re-record it")

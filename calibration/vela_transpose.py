@@ -1,7 +1,7 @@
 """Where Vela really places int8 TRANSPOSEs on Ethos-U, measured one by one: the corpus's shapes and shapes beyond
 the supported-ops report's limit, which the corpus records alone do not reach.
 
-    python benchmarks/calibration/vela_transpose.py [--target ethos-u55-256] [--record]
+    python -m calibration.vela_transpose [--target ethos-u55-256] [--record]
 
 Each case is conv 1x1 -> permute -> relu, exported at opset 13, converted by npufit's ONNX -> int8 TFLite converter
 and compiled by Vela; --record writes docs/calibration/<target>-transpose.json (replayed by
@@ -10,13 +10,10 @@ tests/test_calibration_records.py)."""
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from calibration.records import RECORDS  # noqa: E402
+from .form import CASES_SCHEMA, RECORDS
 
 # (input shape, permutation): NCHW 4-D over and under the report's 2^16 product limit, and 5-D/6-D window partitions
 CASES = (
@@ -73,7 +70,7 @@ def measure(cases, op_type: str, target: str, opset: int, build, name, row, pred
     from npufit.zoo.export import export_onnx
 
     rec = {
-        "schema": "npufit.calibration.cases/1",
+        "schema": CASES_SCHEMA,
         "target": target,
         "build": "int8",
         "opset": opset,

@@ -1,6 +1,6 @@
 """Where Vela really places the ops behind the Ethos-U conditions that only one corpus family shows.
 
-    python benchmarks/calibration/vela_cases.py [--record] [--targets ethos-u55-256,ethos-u85-256] [--cases GLOB]
+    python -m calibration.vela_cases [--record] [--targets ethos-u55-256,ethos-u85-256] [--cases GLOB]
 
 The calibration corpus shows several Ethos-U behaviours of npufit's ONNX -> int8 TFLite converter in one family
 only: the attention-mask Add that becomes SELECT_V2 (the text encoders), written-out Sqrt norms and size-decided
@@ -21,16 +21,13 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from calibration import records  # noqa: E402
-from calibration.build import _compile  # noqa: E402
-from calibration.rknn_cases import _net  # noqa: E402
-from calibration.vela_cases_ops import CASES as OP_CASES  # noqa: E402
+from . import form as records  # the record format; records.py imports this module (its case builders)
+from .judge import case_verdicts, compile_onnx
+from .rknn_cases import _net
+from .vela_cases_ops import CASES as OP_CASES
 
 TARGETS, OPSET = ("ethos-u55-256", "ethos-u85-256"), 17
 DEVICE = {v: k for k, v in records.LETTER.items()}
@@ -251,12 +248,13 @@ def export_case(name: str, folder: Path) -> Path:
 
 
 def measure(onnx: Path, op: str, target: str, out: Path) -> tuple[list[str] | str, str | None]:
-    """Vela's placement of every top-level node of `op` (build.py's compile and records' mapping), or why it failed."""
+    """Vela's placement of every top-level node of `op` (judge.compile_onnx, the record format's mapping), or why it
+    failed."""
     from npufit.errors import NpufitError
     from npufit.graph import load
 
     try:
-        r = _compile(onnx, target, "int8", out)
+        r = compile_onnx(onnx, target, "int8", out)
     except NpufitError as e:  # npufit's converter does not take the graph; its way out names a temporary path
         return f"failed: {str(e).splitlines()[0].split('; way out')[0][:200]}", None
     if not (r.ok and r.placement):
@@ -316,7 +314,7 @@ def main(argv=None) -> None:
                 if ver and ver not in recs[t]["compiler_versions"]:
                     recs[t]["compiler_versions"].append(ver)
                 recs[t]["cases"][name] = {"op": op, "placement": got}
-                cells += [str(got), str(records.case_verdicts(p, op, t, "int8"))]
+                cells += [str(got), str(case_verdicts(p, op, t, "int8"))]
             print(f"| {name} | {op} | {' | '.join(cells)} |", flush=True)
     if a.record:
         for t, rec in recs.items():

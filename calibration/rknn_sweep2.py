@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibration.rknn_sweep import _graph
+from .rknn_sweep import _graph
 
 
 def _mk(nodes, op, ins, outs, **attrs):

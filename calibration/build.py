@@ -1,8 +1,9 @@
 """Build the calibration corpus and record real-compiler placement on it (issue 14).
 
-    python benchmarks/calibration/build.py export [--opset 17 11]
-    python benchmarks/calibration/build.py record --target rk3588 --build fp16 --opset 17 [--models NAME ...]
-    python benchmarks/calibration/build.py record --target ethos-u55-256 --build int8 --opset 17
+    python -m calibration.build export [--opset 17 11]
+    python -m calibration.build record --target rk3588 --build fp16 --opset 17 [--models NAME ...]
+    python -m calibration.build record --target ethos-u55-256 --build int8 --opset 17
+    python -m calibration.build rekey [--records docs/calibration/rk3588-fp16-op17.json ...]
 
 `export` writes the ONNX files to the cache (~/.cache/npufit/calibration, NPUFIT_CALIBRATION_CACHE), offline.
 `record` compiles every model one after another (one worker: the machine is shared) and rewrites
@@ -14,16 +15,15 @@ npufit's ONNX -> int8 TFLite converter, and a model it does not take is recorded
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from npufit.errors import NpufitError
 
-from calibration import corpus, records  # noqa: E402
-from npufit.errors import NpufitError  # noqa: E402
+from . import corpus, records
+from .judge import compile_onnx, is_rknn
 
 
 def _export(opsets, names) -> None:
@@ -35,21 +35,6 @@ def _export(opsets, names) -> None:
                 print(f"op{op} {n:<34} {time.time() - t:6.1f}s {p.name}", flush=True)
             except Exception as e:  # an exporter limit is a fact of the corpus, not a crash of the script
                 print(f"op{op} {n:<34} export failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
-
-
-def _is_rknn(target: str) -> bool:
-    """The profile names its compiler: RKNN-Toolkit2 for every Rockchip SoC, Vela for Ethos-U."""
-    from npufit.targets import get_profile
-
-    return get_profile(target).compiler == "rknn"
-
-
-def _compile(onnx: Path, target: str, build: str, out: Path):
-    from npufit.compilers import compile_model
-
-    if _is_rknn(target):
-        return compile_model(onnx, target, quantize=build == "int8", simulate=False, out_dir=out, timeout_s=900)
-    return compile_model(onnx, target, out_dir=out, timeout_s=900)
 
 
 def _record(
@@ -64,7 +49,7 @@ def _record(
     rec = (
         records.load_record(path)
         if path.is_file()
-        else records.empty_record(target, build, opset, "rknn-toolkit2" if _is_rknn(target) else "vela")
+        else records.empty_record(target, build, opset, "rknn-toolkit2" if is_rknn(target) else "vela")
     )
     for n in names:
         arch = src.ARCHS[n]
@@ -81,7 +66,7 @@ def _record(
             with tempfile.TemporaryDirectory(prefix="npufit-cal-") as d:
                 stage = "compile"
                 try:
-                    r = _compile(onnx, target, build, Path(d) / "out")
+                    r = compile_onnx(onnx, target, build, Path(d) / "out")
                 except NpufitError as e:  # npufit's ONNX -> int8 TFLite converter does not take this model today
                     # keep the gap itself ("no lowering for And '/m/And_1'"), not the message's preamble or way out
                     gap = str(e).split("has no lowering for ", 1)[-1].split("; way out")[0]
@@ -112,6 +97,29 @@ def _record(
         )
 
 
+def rekey(path: Path, src=corpus) -> int:
+    """Stamp today's export key (src.config_hash) on every model of a record whose export has not changed: the export
+    under the new key must have the recorded op sequence, else the model keeps its old key (and needs re-recording).
+    For a move or a reformat of a builder module, which changes no export; returns how many keys changed."""
+    from npufit.graph import load
+    from npufit.util.io import atomic_write_json
+
+    rec = records.load_record(path)
+    changed = 0
+    for n, m in rec["models"].items():
+        key = src.config_hash(src.ARCHS[n], rec["opset"])
+        if m.get("config_hash") == key:
+            continue
+        if m.get("ok"):
+            got = records.ops_sha(load(src.export(src.ARCHS[n], rec["opset"])))
+            if got != m["ops_sha"]:
+                print(f"{path.name} {n}: the export changed (op sequence {got} != {m['ops_sha']}): re-record it")
+                continue
+        m["config_hash"], changed = key, changed + 1
+    atomic_write_json(path, rec)
+    return changed
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -124,9 +132,14 @@ def main(argv=None) -> None:
     r.add_argument("--opset", type=int, default=17)
     r.add_argument("--models", nargs="+", default=list(corpus.ARCHS))
     r.add_argument("--force", action="store_true", help="re-compile models already recorded from the same export")
+    k = sub.add_parser("rekey", help="stamp today's export keys on records whose exports did not change")
+    k.add_argument("--records", nargs="+", type=Path, default=None)
     a = ap.parse_args(argv)
     if a.cmd == "export":
         _export(a.opset, a.models)
+    elif a.cmd == "rekey":
+        for p in a.records or records.all_records():
+            print(f"{p.name}: {rekey(p)} keys changed", flush=True)
     else:
         _record(a.target, a.build, a.opset, a.models, a.force)
 

@@ -1,7 +1,7 @@
 """The held-out evaluation set: real architectures that are NOT on issue 14's calibration list (hf_archs.py,
 torch_archs.py), so no rule of npufit's profiles was fitted to them.
 
-Fifteen come from benchmarks/convert_archs.py as they are (its configs, its LeCun re-init, its default attention
+Fifteen come from convert_archs.py as they are (its configs, its LeCun re-init, its default attention
 implementation: what a user's export looks like); the five below are new, written in the same style (small config,
 random weights, offline). Each builder here returns (module, example inputs, input names, output names), like the
 calibration builders: the module a convert_archs builder would export is captured at its export call, so the
@@ -10,14 +10,11 @@ export itself (opset, cache, atomic write) is corpus.export's, at the calibratio
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
+
+from . import convert_archs as C
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import convert_archs as C  # noqa: E402
 
 
 def regnet(p):
