@@ -56,6 +56,12 @@ class EthosNCompiler(Adapter):
     def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
         return model.suffix.lower() != ".tflite" and random_calibration(options)  # npufit's converter quantizes
 
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        if model.suffix.lower() != ".tflite":
+            from ..convert.onnx_to_tflite import require_convertible
+
+            require_convertible(model, options.input_shapes, target)
+
     def status(self) -> dict:
         return env_tool_status(self.toolchain)
 

@@ -68,6 +68,14 @@ class VelaCompiler(Adapter):
     def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
         return model.suffix.lower() != ".tflite" and random_calibration(options)  # npufit's converter quantizes
 
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        if not _vela_exe():
+            raise NpufitError("Vela is not installed: pip install 'ethos-u-vela==5.2.0'")
+        if model.suffix.lower() != ".tflite":
+            from ..convert.onnx_to_tflite import require_convertible
+
+            require_convertible(model, options.input_shapes, target)
+
     def status(self) -> dict:
         v = vela_version()
         exe = _vela_exe()
