@@ -6,7 +6,14 @@ Heavy modules are imported lazily so `import npufit` stays fast and SDK-free.
 
 from __future__ import annotations
 
+import os as _os
+
 __version__ = "0.1.0"
+
+# Recent ONNX Runtime builds write a device id and a usage database under ~/.cache/Microsoft on every import
+# unless this is set before it loads: npufit writes nothing outside the output it is asked for. A user's own
+# setting wins; vendor tools started from npufit inherit it.
+_os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 _API = {
     "check": ("npufit.compilers.measure", "check"),  # the prediction (npufit.check.check) + --measure

@@ -128,14 +128,13 @@ def test_weights_keep_strip_load(tmp_path):
     assert not any(v.name == "c1" for v in prepare_onnx(p, infer=False).model.graph.value_info)
 
 
-def test_missing_external_data_warns_or_refuses(tmp_path):
+@pytest.mark.parametrize("weights", ["strip", "keep", "load"])
+def test_missing_external_data_is_refused_in_every_mode(tmp_path, weights):
+    """Checking too: a model read without its weights is judged as another model (hostile-input issue)."""
     p = _external(tmp_path)
     (tmp_path / "ext.data").unlink()
-    prep = prepare_onnx(p, weights="strip")
-    assert prep.missing == ["ext.data"]
-    assert any("external data file(s) not found: ext.data" in w for w in prep.file_warnings)
     with pytest.raises(BadModelError, match="external data missing or too short: ext.data"):
-        prepare_onnx(p, require_data=True)
+        prepare_onnx(p, weights=weights)
 
 
 def test_in_memory_model_is_never_changed():

@@ -50,7 +50,7 @@ class Prepared:
 
 def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> Prepared:
     # with external weights (the converter needs every value); the data must be there
-    model = prepare_onnx(path, input_shapes=input_shapes, infer=False, weights="load", require_data=True).model
+    model = prepare_onnx(path, input_shapes=input_shapes, infer=False, weights="load").model
     fixed, notes = _undo_qdq(model)
     from .prepass import apply_rules, decompose
 

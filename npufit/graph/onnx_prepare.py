@@ -61,7 +61,6 @@ class PreparedOnnx:
     opsets: dict[str, int]  # domain ("ai.onnx" for the default one) -> version
     file_warnings: list[str] = field(default_factory=list)  # what reading found: checker limits, missing data, opset
     shape_warnings: list[str] = field(default_factory=list)  # shape inference that failed
-    missing: list[str] = field(default_factory=list)  # external data running would lack (checking needs none)
     kept: dict[str, tuple[bytes, onnx.TensorProto]] = field(
         default_factory=dict
     )  # small weights' bytes (weights="strip")
@@ -80,7 +79,6 @@ def prepare_onnx(
     input_shapes: Mapping[str, tuple[int, ...]] | None = None,
     infer: bool = True,
     weights: str = "keep",
-    require_data: bool = False,
     only_dynamic: bool = False,
     name: str = "<memory>",
     overlap: bool = False,
@@ -90,7 +88,7 @@ def prepare_onnx(
     weights: "strip" drops weight bytes before inference (check: shapes need dims and dtypes only; the bytes of
     small ones are kept for rules), "keep" leaves embedded weights in and external ones on disk (split copies them
     into stages), "load" reads external weights into memory too (fix, convert, quantize run or rewrite the model).
-    require_data: refuse (exit 2) when external data is missing or too short, for verbs that run the model.
+    External data that is missing or too short is refused (exit 2) in every mode.
     only_dynamic: --input-shape may pin only dynamic dims (split: its stages must match the original model).
     overlap: the caller (the check loader, weights="strip") builds what needs no shapes while inference runs: on a
     big model without subgraphs whose checker runs in a child, inference runs in another and the result carries
@@ -102,14 +100,14 @@ def prepare_onnx(
     if isinstance(source, onnx.ModelProto):
         if weights == "load":
             raise ValueError("weights='load' needs a file: an in-memory model has no folder to read them from")
-        model, path, missing = source, name, []
+        model, path = source, name
         if input_shapes or weights == "strip":  # the caller's model is never changed
             model = onnx.ModelProto()
             model.CopyFrom(source)
     else:
         path = str(source)
         # a big model's checker may run in a child beside shape inference (the only step long enough to pay)
-        model, missing, checking = _read(Path(source), defer=infer)
+        model, checking = _read(Path(source), defer=infer)
     overlap = (
         overlap
         and infer
@@ -120,7 +118,7 @@ def prepare_onnx(
     )
     try:
         prepared = _prepare(
-            model, path, missing, input_shapes, infer, weights, require_data, only_dynamic, checking, overlap
+            model, path, input_shapes, infer, weights, only_dynamic, checking, overlap
         )
     except Exception:
         if checking is not None:
@@ -138,23 +136,15 @@ def prepare_onnx(
 def _prepare(
     model: onnx.ModelProto,
     path: str,
-    missing: list[str],
     input_shapes: Mapping[str, tuple[int, ...]] | None,
     infer: bool,
     weights: str,
-    require_data: bool,
     only_dynamic: bool,
     checking: Validation | None,
     overlap: bool = False,
 ) -> PreparedOnnx:
     """prepare_onnx's steps after the read."""
-    file_warnings = []
-    if missing and require_data:
-        refuse_missing_data(missing)
-    if missing:
-        file_warnings.append(
-            f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)"
-        )
+    file_warnings: list[str] = []
     if weights == "load":
         _load_weights(model, Path(path))  # a file: the in-memory model was refused "load" above
     if input_shapes:
@@ -170,11 +160,11 @@ def _prepare(
         if checking is not None:
             checking.begin()  # after the writes above (input shapes, stripped weights): they would copy shared pages
         if overlap:
-            return PreparedOnnx(model, path, opsets, file_warnings, [], missing, kept, Overlap(model, checking))
+            return PreparedOnnx(model, path, opsets, file_warnings, [], kept, Overlap(model, checking))
         model, error = infer_shapes(model)
         if error:
             shape_warnings.append(f"shape inference failed ({error}); shapes may be incomplete")
-    return PreparedOnnx(model, path, opsets, file_warnings, shape_warnings, missing, kept)
+    return PreparedOnnx(model, path, opsets, file_warnings, shape_warnings, kept)
 
 
 def infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
@@ -285,9 +275,10 @@ def opset_map(model: onnx.ModelProto) -> dict[str, int]:
     return {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
 
 
-def _read(p: Path, defer: bool = False) -> tuple[onnx.ModelProto, list[str], Validation]:
+def _read(p: Path, defer: bool = False) -> tuple[onnx.ModelProto, Validation]:
     """Parse the file (weights stay on disk when external) and refuse unsafe or broken input;
-    -> (model, external data locations missing, the checker's verdict to finish: see start_validation).
+    -> (model, the checker's verdict to finish: see start_validation). External data that is missing or too short
+    is refused here, for every verb: a model read without its weights would be judged as another model.
     defer: the caller runs shape inference before it needs the verdict (see start_validation)."""
     if require_regular_file(p, "ONNX model", BadModelError).st_size == 0:
         raise BadModelError(f"{p}: empty file, not an ONNX model")
@@ -307,12 +298,12 @@ def _read(p: Path, defer: bool = False) -> tuple[onnx.ModelProto, list[str], Val
     wire = data if fmt == "protobuf" else None  # the bytes `model` was parsed from, as they are
     check_text(model, p, wire)  # before anything reads a name
     scan = scan_tensors(model)  # one walk over the tensors for every check below
-    missing = check_external_data(model, p.parent, scan.external)
-    checking = start_validation(model, p, missing, wire=wire, scan=scan, defer=defer)
+    refuse_missing_data(check_external_data(model, p.parent, scan.external))
+    checking = start_validation(model, p, [], wire=wire, scan=scan, defer=defer)
     del data, wire
     for f in [p, *external_data_files(model, p.parent, scan.external)]:
         note_input(f)  # no output of this run may land on a file it reads
-    return model, missing, checking
+    return model, checking
 
 
 def _load_weights(model: onnx.ModelProto, p: Path) -> None:

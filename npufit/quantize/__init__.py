@@ -87,27 +87,11 @@ def clipping_warnings(accuracy, calibration_samples: int) -> list[str]:
     return out
 
 
-def _refuse_huge_inputs(specs, input_shapes) -> None:
-    """Calibration holds samples of every input: a hostile 2^40-element input is refused before any is made."""
-    import math
-
-    from ..verify.compare import MAX_SAMPLE_BYTES
-
-    for s in specs:
-        dims = (input_shapes or {}).get(s.name) or [d or 1 for d in s.shape]
-        nbytes = math.prod(dims) * s.dtype.itemsize
-        if nbytes > MAX_SAMPLE_BYTES:
-            raise NpufitError(
-                f"input '{s.name}' of shape {list(dims)} would take {nbytes / (1 << 30):.1f} GiB per "
-                f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for one input sample"
-            )
-
-
 def _read_model(path: Path):
     from ..graph.onnx_prepare import prepare_onnx
 
     # validated, external data inside the model's folder, there and loaded: quantizing runs the model
-    return prepare_onnx(path, infer=False, weights="load", require_data=True).model
+    return prepare_onnx(path, infer=False, weights="load").model
 
 
 PER_CHANNEL_OPSET = 13  # DequantizeLinear takes `axis` (per-channel scales) from opset 13 on
@@ -202,7 +186,6 @@ def quantize(
         float_model = raise_opset_for_per_channel(float_model, opset_notes)
     specs = input_specs(float_model)
     extra = 0 if evaluation is not None else (DEFAULT_HOLDOUT if holdout is None else holdout)
-    _refuse_huge_inputs(specs, input_shapes)
     calib = load_calibration(
         calibration, specs, count=samples + extra, seed=seed, input_shapes=input_shapes, image=image
     )

@@ -45,7 +45,7 @@ def fix(
     # with external weights (rewriting and verifying need them); the shapes the verdicts are judged on are the
     # shapes written (as onnxsim's --overwrite-input-shape does): a fixed model that is judged static but written
     # dynamic would not compile as judged
-    proto = prepare_onnx(src, input_shapes=input_shapes, infer=False, weights="load", require_data=True).model
+    proto = prepare_onnx(src, input_shapes=input_shapes, infer=False, weights="load").model
     if output is not None and not dry_run and Path(output).resolve() == src.resolve():
         raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
     profile = get_profile(target)

@@ -35,7 +35,7 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
         raise NpufitError(f"{path}: split works on ONNX models; convert the TFLite model to ONNX first")
     # split runs the model (its data must be there) and pins only dynamic dims: a changed fixed dim would make
     # stages the original cannot match
-    prep = prepare_onnx(path, input_shapes=input_shapes, require_data=True, only_dynamic=True)
+    prep = prepare_onnx(path, input_shapes=input_shapes, only_dynamic=True)
     return prep.model, graph_from(prep, prep.shape_warnings)
 
 
