@@ -358,8 +358,10 @@ def run_classes(classes: list[str], only: str | None, show: int) -> int:
                 bad[case.cls].append(v.line())
             for p in sorted(Path(base).iterdir()):
                 _rmtree(p)
-    print(f"\n{len(cases)} runs in {time.monotonic() - t0:.0f} s; memory fault above {PEAK_MB} MB peak "
-          f"(watchdog kills at {RSS_CAP_MB} MB); max peak {peak:.0f} MB")
+    print(
+        f"\n{len(cases)} runs in {time.monotonic() - t0:.0f} s; memory fault above {PEAK_MB} MB peak "
+        f"(watchdog kills at {RSS_CAP_MB} MB); max peak {peak:.0f} MB"
+    )
     print(f"{'class':<10} {'runs':>5} {'failed':>7}  faults ({REWORDED}: refused in one line, for another reason)")
     for cls in CLASSES:
         c = per.get(cls)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..util.limits import graph_within_budget
 from .protocol import Protocol
 from .result import SCHEMA, BenchResult, RuntimeResult
 
@@ -73,7 +74,8 @@ def bench(
         if path.suffix.lower() == ".onnx":
             from ..graph.onnx_prepare import prepare_onnx
 
-            prepare_onnx(path, infer=False)  # the validation front door: the checker's one line, not ORT's stack
+            # the validation front door (the checker's one line, not ORT's stack), then the graph's working memory
+            graph_within_budget("bench", len(prepare_onnx(path, infer=False).model.graph.node))
     if boundary is not None and boundary not in BOUNDARY_TEXT:
         raise NpufitError(f"unknown boundary '{boundary}' (choose from {', '.join(BOUNDARY_TEXT)})")
     names = parse_runtimes(runtime) if runtime else default_runtimes(path)

@@ -18,6 +18,7 @@ from ..errors import NpufitError
 from ..graph import Graph
 from ..graph.onnx_loader import graph_from
 from ..graph.onnx_prepare import prepare_onnx
+from ..util.limits import graph_within_budget
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Prepared:
 def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> Prepared:
     # with external weights (the converter needs every value); the data must be there
     model = prepare_onnx(path, input_shapes=input_shapes, infer=False, weights="load").model
+    graph_within_budget("compile", len(model.graph.node))
     fixed, notes = _undo_qdq(model)
     from .prepass import apply_rules, decompose
 

@@ -117,9 +117,7 @@ def prepare_onnx(
         and checking.single_graph
     )
     try:
-        prepared = _prepare(
-            model, path, input_shapes, infer, weights, only_dynamic, checking, overlap
-        )
+        prepared = _prepare(model, path, input_shapes, infer, weights, only_dynamic, checking, overlap)
     except Exception:
         if checking is not None:
             checking.finish()  # a model the checker rejects may break a step above first: the checker's line wins

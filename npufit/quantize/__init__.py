@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..util.io import private_tempdir
+from ..util.limits import graph_within_budget
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration, spread
 from .quantizer import BIG_MODEL_BYTES, METHODS, QuantizeSettings, quantize_static_qdq
 from .report import SCHEMA, QuantizeReport
@@ -181,6 +182,7 @@ def quantize(
     if holdout is not None and holdout < 0:
         raise NpufitError("--holdout must be 0 or more")
     float_model = _read_model(src)
+    graph_within_budget("quantize", len(float_model.graph.node))
     opset_notes: list[str] = []
     if per_channel:
         float_model = raise_opset_for_per_channel(float_model, opset_notes)

@@ -15,6 +15,7 @@ from ..errors import NpufitError
 from ..graph.onnx_prepare import prepare_onnx
 from ..targets import get_profile
 from ..util.io import private_tempdir
+from ..util.limits import graph_within_budget
 from ..util.progress import track
 from .base import RuleContext, RuleNotApplicable
 from .registry import get_rule, rule_options, rules_for_target
@@ -46,6 +47,7 @@ def fix(
     # shapes written (as onnxsim's --overwrite-input-shape does): a fixed model that is judged static but written
     # dynamic would not compile as judged
     proto = prepare_onnx(src, input_shapes=input_shapes, infer=False, weights="load").model
+    graph_within_budget("fix", len(proto.graph.node))
     if output is not None and not dry_run and Path(output).resolve() == src.resolve():
         raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
     profile = get_profile(target)

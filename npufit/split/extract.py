@@ -20,6 +20,7 @@ from ..graph import Graph, model_format
 from ..graph.onnx_loader import graph_from
 from ..graph.onnx_prepare import infer_shapes, prepare_onnx
 from ..graph.validate import all_tensors, external_location
+from ..util.limits import graph_within_budget
 from .planner import GraphIndex, Stage
 from .subgraphs import outer_reads
 
@@ -36,6 +37,7 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
     # split runs the model (its data must be there) and pins only dynamic dims: a changed fixed dim would make
     # stages the original cannot match
     prep = prepare_onnx(path, input_shapes=input_shapes, only_dynamic=True)
+    graph_within_budget("split", len(prep.model.graph.node))
     return prep.model, graph_from(prep, prep.shape_warnings)
 
 

@@ -138,7 +138,9 @@ def random_inputs(
             dt = _ORT_TO_NP.get(i.type, np.float32)
             if not i.type.startswith("tensor("):
                 raise NpufitError(f"input '{i.name}' is a {i.type}, not a tensor: npufit feeds tensor inputs only")
-            within_budget(f"a seeded sample of input '{i.name}' {list(shape)}", math.prod(shape) * np.dtype(dt).itemsize)
+            within_budget(
+                f"a seeded sample of input '{i.name}' {list(shape)}", math.prod(shape) * np.dtype(dt).itemsize
+            )
             if np.issubdtype(dt, np.floating):
                 feeds[i.name] = rng.standard_normal(shape).astype(dt)
             elif dt is np.bool_:

@@ -182,6 +182,9 @@ def _samples_huge(folder: Path):
 MEMORY = [
     *[Case("memory", f"{b}-{v}", _on_model(getattr(mc, b), v), EITHER, None) for b in BOMBS for v in MATERIALISING],
     *[Case("memory", f"input_3gb-{v}", _on_model(mc.input_3gb, v), REFUSE, "memory budget") for v in MATERIALISING],
+    # the 300,000-node chain: every verb that holds more than `check` does; a run past a minute is stopped
+    *[Case("memory", f"chain_300k-{v}", _on_model(mc.chain_300k, v), EITHER, None, {"NPUFIT_TIME_LIMIT": "60"}, 150.0)
+      for v in ("split", "compile", "bench")],
     Case("memory", "png_bomb-quantize", _png_bomb, REFUSE, "memory budget"),
     Case("memory", "samples_huge-quantize", _samples_huge, EITHER, None, time_cap=300),
 ]
@@ -393,7 +396,7 @@ TELEMETRY = [
 CATALOGUE: list[Case] = MEMORY + TIME + INTERNAL + CONFINE + EXTDATA + SILENT + TMP + TELEMETRY
 
 
-# -- running and judging ------------------------------------------------------------------------------------------------
+# -- running and judging -------------------------------------------------------------------------------------------
 @dataclass
 class Verdict:
     case: Case

@@ -131,6 +131,37 @@ def loop_no_trip_count(folder: Path) -> Path:
     return _save(_model(n, [_vi("x", [1, 4])], [_vi("y", [1, 4])], [cond]), folder)
 
 
+def loop_data_dependent(folder: Path) -> Path:
+    """A Loop whose body computes its condition (v > -1 while v only grows): endless on every input, but only running
+    it shows that; the verification time limit (--verify-timeout) stops it."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "one"], ["v_out"], name="inc"),
+         helper.make_node("ReduceMin", ["v_out"], ["low"], name="low", keepdims=0),
+         helper.make_node("Greater", ["low", "minus_one"], ["cond_out"], name="still_positive")],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("v_in", [1, 4])],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("v_out", [1, 4])],
+        [numpy_helper.from_array(np.ones([1, 4], np.float32), "one"),
+         numpy_helper.from_array(np.array(-1.0, np.float32), "minus_one")])
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    n = [helper.make_node("Abs", ["x"], ["ax"], name="abs"),
+         helper.make_node("Loop", ["", "cond", "ax"], ["v"], name="counting", body=body),
+         helper.make_node("Relu", ["v"], ["y"], name="relu")]
+    return _save(_model(n, [_vi("x", [1, 4])], [_vi("y", [1, 4])], [cond]), folder)
+
+
+def loop_huge_trip_count(folder: Path) -> Path:
+    """A Loop with a trip count of 2^62 and a condition the body passes through: no end in sight."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Add", ["v_in", "one"], ["v_out"], name="inc")],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("v_in", [1, 4])],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("v_out", [1, 4])],
+        [numpy_helper.from_array(np.ones([1, 4], np.float32), "one")])
+    n = [helper.make_node("Loop", ["trips", "", "x"], ["v"], name="long", body=body),
+         helper.make_node("Relu", ["v"], ["y"], name="relu")]
+    return _save(_model(n, [_vi("x", [1, 4])], [_vi("y", [1, 4])], [_i64("trips", 1 << 62)]), folder)
+
+
 def huge_dims(folder: Path) -> Path:
     n = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     return _save(_model(n, [_vi("x", [1, 1 << 40])], [_vi("y", [1, 1 << 40])]), folder)
@@ -402,7 +433,8 @@ def tflite_truncated(folder: Path) -> Path:
 
 CASES: dict[str, Callable[[Path], Path]] = {f.__name__: f for f in [
     bomb_constant_of_shape, bomb_expand, bomb_range, bomb_tile, bomb_pad, bomb_resize, bomb_matmul, concat_20000,
-    cyclic, loop_no_trip_count, huge_dims, int64_max_dims, input_3gb, chain_300k, sequence_output, ansi_names,
+    cyclic, loop_no_trip_count, loop_data_dependent, loop_huge_trip_count,
+    huge_dims, int64_max_dims, input_3gb, chain_300k, sequence_output, ansi_names,
     non_utf8_op_type, non_utf8_dim_param, non_utf8_tensor_name,
     undefined_tensor, duplicate_names, wrong_attribute_type, empty_op_type, bfloat16_weights, wrong_raw_length,
     ext_missing, ext_folder, ext_fifo, ext_url, ext_backslash, ext_past_eof, ext_negative_offset, ext_nul, ext_long,
