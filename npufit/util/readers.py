@@ -42,7 +42,8 @@ def file_kind(mode: int) -> str:
 def require_regular_file(
     path: str | os.PathLike, what: str = "file", error: type[NpufitError] = NpufitError
 ) -> os.stat_result:
-    """stat() a path npufit is about to read; refuse anything but an existing regular file (links are followed)."""
+    """stat() a path npufit is about to read; refuse anything but an existing, readable regular file (links are
+    followed)."""
     p = os.fspath(path)
     if "\x00" in p:
         raise error(f"{what} name contains a NUL byte")
@@ -54,6 +55,10 @@ def require_regular_file(
         raise error(f"{p}: cannot be read ({e.strerror or e})") from None
     if not stat.S_ISREG(st.st_mode):
         raise error(f"{p}: is {file_kind(st.st_mode)}, not a {what}")
+    try:  # readable by this user: an unreadable file is one line here, not a PermissionError deep in a copy or parse
+        os.close(os.open(p, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as e:
+        raise error(f"{p}: cannot be read ({e.strerror or e})") from None
     return st
 
 

@@ -52,6 +52,7 @@ class Case:
     # `then(folder)`'s argv; no entry matching may be left afterwards
     kill_when: str | None = None
     then: Callable[[Path], list] | None = None
+    unprivileged: bool = False  # file permissions apply (root runs without its file-permission bypass)
 
     @property
     def id(self) -> str:
@@ -200,6 +201,15 @@ TIME = [
 
 
 # -- internal errors ---------------------------------------------------------------------------------------------------
+def _unreadable(kind: str) -> Callable[[Path], Path]:
+    def build(folder: Path) -> Path:
+        p = mc.build("tflite_unreadable", folder) if kind == "tflite" else _small_model(folder)
+        p.chmod(0)
+        return p
+
+    return build
+
+
 def _symlink_loop(folder: Path):
     (folder / "a.onnx").symlink_to("b.onnx")
     (folder / "b.onnx").symlink_to("a.onnx")
@@ -230,7 +240,10 @@ INTERNAL = [
     *[Case("internal", f"{d}-{v}", _on_model(getattr(mc, d), v), REFUSE, None)
       for d in ("huge_dims", "int64_max_dims") for v in ("compile", "compile-rk3588", "compile-ethos-n78")],
     *[Case("internal", f"{t}-compile", _on_model(getattr(mc, t), "compile"), EITHER, None)
-      for t in ("tflite_unreadable", "tflite_truncated", "tflite_bad_tensor_index", "tflite_cycle")],
+      for t in ("tflite_truncated", "tflite_bad_tensor_index", "tflite_cycle")],
+    *[Case("internal", f"unreadable_{t}-{v}", _on_model(_unreadable(t), v), REFUSE, "cannot be read", unprivileged=True)
+      for t, verbs in (("tflite", ("compile", "check")), ("onnx", ("compile-rk3588", "compile", "check", "bench")))
+      for v in verbs],
     *[Case("internal", f"string_npz-{v}", _string_npz(v), REFUSE, "string")
       for v in ("quantize", "compile-rk3588", "compile-ethos-u55-256")],
 ]
@@ -415,7 +428,8 @@ def run_case(case: Case, folder: Path) -> Verdict:
     before = snapshot(folder)
     if case.kill_when:
         return _run_killed(case, folder, argv, outputs, before)
-    o = run_verb(argv, folder, time_cap=case.time_cap, mem_mb=None, rss_cap_mb=RSS_CAP_MB, env=case.env)
+    o = run_verb(argv, folder, time_cap=case.time_cap, mem_mb=None, rss_cap_mb=RSS_CAP_MB, env=case.env,
+                 unprivileged=case.unprivileged)
     return Verdict(case, o, judge(case, o, before, folder, outputs))
 
 

@@ -61,11 +61,20 @@ class _Popen(subprocess.Popen):
         return pid, sts
 
 
-def _limits(mem_mb: int | None):
+CAP_DAC = (1, 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH: what lets root read a chmod-0 file
+
+
+def _limits(mem_mb: int | None, unprivileged: bool = False):
     def apply() -> None:
         if mem_mb:
             cap = mem_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        if unprivileged and os.geteuid() == 0:  # root without the file-permission bypass: a user's view of the files
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            for c in CAP_DAC:
+                libc.prctl(24, c, 0, 0, 0)  # PR_CAPBSET_DROP: gone from the program exec'd next
         os.setsid()  # the time cap kills the whole group (ORT threads, workers)
     return apply
 
@@ -119,10 +128,11 @@ class _RssWatch:
 
 def run_verb(argv: list[str | os.PathLike], cwd: Path, *, time_cap: float = TIME_CAP_S,
              mem_mb: int | None = MEM_CAP_MB, env: dict[str, str] | None = None,
-             rss_cap_mb: float | None = None) -> Outcome:
+             rss_cap_mb: float | None = None, unprivileged: bool = False) -> Outcome:
     """Run `npufit ARGV` in `cwd` under the caps; TMPDIR and XDG_CACHE_HOME are fresh folders checked afterwards
     (leftover temp files; anything written to a cache outside the requested output).
-    mem_mb: address-space cap (None: none); rss_cap_mb: kill the run when its resident memory passes this."""
+    mem_mb: address-space cap (None: none); rss_cap_mb: kill the run when its resident memory passes this;
+    unprivileged: as root, run without the capabilities that read any file (file permissions apply as to a user)."""
     args = [str(a) for a in argv]
     scratch = cwd / f".hostile-tmp-{time.monotonic_ns()}"
     tmp, cache = scratch / "tmp", scratch / "cache"
@@ -136,7 +146,7 @@ def run_verb(argv: list[str | os.PathLike], cwd: Path, *, time_cap: float = TIME
         run_env.update(env)
     proc = _Popen([sys.executable, "-m", "npufit", *args], cwd=cwd, env=run_env,
                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                  preexec_fn=_limits(mem_mb), text=True, errors="replace")
+                  preexec_fn=_limits(mem_mb, unprivileged), text=True, errors="replace")
     watch = _RssWatch(proc.pid, rss_cap_mb) if rss_cap_mb else None
     try:
         out, err = proc.communicate(timeout=time_cap)
