@@ -142,3 +142,17 @@ def test_every_run_cleans_what_killed_runs_left_in_the_temp_folder(tmp_path):
     o = run_verb(["check", model, "-t", "hailo8"], tmp_path, env={"TMPDIR": str(tmp)})
     assert o.rc == 0, o.describe()
     assert not stale.exists() and foreign.exists()
+
+
+def test_a_tool_goes_with_its_verb(tmp_path):
+    """A vendor tool running when the verb's time limit strikes is stopped with it, never left running."""
+    import psutil
+
+    from npufit.envs.process import run_tool
+    from npufit.errors import TimeLimitReached
+    from npufit.util.limits import verb_time_limit
+
+    with pytest.raises(TimeLimitReached, match="while running sleep"):
+        with verb_time_limit("npufit demo", 0.5):
+            run_tool(["sleep", "600"], tmp_path / "tool.log")
+    assert not [p for p in psutil.Process().children(recursive=True) if p.name() == "sleep"]
