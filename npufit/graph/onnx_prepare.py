@@ -297,7 +297,7 @@ def _read(p: Path, defer: bool = False) -> tuple[onnx.ModelProto, Validation]:
     check_text(model, p, wire)  # before anything reads a name
     scan = scan_tensors(model)  # one walk over the tensors for every check below
     refuse_missing_data(check_external_data(model, p.parent, scan.external))
-    checking = start_validation(model, p, [], wire=wire, scan=scan, defer=defer)
+    checking = start_validation(model, p, wire=wire, scan=scan, defer=defer)
     del data, wire
     for f in [p, *external_data_files(model, p.parent, scan.external)]:
         note_input(f)  # no output of this run may land on a file it reads

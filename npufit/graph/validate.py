@@ -50,20 +50,19 @@ _SIZES = {
 
 
 def validate_model(
-    model: onnx.ModelProto, path: Path, missing: list[str], wire: bytes | None = None, scan: TensorScan | None = None
+    model: onnx.ModelProto, path: Path, wire: bytes | None = None, scan: TensorScan | None = None
 ) -> list[str]:
     """Refuse what the ONNX checker rejects (one line); return warnings for what it could not judge.
-    Call after `check_external_data` (whose guard comes first: the checker's own file probing fails on
-    hostile locations with a C++ filesystem error), passing the locations it found missing.
+    Call after `check_external_data` and `refuse_missing_data` (whose guard comes first: the checker's own file
+    probing fails on hostile locations with a C++ filesystem error).
     wire: the protobuf bytes `model` was parsed from, if at hand (the checker then needs no serialized copy).
     scan: `scan_tensors(model)`, if the caller made it already (one walk over the tensors serves every check)."""
-    return start_validation(model, path, missing, wire, scan).finish()
+    return start_validation(model, path, wire, scan).finish()
 
 
 def start_validation(
     model: onnx.ModelProto,
     path: Path,
-    missing: list[str],
     wire: bytes | None = None,
     scan: TensorScan | None = None,
     defer: bool = False,
@@ -82,8 +81,6 @@ def start_validation(
             f"onnx {onnx.__version__} (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})"
         )
         return Validation(path, scan, [newer])
-    if missing:
-        return Validation(path, scan, ["not validated by the ONNX checker: it needs every external data file"])
     nodes = sum(len(g.node) for g in scan.graphs)
     full = nodes <= FULL_CHECK_MAX_NODES
     # External data: the checker reads files by path, kept serial. A raw-data length error: a broken model, serial.
