@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check import check
+from npufit import check
 from npufit.cli import main
 
 
@@ -36,13 +36,13 @@ def _if_model(path):
 
 def test_if_bodies_have_unique_names_carry_macs_and_headline_counts_match_coverage(tmp_path, capsys):
     rep = check(_if_model(tmp_path / "if.onnx"), "rk3588")
-    names = [n.name for n in rep.nodes]
+    names = [n.name for n in rep.nodes + rep.subgraph_nodes]
     assert len(names) == len(set(names))  # was: 'branch/Constant_0' twice
     assert rep.node("branch").macs == 2 * 64  # both branches' MatMul (an upper bound), not 0
     s = rep.summary()
-    top = [n for n in rep.nodes if n.parent is None]
-    assert sum(s["counts"].values()) == len(top) == 3  # the headline counts what the coverage counts
-    assert sum(s["subgraph_counts"].values()) == len(rep.nodes) - 3
+    assert all(n.parent is None for n in rep.nodes)
+    assert sum(s["counts"].values()) == len(rep.nodes) == 3  # the headline counts what the coverage counts
+    assert sum(s["subgraph_counts"].values()) == len(rep.subgraph_nodes) == 6
     assert main(["check", str(tmp_path / "if.onnx"), "-t", "rk3588"]) in (0, 1)
     out = capsys.readouterr().out
     assert "inside If/Loop/Scan bodies" in out

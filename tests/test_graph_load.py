@@ -68,7 +68,7 @@ def test_external_data_path_traversal_refused(tmp_path, loc):
 
 
 def test_input_file_never_modified(tmp_path):
-    from npufit.check import check
+    from npufit import check
 
     p = tmp_path / "m.onnx"
     onnx.save_model(branchy_model(), str(p))
@@ -101,7 +101,7 @@ def test_unknown_input_name(tmp_path):
 
 
 def test_custom_domain_gets_a_verdict(tmp_path):
-    from npufit.check import check
+    from npufit import check
 
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
              helper.make_node("MyOp", ["r"], ["y"], name="custom", domain="com.acme")]
@@ -114,7 +114,7 @@ def test_custom_domain_gets_a_verdict(tmp_path):
 
 
 def test_subgraph_nodes_are_judged(tmp_path):
-    from npufit.check import check
+    from npufit import check
 
     then_g = helper.make_graph([helper.make_node("TopK", ["x", "k"], ["tv", "ti"], name="inner_topk")], "then", [],
                                [vi("tv", [1, 1])], [numpy_helper.from_array(np.array([1], np.int64), "k")])

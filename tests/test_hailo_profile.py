@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from npufit.check import check  # noqa: E402
+from npufit import check  # noqa: E402
 from npufit.probe.catalogue import BY_ID, SEED_000, SEED_002, CASES  # noqa: E402
 from npufit.targets import get_profile  # noqa: E402
 from npufit.zoo.export import export_onnx  # noqa: E402

@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from npufit.check import check
+from npufit import check
 from npufit.targets import patterns
 from tests.onnx_builders import model, vi
 

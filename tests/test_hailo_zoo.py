@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from npufit.check import check  # noqa: E402
+from npufit import check  # noqa: E402
 from npufit.zoo import hailo_zoo  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -72,10 +72,10 @@ def bench(
 
         require_regular_file(path, "model file")  # hashing or loading a FIFO would block forever
         if path.suffix.lower() == ".onnx":
-            from ..graph.onnx_prepare import prepare_onnx
+            from ..graph.onnx_prepare import read_onnx
 
             # the validation front door (the checker's one line, not ORT's stack), then the graph's working memory
-            graph_within_budget("bench", len(prepare_onnx(path, infer=False).model.graph.node))
+            graph_within_budget("bench", len(read_onnx(path).model.graph.node))
     if boundary is not None and boundary not in BOUNDARY_TEXT:
         raise NpufitError(f"unknown boundary '{boundary}' (choose from {', '.join(BOUNDARY_TEXT)})")
     names = parse_runtimes(runtime) if runtime else default_runtimes(path)
@@ -127,8 +127,3 @@ def compare(files: list[str | os.PathLike], baseline: str | None = None, plot: s
     from .comparison import compare_results
 
     return compare_results(files, baseline=baseline, plot=plot)
-
-
-from ..util.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, bench)  # npufit.bench(...) works even once this package is imported

@@ -17,6 +17,7 @@ from ..graph.quant import QDQ_OPS
 from ..report.console import Renderable
 from ..targets.base import Verdict
 from ..util.progress import track
+from ..vocab import JUDGE
 from .grid import target_summary
 from .result import CheckReport
 
@@ -168,7 +169,7 @@ class CompareReport(Renderable):
 
 
 def compare(
-    models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None, judge: str = "auto"
+    models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None, judge: str = JUDGE
 ) -> CompareReport:
     """Check every model against one target; one row per model (model files are only read)."""
     from ..targets import get_profile

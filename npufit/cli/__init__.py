@@ -85,14 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
         f"{TIME_LIMIT_S.env}; none for {', '.join(sorted(UNTIMED))} unless given)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for verb, modname in COMMANDS.items():
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as e:
-            if e.name == modname:
-                continue  # verb not built into this version
-            raise
-        mod.register(sub)
+    for modname in COMMANDS.values():
+        importlib.import_module(modname).register(sub)
     return parser
 
 

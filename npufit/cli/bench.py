@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..util.io import atomic_write_text
+from ..vocab import FORMAT, PAGE_FORMATS
 from .common import count_int, positive_float, positive_int, seed_int
 
 RUNTIME_NAMES = "ort-cpu,ort-cuda,ort-trt,tensorrt,openvino,hailort,chain"
@@ -78,9 +79,9 @@ def register(sub) -> None:
     p.add_argument(
         "--format",
         "-f",
-        choices=("table", "json", "markdown", "html"),
-        default="table",
-        help="what to print on stdout (default: table; html = one self-contained page, e.g. > bench.html)",
+        choices=PAGE_FORMATS,
+        default=FORMAT,
+        help=f"what to print on stdout (default: {FORMAT}; html = one self-contained page, e.g. > bench.html)",
     )
     p.add_argument(
         "--output", "-o", metavar="FILE", help="also write the full JSON result (npufit.bench/1) to FILE, atomically"

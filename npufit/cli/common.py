@@ -8,6 +8,7 @@ import re
 import sys
 
 from ..util.io import atomic_write_text
+from ..vocab import FORMAT, FORMATS, JUDGE, JUDGES
 
 
 # -- numbers and names on the command line: refused by argparse (one line, exit 2) before any work -------------
@@ -62,7 +63,7 @@ def input_shape_arg(text: str) -> str:
     return text.strip()
 
 
-def add_format_option(p: argparse.ArgumentParser, choices=("table", "json", "markdown"), default="table") -> None:
+def add_format_option(p: argparse.ArgumentParser, choices=FORMATS, default=FORMAT) -> None:
     p.add_argument("--format", "-f", choices=choices, default=default, help=f"output format (default: {default})")
     p.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
 
@@ -80,8 +81,8 @@ def add_input_shape_option(p: argparse.ArgumentParser) -> None:
 def add_judge_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--judge",
-        choices=("auto", "int8", "float"),
-        default="auto",
+        choices=JUDGES,
+        default=JUDGE,
         help="how a float model is judged: auto (default) = as its int8 conversion on an int8-only target "
         "(Ethos-U, Ethos-N), as it is elsewhere; int8 = as its int8 conversion; float = the float graph as it is",
     )

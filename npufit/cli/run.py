@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..vocab import FORMAT, FORMATS
 from .common import add_verify_timeout_option, positive_int
 
 
@@ -45,9 +46,7 @@ def register(sub) -> None:
         metavar="N",
         help="ONNX Runtime intra-op threads per stage (default: 1, deterministic)",
     )
-    p.add_argument(
-        "--format", "-f", choices=("table", "json", "markdown"), default="table", help="output format (default: table)"
-    )
+    p.add_argument("--format", "-f", choices=FORMATS, default=FORMAT, help=f"output format (default: {FORMAT})")
     add_verify_timeout_option(p, "run of the chain (and of --compare-original)")
     p.set_defaults(func=run)
 

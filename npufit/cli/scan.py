@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
 from .common import add_judge_option, emit
 
 
@@ -26,15 +27,15 @@ def register(sub) -> None:
     p.add_argument(
         "--format",
         "-f",
-        choices=("table", "json", "jsonl", "csv", "html"),
-        default="table",
+        choices=SCAN_FORMATS,
+        default=FORMAT,
         help="table (default), json (rows + summary), jsonl (one row a line), csv, html (one page)",
     )
     p.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE (atomically) instead of stdout")
     p.add_argument(
         "--executor",
-        choices=("inprocess", "pool", "ray"),
-        default="pool",
+        choices=EXECUTORS,
+        default=EXECUTOR,
         help="where models are checked: this process, a local process pool (default), or Ray (pip install 'npufit[ray]')",
     )
     p.add_argument(

@@ -9,12 +9,15 @@ Vendor SDKs are never imported by npufit itself: each compiler runs as a child p
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import fields
 from pathlib import Path
 
+from .. import toolchains
 from ..errors import BadModelError, NpufitError
-from .base import CompileOptions, CompileResult, Placement
+from ..toolchains import Toolchain
+from .base import CompileOptions, Compiler, CompileResult, Placement
 
 __all__ = [
     "compile_model",
@@ -29,28 +32,27 @@ __all__ = [
 OPTION_NAMES = tuple(f.name for f in fields(CompileOptions))  # compile_model's **options
 
 
-def _compilers():
-    from .ethos_n import EthosNCompiler
-    from .hailo import HailoCompiler
-    from .rknn import RknnCompiler
-    from .vela import VelaCompiler
-
-    return [VelaCompiler(), RknnCompiler(), HailoCompiler(), EthosNCompiler()]
+def adapter(toolchain: Toolchain) -> Compiler:
+    """The toolchain's adapter, imported on first use: its module may pull in what only compiling needs."""
+    module, _, attr = toolchain.adapter.partition(":")
+    cls = getattr(importlib.import_module(module, __name__), attr)
+    return cls(toolchain)
 
 
-def compiler_for(target: str):
-    for c in _compilers():
-        if c.handles(target):
-            return c
-    raise NpufitError(
-        f"no compiler drives target '{target}' (Vela: ethos-u55-32..256, ethos-u65-256/512, "
-        "ethos-u85-128..2048; RKNN: rk3588, rk3576, rk3568, rk3566, rk3562, rv1106; Hailo: hailo8, hailo8l; "
-        "Ethos-N support library: ethos-n78, ethos-n78-<1|2|4|8>tops-<2|4>ple)"
-    )
+def _compilers() -> list[Compiler]:
+    return [adapter(t) for t in toolchains.registered()]
+
+
+def compiler_for(target: str) -> Compiler:
+    t = toolchains.for_platform(target)
+    if t is None:
+        known = "; ".join(f"{x.title}: {', '.join(x.platforms)}" for x in toolchains.registered())
+        raise NpufitError(f"no compiler drives target '{target}' ({known})")
+    return adapter(t)
 
 
 def compiler_names() -> list[str]:
-    return [c.name for c in _compilers()]
+    return toolchains.names()
 
 
 def status() -> list[dict]:
@@ -93,7 +95,7 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
 
 
 def attach_comparison(result: CompileResult, model: Path, target: str, opts: CompileOptions) -> None:
-    from ..check import check
+    from ..check import predict
     from ..graph import load
     from ..targets import get_profile
     from .compare import compare_placement
@@ -108,4 +110,4 @@ def attach_comparison(result: CompileResult, model: Path, target: str, opts: Com
         return
     graph = load(result.outputs.get("checked_model", model), opts.input_shapes)
     judge = "int8" if opts.quantize else "auto"  # an int8 build is predicted as int8 on any target
-    result.comparison = compare_placement(check(graph, profile, judge=judge), result.placement, result.compiler)
+    result.comparison = compare_placement(predict(graph, profile, judge=judge), result.placement, result.compiler)

@@ -91,11 +91,11 @@ def explain(cause: str, model: Path, target: str, graph) -> Failure:
 
 
 def _avoid(model: Path, target: str, graph, node: str) -> str:
-    from ..check import check
     from ..check.advice import fix_before, split_before
+    from ..check.engine import predict
 
     try:
-        found = check(str(model), target).node(node)
+        found = predict(graph, target).node(node)
     except Exception:  # advice must never replace the failure it explains
         found = None
     rules = list(dict.fromkeys(r for reason in (found.reasons if found else []) for r in reason.fix_rules))

@@ -15,24 +15,10 @@ import numpy as np
 from ..errors import NpufitError
 from ..graph import Graph, load
 from ..util.readers import ArrayFile
-from .base import CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy
+from .base import Adapter, CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy
 from .failure import explain, rknn_cause
 from .mapping import Layer, origins_from_lineage, resolve
 
-PLATFORMS = (
-    "rk3588",
-    "rk3576",
-    "rk3568",
-    "rk3566",
-    "rk3562",
-    "rv1106",
-    "rv1103",
-    "rv1106b",
-    "rv1103b",
-    "rv1126b",
-    "rk2118",
-)
-ENV = "rknn"
 MAX_RULE_RETRIES = 4
 
 _PREFIX = re.compile(r"^[IDWE] RKNN: \[[\d:.]+\] ?")
@@ -42,16 +28,12 @@ _CYCLES = re.compile(r"\d+/\d+/\d+")
 _MEM = re.compile(r"Total (Internal|Weight) Memory Size: ([\d.]+)\s*([KMG]?B)")
 
 
-class RknnCompiler:
-    name = "rknn"
+class RknnCompiler(Adapter):
     calibration_format = "npy-folder"
     extra_options = ("rknn_config",)
 
-    def handles(self, target: str) -> bool:
-        return target.lower() in PLATFORMS
-
     def status(self) -> dict:
-        return env_tool_status("rknn-toolkit2", ENV)
+        return env_tool_status(self.toolchain)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         from ..envs import bridge
@@ -80,7 +62,7 @@ class RknnCompiler:
         retries: list[dict] = []
         while True:
             log_path = out / ("build.log" if not retries else f"build.retry{len(retries)}.log")
-            resp, run = bridge.call(ENV, "rknn_build", request, out, log_path, options.timeout_s)
+            resp, run = bridge.call(self.toolchain.env_name, "rknn_build", request, out, log_path, options.timeout_s)
             text = run.log
             if resp.get("ok") or len(retries) >= MAX_RULE_RETRIES:
                 break
@@ -97,7 +79,7 @@ class RknnCompiler:
             )
             request["disable_rules"] = request["disable_rules"] + rules
         res = CompileResult(
-            "rknn-toolkit2",
+            self.toolchain.status_name,
             resp.get("version"),
             target.lower(),
             str(model),

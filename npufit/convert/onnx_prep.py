@@ -17,7 +17,7 @@ from onnx import helper, numpy_helper
 from ..errors import NpufitError
 from ..graph import Graph
 from ..graph.onnx_loader import graph_from
-from ..graph.onnx_prepare import prepare_onnx
+from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx
 from ..util.limits import graph_within_budget
 
 
@@ -51,7 +51,7 @@ class Prepared:
 
 def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> Prepared:
     # with external weights (the converter needs every value); the data must be there
-    model = prepare_onnx(path, input_shapes=input_shapes, infer=False, weights="load").model
+    model = read_onnx(path, pin_inputs(input_shapes), external_data="loaded").model
     graph_within_budget("compile", len(model.graph.node))
     fixed, notes = _undo_qdq(model)
     from .prepass import apply_rules, decompose
@@ -64,7 +64,7 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
         notes.append("before converting, on a copy: " + ", ".join(rewrites))
     # the rewritten copy is prepared again (no file read): a failed inference is fine, ONNX Runtime's calibration
     # run gives the real shapes anyway
-    prep = prepare_onnx(model, name=str(path))
+    prep = from_proto(model, infer, name=str(path))
     model, graph = prep.model, graph_from(prep, [])
     for t in graph.inputs:
         if not t.is_static:

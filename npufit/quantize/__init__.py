@@ -13,11 +13,12 @@ from pathlib import Path
 from ..errors import NpufitError
 from ..util.io import private_tempdir
 from ..util.limits import graph_within_budget
+from ..vocab import QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration, spread
-from .quantizer import BIG_MODEL_BYTES, METHODS, QuantizeSettings, quantize_static_qdq
+from .quantizer import BIG_MODEL_BYTES, QuantizeSettings, quantize_static_qdq
 from .report import SCHEMA, QuantizeReport
 
-__all__ = ["quantize", "QuantizeReport", "ImagePreprocessing", "METHODS", "SCHEMA"]
+__all__ = ["quantize", "QuantizeReport", "ImagePreprocessing", "SCHEMA"]
 
 
 class _Pick(Sequence):
@@ -89,10 +90,10 @@ def clipping_warnings(accuracy, calibration_samples: int) -> list[str]:
 
 
 def _read_model(path: Path):
-    from ..graph.onnx_prepare import prepare_onnx
+    from ..graph.onnx_prepare import read_onnx
 
     # validated, external data inside the model's folder, there and loaded: quantizing runs the model
-    return prepare_onnx(path, infer=False, weights="load").model
+    return read_onnx(path, external_data="loaded").model
 
 
 PER_CHANNEL_OPSET = 13  # DequantizeLinear takes `axis` (per-channel scales) from opset 13 on
@@ -134,9 +135,9 @@ def quantize(
     output: str | os.PathLike,
     calibration: str | os.PathLike = "random",
     *,
-    method: str = "minmax",
+    method: str = QUANTIZE_METHOD,
     per_channel: bool = False,
-    activations: str = "int8",
+    activations: str = QUANTIZE_ACTIVATIONS[0],
     exclude: Sequence[str] = (),
     samples: int = 100,
     holdout: int | None = None,
@@ -277,8 +278,3 @@ def quantize(
 
         report.extra["target_cost"] = target_costs(qgraph, target)
     return report
-
-
-from ..util.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, quantize)  # npufit.quantize(...) quantizes even once this package is imported

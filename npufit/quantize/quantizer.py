@@ -17,25 +17,24 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..util.progress import working
+from ..vocab import QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD, QUANTIZE_METHODS
 
-METHODS = ("minmax", "entropy", "percentile")
-ACTIVATION_TYPES = ("int8", "uint8")
 BIG_MODEL_BYTES = 1_800_000_000  # past this, protobuf cannot hold the model: weights go to external data
 
 
 @dataclass
 class QuantizeSettings:
-    method: str = "minmax"
+    method: str = QUANTIZE_METHOD
     per_channel: bool = False
-    activations: str = "int8"
+    activations: str = QUANTIZE_ACTIVATIONS[0]
     exclude: tuple[str, ...] = ()
     percentile: float = 99.999
     preprocess: bool = True  # ORT's quant_pre_process: shape inference + constant folding/BN fusion
 
     def validate(self) -> None:
-        if self.method not in METHODS:
-            raise NpufitError(f"--method {self.method}: choose one of {', '.join(METHODS)}")
-        if self.activations not in ACTIVATION_TYPES:
+        if self.method not in QUANTIZE_METHODS:
+            raise NpufitError(f"--method {self.method}: choose one of {', '.join(QUANTIZE_METHODS)}")
+        if self.activations not in QUANTIZE_ACTIVATIONS:
             raise NpufitError(f"--activations {self.activations}: choose int8 or uint8")
         if not 0.0 < self.percentile <= 100.0:
             raise NpufitError(f"percentile {self.percentile} must be in (0, 100]")

@@ -11,14 +11,14 @@ from ..graph import Graph
 
 def target_costs(qdq: str | os.PathLike | Graph, targets: str) -> list[dict[str, Any]]:
     """One row per target: coverage, partitions and the ledger totals of the quantized model (a file or its Graph)."""
-    from ..check import check
+    from ..check import predict
     from ..graph import load
     from ..targets import resolve_targets
 
     graph = qdq if isinstance(qdq, Graph) else load(qdq)
     rows = []
     for name in resolve_targets(targets):
-        rep = check(graph, name)
+        rep = predict(graph, name)
         led = rep.extra.get("qdq_ledger") or {}
         totals = led.get("totals", {})
         s = rep.summary()

@@ -12,11 +12,12 @@ import onnx
 import onnx_ir as ir
 
 from ..errors import NpufitError
-from ..graph.onnx_prepare import prepare_onnx
+from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, strip_weights
 from ..targets import get_profile
 from ..util.io import private_tempdir
 from ..util.limits import graph_within_budget
 from ..util.progress import track
+from ..vocab import JUDGE
 from .base import RuleContext, RuleNotApplicable
 from .registry import get_rule, rule_options, rules_for_target
 from .result import FixResult, RuleOutcome, TargetState
@@ -39,14 +40,14 @@ def fix(
     rtol: float = 1e-5,
     atol: float = 1e-6,
     approx_rtol: float = 1e-2,
-    judge: str = "auto",
+    judge: str = JUDGE,
 ) -> FixResult:
     """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified."""
     src = Path(model)
     # with external weights (rewriting and verifying need them); the shapes the verdicts are judged on are the
     # shapes written (as onnxsim's --overwrite-input-shape does): a fixed model that is judged static but written
     # dynamic would not compile as judged
-    proto = prepare_onnx(src, input_shapes=input_shapes, infer=False, weights="load").model
+    proto = read_onnx(src, pin_inputs(input_shapes), external_data="loaded").model
     graph_within_budget("fix", len(proto.graph.node))
     if output is not None and not dry_run and Path(output).resolve() == src.resolve():
         raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
@@ -205,12 +206,12 @@ def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
     return total.max_abs, total.max_rel
 
 
-def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = "auto"):
+def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = JUDGE):
     from ..check import check_graph
     from ..graph.onnx_loader import graph_from
 
     # verdicts need shapes, not weights: the copy judged is stripped as check strips a file's weights
-    graph = graph_from(prepare_onnx(proto, input_shapes=input_shapes, weights="strip", name="<fix>"))
+    graph = graph_from(from_proto(proto, pin_inputs(input_shapes), strip_weights, infer, name="<fix>"))
     rep = check_graph(graph, profile, judge)
     running = rep.running
     state = TargetState(

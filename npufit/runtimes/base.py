@@ -137,12 +137,10 @@ class Runner:
 
 def onnx_input_specs(path: str | os.PathLike) -> list[InputSpec]:
     """Graph inputs (initializers excluded) of an ONNX file, without reading external weights."""
-    from ..graph.onnx_prepare import prepare_onnx
+    from ..graph.onnx_prepare import read_onnx
     from ..quantize.calibration import input_specs
 
-    return [
-        InputSpec(s.name, s.shape, _ort_type(s.dtype.name)) for s in input_specs(prepare_onnx(path, infer=False).model)
-    ]
+    return [InputSpec(s.name, s.shape, _ort_type(s.dtype.name)) for s in input_specs(read_onnx(path).model)]
 
 
 _NP_TO_ORT = {"float32": "float", "float64": "double", "bool": "bool"}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..vocab import EXECUTOR, JUDGE
 from .report import ScanReport
 
 MODEL_SUFFIXES = (".onnx", ".tflite")
@@ -123,16 +124,16 @@ def _load_cache(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
 def scan(
     paths: Sequence[str | os.PathLike],
     targets: str | Sequence[str] = "hailo8",
-    executor: str = "pool",
+    executor: str = EXECUTOR,
     jobs: int | None = None,
     address: str | None = None,
     cache: str | os.PathLike | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
-    judge: str = "auto",
+    judge: str = JUDGE,
 ) -> ScanReport:
     """The library side of `npufit scan`. cache: a JSON file of earlier rows keyed by content hash,
     target, judge mode and npufit version; read when present, (re)written atomically after the scan."""
-    from ..check.engine import JUDGE_MODES
+    from ..check.engine import require_judge
     from ..executors import Task, get_executor
     from ..targets import get_profile, resolve_targets
 
@@ -141,8 +142,7 @@ def scan(
             get_profile(t).name for t in resolve_targets(targets if isinstance(targets, str) else ",".join(targets))
         )
     )
-    if judge not in JUDGE_MODES:
-        raise NpufitError(f"unknown --judge '{judge}' (choose from {', '.join(JUDGE_MODES)})")
+    require_judge(judge)
     if timeout <= 0:
         raise NpufitError(f"--timeout {timeout:g}: must be a positive number of seconds")
     if jobs is not None and jobs < 1:
@@ -216,8 +216,3 @@ def _save_cache(path: Path, old: dict[str, Any], files: dict[str, Any], rows: li
             body = {k: v for k, v in r.items() if k not in ("model", "sha256", "target", "cached")}
             keep[_cache_key(r["sha256"], r["target"], judge)] = body
     atomic_write_text(path, dumps({"schema": CACHE_SCHEMA, "files": files, "rows": keep}, None) + "\n")
-
-
-from ..util.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, scan)  # npufit.scan(...) works even once this package is imported

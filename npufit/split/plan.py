@@ -267,10 +267,10 @@ def _stage_readable(stage: Path) -> None:
     """A stage model passes the front door before anything runs or compiles it: valid, and its external data
     inside its folder (the plan's), there and long enough: a tampered stage never reads a file outside the plan."""
     from ..errors import BadModelError
-    from ..graph.onnx_prepare import prepare_onnx
+    from ..graph.onnx_prepare import read_onnx
 
     try:
-        prepare_onnx(stage, infer=False)
+        read_onnx(stage)
     except BadModelError as e:
         raise BadModelError(f"{stage.parent.name}/{stage.name}: {e.message}") from None
 

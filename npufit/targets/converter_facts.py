@@ -1,6 +1,6 @@
 """Decisions of npufit's ONNX -> int8 TFLite converter (npufit/convert) that the Ethos-U rules predict from.
 
-The converter decides with these functions and the Ethos-U rules (ethos_u_converted.py) read the same answers, so
+The converter decides with these functions and the Ethos-U rules (ethos_u/converted.py) read the same answers, so
 the judged op is the op the converter writes. They live here, below both packages, because targets may not import
 convert (tests/test_layers.py). Pure functions of dtypes, shapes and graph structure; no converter state."""
 from __future__ import annotations

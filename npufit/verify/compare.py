@@ -15,8 +15,6 @@ from ..errors import NpufitError
 from ..util.limits import VERIFY_TIMEOUT, memory_budget, over_budget, size_text, within_budget
 from .loops import refuse_endless_loops
 
-DEFAULT_VERIFY_TIMEOUT_S = VERIFY_TIMEOUT.default
-
 
 def verify_timeout(seconds: float):
     """Bound every ONNX Runtime verification run inside the block (`--verify-timeout` of fix, split, quantize, bench)."""
@@ -125,10 +123,19 @@ _ORT_TO_NP = {
 }
 
 
+# the bounded range random float inputs fall back to when N(0,1) samples overflow in the original model
+BOUNDED_FLOAT_RANGE = (0.0, 1.0)
+
+
 def random_inputs(
-    session, seed: int = 0, samples: int = 1, shapes: Mapping[str, tuple[int, ...]] | None = None
+    session,
+    seed: int = 0,
+    samples: int = 1,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    float_range: tuple[float, float] | None = None,
 ) -> list[dict[str, np.ndarray]]:
-    """Seeded random feeds for every session input (float ~ N(0,1), ints in [0, 10), bool random)."""
+    """Seeded random feeds for every session input (float ~ N(0,1), or uniform in `float_range`; ints in [0, 10),
+    bool random)."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(samples):
@@ -142,7 +149,8 @@ def random_inputs(
                 f"a seeded sample of input '{i.name}' {list(shape)}", math.prod(shape) * np.dtype(dt).itemsize
             )
             if np.issubdtype(dt, np.floating):
-                feeds[i.name] = rng.standard_normal(shape).astype(dt)
+                x = rng.standard_normal(shape) if float_range is None else rng.uniform(*float_range, shape)
+                feeds[i.name] = x.astype(dt)
             elif dt is np.bool_:
                 feeds[i.name] = rng.integers(0, 2, shape).astype(bool)
             else:
@@ -300,7 +308,7 @@ class Comparison(OutputDiffs):
     def merge(self, other: "Comparison") -> "Comparison":
         for k, d in other.per_output.items():
             cur = self.per_output.get(k)
-            self.per_output[k] = d if cur is None else {m: max(cur[m], d[m]) for m in cur}
+            self.per_output[k] = d if cur is None else {m: max(cur.get(m, 0.0), d.get(m, 0.0)) for m in cur | d}
         self.missing = sorted(set(self.missing) | set(other.missing))
         return self
 
@@ -326,17 +334,29 @@ def compare_outputs(ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]
                 "max_abs": float("inf"),
                 "max_rel": float("inf"),
                 "ref_max_abs": 0.0,
+                "ref_nonfinite": 0.0,
                 "shape_mismatch": 1.0,
             }
             continue
-        diff = np.abs(a64 - b64)
-        diff = np.where(np.isnan(a64) & np.isnan(b64), 0.0, diff)  # NaN in both = equal
-        ref_abs = np.abs(a64)
+        finite = np.isfinite(a64)
+        with np.errstate(invalid="ignore"):  # inf - inf: equal infinities are caught just below
+            diff = np.abs(a64 - b64)
+        diff = np.where((a64 == b64) | (np.isnan(a64) & np.isnan(b64)), 0.0, diff)  # equal, NaN in both: no difference
+        ref_abs = np.abs(np.where(finite, a64, 0.0))
         max_abs = float(diff.max()) if diff.size else 0.0
         rel = diff / np.maximum(ref_abs, 1e-12)
         c.per_output[name] = {
             "max_abs": max_abs,
             "max_rel": float(rel.max()) if rel.size else 0.0,
             "ref_max_abs": float(ref_abs.max()) if ref_abs.size else 0.0,
+            # NaN/Inf values of the reference itself: samples that overflow the original verify little (split says so)
+            "ref_nonfinite": float(a64.size - int(finite.sum())),
         }
     return c
+
+
+def nonfinite_outputs(outputs: Mapping[str, np.ndarray]) -> list[str]:
+    """Names of the float outputs holding NaN or Inf."""
+    return [
+        k for k, v in outputs.items() if np.issubdtype(np.asarray(v).dtype, np.floating) and not np.isfinite(v).all()
+    ]

@@ -339,7 +339,7 @@ def _ancestors(graph, ends: tuple[str, ...]) -> set[str]:
 
 def evaluate(net: ZooNet, folder: str | os.PathLike, target: str = "hailo8") -> dict:
     """Build one rebuild and judge it: how many nodes up to the end nodes run on the NPU, and what is cut after."""
-    from ..check import check
+    from ..check import predict
     from ..graph import load
 
     path, ends = build(net.name, folder)
@@ -347,7 +347,7 @@ def evaluate(net: ZooNet, folder: str | os.PathLike, target: str = "hailo8") -> 
     missing = [e for e in ends if graph.node(e) is None]
     if missing:
         raise ValueError(f"{net.name}: end nodes {missing} are not in the export")
-    report = check(graph, target)
+    report = predict(graph, target)
     inside = _ancestors(graph, ends)
     running = [r for r in report.nodes if r.verdict.value != "folded"]
     before = [r for r in running if r.name in inside]
