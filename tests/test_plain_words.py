@@ -34,7 +34,8 @@ def test_the_scan_finds_each_kind_of_internal_word_and_passes_plain_ones():
         assert jargon(bad, keys), bad
     for ok in ("random (seed 0)", "--seed 0", "RF-DETR", "Faster R-CNN", "CONV_2D", "rknn-toolkit2 2.5.0",
                "ONNX opset 11", "docs/probe/rk3588-matrix.md", "python -m npufit.zoo.hailo_zoo", "Hailo Model Zoo",
-               "the Hailo-8 op test of a user's project", "a measured Vela 5.2.0 compile"):
+               "the Hailo-8 op test of a user's project", "a measured Vela 5.2.0 compile",
+               "[targets](docs/guide/targets.md)"):
         assert not jargon(ok, keys), ok
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..util.limits import graph_within_budget
 from .protocol import Protocol
 from .result import SCHEMA, BenchResult, RuntimeResult
 
@@ -183,6 +184,7 @@ def _shapes(path: Path, input_shapes, batch: int | None, data_given: bool) -> tu
     from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
 
     prep = read_onnx(path, pin_inputs(given))
+    graph_within_budget("bench", len(prep.model.graph.node))  # the graph's working memory, before any run
     if not data_given:  # an .npz of inputs brings its own shapes
         require_shapes(prep, "a benchmark times one input shape")
     if batch is None:

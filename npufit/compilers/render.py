@@ -75,6 +75,8 @@ def _head(r: CompileResult) -> list[str]:
     ]
     if r.error:
         lines.append(f"  error: {r.error}")
+    if r.next_step:
+        lines.append(f"  next: {r.next_step}")
     for k, v in r.metrics.items():
         if k in _SHOWN_ELSEWHERE:
             continue

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ..errors import NpufitError
+from ..graph import load
 from .base import (
     RANDOM_TAG,
     Adapter,
@@ -22,8 +23,8 @@ from .base import (
     private_copy,
     random_calibration,
     run_tool,
-    tail,
 )
+from .failure import explain, vela_cause
 from .mapping import Layer
 
 ETHOS_U_OP = "ethos-u"  # the custom operator Vela's output file runs the NPU command stream with
@@ -131,10 +132,13 @@ class VelaCompiler(Adapter):
         res.timings["vela"] = run.wall_s
         if conv is not None:
             record_conversion(res, conv)
-        if run.returncode != 0:
-            res.error = (
-                f"Vela {run.killed}" if run.killed else f"Vela exited with code {run.returncode}: {tail(text, 3)}"
-            )
+        if run.killed:
+            res.error = f"Vela {run.killed}"
+            return res
+        if run.returncode != 0:  # Vela's one-line cause and the way around it (compilers/failure.py)
+            onnx_graph = load(model, options.input_shapes) if model.suffix.lower() == ".onnx" else None
+            failure = explain(vela_cause(text), model, target.lower(), onnx_graph)
+            res.error, res.next_step = f"Vela failed (exit {run.returncode}): {failure.cause}", failure.next_step
             return res
         stem = src.stem
         vdir = out / "vela"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..check.advice import split_before
 from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
 from . import ops_int as it
@@ -239,28 +240,8 @@ def gap_message(
         )
         parts.append(f"{op} x{len(items)}: {shown}" if len(items) > 1 else f"{op} {shown}")
     msg = "npufit's ONNX -> int8 TFLite converter (not the vendor toolchain) has no lowering for " + "; ".join(parts)
-    first = gaps[0][1]
-    node = graph.node(first) if graph is not None and hasattr(graph, "node") else None
-    ends = (
-        []
-        if node is None
-        else [
-            t
-            for t in node.inputs
-            if t and graph.producer(t) is not None and not getattr(graph.tensors.get(t), "is_const", False)
-        ]
-    )
-    if model is not None:
-        from ..util.commands import npufit_command, output_folder
-
-        cut = ("--mode", "explicit", "--end-nodes", ",".join(ends)) if ends else ("--mode", "prefix")
-        t, d = target or "ethos-u55-256", output_folder(model, "split")
-        split = npufit_command("split", model, "--target", t, *cut, "-d", d, shapes=shapes)
-        stage = str(Path(d) / "stage0_npu.onnx")
-        msg += (
-            f"; way out: {split} (the part before '{first}' becomes {stage}), then "
-            f"{npufit_command('compile', stage, '--target', t)}"
-        )
+    if model is not None and graph is not None:
+        msg += f"; way out: {split_before(model, target or 'ethos-u55-256', graph, gaps[0][1], shapes)}"
     return msg
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..util.io import private_tempdir
+from ..util.limits import graph_within_budget
 from ..util.shapes import parse_input_shapes
 from ..vocab import QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration, spread
@@ -252,13 +253,13 @@ def quantize(
     if holdout is not None and holdout < 0:
         raise NpufitError("--holdout must be 0 or more")
     float_model, shapes = _read_model(src, parse_input_shapes(input_shapes))
+    graph_within_budget("quantize", len(float_model.graph.node))
     input_shapes = shapes.pinned  # given, or a dynamic batch of 1: calibration samples and the output take them
     opset_notes: list[str] = list(shapes.notes)
     if per_channel:
         float_model = raise_opset_for_per_channel(float_model, opset_notes)
     specs = input_specs(float_model)
     extra = 0 if evaluation is not None else (DEFAULT_HOLDOUT if holdout is None else holdout)
-    _refuse_huge_inputs(specs, input_shapes)
     calib = load_calibration(
         calibration, specs, count=samples + extra, seed=seed, input_shapes=input_shapes, image=image
     )

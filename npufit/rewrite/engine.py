@@ -16,6 +16,7 @@ from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, requi
 from ..targets import get_profile
 from ..util.commands import npufit_command, output_folder
 from ..util.io import private_tempdir
+from ..util.limits import graph_within_budget
 from ..util.progress import track
 from ..verify.compare import EXACT_ATOL, EXACT_RTOL, exact_mismatch, exact_tolerance
 from ..vocab import JUDGE
@@ -95,6 +96,7 @@ def fix(
     prep = read_onnx(src, pin_inputs(input_shapes), external_data="loaded")
     require_shapes(prep, "fix runs the model to verify each rewrite")
     given, input_shapes, proto = input_shapes, prep.shapes.pinned, prep.model  # given, or a dynamic batch of 1
+    graph_within_budget("fix", len(proto.graph.node))
     if output is not None and not dry_run and Path(output).resolve() == src.resolve():
         raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
     profile = get_profile(target)
