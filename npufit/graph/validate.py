@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -324,7 +325,7 @@ def _all_text(model: onnx.ModelProto, wire: bytes | None = None) -> bool:
 
 def _first_non_text(root) -> tuple[str, bytes] | None:
     """(field path, value) of the first string field under `root` that is not text, or None."""
-    stack: list[tuple[object, tuple]] = [(root, ())]
+    stack: list[tuple[Any, tuple]] = [(root, ())]
     while stack:
         msg, where = stack.pop()
         for name, is_message, repeated in _layout(msg.DESCRIPTOR):
