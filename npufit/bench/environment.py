@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..util.readers import sha256_file
+
 # keys of the environment that must match for two results to be compared without a caveat
 COMPARABLE_KEYS = ("cpu_model", "cpu_logical_cores", "gpu", "os")
-
-
-from ..util.readers import sha256_file
 
 
 def model_identity(path: str | os.PathLike) -> dict[str, Any]:

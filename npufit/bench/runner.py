@@ -198,7 +198,8 @@ def stage_summary(kept: list, chain_p50_ms: float) -> list[dict[str, Any]]:
                 "mean_ms": max(glue, 0.0),
                 "samples": 0,
                 "share_pct": 100.0 * max(glue, 0.0) / chain_p50_ms if chain_p50_ms else 0.0,
-                "note": "chain p50 minus the sum of stage p50s: hand-over between stages and the chain runner's own work, approximate",
+                "note": "chain p50 minus the sum of stage p50s: hand-over between stages and the chain runner's own "
+                "work, approximate",
             }
         )
     return rows

@@ -7,12 +7,17 @@ import sys
 
 from ..util.io import atomic_write_text
 from ..vocab import FORMAT, PAGE_FORMATS
-from .common import add_input_shape_option, count_int, input_shapes, positive_float, positive_int, seed_int
+from .common import (
+    add_input_shape_option,
+    add_verify_timeout_option,
+    count_int,
+    input_shapes,
+    positive_float,
+    positive_int,
+    seed_int,
+)
 
 RUNTIME_NAMES = "ort-cpu,ort-cuda,ort-trt,tensorrt,openvino,hailort,chain"
-
-
-from .common import add_verify_timeout_option
 
 
 def register(sub) -> None:

@@ -43,7 +43,8 @@ def register(sub) -> None:
         action="append",
         default=[],
         metavar="RULE",
-        help="RKNN: disable one of the toolkit's rewrite rules (repeatable; crashes that name one are retried automatically)",
+        help="RKNN: disable one of the toolkit's rewrite rules (repeatable; crashes that name one are retried "
+        "automatically)",
     )
     p.add_argument(
         "--activations",
@@ -78,7 +79,8 @@ def register(sub) -> None:
         type=positive_float,
         default=DEFAULT_MAX_TOOL_MEMORY_MB,
         metavar="MB",
-        help=f"kill the compiler when its processes hold more than MB of memory (default: {DEFAULT_MAX_TOOL_MEMORY_MB:.0f})",
+        help="kill the compiler when its processes hold more than MB of memory (default: "
+        f"{DEFAULT_MAX_TOOL_MEMORY_MB:.0f})",
     )
     p.add_argument(
         "--compare-prediction",
@@ -168,7 +170,8 @@ def _run_many(args: argparse.Namespace, options: dict) -> int:
         head = ["| model | ok | npu | cpu | error |", "|---|---|---|---|---|"] if args.format == "markdown" else []
         lines = [
             f"| {r['model']} | {'yes' if r['ok'] else 'no'} | {r.get('summary', {}).get('npu', '-')} | "
-            f"{r.get('summary', {}).get('cpu', '-')} | {(r.get('error') or '').splitlines()[0][:120] if r.get('error') else ''} |"
+            f"{r.get('summary', {}).get('cpu', '-')} | "
+            f"{(r.get('error') or '').splitlines()[0][:120] if r.get('error') else ''} |"
             if args.format == "markdown"
             else f"{'ok    ' if r['ok'] else 'FAILED'} {r['model']}  npu={r.get('summary', {}).get('npu', '-')} "
             f"cpu={r.get('summary', {}).get('cpu', '-')}"

@@ -140,7 +140,8 @@ def _undo_qdq(model: onnx.ModelProto) -> tuple[dict[str, tuple[float, float]], l
             continue
         if n.op_type == "DequantizeLinear":
             raise NpufitError(
-                f"DequantizeLinear '{n.name}' reads a non-constant tensor that no QuantizeLinear produces; not supported"
+                f"DequantizeLinear '{n.name}' reads a non-constant tensor that no QuantizeLinear produces; not "
+                "supported"
             )
         keep.append(n)
     if not n_const and not n_pairs:

@@ -179,7 +179,8 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]], strict: 
     warnings: list[str] = []
     if model.SubgraphsLength() > 1:
         warnings.append(
-            f"model has {model.SubgraphsLength()} subgraphs; only the main subgraph is checked (control-flow bodies are not)"
+            f"model has {model.SubgraphsLength()} subgraphs; only the main subgraph is checked (control-flow bodies "
+            "are not)"
         )
     sg = model.Subgraphs(0)
     n_buf = model.BuffersLength()

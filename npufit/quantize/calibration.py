@@ -159,7 +159,8 @@ def _random_set(specs, count: int, seed: int, input_shapes) -> CalibrationSet:
         if any(d is None for d in dims):
             shown = ",".join("?" if d is None else str(d) for d in s.shape)
             raise NpufitError(
-                f"input '{s.name}' has dynamic dims [{shown}]; pass --input-shape {s.name}=... to generate random samples"
+                f"input '{s.name}' has dynamic dims [{shown}]; pass --input-shape {s.name}=... to generate random "
+                "samples"
             )
         shapes[s.name] = tuple(dims)
 
@@ -278,7 +279,8 @@ def _npz_set(path: Path, specs, count: int | None = None) -> CalibrationSet:
 def _npy_set(path: Path, specs, count: int | None = None) -> CalibrationSet:
     if len(specs) != 1:
         raise NpufitError(
-            f"--calibration {path}: a .npy holds one array but the model has {len(specs)} inputs; use a .npz keyed by input name"
+            f"--calibration {path}: a .npy holds one array but the model has {len(specs)} inputs; use a .npz keyed by "
+            "input name"
         )
     return _array_set("npy", path, {specs[0].name: _read_arrays(path, specs, count, single=True)[""]}, specs)
 
@@ -304,7 +306,8 @@ def _image_layout(spec: InputSpec, pre: ImagePreprocessing) -> tuple[str, int, t
 def _image_set(folder: Path, specs, pre: ImagePreprocessing) -> CalibrationSet:
     if len(specs) != 1:
         raise NpufitError(
-            f"--calibration {folder}: image folders feed single-input models; this one has {len(specs)} inputs (use .npz)"
+            f"--calibration {folder}: image folders feed single-input models; this one has {len(specs)} inputs (use "
+            ".npz)"
         )
     try:
         from PIL import Image

@@ -231,7 +231,8 @@ def _kept_samples(model) -> int:
 
 
 def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: QuantizeSettings) -> QuantizedModel:
-    """Calibrate on `samples` and write folder/quantized.onnx. `model` is the float ModelProto (never saved in place)."""
+    """Calibrate on `samples` and write folder/quantized.onnx. `model` is the float ModelProto (never saved in
+    place)."""
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 

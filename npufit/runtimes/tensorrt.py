@@ -47,7 +47,9 @@ class TensorrtRunner(Runner):
             InputSpec(
                 n,
                 tuple(d if d >= 0 else None for d in self.engine.get_tensor_shape(n)),
-                f"tensor({np.dtype(self._trt.nptype(self.engine.get_tensor_dtype(n))).name.replace('float32', 'float')})",
+                "tensor("
+                + np.dtype(self._trt.nptype(self.engine.get_tensor_dtype(n))).name.replace("float32", "float")
+                + ")",
             )
             for n in self._io_names
             if self.engine.get_tensor_mode(n) == self._trt.TensorIOMode.INPUT

@@ -108,7 +108,10 @@ class ChainRunner:
             self.notes.append(msg)
             return ORT_CPU
         # Running on the device needs a compiled binary per stage (npufit compile); plan stages hold ONNX only.
-        msg = f"{name} is installed but the plan's NPU stages are not compiled ({name} runs compiled binaries): they ran on {ORT_CPU}"
+        msg = (
+            f"{name} is installed but the plan's NPU stages are not compiled ({name} runs compiled binaries): "
+            f"they ran on {ORT_CPU}"
+        )
         if wanted == name:
             raise NpufitError(msg.split(":")[0] + ": compile them first (npufit compile)")
         self.notes.append(msg)

@@ -158,7 +158,8 @@ class Extractor:
             info = self.graph.tensor(name)
             if info.dtype is None:
                 raise NpufitError(
-                    f"tensor '{name}' crosses a stage boundary but its type is unknown (shape inference failed; try --input-shape)"
+                    f"tensor '{name}' crosses a stage boundary but its type is unknown (shape inference failed; try "
+                    "--input-shape)"
                 )
             elem = helper.np_dtype_to_tensor_dtype(np.dtype(info.dtype))
             shape = None if info.shape is None else [d if d is not None else None for d in info.shape]
