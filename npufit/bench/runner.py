@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import NpufitError
 from ..runtimes import BOUNDARY_TEXT, runner_class
 from ..runtimes.base import RuntimeUnavailable, first_line
+from ..verify.compare import budget_error, current_verify_timeout
 from .inputs import input_pool
 from .protocol import (
     Protocol,
@@ -127,8 +128,6 @@ def _cold_call(runner, call):
     """The first call under the verification time limit (--verify-timeout): a model that never finishes (a Loop
     without a trip count) is stopped before warm-up and timing. Runtimes without `interrupt` run it as is."""
     import threading
-
-    from ..verify.compare import budget_error, current_verify_timeout
 
     stop = getattr(runner, "interrupt", None)
     limit, fired = current_verify_timeout(), []

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..util.limits import DEFAULT_MAX_TOOL_MEMORY_MB
+from ..errors import NpufitError
+from ..util.limits import DEFAULT_MAX_TOOL_MEMORY_MB, tool_memory_limit
 from ..vocab import EXECUTOR, EXECUTORS
 from .common import add_format_option, add_input_shape_option, emit, name_arg, positive_float
 
@@ -103,21 +104,18 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..util.limits import tool_memory_limit
-
     with tool_memory_limit(args.max_memory):
         return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..compilers import compile_model
-    from ..errors import NpufitError
-    from ..graph import parse_input_shapes
+    from ..compilers import compile_model  # lazy: CLI start-up (loads when the verb runs)
+    from ..graph import parse_input_shapes  # lazy: CLI start-up (loads when the verb runs)
 
     if args.results:
         if len(args.model) > 1:
             raise NpufitError("--results reads one compile folder: give at most the one model it was written for")
-        from ..bench.hailortcli import read_hailo_results
+        from ..bench.hailortcli import read_hailo_results  # lazy: CLI start-up (loads when the verb runs)
 
         res = read_hailo_results(args.results, args.model[0] if args.model else None)
         emit(res.render(args.format, all_nodes=args.all_nodes), args.output)
@@ -152,8 +150,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_many(args: argparse.Namespace, options: dict) -> int:
-    from ..compilers.batch import compile_many
-    from ..util.jsonutil import dumps
+    from ..compilers.batch import compile_many  # lazy: CLI start-up (loads when the verb runs)
+    from ..util.jsonutil import dumps  # lazy: CLI start-up (loads when the verb runs)
 
     results = compile_many(
         args.model,

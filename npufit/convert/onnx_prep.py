@@ -19,6 +19,7 @@ from ..graph import Graph
 from ..graph.onnx_loader import graph_from
 from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, require_shapes
 from ..util.limits import graph_within_budget
+from .prepass import apply_rules, decompose
 
 
 @dataclass
@@ -57,7 +58,6 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
     model, shape_notes = pinned.model, list(pinned.shapes.notes)
     graph_within_budget("compile", len(model.graph.node))
     fixed, notes = _undo_qdq(model)
-    from .prepass import apply_rules, decompose
 
     model, applied, origin = apply_rules(model)
     more, decomposed = decompose(model)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..util.limits import within_budget
+from ..util.readers import ArrayFile
 
 IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".ppm", ".pgm", ".tif", ".tiff")
 RANDOM_WARNING = (
@@ -249,8 +250,6 @@ def _read_arrays(path: Path, specs, count: int | None, single: bool) -> dict[str
     """The arrays of an .npz/.npy; with `count`, only that many samples, spread evenly over the file (never its
     first `count`: see `spread`), read entry by entry within a byte budget (util/readers.ArrayFile; never
     unpickled), so a file that declares or decompresses to gigabytes costs only what is used."""
-    from ..util.readers import ArrayFile
-
     by_rank = {s.name: s for s in specs}
     with ArrayFile(path, "--calibration") as f:
         if single and len(list(f)) != 1:
