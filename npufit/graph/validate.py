@@ -33,7 +33,7 @@ FORK_CHECKER_MIN_NODES = 20_000
 MAX_LOCATION_CHARS = 1024  # an external-data location is a file name beside the model, not an essay
 MAX_PATH_COMPONENT = 255  # NAME_MAX on every filesystem npufit runs on
 
-_SIZES = {
+_SIZES: dict[int, int] = {  # ONNX data type -> bytes per element
     onnx.TensorProto.FLOAT: 4,
     onnx.TensorProto.DOUBLE: 8,
     onnx.TensorProto.FLOAT16: 2,
