@@ -8,6 +8,7 @@ fails the whole compile (PROBE-V). U55/U65 and U85 differ in the rule set: rules
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -264,8 +265,22 @@ def mean(node: NodeView, lim: Limits) -> str | None:
     return None
 
 
+def _softmax_ifm(node: NodeView) -> list | None:
+    """The SOFTMAX input as Vela sees it. npufit's converter moves an ONNX softmax's axis innermost with TRANSPOSEs
+    (convert/ops_shape.softmax), so the IFM's height and width are the two axes beside the batch and that axis, in
+    either layout; a TFLite model's SOFTMAX reads its innermost axis already."""
+    if tm.is_tflite(node):
+        return tm.in_shape(node)
+    x = node.input_shape(0)
+    if not x:
+        return None
+    opset = node.graph.opsets.get("ai.onnx", 13)
+    a = common.norm_axis(int(node.attr("axis", -1 if opset >= 13 else 1)), len(x))
+    return [d for i, d in enumerate(x) if i != a] + [x[a]]
+
+
 def softmax(node: NodeView, lim: Limits) -> str | None:
-    x = tm.in_shape(node)
+    x = _softmax_ifm(node)
     if (
         x
         and len(x) >= 3
@@ -346,6 +361,56 @@ def transpose_u55(node: NodeView, lim: Limits) -> str | None:
     # ran
     # every int8 transpose of docs/calibration/ethos-u55-256-transpose.json on the NPU, products up to 300x300 = 90000
     return None
+
+
+# the converter's layout: a 4-D ONNX activation is stored NHWC (convert/lower.py)
+_TO_NCHW, _TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+
+
+def tfl_transpose(node: NodeView) -> tuple[list, list[int]] | None:
+    """(input shape, permutation) of the TRANSPOSE Vela sees: a TFLite model's own; for an ONNX model the one npufit's
+    converter writes (convert/ops_tensor.transpose: a 4-D tensor stays NHWC, the permutation on its axes)."""
+    if tm.is_tflite(node):
+        v = node.const_value(1)
+        x = node.input_shape(0)
+        return (list(x), [int(p) for p in v]) if v is not None and x is not None else None
+    perm, x = common.transpose_perm(node), node.input_shape(0)
+    if perm is None or x is None:
+        return None
+    if len(x) != 4:
+        return list(x), perm
+    on_tfl = [_TO_NCHW[p] for p in perm]  # ONNX output axes, read from the NHWC tensor's axes
+    return tm.nhwc(x), [on_tfl[q] for q in _TO_NHWC]
+
+
+def plain_transpose(shape, perm) -> bool | None:
+    """Vela's first two cases for an int8 TRANSPOSE: no move, or a permutation of the last three axes of a 3-D tensor
+    or of a higher-rank one whose other axes are 1 (True); anything else (False) is bounded by the product of every
+    N-2 axes. None when the shape is not known."""
+    if not shape or not all(isinstance(d, int) for d in shape):
+        return None
+    r = len(shape)
+    if list(perm) == list(range(r)):
+        return True
+    lead = r - 3
+    return r >= 3 and list(perm[:lead]) == list(range(lead)) and all(d == 1 for d in shape[:lead])
+
+
+def max_product(shape) -> int:
+    """The largest product of any len(shape) - 2 axes."""
+    return max(math.prod(c) for c in itertools.combinations(shape, max(len(shape) - 2, 1)))
+
+
+def transpose_reshuffle(node: NodeView, lim: Limits) -> str | None:
+    """A TRANSPOSE that moves a non-unit leading axis (Vela's general case): every product of all axes but two must
+    stay within `transpose_pair_product`, read from the sweep (fit.transpose_swept)."""
+    if lim.get("transpose_pair_product") is None or not fit.transpose_swept(lim) or quant.exec_dtype(node) == "int32":
+        return None
+    got = tfl_transpose(node)
+    if got is None or plain_transpose(*got) is not False:
+        return None
+    p = max_product(got[0])
+    return f"{got[0]} permuted by {got[1]}: a product of {p}" if p > lim["transpose_pair_product"] else None
 
 
 def params_const(node: NodeView, lim: Limits) -> str | None:

@@ -11,6 +11,7 @@ from ...graph import NodeView, quant
 from .. import common
 from .. import tflite_map as tm
 from ..base import Limits, Verdict, fmt_list
+from . import bounded as bd
 from . import fitted as fit
 from . import swept as sw
 
@@ -118,6 +119,8 @@ def output_layout(node: NodeView, lim: Limits) -> str | None:
 
 
 def conv_kernel(node: NodeView, lim: Limits) -> str | None:
+    if bd.conv1d_swept(node, lim):  # judged by the sweep's 1-D bounds (conv1d.limits)
+        return None
     k = tm.kernel(node)
     dw = tm.tflite_op(node) == "DEPTHWISE_CONV_2D"
     cap = lim["dw_kernel"] if dw else lim["conv_kernel"]
@@ -127,6 +130,8 @@ def conv_kernel(node: NodeView, lim: Limits) -> str | None:
 
 
 def conv_stride(node: NodeView, lim: Limits) -> str | None:
+    if bd.conv1d_swept(node, lim):  # judged by the sweep's 1-D bounds (conv1d.limits)
+        return None
     s = tm.strides(node)
     if s == tm.kernel(node) and not any(int(x) for x in (node.attr("pads") or [])):
         return None  # RKNN-C: patchify conv (kernel == stride, no pads) ran on the NPU with stride 8
@@ -330,9 +335,9 @@ def rnn_size(node: NodeView, lim: Limits) -> str | None:
 
 
 def cast_cpu(node: NodeView, lim: Limits) -> str | None:
-    return (
-        None if fit.noop_cast(node) or sw.cast_on_npu(node, lim) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
-    )
+    if fit.noop_cast(node) or sw.cast_on_npu(node, lim) or bd.cast_swept(node, lim):
+        return None
+    return f"{node.input_dtype(0)} → {node.output_dtype(0)}"
 
 
 def qdq_absorbed(node: NodeView, lim: Limits) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import common
 from ..base import Executes, Limits, Rule, RuleMaker, Verdict
+from . import bounded as bd
 from . import fitted as fit
 from . import reshapes
 from . import swept as sw
@@ -159,6 +160,14 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "dilation must be {conv_min}..{conv_dilation}; a dilated kernel needs input width < "
                 "{dilated_max_width}",
                 conv_dilation,
+            ),
+            r(
+                "conv1d.limits",
+                "A 1-D convolution runs on the NPU with a kernel of up to {conv1d_kernel} and a stride of up to "
+                "{conv1d_stride}, the longest measured there.",
+                bd.conv1d_limits,
+                ("split the kernel into shorter ones, or run the front end on the host",),
+                "sweep",
             ),
         ),
         "ConvTranspose": (
@@ -329,6 +338,25 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 fit.reduce_l2,
                 (),
                 "CAL-R",
+            ),
+        ),
+        "Sum": (
+            r(
+                "sum.inputs",
+                "A Sum of up to {sum_inputs} inputs runs on the NPU; with {sum_fails_from} inputs the build failed.",
+                bd.sum_inputs,
+                ("add the inputs two at a time",),
+                "sweep",
+                on_fail=UNSUP,
+            ),
+        ),
+        "Min": (
+            r(
+                "min.runtime",
+                "A Min of two or more tensors computed while the model runs goes to the CPU.",
+                bd.min_runtime,
+                ("use Max of the negated inputs (-max(-a, -b)), which ran on the NPU",),
+                "sweep",
             ),
         ),
         "Einsum": (
