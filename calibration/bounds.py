@@ -172,11 +172,31 @@ def cast_pairs(rec, nodes, failed) -> dict:
     }
 
 
+def focus_chain(rec, nodes, failed) -> dict:
+    """The space-to-depth reorgs of strided Slices (calibration/sweep.py's focus cases): those written as unshared
+    chains (npufit's rockchip.bounded.unshared_chain) against the shared and two-axis forms."""
+    from npufit.targets.layout import strided, unshared_chain
+
+    chained = [p for p in nodes if strided(p.node) is not None and unshared_chain(p.node)]
+    reorg = {p.case for p in chained} | {p.case for p in nodes if p.node.op_type == "Concat"}
+    other = [p for p in nodes if p.case in reorg and strided(p.node) is not None and not unshared_chain(p.node)]
+    on = {p.placed for p in chained}
+    if not chained or not other or {p.placed for p in other} != {"npu"}:
+        raise Derivation("focus chains: the record has no reorg of each form, or a shared one ran on the CPU")
+    return {
+        "value": on == {"cpu"},
+        "cases": sorted({p.case for p in chained + other}),
+        "how": f"every Slice of an unshared chain ran on the {'CPU' if on == {'cpu'} else '/'.join(sorted(on))} "
+        f"({len(chained)} measured); every Slice of the shared and two-axis forms on the NPU ({len(other)})",
+    }
+
+
 def _tfl_transpose_else(n) -> int | None:
     """For a TFLite TRANSPOSE outside Vela's plain cases (an identity, or a permutation that keeps the leading axis of a
     3-D tensor or of a 4-D one whose leading axis is 1): the largest product of all axes but two, else None (the same
     reading of the shape as the rule's, npufit/targets/ethos_u/checks.py)."""
-    from npufit.targets.ethos_u.checks import max_product, plain_transpose, tfl_transpose
+    from npufit.targets.layout import max_product, plain_transpose
+    from npufit.targets.tflite_map import tfl_transpose
 
     got = tfl_transpose(n) if n.op_type == "TRANSPOSE" else None
     if got is None or plain_transpose(*got) is not False:
@@ -202,6 +222,54 @@ def transpose_product(rec, nodes, failed) -> dict:
     }
 
 
+def _moving_transpose(n) -> int | None:
+    """A 4-D Transpose that moves data in the converter's NHWC layout: its input's size in bricks."""
+    from npufit.targets.layout import bricks
+    from npufit.targets.tflite_map import tfl_transpose
+
+    got = tfl_transpose(n) if n.op_type in ("Transpose", "TRANSPOSE") else None
+    if got is None or len(got[0]) != 4 or got[1] == list(range(4)):
+        return None
+    return bricks(got[0])
+
+
+def transpose_bricks(rec, nodes, failed) -> dict:
+    """The Ethos-N transposes: the largest input (in bricks) that ran on the NPU and the smallest that did not (the
+    support library's SRAM size, the profile's transpose_sram_bytes, must lie between: test_calibration_bounds.py)."""
+    npu, cpu = _split(nodes, _moving_transpose)
+    top, cases = _upper(npu, cpu, "transpose bricks")
+    low = min(v for v, _ in cpu)
+    return {
+        "value": top,
+        "cpu_from": low,
+        "cases": cases,
+        "how": f"4-D transposes that move data ran on the NPU up to {top} bytes in 8x8x16 bricks and on the CPU from "
+        f"{low}",
+    }
+
+
+def _depthwise_nonsquare(n) -> int | None:
+    """1 for a depthwise Conv with a non-square kernel, 0 for a square one, None for any other node."""
+    x, w = n.input_shape(0), n.input_shape(1)
+    if n.op_type != "Conv" or not x or not w or int(n.attr("group", 1)) != x[1] or x[1] == 1:
+        return None
+    k = [int(v) for v in n.attr("kernel_shape")]
+    return int(len(k) == 1 or k[0] != k[-1])
+
+
+def depthwise_square(rec, nodes, failed) -> dict:
+    npu, cpu = _split(nodes, _depthwise_nonsquare)
+    bad = [c for v, c in npu if v]
+    if bad or not any(v for v, _ in cpu):
+        raise Derivation(f"depthwise kernels: non-square ones ran on the NPU ({bad}) or none ran on the CPU")
+    return {
+        "value": True,
+        "cases": sorted({c for _, c in npu + cpu}),
+        "how": f"every non-square depthwise kernel (1-D ones included) ran on the CPU "
+        f"({sum(1 for v, _ in cpu if v)} measured); square ones from 3x3 to 9x9 on the NPU",
+    }
+
+
 # target -> bound name -> (case filter, derivation)
 BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
     "rk3588": {
@@ -212,6 +280,12 @@ BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
         "min_cpu": (_prefix("arity-min-"), _all_cpu("Min", 2)),
         "max_cpu": (_prefix("arity-max-"), _all_cpu("Max", 2)),
         "cast_pairs": (_prefix("cast-"), cast_pairs),
+        "focus_chain": (_prefix("focus-"), focus_chain),
+    },
+    "ethos-n78": {
+        "transpose_bricks": (_prefix("transpose-", "head-dfl-"), transpose_bricks),
+        "depthwise_square": (_prefix("conv2d-", "conv1d-"), depthwise_square),
+        "min_cpu": (_prefix("arity-min-"), _all_cpu("Min", 2)),
     },
     "ethos-u55-256": {"transpose_product": (_prefix("tfl-transpose-"), transpose_product)},
     "ethos-u85-256": {"transpose_product": (_prefix("tfl-transpose-"), transpose_product)},

@@ -131,18 +131,23 @@ def focus(form_: str, c: int = 3, hw=(64, 64)):
     return _graph(c, hw, body, [1, c * len(parts), oh, ow])
 
 
-def focus_chain(c: int = 3, hw=(640, 640), pre: bool = False, chained: bool = True):
+def focus_chain(c: int = 3, hw=(640, 640), pre: bool = False, chained: bool = True, shared: bool = False):
     """YOLOX's Focus stem as torch exports `x[..., ::2, ::2]`: per phase a step-2 Slice on H and then one on W
-    (chained=True; False: one Slice over both axes), the four phases concatenated on channels. pre=False: straight
-    from the model input, as YOLOX's stem reads the image; pre=True: after a conv."""
+    (chained=True; False: one Slice over both axes), the four phases concatenated on channels. shared=True: the two H
+    slices are shared by the phases, as torch exports YOLOv5's `x[:, :, r::2, q::2]` (6 slices, not 8). pre=False:
+    straight from the model input, as YOLOX's stem reads the image; pre=True: after a conv."""
     h, w = hw
 
     def body(x, nodes, inits):
         outs = []
+        rows: dict = {}
         for i, (sh, sw) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
             steps = [(2, sh), (3, sw)] if chained else [None]
             t = x
             for j, ax in enumerate(steps):
+                if shared and j == 0 and sh in rows:
+                    t = rows[sh]
+                    continue
                 axes, starts = ([2, 3], [sh, sw]) if ax is None else ([ax[0]], [ax[1]])
                 ins = [
                     t,
@@ -152,6 +157,8 @@ def focus_chain(c: int = 3, hw=(640, 640), pre: bool = False, chained: bool = Tr
                     _init(inits, f"f{i}{j}_p", [2] * len(axes), np.int64),
                 ]
                 t = _node(nodes, "Slice", ins, [f"s{i}{j}"], f"slice{i}{j}")
+                if shared and j == 0:
+                    rows[sh] = t
             outs.append(t)
         return _node(nodes, "Concat", outs, ["cat"], "concat", axis=1)
 
@@ -178,6 +185,18 @@ def flatten(c: int, h: int, w: int):
         return _node(nodes, "Reshape", [t, _init(inits, "back_s", [1, c, 1, h * w], np.int64)], ["back"], "back")
 
     return _graph(c, (h, w), body, [1, c, 1, h * w])
+
+
+def split_rows(c: int, h: int, w: int):
+    """Rows split back into channels and height: a conv's [1, C*H, 1, W] output viewed as the rows [1, C*H, W] (a
+    detection head's concatenated scales) and reshaped to [1, C, H, W] (a pose head's keypoints [1, 51, A] ->
+    [1, 17, 3, A], YOLOv8's DFL input [1, 64, A] -> [1, 4, 16, A]) for the next conv."""
+
+    def body(x, nodes, inits):
+        t = _node(nodes, "Reshape", [x, _init(inits, "rows_s", [1, c * h, w], np.int64)], ["rows"], "rows")
+        return _node(nodes, "Reshape", [t, _init(inits, "split_s", [1, c, h, w], np.int64)], ["split"], "split")
+
+    return _graph(c * h, (1, w), body, [1, c, h, w])
 
 
 def concat_rows(anchors: int, parts=(4, 80)):
@@ -350,6 +369,8 @@ def _families() -> dict[str, dict]:
         "focus-input-stem-640": (focus_chain, (3, (640, 640), False, False)),
         "focus-conv-chain-640": (focus_chain, (3, (640, 640), True)),
         "focus-conv-chain-c16-64": (focus_chain, (16, (64, 64), True)),
+        "focus-input-shared-640": (focus_chain, (3, (640, 640), False, True, True)),
+        "focus-conv-shared-c16-64": (focus_chain, (16, (64, 64), True, True, True)),
     }
     # rows of a detection head at the anchor counts of a 640 / 448 / 320 / 224 / 160 input and multiples of 8 beside
     # them; int8 builds (RKNN only) of the same
@@ -358,15 +379,18 @@ def _families() -> dict[str, dict]:
         for (c, h) in ((1, 4), (17, 3))
         for w in (8400, 4200, 2100, 1050, 525, 8000, 2000)
     }
+    rows.update(
+        {
+            f"split-rows-c{c}h{h}-w{w}": (split_rows, (c, h, w))
+            for (c, h) in ((17, 3), (4, 16))
+            for w in (8400, 4200, 2100, 1050, 525, 8000, 2000)
+        }
+    )
     rows.update({f"concat-rows-a{a}": (concat_rows, (a,)) for a in (8400, 4200, 2100, 1050, 525)})
     # one scale's flatten: channels of a box / keypoint / YOLOX head (1, 51, 85) beside multiples of 8, the map sizes of
     # 160 to 640 inputs
     rows.update(
-        {
-            f"flatten-c{c}-{s}x{s}": (flatten, (c, s, s))
-            for c in (1, 51, 85, 64)
-            for s in (5, 7, 10, 13, 20, 26)
-        }
+        {f"flatten-c{c}-{s}x{s}": (flatten, (c, s, s)) for c in (1, 51, 85, 64) for s in (5, 7, 10, 13, 20, 26)}
     )
     f["rows"] = {**rows, **{f"int8-{n}": v for n, v in rows.items()}}
     # TFLite TRANSPOSEs: the leading axis moved, products of two axes around 2^16; batch-1 permutations beside them

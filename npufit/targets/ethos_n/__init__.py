@@ -13,7 +13,7 @@ The checks are in checks.py, the rule tables in rules.py.
 from __future__ import annotations
 
 from ...toolchains import ETHOS_N
-from .. import common
+from .. import common, sweeps
 from .. import tflite_map as tm
 from ..base import Executes, Fallback, OpSupport, Profile, Verdict
 from .rules import graph_rules, op_rules
@@ -31,6 +31,7 @@ SOURCES = {
     "partitions)",
     "N-LIB": "Arm Ethos-N support library 6.0.0 (ARM-software/ethos-n-driver-stack 25.03, 6834c826): IsXxxSupported / "
     "Compile() measured by `npufit probe --compiler ethos-n` (docs/probe/ethos-n78-measured.json)",
+    "sweep": sweeps.source("ethos-n78"),
 }
 
 LIMITS = {
@@ -60,6 +61,9 @@ LIMITS = {
     "tanh_zero_points": {"int8": 0, "uint8": 128},
     "depth_to_space_block": 2,
     "transpose_sram_bytes": 1024 * 1024,  # the N78 4TOPS/4PLE SRAM: a transposed tensor must fit it (N-LIB)
+    # read from the compiler sweep (calibration/bounds.py; the sweep's transposes also bracket the SRAM size above)
+    "depthwise_square": sweeps.value("ethos-n78", "depthwise_square"),
+    "min_runtime_cpu": sweeps.value("ethos-n78", "min_cpu"),
     # ops TVM's frontends import as dequantize -> float op -> quantize even in an int8 model
     "float_ops": (
         "LOGISTIC",

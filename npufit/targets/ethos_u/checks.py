@@ -8,7 +8,6 @@ fails the whole compile (PROBE-V). U55/U65 and U85 differ in the rule set: rules
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -18,6 +17,7 @@ from ...graph.model import NodeView
 from .. import common
 from .. import tflite_map as tm
 from ..base import Limits, Verdict, fmt_list
+from ..layout import max_product, plain_transpose
 from . import converted as conv
 from . import fitted as fit
 
@@ -363,50 +363,12 @@ def transpose_u55(node: NodeView, lim: Limits) -> str | None:
     return None
 
 
-# the converter's layout: a 4-D ONNX activation is stored NHWC (convert/lower.py)
-_TO_NCHW, _TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
-
-
-def tfl_transpose(node: NodeView) -> tuple[list, list[int]] | None:
-    """(input shape, permutation) of the TRANSPOSE Vela sees: a TFLite model's own; for an ONNX model the one npufit's
-    converter writes (convert/ops_tensor.transpose: a 4-D tensor stays NHWC, the permutation on its axes)."""
-    if tm.is_tflite(node):
-        v = node.const_value(1)
-        x = node.input_shape(0)
-        return (list(x), [int(p) for p in v]) if v is not None and x is not None else None
-    perm, x = common.transpose_perm(node), node.input_shape(0)
-    if perm is None or x is None:
-        return None
-    if len(x) != 4:
-        return list(x), perm
-    on_tfl = [_TO_NCHW[p] for p in perm]  # ONNX output axes, read from the NHWC tensor's axes
-    return tm.nhwc(x), [on_tfl[q] for q in _TO_NHWC]
-
-
-def plain_transpose(shape, perm) -> bool | None:
-    """Vela's first two cases for an int8 TRANSPOSE: no move, or a permutation of the last three axes of a 3-D tensor
-    or of a higher-rank one whose other axes are 1 (True); anything else (False) is bounded by the product of every
-    N-2 axes. None when the shape is not known."""
-    if not shape or not all(isinstance(d, int) for d in shape):
-        return None
-    r = len(shape)
-    if list(perm) == list(range(r)):
-        return True
-    lead = r - 3
-    return r >= 3 and list(perm[:lead]) == list(range(lead)) and all(d == 1 for d in shape[:lead])
-
-
-def max_product(shape) -> int:
-    """The largest product of any len(shape) - 2 axes."""
-    return max(math.prod(c) for c in itertools.combinations(shape, max(len(shape) - 2, 1)))
-
-
 def transpose_reshuffle(node: NodeView, lim: Limits) -> str | None:
     """A TRANSPOSE that moves a non-unit leading axis (Vela's general case): every product of all axes but two must
     stay within `transpose_pair_product`, read from the sweep (fit.transpose_swept)."""
     if lim.get("transpose_pair_product") is None or not fit.transpose_swept(lim) or quant.exec_dtype(node) == "int32":
         return None
-    got = tfl_transpose(node)
+    got = tm.tfl_transpose(node)
     if got is None or plain_transpose(*got) is not False:
         return None
     p = max_product(got[0])
@@ -454,13 +416,14 @@ def minmax_qparams(node: NodeView, lim: Limits) -> str | None:
 def argmax(node: NodeView, lim: Limits) -> str | None:
     x = tm.in_shape(node)
     if node.graph.format == "onnx":
-        axis = node.attr("axis", -1)
+        axis = node.attr("axis", 0)  # ONNX's default
     else:
         axis = int(node.const_value(1).reshape(-1)[0]) if node.const_value(1) is not None else -1
     r = len(x) if x else None
     if x and isinstance(x[-1], int) and x[-1] > lim["argmax_depth"]:
         return f"depth {x[-1]}"
-    if r and node.graph.format == "onnx" and common.norm_axis(int(axis), r) != 1:
+    # the converter keeps a 4-D tensor NHWC (ONNX axis 1 is its depth) and any other in ONNX order (the last axis)
+    if r and node.graph.format == "onnx" and common.norm_axis(int(axis), r) != (1 if r == 4 else r - 1):
         return f"axis {axis}"
     if r and node.graph.format == "tflite" and common.norm_axis(int(axis), r) != r - 1:
         return f"axis {axis}"

@@ -170,7 +170,7 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
         )
         tr_moves = r(
             "transpose.reshuffle",
-            "A transpose that moves a leading axis larger than 1 runs on the NPU only while the product of any "
+            "A transpose that moves a leading axis longer than one runs on the NPU only while the product of any "
             "two of its axes (all but two, above 4-D) is at most {transpose_pair_product}.",
             transpose_reshuffle,
             ("keep the leading axis in place (reshape it into the last three axes first), or transpose smaller parts",),

@@ -12,6 +12,7 @@ from .. import calibration as cal
 from .. import sweeps
 from .. import tflite_map as tm
 from ..base import Limits
+from ..layout import unshared_chain
 
 T = "rk3588"  # the SoC the sweep was recorded on; the other SoCs inherit its conditions (rockchip/socs.py)
 
@@ -53,6 +54,12 @@ def sum_inputs(node: NodeView, lim: Limits) -> str | None:
     return None if n <= lim["sum_inputs"] else f"{n} inputs"
 
 
+def focus_chain_cpu(node: NodeView, lim: Limits) -> bool:
+    """A space-to-depth reorg written as unshared chains of strided Slices: the CPU in the sweep (8 slices, from the
+    model input or after a conv, 64x64 to 640x640), where its shared and two-axis forms ran on the NPU."""
+    return lim["focus_chain_cpu"] and unshared_chain(node) and _swept(lim, "focus_chain")
+
+
 def _runtime_inputs(node: NodeView) -> int:
     return sum(1 for i, t in enumerate(node.inputs) if t and not node.is_const(i))
 
@@ -84,4 +91,5 @@ def limits(target: str = T) -> dict:
         "mean_cpu": sweeps.value(target, "mean_cpu"),
         "min_runtime_cpu": sweeps.value(target, "min_cpu"),
         "cast_npu_pairs": pairs,
+        "focus_chain_cpu": sweeps.value(target, "focus_chain"),
     }

@@ -201,7 +201,8 @@ def slice_steps(node: NodeView, lim: Limits) -> str | None:
     steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
     if not steps or all(s == lim["slice_step"] for s in steps):
         return None
-    ok = fit.space_to_depth(node, lim) or sw.slice_flip(node, lim) or sw.strided_matmul_grid(node, lim)
+    reorg = fit.space_to_depth(node, lim) and not bd.focus_chain_cpu(node, lim)
+    ok = reorg or sw.slice_flip(node, lim) or sw.strided_matmul_grid(node, lim)
     return None if ok else f"steps {steps}"
 
 

@@ -163,8 +163,8 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
             ),
             r(
                 "conv1d.limits",
-                "A 1-D convolution runs on the NPU with a kernel of up to {conv1d_kernel} and a stride of up to "
-                "{conv1d_stride}, the longest measured there.",
+                "A one-dimensional convolution runs on the NPU with a kernel of up to {conv1d_kernel} and a stride "
+                "of up to {conv1d_stride}, the longest measured there.",
                 bd.conv1d_limits,
                 ("split the kernel into shorter ones, or run the front end on the host",),
                 "sweep",
