@@ -169,13 +169,26 @@ def test_well_separated_scores_are_no_tie(tmp_path):
 def test_a_scalar_boundary_of_unknown_rank_gets_a_shape_in_every_stage(tmp_path):
     """Was: 'stage ... fails the ONNX checker: Field 'shape' of 'type' is required but missing' on an unsimplified
     tf2onnx-style export, whose Squeeze without axes leaves the rank of a scalar unknown to shape inference."""
+    # the slice's length comes from the data (always 1 at run time: ceil of a sigmoid), so the Squeeze without axes
+    # leaves the rank unknown although the input shape is static
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu_in"),
-        helper.make_node("Squeeze", ["r"], ["s"], name="squeeze_all"),
+        helper.make_node("ReduceSum", ["x"], ["total"], name="total", keepdims=1),
+        helper.make_node("Sigmoid", ["total"], ["p"], name="p"),
+        helper.make_node("Ceil", ["p"], ["one"], name="one"),
+        helper.make_node("Cast", ["one"], ["one_i"], name="one_i", to=TensorProto.INT64),
+        helper.make_node("Reshape", ["one_i", "flat"], ["end"], name="end"),
+        helper.make_node("Slice", ["r", "zero", "end", "axis1"], ["part"], name="take"),
+        helper.make_node("Squeeze", ["part"], ["s"], name="squeeze_all"),
         helper.make_node("Erf", ["s"], ["e"], name="erf"),
         helper.make_node("Relu", ["e"], ["y"], name="relu_out"),
     ]
-    src = _save(tmp_path / "m.onnx", nodes, [_vi("x", [1, "n"])], [_vi("y", [])], opset=11)
+    consts = [
+        numpy_helper.from_array(np.array([1], np.int64), "flat"),
+        numpy_helper.from_array(np.array([0], np.int64), "zero"),
+        numpy_helper.from_array(np.array([1], np.int64), "axis1"),
+    ]
+    src = _save(tmp_path / "m.onnx", nodes, [_vi("x", [1, 4])], [_vi("y", [])], inits=consts, opset=11)
     npufit.split(src, "hailo8", output_dir=tmp_path / "plan", mode="segments", min_nodes=1)
     stages = sorted((tmp_path / "plan").glob("stage*.onnx"))
     assert len(stages) >= 3

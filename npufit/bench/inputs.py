@@ -13,10 +13,11 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..runtimes.base import InputSpec, concrete_shape
+from ..util.limits import memory_budget, size_text
 from ..verify.compare import _ORT_TO_NP, random_inputs
 
 DEFAULT_POOL = 16
-MAX_POOL_BYTES = 256 * 1024 * 1024
+POOL_SHARE = 4  # a fresh-input pool takes at most a quarter of the memory budget: the runs need the rest
 
 
 class _Specs:
@@ -29,10 +30,10 @@ class _Specs:
         return self._specs
 
 
-def sample_bytes(specs: list[InputSpec], batch: int | None) -> int:
+def sample_bytes(specs: list[InputSpec], batch: int | None, shapes=None) -> int:
     total = 0
     for s in specs:
-        total += int(np.prod(concrete_shape(s, batch))) * np.dtype(_ORT_TO_NP.get(s.type, np.float32)).itemsize
+        total += int(np.prod(concrete_shape(s, batch, shapes))) * np.dtype(_ORT_TO_NP.get(s.type, np.float32)).itemsize
     return total
 
 
@@ -43,22 +44,25 @@ def input_pool(
     pool: int | None = None,
     npz: str | os.PathLike | None = None,
     seed: int = 0,
+    shapes=None,
 ) -> tuple[list[dict[str, np.ndarray]], str, list[str]]:
-    """Return (samples, source description, warnings)."""
+    """Return (samples, source description, warnings). shapes: the pinned input shapes (bench's shape policy)."""
     if npz is not None:
         return _from_npz(specs, Path(npz), batch, fresh, pool)
     warnings = []
     size = 1
     if fresh:
         size = pool or DEFAULT_POOL
-        per = max(sample_bytes(specs, batch), 1)
-        if size * per > MAX_POOL_BYTES:
-            size = max(2, MAX_POOL_BYTES // per)
+        per = max(sample_bytes(specs, batch, shapes), 1)
+        cap = memory_budget() // POOL_SHARE
+        if size * per > cap:
+            size = max(2, cap // per)
             warnings.append(
-                f"fresh-input pool cut to {size} samples to stay under {MAX_POOL_BYTES // (1024 * 1024)} MiB"
+                f"fresh-input pool cut to {size} samples to stay under {size_text(cap)} (a quarter of the memory "
+                "budget, --memory-budget)"
             )
-    shapes = {s.name: concrete_shape(s, batch) for s in specs}
-    samples = random_inputs(_Specs(specs), seed=seed, samples=size, shapes=shapes)
+    feed = {s.name: concrete_shape(s, batch, shapes) for s in specs}
+    samples = random_inputs(_Specs(specs), seed=seed, samples=size, shapes=feed)
     return samples, f"random (seed {seed}; float ~ N(0,1), integers in [0,10))", warnings
 
 

@@ -42,6 +42,7 @@ class Protocol:
     input_pool: int = 1
     boundary: str | None = None  # None: each runtime's default (host-to-host, or end-to-end-chain for plans)
     seed: int = 0
+    input_shapes: dict[str, list[int]] | None = None  # the shapes fed (given, or a dynamic batch pinned)
 
     def validate(self) -> None:
         if self.warmup < 0:

@@ -222,6 +222,11 @@ def _model_info(graph: Graph) -> dict:
         "opsets": graph.opsets,
         "inputs": [tinfo(t) for t in graph.inputs],
         "outputs": [tinfo(t) for t in graph.outputs],
+        # the shape policy (util.shapes): shapes pinned (given or a dynamic batch set to 1), its notes, and the
+        # inputs whose unknown dims leave no coverage or MAC figure to report
+        "input_shapes": {k: list(v) for k, v in graph.input_shapes.items()},
+        "shape_notes": list(graph.shape_notes),
+        "shapes_needed": [n.to_dict() for n in graph.shapes_needed],
     }
 
 

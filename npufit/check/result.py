@@ -97,6 +97,11 @@ class CheckReport:
 
     # -- derived numbers -----------------------------------------------------------
     @property
+    def shapes_needed(self) -> list[dict[str, Any]]:
+        """Inputs whose unknown dims (other than a batch) the figures need: input, declared shape, an example."""
+        return list(self.model.get("shapes_needed") or [])
+
+    @property
     def counts(self) -> dict[str, int]:
         """Verdicts of the listed (top-level) nodes: the nodes the coverage figures count."""
         c = Counter(n.verdict.value for n in self.nodes)
@@ -189,14 +194,19 @@ class CheckReport:
                 run_npu += 1
                 macs_npu += n.macs
         cov_nodes = 100.0 * run_npu / run if run else 100.0
+        needed = self.shapes_needed
         return {
             "nodes_total": len(self.nodes),
             "counts": counts,
             "subgraph_counts": body,
-            "coverage_nodes_pct": round(cov_nodes, 2),
-            "coverage_macs_pct": round(100.0 * macs_npu / macs_total if macs_total else cov_nodes, 2),
-            "macs_total": macs_total,
-            "macs_npu": macs_npu,
+            # an input's unknown dims leave shape rules unfired and MACs uncounted: no figure rests on a guess
+            "coverage_nodes_pct": None if needed else round(cov_nodes, 2),
+            "coverage_macs_pct": None
+            if needed
+            else round(100.0 * macs_npu / macs_total if macs_total else cov_nodes, 2),
+            "macs_total": None if needed else macs_total,
+            "macs_npu": None if needed else macs_npu,
+            "shapes_needed": needed,
             "npu_partitions": len(npu_parts),
             "host_partitions": len(self.partitions) - len(npu_parts),
             "boundaries": len(self.boundaries),

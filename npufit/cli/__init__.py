@@ -11,7 +11,7 @@ import threading
 import warnings
 
 from .. import __version__
-from ..errors import NpufitError
+from ..errors import NpufitError, TimeLimitReached
 from ..util.term import EscapingStream, esc_line
 
 # verb -> module (each module has register(subparsers) and run(args) -> int)
@@ -32,6 +32,10 @@ COMMANDS = {
     "report": "npufit.cli.report",
     "doctor": "npufit.cli.doctor",
 }
+
+
+# verbs that drive many others (or build environments): no time limit unless one is given
+UNTIMED = {"pipeline", "probe", "env", "scan"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -63,6 +67,23 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also show ONNX Runtime's own log lines and Python warnings (hidden by default)",
     )
+    from ..util.limits import MEMORY_BUDGET_MB, TIME_LIMIT_S
+    from .common import positive_float
+
+    parser.add_argument(
+        MEMORY_BUDGET_MB.option,
+        type=positive_float,
+        metavar="MB",
+        help=f"memory npufit may fill with tensors, samples and arrays in one run (default: "
+        f"{MEMORY_BUDGET_MB.default:.0f}, or {MEMORY_BUDGET_MB.env}); work beyond it is refused in one line",
+    )
+    parser.add_argument(
+        TIME_LIMIT_S.option,
+        type=positive_float,
+        metavar="SECONDS",
+        help=f"stop a command after this long with one line (default: {TIME_LIMIT_S.default:g}, or "
+        f"{TIME_LIMIT_S.env}; none for {', '.join(sorted(UNTIMED))} unless given)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for modname in COMMANDS.values():
         importlib.import_module(modname).register(sub)
@@ -87,16 +108,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         os.environ["NPUFIT_VERBOSE"] = "1"  # read where ONNX Runtime sessions are made (verify.compare.ort_quiet)
     try:
-        from ..util.limits import VERIFY_TIMEOUT
+        from ..util.io import clean_stale_temp
+        from ..util.limits import MEMORY_BUDGET_MB, TIME_LIMIT_S, VERIFY_TIMEOUT, verb_time_limit
 
+        clean_stale_temp()  # what killed runs left in the temp folder
+        seconds = args.time_limit
+        if seconds is None and (args.command not in UNTIMED or os.environ.get(TIME_LIMIT_S.env or "")):
+            seconds = TIME_LIMIT_S.value
         with warnings.catch_warnings():
             if not args.verbose:  # a library's warning must not precede npufit's own one-line output
                 warnings.simplefilter("ignore")
-            with VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", VERIFY_TIMEOUT.default)):
+            with (
+                VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", None)),
+                MEMORY_BUDGET_MB.scoped(args.memory_budget),
+                verb_time_limit(f"npufit {args.command}", seconds),
+            ):
                 return int(args.func(args) or 0)
     except NpufitError as e:
-        print(f"npufit: error: {esc_line(e.message)}", file=sys.stderr)
+        from ..util.shapes import ShapeNeeded
+
+        # a missing input shape: the user's own command back, with the flag it needs
+        msg = e.cli_message(sys.argv[1:] if argv is None else argv) if isinstance(e, ShapeNeeded) else e.message
+        print(f"npufit: error: {esc_line(msg)}", file=sys.stderr)
         return e.exit_code
+    except TimeLimitReached as e:
+        print(f"npufit: error: {esc_line(e.message)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("npufit: interrupted", file=sys.stderr)
         return 130

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
-from .common import add_judge_option, emit
+from .common import add_input_shape_option, add_judge_option, emit, input_shapes
 
 
 def register(sub) -> None:
@@ -53,6 +53,7 @@ def register(sub) -> None:
         "--timeout", type=float, default=300.0, metavar="S", help="per-model timeout in seconds (default: 300)"
     )
     add_judge_option(p)
+    add_input_shape_option(p)
     p.add_argument(
         "--fail-under",
         type=float,
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         cache=args.cache,
         timeout=args.timeout,
         judge=args.judge,
+        input_shapes=input_shapes(args),
     )
     emit(report.render(args.format), args.output)
     if args.fail_under is not None:

@@ -70,6 +70,7 @@ class CompileResult:
     timings: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)  # cycles, SRAM, inference time, cosine, ...
     error: str | None = None
+    next_step: str | None = None  # the command that avoids the failure (compilers/failure.py)
     retries: list[dict] = field(default_factory=list)  # e.g. RKNN disable_rules retries
     notes: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)  # other files kept (intermediate .tflite, scripts)
@@ -104,6 +105,7 @@ class CompileResult:
             "model": self.model,
             "ok": self.ok,
             "error": self.error,
+            "next_step": self.next_step,
             "artifact": self.artifact,
             "outputs": self.outputs,
             "command": self.command,
@@ -180,7 +182,7 @@ def private_copy(model: Path, out_dir: Path) -> Path:
     dst = work / model.name
     shutil.copyfile(model, dst)
     data = model.with_name(model.name + ".data")
-    if data.exists():  # ONNX external data travels with the copy under the name the graph refers to
+    if os.path.isfile(data):  # ONNX external data travels with the copy (isfile: a 255-byte name has no sibling)
         shutil.copyfile(data, work / data.name)
     return dst
 

@@ -28,6 +28,7 @@ from .base import (
     run_tool,
     tail,
 )
+from .failure import explain, first_line_cause
 from .mapping import Layer
 
 DEFAULT_VARIANT = "4tops-4ple"  # seed 001's configuration (TOPS=4, PLE=4)
@@ -127,7 +128,7 @@ class EthosNCompiler(Adapter):
         if conv is not None:
             record_conversion(res, conv)
         if resp.get("error"):
-            res.error = f"Ethos-N shim: {resp['error']}"
+            res.error, res.next_step = _failure("Ethos-N support library", resp["error"], model, target, options)
             return res
         layers, levels = node_layers(tgraph, low, resp)
         res.placement = placements(tgraph, low, layers, conv)
@@ -139,7 +140,9 @@ class EthosNCompiler(Adapter):
                 "compile and the whole model runs on the host"
             )
         elif not comp.get("ok"):
-            res.error = f"Compile() failed: {comp.get('error') or 'no compiled network'}"
+            res.error, res.next_step = _failure(
+                "Compile()", comp.get("error") or "no compiled network", model, target, options
+            )
         else:  # the serialized command stream(s) the Arm NN / driver library would load
             nets = sorted(work.glob("compiled_network_*.bin"))
             res.artifact = str(nets[0]) if nets else None
@@ -306,3 +309,12 @@ def summary_metrics(graph, low, resp, levels: dict[str, str], variant: str, opti
     elif est:
         m["estimate"] = {"error": est.get("error")}
     return m
+
+
+def _failure(what: str, text: str, model: Path, target: str, options: CompileOptions) -> tuple[str, str | None]:
+    """The library's one-line cause and the command that avoids it (compilers/failure.py)."""
+    from ..graph import load
+
+    graph = load(model, options.input_shapes) if model.suffix.lower() == ".onnx" else None
+    failure = explain(first_line_cause(text), model, target.lower(), graph)
+    return f"{what} failed: {failure.cause}", failure.next_step

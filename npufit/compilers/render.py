@@ -33,6 +33,8 @@ def _head(r: CompileResult) -> list[str]:
     ]
     if r.error:
         lines.append(f"  error: {r.error}")
+    if r.next_step:
+        lines.append(f"  next: {r.next_step}")
     for k, v in r.metrics.items():
         if not isinstance(v, (dict, list)):
             lines.append(f"  {k}: {_fmt(v)}")

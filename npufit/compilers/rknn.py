@@ -14,8 +14,9 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..graph import Graph, load
-from ..util.readers import require_regular_file
-from .base import Adapter, CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy, tail
+from ..util.readers import ArrayFile
+from .base import Adapter, CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy
+from .failure import explain, rknn_cause
 from .mapping import Layer, origins_from_lineage, resolve
 
 MAX_RULE_RETRIES = 4
@@ -53,9 +54,10 @@ class RknnCompiler(Adapter):
             "sim_prefix": str(out / "sim_out_"),
             "config": dict(options.extra.get("rknn_config", {})),
         }
-        if options.input_shapes:
-            request["inputs"] = list(options.input_shapes)
-            request["input_size_list"] = [list(s) for s in options.input_shapes.values()]
+        if options.input_shapes:  # the toolkit takes the graph's inputs as named here: every one, in order
+            pinned = {n: graph.tensor(n).shape for n in graph.input_names}
+            request["inputs"] = list(pinned)
+            request["input_size_list"] = [list(s or ()) for s in pinned.values()]
         if options.quantize:
             request["dataset"] = str(_dataset_file(options, feeds, out))
         retries: list[dict] = []
@@ -95,9 +97,10 @@ class RknnCompiler(Adapter):
             res.notes.append(
                 f"the toolkit crashed in its own rewrite rule(s); rebuilt with disable_rules={request['disable_rules']}"
             )
-        if not res.ok:
-            res.error = f"RKNN {resp.get('stage')} failed: {resp.get('error') or 'see log'}"
-            res.notes.append(tail(text))
+        if not res.ok:  # the toolkit's one-line cause, once (its traceback stays in the log), and the way around it
+            failure = explain(rknn_cause(text, resp.get("error")), model, target.lower(), graph)
+            res.error = f"RKNN {resp.get('stage')} failed: {failure.cause}"
+            res.next_step = failure.next_step
             return res
         res.artifact = request["out"]
         layers, rewrites = parse_layer_table(text), parse_rewrites(text)
@@ -255,12 +258,13 @@ def _dataset_file(options: CompileOptions, feeds: list[Path], out: Path) -> Path
             files = sorted(c.glob("*.npy"))
             if not files:
                 raise NpufitError(f"{c}: no .npy calibration files in this folder")
-            for f in files:  # the toolkit opens each: a pipe or device among them would hang it
-                require_regular_file(f, "calibration .npy file")
+            for f in files:  # the toolkit opens each: a pipe, a device or text among them would hang or crash it
+                _numeric_npy(f)
             lines = [str(f.resolve()) for f in files]
         elif c.suffix == ".txt" and c.is_file():
             return c.resolve()
         elif c.suffix == ".npy" and c.is_file():
+            _numeric_npy(c)
             lines = [str(c.resolve())]
         else:
             raise NpufitError(f"{c}: --calibration must be a folder of .npy files, one .npy, or an RKNN dataset.txt")
@@ -269,6 +273,13 @@ def _dataset_file(options: CompileOptions, feeds: list[Path], out: Path) -> Path
     p = out / "dataset.txt"
     p.write_text("\n".join(lines) + "\n")
     return p
+
+
+def _numeric_npy(f: Path) -> None:
+    """A calibration .npy the toolkit may load: a regular file holding numbers (never unpickled, never text)."""
+    with ArrayFile(f, "--calibration") as a:
+        for name in a:
+            a.numeric(name)
 
 
 def _cosines(ref: dict, sim_paths: list[str]) -> dict[str, float]:

@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 from ..errors import NpufitError
-from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
+from ..graph import load
+from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool
+from .failure import explain, vela_cause
 from .mapping import Layer
 
 ETHOS_U_OP = "ethos-u"  # the custom operator Vela's output file runs the NPU command stream with
@@ -108,10 +110,13 @@ class VelaCompiler(Adapter):
         res.timings["vela"] = run.wall_s
         if conv is not None:
             record_conversion(res, conv)
-        if run.returncode != 0:
-            res.error = (
-                f"Vela {run.killed}" if run.killed else f"Vela exited with code {run.returncode}: {tail(text, 3)}"
-            )
+        if run.killed:
+            res.error = f"Vela {run.killed}"
+            return res
+        if run.returncode != 0:  # Vela's one-line cause and the way around it (compilers/failure.py)
+            onnx_graph = load(model, options.input_shapes) if model.suffix.lower() == ".onnx" else None
+            failure = explain(vela_cause(text), model, target.lower(), onnx_graph)
+            res.error, res.next_step = f"Vela failed (exit {run.returncode}): {failure.cause}", failure.next_step
             return res
         stem = src.stem
         vdir = out / "vela"

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..check.advice import split_before
 from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
 from . import ops_int as it
@@ -219,7 +220,11 @@ def _work_nodes(graph):
 
 
 def gap_message(
-    gaps: list[tuple[str, str, str]], model: str | os.PathLike | None = None, target: str | None = None, graph=None
+    gaps: list[tuple[str, str, str]],
+    model: str | os.PathLike | None = None,
+    target: str | None = None,
+    graph=None,
+    shapes=None,
 ) -> str:
     """One line: npufit's converter (not the vendor) lacks these nodes, and the command that avoids them.
 
@@ -235,24 +240,8 @@ def gap_message(
         )
         parts.append(f"{op} x{len(items)}: {shown}" if len(items) > 1 else f"{op} {shown}")
     msg = "npufit's ONNX -> int8 TFLite converter (not the vendor toolchain) has no lowering for " + "; ".join(parts)
-    first = gaps[0][1]
-    node = graph.node(first) if graph is not None and hasattr(graph, "node") else None
-    ends = (
-        []
-        if node is None
-        else [
-            t
-            for t in node.inputs
-            if t and graph.producer(t) is not None and not getattr(graph.tensors.get(t), "is_const", False)
-        ]
-    )
-    if model is not None:
-        cut = f"--mode explicit --end-nodes {','.join(ends)}" if ends else "--mode prefix"
-        t, d = target or "ethos-u55-256", f"{Path(model).stem}-split"
-        msg += (
-            f"; way out: npufit split {model} --target {t} {cut} -d {d} (the part before '{first}' becomes "
-            f"{d}/stage0_npu.onnx), then npufit compile {d}/stage0_npu.onnx --target {t}"
-        )
+    if model is not None and graph is not None:
+        msg += f"; way out: {split_before(model, target or 'ethos-u55-256', graph, gaps[0][1], shapes)}"
     return msg
 
 
@@ -293,7 +282,7 @@ def convert(
     if bad:
         gaps = [(op, n, "") for op, names in bad.items() for n in names]
         raise UnsupportedModelError(
-            gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph)
+            gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph, prep.input_shapes)
         )
     work = _work_nodes(prep.graph)
     cal = load_calibration(
@@ -385,7 +374,7 @@ def _lower(prep, work, ranges, src, target, bits: int):
             (it.lower if it.claims(L, nd) else OPS[nd.op_type])(L, nd)
         except Unsupported as e:
             raise UnsupportedModelError(
-                gap_message([(e.op, prep.source_node(e.node), e.why)], src, target, prep.graph)
+                gap_message([(e.op, prep.source_node(e.node), e.why)], src, target, prep.graph, prep.input_shapes)
             ) from None
         except NpufitError:
             raise
@@ -398,7 +387,7 @@ def _lower(prep, work, ranges, src, target, bits: int):
         ) as e:  # a form of the op this lowering does not expect
             why = f"its lowering does not handle this form ({type(e).__name__}: {str(e)[:120]})"
             raise UnsupportedModelError(
-                gap_message([(nd.op_type, prep.source_node(nd.name), why)], src, target, prep.graph)
+                gap_message([(nd.op_type, prep.source_node(nd.name), why)], src, target, prep.graph, prep.input_shapes)
             ) from None
     ins = [L.tensors[name] for name in prep.graph.input_names]
     outs = []

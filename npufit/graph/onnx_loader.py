@@ -15,6 +15,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..util.gcpause import gc_paused
+from ..util.shapes import imgsz_hint, resolve
 from .inline_if import inline_ifs
 from .model import Graph, NodeView, TensorInfo
 from .onnx_prepare import (
@@ -22,6 +23,7 @@ from .onnx_prepare import (
     PreparedOnnx,
     infer_beside,
     infer_shapes,
+    metadata,
     np_dtype_name,
     pin_inputs,
     read_onnx,
@@ -106,18 +108,23 @@ def _small(t: onnx.TensorProto) -> bool:
     return n <= SMALL_VALUE_ELEMS and t.data_location != onnx.TensorProto.EXTERNAL
 
 
-def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
-    return graph_from(read_onnx(path, pin_inputs(input_shapes), strip_weights, infer_beside))
+def load_onnx(
+    path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None, strict: bool = True
+) -> Graph:
+    return graph_from(read_onnx(path, pin_inputs(input_shapes, strict=strict), strip_weights, infer_beside))
 
 
 def graph_from(prep: PreparedOnnx, warnings: list[str] | None = None) -> Graph:
     """The Graph of a prepared model; warnings: what to start the graph's warnings with (default: all of prep's)."""
     with gc_paused():
         if prep.overlap is not None:
-            return _build_overlapped(prep)
-        return build_graph(
-            prep.model, prep.path, prep.opsets, list(prep.warnings if warnings is None else warnings), prep.kept
-        )
+            graph = _build_overlapped(prep)
+        else:
+            graph = build_graph(
+                prep.model, prep.path, prep.opsets, list(prep.warnings if warnings is None else warnings), prep.kept
+            )
+    graph.input_shapes, graph.shape_notes = dict(prep.shapes.pinned), list(prep.shapes.notes)
+    return graph
 
 
 _STUB_LOCATION = "__npufit_stub__"  # never opened: inference reads no external data
@@ -184,14 +191,11 @@ def _finish_graph(
         t = tensors.get(name)
         if isinstance(t, _InitializerInfo):
             t._proto = raw
-    for name in graph.input_names:
-        t = tensors[name]
-        if t.shape is None:
-            warnings.append(f"input '{name}' has no shape; pass --input-shape {name}=1,3,224,224")
-        elif not t.is_static:
-            warnings.append(
-                f"input '{name}' has dynamic dims {t.shape_str()}; pass --input-shape {name}=... to pin them"
-            )
+    # what the shape policy still needs (a dynamic batch was pinned by pin_inputs; a graph built without it, e.g.
+    # an in-memory rewrite, asks for nothing it would have pinned)
+    graph.shapes_needed = resolve(
+        {name: tensors[name].shape for name in graph.input_names}, side=imgsz_hint(metadata(model))
+    ).needed
     graph.warnings = warnings
     from .folding import fold_constants  # late import: folding needs the Graph type
 
@@ -206,8 +210,9 @@ def _finish_graph(
 
 
 # Each round resolves one more Shape -> ... -> Expand/Reshape link. Opset-11 exports of windowed attention chain many
-# (SwinV2, Swin2SR and PVT needed 6-10 rounds); the loop stops at the first round that changes nothing.
-MAX_REFINE_ROUNDS = 16
+# (SwinV2, Swin2SR and PVT needed 6-10 rounds; LeViT-256's twelve blocks, a reshape_as in every MLP and attention
+# layer, 34); the loop stops at the first round that changes nothing.
+MAX_REFINE_ROUNDS = 64
 
 
 def _unknown_dims(shape: tuple | None) -> int:

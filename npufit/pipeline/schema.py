@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 
 from ..errors import NpufitError
-from ..util.readers import read_text
+from ..util.readers import confined_file, read_text
+from ..util.shapes import parse_input_shapes
 from . import keys
 from .keys import Key
 from .stepdefs import BY_NAME, STEP_NAMES, STEPS
@@ -47,6 +48,12 @@ MODEL = {
     "onnx": Key(keys.text, None, "an existing ONNX file instead of a zoo model (train/export then just copy it)"),
     "hidden": Key(keys.integer(1), 32, "hidden size / channels"),
     "layers": Key(keys.integer(1), 1, "stacked RNN layers"),
+    "input_shapes": Key(
+        keys.input_shapes,
+        None,
+        "shapes the model runs at, e.g. {images: [1, 3, 640, 640]} or 'images=1,3,640,640': written into the exported "
+        "model every step reads (a dynamic batch alone is pinned to 1; other unknown dims must be given)",
+    ),
     **{s.name: Key(keys.mapping, None, f"per-model overrides of steps.{s.name}") for s in STEPS if s.scope != "all"},
 }
 TOP = {
@@ -185,6 +192,14 @@ class _Validator:
         mark = mark or self.marks.get(path)
         return _err_at(mark, _dotted(path), msg, self.file)
 
+    def inside(self, folder: Path, rel: str, path: tuple, what: str) -> Path:
+        """A file the YAML names: inside its folder (no absolute path, no '..' or link leading out: a pipeline
+        copies its models into the results) and a regular file there now, before any step runs."""
+        try:
+            return confined_file(folder.resolve(), rel, what)
+        except NpufitError as e:
+            raise self.fail(path, e.message, value_mark=True) from None
+
     def section(self, value: Any, keys: dict[str, Key], path: tuple) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(path, "expected a mapping", value_mark=True)
@@ -215,6 +230,7 @@ class ModelSpec:
     hidden: int
     layers: int
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # pinned in the exported model
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -224,6 +240,7 @@ class ModelSpec:
             "hidden": self.hidden,
             "layers": self.layers,
             "overrides": self.overrides,
+            "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
         }
 
 
@@ -276,6 +293,8 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
     dat = v.section(top["data"], DATA, ("data",))
     if dat["csv"] is None and dat["columns"] is not None:
         raise v.fail(("data", "columns"), "only applies with data.csv")
+    if dat["csv"] is not None:
+        v.inside(p.parent, dat["csv"], ("data", "csv"), "CSV file")
     steps: dict[str, dict[str, Any]] = {}
     for s in top["steps"]:
         if s not in BY_NAME:
@@ -305,8 +324,9 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
                     raise v.fail(("models", i, s), f"overrides step '{s}', which is not in steps")
                 overrides[s] = v.section(ms[s], BY_NAME[s].settings, ("models", i, s))
                 overrides[s] = {k: val for k, val in overrides[s].items() if k in ms[s]}  # only what the model sets
-        onnx = (p.parent / ms["onnx"]).resolve() if ms["onnx"] else None
-        models.append(ModelSpec(ms["name"], ms["arch"], onnx, ms["hidden"], ms["layers"], overrides))
+        onnx = v.inside(p.parent, ms["onnx"], ("models", i, "onnx"), "ONNX model") if ms["onnx"] else None
+        shapes = parse_input_shapes(ms["input_shapes"])  # checked by keys.input_shapes above
+        models.append(ModelSpec(ms["name"], ms["arch"], onnx, ms["hidden"], ms["layers"], overrides, shapes))
     _check_targets(top["targets"], v)
     out = Path(output_dir) if output_dir else p.parent / (top["output_dir"] or f"results/{top['name']}")
     return PipelineConfig(

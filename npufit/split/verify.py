@@ -31,15 +31,25 @@ class ChainCheck(OutputDiffs):
     # samples on which the ORIGINAL gives NaN/Inf: {"outputs": [...] on N(0,1), "fallback": the bounded range used
     # instead or None, "still": outputs still NaN/Inf on the samples compared}
     overflow: dict | None = None
+    # split --mode auto: the chain against the user's model before `fix` (the bit-identity above is against the
+    # fixed model), within what an exact rewrite may change (verify.compare.exact_mismatch)
+    against_source: dict | None = None
+
+    @property
+    def bit_identical(self) -> bool:
+        """The chain runs the very same kernels on the very same values as the model it was cut from."""
+        return not self.missing and all(d["max_abs"] == 0.0 for d in self.per_output.values())
 
     @property
     def equivalent(self) -> bool:
-        """Bit-identical: the chain runs the very same kernels on the very same values."""
-        return not self.missing and all(d["max_abs"] == 0.0 for d in self.per_output.values())
+        """Bit-identical to the model cut, and (--mode auto) within the exact-rewrite tolerance of the original."""
+        return self.bit_identical and (self.against_source is None or self.against_source["within"])
 
     def worst_sentence(self) -> str:
         if self.missing:
             return f"output(s) {', '.join(self.missing)} missing from the chain"
+        if self.bit_identical and self.against_source is not None:
+            return f"against the original model, {self.against_source['why']}"
         name, d = self.worst()
         text = (
             f"output '{name}' differs by max abs {d['max_abs']:.3g} (max rel {d['max_rel']:.3g}) over "
@@ -77,6 +87,7 @@ class ChainCheck(OutputDiffs):
             "settings": ORT_SETTINGS[False],
             "optimized": self.optimized,
             "overflow": self.overflow,
+            "against_source": self.against_source,
         }
 
     def sentence(self) -> str:
@@ -91,8 +102,14 @@ class ChainCheck(OutputDiffs):
             )
         else:
             src = f"{self.samples} seeded sample(s), seed {self.seed}"
-        state = "bit-identical" if self.equivalent else f"NOT EQUIVALENT ({self.worst_sentence()})"
-        if self.equivalent and over.get("still"):
+        state = "bit-identical" if self.bit_identical else f"NOT EQUIVALENT ({self.worst_sentence()})"
+        a = self.against_source
+        if a is not None and self.bit_identical:
+            state = (
+                f"bit-identical to the fixed model; against the original, max abs {a['max_abs']:.3g} "
+                f"({'within' if a['within'] else 'OUTSIDE'} what fix accepts for exact rules: {a['tolerance']})"
+            )
+        if self.bit_identical and over.get("still"):
             state += (
                 f" where the original is finite (it gives NaN/Inf in {_names(over['still'])} on these samples: "
                 "--inputs FILE.npz with real inputs verifies more)"
@@ -175,16 +192,26 @@ def verify_chain(
     seed: int = 0,
     input_shapes=None,
     optimized_runner=None,
+    source_model: str | os.PathLike | None = None,
 ) -> ChainCheck:
     """Run `original` and the ChainRunner `runner` on the same feeds; differences per output (max over samples).
 
     Seeded N(0,1) samples on which the original itself gives NaN/Inf are replaced by uniform samples in
     BOUNDED_FLOAT_RANGE (said in the result); if those overflow too, the result says that the samples, not the
     chain, are the problem. With `optimized_runner` (the same chain on ORT's default optimizer) the original is also
-    run optimized and that comparison is reported in `.optimized`, with ordering ties of TopK/ArgMax named."""
+    run optimized and that comparison is reported in `.optimized`, with ordering ties of TopK/ArgMax named. With
+    `source_model` (split --mode auto: the user's model, of which `original` is the fixed copy) the chain is also
+    held against it, within the exact-rewrite tolerance."""
     import time
 
-    from ..verify.compare import BOUNDED_FLOAT_RANGE, make_session, nonfinite_outputs, random_inputs
+    from ..verify.compare import (
+        BOUNDED_FLOAT_RANGE,
+        exact_mismatch,
+        exact_tolerance,
+        make_session,
+        nonfinite_outputs,
+        random_inputs,
+    )
 
     t0 = time.perf_counter()
     sess = make_session(original)
@@ -204,14 +231,26 @@ def verify_chain(
                 feeds, refs = bounded, bounded_refs
                 overflow.update(fallback=overflow["tried"], still=[])
     result = ChainCheck(len(feeds), seed if source == "random" else None, source, overflow=overflow)
-    total = _compare(refs, runner, feeds, source, "verifying chain")
+    also = make_session(source_model) if source_model is not None else None
+    also_refs = _reference(also, feeds, source) if also is not None else None
+    total, vs_source = _compare(refs, runner, feeds, source, "verifying chain", also_refs)
     result.per_output, result.missing = dict(total.per_output), list(total.missing)
+    if vs_source is not None and source_model is not None:
+        why = exact_mismatch(vs_source)
+        result.against_source = {
+            "model": Path(source_model).name,
+            "max_abs": vs_source.max_abs,
+            "max_rel": vs_source.max_rel,
+            "within": why is None,
+            "why": why or "",
+            "tolerance": exact_tolerance(),
+        }
     # one setting's sessions at a time: a big model's sessions each hold its activations
-    del sess
+    del sess, also
     _release(runner)
     if optimized_runner is not None:
         opt_sess = make_session(original, optimized=True)
-        opt = _compare(
+        opt, _ = _compare(
             _reference(opt_sess, feeds, source), optimized_runner, feeds, source, "verifying chain (optimized)"
         )
         result.optimized = {
@@ -277,12 +316,14 @@ def _reference(sess, feeds: list[dict], source: str) -> list[dict]:
     return out
 
 
-def _compare(refs: list[dict], runner, feeds: list[dict], source: str, label: str):
-    """Worst differences over `feeds` between the original's outputs `refs` and the chain."""
+def _compare(refs: list[dict], runner, feeds: list[dict], source: str, label: str, also_refs=None):
+    """Worst differences over `feeds` between the original's outputs `refs` and the chain (and between `also_refs`,
+    another model's outputs on the same feeds, and the chain: the second Comparison, else None)."""
     from ..verify.compare import Comparison, compare_outputs
 
     total = Comparison()
-    for ref, f in track(list(zip(refs, feeds)), label, total=len(feeds)):
+    total_also = Comparison() if also_refs is not None else None
+    for i, (ref, f) in enumerate(track(list(zip(refs, feeds)), label, total=len(feeds))):
         try:
             got, _ = runner.run(f)
         except NpufitError:
@@ -292,7 +333,9 @@ def _compare(refs: list[dict], runner, feeds: list[dict], source: str, label: st
                 f"ONNX Runtime could not run the {source} sample: {str(e).splitlines()[0][:240]}"
             ) from None
         total.merge(compare_outputs(ref, got))
-    return total
+        if total_also is not None:
+            total_also.merge(compare_outputs(also_refs[i], got))
+    return total, total_also
 
 
 def _release(runner) -> None:
