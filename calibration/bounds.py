@@ -270,6 +270,25 @@ def depthwise_square(rec, nodes, failed) -> dict:
     }
 
 
+def split_rows(rec, nodes, failed) -> dict:
+    """Channel rows split into a [1, C, H, W] map for a convolution (calibration/sweep.py's split_rows): the largest
+    H x W that ran on the NPU; every larger one measured ran on the CPU."""
+    from npufit.targets.layout import split_rows as hw
+
+    npu, cpu = _split(nodes, hw)
+    top, cases = _upper(npu, cpu, "split rows")
+    if not cpu:
+        raise Derivation("split rows: none ran on the CPU")
+    low = min(v for v, _ in cpu)
+    return {
+        "value": top,
+        "cpu_from": low,
+        "cases": cases,
+        "how": f"Reshapes splitting channel rows into a map for a convolution ran on the NPU up to an H x W of {top} "
+        f"and on the CPU from {low}",
+    }
+
+
 # target -> bound name -> (case filter, derivation)
 BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
     "rk3588": {
@@ -281,6 +300,7 @@ BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
         "max_cpu": (_prefix("arity-max-"), _all_cpu("Max", 2)),
         "cast_pairs": (_prefix("cast-"), cast_pairs),
         "focus_chain": (_prefix("focus-"), focus_chain),
+        "split_rows": (_prefix("split-rows-", "rows-", "head-dfl-"), split_rows),
     },
     "ethos-n78": {
         "transpose_bricks": (_prefix("transpose-", "head-dfl-"), transpose_bricks),

@@ -126,6 +126,38 @@ def test_rknn_adds_a_sum_of_up_to_three_inputs_on_the_npu():
     assert _onnx(_sum(2), "rk3588", **NO_SWEEP) == "unsupported"  # not in the 2.3.2 operator list
 
 
+def _dfl(anchors: int, then: str = "Conv"):
+    """YOLOv8's DFL input: the box rows [1, 64, A] (a conv's [1, 64, 1, A] viewed as rows) split into [1, 4, 16, A],
+    read by a convolution, or (then="Transpose") transposed first, as Ultralytics' export writes it."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv0", kernel_shape=[1, 1]),
+        helper.make_node("Reshape", ["c", "s0"], ["rows"], name="rows"),
+        helper.make_node("Reshape", ["rows", "s1"], ["split"], name="op"),
+    ]
+    shape = [1, 4, 16, anchors]
+    if then == "Transpose":
+        nodes.append(helper.make_node("Transpose", ["split"], ["t"], name="tr", perm=[0, 2, 1, 3]))
+        shape = [1, 16, 4, anchors]
+    nodes.append(helper.make_node("Conv", [nodes[-1].output[0], "k"], ["y"], name="conv1", kernel_shape=[1, 1]))
+    inits = [
+        _w("w", (64, 64, 1, 1)),
+        _w("k", (1, shape[1], 1, 1)),
+        numpy_helper.from_array(np.array([1, 64, anchors], np.int64), "s0"),
+        numpy_helper.from_array(np.array([1, 4, 16, anchors], np.int64), "s1"),
+    ]
+    return model(nodes, [vi("x", [1, 64, 1, anchors])], [vi("y", [1, 1, shape[2], anchors])], inits)
+
+
+def test_yolov8_dfl_rows_split_for_a_convolution_run_on_the_rk3588_cpu_above_the_swept_map():
+    """The sweep: [1, 64, A] -> [1, 4, 16, A] before a convolution ran on the CPU at 4200 anchors and more (both
+    Reshapes of the run), on the NPU at 2100 and fewer; the split before a Transpose ran on the NPU at 8400."""
+    assert [_onnx(_dfl(8400), "rk3588", node=n) for n in ("rows", "op")] == ["cpu", "cpu"]
+    assert _onnx(_dfl(4200), "rk3588") == "cpu"
+    assert _onnx(_dfl(2100), "rk3588") == "npu"
+    assert _onnx(_dfl(8400, "Transpose"), "rk3588") == "npu"
+    assert _onnx(_dfl(8400), "rk3588", **NO_SWEEP) == "npu"
+
+
 def _minmax(op: str, const: bool = False):
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Relu", ["x"], ["s"], name="relu2")]
     nodes.append(helper.make_node(op, ["r", "c" if const else "s"], ["y"], name="op"))

@@ -64,3 +64,38 @@ def bricks(shape) -> int | None:
         return None
     n, h, w, c = shape
     return n * -(-h // 8) * 8 * -(-w // 8) * 8 * -(-c // 16) * 16
+
+
+def _reshape_run(node: NodeView) -> tuple[NodeView, NodeView] | None:
+    """(first, last) of the run of Reshapes `node` is in, each feeding the next alone."""
+    if node is None or node.op_type != "Reshape":
+        return None
+    g = node.graph
+    first = last = node
+    while (
+        (p := g.producer(first.inputs[0])) is not None
+        and p.op_type == "Reshape"
+        and len(g.consumers(p.outputs[0])) == 1
+    ):
+        first = p
+    while len(c := g.consumers(last.outputs[0])) == 1 and c[0].op_type == "Reshape":
+        last = c[0]
+    return first, last
+
+
+def split_rows(node: NodeView) -> int | None:
+    """H x W of the [1, C, H, W] map a run of Reshapes makes of channel rows ([1, C*H, W] or [1, C*H, 1, W], C and H
+    above 1) for a convolution to read (a DFL head's [1, 64, A] -> [1, 4, 16, A], a pose head's [1, 51, A] ->
+    [1, 17, 3, A]); None for any other node."""
+    run = _reshape_run(node)
+    if run is None:
+        return None
+    x, y = run[0].input_shape(0), run[1].output_shape(0)
+    cons = node.graph.consumers(run[1].outputs[0])
+    if not x or not y or len(y) != 4 or not all(isinstance(d, int) for d in list(x) + list(y)):
+        return None
+    if not cons or any(c.op_type != "Conv" for c in cons):
+        return None
+    n, c, h, w = y
+    rows = [d for d in x if d != 1]
+    return h * w if n == 1 and c > 1 and h > 1 and x[0] == 1 and rows == [c * h, w] else None

@@ -12,7 +12,7 @@ from .. import calibration as cal
 from .. import sweeps
 from .. import tflite_map as tm
 from ..base import Limits
-from ..layout import unshared_chain
+from ..layout import split_rows, unshared_chain
 
 T = "rk3588"  # the SoC the sweep was recorded on; the other SoCs inherit its conditions (rockchip/socs.py)
 
@@ -60,6 +60,16 @@ def focus_chain_cpu(node: NodeView, lim: Limits) -> bool:
     return lim["focus_chain_cpu"] and unshared_chain(node) and _swept(lim, "focus_chain")
 
 
+def split_rows_map(node: NodeView, lim: Limits) -> str | None:
+    """Reshapes that split channel rows into a [1, C, H, W] map for a convolution: the NPU up to the sweep's largest
+    H x W, the CPU above it (YOLOv8's DFL input [1, 64, A] -> [1, 4, 16, A] at 4200 anchors and more; the same split
+    before a Transpose, as Ultralytics writes the head, ran on the NPU and is not this pattern)."""
+    hw = split_rows(node)
+    if hw is None or hw <= lim["split_rows_hw"] or not _swept(lim, "split_rows"):
+        return None
+    return f"a {hw}-element map"
+
+
 def _runtime_inputs(node: NodeView) -> int:
     return sum(1 for i, t in enumerate(node.inputs) if t and not node.is_const(i))
 
@@ -92,4 +102,5 @@ def limits(target: str = T) -> dict:
         "min_runtime_cpu": sweeps.value(target, "min_cpu"),
         "cast_npu_pairs": pairs,
         "focus_chain_cpu": sweeps.value(target, "focus_chain"),
+        "split_rows_hw": sweeps.value(target, "split_rows"),
     }

@@ -321,6 +321,14 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 ("split the innermost axis into wider parts, or do this reshape on the host",),
                 "CAL-R",
             ),
+            r(
+                "reshape.split_rows",
+                "Reshapes that split channel rows into a map for a convolution run on the NPU while the map's height "
+                "times width is at most {split_rows_hw}.",
+                bd.split_rows_map,
+                ("transpose the split rows before the convolution, or split them on the host",),
+                "sweep",
+            ),
         ),
         "ScatterND": (
             r(
