@@ -11,7 +11,7 @@ import threading
 import warnings
 
 from .. import __version__
-from ..errors import NpufitError, TimeLimitReached
+from ..errors import NpufitError, NpufitWarning, TimeLimitReached
 from ..util.term import EscapingStream, esc_line
 
 # verb -> module (each module has register(subparsers) and run(args) -> int)
@@ -19,6 +19,7 @@ COMMANDS = {
     "check": "npufit.cli.check",
     "scan": "npufit.cli.scan",
     "targets": "npufit.cli.targets",
+    "explain": "npufit.cli.explain",
     "compare": "npufit.cli.compare",
     "fix": "npufit.cli.fix",
     "split": "npufit.cli.split",
@@ -51,8 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="npufit",
         description="Will this network run on the NPU? Check, fix, split, quantize, compile and benchmark models "
-        "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/65/85 and Rockchip RK3588.",
-        epilog="Run 'npufit COMMAND --help' for the options of a command.",
+        "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/U65/U85 and Rockchip RK3588, RK3576, RK3566/RK3568 and "
+        "RV1106/RV1103 ('npufit targets' lists every target name).",
+        epilog="Run 'npufit COMMAND --help' for the options of a command, 'npufit explain RULE_ID' for a rule of a "
+        "report.",
     )
     parser.add_argument("--version", action="version", version=f"npufit {__version__}")
     parser.add_argument(
@@ -99,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from .common import PENDING_NOTES
+
+    PENDING_NOTES.clear()  # main() may run several times in one process (tests)
     if args.global_quiet:
         os.environ["NPUFIT_NO_PROGRESS"] = "1"
     # names from a model never reach the terminal raw (progress bars draw on the unwrapped stream)
@@ -118,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             if not args.verbose:  # a library's warning must not precede npufit's own one-line output
                 warnings.simplefilter("ignore")
+            # npufit's own warnings (an artifact calibrated on random data) are shown when they happen, in one line
+            warnings.simplefilter("always", NpufitWarning)
+            warnings.showwarning = _show_warning
             with (
                 VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", None)),
                 MEMORY_BUDGET_MB.scoped(args.memory_budget),
@@ -152,6 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = stdout, stderr
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, NpufitWarning):
+        print(f"npufit: warning: {esc_line(str(message))}", file=sys.stderr, flush=True)
+    else:  # --verbose: other libraries' warnings as Python prints them
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _exit_on_sigterm():

@@ -25,6 +25,7 @@ from .base import (
     default_out_dir,
     env_tool_status,
     private_copy,
+    random_calibration,
     run_tool,
     tail,
 )
@@ -52,6 +53,15 @@ def variant_of(target: str, options: CompileOptions | None = None) -> str:
 class EthosNCompiler(Adapter):
     calibration_format = "npz"
     extra_options = ("ethos_n_variant", "ethos_n_sram_bytes", "ethos_n_estimate", "ethos_n_clock_mhz")
+
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        return model.suffix.lower() != ".tflite" and random_calibration(options)  # npufit's converter quantizes
+
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        if model.suffix.lower() != ".tflite":
+            from ..convert.onnx_to_tflite import require_convertible
+
+            require_convertible(model, options.input_shapes, target)
 
     def status(self) -> dict:
         return env_tool_status(self.toolchain)

@@ -15,7 +15,16 @@ import numpy as np
 from ..errors import NpufitError
 from ..graph import Graph, load
 from ..util.readers import ArrayFile
-from .base import Adapter, CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy
+from .base import (
+    RANDOM_TAG,
+    Adapter,
+    CompileOptions,
+    CompileResult,
+    default_out_dir,
+    env_tool_status,
+    private_copy,
+    random_calibration,
+)
 from .failure import explain, rknn_cause
 from .mapping import Layer, origins_from_lineage, resolve
 
@@ -32,6 +41,9 @@ class RknnCompiler(Adapter):
     calibration_format = "npy-folder"
     extra_options = ("rknn_config",)
 
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        return options.quantize and random_calibration(options)  # an int8 build on the simulator's random inputs
+
     def status(self) -> dict:
         return env_tool_status(self.toolchain)
 
@@ -44,10 +56,11 @@ class RknnCompiler(Adapter):
         src = private_copy(model, out)
         graph = load(model, options.input_shapes)
         feeds, ref = _reference_run(src, graph, options, out)
+        tag = f"_{RANDOM_TAG}" if self.calibrates_at_random(model, options) else ""  # the name says what it knows
         request = {
             "platform": target.lower(),
             "model": str(src),
-            "out": str(out / f"{model.stem}.rknn"),
+            "out": str(out / f"{model.stem}{tag}.rknn"),
             "quantize": options.quantize,
             "disable_rules": list(options.disable_rules),
             "sim_inputs": [str(p) for p in feeds] if options.simulate else [],

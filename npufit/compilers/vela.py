@@ -5,6 +5,7 @@ time from its summary CSV. Input: a fully int8 TFLite file (an ONNX model is con
 from __future__ import annotations
 
 import csv
+import math
 import re
 import shutil
 import sys
@@ -12,7 +13,17 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..graph import load
-from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool
+from .base import (
+    RANDOM_TAG,
+    Adapter,
+    CompileOptions,
+    CompileResult,
+    Placement,
+    default_out_dir,
+    private_copy,
+    random_calibration,
+    run_tool,
+)
 from .failure import explain, vela_cause
 from .mapping import Layer
 
@@ -54,6 +65,17 @@ def vela_version() -> str | None:
 class VelaCompiler(Adapter):
     calibration_format = "npz"
     extra_options = ("vela_args",)
+
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        return model.suffix.lower() != ".tflite" and random_calibration(options)  # npufit's converter quantizes
+
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        if not _vela_exe():
+            raise NpufitError("Vela is not installed: pip install 'ethos-u-vela==5.2.0'")
+        if model.suffix.lower() != ".tflite":
+            from ..convert.onnx_to_tflite import require_convertible
+
+            require_convertible(model, options.input_shapes, target)
 
     def status(self) -> dict:
         v = vela_version()
@@ -212,10 +234,15 @@ def parse_summary_csv(path: Path | None) -> dict:
         if v is None:
             continue
         try:
-            out[name] = float(v) if "." in v or "e" in v else int(v)
+            out[name] = int(v)
         except ValueError:
-            out[name] = v
-    if isinstance(out.get("inference_time_s"), float):
+            try:
+                out[name] = float(v)
+            except ValueError:
+                out[name] = v
+        if isinstance(out[name], float) and not math.isfinite(out[name]):
+            del out[name]  # "nan": Vela has no estimate (nothing ran on the NPU); no figure beats a NaN
+    if isinstance(out.get("inference_time_s"), (int, float)):
         out["inference_time_ms"] = round(out["inference_time_s"] * 1000, 4)
     return out
 
@@ -235,9 +262,10 @@ def convert_onnx(
     options.activations (a compiler that takes 8-bit tensors only)."""
     from ..convert import onnx_to_int8_tflite
 
+    tag = f"_{RANDOM_TAG}" if random_calibration(options) else ""  # the file's name says what it was calibrated on
     conv = onnx_to_int8_tflite(
         model,
-        out / f"{model.stem}_int8.tflite",
+        out / f"{model.stem}_int8{tag}.tflite",
         calibration=options.calibration,
         input_shapes=options.input_shapes,
         qdq_twin=True,

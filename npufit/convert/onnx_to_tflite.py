@@ -245,6 +245,22 @@ def gap_message(
     return msg
 
 
+def require_convertible(model: str | os.PathLike, input_shapes=None, target: str | None = None):
+    """The prepared model, or UnsupportedModelError naming the op types the converter has no lowering for (with
+    the split command that avoids them): what `convert` refuses first, checkable before a compile says anything."""
+    from .onnx_prep import prepare
+
+    src = Path(model)
+    prep = prepare(src, input_shapes)
+    bad = unsupported_nodes(prep.graph)
+    if bad:
+        gaps = [(op, n, "") for op, names in bad.items() for n in names]
+        raise UnsupportedModelError(
+            gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph, prep.input_shapes)
+        )
+    return prep
+
+
 def convert(
     model: str | os.PathLike,
     out_path: str | os.PathLike,
@@ -267,7 +283,6 @@ def convert(
     and int16 where the int8 file's min cosine vs ONNX Runtime on the calibration samples is below WIDE_BELOW
     and the int16 one does better (said in the notes)."""
     from ..quantize.calibration import input_specs, load_calibration
-    from .onnx_prep import prepare
     from .ranges import merge_groups
     from .row_scale import layernorms, rescale_rows
 
@@ -277,13 +292,7 @@ def convert(
     if src.resolve() == out.resolve():
         raise NpufitError(f"{out}: the output would overwrite the input model")
     t0 = time.perf_counter()
-    prep = prepare(src, input_shapes)
-    bad = unsupported_nodes(prep.graph)
-    if bad:
-        gaps = [(op, n, "") for op, names in bad.items() for n in names]
-        raise UnsupportedModelError(
-            gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph, prep.input_shapes)
-        )
+    prep = require_convertible(src, input_shapes, target)
     work = _work_nodes(prep.graph)
     cal = load_calibration(
         calibration or "random", input_specs(prep.model), count=samples, seed=seed, input_shapes=input_shapes

@@ -255,6 +255,12 @@ class PipelineConfig:
     runtimes: list[str]
     steps: dict[str, dict[str, Any]]  # enabled steps, in execution order, with validated settings
 
+    def __repr__(self) -> str:
+        return (
+            f"<PipelineConfig {self.name}: {len(self.models)} models x {len(self.targets)} targets, "
+            f"steps {', '.join(self.steps)}>"
+        )
+
     def settings(self, step: str, model: ModelSpec | None = None) -> dict[str, Any]:
         """The step's settings with the model's overrides applied."""
         s = dict(self.steps.get(step, {}))
