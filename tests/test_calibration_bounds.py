@@ -44,8 +44,8 @@ def test_the_profiles_read_their_limits_from_the_sweep():
     assert sweeps.value("ethos-u85-256", "transpose_product") is None  # the U85 ran every one on the NPU
     assert "transpose_pair_product" not in get_profile("ethos-u85-256").limits
     assert (
-        "sweep" in get_profile("rk3588").sources
-        and "docs/calibration/sweep/rk3588.json" in get_profile("rk3588").sources["sweep"]
+        "SWEEP" in get_profile("rk3588").sources
+        and "docs/calibration/sweep/rk3588.json" in get_profile("rk3588").sources["SWEEP"]
     )
 
 

@@ -29,7 +29,7 @@ SOURCES = {
     "N-KOR": "measured TVM + Ethos-N78 partitions of a user's YOLO models (ethos-vision-optimizer npu_report)",
     "N-LIB": "the Arm Ethos-N support library 6.0.0 (driver stack 25.03), asked op by op by npufit probe --compiler "
     "ethos-n",
-    "sweep": sweeps.source("ethos-n78"),
+    "SWEEP": sweeps.source("ethos-n78"),
 }
 
 LIMITS = {

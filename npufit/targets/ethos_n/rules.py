@@ -146,7 +146,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "kernel (1x7, 7x1) runs on the CPU.",
                 depthwise_square,
                 ("use a square kernel, or a dense convolution for a short 1-D filter",),
-                "sweep",
+                "SWEEP",
             ),
         ),
         "TRANSPOSE_CONV": (
@@ -317,7 +317,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "channels, to fit the {transpose_sram_bytes}-byte SRAM.",
                 transpose_bricks,
                 ("transpose smaller tiles, or keep the model NHWC end to end",),
-                "sweep",
+                "SWEEP",
             ),
         ),
         "MINIMUM": (
@@ -327,7 +327,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "(a clip) runs on the NPU.",
                 min_runtime,
                 ("clip with a constant, or take the minimum on the host",),
-                "sweep",
+                "SWEEP",
             ),
         ),
         "QUANTIZE": (qdq,),

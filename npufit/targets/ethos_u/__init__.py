@@ -26,7 +26,7 @@ SOURCES = {
     "--sweep; docs/probe/ethos-u55-256-matrix.md)",
     "CAL-V": "measured Vela 5.2.0 compiles of npufit's int8 conversions of a calibration set of 48 architectures, and "
     "of swept Transpose and Resize cases (docs/calibration/)",
-    "sweep": sweeps.source(fit.SWEPT),
+    "SWEEP": sweeps.source(fit.SWEPT),
 }
 
 # Operators listed in Vela 5.2.0's TFLite summary tables.

@@ -181,7 +181,7 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
             "two of its axes (all but two, above 4-D) is at most {transpose_pair_product}.",
             transpose_reshuffle,
             ("keep the leading axis in place (reshape it into the last three axes first), or transpose smaller parts",),
-            "sweep",
+            "SWEEP",
         )
     else:
         resize = r(

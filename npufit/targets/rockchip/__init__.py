@@ -34,7 +34,7 @@ SOURCES = {
     "probe --compiler rknn --sweep; docs/probe/rk3588-matrix.md)",
     "CAL-R": "measured rknn-toolkit2 2.5.0 builds for RK3588 of a calibration set of 48 architectures "
     "(docs/calibration/rk3588-*.json); each condition names the models that show it",
-    "sweep": sweeps.source("rk3588"),
+    "SWEEP": sweeps.source("rk3588"),
 }
 
 LIMITS = {
@@ -171,7 +171,7 @@ _NPU_OPS = (
     # RKNN-C: rewritten to NPU convs by rknn.build
     (("ReduceMean", "ReduceSum"), "the toolkit rewrites it to a conv / global pooling on the NPU", "RKNN-C"),
     (("ScatterND", "ReduceL2", "Einsum"), "", "CAL-R"),
-    (("Sum",), "the toolkit adds the inputs on the NPU", "sweep"),
+    (("Sum",), "the toolkit adds the inputs on the NPU", "SWEEP"),
 )
 
 _TO_NPU = "the rewrite moves it to an NPU op"
@@ -258,7 +258,7 @@ def _ops(p: str, lim: Limits) -> dict[str, OpSupport]:
             "Mean",
             CPU,
             reason="Mean of several tensors runs on the CPU (measured on RK3588)",
-            source="sweep",
+            source="SWEEP",
         )
     for op in _UNSUPPORTED:
         ops[op] = OpSupport(

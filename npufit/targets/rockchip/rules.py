@@ -169,7 +169,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "of up to {conv1d_stride}, the longest measured there.",
                 bd.conv1d_limits,
                 ("split the kernel into shorter ones, or run the front end on the host",),
-                "sweep",
+                "SWEEP",
             ),
         ),
         "ConvTranspose": (
@@ -331,7 +331,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "times width is at most {split_rows_hw}.",
                 bd.split_rows_map,
                 ("transpose the split rows before the convolution, or split them on the host",),
-                "sweep",
+                "SWEEP",
             ),
         ),
         "ScatterND": (
@@ -358,7 +358,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "A Sum of up to {sum_inputs} inputs runs on the NPU; with {sum_fails_from} inputs the build failed.",
                 bd.sum_inputs,
                 ("add the inputs two at a time",),
-                "sweep",
+                "SWEEP",
                 on_fail=UNSUP,
             ),
         ),
@@ -368,7 +368,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "A Min of two or more tensors computed while the model runs goes to the CPU.",
                 bd.min_runtime,
                 ("use Max of the negated inputs (-max(-a, -b)), which ran on the NPU",),
-                "sweep",
+                "SWEEP",
             ),
         ),
         "Einsum": (
