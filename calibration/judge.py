@@ -25,8 +25,12 @@ def profile_for(target: str, held_out: str | None = None, cases: bool = True, fa
     return prof
 
 
-def judge_of(build: str) -> str:
-    """How npufit judges a record's build: an int8 build as its int8 conversion, anything else as the target would."""
+def judge_of(build: str, fmt: str = "onnx") -> str:
+    """How npufit judges a record's build: an int8 build as its int8 conversion, anything else as the target would. A
+    TFLite file is judged as it is: the compile takes it as it is (npufit's converter turns only ONNX into int8), so a
+    float TFLite compiled for an int8 target stays float."""
+    if fmt == "tflite":
+        return "float"
     return "int8" if build == "int8" else "auto"
 
 
@@ -34,7 +38,7 @@ def top_verdicts(graph, profile, build: str) -> dict:
     """npufit's verdict node (check's report) per top-level node name of `graph`."""
     from npufit import check
 
-    rep = check(graph, profile, judge=judge_of(build))
+    rep = check(graph, profile, judge=judge_of(build, graph.format))
     return {n.name: n for n in rep.nodes if n.parent is None}
 
 

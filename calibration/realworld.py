@@ -10,7 +10,8 @@ Sources (each model's `source`, the unit of leave-one-source-out scoring):
   `ultralytics` package from its YAML files with random weights (torch.manual_seed(0)), offline, and exported by its own
   ONNX exporter as a user does (`model.export(format="onnx", ...)`, imgsz 640). The matrix (MATRIX): every family x
   task at opset 17, static, simplified (the exporter's defaults); YOLOv8n and YOLO11n detect also at opset 11 and 12,
-  with a dynamic batch and image size, and unsimplified. Each export runs in a child process (the package patches
+  with a dynamic batch and image size, and unsimplified; YOLOv8n and YOLO11n detect and pose also at imgsz 320 and 160
+  (SIZES: 2100 and 525 anchors, rows no longer a multiple of 8). Each export runs in a child process (the package patches
   torch and writes settings; YOLO_CONFIG_DIR points into the cache).
 - paddleocr, mediapipe, silero, microwakeword: the ONNX / TFLite files shipped inside the wheels of
   rapidocr-onnxruntime 1.4.4, mediapipe 0.10.14, silero-vad 6.2.3 and pymicro-wakeword 2.5.0 (`pip download --no-deps`,
@@ -111,6 +112,11 @@ MATRIX: tuple[tuple[str, int, bool, bool], ...] = (
         for opset, dyn, simp in ((11, False, True), (12, False, True), (17, True, True), (17, False, False))
     ),
 )
+# Smaller input sizes, as edge users export for speed: 320 (2100 anchors) and 160 (525), where the head's rows are no
+# longer a multiple of 8 anchors; detect and pose of the two current families at the exporter's other defaults
+SIZES: tuple[tuple[str, int], ...] = tuple(
+    (f"{fam}{task}.yaml", size) for fam in ("yolov8n", "yolo11n") for task in ("", "-pose") for size in (320, 160)
+)
 
 
 # Dynamic inputs pinned as a user pins them for a compile (and as npufit is asked to judge them): PP-OCR's det at
@@ -151,9 +157,10 @@ def root() -> Path:
     return cache_dir() / "realworld"
 
 
-def _ultra_id(yaml: str, opset: int, dynamic: bool, simplify: bool) -> str:
+def _ultra_id(yaml: str, opset: int, dynamic: bool, simplify: bool, imgsz: int = IMGSZ) -> str:
     stem = yaml.removesuffix(".yaml")
-    return f"ultralytics/{stem}-op{opset}" + ("-dynamic" if dynamic else "") + ("" if simplify else "-nosimplify")
+    size = "" if imgsz == IMGSZ else f"-{imgsz}"
+    return f"ultralytics/{stem}{size}-op{opset}" + ("-dynamic" if dynamic else "") + ("" if simplify else "-nosimplify")
 
 
 def shipped_models() -> list[Model]:
@@ -166,9 +173,12 @@ def shipped_models() -> list[Model]:
 
 
 def ultralytics_models() -> list[Model]:
+    keys = ("yaml", "opset", "dynamic", "simplify")
+    # a size other than the default is part of the spec (and so of the cache key); the 640 rows keep their old specs
+    sized = [((yaml, 17, False, True), {"imgsz": size}) for yaml, size in SIZES]
     return [
-        Model(_ultra_id(*row), "ultralytics", "onnx", dict(zip(("yaml", "opset", "dynamic", "simplify"), row)))
-        for row in MATRIX
+        Model(_ultra_id(*row, **extra), "ultralytics", "onnx", {**dict(zip(keys, row)), **extra})
+        for row, extra in [(r, {}) for r in MATRIX] + sized
     ]
 
 
@@ -324,7 +334,11 @@ def _export_ultralytics(spec: dict, out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="npufit-yolo-") as d:
         os.chdir(d)
         got = model.export(
-            format="onnx", opset=spec["opset"], dynamic=spec["dynamic"], simplify=spec["simplify"], imgsz=IMGSZ
+            format="onnx",
+            opset=spec["opset"],
+            dynamic=spec["dynamic"],
+            simplify=spec["simplify"],
+            imgsz=spec.get("imgsz", IMGSZ),
         )
         atomic_write_bytes(out, Path(got).read_bytes())
 

@@ -39,14 +39,16 @@ def _conv(name: str, x: str, y: str, c_in: int, c_out: int, inits: list) -> "obj
     return helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [y], name=name, kernel_shape=[1, 1])
 
 
-def _graph(c: int, hw: tuple[int, int], body, out_shape) -> "object":
+def _graph(c: int, hw: tuple[int, int], body, out_shape, pre: bool = True) -> "object":
     """conv 1x1 -> body -> [a reshape to 4-D] -> conv 1x1 as an ONNX model. body(x, nodes, inits) appends its nodes
-    reading tensor x and returns its output tensor; out_shape is that tensor's shape."""
+    reading tensor x and returns its output tensor; out_shape is that tensor's shape. pre=False: body reads the model
+    input itself (a stem that reads the image)."""
     from onnx import TensorProto, helper, numpy_helper
 
     nodes, inits = [], []
-    nodes.append(_conv("pre", "x", "a", c, c, inits))
-    t = body("a", nodes, inits)
+    if pre:
+        nodes.append(_conv("pre", "x", "a", c, c, inits))
+    t = body("a" if pre else "x", nodes, inits)
     shape = list(out_shape)
     if len(shape) != 4:
         c2, _n, (h2, w2) = _as4_nchw(shape)

@@ -45,7 +45,7 @@ from .rknn_sweep import _graph
 
 OPSET = 17
 FOLDER = form.RECORDS / "sweep"
-TARGETS = ("rk3588", "ethos-u55-256", "ethos-u85-256", "ethos-n78")
+TARGETS = ("rk3588", "rk3576", "rk3566", "rv1106", "ethos-u55-256", "ethos-u85-256", "ethos-n78")
 ALL = "*"  # a sweep case records every top-level node
 
 
@@ -129,6 +129,113 @@ def focus(form_: str, c: int = 3, hw=(64, 64)):
     oh = h // 2 if parts[0][0] is not None else h
     ow = w // 2 if parts[0][1] is not None else w
     return _graph(c, hw, body, [1, c * len(parts), oh, ow])
+
+
+def focus_chain(c: int = 3, hw=(640, 640), pre: bool = False, chained: bool = True, shared: bool = False):
+    """YOLOX's Focus stem as torch exports `x[..., ::2, ::2]`: per phase a step-2 Slice on H and then one on W
+    (chained=True; False: one Slice over both axes), the four phases concatenated on channels. shared=True: the two H
+    slices are shared by the phases, as torch exports YOLOv5's `x[:, :, r::2, q::2]` (6 slices, not 8). pre=False:
+    straight from the model input, as YOLOX's stem reads the image; pre=True: after a conv."""
+    h, w = hw
+
+    def body(x, nodes, inits):
+        outs = []
+        rows: dict = {}
+        for i, (sh, sw) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
+            steps = [(2, sh), (3, sw)] if chained else [None]
+            t = x
+            for j, ax in enumerate(steps):
+                if shared and j == 0 and sh in rows:
+                    t = rows[sh]
+                    continue
+                axes, starts = ([2, 3], [sh, sw]) if ax is None else ([ax[0]], [ax[1]])
+                ins = [
+                    t,
+                    _init(inits, f"f{i}{j}_s", starts, np.int64),
+                    _init(inits, f"f{i}{j}_e", [2**62] * len(axes), np.int64),
+                    _init(inits, f"f{i}{j}_a", axes, np.int64),
+                    _init(inits, f"f{i}{j}_p", [2] * len(axes), np.int64),
+                ]
+                t = _node(nodes, "Slice", ins, [f"s{i}{j}"], f"slice{i}{j}")
+                if shared and j == 0:
+                    rows[sh] = t
+            outs.append(t)
+        return _node(nodes, "Concat", outs, ["cat"], "concat", axis=1)
+
+    return _graph(c, hw, body, [1, 4 * c, h // 2, w // 2], pre=pre)
+
+
+def merge_rows(c: int, h: int, w: int):
+    """A conv's [1, C, H, W] output with C and H merged into rows, [1, C*H, W] (YOLOv8's DFL output [1, 1, 4, A] ->
+    [1, 4, A], a pose head's keypoints [1, 17, 3, A] -> [1, 51, A]), then viewed as [1, C*H, 1, W] by the next conv."""
+
+    def body(x, nodes, inits):
+        t = _node(nodes, "Reshape", [x, _init(inits, "rows_s", [1, c * h, w], np.int64)], ["rows"], "rows")
+        return _node(nodes, "Reshape", [t, _init(inits, "back_s", [1, c * h, 1, w], np.int64)], ["back"], "back")
+
+    return _graph(c, (h, w), body, [1, c * h, 1, w])
+
+
+def flatten(c: int, h: int, w: int):
+    """A detection head's flatten of one scale: the conv's [1, C, H, W] map reshaped to [1, C, H*W] (YOLOX and YOLOv8
+    write each scale out this way before concatenating them), then viewed as [1, C, 1, H*W] by the next conv."""
+
+    def body(x, nodes, inits):
+        t = _node(nodes, "Reshape", [x, _init(inits, "flat_s", [1, c, h * w], np.int64)], ["flat"], "flatten")
+        return _node(nodes, "Reshape", [t, _init(inits, "back_s", [1, c, 1, h * w], np.int64)], ["back"], "back")
+
+    return _graph(c, (h, w), body, [1, c, 1, h * w])
+
+
+def split_rows(c: int, h: int, w: int):
+    """Rows split back into channels and height: a conv's [1, C*H, 1, W] output viewed as the rows [1, C*H, W] (a
+    detection head's concatenated scales) and reshaped to [1, C, H, W] (a pose head's keypoints [1, 51, A] ->
+    [1, 17, 3, A], YOLOv8's DFL input [1, 64, A] -> [1, 4, 16, A]) for the next conv."""
+
+    def body(x, nodes, inits):
+        t = _node(nodes, "Reshape", [x, _init(inits, "rows_s", [1, c * h, w], np.int64)], ["rows"], "rows")
+        return _node(nodes, "Reshape", [t, _init(inits, "split_s", [1, c, h, w], np.int64)], ["split"], "split")
+
+    return _graph(c * h, (1, w), body, [1, c, h, w])
+
+
+def concat_rows(anchors: int, parts=(4, 80)):
+    """A detection head's last concat: two convs of one [1, C, 1, A] map give the box rows [1, 4, A] and the class rows
+    [1, 80, A] (each a Reshape dropping the unit axis), concatenated on the row axis to [1, 84, A], then viewed as 4-D
+    by the next conv."""
+    c = sum(parts)
+
+    def body(x, nodes, inits):
+        rows = []
+        for i, k in enumerate(parts):
+            w = _init(inits, f"part{i}_w", _weights((k, c, 1, 1), 30 + i))
+            t = _node(nodes, "Conv", [x, w], [f"part{i}"], f"part{i}", kernel_shape=[1, 1])
+            shp = _init(inits, f"part{i}_s", [1, k, anchors], np.int64)
+            rows.append(_node(nodes, "Reshape", [t, shp], [f"rows{i}"], f"rows{i}"))
+        t = _node(nodes, "Concat", rows, ["cat"], "concat", axis=1)
+        return _node(nodes, "Reshape", [t, _init(inits, "back_s", [1, c, 1, anchors], np.int64)], ["back"], "back")
+
+    return _graph(c, (1, anchors), body, [1, c, 1, anchors])
+
+
+def tfl_transpose(shape, perm):
+    """An int8 TFLite TRANSPOSE written directly (not through npufit's converter): the permutations and shapes a
+    TFLite exporter writes (a non-unit leading axis moved, as the attention of an int8 YOLO TFLite file), which npufit's
+    converter never writes for a batch-1 model. Compiled from the TFLite file by Vela and the Ethos-N support
+    library; RKNN-Toolkit2 is driven from ONNX here, so it has no record of them."""
+    from npufit.convert.tflite_writer import TFLiteBuilder
+
+    b = TFLiteBuilder()
+    x = b.tensor("input", tuple(shape), "int8", scale=0.05, zero_point=0)
+    y = b.tensor("transposed", tuple(shape[p] for p in perm), "int8", scale=0.05, zero_point=0)
+    pv = b.tensor("perm", (len(perm),), "int32", data=np.asarray(perm, np.int32))
+    b.op("TRANSPOSE", [x, pv], [y], "TransposeOptions")
+    b.io([x], [y])
+    return TFLite(b.build())
+
+
+class TFLite(bytes):
+    """A case written as a TFLite file (export_case names it .tflite)."""
 
 
 def dfl(anchors: int, reg_max: int = 16):
@@ -255,8 +362,64 @@ def _families() -> dict[str, dict]:
     f["focus"] = {f"focus-stem-{h}": (focus, ("stem", 3, (h, h))) for h in (64, 320, 640)}
     f["focus"].update({f"focus-{fm}-64": (focus, (fm, 16, (64, 64))) for fm in ("h", "w", "hw")})
     f["focus"].update({f"focus-{fm}-320": (focus, (fm, 3, (320, 320))) for fm in ("h", "w", "hw")})
+    f["focus_input"] = {
+        "focus-input-chain-640": (focus_chain, (3, (640, 640))),
+        "focus-input-chain-320": (focus_chain, (3, (320, 320))),
+        "focus-input-chain-64": (focus_chain, (3, (64, 64))),
+        "focus-input-stem-640": (focus_chain, (3, (640, 640), False, False)),
+        "focus-conv-chain-640": (focus_chain, (3, (640, 640), True)),
+        "focus-conv-chain-c16-64": (focus_chain, (16, (64, 64), True)),
+        "focus-input-shared-640": (focus_chain, (3, (640, 640), False, True, True)),
+        "focus-conv-shared-c16-64": (focus_chain, (16, (64, 64), True, True, True)),
+    }
+    # rows of a detection head at the anchor counts of a 640 / 448 / 320 / 224 / 160 input and multiples of 8 beside
+    # them; int8 builds (RKNN only) of the same
+    rows = {
+        f"rows-c{c}h{h}-w{w}": (merge_rows, (c, h, w))
+        for (c, h) in ((1, 4), (17, 3))
+        for w in (8400, 4200, 2100, 1050, 525, 8000, 2000)
+    }
+    rows.update(
+        {
+            f"split-rows-c{c}h{h}-w{w}": (split_rows, (c, h, w))
+            for (c, h) in ((17, 3), (4, 16))
+            for w in (8400, 4200, 2100, 1050, 525, 8000, 2000)
+        }
+    )
+    rows.update({f"concat-rows-a{a}": (concat_rows, (a,)) for a in (8400, 4200, 2100, 1050, 525)})
+    # one scale's flatten: channels of a box / keypoint / YOLOX head (1, 51, 85) beside multiples of 8, the map sizes of
+    # 160 to 640 inputs
+    rows.update(
+        {f"flatten-c{c}-{s}x{s}": (flatten, (c, s, s)) for c in (1, 51, 85, 64) for s in (5, 7, 10, 13, 20, 26)}
+    )
+    f["rows"] = {**rows, **{f"int8-{n}": v for n, v in rows.items()}}
+    # TFLite TRANSPOSEs: the leading axis moved, products of two axes around 2^16; batch-1 permutations beside them
+    tt = (
+        ((400, 2, 400, 1), (3, 1, 2, 0)),
+        ((2, 400, 400, 1), (3, 1, 2, 0)),
+        ((256, 2, 256, 1), (3, 1, 2, 0)),
+        ((257, 2, 256, 1), (3, 1, 2, 0)),
+        ((200, 2, 200, 1), (3, 1, 2, 0)),
+        ((400, 2, 100, 1), (3, 1, 2, 0)),
+        ((16, 64, 64, 1), (3, 1, 2, 0)),
+        ((400, 400, 2, 1), (1, 0, 2, 3)),
+        ((256, 256, 2, 1), (1, 0, 2, 3)),
+        ((2, 128, 600, 1), (2, 1, 0, 3)),
+        ((2, 100, 600, 1), (2, 1, 0, 3)),
+        ((1, 400, 2, 400), (0, 3, 2, 1)),
+        ((1, 400, 400, 2), (0, 2, 1, 3)),
+        ((400, 2, 400), (2, 1, 0)),
+        ((1, 400, 2, 400, 1), (4, 1, 2, 3, 0)),
+    )
+    f["tfl_transpose"] = {
+        f"tfl-transpose-{'x'.join(map(str, sh))}-perm{''.join(map(str, pm))}": (tfl_transpose, (sh, pm))
+        for sh, pm in tt
+    }
     f["head"] = {f"head-dfl-a{a}": (dfl, (a,)) for a in (8400, 2100, 525)}
     f["head"].update({f"head-concat-c{c}-{h}": (head_concat, (c, (h, h))) for c, h in ((64, 80), (144, 40), (84, 80))})
+    # YOLOX's 85-channel outputs at 416 and 640, a pose head's keypoints and a 1-channel score at 320
+    f["head"].update({f"head-concat-c{c}-{h}": (head_concat, (c, (h, h), False)) for c, h in ((85, 52), (85, 80))})
+    f["head"].update({f"head-concat-c{c}-{h}": (head_concat, (c, (h, h), False)) for c, h in ((51, 40), (1, 40))})
     f["arity"] = {
         f"arity-{op.lower()}-{n}": (arity, (op, n)) for op in ("Sum", "Mean", "Max", "Min") for n in (2, 3, 4)
     }
@@ -300,6 +463,10 @@ def export_case(name: str, folder: Path) -> Path:
 
     builder, args = CASES[name] if name in CASES else catalogue(("rknn_sweep", "rknn_sweep2"))[name]
     built = builder(*args)
+    if isinstance(built, TFLite):
+        p = folder / f"{name}.tflite"
+        atomic_write_bytes(p, bytes(built))
+        return p
     p = folder / f"{name}.onnx"
     if isinstance(built, tuple):  # a torch module from a hand-written catalogue
         from npufit.zoo.export import export_onnx
@@ -313,12 +480,32 @@ def export_case(name: str, folder: Path) -> Path:
 # -- running -----------------------------------------------------------------------------------------------------------
 
 
-def measure(onnx: Path, target: str, out: Path) -> tuple[list[str] | str, str | None]:
+def target_build(target: str) -> str:
+    """The build a target's sweep record is made as: RKNN float16 (int8 on a SoC that takes only int8), else int8."""
+    from npufit.targets import get_profile
+    from npufit.targets.base import Executes
+
+    return "fp16" if is_rknn(target) and get_profile(target).executes != Executes.INT8 else "int8"
+
+
+def case_build(name: str, target: str) -> str | None:
+    """The build case `name` is compiled as for `target`, or None when the case is not for it: an "int8-" case is an
+    RKNN int8 build (the other compilers take int8 only), a TFLite case ("tfl-") is for the compilers that read
+    TFLite (RKNN-Toolkit2 is driven from ONNX here)."""
+    rknn = is_rknn(target)
+    if name.startswith("tfl-"):
+        return None if rknn else "int8"
+    if name.startswith("int8-"):
+        return "int8" if rknn and target_build(target) == "fp16" else None
+    return target_build(target)
+
+
+def measure(onnx: Path, target: str, out: Path, build: str | None = None) -> tuple[list[str] | str, str | None]:
     """The compiler's placement of every top-level node of a case graph, or "failed: ..." with why."""
     from npufit.errors import NpufitError
     from npufit.graph import load
 
-    build = "fp16" if is_rknn(target) else "int8"
+    build = build or target_build(target)
     try:
         r = compile_onnx(onnx, target, build, out, timeout_s=600)
     except NpufitError as e:  # npufit's converter (Ethos-U, Ethos-N) has no lowering for a node of the graph
@@ -343,7 +530,7 @@ def run(target: str, names: list[str], record: bool, log=print) -> dict:
 
     path = record_file(target)
     comp = {"rknn": "rknn-toolkit2"}.get(compiler_of(target), compiler_of(target))
-    build = "fp16" if is_rknn(target) else "int8"
+    build = target_build(target)
     rec = (
         form.load_cases(path)
         if record and path.is_file()
@@ -361,13 +548,16 @@ def run(target: str, names: list[str], record: bool, log=print) -> dict:
     cat = {**catalogue(("rknn_sweep", "rknn_sweep2")), **CASES}
     with tempfile.TemporaryDirectory(prefix="npufit-sweep-") as d:
         for name in names:
+            cb = case_build(name, target)
+            if cb is None:
+                continue
             p = export_case(name, Path(d))
-            got, ver = measure(p, target, Path(d) / f"{name}-out")
+            got, ver = measure(p, target, Path(d) / f"{name}-out", cb)
             if ver and ver not in rec["compiler_versions"]:
                 rec["compiler_versions"].append(ver)
             ops = [n.op_type for n in load(p).top_nodes]
-            rec["cases"][name] = {"op": ALL, "ops": ops, "placement": got}
-            pred = case_verdicts(p, ALL, target, build)
+            rec["cases"][name] = {"op": ALL, "ops": ops, "placement": got, **({"build": cb} if cb != build else {})}
+            pred = case_verdicts(p, ALL, target, cb)
             cpu = [o for o, g in zip(ops, got) if g == "cpu"] if isinstance(got, list) else got
             said = [o for o, v in zip(ops, pred) if v in form.OFF]
             log(f"{target} {name:<44} compiler cpu: {cpu}  npufit off-NPU: {said}")

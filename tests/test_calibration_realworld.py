@@ -19,16 +19,19 @@ from calibration import form, loso, realworld, records, sweep
 # nodes it may have (the values measured with today's rules when the records were made: see
 # docs/calibration/realworld-scores.md). A record not listed must hold no disagreement.
 FLOORS: dict[str, tuple[float, float, int]] = {
-    # measured 2026-11-28 (python -m calibration.score --realworld): F1 0.949 / 0.681 / 0.681 / 1.000 / 0.909 / 0.714
-    "ethos-n78-int8": (0.94, 0.94, 201),
-    "ethos-u55-256-int8": (0.68, 0.68, 1534),
-    "ethos-u85-256-int8": (0.68, 0.68, 1534),
+    # measured 2026-11-28 (python -m calibration.score --realworld) with the sweep-derived bounds: F1 0.995 / 1.000 /
+    # 1.000 / 1.000 / 0.500 / 0.435. The rk3588 records hold 8 more Ultralytics exports (320 and 160 inputs) than when
+    # the floors were 0.909 / 0.714: their pose heads' CPU Reshapes are not predicted yet (on the 13 models of before:
+    # 1.000 / 0.769)
+    "ethos-n78-int8": (0.99, 0.99, 20),
+    "ethos-u55-256-int8": (1.0, 1.0, 0),
+    "ethos-u85-256-int8": (1.0, 1.0, 0),
     "rk3576-fp16": (1.0, 1.0, 0),
-    "rk3588-fp16": (0.9, 0.9, 1),
-    "rk3588-int8": (0.71, 0.71, 4),
+    "rk3588-fp16": (0.5, 0.5, 10),
+    "rk3588-int8": (0.43, 0.43, 13),
 }
-# Sweep records: the fewest cases that must agree node for node, measured likewise (of 116 each).
-SWEEP_FLOORS: dict[str, int] = {"ethos-n78": 83, "ethos-u55-256": 110, "ethos-u85-256": 103, "rk3588": 94}
+# Sweep records: the fewest cases that must agree node for node, measured likewise (of 116, 184, 184 and 159).
+SWEEP_FLOORS: dict[str, int] = {"ethos-n78": 98, "ethos-u55-256": 180, "ethos-u85-256": 173, "rk3588": 151}
 
 RW = realworld.all_records()
 SW = sorted(sweep.FOLDER.glob("*.json"))
@@ -109,8 +112,13 @@ def test_every_sweep_graph_is_valid_and_runs(tmp_path):
     ort = pytest.importorskip("onnxruntime")
     import onnx
 
+    from npufit.graph import load
+
     for name in sweep.CASES:
         p = sweep.export_case(name, tmp_path)
+        if p.suffix == ".tflite":  # written by npufit's TFLite builder: it must load, with its one op
+            assert [n.op_type for n in load(p).top_nodes] == ["TRANSPOSE"], name
+            continue
         onnx.checker.check_model(onnx.load(p), full_check=True)
         sess = ort.InferenceSession(str(p))
         x = sess.get_inputs()[0]

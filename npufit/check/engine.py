@@ -147,6 +147,9 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
 
 def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckReport:
     folded = graph.folded
+    if profile.runs_constant_ops and graph.format == "tflite" and folded:
+        kept = profile.runs_constant_ops
+        folded = {n.name for n in graph.nodes if n.name in folded and n.op_type not in kept}
     composite_of = _match_composites(graph, profile)
     judge = _Judge(graph, profile, folded, composite_of, local_memo)
     nodes = graph.nodes

@@ -227,6 +227,9 @@ class Profile:
     rewrite_rules: tuple[str, ...] = ()
     rewrite_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     label: str = ""  # short column label where every target shares one screen (check grid); defaults to name
+    # ops of a TFLite model its compiler runs even when every input is a constant (Vela folds no op it does not
+    # support: a float16 weight's DEQUANTIZE stays a CPU op); () when it folds them like npufit does
+    runs_constant_ops: tuple[str, ...] = ()
     # figures `split` ranks cuts with where this target states its own (npufit.split.cost.GENERIC keys), its cap on
     # the default plan's NPU stages ("max_npu_stages") and "sources": figure -> where it comes from; {}: generic
     split_costs: dict[str, Any] = field(default_factory=dict)

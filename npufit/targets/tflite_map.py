@@ -27,7 +27,7 @@ _SIMPLE = {
     "SpaceToDepth": "SPACE_TO_DEPTH", "Tile": "TILE", "Expand": "BROADCAST_TO", "ArgMax": "ARG_MAX",
     "ArgMin": "ARG_MIN", "TopK": "TOPK_V2", "NonMaxSuppression": "NON_MAX_SUPPRESSION_V5", "Cast": "CAST",
     "Equal": "EQUAL", "Greater": "GREATER", "Less": "LESS", "GreaterOrEqual": "GREATER_EQUAL",
-    "LessOrEqual": "LESS_EQUAL", "Not": "LOGICAL_NOT", "And": "LOGICAL_AND", "Or": "LOGICAL_OR",
+    "LessOrEqual": "LESS_EQUAL", "Not": "LOGICAL_NOT", "And": "LOGICAL_AND", "Or": "LOGICAL_OR", "Xor": "NOT_EQUAL",
     "Where": "SELECT_V2", "GRU": "GRU", "RNN": "RNN", "Range": "RANGE", "CumSum": "CUMSUM", "Shape": "SHAPE",
     "QuantizeLinear": "QUANTIZE", "DequantizeLinear": "DEQUANTIZE", "Erf": "ERF", "Einsum": "EINSUM",
     "GridSample": "GRID_SAMPLE", "BatchNormalization": "MUL", "InstanceNormalization": "MEAN",
@@ -206,6 +206,30 @@ def nhwc(shape) -> list | None:
         return None
     s = list(shape)
     return [s[0]] + s[2:] + [s[1]] if len(s) >= 3 else s
+
+
+# the converter's layout: a 4-D ONNX activation is stored NHWC (convert/lower.py)
+_TO_NCHW, _TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+
+
+def tfl_transpose(node: NodeView) -> tuple[list, list[int]] | None:
+    """(input shape, permutation) of the TRANSPOSE the compiler sees: a TFLite model's own; for an ONNX model the one
+    npufit's converter writes (convert/ops_tensor.transpose: a 4-D tensor stays NHWC, the permutation on its axes; an
+    identity there is no op at all)."""
+    if is_tflite(node):
+        v = node.const_value(1)
+        x = node.input_shape(0)
+        return (list(x), [int(p) for p in v]) if v is not None and x is not None else None
+    perm, x = node.attr("perm"), node.input_shape(0)
+    if x is None:
+        return None
+    perm = [int(p) for p in perm] if perm is not None else list(range(len(x)))[::-1]
+    if len(x) != 4:
+        return list(x), perm
+    on_tfl = [_TO_NCHW[p] for p in perm]  # ONNX output axes, read from the NHWC tensor's axes
+    if on_tfl == [0, 1, 2, 3]:  # NCHW -> NHWC of NHWC-stored data: the converter only relabels it
+        return nhwc(x), on_tfl
+    return nhwc(x), [on_tfl[q] for q in _TO_NHWC]
 
 
 def in_shape(node: NodeView, i: int = 0) -> list | None:

@@ -12,7 +12,7 @@ keyed in TFLite vocabulary (ONNX nodes are mapped first). The checks are in chec
 from __future__ import annotations
 
 from ...toolchains import ETHOS_N
-from .. import common
+from .. import common, sweeps
 from .. import tflite_map as tm
 from ..base import Executes, Fallback, OpSupport, Profile, Verdict
 from .rules import graph_rules, op_rules
@@ -29,6 +29,7 @@ SOURCES = {
     "N-KOR": "measured TVM + Ethos-N78 partitions of a user's YOLO models (ethos-vision-optimizer npu_report)",
     "N-LIB": "the Arm Ethos-N support library 6.0.0 (driver stack 25.03), asked op by op by npufit probe --compiler "
     "ethos-n",
+    "SWEEP": sweeps.source("ethos-n78"),
 }
 
 LIMITS = {
@@ -58,6 +59,9 @@ LIMITS = {
     "tanh_zero_points": {"int8": 0, "uint8": 128},
     "depth_to_space_block": 2,
     "transpose_sram_bytes": 1024 * 1024,  # the N78 4TOPS/4PLE SRAM: a transposed tensor must fit it (N-LIB)
+    # read from the compiler sweep (calibration/bounds.py; the sweep's transposes also bracket the SRAM size above)
+    "depthwise_square": sweeps.value("ethos-n78", "depthwise_square"),
+    "min_runtime_cpu": sweeps.value("ethos-n78", "min_cpu"),
     # ops TVM's frontends import as dequantize -> float op -> quantize even in an int8 model
     "float_ops": (
         "LOGISTIC",

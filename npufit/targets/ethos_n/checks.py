@@ -10,13 +10,18 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import partial
 
+import numpy as np
+
 from ...graph import quant
 from ...graph.model import NodeView
-from .. import common
+from .. import calibration as cal
+from .. import common, sweeps
 from .. import tflite_map as tm
 from ..base import Limits, Verdict, fmt_list
+from ..layout import bricks
 
 CPU = Verdict.CPU
+N78 = "ethos-n78"  # the profile the sweep (docs/calibration/sweep/ethos-n78.json) was recorded for
 
 
 def float_op(node: NodeView, lim: Limits) -> bool:
@@ -296,6 +301,38 @@ def transpose_size(node: NodeView, lim: Limits) -> str | None:
     return f"{n} bytes in SRAM bricks" if n >= lim["transpose_sram_bytes"] else None
 
 
+def _swept(lim: Limits, name: str) -> bool:
+    return cal.fitted(lim, sweeps.evidence(N78, name))
+
+
+def transpose_bricks(node: NodeView, lim: Limits) -> str | None:
+    """Any 4-D transpose that moves data (not only the last-two-axes swap of transpose.size) needs its input to fit the
+    SRAM: the sweep ran them on the NPU up to half of it and on the CPU from 1.2 times it (calibration/bounds.py)."""
+    got = tm.tfl_transpose(node)
+    if got is None or got[1] == list(range(len(got[0]))) or not _swept(lim, "transpose_bricks"):
+        return None
+    n = bricks(got[0])
+    return f"{n} bytes in SRAM bricks" if n is not None and n > lim["transpose_sram_bytes"] else None
+
+
+def depthwise_square(node: NodeView, lim: Limits) -> str | None:
+    """A depthwise kernel that is not square (1x7, 7x1, a 1-D kernel): the CPU in every case of the sweep."""
+    k = tm.kernel(node)
+    if not lim["depthwise_square"] or not k or not _swept(lim, "depthwise_square"):
+        return None
+    one_d = node.graph.format == "onnx" and len(k) == 1
+    return f"kernel {fmt_list(k)}" if one_d or k[0] != k[-1] else None
+
+
+def min_runtime(node: NodeView, lim: Limits) -> str | None:
+    """MINIMUM of two run-time tensors: the CPU in the sweep (2, 3 and 4 inputs); a MINIMUM with a constant is the
+    clip pattern."""
+    if not lim["min_runtime_cpu"] or not _swept(lim, "min_cpu"):
+        return None
+    n = sum(1 for i, t in enumerate(node.inputs) if t and not node.is_const(i))
+    return f"minimum of {n} run-time tensors" if n >= 2 else None
+
+
 def pad_axes(node: NodeView, lim: Limits) -> str | None:
     p = common.const_array(node, 1)
     if p is None or p.size != 8:
@@ -307,8 +344,27 @@ def pad_axes(node: NodeView, lim: Limits) -> str | None:
 
 
 def split_channels(node: NodeView, lim: Limits) -> str | None:
+    if not _splits_channels(node):
+        return None
     bad = _channel_ok([tm.out_shape(node, i) for i in range(len(node.outputs))], lim["split_channel_multiple"])
     return None if bad is None else f"an output has {bad} channels"
+
+
+def _splits_channels(node: NodeView) -> bool:
+    """Whether a split cuts the channel axis (ONNX axis 1 of a 4-D tensor, the last axis otherwise; a TFLite SPLIT's
+    axis is its first input): a split of height or width has no channel rule (the sweep's and YOLO11's splits of H
+    ran on the NPU)."""
+    x = node.input_shape(0 if node.graph.format == "onnx" or node.op_type != "SPLIT" else 1)
+    if not x:
+        return True
+    r = len(x)
+    if node.graph.format == "onnx":
+        a = common.norm_axis(int(node.attr("axis", 0)), r)
+        return a == (1 if r == 4 else r - 1)
+    v = node.const_value(0 if node.op_type == "SPLIT" else 2)
+    if v is None:
+        return True
+    return common.norm_axis(int(np.asarray(v).reshape(-1)[0]), r) == r - 1
 
 
 def resize_scale(node: NodeView, lim: Limits) -> str | None:

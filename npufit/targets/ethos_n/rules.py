@@ -20,11 +20,13 @@ from .checks import (
     conv_stride,
     depth_to_space_block,
     depthwise_multiplier,
+    depthwise_square,
     dtype,
     fc_per_channel,
     leaky_relu_island,
     maxpool_config,
     mean_size,
+    min_runtime,
     mul_constant,
     pad_axes,
     qdq_standalone,
@@ -34,6 +36,7 @@ from .checks import (
     slice_unit_stride,
     split_channels,
     tanh_qparams,
+    transpose_bricks,
     transpose_conv_stride,
     transpose_size,
 )
@@ -136,6 +139,14 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "depthwise.multiplier",
                 "depthwise convolution channel multiplier must be {depth_multiplier}",
                 depthwise_multiplier,
+            ),
+            r(
+                "depthwise.square",
+                "A depthwise convolution runs on the NPU only with a square kernel; a one-dimensional or one-row "
+                "kernel (1x7, 7x1) runs on the CPU.",
+                depthwise_square,
+                ("use a square kernel, or a dense convolution for a short 1-D filter",),
+                "SWEEP",
             ),
         ),
         "TRANSPOSE_CONV": (
@@ -299,6 +310,24 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 transpose_size,
                 ("transpose smaller tiles, or keep the model NHWC end to end",),
                 "N-LIB",
+            ),
+            r(
+                "transpose.bricks",
+                "Any transpose that moves data needs its input, rounded up to the SRAM's blocks of rows, columns and "
+                "channels, to fit the {transpose_sram_bytes}-byte SRAM.",
+                transpose_bricks,
+                ("transpose smaller tiles, or keep the model NHWC end to end",),
+                "SWEEP",
+            ),
+        ),
+        "MINIMUM": (
+            r(
+                "min.runtime",
+                "A minimum of two tensors computed while the model runs goes to the host; a minimum with a constant "
+                "(a clip) runs on the NPU.",
+                min_runtime,
+                ("clip with a constant, or take the minimum on the host",),
+                "SWEEP",
             ),
         ),
         "QUANTIZE": (qdq,),

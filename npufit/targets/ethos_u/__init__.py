@@ -11,7 +11,7 @@ converted.py.
 from __future__ import annotations
 
 from ...toolchains import VELA
-from .. import common
+from .. import common, sweeps
 from ..base import Executes, Fallback, OpSupport, Profile, Verdict
 from . import converted as conv
 from . import fitted as fit
@@ -26,6 +26,7 @@ SOURCES = {
     "--sweep; docs/probe/ethos-u55-256-matrix.md)",
     "CAL-V": "measured Vela 5.2.0 compiles of npufit's int8 conversions of a calibration set of 48 architectures, and "
     "of swept Transpose and Resize cases (docs/calibration/)",
+    "SWEEP": sweeps.source(fit.SWEPT),
 }
 
 # Operators listed in Vela 5.2.0's TFLite summary tables.
@@ -78,6 +79,8 @@ U55_LIMITS = {
     "tconv_strides": common.Choices((1, 2)),  # transposed convolution, equal in H and W
     "resize_half_pixel_scale": 2,
     "transpose_int32_rank": 4,
+    # the sweep's int8 TFLite TRANSPOSEs that move a non-unit leading axis (calibration/bounds.py)
+    "transpose_pair_product": sweeps.value(fit.SWEPT, "transpose_product"),
 }
 U85_LIMITS = {
     **BASE_LIMITS,
@@ -155,6 +158,9 @@ def build(name: str) -> Profile:
         judged_formats=("onnx", "tflite"),
         op_key=fit.op_key,
         notes=tuple(notes),
+        # VELA: an op not in the list is left untouched for the CPU, constant inputs or not (the shipped float16
+        # MediaPipe files' weight DEQUANTIZEs and sparse-weight DENSIFYs ran there)
+        runs_constant_ops=("DEQUANTIZE", "DENSIFY"),
     )
 
 

@@ -17,6 +17,7 @@ from ...graph.model import NodeView
 from .. import common
 from .. import tflite_map as tm
 from ..base import Limits, Verdict, fmt_list
+from ..layout import max_product, plain_transpose
 from . import converted as conv
 from . import fitted as fit
 
@@ -264,8 +265,22 @@ def mean(node: NodeView, lim: Limits) -> str | None:
     return None
 
 
+def _softmax_ifm(node: NodeView) -> list | None:
+    """The SOFTMAX input as Vela sees it. npufit's converter moves an ONNX softmax's axis innermost with TRANSPOSEs
+    (convert/ops_shape.softmax), so the IFM's height and width are the two axes beside the batch and that axis, in
+    either layout; a TFLite model's SOFTMAX reads its innermost axis already."""
+    if tm.is_tflite(node):
+        return tm.in_shape(node)
+    x = node.input_shape(0)
+    if not x:
+        return None
+    opset = node.graph.opsets.get("ai.onnx", 13)
+    a = common.norm_axis(int(node.attr("axis", -1 if opset >= 13 else 1)), len(x))
+    return [d for i, d in enumerate(x) if i != a] + [x[a]]
+
+
 def softmax(node: NodeView, lim: Limits) -> str | None:
-    x = tm.in_shape(node)
+    x = _softmax_ifm(node)
     if (
         x
         and len(x) >= 3
@@ -348,6 +363,18 @@ def transpose_u55(node: NodeView, lim: Limits) -> str | None:
     return None
 
 
+def transpose_reshuffle(node: NodeView, lim: Limits) -> str | None:
+    """A TRANSPOSE that moves a non-unit leading axis (Vela's general case): every product of all axes but two must
+    stay within `transpose_pair_product`, read from the sweep (fit.transpose_swept)."""
+    if lim.get("transpose_pair_product") is None or not fit.transpose_swept(lim) or quant.exec_dtype(node) == "int32":
+        return None
+    got = tm.tfl_transpose(node)
+    if got is None or plain_transpose(*got) is not False:
+        return None
+    p = max_product(got[0])
+    return f"{got[0]} permuted by {got[1]}: a product of {p}" if p > lim["transpose_pair_product"] else None
+
+
 def params_const(node: NodeView, lim: Limits) -> str | None:
     consts = all(node.is_const(i) for i in range(1, len(node.inputs)) if node.inputs[i])
     return None if consts else "parameters are computed at run time"
@@ -389,13 +416,14 @@ def minmax_qparams(node: NodeView, lim: Limits) -> str | None:
 def argmax(node: NodeView, lim: Limits) -> str | None:
     x = tm.in_shape(node)
     if node.graph.format == "onnx":
-        axis = node.attr("axis", -1)
+        axis = node.attr("axis", 0)  # ONNX's default
     else:
         axis = int(node.const_value(1).reshape(-1)[0]) if node.const_value(1) is not None else -1
     r = len(x) if x else None
     if x and isinstance(x[-1], int) and x[-1] > lim["argmax_depth"]:
         return f"depth {x[-1]}"
-    if r and node.graph.format == "onnx" and common.norm_axis(int(axis), r) != 1:
+    # the converter keeps a 4-D tensor NHWC (ONNX axis 1 is its depth) and any other in ONNX order (the last axis)
+    if r and node.graph.format == "onnx" and common.norm_axis(int(axis), r) != (1 if r == 4 else r - 1):
         return f"axis {axis}"
     if r and node.graph.format == "tflite" and common.norm_axis(int(axis), r) != r - 1:
         return f"axis {axis}"

@@ -21,9 +21,17 @@ import numpy as np
 from ...graph import NodeView
 from ...graph.quant import FLOAT_DTYPES
 from .. import calibration as cal
+from .. import sweeps
 from .. import tflite_map as tm
 from ..base import Limits, OpSupport, Rule, Verdict
 from . import converted as conv
+
+SWEPT = "ethos-u55-256"  # the U55 configuration the sweep records (the U55 / U65 rule set shares it)
+
+
+def transpose_swept(lim: Limits) -> bool:
+    """Whether the sweep's TRANSPOSE bound may be used (its cases: int8 TFLite TRANSPOSEs on both sides of it)."""
+    return cal.fitted(lim, sweeps.evidence(SWEPT, "transpose_product"))
 
 
 def _gather_sliced(node: NodeView) -> bool:

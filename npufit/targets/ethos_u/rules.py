@@ -41,6 +41,7 @@ from .checks import (
     strided_slice,
     tconv_stride,
     transpose,
+    transpose_reshuffle,
     transpose_u55,
     weight_8bit,
     weight_sum,
@@ -174,6 +175,14 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
             evidence="Vela's report also limits int8 permutations by the product of N−2 axes; measured Vela 5.2.0 "
             "compiles of swept Transpose cases did not show that limit.",
         )
+        tr_moves = r(
+            "transpose.reshuffle",
+            "A transpose that moves a leading axis longer than one runs on the NPU only while the product of any "
+            "two of its axes (all but two, above 4-D) is at most {transpose_pair_product}.",
+            transpose_reshuffle,
+            ("keep the leading axis in place (reshape it into the last three axes first), or transpose smaller parts",),
+            "SWEEP",
+        )
     else:
         resize = r(
             "resize.scale",
@@ -252,7 +261,7 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
         ),
         "RESIZE_BILINEAR": (resize,),
         "RESIZE_NEAREST_NEIGHBOR": (resize,),
-        "TRANSPOSE": (tr,),
+        "TRANSPOSE": (tr, tr_moves) if u55 else (tr,),
         "SLICE": (pc,),
         "PAD": (pc,),
         "PADV2": (pc,),

@@ -13,9 +13,10 @@ from dataclasses import replace
 
 from ...graph.model import NodeView
 from ...toolchains import RKNN
-from .. import common, patterns
+from .. import common, patterns, sweeps
 from .. import tflite_map as tm
 from ..base import Composite, Fallback, Hint, Limits, OpSupport, Profile, Verdict
+from . import bounded
 from . import swept as sw
 from .rules import graph_rules, op_rules
 from .socs import CAL, SOCS, TAG, Soc
@@ -33,6 +34,7 @@ SOURCES = {
     "probe --compiler rknn --sweep; docs/probe/rk3588-matrix.md)",
     "CAL-R": "measured rknn-toolkit2 2.5.0 builds for RK3588 of a calibration set of 48 architectures "
     "(docs/calibration/rk3588-*.json); each condition names the models that show it",
+    "SWEEP": sweeps.source("rk3588"),
 }
 
 LIMITS = {
@@ -104,6 +106,8 @@ LIMITS = {
     "split_row_bytes": 16,
     # the RKNN runtime converts layout (NC1HWC2 <-> NCHW) and dtype when a tensor crosses to a CPU op (INF)
     "boundary_layout": "NC1HWC2",
+    # read from the compiler sweep (bounded.py): 1-D kernels and strides, Sum inputs, Mean, Min, Cast types
+    **bounded.limits(),
 }
 
 
@@ -167,6 +171,7 @@ _NPU_OPS = (
     # RKNN-C: rewritten to NPU convs by rknn.build
     (("ReduceMean", "ReduceSum"), "the toolkit rewrites it to a conv / global pooling on the NPU", "RKNN-C"),
     (("ScatterND", "ReduceL2", "Einsum"), "", "CAL-R"),
+    (("Sum",), "the toolkit adds the inputs on the NPU", "SWEEP"),
 )
 
 _TO_NPU = "the rewrite moves it to an NPU op"
@@ -247,6 +252,14 @@ def _ops(p: str, lim: Limits) -> dict[str, OpSupport]:
             ops[op] = OpSupport(
                 op, CPU, reason=CPU_REASON.format(op=op, chip=lim["chip"]), source=src, fix_rules=fix_rules, fix=fix
             )
+    # the sweep: Mean of two to four tensors ran on the CPU (an op the 2.3.2 list does not name)
+    if lim["mean_cpu"]:
+        ops["Mean"] = OpSupport(
+            "Mean",
+            CPU,
+            reason="Mean of several tensors runs on the CPU (measured on RK3588)",
+            source="SWEEP",
+        )
     for op in _UNSUPPORTED:
         ops[op] = OpSupport(
             op,

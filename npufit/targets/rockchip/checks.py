@@ -11,6 +11,7 @@ from ...graph import NodeView, quant
 from .. import common
 from .. import tflite_map as tm
 from ..base import Limits, Verdict, fmt_list
+from . import bounded as bd
 from . import fitted as fit
 from . import swept as sw
 
@@ -118,6 +119,8 @@ def output_layout(node: NodeView, lim: Limits) -> str | None:
 
 
 def conv_kernel(node: NodeView, lim: Limits) -> str | None:
+    if bd.conv1d_swept(node, lim):  # judged by the sweep's 1-D bounds (conv1d.limits)
+        return None
     k = tm.kernel(node)
     dw = tm.tflite_op(node) == "DEPTHWISE_CONV_2D"
     cap = lim["dw_kernel"] if dw else lim["conv_kernel"]
@@ -127,6 +130,8 @@ def conv_kernel(node: NodeView, lim: Limits) -> str | None:
 
 
 def conv_stride(node: NodeView, lim: Limits) -> str | None:
+    if bd.conv1d_swept(node, lim):  # judged by the sweep's 1-D bounds (conv1d.limits)
+        return None
     s = tm.strides(node)
     if s == tm.kernel(node) and not any(int(x) for x in (node.attr("pads") or [])):
         return None  # RKNN-C: patchify conv (kernel == stride, no pads) ran on the NPU with stride 8
@@ -196,7 +201,8 @@ def slice_steps(node: NodeView, lim: Limits) -> str | None:
     steps = common.const_ints(node, 4) if len(node.inputs) > 4 and node.inputs[4] else None
     if not steps or all(s == lim["slice_step"] for s in steps):
         return None
-    ok = fit.space_to_depth(node, lim) or sw.slice_flip(node, lim) or sw.strided_matmul_grid(node, lim)
+    reorg = fit.space_to_depth(node, lim) and not bd.focus_chain_cpu(node, lim)
+    ok = reorg or sw.slice_flip(node, lim) or sw.strided_matmul_grid(node, lim)
     return None if ok else f"steps {steps}"
 
 
@@ -330,9 +336,9 @@ def rnn_size(node: NodeView, lim: Limits) -> str | None:
 
 
 def cast_cpu(node: NodeView, lim: Limits) -> str | None:
-    return (
-        None if fit.noop_cast(node) or sw.cast_on_npu(node, lim) else f"{node.input_dtype(0)} → {node.output_dtype(0)}"
-    )
+    if fit.noop_cast(node) or sw.cast_on_npu(node, lim) or bd.cast_swept(node, lim):
+        return None
+    return f"{node.input_dtype(0)} → {node.output_dtype(0)}"
 
 
 def qdq_absorbed(node: NodeView, lim: Limits) -> str | None:

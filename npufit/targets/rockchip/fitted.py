@@ -17,6 +17,7 @@ from ...graph import Graph, NodeView
 from .. import calibration as cal
 from .. import common
 from ..base import Limits
+from ..layout import strided
 from . import reshapes, swept
 from .reshapes import from_npu
 
@@ -206,29 +207,11 @@ def softmax_last_axis(node: NodeView, r, a: int, lim: Limits) -> bool:
     return cal.fitted(lim, SOFTMAX_LAST)
 
 
-def _strided(node: NodeView) -> dict[int, tuple[int, int]] | None:
-    """{axis: (start, step)} of a Slice with a step other than 1 that runs to the end of each sliced axis."""
-    if node is None or node.op_type != "Slice" or len(node.inputs) < 5 or not node.inputs[4]:
-        return None
-    x = node.input_shape(0)
-    starts, ends, steps = common.const_ints(node, 1), common.const_ints(node, 2), common.const_ints(node, 4)
-    axes = common.const_ints(node, 3) if node.inputs[3] else list(range(len(starts or ())))
-    if not x or None in (starts, ends, steps, axes) or all(s == 1 for s in steps):
-        return None
-    out = {}
-    for a, st, en, sp in zip(axes, starts, ends, steps):
-        a = common.norm_axis(a, len(x))
-        if not isinstance(x[a], int) or sp < 1 or not 0 <= st < sp or en < x[a]:
-            return None
-        out[a] = (st, sp)
-    return out
-
-
 def _phase(tensor: str, graph: Graph) -> tuple[str, dict] | None:
     """(source tensor, {axis: (start, step)}) of a chain of strided Slices producing `tensor`."""
     phase: dict = {}
     node = graph.producer(tensor)
-    while (s := _strided(node)) is not None:
+    while (s := strided(node)) is not None:
         phase.update(s)
         tensor = node.inputs[0]
         node = graph.producer(tensor)
@@ -244,7 +227,7 @@ def space_to_depth(node: NodeView, lim: Limits) -> bool:
     while todo:  # down through the chained strided slices to the one Concat they all feed
         cur = todo.pop()
         for c in g.consumers(cur.outputs[0]):
-            if _strided(c) is not None:
+            if strided(c) is not None:
                 todo.append(c)
             elif c.op_type == "Concat":
                 cats[c.name] = c

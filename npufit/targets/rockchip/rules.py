@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import common
 from ..base import Executes, Limits, Rule, RuleMaker, Verdict
+from . import bounded as bd
 from . import fitted as fit
 from . import reshapes
 from . import swept as sw
@@ -161,6 +162,14 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "dilation must be {conv_min}..{conv_dilation}; a dilated kernel needs input width < "
                 "{dilated_max_width}",
                 conv_dilation,
+            ),
+            r(
+                "conv1d.limits",
+                "A one-dimensional convolution runs on the NPU with a kernel of up to {conv1d_kernel} and a stride "
+                "of up to {conv1d_stride}, the longest measured there.",
+                bd.conv1d_limits,
+                ("split the kernel into shorter ones, or run the front end on the host",),
+                "SWEEP",
             ),
         ),
         "ConvTranspose": (
@@ -316,6 +325,14 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 ("split the innermost axis into wider parts, or do this reshape on the host",),
                 "CAL-R",
             ),
+            r(
+                "reshape.split_rows",
+                "Reshapes that split channel rows into a map for a convolution run on the NPU while the map's height "
+                "times width is at most {split_rows_hw}.",
+                bd.split_rows_map,
+                ("transpose the split rows before the convolution, or split them on the host",),
+                "SWEEP",
+            ),
         ),
         "ScatterND": (
             r(
@@ -333,6 +350,25 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 fit.reduce_l2,
                 (),
                 "CAL-R",
+            ),
+        ),
+        "Sum": (
+            r(
+                "sum.inputs",
+                "A Sum of up to {sum_inputs} inputs runs on the NPU; with {sum_fails_from} inputs the build failed.",
+                bd.sum_inputs,
+                ("add the inputs two at a time",),
+                "SWEEP",
+                on_fail=UNSUP,
+            ),
+        ),
+        "Min": (
+            r(
+                "min.runtime",
+                "A Min of two or more tensors computed while the model runs goes to the CPU.",
+                bd.min_runtime,
+                ("use Max of the negated inputs (-max(-a, -b)), which ran on the NPU",),
+                "SWEEP",
             ),
         ),
         "Einsum": (

@@ -1,0 +1,359 @@
+"""Rule bounds read from the compiler sweeps, never typed in.
+
+    python -m calibration.bounds            # derive every bound from docs/calibration/sweep/*.json and write them
+    python -m calibration.bounds --check    # derive them and compare with the package's file (exit 1 on a difference)
+
+Each bound is a function of one sweep record (calibration/sweep.py): it rebuilds the record's case graphs, pairs every
+top-level node with the placement the compiler gave it, and reads the bound off the nodes on both sides (the largest
+value that ran on the NPU, checked against the smallest that did not), so the record shows where the bound lies. The
+result is the value, the cases it was read from and one sentence on how. They are written to
+npufit/targets/records/sweep-bounds.json, which the rules read (npufit/targets/sweeps.py): the installed package does
+not carry the sweep records. tests/test_calibration_bounds.py derives them again from the records and compares, so a
+re-recorded sweep that moves a bound fails there until this is run again."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import form, sweep
+
+OUT = Path(__file__).resolve().parents[1] / "npufit" / "targets" / "records" / "sweep-bounds.json"
+
+
+@dataclass
+class Placed:
+    """One top-level node of a sweep case and where the compiler placed it (npu, cpu, folded)."""
+
+    case: str
+    node: object  # npufit NodeView
+    placed: str
+
+
+class Derivation(ValueError):
+    """The record does not show a bound: both sides overlap, or no case measured it."""
+
+
+def placed_nodes(rec: dict, folder: Path, names=None) -> tuple[list[Placed], dict[str, object]]:
+    """Every top-level node of the record's compiled cases with its placement, and the graphs of the cases the compiler
+    did not take (case -> graph). `names`: a predicate on case names."""
+    from npufit.graph import load
+
+    out, failed = [], {}
+    for name, case in rec["cases"].items():
+        if names is not None and not names(name):
+            continue
+        g = load(sweep.export_case(name, folder))
+        if isinstance(case["placement"], str):
+            failed[name] = g
+            continue
+        out += [Placed(name, n, p) for n, p in zip(g.top_nodes, case["placement"])]
+    return out, failed
+
+
+def _prefix(*ps: str) -> Callable[[str], bool]:
+    return lambda name: name.startswith(ps)
+
+
+def _split(nodes: list[Placed], key) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(value, case) of the nodes on the NPU and of those on the CPU, for a key(node) -> value or None."""
+    npu, cpu = [], []
+    for p in nodes:
+        v = key(p.node)
+        if v is None:
+            continue
+        (cpu if p.placed == "cpu" else npu).append((v, p.case))
+    return npu, cpu
+
+
+def _upper(npu, cpu, what: str) -> tuple[int, list[str]]:
+    """The largest value measured on the NPU; every value measured on the CPU must exceed it."""
+    if not npu:
+        raise Derivation(f"{what}: no case ran on the NPU")
+    top = max(v for v, _ in npu)
+    low = [v for v, _ in cpu if v <= top]
+    if low:
+        raise Derivation(f"{what}: {low[0]} ran on the CPU, under the largest value on the NPU ({top})")
+    return top, sorted({c for _, c in npu + cpu})
+
+
+# -- the bounds ------------------------------------------------------------------------------------------------------
+
+
+def _conv1d(attr: str):
+    def key(n):
+        if n.op_type != "Conv" or len(n.input_shape(0) or ()) != 3:
+            return None
+        return max(int(v) for v in n.attr(attr))
+
+    return key
+
+
+def conv1d_kernel(rec, nodes, failed) -> dict:
+    npu, cpu = _split(nodes, _conv1d("kernel_shape"))
+    top, cases = _upper(npu, cpu, "1-D kernel")
+    return {
+        "value": top,
+        "cases": cases,
+        "how": f"the longest 1-D convolution kernel that ran on the NPU ({len(npu)} of {len(npu) + len(cpu)} 1-D "
+        "convolutions did)",
+    }
+
+
+def conv1d_stride(rec, nodes, failed) -> dict:
+    npu, cpu = _split(nodes, _conv1d("strides"))
+    top, cases = _upper(npu, cpu, "1-D stride")
+    return {"value": top, "cases": cases, "how": "the longest 1-D convolution stride that ran on the NPU"}
+
+
+def _arity(op: str):
+    return lambda n: len([i for i in n.inputs if i]) if n.op_type == op else None
+
+
+def sum_inputs(rec, nodes, failed) -> dict:
+    """The most inputs of a Sum that ran on the NPU; the fewest of a Sum whose build failed."""
+    npu, cpu = _split(nodes, _arity("Sum"))
+    top, cases = _upper(npu, cpu, "Sum inputs")
+    fail = sorted(
+        (len([i for i in n.inputs if i]), c) for c, g in failed.items() for n in g.top_nodes if n.op_type == "Sum"
+    )
+    if fail and fail[0][0] <= top:
+        raise Derivation(f"Sum inputs: a build with {fail[0][0]} inputs failed, under {top} on the NPU")
+    return {
+        "value": top,
+        "fails_from": fail[0][0] if fail else None,
+        "cases": sorted(set(cases) | {c for _, c in fail}),
+        "how": "the most inputs of a Sum that ran on the NPU"
+        + (f"; the build of a Sum of {fail[0][0]} failed" if fail else ""),
+    }
+
+
+def _all_cpu(op: str, runtime_inputs: int = 1):
+    def derive(rec, nodes, failed) -> dict:
+        got = [p for p in nodes if p.node.op_type == op and _runtime_inputs(p.node) >= runtime_inputs]
+        if not got:
+            raise Derivation(f"{op}: no case measured it")
+        on = sorted({p.placed for p in got})
+        return {
+            "value": on == ["cpu"],
+            "cases": sorted({p.case for p in got}),
+            "how": f"every {op} of {runtime_inputs} or more run-time tensors measured ({len(got)}) ran on "
+            + " / ".join(on),
+        }
+
+    return derive
+
+
+def _runtime_inputs(n) -> int:
+    return sum(1 for i, t in enumerate(n.inputs) if t and not n.is_const(i))
+
+
+def cast_pairs(rec, nodes, failed) -> dict:
+    """Per (from, to) dtype pair of a Cast of run-time data: where it ran (npu, cpu, folded: deleted by the build)."""
+    seen: dict[tuple[str, str], set] = {}
+    cases = set()
+    for p in nodes:
+        n = p.node
+        if n.op_type != "Cast" or n.is_const(0):
+            continue
+        seen.setdefault((n.input_dtype(0), n.output_dtype(0)), set()).add(p.placed)
+        cases.add(p.case)
+    mixed = {k: v for k, v in seen.items() if len(v) > 1}
+    if mixed:
+        raise Derivation(f"Cast: {mixed} placed two ways")
+    return {
+        "value": sorted([a, b, next(iter(v))] for (a, b), v in seen.items()),
+        "cases": sorted(cases),
+        "how": "where each Cast of run-time data ran, by its input and output type",
+    }
+
+
+def focus_chain(rec, nodes, failed) -> dict:
+    """The space-to-depth reorgs of strided Slices (calibration/sweep.py's focus cases): those written as unshared
+    chains (npufit's rockchip.bounded.unshared_chain) against the shared and two-axis forms."""
+    from npufit.targets.layout import strided, unshared_chain
+
+    chained = [p for p in nodes if strided(p.node) is not None and unshared_chain(p.node)]
+    reorg = {p.case for p in chained} | {p.case for p in nodes if p.node.op_type == "Concat"}
+    other = [p for p in nodes if p.case in reorg and strided(p.node) is not None and not unshared_chain(p.node)]
+    on = {p.placed for p in chained}
+    if not chained or not other or {p.placed for p in other} != {"npu"}:
+        raise Derivation("focus chains: the record has no reorg of each form, or a shared one ran on the CPU")
+    return {
+        "value": on == {"cpu"},
+        "cases": sorted({p.case for p in chained + other}),
+        "how": f"every Slice of an unshared chain ran on the {'CPU' if on == {'cpu'} else '/'.join(sorted(on))} "
+        f"({len(chained)} measured); every Slice of the shared and two-axis forms on the NPU ({len(other)})",
+    }
+
+
+def _tfl_transpose_else(n) -> int | None:
+    """For a TFLite TRANSPOSE outside Vela's plain cases (an identity, or a permutation that keeps the leading axis of a
+    3-D tensor or of a 4-D one whose leading axis is 1): the largest product of all axes but two, else None (the same
+    reading of the shape as the rule's, npufit/targets/ethos_u/checks.py)."""
+    from npufit.targets.layout import max_product, plain_transpose
+    from npufit.targets.tflite_map import tfl_transpose
+
+    got = tfl_transpose(n) if n.op_type == "TRANSPOSE" else None
+    if got is None or plain_transpose(*got) is not False:
+        return None
+    return max_product(got[0])
+
+
+def transpose_product(rec, nodes, failed) -> dict:
+    npu, cpu = _split(nodes, _tfl_transpose_else)
+    if not cpu:  # every one ran on the NPU: no bound on this target up to the largest measured
+        return {
+            "value": None,
+            "largest_on_npu": max(v for v, _ in npu),
+            "cases": sorted({c for _, c in npu}),
+            "how": "every TFLite TRANSPOSE that moves a non-unit leading axis ran on the NPU",
+        }
+    top, cases = _upper(npu, cpu, "transpose product")
+    return {
+        "value": top,
+        "cases": cases,
+        "how": f"the largest product of all axes but two of a TFLite TRANSPOSE that moves a non-unit leading axis and "
+        f"ran on the NPU; the {len(cpu)} above it ran on the CPU",
+    }
+
+
+def _moving_transpose(n) -> int | None:
+    """A 4-D Transpose that moves data in the converter's NHWC layout: its input's size in bricks."""
+    from npufit.targets.layout import bricks
+    from npufit.targets.tflite_map import tfl_transpose
+
+    got = tfl_transpose(n) if n.op_type in ("Transpose", "TRANSPOSE") else None
+    if got is None or len(got[0]) != 4 or got[1] == list(range(4)):
+        return None
+    return bricks(got[0])
+
+
+def transpose_bricks(rec, nodes, failed) -> dict:
+    """The Ethos-N transposes: the largest input (in bricks) that ran on the NPU and the smallest that did not (the
+    support library's SRAM size, the profile's transpose_sram_bytes, must lie between: test_calibration_bounds.py)."""
+    npu, cpu = _split(nodes, _moving_transpose)
+    top, cases = _upper(npu, cpu, "transpose bricks")
+    low = min(v for v, _ in cpu)
+    return {
+        "value": top,
+        "cpu_from": low,
+        "cases": cases,
+        "how": f"4-D transposes that move data ran on the NPU up to {top} bytes in 8x8x16 bricks and on the CPU from "
+        f"{low}",
+    }
+
+
+def _depthwise_nonsquare(n) -> int | None:
+    """1 for a depthwise Conv with a non-square kernel, 0 for a square one, None for any other node."""
+    x, w = n.input_shape(0), n.input_shape(1)
+    if n.op_type != "Conv" or not x or not w or int(n.attr("group", 1)) != x[1] or x[1] == 1:
+        return None
+    k = [int(v) for v in n.attr("kernel_shape")]
+    return int(len(k) == 1 or k[0] != k[-1])
+
+
+def depthwise_square(rec, nodes, failed) -> dict:
+    npu, cpu = _split(nodes, _depthwise_nonsquare)
+    bad = [c for v, c in npu if v]
+    if bad or not any(v for v, _ in cpu):
+        raise Derivation(f"depthwise kernels: non-square ones ran on the NPU ({bad}) or none ran on the CPU")
+    return {
+        "value": True,
+        "cases": sorted({c for _, c in npu + cpu}),
+        "how": f"every non-square depthwise kernel (1-D ones included) ran on the CPU "
+        f"({sum(1 for v, _ in cpu if v)} measured); square ones from 3x3 to 9x9 on the NPU",
+    }
+
+
+def split_rows(rec, nodes, failed) -> dict:
+    """Channel rows split into a [1, C, H, W] map for a convolution (calibration/sweep.py's split_rows): the largest
+    H x W that ran on the NPU; every larger one measured ran on the CPU."""
+    from npufit.targets.layout import split_rows as hw
+
+    npu, cpu = _split(nodes, hw)
+    top, cases = _upper(npu, cpu, "split rows")
+    if not cpu:
+        raise Derivation("split rows: none ran on the CPU")
+    low = min(v for v, _ in cpu)
+    return {
+        "value": top,
+        "cpu_from": low,
+        "cases": cases,
+        "how": f"Reshapes splitting channel rows into a map for a convolution ran on the NPU up to an H x W of {top} "
+        f"and on the CPU from {low}",
+    }
+
+
+# target -> bound name -> (case filter, derivation)
+BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
+    "rk3588": {
+        "conv1d_kernel": (_prefix("conv1d-"), conv1d_kernel),
+        "conv1d_stride": (_prefix("conv1d-"), conv1d_stride),
+        "sum_inputs": (_prefix("arity-sum-"), sum_inputs),
+        "mean_cpu": (_prefix("arity-mean-"), _all_cpu("Mean")),
+        "min_cpu": (_prefix("arity-min-"), _all_cpu("Min", 2)),
+        "max_cpu": (_prefix("arity-max-"), _all_cpu("Max", 2)),
+        "cast_pairs": (_prefix("cast-"), cast_pairs),
+        "focus_chain": (_prefix("focus-"), focus_chain),
+        "split_rows": (_prefix("split-rows-", "rows-", "head-dfl-"), split_rows),
+    },
+    "ethos-n78": {
+        "transpose_bricks": (_prefix("transpose-", "head-dfl-"), transpose_bricks),
+        "depthwise_square": (_prefix("conv2d-", "conv1d-"), depthwise_square),
+        "min_cpu": (_prefix("arity-min-"), _all_cpu("Min", 2)),
+    },
+    "ethos-u55-256": {"transpose_product": (_prefix("tfl-transpose-"), transpose_product)},
+    "ethos-u85-256": {"transpose_product": (_prefix("tfl-transpose-"), transpose_product)},
+}
+
+
+def derive(targets=None) -> dict:
+    """Every bound of BOUNDS from today's sweep records: target -> name -> {value, cases, how, record}."""
+    out: dict = {}
+    with tempfile.TemporaryDirectory(prefix="npufit-bounds-") as d:
+        for target, bounds in BOUNDS.items():
+            if targets and target not in targets:
+                continue
+            path = sweep.record_file(target)
+            rec = form.load_cases(path)
+            out[target] = {}
+            for name, (pick, fn) in bounds.items():
+                folder = Path(tempfile.mkdtemp(dir=d))
+                nodes, failed = placed_nodes(rec, folder, pick)
+                got = fn(rec, nodes, failed)
+                got["record"] = f"docs/calibration/sweep/{path.name}"
+                got["compiler"] = f"{rec['compiler']} {', '.join(rec['compiler_versions'])}"
+                out[target][name] = got
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the package's file instead of writing it")
+    a = ap.parse_args(argv)
+    import json
+
+    from npufit.util.io import atomic_write_json
+
+    got = derive()
+    doc = {"schema": "npufit.sweep-bounds/1", "written_by": "python -m calibration.bounds", "bounds": got}
+    if a.check:
+        have = json.loads(OUT.read_text()) if OUT.is_file() else {}
+        if have != json.loads(json.dumps(doc)):
+            print(f"{OUT} differs from the bounds the sweep records give: run `python -m calibration.bounds`")
+            sys.exit(1)
+        print("the bounds file matches the sweep records")
+        return
+    atomic_write_json(OUT, doc)
+    for t, bs in got.items():
+        for n, b in bs.items():
+            print(f"{t:<16} {n:<20} {b['value']!s:<40} ({len(b['cases'])} cases)")
+
+
+if __name__ == "__main__":
+    main()

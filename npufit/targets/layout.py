@@ -1,0 +1,101 @@
+"""Shape and layout facts several targets' rules read, and calibration/bounds.py with them when it reads a rule's
+bound off a sweep record (a fact stated once; nothing here builds a profile or reads a bound)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from ..graph import NodeView
+from . import common
+
+
+def strided(node: NodeView | None) -> dict[int, tuple[int, int]] | None:
+    """{axis: (start, step)} of a Slice with a step other than 1 that runs to the end of each sliced axis."""
+    if node is None or node.op_type != "Slice" or len(node.inputs) < 5 or not node.inputs[4]:
+        return None
+    x = node.input_shape(0)
+    starts, ends, steps = common.const_ints(node, 1), common.const_ints(node, 2), common.const_ints(node, 4)
+    axes = common.const_ints(node, 3) if node.inputs[3] else list(range(len(starts or ())))
+    if not x or None in (starts, ends, steps, axes) or all(s == 1 for s in steps):
+        return None
+    out = {}
+    for a, st, en, sp in zip(axes, starts, ends, steps):
+        a = common.norm_axis(a, len(x))
+        if not isinstance(x[a], int) or sp < 1 or not 0 <= st < sp or en < x[a]:
+            return None
+        out[a] = (st, sp)
+    return out
+
+
+def unshared_chain(node: NodeView) -> bool:
+    """A strided Slice in a chain that does not branch: one Slice per axis and phase, each read by the next alone
+    (YOLOX's Focus as torch writes `x[..., ::2, ::2]` four times: 8 slices). The reorg whose first slices are shared by
+    the phases (YOLOv5's 6 slices) or whose slices cut both axes at once (4 slices) does not chain this way."""
+    g = node.graph
+    src = g.producer(node.inputs[0]) if node.inputs and node.inputs[0] else None
+    if strided(src) is not None and len(g.consumers(src.outputs[0])) == 1:
+        return True
+    cons = g.consumers(node.outputs[0])
+    return len(cons) == 1 and strided(cons[0]) is not None
+
+
+def plain_transpose(shape, perm) -> bool | None:
+    """Vela's first two cases for an int8 TRANSPOSE: no move, or a permutation of the last three axes of a 3-D tensor
+    or of a higher-rank one whose other axes are 1 (True); anything else (False) is bounded by the product of every
+    N-2 axes. None when the shape is not known."""
+    if not shape or not all(isinstance(d, int) for d in shape):
+        return None
+    r = len(shape)
+    if list(perm) == list(range(r)):
+        return True
+    lead = r - 3
+    return r >= 3 and list(perm[:lead]) == list(range(lead)) and all(d == 1 for d in shape[:lead])
+
+
+def max_product(shape) -> int:
+    """The largest product of any len(shape) - 2 axes."""
+    return max(math.prod(c) for c in itertools.combinations(shape, max(len(shape) - 2, 1)))
+
+
+def bricks(shape) -> int | None:
+    """Bytes of an NHWC int8 tensor in the Ethos-N's 8 x 8 x 16 bricks (H and W rounded up to 8, depth to 16)."""
+    if not shape or len(shape) != 4 or not all(isinstance(d, int) for d in shape):
+        return None
+    n, h, w, c = shape
+    return n * -(-h // 8) * 8 * -(-w // 8) * 8 * -(-c // 16) * 16
+
+
+def _reshape_run(node: NodeView) -> tuple[NodeView, NodeView] | None:
+    """(first, last) of the run of Reshapes `node` is in, each feeding the next alone."""
+    if node is None or node.op_type != "Reshape":
+        return None
+    g = node.graph
+    first = last = node
+    while (
+        (p := g.producer(first.inputs[0])) is not None
+        and p.op_type == "Reshape"
+        and len(g.consumers(p.outputs[0])) == 1
+    ):
+        first = p
+    while len(c := g.consumers(last.outputs[0])) == 1 and c[0].op_type == "Reshape":
+        last = c[0]
+    return first, last
+
+
+def split_rows(node: NodeView) -> int | None:
+    """H x W of the [1, C, H, W] map a run of Reshapes makes of channel rows ([1, C*H, W] or [1, C*H, 1, W], C and H
+    above 1) for a convolution to read (a DFL head's [1, 64, A] -> [1, 4, 16, A], a pose head's [1, 51, A] ->
+    [1, 17, 3, A]); None for any other node."""
+    run = _reshape_run(node)
+    if run is None:
+        return None
+    x, y = run[0].input_shape(0), run[1].output_shape(0)
+    cons = node.graph.consumers(run[1].outputs[0])
+    if not x or not y or len(y) != 4 or not all(isinstance(d, int) for d in list(x) + list(y)):
+        return None
+    if not cons or any(c.op_type != "Conv" for c in cons):
+        return None
+    n, c, h, w = y
+    rows = [d for d in x if d != 1]
+    return h * w if n == 1 and c > 1 and h > 1 and x[0] == 1 and rows == [c * h, w] else None

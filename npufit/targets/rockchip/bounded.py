@@ -1,0 +1,106 @@
+"""RKNN conditions whose bounds are read from the compiler sweep (targets/sweeps.py: RKNN-Toolkit2 2.5.0 builds of the
+small graphs of calibration/sweep.py, record docs/calibration/sweep/rk3588.json).
+
+Each check uses its bound only where the sweep's evidence may be used (cal.fitted with the bound's cases): the corpus-
+only score falls back to the 2.3.2 document there. The values are limits of the profile (rockchip/__init__.py reads
+them from the sweep), so the sentences quote the same numbers the checks use."""
+
+from __future__ import annotations
+
+from ...graph import NodeView
+from .. import calibration as cal
+from .. import sweeps
+from .. import tflite_map as tm
+from ..base import Limits
+from ..layout import split_rows, unshared_chain
+
+T = "rk3588"  # the SoC the sweep was recorded on; the other SoCs inherit its conditions (rockchip/socs.py)
+
+
+def _swept(lim: Limits, name: str) -> bool:
+    return cal.fitted(lim, sweeps.evidence(T, name))
+
+
+def conv1d(node: NodeView) -> bool:
+    """A 1-D convolution: a 3-D [N, C, L] input (an audio front end's STFT, a TCN)."""
+    x = node.input_shape(0)
+    return node.op_type == "Conv" and node.graph.format == "onnx" and x is not None and len(x) == 3
+
+
+def conv1d_swept(node: NodeView, lim: Limits) -> bool:
+    """Whether the 1-D bounds of the sweep judge this node (the 2-D kernel and stride rules then leave it)."""
+    return conv1d(node) and _swept(lim, "conv1d_kernel") and _swept(lim, "conv1d_stride")
+
+
+def conv1d_limits(node: NodeView, lim: Limits) -> str | None:
+    """A 1-D convolution: every kernel and stride up to the longest the sweep ran on the NPU (12 of 12 did, kernels
+    3 to 512, strides 1 to 256: STFT front ends)."""
+    if not conv1d_swept(node, lim):
+        return None
+    k, s = tm.kernel(node), tm.strides(node)
+    if any(x > lim["conv1d_kernel"] for x in k):
+        return f"kernel {k[0]}"
+    if any(x > lim["conv1d_stride"] for x in s):
+        return f"stride {s[0]}"
+    return None
+
+
+def sum_inputs(node: NodeView, lim: Limits) -> str | None:
+    """Sum: the sweep ran 2 and 3 inputs on the NPU and the build of 4 failed; without the sweep the 2.3.2 operator
+    list, which has no Sum, says the converter rejects it."""
+    if not _swept(lim, "sum_inputs"):
+        return "Sum is not in the 2.3.2 operator list"
+    n = len([i for i in node.inputs if i])
+    return None if n <= lim["sum_inputs"] else f"{n} inputs"
+
+
+def focus_chain_cpu(node: NodeView, lim: Limits) -> bool:
+    """A space-to-depth reorg written as unshared chains of strided Slices: the CPU in the sweep (8 slices, from the
+    model input or after a conv, 64x64 to 640x640), where its shared and two-axis forms ran on the NPU."""
+    return lim["focus_chain_cpu"] and unshared_chain(node) and _swept(lim, "focus_chain")
+
+
+def split_rows_map(node: NodeView, lim: Limits) -> str | None:
+    """Reshapes that split channel rows into a [1, C, H, W] map for a convolution: the NPU up to the sweep's largest
+    H x W, the CPU above it (YOLOv8's DFL input [1, 64, A] -> [1, 4, 16, A] at 4200 anchors and more; the same split
+    before a Transpose, as Ultralytics writes the head, ran on the NPU and is not this pattern)."""
+    hw = split_rows(node)
+    if hw is None or hw <= lim["split_rows_hw"] or not _swept(lim, "split_rows"):
+        return None
+    return f"a {hw}-element map"
+
+
+def _runtime_inputs(node: NodeView) -> int:
+    return sum(1 for i, t in enumerate(node.inputs) if t and not node.is_const(i))
+
+
+def min_runtime(node: NodeView, lim: Limits) -> str | None:
+    """Min of two or more run-time tensors: the CPU in the sweep (2, 3 and 4 inputs; Max of the same on the NPU).
+    A Min with a constant (a clamp) was not measured and stays as the document says."""
+    if not lim["min_runtime_cpu"] or not _swept(lim, "min_cpu"):
+        return None
+    n = _runtime_inputs(node)
+    return f"Min of {n} run-time tensors" if n >= 2 else None
+
+
+def cast_swept(node: NodeView, lim: Limits) -> bool:
+    """A Cast of run-time data whose (from, to) types the sweep ran on the NPU or deleted (float16 <-> float32)."""
+    if node.is_const(0) or not _swept(lim, "cast_pairs"):
+        return False
+    return (node.input_dtype(0), node.output_dtype(0)) in lim["cast_npu_pairs"]
+
+
+def limits(target: str = T) -> dict:
+    """The profile limits read from the sweep record."""
+    pairs = tuple((a, b) for a, b, where in sweeps.value(target, "cast_pairs") if where != "cpu")
+    return {
+        "conv1d_kernel": sweeps.value(target, "conv1d_kernel"),
+        "conv1d_stride": sweeps.value(target, "conv1d_stride"),
+        "sum_inputs": sweeps.value(target, "sum_inputs"),
+        "sum_fails_from": sweeps.bound(target, "sum_inputs")["fails_from"],
+        "mean_cpu": sweeps.value(target, "mean_cpu"),
+        "min_runtime_cpu": sweeps.value(target, "min_cpu"),
+        "cast_npu_pairs": pairs,
+        "focus_chain_cpu": sweeps.value(target, "focus_chain"),
+        "split_rows_hw": sweeps.value(target, "split_rows"),
+    }

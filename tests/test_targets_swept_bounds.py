@@ -1,0 +1,294 @@
+"""The rules whose bounds are read from the compiler sweeps (npufit/targets/sweeps.py), each on a tiny graph built like
+the real model that showed it: both sides of the bound, and the old verdict where the sweep's evidence is not used
+(fit_cases False), so each assertion fails without the rule."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from npufit.check import check_graph
+from npufit.convert.tflite_writer import TFLiteBuilder
+from npufit.graph import load
+from npufit.graph.onnx_loader import build_graph
+from npufit.targets import get_profile
+
+from .onnx_builders import model, vi
+
+NO_SWEEP = dict(fit_families=("cnn", "transformer", "detector", "audio-rnn"), fit_cases=False)
+
+
+def _profile(target: str, **limits):
+    prof = get_profile(target)
+    if limits:
+        prof = copy.copy(prof)
+        prof.limits = {**prof.limits, **limits}
+    return prof
+
+
+def _onnx(m, target: str, node: str = "op", judge: str = "auto", **limits) -> str:
+    import onnx
+
+    m = onnx.shape_inference.infer_shapes(m)
+    g = build_graph(m, "test.onnx", {"ai.onnx": m.opset_import[0].version}, [])
+    return check_graph(g, _profile(target, **limits), judge=judge).node(node).verdict.value
+
+
+def _tflite(b: TFLiteBuilder, tmp_path, target: str, op: str, **limits) -> list[str]:
+    p = tmp_path / "m.tflite"
+    p.write_bytes(b.build())
+    rep = check_graph(load(p), _profile(target, **limits), judge="float")
+    return [n.verdict.value for n in rep.nodes if n.op_type == op]
+
+
+def _w(name, shape, seed=0):
+    return numpy_helper.from_array(np.random.default_rng(seed).standard_normal(shape).astype(np.float32) * 0.1, name)
+
+
+# -- rk3588 --------------------------------------------------------------------------------------------------------------
+
+
+def _stft(k=256, hop=128, samples=640):
+    """A VAD's STFT front end: the [1, 1, samples] waveform through a 1-D convolution of kernel k, stride hop, into
+    258 channels (Silero's 1x256 STFT convolution)."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="op", kernel_shape=[k], strides=[hop])]
+    out = (samples - k) // hop + 1
+    return model(nodes, [vi("x", [1, 1, samples])], [vi("y", [1, 258, out])], [_w("w", (258, 1, k))])
+
+
+def test_a_long_1d_stft_convolution_runs_on_the_rk3588_npu():
+    assert _onnx(_stft(), "rk3588") == "npu"
+    assert _onnx(_stft(), "rk3588", judge="int8") == "npu"  # the int8 build ran it there too
+    assert _onnx(_stft(512, 256, 1024), "rk3588") == "npu"  # the longest kernel the sweep measured
+    assert _onnx(_stft(1024, 128, 2048), "rk3588") == "cpu"  # beyond it: the document's kernel bound again
+    assert _onnx(_stft(), "rk3588", **NO_SWEEP) == "cpu"  # the 2.3.2 bounds alone call it CPU
+
+
+def _focus(shared: bool):
+    """YOLOX's Focus stem on the image: x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]
+    concatenated on channels; torch writes each as a step-2 Slice of H then one of W (8 slices), or, with the H
+    slices shared by the phases (YOLOv5's export), 6."""
+    inits, nodes, outs, rows = [], [], [], {}
+
+    def c(name, v):
+        inits.append(numpy_helper.from_array(np.array(v, np.int64), name))
+        return name
+
+    for i, (r, q) in enumerate(((0, 0), (1, 0), (0, 1), (1, 1))):
+        if shared and r in rows:
+            t = rows[r]
+        else:
+            t = f"h{i}"
+            nodes.append(
+                helper.make_node(
+                    "Slice",
+                    ["x", c(f"s{i}", [r]), c(f"e{i}", [9999]), c(f"a{i}", [2]), c(f"p{i}", [2])],
+                    [t],
+                    name=f"sh{i}",
+                )
+            )
+            rows[r] = t
+        nodes.append(
+            helper.make_node(
+                "Slice",
+                [t, c(f"s{i}w", [q]), c(f"e{i}w", [9999]), c(f"a{i}w", [3]), c(f"p{i}w", [2])],
+                [f"w{i}"],
+                name=f"sw{i}",
+            )
+        )
+        outs.append(f"w{i}")
+    nodes.append(helper.make_node("Concat", outs, ["cat"], name="cat", axis=1))
+    nodes.append(helper.make_node("Conv", ["cat", "k"], ["y"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    inits.append(_w("k", (16, 12, 3, 3)))
+    return model(nodes, [vi("x", [1, 3, 416, 416])], [vi("y", [1, 16, 208, 208])], inits)
+
+
+def test_yolox_focus_slices_run_on_the_rk3588_cpu():
+    """YOLOX's Focus strided slices (8 on the image) ran on the CPU; YOLOv5's shared form (6) on the NPU."""
+    assert [_onnx(_focus(False), "rk3588", node=f"s{k}{i}") for k in "hw" for i in range(4)] == ["cpu"] * 8
+    assert _onnx(_focus(True), "rk3588", node="sw3") == "npu"
+    assert _onnx(_focus(True), "rk3588", node="sh0") == "npu"
+    assert _onnx(_focus(False), "rk3588", node="sw0", **NO_SWEEP) == "npu"
+
+
+def _sum(n: int):
+    nodes = [helper.make_node("Relu", [f"x{i}"], [f"r{i}"], name=f"relu{i}") for i in range(n)]
+    nodes.append(helper.make_node("Sum", [f"r{i}" for i in range(n)], ["y"], name="op"))
+    return model(nodes, [vi(f"x{i}", [1, 8, 4, 4]) for i in range(n)], [vi("y", [1, 8, 4, 4])])
+
+
+def test_rknn_adds_a_sum_of_up_to_three_inputs_on_the_npu():
+    assert _onnx(_sum(2), "rk3588") == "npu"
+    assert _onnx(_sum(3), "rk3588") == "npu"
+    assert _onnx(_sum(4), "rk3588") == "unsupported"  # the sweep's build of a 4-input Sum failed
+    assert _onnx(_sum(2), "rk3588", **NO_SWEEP) == "unsupported"  # not in the 2.3.2 operator list
+
+
+def _dfl(anchors: int, then: str = "Conv"):
+    """YOLOv8's DFL input: the box rows [1, 64, A] (a conv's [1, 64, 1, A] viewed as rows) split into [1, 4, 16, A],
+    read by a convolution, or (then="Transpose") transposed first, as Ultralytics' export writes it."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv0", kernel_shape=[1, 1]),
+        helper.make_node("Reshape", ["c", "s0"], ["rows"], name="rows"),
+        helper.make_node("Reshape", ["rows", "s1"], ["split"], name="op"),
+    ]
+    shape = [1, 4, 16, anchors]
+    if then == "Transpose":
+        nodes.append(helper.make_node("Transpose", ["split"], ["t"], name="tr", perm=[0, 2, 1, 3]))
+        shape = [1, 16, 4, anchors]
+    nodes.append(helper.make_node("Conv", [nodes[-1].output[0], "k"], ["y"], name="conv1", kernel_shape=[1, 1]))
+    inits = [
+        _w("w", (64, 64, 1, 1)),
+        _w("k", (1, shape[1], 1, 1)),
+        numpy_helper.from_array(np.array([1, 64, anchors], np.int64), "s0"),
+        numpy_helper.from_array(np.array([1, 4, 16, anchors], np.int64), "s1"),
+    ]
+    return model(nodes, [vi("x", [1, 64, 1, anchors])], [vi("y", [1, 1, shape[2], anchors])], inits)
+
+
+def test_yolov8_dfl_rows_split_for_a_convolution_run_on_the_rk3588_cpu_above_the_swept_map():
+    """The sweep: [1, 64, A] -> [1, 4, 16, A] before a convolution ran on the CPU at 4200 anchors and more (both
+    Reshapes of the run), on the NPU at 2100 and fewer; the split before a Transpose ran on the NPU at 8400."""
+    assert [_onnx(_dfl(8400), "rk3588", node=n) for n in ("rows", "op")] == ["cpu", "cpu"]
+    assert _onnx(_dfl(4200), "rk3588") == "cpu"
+    assert _onnx(_dfl(2100), "rk3588") == "npu"
+    assert _onnx(_dfl(8400, "Transpose"), "rk3588") == "npu"
+    assert _onnx(_dfl(8400), "rk3588", **NO_SWEEP) == "npu"
+
+
+def _minmax(op: str, const: bool = False):
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Relu", ["x"], ["s"], name="relu2")]
+    nodes.append(helper.make_node(op, ["r", "c" if const else "s"], ["y"], name="op"))
+    inits = [numpy_helper.from_array(np.array(0.5, np.float32), "c")] if const else []
+    return model(nodes, [vi("x", [1, 8, 4, 4])], [vi("y", [1, 8, 4, 4])], inits)
+
+
+def test_min_of_run_time_tensors_is_cpu_a_clamp_and_max_are_not():
+    for target in ("rk3588", "ethos-n78"):
+        assert _onnx(_minmax("Min"), target) == "cpu", target
+        assert _onnx(_minmax("Min", const=True), target) == "npu", target
+    assert _onnx(_minmax("Max"), "rk3588") == "npu"
+    assert _onnx(_minmax("Min"), "rk3588", **NO_SWEEP) == "npu"
+
+
+def test_mean_of_tensors_is_a_cpu_op_on_rknn():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Mean", ["r", "x"], ["y"], name="op"),
+    ]
+    m = model(nodes, [vi("x", [1, 8, 4, 4])], [vi("y", [1, 8, 4, 4])])
+    assert _onnx(m, "rk3588") == "cpu"  # before: not in the operator list, "conversion fails"
+
+
+def test_a_bool_mask_cast_to_float_runs_on_the_rk3588_npu():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Greater", ["r", "z"], ["b"], name="gt"),
+        helper.make_node("Cast", ["b"], ["y"], name="op", to=TensorProto.FLOAT),
+    ]
+    m = model(nodes, [vi("x", [1, 8, 4, 4])], [vi("y", [1, 8, 4, 4])], [numpy_helper.from_array(np.float32(0), "z")])
+    assert _onnx(m, "rk3588") == "npu"
+    assert _onnx(m, "rk3588", **NO_SWEEP) == "cpu"
+
+
+# -- Ethos-U ---------------------------------------------------------------------------------------------------------
+
+
+def _transpose(shape, perm):
+    b = TFLiteBuilder()
+    x = b.tensor("input", shape, "int8", scale=0.05, zero_point=0)
+    y = b.tensor("out", tuple(shape[p] for p in perm), "int8", scale=0.05, zero_point=0)
+    pv = b.tensor("perm", (len(perm),), "int32", data=np.asarray(perm, np.int32))
+    b.op("TRANSPOSE", [x, pv], [y], "TransposeOptions")
+    b.io([x], [y])
+    return b
+
+
+def test_the_transpose_vela_leaves_on_the_cpu_in_an_int8_yolo_tflite(tmp_path):
+    """Vela: "Transpose with permutation 3, 1, 2, 0 has shape out of range: 400, 2, 400, 1" (a user's int8 YOLO
+    TFLite): a TRANSPOSE moving a non-unit leading axis, 400 x 400 above the sweep's 2^16 bound."""
+    assert _tflite(_transpose((400, 2, 400, 1), (3, 1, 2, 0)), tmp_path, "ethos-u55-256", "TRANSPOSE") == ["cpu"]
+    assert _tflite(_transpose((256, 2, 256, 1), (3, 1, 2, 0)), tmp_path, "ethos-u55-256", "TRANSPOSE") == ["npu"]
+    assert _tflite(_transpose((1, 400, 2, 400), (0, 3, 2, 1)), tmp_path, "ethos-u55-256", "TRANSPOSE") == ["npu"]
+    assert _tflite(_transpose((400, 2, 400, 1), (3, 1, 2, 0)), tmp_path, "ethos-u85-256", "TRANSPOSE") == ["npu"]
+    off = _tflite(_transpose((400, 2, 400, 1), (3, 1, 2, 0)), tmp_path, "ethos-u55-256", "TRANSPOSE", **NO_SWEEP)
+    assert off == ["npu"]
+
+
+def test_vela_runs_a_float16_weight_dequantize_on_the_cpu(tmp_path):
+    """A float model with float16 weights (as MediaPipe ships them): Vela folds nothing it does not support, so the
+    weights' DEQUANTIZE is a CPU op, where npufit's own folding would call it folded."""
+    b = TFLiteBuilder()
+    x = b.tensor("input", (1, 8, 8, 4), "float32")
+    w16 = b.tensor("w16", (4, 1, 1, 4), "float16", data=np.ones((4, 1, 1, 4)))
+    w = b.tensor("w", (4, 1, 1, 4), "float32")
+    bias = b.tensor("b", (4,), "float32", data=np.zeros(4))
+    y = b.tensor("y", (1, 8, 8, 4), "float32")
+    b.op("DEQUANTIZE", [w16], [w])
+    b.op("CONV_2D", [x, w, bias], [y], "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1)
+    b.io([x], [y])
+    assert _tflite(b, tmp_path, "ethos-u55-256", "DEQUANTIZE") == ["cpu"]
+    assert _tflite(b, tmp_path, "ethos-u85-256", "DEQUANTIZE") == ["cpu"]
+    assert _tflite(b, tmp_path, "rk3588", "DEQUANTIZE") == ["folded"]  # a compiler that folds constants
+
+
+def test_softmax_over_attention_scores_is_judged_on_the_map_the_converter_writes():
+    """YOLO11's attention softmax over [1, 2, 400, 400]: npufit's converter moves the softmax axis innermost, so
+    Vela's width x height is 2 x 400; judging the NHWC view (400 x 400) called it CPU, Vela ran it on the NPU."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Softmax", ["r"], ["y"], name="op")]
+    m = model(nodes, [vi("x", [1, 2, 400, 400])], [vi("y", [1, 2, 400, 400])])
+    assert _onnx(m, "ethos-u55-256") == "npu"
+    nodes[1] = helper.make_node("Softmax", ["r"], ["y"], name="op", axis=1)
+    m = model(nodes, [vi("x", [1, 2, 400, 400])], [vi("y", [1, 2, 400, 400])])
+    assert _onnx(m, "ethos-u55-256") == "cpu"  # over channels: the map is 400 x 400
+
+
+# -- Ethos-N78 ------------------------------------------------------------------------------------------------------
+
+
+def _dw(kh, kw, c=16):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="op", kernel_shape=[kh, kw], group=c)]
+    return model(nodes, [vi("x", [1, c, 9, 9])], [vi("y", [1, c, 10 - kh, 10 - kw])], [_w("w", (c, 1, kh, kw))])
+
+
+def test_ethos_n_runs_non_square_depthwise_kernels_on_the_cpu():
+    """The streaming wake-word models' 5x1 / 9x1 depthwise convolutions ran on the host, as every non-square
+    depthwise kernel of the sweep did."""
+    assert _onnx(_dw(5, 1), "ethos-n78") == "cpu"
+    assert _onnx(_dw(1, 7), "ethos-n78") == "cpu"
+    assert _onnx(_dw(3, 3), "ethos-n78") == "npu"
+    assert _onnx(_dw(5, 1), "ethos-n78", **NO_SWEEP) == "npu"
+
+
+def test_ethos_n_transposes_that_do_not_fit_its_sram_run_on_the_cpu():
+    """YOLOv8's DFL transpose [1, 4, 16, 8400] -> [1, 16, 4, 8400]: 2.1 MB in the library's bricks at 640, on the
+    host; 0.5 MB at 320 (2100 anchors), on the NPU."""
+
+    def dfl(a):
+        nodes = [
+            helper.make_node("Relu", ["x"], ["r"], name="relu"),
+            helper.make_node("Transpose", ["r"], ["y"], name="op", perm=[0, 2, 1, 3]),
+        ]
+        return model(nodes, [vi("x", [1, 4, 16, a])], [vi("y", [1, 16, 4, a])])
+
+    assert _onnx(dfl(8400), "ethos-n78") == "cpu"
+    assert _onnx(dfl(2100), "ethos-n78") == "npu"
+    assert _onnx(dfl(8400), "ethos-n78", **NO_SWEEP) == "npu"
+
+
+def test_an_ethos_n_split_of_height_has_no_channel_rule():
+    """YOLO11's attention split of [1, 2, 128, 400] along axis 2 into 32 + 32 + 64: the NPU; a channel split into
+    parts that are not multiples of 16 stays on the host."""
+
+    def split(axis, parts, shape):
+        nodes = [
+            helper.make_node("Relu", ["x"], ["r"], name="relu"),
+            helper.make_node("Split", ["r", "s"], [f"y{i}" for i in range(len(parts))], name="op", axis=axis),
+        ]
+        outs = [vi(f"y{i}", [p if a == axis else d for a, d in enumerate(shape)]) for i, p in enumerate(parts)]
+        return model(nodes, [vi("x", shape)], outs, [numpy_helper.from_array(np.array(parts, np.int64), "s")])
+
+    assert _onnx(split(2, (32, 32, 64), [1, 2, 128, 400]), "ethos-n78") == "npu"
+    assert _onnx(split(1, (8, 8), [1, 16, 8, 8]), "ethos-n78") == "cpu"
