@@ -11,8 +11,8 @@ Sources (each model's `source`, the unit of leave-one-source-out scoring):
   ONNX exporter as a user does (`model.export(format="onnx", ...)`, imgsz 640). The matrix (MATRIX): every family x
   task at opset 17, static, simplified (the exporter's defaults); YOLOv8n and YOLO11n detect also at opset 11 and 12,
   with a dynamic batch and image size, and unsimplified; YOLOv8n and YOLO11n detect and pose also at imgsz 320 and 160
-  (SIZES: 2100 and 525 anchors, rows no longer a multiple of 8). Each export runs in a child process (the package patches
-  torch and writes settings; YOLO_CONFIG_DIR points into the cache).
+  (SIZES: 2100 and 525 anchors, rows no longer a multiple of 8). Each export runs in a child process (the package
+  patches torch and writes settings; YOLO_CONFIG_DIR points into the cache).
 - paddleocr, mediapipe, silero, microwakeword: the ONNX / TFLite files shipped inside the wheels of
   rapidocr-onnxruntime 1.4.4, mediapipe 0.10.14, silero-vad 6.2.3 and pymicro-wakeword 2.5.0 (`pip download --no-deps`,
   the wheel kept in the cache, its model files extracted).

@@ -26,7 +26,7 @@ def test_every_rule_carries_the_socs_name_and_cites_its_record(soc):
     p = get_profile(soc)
     ids = [r.id for r in p.rules()] + [c.id for c in p.composites]
     assert ids and all(i.startswith(soc + ".") for i in ids), [i for i in ids if not i.startswith(soc + ".")]
-    assert f"docs/probe/{soc}-measured.json" in p.sources["PROBE-SOC"]
+    assert f"docs/probe/{soc}-matrix.md" in p.sources["PROBE-SOC"]  # the readable page of the record
 
 
 def test_rv1106_judges_float_models_as_int8_and_rk3588_as_they_are():
