@@ -19,10 +19,13 @@ from typing import Any
 
 from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
+from ..targets.converter_facts import LOWERED, converter_gap
+from . import ops_act as ac
 from . import ops_int as it
 from . import ops_math as mt
 from . import ops_nn as nn
 from . import ops_shape as sh
+from . import ops_space as sp
 from . import ops_tensor as ts
 
 SCHEMA = "npufit.convert/1"
@@ -45,7 +48,12 @@ OPS = {
     "Where": sh.where,
     "ScatterND": sh.scatter_nd,
     "ArgMax": sh.argmax,
-    "DepthToSpace": sh.depth_to_space,
+    "DepthToSpace": sp.depth_to_space,
+    "SpaceToDepth": sp.space_to_depth,
+    "GridSample": sp.grid_sample,
+    "GatherElements": sp.gather_const,
+    "GatherND": sp.gather_const,
+    "TopK": sp.topk,
     "Expand": sh.expand,
     "Tile": sh.tile,
     "IsNaN": sh.never_special,
@@ -56,7 +64,22 @@ OPS = {
     "GlobalMaxPool": nn.pool,
     "ReduceMean": nn.reduce,
     "ReduceMax": nn.reduce,
-    "Elu": ts.unary,
+    "Elu": ac.elu,
+    "Selu": ac.elu_family,
+    "Celu": ac.elu_family,
+    "HardSigmoid": ac.hard_sigmoid,
+    "Softplus": ac.softplus,
+    "Mish": ac.mish,
+    "Softsign": ac.softsign,
+    "ThresholdedRelu": ac.thresholded_relu,
+    "Sum": ac.sum_mean,
+    "Mean": ac.sum_mean,
+    "Sin": ac.float_island,
+    "Cos": ac.float_island,
+    "Floor": ac.float_island,
+    "Ceil": ac.float_island,
+    "Round": ac.float_island,
+    "Sign": ac.float_island,
     "Abs": ts.unary,
     "Neg": ts.unary,
     "Exp": ts.unary,
@@ -89,6 +112,7 @@ OPS = {
     "Identity": ts.alias,
     "Dropout": ts.alias,
     "Cast": ts.alias,
+    "CastLike": ts.alias,
     # the integer / bool path (token ids, masks): only ever reached through it.claims
     "Equal": it.lower,
     "Less": it.lower,
@@ -100,8 +124,9 @@ OPS = {
     "Xor": it.lower,
     "Not": it.lower,
     "CumSum": it.lower,
-    "GatherElements": it.lower,
+    "Mod": it.lower,
 }
+assert set(OPS) == LOWERED, sorted(set(OPS) ^ LOWERED)  # one list: targets/converter_facts.LOWERED
 # int8 TFLite kernels that pass values through without rescaling: their tensors share one range
 PASS_THROUGH = {
     "MaxPool",
@@ -204,12 +229,18 @@ class ConversionResult:
         return "\n".join(f"{k:12} {v}" for k, v in rows)
 
 
-def unsupported_nodes(graph) -> dict[str, list[str]]:
-    """op type -> node names the converter has no lowering for (folded nodes excluded)."""
-    bad: dict[str, list[str]] = {}
+def unsupported_nodes(graph) -> dict[str, list[tuple[str, str]]]:
+    """op type -> (node name, why) of the nodes the converter cannot convert (folded nodes excluded): what
+    targets/converter_facts.converter_gap says (the Ethos-U rules ask it too), and any op the prepass left that has
+    no lowering of its own (a decomposition whose form it does not take). The why of a plain missing op is ""."""
+    bad: dict[str, list[tuple[str, str]]] = {}
     for n in _work_nodes(graph):
-        if n.op_type not in OPS or n.domain not in ("", "ai.onnx") or n.subgraph_of:
-            bad.setdefault(n.key, []).append(n.name)
+        why = converter_gap(n)
+        if why is None and n.op_type not in LOWERED:
+            why = "a form the converter's prepass does not decompose"
+        if why is not None:
+            plain = why == f"no lowering for {n.op_type}" or n.domain not in ("", "ai.onnx")
+            bad.setdefault(n.key, []).append((n.name, "" if plain else why))
     return bad
 
 
@@ -291,7 +322,7 @@ def convert(
     prep = prepare(src, input_shapes)
     bad = unsupported_nodes(prep.graph)
     if bad:
-        gaps = [(op, n, "") for op, names in bad.items() for n in names]
+        gaps = [(op, n, w) for op, items in bad.items() for n, w in items]
         raise UnsupportedModelError(
             gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph)
         )

@@ -188,10 +188,48 @@ def compare(L: Lowering, node: NodeView) -> None:
     """Equal / Less / ... on integers, And / Or / Xor on bools (int32 constants broadcast as TFLite does)."""
     a, b = node.inputs[0], node.inputs[1]
     dt = dtype_of(L, a) or dtype_of(L, b)
-    if dt is None:
-        raise L.fail(node, "comparisons of int8 activations are not lowered")
     tfl = COMPARE.get(node.op_type) or LOGICAL[node.op_type]
+    if dt is None and tfl in COMPARE.values():
+        return _compare_int8(L, node, tfl)
+    if dt is None:
+        raise L.fail(node, "logical ops of float tensors are not lowered")
     L.emit(tfl, [int_act(L, a, dt), int_act(L, b, dt)], [_out(L, node.outputs[0], "bool")])
+
+
+def _compare_int8(L: Lowering, node: NodeView, tfl: str) -> None:
+    """A comparison of float tensors on their int8 values, both in one set of parameters (the first activation's):
+    equal stored integers are equal values, so a max-pool peak test (CenterNet's `hmax == heat`) stays exact."""
+    a, b = node.inputs[0], node.inputs[1]
+    first = a if not L.is_const(a) else b
+    x = L.narrow(L.act(first, "plain"))
+    ins = []
+    for name in (a, b):
+        c = L.const(name)
+        if c is None:
+            ins.append(L.requant(L.narrow(L.act(name, "plain")), x.q))
+        else:
+            v = np.asarray(c, np.float32)
+            ins.append(L.new(f"{node.outputs[0]}/{'lhs' if name == a else 'rhs'}", v.shape, x.q, "plain",
+                             data=quantize(v, x.q)))
+    L.emit(tfl, ins, [_out(L, node.outputs[0], "bool")])
+
+
+def mod(L: Lowering, node: NodeView) -> None:
+    """Integer Mod: FLOOR_MOD (fmod=0, the sign of the divisor, as ONNX's integer Mod); fmod=1 (the sign of the
+    dividend) as x - y * (x / y) with DIV, which truncates toward zero in int32."""
+    if not dtype_of(L, node.outputs[0]):
+        raise L.fail(node, "Mod of float tensors (only integer Mod is lowered)")
+    x, y = int_act(L, node.inputs[0], "int32"), int_act(L, node.inputs[1], "int32")
+    out = _out(L, node.outputs[0], "int32")
+    if not int(node.attr("fmod", 0)):
+        L.emit("FLOOR_MOD", [x, y], [out])
+        return
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    q = L.new(f"{out.name}/quotient", shape, None, "plain", "int32")
+    L.emit("DIV", [x, y], [q], "DivOptions", fused_activation_function="NONE")
+    p = L.new(f"{out.name}/product", shape, None, "plain", "int32")
+    L.emit("MUL", [q, y], [p], "MulOptions", fused_activation_function="NONE")
+    L.emit("SUB", [x, p], [out], "SubOptions", fused_activation_function="NONE")
 
 
 def logical_not(L: Lowering, node: NodeView) -> None:
@@ -335,6 +373,10 @@ def gather(L: Lowering, node: NodeView) -> None:
 def gather_elements(L: Lowering, node: NodeView) -> None:
     """GatherElements along an axis where every other dim of data and indices is 1 (a per-position lookup at
     batch 1, e.g. RoBERTa's buffered token-type ids): the same as GATHER of the flattened indices."""
+    if L.is_const(node.inputs[1]):  # constant indices on integer data: the int8 path's lowering carries int32 too
+        from .ops_space import gather_const
+
+        return gather_const(L, node)
     shape, ishape = L.shape(node.inputs[0]), L.shape(node.inputs[1])
     axis = int(node.attr("axis", 0)) % len(shape)
     if not gather_elements_as_gather(shape, ishape, axis):
@@ -488,6 +530,8 @@ def add_select(L: Lowering, node: NodeView) -> None:
 _OWN = {
     "ArgMax": argmax,
     "Cast": cast,
+    "CastLike": cast,
+    "Mod": mod,
     "Gather": gather,
     "GatherElements": gather_elements,
     "Where": where,

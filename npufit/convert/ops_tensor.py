@@ -35,8 +35,8 @@ _OPTS = {
 
 
 def alias(L: Lowering, node: NodeView) -> None:
-    """Identity / Dropout (inference) / float->float Cast: the output is the input."""
-    if node.op_type == "Cast" and L.graph.tensor(node.outputs[0]).dtype not in (None, "float32"):
+    """Identity / Dropout (inference) / float->float Cast or CastLike: the output is the input."""
+    if node.op_type in ("Cast", "CastLike") and L.graph.tensor(node.outputs[0]).dtype not in (None, "float32"):
         raise L.fail(node, "only float32 -> float32 casts have an int8 equivalent")
     L.aliases[node.outputs[0]] = node.inputs[0]
     if node.outputs[0] in L.graph.output_names and L.resolve(node.inputs[0]) in L.tensors:
@@ -156,12 +156,22 @@ def binary(L: Lowering, node: NodeView) -> None:
 
             return div(L, node)
         cb = 1.0 / np.asarray(cb, np.float64)
-    rank = len(L.shape(node.outputs[0]))
-    acts = [L.act(n) for n, c in ((a, ca), (b, cb)) if c is None]
-    layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
     out, act, _ = absorb_tail(L, node) if tfl in ("ADD", "SUB", "MUL") else (node.outputs[0], "NONE", None)
+    layout, ins = operands(L, node, [(a, ca), (b, cb)], out)
+    y = L.output(out, layout)
+    opts = {"fused_activation_function": act} if tfl in ("ADD", "SUB", "MUL") else {}
+    L.emit(tfl, ins, [y], _OPTS[tfl], **opts)
+
+
+def operands(L: Lowering, node: NodeView, named, out: str) -> tuple[str, list[TT]]:
+    """The TFLite tensors of an elementwise node's inputs `named` ((ONNX name, constant value or None) pairs): one
+    layout for all (NHWC when the output is 4-D and an activation is stored so), constants as int8 over their own
+    range, broadcast to the output's rank."""
+    rank = len(L.shape(node.outputs[0]))
+    acts = [L.act(n) for n, c in named if c is None]
+    layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
     ins = []
-    for name, c in ((a, ca), (b, cb)):
+    for k, (name, c) in enumerate(named):
         if c is None:
             if len(L.shape(name)) != rank and layout == "nhwc":
                 raise L.fail(node, "broadcasting a lower-rank activation against a 4-D one is not lowered")
@@ -169,10 +179,8 @@ def binary(L: Lowering, node: NodeView) -> None:
         else:
             v = np.asarray(c, np.float32)
             v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
-            ins.append(L.const_int8(f"{out}/{'lhs' if name == a else 'rhs'}", v, layout))
-    y = L.output(out, layout)
-    opts = {"fused_activation_function": act} if tfl in ("ADD", "SUB", "MUL") else {}
-    L.emit(tfl, ins, [y], _OPTS[tfl], **opts)
+            ins.append(L.const_int8(f"{out}/{('lhs', 'rhs')[k] if k < 2 else f'in{k}'}", v, layout))
+    return layout, ins
 
 
 def concat(L: Lowering, node: NodeView) -> None:

@@ -89,3 +89,233 @@ def whole_map_pool(kernel: Sequence, pads: Sequence, in_hw: Sequence, out_hw: Se
     MEAN over H and W (average) or a pool whose kernel is the map (max)."""
     return len(in_hw) == 2 and tuple(out_hw) == (1, 1) and not any(pads or ()) and len(kernel) == 2 \
         and all(isinstance(d, int) for d in in_hw) and all(k >= d for k, d in zip(kernel, in_hw))
+
+
+# -- which ONNX ops the converter converts: one list for the converter and for the Ethos-U rules ----------------------
+# ops with a lowering of their own: the keys of convert/onnx_to_tflite.OPS (tests/test_convert_registry.py holds them equal)
+LOWERED = frozenset((
+    "Conv ConvTranspose BatchNormalization Gemm MatMul MaxPool AveragePool GlobalAveragePool GlobalMaxPool "
+    "ReduceSum ReduceMean ReduceMax ReduceMin ArgMax TopK "
+    "Relu LeakyRelu PRelu Clip Sigmoid Tanh HardSwish HardSigmoid Elu Selu Celu Softplus Mish Softsign "
+    "ThresholdedRelu Abs Neg Exp Log Erf Pow Sqrt Reciprocal Sin Cos Floor Ceil Round Sign IsNaN IsInf "
+    "Add Sub Mul Div Mod Max Min Sum Mean Softmax LogSoftmax "
+    "Concat Split Slice Reshape Flatten Squeeze Unsqueeze Transpose Expand Tile Pad Resize Upsample "
+    "DepthToSpace SpaceToDepth Gather GatherElements GatherND ScatterND Where GridSample "
+    "Identity Dropout Cast CastLike "
+    "Equal Less LessOrEqual Greater GreaterOrEqual And Or Xor Not CumSum").split())
+# ops the converter's prepass rewrites into lowered ones first: the keys of convert/prepass.DECOMPOSE and the RNN unroller
+DECOMPOSED = frozenset((
+    "LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormalization LpNormalization Gelu "
+    "ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp Einsum LSTM GRU RNN").split())
+# handled before either: Q/DQ pairs become the float tensor with the user's range (convert/onnx_prep._undo_qdq), an If
+# whose condition the pinned input shapes decide is replaced by its taken branch (convert/prepass_if), a Constant is a value
+FRONT = frozenset(("QuantizeLinear", "DequantizeLinear", "If", "Constant"))
+CONVERTED = LOWERED | DECOMPOSED | FRONT
+RNNS = ("LSTM", "GRU", "RNN")
+_RNN_ACTIVATIONS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"], "RNN": ["Tanh"]}
+
+
+def rnn_default_activations(op: str, activations, direction) -> bool:
+    """No activations attribute, or ONNX's defaults spelt out (once per direction): the only ones unrolled."""
+    if not activations:
+        return True
+    names = [a.decode() if isinstance(a, bytes) else str(a) for a in activations]
+    d = direction.decode() if isinstance(direction, bytes) else str(direction or "forward")
+    return names == _RNN_ACTIVATIONS[op] * (2 if d == "bidirectional" else 1)
+
+
+def _const_input(node, i: int) -> bool:
+    return i < len(node.inputs) and bool(node.inputs[i]) and node.is_const(i)
+
+
+def rnn_unrollable(node) -> str | None:
+    """Why the prepass leaves an LSTM / GRU / RNN as it is (convert/prepass_rnn.unroll), else None: constant weights
+    and bias, a static sequence length, the default activations and layout, no clip, sequence lengths or peepholes,
+    and a constant (or zero) initial state."""
+    ins = list(node.inputs) + [""] * (8 - len(node.inputs))
+    if not (_const_input(node, 1) and _const_input(node, 2)) or (ins[3] and not node.is_const(3)):
+        return "weights computed at run time"
+    if int(node.attr("layout", 0)) or node.attr("clip") is not None or int(node.attr("input_forget", 0)) \
+            or not rnn_default_activations(node.op_type, node.attr("activations"), node.attr("direction", "forward")):
+        return "a non-default layout, activation, clip or coupled input-forget gate"
+    if ins[4] or (node.op_type == "LSTM" and ins[7]):
+        return "sequence lengths or peepholes"
+    if any(ins[k] and not node.is_const(k) for k in ((5, 6) if node.op_type == "LSTM" else (5,))):
+        return "an initial state computed at run time"
+    x = node.input_shape(0)
+    if not x or len(x) != 3 or not all(isinstance(d, int) for d in x):
+        return "a sequence length that is not static"
+    return None
+
+
+def _grid_const(node) -> str | None:
+    if not _const_input(node, 1):
+        return "the sampling grid is computed at run time (only a constant grid is lowered)"
+    x = node.input_shape(0)
+    return None if x and len(x) == 4 else "only 2-D (NCHW) sampling is lowered"
+
+
+def _index_const(node) -> str | None:
+    """GatherElements / GatherND: constant indices, or (GatherElements) the per-position lookup the integer path takes."""
+    if _const_input(node, 1):
+        return None
+    if node.op_type == "GatherElements":
+        x, i = node.input_shape(0), node.input_shape(1)
+        if x and i and gather_elements_as_gather(x, i, int(node.attr("axis", 0))):
+            return None
+    return "indices computed at run time"
+
+
+def _topk(node) -> str | None:
+    if not _const_input(node, 1):
+        return "k computed at run time"
+    return None if int(node.attr("largest", 1)) else "largest=0 (the k smallest) has no TFLite kernel"
+
+
+def _mod(node) -> str | None:
+    d = node.input_dtype(0)
+    return None if d is None or carried_dtype(d) is not None else "Mod of float tensors (only integer Mod is lowered)"
+
+
+def _resize(node) -> str | None:
+    return "cubic resizing has no TFLite kernel" if node.attr("mode", "nearest") == "cubic" else None
+
+
+def _if(node) -> str | None:
+    return None if node.is_const(0) else "its condition depends on input values, not only on shapes"
+
+
+def _qdq(node) -> str | None:
+    g = node.graph
+    if node.op_type == "QuantizeLinear":
+        users = g.consumers(node.outputs[0])
+        ok = users and node.outputs[0] not in g.output_names and all(u.op_type == "DequantizeLinear" for u in users)
+        return None if ok else "a QuantizeLinear that feeds something other than DequantizeLinear"
+    p = g.producer(node.inputs[0])
+    return None if node.is_const(0) or (p is not None and p.op_type == "QuantizeLinear") else \
+        "a DequantizeLinear of a tensor that no QuantizeLinear produces"
+
+
+def _spatial(node) -> str | None:
+    x = node.input_shape(0)
+    return "only 1-D and 2-D spatial ops are lowered" if x and len(x) > 4 else None
+
+
+FORMS = {op: rnn_unrollable for op in RNNS} | {
+    "GridSample": _grid_const, "GatherElements": _index_const, "GatherND": _index_const, "TopK": _topk, "Mod": _mod,
+    "Resize": _resize, "If": _if, "QuantizeLinear": _qdq, "DequantizeLinear": _qdq,
+    "Conv": _spatial, "ConvTranspose": _spatial, "MaxPool": _spatial, "AveragePool": _spatial,
+}
+
+
+def converter_gap(node) -> str | None:
+    """Why npufit's ONNX -> int8 TFLite converter cannot convert this node of an ONNX graph (it stops before Vela sees
+    the model), else None. The converter refuses exactly these nodes (convert/onnx_to_tflite.unsupported_nodes asks
+    this function); forms it can only refuse while lowering (a shape its lowering does not handle) are not known here."""
+    if node.domain not in ("", "ai.onnx"):
+        return f"{node.domain}::{node.op_type} is a custom-domain op"
+    if node.op_type not in CONVERTED:
+        return f"no lowering for {node.op_type}"
+    form = FORMS.get(node.op_type)
+    return None if form is None else form(node)
+
+
+# -- the TFLite ops the converter writes for nodes a standard converter writes otherwise ---------------------------------
+# form -> the TFLite ops of it. Each of these has no Vela constraint a node of ordinary size breaks, so the node runs
+# where every op of its form is in Vela's operator list (tests/test_convert_forms.py compiles each with Vela).
+WRITES = {
+    "affine": ("DEPTHWISE_CONV_2D", "MUL", "ADD"),  # HardSigmoid: alpha * x + beta, clipped by the int8 output range
+    "sum": ("ADD",), "mean": ("ADD", "MUL"),
+    "softplus": ("ABS", "NEG", "EXP", "ADD", "LOG", "RELU"), "mish": ("ABS", "NEG", "EXP", "ADD", "LOG", "RELU", "TANH", "MUL"),
+    "elu": ("ELU", "RELU", "MUL", "ADD"), "softsign": ("ABS", "ADD", "RSQRT", "MUL"),
+    "threshold": ("GREATER", "SELECT_V2"),
+    "space_to_depth": ("CONV_2D",), "depth_to_space": ("TRANSPOSE_CONV",),
+    "grid": ("TRANSPOSE", "RESHAPE", "FULLY_CONNECTED"),
+    "gather": ("RESHAPE", "GATHER"), "slice": ("RESHAPE", "STRIDED_SLICE"),
+    "reduce": ("ABS", "MUL", "SUM", "LOG", "EXP", "REDUCE_MAX", "SUB", "ADD", "RSQRT"),
+    "norm": ("MEAN", "SUB", "MUL", "ADD", "RSQRT", "SUM"),
+    "rnn": ("FULLY_CONNECTED", "ADD", "TANH", "CONCATENATION", "RESHAPE", "STRIDED_SLICE"),
+    "alias": (),
+}
+_FORM_OF = {"HardSigmoid": "affine", "Sum": "sum", "Mean": "mean", "Softplus": "softplus", "Mish": "mish", "Selu": "elu",
+            "Celu": "elu", "Softsign": "softsign", "ThresholdedRelu": "threshold", "SpaceToDepth": "space_to_depth",
+            "GridSample": "grid", "ReduceL1": "reduce", "ReduceSumSquare": "reduce", "ReduceLogSum": "reduce",
+            "ReduceLogSumExp": "reduce", "LpNormalization": "norm", "MeanVarianceNormalization": "norm", "RNN": "rnn"}
+
+
+def power_of_two(n: int) -> bool:
+    return n >= 2 and n & (n - 1) == 0
+
+
+def space_blocks(block: int) -> list[int]:
+    """The block size of DepthToSpace / SpaceToDepth as the strides of the exact convolutions the converter writes:
+    2 x 2 x ... for a power of two (Vela's transposed convolution takes stride 2 on every Ethos-U), else one block."""
+    return [2] * (block.bit_length() - 1) if power_of_two(block) else [block]
+
+
+def elements_flat(data_shape, idx, axis: int):
+    """GatherElements of constant indices `idx` as positions in the flattened data (numpy, the shape of idx)."""
+    import numpy as np
+
+    idx = np.asarray(idx, np.int64)
+    axis %= len(data_shape)
+    idx = np.where(idx < 0, idx + data_shape[axis], idx)
+    grid = list(np.indices(idx.shape, sparse=True))
+    grid[axis] = idx
+    return np.ravel_multi_index(tuple(np.broadcast_arrays(*grid)), tuple(data_shape))
+
+
+def nd_flat(data_shape, idx, batch_dims: int):
+    """GatherND of constant indices `idx` as rows of the data flattened to [rows, inner] (numpy, idx.shape[:-1]);
+    batch_dims b: the first b axes of data and indices are matched one to one."""
+    import numpy as np
+
+    idx = np.asarray(idx, np.int64)
+    b, k = batch_dims, idx.shape[-1]
+    shape = tuple(data_shape[: b + k])
+    idx = np.where(idx < 0, idx + np.asarray(shape[b:]), idx)
+    lead = idx.shape[:-1]
+    batch = [np.arange(d).reshape((-1,) + (1,) * (len(lead) - 1 - i)) for i, d in enumerate(lead[:b])]
+    cols = tuple(np.broadcast_to(a, lead) for a in batch) + tuple(idx[..., j] for j in range(k))
+    return np.ravel_multi_index(cols, shape)
+
+
+def even_run(flat) -> bool:
+    """One index, or an increasing run with one step: a STRIDED_SLICE (convert/ops_shape.take)."""
+    import numpy as np
+
+    f = np.asarray(flat).reshape(-1)
+    if f.size <= 1:
+        return f.size == 1
+    d = np.diff(f)
+    return bool(d[0] > 0 and np.all(d == d[0]))
+
+
+def constant_gather_flat(node):
+    """The flat positions a constant-index GatherElements / GatherND reads (as the converter lowers it), else None."""
+    v, x = node.const_value(1), node.input_shape(0)
+    if v is None or not x or not all(isinstance(d, int) for d in x):
+        return None
+    if node.op_type == "GatherElements":
+        return elements_flat(x, v, int(node.attr("axis", 0)))
+    return nd_flat(x, v, int(node.attr("batch_dims", 0)))
+
+
+def written_as(node) -> str | None:
+    """The form (a key of WRITES) of an ONNX node the converter writes as other ops than a standard converter, else
+    None. Forms that depend on the node: DepthToSpace as transposed convolutions for a power-of-two block (else
+    DEPTH_TO_SPACE), constant-index GatherElements / GatherND as a slice (one index or an even run) or a GATHER,
+    Elu with alpha != 1 from ELU and RELU, CastLike between float types as nothing."""
+    op = node.op_type
+    if op in _FORM_OF:
+        return _FORM_OF[op]
+    if op == "DepthToSpace":
+        return "depth_to_space" if power_of_two(int(node.attr("blocksize", 0))) else None
+    if op == "Elu" and float(node.attr("alpha", 1.0)) != 1.0:
+        return "elu"
+    if op in ("GatherElements", "GatherND") and node.is_const(1):
+        flat = constant_gather_flat(node)
+        return "slice" if flat is not None and even_run(flat) else "gather"
+    if op == "CastLike" and carried_dtype(node.input_dtype(0)) is None and carried_dtype(node.output_dtype(0)) is None:
+        return "alias"
+    return None

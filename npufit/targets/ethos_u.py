@@ -17,6 +17,7 @@ NPU, CPU = Verdict.NPU, Verdict.CPU
 SOURCES = {
     "VELA": "vela --supported-ops-report, ethos-u-vela 5.2.0 (TFLite sections for Ethos-U55/U65 and Ethos-U85)",
     "CONV": "usual ONNX -> TF -> TFLite int8 converter behaviour (inferred, targets.md §3 preamble)",
+    "NPUFIT-CONV": "npufit's ONNX -> int8 TFLite converter: the ops and forms it converts (npufit/targets/converter_facts.py)",
     "PROBE-V": "measured: npufit probe --target ethos-u55-256 --compiler vela --sweep (Vela 5.2.0), docs/probe/ethos-u55-256-matrix.md",
     "CAL-V": "measured: Vela 5.2.0 on npufit's int8 TFLite conversions: the calibration corpus (docs/calibration/ethos-u*-int8-op17.json) "
              "and the case sweeps benchmarks/calibration/vela_transpose.py and vela_resize.py (docs/calibration/ethos-u*-transpose.json, "
@@ -87,7 +88,8 @@ def build(name: str) -> Profile:
                    "this model-boundary quantize/dequantize: the application exchanges int8 data", source="CONV")
     ops["IO_QUANTIZE"] = io
     ops["IO_DEQUANTIZE"] = OpSupport("IO_DEQUANTIZE", io.status, reason=io.reason, source="CONV")
-    notes = ["ONNX models are judged as the int8 TFLite file a standard ONNX→TFLite converter produces (QDQ pairs fuse into int8 ops)"]
+    notes = ["ONNX models are judged as the int8 TFLite file npufit's ONNX→TFLite converter writes for Vela (QDQ pairs fuse into int8 "
+             "ops; a node it cannot convert is a converter gap)"]
     if u55:
         notes.append("U55 and U65 share Vela's rule set; the U65 adds an AXI interface for external memory")
     return Profile(

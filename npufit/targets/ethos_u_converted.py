@@ -24,8 +24,9 @@ from . import calibration as cal, tflite_map as tm
 from .common import reduce_axes
 from .base import OpSupport, Rule, Verdict
 from .calibration import FAMILIES, Evidence
-from .converter_facts import (argmax_of_bool, carried_dtype, depth_reduce_as_conv, gather_elements_as_gather, mean_as_rows,
-                              never_special, where_of_never_special, whole_map_pool)
+from .converter_facts import (WRITES, argmax_of_bool, carried_dtype, converter_gap, depth_reduce_as_conv,
+                              gather_elements_as_gather, mean_as_rows, never_special, where_of_never_special, whole_map_pool,
+                              written_as)
 
 EVIDENCE = {
     # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them
@@ -42,6 +43,8 @@ EVIDENCE = {
                                      "mean-last-4x16x16", "mean-mid-4x16x16", "mean-last-2x2x4608")),
 }
 NO_OP = "NPUFIT_NO_OP"
+GAP = "NPUFIT_CONVERTER_GAP"  # a node npufit's converter cannot convert: `npufit compile` stops before Vela sees the model
+FORM = "NPUFIT_WRITES_"  # + a form of converter_facts.WRITES: the TFLite ops the converter writes for the node
 _ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout"}
 _IF = frozenset({"If"})
 
@@ -143,15 +146,18 @@ def op_key(node) -> str | None:
     """The key of an ONNX node the converter writes as no op or as another op than the standard view; else None."""
     if node.graph.format != "onnx":
         return None
+    if node.parent is None and converter_gap(node):  # nodes inside an If's branches are judged as the branch is inlined
+        return GAP
     if no_op(node):
         return NO_OP
     if node.op_type == "AveragePool" and whole_map(node):
         return "MEAN"
-    if node.op_type == "GatherElements" and node.domain in ("", "ai.onnx"):
+    if node.op_type == "GatherElements" and node.domain in ("", "ai.onnx") and not node.is_const(1):
         x, i = node.input_shape(0), node.input_shape(1)
         if x and i and gather_elements_as_gather(x, i, int(node.attr("axis", 0))):
             return "GATHER"
-    return None
+    form = written_as(node) if node.domain in ("", "ai.onnx") else None
+    return None if form is None else FORM + form
 
 
 def whole_map(node) -> bool:
@@ -226,7 +232,31 @@ def converted_ops(name: str, listed) -> dict[str, OpSupport]:
     why = ("npufit's ONNX -> int8 TFLite converter writes no op for it: a constant once the Ifs that the input sizes "
            "decide are inlined, an integer cast or reshape that keeps the carried type and shape, or an integer cast "
            "of bools read only by an ArgMax; nothing of it reaches Vela")
-    return {NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why)}
+    gap = Rule(f"{name}.converter.gap", "npufit's ONNX -> int8 TFLite converter cannot convert this node, so `npufit compile` stops "
+               "before Vela sees the model", _gap_detail, Verdict.UNSUPPORTED, GAP_FIX, "NPUFIT-CONV")
+    forms = {}
+    for form, tfl in WRITES.items():
+        off = [op for op in tfl if op not in listed]
+        text = f"npufit's ONNX -> int8 TFLite converter writes it as {', '.join(tfl) or 'no op'}"
+        forms[FORM + form] = OpSupport(FORM + form, Verdict.CPU if off else Verdict.NPU, source="NPUFIT-CONV", note=text,
+                                       reason=f"{text}; {', '.join(off)} {'is' if len(off) == 1 else 'are'} not in Vela "
+                                              "5.2.0's supported-operator list: scheduled on the CPU" if off else "")
+    return forms | {NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why),
+            GAP: OpSupport(GAP, Verdict.NPU, (gap,), source="NPUFIT-CONV",
+                           note="every node judged here is a converter gap (targets/converter_facts.converter_gap)")}
+
+
+GAP_FIX = ("cut the model before this node and compile the part before it: npufit split MODEL --target TARGET --mode explicit "
+           "--end-nodes <this node's activation inputs>, then npufit compile the stage0_npu.onnx it writes",
+           "or rewrite the node into ops the converter lowers (docs/guide/convert.md lists them)")
+
+
+def _gap_detail(node, lim: Mapping) -> str:
+    """Rule body of a converter gap: always broken (the op key sends only gaps here); the detail says why."""
+    try:
+        return converter_gap(node) or "not convertible"
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+        return "a form of the node the converter does not handle"
 
 
 def converted_rules(name: str, listed) -> dict[str, tuple[Rule, ...]]:

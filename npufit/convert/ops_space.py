@@ -1,0 +1,251 @@
+"""Lowering of rearrangements and fixed samplings as exact NPU kernels: DepthToSpace / SpaceToDepth as selection
+convolutions (TRANSPOSE_CONV / CONV_2D whose weights are one-hot: every output is one input value, exact in int8),
+GridSample with a constant grid as one FULLY_CONNECTED over the map's positions, GatherElements / GatherND with
+constant indices as a slice or a GATHER of the flattened data; and TopK (k > 1) as TOPK_V2.
+
+Why not TFLite's DEPTH_TO_SPACE / SPACE_TO_DEPTH: Vela 5.2.0 lists neither, so they run on the CPU, while its
+transposed convolution (stride 2) and convolution run on the NPU of every Ethos-U."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import NodeView
+from ..targets.converter_facts import constant_gather_flat, even_run, power_of_two, space_blocks
+from .lower import TT, Lowering
+from .ops_shape import depth_to_space as depth_to_space_op
+from .qparams import per_channel_weights
+
+MAX_GRID_WEIGHTS = 1 << 24  # positions out x positions in of a constant-grid GridSample (64 MB of float weights)
+_CONV = dict(dilation_w_factor=1, dilation_h_factor=1, fused_activation_function="NONE")
+
+
+def _selection(L: Lowering, y: TT, w: np.ndarray, x: TT) -> tuple[TT, TT]:
+    """One-hot weights [O, kh, kw, I] (int8 127 at scale 1/127: 1.0 exactly) and a zero bias, per output channel."""
+    wq, ws = per_channel_weights(w, axis=0)
+    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
+    return wt, L.bias(y, np.zeros(len(ws)), x, ws)
+
+
+def _d2s_source(mode: str, C2: int, b: int):
+    """ONNX channel read by output channel c at block offset (i, j): DCR (TFLite's order) or CRD (PyTorch's)."""
+    if mode == "CRD":
+        return lambda c, i, j: c * b * b + i * b + j
+    return lambda c, i, j: (i * b + j) * C2 + c
+
+
+def depth_to_space(L: Lowering, node: NodeView) -> None:
+    """A power-of-two block: k stride-2 TRANSPOSE_CONVs (kernel 2, VALID) with one-hot weights. The channel
+    order between stages is ours: stage s keeps channels (c, the row bits below it, the column bits below it), so
+    stage 0 also does CRD's reordering. Other blocks: DEPTH_TO_SPACE (ops_shape)."""
+    b = int(node.attr("blocksize"))
+    if not power_of_two(b):
+        return depth_to_space_op(L, node)
+    x = L.act(node.inputs[0], "nhwc")
+    N, H, W, C = x.shape
+    C2 = C // (b * b)
+    src = _d2s_source(node.attr("mode", "DCR"), C2, b)
+    k = len(space_blocks(b))
+    out = node.outputs[0]
+    cur = x
+    for s in range(k):
+        R = 1 << (k - 1 - s)  # values of the row (and column) bits still to place after this stage
+        O = C2 * R * R
+        w = np.zeros((O, 2, 2, cur.shape[3]), np.float64)
+        for c in range(C2):
+            for i_lo in range(R):
+                for j_lo in range(R):
+                    o = (c * R + i_lo) * R + j_lo
+                    for di in range(2):
+                        for dj in range(2):
+                            if s == 0:
+                                w[o, di, dj, src(c, di * R + i_lo, dj * R + j_lo)] = 1.0
+                            else:  # the previous stage's channel (c, di then i_lo, dj then j_lo)
+                                w[o, di, dj, (c * 2 * R + di * R + i_lo) * 2 * R + dj * R + j_lo] = 1.0
+        shape = (N, cur.shape[1] * 2, cur.shape[2] * 2, O)
+        y = L.output(out, "nhwc", q=x.q) if s == k - 1 else L.new(f"{out}/stage{s}", shape, x.q, "nhwc")
+        wt, bt = _selection(L, y, w, cur)
+        L.emit("TRANSPOSE_CONV", [L.int32(f"{y.name}/output_shape", shape), wt, cur, bt], [y],
+               "TransposeConvOptions", padding="VALID", stride_w=2, stride_h=2, fused_activation_function="NONE")
+        cur = y
+
+
+def space_to_depth(L: Lowering, node: NodeView) -> None:
+    """One CONV_2D, kernel = stride = block, VALID, one-hot weights: output channel (i * b + j) * C + c reads
+    input channel c at offset (i, j) of its block (ONNX's order)."""
+    b = int(node.attr("blocksize"))
+    x = L.act(node.inputs[0], "nhwc")
+    N, H, W, C = x.shape
+    w = np.zeros((b * b * C, b, b, C), np.float64)
+    for i in range(b):
+        for j in range(b):
+            for c in range(C):
+                w[(i * b + j) * C + c, i, j, c] = 1.0
+    y = L.output(node.outputs[0], "nhwc", q=x.q)
+    wt, bt = _selection(L, y, w, x)
+    L.emit("CONV_2D", [x, wt, bt], [y], "Conv2DOptions", padding="VALID", stride_w=b, stride_h=b, **_CONV)
+
+
+def grid_matrix(node: NodeView, x_shape, grid: np.ndarray) -> np.ndarray:
+    """[N, Ho*Wo, H*W]: output position <- input position weights of a GridSample with this constant grid, from one
+    ONNX Runtime run of the node itself on a basis (channel q of the input is the unit image at position q), so
+    every mode, padding mode and align_corners means what ONNX Runtime makes of it."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from ..verify.compare import make_session
+
+    N, _, H, W = (int(d) for d in x_shape)
+    Ho, Wo = grid.shape[1:3]
+    if H * W * Ho * Wo > MAX_GRID_WEIGHTS:
+        raise ValueError("too many positions for one matrix")
+    attrs = {k: v for k, v in node.attrs.items()}
+    n = helper.make_node("GridSample", ["x", "g"], ["y"], **attrs)
+    g = helper.make_graph([n], "basis", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, H * W, H, W]),
+                                         helper.make_tensor_value_info("g", TensorProto.FLOAT, list(grid.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    opset = max(16, node.graph.opsets.get("ai.onnx", 16))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = min(m.ir_version, 10)
+    basis = np.broadcast_to(np.eye(H * W, dtype=np.float32).reshape(1, H * W, H, W), (N, H * W, H, W))
+    y = make_session(m.SerializeToString()).run(None, {"x": np.ascontiguousarray(basis), "g": grid.astype(np.float32)})[0]
+    return y.reshape(N, H * W, Ho * Wo).transpose(0, 2, 1)  # [N, out position, in position]
+
+
+def grid_sample(L: Lowering, node: NodeView) -> None:
+    """GridSample with a constant grid: a fixed linear map from the input positions to the output ones, the same for
+    every channel: TRANSPOSE to [C, H*W] rows, FULLY_CONNECTED by that matrix, RESHAPE to [N, C, Ho, Wo]. One
+    batch item at a time when the grids differ."""
+    grid = L.const(node.inputs[1])
+    if grid is None:
+        raise L.fail(node, "the sampling grid is computed at run time")
+    xs = L.shape(node.inputs[0])
+    try:
+        M = grid_matrix(node, xs, np.asarray(grid, np.float32))
+    except ValueError as e:
+        raise L.fail(node, str(e)) from None
+    N, C, H, W = xs
+    out = node.outputs[0]
+    Ho, Wo = np.asarray(grid).shape[1:3]
+    x = L.act(node.inputs[0], "plain")
+    y = L.output(out, "plain")
+    same = all(np.array_equal(M[0], M[n]) for n in range(1, N))
+    groups = [(0, N)] if same else [(n, n + 1) for n in range(N)]
+    parts = []
+    for a, e in groups:
+        rows = (e - a) * C
+        xa = x
+        if len(groups) > 1:
+            xa = L.new(f"{out}/batch{a}", (1, C, H, W), x.q, "plain")
+            L.emit("STRIDED_SLICE", [x, L.int32(f"{xa.name}/begin", [a, 0, 0, 0]),
+                                     L.int32(f"{xa.name}/end", [e, C, H, W]), L.int32(f"{xa.name}/strides", [1] * 4)],
+                   [xa], "StridedSliceOptions")
+        flat = L.new(f"{out}/rows{a}", (rows, H * W), x.q, "plain")
+        L.emit_reshape(xa, flat)
+        wq, ws = per_channel_weights(M[a].astype(np.float64), axis=0)
+        fc = L.new(f"{out}/sampled{a}", (rows, Ho * Wo), y.q, "plain")
+        wt = L.new(f"{fc.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
+        L.emit("FULLY_CONNECTED", [flat, wt, L.bias(fc, np.zeros(Ho * Wo), flat, ws)], [fc], "FullyConnectedOptions",
+               fused_activation_function="NONE", keep_num_dims=False)
+        part = y if len(groups) == 1 else L.new(f"{out}/part{a}", (1, C, Ho, Wo), y.q, "plain")
+        L.emit_reshape(fc, part)
+        parts.append(part)
+    if len(parts) > 1:
+        L.emit("CONCATENATION", parts, [y], "ConcatenationOptions", axis=0, fused_activation_function="NONE")
+
+
+def take(L: Lowering, x: TT, flat: np.ndarray, out: str, y: TT | None = None) -> TT:
+    """x's rows (axis 0) at the constant positions `flat` into the ONNX output `out` (shape flat.shape + x.shape[1:],
+    or y's): a STRIDED_SLICE when they are one index or an even run, else GATHER. Values pass through unrescaled."""
+    shape = tuple(flat.shape) + tuple(x.shape[1:])
+    y = y or L.output(out, "plain", q=x.q, shape=shape)
+    f = flat.reshape(-1)
+    if even_run(f):
+        step = int(f[1] - f[0]) if f.size > 1 else 1
+        n = f.size
+        s = L.new(f"{out}/run", (n,) + tuple(x.shape[1:]), x.q, "plain")
+        rest = list(x.shape[1:])
+        L.emit("STRIDED_SLICE", [x, L.int32(f"{s.name}/begin", [int(f[0])] + [0] * len(rest)),
+                                 L.int32(f"{s.name}/end", [int(f[-1]) + 1] + rest),
+                                 L.int32(f"{s.name}/strides", [step] + [1] * len(rest))], [s], "StridedSliceOptions")
+        L.emit_reshape(s, y)
+        return y
+    L.emit("GATHER", [x, L.int32(f"{out}/indices", flat)], [y], "GatherOptions", axis=0, batch_dims=0)
+    return y
+
+
+def gather_const(L: Lowering, node: NodeView) -> None:
+    """GatherElements / GatherND with constant indices: the data flattened to positions (GatherElements) or to
+    [rows, inner] (GatherND), then `take` of the constant positions (converter_facts.constant_gather_flat)."""
+    from . import ops_int as it
+
+    if not L.is_const(node.inputs[1]):
+        return it.lower(L, node)
+    flat = constant_gather_flat(_Const(L, node))
+    if flat is None:
+        raise L.fail(node, "shapes are not static")
+    xs = L.shape(node.inputs[0])
+    if node.op_type == "GatherElements":
+        lead, inner = int(np.prod(xs)), ()
+    else:
+        b, kk = int(node.attr("batch_dims", 0)), np.asarray(L.const(node.inputs[1])).shape[-1]
+        lead, inner = int(np.prod(xs[: b + kk])), tuple(xs[b + kk :])
+    intpath = it.dtype_of(L, node.inputs[0])
+    x = it.int_act(L, node.inputs[0]) if intpath else L.act(node.inputs[0], "plain")
+    rows = L.new(f"{node.outputs[0]}/flat", (lead,) + inner, x.q, "plain", x.dtype if intpath else "int8")
+    L.emit_reshape(x, rows)
+    oshape = L.shape(node.outputs[0])
+    y = L.new(node.outputs[0], oshape, None, "plain", x.dtype) if intpath else L.output(node.outputs[0], "plain", q=x.q)
+    L.tensors[node.outputs[0]] = y
+    take(L, rows, np.asarray(flat), node.outputs[0], y)
+
+
+class _Const:
+    """The NodeView face converter_facts.constant_gather_flat reads, with the converter's shapes and constants."""
+
+    def __init__(self, L: Lowering, node: NodeView):
+        self.L, self.node, self.op_type = L, node, node.op_type
+
+    def const_value(self, i: int):
+        v = self.L.const(self.node.inputs[i])
+        return None if v is None else np.asarray(v)
+
+    def input_shape(self, i: int = 0):
+        return self.L.shape(self.node.inputs[i])
+
+    def attr(self, name: str, default=None):
+        return self.node.attr(name, default)
+
+
+def topk(L: Lowering, node: NodeView) -> None:
+    """TopK (largest, k constant) -> TOPK_V2 along the innermost axis of the tensor in ONNX order (another axis is
+    moved there and back with TRANSPOSEs): values keep the input's parameters, indices are int32."""
+    kv = L.const(node.inputs[1])
+    if kv is None or not int(node.attr("largest", 1)):
+        raise L.fail(node, "k computed at run time, or largest=0")
+    k = int(np.asarray(kv).reshape(-1)[0])
+    x = L.narrow(L.act(node.inputs[0], "plain"))
+    rank = len(x.shape)
+    axis = int(node.attr("axis", -1)) % rank
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]  # a swap is its own inverse
+    outs = [(node.outputs[0], x.q, "int8"), (node.outputs[1] if len(node.outputs) > 1 else "", None, "int32")]
+    kshape = tuple(x.shape[p] for p in perm)[:-1] + (k,)
+    if axis == rank - 1:
+        v, i = (L.new(n or f"{node.outputs[0]}/indices", kshape, q, "plain", dt) for n, q, dt in outs)
+        L.emit("TOPK_V2", [x, L.int32(f"{v.name}/k", k)], [v, i])
+    else:
+        src = L.new(f"{node.outputs[0]}/moved", tuple(x.shape[p] for p in perm), x.q, "plain")
+        L.layout_op(x, src, perm)
+        v, i = (L.new(f"{n or node.outputs[0] + '/indices'}/moved", kshape, q, "plain", dt) for n, q, dt in outs)
+        L.emit("TOPK_V2", [src, L.int32(f"{v.name}/k", k)], [v, i])
+        back = tuple(kshape[p] for p in perm)
+        v2, i2 = (L.new(n or f"{node.outputs[0]}/indices", back, q, "plain", dt) for n, q, dt in outs)
+        L.layout_op(v, v2, perm)
+        L.layout_op(i, i2, perm)
+        v, i = v2, i2
+    if L.bits == 16:  # the values at the lowering's width for the ops that read them
+        v = L.requant(v, L.aq(*L.real_range(v)), "int16")
+    L.tensors[node.outputs[0]] = v
+    if outs[1][0]:
+        L.tensors[outs[1][0]] = i
