@@ -379,16 +379,48 @@ def gather_elements(L: Lowering, node: NodeView) -> None:
         return gather_const(L, node)
     shape, ishape = L.shape(node.inputs[0]), L.shape(node.inputs[1])
     axis = int(node.attr("axis", 0)) % len(shape)
-    if not gather_elements_as_gather(shape, ishape, axis):
-        raise L.fail(node, "only the form whose non-axis dims are all 1 is lowered")
     x = int_act(L, node.inputs[0]) if dtype_of(L, node.inputs[0]) else L.act(node.inputs[0], "plain")
     ids = int_act(L, node.inputs[1], "int32")
+    if not gather_elements_as_gather(shape, ishape, axis):
+        return _gather_nd(L, x, _element_coords(L, ids, axis, node.outputs[0]), node.outputs[0])
     flat = L.new(f"{node.outputs[0]}/indices", (ishape[axis],), None, "plain", "int32")
     L.emit(
         "RESHAPE", [ids, L.int32(f"{flat.name}/shape", flat.shape)], [flat], "ReshapeOptions", new_shape=[ishape[axis]]
     )
     y = _out(L, node.outputs[0], x.dtype) if x.q is None else L.output(node.outputs[0], "plain", q=x.q)
     L.emit("GATHER", [x, flat], [y], "GatherOptions", axis=axis, batch_dims=0)
+
+
+def _element_coords(L: Lowering, ids: TT, axis: int, out: str) -> TT:
+    """GatherElements' run-time indices as GATHER_ND coordinates [*ids.shape, rank]: every axis but `axis` is the
+    position itself (a constant grid), `axis` is the index."""
+    shape, rank = tuple(ids.shape), len(ids.shape)
+    cols = []
+    for k in range(rank):
+        if k == axis:
+            c = L.new(f"{out}/index_column", shape + (1,), None, "plain", "int32")
+            L.emit_reshape(ids, c)
+        else:
+            grid = np.broadcast_to(np.arange(shape[k]).reshape([-1 if j == k else 1 for j in range(rank)]), shape)
+            c = L.int32(f"{out}/grid{k}", grid[..., None])
+        cols.append(c)
+    coords = L.new(f"{out}/coords", shape + (rank,), None, "plain", "int32")
+    L.emit("CONCATENATION", cols, [coords], "ConcatenationOptions", axis=rank, fused_activation_function="NONE")
+    return coords
+
+
+def _gather_nd(L: Lowering, x: TT, coords: TT, out: str) -> None:
+    """GATHER_ND of int8 (values pass through) or integer data by int32 coordinates into the ONNX output `out`."""
+    y = _out(L, out, x.dtype) if x.q is None else L.output(out, "plain", q=x.q)
+    L.emit("GATHER_ND", [x, coords], [y])
+
+
+def gather_nd(L: Lowering, node: NodeView) -> None:
+    """GatherND by run-time indices (batch_dims 0): TFLite's GATHER_ND is the same operation."""
+    if int(node.attr("batch_dims", 0)):
+        raise L.fail(node, "batch_dims > 0 with indices computed at run time")
+    x = int_act(L, node.inputs[0]) if dtype_of(L, node.inputs[0]) else L.act(node.inputs[0], "plain")
+    _gather_nd(L, x, int_act(L, node.inputs[1], "int32"), node.outputs[0])
 
 
 def _select(L: Lowering, cond: str, branches, out: str, q: Q, rank: int) -> TT:
@@ -534,6 +566,7 @@ _OWN = {
     "Mod": mod,
     "Gather": gather,
     "GatherElements": gather_elements,
+    "GatherND": gather_nd,
     "Where": where,
     "CumSum": cumsum,
     "Not": logical_not,

@@ -1,6 +1,6 @@
 """Lowering of the data-movement and selection ops of transformers, detectors and RNNs: Split, Gather with
-constant indices, Where with a constant condition, ArgMax, DepthToSpace (PixelShuffle), Expand, MatMul of two
-activations (BATCH_MATMUL), Softmax on any axis."""
+constant indices, Where with a constant condition, ArgMax, Expand, MatMul of two activations (BATCH_MATMUL),
+Softmax on any axis."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from ..graph import NodeView
 from .lower import NHWC_AXIS, TO_NHWC, TT, Lowering
 from .ops_nn import gemm
-from .qparams import FIXED, Q, activation_q, const_q, per_channel_weights, quantize
+from .qparams import FIXED, Q, activation_q, const_q, quantize
 from .where_q import fill_q
 
 UNIT = {8: Q(1 / 255, -128), 16: Q(1 / 32767, 0, 16)}  # [0, 1] with both ends exact: 0/1 masks
@@ -155,40 +155,6 @@ def argmax(L: Lowering, node: NodeView) -> None:
     t = L.new(f"{out}/argmax", red, None, "plain", "int32")
     L.emit("ARG_MAX", [x, L.int32(f"{out}/axis", [tax])], [t], "ArgMaxOptions", output_type=2)
     L.emit("RESHAPE", [t, L.int32(f"{out}/shape", oshape)], [y], "ReshapeOptions", new_shape=list(oshape))
-
-
-def depth_to_space(L: Lowering, node: NodeView) -> None:
-    """DepthToSpace / PixelShuffle -> DEPTH_TO_SPACE (TFLite's order is ONNX's DCR); CRD (PyTorch) first reorders
-    the channels with an exact 1x1 permutation CONV_2D."""
-    x = L.act(node.inputs[0], "nhwc")
-    bs = int(node.attr("blocksize"))
-    C = x.shape[3]
-    if node.attr("mode", "DCR") == "CRD":
-        c2 = C // (bs * bs)
-        perm = np.arange(C).reshape(c2, bs * bs).T.reshape(-1)  # DCR channel k reads CRD channel perm[k]
-        w = np.zeros((C, 1, 1, C), np.float64)
-        w[np.arange(C), 0, 0, perm] = 1.0
-        wq, ws = per_channel_weights(w, axis=0)
-        p = L.new(f"{node.outputs[0]}/dcr", x.shape, x.q, "nhwc")
-        wt = L.new(f"{p.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
-        bt = L.new(
-            f"{p.name}/bias", (C,), None, "plain", "int32", data=np.zeros(C, np.int32), per_channel=(x.q.scale * ws, 0)
-        )
-        L.emit(
-            "CONV_2D",
-            [x, wt, bt],
-            [p],
-            "Conv2DOptions",
-            padding="VALID",
-            stride_w=1,
-            stride_h=1,
-            dilation_w_factor=1,
-            dilation_h_factor=1,
-            fused_activation_function="NONE",
-        )
-        x = p
-    y = L.output(node.outputs[0], "nhwc", q=x.q)
-    L.emit("DEPTH_TO_SPACE", [x], [y], "DepthToSpaceOptions", block_size=bs)
 
 
 def expand(L: Lowering, node: NodeView) -> None:

@@ -13,7 +13,6 @@ import numpy as np
 from ..graph import NodeView
 from ..targets.converter_facts import constant_gather_flat, even_run, power_of_two, space_blocks
 from .lower import TT, Lowering
-from .ops_shape import depth_to_space as depth_to_space_op
 from .qparams import per_channel_weights
 
 MAX_GRID_WEIGHTS = 1 << 24  # positions out x positions in of a constant-grid GridSample (64 MB of float weights)
@@ -37,21 +36,21 @@ def _d2s_source(mode: str, C2: int, b: int):
 def depth_to_space(L: Lowering, node: NodeView) -> None:
     """A power-of-two block: k stride-2 TRANSPOSE_CONVs (kernel 2, VALID) with one-hot weights. The channel
     order between stages is ours: stage s keeps channels (c, the row bits below it, the column bits below it), so
-    stage 0 also does CRD's reordering. Other blocks: DEPTH_TO_SPACE (ops_shape)."""
+    stage 0 also does CRD's reordering. Other blocks: _interleave."""
     b = int(node.attr("blocksize"))
-    if not power_of_two(b):
-        return depth_to_space_op(L, node)
     x = L.act(node.inputs[0], "nhwc")
     N, H, W, C = x.shape
     C2 = C // (b * b)
     src = _d2s_source(node.attr("mode", "DCR"), C2, b)
+    if not power_of_two(b):
+        return _interleave(L, x, b, src, node.outputs[0])
     k = len(space_blocks(b))
     out = node.outputs[0]
     cur = x
     for s in range(k):
         R = 1 << (k - 1 - s)  # values of the row (and column) bits still to place after this stage
-        O = C2 * R * R
-        w = np.zeros((O, 2, 2, cur.shape[3]), np.float64)
+        n_out = C2 * R * R
+        w = np.zeros((n_out, 2, 2, cur.shape[3]), np.float64)
         for c in range(C2):
             for i_lo in range(R):
                 for j_lo in range(R):
@@ -62,12 +61,49 @@ def depth_to_space(L: Lowering, node: NodeView) -> None:
                                 w[o, di, dj, src(c, di * R + i_lo, dj * R + j_lo)] = 1.0
                             else:  # the previous stage's channel (c, di then i_lo, dj then j_lo)
                                 w[o, di, dj, (c * 2 * R + di * R + i_lo) * 2 * R + dj * R + j_lo] = 1.0
-        shape = (N, cur.shape[1] * 2, cur.shape[2] * 2, O)
+        shape = (N, cur.shape[1] * 2, cur.shape[2] * 2, n_out)
         y = L.output(out, "nhwc", q=x.q) if s == k - 1 else L.new(f"{out}/stage{s}", shape, x.q, "nhwc")
         wt, bt = _selection(L, y, w, cur)
-        L.emit("TRANSPOSE_CONV", [L.int32(f"{y.name}/output_shape", shape), wt, cur, bt], [y],
-               "TransposeConvOptions", padding="VALID", stride_w=2, stride_h=2, fused_activation_function="NONE")
+        L.emit(
+            "TRANSPOSE_CONV",
+            [L.int32(f"{y.name}/output_shape", shape), wt, cur, bt],
+            [y],
+            "TransposeConvOptions",
+            padding="VALID",
+            stride_w=2,
+            stride_h=2,
+            fused_activation_function="NONE",
+        )
         cur = y
+
+
+def _interleave(L: Lowering, x: TT, b: int, src, out: str) -> None:
+    """DepthToSpace by memory moves: in DCR order the channels of block row i are (j, c), so a [N, H, W, b*C'] group
+    is already its rows' pixels in order; SPLIT the b groups, view each as [N, H, 1, W*b*C'], CONCATENATION on axis 2
+    puts row i of every block after row i-1, and the result is the [N, H*b, W*b, C'] map in memory order (both
+    RESHAPEs free). CRD first reorders its channels with a one-hot 1x1 CONV_2D. (Vela runs TRANSPOSE_CONV at stride 2
+    only on the U55, and DEPTH_TO_SPACE on neither generation's NPU.)"""
+    N, H, W, C = x.shape
+    C2 = C // (b * b)
+    dcr = _d2s_source("DCR", C2, b)
+    order = [src(c, i, j) for i in range(b) for j in range(b) for c in range(C2)]  # DCR channel k reads order[k]
+    if order != [dcr(c, i, j) for i in range(b) for j in range(b) for c in range(C2)]:
+        w = np.zeros((C, 1, 1, C), np.float64)
+        w[np.arange(C), 0, 0, order] = 1.0
+        p = L.new(f"{out}/dcr", x.shape, x.q, "nhwc")
+        wt, bt = _selection(L, p, w, x)
+        L.emit("CONV_2D", [x, wt, bt], [p], "Conv2DOptions", padding="VALID", stride_w=1, stride_h=1, **_CONV)
+        x = p
+    groups = [L.new(f"{out}/row{i}", (N, H, W, b * C2), x.q, "nhwc") for i in range(b)]
+    L.emit("SPLIT", [L.int32(f"{out}/axis", 3), x], groups, "SplitOptions", num_splits=b)
+    flat = []
+    for g in groups:
+        f = L.new(f"{g.name}/flat", (N, H, 1, W * b * C2), x.q, "plain")
+        L.emit_reshape(g, f)
+        flat.append(f)
+    rows = L.new(f"{out}/rows", (N, H, b, W * b * C2), x.q, "plain")
+    L.emit("CONCATENATION", flat, [rows], "ConcatenationOptions", axis=2, fused_activation_function="NONE")
+    L.emit_reshape(rows, L.output(out, "nhwc", q=x.q))
 
 
 def space_to_depth(L: Lowering, node: NodeView) -> None:
@@ -90,7 +126,6 @@ def grid_matrix(node: NodeView, x_shape, grid: np.ndarray) -> np.ndarray:
     """[N, Ho*Wo, H*W]: output position <- input position weights of a GridSample with this constant grid, from one
     ONNX Runtime run of the node itself on a basis (channel q of the input is the unit image at position q), so
     every mode, padding mode and align_corners means what ONNX Runtime makes of it."""
-    import onnx
     from onnx import TensorProto, helper
 
     from ..verify.compare import make_session
@@ -180,7 +215,7 @@ def gather_const(L: Lowering, node: NodeView) -> None:
     from . import ops_int as it
 
     if not L.is_const(node.inputs[1]):
-        return it.lower(L, node)
+        return (it.gather_nd if node.op_type == "GatherND" else it.lower)(L, node)
     flat = constant_gather_flat(_Const(L, node))
     if flat is None:
         raise L.fail(node, "shapes are not static")

@@ -74,7 +74,8 @@ def write_qdq_twin(L: Lowering, work_nodes, path: Path) -> Path:
     g.initializer.extend(inits)
     del g.value_info[:]
     for o in g.output:
-        o.type.tensor_type.elem_type = TensorProto.FLOAT
+        if o.name in rename:  # an integer output (TopK's indices) keeps its type
+            o.type.tensor_type.elem_type = TensorProto.FLOAT
     return atomic_save_onnx(m, path)
 
 

@@ -156,14 +156,10 @@ def _grid_const(node) -> str | None:
 
 
 def _index_const(node) -> str | None:
-    """GatherElements / GatherND: constant indices, or (GatherElements) the per-position lookup the integer path takes."""
-    if _const_input(node, 1):
-        return None
-    if node.op_type == "GatherElements":
-        x, i = node.input_shape(0), node.input_shape(1)
-        if x and i and gather_elements_as_gather(x, i, int(node.attr("axis", 0))):
-            return None
-    return "indices computed at run time"
+    """GatherND by run-time indices: TFLite's GATHER_ND, which has no batch_dims."""
+    if node.op_type == "GatherND" and not _const_input(node, 1) and int(node.attr("batch_dims", 0)):
+        return "batch_dims > 0 with indices computed at run time"
+    return None
 
 
 def _topk(node) -> str | None:
@@ -202,7 +198,7 @@ def _spatial(node) -> str | None:
 
 
 FORMS = {op: rnn_unrollable for op in RNNS} | {
-    "GridSample": _grid_const, "GatherElements": _index_const, "GatherND": _index_const, "TopK": _topk, "Mod": _mod,
+    "GridSample": _grid_const, "GatherND": _index_const, "TopK": _topk, "Mod": _mod,
     "Resize": _resize, "If": _if, "QuantizeLinear": _qdq, "DequantizeLinear": _qdq,
     "Conv": _spatial, "ConvTranspose": _spatial, "MaxPool": _spatial, "AveragePool": _spatial,
 }
@@ -221,6 +217,7 @@ def converter_gap(node) -> str | None:
 
 
 # -- the TFLite ops the converter writes for nodes a standard converter writes otherwise ---------------------------------
+FLOAT32 = "a float32 tensor between them"  # not an op: Vela runs no op with a float32 feature map on the NPU
 # form -> the TFLite ops of it. Each of these has no Vela constraint a node of ordinary size breaks, so the node runs
 # where every op of its form is in Vela's operator list (tests/test_convert_forms.py compiles each with Vela).
 WRITES = {
@@ -230,12 +227,16 @@ WRITES = {
     "elu": ("ELU", "RELU", "MUL", "ADD"), "softsign": ("ABS", "ADD", "RSQRT", "MUL"),
     "threshold": ("GREATER", "SELECT_V2"),
     "space_to_depth": ("CONV_2D",), "depth_to_space": ("TRANSPOSE_CONV",),
+    "interleave": ("CONV_2D", "SPLIT", "RESHAPE", "CONCATENATION"),  # DepthToSpace of another block
     "grid": ("TRANSPOSE", "RESHAPE", "FULLY_CONNECTED"),
     "gather": ("RESHAPE", "GATHER"), "slice": ("RESHAPE", "STRIDED_SLICE"),
     "reduce": ("ABS", "MUL", "SUM", "LOG", "EXP", "REDUCE_MAX", "SUB", "ADD", "RSQRT"),
     "norm": ("MEAN", "SUB", "MUL", "ADD", "RSQRT", "SUM"),
     "rnn": ("FULLY_CONNECTED", "ADD", "TANH", "CONCATENATION", "RESHAPE", "STRIDED_SLICE"),
     "alias": (),
+    # the integer / bool path (convert/ops_int): TFLite's integer kernels
+    "int_div": ("DIV",), "broadcast": ("BROADCAST_TO",), "not_equal": ("NOT_EQUAL",), "int_reshape": ("RESHAPE",),
+    "to_float": ("CAST", "QUANTIZE", FLOAT32), "from_float": ("DEQUANTIZE", "CAST"),
 }
 _FORM_OF = {"HardSigmoid": "affine", "Sum": "sum", "Mean": "mean", "Softplus": "softplus", "Mish": "mish", "Selu": "elu",
             "Celu": "elu", "Softsign": "softsign", "ThresholdedRelu": "threshold", "SpaceToDepth": "space_to_depth",
@@ -304,18 +305,24 @@ def constant_gather_flat(node):
 def written_as(node) -> str | None:
     """The form (a key of WRITES) of an ONNX node the converter writes as other ops than a standard converter, else
     None. Forms that depend on the node: DepthToSpace as transposed convolutions for a power-of-two block (else
-    DEPTH_TO_SPACE), constant-index GatherElements / GatherND as a slice (one index or an even run) or a GATHER,
+    an interleave of channel groups), constant-index GatherElements / GatherND as a slice (one index or an even run) or a GATHER,
     Elu with alpha != 1 from ELU and RELU, CastLike between float types as nothing."""
     op = node.op_type
     if op in _FORM_OF:
         return _FORM_OF[op]
     if op == "DepthToSpace":
-        return "depth_to_space" if power_of_two(int(node.attr("blocksize", 0))) else None
+        return "depth_to_space" if power_of_two(int(node.attr("blocksize", 0))) else "interleave"
     if op == "Elu" and float(node.attr("alpha", 1.0)) != 1.0:
         return "elu"
     if op in ("GatherElements", "GatherND") and node.is_const(1):
         flat = constant_gather_flat(node)
         return "slice" if flat is not None and even_run(flat) else "gather"
-    if op == "CastLike" and carried_dtype(node.input_dtype(0)) is None and carried_dtype(node.output_dtype(0)) is None:
+    src, dst = carried_dtype(node.input_dtype(0)), carried_dtype(node.output_dtype(0))
+    if op in ("Cast", "CastLike") and (src is None) != (dst is None):
+        return "to_float" if dst is None else "from_float"
+    if op == "CastLike" and src is None and dst is None:
         return "alias"
+    if dst is not None and src is not None:
+        return {"Div": "int_div", "Expand": "broadcast", "Xor": "not_equal", "Reshape": "int_reshape",
+                "Unsqueeze": "int_reshape", "Squeeze": "int_reshape", "Flatten": "int_reshape"}.get(op)
     return None

@@ -24,7 +24,7 @@ from . import calibration as cal, tflite_map as tm
 from .common import reduce_axes
 from .base import OpSupport, Rule, Verdict
 from .calibration import FAMILIES, Evidence
-from .converter_facts import (WRITES, argmax_of_bool, carried_dtype, converter_gap, depth_reduce_as_conv,
+from .converter_facts import (FLOAT32, WRITES, argmax_of_bool, carried_dtype, converter_gap, depth_reduce_as_conv,
                               gather_elements_as_gather, mean_as_rows, never_special, where_of_never_special, whole_map_pool,
                               written_as)
 
@@ -236,11 +236,13 @@ def converted_ops(name: str, listed) -> dict[str, OpSupport]:
                "before Vela sees the model", _gap_detail, Verdict.UNSUPPORTED, GAP_FIX, "NPUFIT-CONV")
     forms = {}
     for form, tfl in WRITES.items():
-        off = [op for op in tfl if op not in listed]
-        text = f"npufit's ONNX -> int8 TFLite converter writes it as {', '.join(tfl) or 'no op'}"
-        forms[FORM + form] = OpSupport(FORM + form, Verdict.CPU if off else Verdict.NPU, source="NPUFIT-CONV", note=text,
-                                       reason=f"{text}; {', '.join(off)} {'is' if len(off) == 1 else 'are'} not in Vela "
-                                              "5.2.0's supported-operator list: scheduled on the CPU" if off else "")
+        ops = [op for op in tfl if op != FLOAT32]
+        off = [op for op in ops if op not in listed]
+        text = f"npufit's ONNX -> int8 TFLite converter writes it as {', '.join(ops) or 'no op'}"
+        why = [f"{', '.join(off)} {'is' if len(off) == 1 else 'are'} not in Vela 5.2.0's supported-operator list"] if off else []
+        why += ["a float32 tensor between them keeps them on the CPU"] if FLOAT32 in tfl else []
+        forms[FORM + form] = OpSupport(FORM + form, Verdict.CPU if why else Verdict.NPU, source="NPUFIT-CONV", note=text,
+                                       reason=f"{text}; {'; '.join(why)}: scheduled on the CPU" if why else "")
     return forms | {NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why),
             GAP: OpSupport(GAP, Verdict.NPU, (gap,), source="NPUFIT-CONV",
                            note="every node judged here is a converter gap (targets/converter_facts.converter_gap)")}
