@@ -12,7 +12,7 @@ import numpy as np
 
 from ..graph import NodeView
 from ..targets.converter_facts import constant_gather_flat, even_run, power_of_two, space_blocks
-from .lower import TT, Lowering
+from .lower import NHWC_AXIS, TO_NCHW, TT, Lowering
 from .qparams import per_channel_weights
 
 MAX_GRID_WEIGHTS = 1 << 24  # positions out x positions in of a constant-grid GridSample (64 MB of float weights)
@@ -191,18 +191,20 @@ def grid_sample(L: Lowering, node: NodeView) -> None:
 
 def take(L: Lowering, x: TT, flat: np.ndarray, out: str, y: TT | None = None) -> TT:
     """x's rows (axis 0) at the constant positions `flat` into the ONNX output `out` (shape flat.shape + x.shape[1:],
-    or y's): a STRIDED_SLICE when they are one index or an even run, else GATHER. Values pass through unrescaled."""
+    or y's): a STRIDED_SLICE when they are one index or an even run, else GATHER. Values pass through unrescaled.
+    The slice runs over the H axis of a [1, rows, 1, inner] view: Vela takes strides over H or W only."""
     shape = tuple(flat.shape) + tuple(x.shape[1:])
     y = y or L.output(out, "plain", q=x.q, shape=shape)
     f = flat.reshape(-1)
     if even_run(f):
         step = int(f[1] - f[0]) if f.size > 1 else 1
-        n = f.size
-        s = L.new(f"{out}/run", (n,) + tuple(x.shape[1:]), x.q, "plain")
-        rest = list(x.shape[1:])
-        L.emit("STRIDED_SLICE", [x, L.int32(f"{s.name}/begin", [int(f[0])] + [0] * len(rest)),
-                                 L.int32(f"{s.name}/end", [int(f[-1]) + 1] + rest),
-                                 L.int32(f"{s.name}/strides", [step] + [1] * len(rest))], [s], "StridedSliceOptions")
+        inner = int(np.prod(x.shape[1:], dtype=np.int64))
+        v = L.new(f"{out}/rows_view", (1, x.shape[0], 1, inner), x.q, "plain", x.dtype)
+        L.emit_reshape(x, v)
+        s = L.new(f"{out}/run", (1, f.size, 1, inner), x.q, "plain", x.dtype)
+        L.emit("STRIDED_SLICE", [v, L.int32(f"{s.name}/begin", [0, int(f[0]), 0, 0]),
+                                 L.int32(f"{s.name}/end", [1, int(f[-1]) + 1, 1, inner]),
+                                 L.int32(f"{s.name}/strides", [1, step, 1, 1])], [s], "StridedSliceOptions")
         L.emit_reshape(s, y)
         return y
     L.emit("GATHER", [x, L.int32(f"{out}/indices", flat)], [y], "GatherOptions", axis=0, batch_dims=0)
@@ -252,6 +254,21 @@ class _Const:
         return self.node.attr(name, default)
 
 
+def _topk_nhwc(L: Lowering, node: NodeView, x: TT, k: int) -> None:
+    """TopK over the channels of an NHWC map: values stay NHWC; the int32 indices go to ONNX order (the integer path
+    holds its tensors so)."""
+    shape = tuple(x.shape[:3]) + (k,)
+    v = L.output(node.outputs[0], "nhwc", q=x.q, shape=shape)
+    idx = node.outputs[1] if len(node.outputs) > 1 and node.outputs[1] else f"{node.outputs[0]}/indices"
+    i = L.new(f"{idx}/nhwc", shape, None, "nhwc", "int32")
+    L.emit("TOPK_V2", [x, L.int32(f"{v.name}/k", k)], [v, i])
+    if L.bits == 16:
+        L.tensors[node.outputs[0]] = L.requant(v, L.aq(*L.real_range(v)), "int16")
+    i2 = L.new(idx, tuple(shape[p] for p in TO_NCHW), None, "plain", "int32")
+    L.layout_op(i, i2, TO_NCHW)
+    L.tensors[idx] = i2
+
+
 def topk(L: Lowering, node: NodeView) -> None:
     """TopK (largest, k constant) -> TOPK_V2 along the innermost axis of the tensor in ONNX order (another axis is
     moved there and back with TRANSPOSEs): values keep the input's parameters, indices are int32."""
@@ -259,9 +276,12 @@ def topk(L: Lowering, node: NodeView) -> None:
     if kv is None or not int(node.attr("largest", 1)):
         raise L.fail(node, "k computed at run time, or largest=0")
     k = int(np.asarray(kv).reshape(-1)[0])
-    x = L.narrow(L.act(node.inputs[0], "plain"))
+    x = L.act(node.inputs[0])
     rank = len(x.shape)
     axis = int(node.attr("axis", -1)) % rank
+    if x.layout == "nhwc" and NHWC_AXIS[axis] == 3:  # over the channels of a map: innermost in NHWC already
+        return _topk_nhwc(L, node, L.narrow(x), k)
+    x = L.narrow(L.act(node.inputs[0], "plain"))
     perm = list(range(rank))
     perm[axis], perm[-1] = perm[-1], perm[axis]  # a swap is its own inverse
     outs = [(node.outputs[0], x.q, "int8"), (node.outputs[1] if len(node.outputs) > 1 else "", None, "int32")]

@@ -174,7 +174,7 @@ def _mod(node) -> str | None:
 
 
 def _resize(node) -> str | None:
-    return "cubic resizing has no TFLite kernel" if node.attr("mode", "nearest") == "cubic" else None
+    return "mode=cubic has no TFLite resize kernel" if node.attr("mode", "nearest") == "cubic" else None
 
 
 def _if(node) -> str | None:
@@ -223,7 +223,7 @@ FLOAT32 = "a float32 tensor between them"  # not an op: Vela runs no op with a f
 WRITES = {
     "affine": ("DEPTHWISE_CONV_2D", "MUL", "ADD"),  # HardSigmoid: alpha * x + beta, clipped by the int8 output range
     "sum": ("ADD",), "mean": ("ADD", "MUL"),
-    "softplus": ("ABS", "NEG", "EXP", "ADD", "LOG", "RELU"), "mish": ("ABS", "NEG", "EXP", "ADD", "LOG", "RELU", "TANH", "MUL"),
+    "softplus": ("ABS", "LOGISTIC", "LOG", "RELU", "SUB"), "mish": ("ABS", "LOGISTIC", "LOG", "RELU", "SUB", "TANH", "MUL"),
     "elu": ("ELU", "RELU", "MUL", "ADD"), "softsign": ("ABS", "ADD", "RSQRT", "MUL"),
     "threshold": ("GREATER", "SELECT_V2"),
     "space_to_depth": ("CONV_2D",), "depth_to_space": ("TRANSPOSE_CONV",),
@@ -322,7 +322,8 @@ def written_as(node) -> str | None:
         return "to_float" if dst is None else "from_float"
     if op == "CastLike" and src is None and dst is None:
         return "alias"
-    if dst is not None and src is not None:
+    x, y = node.input_shape(0), node.output_shape(0)
+    if dst is not None and src is not None and not (x is not None and y is not None and tuple(x) == tuple(y)):
         return {"Div": "int_div", "Expand": "broadcast", "Xor": "not_equal", "Reshape": "int_reshape",
                 "Unsqueeze": "int_reshape", "Squeeze": "int_reshape", "Flatten": "int_reshape"}.get(op)
     return None
