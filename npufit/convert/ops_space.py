@@ -13,7 +13,7 @@ import numpy as np
 from ..graph import NodeView
 from ..targets.converter_facts import constant_gather_flat, even_run, power_of_two, space_blocks
 from .lower import NHWC_AXIS, TO_NCHW, TT, Lowering
-from .qparams import per_channel_weights
+from .qparams import activation_q, per_channel_weights
 
 MAX_GRID_WEIGHTS = 1 << 24  # positions out x positions in of a constant-grid GridSample (64 MB of float weights)
 _CONV = dict(dilation_w_factor=1, dilation_h_factor=1, fused_activation_function="NONE")
@@ -254,53 +254,64 @@ class _Const:
         return self.node.attr(name, default)
 
 
-def _topk_nhwc(L: Lowering, node: NodeView, x: TT, k: int) -> None:
-    """TopK over the channels of an NHWC map: values stay NHWC; the int32 indices go to ONNX order (the integer path
-    holds its tensors so)."""
-    shape = tuple(x.shape[:3]) + (k,)
-    v = L.output(node.outputs[0], "nhwc", q=x.q, shape=shape)
-    idx = node.outputs[1] if len(node.outputs) > 1 and node.outputs[1] else f"{node.outputs[0]}/indices"
-    i = L.new(f"{idx}/nhwc", shape, None, "nhwc", "int32")
-    L.emit("TOPK_V2", [x, L.int32(f"{v.name}/k", k)], [v, i])
-    if L.bits == 16:
-        L.tensors[node.outputs[0]] = L.requant(v, L.aq(*L.real_range(v)), "int16")
-    i2 = L.new(idx, tuple(shape[p] for p in TO_NCHW), None, "plain", "int32")
-    L.layout_op(i, i2, TO_NCHW)
-    L.tensors[idx] = i2
-
-
 def topk(L: Lowering, node: NodeView) -> None:
-    """TopK (largest, k constant) -> TOPK_V2 along the innermost axis of the tensor in ONNX order (another axis is
-    moved there and back with TRANSPOSEs): values keep the input's parameters, indices are int32."""
+    """TopK (k constant) -> TOPK_V2 along the innermost axis: over a map's channels in NHWC as it is, any other axis
+    moved there and back with TRANSPOSEs in ONNX order. Values keep the input's parameters, indices are int32; the
+    k smallest are the k largest of -x (a MUL by -1 into the mirrored range), negated back."""
+    from .ops_math import mul, scalar_const
+
     kv = L.const(node.inputs[1])
-    if kv is None or not int(node.attr("largest", 1)):
-        raise L.fail(node, "k computed at run time, or largest=0")
+    if kv is None:
+        raise L.fail(node, "k computed at run time")
     k = int(np.asarray(kv).reshape(-1)[0])
+    vals = node.outputs[0]
+    idx = node.outputs[1] if len(node.outputs) > 1 and node.outputs[1] else f"{vals}/indices"
     x = L.act(node.inputs[0])
-    rank = len(x.shape)
-    axis = int(node.attr("axis", -1)) % rank
-    if x.layout == "nhwc" and NHWC_AXIS[axis] == 3:  # over the channels of a map: innermost in NHWC already
-        return _topk_nhwc(L, node, L.narrow(x), k)
-    x = L.narrow(L.act(node.inputs[0], "plain"))
-    perm = list(range(rank))
-    perm[axis], perm[-1] = perm[-1], perm[axis]  # a swap is its own inverse
-    outs = [(node.outputs[0], x.q, "int8"), (node.outputs[1] if len(node.outputs) > 1 else "", None, "int32")]
-    kshape = tuple(x.shape[p] for p in perm)[:-1] + (k,)
-    if axis == rank - 1:
-        v, i = (L.new(n or f"{node.outputs[0]}/indices", kshape, q, "plain", dt) for n, q, dt in outs)
-        L.emit("TOPK_V2", [x, L.int32(f"{v.name}/k", k)], [v, i])
-    else:
-        src = L.new(f"{node.outputs[0]}/moved", tuple(x.shape[p] for p in perm), x.q, "plain")
-        L.layout_op(x, src, perm)
-        v, i = (L.new(f"{n or node.outputs[0] + '/indices'}/moved", kshape, q, "plain", dt) for n, q, dt in outs)
-        L.emit("TOPK_V2", [src, L.int32(f"{v.name}/k", k)], [v, i])
-        back = tuple(kshape[p] for p in perm)
-        v2, i2 = (L.new(n or f"{node.outputs[0]}/indices", back, q, "plain", dt) for n, q, dt in outs)
-        L.layout_op(v, v2, perm)
-        L.layout_op(i, i2, perm)
-        v, i = v2, i2
+    axis = int(node.attr("axis", -1)) % len(x.shape)
+    smallest = not int(node.attr("largest", 1))
+    if not (x.layout == "nhwc" and NHWC_AXIS[axis] == 3):
+        x = L.act(node.inputs[0], "plain")
+    x = L.narrow(x)
+    if smallest:
+        lo, hi = x.q.range
+        x = mul(L, x, scalar_const(L, f"{vals}/minus_one", -1.0), f"{vals}/negated", activation_q(-hi, -lo))
+    v = _topk(L, x, axis, k, f"{vals}/largest" if smallest else vals, idx)
+    if smallest:
+        y = L.new(vals, v.shape, activation_q(lo, hi), v.layout)
+        mul(L, v, scalar_const(L, f"{vals}/minus_one_back", -1.0), vals, None, out=y)
+        v = y
     if L.bits == 16:  # the values at the lowering's width for the ops that read them
         v = L.requant(v, L.aq(*L.real_range(v)), "int16")
-    L.tensors[node.outputs[0]] = v
-    if outs[1][0]:
-        L.tensors[outs[1][0]] = i
+    L.tensors[vals] = v
+
+
+def _topk(L: Lowering, x: TT, axis: int, k: int, vals: str, idx: str) -> TT:
+    """TOPK_V2 of int8 `x` along ONNX axis `axis` -> the values' tensor (named `vals`); the int32 indices are
+    registered in ONNX order as `idx`."""
+    rank = len(x.shape)
+    if x.layout == "nhwc":  # the channels: innermost already; the integer path holds the indices in ONNX order
+        shape = tuple(x.shape[:3]) + (k,)
+        v = L.new(vals, shape, x.q, "nhwc")
+        i = L.new(f"{idx}/nhwc", shape, None, "nhwc", "int32")
+        L.emit("TOPK_V2", [x, L.int32(f"{vals}/k", k)], [v, i])
+        i2 = L.new(idx, tuple(shape[p] for p in TO_NCHW), None, "plain", "int32")
+        L.layout_op(i, i2, TO_NCHW)
+        L.tensors[idx] = i2
+        return v
+    perm = list(range(rank))
+    perm[axis], perm[-1] = perm[-1], perm[axis]  # a swap is its own inverse
+    kshape = tuple(x.shape[p] for p in perm)[:-1] + (k,)
+    if axis == rank - 1:
+        v, i = L.new(vals, kshape, x.q, "plain"), L.new(idx, kshape, None, "plain", "int32")
+        L.emit("TOPK_V2", [x, L.int32(f"{vals}/k", k)], [v, i])
+    else:
+        src = L.new(f"{vals}/moved", tuple(x.shape[p] for p in perm), x.q, "plain")
+        L.layout_op(x, src, perm)
+        vm, im = L.new(f"{vals}/moved_top", kshape, x.q, "plain"), L.new(f"{idx}/moved", kshape, None, "plain", "int32")
+        L.emit("TOPK_V2", [src, L.int32(f"{vals}/k", k)], [vm, im])
+        back = tuple(kshape[p] for p in perm)
+        v, i = L.new(vals, back, x.q, "plain"), L.new(idx, back, None, "plain", "int32")
+        L.layout_op(vm, v, perm)
+        L.layout_op(im, i, perm)
+    L.tensors[idx] = i
+    return v

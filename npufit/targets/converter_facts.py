@@ -163,9 +163,7 @@ def _index_const(node) -> str | None:
 
 
 def _topk(node) -> str | None:
-    if not _const_input(node, 1):
-        return "k computed at run time"
-    return None if int(node.attr("largest", 1)) else "largest=0 (the k smallest) has no TFLite kernel"
+    return None if _const_input(node, 1) else "k computed at run time"
 
 
 def _mod(node) -> str | None:
