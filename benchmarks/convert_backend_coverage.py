@@ -1,7 +1,8 @@
 """npufit's ONNX -> int8 TFLite converter over the ONNX backend test suite's single-operator models: per op, how many
 of its float cases convert, agree with ONNX Runtime, and run on Vela's NPU (ethos-u55-256), and why not.
 
-    python benchmarks/convert_backend_coverage.py [--only Conv Relu ...] [--target ethos-u55-256] [--write docs/convert-coverage.md]
+    python benchmarks/convert_backend_coverage.py [--only Conv Relu ...] [--target ethos-u55-256]
+        [--write docs/convert-coverage.md] [--json rows.json]
 
 The cases: onnx/backend/test/data/node/*/model.onnx of the installed `onnx` wheel. Wheels that no longer ship that
 folder (onnx 1.23) ship the generators it is written from (onnx.backend.test.case.node): the same models and test
@@ -91,7 +92,9 @@ def prepare_case(d: Path, work: Path):
     if g.input[0].type.tensor_type.elem_type != TensorProto.FLOAT:
         return op, None, None, "the first input is not float32"
     data = d / "test_data_set_0"
-    values = [_tensor(data / f"input_{j}.pb") if (data / f"input_{j}.pb").exists() else None for j in range(len(g.input))]
+    values = [
+        _tensor(data / f"input_{j}.pb") if (data / f"input_{j}.pb").exists() else None for j in range(len(g.input))
+    ]
     if values[0] is None:
         return op, None, None, "no test input"
     keep = [g.input[0]]
@@ -138,7 +141,8 @@ def run_case(d: Path, target: str) -> dict:
             row["cosine"] = min(cos) if cos else None
             row["agreement"] = min(agree) if agree else None
             row["verified"] = bool(
-                all(c >= VERIFIED_COS for c in cos if c == c) and all(a >= VERIFIED_AGREE for a in agree)
+                all(c >= VERIFIED_COS for c in cos if c == c)
+                and all(a >= VERIFIED_AGREE for a in agree)
                 and all(c == c for c in cos)
             )
         except (NpufitError, ValueError, RuntimeError) as e:
@@ -191,7 +195,9 @@ def run(cases: list[Path], target: str, progress: bool = True) -> list[dict]:
         rows.append(row)
         if progress:
             state = row.get("skip") or ("converted" if row.get("converted") else row.get("why", ""))
-            print(f"[{k + 1}/{len(cases)} {time.time() - t0:6.0f}s] {d.name}: {state}"[:160], file=sys.stderr, flush=True)
+            print(
+                f"[{k + 1}/{len(cases)} {time.time() - t0:6.0f}s] {d.name}: {state}"[:160], file=sys.stderr, flush=True
+            )
     return rows
 
 
@@ -205,8 +211,15 @@ def by_op(rows: list[dict]) -> dict[str, dict]:
         o["converted"] += bool(r.get("converted"))
         o["verified"] += bool(r.get("verified"))
         o["npu"] += bool(r.get("compiled") and not r.get("cpu_ops"))
-        why = r.get("why") if not r.get("converted") else (r.get("vela_why") if r.get("cpu_ops") or not r.get(
-            "compiled") else (None if r.get("verified") else f"cosine {r.get('cosine')}, agreement {r.get('agreement')}"))
+        why = (
+            r.get("why")
+            if not r.get("converted")
+            else (
+                r.get("vela_why")
+                if r.get("cpu_ops") or not r.get("compiled")
+                else (None if r.get("verified") else f"cosine {r.get('cosine')}, agreement {r.get('agreement')}")
+            )
+        )
         if why:
             o["why"].append(f"{r['case'].removeprefix('test_')}: {why}")
     return dict(sorted(ops.items()))
@@ -236,8 +249,10 @@ def markdown(rows: list[dict], target: str) -> str:
     ]
     for op, o in ops.items():
         why = "<br>".join(o["why"][:3]) + (f"<br>+{len(o['why']) - 3} more" if len(o["why"]) > 3 else "")
-        lines.append(f"| {op} | {o['converted']}/{o['cases']} | {o['verified']}/{o['converted']} | "
-                     f"{o['npu']}/{o['converted']} | {why.replace('|', '/')} |")
+        lines.append(
+            f"| {op} | {o['converted']}/{o['cases']} | {o['verified']}/{o['converted']} | "
+            f"{o['npu']}/{o['converted']} | {why.replace('|', '/')} |"
+        )
     return "\n".join(lines) + "\n"
 
 

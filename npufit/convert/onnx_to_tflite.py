@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError, UnsupportedModelError
-from ..util.io import atomic_write_bytes, atomic_write_json
 from ..targets.converter_facts import LOWERED, converter_gap
+from ..util.io import atomic_write_bytes, atomic_write_json
 from . import ops_act as ac
 from . import ops_int as it
 from . import ops_math as mt

@@ -70,7 +70,9 @@ def affine(L: Lowering, x: TT, scale: float, shift: float, dst: TT) -> None:
     """dst = scale * x + shift as one 1x1 DEPTHWISE_CONV_2D (every channel the same weight and bias; dst's int8 range
     clips the result). A tensor that is not 4-D is seen as a [1, 1, rows, last axis] map through free RESHAPEs."""
     four = len(x.shape) == 4
-    shape = tuple(x.shape) if four else (1, 1, int(np.prod(x.shape[:-1], dtype=np.int64)), x.shape[-1] if x.shape else 1)
+    shape = (
+        tuple(x.shape) if four else (1, 1, int(np.prod(x.shape[:-1], dtype=np.int64)), x.shape[-1] if x.shape else 1)
+    )
     src, out = x, dst
     if not four:
         src = L.new(f"{dst.name}/map", shape, x.q, "plain")
@@ -132,7 +134,8 @@ def sum_mean(L: Lowering, node: NodeView) -> None:
 
 
 def _softplus(L: Lowering, x: TT, lo: float, hi: float, dst: TT) -> TT:
-    """log(1 + e^x) = relu(x) - log(sigmoid(|x|)): every step bounded (sigmoid(|x|) in [1/2, 1), its log in (-ln 2, 0])."""
+    """log(1 + e^x) = relu(x) - log(sigmoid(|x|)): every step bounded (sigmoid(|x|) in [1/2, 1), its log in
+    (-ln 2, 0])."""
     m = max(abs(lo), abs(hi))
     n = dst.name
     a = _unary(L, "ABS", x, _t8(L, f"{n}/abs", x, 0.0, m))
@@ -178,7 +181,9 @@ def elu_family(L: Lowering, node: NodeView) -> None:
     if c1 == 0.0:
         mul(L, e, _c8(L, f"{n}/c2", c2), n, None, out=t)
         return _done(L, y, t)
-    ce = mul(L, e, _c8(L, f"{n}/c2", c2), f"{n}/elu_scaled", activation_q(*sorted((c2 * min(math.expm1(lo), 0), c2 * hi))))
+    ce = mul(
+        L, e, _c8(L, f"{n}/c2", c2), f"{n}/elu_scaled", activation_q(*sorted((c2 * min(math.expm1(lo), 0), c2 * hi)))
+    )
     r = _unary(L, "RELU", x, _t8(L, f"{n}/relu", x, 0.0, max(hi, 0.0)))
     cr = mul(L, r, _c8(L, f"{n}/c1", c1), f"{n}/relu_scaled", activation_q(*sorted((0.0, c1 * max(hi, 0.0)))))
     _add(L, ce, cr, t)

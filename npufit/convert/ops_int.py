@@ -70,6 +70,8 @@ def claims(L: Lowering, node: NodeView) -> bool:
         return any(dtype_of(L, o) for o in node.outputs if o) and any(
             dtype_of(L, i) for i in node.inputs if i and not L.is_const(i)
         )
+    if node.op_type in ("GatherElements", "GatherND") and L.is_const(node.inputs[1]):
+        return False  # constant indices, on any data: ops_space.gather_const
     if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
         return argmax_of_bool(L.graph, node, lambda n: dtype_of(L, n))
     if any(dtype_of(L, o) for o in node.outputs if o):
@@ -209,8 +211,11 @@ def _compare_int8(L: Lowering, node: NodeView, tfl: str) -> None:
             ins.append(L.requant(L.narrow(L.act(name, "plain")), x.q))
         else:
             v = np.asarray(c, np.float32)
-            ins.append(L.new(f"{node.outputs[0]}/{'lhs' if name == a else 'rhs'}", v.shape, x.q, "plain",
-                             data=quantize(v, x.q)))
+            ins.append(
+                L.new(
+                    f"{node.outputs[0]}/{'lhs' if name == a else 'rhs'}", v.shape, x.q, "plain", data=quantize(v, x.q)
+                )
+            )
     L.emit(tfl, ins, [_out(L, node.outputs[0], "bool")])
 
 
@@ -373,10 +378,6 @@ def gather(L: Lowering, node: NodeView) -> None:
 def gather_elements(L: Lowering, node: NodeView) -> None:
     """GatherElements along an axis where every other dim of data and indices is 1 (a per-position lookup at
     batch 1, e.g. RoBERTa's buffered token-type ids): the same as GATHER of the flattened indices."""
-    if L.is_const(node.inputs[1]):  # constant indices on integer data: the int8 path's lowering carries int32 too
-        from .ops_space import gather_const
-
-        return gather_const(L, node)
     shape, ishape = L.shape(node.inputs[0]), L.shape(node.inputs[1])
     axis = int(node.attr("axis", 0)) % len(shape)
     x = int_act(L, node.inputs[0]) if dtype_of(L, node.inputs[0]) else L.act(node.inputs[0], "plain")

@@ -136,14 +136,22 @@ def grid_matrix(node: NodeView, x_shape, grid: np.ndarray) -> np.ndarray:
         raise ValueError("too many positions for one matrix")
     attrs = {k: v for k, v in node.attrs.items()}
     n = helper.make_node("GridSample", ["x", "g"], ["y"], **attrs)
-    g = helper.make_graph([n], "basis", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, H * W, H, W]),
-                                         helper.make_tensor_value_info("g", TensorProto.FLOAT, list(grid.shape))],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    g = helper.make_graph(
+        [n],
+        "basis",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, H * W, H, W]),
+            helper.make_tensor_value_info("g", TensorProto.FLOAT, list(grid.shape)),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
     opset = max(16, node.graph.opsets.get("ai.onnx", 16))
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = min(m.ir_version, 10)
     basis = np.broadcast_to(np.eye(H * W, dtype=np.float32).reshape(1, H * W, H, W), (N, H * W, H, W))
-    y = make_session(m.SerializeToString()).run(None, {"x": np.ascontiguousarray(basis), "g": grid.astype(np.float32)})[0]
+    y = make_session(m.SerializeToString()).run(None, {"x": np.ascontiguousarray(basis), "g": grid.astype(np.float32)})[
+        0
+    ]
     return y.reshape(N, H * W, Ho * Wo).transpose(0, 2, 1)  # [N, out position, in position]
 
 
@@ -172,16 +180,30 @@ def grid_sample(L: Lowering, node: NodeView) -> None:
         xa = x
         if len(groups) > 1:
             xa = L.new(f"{out}/batch{a}", (1, C, H, W), x.q, "plain")
-            L.emit("STRIDED_SLICE", [x, L.int32(f"{xa.name}/begin", [a, 0, 0, 0]),
-                                     L.int32(f"{xa.name}/end", [e, C, H, W]), L.int32(f"{xa.name}/strides", [1] * 4)],
-                   [xa], "StridedSliceOptions")
+            L.emit(
+                "STRIDED_SLICE",
+                [
+                    x,
+                    L.int32(f"{xa.name}/begin", [a, 0, 0, 0]),
+                    L.int32(f"{xa.name}/end", [e, C, H, W]),
+                    L.int32(f"{xa.name}/strides", [1] * 4),
+                ],
+                [xa],
+                "StridedSliceOptions",
+            )
         flat = L.new(f"{out}/rows{a}", (rows, H * W), x.q, "plain")
         L.emit_reshape(xa, flat)
         wq, ws = per_channel_weights(M[a].astype(np.float64), axis=0)
         fc = L.new(f"{out}/sampled{a}", (rows, Ho * Wo), y.q, "plain")
         wt = L.new(f"{fc.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
-        L.emit("FULLY_CONNECTED", [flat, wt, L.bias(fc, np.zeros(Ho * Wo), flat, ws)], [fc], "FullyConnectedOptions",
-               fused_activation_function="NONE", keep_num_dims=False)
+        L.emit(
+            "FULLY_CONNECTED",
+            [flat, wt, L.bias(fc, np.zeros(Ho * Wo), flat, ws)],
+            [fc],
+            "FullyConnectedOptions",
+            fused_activation_function="NONE",
+            keep_num_dims=False,
+        )
         part = y if len(groups) == 1 else L.new(f"{out}/part{a}", (1, C, Ho, Wo), y.q, "plain")
         L.emit_reshape(fc, part)
         parts.append(part)
@@ -202,9 +224,17 @@ def take(L: Lowering, x: TT, flat: np.ndarray, out: str, y: TT | None = None) ->
         v = L.new(f"{out}/rows_view", (1, x.shape[0], 1, inner), x.q, "plain", x.dtype)
         L.emit_reshape(x, v)
         s = L.new(f"{out}/run", (1, f.size, 1, inner), x.q, "plain", x.dtype)
-        L.emit("STRIDED_SLICE", [v, L.int32(f"{s.name}/begin", [0, int(f[0]), 0, 0]),
-                                 L.int32(f"{s.name}/end", [1, int(f[-1]) + 1, 1, inner]),
-                                 L.int32(f"{s.name}/strides", [1, step, 1, 1])], [s], "StridedSliceOptions")
+        L.emit(
+            "STRIDED_SLICE",
+            [
+                v,
+                L.int32(f"{s.name}/begin", [0, int(f[0]), 0, 0]),
+                L.int32(f"{s.name}/end", [1, int(f[-1]) + 1, 1, inner]),
+                L.int32(f"{s.name}/strides", [1, step, 1, 1]),
+            ],
+            [s],
+            "StridedSliceOptions",
+        )
         L.emit_reshape(s, y)
         return y
     L.emit("GATHER", [x, L.int32(f"{out}/indices", flat)], [y], "GatherOptions", axis=0, batch_dims=0)

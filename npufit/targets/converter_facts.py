@@ -92,7 +92,8 @@ def whole_map_pool(kernel: Sequence, pads: Sequence, in_hw: Sequence, out_hw: Se
 
 
 # -- which ONNX ops the converter converts: one list for the converter and for the Ethos-U rules ----------------------
-# ops with a lowering of their own: the keys of convert/onnx_to_tflite.OPS (tests/test_convert_registry.py holds them equal)
+# ops with a lowering of their own: the keys of convert/onnx_to_tflite.OPS (tests/test_convert_registry.py holds them
+# equal)
 LOWERED = frozenset((
     "Conv ConvTranspose BatchNormalization Gemm MatMul MaxPool AveragePool GlobalAveragePool GlobalMaxPool "
     "ReduceSum ReduceMean ReduceMax ReduceMin ArgMax TopK "
@@ -103,12 +104,14 @@ LOWERED = frozenset((
     "DepthToSpace SpaceToDepth Gather GatherElements GatherND ScatterND Where GridSample "
     "Identity Dropout Cast CastLike "
     "Equal Less LessOrEqual Greater GreaterOrEqual And Or Xor Not CumSum").split())
-# ops the converter's prepass rewrites into lowered ones first: the keys of convert/prepass.DECOMPOSE and the RNN unroller
+# ops the converter's prepass rewrites into lowered ones first: the keys of convert/prepass.DECOMPOSE, its shape-reading
+# decompositions and the RNN unroller
 DECOMPOSED = frozenset((
     "LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormalization LpNormalization Gelu "
     "ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp Einsum LSTM GRU RNN").split())
-# handled before either: Q/DQ pairs become the float tensor with the user's range (convert/onnx_prep._undo_qdq), an If
-# whose condition the pinned input shapes decide is replaced by its taken branch (convert/prepass_if), a Constant is a value
+# handled before either: Q/DQ pairs become the float tensor with the user's range (convert/onnx_prep._undo_qdq), an
+# If whose condition the pinned input shapes decide is replaced by its taken branch (convert/prepass_if), a Constant is
+# a value
 FRONT = frozenset(("QuantizeLinear", "DequantizeLinear", "If", "Constant"))
 CONVERTED = LOWERED | DECOMPOSED | FRONT
 RNNS = ("LSTM", "GRU", "RNN")
@@ -205,7 +208,8 @@ FORMS = {op: rnn_unrollable for op in RNNS} | {
 def converter_gap(node) -> str | None:
     """Why npufit's ONNX -> int8 TFLite converter cannot convert this node of an ONNX graph (it stops before Vela sees
     the model), else None. The converter refuses exactly these nodes (convert/onnx_to_tflite.unsupported_nodes asks
-    this function); forms it can only refuse while lowering (a shape its lowering does not handle) are not known here."""
+    this function); forms it can only refuse while lowering (a shape its lowering does not handle) are not known
+    here."""
     if node.domain not in ("", "ai.onnx"):
         return f"{node.domain}::{node.op_type} is a custom-domain op"
     if node.op_type not in CONVERTED:
@@ -214,14 +218,15 @@ def converter_gap(node) -> str | None:
     return None if form is None else form(node)
 
 
-# -- the TFLite ops the converter writes for nodes a standard converter writes otherwise ---------------------------------
+# -- the TFLite ops the converter writes for nodes a standard converter writes otherwise ----------------------------
 FLOAT32 = "a float32 tensor between them"  # not an op: Vela runs no op with a float32 feature map on the NPU
 # form -> the TFLite ops of it. Each of these has no Vela constraint a node of ordinary size breaks, so the node runs
 # where every op of its form is in Vela's operator list (tests/test_convert_forms.py compiles each with Vela).
 WRITES = {
     "affine": ("DEPTHWISE_CONV_2D", "MUL", "ADD"),  # HardSigmoid: alpha * x + beta, clipped by the int8 output range
     "sum": ("ADD",), "mean": ("ADD", "MUL"),
-    "softplus": ("ABS", "LOGISTIC", "LOG", "RELU", "SUB"), "mish": ("ABS", "LOGISTIC", "LOG", "RELU", "SUB", "TANH", "MUL"),
+    "softplus": ("ABS", "LOGISTIC", "LOG", "RELU", "SUB"),
+    "mish": ("ABS", "LOGISTIC", "LOG", "RELU", "SUB", "TANH", "MUL"),
     "elu": ("ELU", "RELU", "MUL", "ADD"), "softsign": ("ABS", "ADD", "RSQRT", "MUL"),
     "threshold": ("GREATER", "SELECT_V2"),
     "space_to_depth": ("CONV_2D",), "depth_to_space": ("TRANSPOSE_CONV",),
@@ -236,9 +241,9 @@ WRITES = {
     "int_div": ("DIV",), "broadcast": ("BROADCAST_TO",), "not_equal": ("NOT_EQUAL",), "int_reshape": ("RESHAPE",),
     "to_float": ("CAST", "QUANTIZE", FLOAT32), "from_float": ("DEQUANTIZE", "CAST"),
 }
-_FORM_OF = {"HardSigmoid": "affine", "Sum": "sum", "Mean": "mean", "Softplus": "softplus", "Mish": "mish", "Selu": "elu",
-            "Celu": "elu", "Softsign": "softsign", "ThresholdedRelu": "threshold", "SpaceToDepth": "space_to_depth",
-            "GridSample": "grid", "ReduceL1": "reduce", "ReduceSumSquare": "reduce", "ReduceLogSum": "reduce",
+_FORM_OF = {"HardSigmoid": "affine", "Sum": "sum", "Mean": "mean", "Softplus": "softplus", "Mish": "mish",
+            "Selu": "elu", "Celu": "elu", "Softsign": "softsign", "ThresholdedRelu": "threshold",
+            "SpaceToDepth": "space_to_depth", "GridSample": "grid", "ReduceL1": "reduce", "ReduceSumSquare": "reduce", "ReduceLogSum": "reduce",
             "ReduceLogSumExp": "reduce", "LpNormalization": "norm", "MeanVarianceNormalization": "norm", "RNN": "rnn"}
 
 
@@ -303,8 +308,8 @@ def constant_gather_flat(node):
 def written_as(node) -> str | None:
     """The form (a key of WRITES) of an ONNX node the converter writes as other ops than a standard converter, else
     None. Forms that depend on the node: DepthToSpace as transposed convolutions for a power-of-two block (else
-    an interleave of channel groups), constant-index GatherElements / GatherND as a slice (one index or an even run) or a GATHER,
-    Elu with alpha != 1 from ELU and RELU, CastLike between float types as nothing."""
+    an interleave of channel groups), constant-index GatherElements / GatherND as a slice (one index or an even run)
+    or a GATHER,     Elu with alpha != 1 from ELU and RELU, CastLike between float types as nothing."""
     op = node.op_type
     if op in _FORM_OF:
         return _FORM_OF[op]

@@ -88,8 +88,8 @@ def build(name: str) -> Profile:
                    "this model-boundary quantize/dequantize: the application exchanges int8 data", source="CONV")
     ops["IO_QUANTIZE"] = io
     ops["IO_DEQUANTIZE"] = OpSupport("IO_DEQUANTIZE", io.status, reason=io.reason, source="CONV")
-    notes = ["ONNX models are judged as the int8 TFLite file npufit's ONNX→TFLite converter writes for Vela (QDQ pairs fuse into int8 "
-             "ops; a node it cannot convert is a converter gap)"]
+    notes = ["ONNX models are judged as the int8 TFLite file npufit's ONNX→TFLite converter writes for Vela (QDQ pairs "
+             "fuse into int8 ops; a node it cannot convert is a converter gap)"]
     if u55:
         notes.append("U55 and U65 share Vela's rule set; the U65 adds an AXI interface for external memory")
     return Profile(

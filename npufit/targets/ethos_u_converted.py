@@ -25,8 +25,8 @@ from .common import reduce_axes
 from .base import OpSupport, Rule, Verdict
 from .calibration import FAMILIES, Evidence
 from .converter_facts import (FLOAT32, WRITES, argmax_of_bool, carried_dtype, converter_gap, depth_reduce_as_conv,
-                              gather_elements_as_gather, mean_as_rows, never_special, where_of_never_special, whole_map_pool,
-                              written_as)
+                              gather_elements_as_gather, mean_as_rows, never_special, where_of_never_special,
+                              whole_map_pool, written_as)
 
 EVIDENCE = {
     # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them
@@ -43,7 +43,7 @@ EVIDENCE = {
                                      "mean-last-4x16x16", "mean-mid-4x16x16", "mean-last-2x2x4608")),
 }
 NO_OP = "NPUFIT_NO_OP"
-GAP = "NPUFIT_CONVERTER_GAP"  # a node npufit's converter cannot convert: `npufit compile` stops before Vela sees the model
+GAP = "NPUFIT_CONVERTER_GAP"  # a node npufit's converter cannot convert: `npufit compile` stops before Vela sees it
 FORM = "NPUFIT_WRITES_"  # + a form of converter_facts.WRITES: the TFLite ops the converter writes for the node
 _ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout"}
 _IF = frozenset({"If"})
@@ -232,24 +232,27 @@ def converted_ops(name: str, listed) -> dict[str, OpSupport]:
     why = ("npufit's ONNX -> int8 TFLite converter writes no op for it: a constant once the Ifs that the input sizes "
            "decide are inlined, an integer cast or reshape that keeps the carried type and shape, or an integer cast "
            "of bools read only by an ArgMax; nothing of it reaches Vela")
-    gap = Rule(f"{name}.converter.gap", "npufit's ONNX -> int8 TFLite converter cannot convert this node, so `npufit compile` stops "
-               "before Vela sees the model", _gap_detail, Verdict.UNSUPPORTED, GAP_FIX, "NPUFIT-CONV")
+    gap = Rule(f"{name}.converter.gap", "npufit's ONNX -> int8 TFLite converter cannot convert this node, so "
+               "`npufit compile` stops before Vela sees the model", _gap_detail, Verdict.UNSUPPORTED, GAP_FIX,
+               "NPUFIT-CONV")
     forms = {}
     for form, tfl in WRITES.items():
         ops = [op for op in tfl if op != FLOAT32]
         off = [op for op in ops if op not in listed]
         text = f"npufit's ONNX -> int8 TFLite converter writes it as {', '.join(ops) or 'no op'}"
-        why = [f"{', '.join(off)} {'is' if len(off) == 1 else 'are'} not in Vela 5.2.0's supported-operator list"] if off else []
-        why += ["a float32 tensor between them keeps them on the CPU"] if FLOAT32 in tfl else []
-        forms[FORM + form] = OpSupport(FORM + form, Verdict.CPU if why else Verdict.NPU, source="NPUFIT-CONV", note=text,
-                                       reason=f"{text}; {'; '.join(why)}: scheduled on the CPU" if why else "")
+        cpu = [f"{', '.join(off)} {'is' if len(off) == 1 else 'are'} not in Vela 5.2.0's supported-operator list"] \
+            if off else []
+        cpu += ["a float32 tensor between them keeps them on the CPU"] if FLOAT32 in tfl else []
+        reason = f"{text}; {'; '.join(cpu)}: scheduled on the CPU" if cpu else ""
+        forms[FORM + form] = OpSupport(FORM + form, Verdict.CPU if cpu else Verdict.NPU, source="NPUFIT-CONV",
+                                       note=text, reason=reason)
     return forms | {NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why),
             GAP: OpSupport(GAP, Verdict.NPU, (gap,), source="NPUFIT-CONV",
                            note="every node judged here is a converter gap (targets/converter_facts.converter_gap)")}
 
 
-GAP_FIX = ("cut the model before this node and compile the part before it: npufit split MODEL --target TARGET --mode explicit "
-           "--end-nodes <this node's activation inputs>, then npufit compile the stage0_npu.onnx it writes",
+GAP_FIX = ("cut the model before this node and compile the part before it: npufit split MODEL --target TARGET --mode "
+           "explicit --end-nodes <this node's activation inputs>, then npufit compile the stage0_npu.onnx it writes",
            "or rewrite the node into ops the converter lowers (docs/guide/convert.md lists them)")
 
 
