@@ -111,56 +111,80 @@ def prepare_case(d: Path, work: Path):
     return op, path, [{g.input[0].name: values[0]}], None
 
 
-def run_case(d: Path, target: str) -> dict:
+def run_case(d: Path, target: str, work: Path) -> dict:
+    """One case in its own folder `work` (kept until the run ends: npufit refuses to write over a file of the same
+    process's inputs, known by inode, and a freed inode comes back for the next case's files)."""
+    row: dict = {"case": d.name}
+    op, src, feeds, skip = prepare_case(d, work)
+    row["op"] = op
+    if skip:
+        row["skip"] = skip
+        return row
+    _convert_and_compile(row, src, feeds, target, work)
+    row["check"], row["check_agrees"] = _check(src, target, row)
+    return row
+
+
+def _check(src: Path, target: str, row: dict) -> tuple[str, bool]:
+    """`npufit check`'s verdict for the case's node, and whether it is what happened: `unsupported` where the
+    converter refused the node, else Vela's placement (cpu when any of the node's TFLite ops ran on the CPU)."""
+    import npufit
+    from npufit.errors import NpufitError
+
+    try:
+        nodes = [n for n in npufit.check(src, target).nodes if n.verdict.value != "folded"]
+    except NpufitError as e:
+        return f"error: {' '.join(str(e).split())[:80]}", False
+    v = nodes[0].verdict.value if nodes else "folded"
+    if not row.get("converted"):
+        return v, v == "unsupported"
+    if not row.get("compiled"):
+        return v, False
+    return v, v == ("cpu" if row.get("cpu_ops") else "npu") or (v == "folded" and not row.get("npu_ops"))
+
+
+def _convert_and_compile(row: dict, src: Path, feeds, target: str, work: Path) -> None:
+    """Convert (calibrated on the case's input), verify, compile with Vela: the facts go into `row`."""
+    import numpy as np
+
     from npufit.compilers import compile_model
     from npufit.convert import convert, verify_tflite
     from npufit.errors import NpufitError
 
-    row: dict = {"case": d.name}
-    with tempfile.TemporaryDirectory(prefix="npufit-cov-") as tmp:
-        work = Path(tmp)
-        op, src, feeds, skip = prepare_case(d, work)
-        row["op"] = op
-        if skip:
-            row["skip"] = skip
-            return row
-        import numpy as np
-
-        cal = work / "cal.npz"
-        np.savez(cal, **{k: v[None] if v.ndim == 0 else v for k, v in feeds[0].items()})
-        try:
-            res = convert(src, work / "m.tflite", calibration=str(cal), samples=1, verify=None)
-        except (NpufitError, ValueError, RuntimeError, KeyError, IndexError, TypeError, AttributeError) as e:
-            row.update(converted=False, why=_gap(str(e)))
-            return row
-        row.update(converted=True, tflite_ops=dict(res.op_counts), activations=res.activations)
-        try:
-            v = verify_tflite(res.path, src, feeds, io=res.io)
-            cos = [d["cosine"] for d in v.per_output.values() if "agreement" not in d]
-            agree = [d["agreement"] for d in v.per_output.values() if "agreement" in d]
-            row["cosine"] = min(cos) if cos else None
-            row["agreement"] = min(agree) if agree else None
-            row["verified"] = bool(
-                all(c >= VERIFIED_COS for c in cos if c == c)
-                and all(a >= VERIFIED_AGREE for a in agree)
-                and all(c == c for c in cos)
-            )
-        except (NpufitError, ValueError, RuntimeError) as e:
-            row.update(verified=False, why=f"verification: {' '.join(str(e).split())[:160]}")
-        try:
-            if not res.ops:  # an identity (Sum of one input, Dropout ...): nothing to place
-                row.update(compiled=True, npu_ops=0, cpu_ops=0)
-                return row
-            r = compile_model(str(res.path), target, out_dir=str(work / "vela"), timeout_s=120)
-            cpu = [p for p in r.placement if p.device == "cpu"]
-            row.update(compiled=r.ok, npu_ops=sum(p.device == "npu" for p in r.placement), cpu_ops=len(cpu))
-            if not r.ok:
-                row["vela_why"] = " ".join((r.error or "").split())[:160]
-            elif cpu:
-                row["vela_why"] = "; ".join(dict.fromkeys(p.reason for p in cpu))[:200]
-        except NpufitError as e:
-            row.update(compiled=False, vela_why=" ".join(str(e).split())[:160])
-    return row
+    cal = work / "cal.npz"
+    np.savez(cal, **{k: v[None] if v.ndim == 0 else v for k, v in feeds[0].items()})
+    try:
+        res = convert(src, work / "m.tflite", calibration=str(cal), samples=1, verify=None)
+    except (NpufitError, ValueError, RuntimeError, KeyError, IndexError, TypeError, AttributeError) as e:
+        row.update(converted=False, why=_gap(str(e)))
+        return
+    row.update(converted=True, tflite_ops=dict(res.op_counts), activations=res.activations)
+    try:
+        v = verify_tflite(res.path, src, feeds, io=res.io)
+        cos = [d["cosine"] for d in v.per_output.values() if "agreement" not in d]
+        agree = [d["agreement"] for d in v.per_output.values() if "agreement" in d]
+        row["cosine"] = min(cos) if cos else None
+        row["agreement"] = min(agree) if agree else None
+        row["verified"] = bool(
+            all(c >= VERIFIED_COS for c in cos if c == c)
+            and all(a >= VERIFIED_AGREE for a in agree)
+            and all(c == c for c in cos)
+        )
+    except (NpufitError, ValueError, RuntimeError) as e:
+        row.update(verified=False, why=f"verification: {' '.join(str(e).split())[:160]}")
+    try:
+        if not res.ops:  # an identity (Sum of one input, Dropout ...): nothing to place
+            row.update(compiled=True, npu_ops=0, cpu_ops=0)
+            return
+        r = compile_model(str(res.path), target, out_dir=str(work / "vela"), timeout_s=120)
+        cpu = [p for p in r.placement if p.device == "cpu"]
+        row.update(compiled=r.ok, npu_ops=sum(p.device == "npu" for p in r.placement), cpu_ops=len(cpu))
+        if not r.ok:
+            row["vela_why"] = " ".join((r.error or "").split())[:160]
+        elif cpu:
+            row["vela_why"] = "; ".join(dict.fromkeys(p.reason for p in cpu))[:200]
+    except NpufitError as e:
+        row.update(compiled=False, vela_why=" ".join(str(e).split())[:160])
 
 
 def _gap(msg: str) -> str:
@@ -184,10 +208,13 @@ def run(cases: list[Path], target: str, progress: bool = True) -> list[dict]:
     rows = []
     signal.signal(signal.SIGALRM, _alarm)
     t0 = time.time()
+    tmp = tempfile.TemporaryDirectory(prefix="npufit-cov-")
     for k, d in enumerate(cases):
         signal.alarm(CASE_TIMEOUT_S)
+        work = Path(tmp.name) / str(k)
+        work.mkdir()
         try:
-            row = run_case(d, target)
+            row = run_case(d, target, work)
         except _Timeout:
             row = {"case": d.name, "op": None, "converted": False, "why": f"over {CASE_TIMEOUT_S} s"}
         finally:
@@ -202,7 +229,9 @@ def run(cases: list[Path], target: str, progress: bool = True) -> list[dict]:
 
 
 def by_op(rows: list[dict]) -> dict[str, dict]:
-    ops: dict[str, dict] = defaultdict(lambda: {"cases": 0, "converted": 0, "verified": 0, "npu": 0, "why": []})
+    ops: dict[str, dict] = defaultdict(
+        lambda: {"cases": 0, "converted": 0, "verified": 0, "npu": 0, "check": 0, "why": [], "check_off": []}
+    )
     for r in rows:
         if r.get("skip") or not r.get("op"):
             continue
@@ -211,6 +240,9 @@ def by_op(rows: list[dict]) -> dict[str, dict]:
         o["converted"] += bool(r.get("converted"))
         o["verified"] += bool(r.get("verified"))
         o["npu"] += bool(r.get("compiled") and not r.get("cpu_ops"))
+        o["check"] += bool(r.get("check_agrees"))
+        if not r.get("check_agrees"):
+            o["check_off"].append(f"{r['case'].removeprefix('test_')}: check said {r.get('check')}")
         why = (
             r.get("why")
             if not r.get("converted")
@@ -243,15 +275,18 @@ def markdown(rows: list[dict], target: str) -> str:
         f"- verified (LiteRT int8 vs ONNX Runtime, cosine >= {VERIFIED_COS}, index agreement >= {VERIFIED_AGREE}): "
         f"{ver}/{conv} converted cases",
         f"- every TFLite op on the NPU ({target}, Vela 5.2.0): {npu}/{conv} converted cases",
+        f"- `npufit check --target {target}` says what happened (`unsupported` where the converter refused the node, "
+        f"else Vela's placement): {sum(bool(r.get('check_agrees')) for r in cases)}/{len(cases)} cases",
         "",
-        "| op | converts | verified | NPU on Vela | reason (case: why) |",
-        "|---|---|---|---|---|",
+        "| op | converts | verified | NPU on Vela | check agrees | reason (case: why) |",
+        "|---|---|---|---|---|---|",
     ]
     for op, o in ops.items():
-        why = "<br>".join(o["why"][:3]) + (f"<br>+{len(o['why']) - 3} more" if len(o["why"]) > 3 else "")
+        notes = o["why"] + o["check_off"]
+        why = "<br>".join(notes[:3]) + (f"<br>+{len(notes) - 3} more" if len(notes) > 3 else "")
         lines.append(
             f"| {op} | {o['converted']}/{o['cases']} | {o['verified']}/{o['converted']} | "
-            f"{o['npu']}/{o['converted']} | {why.replace('|', '/')} |"
+            f"{o['npu']}/{o['converted']} | {o['check']}/{o['cases']} | {why.replace('|', '/')} |"
         )
     return "\n".join(lines) + "\n"
 

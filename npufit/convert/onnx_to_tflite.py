@@ -48,6 +48,7 @@ OPS = {
     "Where": sh.where,
     "ScatterND": sh.scatter_nd,
     "ArgMax": sh.argmax,
+    "ArgMin": sh.argmax,
     "DepthToSpace": sp.depth_to_space,
     "SpaceToDepth": sp.space_to_depth,
     "GridSample": sp.grid_sample,

@@ -377,7 +377,9 @@ def reduce(L: Lowering, node: NodeView) -> None:
         axes = L.const(node.inputs[1])
     x = L.act(node.inputs[0])
     rank = len(x.shape)
-    if axes is None:
+    if axes is not None and not np.size(axes) and int(node.attr("noop_with_empty_axes", 0)):
+        return L.alias(node.outputs[0], node.inputs[0])
+    if axes is None or not np.size(axes):  # no axes, or an empty list: all of them
         axes = list(range(rank))
     axes = sorted(int(a) % rank for a in np.atleast_1d(axes))
     keep = bool(node.attr("keepdims", 1))
@@ -484,18 +486,36 @@ def conv_transpose(L: Lowering, node: NodeView) -> None:
         if ok:
             padding = name
             break
-    if padding is None:
-        raise L.fail(node, f"pads {pads} / output size match neither TFLite VALID nor SAME")
+    full = tuple((x.shape[1 + i] - 1) * strides[i] + w.shape[2 + i] for i in range(2))
+    crop = None
+    if padding is None:  # pads and output_padding: the VALID result cut to the output (torch's k3 s2 p1 op1 upsampler)
+        begin = [int(p) for p in pads[:2]] if pads else [0, 0]
+        if any(begin[i] + y.shape[1 + i] > full[i] for i in range(2)):
+            raise L.fail(node, f"pads {pads} / output size reach beyond the VALID result (output_padding past the pads)")
+        padding, crop = "VALID", begin
     wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=0)  # OHWI
-    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
-    bt = L.bias(y, b, x, ws)
+    t = y if crop is None else L.new(f"{out}/full", (y.shape[0], *full, y.shape[3]), y.q, "nhwc")
+    wt = L.new(f"{t.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
+    bt = L.bias(t, b, x, ws)
     L.emit(
         "TRANSPOSE_CONV",
-        [L.int32(f"{y.name}/output_shape", y.shape), wt, x, bt],
-        [y],
+        [L.int32(f"{t.name}/output_shape", t.shape), wt, x, bt],
+        [t],
         "TransposeConvOptions",
         padding=padding,
         stride_w=strides[1],
         stride_h=strides[0],
         fused_activation_function=act,
     )
+    if crop is not None:
+        L.emit(
+            "STRIDED_SLICE",
+            [
+                t,
+                L.int32(f"{y.name}/begin", [0, crop[0], crop[1], 0]),
+                L.int32(f"{y.name}/end", [y.shape[0], crop[0] + y.shape[1], crop[1] + y.shape[2], y.shape[3]]),
+                L.int32(f"{y.name}/strides", [1, 1, 1, 1]),
+            ],
+            [y],
+            "StridedSliceOptions",
+        )

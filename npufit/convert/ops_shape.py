@@ -133,9 +133,11 @@ def where(L: Lowering, node: NodeView) -> None:
 
 
 def argmax(L: Lowering, node: NodeView) -> None:
-    """ArgMax -> ARG_MAX (int32 indices; along depth Vela runs it on the NPU)."""
-    if int(node.attr("select_last_index", 0)):
-        raise L.fail(node, "select_last_index=1 has no TFLite equivalent")
+    """ArgMax / ArgMin -> ARG_MAX (int32 indices; along depth Vela runs it on the NPU, and it lists no ARG_MIN):
+    ArgMin is the ArgMax of -x (a MUL by -1 into the mirrored range); select_last_index takes the ArgMax of the
+    axis reversed (REVERSE_V2) and maps the index back, n - 1 - i."""
+    from .ops_math import mul, scalar_const
+
     x = L.act(node.inputs[0])
     rank = len(x.shape)
     axis = int(node.attr("axis", 0)) % rank
@@ -144,17 +146,28 @@ def argmax(L: Lowering, node: NodeView) -> None:
     x = L.narrow(x)  # Vela parses ARG_MAX with an 8-bit input only
     tax = _axis(L, x, axis)
     out = node.outputs[0]
+    if node.op_type == "ArgMin":
+        lo, hi = x.q.range
+        x = mul(L, x, scalar_const(L, f"{out}/minus_one", -1.0), f"{out}/negated", activation_q(-hi, -lo))
+    last = int(node.attr("select_last_index", 0))
+    if last:
+        r = L.new(f"{out}/reversed", x.shape, x.q, x.layout)
+        L.emit("REVERSE_V2", [x, L.int32(f"{out}/reverse_axis", [tax])], [r])
+        x = r
     oshape = L.shape(out)
     red = tuple(d for i, d in enumerate(x.shape) if i != tax)
     keep = int(node.attr("keepdims", 1))
     y = L.new(out, red if not keep else oshape, None, "plain", "int32")
     L.tensors[out] = y
-    if not keep:
-        L.emit("ARG_MAX", [x, L.int32(f"{out}/axis", [tax])], [y], "ArgMaxOptions", output_type=2)
-        return
-    t = L.new(f"{out}/argmax", red, None, "plain", "int32")
+    t = y if not keep and not last else L.new(f"{out}/argmax", red, None, "plain", "int32")
     L.emit("ARG_MAX", [x, L.int32(f"{out}/axis", [tax])], [t], "ArgMaxOptions", output_type=2)
-    L.emit("RESHAPE", [t, L.int32(f"{out}/shape", oshape)], [y], "ReshapeOptions", new_shape=list(oshape))
+    if last:
+        u = y if not keep else L.new(f"{out}/last", red, None, "plain", "int32")
+        L.emit("SUB", [L.int32(f"{out}/n_minus_1", x.shape[tax] - 1), t], [u], "SubOptions",
+               fused_activation_function="NONE")
+        t = u
+    if keep:
+        L.emit("RESHAPE", [t, L.int32(f"{out}/shape", oshape)], [y], "ReshapeOptions", new_shape=list(oshape))
 
 
 def expand(L: Lowering, node: NodeView) -> None:

@@ -94,10 +94,16 @@ def _origins(before: list[tuple[str, str]], model: onnx.ModelProto) -> dict[str,
 
 
 def _layernorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
-    if rank is None or len(n.output) > 1 and any(n.output[1:]):
-        return False  # mean / inv-std outputs (training mode) are not decomposed
+    if rank is None:
+        return False
     axis = int(_attr(n, "axis", -1)) % rank
-    y = b.normalize(n.input[0], list(range(axis, rank)), float(_attr(n, "epsilon", 1e-5)))
+    parts: dict = {}
+    y = b.normalize(n.input[0], list(range(axis, rank)), float(_attr(n, "epsilon", 1e-5)), parts=parts)
+    outs = list(n.output) + ["", ""]
+    if outs[1]:  # the saved mean and inverse standard deviation (a training export keeps them)
+        b.op("Identity", [parts["mean"]], "saved_mean", out=outs[1])
+    if outs[2]:
+        b.op("Reciprocal", [parts["std"]], "inv_std", out=outs[2])
     if len(n.input) > 2 and n.input[2]:
         b.op("Add", [b.op("Mul", [y, n.input[1]], "scaled"), n.input[2]], "shifted", out=n.output[0])
     else:

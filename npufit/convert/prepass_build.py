@@ -57,12 +57,15 @@ class Builder:
             return self.op(op, [x, self.const(step + "_axes", np.array(axes, np.int64))], step, keepdims=keep)
         return self.op(op, [x], step, axes=axes, keepdims=keep)
 
-    def normalize(self, x: str, axes: list[int], eps: float, out: str | None = None) -> str:
-        """(x - mean) / sqrt(var + eps) over `axes` (keepdims), written to `out`."""
+    def normalize(self, x: str, axes: list[int], eps: float, out: str | None = None, parts: dict | None = None) -> str:
+        """(x - mean) / sqrt(var + eps) over `axes` (keepdims), written to `out`; `parts` gets the mean and the
+        standard deviation tensors."""
         mu = self.mean(x, axes, "mean")
         d = self.op("Sub", [x, mu], "centered")
         var = self.mean(self.op("Mul", [d, d], "squared"), axes, "variance")
         std = self.op(
             "Sqrt", [self.op("Add", [var, self.const("epsilon", np.array(eps, np.float32))], "variance_eps")], "std"
         )
+        if parts is not None:
+            parts.update(mean=mu, std=std)
         return self.op("Div", [d, std], "normalized", out=out)

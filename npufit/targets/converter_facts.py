@@ -96,7 +96,7 @@ def whole_map_pool(kernel: Sequence, pads: Sequence, in_hw: Sequence, out_hw: Se
 # equal)
 LOWERED = frozenset((
     "Conv ConvTranspose BatchNormalization Gemm MatMul MaxPool AveragePool GlobalAveragePool GlobalMaxPool "
-    "ReduceSum ReduceMean ReduceMax ReduceMin ArgMax TopK "
+    "ReduceSum ReduceMean ReduceMax ReduceMin ArgMax ArgMin TopK "
     "Relu LeakyRelu PRelu Clip Sigmoid Tanh HardSwish HardSigmoid Elu Selu Celu Softplus Mish Softsign "
     "ThresholdedRelu Abs Neg Exp Log Erf Pow Sqrt Reciprocal Sin Cos Floor Ceil Round Sign IsNaN IsInf "
     "Add Sub Mul Div Mod Max Min Sum Mean Softmax LogSoftmax "
@@ -174,8 +174,54 @@ def _mod(node) -> str | None:
     return None if d is None or carried_dtype(d) is not None else "Mod of float tensors (only integer Mod is lowered)"
 
 
+# (coordinate_transformation_mode, nearest_mode) -> TFLite's (align_corners, half_pixel_centers) for a nearest resize,
+# coordinate_transformation_mode -> the same for a linear one
+_NEAREST = {
+    ("asymmetric", "floor"): (False, False),
+    ("align_corners", "round_prefer_ceil"): (True, False),
+    ("half_pixel", "round_prefer_ceil"): (False, True),
+    ("pytorch_half_pixel", "round_prefer_ceil"): (False, True),
+    ("tf_half_pixel_for_nn", "floor"): (False, True),
+}
+_LINEAR = {
+    "asymmetric": (False, False),
+    "align_corners": (True, False),
+    "half_pixel": (False, True),
+    "pytorch_half_pixel": (False, True),
+}
+
+
+def _text(v, default: str) -> str:
+    return default if v is None else v.decode() if isinstance(v, bytes) else str(v)
+
+
+def resize_flags(op: str, attrs, in_hw, out_hw) -> tuple[str, tuple[bool, bool] | None]:
+    """(TFLite op, (align_corners, half_pixel_centers)) of an ONNX Resize / Upsample of a 4-D NCHW map (`in_hw`,
+    `out_hw` its H and W), flags None when TFLite has no resize that computes the same. `attrs` is node.attr."""
+    mode = _text(attrs("mode", None), "nearest")
+    ctm = _text(attrs("coordinate_transformation_mode", None), "asymmetric" if op == "Upsample" else "half_pixel")
+    if mode == "nearest":
+        rounding = _text(attrs("nearest_mode", None), "floor" if op == "Upsample" else "round_prefer_floor")
+        flags = _NEAREST.get((ctm, rounding))
+        if flags is None and ctm in ("half_pixel", "pytorch_half_pixel") and rounding.startswith("round") \
+                and all(isinstance(o, int) and isinstance(i, int) and o % i == 0 for o, i in zip(out_hw, in_hw)):
+            # integer upscaling: (x + 1/2) / s - 1/2 never lands on a tie, so both round modes give floor(x / s)
+            flags = (False, False)
+        return "RESIZE_NEAREST_NEIGHBOR", flags
+    if mode in ("linear", "bilinear"):
+        return "RESIZE_BILINEAR", _LINEAR.get(ctm)
+    return "", None
+
+
 def _resize(node) -> str | None:
-    return "mode=cubic has no TFLite resize kernel" if node.attr("mode", "nearest") == "cubic" else None
+    x, y = node.input_shape(0), node.output_shape(0)
+    if not x or not y or len(x) != 4 or len(y) != 4:
+        return "only 4-D (NCHW) resizes are lowered"
+    _, flags = resize_flags(node.op_type, node.attr, list(x[2:]), list(y[2:]))
+    if flags is None:
+        return (f"mode={_text(node.attr('mode'), 'nearest')} coordinate_transformation_mode="
+                f"{_text(node.attr('coordinate_transformation_mode'), 'default')} has no TFLite resize equivalent")
+    return None
 
 
 def _if(node) -> str | None:
@@ -200,7 +246,7 @@ def _spatial(node) -> str | None:
 
 FORMS = {op: rnn_unrollable for op in RNNS} | {
     "GridSample": _grid_const, "GatherND": _index_const, "TopK": _topk, "Mod": _mod,
-    "Resize": _resize, "If": _if, "QuantizeLinear": _qdq, "DequantizeLinear": _qdq,
+    "Resize": _resize, "Upsample": _resize, "If": _if, "QuantizeLinear": _qdq, "DequantizeLinear": _qdq,
     "Conv": _spatial, "ConvTranspose": _spatial, "MaxPool": _spatial, "AveragePool": _spatial,
 }
 
@@ -237,6 +283,9 @@ WRITES = {
     "norm": ("MEAN", "SUB", "MUL", "ADD", "RSQRT", "SUM"),
     "rnn": ("FULLY_CONNECTED", "ADD", "TANH", "CONCATENATION", "RESHAPE", "STRIDED_SLICE"),
     "alias": (),
+    # select_last_index: ARG_MAX of the axis reversed; Vela 5.2.0 refused every such REVERSE_V2 of the backend suite
+    # ("Unsupported reverse mask"), so the op is named as it refused it
+    "argmax_last": ("REVERSE_V2 along an axis", "ARG_MAX", "SUB"),
     # the integer / bool path (convert/ops_int): TFLite's integer kernels
     "int_div": ("DIV",), "broadcast": ("BROADCAST_TO",), "not_equal": ("NOT_EQUAL",), "int_reshape": ("RESHAPE",),
     "to_float": ("CAST", "QUANTIZE", FLOAT32), "from_float": ("DEQUANTIZE", "CAST"),
@@ -305,6 +354,10 @@ def constant_gather_flat(node):
     return nd_flat(x, v, int(node.attr("batch_dims", 0)))
 
 
+# ONNX op -> the TFLite op whose Vela rules judge the converter's form of it (ArgMin: ARG_MAX of -x)
+JUDGED_AS = {"ArgMin": "ARG_MAX"}
+
+
 def written_as(node) -> str | None:
     """The form (a key of WRITES) of an ONNX node the converter writes as other ops than a standard converter, else
     None. Forms that depend on the node: DepthToSpace as transposed convolutions for a power-of-two block (else
@@ -313,6 +366,8 @@ def written_as(node) -> str | None:
     op = node.op_type
     if op in _FORM_OF:
         return _FORM_OF[op]
+    if op in ("ArgMax", "ArgMin") and int(node.attr("select_last_index", 0)):
+        return "argmax_last"
     if op == "DepthToSpace":
         return "depth_to_space" if power_of_two(int(node.attr("blocksize", 0))) else "interleave"
     if op == "Elu" and float(node.attr("alpha", 1.0)) != 1.0:
