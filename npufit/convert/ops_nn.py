@@ -491,7 +491,9 @@ def conv_transpose(L: Lowering, node: NodeView) -> None:
     if padding is None:  # pads and output_padding: the VALID result cut to the output (torch's k3 s2 p1 op1 upsampler)
         begin = [int(p) for p in pads[:2]] if pads else [0, 0]
         if any(begin[i] + y.shape[1 + i] > full[i] for i in range(2)):
-            raise L.fail(node, f"pads {pads} / output size reach beyond the VALID result (output_padding past the pads)")
+            raise L.fail(
+                node, f"pads {pads} / output size reach beyond the VALID result (output_padding past the pads)"
+            )
         padding, crop = "VALID", begin
     wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=0)  # OHWI
     t = y if crop is None else L.new(f"{out}/full", (y.shape[0], *full, y.shape[3]), y.q, "nhwc")

@@ -163,8 +163,13 @@ def argmax(L: Lowering, node: NodeView) -> None:
     L.emit("ARG_MAX", [x, L.int32(f"{out}/axis", [tax])], [t], "ArgMaxOptions", output_type=2)
     if last:
         u = y if not keep else L.new(f"{out}/last", red, None, "plain", "int32")
-        L.emit("SUB", [L.int32(f"{out}/n_minus_1", x.shape[tax] - 1), t], [u], "SubOptions",
-               fused_activation_function="NONE")
+        L.emit(
+            "SUB",
+            [L.int32(f"{out}/n_minus_1", x.shape[tax] - 1), t],
+            [u],
+            "SubOptions",
+            fused_activation_function="NONE",
+        )
         t = u
     if keep:
         L.emit("RESHAPE", [t, L.int32(f"{out}/shape", oshape)], [y], "ReshapeOptions", new_shape=list(oshape))

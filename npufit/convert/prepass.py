@@ -5,10 +5,11 @@
    Conv2d, chains stay 4-D; prepass_conv1d) and `topk1_to_argmax` (npufit/rewrite: TopK k=1 -> ArgMax + ReduceMax).
 2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
    so ONNX Runtime calibrates every intermediate tensor the int8 graph will hold: LayerNormalization,
-   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains,
-   BatchNormalization on 3-D tokens into Mul/Add, ReduceL2
-   into Mul/ReduceSum/Sqrt, two-operand Einsum into Transpose/Reshape/MatMul; LSTM and
-   GRU with a static sequence length unrolled step by step (prepass_rnn).
+   InstanceNormalization, Gelu (opset 20), GroupNormalization and MeanVarianceNormalization into
+   ReduceMean/Sub/Mul/Sqrt/Div chains, BatchNormalization on 3-D tokens into Mul/Add, ReduceL1/L2/SumSquare/LogSum/
+   LogSumExp and LpNormalization into Abs or Mul, ReduceSum, Sqrt or Log, two-operand Einsum into Transpose/Reshape/
+   MatMul; LSTM, GRU and RNN with a static sequence length unrolled step by step (prepass_rnn). The ops and the
+   conditions are targets/converter_facts' (DECOMPOSED, FORMS), which `check` reads too.
 
 Each new node is named `<original node>/<step>` and `Prepared.origin` maps it back, so Vela's placement and
 the converter's lineage still name the user's node."""

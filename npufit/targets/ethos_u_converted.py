@@ -232,9 +232,8 @@ def converted_ops(name: str, listed) -> dict[str, OpSupport]:
     why = ("npufit's ONNX -> int8 TFLite converter writes no op for it: a constant once the Ifs that the input sizes "
            "decide are inlined, an integer cast or reshape that keeps the carried type and shape, or an integer cast "
            "of bools read only by an ArgMax; nothing of it reaches Vela")
-    gap = Rule(f"{name}.converter.gap", "npufit's ONNX -> int8 TFLite converter cannot convert this node, so "
-               "`npufit compile` stops before Vela sees the model", _gap_detail, Verdict.UNSUPPORTED, GAP_FIX,
-               "NPUFIT-CONV")
+    form_rule = Rule(f"{name}.converter.form", "npufit's ONNX -> int8 TFLite converter has no lowering for this "
+                     "form of the op", _form_detail, Verdict.UNSUPPORTED, GAP_FIX, "NPUFIT-CONV")
     forms = {}
     for form, tfl in WRITES.items():
         ops = [op for op in tfl if op != FLOAT32]
@@ -247,8 +246,8 @@ def converted_ops(name: str, listed) -> dict[str, OpSupport]:
         forms[FORM + form] = OpSupport(FORM + form, Verdict.CPU if cpu else Verdict.NPU, source="NPUFIT-CONV",
                                        note=text, reason=reason)
     return forms | {NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why),
-            GAP: OpSupport(GAP, Verdict.NPU, (gap,), source="NPUFIT-CONV",
-                           note="every node judged here is a converter gap (targets/converter_facts.converter_gap)")}
+            GAP: OpSupport(GAP, Verdict.UNSUPPORTED, (form_rule,), reason=GAP_TEXT, fix=GAP_FIX, source="NPUFIT-CONV",
+                           note="a node targets/converter_facts.converter_gap names")}
 
 
 GAP_FIX = ("cut the model before this node and compile the part before it: npufit split MODEL --target TARGET --mode "
@@ -256,12 +255,17 @@ GAP_FIX = ("cut the model before this node and compile the part before it: npufi
            "or rewrite the node into ops the converter lowers (docs/guide/convert.md lists them)")
 
 
-def _gap_detail(node, lim: Mapping) -> str:
-    """Rule body of a converter gap: always broken (the op key sends only gaps here); the detail says why."""
+GAP_TEXT = ("npufit's ONNX -> int8 TFLite converter cannot convert this node, so `npufit compile` stops before Vela "
+            "sees the model")
+
+
+def _form_detail(node, lim: Mapping) -> str | None:
+    """Rule body of a converter gap: why, where it is a form of an op the converter lowers otherwise."""
     try:
-        return converter_gap(node) or "not convertible"
+        why = converter_gap(node)
     except (TypeError, ValueError, IndexError, KeyError, AttributeError):
         return "a form of the node the converter does not handle"
+    return None if why is None or why.startswith("no lowering for") or "custom-domain" in why else why
 
 
 def converted_rules(name: str, listed) -> dict[str, tuple[Rule, ...]]:
