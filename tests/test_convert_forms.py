@@ -117,6 +117,12 @@ CASES = {
     # TFLite has SIN / COS / TOPK_V2 only as CPU kernels in Vela: as a standard converter's
     "Sin": (_one("Sin"), {U55: "cpu", U85: "cpu"}),
     "Cos": (_one("Cos"), {U55: "cpu"}),
+    # torch's ConvTranspose2d(k=3, s=2, p=1, output_padding=1) upsampler: TRANSPOSE_CONV VALID, then the output cut
+    "ConvTranspose-output_padding": (_one("ConvTranspose", extra=("wt",), inits=(_t("wt", np.random.default_rng(4).standard_normal(
+        (8, 4, 3, 3)) * 0.2),), strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]), BOTH_NPU),
+    "ArgMin": (_one("ArgMin", axis=1, keepdims=1, outs=(("y", TensorProto.INT64),)), {U55: "npu"}),
+    "GroupNormalization": (_one("GroupNormalization", extra=("gs", "gb"), inits=(_t("gs", np.ones(8)), _t("gb", np.zeros(8))),
+                                opset=21, num_groups=2), {U55: "npu"}),
     "TopK": (_one("TopK", extra=("k",), inits=(_t("k", [3], np.int64),), axis=1,
                   outs=(("y", TensorProto.FLOAT), ("i", TensorProto.INT64))), {U55: "cpu", U85: "cpu"}),
 }

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from ..targets.converter_facts import depth_reduce_as_conv, mean_as_rows, whole_map_pool
+from ..targets.converter_facts import depth_reduce_as_conv, mean_as_rows, tconv_padding, whole_map_pool
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
 from .qparams import Q, per_channel_weights, quantize
 
@@ -459,7 +459,8 @@ def int8_scalar(L: Lowering, name: str, value: float, q: Q) -> TT:
 
 
 def conv_transpose(L: Lowering, node: NodeView) -> None:
-    """ConvTranspose (2-D, group 1) -> TRANSPOSE_CONV with VALID or SAME padding (weights OHWI, per channel)."""
+    """ConvTranspose (2-D, group 1) -> TRANSPOSE_CONV with VALID or SAME padding, or VALID then cut to the output
+    (pads with output_padding inside them: torch's k3 s2 p1 op1 upsampler); weights OHWI, per channel."""
     w = L.const(node.inputs[1])
     if w is None or w.ndim != 4 or int(node.attr("group", 1)) != 1:
         raise L.fail(node, "only 2-D, group-1 transposed convolutions with constant weights are lowered")
@@ -475,26 +476,11 @@ def conv_transpose(L: Lowering, node: NodeView) -> None:
     y = L.output(out, "nhwc")
     strides = list(node.attr("strides", [1, 1]))
     pads = list(node.attr("pads", [0, 0, 0, 0]))
-    padding = None
-    for name in ("VALID", "SAME"):
-        ok = True
-        for i in range(2):
-            k, s, n_in, n_out = w.shape[2 + i], strides[i], x.shape[1 + i], y.shape[1 + i]
-            want = (n_in - 1) * s + k if name == "VALID" else n_in * s
-            total = max((n_in - 1) * s + k - n_out, 0)
-            ok &= n_out == want and (name == "VALID" and not any(pads) or name == "SAME" and pads[i] == total // 2)
-        if ok:
-            padding = name
-            break
+    form = tconv_padding(x.shape[1:3], y.shape[1:3], w.shape[2:], strides, pads)
+    if form is None:  # the VALID result cut to the output covers pads with output_padding inside them; not past them
+        raise L.fail(node, f"pads {pads} / output size reach beyond the VALID result (output_padding past the pads)")
+    padding, crop = form
     full = tuple((x.shape[1 + i] - 1) * strides[i] + w.shape[2 + i] for i in range(2))
-    crop = None
-    if padding is None:  # pads and output_padding: the VALID result cut to the output (torch's k3 s2 p1 op1 upsampler)
-        begin = [int(p) for p in pads[:2]] if pads else [0, 0]
-        if any(begin[i] + y.shape[1 + i] > full[i] for i in range(2)):
-            raise L.fail(
-                node, f"pads {pads} / output size reach beyond the VALID result (output_padding past the pads)"
-            )
-        padding, crop = "VALID", begin
     wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=0)  # OHWI
     t = y if crop is None else L.new(f"{out}/full", (y.shape[0], *full, y.shape[3]), y.q, "nhwc")
     wt = L.new(f"{t.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))

@@ -241,13 +241,94 @@ def _qdq(node) -> str | None:
 
 def _spatial(node) -> str | None:
     x = node.input_shape(0)
-    return "only 1-D and 2-D spatial ops are lowered" if x and len(x) > 4 else None
+    if x and len(x) > 4:
+        return "only 1-D and 2-D spatial ops are lowered"
+    if node.op_type in ("MaxPool", "AveragePool") and any(int(d) != 1 for d in node.attr("dilations", None) or ()):
+        return "dilated pooling has no TFLite equivalent"
+    return None
+
+
+def tconv_padding(in_hw, out_hw, kernel, strides, pads) -> tuple[str, list[int] | None] | None:
+    """How the converter writes a 2-D ConvTranspose: ("VALID" | "SAME", None), or ("VALID", [top, left]) to cut the
+    output from the full VALID result (pads with output_padding inside them); None when the output reaches beyond it."""
+    pads = list(pads or [0, 0, 0, 0])
+    for name in ("VALID", "SAME"):
+        ok = True
+        for i in range(2):
+            k, st, n_in, n_out = kernel[i], strides[i], in_hw[i], out_hw[i]
+            want = (n_in - 1) * st + k if name == "VALID" else n_in * st
+            total = max((n_in - 1) * st + k - n_out, 0)
+            ok &= n_out == want and (name == "VALID" and not any(pads) or name == "SAME" and pads[i] == total // 2)
+        if ok:
+            return name, None
+    full = [(in_hw[i] - 1) * strides[i] + kernel[i] for i in range(2)]
+    begin = [int(p) for p in pads[:2]]
+    return None if any(begin[i] + out_hw[i] > full[i] for i in range(2)) else ("VALID", begin)
+
+
+def _tconv(node) -> str | None:
+    w, x, y = node.input_shape(1), node.input_shape(0), node.output_shape(0)
+    if not node.is_const(1) or not w or len(w) != 4 or int(node.attr("group", 1)) != 1:
+        return "only 2-D, group-1 transposed convolutions with constant weights are lowered"
+    if any(int(d) != 1 for d in node.attr("dilations", None) or ()):
+        return "dilated transposed convolution has no TFLite equivalent"
+    if not x or not y or not all(isinstance(d, int) for d in (*x, *y, *w)):
+        return None
+    if tconv_padding(list(x[2:]), list(y[2:]), list(w[2:]), list(node.attr("strides", [1, 1])),
+                     node.attr("pads", None)) is None:
+        return "the output (output_padding past the pads) reaches beyond the VALID result"
+    return None
+
+
+_FLOATS = ("float32",)
+_CARRIED = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _cast(node) -> str | None:
+    """float32 <-> float32 (no op) and between float32 and the integer / bool types the converter carries."""
+    for d in (node.input_dtype(0), node.output_dtype(0)):
+        if d is not None and d not in _FLOATS + _CARRIED:
+            return f"a cast from or to {d} (the int8 file holds float32 values and integer / bool tensors only)"
+    return None
+
+
+def _pow(node) -> str | None:
+    v = node.const_value(1)
+    if v is None or v.size != 1 or float(v.reshape(-1)[0]) not in (0.5, -0.5, 1.0, 2.0, 3.0):
+        return "an exponent other than a constant 0.5, -0.5, 1, 2 or 3"
+    return None
+
+
+def _scatter(node) -> str | None:
+    if not _const_input(node, 1):
+        return "indices computed at run time"
+    r = _text(node.attr("reduction", None), "none")
+    return None if r == "none" else f"reduction '{r}'"
+
+
+def _extra_outputs(node) -> str | None:
+    """Dropout's mask and BatchNormalization's running statistics: training outputs the int8 file has no form of."""
+    g = node.graph
+    used = [o for o in node.outputs[1:] if o and (o in g.output_names or g.consumers(o))]
+    if used or int(node.attr("training_mode", 0)):
+        return "training outputs (a dropout mask, running statistics)"
+    return None
+
+
+def _gemm(node) -> str | None:
+    if node.op_type == "Gemm" and int(node.attr("transA", 0)):
+        return "transA=1 is not lowered"
+    if any(s is not None and len(s) < 2 for s in (node.input_shape(0), node.input_shape(1))):
+        return "a 1-D operand (a vector product) is not lowered"
+    return None
 
 
 FORMS = {op: rnn_unrollable for op in RNNS} | {
     "GridSample": _grid_const, "GatherND": _index_const, "TopK": _topk, "Mod": _mod,
     "Resize": _resize, "Upsample": _resize, "If": _if, "QuantizeLinear": _qdq, "DequantizeLinear": _qdq,
-    "Conv": _spatial, "ConvTranspose": _spatial, "MaxPool": _spatial, "AveragePool": _spatial,
+    "Conv": _spatial, "ConvTranspose": _tconv, "MaxPool": _spatial, "AveragePool": _spatial, "Cast": _cast,
+    "CastLike": _cast, "Pow": _pow, "ScatterND": _scatter, "Dropout": _extra_outputs,
+    "BatchNormalization": _extra_outputs, "Gemm": _gemm, "MatMul": _gemm,
 }
 
 
@@ -282,7 +363,7 @@ WRITES = {
     "reduce": ("ABS", "MUL", "SUM", "LOG", "EXP", "REDUCE_MAX", "SUB", "ADD", "RSQRT"),
     "norm": ("MEAN", "SUB", "MUL", "ADD", "RSQRT", "SUM"),
     "rnn": ("FULLY_CONNECTED", "ADD", "TANH", "CONCATENATION", "RESHAPE", "STRIDED_SLICE"),
-    "alias": (),
+    "alias": (), "reciprocal": ("RSQRT", "MUL"),
     # select_last_index: ARG_MAX of the axis reversed; Vela 5.2.0 refused every such REVERSE_V2 of the backend suite
     # ("Unsupported reverse mask"), so the op is named as it refused it
     "argmax_last": ("REVERSE_V2 along an axis", "ARG_MAX", "SUB"),
@@ -293,7 +374,8 @@ WRITES = {
 _FORM_OF = {"HardSigmoid": "affine", "Sum": "sum", "Mean": "mean", "Softplus": "softplus", "Mish": "mish",
             "Selu": "elu", "Celu": "elu", "Softsign": "softsign", "ThresholdedRelu": "threshold",
             "SpaceToDepth": "space_to_depth", "GridSample": "grid", "ReduceL1": "reduce", "ReduceSumSquare": "reduce", "ReduceLogSum": "reduce",
-            "ReduceLogSumExp": "reduce", "LpNormalization": "norm", "MeanVarianceNormalization": "norm", "RNN": "rnn"}
+            "ReduceLogSumExp": "reduce", "LpNormalization": "norm", "MeanVarianceNormalization": "norm", "RNN": "rnn",
+            "GroupNormalization": "norm", "Dropout": "alias", "Reciprocal": "reciprocal"}
 
 
 def power_of_two(n: int) -> bool:
