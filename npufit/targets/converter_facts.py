@@ -373,8 +373,9 @@ WRITES = {
 }
 _FORM_OF = {"HardSigmoid": "affine", "Sum": "sum", "Mean": "mean", "Softplus": "softplus", "Mish": "mish",
             "Selu": "elu", "Celu": "elu", "Softsign": "softsign", "ThresholdedRelu": "threshold",
-            "SpaceToDepth": "space_to_depth", "GridSample": "grid", "ReduceL1": "reduce", "ReduceSumSquare": "reduce", "ReduceLogSum": "reduce",
-            "ReduceLogSumExp": "reduce", "LpNormalization": "norm", "MeanVarianceNormalization": "norm", "RNN": "rnn",
+            "SpaceToDepth": "space_to_depth", "GridSample": "grid", "ReduceL1": "reduce", "ReduceSumSquare": "reduce",
+            "ReduceLogSum": "reduce", "ReduceLogSumExp": "reduce", "LpNormalization": "norm",
+            "MeanVarianceNormalization": "norm", "RNN": "rnn",
             "GroupNormalization": "norm", "Dropout": "alias", "Reciprocal": "reciprocal"}
 
 
