@@ -123,6 +123,8 @@ CASES = {
     "ArgMin": (_one("ArgMin", axis=1, keepdims=1, outs=(("y", TensorProto.INT64),)), {U55: "npu"}),
     "GroupNormalization": (_one("GroupNormalization", extra=("gs", "gb"), inits=(_t("gs", np.ones(8)), _t("gb", np.zeros(8))),
                                 opset=21, num_groups=2), {U55: "npu"}),
+    "RMSNormalization": (_one("RMSNormalization", extra=("rs",), inits=(_t("rs", np.linspace(0.5, 1.5, 8)),), opset=23,
+                              axis=1), {U55: "npu"}),
     "TopK": (_one("TopK", extra=("k",), inits=(_t("k", [3], np.int64),), axis=1,
                   outs=(("y", TensorProto.FLOAT), ("i", TensorProto.INT64))), {U55: "cpu", U85: "cpu"}),
 }

@@ -72,6 +72,7 @@ OPS = {
     "Softplus": ac.softplus,
     "Mish": ac.mish,
     "Softsign": ac.softsign,
+    "Swish": ac.swish,
     "ThresholdedRelu": ac.thresholded_relu,
     "Sum": ac.sum_mean,
     "Mean": ac.sum_mean,

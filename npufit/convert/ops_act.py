@@ -221,6 +221,21 @@ def thresholded_relu(L: Lowering, node: NodeView) -> None:
     _done(L, y, t)
 
 
+def swish(L: Lowering, node: NodeView) -> None:
+    """Swish (opset 24): x * sigmoid(alpha x): MUL, LOGISTIC, MUL."""
+    x, lo, hi = _x8(L, node)
+    y, t = _out8(L, node.outputs[0], x.layout)
+    a = float(node.attr("alpha", 1.0))
+    u = (
+        x
+        if a == 1.0
+        else mul(L, x, _c8(L, f"{t.name}/alpha", a), f"{t.name}/scaled", activation_q(*sorted((a * lo, a * hi))))
+    )
+    s = _unary(L, "LOGISTIC", u, L.new(f"{t.name}/sigmoid", x.shape, FIXED["LOGISTIC"], x.layout))
+    mul(L, x, s, t.name, None, out=t)
+    _done(L, y, t)
+
+
 def float_island(L: Lowering, node: NodeView) -> None:
     """Sin / Cos / Floor / Ceil / Round / Sign: DEQUANTIZE -> the float kernel -> QUANTIZE into the output's range."""
     x = L.act(node.inputs[0])

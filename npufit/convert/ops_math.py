@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from .lower import TT, Lowering
+from .lower import TO_NCHW, TO_NHWC, TT, Lowering
 from .qparams import activation_q, quantize
 
 # erf(z) ~= tanh(A z + B z^3): the GELU tanh form's own approximation (max |error| 3.6e-4 on the real line,
@@ -152,8 +152,14 @@ def div(L: Lowering, node: NodeView) -> None:
     if a is None:
         x = L.act(node.inputs[0])
         layout = x.layout if len(x.shape) >= len(r.shape) else r.layout
-        if x.layout != r.layout and len(x.shape) == len(r.shape) == 4:
-            x = L.act(node.inputs[0], r.layout)
+        if x.layout != r.layout and len(x.shape) == len(r.shape) == 4:  # move the smaller one (a [N, 1, 1, 1] norm)
+            if np.prod(r.shape) <= np.prod(x.shape):
+                perm = TO_NHWC if x.layout == "nhwc" else TO_NCHW
+                r2 = L.new(f"{r.name}/{x.layout}", tuple(r.shape[p] for p in perm), r.q, x.layout)
+                L.layout_op(r, r2, perm)
+                r, layout = r2, x.layout
+            else:
+                x, layout = L.act(node.inputs[0], r.layout), r.layout
     else:
         rank = len(L.shape(node.outputs[0]))
         v = np.asarray(a, np.float32)

@@ -8,7 +8,13 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from ..targets.converter_facts import depth_reduce_as_conv, mean_as_rows, tconv_padding, whole_map_pool
+from ..targets.converter_facts import (
+    depth_reduce_as_conv,
+    mean_as_rows,
+    nhwc_mean_as_rows,
+    tconv_padding,
+    whole_map_pool,
+)
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
 from .qparams import Q, per_channel_weights, quantize
 
@@ -386,6 +392,8 @@ def reduce(L: Lowering, node: NodeView) -> None:
     out = node.outputs[0]
     if depth_reduce_as_conv(op, x.shape, [NHWC_AXIS[a] if x.layout == "nhwc" else a for a in axes]):
         return _depth_reduce(L, x, out, op, keep)
+    if x.layout == "nhwc" and nhwc_mean_as_rows(op, x.shape, [NHWC_AXIS[a] for a in axes]):
+        return _rows_reduce(L, x, out, op, 3)
     if x.layout != "nhwc" and mean_as_rows(op, x.shape, axes):
         return _rows_reduce(L, x, out, op, len(axes))
     if x.layout != "nhwc":

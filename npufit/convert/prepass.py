@@ -232,6 +232,18 @@ def _lpnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
     return True
 
 
+def _rmsnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    """RMSNormalization (opset 23): x / sqrt(mean(x^2) + eps) * scale over the axes from `axis` on."""
+    if rank is None or len(n.output) > 1 and any(n.output[1:]):
+        return False
+    axes = list(range(int(_attr(n, "axis", -1)) % rank, rank))
+    ms = b.mean(b.op("Mul", [n.input[0], n.input[0]], "squared"), axes, "mean_square")
+    eps = b.const("epsilon", np.array(float(_attr(n, "epsilon", 1e-5)), np.float32))
+    y = b.op("Div", [n.input[0], b.op("Sqrt", [b.op("Add", [ms, eps], "mean_square_eps")], "rms")], "normalized")
+    b.op("Mul", [y, n.input[1]], "scaled", out=n.output[0])
+    return True
+
+
 def _mvn(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
     """MeanVarianceNormalization: (x - mean) / sqrt(variance + 1e-9) over its axes (ONNX's function adds the 1e-9
     to the square root; the difference is below float32's resolution of any variance int8 can hold)."""
@@ -366,5 +378,6 @@ DECOMPOSE = {
     "ReduceLogSumExp": _reduction,
     "LpNormalization": _lpnorm,
     "MeanVarianceNormalization": _mvn,
+    "RMSNormalization": _rmsnorm,
 }
 SHAPED = ("Einsum", "GroupNormalization")  # decompositions that read static shapes

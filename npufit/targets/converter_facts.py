@@ -37,6 +37,14 @@ def mean_as_rows(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> bool:
     return not any(d == 1 for d in (shape if r == 3 else shape[1:]))
 
 
+def nhwc_mean_as_rows(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> bool:
+    """A MEAN / SUM over H, W and C of a 4-D NHWC map (`shape`, `axes` in NHWC order) that Vela 5.2.0 rejects as a
+    depth reduction (none of h, w, c is 1) is written as RESHAPE to [N, 1, H*W*C] -> MEAN over axis 2: the values
+    reduced are the same in any order (RMSNorm and LayerNorm over C, H, W: GroupNorm with one group)."""
+    return tfl_op in ("MEAN", "SUM") and len(shape) == 4 and sorted(axes) == [1, 2, 3] \
+        and all(isinstance(d, int) and d > 1 for d in shape[1:])
+
+
 def gather_elements_as_gather(data_shape: Sequence, idx_shape: Sequence, axis: int) -> bool:
     """GatherElements whose data and indices are 1 on every axis but `axis` (a per-position lookup at batch 1) is
     written as RESHAPE of the indices + GATHER along `axis` (batch_dims 0)."""
@@ -97,7 +105,7 @@ def whole_map_pool(kernel: Sequence, pads: Sequence, in_hw: Sequence, out_hw: Se
 LOWERED = frozenset((
     "Conv ConvTranspose BatchNormalization Gemm MatMul MaxPool AveragePool GlobalAveragePool GlobalMaxPool "
     "ReduceSum ReduceMean ReduceMax ReduceMin ArgMax ArgMin TopK "
-    "Relu LeakyRelu PRelu Clip Sigmoid Tanh HardSwish HardSigmoid Elu Selu Celu Softplus Mish Softsign "
+    "Relu LeakyRelu PRelu Clip Sigmoid Tanh HardSwish HardSigmoid Elu Selu Celu Softplus Mish Softsign Swish "
     "ThresholdedRelu Abs Neg Exp Log Erf Pow Sqrt Reciprocal Sin Cos Floor Ceil Round Sign IsNaN IsInf "
     "Add Sub Mul Div Mod Max Min Sum Mean Softmax LogSoftmax "
     "Concat Split Slice Reshape Flatten Squeeze Unsqueeze Transpose Expand Tile Pad Resize Upsample "
@@ -108,6 +116,7 @@ LOWERED = frozenset((
 # decompositions and the RNN unroller
 DECOMPOSED = frozenset((
     "LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormalization LpNormalization Gelu "
+    "RMSNormalization "
     "ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp Einsum LSTM GRU RNN").split())
 # handled before either: Q/DQ pairs become the float tensor with the user's range (convert/onnx_prep._undo_qdq), an
 # If whose condition the pinned input shapes decide is replaced by its taken branch (convert/prepass_if), a Constant is
@@ -363,7 +372,10 @@ WRITES = {
     "reduce": ("ABS", "MUL", "SUM", "LOG", "EXP", "REDUCE_MAX", "SUB", "ADD", "RSQRT"),
     "norm": ("MEAN", "SUB", "MUL", "ADD", "RSQRT", "SUM"),
     "rnn": ("FULLY_CONNECTED", "ADD", "TANH", "CONCATENATION", "RESHAPE", "STRIDED_SLICE"),
-    "alias": (), "reciprocal": ("RSQRT", "MUL"),
+    "alias": (), "reciprocal": ("RSQRT", "MUL"), "swish": ("MUL", "LOGISTIC"),
+    # a mean over an NHWC map of batch > 1: Vela 5.2.0 runs MEAN at batch 1 only ("Batch must be 1"; the backend
+    # suite's 4-D RMSNormalization and MeanVarianceNormalization cases)
+    "norm_batched": ("MEAN at batch > 1", "SUB", "MUL", "ADD", "RSQRT"),
     # select_last_index: ARG_MAX of the axis reversed; Vela 5.2.0 refused every such REVERSE_V2 of the backend suite
     # ("Unsupported reverse mask"), so the op is named as it refused it
     "argmax_last": ("REVERSE_V2 along an axis", "ARG_MAX", "SUB"),
@@ -376,7 +388,8 @@ _FORM_OF = {"HardSigmoid": "affine", "Sum": "sum", "Mean": "mean", "Softplus": "
             "SpaceToDepth": "space_to_depth", "GridSample": "grid", "ReduceL1": "reduce", "ReduceSumSquare": "reduce",
             "ReduceLogSum": "reduce", "ReduceLogSumExp": "reduce", "LpNormalization": "norm",
             "MeanVarianceNormalization": "norm", "RNN": "rnn",
-            "GroupNormalization": "norm", "Dropout": "alias", "Reciprocal": "reciprocal"}
+            "GroupNormalization": "norm", "Dropout": "alias", "Reciprocal": "reciprocal", "RMSNormalization": "norm",
+            "Swish": "swish"}
 
 
 def power_of_two(n: int) -> bool:
@@ -447,6 +460,10 @@ def written_as(node) -> str | None:
     an interleave of channel groups), constant-index GatherElements / GatherND as a slice (one index or an even run)
     or a GATHER,     Elu with alpha != 1 from ELU and RELU, CastLike between float types as nothing."""
     op = node.op_type
+    if op in ("RMSNormalization", "MeanVarianceNormalization"):
+        x = node.input_shape(0)
+        if x and len(x) == 4 and isinstance(x[0], int) and x[0] > 1:
+            return "norm_batched"
     if op in _FORM_OF:
         return _FORM_OF[op]
     if op in ("ArgMax", "ArgMin") and int(node.attr("select_last_index", 0)):
@@ -463,8 +480,12 @@ def written_as(node) -> str | None:
         return "to_float" if dst is None else "from_float"
     if op == "CastLike" and src is None and dst is None:
         return "alias"
+    if dst is None or src is None:
+        return None
+    if op in ("Div", "Xor"):
+        return "int_div" if op == "Div" else "not_equal"
     x, y = node.input_shape(0), node.output_shape(0)
-    if dst is not None and src is not None and not (x is not None and y is not None and tuple(x) == tuple(y)):
-        return {"Div": "int_div", "Expand": "broadcast", "Xor": "not_equal", "Reshape": "int_reshape",
-                "Unsqueeze": "int_reshape", "Squeeze": "int_reshape", "Flatten": "int_reshape"}.get(op)
-    return None
+    if x is not None and y is not None and tuple(x) == tuple(y):  # an integer alias: no op (ethos_u_converted.no_op)
+        return None
+    return {"Expand": "broadcast", "Reshape": "int_reshape", "Unsqueeze": "int_reshape", "Squeeze": "int_reshape",
+            "Flatten": "int_reshape"}.get(op)

@@ -25,8 +25,8 @@ from .common import reduce_axes
 from .base import OpSupport, Rule, Verdict
 from .calibration import FAMILIES, Evidence
 from .converter_facts import (FLOAT32, JUDGED_AS, WRITES, argmax_of_bool, carried_dtype, converter_gap, depth_reduce_as_conv,
-                              gather_elements_as_gather, mean_as_rows, never_special, where_of_never_special,
-                              whole_map_pool, written_as)
+                              gather_elements_as_gather, mean_as_rows, never_special, nhwc_mean_as_rows,
+                              where_of_never_special, whole_map_pool, written_as)
 
 EVIDENCE = {
     # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them
@@ -195,13 +195,18 @@ def depth_mean_as_conv(node, x, axes, lim: Mapping) -> bool:
 def mean_form(node, lim: Mapping) -> tuple[list, list] | None:
     """(shape, axes) of the MEAN the converter writes for an ONNX ReduceMean over a trailing run of axes that Vela's
     semantic check would reject (converter_facts.mean_as_rows): [rows, 1, reduced] over axis 2, so only Vela's size
-    limits remain. Not for 4-D inputs: a conv's NHWC output is reduced in NHWC (the MEAN rule's view)."""
+    limits remain. Of a 4-D input only the mean over C, H and W (converter_facts.nhwc_mean_as_rows): a conv's NHWC
+    output is otherwise reduced in NHWC (the MEAN rule's view)."""
     g = node.graph
     x = node.input_shape(0) if node.op_type == "ReduceMean" and g.format == "onnx" else None
-    if not x or len(x) == 4 or not cal.fitted(lim, EVIDENCE["mean_rows"]):
+    if not x or not cal.fitted(lim, EVIDENCE["mean_rows"]):
         return None
     ax = reduce_axes(node)
     axes = None if ax is None else sorted(int(a) % len(x) for a in ax)
+    if len(x) == 4:  # over C, H and W: the rows form whatever the layout (converter_facts.nhwc_mean_as_rows)
+        nhwc = [x[0], *x[2:], x[1]]
+        rows = axes == [1, 2, 3] and nhwc_mean_as_rows("MEAN", nhwc, [1, 2, 3])
+        return ([x[0], 1, math.prod(x[1:])], [2]) if rows else None
     if axes is None or not mean_as_rows("MEAN", x, axes):
         return None
     k = len(x) - len(axes)
