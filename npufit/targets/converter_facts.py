@@ -100,7 +100,7 @@ def whole_map_pool(kernel: Sequence, pads: Sequence, in_hw: Sequence, out_hw: Se
 
 
 # -- which ONNX ops the converter converts: one list for the converter and for the Ethos-U rules ----------------------
-# ops with a lowering of their own: the keys of convert/onnx_to_tflite.OPS (tests/test_convert_registry.py holds them
+# ops with a lowering of their own: the keys of convert/registry.OPS (tests/test_convert_registry.py holds them
 # equal)
 LOWERED = frozenset((
     "Conv ConvTranspose BatchNormalization Gemm MatMul MaxPool AveragePool GlobalAveragePool GlobalMaxPool "
