@@ -21,6 +21,7 @@ from ..errors import NpufitError, UnsupportedModelError
 from ..targets.converter_facts import LOWERED, converter_gap
 from ..util.io import atomic_write_bytes, atomic_write_json
 from . import ops_int as it
+from .int_tensors import graph_input, tfl_dtype
 from .registry import OPS, PASS_THROUGH
 
 SCHEMA = "npufit.convert/1"
@@ -276,9 +277,9 @@ def _lower(prep, work, ranges, src, target, bits: int):
 
     L = Lowering(prep, ranges, bits)
     for name in prep.graph.input_names:
-        dt = it.tfl_dtype(prep.graph.tensor(name).dtype)
+        dt = tfl_dtype(prep.graph.tensor(name).dtype)
         if dt:  # token ids, masks: int32 / bool inputs, not quantized
-            it.graph_input(L, name, dt)
+            graph_input(L, name, dt)
         else:
             L.output(name, "nhwc" if len(L.shape(name)) == 4 else "plain")
     for nd in work:

@@ -245,9 +245,11 @@ def gather_const(L: Lowering, node: NodeView) -> None:
     """GatherElements / GatherND with constant indices: the data flattened to positions (GatherElements) or to
     [rows, inner] (GatherND), then `take` of the constant positions (converter_facts.constant_gather_flat)."""
     from . import ops_int as it
+    from .int_tensors import dtype_of, int_act
+    from .ops_lookup import gather_nd
 
     if not L.is_const(node.inputs[1]):
-        return (it.gather_nd if node.op_type == "GatherND" else it.lower)(L, node)
+        return (gather_nd if node.op_type == "GatherND" else it.lower)(L, node)
     flat = constant_gather_flat(_Const(L, node))
     if flat is None:
         raise L.fail(node, "shapes are not static")
@@ -257,8 +259,8 @@ def gather_const(L: Lowering, node: NodeView) -> None:
     else:
         b, kk = int(node.attr("batch_dims", 0)), np.asarray(L.const(node.inputs[1])).shape[-1]
         lead, inner = int(np.prod(xs[: b + kk])), tuple(xs[b + kk :])
-    intpath = it.dtype_of(L, node.inputs[0])
-    x = it.int_act(L, node.inputs[0]) if intpath else L.act(node.inputs[0], "plain")
+    intpath = dtype_of(L, node.inputs[0])
+    x = int_act(L, node.inputs[0]) if intpath else L.act(node.inputs[0], "plain")
     rows = L.new(f"{node.outputs[0]}/flat", (lead,) + inner, x.q, "plain", x.dtype if intpath else "int8")
     L.emit_reshape(x, rows)
     oshape = L.shape(node.outputs[0])
