@@ -454,25 +454,34 @@ def constant_gather_flat(node):
 JUDGED_AS = {"ArgMin": "ARG_MAX"}
 
 
+_INT_FORMS = {"Div": "int_div", "Xor": "not_equal", "Expand": "broadcast", "Reshape": "int_reshape",
+              "Unsqueeze": "int_reshape", "Squeeze": "int_reshape", "Flatten": "int_reshape"}
+# ops whose form depends on the node (attributes, constants, dtypes); any other op's is _FORM_OF's or none
+_NODE_FORMS = frozenset({"RMSNormalization", "MeanVarianceNormalization", "ArgMax", "ArgMin", "DepthToSpace", "Elu",
+                         "GatherElements", "GatherND", "Cast", "CastLike", *_INT_FORMS})
+
+
 def written_as(node) -> str | None:
     """The form (a key of WRITES) of an ONNX node the converter writes as other ops than a standard converter, else
     None. Forms that depend on the node: DepthToSpace as transposed convolutions for a power-of-two block (else
     an interleave of channel groups), constant-index GatherElements / GatherND as a slice (one index or an even run)
-    or a GATHER,     Elu with alpha != 1 from ELU and RELU, CastLike between float types as nothing."""
+    or a GATHER, Elu with alpha != 1 from ELU and RELU, casts and integer ops as TFLite's integer kernels. Asked for
+    every ONNX node `check` judges for Ethos-U: an op of neither table returns at once."""
     op = node.op_type
+    if op not in _NODE_FORMS:
+        return _FORM_OF.get(op)
     if op in ("RMSNormalization", "MeanVarianceNormalization"):
         x = node.input_shape(0)
-        if x and len(x) == 4 and isinstance(x[0], int) and x[0] > 1:
-            return "norm_batched"
-    if op in _FORM_OF:
-        return _FORM_OF[op]
-    if op in ("ArgMax", "ArgMin") and int(node.attr("select_last_index", 0)):
-        return "argmax_last"
+        return "norm_batched" if x and len(x) == 4 and isinstance(x[0], int) and x[0] > 1 else "norm"
+    if op in ("ArgMax", "ArgMin"):
+        return "argmax_last" if int(node.attr("select_last_index", 0)) else None
     if op == "DepthToSpace":
         return "depth_to_space" if power_of_two(int(node.attr("blocksize", 0))) else "interleave"
-    if op == "Elu" and float(node.attr("alpha", 1.0)) != 1.0:
-        return "elu"
-    if op in ("GatherElements", "GatherND") and node.is_const(1):
+    if op == "Elu":
+        return "elu" if float(node.attr("alpha", 1.0)) != 1.0 else None
+    if op in ("GatherElements", "GatherND"):
+        if not node.is_const(1):
+            return None
         flat = constant_gather_flat(node)
         return "slice" if flat is not None and even_run(flat) else "gather"
     src, dst = carried_dtype(node.input_dtype(0)), carried_dtype(node.output_dtype(0))
@@ -480,12 +489,11 @@ def written_as(node) -> str | None:
         return "to_float" if dst is None else "from_float"
     if op == "CastLike" and src is None and dst is None:
         return "alias"
-    if dst is None or src is None:
+    if dst is None or src is None or op in ("Cast", "CastLike"):
         return None
     if op in ("Div", "Xor"):
-        return "int_div" if op == "Div" else "not_equal"
+        return _INT_FORMS[op]
     x, y = node.input_shape(0), node.output_shape(0)
     if x is not None and y is not None and tuple(x) == tuple(y):  # an integer alias: no op (ethos_u_converted.no_op)
         return None
-    return {"Expand": "broadcast", "Reshape": "int_reshape", "Unsqueeze": "int_reshape", "Squeeze": "int_reshape",
-            "Flatten": "int_reshape"}.get(op)
+    return _INT_FORMS[op]
