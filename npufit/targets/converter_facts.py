@@ -450,8 +450,16 @@ def constant_gather_flat(node):
     return nd_flat(x, v, int(node.attr("batch_dims", 0)))
 
 
-# ONNX op -> the TFLite op whose Vela rules judge the converter's form of it (ArgMin: ARG_MAX of -x)
-JUDGED_AS = {"ArgMin": "ARG_MAX"}
+def judged_as(node) -> str | None:
+    """The TFLite op whose Vela rules judge the converter's form of an ONNX node, where it is a standard op of
+    another name: ArgMin (ARG_MAX of -x) and TopK with k = 1 (ARG_MAX + REDUCE_MAX, convert/prepass's
+    topk1_to_argmax); else None."""
+    if node.op_type == "ArgMin":
+        return "ARG_MAX"
+    if node.op_type == "TopK":
+        k = node.const_value(1)
+        return "ARG_MAX" if k is not None and k.size == 1 and int(k.reshape(-1)[0]) == 1 else None
+    return None
 
 
 _INT_FORMS = {"Div": "int_div", "Xor": "not_equal", "Expand": "broadcast", "Reshape": "int_reshape",

@@ -24,9 +24,9 @@ from . import calibration as cal, tflite_map as tm
 from .common import reduce_axes
 from .base import OpSupport, Rule, Verdict
 from .calibration import FAMILIES, Evidence
-from .converter_facts import (FLOAT32, JUDGED_AS, WRITES, argmax_of_bool, carried_dtype, converter_gap, depth_reduce_as_conv,
+from .converter_facts import (FLOAT32, WRITES, argmax_of_bool, carried_dtype, converter_gap, depth_reduce_as_conv,
                               gather_elements_as_gather, mean_as_rows, never_special, nhwc_mean_as_rows,
-                              where_of_never_special, whole_map_pool, written_as)
+                              where_of_never_special, whole_map_pool, judged_as, written_as)
 
 EVIDENCE = {
     # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them
@@ -157,7 +157,7 @@ def op_key(node) -> str | None:
         if x and i and gather_elements_as_gather(x, i, int(node.attr("axis", 0))):
             return "GATHER"
     form = written_as(node) if node.domain in ("", "ai.onnx") else None
-    return JUDGED_AS.get(node.op_type) if form is None else FORM + form
+    return judged_as(node) if form is None else FORM + form
 
 
 def whole_map(node) -> bool:
