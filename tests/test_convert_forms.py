@@ -271,3 +271,15 @@ def test_centernet_decoder_converts_and_says_what_runs_where(tmp_path):
         assert {k: predicted.get(k) for k in devices} == devices, (target, predicted, devices)
     assert {"TopK", "Mod", "Div", "Cast", "GatherElements"} <= cpu[U55], cpu
     assert {"TopK", "Mod", "Cast", "GatherElements"} <= cpu[U85] and "Div" not in cpu[U85], cpu
+
+
+def test_sum_of_three_and_hardsigmoid_in_one_model_run_on_the_u55_npu(tmp_path):
+    """Issue 30's case: ResNet-50 (ONNX zoo) adds with a Sum, PP-OCRv4 gates with HardSigmoid. One model with both, a
+    3-input Sum reading the HardSigmoid, converts, agrees with ONNX Runtime and compiles with Vela for ethos-u55-256
+    with both nodes (and every other) on the NPU, as check says (before: no lowering for either, while check said npu)."""
+    c, w = _conv(8)
+    hs = helper.make_node("HardSigmoid", ["c"], ["h"], name="hs", alpha=0.2, beta=0.5)
+    total = helper.make_node("Sum", ["h", "x", "c"], ["y"], name="sum")
+    src = _model(tmp_path, [c, hs, total], [w], name="sum_hardsigmoid")
+    devices = run(tmp_path, src, {U55: "npu"}, node="sum")[U55]
+    assert devices["hs"] == "npu" and set(devices.values()) == {"npu"}, devices

@@ -74,7 +74,7 @@ def test_a_gap_is_unsupported_in_check_with_the_way_out():
     v, reasons = judge(_graph("LRN", {"size": 3}), "ethos-u55-256")
     assert v == "unsupported", reasons
     assert list(reasons) == ["ethos-u55-256.op.NPUFIT_CONVERTER_GAP"], reasons
-    assert "npufit's ONNX -> int8 TFLite converter cannot convert this node" in reasons[list(reasons)[0]]
+    assert reasons[list(reasons)[0]].startswith("converter gap: npufit's ONNX -> int8 TFLite converter cannot convert")
     from npufit.targets import get_profile
 
     assert any("npufit split" in f for f in get_profile("ethos-u55-256").ops[euc.GAP].fix)
@@ -131,3 +131,22 @@ def test_gap_message_and_check_name_the_same_nodes(tmp_path):
     unsupported = {n.name for n in rep.nodes if n.verdict.value == "unsupported"}
     assert unsupported == {"op", "hm"}
     assert "LRN 'op'" in str(e.value) and "Hardmax 'hm'" in str(e.value)
+
+
+def test_check_cli_names_a_node_the_converter_cannot_lower_a_converter_gap(tmp_path):
+    """`npufit check --target ethos-u55-256` of an ONNX model with an LRN (no lowering): the node is `unsupported`
+    and its reason says "converter gap" (before: the converter's refusal in other words; earlier still: `npu`)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "lrn.onnx"
+    path.write_bytes(_graph("LRN", {"size": 3}).SerializeToString())
+    out = subprocess.run([sys.executable, "-m", "npufit", "check", str(path), "--target", "ethos-u55-256", "-f", "json"],
+                         capture_output=True, text=True, env=os.environ | {"NO_COLOR": "1"}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    nodes = {n["name"]: n for n in json.loads(out.stdout)["nodes"]}
+    assert nodes["op"]["verdict"] == "unsupported", nodes["op"]
+    assert [r["text"][:14] for r in nodes["op"]["reasons"]] == ["converter gap:"], nodes["op"]
+    assert nodes["relu"]["verdict"] == "npu", nodes["relu"]

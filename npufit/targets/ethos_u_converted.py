@@ -237,8 +237,8 @@ def converted_ops(name: str, listed) -> dict[str, OpSupport]:
     why = ("npufit's ONNX -> int8 TFLite converter writes no op for it: a constant once the Ifs that the input sizes "
            "decide are inlined, an integer cast or reshape that keeps the carried type and shape, or an integer cast "
            "of bools read only by an ArgMax; nothing of it reaches Vela")
-    form_rule = Rule(f"{name}.converter.form", "npufit's ONNX -> int8 TFLite converter has no lowering for this "
-                     "form of the op", _form_detail, Verdict.UNSUPPORTED, GAP_FIX, "NPUFIT-CONV")
+    form_rule = Rule(f"{name}.converter.form", "converter gap: npufit's ONNX -> int8 TFLite converter has no "
+                     "lowering for this form of the op", _form_detail, Verdict.UNSUPPORTED, GAP_FIX, "NPUFIT-CONV")
     forms = {}
     for form, tfl in WRITES.items():
         ops = [op for op in tfl if op != FLOAT32]
@@ -260,8 +260,8 @@ GAP_FIX = ("cut the model before this node and compile the part before it: npufi
            "or rewrite the node into ops the converter lowers (docs/guide/convert.md lists them)")
 
 
-GAP_TEXT = ("npufit's ONNX -> int8 TFLite converter cannot convert this node, so `npufit compile` stops before Vela "
-            "sees the model")
+GAP_TEXT = ("converter gap: npufit's ONNX -> int8 TFLite converter cannot convert this node, so `npufit compile` stops "
+            "before Vela sees the model")
 
 
 def _form_detail(node, lim: Mapping) -> str | None:
