@@ -1,43 +1,83 @@
 """npufit: will this network run on the NPU? check, fix, split, quantize, compile, bench.
 
-The library API mirrors the CLI one-to-one: `npufit.check(model, target)` is `npufit check`.
-Heavy modules are imported lazily so `import npufit` stays fast and SDK-free.
+The library API mirrors the CLI one-to-one: `npufit.check(model, target)` is `npufit check`. Every verb is a plain
+function of `npufit.verbs`, imported on first use so that `import npufit` stays fast and free of numpy, onnx and
+vendor SDKs.
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
+import types
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (10 ms); type checkers read it alike
+
 __version__ = "0.1.0"
 
-_API = {
-    "check": ("npufit.compilers.measure", "check"),  # the prediction (npufit.check.check) + --measure
-    "scan": ("npufit.scan", "scan"),
-    "load": ("npufit.graph", "load"),
-    "get_profile": ("npufit.targets", "get_profile"),
-    "split": ("npufit.split", "split"),
-    "run": ("npufit.split", "run"),
-    "fix": ("npufit.rewrite", "fix"),
-    "quantize": ("npufit.quantize", "quantize"),
-    "compile": ("npufit.compilers", "compile_model"),
-    "bench": ("npufit.bench", "bench"),
-    "probe": ("npufit.probe", "probe"),
-    "compare": ("npufit.check.compare", "compare"),
-    "env": ("npufit.envs", "env"),
-    # verbs whose name is also a subpackage: the module itself is callable (npufit/util/callable_module.py)
-    "pipeline": ("npufit.pipeline", None),
-    "targets": ("npufit.targets", None),
-    "report": ("npufit.report", None),
-    "doctor": ("npufit.doctor", None),
-}
+# npufit.verbs.__all__, named here so that looking a verb up imports nothing else (tests/test_library_verbs.py)
+__all__ = [
+    "__version__",
+    "bench",
+    "check",
+    "compare",
+    "compile",
+    "doctor",
+    "env",
+    "fix",
+    "get_profile",
+    "load",
+    "pipeline",
+    "probe",
+    "quantize",
+    "report",
+    "run",
+    "scan",
+    "split",
+    "targets",
+    "validate_pipeline",
+]
+VERBS = frozenset(__all__[1:])
+
+if TYPE_CHECKING:
+    from .verbs import (
+        bench,
+        check,
+        compare,
+        compile,
+        doctor,
+        env,
+        fix,
+        get_profile,
+        load,
+        pipeline,
+        probe,
+        quantize,
+        report,
+        run,
+        scan,
+        split,
+        targets,
+        validate_pipeline,
+    )
 
 
 def __getattr__(name: str):
-    if name in _API:
-        import importlib
-
-        mod, attr = _API[name]
-        module = importlib.import_module(mod)
-        return module if attr is None else getattr(module, attr)
+    if name in VERBS:  # by name, not an import statement: the root sits below every layer (conventions.md)
+        value = globals()[name] = getattr(importlib.import_module(f"{__name__}.verbs"), name)
+        return value
     raise AttributeError(f"module 'npufit' has no attribute {name!r}")
 
 
-__all__ = ["__version__", *_API]
+class _Root(types.ModuleType):
+    """Ten verbs share their name with a subpackage (npufit.check, npufit.split, ...). Python binds a subpackage
+    on its parent when it is first imported, which would hide the verb; here a verb's name stays the verb's, and
+    the subpackage is reached by import (`from npufit.check.engine import predict`). docs/dev/conventions.md."""
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in VERBS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Root

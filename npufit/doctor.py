@@ -125,24 +125,10 @@ def diagnose() -> DoctorReport:
         )
     )
     rep.core.append(_pkg("matplotlib", "matplotlib", "bench plots, HTML report charts", "pip install matplotlib"))
-    try:
-        from .compilers import status as compiler_status
+    from .compilers import status as compiler_status
+    from .runtimes import status as runtime_status
 
-        rep.compilers = _from_status(compiler_status())
-    except ImportError:
-        rep.compilers = [
-            _pkg("Vela (Arm Ethos-U)", "ethos-u-vela", "compile --target ethos-u*", "pip install ethos-u-vela==5.2.0")
-        ]
-    try:
-        from .runtimes import status as runtime_status
-
-        rep.runtimes = _from_status(runtime_status())
-    except ImportError:
-        rep.runtimes = [_pkg("OpenVINO", "openvino", "bench --runtime openvino", "pip install openvino")]
+    rep.compilers = _from_status(compiler_status())
+    rep.runtimes = _from_status(runtime_status())
     rep.runtimes.append(_nvidia())
     return rep
-
-
-from .util.callable_module import make_callable  # noqa: E402  (after diagnose is defined)
-
-make_callable(__name__, diagnose)  # npufit.doctor() == npufit doctor

@@ -18,6 +18,22 @@ ETHOSN_SRC=${NPUFIT_ETHOSN_SOURCE:-}
   && echo "test-setup: ethos-n support library ready" \
   || echo "test-setup: ethos-n support library unavailable (its tests will skip): see 'npufit env install ethos-n'"
 
+# torchvision for the DEIMv2 builder (benchmarks/deimv2.py, tests/test_deimv2_hailo.py), installed with --no-deps into
+# ~/.cache/npufit/deimv2/site only: the project's torch 2.13.0 is left as it is.
+if [ -d ../shared/vendor/DEIMv2-0fff8d4 ] || [ -n "${NPUFIT_DEIMV2_SOURCE:-}" ]; then
+  "$BIN/python" benchmarks/deimv2.py --deps-only >/dev/null 2>&1 \
+    && echo "test-setup: DEIMv2 builder ready" \
+    || echo "test-setup: DEIMv2 builder unavailable (its test will build on demand or skip)"
+fi
+# The real-world calibration set (tests/test_calibration_realworld.py, calibration/realworld.py): the packages' own
+# model files (wheels by `pip download`, ~75 MB) and Ultralytics' YOLO exports, built offline from its YAML files. The
+# exporter and what it imports (torchvision, a headless OpenCV, onnxslim) go into a private folder of the cache
+# (calibration/site.py), never into this environment: torchvision's CUDA wheel breaks transformers beside the CPU torch.
+# 17 exports, about 4 min on 2 cores the first time.
+"$BIN/python" -m calibration.realworld build >/dev/null 2>&1 \
+  && echo "test-setup: real-world calibration set ready" \
+  || echo "test-setup: real-world calibration set incomplete (models that cannot be built are skipped)"
+
 # Headless Chromium for the HTML report test (Debian's package; needs root).
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -14,7 +14,7 @@ models:
   - {{name: gru, arch: gru, hidden: {gru_hidden}}}
   - {{name: tcn, arch: tcn, hidden: {tcn_hidden}}}
 {extra_models}targets: [{targets}]
-runtimes: [ort-cpu]
+runtimes: [{runtimes}]
 steps:
   train: {{epochs: 1, max_windows: 32}}
   export: {{}}
@@ -24,10 +24,10 @@ steps:
 
 
 def write_tiny(folder: Path, gru_hidden: int = 4, tcn_hidden: int = 4, extra_models: str = "", targets: str = "hailo8",
-               extra_steps: str = "  bench: {iterations: 5, warmup: 1}\n") -> Path:
+               extra_steps: str = "  bench: {iterations: 5, warmup: 1}\n", runtimes: str = "ort-cpu") -> Path:
     p = folder / "tiny.yaml"
     p.write_text(TINY.format(gru_hidden=gru_hidden, tcn_hidden=tcn_hidden, extra_models=extra_models, targets=targets,
-                             extra_steps=extra_steps))
+                             extra_steps=extra_steps, runtimes=runtimes))
     return p
 
 
@@ -64,3 +64,13 @@ def npu_cut_npu_onnx(path: Path) -> Path:
     m.ir_version = 8
     onnx.save(m, str(path))
     return path
+
+
+def private_copy(folder: Path, tmp_path: Path) -> Path:
+    """A test's own copy of a pipeline folder a module fixture ran once (yaml, results, cache records; times kept):
+    a test that edits, re-runs or tampers with it never changes what another test reads, in any order."""
+    import shutil
+
+    dst = tmp_path / folder.name
+    shutil.copytree(folder, dst, symlinks=True)
+    return dst

@@ -7,7 +7,8 @@ import onnx
 import pytest
 from onnx import helper
 
-from npufit.check import check, check_graph
+from npufit import check
+from npufit.check import check_graph
 from npufit.graph import load
 from npufit.targets.base import Executes, OpSupport, Profile, Rule, Verdict
 from tests.onnx_builders import branchy_model, conv_weight, model, vi
@@ -76,7 +77,7 @@ def test_coverage_by_nodes_and_macs(branchy):
 
 def test_json_lists_every_node(branchy):
     d = json.loads(check(branchy, "hailo8").to_json())
-    assert d["schema"] == "npufit.check/1"
+    assert d["schema"] == "npufit.check/2"
     assert {n["name"] for n in d["nodes"]} == {"conv1", "relu1", "mod", "add_skip", "conv2", "relu2", "sig_aux"}
     for n in d["nodes"]:
         assert n["verdict"] in ("npu", "cpu", "unsupported", "folded") and "op_type" in n and "reasons" in n

@@ -7,14 +7,15 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check import check
+from npufit import check
 from npufit.graph import NodeView, TensorInfo, facts, load, quant
-from npufit.targets import common, ethos_u_rules, tflite_map as tm
+from npufit.targets import common, tflite_map as tm
+from npufit.targets.ethos_u import checks as ethos_u_checks
 from tests.onnx_builders import branchy_model, conv_weight, model, vi
 from tests.quant_builders import quantized_detector
 
 FACTS = [quant.exec_dtype, quant.activation_inputs, tm.tflite_op, tm.kernel, tm.strides, tm.dilations, tm.padding,
-         ethos_u_rules._act_dtypes]
+         ethos_u_checks._act_dtypes]
 
 
 def _conv_model() -> onnx.ModelProto:

@@ -129,7 +129,7 @@ def test_check_json_is_compact_by_default_and_indented_on_request(tmp_path):
     assert out.returncode == 0 and out.stdout.count("\n") == 1  # one line
     d = json.loads(out.stdout)
     assert d["summary"]["fully_npu"] and d["nodes"][0]["inputs"] == ["x"]
-    from npufit.check import check
+    from npufit import check
 
     assert check(p, "hailo8").to_json(indent=2).count("\n") > 10
 

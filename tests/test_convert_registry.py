@@ -9,8 +9,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from npufit.convert import prepass, registry
 from npufit.targets import converter_facts as cf
-from npufit.targets import ethos_u_converted as euc
-from npufit.targets import ethos_u_fitted as fit
+from npufit.targets.ethos_u import converted as euc
+from npufit.targets.ethos_u import fitted as fit
 
 from .target_cases import judge
 

@@ -1,5 +1,5 @@
 """Ethos-U verdicts for ONNX nodes that npufit's converter writes as no op or as another op than the standard view
-(npufit/targets/ethos_u_converted.py; CAL-V records). Each model is a small graph none of the corpus models is; the
+(npufit/targets/ethos_u/converted.py; CAL-V records). Each model is a small graph none of the corpus models is; the
 check is held against the converter's real output and, where it is cheap, against the real Vela compile."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from npufit.check import check
+from npufit import check
 from npufit.graph import load
 
 U55, U85 = "ethos-u55-256", "ethos-u85-256"

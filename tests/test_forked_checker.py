@@ -16,7 +16,7 @@ from onnx import helper, numpy_helper
 from npufit.errors import BadModelError
 from npufit.graph import onnx_prepare, validate
 from npufit.graph.onnx_loader import graph_from
-from npufit.graph.onnx_prepare import prepare_onnx
+from npufit.graph.onnx_prepare import infer, pin_inputs, read_onnx, strip_weights
 from npufit.util import forked
 from tests.hostile.harness import assert_sane, assert_untouched, run_verb, snapshot
 from tests.onnx_builders import branchy_model, model, vi
@@ -74,6 +74,11 @@ def _save(m: onnx.ModelProto, tmp_path, name: str = "m.onnx") -> str:
     return str(p)
 
 
+def _checked(path, input_shapes=None):
+    """What check reads, with plain inference (the checker may still run in a child beside it)."""
+    return read_onnx(path, pin_inputs(input_shapes), strip_weights, infer)
+
+
 def _serial(monkeypatch, fn, *args, **kw):
     with monkeypatch.context() as m:
         m.setenv("NPUFIT_SERIAL_CHECKER", "1")
@@ -90,9 +95,9 @@ def _summary(prep) -> tuple:
 
 def _rejection(monkeypatch, path: str, **kw) -> str:
     with pytest.raises(BadModelError) as serial:
-        _serial(monkeypatch, prepare_onnx, path, weights="strip", **kw)
+        _serial(monkeypatch, _checked, path, **kw)
     with pytest.raises(BadModelError) as beside:
-        prepare_onnx(path, weights="strip", **kw)
+        _checked(path, **kw)
     assert str(beside.value) == str(serial.value)
     assert beside.value.exit_code == 2
     return str(serial.value)
@@ -111,19 +116,19 @@ def _recursive_function_model() -> onnx.ModelProto:
 
 def test_valid_model_same_prepared_model_and_graph(tmp_path, monkeypatch, forks):
     path = _save(branchy_model(), tmp_path)
-    want = _summary(_serial(monkeypatch, prepare_onnx, path, weights="strip"))
+    want = _summary(_serial(monkeypatch, _checked, path))
     assert not forks
-    assert _summary(prepare_onnx(path, weights="strip")) == want
+    assert _summary(_checked(path)) == want
     assert len(forks) == 1 and not _children()
     shapes = {"x": (1, 3, 16, 16)}
-    assert _summary(prepare_onnx(path, weights="strip", input_shapes=shapes)) == \
-        _summary(_serial(monkeypatch, prepare_onnx, path, weights="strip", input_shapes=shapes))
+    assert _summary(_checked(path, input_shapes=shapes)) == \
+        _summary(_serial(monkeypatch, _checked, path, input_shapes=shapes))
     # a newer opset than onnx knows: its warning first, as when the checker ran first
     newer = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", [2])], [vi("y", [2])],
                   opset=onnx.defs.onnx_opset_version() + 1)
     p2 = _save(newer, tmp_path, "newer.onnx")
-    assert prepare_onnx(p2).file_warnings == _serial(monkeypatch, prepare_onnx, p2).file_warnings
-    assert len(prepare_onnx(p2).file_warnings) == 2
+    assert read_onnx(p2, infer).file_warnings == _serial(monkeypatch, read_onnx, p2, infer).file_warnings
+    assert len(read_onnx(p2, infer).file_warnings) == 2
 
 
 def test_rejected_model_same_line(tmp_path, monkeypatch, forks):
@@ -149,8 +154,8 @@ def test_killed_child_falls_back_to_the_serial_check(tmp_path, monkeypatch, fork
 
     monkeypatch.setattr(validate, "_check_bytes", dies_in_child)
     path = _save(branchy_model(), tmp_path)
-    want = _summary(_serial(monkeypatch, prepare_onnx, path, weights="strip"))
-    assert _summary(prepare_onnx(path, weights="strip")) == want
+    want = _summary(_serial(monkeypatch, _checked, path))
+    assert _summary(_checked(path)) == want
     bad = model([helper.make_node("Relu", ["x", "x"], ["y"], name="relu")], [vi("x", [2])], [vi("y", [2])])
     assert "rejects this model" in _rejection(monkeypatch, _save(bad, tmp_path, "bad.onnx"))
     assert len(forks) == 2 and not _children()
@@ -162,19 +167,19 @@ def test_serial_when_a_thread_runs_or_asked_or_small_or_external(tmp_path, monke
     t = threading.Thread(target=stop.wait)
     t.start()
     try:
-        prepare_onnx(path, weights="strip")
+        _checked(path)
     finally:
         stop.set()
         t.join()
-    _serial(monkeypatch, prepare_onnx, path, weights="strip")
-    prepare_onnx(path, infer=False)  # nothing to overlap
+    _serial(monkeypatch, _checked, path)
+    read_onnx(path)  # nothing to overlap
     w = numpy_helper.from_array(np.ones((8, 3, 3, 3), np.float32), "w")
     ext = model([helper.make_node("Conv", ["x", "w"], ["y"])], [vi("x", [1, 3, 8, 8])], [vi("y", [1, 8, 6, 6])], [w])
     onnx.save_model(ext, str(tmp_path / "ext.onnx"), save_as_external_data=True, size_threshold=0, location="ext.bin")
-    prepare_onnx(tmp_path / "ext.onnx", weights="strip")
+    _checked(tmp_path / "ext.onnx")
     with monkeypatch.context() as m:
         m.setattr(validate, "FORK_CHECKER_MIN_NODES", 8)  # branchy_model has 7 nodes
-        prepare_onnx(path, weights="strip")
+        _checked(path)
     assert not forks
 
 
@@ -187,10 +192,10 @@ def test_error_beside_the_child(tmp_path, monkeypatch, forks, error):
     monkeypatch.setattr(onnx_prepare, "infer_shapes", broken_inference)
     bad = model([helper.make_node("Relu", ["x", "x"], ["y"], name="relu")], [vi("x", [2])], [vi("y", [2])])
     with pytest.raises(BadModelError if error is RuntimeError else KeyboardInterrupt) as raised:
-        prepare_onnx(_save(bad, tmp_path, "bad.onnx"), weights="strip")
+        _checked(_save(bad, tmp_path, "bad.onnx"))
     assert ("rejects this model" in str(raised.value)) == (error is RuntimeError)
     with pytest.raises(error):
-        prepare_onnx(_save(branchy_model(), tmp_path), weights="strip")
+        _checked(_save(branchy_model(), tmp_path))
     assert len(forks) == 2 and not _children()
 
 

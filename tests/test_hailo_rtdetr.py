@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def rtdetr_report(tmp_path_factory):
-    from npufit.check import check
+    from npufit import check
     from npufit.zoo.hf import rtdetr
 
     path = tmp_path_factory.mktemp("rtdetr") / "rtdetr.onnx"

@@ -16,11 +16,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "npufit"
 
 # Bottom first. A unit is a package (`npufit.check`) or a module (`npufit.errors`), a module's unit the longest one
-# naming it; `npufit` is the root
-# `__init__` (its verbs are imported lazily by name, never by an import statement, so it only gives `__version__`).
+# naming it; `npufit` is the root `__init__` (it names npufit.verbs by a string, never by an import statement, and
+# imports it on first use: below every layer, it gives `__version__` and the verbs' names).
 LAYERS: list[tuple[str, ...]] = [
-    ("npufit", "npufit.errors"),  # the version and the one user-error type
+    ("npufit", "npufit.errors", "npufit.vocab"),  # the version, the one user-error type, the verbs' words
     ("npufit.util",),  # atomic files, capped readers, terminal, progress, limits: no npufit concept
+    # a module as its own unit: one record per vendor compiler (data only), read by envs and executors (environment
+    # specs, Ray resource tags), targets, compilers, split, probe and cli alike, so it sits below all of them
+    ("npufit.toolchains",),
     ("npufit.envs", "npufit.executors"),  # vendor-tool virtualenvs behind a subprocess; in-process / pool / Ray
     ("npufit.graph", "npufit.verify"),  # the read-only Graph; seeded ONNX Runtime CPU sessions and differences
     ("npufit.targets",),  # profiles: data + small rule functions over the Graph
@@ -32,10 +35,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("npufit.rewrite",),
     ("npufit.split",),
     ("npufit.quantize",),
-    ("npufit.convert", "npufit.zoo"),  # ONNX -> int8 TFLite; example models and data
+    ("npufit.convert",),  # ONNX -> int8 TFLite (and the TFLite writer it is built on)
+    ("npufit.zoo",),  # example models and data (rebuilt TFLite networks are written with the converter's writer)
     ("npufit.compilers", "npufit.runtimes"),
     ("npufit.bench", "npufit.probe", "npufit.scan", "npufit.doctor"),
     ("npufit.pipeline",),
+    ("npufit.verbs",),  # every verb as a plain function, re-exported by the root
     ("npufit.cli",),
     ("npufit.__main__",),
 ]

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from npufit.check import check
+from npufit import check
 
 from .quant_builders import quantized_detector
 

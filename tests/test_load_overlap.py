@@ -16,7 +16,7 @@ from npufit.check.engine import check_graph
 from npufit.errors import BadModelError
 from npufit.graph import onnx_prepare
 from npufit.graph.onnx_loader import load_onnx
-from npufit.graph.onnx_prepare import prepare_onnx
+from npufit.graph.onnx_prepare import infer, infer_beside, pin_inputs, read_onnx, strip_weights
 from npufit.targets import get_profile
 from tests.onnx_builders import branchy_model, model, vi, zoo_model
 from tests.test_forked_checker import _children, _save, _serial, forks, own_threads  # noqa: F401  (fixtures)
@@ -39,7 +39,7 @@ def _same_as_serial(monkeypatch, path, **kw):
 
 
 def _overlaps(path, **kw) -> bool:
-    prep = prepare_onnx(path, weights="strip", overlap=True, **kw)
+    prep = read_onnx(path, pin_inputs(kw.get("input_shapes")), strip_weights, infer_beside)
     try:
         return prep.overlap is not None
     finally:
@@ -58,13 +58,14 @@ def test_overlapped_load_equals_the_serial_one(tmp_path, monkeypatch, forks):
 
 
 def test_failed_inference_and_unshaped_inputs_warn_as_serially(tmp_path, monkeypatch, forks):
-    # a dynamic input: the loader's warning; a Reshape to a computed shape: folding and refinement run after the child
+    # a dynamic input: what the shape policy asks for; a Reshape to a computed shape: folding and refinement run
+    # after the child
     shape = numpy_helper.from_array(np.array([1, -1], np.int64), "shape")
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Reshape", ["r", "shape"], ["y"])]
-    path = _save(model(nodes, [vi("x", ["n", 4, 4])], [vi("y", ["n", 16])], [shape]), tmp_path)
+    path = _save(model(nodes, [vi("x", ["n", 4, "k"])], [vi("y", ["n", 16])], [shape]), tmp_path)
     assert _overlaps(path)
     g = _same_as_serial(monkeypatch, path)
-    assert any("dynamic dims" in w for w in g.warnings)
+    assert [n.name for n in g.shapes_needed] == ["x"]
     real = onnx_prepare.infer_shapes
 
     def fails(m):  # inference breaks (in the child, or here): the model as given, and a warning that says so
@@ -108,8 +109,8 @@ def test_subgraphs_and_other_verbs_load_serially(tmp_path, forks):
               [cond])
     assert not _overlaps(_save(m, tmp_path, "if.onnx"))
     path = _save(branchy_model(), tmp_path)
-    assert prepare_onnx(path, weights="strip").overlap is None  # only the check loader asks for it
-    assert prepare_onnx(path, weights="keep", overlap=True).overlap is None
+    assert read_onnx(path, strip_weights, infer).overlap is None  # only the check loader asks for it
+    assert read_onnx(path, infer_beside).overlap is None  # weights kept: the child would copy their pages
 
 
 def test_fork_threshold_from_the_environment(tmp_path, monkeypatch, own_threads):  # noqa: F811

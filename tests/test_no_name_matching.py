@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from npufit.compilers.hailo import ARCHS
-from npufit.compilers.rknn import PLATFORMS
+from npufit import toolchains
 from npufit.targets import available_targets, get_profile
 
 PKG = Path(__file__).resolve().parents[1] / "npufit"
 
 
 def _vocabulary() -> tuple[set[str], set[str]]:
-    names: set[str] = set(ARCHS) | set(PLATFORMS)  # the vendor compilers' own target names are target names too
+    # the vendor compilers' own target names are target names too
+    names: set[str] = {p for t in toolchains.registered() for p in t.platforms}
     rule_ids: set[str] = set()
     for t in available_targets():
         p = get_profile(t)

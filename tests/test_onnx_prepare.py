@@ -1,6 +1,6 @@
-"""One ONNX preparation for every verb (graph/onnx_prepare.py): the chain read -> validate -> weights -> pin input
-shapes -> infer shapes -> opsets is written once, and no other module reads a user's model or runs shape inference
-by itself. The scan reads npufit/ with `ast`."""
+"""One way for every verb to read an ONNX model (graph/onnx_prepare.py): read and validate, then small loaders
+that compose (pin input shapes, strip weights, infer shapes); no other module reads a user's model or runs shape
+inference by itself (the scan reads npufit/ with `ast`), and a combination that makes no sense cannot be asked for."""
 from __future__ import annotations
 
 import ast
@@ -12,7 +12,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from npufit.errors import BadModelError, NpufitError
-from npufit.graph.onnx_prepare import infer_shapes, prepare_onnx
+from npufit.graph.onnx_prepare import (from_proto, infer, infer_beside, infer_shapes, pin_inputs, read_onnx,
+                                      strip_weights)
 from tests.onnx_builders import branchy_model, model, vi
 
 PKG = Path(__file__).resolve().parents[1] / "npufit"
@@ -25,7 +26,7 @@ READERS = {"onnx.load", "onnx.load_model", "onnx.load_from_string", "onnx.load_m
 # Where a direct call is right, and why. Each entry must still hold such a call (a stale exception fails too).
 EXCEPTIONS = {
     # npufit's own intermediates in quantize's private temp folder (written by ONNX Runtime's quantizer from the
-    # float copy prepare_onnx loaded), not the user's file: they need no validation front door and no inference
+    # float copy read_onnx loaded), not the user's file: they need no validation front door and no inference
     "quantize/__init__.py": "reads the quantizer's own QDQ and float files in its private temp folder",
     "quantize/quantizer.py": "reads the float copy it saved in its private temp folder",
     # a label for the Model Explorer overlay: the graph's name only, any failure falls back to 'main_graph'
@@ -74,7 +75,7 @@ def test_only_the_preparation_module_reads_models_and_infers_shapes():
     hits = {str(p.relative_to(PKG)): _direct_calls(p) for p in sorted(PKG.rglob("*.py"))}
     assert hits[HOME], "the scan lost sight of the preparation module's own calls"
     stray = [h for f, calls in hits.items() if f != HOME and f not in EXCEPTIONS for h in calls]
-    assert not stray, "read or infer through npufit.graph.onnx_prepare (prepare_onnx / infer_shapes):\n" + "\n".join(stray)
+    assert not stray, "read or infer through npufit.graph.onnx_prepare (read_onnx / infer_shapes):\n" + "\n".join(stray)
     stale = [f for f in EXCEPTIONS if not hits.get(f)]
     assert not stale, f"exceptions without a direct call any more: {stale}"
 
@@ -98,7 +99,7 @@ def test_no_private_imports_from_the_loader():
     assert not bad, bad
 
 
-# -- what prepare_onnx does ----------------------------------------------------------------------------------
+# -- what the loaders do -------------------------------------------------------------------------------------
 def _external(tmp_path) -> Path:
     p = tmp_path / "ext.onnx"
     onnx.save_model(branchy_model(), str(p), save_as_external_data=True, location="ext.data", size_threshold=16)
@@ -107,8 +108,8 @@ def _external(tmp_path) -> Path:
 
 def test_weights_keep_strip_load(tmp_path):
     p = _external(tmp_path)
-    keep = prepare_onnx(p, weights="keep").model
-    load = prepare_onnx(p, weights="load").model
+    keep = read_onnx(p, infer).model
+    load = read_onnx(p, infer, external_data="loaded").model
     w_keep = next(t for t in keep.graph.initializer if t.name == "w1")
     w_load = next(t for t in load.graph.initializer if t.name == "w1")
     assert w_keep.data_location == TensorProto.EXTERNAL and not w_keep.raw_data  # left on disk
@@ -118,50 +119,52 @@ def test_weights_keep_strip_load(tmp_path):
     # embedded weights: "strip" drops the bytes before inference and keeps those rules may read
     q = tmp_path / "emb.onnx"
     onnx.save_model(branchy_model(), str(q))
-    strip = prepare_onnx(q, weights="strip")
+    strip = read_onnx(q, strip_weights, infer)
     w_strip = next(t for t in strip.model.graph.initializer if t.name == "w1")
     assert not w_strip.raw_data and "w1" in strip.kept
     assert strip.kept["w1"][0] == next(t for t in branchy_model().graph.initializer if t.name == "w1").raw_data
     # shapes inferred in every mode
-    for prep in (prepare_onnx(p, weights="keep"), strip):
+    for prep in (read_onnx(p, infer), strip):
         assert any(v.name == "c1" for v in prep.model.graph.value_info)
-    assert not any(v.name == "c1" for v in prepare_onnx(p, infer=False).model.graph.value_info)
+    assert not any(v.name == "c1" for v in read_onnx(p).model.graph.value_info)
 
 
 def test_missing_external_data_warns_or_refuses(tmp_path):
     p = _external(tmp_path)
     (tmp_path / "ext.data").unlink()
-    prep = prepare_onnx(p, weights="strip")
+    prep = read_onnx(p, strip_weights, infer)
     assert prep.missing == ["ext.data"]
     assert any("external data file(s) not found: ext.data" in w for w in prep.file_warnings)
     with pytest.raises(BadModelError, match="external data missing or too short: ext.data"):
-        prepare_onnx(p, require_data=True)
+        read_onnx(p, infer, external_data="required")
+    with pytest.raises(BadModelError, match="external data missing or too short: ext.data"):
+        read_onnx(p, external_data="loaded")
 
 
 def test_in_memory_model_is_never_changed():
     m = model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", ["batch", 8])], [vi("y", ["batch", 8])])
     m.graph.initializer.append(numpy_helper.from_array(np.ones((64, 64), np.float32), "unused"))
     before = m.SerializeToString()
-    prep = prepare_onnx(m, input_shapes={"x": (2, 8)}, weights="strip", name="<mem>")
+    prep = from_proto(m, pin_inputs({"x": (2, 8)}), strip_weights, infer, name="<mem>")
     assert m.SerializeToString() == before
     assert prep.path == "<mem>" and prep.opsets["ai.onnx"] == m.opset_import[0].version
     y = next(o for o in prep.model.graph.output if o.name == "y")
     assert [d.dim_value for d in y.type.tensor_type.shape.dim] == [2, 8]
-    with pytest.raises(ValueError, match="needs a file"):
-        prepare_onnx(m, weights="load")
+    assert from_proto(m, infer).model is not m and from_proto(m).model is m  # copied only when changed
 
 
 def test_only_dynamic_dims_can_be_pinned_when_asked(tmp_path):
     p = tmp_path / "m.onnx"
     onnx.save_model(model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", ["batch", 8])],
                           [vi("y", ["batch", 8])]), str(p))
-    assert prepare_onnx(p, input_shapes={"x": (2, 4)}).model.graph.input[0].type.tensor_type.shape.dim[1].dim_value == 4
+    pinned = read_onnx(p, pin_inputs({"x": (2, 4)}), infer).model
+    assert pinned.graph.input[0].type.tensor_type.shape.dim[1].dim_value == 4
     with pytest.raises(NpufitError, match="dim 1 is fixed to 8"):
-        prepare_onnx(p, input_shapes={"x": (2, 4)}, only_dynamic=True)
+        read_onnx(p, pin_inputs({"x": (2, 4)}, only_dynamic=True), infer)
     with pytest.raises(NpufitError, match="has rank 2, got 3 dims"):
-        prepare_onnx(p, input_shapes={"x": (2, 8, 1)}, only_dynamic=True)
+        read_onnx(p, pin_inputs({"x": (2, 8, 1)}, only_dynamic=True))
     with pytest.raises(BadModelError, match="no input 'z'"):
-        prepare_onnx(p, input_shapes={"z": (1,)})
+        read_onnx(p, pin_inputs({"z": (1,)}))
 
 
 def test_failed_inference_is_a_warning_not_an_error():
@@ -169,6 +172,25 @@ def test_failed_inference_is_a_warning_not_an_error():
     m.graph.initializer.append(helper.make_tensor("c", TensorProto.INT64, [2], [1, 2]))  # the input says float
     out, error = infer_shapes(m)
     assert out is m and error.startswith("InferenceError: ") and "elem type differs" in error
-    prep = prepare_onnx(m)
+    prep = from_proto(m, infer)
     assert prep.shape_warnings == [f"shape inference failed ({error}); shapes may be incomplete"]
     assert prep.warnings == prep.file_warnings + prep.shape_warnings
+
+
+def test_combinations_that_make_no_sense_cannot_be_asked_for(tmp_path):
+    """What the old flag bag caught late (or not at all): a file's data options on an in-memory model, a loader after
+    shape inference, two inferences. Refused before anything is read (the path does not even exist)."""
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", ["batch", 8])], [vi("y", ["batch", 8])])
+    with pytest.raises(TypeError):
+        from_proto(m, external_data="loaded")  # an in-memory model has no folder to read weights from
+    missing = tmp_path / "no-such.onnx"
+    with pytest.raises(ValueError, match="shape inference is the last loader"):
+        read_onnx(missing, infer, strip_weights)
+    with pytest.raises(ValueError, match="shape inference is the last loader"):
+        read_onnx(missing, infer_beside, pin_inputs({"x": (1, 8)}))
+    with pytest.raises(ValueError, match="shape inference is the last loader"):
+        from_proto(m, infer, infer)
+    with pytest.raises(ValueError, match="external_data must be one of"):
+        read_onnx(missing, external_data="yes")
+    with pytest.raises(BadModelError):  # a legal chain reaches the file
+        read_onnx(missing, pin_inputs({"x": (1, 8)}), infer)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from npufit.errors import NpufitError
-from npufit.pipeline.steps import call, library
+from npufit.pipeline.steps import call
 
 from .pipeline_helpers import conv_relu_onnx
 
 
 def test_an_option_the_function_does_not_take_names_the_step_and_the_option():
-    fix = library("fix", "npufit.rewrite", "fix")
+    from npufit.rewrite import fix
+
     with pytest.raises(NpufitError, match=r"step 'fix': npufit\.rewrite\.engine\.fix has no option 'skip_rule'"):
         call("fix", fix, "m.onnx", target="hailo8", skip_rule=["gelu_tanh"])
     with pytest.raises(NpufitError, match="step 'fix'.*'skip_rule'"):
@@ -19,8 +20,9 @@ def test_an_option_the_function_does_not_take_names_the_step_and_the_option():
 
 
 def test_options_of_a_function_that_takes_options_are_checked_against_what_it_accepts():
-    compile_model = library("compile", "npufit.compilers", "compile_model")
-    names = library("compile", "npufit.compilers", "OPTION_NAMES")
+    from npufit.compilers import OPTION_NAMES as names
+    from npufit.compilers import compile_model
+
     with pytest.raises(NpufitError, match="step 'compile'.*'quantise'"):
         call("compile", compile_model, "m.onnx", "ethos-u55-256", accepts=names, quantise=True)
 

@@ -58,6 +58,17 @@ def test_good_file_expands_models_targets_runtimes(tmp_path):
                                                  "check/tcn/ethos-u55-256"}
 
 
+@pytest.mark.parametrize("alias, name", [("rk3568", "rk3566"), ("rv1103", "rv1106"), ("Hailo-8", "hailo8"),
+                                         ("ethos-n78-8tops-2ple", "ethos-n78")])
+def test_a_target_alias_is_accepted_as_check_takes_it(tmp_path, alias, name):
+    """The pipeline validates targets with the registry `npufit check --target` uses: an alias is a target."""
+    from npufit.targets import get_profile
+
+    cfg = validate(_write(tmp_path, GOOD.replace("targets: [hailo8, ethos-u55-256]", f"targets: [{alias}]")))
+    assert cfg.targets == [alias] and get_profile(alias).name == name
+    assert f"check/gru/{alias}" in {c.id for c in expand(cfg)}
+
+
 def test_unknown_key_names_line_and_suggests(tmp_path):
     msg = _error(tmp_path, GOOD.replace("train: {epochs: 2}", "train: {epoch: 2}"))
     assert re.search(r"p\.yaml:12:\d+: steps\.train\.epoch: unknown key 'epoch' \(did you mean 'epochs'\?\)", msg), msg

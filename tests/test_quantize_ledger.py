@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import npufit
-from npufit.check import check
+from npufit import check
 
 pytest.importorskip("torch", reason="the seed-001 detector is exported from PyTorch")
 

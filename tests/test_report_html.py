@@ -3,18 +3,18 @@ and a real render in headless Chromium (installed with apt-get where missing, el
 from __future__ import annotations
 
 import json
-import os
+from html import unescape
 import re
-import shutil
 import subprocess
 
 import pytest
 
-from npufit.check import check
+from npufit import check
 from npufit.cli import main
 from npufit.report.html import render_check_html
 from npufit.report.model_explorer import node_data, write_node_data
 
+from .browser import chromium
 from .pipeline_helpers import conv_relu_onnx, npu_cut_npu_onnx, write_tiny
 
 
@@ -32,7 +32,7 @@ def test_check_html_draws_graph_with_verdicts_and_cut_points(tmp_path):
     assert html.startswith("<!DOCTYPE html>") and "<svg" in html
     for name in ("conv_in", "mod_mid", "conv_out"):
         assert f'data-node="{name}"' in html
-    assert 'class="node v-npu"' in html and 'class="node v-unsupported"' in html
+    assert 'class="node v-npu"' in html and 'class="node v-unsupported problem"' in html
     assert html.count('class="edge cut"') == 2  # NPU -> host before Mod, host -> NPU after it
     assert "✂" in html and "Mod" in html
     assert "Hailo" in html and "npufit split --target hailo8" in html  # the fix hint for a node with no fallback
@@ -56,17 +56,6 @@ def test_model_explorer_overlay(tmp_path):
 
 
 # -- the full report in a real browser ------------------------------------------------------------------------
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    if os.geteuid() == 0 and shutil.which("apt-get"):
-        subprocess.run(["apt-get", "install", "-y", "chromium"], capture_output=True, timeout=900)
-        if shutil.which("chromium"):
-            return shutil.which("chromium")
-    pytest.skip("headless Chromium is not installed and cannot be installed here (apt-get install -y chromium needs root)")
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     pytest.importorskip("torch")
@@ -75,7 +64,7 @@ def results(tmp_path_factory):
     folder = tmp_path_factory.mktemp("report")
     cut = npu_cut_npu_onnx(folder / "cutnet.onnx")
     y = write_tiny(folder, extra_models=f"  - {{name: cutnet, onnx: {cut.name}}}\n",
-                   extra_steps="  split: {}\n  bench: {iterations: 5, warmup: 1}\n")
+                   extra_steps="  split: {}\n  bench: {iterations: 5, warmup: 1}\n", runtimes="ort-cpu, ort-cuda")
     run = run_pipeline(y, output_dir=folder / "out", quiet=True)
     assert run.result("report").record.status == "ok"
     return folder / "out"
@@ -94,8 +83,28 @@ def test_report_cli_writes_one_self_contained_file(results, tmp_path):
     assert main(["report", str(tmp_path)]) == 2  # not a results folder: one clear error
 
 
+def test_report_says_things_once_and_cuts_text_between_words(results):
+    from .test_report_verbs_html import _assert_plain, visible_text
+
+    html = (results / "report.html").read_text()
+    text = visible_text(html)
+    cells = {c["cell"]: c for c in json.loads((results / "pipeline.json").read_text())["cells"]}
+    skipped = [c for k, c in cells.items() if k.startswith("bench/") and k.endswith("/ort-cuda") and c["status"] == "skipped"]
+    if len(skipped) == 3:  # no CUDA here: the same skip of three models is one row in the grid, the stops and the bench
+        msg = skipped[0]["message"]
+        assert text.count(msg) == 2 and len(re.findall(r"gru, tcn, cutnet\s+× 3", text)) == 3
+    # a long message shows its first words and opens to the full text: never cut inside a word
+    shortened = re.findall(r'<details class="more"><summary>([^<]*)</summary>([^<]*)</details>', html)
+    assert shortened
+    for short, full in shortened:
+        head = unescape(short).removesuffix("…")
+        assert unescape(short).endswith("…") and unescape(full).startswith(head)
+        assert unescape(full)[len(head)] in " ,;:.)-—/"
+    _assert_plain(html)
+
+
 def test_report_renders_in_headless_chromium(results, tmp_path):
-    exe = _chromium()
+    exe = chromium()
     html = results / "report.html"
     base = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--allow-file-access-from-files",
             f"--user-data-dir={tmp_path / 'profile'}"]
@@ -106,7 +115,7 @@ def test_report_renders_in_headless_chromium(results, tmp_path):
     assert 'data-ready="1"' in page  # our DOMContentLoaded handler ran to its end
     assert re.search(r'<pre id="js-errors" class="err"></pre>', page)  # window.onerror caught nothing
     assert "Uncaught" not in dom.stderr and "SyntaxError" not in dom.stderr
-    assert '<svg xmlns="http://www.w3.org/2000/svg" class="graph"' in page and 'class="node v-unsupported"' in page
+    assert '<svg xmlns="http://www.w3.org/2000/svg" class="graph"' in page and 'class="node v-unsupported problem' in page
     assert page.count("<table") >= 8
     shot = tmp_path / "report.png"
     r = subprocess.run(base + ["--window-size=1400,2200", f"--screenshot={shot}", html.as_uri()], capture_output=True, text=True, timeout=120)

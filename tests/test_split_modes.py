@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import npufit
-from npufit.check import check
+from npufit import check
 from npufit.errors import NpufitError
 from npufit.split import load_plan
 from npufit.split.chain import ChainRunner

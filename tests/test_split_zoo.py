@@ -6,7 +6,7 @@ import onnx
 import pytest
 
 import npufit
-from npufit.check import check
+from npufit import check
 from npufit.split import load_plan
 from npufit.targets.base import Verdict
 from npufit.verify.compare import make_session, run_onnx

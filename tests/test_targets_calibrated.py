@@ -201,14 +201,14 @@ def test_a_5d_reshape_that_splits_the_innermost_axis():
     import onnx
 
     from npufit.graph import quant
-    from npufit.targets import rockchip_fitted as fit
+    from npufit.targets.rockchip import reshapes
 
     def why(x, y, int8):
         m = _after_relu("Reshape", x, y, inits=[_i64("s", y)], extra_inputs=("s",))
         m = onnx.shape_inference.infer_shapes(m)
         g = build_graph(m, "test.onnx", {"ai.onnx": m.opset_import[0].version}, [])
         with quant.judging_as_int8(int8):
-            return fit.split_innermost(g.node("op"), get_profile(T).limits)
+            return reshapes.split_innermost(g.node("op"), get_profile(T).limits)
 
     assert why([1, 2, 99, 8], [1, 2, 99, 2, 4], True)  # int8: neither 8 nor 99 a multiple of 16, k = 4
     assert why([1, 2, 99, 8], [1, 2, 99, 2, 4], False) is None  # float16: W = 8

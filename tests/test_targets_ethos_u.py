@@ -97,7 +97,7 @@ def test_stride4_after_explicit_padding_fails_the_compile():
 
 def test_stride4_after_a_pad_op_in_tflite(tmp_path):
     """The same measurement read from a TFLite model: PAD -> VALID CONV_2D stride 4 is 'unsupported'; SAME falls back."""
-    from npufit.check import check
+    from npufit import check
 
     from .quant_builders import TinyTFLite
 
@@ -142,7 +142,7 @@ def test_model_boundary_quantize_is_removed_by_int8_io():
 
 
 def test_tflite_quantization_rules(tmp_path):
-    from npufit.check import check
+    from npufit import check
 
     from .quant_builders import TinyTFLite
 
@@ -161,7 +161,7 @@ def test_tflite_quantization_rules(tmp_path):
 
 
 def test_converter_lowerings_are_judged_as_what_vela_sees():
-    """CAL-V (targets/ethos_u_fitted.py): an ONNX node npufit's converter lowers into Vela-listed kernels is NPU; the same
+    """CAL-V (targets/ethos_u/fitted.py): an ONNX node npufit's converter lowers into Vela-listed kernels is NPU; the same
     op in a form the converter writes as an unlisted kernel stays CPU on the U55."""
     erf = qdq_op("Erf", [1, 8, 4, 4], [1, 8, 4, 4])
     v, reasons = judge(erf, "ethos-u55-256")

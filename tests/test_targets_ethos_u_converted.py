@@ -90,7 +90,7 @@ def _size_decided_if(tmp_path):
 
 
 def test_a_size_decided_if_is_judged_as_the_branch_the_converter_inlines(tmp_path):
-    from npufit.check import check
+    from npufit import check
     from npufit.graph import load
 
     p = _size_decided_if(tmp_path)

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
-from ..graph import Graph, load
+from ..graph import Graph, load, require_shapes
 from ..graph.quant import QDQ_OPS
 from ..report.console import Renderable
 from ..targets.base import Verdict
 from ..util.progress import track
+from ..vocab import JUDGE
 from .grid import target_summary
 from .result import CheckReport
 
@@ -168,9 +169,10 @@ class CompareReport(Renderable):
 
 
 def compare(
-    models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None, judge: str = "auto"
+    models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None, judge: str = JUDGE
 ) -> CompareReport:
-    """Check every model against one target; one row per model (model files are only read)."""
+    """Check every model against one target; one row per model (model files are only read). input_shapes
+    ({"images": (1, 3, 640, 640)} or "images=1,3,640,640") pin every model they fit."""
     from ..targets import get_profile
     from .engine import check_graph
 
@@ -180,7 +182,9 @@ def compare(
     out = CompareReport(target={"name": profile.name, "title": profile.title})
     names = set()
     for m in track(list(models), "checking models", total=len(models)):
-        graph = m if isinstance(m, Graph) else load(m, input_shapes)
+        # one --input-shape for every variant: it pins the models it fits (an input of that name and rank)
+        graph = m if isinstance(m, Graph) else load(m, input_shapes, strict=False)
+        require_shapes(graph, "compare ranks the models by their coverage")
         rep = check_graph(graph, profile, judge)
         if rep.model["file"] in names:  # same file name in two folders: keep rows distinguishable
             rep.model["file"] = str(Path(rep.model["path"]))

@@ -13,6 +13,7 @@ from ..graph.macs import MAC_OPS, node_macs
 from ..targets import get_profile
 from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, worst
 from ..util.gcpause import gc_paused
+from ..vocab import JUDGE, JUDGES
 from .local_memo import MARK, ONCE, VIEW_NAME, LocalMemo, value_key
 from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from .result import CheckReport, NodeResult, Reason
@@ -20,14 +21,11 @@ from .result import CheckReport, NodeResult, Reason
 CONTROL_FLOW = {"If", "Loop", "Scan"}
 
 
-JUDGE_MODES = ("auto", "int8", "float")
-
-
-def check(
+def predict(
     model: str | os.PathLike | Graph,
     target: str | Profile = "hailo8",
     input_shapes=None,
-    judge: str = "auto",
+    judge: str = JUDGE,
     assume_int8: bool = False,
 ) -> CheckReport:
     """Judge every node of `model` against `target`. The model file (and a Graph passed in) is only read.
@@ -35,23 +33,28 @@ def check(
     judge: how a float model is judged. "auto" (default): as its int8 conversion on a target that runs int8
     only (the profile's `executes`), as it is elsewhere; "int8": as its int8 conversion on any target;
     "float": the float graph as it is. `assume_int8=True` is the older spelling of judge="int8".
-    The real compiler's placement beside the prediction (`npufit.check(..., measure=True)`, `check --measure`) is
-    npufit.compilers.measure.check: the prediction never needs a compiler.
+    This is the prediction alone: the verb `npufit.check` (npufit.compilers.measure.check) adds, when asked, the
+    real compiler's placement beside it (`check --measure`); the prediction never needs a compiler.
     """
     graph, profile = resolve(model, target, input_shapes)
     return check_graph(graph, profile, "int8" if assume_int8 else judge)
 
 
 def resolve(model: str | os.PathLike | Graph, target: str | Profile, input_shapes=None) -> tuple[Graph, Profile]:
-    """The Graph and Profile that `check`'s arguments name (a path is loaded, a name looked up)."""
+    """The Graph and Profile that `predict`'s arguments name (a path is loaded, a name looked up)."""
     graph = model if isinstance(model, Graph) else load(model, input_shapes)
     return graph, target if isinstance(target, Profile) else get_profile(target)
 
 
-def judged_as_int8(graph: Graph, profile: Profile, judge: str = "auto", float_model: bool | None = None) -> bool:
+def require_judge(judge: str) -> None:
+    """Refuse a judge mode that is not one of vocab.JUDGES (one line, exit 2)."""
+    if judge not in JUDGES:
+        raise NpufitError(f"unknown --judge '{judge}' (choose from {', '.join(JUDGES)})")
+
+
+def judged_as_int8(graph: Graph, profile: Profile, judge: str = JUDGE, float_model: bool | None = None) -> bool:
     """Whether float activations of `graph` are judged as the int8 tensors a converter would produce."""
-    if judge not in JUDGE_MODES:
-        raise NpufitError(f"unknown --judge '{judge}' (choose from {', '.join(JUDGE_MODES)})")
+    require_judge(judge)
     if float_model is None:
         float_model = is_float_model(graph)
     if judge != "auto":
@@ -86,7 +89,7 @@ def refuses_format(graph: Graph, profile: Profile) -> str | None:
     return None
 
 
-def check_graph(graph: Graph, profile: Profile, judge: str = "auto", local_memo: bool | None = None) -> CheckReport:
+def check_graph(graph: Graph, profile: Profile, judge: str = JUDGE, local_memo: bool | None = None) -> CheckReport:
     """`check` of a loaded graph. local_memo: judge nodes of one local signature once (check.local_memo); False
     judges every node on its own (the same report); None (default): the memo for graphs of MEMO_MIN_NODES nodes or
     more, or as the environment variable NPUFIT_LOCAL_MEMO says (1 / 0: always / never; benchmarks/check_outputs.py
@@ -180,6 +183,9 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
         warnings.append(
             f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces"
         )
+    # one node set for every figure: the model's own nodes are counted, partitioned and listed; body nodes are listed
+    # apart (their control-flow node carries them). The loader makes names unique, so `judged` is that list.
+    listed = judged if graph.names_unique else [results[n.name] for n in nodes]
     report = CheckReport(
         model=_model_info(graph),
         target={
@@ -188,7 +194,8 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
             "fallback": profile.fallback.value,
             "notes": list(profile.notes),
         },
-        nodes=judged if graph.names_unique else [results[n.name] for n in nodes],
+        nodes=[r for r in listed if r.parent is None],
+        subgraph_nodes=[r for r in listed if r.parent is not None],
         partitions=parts,
         boundaries=bounds,
         prefix=prefix_summary,
@@ -212,6 +219,11 @@ def _model_info(graph: Graph) -> dict:
         "opsets": graph.opsets,
         "inputs": [tinfo(t) for t in graph.inputs],
         "outputs": [tinfo(t) for t in graph.outputs],
+        # the shape policy (util.shapes): shapes pinned (given or a dynamic batch set to 1), its notes, and the
+        # inputs whose unknown dims leave no coverage or MAC figure to report
+        "input_shapes": {k: list(v) for k, v in graph.input_shapes.items()},
+        "shape_notes": list(graph.shape_notes),
+        "shapes_needed": [n.to_dict() for n in graph.shapes_needed],
     }
 
 
@@ -477,19 +489,22 @@ def _finish(res: NodeResult, profile: Profile) -> NodeResult:
 
 
 def _propagate_control_flow(graph: Graph, results: dict[str, NodeResult]) -> None:
-    """A control-flow node is no better than the worst node in its bodies."""
-    for node in reversed(graph.nodes):
+    """A control-flow node is no better than the worst node in its bodies, and one reason names its body nodes off
+    the NPU (they are listed apart from the counted nodes, so the node tables show them through this reason)."""
+    bad = (Verdict.CPU, Verdict.UNSUPPORTED)
+    off: dict[str, list[NodeResult]] = {}
+    for node in reversed(graph.nodes):  # innermost first: a nested If has its verdict before its holder reads it
         if node.parent and node.parent in results:
             parent, child = results[node.parent], results[node.name]
-            if (
-                child.verdict in (Verdict.CPU, Verdict.UNSUPPORTED)
-                and worst(parent.verdict, child.verdict) != parent.verdict
-            ):
-                parent.verdict = child.verdict
-                parent.reasons.append(
-                    Reason(
-                        "body",
-                        f"its body contains {child.op_type} '{child.name}' ({child.verdict.value})",
-                        child.verdict,
-                    )
-                )
+            if child.verdict in bad:
+                off.setdefault(node.parent, []).append(child)
+                if worst(parent.verdict, child.verdict) != parent.verdict:
+                    parent.verdict = child.verdict
+    for name, kids in off.items():
+        kids.reverse()  # graph order
+        shown = ", ".join(f"{c.op_type} '{c.name}' ({c.verdict.value})" for c in kids[:3])
+        more = f" and {len(kids) - 3} more" if len(kids) > 3 else ""
+        verdict = Verdict.UNSUPPORTED if any(c.verdict is Verdict.UNSUPPORTED for c in kids) else Verdict.CPU
+        results[name].reasons.append(
+            Reason("body", f"its bodies hold {len(kids)} node(s) off the NPU: {shown}{more}", verdict)
+        )

@@ -13,6 +13,7 @@ from ..graph import Graph
 from ..report.console import Renderable
 from ..targets.base import Verdict
 from ..util.progress import track
+from ..vocab import JUDGE
 from .result import CheckReport
 
 SCHEMA = "npufit.check_grid/1"
@@ -191,7 +192,7 @@ def _label(target: str) -> str:
     return get_profile(target).short
 
 
-def check_grid(graph: Graph, targets: list[str], judge: str = "auto") -> GridReport:
+def check_grid(graph: Graph, targets: list[str], judge: str = JUDGE) -> GridReport:
     """Judge one loaded graph against every target in `targets` (names)."""
     from ..errors import NpufitError
     from ..targets import get_profile

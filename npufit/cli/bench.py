@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from ..util.io import atomic_write_text
-from .common import count_int, positive_float, positive_int, seed_int
+from ..vocab import FORMAT, PAGE_FORMATS
+from .common import add_input_shape_option, count_int, input_shapes, positive_float, positive_int, seed_int
 
 RUNTIME_NAMES = "ort-cpu,ort-cuda,ort-trt,tensorrt,openvino,hailort,chain"
 
@@ -73,14 +74,15 @@ def register(sub) -> None:
         metavar="NAME",
         help="split plans: what runs the NPU stages (auto, onnxruntime-cpu, hailort; default: auto)",
     )
+    add_input_shape_option(p)
     p.add_argument("--fp16", action="store_true", help="TensorRT runtimes: allow FP16 kernels")
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the random inputs (default: 0)")
     p.add_argument(
         "--format",
         "-f",
-        choices=("table", "json", "markdown", "html"),
-        default="table",
-        help="what to print on stdout (default: table; html = one self-contained page, e.g. > bench.html)",
+        choices=PAGE_FORMATS,
+        default=FORMAT,
+        help=f"what to print on stdout (default: {FORMAT}; html = one self-contained page, e.g. > bench.html)",
     )
     p.add_argument(
         "--output", "-o", metavar="FILE", help="also write the full JSON result (npufit.bench/1) to FILE, atomically"
@@ -126,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
             fp16=args.fp16,
             seed=args.seed,
             options={"npu_runtime": args.npu_runtime} if args.npu_runtime else None,
+            input_shapes=input_shapes(args),
         )
     if args.format == "html" and not args.compare:
         from ..report.html_verbs import render_bench_html

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..vocab import MEASURE_JUDGE, MEASURE_JUDGES, PAGE_FORMATS
 from .common import add_format_option, add_input_shape_option, add_judge_option, emit, name_arg, percent
 
 
@@ -23,7 +24,7 @@ def register(sub) -> None:
         default="hailo8",
         help="target name, a comma-separated list, or 'all' (see 'npufit targets'; default: hailo8)",
     )
-    add_format_option(p, choices=("table", "json", "markdown", "html"))
+    add_format_option(p, choices=PAGE_FORMATS)
     add_input_shape_option(p)
     p.add_argument(
         "--all-nodes", action="store_true", help="list every node in table/markdown output, not only the failing ones"
@@ -32,8 +33,8 @@ def register(sub) -> None:
     p.add_argument(
         "--measure",
         nargs="?",
-        const="auto",
-        choices=("auto", "vela-checks", "compile"),
+        const=MEASURE_JUDGE,
+        choices=MEASURE_JUDGES,
         metavar="JUDGE",
         help="also run the real compiler when it is installed (Vela; RKNN-Toolkit2 through its env) and show its "
         "placement per node beside npufit's explanation, flagging every difference. JUDGE: auto (default: "
@@ -59,11 +60,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..graph import load, parse_input_shapes
+    from ..graph import load, parse_input_shapes, require_shapes
     from ..targets import resolve_targets
 
     targets = resolve_targets(args.target)
     graph = load(args.model, parse_input_shapes(args.input_shape))
+    require_shapes(graph, "verdicts, coverage and MACs depend on it")
     if len(targets) > 1:
         if args.measure:
             from ..errors import NpufitError
@@ -86,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
                 input_shapes=parse_input_shapes(args.input_shape),
             )
         else:
-            from ..check.engine import check as predict
+            from ..check.engine import predict
 
             report = predict(graph, targets[0], judge=args.judge)
         emit(report.render(args.format, all_nodes=args.all_nodes), args.output)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..vocab import FORMAT, STATUS_FORMATS
 from .common import emit
 
 
@@ -16,7 +17,7 @@ def register(sub) -> None:
         "(Vela, RKNN-Toolkit2 env, Hailo DFC/HailoRT, OpenVINO, TensorRT, CUDA) are present, "
         "what each enables, and the exact install step for the missing ones.",
     )
-    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    p.add_argument("--format", "-f", choices=STATUS_FORMATS, default=FORMAT)
     p.set_defaults(func=run)
 
 

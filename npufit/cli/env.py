@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..toolchains import env_specs
+from ..vocab import FORMAT, STATUS_FORMATS
+
 
 def register(sub) -> None:
     p = sub.add_parser(
         "env",
-        help="create / list / remove the environments of vendor tools (rknn, hailo, ethos-n)",
+        help=f"create / list / remove the environments of vendor tools ({', '.join(env_specs())})",
         description="Vendor tools whose pins clash with npufit's (RKNN-Toolkit2: numpy<2, onnx 1.18; the "
         "Hailo DFC: its own TensorFlow) live in their own virtualenv under ~/.cache/npufit/envs "
         "(override with NPUFIT_ENVS); npufit calls them through a subprocess and JSON. "
@@ -17,9 +20,18 @@ def register(sub) -> None:
     )
     s = p.add_subparsers(dest="env_cmd", metavar="ACTION")
     i = s.add_parser("install", help="create an environment (e.g. 'npufit env install rknn')")
-    i.add_argument("name", help="rknn | hailo | ethos-n")
+    i.add_argument("name", help=" | ".join(env_specs()))
     i.add_argument(
-        "--wheel", help="hailo: the hailo_dataflow_compiler-*.whl you downloaded from the Hailo Developer Zone"
+        "--wheel",
+        action="append",
+        help="hailo: the hailo_dataflow_compiler-*.whl you downloaded from the Hailo Developer Zone; repeat it for "
+        "HailoRT's hailort-*.whl (its Python API and CLI, for benchmarks on a machine with a Hailo device)",
+    )
+    i.add_argument(
+        "--python",
+        metavar="PYTHON",
+        help="the interpreter the environment is made with (default: npufit's); the Hailo DFC 3.x wheels need "
+        "Python 3.8 to 3.10, e.g. --python python3.10",
     )
     i.add_argument("--force", action="store_true", help="recreate it even if it exists")
     i.add_argument(
@@ -29,7 +41,7 @@ def register(sub) -> None:
     )
     i.add_argument("--jobs", "-j", type=int, help="ethos-n: parallel compile jobs (default: all cores)")
     ls = s.add_parser("list", help="show every environment, installed or not, and how to install it")
-    ls.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    ls.add_argument("--format", "-f", choices=STATUS_FORMATS, default=FORMAT)
     r = s.add_parser("remove", help="delete an environment")
     r.add_argument("name")
     p.set_defaults(func=run)
@@ -43,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     if cmd == "install":
         if args.jobs is not None and args.jobs < 1:
             raise NpufitError("--jobs must be at least 1")
-        m = envs.install(args.name, wheel=args.wheel, force=args.force, source=args.source, jobs=args.jobs)
+        m = envs.install(
+            args.name, wheel=args.wheel, force=args.force, source=args.source, jobs=args.jobs, python=args.python
+        )
         if m.get("reused"):
             print(
                 f"{m['title']}: already installed in {envs.env_dir(args.name)} (version {m['version']}, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..vocab import FORMAT, FORMATS
 from .common import (
     add_input_shape_option,
     add_judge_option,
@@ -43,9 +44,7 @@ def register(sub) -> None:
         help="also run approximate rules (gelu_tanh) and report their measured error",
     )
     p.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
-    p.add_argument(
-        "--format", "-f", choices=("table", "json", "markdown"), default="table", help="report format (default: table)"
-    )
+    p.add_argument("--format", "-f", choices=FORMATS, default=FORMAT, help=f"report format (default: {FORMAT})")
     p.add_argument("--report", metavar="FILE", help="also write the report to FILE (atomically)")
     p.add_argument(
         "--samples", type=positive_int, default=3, help="seeded input samples used for verification (default: 3)"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..pipeline.stepdefs import STEP_NAMES
+from ..vocab import EXECUTORS, FORMAT, FORMATS, PIPELINE_EXECUTOR
 from .common import emit
-
-STEP_NAMES = ("train", "export", "check", "fix", "split", "quantize", "compile", "bench", "report")
 
 
 def register(sub) -> None:
@@ -33,15 +33,13 @@ def register(sub) -> None:
     )
     r.add_argument("--force", action="store_true", help="ignore the cache: re-run every selected step")
     r.add_argument("--output-dir", metavar="DIR", help="results folder (default: the YAML's output_dir)")
-    r.add_argument(
-        "--format", "-f", choices=("table", "json", "markdown"), default="table", help="summary format (default: table)"
-    )
+    r.add_argument("--format", "-f", choices=FORMATS, default=FORMAT, help=f"summary format (default: {FORMAT})")
     r.add_argument("--output", "-o", metavar="FILE", help="write the summary to FILE instead of stdout")
     r.add_argument("--quiet", "-q", action="store_true", help="no per-step lines on stderr, only the summary")
     r.add_argument(
         "--executor",
-        choices=("inprocess", "pool", "ray"),
-        default="inprocess",
+        choices=EXECUTORS,
+        default=PIPELINE_EXECUTOR,
         help="inprocess (default): one cell after the other; pool / ray: the cells of each step side by side "
         "(bench cells stay one at a time)",
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .. import toolchains
+from ..vocab import EXECUTOR, EXECUTORS, FORMAT, FORMATS
 from .common import emit, name_arg, positive_float, positive_int
 
 
@@ -31,7 +33,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--compiler",
-        choices=("vela", "rknn", "hailo", "ethos-n"),
+        choices=toolchains.names(),
         help="also compile every case with this installed compiler",
     )
     p.add_argument(
@@ -57,17 +59,15 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--executor",
-        choices=("inprocess", "pool", "ray"),
-        default="pool",
+        choices=EXECUTORS,
+        default=EXECUTOR,
         help="where cases run: local worker processes (default), this process, or Ray (pip install 'npufit[ray]')",
     )
     p.add_argument("--address", metavar="ADDR", help="Ray cluster address (with --executor ray); default: a local Ray")
     p.add_argument(
         "--sweep", action="store_true", help="also walk each case's parameter grid and report where the verdict changes"
     )
-    p.add_argument(
-        "--format", "-f", choices=("table", "json", "markdown"), default="table", help="stdout format (default: table)"
-    )
+    p.add_argument("--format", "-f", choices=FORMATS, default=FORMAT, help=f"stdout format (default: {FORMAT})")
     p.add_argument(
         "--list", action="store_true", help="list the catalogue (ids, families, ops, sweepable parameters) and exit"
     )

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from ..errors import NpufitError
+from ..vocab import FORMAT, FORMATS, QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD, QUANTIZE_METHODS
 from .common import (
     add_input_shape_option,
     add_verify_timeout_option,
@@ -71,16 +72,19 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--method",
-        choices=("minmax", "entropy", "percentile"),
-        default="minmax",
-        help="activation range calibration (default: minmax)",
+        choices=QUANTIZE_METHODS,
+        default=QUANTIZE_METHOD,
+        help=f"activation range calibration (default: {QUANTIZE_METHOD})",
     )
     p.add_argument(
         "--percentile", type=percentile, default=99.999, help="percentile for --method percentile (default 99.999)"
     )
     p.add_argument("--per-channel", action="store_true", help="per-channel weight scales (default: per-tensor)")
     p.add_argument(
-        "--activations", choices=("int8", "uint8"), default="int8", help="activation type (weights are int8)"
+        "--activations",
+        choices=QUANTIZE_ACTIVATIONS,
+        default=QUANTIZE_ACTIVATIONS[0],
+        help="activation type (weights are int8)",
     )
     p.add_argument(
         "--exclude",
@@ -132,9 +136,7 @@ def register(sub) -> None:
         help="also check the quantized model on target(s) (e.g. ethos-n78, 'all') and report its Q/DQ cost",
     )
     add_input_shape_option(p)
-    p.add_argument(
-        "--format", "-f", choices=("table", "json", "markdown"), default="table", help="report format (default: table)"
-    )
+    p.add_argument("--format", "-f", choices=FORMATS, default=FORMAT, help=f"report format (default: {FORMAT})")
     p.add_argument("--report", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
     p.add_argument(
         "--min-cosine", type=cosine, metavar="C", help="exit 1 when any output's cosine is below C (CI gate)"

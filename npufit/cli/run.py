@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_verify_timeout_option, positive_int
+from ..vocab import FORMAT, FORMATS
+from .common import add_input_shape_option, add_verify_timeout_option, input_shapes, positive_int, seed_int
 
 
 def register(sub) -> None:
@@ -17,8 +18,13 @@ def register(sub) -> None:
     )
     p.add_argument("plan_dir", metavar="PLAN_DIR", help="folder with plan.json and the stage models")
     p.add_argument(
-        "--inputs", required=True, metavar="FILE.npz", help="one array per original model input, keyed by input name"
+        "--inputs",
+        metavar="FILE.npz",
+        help="one array per original model input, keyed by input name (default: seeded random inputs at the shapes "
+        "the plan was split for)",
     )
+    add_input_shape_option(p)
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the random inputs (default: 0)")
     p.add_argument(
         "--output", "-o", metavar="FILE.npz", help="write the outputs (keyed by the original output names) atomically"
     )
@@ -45,9 +51,7 @@ def register(sub) -> None:
         metavar="N",
         help="ONNX Runtime intra-op threads per stage (default: 1, deterministic)",
     )
-    p.add_argument(
-        "--format", "-f", choices=("table", "json", "markdown"), default="table", help="output format (default: table)"
-    )
+    p.add_argument("--format", "-f", choices=FORMATS, default=FORMAT, help=f"output format (default: {FORMAT})")
     add_verify_timeout_option(p, "run of the chain (and of --compare-original)")
     p.set_defaults(func=run)
 
@@ -63,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         npu_runtime=args.npu_runtime,
         repeat=args.repeat,
         threads=args.threads,
+        input_shapes=input_shapes(args),
+        seed=args.seed,
     )
     print(res.render(args.format))
     c = res.comparison

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_judge_option, emit
+from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
+from .common import add_input_shape_option, add_judge_option, emit, input_shapes
 
 
 def register(sub) -> None:
@@ -26,15 +27,15 @@ def register(sub) -> None:
     p.add_argument(
         "--format",
         "-f",
-        choices=("table", "json", "jsonl", "csv", "html"),
-        default="table",
+        choices=SCAN_FORMATS,
+        default=FORMAT,
         help="table (default), json (rows + summary), jsonl (one row a line), csv, html (one page)",
     )
     p.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE (atomically) instead of stdout")
     p.add_argument(
         "--executor",
-        choices=("inprocess", "pool", "ray"),
-        default="pool",
+        choices=EXECUTORS,
+        default=EXECUTOR,
         help="where models are checked: this process, a local process pool (default), or Ray (pip install 'npufit[ray]')",
     )
     p.add_argument(
@@ -52,6 +53,7 @@ def register(sub) -> None:
         "--timeout", type=float, default=300.0, metavar="S", help="per-model timeout in seconds (default: 300)"
     )
     add_judge_option(p)
+    add_input_shape_option(p)
     p.add_argument(
         "--fail-under",
         type=float,
@@ -75,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         cache=args.cache,
         timeout=args.timeout,
         judge=args.judge,
+        input_shapes=input_shapes(args),
     )
     emit(report.render(args.format), args.output)
     if args.fail_under is not None:

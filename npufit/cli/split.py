@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..vocab import PAGE_FORMATS, SPLIT_MIN_NODES, SPLIT_MODES
 from .common import (
     add_format_option,
     add_input_shape_option,
@@ -39,7 +40,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "--mode",
-        choices=("best", "prefix", "segments", "explicit", "auto"),
+        choices=SPLIT_MODES,
         help="best: the best-ranked candidate cut (default; the ranking is printed); prefix: largest "
         "NPU-runnable prefix on the NPU, the rest on the host; segments: every NPU region of at least "
         "--min-nodes nodes is its own stage; explicit: --start-nodes/--end-nodes; auto: npufit fix "
@@ -48,9 +49,16 @@ def register(sub) -> None:
     p.add_argument(
         "--min-nodes",
         type=positive_int,
-        default=8,
+        default=SPLIT_MIN_NODES,
         metavar="N",
-        help="segments: smallest NPU region kept on the NPU (default: 8)",
+        help=f"segments: smallest NPU region kept on the NPU (default: {SPLIT_MIN_NODES})",
+    )
+    p.add_argument(
+        "--max-npu-stages",
+        type=positive_int,
+        metavar="N",
+        help="best/auto: at most N NPU stages in the plan; segments: keep the N NPU regions with the most MACs "
+        "(default: the target's own cap, e.g. 1 on Hailo, where each NPU stage is a network group of its own)",
     )
     p.add_argument(
         "--start-nodes",
@@ -78,7 +86,7 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="write the plan even when the chain is not bit-identical")
     p.add_argument("--top", type=positive_int, default=5, metavar="N", help="candidate cuts to list (default: 5)")
     add_input_shape_option(p)
-    add_format_option(p, choices=("table", "json", "markdown", "html"))
+    add_format_option(p, choices=PAGE_FORMATS)
     add_judge_option(p)
     p.set_defaults(func=run)
 
@@ -103,11 +111,14 @@ def run(args: argparse.Namespace) -> int:
         input_shapes=parse_input_shapes(args.input_shape),
         top=args.top,
         judge=args.judge,
+        max_npu_stages=args.max_npu_stages,
     )
     if args.format == "html":
         from ..report.html_verbs import render_split_html
 
-        emit(render_split_html(res.to_dict(), res.stage_view(), res.verification_view()), args.output)
+        emit(
+            render_split_html(res.to_dict(), res.stage_view(), res.verification_view(), res.select_view()), args.output
+        )
     else:
         emit(res.render(args.format), args.output)
     v = res.plan.verification

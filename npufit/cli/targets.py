@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..vocab import FORMAT, TARGETS_FORMATS
 from .common import emit
 
 
@@ -17,7 +18,7 @@ def register(sub) -> None:
     )
     p.add_argument("action", nargs="?", choices=("list", "show"), default="list")
     p.add_argument("name", nargs="?", help="target name for 'show'")
-    p.add_argument("--format", "-f", choices=("table", "markdown"), default="table")
+    p.add_argument("--format", "-f", choices=TARGETS_FORMATS, default=FORMAT)
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
     p.add_argument(
         "--write-docs", metavar="DIR", help="write DIR/<target>.md for every target (what docs/targets/ holds)"

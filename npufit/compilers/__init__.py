@@ -9,12 +9,15 @@ Vendor SDKs are never imported by npufit itself: each compiler runs as a child p
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import fields
 from pathlib import Path
 
+from .. import toolchains
 from ..errors import BadModelError, NpufitError
-from .base import CompileOptions, CompileResult, Placement
+from ..toolchains import Toolchain
+from .base import CompileOptions, Compiler, CompileResult, Placement
 
 __all__ = [
     "compile_model",
@@ -29,28 +32,27 @@ __all__ = [
 OPTION_NAMES = tuple(f.name for f in fields(CompileOptions))  # compile_model's **options
 
 
-def _compilers():
-    from .ethos_n import EthosNCompiler
-    from .hailo import HailoCompiler
-    from .rknn import RknnCompiler
-    from .vela import VelaCompiler
-
-    return [VelaCompiler(), RknnCompiler(), HailoCompiler(), EthosNCompiler()]
+def adapter(toolchain: Toolchain) -> Compiler:
+    """The toolchain's adapter, imported on first use: its module may pull in what only compiling needs."""
+    module, _, attr = toolchain.adapter.partition(":")
+    cls = getattr(importlib.import_module(module, __name__), attr)
+    return cls(toolchain)
 
 
-def compiler_for(target: str):
-    for c in _compilers():
-        if c.handles(target):
-            return c
-    raise NpufitError(
-        f"no compiler drives target '{target}' (Vela: ethos-u55-32..256, ethos-u65-256/512, "
-        "ethos-u85-128..2048; RKNN: rk3588, rk3576, rk3568, rk3566, rk3562, rv1106; Hailo: hailo8, hailo8l; "
-        "Ethos-N support library: ethos-n78, ethos-n78-<1|2|4|8>tops-<2|4>ple)"
-    )
+def _compilers() -> list[Compiler]:
+    return [adapter(t) for t in toolchains.registered()]
+
+
+def compiler_for(target: str) -> Compiler:
+    t = toolchains.for_platform(target)
+    if t is None:
+        known = "; ".join(f"{x.title}: {', '.join(x.platforms)}" for x in toolchains.registered())
+        raise NpufitError(f"no compiler drives target '{target}' ({known})")
+    return adapter(t)
 
 
 def compiler_names() -> list[str]:
-    return [c.name for c in _compilers()]
+    return toolchains.names()
 
 
 def status() -> list[dict]:
@@ -76,6 +78,7 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
     if bad:
         raise NpufitError(f"unknown compile option(s): {', '.join(bad)}")
     opts = CompileOptions(**options)
+    shape_notes = _pin_shapes(path, opts)
     if opts.plan:  # schema and stage paths checked before any compiler runs
         from ..split.plan import load_plan
 
@@ -87,13 +90,31 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
             f"unknown {comp.name} option(s): {', '.join(bad)} (its options: {', '.join(comp.extra_options) or 'none'})"
         )
     result = comp.compile(path, target.lower(), opts)
+    result.notes[:0] = shape_notes
     if compare_prediction:
         attach_comparison(result, path, target, opts)
     return result
 
 
+def _pin_shapes(path: Path, opts: CompileOptions) -> list[str]:
+    """The shape policy for a compile (util.shapes): an ONNX model's given shapes and its dynamic batch (pinned to
+    1) become the shapes every compiler builds; other unknown dims are asked for before any compiler starts."""
+    from ..graph import model_format
+    from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
+    from ..util.shapes import parse_input_shapes
+
+    given = parse_input_shapes(opts.input_shapes)
+    if model_format(path) != "onnx":
+        opts.input_shapes = given or None
+        return []
+    prep = read_onnx(path, pin_inputs(given))
+    require_shapes(prep, "a compiled model has fixed shapes")
+    opts.input_shapes = dict(prep.shapes.pinned) or None
+    return list(prep.shapes.notes)
+
+
 def attach_comparison(result: CompileResult, model: Path, target: str, opts: CompileOptions) -> None:
-    from ..check import check
+    from ..check import predict
     from ..graph import load
     from ..targets import get_profile
     from .compare import compare_placement
@@ -108,4 +129,4 @@ def attach_comparison(result: CompileResult, model: Path, target: str, opts: Com
         return
     graph = load(result.outputs.get("checked_model", model), opts.input_shapes)
     judge = "int8" if opts.quantize else "auto"  # an int8 build is predicted as int8 on any target
-    result.comparison = compare_placement(check(graph, profile, judge=judge), result.placement, result.compiler)
+    result.comparison = compare_placement(predict(graph, profile, judge=judge), result.placement, result.compiler)

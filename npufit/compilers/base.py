@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..envs.process import ToolRun, run_tool  # noqa: F401  (re-exported for vendor modules)
+from ..toolchains import Toolchain
 
 SCHEMA = "npufit.compile/1"
 DEVICES = ("npu", "cpu", "folded")
@@ -135,17 +136,29 @@ class CompileResult:
 
 
 class Compiler(Protocol):
-    name: str
+    toolchain: Toolchain  # its record: name, platforms, environment, ... (npufit.toolchains)
     calibration_format: (
         str  # the calibration form a pipeline hands it: "npz" (one stacked .npz) or "npy-folder" (.npy files)
     )
     extra_options: tuple[str, ...]  # the CompileOptions.extra keys it reads; any other key is refused
 
-    def handles(self, target: str) -> bool: ...
+    @property
+    def name(self) -> str: ...
 
     def status(self) -> dict: ...
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult: ...
+
+
+class Adapter:
+    """What every compiler adapter shares: it is built with its toolchain's record and named by it."""
+
+    def __init__(self, toolchain: Toolchain):
+        self.toolchain = toolchain
+
+    @property
+    def name(self) -> str:
+        return self.toolchain.name
 
 
 # -- shared helpers --------------------------------------------------------------------------
@@ -176,13 +189,13 @@ def tail(text: str, lines: int = 12) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
-def env_tool_status(tool: str, env: str) -> dict:
+def env_tool_status(toolchain: Toolchain) -> dict:
     """status() of a compiler that lives in one of npufit's own environments (`npufit env install ENV`)."""
     from ..envs import env_status
 
-    s = env_status(env)
+    s = env_status(toolchain.env_name)
     return {
-        "name": tool,
+        "name": toolchain.status_name,
         "available": s["installed"],
         "version": s["version"],
         "enables": s["enables"],

@@ -2,7 +2,7 @@
 
 A model whose compiler crashes, hangs past the timeout or is refused is a failed result, never the end of
 the batch. On Ray a compiler that lives in its own environment (RKNN, Hailo DFC) tags its tasks with its
-resource, so they only land on nodes that have that environment (npufit.executors.COMPILER_RESOURCES).
+resource, so they only land on nodes that have that environment (Toolchain.resource in npufit.toolchains).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..vocab import EXECUTOR
 
 
 def compile_one(job: dict[str, Any]) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def compile_many(
     models: Sequence[str | os.PathLike],
     target: str,
     compare_prediction: bool = False,
-    executor: str = "pool",
+    executor: str = EXECUTOR,
     jobs: int | None = None,
     address: str | None = None,
     task_timeout: float | None = None,

@@ -12,12 +12,13 @@ quantize and runs that island on the host (seed 001); the library itself support
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from ..errors import NpufitError
-from ..targets.ethos_n import VARIANTS
+from ..toolchains import ETHOS_N
+from ..toolchains import ETHOS_N78_VARIANTS as VARIANTS
 from .base import (
+    Adapter,
     CompileOptions,
     CompileResult,
     Placement,
@@ -29,9 +30,8 @@ from .base import (
 )
 from .mapping import Layer
 
-ENV = "ethos-n"
 DEFAULT_VARIANT = "4tops-4ple"  # seed 001's configuration (TOPS=4, PLE=4)
-_TARGET = re.compile(r"^ethos-n78(?:-(" + "|".join(VARIANTS) + "))?$")
+_NAMED = {f"{ETHOS_N.platforms[0]}-{k}": k for k in VARIANTS}  # the target ethos-n78-<key> names variant <key>
 # The library's own performance model (EstimationUtils.cpp CalculateMetric): DMA moves 16 bytes per NPU cycle.
 DMA_BYTES_PER_CYCLE = 16.0
 # The clock at which the variant names' TOPS hold (4TOPS: 8 engines x 2 OGs x 8 MAC units x 16 MACs x 2 ops x 1 GHz).
@@ -41,23 +41,19 @@ LEVELS = ("supported", "estimate_only", "unsupported")
 
 
 def variant_of(target: str, options: CompileOptions | None = None) -> str:
-    m = _TARGET.match(target.lower())
-    key = (options.extra.get("ethos_n_variant") if options else None) or (m.group(1) if m else None) or DEFAULT_VARIANT
+    """The library's variant name: the option's, else the one the target names (`ethos-n78-<key>`), else the default."""
+    key = (options.extra.get("ethos_n_variant") if options else None) or _NAMED.get(target.lower()) or DEFAULT_VARIANT
     if key not in VARIANTS:
         raise NpufitError(f"unknown Ethos-N78 variant '{key}' (one of: {', '.join(VARIANTS)})")
     return VARIANTS[key]
 
 
-class EthosNCompiler:
-    name = "ethos-n"
+class EthosNCompiler(Adapter):
     calibration_format = "npz"
     extra_options = ("ethos_n_variant", "ethos_n_sram_bytes", "ethos_n_estimate", "ethos_n_clock_mhz")
 
-    def handles(self, target: str) -> bool:
-        return bool(_TARGET.match(target.lower()))
-
     def status(self) -> dict:
-        return env_tool_status("ethos-n-support-library", ENV)
+        return env_tool_status(self.toolchain)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         from ..envs import env_dir, env_status
@@ -72,7 +68,7 @@ class EthosNCompiler:
                 f"{target}: the Ethos-N takes 8-bit tensors only (its profile's dtypes); "
                 "--activations int16 is for Ethos-U targets"
             )
-        if not env_status(ENV)["installed"]:
+        if not env_status(self.toolchain.env_name)["installed"]:
             raise NpufitError(
                 "the Ethos-N support library is not built: run 'npufit env install ethos-n' "
                 "(--source DIR for a local copy of the driver stack)"
@@ -98,7 +94,13 @@ class EthosNCompiler:
         atomic_write_text(req, request_with(low, variant, sram, blob.resolve()))
         for stale in [resp_path, *work.glob("compiled_network_*.bin")]:
             stale.unlink(missing_ok=True)
-        cmd = [str(ensure_shim(env_dir(ENV))), str(req), str(resp_path), "--save", str(work / "compiled_network_")]
+        cmd = [
+            str(ensure_shim(env_dir(self.toolchain.env_name))),
+            str(req),
+            str(resp_path),
+            "--save",
+            str(work / "compiled_network_"),
+        ]
         if options.extra.get("ethos_n_estimate") is False:
             cmd.append("--no-estimate")
         run = run_tool(cmd, out / "ethos_n.log", cwd=work, timeout_s=options.timeout_s)
@@ -108,7 +110,7 @@ class EthosNCompiler:
             resp = {"error": f"the shim exited with code {run.returncode} without an answer: {tail(run.log, 3)}"}
         comp = resp.get("compile") or {}
         res = CompileResult(
-            "ethos-n-support-library",
+            self.toolchain.status_name,
             resp.get("version"),
             target.lower(),
             str(model),

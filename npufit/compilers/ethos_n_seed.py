@@ -67,7 +67,7 @@ def build_models(folder: Path, size: int = 64, width: int = 16) -> dict[str, Pat
 
 
 def measure(models: dict[str, Path], out: Path, target: str = "ethos-n78") -> list[SeedRow]:
-    from ..check import check
+    from ..check import predict
     from ..graph import load
     from . import compile_model
 
@@ -78,7 +78,7 @@ def measure(models: dict[str, Path], out: Path, target: str = "ethos-n78") -> li
         m = res.metrics
         g = load(path)
         leaky = sum(n.op_type == "LEAKY_RELU" for n in g.nodes)
-        rep = check(g, "ethos-n78")
+        rep = predict(g, "ethos-n78")
         run = rep.running
         tvm_npu = sum(n.verdict.value == "npu" for n in run)
         rows.append(

@@ -1,6 +1,6 @@
 """check --measure: the real compiler's placement beside npufit's prediction, node by node.
 
-`check(..., measure=...)` here is the library's `npufit.check`: check.engine.check's prediction, then the measurement.
+`check(..., measure=...)` here is the library's `npufit.check`: check.engine.predict, then the measurement.
 It lives with the compilers, above check, so that the check package never imports a compiler.
 
 Judges (`mode`):
@@ -23,10 +23,11 @@ from typing import Any
 from ..errors import NpufitError
 from ..graph import Graph
 from ..targets.base import Executes, Fallback, Profile
+from ..toolchains import VELA
+from ..vocab import JUDGE, MEASURE_JUDGE, MEASURE_JUDGES
 from .compare import compare_placement
 
 SCHEMA = "npufit.check.measure/1"
-MODES = ("auto", "vela-checks", "compile")
 WORKER = Path(__file__).resolve().parent.parent / "envs" / "workers" / "vela_checks.py"
 
 
@@ -72,19 +73,18 @@ def check(
     model,
     target="hailo8",
     input_shapes=None,
-    judge: str = "auto",
+    judge: str = JUDGE,
     assume_int8: bool = False,
     measure: bool | str = False,
 ):
-    """`npufit.check`: npufit.check.engine.check's prediction; with `measure` (True or "auto", "vela-checks",
+    """`npufit.check`: npufit.check.engine.predict's prediction; with `measure` (True or "auto", "vela-checks",
     "compile") also the real compiler's placement beside it, in report.extra["measurement"]."""
-    from ..check.engine import check as predict
-    from ..check.engine import resolve
+    from ..check.engine import predict, resolve
 
     graph, profile = resolve(model, target, input_shapes)
     report = predict(graph, profile, judge=judge, assume_int8=assume_int8)
     if measure:
-        attach_measurement(report, graph, profile, "auto" if measure is True else measure, input_shapes)
+        attach_measurement(report, graph, profile, MEASURE_JUDGE if measure is True else measure, input_shapes)
     return report
 
 
@@ -105,11 +105,11 @@ def _row(n) -> dict:
 
 
 def measure(
-    graph: Graph, report, profile: Profile, mode: str = "auto", input_shapes=None, timeout_s: float | None = 600
+    graph: Graph, report, profile: Profile, mode: str = MEASURE_JUDGE, input_shapes=None, timeout_s: float | None = 600
 ) -> Measurement:
     """Measure where the real compiler puts every node of `graph` for `profile` and hold it against `report`."""
-    if mode not in MODES:
-        raise NpufitError(f"unknown --measure judge '{mode}' (choose from {', '.join(MODES)})")
+    if mode not in MEASURE_JUDGES:
+        raise NpufitError(f"unknown --measure judge '{mode}' (choose from {', '.join(MEASURE_JUDGES)})")
     from . import compiler_for
 
     target = profile.name
@@ -220,7 +220,8 @@ def _vela_checks(graph: Graph, report, profile: Profile, input_shapes, timeout_s
             "Vela 5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (TRANSPOSE): "
             "--measure auto or compile confirms these verdicts with the compile"
         )
-    m = Measurement(profile.name, "vela-checks", "vela", version, label, compare_placement(report, placement, "vela"))
+    vela = VELA.status_name  # the library checks are Vela's own
+    m = Measurement(profile.name, "vela-checks", vela, version, label, compare_placement(report, placement, vela))
     m.notes.extend(notes)
     return m
 
@@ -260,7 +261,9 @@ def _compile(graph: Graph, report, profile: Profile, input_shapes, timeout_s) ->
     return m
 
 
-def attach_measurement(report, graph: Graph, profile: Profile, mode: str = "auto", input_shapes=None) -> Measurement:
+def attach_measurement(
+    report, graph: Graph, profile: Profile, mode: str = MEASURE_JUDGE, input_shapes=None
+) -> Measurement:
     """Measure and add the result to report.extra (JSON key "measurement", terminal and Markdown sections)."""
     m = measure(graph, report, profile, mode, input_shapes)
     report.extra["measurement"] = m.to_dict()

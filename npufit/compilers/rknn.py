@@ -15,23 +15,9 @@ import numpy as np
 from ..errors import NpufitError
 from ..graph import Graph, load
 from ..util.readers import require_regular_file
-from .base import CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy, tail
+from .base import Adapter, CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy, tail
 from .mapping import Layer, origins_from_lineage, resolve
 
-PLATFORMS = (
-    "rk3588",
-    "rk3576",
-    "rk3568",
-    "rk3566",
-    "rk3562",
-    "rv1106",
-    "rv1103",
-    "rv1106b",
-    "rv1103b",
-    "rv1126b",
-    "rk2118",
-)
-ENV = "rknn"
 MAX_RULE_RETRIES = 4
 
 _PREFIX = re.compile(r"^[IDWE] RKNN: \[[\d:.]+\] ?")
@@ -41,16 +27,12 @@ _CYCLES = re.compile(r"\d+/\d+/\d+")
 _MEM = re.compile(r"Total (Internal|Weight) Memory Size: ([\d.]+)\s*([KMG]?B)")
 
 
-class RknnCompiler:
-    name = "rknn"
+class RknnCompiler(Adapter):
     calibration_format = "npy-folder"
     extra_options = ("rknn_config",)
 
-    def handles(self, target: str) -> bool:
-        return target.lower() in PLATFORMS
-
     def status(self) -> dict:
-        return env_tool_status("rknn-toolkit2", ENV)
+        return env_tool_status(self.toolchain)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         from ..envs import bridge
@@ -71,15 +53,16 @@ class RknnCompiler:
             "sim_prefix": str(out / "sim_out_"),
             "config": dict(options.extra.get("rknn_config", {})),
         }
-        if options.input_shapes:
-            request["inputs"] = list(options.input_shapes)
-            request["input_size_list"] = [list(s) for s in options.input_shapes.values()]
+        if options.input_shapes:  # the toolkit takes the graph's inputs as named here: every one, in order
+            pinned = {n: graph.tensor(n).shape for n in graph.input_names}
+            request["inputs"] = list(pinned)
+            request["input_size_list"] = [list(s or ()) for s in pinned.values()]
         if options.quantize:
             request["dataset"] = str(_dataset_file(options, feeds, out))
         retries: list[dict] = []
         while True:
             log_path = out / ("build.log" if not retries else f"build.retry{len(retries)}.log")
-            resp, run = bridge.call(ENV, "rknn_build", request, out, log_path, options.timeout_s)
+            resp, run = bridge.call(self.toolchain.env_name, "rknn_build", request, out, log_path, options.timeout_s)
             text = run.log
             if resp.get("ok") or len(retries) >= MAX_RULE_RETRIES:
                 break
@@ -96,7 +79,7 @@ class RknnCompiler:
             )
             request["disable_rules"] = request["disable_rules"] + rules
         res = CompileResult(
-            "rknn-toolkit2",
+            self.toolchain.status_name,
             resp.get("version"),
             target.lower(),
             str(model),

@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 
 from ..errors import NpufitError
-from .base import CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
+from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
 from .mapping import Layer
 
 ETHOS_U_OP = "ethos-u"  # the custom operator Vela's output file runs the NPU command stream with
-_CONFIG = re.compile(r"^ethos-u(55-(32|64|128|256)|65-(256|512)|85-(128|256|512|1024|2048))$")
 _WARN = re.compile(
     r"Warning \(supported operators\) operator: (\w+), ofm: '([^']*)'\s*\nReason: ([^\n]*)((?:\n(?!\n)[^\n]*)*)"
 )
@@ -50,19 +49,15 @@ def vela_version() -> str | None:
         return None
 
 
-class VelaCompiler:
-    name = "vela"
+class VelaCompiler(Adapter):
     calibration_format = "npz"
     extra_options = ("vela_args",)
-
-    def handles(self, target: str) -> bool:
-        return bool(_CONFIG.match(target.lower()))
 
     def status(self) -> dict:
         v = vela_version()
         exe = _vela_exe()
         return {
-            "name": "vela",
+            "name": self.toolchain.status_name,
             "available": bool(v and exe),
             "version": v,
             "enables": "npufit compile --target ethos-u55-*/u65-*/u85-*: Vela placement, cycles, SRAM/flash, inference time",
@@ -98,7 +93,7 @@ class VelaCompiler:
         run = run_tool(cmd, out / "vela.log", cwd=out, timeout_s=options.timeout_s)
         text = run.log
         res = CompileResult(
-            "vela",
+            self.toolchain.status_name,
             vela_version(),
             target.lower(),
             str(model),

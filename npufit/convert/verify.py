@@ -106,12 +106,12 @@ def verify_tflite(
         raise NpufitError(
             "verifying a TFLite file needs the LiteRT interpreter: pip install 'ai-edge-litert>=2.3'"
         ) from None
-    from ..graph.onnx_prepare import prepare_onnx
+    from ..graph.onnx_prepare import pin_inputs, read_onnx
     from ..quantize.calibration import input_specs, load_calibration
     from ..verify.compare import make_session, timed_run
 
     tfl, src = Path(tflite_path), Path(onnx_path)
-    proto = prepare_onnx(src, input_shapes=input_shapes, infer=False).model
+    proto = read_onnx(src, pin_inputs(input_shapes)).model
     if isinstance(samples, (int, np.integer)):
         cal = load_calibration("random", input_specs(proto), count=int(samples), seed=seed, input_shapes=input_shapes)
         feeds = [cal[i] for i in range(len(cal))]

@@ -10,77 +10,13 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import NpufitError
+from ..toolchains import EnvSpec, env_specs
 
 SCHEMA = "npufit.env/1"
-
-
-@dataclass(frozen=True)
-class EnvSpec:
-    name: str
-    title: str
-    # pip install steps, run in order; each is one `pip install` argument list
-    steps: tuple[tuple[str, ...], ...]
-    probe: str  # Python statement that prints the tool version when the env works
-    enables: str
-    needs_wheel: str = ""  # a vendor wheel the user must supply (login-gated downloads)
-    notes: tuple[str, ...] = field(default=())
-    kind: str = "venv"  # venv: a virtualenv of pip steps | native: a C++ build (npufit.envs.ethos_n)
-
-
-SPECS: dict[str, EnvSpec] = {
-    "rknn": EnvSpec(
-        name="rknn",
-        title="Rockchip RKNN-Toolkit2 2.5.0",
-        steps=(
-            # The toolkit's runtime deps, minus its `torch<=2.4` pin: PyPI's torch 2.4 wheel drags ~2.5 GB of CUDA
-            # wheels, and the ONNX path only needs `import torch` to succeed, so the CPU build npufit uses serves.
-            (
-                "numpy==1.26.4",
-                "onnx==1.18.0",
-                "onnxruntime>=1.17,<1.23",
-                "protobuf>=4.21.6,<=4.25.4",
-                "psutil",
-                "ruamel.yaml",
-                "scipy",
-                "tqdm",
-                "opencv-python-headless",
-                "fast-histogram",
-                "torch==2.13.0",
-            ),
-            # torch pulls setuptools>=77, which dropped pkg_resources; the toolkit imports it at RKNN() time.
-            ("--no-deps", "setuptools<70"),
-            ("--no-deps", "rknn-toolkit2==2.5.0"),
-        ),
-        probe="import importlib.metadata as m; print(m.version('rknn-toolkit2'))",
-        enables="npufit compile --target rk3588 (and rk3562/rk3566/rk3568/rk3576/rv1106): build .rknn, per-layer placement, simulator",
-        notes=(
-            "installs torch 2.13.0 (CPU) instead of the toolkit's pinned torch<=2.4: the pinned PyPI wheel pulls CUDA",
-        ),
-    ),
-    "hailo": EnvSpec(
-        name="hailo",
-        title="Hailo Dataflow Compiler (user-supplied wheel)",
-        steps=(),
-        probe="import importlib.metadata as m; print(m.version('hailo-dataflow-compiler'))",
-        enables="npufit compile --target hailo8/hailo8l: parse, optimize, compile to HEF",
-        needs_wheel="hailo_dataflow_compiler-*.whl (download from the Hailo Developer Zone; login required)",
-        notes=("NOT exercised here: the DFC is login-gated and was never installed on npufit's build machines",),
-    ),
-    "ethos-n": EnvSpec(
-        name="ethos-n",
-        title="Arm Ethos-N support library (driver stack 25.03, built from source)",
-        steps=(),
-        probe="",
-        enables="npufit compile --target ethos-n78 (and check --measure, probe --compiler ethos-n): the library's own "
-        "per-operation support verdicts with reasons, Compile(), EstimatePerformance()",
-        notes=("needs g++ and scons 4.4.0; --source DIR or NPUFIT_ETHOSN_SOURCE=DIR builds from a local copy",),
-        kind="native",
-    ),
-}
 
 
 def envs_root() -> Path:
@@ -89,9 +25,10 @@ def envs_root() -> Path:
 
 
 def spec(name: str) -> EnvSpec:
-    if name not in SPECS:
-        raise NpufitError(f"unknown environment '{name}' (available: {', '.join(SPECS)})")
-    return SPECS[name]
+    specs = env_specs()  # each toolchain's record states its environment (npufit.toolchains)
+    if name not in specs:
+        raise NpufitError(f"unknown environment '{name}' (available: {', '.join(specs)})")
+    return specs[name]
 
 
 def env_dir(name: str) -> Path:
@@ -136,12 +73,13 @@ def env_status(name: str) -> dict:
         "enables": s.enables,
         "install": f"npufit env install {s.name}"
         + (" --wheel " + s.needs_wheel.split(" ")[0] if s.needs_wheel else "")
+        + (f" [--python {s.python}]" if s.python else "")
         + (" [--source DIR|GIT_URL]" if s.kind == "native" else ""),
     }
 
 
 def list_envs() -> list[dict]:
-    return [env_status(n) for n in SPECS]
+    return [env_status(n) for n in env_specs()]
 
 
 def _dir_size_mb(p: Path) -> float:
@@ -157,37 +95,45 @@ def _dir_size_mb(p: Path) -> float:
 
 def install(
     name: str,
-    wheel: str | None = None,
+    wheel: str | Sequence[str] | None = None,
     force: bool = False,
     log=None,
     source: str | None = None,
     jobs: int | None = None,
+    python: str | None = None,
 ) -> dict:
     """Create the env from scratch; returns its manifest (install time, size, tool version).
 
+    wheel: vendor wheel file(s) to install after the env's own steps (the Hailo DFC's, then HailoRT's);
+    python: the interpreter the virtualenv is made with (default: npufit's), for wheels that need another one.
     An installed env is left as it is (manifest["reused"] is then True) unless force is given."""
     s = spec(name)
     if s.kind == "native":
         return _install_native(s, force, log, source, jobs)
-    if s.needs_wheel and not wheel:
+    wheels = [wheel] if isinstance(wheel, str) else list(wheel or [])
+    if s.needs_wheel and not wheels:
         raise NpufitError(f"the {s.title} cannot be downloaded automatically: pass --wheel {s.needs_wheel}")
-    if wheel and not Path(wheel).is_file():
-        raise NpufitError(f"{wheel}: no such wheel file")
+    for w in wheels:
+        if not Path(w).is_file():
+            raise NpufitError(f"{w}: no such wheel file")
     d = env_dir(name)
     if d.exists():
         if not force and manifest(name):
             return manifest(name)  # type: ignore[return-value]
         shutil.rmtree(d)
+    interpreter = _interpreter(python)
+    for w in wheels:  # before the virtualenv exists: a wheel for another Python or machine fails in one line
+        _check_wheel(Path(w), interpreter)
     say = log or (lambda msg: print(msg, file=sys.stderr))
     t0 = time.perf_counter()
     d.parent.mkdir(parents=True, exist_ok=True)
     tmp = d  # the manifest, written last, is what marks an env installed: a half-built one never looks ready
     from ..util.progress import working
 
-    say(f"creating virtualenv {d}")
-    _run([sys.executable, "-m", "venv", str(tmp)])
+    say(f"creating virtualenv {d} (Python {interpreter[1]})")
+    _run([interpreter[0], "-m", "venv", str(tmp)])
     pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    steps = list(s.steps) + ([(str(Path(wheel).resolve()),)] if wheel else [])
+    steps = list(s.steps) + [(str(Path(w).resolve()),) for w in wheels]
     for i, step in enumerate(steps, 1):
         say(f"[{i}/{len(steps)}] pip install {' '.join(step)}")
         with working(f"env {name}: step {i}/{len(steps)}"):
@@ -198,7 +144,7 @@ def install(
         "name": s.name,
         "title": s.title,
         "version": version,
-        "python": sys.version.split()[0],
+        "python": interpreter[1],
         "install_s": round(time.perf_counter() - t0, 1),
         "size_mb": _dir_size_mb(d),
         "steps": [list(x) for x in steps],
@@ -208,6 +154,61 @@ def install(
 
     atomic_write_json(d / "npufit-env.json", m)
     return m
+
+
+def _interpreter(python: str | None) -> tuple[str, str]:
+    """(path, version) of the interpreter a virtualenv is made with."""
+    if python is None:
+        return sys.executable, ".".join(map(str, sys.version_info[:3]))
+    exe = shutil.which(python) or python
+    try:
+        p = subprocess.run(
+            [exe, "-c", "import sys; print('.'.join(map(str, sys.version_info[:3])))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        p = None
+    if p is None or p.returncode != 0 or not p.stdout.strip():
+        raise NpufitError(f"--python {python}: not a Python interpreter that runs here")
+    return exe, p.stdout.strip().splitlines()[-1]
+
+
+def _check_wheel(wheel: Path, interpreter: tuple[str, str]) -> None:
+    """Refuse, in one line, a wheel pip would refuse: its Requires-Python, its Python tag or its platform tag."""
+    import platform
+    import zipfile
+
+    version = interpreter[1]
+    parts = wheel.name[: -len(".whl")].split("-") if wheel.name.endswith(".whl") else []
+    if len(parts) < 5:
+        raise NpufitError(f"{wheel}: not a wheel file name (NAME-VERSION-PYTHON-ABI-PLATFORM.whl)")
+    py_tags, plat = parts[-3].split("."), parts[-1]
+    cp = [t for t in py_tags if t.startswith("cp")]
+    if cp and f"cp{''.join(version.split('.')[:2])}" not in cp:
+        raise NpufitError(
+            f"{wheel.name} is built for {', '.join(cp)}, this is Python {version}: pass --python with a matching "
+            f"interpreter (e.g. --python python{cp[0][2]}.{cp[0][3:]})"
+        )
+    machine = platform.machine()
+    if plat != "any" and machine not in plat:
+        raise NpufitError(f"{wheel.name} is built for {plat}, this machine is {machine}")
+    try:
+        with zipfile.ZipFile(wheel) as z:
+            meta = next((n for n in z.namelist() if n.endswith(".dist-info/METADATA")), None)
+            text = z.read(meta).decode("utf-8", "replace") if meta else ""
+    except (OSError, zipfile.BadZipFile):
+        raise NpufitError(f"{wheel}: not a readable wheel (zip) file") from None
+    needs = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("Requires-Python:")), "")
+    try:
+        from packaging.specifiers import SpecifierSet
+    except ImportError:  # pip states the same refusal itself, only later
+        return
+    if needs and version not in SpecifierSet(needs):
+        raise NpufitError(
+            f"{wheel.name} needs Python {needs}, this is Python {version}: pass --python with a matching interpreter"
+        )
 
 
 def _install_native(s: EnvSpec, force: bool, log, source: str | None, jobs: int | None) -> dict:
@@ -246,14 +247,20 @@ def remove(name: str) -> bool:
     return False
 
 
-def env(action: str = "list", name: str | None = None, wheel: str | None = None, force: bool = False):
+def env(
+    action: str = "list",
+    name: str | None = None,
+    wheel: str | Sequence[str] | None = None,
+    force: bool = False,
+    python: str | None = None,
+):
     """`npufit env install|list|remove [NAME]`: list -> status dicts; install -> manifest; remove -> removed?"""
     if action == "list":
         return list_envs() if name is None else env_status(name)
     if name is None:
-        raise NpufitError(f"env {action} needs an environment name (available: {', '.join(SPECS)})")
+        raise NpufitError(f"env {action} needs an environment name (available: {', '.join(env_specs())})")
     if action == "install":
-        return install(name, wheel=wheel, force=force)
+        return install(name, wheel=wheel, force=force, python=python)
     if action == "remove":
         return remove(name)
     raise NpufitError(f"unknown env action '{action}' (install, list or remove)")

@@ -9,10 +9,10 @@ Scan, probe, compile over many models and pipeline cells all go through `get_exe
 from __future__ import annotations
 
 from ..errors import NpufitError
-from .base import COMPILER_RESOURCES, EXECUTORS, Executor, InProcess, Outcome, Task, call, resources_for_compiler
+from ..vocab import EXECUTORS
+from .base import Executor, InProcess, Outcome, Task, call, resources_for_compiler
 
 __all__ = [
-    "COMPILER_RESOURCES",
     "EXECUTORS",
     "Executor",
     "Outcome",

@@ -12,17 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NpufitError
-
-EXECUTORS = ("inprocess", "pool", "ray")
-
-# Vendor compilers that run in their own environment (not pip-installable beside npufit): on Ray, a task that
-# drives one carries this resource tag and only lands on a node started with it (ray start --resources).
-COMPILER_RESOURCES = {"rknn": "rknn", "hailo": "hailo_dfc", "ethos-n": "ethos_n"}
+from ..toolchains import find
 
 
 def resources_for_compiler(compiler: str | None) -> dict[str, float]:
-    tag = COMPILER_RESOURCES.get(compiler or "")
-    return {tag: 1} if tag else {}
+    """A vendor compiler that runs in its own environment (not pip-installable beside npufit) names a resource
+    (Toolchain.resource): on Ray, a task that drives it carries the tag and only lands on a node started with it
+    (ray start --resources)."""
+    tc = find(compiler or "")
+    return {tc.resource: 1} if tc is not None and tc.resource else {}
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,18 @@
-"""One preparation of an ONNX model for every verb: read and validate, load or strip weights, pin input shapes,
-infer shapes, collect opsets.
+"""How every verb reads an ONNX model: small loaders that compose, each doing one thing.
 
-check (the loader), fix (rewrite), split and convert all start from this chain; they differ only in what they do
-with the weights (strip them before inference, keep embedded ones, load external ones too) and whether the
-model's external data must be there. Every ONNX file a verb reads for a user goes through `prepare_onnx`, and
-every shape inference runs through `infer_shapes` (a test scans npufit/ for direct calls).
+    read_onnx(path, *loaders, external_data=...)   read and validate a file (external weights stay on disk unless
+                                                   "loaded"; "required" refuses a model whose data is missing)
+    from_proto(model, *loaders, name=...)          a ModelProto the caller holds (copied before any change)
+    loaders, in this order:
+      pin_inputs(shapes, only_dynamic=False)       pin dynamic input dims (only dynamic ones: split's stages)
+      strip_weights                                drop weight bytes before inference (check needs dims only)
+      infer | infer_beside                         shape inference, last (infer_beside: in a forked child while
+                                                   the check loader builds what needs no shapes)
+
+e.g. `read_onnx(path, pin_inputs(shapes), strip_weights, infer_beside)` is what check reads. What a file needs
+(its external data) is an option of `read_onnx` alone, so an in-memory model cannot be asked to load weights; an
+inference loader anywhere but last is refused before anything is read. Every ONNX file a verb reads for a user goes
+through `read_onnx`, and every shape inference through `infer_shapes` (a test scans npufit/ for direct calls).
 
 Why plain onnx protobuf rather than onnx-ir here: parsing without external data and the C++ shape inference keep
 a 100k-node check within seconds, and external weights are never touched unless a verb asks for them.
@@ -13,8 +21,7 @@ a 100k-node check within seconds, and external weights are never touched unless 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,6 +33,7 @@ from ..errors import BadModelError, NpufitError
 from ..util import forked
 from ..util.io import note_input
 from ..util.readers import require_regular_file
+from ..util.shapes import ShapeNeeded, ShapePolicy, fitting, imgsz_hint, parse_input_shapes, resolve
 from .validate import (
     Validation,
     check_external_data,
@@ -38,7 +46,9 @@ from .validate import (
 
 SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
 SHAPE_DATA_ELEMS = 64  # float initializers up to this size keep their data for inference (Resize scales, Range bounds)
-WEIGHTS = ("strip", "keep", "load")
+# read_onnx(external_data=...): missing data is a warning (checking needs shapes only), a refusal (the verb runs the
+# model, which reads the files itself), or a refusal and the weights read into memory (the verb rewrites the model)
+EXTERNAL_DATA = ("optional", "required", "loaded")
 _INTEGER_TYPES = frozenset(
     {
         onnx.TensorProto.INT64,
@@ -54,74 +64,155 @@ _INTEGER_TYPES = frozenset(
 )
 
 
-@dataclass
 class PreparedOnnx:
-    model: onnx.ModelProto  # our own copy: input shapes pinned, shapes inferred when asked
-    path: str  # the file, or the name given for an in-memory model
-    opsets: dict[str, int]  # domain ("ai.onnx" for the default one) -> version
-    file_warnings: list[str] = field(default_factory=list)  # what reading found: checker limits, missing data, opset
-    shape_warnings: list[str] = field(default_factory=list)  # shape inference that failed
-    missing: list[str] = field(default_factory=list)  # external data running would lack (checking needs none)
-    kept: dict[str, tuple[bytes, onnx.TensorProto]] = field(
-        default_factory=dict
-    )  # small weights' bytes (weights="strip")
-    # overlap=True on a big model: inference and the checker still running; `model` is not inferred yet, and the
-    # checker's and inference's warnings come from overlap.finish()
-    overlap: Overlap | None = None
+    """A model as the loaders leave it. `model` is our own copy once a loader changed it (input shapes pinned,
+    weights stripped, shapes inferred); the caller's ModelProto is never changed."""
+
+    def __init__(self, model: onnx.ModelProto, path: str, missing: list[str], checking: Validation | None, own: bool):
+        self.model = model
+        self.path = path  # the file, or the name given for an in-memory model
+        self.opsets = opset_map(model)  # domain ("ai.onnx" for the default one) -> version
+        self.file_warnings: list[str] = []  # what reading found: checker limits, missing data, opset
+        self.shape_warnings: list[str] = []  # shape inference that failed
+        self.missing = missing  # external data running would lack (checking needs none)
+        self.kept: dict[str, tuple[bytes, onnx.TensorProto]] = {}  # small weights' bytes (strip_weights)
+        self.shapes = ShapePolicy()  # pin_inputs: what the shape policy pinned, noted and asks for
+        # infer_beside on a big model: inference and the checker still running; `model` is not inferred yet, and the
+        # checker's and inference's warnings come from overlap.finish()
+        self.overlap: Overlap | None = None
+        self._checking = checking  # the checker's verdict, finished when the loaders are done (or by the Overlap)
+        self._own = own  # False: the caller's ModelProto, copied before the first change
+        self._stripped = self._inferred = False
 
     @property
     def warnings(self) -> list[str]:
         return self.file_warnings + self.shape_warnings
 
+    def writable(self) -> onnx.ModelProto:
+        """The model for a loader to change: ours (copied from the caller's first), not inferred yet."""
+        if self._inferred:
+            raise ValueError("loaders that change the model come before shape inference")
+        if not self._own:
+            copy = onnx.ModelProto()
+            copy.CopyFrom(self.model)
+            self.model, self._own = copy, True
+        return self.model
 
-def prepare_onnx(
-    source: str | os.PathLike | onnx.ModelProto,
-    *,
-    input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-    infer: bool = True,
-    weights: str = "keep",
-    require_data: bool = False,
-    only_dynamic: bool = False,
-    name: str = "<memory>",
-    overlap: bool = False,
-) -> PreparedOnnx:
-    """The model read from `source` (a file: validated; a ModelProto: copied before any change) and prepared.
 
-    weights: "strip" drops weight bytes before inference (check: shapes need dims and dtypes only; the bytes of
-    small ones are kept for rules), "keep" leaves embedded weights in and external ones on disk (split copies them
-    into stages), "load" reads external weights into memory too (fix, convert, quantize run or rewrite the model).
-    require_data: refuse (exit 2) when external data is missing or too short, for verbs that run the model.
-    only_dynamic: --input-shape may pin only dynamic dims (split: its stages must match the original model).
-    overlap: the caller (the check loader, weights="strip") builds what needs no shapes while inference runs: on a
-    big model without subgraphs whose checker runs in a child, inference runs in another and the result carries
-    an `Overlap` to finish (the model as stripped, not inferred).
-    """
-    if weights not in WEIGHTS:
-        raise ValueError(f"weights must be one of {WEIGHTS}, not {weights!r}")
-    checking = None
-    if isinstance(source, onnx.ModelProto):
-        if weights == "load":
-            raise ValueError("weights='load' needs a file: an in-memory model has no folder to read them from")
-        model, path, missing = source, name, []
-        if input_shapes or weights == "strip":  # the caller's model is never changed
-            model = onnx.ModelProto()
-            model.CopyFrom(source)
-    else:
-        path = str(source)
-        # a big model's checker may run in a child beside shape inference (the only step long enough to pay)
-        model, missing, checking = _read(Path(source), defer=infer)
-    overlap = (
-        overlap
-        and infer
-        and weights == "strip"
-        and checking is not None
-        and checking.deferred
-        and checking.single_graph
-    )
+Loader = Callable[[PreparedOnnx], None]
+
+
+def read_onnx(path: str | os.PathLike, *loaders: Loader, external_data: str = "optional") -> PreparedOnnx:
+    """The file read and validated (a model the ONNX checker rejects: one line, exit 2), then `loaders` in order."""
+    if external_data not in EXTERNAL_DATA:
+        raise ValueError(f"external_data must be one of {EXTERNAL_DATA}, not {external_data!r}")
+    inferring = _inference_last(loaders)
+    # a big model's checker may run in a child beside shape inference (the only step long enough to pay)
+    model, missing, checking = _read(Path(path), defer=inferring)
+    prep = PreparedOnnx(model, str(path), missing, checking, own=True)
+    return _apply(prep, loaders, external_data)
+
+
+def from_proto(model: onnx.ModelProto, *loaders: Loader, name: str = "<memory>") -> PreparedOnnx:
+    """A ModelProto the caller holds (copied before any change), then `loaders` in order."""
+    _inference_last(loaders)
+    return _apply(PreparedOnnx(model, name, [], None, own=False), loaders, None)
+
+
+def pin_inputs(shapes=None, only_dynamic: bool = False, strict: bool = True) -> Loader:
+    """Pin input dims by the shape policy (util.shapes.resolve): the shapes given (`--input-shape`) and a dynamic
+    batch set to 1; what else is unknown is recorded in `prep.shapes` for the verb to ask for. only_dynamic: a
+    fixed dim may not change (split: its stages must match the original model). strict=False: a shape applies only
+    where it fits (scan: one option for many models): an input of that name and rank whose fixed dims it keeps."""
+
+    shapes = parse_input_shapes(shapes)  # any form the library takes: a mapping, "NAME=D0,D1,...", a list of those
+
+    def pin(prep: PreparedOnnx) -> None:
+        declared = declared_inputs(prep.model)
+        given = shapes if strict or not shapes else fitting(declared, shapes)
+        prep.shapes = resolve(declared, given, imgsz_hint(metadata(prep.model)))
+        if prep.shapes.pinned:
+            apply_input_shapes(prep.writable(), prep.shapes.pinned, only_dynamic)
+
+    return pin
+
+
+def declared_inputs(model: onnx.ModelProto) -> dict[str, tuple | None]:
+    """The model's inputs (initializers excluded) and their declared dims (names/None for dynamic ones)."""
+    inits = {t.name for t in model.graph.initializer}
+    return {i.name: shape_of(i.type) for i in model.graph.input if i.name not in inits}
+
+
+def metadata(model: onnx.ModelProto) -> dict[str, str]:
+    return {p.key: p.value for p in model.metadata_props}
+
+
+def require_shapes(prep: PreparedOnnx, why: str) -> None:
+    """Refuse (one line naming the input and the shape to give) a model whose unknown dims the verb needs."""
+    if prep.shapes.needed:
+        raise ShapeNeeded(prep.shapes.needed, why)
+
+
+def strip_weights(prep: PreparedOnnx) -> None:
+    """Weight bytes dropped before inference, which needs dims and dtypes only (check); the bytes of small ones are
+    kept for rules (`prep.kept`)."""
+    prep.kept = _strip_weights(prep.writable())
+    prep._stripped = True
+
+
+def infer(prep: PreparedOnnx) -> None:
+    """Shape inference (lenient: see `infer_shapes`); a failure is a shape warning, not an error."""
+    if prep._checking is not None:
+        prep._checking.begin()  # after the loaders' writes (input shapes, stripped weights): they would copy pages
+    prep._inferred = True
+    prep.model, error = infer_shapes(prep.model)
+    if error:
+        prep.shape_warnings.append(f"shape inference failed ({error}); shapes may be incomplete")
+
+
+def infer_beside(prep: PreparedOnnx) -> None:
+    """`infer`, or on a big stripped model without subgraphs whose checker runs in a child, inference in another
+    child while the caller (the check loader) builds what needs no shapes: `prep.overlap` to finish."""
+    checking = prep._checking
+    if checking is None or not (prep._stripped and checking.deferred and checking.single_graph):
+        infer(prep)
+        return
+    checking.begin()
+    prep._inferred = True
+    prep.overlap = Overlap(prep.model, checking)
+    prep._checking = None  # the Overlap finishes the verdict
+
+
+_INFERENCE = (infer, infer_beside)
+
+
+def _inference_last(loaders: tuple[Loader, ...]) -> bool:
+    """Whether the loaders end with shape inference; refuse (a programming error) one anywhere else."""
+    if any(load in _INFERENCE for load in loaders[:-1]):
+        raise ValueError("shape inference is the last loader: what changes the model comes before it")
+    return bool(loaders) and loaders[-1] in _INFERENCE
+
+
+def _apply(prep: PreparedOnnx, loaders: tuple[Loader, ...], external_data: str | None) -> PreparedOnnx:
+    """What reading found, then the loaders; the checker's verdict last (its rejection wins over any later error)."""
+    checking = prep._checking
     try:
-        prepared = _prepare(
-            model, path, missing, input_shapes, infer, weights, require_data, only_dynamic, checking, overlap
-        )
+        if prep.missing and external_data in ("required", "loaded"):
+            refuse_missing_data(prep.missing)
+        if prep.missing:
+            prep.file_warnings.append(
+                f"external data file(s) not found: {', '.join(prep.missing)} "
+                "(checking needs only shapes; running will fail)"
+            )
+        if external_data == "loaded":
+            _load_weights(prep.model, Path(prep.path))
+        if prep.opsets.get("ai.onnx", 0) > onnx.defs.onnx_opset_version():
+            prep.file_warnings.append(
+                f"model opset {prep.opsets['ai.onnx']} is newer than this onnx ({onnx.defs.onnx_opset_version()}); "
+                "shapes may be incomplete"
+            )
+        for load in loaders:
+            load(prep)
     except Exception:
         if checking is not None:
             checking.finish()  # a model the checker rejects may break a step above first: the checker's line wins
@@ -130,56 +221,16 @@ def prepare_onnx(
         if checking is not None:
             checking.cancel()
         raise
-    if checking is not None and prepared.overlap is None:
-        prepared.file_warnings[:0] = checking.finish()  # the checker's warnings first, as when it ran first
-    return prepared
-
-
-def _prepare(
-    model: onnx.ModelProto,
-    path: str,
-    missing: list[str],
-    input_shapes: Mapping[str, tuple[int, ...]] | None,
-    infer: bool,
-    weights: str,
-    require_data: bool,
-    only_dynamic: bool,
-    checking: Validation | None,
-    overlap: bool = False,
-) -> PreparedOnnx:
-    """prepare_onnx's steps after the read."""
-    file_warnings = []
-    if missing and require_data:
-        refuse_missing_data(missing)
-    if missing:
-        file_warnings.append(
-            f"external data file(s) not found: {', '.join(missing)} (checking needs only shapes; running will fail)"
-        )
-    if weights == "load":
-        _load_weights(model, Path(path))  # a file: the in-memory model was refused "load" above
-    if input_shapes:
-        apply_input_shapes(model, input_shapes, only_dynamic)
-    opsets = opset_map(model)
-    if opsets.get("ai.onnx", 0) > onnx.defs.onnx_opset_version():
-        file_warnings.append(
-            f"model opset {opsets['ai.onnx']} is newer than this onnx ({onnx.defs.onnx_opset_version()}); shapes may be incomplete"
-        )
-    kept = _strip_weights(model) if weights == "strip" else {}
-    shape_warnings = []
-    if infer:
-        if checking is not None:
-            checking.begin()  # after the writes above (input shapes, stripped weights): they would copy shared pages
-        if overlap:
-            return PreparedOnnx(model, path, opsets, file_warnings, [], missing, kept, Overlap(model, checking))
-        model, error = infer_shapes(model)
-        if error:
-            shape_warnings.append(f"shape inference failed ({error}); shapes may be incomplete")
-    return PreparedOnnx(model, path, opsets, file_warnings, shape_warnings, missing, kept)
+    if prep._checking is not None:
+        prep.file_warnings[:0] = prep._checking.finish()  # the checker's warnings first, as when it ran first
+        prep._checking = None
+    return prep
 
 
 def infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
-    """ONNX shape inference with data propagation, lenient (unknown ops and type clashes leave shapes unknown):
-    -> (the inferred model, None), or (the model as given, why inference failed). The input is not modified."""
+    """The one shape inference of a ModelProto: ONNX's with data propagation, lenient (unknown ops and type clashes
+    leave shapes unknown) -> (the inferred model, None), or (the model as given, why inference failed). Never
+    raises; the input is not modified. (A rewrite's onnx-ir model: rewrite.base.infer_ir_shapes, on these terms.)"""
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True), None
     except Exception as e:
@@ -242,7 +293,7 @@ def _inferred_types(model: onnx.ModelProto) -> tuple[list[tuple], str | None]:
 
 class Overlap:
     """Shape inference of a big model running in a forked child (and its ONNX checker in another), while the loader
-    builds what needs no shapes: nodes, initializers, producer and consumer maps (prepare_onnx(overlap=True)).
+    builds what needs no shapes: nodes, initializers, producer and consumer maps (the `infer_beside` loader).
     `finish()` joins both; an error while the loader builds must go through `abort()`: a model the checker
     rejects may break the loader first, and the checker's line wins, as when it ran first."""
 

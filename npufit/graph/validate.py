@@ -1,6 +1,6 @@
 """The one validation front door for ONNX models (hostile-input issue, part 3).
 
-Every verb reads a model through `onnx_prepare.prepare_onnx`, which calls `validate_model`: the ONNX checker
+Every verb reads a model through `onnx_prepare.read_onnx`, which calls `start_validation`: the ONNX checker
 (structural check always; the full check with strict shape inference where affordable), a raw-data length check,
 the external-data guard, which covers every tensor a model can carry (initializers, sparse initializers,
 TENSOR and TENSORS attributes, subgraphs and model-local function bodies), and a text check: ONNX is proto2,
@@ -447,7 +447,8 @@ def external_location(t: onnx.TensorProto) -> str | None:
     return ""
 
 
-def _span(t: onnx.TensorProto) -> tuple[int, int | None]:
+def external_span(t: onnx.TensorProto) -> tuple[int, int | None]:
+    """(offset, length) of a tensor's bytes in its external data file; length None: to the end of the file."""
     meta = {kv.key: kv.value for kv in t.external_data}
     try:
         offset = int(meta.get("offset", 0))
@@ -482,7 +483,7 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path, external: list[o
             raise BadModelError(
                 f"tensor '{t.name}': external data '{loc}' points outside the model folder (refused: path traversal)"
             )
-        offset, length = _span(t)
+        offset, length = external_span(t)
         if not os.path.lexists(target):
             missing.append(loc)
             continue

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import NpufitError
-from .cache import StepRecord
-from .matrix import Cell
 from .results import StepResult
-from .schema import ModelSpec, PipelineConfig
+
+if TYPE_CHECKING:  # annotations only: the step records (stepdefs.py) reach this module without yaml
+    from .cache import StepRecord
+    from .matrix import Cell
+    from .schema import ModelSpec, PipelineConfig
 
 
 class Skip(Exception):

@@ -11,19 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import NpufitError
-from .schema import STEPS, PipelineConfig
+from .schema import PipelineConfig
+from .stepdefs import BY_NAME, STEP_NAMES
 
-SCOPE = {
-    "train": "model",
-    "export": "model",
-    "check": "target",
-    "fix": "target",
-    "split": "target",
-    "quantize": "target",
-    "compile": "target",
-    "bench": "runtime",
-    "report": "all",
-}
 MODEL_CHAIN = ("export", "fix", "split")  # steps whose output model the later target steps consume
 
 
@@ -53,10 +43,10 @@ def expand(config: PipelineConfig) -> list[Cell]:
     """Every cell of the run, in execution order (step by step, then model, then target/runtime)."""
     _require(config)
     cells: list[Cell] = []
-    for step in STEPS:
+    for step in STEP_NAMES:
         if step not in config.steps:
             continue
-        scope = SCOPE[step]
+        scope = BY_NAME[step].scope
         if scope == "all":
             cells.append(Cell(step))
             continue
@@ -73,15 +63,15 @@ def expand(config: PipelineConfig) -> list[Cell]:
 
 
 def _require(config: PipelineConfig) -> None:
-    needs_model = [s for s in config.steps if SCOPE[s] in ("target", "runtime")]
+    needs_model = [s for s in config.steps if BY_NAME[s].scope in ("target", "runtime")]
     if needs_model and "export" not in config.steps:
         raise NpufitError(
             f"{config.path}: steps.{needs_model[0]} needs steps.export (it provides the ONNX model, "
             "also for models given as 'onnx:')"
         )
-    if any(SCOPE[s] == "target" for s in config.steps) and not config.targets:
+    if any(BY_NAME[s].scope == "target" for s in config.steps) and not config.targets:
         raise NpufitError(
-            f"{config.path}: steps {', '.join(s for s in config.steps if SCOPE[s] == 'target')} need at least one entry in targets"
+            f"{config.path}: steps {', '.join(s for s in config.steps if BY_NAME[s].scope == 'target')} need at least one entry in targets"
         )
 
 
@@ -91,10 +81,12 @@ def model_source(cell: Cell, config: PipelineConfig) -> Cell | None:
         return None
     if cell.step in ("check", "fix", "bench"):
         return Cell("export", cell.model)
-    order = STEPS.index(cell.step)
+    order = STEP_NAMES.index(cell.step)
     for step in reversed(MODEL_CHAIN):
-        if STEPS.index(step) < order and step in config.steps:
-            return Cell(step, cell.model) if SCOPE[step] == "model" else Cell(step, cell.model, target=cell.target)
+        if STEP_NAMES.index(step) < order and step in config.steps:
+            return (
+                Cell(step, cell.model) if BY_NAME[step].scope == "model" else Cell(step, cell.model, target=cell.target)
+            )
     return None
 
 
@@ -119,16 +111,16 @@ def dependencies(cell: Cell, config: PipelineConfig, all_cells: list[Cell]) -> l
 def select(cells: list[Cell], only: str | None = None, start: str | None = None) -> set[str]:
     """Ids of the cells to (re)run for --only STEP / --from STEP; the others reuse their recorded results."""
     for s in (only, start):
-        if s is not None and s not in STEPS:
-            raise NpufitError(f"unknown step '{s}' (steps: {', '.join(STEPS)})")
+        if s is not None and s not in BY_NAME:
+            raise NpufitError(f"unknown step '{s}' (steps: {', '.join(STEP_NAMES)})")
     present = {c.step for c in cells}
     for s in (only, start):
         if s is not None and s not in present:
             raise NpufitError(
-                f"step '{s}' is not in this pipeline's steps ({', '.join(sorted(present, key=STEPS.index))})"
+                f"step '{s}' is not in this pipeline's steps ({', '.join(sorted(present, key=STEP_NAMES.index))})"
             )
     if only:
         return {c.id for c in cells if c.step == only}
     if start:
-        return {c.id for c in cells if STEPS.index(c.step) >= STEPS.index(start)}
+        return {c.id for c in cells if STEP_NAMES.index(c.step) >= STEP_NAMES.index(start)}
     return {c.id for c in cells}

@@ -20,11 +20,12 @@ from typing import Any
 from ..errors import NpufitError
 from ..util.io import atomic_write_json, atomic_write_text, claim_dir
 from ..util.progress import track
+from ..vocab import PIPELINE_EXECUTOR
 from .cache import NO_RECORD, StepRecord, compute_key, digest_file, digest_tree, fresh
 from .context import Reject, Skip, StepContext
 from .matrix import Cell, dependencies, expand, model_source, select
-from .results import RESULT_TYPES
-from .schema import STEPS, ModelSpec, PipelineConfig, load_config
+from .schema import ModelSpec, PipelineConfig, load_config
+from .stepdefs import BY_NAME, STEPS
 
 MANIFEST = "pipeline.json"
 RUN_SCHEMA = "npufit.pipeline-run/1"
@@ -98,11 +99,6 @@ class PipelineRun:
         return render_summary(self, fmt)
 
 
-# Steps whose cells may run side by side on an executor: bench measures (one cell at a time on this machine),
-# and the report reads the manifest of this very run.
-PARALLEL_STEPS = frozenset(STEPS) - {"bench", "report"}
-
-
 def run_pipeline(
     path: str | os.PathLike,
     from_step: str | None = None,
@@ -110,7 +106,7 @@ def run_pipeline(
     force: bool = False,
     output_dir: str | os.PathLike | None = None,
     quiet: bool = False,
-    executor: str = "inprocess",
+    executor: str = PIPELINE_EXECUTOR,
     jobs: int | None = None,
     address: str | None = None,
 ) -> PipelineRun:
@@ -154,17 +150,17 @@ def run_pipeline(
 
     with get_executor(executor, jobs, address) as ex:
         for step in STEPS:
-            todo = [c for c in cells if c.step == step]
+            todo = [c for c in cells if c.step == step.name]
             if not todo:
                 continue
-            if step == "report":  # the report reads the manifest of this very run
+            if step.name == "report":  # the report reads the manifest of this very run
                 run.results = list(records.values())
                 run.seconds = time.perf_counter() - t0
                 atomic_write_json(config.output_dir / MANIFEST, run.to_dict())
-            if ex.name != "inprocess" and step in PARALLEL_STEPS and len(todo) > 1:
+            if ex.name != "inprocess" and step.parallel and len(todo) > 1:
                 _run_step_on(ex, todo, config, cells, records, selected, force, log)
                 continue
-            for cell in track(todo, f"{step:<9}", total=len(todo)):
+            for cell in track(todo, f"{step.name:<9}", total=len(todo)):
                 res = _run_cell(cell, config, cells, records, selected, force, dataset, log)
                 records[cell.id] = res
                 log(_line(res))
@@ -245,9 +241,8 @@ def _plan_cell(
 
 
 def _execute(job: dict[str, Any], config: PipelineConfig, dataset, log) -> CellResult:
-    from .steps import STEP_FUNCTIONS
-
     cell, folder, key = job["cell"], job["folder"], job["key"]
+    step = BY_NAME[cell.step]
     ctx = StepContext(config, cell, folder, job["settings"], job["deps"], job["model_from"], dataset, log)
     if folder.exists():
         shutil.rmtree(folder)  # no stale outputs from an earlier run survive into this one
@@ -255,11 +250,9 @@ def _execute(job: dict[str, Any], config: PipelineConfig, dataset, log) -> CellR
     rec = StepRecord(cell.id, cell.step, key=key)
     t0 = time.perf_counter()
     try:
-        out = STEP_FUNCTIONS[cell.step](ctx)
-        if not isinstance(out.result, RESULT_TYPES[cell.step]):  # a step wired to the wrong result type is a bug here
-            raise TypeError(
-                f"step '{cell.step}' returned {type(out.result).__name__}, not {RESULT_TYPES[cell.step].__name__}"
-            )
+        out = step.run(ctx)
+        if not isinstance(out.result, step.result):  # a step wired to the wrong result type is a bug here
+            raise TypeError(f"step '{cell.step}' returned {type(out.result).__name__}, not {step.result.__name__}")
         rec.status, rec.outputs, rec.result, rec.message = "ok", out.outputs, out.result, out.message
         rec.digests = {n: digest_tree(folder / p) for n, p in out.outputs.items()}
     except Skip as e:
@@ -365,13 +358,12 @@ def _key_parts(
     cell: Cell, config: PipelineConfig, spec: ModelSpec | None, settings: dict, deps: list[CellResult]
 ) -> dict:
     from .. import __version__
-    from .steps import STEP_REVISION
 
     parts: dict[str, Any] = {
         "cell": cell.id,
         "settings": settings,
         "npufit": __version__,
-        "revision": STEP_REVISION[cell.step],
+        "revision": BY_NAME[cell.step].revision,
     }
     if cell.step == "report":
         parts["inputs"] = {d.cell.id: [d.record.status, d.record.key, d.record.digests, d.record.message] for d in deps}
@@ -379,6 +371,8 @@ def _key_parts(
     parts["inputs"] = {d.cell.id: d.record.digests for d in deps}
     if cell.step in ("train", "export") and spec is not None:
         parts["model"] = {"arch": spec.arch, "hidden": spec.hidden, "layers": spec.layers}
+        if spec.input_shapes:  # written into the exported model
+            parts["model"]["input_shapes"] = {k: list(v) for k, v in spec.input_shapes.items()}
         if spec.onnx is not None:
             parts["model"]["onnx"] = digest_file(spec.onnx) if spec.onnx.is_file() else f"missing:{spec.onnx}"
     if cell.step == "train":

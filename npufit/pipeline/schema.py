@@ -1,209 +1,68 @@
 """The pipeline YAML: parsed with line numbers kept, validated against a declared schema, frozen into a config.
 
-Every key the file may hold is declared once in SCHEMA below (type, default, one-line doc); docs/pipeline.md
-is the same table in prose. An error names the file, line and column of the offending key and says what was
-expected, e.g. `timeseries.yaml:14:7: steps.train.epochs: expected an integer >= 1, got 'three'`.
+Every key the file may hold is declared once (type, default, one-line doc): a step's settings in its record
+(stepdefs.py), the others below; docs/pipeline.md is the same table in prose. An error names the file, line and
+column of the offending key and says what was expected, e.g.
+`timeseries.yaml:14:7: steps.train.epochs: expected an integer >= 1, got 'three'`.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
 from ..errors import NpufitError
 from ..util.readers import read_text
+from ..util.shapes import parse_input_shapes
+from . import keys
+from .keys import Key
+from .stepdefs import BY_NAME, STEP_NAMES, STEPS
 
-STEPS = ("train", "export", "check", "fix", "split", "quantize", "compile", "bench", "report")
 ZOO_ARCHS = ("gru", "lstm", "bilstm", "tcn")
 RUNTIMES = ("ort-cpu", "ort-cuda", "ort-trt", "tensorrt", "openvino", "hailort")
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # used in folder names
 # a run is models x targets x runtimes step folders: bounds far above a real sweep, below a machine-filling one
 MAX_MODELS, MAX_TARGETS, MAX_RUNTIMES = 100, 32, len(RUNTIMES)
 
 
-@dataclass(frozen=True)
-class Key:
-    """One allowed key: a checker (value -> error text or None), a default and the doc line."""
-
-    check: Callable[[Any], str | None]
-    default: Any = None
-    doc: str = ""
-    required: bool = False
-
-
-def _int(lo: int = 0) -> Callable[[Any], str | None]:
-    return lambda v: (
-        None if isinstance(v, int) and not isinstance(v, bool) and v >= lo else f"expected an integer >= {lo}"
-    )
-
-
-def _num(lo: float = 0.0, hi: float | None = None) -> Callable[[Any], str | None]:
-    def chk(v):
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
-        return None if ok else f"expected a number in [{lo}, {hi if hi is not None else 'inf'}]"
-
-    return chk
-
-
-def _str(v) -> str | None:
-    return None if isinstance(v, str) and v.strip() else "expected a non-empty string"
-
-
-def _name(v) -> str | None:
-    return None if isinstance(v, str) and NAME_RE.match(v) else "expected a name of letters, digits, '_', '.' or '-'"
-
-
-def _inside_name(v) -> str | None:
-    """A file name inside the results folder: relative, no '..' (nothing is written outside the folder)."""
-    if not isinstance(v, str) or not v.strip() or "\x00" in v:
-        return "expected a file name"
-    parts = v.replace("\\", "/").split("/")
-    if v.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", v) or ".." in parts or v.endswith("/"):
-        return "expected a file name inside the results folder (no absolute path, no '..')"
-    return None
-
-
-def _bool(v) -> str | None:
-    return None if isinstance(v, bool) else "expected true or false"
-
-
-def _choice(*opts: str) -> Callable[[Any], str | None]:
-    return lambda v: None if v in opts else f"expected one of {', '.join(opts)}"
-
-
-def _measure(v) -> str | None:
-    ok = isinstance(v, bool) or v in ("auto", "vela-checks", "compile")
-    return None if ok else "expected false, true, auto, vela-checks or compile"
-
-
-def _str_list(v) -> str | None:
-    ok = isinstance(v, list) and all(isinstance(s, str) and s.strip() for s in v)
-    return None if ok else "expected a list of strings"
-
-
-def _any_mapping(v) -> str | None:
-    return None if isinstance(v, dict) else "expected a mapping of option: value"
-
-
-def _each_in(v: list, allowed) -> str | None:
-    bad = [s for s in v if s not in allowed]
-    return f"unknown runtime(s) {', '.join(bad)}; expected some of {', '.join(allowed)}" if bad else None
-
-
-def _bounded(check: Callable[[Any], str | None], most: int, what: str) -> Callable[[Any], str | None]:
-    """`check`, then at most `most` entries, none repeated (a repeat would only run the same steps again)."""
-
-    def chk(v):
-        err = check(v)
-        if err:
-            return err
-        if len(v) > most:
-            return f"expected at most {most} {what}, got {len(v)}"
-        keys = [str(x).lower() for x in v]
-        dup = next((x for i, x in enumerate(v) if keys.index(str(x).lower()) != i), None)
-        return f"'{dup}' is listed twice" if dup is not None else None
-
-    return chk
-
-
-TRAIN = {
-    "epochs": Key(_int(1), 3, "passes over the training windows"),
-    "batch_size": Key(_int(1), 64, "windows per optimiser step"),
-    "lr": Key(_num(1e-9), 3e-3, "Adam learning rate"),
-    "seed": Key(_int(0), 0, "weight init and shuffling seed"),
-    "max_windows": Key(_int(2), None, "use at most this many windows per split (fast test runs)"),
-}
-STEP_KEYS: dict[str, dict[str, Key]] = {
-    "train": TRAIN,
-    "export": {"opset": Key(_int(7), 11, "ONNX opset of the exported model (11: what the Hailo DFC officially takes)")},
-    "check": {
-        "measure": Key(
-            _measure,
-            False,
-            "also run the real compiler when installed and record its placement beside the prediction "
-            "(check --measure)",
-        )
-    },
-    "fix": {
-        "rules": Key(_str_list, None, "only these rewrite rules (default: the target's rule set)"),
-        "skip_rules": Key(_str_list, None, "rewrite rules not to apply"),
-        "allow_approx": Key(_bool, False, "also apply approximate rules (their error is reported)"),
-    },
-    "split": {
-        "mode": Key(
-            _choice("prefix", "segments"), "prefix", "prefix: largest NPU-runnable prefix; segments: every NPU region"
-        ),
-        "min_nodes": Key(_int(1), 1, "smallest NPU region that becomes its own stage (segments mode)"),
-        "always": Key(
-            _bool, False, "split even for targets whose runtime falls back to its CPU by itself (RKNN, Ethos-U)"
-        ),
-        "min_npu_macs_pct": Key(
-            _num(0.0, 100.0),
-            0.0,
-            "reject the split (end the branch) when the NPU part would hold "
-            "less than this share of the MACs: not worth a device round trip",
-        ),
-    },
-    "quantize": {
-        "method": Key(_choice("minmax", "entropy", "percentile"), "minmax", "calibration method"),
-        "per_channel": Key(_bool, False, "per-channel weight scales"),
-        "samples": Key(_int(1), 64, "calibration windows, spread over the training data"),
-        "holdout": Key(
-            _int(0),
-            None,
-            "held-back windows (between the calibration ones) the int8 accuracy is measured "
-            "on; default: all 256 the train step writes",
-        ),
-        "warn_sqnr_db": Key(_num(), 30.0, "the step line warns when the worst output's SQNR vs float is below this"),
-        "min_sqnr_db": Key(
-            _num(), 20.0, "the step fails (its branch stops) when the worst output's SQNR is below this"
-        ),
-    },
-    "compile": {
-        "compilers": Key(_str_list, None, "only these compilers (default: the one for each target)"),
-        "options": Key(_any_mapping, None, "extra options passed to the compiler"),
-    },
-    "bench": {
-        "iterations": Key(_int(1), 100, "timed inferences per runtime"),
-        "warmup": Key(_int(0), 10, "untimed inferences first"),
-        "threads": Key(_int(1), None, "intra-op threads (default: the runtime's)"),
-    },
-    "report": {"output": Key(_inside_name, "report.html", "file name of the HTML report inside the results folder")},
-}
 DATA = {
-    "csv": Key(_str, None, "CSV file (relative to the YAML); omit for the bundled synthetic sensor set"),
-    "columns": Key(_str_list, None, "CSV columns to use as features (default: every numeric column)"),
-    "target": Key(_str, None, "column to forecast (default: the first feature)"),
-    "length": Key(_int(16), 4000, "synthetic: number of time steps"),
-    "features": Key(_int(1), 4, "synthetic: number of sensors"),
-    "seed": Key(_int(0), 0, "synthetic: generator seed"),
-    "noise": Key(_num(0.0), 0.05, "synthetic: sensor noise level"),
-    "seq_len": Key(_int(2), 32, "window length fed to the model"),
-    "horizon": Key(_int(1), 1, "steps ahead to forecast"),
-    "val_fraction": Key(_num(0.01, 0.99), 0.2, "share of the series (its end) held back for validation"),
-    "stride": Key(_int(1), 1, "step between consecutive windows"),
+    "csv": Key(keys.text, None, "CSV file (relative to the YAML); omit for the bundled synthetic sensor set"),
+    "columns": Key(keys.str_list, None, "CSV columns to use as features (default: every numeric column)"),
+    "target": Key(keys.text, None, "column to forecast (default: the first feature)"),
+    "length": Key(keys.integer(16), 4000, "synthetic: number of time steps"),
+    "features": Key(keys.integer(1), 4, "synthetic: number of sensors"),
+    "seed": Key(keys.integer(0), 0, "synthetic: generator seed"),
+    "noise": Key(keys.number(0.0), 0.05, "synthetic: sensor noise level"),
+    "seq_len": Key(keys.integer(2), 32, "window length fed to the model"),
+    "horizon": Key(keys.integer(1), 1, "steps ahead to forecast"),
+    "val_fraction": Key(keys.number(0.01, 0.99), 0.2, "share of the series (its end) held back for validation"),
+    "stride": Key(keys.integer(1), 1, "step between consecutive windows"),
 }
 MODEL = {
-    "name": Key(_name, None, "unique model name (used in folder names)", required=True),
-    "arch": Key(_choice(*ZOO_ARCHS), None, "zoo architecture to train (gru, lstm, bilstm, tcn)"),
-    "onnx": Key(_str, None, "an existing ONNX file instead of a zoo model (train/export then just copy it)"),
-    "hidden": Key(_int(1), 32, "hidden size / channels"),
-    "layers": Key(_int(1), 1, "stacked RNN layers"),
-    **{s: Key(_any_mapping, None, f"per-model overrides of steps.{s}") for s in STEPS if s != "report"},
+    "name": Key(keys.name, None, "unique model name (used in folder names)", required=True),
+    "arch": Key(keys.choice(ZOO_ARCHS), None, "zoo architecture to train (gru, lstm, bilstm, tcn)"),
+    "onnx": Key(keys.text, None, "an existing ONNX file instead of a zoo model (train/export then just copy it)"),
+    "hidden": Key(keys.integer(1), 32, "hidden size / channels"),
+    "layers": Key(keys.integer(1), 1, "stacked RNN layers"),
+    "input_shapes": Key(
+        keys.input_shapes,
+        None,
+        "shapes the model runs at, e.g. {images: [1, 3, 640, 640]} or 'images=1,3,640,640': written into the exported "
+        "model every step reads (a dynamic batch alone is pinned to 1; other unknown dims must be given)",
+    ),
+    **{s.name: Key(keys.mapping, None, f"per-model overrides of steps.{s.name}") for s in STEPS if s.scope != "all"},
 }
 TOP = {
     "version": Key(
         lambda v: None if v == 1 else "expected 1 (the only schema version)", 1, "schema version", required=True
     ),
-    "name": Key(_name, "pipeline", "pipeline name"),
-    "output_dir": Key(_str, None, "results folder, relative to the YAML (default: results/<name>)"),
-    "data": Key(_any_mapping, {}, "the dataset (see data keys)"),
+    "name": Key(keys.name, "pipeline", "pipeline name"),
+    "output_dir": Key(keys.text, None, "results folder, relative to the YAML (default: results/<name>)"),
+    "data": Key(keys.mapping, {}, "the dataset (see data keys)"),
     "models": Key(
         lambda v: (
             (None if len(v) <= MAX_MODELS else f"expected at most {MAX_MODELS} models, got {len(v)}")
@@ -214,13 +73,15 @@ TOP = {
         "the models (see model keys)",
         required=True,
     ),
-    "targets": Key(_bounded(_str_list, MAX_TARGETS, "targets"), [], "NPU targets for check/fix/split/quantize/compile"),
+    "targets": Key(
+        keys.bounded(keys.str_list, MAX_TARGETS, "targets"), [], "NPU targets for check/fix/split/quantize/compile"
+    ),
     "runtimes": Key(
-        _bounded(lambda v: _str_list(v) or _each_in(v, RUNTIMES), MAX_RUNTIMES, "runtimes"),
+        keys.bounded(lambda v: keys.str_list(v) or keys.each_in(v, RUNTIMES), MAX_RUNTIMES, "runtimes"),
         ["ort-cpu"],
         "runtimes for bench",
     ),
-    "steps": Key(_any_mapping, None, "the steps to run, each with its settings (order is fixed)", required=True),
+    "steps": Key(keys.mapping, None, "the steps to run, each with its settings (order is fixed)", required=True),
 }
 
 
@@ -361,6 +222,7 @@ class ModelSpec:
     hidden: int
     layers: int
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # pinned in the exported model
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -370,6 +232,7 @@ class ModelSpec:
             "hidden": self.hidden,
             "layers": self.layers,
             "overrides": self.overrides,
+            "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
         }
 
 
@@ -424,16 +287,16 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
         raise v.fail(("data", "columns"), "only applies with data.csv")
     steps: dict[str, dict[str, Any]] = {}
     for s in top["steps"]:
-        if s not in STEPS:
-            close = difflib.get_close_matches(s, STEPS, n=1)
+        if s not in BY_NAME:
+            close = difflib.get_close_matches(s, STEP_NAMES, n=1)
             raise v.fail(
                 ("steps", s),
                 f"unknown step '{s}'"
-                + (f" (did you mean '{close[0]}'?)" if close else f" (steps: {', '.join(STEPS)})"),
+                + (f" (did you mean '{close[0]}'?)" if close else f" (steps: {', '.join(STEP_NAMES)})"),
             )
-    for s in STEPS:
+    for s in STEP_NAMES:
         if s in top["steps"]:
-            steps[s] = v.section(top["steps"][s] or {}, STEP_KEYS[s], ("steps", s))
+            steps[s] = v.section(top["steps"][s] or {}, BY_NAME[s].settings, ("steps", s))
     models, seen = [], set()
     for i, m in enumerate(top["models"]):
         ms = v.section(m, MODEL, ("models", i))
@@ -445,14 +308,15 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
                 ("models", i), "give exactly one of 'arch' (a zoo model to train) or 'onnx' (an existing file)"
             )
         overrides = {}
-        for s in STEPS:
+        for s in STEP_NAMES:
             if ms.get(s) is not None:
                 if s not in steps:
                     raise v.fail(("models", i, s), f"overrides step '{s}', which is not in steps")
-                overrides[s] = v.section(ms[s], STEP_KEYS[s], ("models", i, s))
+                overrides[s] = v.section(ms[s], BY_NAME[s].settings, ("models", i, s))
                 overrides[s] = {k: val for k, val in overrides[s].items() if k in ms[s]}  # only what the model sets
         onnx = (p.parent / ms["onnx"]).resolve() if ms["onnx"] else None
-        models.append(ModelSpec(ms["name"], ms["arch"], onnx, ms["hidden"], ms["layers"], overrides))
+        shapes = parse_input_shapes(ms["input_shapes"])  # checked by keys.input_shapes above
+        models.append(ModelSpec(ms["name"], ms["arch"], onnx, ms["hidden"], ms["layers"], overrides, shapes))
     _check_targets(top["targets"], v)
     out = Path(output_dir) if output_dir else p.parent / (top["output_dir"] or f"results/{top['name']}")
     return PipelineConfig(
@@ -461,10 +325,12 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
 
 
 def _check_targets(targets: list[str], v: _Validator) -> None:
-    from ..targets import _MODULES, available_targets
+    from ..targets import available_targets, get_profile
 
     for i, t in enumerate(targets):
-        if t.lower() not in _MODULES:
-            close = difflib.get_close_matches(t.lower(), list(_MODULES), n=1)
+        try:
+            get_profile(t)  # a name or an alias, as `npufit check --target` takes it
+        except NpufitError:
+            close = difflib.get_close_matches(t.lower(), available_targets(), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(available_targets())})"
             raise v.fail(("targets", i), f"unknown target '{t}'{hint}")

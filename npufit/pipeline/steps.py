@@ -1,12 +1,12 @@
 """The nine steps. Each calls the same library function as its CLI verb and writes into its cell folder.
 
-A verb that is not part of this build (its module missing) fails its branch with "not available in this
-build"; a vendor tool or runtime that is not installed skips the cell with the reason (retried next run).
+A vendor tool or runtime that is not installed skips the cell with the reason (retried next run). Each step
+imports its verb inside its function: the CLI reads the step records (stepdefs.py) while it builds its parser,
+which must not cost numpy or onnx.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import shutil
 from collections.abc import Collection
@@ -27,20 +27,6 @@ from .results import (
     SplitStepResult,
     TrainStepResult,
 )
-
-
-def library(step: str, module: str, attr: str):
-    """The library function behind a verb, or a clear branch failure when this build lacks it."""
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name and (module == e.name or module.startswith(e.name + ".")):
-            raise NpufitError(f"step '{step}' is not available in this build ({module}.{attr} is missing)") from None
-        raise
-    fn = getattr(mod, attr, None)
-    if fn is None:
-        raise NpufitError(f"step '{step}' is not available in this build ({module}.{attr} is missing)")
-    return fn
 
 
 def call(step: str, fn, *args, accepts: Collection[str] | None = None, **kwargs):
@@ -116,12 +102,20 @@ def run_export(ctx: StepContext) -> Outcome:
     out = ctx.folder / "model.onnx"
     spec = ctx.spec
     if spec.onnx is not None:
-        from ..util.readers import read_bytes_capped
+        # the user's file is only read: the copy later steps read is written with the pinned shapes, or as it is
+        m, pinned = _pin_shapes(spec.onnx, spec)  # a broken file fails here, with the loader's clear message
+        if pinned:
+            from ..util.io import atomic_save_onnx
 
-        # a copy: later steps never touch the user's file (a regular file, within protobuf's 2 GiB)
-        atomic_write_bytes(out, read_bytes_capped(spec.onnx, 2048 * 1024 * 1024, "ONNX file"))
+            atomic_save_onnx(m, out)
+        else:
+            from ..util.readers import read_bytes_capped
+
+            # a copy: later steps never touch the user's file (a regular file, within protobuf's 2 GiB)
+            atomic_write_bytes(out, read_bytes_capped(spec.onnx, 2048 * 1024 * 1024, "ONNX file"))
         note = f"copied {spec.onnx.name}"
     else:
+        from ..util.io import atomic_save_onnx, private_tempdir
         from ..zoo.timeseries import export
         from ..zoo.train import build_for, load_trained
 
@@ -132,12 +126,33 @@ def run_export(ctx: StepContext) -> Outcome:
             if weights
             else build_for(spec.arch, ds, spec.hidden, spec.layers)
         )
-        export(module, out, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
+        with private_tempdir("export") as tmp:
+            raw = tmp / "model.onnx"
+            export(module, raw, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
+            m, pinned = _pin_shapes(raw, spec)
+            atomic_save_onnx(m, out)
         note = f"opset {ctx.settings['opset']}" + ("" if weights else " (untrained weights: no train step)")
-    from ..graph.onnx_prepare import prepare_onnx
-
-    m = prepare_onnx(out, infer=False).model  # a broken file fails here, with the loader's clear message
+    if pinned:
+        note += f"; {pinned}"
     return Outcome({"model": "model.onnx"}, ExportStepResult(nodes=len(m.graph.node), bytes=out.stat().st_size), note)
+
+
+def _pin_shapes(src: Path, spec):
+    """The shape policy on the model every later step reads (util.shapes): the entry's input_shapes and a dynamic
+    batch (pinned to 1) are written into it; other unknown dims fail the step, naming the key to set.
+    -> (the model, a note of what was pinned or "")."""
+    from ..graph.onnx_prepare import pin_inputs, read_onnx
+    from ..util.shapes import dims_text
+
+    prep = read_onnx(src, pin_inputs(spec.input_shapes), external_data="loaded")
+    if prep.shapes.needed:
+        n = prep.shapes.needed[0]
+        raise NpufitError(
+            f"{n.describe()}: every step runs the model at one shape; set it in the model's entry, e.g. "
+            f"input_shapes: {{{n.name}: [{', '.join(map(str, n.example))}]}}"
+        )
+    pinned = prep.shapes.pinned
+    return prep.model, ("input shapes " + ", ".join(f"{k}={dims_text(v)}" for k, v in pinned.items()) if pinned else "")
 
 
 # -- check / fix / split ---------------------------------------------------------------------------------
@@ -183,7 +198,8 @@ def run_check(ctx: StepContext) -> Outcome:
 
 
 def run_fix(ctx: StepContext) -> Outcome:
-    fix = library("fix", "npufit.rewrite", "fix")
+    from ..rewrite import fix
+
     s, out = ctx.settings, ctx.folder / "model.onnx"
     result = call(
         "fix",
@@ -218,10 +234,11 @@ def _fix_note(result) -> str:
 
 
 def run_split(ctx: StepContext) -> Outcome:
-    from ..check import check
+    from ..check import predict
+    from ..split import split
 
     s, model, target = ctx.settings, ctx.model_input(), ctx.cell.target
-    report = check(model, target, judge=pipeline_judge(target))
+    report = predict(model, target, judge=pipeline_judge(target))
     if report.fully_npu:
         shutil.copyfile(model, ctx.folder / "model.onnx")
         return Outcome(
@@ -244,14 +261,15 @@ def run_split(ctx: StepContext) -> Outcome:
         )
     prefix = report.prefix
     share = prefix["macs_pct"] or 0.0  # None: a model without MACs
-    if s["mode"] == "prefix" and (prefix["node_count"] == 0 or share < s["min_npu_macs_pct"]):
+    # a prefix with no multiply-accumulate work (a layout op before an RNN) would be an NPU stage that computes nothing
+    idle = prefix["macs_pct"] == 0
+    if s["mode"] == "prefix" and (prefix["node_count"] == 0 or idle or share < s["min_npu_macs_pct"]):
         first = report.failing[0]
         why = first.reasons[0].sentence() if first.reasons else first.verdict.value
         raise Reject(
             f"rejected for {target}: the NPU-runnable prefix holds {share:.0f}% of the MACs "
             f"(needs >= {s['min_npu_macs_pct']:g}%); {first.op_type} '{first.name}': {why}"
         )
-    split = library("split", "npufit.split", "split")
     plan_dir = ctx.folder / "plan"
     result = call(
         "split",
@@ -262,6 +280,7 @@ def run_split(ctx: StepContext) -> Outcome:
         mode=s["mode"],
         min_nodes=s["min_nodes"],
         judge=pipeline_judge(target),
+        **({"max_npu_stages": s["max_npu_stages"]} if s["mode"] == "segments" and s["max_npu_stages"] else {}),
     )
     save_result(result, ctx.folder / "split.json")
     npu = _npu_stage(plan_dir)
@@ -279,9 +298,9 @@ def run_split(ctx: StepContext) -> Outcome:
 
 
 def _npu_stage(plan_dir: Path) -> Path | None:
-    from ..split.plan import load_plan
+    from ..split.plan import PLAN_FILE, load_plan
 
-    if not (plan_dir / "plan.json").is_file():
+    if not (plan_dir / PLAN_FILE).is_file():
         return None
     for st in load_plan(plan_dir).stages:  # schema-checked, stage files inside the plan folder
         if st.device == "npu":
@@ -291,7 +310,8 @@ def _npu_stage(plan_dir: Path) -> Path | None:
 
 # -- quantize / compile ------------------------------------------------------------------------------------
 def run_quantize(ctx: StepContext) -> Outcome:
-    quantize = library("quantize", "npufit.quantize", "quantize")
+    from ..quantize import quantize
+
     s, out = ctx.settings, ctx.folder / "model.int8.onnx"
     calib, held = ctx.input("train", "calibration"), ctx.input("train", "holdout")
     result = call(
@@ -367,11 +387,10 @@ CALIBRATION_INPUT = {"npy-folder": "calibration_npy", "npz": "calibration"}
 
 
 def run_compile(ctx: StepContext) -> Outcome:
+    from ..compilers import OPTION_NAMES, compile_model, compiler_for
+    from ..split.plan import PLAN_FILE
     from .measure import measure
 
-    compile_model = library("compile", "npufit.compilers", "compile_model")
-    option_names = library("compile", "npufit.compilers", "OPTION_NAMES")
-    compiler_for = library("compile", "npufit.compilers", "compiler_for")
     try:
         comp = compiler_for(ctx.cell.target)
     except NpufitError as e:
@@ -398,11 +417,11 @@ def run_compile(ctx: StepContext) -> Outcome:
                 compile_model,
                 str(model),
                 ctx.cell.target,
-                accepts=option_names,
+                accepts=OPTION_NAMES,
                 out_dir=str(ctx.folder / "out"),
                 quantize=True,
                 calibration=str(calib) if calib else None,
-                plan=str(plan / "plan.json") if plan and (plan / "plan.json").exists() else None,
+                plan=str(plan / PLAN_FILE) if plan and (plan / PLAN_FILE).exists() else None,
                 extra=s["options"],
             )
         except UnsupportedModelError as e:  # the toolchain cannot take this model: a finding, not a tool failure
@@ -429,12 +448,15 @@ def run_compile(ctx: StepContext) -> Outcome:
     note = f"{result.compiler} {result.compiler_version or ''}: {wall:.1f} s, peak {peak:.0f} MiB"
     if devices:  # so 100% means the same here as in check
         note += f", {typed.npu_nodes}/{typed.placed_nodes} nodes on the NPU" + (f" ({folded} folded)" if folded else "")
+    if len(result.timings) > 1:  # a compiler that runs in steps (the Hailo DFC: parser, optimize, compiler)
+        note += "; " + ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items())
     return Outcome({"report": "compile.json", "artifacts": "out"}, typed, note)
 
 
 # -- bench / report ------------------------------------------------------------------------------------------
 def run_bench(ctx: StepContext) -> Outcome:
-    bench = library("bench", "npufit.bench", "bench")
+    from ..bench import bench
+
     s = ctx.settings
     inputs = ctx.input("train", "validation")
     result = call(
@@ -484,29 +506,3 @@ def run_report(ctx: StepContext) -> Outcome:
     return Outcome(
         {"html": os.path.relpath(path, ctx.folder)}, ReportStepResult(bytes=path.stat().st_size), f"wrote {path}"
     )
-
-
-# bumped when a step's outputs change meaning or format, so results recorded by older code are not reused
-STEP_REVISION = {
-    "train": 3,
-    "export": 1,
-    "check": 2,
-    "fix": 1,
-    "split": 2,
-    "quantize": 3,
-    "compile": 3,
-    "bench": 2,
-    "report": 2,
-}
-
-STEP_FUNCTIONS = {
-    "train": run_train,
-    "export": run_export,
-    "check": run_check,
-    "fix": run_fix,
-    "split": run_split,
-    "quantize": run_quantize,
-    "compile": run_compile,
-    "bench": run_bench,
-    "report": run_report,
-}

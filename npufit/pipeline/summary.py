@@ -20,14 +20,6 @@ _SHORT = {
     "skipped": "skip",
     "rejected": "rejected",
 }
-_STYLE = {
-    "ran": "green",
-    "cached": "cyan",
-    "kept": "cyan",
-    "failed": "bold red",
-    "skipped": "yellow",
-    "rejected": "magenta",
-}
 
 
 def matrix_rows(run: "PipelineRun") -> tuple[list[str], list[tuple[str, str, dict[str, "CellResult"]]]]:

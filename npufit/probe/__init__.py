@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..vocab import EXECUTOR
 from .catalogue import BY_ID, CASES, Case, select, sweep_variants
 from .report import ProbeReport
 
@@ -32,7 +33,7 @@ def probe(
     sweep: bool = False,
     compile_options: dict[str, Any] | None = None,
     replay: str | os.PathLike | None = None,
-    executor: str = "pool",
+    executor: str = EXECUTOR,
     address: str | None = None,
 ) -> ProbeReport:
     """Run the probe suite (the library side of `npufit probe`).
@@ -42,7 +43,7 @@ def probe(
     replay: a <target>-measured.json from an earlier `--compiler` run; the prediction is compared with it
     (drift table) without the compiler installed. Target, cases and sweep default to the recorded run's.
     executor: "pool" (default, local worker processes), "inprocess" or "ray" (address: a cluster; cases that
-    need a vendor compiler's env only run on nodes tagged with it, see npufit.executors.COMPILER_RESOURCES).
+    need a vendor compiler's env only run on nodes tagged with it, see Toolchain.resource in npufit.toolchains).
     """
     from ..targets import get_profile
 
@@ -177,8 +178,3 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
 
 
 __all__ = ["probe", "ProbeReport", "Case", "CASES", "BY_ID", "select", "write_outputs"]
-
-
-from ..util.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, probe)  # npufit.probe(...) works even once this package is imported

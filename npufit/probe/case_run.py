@@ -16,8 +16,6 @@ from ..util.io import private_tempdir
 from .catalogue import BY_ID
 from .measure import SYMBOL
 
-PASS = {"npu"}
-
 
 def warm_up() -> None:
     """Import the heavy parts once per worker, so the first case's timeout does not pay for them."""
@@ -26,7 +24,7 @@ def warm_up() -> None:
     torch.set_num_threads(1)  # one core per worker: `--jobs` is the parallelism
     import onnx  # noqa: F401
 
-    from ..check import check  # noqa: F401
+    from ..check import predict  # noqa: F401
     from ..zoo.export import export_onnx  # noqa: F401
 
 
@@ -99,11 +97,11 @@ def _export(case, params: dict, opset: int, path: Path) -> str | None:
 
 
 def _predict(res: dict, path: os.PathLike, target: str) -> None:
-    from ..check import check
+    from ..check import predict
 
     # Probe cases are float torch modules; on an int8-only target (Ethos-N/U) check's default judges their int8
     # conversion, which is what its compiler receives (npufit compile converts first).
-    report = check(path, target)
+    report = predict(path, target)
     running = [n for n in report.nodes if n.verdict.value != "folded"]
     res["onnx_ops"] = sorted({n.op_type for n in running})
     failing = []

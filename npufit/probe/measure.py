@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .. import toolchains
 from ..errors import NpufitError
 from ..util.io import private_tempdir
 
@@ -25,30 +26,17 @@ SYMBOL = {
     "unmeasured": "–",
 }
 
-# --compiler name (a Profile.compiler) -> its name in npufit.compilers.status()
-STATUS_NAMES = {"vela": "vela", "rknn": "rknn-toolkit2", "hailo": "hailo-dfc", "ethos-n": "ethos-n-support-library"}
-
-
-def _compilers_api():
-    try:
-        from .. import compilers
-    except ImportError:
-        return None
-    if not hasattr(compilers, "compile_model"):
-        return None
-    return compilers
-
 
 def compiler_state(name: str) -> tuple[bool, str]:
     """(installed, why not) for one compiler, from npufit.compilers.status()."""
-    api = _compilers_api()
-    if api is None:
-        return False, "npufit.compilers is not available in this installation"
+    from .. import compilers
+
     try:
-        states = api.status() if hasattr(api, "status") else {}
+        states = compilers.status()
     except Exception as e:  # a broken vendor environment must not crash the probe
         return False, f"compiler status failed ({type(e).__name__}: {e})"
-    key = STATUS_NAMES.get(name, name)
+    tc = toolchains.find(name)  # --compiler NAME (a Profile.compiler) is listed by its status name
+    key = tc.status_name if tc is not None else name
     if isinstance(states, dict):
         entry = states.get(key)
     else:  # a list of {"name": ..., "available": ...}
@@ -64,8 +52,8 @@ def compiler_state(name: str) -> tuple[bool, str]:
 
 def validate_compiler(name: str, profile) -> None:
     """Refuse, with one sentence, a compiler that cannot compile the profile's target or is not installed."""
-    if name not in STATUS_NAMES:
-        raise NpufitError(f"--compiler '{name}': choose one of {', '.join(STATUS_NAMES)}")
+    if toolchains.find(name) is None:
+        raise NpufitError(f"--compiler '{name}': choose one of {', '.join(toolchains.names())}")
     if name != profile.compiler:
         raise NpufitError(
             f"--compiler {name} does not compile target '{profile.name}' (its compiler is {profile.compiler})"
@@ -77,12 +65,11 @@ def validate_compiler(name: str, profile) -> None:
 
 def measure(path: os.PathLike, target: str, compiler: str, options: dict[str, Any]) -> dict[str, Any]:
     """Compile one case; return its measured status and per-node placement (a plain dict)."""
-    api = _compilers_api()
-    if api is None:
-        return {"compiler": compiler, "status": "error", "symbol": "❌", "error": "npufit.compilers is not available"}
+    from ..compilers import compile_model
+
     with private_tempdir("probe-compile") as tmp:
         try:
-            result = api.compile_model(
+            result = compile_model(
                 str(path),
                 target,
                 out_dir=options.get("out_dir") or tmp,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..vocab import EXECUTOR
+
 
 def _failed(task: dict, status: str, message: str) -> dict:
     from .case_run import base_result
@@ -26,7 +28,7 @@ def run_tasks(
     jobs: int,
     timeout: float,
     description: str = "probe",
-    executor: str = "pool",
+    executor: str = EXECUTOR,
     address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Results in task order. `jobs` workers (or Ray tasks in flight); `timeout` seconds per case."""

@@ -8,8 +8,3 @@ def report(results_dir, output=None):
     from .html_results import build_report
 
     return build_report(results_dir, output)
-
-
-from ..util.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, report)  # npufit.report(results_dir) == npufit report results_dir

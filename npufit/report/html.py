@@ -11,68 +11,11 @@ import os
 from html import escape
 from typing import Any, Iterable
 
-from .html_graph import graph_views, legend_html
-from .style import human_bytes, human_count, shape_str
-
-CSS = """
-:root{--fg:#1f2933;--muted:#616e7c;--line:#e4e7eb;--bg:#f5f7fa;--card:#fff;--accent:#3867d6}
-*{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
-header{background:#1f2933;color:#fff;padding:18px 28px}header h1{margin:0;font-size:22px}header .sub{color:#cbd2d9;margin-top:4px}
-main{padding:18px 28px;max-width:1500px}section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:16px 20px;margin:0 0 18px}
-h2{font-size:18px;margin:0 0 10px}h3{font-size:15px;margin:16px 0 8px}h4{font-size:14px;margin:12px 0 6px;color:var(--muted)}
-table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid var(--line);padding:5px 10px;text-align:left;vertical-align:top}
-th{background:#f0f4f8;font-weight:600;position:sticky;top:0}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-.cards{display:flex;flex-wrap:wrap;gap:10px;margin:6px 0 12px}.card{border:1px solid var(--line);border-radius:6px;padding:8px 14px;min-width:120px;background:#fbfcfd}
-.card .v{font-size:20px;font-weight:650}.card .k{color:var(--muted);font-size:12px}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
-.v-npu{--c:#2e9d57}.v-cpu{--c:#d9a400}.v-unsupported{--c:#d64545}.v-folded{--c:#9aa0a6}.badge.v-npu,.badge.v-cpu,.badge.v-unsupported,.badge.v-folded{background:var(--c)}
-.st-ok,.st-ran{color:#2e9d57;font-weight:600}.st-failed{color:#d64545;font-weight:600}.st-skipped{color:#b7791f}.st-rejected{color:#8854d0;font-weight:600}.st-cached,.st-kept{color:#3867d6}
-.graphbox{overflow:auto;max-height:720px;border:1px solid var(--line);border-radius:6px;background:#fcfdfe}
-svg.graph .edge{fill:none;stroke:#9aa5b1;stroke-width:1.3}svg.graph .edge.cut{stroke:#d64545;stroke-width:2.4;stroke-dasharray:6 4}
-svg.graph .node rect{stroke:#1f2933;stroke-opacity:.25}svg.graph .node.v-io rect{fill:#e8ecef}svg.graph text{text-anchor:middle;font-size:11px}
-svg.graph .op{font-weight:650}svg.graph .nm{font-size:9px;opacity:.85}svg.graph .cut-mark circle{fill:#fff;stroke:#d64545;stroke-width:2}
-svg.graph .cut-mark text{fill:#d64545;font-size:12px}svg.graph .node:hover rect{stroke-opacity:1;stroke-width:2}
-.legend{margin:6px 0;color:var(--muted)}.chip{display:inline-block;width:12px;height:12px;border-radius:3px;margin:0 4px 0 10px;vertical-align:-1px}
-.cutchip{color:#d64545;margin-left:12px}svg.chart text{font-size:11px;fill:#3e4c59}svg.chart .ctitle{font-weight:650;font-size:12px}
-svg.chart .blabel{text-anchor:end}svg.chart .plotbg{fill:#fbfcfd;stroke:#e4e7eb}svg.chart .grid{stroke:#e4e7eb}
-.note{color:var(--muted)}.warn{color:#b7791f}.err{color:#d64545}code{background:#f0f4f8;padding:0 4px;border-radius:3px}
-details>summary{cursor:pointer;font-weight:600;margin:6px 0}.filter{margin:4px 0 6px;padding:4px 8px;border:1px solid var(--line);border-radius:4px;width:260px}
-.zoom button,.views button{margin-right:4px}.views button.on{font-weight:700}svg.graph .node.group{cursor:pointer}
-svg.graph .node.group rect{stroke-dasharray:4 2;stroke-opacity:.8}svg.graph .node.flash rect{stroke:#1f6feb;stroke-width:4;stroke-opacity:1}
-svg.graph .bandlabel{text-anchor:start;font-size:9px;fill:#52606d}.grid2{display:flex;flex-wrap:wrap;gap:18px}nav a{margin-right:14px;color:#cbd2d9}
-"""
-
-JS = """
-window.__npufitErrors=[];window.addEventListener('error',function(e){window.__npufitErrors.push(String(e.message));
- var p=document.getElementById('js-errors');if(p){p.textContent=window.__npufitErrors.join('\\n');}});
-document.addEventListener('DOMContentLoaded',function(){
- document.querySelectorAll('input.filter').forEach(function(inp){
-  var t=document.getElementById(inp.dataset.table);if(!t)return;
-  inp.addEventListener('input',function(){var q=inp.value.toLowerCase();
-   t.querySelectorAll('tbody tr').forEach(function(r){r.style.display=r.textContent.toLowerCase().indexOf(q)>=0?'':'none';});});});
- function scale(svg,s){if(!svg.dataset.w){svg.dataset.w=svg.getAttribute('width');svg.dataset.h=svg.getAttribute('height');}
-  svg.dataset.s=s;svg.setAttribute('width',svg.dataset.w*s);svg.setAttribute('height',svg.dataset.h*s);}
- function fit(svg){var box=svg.parentNode;if(!box.clientWidth)return;
-  scale(svg,Math.max(0.25,Math.min(1,box.clientWidth/svg.dataset.w,(box.clientHeight||700)/svg.dataset.h)));}
- function firstProblem(svg){var n=svg.querySelector('.node.v-unsupported,.node.v-cpu');if(!n)return;var box=svg.parentNode;
-  var r=n.getBoundingClientRect(),b=box.getBoundingClientRect();box.scrollTop+=r.top-b.top-box.clientHeight/3;box.scrollLeft+=r.left-b.left-box.clientWidth/3;}
- function show(views,which,node){views.querySelectorAll('.gview').forEach(function(v){v.hidden=v.dataset.view!==which;});
-  views.querySelectorAll('.views button').forEach(function(b){b.classList.toggle('on',b.dataset.show===which);});
-  var svg=views.querySelector('.gview[data-view="'+which+'"] svg');if(!svg)return;if(!svg.dataset.s){scale(svg,1);fit(svg);}
-  var t=node?svg.querySelector('[data-node="'+CSS.escape(node)+'"]'):null;
-  if(t){t.classList.add('flash');t.scrollIntoView({block:'center',inline:'center'});}else{firstProblem(svg);}}
- document.querySelectorAll('.gviews').forEach(function(views){
-  views.querySelectorAll('.views button').forEach(function(b){b.addEventListener('click',function(){show(views,b.dataset.show);});});
-  views.querySelectorAll('.node.group').forEach(function(g){g.addEventListener('click',function(){show(views,'full',g.dataset.node);});});
-  var first=views.querySelector('.gview:not([hidden])');if(first)show(views,first.dataset.view);});
- document.querySelectorAll('.zoom').forEach(function(z){
-  var views=z.nextElementSibling;if(!views)return;
-  z.querySelectorAll('button').forEach(function(b){b.addEventListener('click',function(){
-   var svg=views.querySelector('.gview:not([hidden]) svg');if(!svg)return;
-   if(b.dataset.z==='fit'){fit(svg);}else{scale(svg,Math.max(0.1,Math.min(4,(svg.dataset.s||1)*(b.dataset.z==='in'?1.25:0.8))));}});});});
- document.body.setAttribute('data-ready','1');
-});
-"""
+from .html_assets import CSS, JS
+from .html_fields import label, rows, value
+from .html_graph import graph_view, legend_html
+from .html_reasons import fix_html, more, problem_groups, why_html
+from .style import clip_path, human_bytes, human_count, shape_str
 
 
 def esc(v: Any) -> str:
@@ -85,8 +28,10 @@ def table(
     table_id: str = "",
     num_cols: Iterable[int] = (),
     filterable: bool = False,
+    cls: str = "",
 ) -> str:
-    """Cells are HTML already (escape text with esc()); num_cols are right-aligned."""
+    """Cells are HTML already (escape text with esc()); num_cols are right-aligned. Wide tables scroll sideways
+    inside their own box instead of pushing the page wider."""
     nums = set(num_cols)
     rows = list(rows)
     if not rows:
@@ -99,12 +44,19 @@ def table(
         for r in rows
     )
     tid = f' id="{esc(table_id)}"' if table_id else ""
+    tcls = f' class="{esc(cls)}"' if cls else ""
     flt = (
         f'<input class="filter" type="search" placeholder="filter rows…" data-table="{esc(table_id)}">'
         if filterable and table_id and len(rows) > 8
         else ""
     )
-    return f"{flt}<table{tid}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    thead = f"<thead><tr>{head}</tr></thead>" if any(headers) else ""
+    return f'{flt}<div class="tablewrap"><table{tid}{tcls}>{thead}<tbody>{body}</tbody></table></div>'
+
+
+def kv_table(pairs: Iterable[tuple[str, str]]) -> str:
+    """Label / value rows (values are HTML already): plain words on the left, never raw field names."""
+    return table(["", ""], ([esc(k), v] for k, v in pairs), cls="kv")
 
 
 def cards(items: list[tuple[str, str]]) -> str:
@@ -133,84 +85,104 @@ def data_uri(path: str | os.PathLike, mime: str = "image/png") -> str:
 def page(title: str, subtitle: str, body: str, nav: list[tuple[str, str]] | None = None) -> str:
     links = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in nav or [])
     return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">'
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{esc(title)}</title><style>{CSS}</style><script>{JS}</script></head><body>"
-        f'<header><h1>{esc(title)}</h1><div class="sub">{subtitle}</div>{f"<nav>{links}</nav>" if links else ""}</header>'
+        f'<header><h1>{esc(title)}</h1><div class="sub">{subtitle}</div>'
+        f"{f'<nav>{links}</nav>' if links else ''}</header>"
         f'<main>{body}<pre id="js-errors" class="err"></pre></main></body></html>\n'
     )
 
 
 # -- a single check ------------------------------------------------------------------------------------------
-def graph_block(d: dict[str, Any], anchor: str) -> str:
-    """The legend, zoom buttons and the graph SVG of a check-shaped dict (check report or split stage view)."""
-    gid = f"g-{anchor}"
-    views = graph_views(d, gid, f"{d['model'].get('file', '')} on {d['target']['name']}")
-    return (
-        f'{legend_html()}<div class="zoom" data-graph="{esc(gid)}"><button data-z="in">zoom +</button>'
-        f'<button data-z="out">zoom −</button><button data-z="fit">fit</button></div>{views}'
+def graph_block(d: dict[str, Any], anchor: str) -> tuple[str, dict[str, str]]:
+    """The legend and the graph view (toolbar, graph, side panel) of a check-shaped dict (check report or split
+    view); and node name -> the id of its element in the graph, for jump links."""
+    html, ids = graph_view(d, f"g-{anchor}", f"{d['model'].get('file', '')} on {d['target']['name']}")
+    return legend_html() + html, ids
+
+
+def problem_table(d: dict[str, Any], anchor: str, ids: dict[str, str]) -> str:
+    """Every off-NPU node, grouped by shared reasons: the nodes (each a jump link into the graph), op, verdict, why
+    and how to fix, with the full text of each reason (long ones open on click)."""
+    groups = problem_groups(d)
+    tgt = d["target"]["name"]
+    model = d["model"].get("path") or d["model"].get("file", "")
+    rows = []
+    for g in groups:
+        links = [
+            f'<a href="#{esc(ids[n])}">{esc(clip_path(n, 48))}</a>' if n in ids else esc(clip_path(n, 48))
+            for n in g["nodes"]
+        ]
+        shown = "<br>".join(links[:6])
+        if len(links) > 6:
+            shown += f"<details><summary>{len(links) - 6:,} more</summary>{'<br>'.join(links[6:])}</details>"
+        count = f'<span class="times">× {len(links):,}</span><br>' if len(links) > 1 else ""
+        rows.append(
+            [
+                f'<span class="nodes">{count}{shown}</span>',
+                esc(g["op"]),
+                badge(g["verdict"]),
+                why_html(g),
+                fix_html(g, tgt, model, d["model"].get("input_shapes")),
+            ]
+        )
+    n = sum(len(g["nodes"]) for g in groups)
+    return f"<h4>Nodes off the NPU ({n:,})</h4>" + table(
+        ["nodes", "op", "verdict", "why", "how to fix"], rows, f"fail-{anchor}", filterable=True
     )
 
 
 def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") -> str:
     """Coverage cards, the graph, failing nodes with reasons and fixes, partitions, boundaries, warnings."""
-    s, tgt = d["summary"], d["target"]
+    s = d["summary"]
     c = s["counts"]
     out = [f"<h3>{esc(heading)}</h3>" if heading else ""]
+    if s.get("shapes_needed"):  # every figure would rest on a guess: the headline asks for the shape instead
+        from ..util.shapes import needed_lines
+
+        return "".join(out) + "".join(
+            f"<p><strong>{esc(line)}</strong></p>" for line in needed_lines(s["shapes_needed"])
+        )
     out.append(
         cards(
             [
                 ("nodes on the NPU", f"{s['coverage_nodes_pct']:.1f}%"),
                 ("MACs on the NPU", f"{s['coverage_macs_pct']:.1f}%"),
-                ("npu / cpu / unsupported", f"{c.get('npu', 0)} / {c.get('cpu', 0)} / {c.get('unsupported', 0)}"),
-                ("NPU / host partitions", f"{s['npu_partitions']} / {s['host_partitions']}"),
-                ("boundary tensors", f"{s['boundaries']} ({human_bytes(s['boundary_bytes'])})"),
+                (
+                    "NPU / CPU / unsupported nodes",
+                    f"{c.get('npu', 0):,} / {c.get('cpu', 0):,} / {c.get('unsupported', 0):,}",
+                ),
+                ("NPU / host partitions", f"{s['npu_partitions']:,} / {s['host_partitions']:,}"),
+                ("cut points", f"{s['boundaries']:,} ({human_bytes(s['boundary_bytes'])})"),
                 (
                     "NPU prefix",
-                    f"{d['prefix'].get('node_count', 0)} nodes"
+                    f"{d['prefix'].get('node_count', 0):,} nodes"
                     + (f", {d['prefix']['macs_pct']:.0f}% MACs" if d["prefix"].get("macs_pct") is not None else ""),
                 ),
             ]
         )
     )
-    out.append(f"<h4>Graph (folded nodes hidden; hover a node for its reasons)</h4>{graph_block(d, anchor)}")
-    failing = [n for n in d["nodes"] if n["verdict"] in ("cpu", "unsupported")]
-    out.append(f"<h4>Nodes off the NPU ({len(failing)})</h4>")
-    rows = []
-    for n in failing:
-        reasons = "<br>".join(
-            esc(r["text"]) + (f' <span class="note">({esc(r["detail"])})</span>' if r.get("detail") else "")
-            for r in n["reasons"]
-        )
-        fixes = [f for r in n["reasons"] for f in r.get("fix", [])]
-        rules = sorted({f for r in n["reasons"] for f in r.get("fix_rules", [])})
-        fix_html = "<br>".join(esc(f) for f in dict.fromkeys(fixes))
-        if rules:
-            fix_html += f"<br><code>npufit fix --target {esc(tgt['name'])} --rules {esc(','.join(rules))}</code>"
-        rows.append(
-            [
-                esc(n["name"]),
-                esc(n["op_type"]),
-                badge(n["verdict"]),
-                reasons or '<span class="note">-</span>',
-                fix_html,
-                esc(n.get("partition", "")),
-            ]
-        )
+    graph, ids = graph_block(d, anchor)
     out.append(
-        table(["node", "op", "verdict", "why", "how to fix", "partition"], rows, f"fail-{anchor}", filterable=True)
+        '<h4>Graph <span class="note">(constants and shape arithmetic left out; click a node for its details, '
+        f"a folded chain to open it)</span></h4>{graph}"
     )
+    out.append(problem_table(d, anchor, ids))
     out.append("<h4>Partitions</h4>")
     out.append(
         table(
-            ["id", "device", "nodes", "MACs", "inputs", "outputs"],
+            ["partition", "device", "nodes", "MACs", "inputs", "outputs"],
             [
                 [
                     esc(p["id"]),
-                    badge("npu") if p["device"] == "npu" else badge("cpu").replace(">cpu<", ">host<"),
-                    esc(p["node_count"]),
+                    badge("npu").replace(">npu<", ">NPU<")
+                    if p["device"] == "npu"
+                    else badge("cpu").replace(">cpu<", ">host<"),
+                    f"{p['node_count']:,}",
                     esc(human_count(p["macs"])),
-                    esc(", ".join(p["inputs"][:6])),
-                    esc(", ".join(p["outputs"][:6])),
+                    _names(p["inputs"]),
+                    _names(p["outputs"]),
                 ]
                 for p in d["partitions"]
             ],
@@ -221,7 +193,7 @@ def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") 
         out.append("<h4>Cut points (tensors crossing NPU ↔ host)</h4>")
         out.append(
             table(
-                ["tensor", "shape", "dtype", "bytes", "from", "to", "direction"],
+                ["tensor", "shape", "type", "size", "from", "to", "direction"],
                 [
                     [
                         esc(b["tensor"]),
@@ -230,7 +202,7 @@ def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") 
                         esc(human_bytes(b["bytes"])),
                         esc(b["from"]),
                         esc(b["to"]),
-                        esc(b["direction"]),
+                        esc(b["direction"]).replace("-&gt;", "→"),
                     ]
                     for b in d["boundaries"]
                 ],
@@ -239,21 +211,57 @@ def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") 
         )
     if d["prefix"].get("end_nodes"):
         out.append(
-            f"<p>Largest NPU prefix: start nodes <code>{esc(','.join(d['prefix']['start_nodes']))}</code>, "
-            f"end nodes <code>{esc(','.join(d['prefix']['end_nodes']))}</code></p>"
+            f"<p>Largest NPU prefix: starts at <code>{esc(', '.join(d['prefix']['start_nodes']))}</code>, "
+            f"ends at <code>{esc(', '.join(d['prefix']['end_nodes']))}</code></p>"
         )
     if d.get("warnings"):
         out.append(
-            "<h4>Warnings</h4><ul>" + "".join(f'<li class="warn">{esc(w)}</li>' for w in d["warnings"]) + "</ul>"
+            "<h4>Warnings</h4><ul>" + "".join(f'<li class="warn">{more(w)}</li>' for w in d["warnings"]) + "</ul>"
         )
     return "".join(out)
 
 
+def _names(names: list[str], first: int = 6) -> str:
+    """A list of tensor names: the first few, the rest behind a click."""
+    shown = esc(", ".join(names[:first]))
+    if len(names) > first:
+        rest = esc(", ".join(names[first:]))
+        shown += f'<details class="more"><summary>, … ({len(names) - first:,} more)</summary>, {rest}</details>'
+    return shown
+
+
+def records_table(records: list[dict[str, Any]], limit: int = 40) -> str:
+    """A list of records as one table with labelled columns (scalar fields only; first `limit` rows)."""
+    cols = [
+        c
+        for c in dict.fromkeys(k for r in records for k in r)
+        if all(not isinstance(r.get(c), (dict, list)) for r in records)
+    ]
+    nums = [
+        i
+        for i, c in enumerate(cols)
+        if any(isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool) for r in records)
+    ]
+    body = [[value(r.get(c), c) for c in cols] for r in records[:limit]]
+    rest = (
+        f'<p class="note">… {len(records) - limit:,} more rows in the JSON result.</p>' if len(records) > limit else ""
+    )
+    return table([escape(label(c)) for c in cols], body, num_cols=nums) + rest
+
+
+def fields_html(d: dict[str, Any] | None, skip: tuple[str, ...] = ()) -> str:
+    """A result as a label / value table, then each list of records as its own titled table."""
+    if not d:
+        return ""
+    out = [kv_table(rows(d, skip))]
+    for k, v in d.items():
+        if k not in skip and isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            out.append(f"<h5>{escape(label(k))}</h5>{records_table(v)}")
+    return "".join(out)
+
+
 def environment_section(env: dict[str, Any]) -> str:
-    rows = [[esc(k), esc(v)] for k, v in env.items() if k not in ("packages", "gpus")]
-    rows.append(["GPUs", esc("; ".join(env.get("gpus") or []) or "none")])
-    rows += [[esc(k), esc(v)] for k, v in (env.get("packages") or {}).items()]
-    return '<section id="environment"><h2>Environment</h2>' + table(["", ""], rows) + "</section>"
+    return '<section id="environment"><h2>Environment</h2>' + fields_html(env) + "</section>"
 
 
 def render_check_html(report) -> str:
@@ -262,7 +270,10 @@ def render_check_html(report) -> str:
 
     d = report.to_dict() if hasattr(report, "to_dict") else report
     tgt = d["target"]
-    sub = f"{esc(d['model'].get('file', ''))} on {esc(tgt.get('title') or tgt['name'])} · npufit {esc(d.get('npufit_version', ''))}"
+    sub = (
+        f"{esc(d['model'].get('file', ''))} on {esc(tgt.get('title') or tgt['name'])} "
+        f"· npufit {esc(d.get('npufit_version', ''))}"
+    )
     body = f'<section id="check"><h2>Placement</h2>{check_sections(d, "check")}</section>' + environment_section(
         environment()
     )

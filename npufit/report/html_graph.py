@@ -1,41 +1,56 @@
-"""The model graph as inline SVG: a layered DAG drawn from a check report, coloured by verdict.
+"""The model graph as an interactive view: inline SVG laid out here, a side panel with the selected node's reasons
+(readable in a screenshot or on a tablet, no hover needed), a problem list with jump links, search, zoom, and a
+little JS (html_assets.GRAPH_JS) that opens on the first off-NPU node at 100 % (labels of 10 px and more).
 
-Two views of one graph. The overview collapses every straight chain of nodes that share a partition into one box
-("Conv ×3 · Relu ×3, 6 nodes"), so a whole detector fits the page and a red node is never hundreds of rows down;
-clicking a box opens the full view at its first node. Layout (no JS library, no Graphviz): a node's layer is its
-longest-path depth; an edge that skips layers gets a thin placeholder in each layer it crosses (Sugiyama's dummy
-nodes), so it is routed through the gaps instead of across the boxes; within a layer, nodes are ordered by the mean
-position of their neighbours (barycenter sweeps). Each partition is a tinted band behind its nodes. Folded nodes
-(constants, shape arithmetic) are left out: no device runs them. Edges where execution moves between the NPU and
-the host are red and dashed with a scissors mark: the cut points a split makes.
+Layout (no JS library, no Graphviz): a box's layer is its longest-path depth (a reader of a broadcast tensor moves
+down next to its own consumer: FANOUT); an edge that skips up to LONG_SPAN layers gets a thin placeholder in each
+layer it crosses (Sugiyama's dummy nodes), so it is routed through the gaps instead of across the boxes, a longer
+one is a labelled stub at its consumer; within a layer, boxes are ordered by the mean position of their neighbours
+(barycenter sweeps). Each partition is a tinted band behind its boxes. Folded nodes (constants, shape arithmetic)
+are left out: no device runs them. Edges where execution moves between the NPU and the host are red and dashed with
+a scissors mark.
+
+Chains: on graphs of FOLD_MIN_NODES running nodes or more, runs of NPU nodes of one partition are folded into one
+box (a straight chain, and a side node whose producer also feeds its consumer, as the Sigmoid of a SiLU): a
+detector's backbone becomes a few dozen boxes, while every off-NPU node keeps a box of its own. A folded box opens
+in place into the list of its nodes; the layers below move down (the JS re-lays the rows, never the columns).
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import json
 from html import escape
-from typing import Any
+from typing import Any, Sequence
 
-from .style import VERDICT_COLOR_HEX
+from .html_reasons import OFF_NPU, VERDICT_WORDS, fix_html, problem_groups, why_html
+from .style import VERDICT_COLOR_HEX, clip_path, clip_words, shape_str
 
-W, H, GX, GY, PAD, DW = 138, 36, 16, 46, 24, 10  # box size, gaps, margin, width of an edge's placeholder
+W, H, GX, GY, PAD, DW, RH = 176, 38, 18, 46, 24, 10, 17  # box, gaps, margin, placeholder width, member row height
+OP_CHARS, NAME_CHARS, ROW_CHARS, STUB_CHARS = (
+    20,
+    27,
+    27,
+    22,
+)  # what fits a box at 12 px bold / 10 px (DejaVu Sans widths)
 TEXT_ON = {"npu": "#ffffff", "unsupported": "#ffffff", "cpu": "#1d1d1d", "folded": "#1d1d1d", "io": "#1d1d1d"}
 BAND = {"npu": "#2e9d57", "host": "#d9a400"}
-MAX_NODES = 1500
-_WORST = {"io": 0, "npu": 1, "folded": 1, "cpu": 2, "unsupported": 3}
-
-
-def _short(s: str, n: int) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
+FANOUT = 4  # a producer read by this many boxes or more: its readers are laid out by their consumers
+LONG_SPAN = 8  # an edge across more layers is drawn as a labelled stub at its consumer ("↑ from …"), not routed
+FOLD_MIN_NODES = 60  # fold chains from this many running nodes on
+FOLD_MAX = 40  # nodes in one folded box: an opened box stays a readable list
+MAX_DRAWN = 6000  # nodes drawn (as boxes or rows of folded boxes); beyond, the tables still list every node
+PANEL_LIST_MAX = 300  # problem links in the side panel; the table below lists them all
 
 
 class _Graph:
-    """Boxes (nodes, model inputs/outputs, or collapsed chains) and the edges between them, in topological order."""
+    """Boxes (nodes, model inputs/outputs, or folded runs) and the edges between them, in topological order."""
 
     def __init__(self, check: dict[str, Any], nodes: list[dict]):
         self.info: dict[str, dict] = {n["name"]: n for n in nodes}
+        self.members: dict[str, list[str]] = {}
         self.device = {p["id"]: p["device"] for p in check.get("partitions", [])}
         producer = {t: n["name"] for n in nodes for t in n.get("outputs", []) if t}
+        self.producer = producer  # tensor -> node name (a model input: "in:NAME")
         self.names: list[str] = []
         for t in check["model"].get("inputs", []):
             io = f"in:{t['name']}"
@@ -45,13 +60,8 @@ class _Graph:
         self.names += [n["name"] for n in nodes]
         for t in check["model"].get("outputs", []):
             io = f"out:{t['name']}"
-            self.info[io] = {
-                "name": t["name"],
-                "op_type": "output",
-                "verdict": "io",
-                "shape": t.get("shape"),
-                "inputs": [t["name"]],
-            }
+            self.info[io] = {"name": t["name"], "op_type": "output", "verdict": "io", "shape": t.get("shape")}
+            self.info[io]["inputs"] = [t["name"]]
             self.names.append(io)
         self.preds: dict[str, list[str]] = {n: [] for n in self.names}
         self.succs: dict[str, list[str]] = {n: [] for n in self.names}
@@ -68,64 +78,65 @@ class _Graph:
         part = self.info[n].get("partition")
         return self.device.get(part) if part is not None else None
 
-    def collapsed(self) -> "_Graph":
-        """Straight chains (one producer, one consumer, same partition) merged into one box each."""
-        group: dict[str, str] = {}
-        members: dict[str, list[str]] = {}
-        for n in self.names:
-            ps = self.preds[n]
-            p = ps[0] if len(ps) == 1 else None
-            if (
-                p is not None
-                and self.info[n]["verdict"] != "io"
-                and self.info[p]["verdict"] != "io"
-                and len(self.succs[p]) == 1
-                and self.info[n].get("partition") == self.info[p].get("partition")
-            ):
-                group[n] = group[p]
-                members[group[p]].append(n)
-            else:
-                group[n] = n
-                members[n] = [n]
-        g = _Graph.__new__(_Graph)
-        g.device = self.device
-        g.names = [n for n in self.names if group[n] == n]
-        g.info = {}
-        for head in g.names:
-            ms = members[head]
-            if len(ms) == 1:
-                g.info[head] = self.info[head]
-                continue
-            ops = Counter(self.info[m]["op_type"] for m in ms)
-            label = " · ".join(f"{op} ×{k}" if k > 1 else op for op, k in ops.most_common(2)) + (
-                " …" if len(ops) > 2 else ""
+    def fold(self) -> None:
+        """Merge runs of NPU nodes of one partition (see the module doc) into their first node, in place.
+        Merging a node into its only producer cannot make a cycle: no other path leads from that producer to it."""
+        members = {n: [n] for n in self.names}
+        preds = {n: dict.fromkeys(self.preds[n]) for n in self.names}
+        succs = {n: dict.fromkeys(self.succs[n]) for n in self.names}
+        order = {n: i for i, n in enumerate(self.names)}
+
+        def foldable(a: str, b: str) -> bool:
+            ia, ib = self.info[a], self.info[b]
+            return (
+                ia["verdict"] == ib["verdict"] == "npu"
+                and ia.get("partition") == ib.get("partition")
+                and len(members[a]) + len(members[b]) <= FOLD_MAX
             )
-            worst = max((self.info[m]["verdict"] for m in ms), key=_WORST.__getitem__)
-            g.info[head] = {
-                "name": head,
-                "op_type": label,
-                "verdict": worst,
-                "partition": self.info[head].get("partition"),
-                "members": ms,
-                "sub": f"{len(ms)} nodes",
-            }
-        g.preds = {n: [] for n in g.names}
-        g.succs = {n: [] for n in g.names}
-        g.edges = []
+
+        for _ in range(4):  # a side node folded in one pass can open a straight chain for the next
+            changed = False
+            for n in list(self.names):
+                if n not in members or len(preds[n]) != 1:
+                    continue
+                p = next(iter(preds[n]))
+                side = len(succs[n]) == 1 and next(iter(succs[n])) in succs[p]
+                if (len(succs[p]) == 1 or side) and foldable(p, n):
+                    members[p] += members.pop(n)
+                    del succs[p][n]
+                    for s in succs.pop(n):
+                        del preds[s][n]
+                        preds[s][p] = None
+                        succs[p][s] = None
+                    del preds[n]
+                    changed = True
+            if not changed:
+                break
+        self.names = [n for n in self.names if n in members]
+        self.preds = {n: list(preds[n]) for n in self.names}
+        self.succs = {n: list(succs[n]) for n in self.names}
+        owner = {m: n for n, ms in members.items() for m in ms}
+        seen: set[tuple[str, str]] = set()
+        edges = []
         for src, dst, t in self.edges:
-            a, b = group[src], group[dst]
-            if a != b and a not in g.preds[b]:
-                g.preds[b].append(a)
-                g.succs[a].append(b)
-                g.edges.append((a, b, t))
-        return g
+            a, b = owner[src], owner[dst]
+            if a != b and (a, b) not in seen:
+                seen.add((a, b))
+                edges.append((a, b, t))
+        self.edges = edges
+        self.members = {n: sorted(ms, key=order.__getitem__) for n, ms in members.items() if len(ms) > 1}
 
 
-def _layout(g: _Graph) -> tuple[dict[str, tuple[int, int]], dict[tuple[str, str], list[str]], dict[int, list[str]]]:
-    """(box -> (layer, slot), edge -> its placeholder ids, layer -> slot order incl. placeholders)."""
+def _layout(g: _Graph) -> tuple[dict[str, int], dict[str, float], dict[tuple[str, str], list[float]], float]:
+    """(box -> layer, box -> left x, edge -> x of its placeholders, width)."""
     depth: dict[str, int] = {}
     for n in g.names:  # topological order
         depth[n] = max((depth[p] + 1 for p in g.preds[n] if p in depth), default=0)
+    # A second model input, or one of many consumers of a broadcast tensor (a DETR's encoder memory read by every
+    # decoder layer), moves down next to its own consumer: else all of them crowd the layer under their producer.
+    for n in reversed(g.names):
+        if g.succs[n] and all(len(g.succs[p]) >= FANOUT for p in g.preds[n]):
+            depth[n] = max(depth[n], min(depth[s] for s in g.succs[n]) - 1)
     layers: dict[int, list[str]] = {}
     for n in g.names:
         layers.setdefault(depth[n], []).append(n)
@@ -134,7 +145,7 @@ def _layout(g: _Graph) -> tuple[dict[str, tuple[int, int]], dict[tuple[str, str]
     dummies: dict[tuple[str, str], list[str]] = {}
     for src, dst, _ in g.edges:
         span = range(depth[src] + 1, depth[dst])
-        if not span or (src, dst) in dummies:
+        if not span or len(span) > LONG_SPAN or (src, dst) in dummies:
             continue
         chain = [f"\0{src}\0{dst}\0{d}" for d in span]
         dummies[(src, dst)] = chain
@@ -161,136 +172,295 @@ def _layout(g: _Graph) -> tuple[dict[str, tuple[int, int]], dict[tuple[str, str]
     for _ in range(2):
         sweep(keys[1:], up)
         sweep(list(reversed(keys[:-1])), down)
-    return {n: (depth[n], pos[n]) for n in g.names}, dummies, layers
-
-
-def _svg(g: _Graph, title: str, view: str, boundary: dict[str, dict]) -> str:
-    place, dummies, layers = _layout(g)
     widths = {
         d: sum(DW if s.startswith("\0") else W for s in items) + GX * (len(items) - 1) for d, items in layers.items()
     }
     width = max(widths.values(), default=W) + 2 * PAD
-    height = (max(layers, default=0) + 1) * (H + GY) - GY + 2 * PAD
-    xy: dict[str, tuple[float, float]] = {}  # left/top of a box, or the centre line of a placeholder
+    x: dict[str, float] = {}  # left of a box, or the centre line of a placeholder
     for d, items in layers.items():
-        x = (width - widths[d]) / 2
+        left = (width - widths[d]) / 2
         for s in items:
             w = DW if s.startswith("\0") else W
-            xy[s] = (x + (w / 2 if w == DW else 0), PAD + d * (H + GY))
-            x += w + GX
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" data-view="{view}" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{escape(title or "model graph")}">',
-        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto">'
-        '<path d="M0,0 L8,4 L0,8 z" fill="#7b8794"/></marker></defs>',
-    ]
-    labelled: set = set()
-    for n in g.names:  # partition bands first: under everything else
-        part = g.info[n].get("partition")
-        dev = g.dev(n)
-        if dev is None:
-            continue
-        x, y = xy[n]
+            x[s] = left + (w / 2 if w == DW else 0)
+            left += w + GX
+    return depth, x, {e: [x[s] for s in chain] for e, chain in dummies.items()}, width
+
+
+def _path(pts: Sequence[tuple[float, float]]) -> str:
+    """Between layers a smooth S, through a placeholder straight down the gap (html_assets.GRAPH_JS redraws the
+    same curve after a folded box opens)."""
+    d = f"M{pts[0][0]:.1f},{pts[0][1]:.1f}"
+    for i in range(1, len(pts)):
+        (ax, ay), (bx, by) = pts[i - 1], pts[i]
+        if i % 2:
+            cy = (ay + by) / 2
+            d += f" C{ax:.1f},{cy:.1f} {bx:.1f},{cy:.1f} {bx:.1f},{by:.1f}"
+        else:
+            d += f" L{bx:.1f},{by:.1f}"
+    return d
+
+
+def _ops_label(ops: list[str]) -> str:
+    """Distinct ops of a folded box in order, as many whole names as fit, then how many more: Conv, Sigmoid +2."""
+    for k in range(len(ops), 0, -1):
+        text = ", ".join(ops[:k]) + (f" +{len(ops) - k}" if k < len(ops) else "")
+        if len(text) <= OP_CHARS:
+            return text
+    return clip_words(ops[0], OP_CHARS - 3) + f" +{len(ops) - 1}"
+
+
+Far = tuple[str, str, str, str, bool]  # (link target id, producer name, producer op, tensor, crosses NPU <-> host)
+
+
+def _stubs(far: list[Far]) -> str:
+    """Inputs from far above (an edge across more than LONG_SPAN layers): a short arrow into the box with the
+    producer's name, a link to it."""
+    out = []
+    for k, (href, name, op, tensor, cut) in enumerate(far[:3]):
+        x = W - 14 - 10 * k
+        head = name.rpartition("/")[0]  # exporters name a node scope/Op: a long one is known by its scope
+        short = head if head and op and len(name) > STUB_CHARS else name  # "…/layers.29/final_layer_norm"
+        cls = "far cut" if cut else "far"
         out.append(
-            f'<rect class="band" x="{x - GX / 2:.1f}" y="{y - GY / 2 + 3:.1f}" width="{W + GX}" height="{H + GY - 6}" '
-            f'fill="{BAND.get(dev, "#9aa5b1")}" fill-opacity="{0.08 if part % 2 else 0.14}"/>'
+            f'<a class="{cls}" href="#{href}"><title>{escape(f"input {tensor} from {name}, further up")}</title>'
+            f'<path class="edge{" cut" if cut else ""}" d="M{x},{-GY / 2 + 4:.0f} L{x},0" marker-end="url(#arrow)"/>'
+            f'<text class="farlabel" x="{x - 5}" y="{-6 - 12 * k}">'
+            f"{'✂ ' if cut else ''}↑ {escape(clip_path(short, STUB_CHARS))}</text></a>"
         )
-        if part not in labelled:
-            labelled.add(part)
-            out.append(
-                f'<text class="bandlabel" x="{x - GX / 2 + 2:.1f}" y="{y - GY / 2 + 13:.1f}">P{part} {dev}</text>'
-            )
-    cuts = []
-    for src, dst, tensor in g.edges:
-        sx, sy = xy[src][0] + W / 2, xy[src][1] + H
-        tx, ty = xy[dst][0] + W / 2, xy[dst][1]
-        pts = [(sx, sy)]
-        for dmy in dummies.get((src, dst), []):
-            cx, top = xy[dmy]
-            pts += [(cx, top), (cx, top + H)]
-        pts.append((tx, ty))
-        d = f"M{pts[0][0]:.1f},{pts[0][1]:.1f}"
-        for i in range(1, len(pts)):
-            (ax, ay), (bx, by) = pts[i - 1], pts[i]
-            if i % 2:  # between layers: a smooth S
-                cy = (ay + by) / 2
-                d += f" C{ax:.1f},{cy:.1f} {bx:.1f},{cy:.1f} {bx:.1f},{by:.1f}"
-            else:  # through a placeholder: straight down the gap
-                d += f" L{bx:.1f},{by:.1f}"
-        is_cut = g.dev(src) is not None and g.dev(dst) is not None and g.dev(src) != g.dev(dst)
-        out.append(
-            f'<path class="{"edge cut" if is_cut else "edge"}" d="{d}" marker-end="url(#arrow)"><title>{escape(tensor)}</title></path>'
-        )
-        if is_cut:
-            mx, my = (pts[0][0] + pts[1][0]) / 2, (pts[0][1] + pts[1][1]) / 2
-            b = boundary.get(tensor, {})
-            tip = f"cut: {tensor} {b.get('shape') or ''} {b.get('bytes') or ''} bytes ({g.dev(src)} -> {g.dev(dst)})"
-            cuts.append(
-                f'<g class="cut-mark"><circle cx="{mx:.1f}" cy="{my:.1f}" r="9"/>'
-                f'<text x="{mx:.1f}" y="{my + 4:.1f}">✂</text><title>{escape(tip)}</title></g>'
-            )
-    out += cuts
-    for n in g.names:
-        x, y = xy[n]
-        d = g.info[n]
-        v = d["verdict"]
-        fill = VERDICT_COLOR_HEX.get(v, "#e8ecef")
-        tip = [d["name"], f"{d['op_type']} — {v if v != 'io' else 'model ' + d['op_type']}"]
-        if d.get("partition") is not None:
-            tip.append(f"partition {d['partition']} ({g.dev(n)})")
-        if d.get("members"):
-            tip.append(
-                f"{len(d['members'])} nodes in a chain (click to see them): "
-                + ", ".join(d["members"][:12])
-                + (" …" if len(d["members"]) > 12 else "")
-            )
-        for r in d.get("reasons", []):
-            tip.append(f"• {r['text']}" + (f" ({r['detail']})" if r.get("detail") else ""))
-        rx = 17 if v == "io" else 5
-        label = d["op_type"] if v != "io" else d["name"]
-        sub = d.get("sub") or (d["name"] if v != "io" else "[" + ",".join(str(s) for s in (d.get("shape") or [])) + "]")
-        cls = f"node v-{v}" + (" group" if d.get("members") else "")
-        out.append(
-            f'<g class="{cls}" data-node="{escape(d["name"])}"><title>{escape(chr(10).join(tip))}</title>'
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="{W}" height="{H}" rx="{rx}" fill="{fill}"/>'
-            f'<text x="{x + W / 2:.1f}" y="{y + 15:.1f}" fill="{TEXT_ON.get(v, "#fff")}" class="op">{escape(_short(label, 22))}</text>'
-            f'<text x="{x + W / 2:.1f}" y="{y + 29:.1f}" fill="{TEXT_ON.get(v, "#fff")}" class="nm">{escape(_short(sub, 24))}</text></g>'
-        )
-    out.append("</svg>")
     return "".join(out)
 
 
-def graph_svg(check: dict[str, Any], title: str = "", collapse: bool = False) -> str:
-    """check: CheckReport.to_dict() (or a split stage view). The full graph, or with `collapse` the overview with
-    straight chains merged. Returns an <svg> element (plus a note when the graph was truncated)."""
-    nodes = [n for n in check["nodes"] if not n.get("parent") and n["verdict"] != "folded"]
-    note = ""
-    if len(nodes) > MAX_NODES and not collapse:
-        note = f'<p class="note">Graph truncated: the first {MAX_NODES} of {len(nodes)} running nodes are drawn.</p>'
-        nodes = nodes[:MAX_NODES]
-    g = _Graph(check, nodes)
-    if collapse:
-        g = g.collapsed()
-        if len(g.names) > MAX_NODES:
-            return f'<p class="note">The overview has {len(g.names)} boxes, more than the {MAX_NODES} drawn; see the tables.</p>'
-    boundary = {b["tensor"]: b for b in check.get("boundaries", [])}
-    return note + _svg(g, title, "overview" if collapse else "full", boundary)
-
-
-def graph_views(check: dict[str, Any], gid: str, title: str = "") -> str:
-    """Overview and full graph with the buttons that switch between them (full only when nothing collapses)."""
-    full = graph_svg(check, title).replace('class="graph"', f'class="graph" id="{escape(gid)}"', 1)
-    running = [n for n in check["nodes"] if not n.get("parent") and n["verdict"] != "folded"]
-    overview = graph_svg(check, title, collapse=True) if running else ""
-    if not overview or overview.count('class="node') >= full.count('class="node'):
-        return f'<div class="gviews" data-graph="{escape(gid)}"><div class="graphbox gview" data-view="full">{full}</div></div>'
-    overview = overview.replace('class="graph"', f'class="graph" id="{escape(gid)}-overview"', 1)
-    return (
-        f'<div class="gviews" data-graph="{escape(gid)}"><div class="views"><button data-show="overview" class="on">overview '
-        f'(chains collapsed; click a box to open it)</button><button data-show="full">all nodes</button></div>'
-        f'<div class="graphbox gview" data-view="overview">{overview}</div>'
-        f'<div class="graphbox gview" data-view="full" hidden>{full}</div></div>'
+def _box(
+    g: _Graph, n: str, bid: str, x: float, layer: int, why: dict[str, int], band_label: str, far: list[Far]
+) -> str:
+    d, v = g.info[n], g.info[n]["verdict"]
+    ms = g.members.get(n)
+    dev = g.dev(n)
+    fg = TEXT_ON.get(v, "#fff")
+    y = PAD + layer * (H + GY)
+    if ms:
+        label = _ops_label(list(dict.fromkeys(g.info[m]["op_type"] for m in ms)))
+        sub = f"{len(ms)} nodes · open ▾"
+    elif v == "io":
+        label, sub = clip_path(d["name"], OP_CHARS), shape_str(d.get("shape"))
+    else:
+        label, sub = clip_words(d["op_type"], OP_CHARS), clip_path(d["name"], NAME_CHARS)
+    cls = f"node v-{v}" + (" group" if ms else "") + (" problem" if v in OFF_NPU else "")
+    attrs = f'class="{cls}" id="{bid}" data-l="{layer}" data-x="{x:.1f}" transform="translate({x:.1f},{y:.1f})"'
+    if not ms:
+        name = d["name"]
+        attrs += (
+            f' data-node="{escape(name)}" data-op="{escape(d["op_type"] if v != "io" else "model " + d["op_type"])}"'
+        )
+    else:
+        attrs += f' data-group="{len(ms)}"'
+    if d.get("partition") is not None:
+        attrs += f' data-p="{escape(str(d["partition"]))}" data-dev="{escape(dev or "")}"'
+    if n in why:
+        attrs += f' data-r="{why[n]}"'
+    if v == "io" and d.get("shape") is not None:
+        attrs += f' data-shape="{escape(shape_str(d["shape"]))}"'
+    tip = d["name"] if not ms else f"{len(ms)} nodes on the NPU: " + ", ".join(ms[:8]) + (" …" if len(ms) > 8 else "")
+    out = [f"<g {attrs}><title>{escape(tip)}</title>"]
+    if dev is not None:
+        shade = 0.08 if isinstance(d.get("partition"), int) and d["partition"] % 2 else 0.14
+        out.append(
+            f'<rect class="band" x="{-GX / 2:.0f}" y="{-GY / 2 + 3:.0f}" width="{W + GX}" height="{H + GY - 6}" '
+            f'fill="{BAND.get(dev, "#9aa5b1")}" fill-opacity="{shade}"/>'
+        )
+        if band_label:
+            out.append(
+                f'<text class="bandlabel" x="{-GX / 2 + 3:.0f}" y="{-GY / 2 + 14:.0f}">{escape(band_label)}</text>'
+            )
+    out.append(_stubs(far))
+    out.append(
+        f'<rect class="box" width="{W}" height="{H}" rx="{17 if v == "io" else 5}" '
+        f'fill="{VERDICT_COLOR_HEX.get(v, "#e8ecef")}"/>'
+        f'<text class="op" x="{W / 2:.0f}" y="16" fill="{fg}">{escape(label)}</text>'
+        f'<text class="nm" x="{W / 2:.0f}" y="31" fill="{fg}">{escape(sub)}</text>'
     )
+    if ms:
+        rows = []
+        for k, m in enumerate(ms):
+            op = g.info[m]["op_type"]
+            rows.append(
+                f'<g class="row" id="{bid}-{k}" data-node="{escape(m)}" data-op="{escape(op)}" '
+                f'transform="translate(0,{H + k * RH})"><rect width="{W}" height="{RH}"/>'
+                f'<text x="6" y="12"><tspan class="rop">{escape(clip_words(op, 12))}</tspan> '
+                f"{escape(clip_path(m, ROW_CHARS - min(len(op), 12)))}</text></g>"
+            )
+        out.append(f'<g class="rows">{"".join(rows)}</g>')
+    out.append("</g>")
+    return "".join(out)
+
+
+def graph_svg(check: dict[str, Any], gid: str, title: str = "", why: dict[str, int] | None = None) -> str:
+    """check: CheckReport.to_dict() (or a split stage view); gid: a page-unique id prefix. An <svg> of every running
+    node, with runs of NPU nodes folded on large graphs (plus a note when boxes had to be left out)."""
+    return _render(check, gid, title, why or {})[0]
+
+
+def _render(check: dict[str, Any], gid: str, title: str, why: dict[str, int]) -> tuple[str, dict[str, str]]:
+    """(the svg, node name -> id of the element that draws it: its box, or its row in a folded box)."""
+    nodes = [n for n in check["nodes"] if not n.get("parent") and n["verdict"] != "folded"]
+    g = _Graph(check, nodes)
+    if len(nodes) >= FOLD_MIN_NODES:
+        g.fold()
+    note, drawn, cut = "", 0, len(g.names)
+    for i, n in enumerate(g.names):
+        drawn += len(g.members.get(n, ())) or 1
+        if drawn > MAX_DRAWN:
+            cut = i
+            break
+    if cut < len(g.names):
+        note = (
+            f'<p class="note">Graph truncated: the first {cut:,} of {len(g.names):,} boxes are drawn '
+            f"({MAX_DRAWN:,} nodes); the tables list every node.</p>"
+        )
+        keep = set(g.names[:cut])
+        g.names = g.names[:cut]
+        g.edges = [e for e in g.edges if e[0] in keep and e[1] in keep]
+        g.preds = {n: [p for p in g.preds[n] if p in keep] for n in g.names}
+        g.succs = {n: [s for s in g.succs[n] if s in keep] for n in g.names}
+    layer, x, dummies, width = _layout(g)
+    height = (max(layer.values(), default=0) + 1) * (H + GY) - GY + 2 * PAD
+    ids = {n: f"{gid}-b{i}" for i, n in enumerate(g.names)}
+    where = {g.info[n]["name"]: ids[n] for n in g.names if n not in g.members and g.info[n]["verdict"] != "io"}
+    where.update({m: f"{ids[n]}-{k}" for n in g.names for k, m in enumerate(g.members.get(n, ()))})
+    top = {n: PAD + layer[n] * (H + GY) for n in g.names}
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="graph" id="{escape(gid)}" '
+        f'width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" data-w="{width:.0f}" data-geo="{W},{H},{GX},{GY},{PAD},{RH}" '
+        f'role="img" aria-label="{escape(title or "model graph")}">',
+        '<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto">'
+        '<path d="M0,0 L8,4 L0,8 z" fill="#7b8794"/></marker></defs>',
+    ]
+    boundary = {b["tensor"]: b for b in check.get("boundaries", [])}
+    marks = []
+    far: dict[str, list[Far]] = {}
+    for k, (src, dst, tensor) in enumerate(g.edges):
+        is_cut = g.dev(src) is not None and g.dev(dst) is not None and g.dev(src) != g.dev(dst)
+        if layer[dst] - layer[src] - 1 > LONG_SPAN:
+            p = g.producer.get(tensor, src)
+            name = g.info[p]["name"] if p in g.info else p
+            op = g.info[p]["op_type"] if p in g.info and g.info[p]["verdict"] != "io" else ""
+            far.setdefault(dst, []).append((where.get(name, ids[src]), name, op, tensor, is_cut))
+            continue
+        pts = [(x[src] + W / 2, top[src] + H)]
+        for i, dx in enumerate(dummies.get((src, dst), [])):
+            ly = PAD + (layer[src] + 1 + i) * (H + GY)
+            pts += [(dx, ly), (dx, ly + H)]
+        pts.append((x[dst] + W / 2, top[dst]))
+        data = f'data-s="{ids[src]}" data-t="{ids[dst]}"'
+        if dummies.get((src, dst)):
+            data += f' data-d="{" ".join(f"{v:.1f}" for v in dummies[(src, dst)])}"'
+        if is_cut:
+            data += f' data-m="{gid}-m{k}"'
+            b = boundary.get(tensor, {})
+            size = f", {b['bytes']:,} bytes" if isinstance(b.get("bytes"), int) else ""
+            shape = shape_str(b["shape"]) if b.get("shape") else ""
+            tip = f"cut: {tensor} {shape}{size} ({g.dev(src)} → {g.dev(dst)})"
+            mx, my = (pts[0][0] + pts[1][0]) / 2, (pts[0][1] + pts[1][1]) / 2
+            marks.append(
+                f'<g class="cut-mark" id="{gid}-m{k}" transform="translate({mx:.1f},{my:.1f})"><circle r="9"/>'
+                f'<text y="4">✂</text><title>{escape(tip)}</title></g>'
+            )
+        out.append(
+            f'<path class="{"edge cut" if is_cut else "edge"}" {data} d="{_path(pts)}" marker-end="url(#arrow)">'
+            f"<title>{escape(tensor)}</title></path>"
+        )
+    out += marks
+    labelled: set = set()
+    for n in g.names:
+        part, dev = g.info[n].get("partition"), g.dev(n)
+        label = ""
+        if dev is not None and part not in labelled:
+            labelled.add(part)
+            label = f"partition {part}"
+        out.append(_box(g, n, ids[n], x[n], layer[n], why, label, far.get(n, [])))
+    out.append("</svg>")
+    return note + "".join(out), where
+
+
+def _panel(check: dict[str, Any], gid: str, groups: list[dict], ids: dict[str, str]) -> str:
+    """The side panel: the selected node (the first problem until one is chosen) with its reasons, then every
+    problem as a jump link. Rendered whole here, so it reads the same with JS off."""
+    tgt = check["target"]["name"]
+    model = check["model"].get("path") or check["model"].get("file", "")
+    shapes = check["model"].get("input_shapes")
+    info = {n["name"]: n for n in check["nodes"]}
+    order = {name: i for i, name in enumerate(info)}
+    problems = sorted((name for grp in groups for name in grp["nodes"]), key=order.__getitem__)
+    first = problems[0] if problems else None
+    if first:
+        n = info[first]
+        head = (
+            f'<p class="sel-name">{escape(first)}</p><p><b>{escape(n["op_type"])}</b> · '
+            f'<span class="verdict v-{escape(n["verdict"])}">{escape(VERDICT_WORDS[n["verdict"]])}</span>'
+            + (f" · partition {escape(str(n['partition']))}" if n.get("partition") is not None else "")
+            + "</p>"
+        )
+    else:
+        running = sum(1 for n in check["nodes"] if n["verdict"] == "npu" and not n.get("parent"))
+        head = f"<p>All {running:,} running nodes run on the NPU.</p>"
+    grp_of = {name: grp["key"] for grp in groups for name in grp["nodes"]}
+    blocks = "".join(
+        f'<div class="why-block" data-r="{grp["key"]}"{"" if first and grp_of[first] == grp["key"] else " hidden"}>'
+        f"<h5>Why</h5>{why_html(grp)}"
+        + (f"<h5>How to fix</h5>{fix_html(grp, tgt, model, shapes)}" if grp["fixes"] or grp["rules"] else "")
+        + "</div>"
+        for grp in groups
+    )
+    links = "".join(
+        f'<li><a class="go v-{escape(info[p]["verdict"])}" href="#{ids[p]}">{escape(info[p]["op_type"])} '
+        f'<span class="nm">{escape(clip_path(p, 40))}</span></a></li>'
+        for p in problems[:PANEL_LIST_MAX]
+        if p in ids
+    )
+    rest = len(problems) - PANEL_LIST_MAX
+    plist = (
+        f'<h5>Off the NPU ({len(problems):,})</h5><ol class="plist">{links}</ol>'
+        + (f'<p class="note">… {rest:,} more in the table below.</p>' if rest > 0 else "")
+        if problems
+        else ""
+    )
+    return (
+        f'<aside class="gpanel" id="{gid}-panel" aria-live="polite" '
+        f'data-verdicts="{escape(json.dumps(VERDICT_WORDS))}">'
+        f'<div class="sel">{head}</div>'
+        f'<div class="sel-extra"></div>{blocks}{plist}</aside>'
+    )
+
+
+def graph_view(check: dict[str, Any], gid: str, title: str = "") -> tuple[str, dict[str, str]]:
+    """The toolbar (search, problems, zoom, chains), the graph and its side panel; and node name -> element id."""
+    groups = problem_groups(check)
+    why = {name: grp["key"] for grp in groups for name in grp["nodes"]}
+    svg, ids = _render(check, gid, title, why)
+    button = '<button type="button" data-act="{}"{}>{}</button>'.format
+    tools = (
+        '<div class="gtools" role="toolbar" aria-label="graph tools"><input type="search" class="gsearch" '
+        'placeholder="find a node or op (Enter: next)" aria-label="find a node or op"><span class="gcount"></span>'
+        + button("prev", ' title="previous match"', "◀")
+        + button("next", ' title="next match"', "▶")
+        + (button("first", "", "first problem") if groups else "")
+        + '<span class="gap"></span>'
+        + button("out", ' title="zoom out"', "−")
+        + button("100", ' class="zlabel" title="actual size"', "100%")
+        + button("in", ' title="zoom in"', "+")
+        + button("fit", "", "whole graph")
+        + (
+            button("open-all", "", "open all chains") + button("close-all", "", "fold chains")
+            if " group" in svg
+            else ""
+        )
+        + "</div>"
+    )
+    return (
+        f'<div class="gview" data-graph="{escape(gid)}">{tools}<div class="gwrap">'
+        f'<div class="graphbox" tabindex="0">{svg}</div>{_panel(check, gid, groups, ids)}</div></div>'
+    ), ids
 
 
 def legend_html() -> str:
@@ -303,7 +473,8 @@ def legend_html() -> str:
         f'<span class="chip" style="background:{VERDICT_COLOR_HEX[v]}"></span>{escape(t)} ' for v, t in items
     )
     return (
-        f'<div class="legend">{chips}<span class="cutchip">✂</span> cut point (NPU ↔ host) '
-        f'<span class="chip" style="background:{BAND["npu"]};opacity:.3"></span>NPU partition band '
-        f'<span class="chip" style="background:{BAND["host"]};opacity:.3"></span>host partition band</div>'
+        f'<div class="legend">{chips}<span class="chip dashed"></span>folded chain of NPU nodes (click to open) '
+        f'<span class="cutchip">✂</span> cut point (NPU ↔ host) '
+        f'<span class="chip" style="background:{BAND["npu"]};opacity:.3"></span>NPU partition '
+        f'<span class="chip" style="background:{BAND["host"]};opacity:.3"></span>host partition</div>'
     )

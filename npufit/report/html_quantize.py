@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .html import esc, table
+from .style import num
 
 GOOD_DB = 30.0  # the pipeline's default warn_sqnr_db: int8 of a well-behaved model lands at 30-45 dB
 
@@ -108,8 +109,8 @@ def cell_detail(rep: dict, anchor: str) -> str:
                     esc(o["name"]),
                     f'<span class="{_db_class(o.get("sqnr_db"))}">{db_cell(o.get("sqnr_db"))}</span>',
                     f"{o['cosine']:.5f}",
-                    f"{o['max_abs_error']:.4g}",
-                    f"{o['ref_max_abs']:.4g}",
+                    num(o["max_abs_error"]),
+                    num(o["ref_max_abs"]),
                     _clip(o.get("clipped_fraction")),
                 ]
                 for o in acc.get("outputs", [])

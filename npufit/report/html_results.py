@@ -3,7 +3,8 @@ per model and target the placement graph, cut points, reasons and fixes, split v
 error, compile time/memory, benchmarks, environment. Reads pipeline.json and each cell's step.json.
 
 Results of verbs built elsewhere (split, quantize, compile, bench) are rendered from their to_dict():
-known fields get their own tables and charts, the rest is shown as a generic key/value table.
+known fields get their own tables and charts, the rest is shown as labelled tables (html.fields_html). Rows that
+say the same thing for several models (a runtime skipped for want of a GPU) are shown once, with the models named.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import Any
 
 from ..errors import NpufitError
 from ..util.readers import confined, read_json
-from .html import badge, cards, check_sections, data_uri, environment_section, esc, page, table
+from .html import cards, check_sections, data_uri, environment_section, esc, fields_html, page, table
 from .html_charts import bar_chart, line_chart
-from .style import human_bytes
+from .html_reasons import more
+from .html_verbs import collapse_rows, split_candidates, split_summary, split_verification, times
+from .style import human_bytes, num
 
 STATUS_TEXT = {
     "ran": "ok",
@@ -186,17 +189,23 @@ def _overview(r: Results) -> str:
             ]
         ),
     ]
-    rows: dict[tuple, dict] = {}
+    branches: dict[tuple, dict] = {}
     for c in m["cells"]:
         if c["step"] != "report":
-            rows.setdefault((c["model"], c["target"] or c["runtime"] or "-"), {})[c["step"]] = c
-    out.append('<h3>Every step of every branch</h3><p class="note">Hover a status for its message.</p>')
-    out.append(
-        table(
-            ["model", "target / runtime", *steps],
-            [[esc(mo), esc(t), *[_status(cs.get(s)) for s in steps]] for (mo, t), cs in rows.items()],
-        )
+            branches.setdefault((c["model"], c["target"] or c["runtime"] or "-"), {})[c["step"]] = c
+    # branches whose every step ended alike (a runtime absent for every model) are one row
+    same = collapse_rows(
+        [
+            ((t, *((cs[s]["action"], cs[s].get("message")) if s in cs else None for s in steps)), mo)
+            for (mo, t), cs in branches.items()
+        ]
     )
+    grid = []
+    for key, models in same:
+        cs = branches[(models[0], key[0])]
+        grid.append([times(models), esc(key[0]), *[_status(cs.get(s)) for s in steps]])
+    out.append('<h3>Every step of every branch</h3><p class="note">Why a branch stopped is listed below the table.</p>')
+    out.append(table(["model", "target / runtime", *steps], grid))
     stopped = [
         c
         for c in m["cells"]
@@ -205,9 +214,22 @@ def _overview(r: Results) -> str:
     ]
     if stopped:
         out.append("<h3>Why some branches stopped</h3>")
+        grouped = collapse_rows(
+            [
+                (
+                    (c["step"], c["target"] or c["runtime"] or "-", c["action"], c.get("message") or ""),
+                    c["model"] or "-",
+                )
+                for c in stopped
+            ]
+        )
         out.append(
             table(
-                ["step", "outcome", "message"], [[esc(c["cell"]), _status(c), esc(c.get("message"))] for c in stopped]
+                ["step", "model", "target / runtime", "outcome", "message"],
+                [
+                    [esc(step), times(models), esc(where), _status({"action": action, "message": msg}), more(msg)]
+                    for (step, where, action, msg), models in grouped
+                ],
             )
         )
     out.append("</section>")
@@ -232,8 +254,8 @@ def _placement_matrix(r: Results) -> str:
                     esc(t),
                     cov,
                     parts,
-                    _status(sp) + (f' <span class="note">{esc(sp.get("message", "")[:140])}</span>' if sp else ""),
-                    _status(co) + (f' <span class="note">{esc(co.get("message", "")[:100])}</span>' if co else ""),
+                    _status(sp) + (f' <span class="note">{more(sp.get("message", ""), 140)}</span>' if sp else ""),
+                    _status(co) + (f' <span class="note">{more(co.get("message", ""), 100)}</span>' if co else ""),
                 ]
             )
     return (
@@ -271,12 +293,13 @@ def _training(r: Results) -> str:
         return ""
     ds = (r.json(f"train/{cfg['models'][0]['name']}", "history") or {}).get("dataset", {})
     src = ds.get("source", {})
+    origin = src.get("path") or f"{src.get('length', '')} steps, seed {src.get('seed', '')}"
     desc = (
         (
-            f'<p class="note">Data: {esc(src.get("kind", ""))} ({esc(src.get("path") or str(src.get("length", "")) + " steps, seed " + str(src.get("seed", "")))}), '
-            f"{len(ds.get('features', []))} sensors, forecasting {esc(ds.get('target'))} {esc(ds.get('horizon'))} step(s) ahead from "
-            f"{esc(ds.get('seq_len'))}-step windows; {esc(ds.get('train_windows'))} train / {esc(ds.get('val_windows'))} validation windows. "
-            "Baseline = predicting the last observed value.</p>"
+            f'<p class="note">Data: {esc(src.get("kind", ""))} ({esc(origin)}), '
+            f"{len(ds.get('features', []))} sensors, forecasting {esc(ds.get('target'))} {esc(ds.get('horizon'))} "
+            f"step(s) ahead from {esc(ds.get('seq_len'))}-step windows; {esc(ds.get('train_windows'))} train / "
+            f"{esc(ds.get('val_windows'))} validation windows. Baseline = predicting the last observed value.</p>"
         )
         if ds
         else ""
@@ -293,58 +316,22 @@ def _training(r: Results) -> str:
     )
 
 
-def generic(d: dict | None, skip: tuple[str, ...] = ("schema", "npufit_version")) -> str:
-    """Scalars as a key/value table; lists of records as tables (first 40 rows)."""
-    if not d:
-        return ""
-    kv, out = [], []
-    for k, v in d.items():
-        if k in skip:
-            continue
-        if isinstance(v, (int, float, str, bool)) or v is None:
-            kv.append([esc(k), esc(f"{v:.6g}" if isinstance(v, float) else v)])
-        elif isinstance(v, dict) and all(not isinstance(x, (dict, list)) for x in v.values()):
-            kv += [[esc(f"{k}.{k2}"), esc(f"{x:.6g}" if isinstance(x, float) else x)] for k2, x in v.items()]
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
-            cols = [
-                c
-                for c in dict.fromkeys(k2 for x in v for k2 in x)
-                if all(not isinstance(x.get(c), (dict, list)) for x in v)
-            ]
-            rows = [
-                [esc(f"{x.get(c):.6g}" if isinstance(x.get(c), float) else x.get(c, "")) for c in cols] for x in v[:40]
-            ]
-            out.append(f"<h4>{esc(k)}</h4>" + table([esc(c) for c in cols], rows))
-    return (table(["", ""], kv) if kv else "") + "".join(out)
-
-
 def _split_part(r: Results, mo: str, t: str) -> str:
     c = r.cell(f"split/{mo}/{t}")
     if c is None:
         return ""
-    head = f'<h4>Split: {_status(c)} <span class="note">{esc(c.get("message"))}</span></h4>'
-    plan_dir = r.path(f"split/{mo}/{t}", "plan")
-    plan_json = r._inside(str(plan_dir.relative_to(r.root)), "plan.json") if plan_dir else None
-    plan = _load(plan_json) if plan_json else None
-    body = ""
-    if plan:
-        body += table(
-            ["stage", "device", "file", "inputs", "outputs"],
-            [
-                [
-                    esc(i),
-                    badge("npu") if s.get("device") == "npu" else badge("cpu").replace(">cpu<", ">host<"),
-                    esc(s.get("file")),
-                    esc(", ".join(map(str, s.get("inputs", [])))),
-                    esc(", ".join(map(str, s.get("outputs", [])))),
-                ]
-                for i, s in enumerate(plan.get("stages", []))
-            ],
-        )
+    head = f'<h4>Split: {_status(c)} <span class="note">{more(c.get("message") or "")}</span></h4>'
     rep = r.json(f"split/{mo}/{t}")
-    if rep:
-        body += "<details><summary>split verification and plan details</summary>" + generic(rep) + "</details>"
-    return head + body
+    if not rep:
+        return head
+    return (
+        head
+        + split_summary(rep)
+        + split_verification(rep)
+        + f"<details><summary>candidate cuts ({len(rep.get('candidates', []))})</summary>"
+        + split_candidates(rep)
+        + "</details>"
+    )
 
 
 def _quantize_part(r: Results, mo: str, t: str) -> str:
@@ -371,7 +358,7 @@ def _quantization_matrix(r: Results) -> str:
             cid = f"quantize/{mo['name']}/{t}"
             c, q = r.cell(cid), r.result(cid)
             if c is not None:
-                note = "" if q else f' <span class="note">{esc(c.get("message", "")[:160])}</span>'
+                note = "" if q else f' <span class="note">{more(c.get("message", ""), 160)}</span>'
                 rows.append(matrix_row(mo["name"], t, q, r.json(cid), _status(c) + note))
     return matrix_section(rows)
 
@@ -382,7 +369,7 @@ def _compile_part(r: Results, mo: str, t: str) -> str:
         return ""
     rep = r.json(f"compile/{mo}/{t}")
     return f'<h4>Compile: {_status(c)} <span class="note">{esc(c.get("message"))}</span></h4>' + (
-        "<details><summary>compiler result</summary>" + generic(rep) + "</details>" if rep else ""
+        "<details><summary>compiler result</summary>" + fields_html(rep) + "</details>" if rep else ""
     )
 
 
@@ -436,16 +423,16 @@ def _compile_table(r: Results) -> str:
                 esc(c["model"]),
                 esc(c["target"]),
                 esc(human_bytes(m.model_bytes)) if m else "-",
-                f"{m.wall_s:.1f} s" if m else "-",
-                f"{m.peak_rss_mb:.0f} MiB" if m else "-",
+                num(m.wall_s, "s") if m else "-",
+                num(m.peak_rss_mb, "MiB") if m else "-",
                 _status(c) + f' <span class="note">{esc(c.get("message"))}</span>',
             ]
         )
     if not rows:
         return ""
     return (
-        '<section id="compile"><h2>Compile time and memory</h2><p class="note">Wall time and peak resident memory of the '
-        "compiler (npufit + child processes, sampled every 50 ms) per model and target: seed 004's table, measured.</p>"
+        '<section id="compile"><h2>Compile time and memory</h2><p class="note">Wall time and peak resident memory '
+        "of the compiler (npufit + child processes, sampled every 50 ms) per model and target.</p>"
         + table(["model", "target", "model size", "compile time", "peak memory", "status"], rows, num_cols=(2, 3, 4))
         + "</section>"
     )
@@ -455,38 +442,49 @@ def _bench(r: Results) -> str:
     cells = [c for c in r.manifest["cells"] if c["step"] == "bench"]
     if not cells:
         return ""
-    rows, lat, tput, extra = [], [], [], []
+    rows, lat, tput, extra, idle = [], [], [], [], []
     for c in cells:
         rep, res = r.json(c["cell"]), r.result(c["cell"])
-        p50, thr = (res.p50_ms, res.throughput_ips) if res else (None, None)
+        if res is None:  # skipped, failed: said once per runtime and message, with the models named
+            idle.append(((c["runtime"], c["action"], c.get("message") or ""), c["model"]))
+            continue
         label = f"{c['model']} · {c['runtime']}"
-        if p50 is not None:
-            lat.append((label, p50))
-        if thr is not None:
-            tput.append((label, thr))
+        if res.p50_ms is not None:
+            lat.append((label, res.p50_ms))
+        if res.throughput_ips is not None:
+            tput.append((label, res.throughput_ips))
         rows.append(
             [
                 esc(c["model"]),
                 esc(c["runtime"]),
                 _status(c),
-                f"{p50:.4g}" if p50 is not None else "-",
-                f"{thr:.4g}" if thr is not None else "-",
-                esc(c.get("message") if c["action"] != "ran" else ""),
+                num(res.p50_ms),
+                num(res.throughput_ips),
+                more(c.get("message") or "") if c["action"] != "ran" else "",
             ]
         )
-        if rep:
-            extra.append(f"<details><summary>{esc(label)}: full result</summary>{generic(rep)}</details>")
+        for one in (rep or {}).get("results", [])[:1]:
+            extra.append(
+                f"<details><summary>{esc(label)}: measurement details</summary>"
+                f"{fields_html(one, ('stages', 'details'))}</details>"
+            )
         folder = r._inside(c["folder"])
         for png in sorted(folder.glob("*.png")) if folder and folder.is_dir() else []:
             uri = r.embed(png, "image/png")
             if uri:
                 extra.append(f'<img alt="{esc(png.name)}" src="{uri}" style="max-width:100%">')
+    for (runtime, action, msg), models in collapse_rows(idle):
+        rows.append([times(models), esc(runtime), _status({"action": action, "message": msg}), "-", "-", more(msg)])
     return (
         '<section id="bench"><h2>Benchmarks</h2>'
-        + table(["model", "runtime", "status", "latency p50 (ms)", "throughput (inf/s)", "note"], rows, num_cols=(3, 4))
+        + table(
+            ["model", "runtime", "status", "latency p50 (ms)", "throughput (inferences/s)", "note"],
+            rows,
+            num_cols=(3, 4),
+        )
         + '<div class="grid2">'
         + bar_chart(lat, "ms", "latency (lower is better)")
-        + bar_chart(tput, "inf/s", "throughput (higher is better)")
+        + bar_chart(tput, "inferences/s", "throughput (higher is better)")
         + "</div>"
         + "".join(extra)
         + "</section>"
@@ -508,7 +506,8 @@ def render_results_html(root: Path) -> str:
 def _render(r: Results) -> str:
     cfg, m = r.manifest["config"], r.manifest
     sub = (
-        f"pipeline <b>{esc(cfg['name'])}</b> · {escape(m.get('started', ''))} · {m['seconds']:.1f} s · npufit {esc(m.get('npufit_version'))}"
+        f"pipeline <b>{esc(cfg['name'])}</b> · {escape(m.get('started', ''))} · {m['seconds']:.1f} s "
+        f"· npufit {esc(m.get('npufit_version'))}"
         f' · <span class="note">{esc(cfg["path"])}</span>'
     )
     nav = [

@@ -91,7 +91,7 @@ def _to_fixed_point(model: ir.Model, rules: list, before_round: Callable[[ir.Mod
     for _ in range(MAX_ROUNDS):
         if before_round is not None:
             before_round(model)
-        infer_shapes(model)  # checks read ranks/dims of values that earlier rewrites created
+        infer_ir_shapes(model)  # checks read ranks/dims of values that earlier rewrites created
         n = rset.apply_to_model(model)
         total += n
         if not n:
@@ -99,8 +99,10 @@ def _to_fixed_point(model: ir.Model, rules: list, before_round: Callable[[ir.Mod
     return total
 
 
-def infer_shapes(model: ir.Model) -> None:
-    """ONNX shape inference in place; a model it cannot handle keeps the shapes it has."""
+def infer_ir_shapes(model: ir.Model) -> None:
+    """Shape inference of the onnx-ir model a rewrite holds, in place, on graph.onnx_prepare.infer_shapes' terms
+    (never raises: a model it cannot handle keeps the shapes it has). Strict, as onnx-ir's pass runs it by default:
+    one node it cannot type leaves every shape as it was, which the rules' checks were written against."""
     from onnx_ir.passes.common import ShapeInferencePass
 
     try:

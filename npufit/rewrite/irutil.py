@@ -99,10 +99,5 @@ def reduce(op, op_type: str, x, axes: Sequence[int], keepdims: int, opset: int, 
     return getattr(op, op_type)(x, axes=list(axes), keepdims=keepdims, **kw)
 
 
-def single_consumer(value: ir.Value) -> bool:
-    """True when exactly one node reads `value` and it is not a graph output."""
-    return len(value.uses()) == 1 and not value.is_graph_output()
-
-
 def opset_of(model: ir.Model) -> int:
     return int(model.opset_imports.get("", model.opset_imports.get("ai.onnx", 0)) or 0)

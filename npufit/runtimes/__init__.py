@@ -94,7 +94,6 @@ def status() -> list[dict[str, Any]]:
     trt_v = _dist("tensorrt") or _dist("tensorrt-cu12") or _dist("tensorrt-cu13") or ""
     hailo_py = importlib.util.find_spec("hailo_platform") is not None
     hailo_cli = shutil.which("hailortcli")
-    split_chain = _has_module("npufit.split.chain")
     return [
         {
             "name": "ort-cpu",
@@ -146,11 +145,11 @@ def status() -> list[dict[str, Any]]:
         },
         {
             "name": "chain",
-            "available": split_chain,
+            "available": True,  # part of npufit
             "version": "",
             "enables": "bench PLAN_DIR (a split plan end to end)",
             "install": "part of npufit (npufit split)",
-            "detail": "" if split_chain else "npufit.split.chain is not in this build",
+            "detail": "",
         },
         {
             "name": "rknn-simulator",
@@ -161,10 +160,3 @@ def status() -> list[dict[str, Any]]:
             "detail": RKNN_NOTE,
         },
     ]
-
-
-def _has_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False

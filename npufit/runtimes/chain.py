@@ -11,10 +11,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .. import __version__
 from ..errors import NpufitError
+from ..split.plan import PLAN_FILE
 from .base import BOUNDARY_CHAIN, InputSpec, Runner, RuntimeUnavailable, onnx_input_specs
-
-PLAN_FILE = "plan.json"
 
 
 def is_plan_dir(path: str | Path) -> bool:
@@ -30,15 +30,6 @@ def plan_files(plan_dir: str | Path) -> list[Path]:
     return [Path(plan_dir) / PLAN_FILE] + [Path(plan_dir) / s.file for s in plan.stages]
 
 
-def chain_version() -> str | None:
-    """The chain runner ships with npufit, so its version is npufit's (None when split is not built in)."""
-    import importlib.util
-
-    from .. import __version__
-
-    return __version__ if importlib.util.find_spec("npufit.split.chain") is not None else None
-
-
 class ChainBenchRunner(Runner):
     name = "chain"
     title = "split plan run as a chain (npufit.split.chain.ChainRunner)"
@@ -51,7 +42,7 @@ class ChainBenchRunner(Runner):
             raise RuntimeUnavailable("the chain runtime takes a split-plan folder (one with plan.json)")
 
     def version(self) -> str | None:
-        return chain_version()
+        return __version__  # the chain runner ships with npufit
 
     def input_specs(self) -> list[InputSpec]:
         """The chain's inputs (the original model's), typed from the stage models that read them."""
@@ -67,10 +58,8 @@ class ChainBenchRunner(Runner):
         return [by_name[n] for n in plan.input_names]
 
     def _activate(self) -> None:
-        try:
-            from ..split.chain import ChainRunner
-        except ImportError:
-            raise RuntimeUnavailable("npufit.split.chain is not available in this npufit build") from None
+        from ..split.chain import ChainRunner
+
         # the deployment setting: ORT's full graph optimiser, the thread count the user asked for (0 = ORT's)
         self.chain = ChainRunner(
             str(self.model), npu_runtime=self.options.get("npu_runtime"), threads=int(self.threads or 0), optimized=True

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..util.shapes import dims_text, parse_input_shapes
+from ..vocab import EXECUTOR, JUDGE
 from .report import ScanReport
 
 MODEL_SUFFIXES = (".onnx", ".tflite")
@@ -123,16 +125,19 @@ def _load_cache(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
 def scan(
     paths: Sequence[str | os.PathLike],
     targets: str | Sequence[str] = "hailo8",
-    executor: str = "pool",
+    executor: str = EXECUTOR,
     jobs: int | None = None,
     address: str | None = None,
     cache: str | os.PathLike | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
-    judge: str = "auto",
+    judge: str = JUDGE,
+    input_shapes=None,
 ) -> ScanReport:
     """The library side of `npufit scan`. cache: a JSON file of earlier rows keyed by content hash,
-    target, judge mode and npufit version; read when present, (re)written atomically after the scan."""
-    from ..check.engine import JUDGE_MODES
+    target, judge mode, input shapes and npufit version; read when present, (re)written atomically after the scan.
+    input_shapes ({"images": (1, 3, 640, 640)} or "images=1,3,640,640") apply to every model with such an input;
+    a model whose other unknown dims are not given gets a `needs-shape` row naming the shape to give."""
+    from ..check.engine import require_judge
     from ..executors import Task, get_executor
     from ..targets import get_profile, resolve_targets
 
@@ -141,8 +146,9 @@ def scan(
             get_profile(t).name for t in resolve_targets(targets if isinstance(targets, str) else ",".join(targets))
         )
     )
-    if judge not in JUDGE_MODES:
-        raise NpufitError(f"unknown --judge '{judge}' (choose from {', '.join(JUDGE_MODES)})")
+    require_judge(judge)
+    shapes = {k: list(v) for k, v in parse_input_shapes(input_shapes).items()}
+    mode = judge + ("|" + ";".join(f"{k}={dims_text(v)}" for k, v in sorted(shapes.items())) if shapes else "")
     if timeout <= 0:
         raise NpufitError(f"--timeout {timeout:g}: must be a positive number of seconds")
     if jobs is not None and jobs < 1:
@@ -163,13 +169,14 @@ def scan(
             for t in names:
                 rows[(m, t)] = _row(m, "", t, {"status": "error", "error": e.message}, False)
             continue
-        hits = {t: cached.get(_cache_key(shas[m], t, judge)) for t in names}
+        hits = {t: cached.get(_cache_key(shas[m], t, mode)) for t in names}
         if all(hits.values()):
             for t in names:
                 rows[(m, t)] = _row(m, shas[m], t, hits[t], True)
         else:
             todo.append(m)
-    tasks = [Task("npufit.scan.work:scan_model", {"path": m, "targets": names, "judge": judge}, label=m) for m in todo]
+    job = {"targets": names, "judge": judge, "input_shapes": shapes}
+    tasks = [Task("npufit.scan.work:scan_model", {"path": m, **job}, label=m) for m in todo]
     run_info: dict[str, Any] = {"executor": executor, "jobs": None}
     if tasks:
         with get_executor(executor, jobs, address) as ex:
@@ -184,7 +191,7 @@ def scan(
     elapsed = time.perf_counter() - t0
     ordered = [rows[(m, t)] for m in models for t in names]
     if cache_path is not None:
-        _save_cache(cache_path, cached, files, ordered, judge)
+        _save_cache(cache_path, cached, files, ordered, mode)
     return ScanReport(
         ordered,
         names,
@@ -216,8 +223,3 @@ def _save_cache(path: Path, old: dict[str, Any], files: dict[str, Any], rows: li
             body = {k: v for k, v in r.items() if k not in ("model", "sha256", "target", "cached")}
             keep[_cache_key(r["sha256"], r["target"], judge)] = body
     atomic_write_text(path, dumps({"schema": CACHE_SCHEMA, "files": files, "rows": keep}, None) + "\n")
-
-
-from ..util.callable_module import make_callable  # noqa: E402
-
-make_callable(__name__, scan)  # npufit.scan(...) works even once this package is imported

@@ -7,8 +7,9 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..vocab import JUDGE
+
 SCHEMA = "npufit.scan/1"
-FORMATS = ("table", "json", "jsonl", "csv", "html")
 CSV_COLUMNS = (
     "model",
     "target",
@@ -36,7 +37,7 @@ CSV_COLUMNS = (
 class ScanReport:
     rows: list[dict[str, Any]]  # one per model x target, models sorted by path, targets in the order asked
     targets: list[str]
-    judge: str = "auto"
+    judge: str = JUDGE
     run: dict[str, Any] = field(default_factory=dict)  # executor, jobs, models, checked, from_cache, seconds
 
     def summary(self) -> dict[str, Any]:
@@ -169,6 +170,7 @@ class ScanReport:
 
     def _html(self) -> str:
         from ..report.html import badge, cards, esc, page, table
+        from ..report.html_reasons import more
 
         s = self.summary()
         body = cards(
@@ -190,7 +192,8 @@ class ScanReport:
                 )
                 + " "
                 + esc(r["status"]),
-                *(esc(c) for c in self._cells(r)[2:]),
+                *(esc(c) for c in self._cells(r)[2:-1]),
+                more(r["error"], 80) if r["status"] != "ok" else esc(self._cells(r)[-1]),
             ]
             for r in self.rows
         ]

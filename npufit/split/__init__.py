@@ -3,12 +3,8 @@ equals the original, and run it. `npufit.split(...)` is `npufit split`, `npufit.
 
 from __future__ import annotations
 
-from ..util.callable_module import make_callable
 from .plan import SCHEMA, PlanStage, SplitPlan, load_plan
 from .runner import run
 from .splitter import split
 
 __all__ = ["split", "run", "load_plan", "SplitPlan", "PlanStage", "SCHEMA"]
-
-
-make_callable(__name__, split)  # npufit.split(...) splits even once this package is imported

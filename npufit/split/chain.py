@@ -50,31 +50,43 @@ class ChainRunner:
         plan: SplitPlan | None = None,
         threads: int = 1,
         optimized: bool = False,
+        lazy: bool = False,
     ):
+        """lazy: open the stage sessions on the first run, not here (split's verification opens one chain at a
+        time, and `release()` closes it again: a big model's sessions hold its activations)."""
         self.plan_dir = Path(plan_dir)
         self.plan = plan if plan is not None else load_plan(plan_dir)
         self.notes: list[str] = []
         self.device_of_stage: dict[str, str] = {}
         npu_rt = self._pick_npu_runtime(npu_runtime)
-        self._sessions = {}
         for st in self.plan.stages:
             self.device_of_stage[st.name] = npu_rt if st.device == "npu" else ORT_CPU
-            self._sessions[st.name] = _session(self.plan_dir / st.file, threads, optimized)
+        self._threads, self._optimized = threads, optimized
         self._release_after = self._last_uses()
-        # precomputed per stage: (name, session, input names, output names, tensors to drop afterwards)
+        self._steps: list[tuple] | None = None
+        if not lazy:
+            self._open()
+        self._inputs = tuple(self.plan.input_names)
+        self._outputs = tuple(self.plan.output_names)
+
+    def _open(self) -> list[tuple]:
+        """Per stage: (name, session, input names, output names, tensors to drop afterwards)."""
         keep = set(self.plan.input_names)
         self._steps = [
             (
                 st.name,
-                self._sessions[st.name],
+                _session(self.plan_dir / st.file, self._threads, self._optimized),
                 tuple(st.input_names),
                 list(st.output_names),
                 tuple(t for t in self._release_after.get(st.name, ()) if t not in keep),
             )
             for st in self.plan.stages
         ]
-        self._inputs = tuple(self.plan.input_names)
-        self._outputs = tuple(self.plan.output_names)
+        return self._steps
+
+    def release(self) -> None:
+        """Close the stage sessions (and the memory their runs hold); the next run opens them again."""
+        self._steps = None
 
     def _pick_npu_runtime(self, wanted: str | None) -> str:
         target = self.plan.target.get("name", "")
@@ -123,7 +135,7 @@ class ChainRunner:
         times: list[tuple[str, float]] = []
         clock = time.perf_counter
         with run_limit() as ro:  # the whole chain is one run of the model under the time limit (a Loop may never end)
-            for name, sess, ins, outs, drop in self._steps:
+            for name, sess, ins, outs, drop in self._steps or self._open():
                 stage_feeds = {n: env[n] for n in ins}
                 t0 = clock()
                 try:

@@ -18,8 +18,8 @@ from onnx import helper, numpy_helper
 from ..errors import NpufitError
 from ..graph import Graph, model_format
 from ..graph.onnx_loader import graph_from
-from ..graph.onnx_prepare import infer_shapes, prepare_onnx
-from ..graph.validate import all_tensors, external_location
+from ..graph.onnx_prepare import from_proto, infer, infer_shapes, pin_inputs, read_onnx, strip_weights
+from ..graph.validate import all_tensors, external_location, external_span
 from .planner import GraphIndex, Stage
 from .subgraphs import outer_reads
 
@@ -35,8 +35,27 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
         raise NpufitError(f"{path}: split works on ONNX models; convert the TFLite model to ONNX first")
     # split runs the model (its data must be there) and pins only dynamic dims: a changed fixed dim would make
     # stages the original cannot match
-    prep = prepare_onnx(path, input_shapes=input_shapes, require_data=True, only_dynamic=True)
-    return prep.model, graph_from(prep, prep.shape_warnings)
+    full = read_onnx(path, pin_inputs(input_shapes, only_dynamic=True), external_data="required")
+    # The graph is built as `check` builds it, from a copy without weight bytes: shape inference and its refining
+    # rounds serialize the model each time, which with the weights in was most of a big model's split time.
+    prep = from_proto(full.model, strip_weights, infer, name=str(path))
+    graph = graph_from(prep, prep.shape_warnings)
+    graph.input_shapes, graph.shape_notes = dict(full.shapes.pinned), list(full.shapes.notes)  # the policy's answer
+    _restore_weights(prep.model, full.model)
+    return prep.model, graph
+
+
+def _restore_weights(model: onnx.ModelProto, source: onnx.ModelProto) -> None:
+    """Put back the weight bytes stripping dropped (external with no location) from the same model's full copy:
+    the stage files need them."""
+    stripped = {
+        t.name: t
+        for t in model.graph.initializer
+        if t.data_location == onnx.TensorProto.EXTERNAL and not t.external_data
+    }
+    for t in source.graph.initializer:
+        if t.name in stripped:
+            stripped[t.name].CopyFrom(t)
 
 
 class Extractor:
@@ -151,9 +170,10 @@ class Extractor:
                     f"tensor '{name}' crosses a stage boundary and its rank is unknown even after running "
                     "the model; pin dynamic inputs with --input-shape"
                 )
-            dims = out.type.tensor_type.shape.dim
+            shape = out.type.tensor_type.shape
+            shape.SetInParent()  # a scalar's shape is present and empty: the checker requires the field on every rank
             for k in range(rank):
-                dims.add().dim_param = f"{name}_dim{k}"
+                shape.dim.add().dim_param = f"{name}_dim{k}"
         return out
 
     def _measured_ranks(self) -> dict[str, int]:
@@ -229,11 +249,10 @@ class Extractor:
         return data_name, pos
 
     def _ext_span(self, t: onnx.TensorProto) -> tuple[Path, int, int]:
-        meta = {kv.key: kv.value for kv in t.external_data}
-        src = self.src_dir / meta["location"]
-        offset = int(meta.get("offset", 0))
-        length = int(meta["length"]) if "length" in meta else src.stat().st_size - offset
-        return src, offset, length
+        """The tensor's file and byte span (checked when the model was read: inside its folder, integers)."""
+        src = self.src_dir / (external_location(t) or "")
+        offset, length = external_span(t)
+        return src, offset, src.stat().st_size - offset if length is None else length
 
     def _ext_length(self, t: onnx.TensorProto) -> int:
         return self._ext_span(t)[2]

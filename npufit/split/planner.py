@@ -16,20 +16,8 @@ from ..check.result import CheckReport
 from ..errors import NpufitError
 from ..graph import Graph
 from ..targets.base import Verdict
+from .cost import CostModel
 from .subgraphs import outer_reads
-
-# best: the top-ranked candidate (the default); auto: `fix` first (exact rules), then best, verified against the
-# original model
-MODES = ("best", "prefix", "segments", "explicit", "auto")
-# The stated cost: a rough latency model that turns the three numbers a cut trades off (host MACs,
-# boundary tensors, bytes crossing) into one figure. The rates are assumptions for an embedded host
-# with an M.2 accelerator, not measurements; they only need to be in the right proportion.
-COST_MODEL = {"host_gmacs_per_s": 10.0, "npu_gmacs_per_s": 1000.0, "ms_per_boundary": 0.1, "link_gb_per_s": 1.0}
-RANKING = (
-    "estimated latency = host MACs / {host_gmacs_per_s:g} GMAC/s + NPU MACs / {npu_gmacs_per_s:g} GMAC/s "
-    "+ {ms_per_boundary:g} ms per tensor crossing NPU<->host + bytes crossing / {link_gb_per_s:g} GB/s "
-    "(lower first; ties: fewer boundaries, fewer bytes, fewer stages)"
-).format(**COST_MODEL)
 
 
 @dataclass
@@ -51,6 +39,10 @@ class Cut:
     cost: dict
     options: dict = field(default_factory=dict)  # how to ask for this cut again (CLI options)
 
+    @property
+    def npu_stages(self) -> int:
+        return self.cost["npu_stages"]
+
     def rank_key(self) -> tuple:
         c = self.cost
         return (c["est_ms"], c["boundaries"], c["bytes_crossing"], len(self.stages))
@@ -71,9 +63,10 @@ class Cut:
 class GraphIndex:
     """Runtime dataflow between running top-level nodes (folded producers are constants here)."""
 
-    def __init__(self, graph: Graph, report: CheckReport):
+    def __init__(self, graph: Graph, report: CheckReport, cost: CostModel):
         self.graph = graph
         self.report = report
+        self.cost = cost
         self.verdict = {n.name: n.verdict for n in report.nodes}
         self.macs = {n.name: n.macs for n in report.nodes}
         self.device_of = {
@@ -193,22 +186,13 @@ def transfers(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> l
     return out
 
 
-def estimate_ms(host_macs: int, npu_macs: int, boundaries: int, nbytes: int) -> float:
-    m = COST_MODEL
-    return (
-        1e3 * host_macs / (m["host_gmacs_per_s"] * 1e9)
-        + 1e3 * npu_macs / (m["npu_gmacs_per_s"] * 1e9)
-        + m["ms_per_boundary"] * boundaries
-        + 1e3 * nbytes / (m["link_gb_per_s"] * 1e9)
-    )
-
-
 def cut_cost(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> dict:
     crossing = [t for t in transfers(ix, stages, sources) if t["direction"] in ("npu->host", "host->npu")]
     npu_macs = sum(s.macs for s in stages if s.device == NPU)
     pct = 100.0 * npu_macs / ix.total_macs if ix.total_macs else 0.0
     nbytes = sum(t["bytes"] or 0 for t in crossing)
-    est = estimate_ms(ix.total_macs - npu_macs, npu_macs, len(crossing), nbytes)
+    n_npu = sum(s.device == NPU for s in stages)
+    est = ix.cost.estimate_ms(ix.total_macs - npu_macs, npu_macs, len(crossing), nbytes, n_npu)
     return {
         "est_ms": round(est, 4),
         "npu_macs_pct": round(pct, 2),
@@ -217,7 +201,7 @@ def cut_cost(ix: GraphIndex, stages: list[Stage], sources: dict[str, str]) -> di
         "boundaries": len(crossing),
         "bytes_crossing": nbytes,
         "unknown_size_boundaries": sum(t["bytes"] is None for t in crossing),
-        "npu_stages": sum(s.device == NPU for s in stages),
+        "npu_stages": n_npu,
         "host_stages": sum(s.device == HOST for s in stages),
     }
 
@@ -231,11 +215,19 @@ def prefix_cut(ix: GraphIndex) -> Cut:
     return build_cut(ix, "prefix", "largest NPU prefix", [(NPU, pre), (HOST, [n for n in ix.order if n not in inside])])
 
 
-def segments_cut(ix: GraphIndex, partitions: list[Partition], min_nodes: int) -> Cut:
-    """Every NPU partition with >= min_nodes nodes is a stage; the rest runs on the host, merged where order allows."""
+def segments_cut(ix: GraphIndex, partitions: list[Partition], min_nodes: int, max_npu: int | None = None) -> Cut:
+    """Every NPU partition with >= min_nodes nodes is a stage (with max_npu: only that many, those with the most
+    MACs); the rest runs on the host, merged where order allows."""
     if min_nodes < 1:
         raise NpufitError("--min-nodes must be at least 1")
     dev = [p.device if (p.device == HOST or len(p.nodes) >= min_nodes) else HOST for p in partitions]
+    if max_npu is not None:
+        npu = sorted(
+            (i for i, d in enumerate(dev) if d == NPU),
+            key=lambda i: -sum(ix.macs.get(n, 0) for n in partitions[i].nodes),
+        )
+        for i in npu[max_npu:]:
+            dev[i] = HOST
     part_of = {n: i for i, p in enumerate(partitions) for n in p.nodes}
     deps: list[set[int]] = [set() for _ in partitions]
     for i, p in enumerate(partitions):
@@ -271,7 +263,11 @@ def segments_cut(ix: GraphIndex, partitions: list[Partition], min_nodes: int) ->
             groups[-1][1].extend(partitions[i].nodes)
         else:
             groups.append((dev[i], list(partitions[i].nodes)))
-    return build_cut(ix, "segments", f"segments --min-nodes {min_nodes}", groups, {"min_nodes": min_nodes})
+    if max_npu is None:
+        return build_cut(ix, "segments", f"segments --min-nodes {min_nodes}", groups, {"min_nodes": min_nodes})
+    which = "largest NPU region" if max_npu == 1 else f"{max_npu} largest NPU regions"
+    label = f"the {which} (segments, min {min_nodes} nodes)"
+    return build_cut(ix, "segments", label, groups, {"min_nodes": min_nodes, "max_npu_stages": max_npu})
 
 
 def explicit_cut(ix: GraphIndex, start: list[str], end: list[str]) -> Cut:
@@ -340,7 +336,7 @@ def prefix_truncations(ix: GraphIndex, keep: int = 4) -> list[Cut]:
                     open_t.add(o)
                     nbytes += ix.nbytes(o) or 0
         nb = len(open_t) + len(used_inputs)
-        key = (round(estimate_ms(ix.total_macs - macs, macs, nb, nbytes), 4), nb, nbytes)
+        key = (round(ix.cost.estimate_ms(ix.total_macs - macs, macs, nb, nbytes, 1), 4), nb, nbytes)
         best[key] = k  # the longest prefix with this score wins
     cuts = []
     for key in sorted(best)[:keep]:
@@ -363,7 +359,7 @@ def _stage_end_nodes(ix: GraphIndex, st: Stage) -> list[str]:
 
 
 def candidates(ix: GraphIndex, partitions: list[Partition], chosen: Cut | None) -> list[Cut]:
-    """The chosen cut plus alternatives from every mode, ranked by RANKING, duplicates removed."""
+    """The chosen cut plus alternatives from every mode, ranked by the cost model, duplicates removed."""
     pool: list[Cut] = [chosen] if chosen is not None else []
     pool.append(prefix_cut(ix))
     pool.extend(prefix_truncations(ix))
@@ -371,6 +367,9 @@ def candidates(ix: GraphIndex, partitions: list[Partition], chosen: Cut | None) 
     step = max(1, len(sizes) // 8)
     for m in sizes[::step]:
         pool.append(segments_cut(ix, partitions, m))
+    if sizes:  # the NPU regions with the most MACs alone: one or two network groups, the rest on the host
+        for k in (1, 2):
+            pool.append(segments_cut(ix, partitions, 1, k))
     uniq: dict[tuple, Cut] = {}
     for c in pool:
         uniq.setdefault(c.signature(), c)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .cost import GENERIC, CostModel
 from .plan import SplitPlan
-from .planner import RANKING, Cut
+from .planner import Cut
 from .verify import ChainCheck
 
 SPLIT_SCHEMA = "npufit.split/1"
@@ -49,7 +50,8 @@ def _grouped(pairs: list[tuple[str, str]], arrow: str = "<-") -> str:
 def how_to_select(c: Cut) -> str:
     """The CLI options that ask for cut `c` again."""
     if c.mode == "segments":
-        return f"--mode segments --min-nodes {c.options['min_nodes']}"
+        k = c.options.get("max_npu_stages")
+        return f"--mode segments --min-nodes {c.options['min_nodes']}" + (f" --max-npu-stages {k}" if k else "")
     if c.options.get("end_nodes") or c.options.get("start_nodes"):
         parts = []
         if c.options.get("start_nodes"):
@@ -87,6 +89,8 @@ def verification_sentence(v: dict) -> str:
         list(v.get("missing", [])),
         v.get("seconds", 0.0),
         v.get("optimized"),
+        overflow=v.get("overflow"),
+        against_source=v.get("against_source"),
     )
     text = c.sentence()
     return text if c.equivalent else text + " (written with --force)"
@@ -102,6 +106,7 @@ class SplitResult:
     top: int = 5
     why: str = ""  # one sentence: why this cut was written (best-ranked, or the mode asked for and its rank)
     report: object = None  # the CheckReport the cut was made from (for the HTML graph; not in to_dict)
+    cost_model: CostModel = field(default_factory=lambda: CostModel(dict(GENERIC)))
 
     def stage_view(self) -> dict | None:
         """The check report re-coloured by stage: each stage is a partition, its cut edges the plan's boundaries
@@ -124,14 +129,19 @@ class SplitResult:
         v = self.plan.verification
         return None if v is None else (verification_sentence(v), verification_rows(v))
 
+    def select_view(self) -> list[str]:
+        """Per listed candidate (to_dict's order), the CLI options that pick it again."""
+        return [how_to_select(c) for c in self.candidates[: max(self.top, 1)]]
+
     def to_dict(self) -> dict:
         return {
             "schema": SPLIT_SCHEMA,
             "output_dir": str(self.output_dir),
             "plan": self.plan.to_dict(),
-            "ranking": RANKING,
+            "ranking": self.cost_model.ranking,
+            "cost_model": self.cost_model.to_dict(),
             "candidates": [
-                dict(c.summary(), rank=i + 1, chosen=c is self.chosen)
+                dict(c.summary(), rank=i + 1, chosen=c is self.chosen, select=how_to_select(c))
                 for i, c in enumerate(self.candidates[: max(self.top, 1)])
             ],
             "why": self.why,
@@ -179,8 +189,9 @@ class SplitResult:
             lines.append(f"  max abs/rel per output ({v.get('settings', 'graph optimizations off')}): {per}")
         for w in p.warnings:
             lines.append(f"warning: {w}")
-        lines += ["", f"candidate cuts, ranked by {RANKING}:"]
-        rows = [["rank", "cut", "est. ms", "NPU MACs", "boundaries", "bytes", "stages", "select with"]]
+        lines += ["", f"candidate cuts, ranked by {self.cost_model.ranking}:"]
+        lines += [f"  {x}" for x in self.cost_model.sourced_lines()]
+        rows = [["rank", "cut", "est. ms", "NPU MACs", "boundaries", "bytes", "stages", "NPU stages", "select with"]]
         for i, cut in enumerate(self.candidates[: max(self.top, 1)]):
             mark = "*" if cut is self.chosen else ""
             rows.append(
@@ -192,6 +203,7 @@ class SplitResult:
                     str(cut.cost["boundaries"]),
                     _kb(cut.cost["bytes_crossing"]),
                     str(len(cut.stages)),
+                    str(cut.npu_stages),
                     how_to_select(cut),
                 ]
             )

@@ -7,14 +7,19 @@ import shlex
 import time
 from pathlib import Path
 
+from .. import toolchains
 from ..errors import NpufitError
+from ..graph import require_shapes
 from ..targets.base import Profile, Verdict
+from ..toolchains import StageParser
+from ..util.commands import fix_command
 from ..util.io import atomic_dir, check_output_dir
+from ..vocab import JUDGE, SPLIT_MIN_NODES, SPLIT_MODE, SPLIT_MODES
 from .chain import ORT_CPU, ChainRunner
+from .cost import CostModel
 from .extract import Extractor, load_source
 from .plan import PLAN_FILE, PlanStage, SplitPlan, legacy_plan_entries, sha256_file
 from .planner import (
-    MODES,
     Cut,
     GraphIndex,
     candidates,
@@ -33,7 +38,7 @@ def split(
     target: str = "hailo8",
     output_dir: str | os.PathLike | None = None,
     mode: str | None = None,
-    min_nodes: int = 8,
+    min_nodes: int = SPLIT_MIN_NODES,
     start_nodes: list[str] | None = None,
     end_nodes: list[str] | None = None,
     verify: bool = True,
@@ -43,15 +48,18 @@ def split(
     force: bool = False,
     input_shapes=None,
     top: int = 5,
-    judge: str = "auto",
+    judge: str = JUDGE,
     verify_against: str | os.PathLike | None = None,
+    max_npu_stages: int | None = None,
 ) -> SplitResult:
     """Cut `model` into NPU and host stages for `target` and write them with plan.json to `output_dir`.
 
     mode: "best" (default: the best-ranked candidate cut), "prefix" (largest NPU prefix), "segments" (each NPU
     region of >= min_nodes nodes), "explicit" (start_nodes/end_nodes: node or tensor names, Hailo semantics) or
     "auto" (`fix` with the target's exact rules first, then the best cut of the fixed model, verified against the
-    original). With verify (default) the chain must reproduce the original bit for bit (ONNX Runtime graph
+    original). max_npu_stages caps the NPU stages of the best mode's plan (and keeps only the regions with the most
+    MACs in segments mode); by default the target's own cap applies (Hailo: one NPU stage, unless a second pays by a
+    safe margin). With verify (default) the chain must reproduce the original bit for bit (ONNX Runtime graph
     optimizations off; the default optimizer is verified and reported too), else nothing is written unless
     force=True. The model file is only read."""
     from ..check import check_graph
@@ -59,9 +67,9 @@ def split(
 
     t_start = time.perf_counter()
     start_nodes, end_nodes = _names(start_nodes), _names(end_nodes)
-    mode = mode or ("explicit" if (start_nodes or end_nodes) else "best")
-    if mode not in MODES:
-        raise NpufitError(f"unknown split mode '{mode}' (choose from {', '.join(MODES)})")
+    mode = mode or ("explicit" if (start_nodes or end_nodes) else SPLIT_MODE)
+    if mode not in SPLIT_MODES:
+        raise NpufitError(f"unknown split mode '{mode}' (choose from {', '.join(SPLIT_MODES)})")
     if mode == "explicit" and not (start_nodes or end_nodes):
         raise NpufitError("mode 'explicit' needs --start-nodes and/or --end-nodes (node or tensor names)")
     if mode != "explicit" and (start_nodes or end_nodes):
@@ -70,6 +78,14 @@ def split(
         )
     if output_dir is None:
         raise NpufitError("an output folder is required (--output-dir DIR)")
+    if max_npu_stages is not None and (
+        isinstance(max_npu_stages, bool) or not isinstance(max_npu_stages, int) or max_npu_stages < 1
+    ):
+        raise NpufitError(f"--max-npu-stages must be a whole number of at least 1, not {max_npu_stages!r}")
+    if max_npu_stages is not None and mode in ("prefix", "explicit"):
+        raise NpufitError(
+            f"--max-npu-stages applies to the best, auto and segments modes; --mode {mode} has one NPU stage"
+        )
     model_path = Path(model)
     check_output_dir(Path(output_dir), "--output-dir", [model_path], legacy_plan_entries)  # fail before any work
     if mode == "auto":
@@ -86,35 +102,44 @@ def split(
             input_shapes=input_shapes,
             top=top,
             judge=judge,
+            max_npu_stages=max_npu_stages,
         )
     proto, graph = load_source(model_path, input_shapes)
+    require_shapes(graph, "split runs the model to prove its stages")
+    given_shapes, input_shapes = (
+        input_shapes,
+        graph.input_shapes,
+    )  # the shapes the stages are written with: given, or a dynamic batch of 1
     from ..graph.validate import external_data_files
 
     sources = [model_path, *external_data_files(proto, model_path.parent)]
     profile = get_profile(target)
     report = check_graph(graph, profile, judge)
-    ix = GraphIndex(graph, report)
+    cost = CostModel.for_profile(profile)
+    ix = GraphIndex(graph, report, cost)
     if not ix.order:
         raise NpufitError(f"{model_path.name}: every node is a compile-time constant; there is nothing to split")
 
     if mode == "prefix":
         chosen = prefix_cut(ix)
     elif mode == "segments":
-        chosen = segments_cut(ix, report.partitions, min_nodes)
+        chosen = segments_cut(ix, report.partitions, min_nodes, max_npu_stages)
     elif mode == "explicit":
         chosen = explicit_cut(ix, start_nodes, end_nodes)
     else:
         chosen = None
     ranked = candidates(ix, report.partitions, chosen)
+    why = None
     if chosen is None:
-        chosen = ranked[0]
+        chosen, why = choose(ranked, cost, max_npu_stages)
     _place_constant_outputs(ix, chosen)
     t_plan = time.perf_counter()
 
     warnings = (
-        list(graph.warnings)
+        list(graph.shape_notes)
+        + list(graph.warnings)
         + _warnings(ix, chosen, profile.name)
-        + _fix_hints(ix, report, chosen, model_path, profile.name)
+        + ([] if verify_against is not None else _fix_hints(ix, report, chosen, model_path, profile.name, given_shapes))
     )
     src_dir = model_path.resolve().parent
     extractor = Extractor(proto, ix, src_dir)
@@ -127,7 +152,7 @@ def split(
             source=_source_info(model_path, graph),
             target={"name": profile.name, "title": profile.title},
             mode=chosen.mode,
-            options=_options(chosen, mode),
+            options=_options(chosen, mode, max_npu_stages),
             stages=stages,
             outputs=[{"name": o, "from": _output_source(chosen, o)} for o in ix.outputs],
             boundaries=transfers(ix, chosen.stages, chosen.sources),
@@ -137,9 +162,12 @@ def split(
         t_extract = time.perf_counter()
         check = None
         if verify:
-            runner = ChainRunner(tmp, ORT_CPU, plan=plan)
-            optimized = ChainRunner(tmp, ORT_CPU, plan=plan, optimized=True)
-            check = verify_chain(verify_against or model_path, runner, inputs, samples, seed, input_shapes, optimized)
+            runner = ChainRunner(tmp, ORT_CPU, plan=plan, lazy=True)
+            optimized = ChainRunner(tmp, ORT_CPU, plan=plan, optimized=True, lazy=True)
+            # --mode auto: bit for bit against the fixed model it was cut from, and within what fix accepts for
+            # exact rules against the user's original
+            source = verify_against if verify_against is not None and Path(verify_against) != model_path else None
+            check = verify_chain(model_path, runner, inputs, samples, seed, input_shapes, optimized, source)
             plan.verification = check.to_dict()
             if not check.equivalent and not force:
                 raise NpufitError(
@@ -159,18 +187,44 @@ def split(
         "total_s": round(t_end - t_start, 3),
     }
     return SplitResult(
-        plan, Path(output_dir), [c for c in ranked], chosen, timings, top, _why(mode, chosen, ranked), report
+        plan,
+        Path(output_dir),
+        list(ranked),
+        chosen,
+        timings,
+        top,
+        why or _why(mode, chosen, ranked, _rejected_on_npu(ix, report, chosen, profile.name)),
+        report,
+        cost,
     )
 
 
-def _why(mode: str, chosen: Cut, ranked: list[Cut]) -> str:
-    """One sentence: why this cut was written."""
-    if mode in ("best", "auto"):
-        runner_up = next((c for c in ranked if c is not chosen), None)
-        vs = f"; next: {runner_up.label}, {runner_up.cost['est_ms']:.3f} ms" if runner_up else ""
-        return f"chosen: the best-ranked of {len(ranked)} candidate cut(s) ({chosen.label}, est. {chosen.cost['est_ms']:.3f} ms{vs})"
+def _rejected_on_npu(ix: GraphIndex, report, cut: Cut, target: str) -> str:
+    """'' when every node of the cut's NPU stages runs there; else what the target's rules reject in them, by rule
+    (the most frequent first): an estimate that counts them as NPU work ranks a cut the parser is expected to refuse."""
+    from collections import Counter
+
+    on_npu = {n for s in cut.stages if s.device == "npu" for n in s.nodes}
+    rules: Counter[str] = Counter()
+    for n in report.failing:
+        if n.name in on_npu and n.reasons:
+            rules[n.reasons[0].rule] += 1
+    if not rules:
+        return ""
+    top = ", ".join(f"{rule} x{k}" for rule, k in rules.most_common(3))
+    return f"its NPU stage(s) hold {sum(rules.values())} node(s) the {target} check rejects ({top})"
+
+
+def _why(mode: str, chosen: Cut, ranked: list[Cut], rejected: str = "") -> str:
+    """One sentence: why this cut was written, when a mode other than best asked for it. A cut whose NPU stages hold
+    rejected nodes is ranked as if they ran there: it is never called the best-ranked without saying so."""
     rank = ranked.index(chosen) + 1
     best = ranked[0]
+    if rejected:
+        return (
+            f"chosen: --mode {mode} as asked; {rejected}: it ranks {rank} of {len(ranked)} only by counting them as "
+            "NPU work, and the parser is expected to refuse or fail on them"
+        )
     if rank == 1:
         return f"chosen: --mode {mode}, which is also the best-ranked of {len(ranked)} candidate cut(s)"
     return (
@@ -179,14 +233,77 @@ def _why(mode: str, chosen: Cut, ranked: list[Cut]) -> str:
     )
 
 
+def choose(ranked: list[Cut], cost: CostModel, max_npu_stages: int | None) -> tuple[Cut, str]:
+    """The best-ranked cut within the NPU-stage cap, and one sentence saying why.
+
+    An explicit cap is a hard limit. The target's own cap (Hailo: 1) gives way to one more NPU stage only when that
+    cut is still faster with each switch between NPU stages costing twice the stated figure: a margin for the one
+    figure that decides it."""
+    cap = max_npu_stages if max_npu_stages is not None else cost.max_npu_stages
+    n = len(ranked)
+    if cap is None:
+        best, nxt = ranked[0], (ranked[1] if n > 1 else None)
+        vs = f"; next: {nxt.label}, {nxt.cost['est_ms']:.3f} ms" if nxt else ""
+        return (
+            best,
+            f"chosen: the best-ranked of {n} candidate cut(s) ({best.label}, est. {best.cost['est_ms']:.3f} ms{vs})",
+        )
+    best = next(c for c in ranked if c.npu_stages <= cap)
+    over = next((c for c in ranked if c.npu_stages > cap), None)
+    if over is None or over.cost["est_ms"] >= best.cost["est_ms"]:
+        return best, (
+            f"chosen: the best-ranked of {n} candidate cut(s) ({best.label}, est. {best.cost['est_ms']:.3f} ms); "
+            f"no cut with more than {cap} NPU stage(s) ranks above it"
+        )
+    chosen, why = (
+        best,
+        (
+            f"chosen: the best-ranked of {n} candidate cut(s) with at most {cap} NPU stage(s) ({best.label}, "
+            f"est. {best.cost['est_ms']:.3f} ms)"
+        ),
+    )
+    one_more = next((c for c in ranked if c.npu_stages == cap + 1), None)
+    switch = cost.figures["ms_per_npu_switch"]
+    if max_npu_stages is None and one_more is not None and _with_switch_cost(one_more, switch) < best.cost["est_ms"]:
+        chosen, why = (
+            one_more,
+            (
+                f"chosen: {one_more.label}, {one_more.npu_stages} NPU stages, est. {one_more.cost['est_ms']:.3f} ms: "
+                f"a second NPU stage pays against the best cut with {cap} ({best.label}, "
+                f"est. {best.cost['est_ms']:.3f} ms) even if each switch between NPU stages cost {2 * switch:g} ms "
+                f"instead of {switch:g}"
+            ),
+        )
+    if over is not chosen:
+        reason = (
+            f"{cost.target} runs each NPU stage as a network group of its own"
+            if max_npu_stages is None
+            else f"--max-npu-stages {max_npu_stages}"
+        )
+        why += (
+            f"; the best-ranked cut has {over.npu_stages} NPU stages ({over.label}, "
+            f"est. {over.cost['est_ms']:.3f} ms), left out because {reason}: "
+            f"allow it with --max-npu-stages {over.npu_stages}"
+        )
+    return chosen, why
+
+
+def _with_switch_cost(cut: Cut, switch_ms: float) -> float:
+    """The cut's estimate with each switch between its NPU stages costing twice `switch_ms`."""
+    from .cost import switches
+
+    return cut.cost["est_ms"] + switch_ms * switches(cut.npu_stages)
+
+
 def _select(c: Cut) -> str:
     from .result import how_to_select
 
     return how_to_select(c)
 
 
-def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str) -> list[str]:
-    """Host nodes of this cut that a `fix` rule would move to the NPU: say so, with the command."""
+def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str, shapes) -> list[str]:
+    """Host nodes of this cut that a `fix` rule would move to the NPU: say so, with the command (runnable as
+    pasted: the same model, shapes and an output file)."""
     host = {n for s in cut.stages if s.device == "host" for n in s.nodes}
     rules: dict[str, None] = {}
     moved = 0
@@ -197,9 +314,9 @@ def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str) 
             rules.update(dict.fromkeys(fixes))
     if not rules:
         return []
+    fix = fix_command(model_path, target, list(rules), shapes)
     return [
-        f"{moved} host node(s) of this cut have a rewrite that may move them to the NPU: "
-        f"npufit fix {shlex.quote(model_path.name)} --target {target} --rules {','.join(rules)} "
+        f"{moved} host node(s) of this cut have a rewrite that may move them to the NPU: {fix} "
         f"(or split --mode auto: fix + split in one go, verified against the original)"
     ]
 
@@ -245,8 +362,11 @@ def _output_source(cut: Cut, name: str) -> str:
     return "input"
 
 
-def _options(cut: Cut, mode: str) -> dict:
-    return {"requested_mode": "auto", **cut.options} if mode == "auto" else dict(cut.options)
+def _options(cut: Cut, mode: str, max_npu_stages: int | None) -> dict:
+    opts = {"requested_mode": "auto", **cut.options} if mode == "auto" else dict(cut.options)
+    if max_npu_stages is not None:
+        opts["max_npu_stages"] = max_npu_stages
+    return opts
 
 
 def _source_info(path: Path, graph) -> dict:
@@ -296,25 +416,23 @@ def _plan_stage(ix: GraphIndex, cut: Cut, st, facts: dict, source_file: str, pro
     )
     if st.device == "npu":
         ps.start_node_names, ps.end_node_names = stage_node_names(ix, st)
-        emit = VENDOR_COMMANDS.get(profile.compiler)
-        if emit is not None:
-            ps.vendor = {profile.compiler: emit(ix, st, ps, source_file, profile.name)}
+        tc = toolchains.find(profile.compiler)
+        if tc is not None and tc.stage_parser is not None:
+            ps.vendor = {tc.name: _stage_commands(tc.stage_parser, ix, st, ps, source_file, profile.name)}
     return ps
 
 
-def _hailo_commands(ix: GraphIndex, st, ps: PlanStage, source_file: str, target: str) -> dict:
-    """Both ways to hand this stage to the Hailo parser: the stage file, or the original with node names."""
+def _stage_commands(parser: StageParser, ix: GraphIndex, st, ps: PlanStage, source_file: str, target: str) -> dict:
+    """Both ways to hand this NPU stage to a compiler that takes a stage by node names (the Hailo parser: a HEF has no
+    CPU fallback, so the parser is told where the NPU part starts and ends): the stage file, or the original model
+    with node names."""
     q = shlex.quote
-    cmd = ["hailo", "parser", "onnx", q(source_file)]
+    cmd = [*parser.command, q(source_file)]
     if any(t not in ix.inputs for t in st.inputs):  # starting at the graph inputs needs no start names
-        cmd += ["--start-node-names", *map(q, ps.start_node_names)]
-    cmd += ["--end-node-names", *map(q, ps.end_node_names), "--hw-arch", target]
-    return {"parse_stage": f"hailo parser onnx {q(ps.file)} --hw-arch {target}", "parse_original": " ".join(cmd)}
-
-
-# compiler adapter (Profile.compiler) -> the commands that hand an NPU stage to it, where the compiler is given the
-# stage by node names (a HEF has no CPU fallback: the parser is told where the NPU part starts and ends)
-VENDOR_COMMANDS = {"hailo": _hailo_commands}
+        cmd += [parser.start_flag, *map(q, ps.start_node_names)]
+    cmd += [parser.end_flag, *map(q, ps.end_node_names), parser.arch_flag, target]
+    stage = [*parser.command, q(ps.file), parser.arch_flag, target]
+    return {"parse_stage": " ".join(stage), "parse_original": " ".join(cmd)}
 
 
 def _warnings(ix: GraphIndex, cut: Cut, target: str) -> list[str]:

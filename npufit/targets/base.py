@@ -4,6 +4,7 @@ Borrowed from Vela: the sentence a user reads when a rule fails is the documenta
 formatted from the same limits the rule checks. Improved: the sentence is an explicit field,
 every rule is evaluated (not just the first), and results are values, not prints.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +27,7 @@ class Verdict(str, Enum):
 
 class Executes(str, Enum):
     """What the target's NPU computes in, the one fact every verb reads to decide how a float model is judged."""
+
     INT8 = "int8"  # int8 only (Ethos-U, Ethos-N): a float model reaches it as its int8 conversion
     FP16_INT8 = "fp16+int8"  # float16 and int8 builds (RK3588): a float model is judged as it is
     QUANTIZES_ITSELF = "quantizes itself"  # the vendor compiler quantizes float models inside its flow (Hailo DFC)
@@ -36,6 +38,7 @@ class Executes(str, Enum):
 
 class Fallback(str, Enum):
     """What happens to a node the NPU cannot take (the CPU-fallback model every verb reads)."""
+
     NONE = "none"  # nothing runs on the host inside the vendor binary (Hailo HEF): cut it away with `npufit split`
     CPU = "cpu"  # the vendor toolchain schedules it on the host CPU by itself (Vela/TFLM, RKNN runtime, Arm NN)
 
@@ -50,8 +53,15 @@ def worst(*verdicts: Verdict) -> Verdict:
     return max(verdicts, key=SEVERITY.__getitem__)
 
 
-# A check returns None when the node satisfies the rule, else a short detail ("got kernel 9x9").
-CheckFn = Callable[[NodeView, Mapping[str, Any]], "str | None"]
+# The rule contract. A rule's check is a module-level function
+#     def check(node: NodeView, lim: Limits) -> str | None
+# that reads the node (through its NodeView only) and the profile's limits, and returns None when the node satisfies
+# the rule, else a short detail ("got kernel 9x9"). A table of its profile besides the limits (an operator list) is a
+# keyword-only argument bound with functools.partial. A gate is `def gate(graph: Graph, lim: Limits) -> bool`.
+# tests/test_targets_rule_contract.py holds every profile's rules to it.
+Limits = Mapping[str, Any]
+CheckFn = Callable[[NodeView, Limits], "str | None"]
+GateFn = Callable[[Graph, Limits], bool]
 
 
 @dataclass(frozen=True)
@@ -67,13 +77,40 @@ class Rule:
     fix_rules: tuple[str, ...] = ()  # names of `npufit fix` rewrite rules that address it
     # gate(graph, limits) -> False when `check` passes every node of the graph (its first test is about the whole
     # graph: its format, whether any shape is dynamic); asked once per check, which then leaves the rule out
-    gate: Callable[[Graph, Mapping[str, Any]], bool] | None = None
+    gate: GateFn | None = None
 
     def sentence(self, limits: Mapping[str, Any]) -> str:
         try:
             return self.text.format(**limits)
         except (KeyError, IndexError, ValueError):
             return self.text
+
+
+@dataclass(frozen=True)
+class RuleMaker:
+    """The one way a family writes its rules: `r = RuleMaker(profile_name, family_verdict, family_source)`, then
+    `r("conv.kernel", sentence, check, fix, source, fix_rules, on_fail=..., gate=...)` is the Rule
+    "<profile_name>.conv.kernel", with the family's verdict for a broken rule and its usual source unless given."""
+
+    prefix: str  # the profile name rule ids start with
+    on_fail: Verdict  # what a broken rule means on this family's toolchain
+    source: str = ""
+
+    def __call__(
+        self,
+        rid: str,
+        text: str,
+        check: CheckFn,
+        fix: Sequence[str] = (),
+        source: str | None = None,
+        fix_rules: Sequence[str] = (),
+        *,
+        on_fail: Verdict | None = None,
+        gate: GateFn | None = None,
+    ) -> Rule:
+        src = self.source if source is None else source
+        verdict = self.on_fail if on_fail is None else on_fail
+        return Rule(f"{self.prefix}.{rid}", text, check, verdict, tuple(fix), src, tuple(fix_rules), gate)
 
 
 @dataclass(frozen=True)
@@ -122,12 +159,13 @@ class Profile:
     unknown: OpSupport  # for op types not in the table
     executes: Executes  # int8 only / fp16+int8 / quantizes itself: decides how a float model is judged
     family: str  # targets that share a toolchain and its rewrite needs ("ethos-u"): docs group by it
-    compiler: str  # the npufit.compilers adapter that builds for it: "vela" | "rknn" | "hailo" | "ethos-n"
+    compiler: str  # the name of the npufit.toolchains record of the compiler that builds for it
     graph_rules: tuple[Rule, ...] = ()  # apply to every non-folded node (dtype, batch, rank, static shapes)
     composites: tuple[Composite, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
     input_formats: tuple[str, ...] = ("onnx",)  # model formats its vendor toolchain takes
-    # model formats npufit's rules judge for it: ONNX everywhere (through the ONNX->TFLite op mapping where the toolchain
+    # model formats npufit's rules judge for it: ONNX everywhere (through the ONNX->TFLite op mapping where the
+    # toolchain
     # compiles TFLite), TFLite only where its TFLite path is modelled
     judged_formats: tuple[str, ...] = ("onnx",)
     # Optional: map a NodeView to the op key used in `ops` (e.g. ONNX -> TFLite vocabulary for Ethos-U).
@@ -145,6 +183,9 @@ class Profile:
     rewrite_rules: tuple[str, ...] = ()
     rewrite_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     label: str = ""  # short column label where every target shares one screen (check grid); defaults to name
+    # figures `split` ranks cuts with where this target states its own (npufit.split.cost.GENERIC keys), its cap on
+    # the default plan's NPU stages ("max_npu_stages") and "sources": figure -> where it comes from; {}: generic
+    split_costs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.fallback = Fallback(self.fallback)  # "cpu"/"none" spelled as text are accepted; a typo fails here
@@ -172,6 +213,7 @@ class Profile:
 
 
 # -- small helpers shared by rule functions -------------------------------------------
+
 
 def spatial(node: NodeView, name: str, default: int = 1) -> list[int]:
     """A per-spatial-axis attribute (kernel_shape, strides, dilations) as a list."""

@@ -5,18 +5,27 @@ Every target module reads nodes through these, so axis normalisation and opset d
 Helpers return None when they cannot know (no shape, non-constant operand); rules decide
 what "unknown" means for their target.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..graph import NodeView, TensorInfo, facts, quant
+from ..graph import Graph, NodeView, TensorInfo, facts, quant
+from .base import GateFn, Limits
 
 FEATURE_AXIS = 1  # ONNX is channel-first: NCHW / [N, C, L] / [N, C]
 
 # `npufit fix` cleanups every target gets (rule names in npufit.rewrite.registry); profiles add what they need
-REWRITE_COMMON = ("remove_identity", "fold_constants", "fold_batchnorm", "conv1d_to_conv2d", "merge_reshapes", "mean_to_global_pool")
+REWRITE_COMMON = (
+    "remove_identity",
+    "fold_constants",
+    "fold_batchnorm",
+    "conv1d_to_conv2d",
+    "merge_reshapes",
+    "mean_to_global_pool",
+)
 
 
 def rank(node: NodeView, i: int = 0, output: bool = False) -> int | None:
@@ -49,7 +58,7 @@ def max_rank(node: NodeView) -> int:
     return table[node.index]
 
 
-def max_rank_gate(graph, lim) -> bool:
+def max_rank_gate(graph: Graph, lim: Limits) -> bool:
     """Rule.gate of the rank rules, which fail only on a node whose max_rank is above lim["max_rank"]. A node's
     ranks are those of tensors in the table: when no tensor is above the limit (most graphs), no node is, and the
     per-node table is not built."""
@@ -66,7 +75,7 @@ def max_rank_gate(graph, lim) -> bool:
     return max(table, default=0) > lim["max_rank"]
 
 
-def rank_table(graph) -> list[int]:
+def rank_table(graph: Graph) -> list[int]:
     """Per node (by index): the highest known rank among its non-constant inputs and its outputs; 0 when none is
     known. One loop with the node's tensors read inline (half the cost of ranks() per node)."""
     get = graph.tensors.get
@@ -95,7 +104,7 @@ def is_static(t: TensorInfo | None) -> bool:
 
 
 @facts.per_graph
-def any_dynamic_tail(graph) -> bool:
+def any_dynamic_tail(graph: Graph) -> bool:
     """Whether some tensor of the graph has a known shape with an axis after the first that is not a static size:
     a rule that looks for such inputs on every node need not look in a graph that has none (most graphs)."""
     for t in graph.tensors.values():
@@ -107,27 +116,27 @@ def any_dynamic_tail(graph) -> bool:
     return False
 
 
-def dynamic_tail_gate(graph, lim) -> bool:
+def dynamic_tail_gate(graph: Graph, lim: Limits) -> bool:
     """Rule.gate of the rules whose first test is any_dynamic_tail(graph)."""
     return any_dynamic_tail(graph)
 
 
-def ops_gate(*op_types: str):
+def ops_gate(*op_types: str) -> GateFn:
     """Rule.gate of a rule that fails only where the graph holds one of these op types (e.g. a mask's Where)."""
     ops = frozenset(op_types)
 
-    def gate(graph, lim) -> bool:
+    def gate(graph: Graph, lim: Limits) -> bool:
         return graph.has_any(ops)
 
     return gate
 
 
-def tflite_gate(graph, lim) -> bool:
+def tflite_gate(graph: Graph, lim: Limits) -> bool:
     """Rule.gate of the rules that read TFLite tensors only (their first test: the graph's format)."""
     return graph.format == "tflite"
 
 
-def dynamic_inputs_gate(graph, lim) -> bool:
+def dynamic_inputs_gate(graph: Graph, lim: Limits) -> bool:
     """Rule.gate of the rules that look at dynamic_inputs(node): no node reads one when every model input is static."""
     get = graph.tensors.get
     return any((t := get(name)) is None or not t.is_static for name in graph.input_names)

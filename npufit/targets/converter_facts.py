@@ -1,8 +1,9 @@
 """Decisions of npufit's ONNX -> int8 TFLite converter (npufit/convert) that the Ethos-U rules predict from.
 
-The converter decides with these functions and the Ethos-U rules (ethos_u_converted.py) read the same answers, so
+The converter decides with these functions and the Ethos-U rules (ethos_u/converted.py) read the same answers, so
 the judged op is the op the converter writes. They live here, below both packages, because targets may not import
 convert (tests/test_layers.py). Pure functions of dtypes, shapes and graph structure; no converter state."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -19,8 +20,13 @@ def carried_dtype(onnx_dtype: str | None) -> str | None:
 def depth_reduce_as_conv(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> bool:
     """A MEAN / SUM over the channels alone of a 4-D NHWC map with H and W > 1 (`shape`, `axes` in TFLite's NHWC
     order) is written as a 1x1 CONV_2D with one output channel: Vela has no depth reduction there."""
-    return tfl_op in ("MEAN", "SUM") and len(shape) == 4 and list(axes) == [3] \
-        and all(isinstance(d, int) for d in shape[1:3]) and min(shape[1:3]) > 1
+    return (
+        tfl_op in ("MEAN", "SUM")
+        and len(shape) == 4
+        and list(axes) == [3]
+        and all(isinstance(d, int) for d in shape[1:3])
+        and min(shape[1:3]) > 1
+    )
 
 
 def mean_as_rows(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> bool:
@@ -29,8 +35,13 @@ def mean_as_rows(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> bool:
     [rows, 1, reduced] -> MEAN over axis 2 -> RESHAPE: the same mean, with a 1 Vela accepts (e.g. a LayerNorm over
     the features of [4, 16, 16] tokens, a mean over H and W of a [1, 64, 2, 2] NCHW map)."""
     r = len(shape)
-    if tfl_op != "MEAN" or r < 3 or not axes or list(axes) != list(range(r - len(axes), r)) \
-            or not all(isinstance(d, int) and d > 0 for d in shape):
+    if (
+        tfl_op != "MEAN"
+        or r < 3
+        or not axes
+        or list(axes) != list(range(r - len(axes), r))
+        or not all(isinstance(d, int) and d > 0 for d in shape)
+    ):
         return False
     if r > 4:
         return True
@@ -41,8 +52,12 @@ def nhwc_mean_as_rows(tfl_op: str, shape: Sequence, axes: Sequence[int]) -> bool
     """A MEAN / SUM over H, W and C of a 4-D NHWC map (`shape`, `axes` in NHWC order) that Vela 5.2.0 rejects as a
     depth reduction (none of h, w, c is 1) is written as RESHAPE to [N, 1, H*W*C] -> MEAN over axis 2: the values
     reduced are the same in any order (RMSNorm and LayerNorm over C, H, W: GroupNorm with one group)."""
-    return tfl_op in ("MEAN", "SUM") and len(shape) == 4 and sorted(axes) == [1, 2, 3] \
+    return (
+        tfl_op in ("MEAN", "SUM")
+        and len(shape) == 4
+        and sorted(axes) == [1, 2, 3]
         and all(isinstance(d, int) and d > 1 for d in shape[1:])
+    )
 
 
 def gather_elements_as_gather(data_shape: Sequence, idx_shape: Sequence, axis: int) -> bool:
@@ -51,7 +66,9 @@ def gather_elements_as_gather(data_shape: Sequence, idx_shape: Sequence, axis: i
     if not data_shape or not idx_shape or len(data_shape) != len(idx_shape):
         return False
     axis %= len(data_shape)
-    return all(d == 1 for k, d in enumerate(data_shape) if k != axis) and all(d == 1 for k, d in enumerate(idx_shape) if k != axis)
+    return all(d == 1 for k, d in enumerate(data_shape) if k != axis) and all(
+        d == 1 for k, d in enumerate(idx_shape) if k != axis
+    )
 
 
 def bool_cast_source(graph, name: str, dtype: Callable[[str], str | None]) -> str | None:
@@ -95,29 +112,41 @@ def whole_map_pool(kernel: Sequence, pads: Sequence, in_hw: Sequence, out_hw: Se
     """A 2-D pool with one window over the whole map: a 1x1 output, no pads and a kernel at least the map (ceil_mode
     clips it to the input; EfficientNet's AvgPool2d(C, ceil_mode=True)). The converter writes it as a global pool:
     MEAN over H and W (average) or a pool whose kernel is the map (max)."""
-    return len(in_hw) == 2 and tuple(out_hw) == (1, 1) and not any(pads or ()) and len(kernel) == 2 \
-        and all(isinstance(d, int) for d in in_hw) and all(k >= d for k, d in zip(kernel, in_hw))
+    return (
+        len(in_hw) == 2
+        and tuple(out_hw) == (1, 1)
+        and not any(pads or ())
+        and len(kernel) == 2
+        and all(isinstance(d, int) for d in in_hw)
+        and all(k >= d for k, d in zip(kernel, in_hw))
+    )
 
 
 # -- which ONNX ops the converter converts: one list for the converter and for the Ethos-U rules ----------------------
 # ops with a lowering of their own: the keys of convert/registry.OPS (tests/test_convert_registry.py holds them
 # equal)
-LOWERED = frozenset((
-    "Conv ConvTranspose BatchNormalization Gemm MatMul MaxPool AveragePool GlobalAveragePool GlobalMaxPool "
-    "ReduceSum ReduceMean ReduceMax ReduceMin ArgMax ArgMin TopK "
-    "Relu LeakyRelu PRelu Clip Sigmoid Tanh HardSwish HardSigmoid Elu Selu Celu Softplus Mish Softsign Swish "
-    "ThresholdedRelu Abs Neg Exp Log Erf Pow Sqrt Reciprocal Sin Cos Floor Ceil Round Sign IsNaN IsInf "
-    "Add Sub Mul Div Mod Max Min Sum Mean Softmax LogSoftmax "
-    "Concat Split Slice Reshape Flatten Squeeze Unsqueeze Transpose Expand Tile Pad Resize Upsample "
-    "DepthToSpace SpaceToDepth Gather GatherElements GatherND ScatterND Where GridSample "
-    "Identity Dropout Cast CastLike "
-    "Equal Less LessOrEqual Greater GreaterOrEqual And Or Xor Not CumSum").split())
+LOWERED = frozenset(
+    (
+        "Conv ConvTranspose BatchNormalization Gemm MatMul MaxPool AveragePool GlobalAveragePool GlobalMaxPool "
+        "ReduceSum ReduceMean ReduceMax ReduceMin ArgMax ArgMin TopK "
+        "Relu LeakyRelu PRelu Clip Sigmoid Tanh HardSwish HardSigmoid Elu Selu Celu Softplus Mish Softsign Swish "
+        "ThresholdedRelu Abs Neg Exp Log Erf Pow Sqrt Reciprocal Sin Cos Floor Ceil Round Sign IsNaN IsInf "
+        "Add Sub Mul Div Mod Max Min Sum Mean Softmax LogSoftmax "
+        "Concat Split Slice Reshape Flatten Squeeze Unsqueeze Transpose Expand Tile Pad Resize Upsample "
+        "DepthToSpace SpaceToDepth Gather GatherElements GatherND ScatterND Where GridSample "
+        "Identity Dropout Cast CastLike "
+        "Equal Less LessOrEqual Greater GreaterOrEqual And Or Xor Not CumSum"
+    ).split()
+)
 # ops the converter's prepass rewrites into lowered ones first: the keys of convert/prepass.DECOMPOSE, its shape-reading
 # decompositions and the RNN unroller
-DECOMPOSED = frozenset((
-    "LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormalization LpNormalization Gelu "
-    "RMSNormalization "
-    "ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp Einsum LSTM GRU RNN").split())
+DECOMPOSED = frozenset(
+    (
+        "LayerNormalization InstanceNormalization GroupNormalization MeanVarianceNormalization LpNormalization Gelu "
+        "RMSNormalization "
+        "ReduceL1 ReduceL2 ReduceSumSquare ReduceLogSum ReduceLogSumExp Einsum LSTM GRU RNN"
+    ).split()
+)
 # handled before either: Q/DQ pairs become the float tensor with the user's range (convert/onnx_prep._undo_qdq), an
 # If whose condition the pinned input shapes decide is replaced by its taken branch (convert/prepass_if), a Constant is
 # a value
@@ -147,8 +176,12 @@ def rnn_unrollable(node) -> str | None:
     ins = list(node.inputs) + [""] * (8 - len(node.inputs))
     if not (_const_input(node, 1) and _const_input(node, 2)) or (ins[3] and not node.is_const(3)):
         return "weights computed at run time"
-    if int(node.attr("layout", 0)) or node.attr("clip") is not None or int(node.attr("input_forget", 0)) \
-            or not rnn_default_activations(node.op_type, node.attr("activations"), node.attr("direction", "forward")):
+    if (
+        int(node.attr("layout", 0))
+        or node.attr("clip") is not None
+        or int(node.attr("input_forget", 0))
+        or not rnn_default_activations(node.op_type, node.attr("activations"), node.attr("direction", "forward"))
+    ):
         return "a non-default layout, activation, clip or coupled input-forget gate"
     if ins[4] or (node.op_type == "LSTM" and ins[7]):
         return "sequence lengths or peepholes"
@@ -212,8 +245,12 @@ def resize_flags(op: str, attrs, in_hw, out_hw) -> tuple[str, tuple[bool, bool] 
     if mode == "nearest":
         rounding = _text(attrs("nearest_mode", None), "floor" if op == "Upsample" else "round_prefer_floor")
         flags = _NEAREST.get((ctm, rounding))
-        if flags is None and ctm in ("half_pixel", "pytorch_half_pixel") and rounding.startswith("round") \
-                and all(isinstance(o, int) and isinstance(i, int) and o % i == 0 for o, i in zip(out_hw, in_hw)):
+        if (
+            flags is None
+            and ctm in ("half_pixel", "pytorch_half_pixel")
+            and rounding.startswith("round")
+            and all(isinstance(o, int) and isinstance(i, int) and o % i == 0 for o, i in zip(out_hw, in_hw))
+        ):
             # integer upscaling: (x + 1/2) / s - 1/2 never lands on a tie, so both round modes give floor(x / s)
             flags = (False, False)
         return "RESIZE_NEAREST_NEIGHBOR", flags
@@ -228,8 +265,10 @@ def _resize(node) -> str | None:
         return "only 4-D (NCHW) resizes are lowered"
     _, flags = resize_flags(node.op_type, node.attr, list(x[2:]), list(y[2:]))
     if flags is None:
-        return (f"mode={_text(node.attr('mode'), 'nearest')} coordinate_transformation_mode="
-                f"{_text(node.attr('coordinate_transformation_mode'), 'default')} has no TFLite resize equivalent")
+        return (
+            f"mode={_text(node.attr('mode'), 'nearest')} coordinate_transformation_mode="
+            f"{_text(node.attr('coordinate_transformation_mode'), 'default')} has no TFLite resize equivalent"
+        )
     return None
 
 
@@ -244,8 +283,11 @@ def _qdq(node) -> str | None:
         ok = users and node.outputs[0] not in g.output_names and all(u.op_type == "DequantizeLinear" for u in users)
         return None if ok else "a QuantizeLinear that feeds something other than DequantizeLinear"
     p = g.producer(node.inputs[0])
-    return None if node.is_const(0) or (p is not None and p.op_type == "QuantizeLinear") else \
-        "a DequantizeLinear of a tensor that no QuantizeLinear produces"
+    return (
+        None
+        if node.is_const(0) or (p is not None and p.op_type == "QuantizeLinear")
+        else "a DequantizeLinear of a tensor that no QuantizeLinear produces"
+    )
 
 
 def _spatial(node) -> str | None:
@@ -283,8 +325,12 @@ def _tconv(node) -> str | None:
         return "dilated transposed convolution has no TFLite equivalent"
     if not x or not y or not all(isinstance(d, int) for d in (*x, *y, *w)):
         return None
-    if tconv_padding(list(x[2:]), list(y[2:]), list(w[2:]), list(node.attr("strides", [1, 1])),
-                     node.attr("pads", None)) is None:
+    if (
+        tconv_padding(
+            list(x[2:]), list(y[2:]), list(w[2:]), list(node.attr("strides", [1, 1])), node.attr("pads", None)
+        )
+        is None
+    ):
         return "the output (output_padding past the pads) reaches beyond the VALID result"
     return None
 
@@ -333,11 +379,27 @@ def _gemm(node) -> str | None:
 
 
 FORMS = {op: rnn_unrollable for op in RNNS} | {
-    "GridSample": _grid_const, "GatherND": _index_const, "TopK": _topk, "Mod": _mod,
-    "Resize": _resize, "Upsample": _resize, "If": _if, "QuantizeLinear": _qdq, "DequantizeLinear": _qdq,
-    "Conv": _spatial, "ConvTranspose": _tconv, "MaxPool": _spatial, "AveragePool": _spatial, "Cast": _cast,
-    "CastLike": _cast, "Pow": _pow, "ScatterND": _scatter, "Dropout": _extra_outputs,
-    "BatchNormalization": _extra_outputs, "Gemm": _gemm, "MatMul": _gemm,
+    "GridSample": _grid_const,
+    "GatherND": _index_const,
+    "TopK": _topk,
+    "Mod": _mod,
+    "Resize": _resize,
+    "Upsample": _resize,
+    "If": _if,
+    "QuantizeLinear": _qdq,
+    "DequantizeLinear": _qdq,
+    "Conv": _spatial,
+    "ConvTranspose": _tconv,
+    "MaxPool": _spatial,
+    "AveragePool": _spatial,
+    "Cast": _cast,
+    "CastLike": _cast,
+    "Pow": _pow,
+    "ScatterND": _scatter,
+    "Dropout": _extra_outputs,
+    "BatchNormalization": _extra_outputs,
+    "Gemm": _gemm,
+    "MatMul": _gemm,
 }
 
 
@@ -360,19 +422,25 @@ FLOAT32 = "a float32 tensor between them"  # not an op: Vela runs no op with a f
 # where every op of its form is in Vela's operator list (tests/test_convert_forms.py compiles each with Vela).
 WRITES = {
     "affine": ("DEPTHWISE_CONV_2D", "MUL", "ADD"),  # HardSigmoid: alpha * x + beta, clipped by the int8 output range
-    "sum": ("ADD",), "mean": ("ADD", "MUL"),
+    "sum": ("ADD",),
+    "mean": ("ADD", "MUL"),
     "softplus": ("ABS", "LOGISTIC", "LOG", "RELU", "SUB"),
     "mish": ("ABS", "LOGISTIC", "LOG", "RELU", "SUB", "TANH", "MUL"),
-    "elu": ("ELU", "RELU", "MUL", "ADD"), "softsign": ("ABS", "ADD", "RSQRT", "MUL"),
+    "elu": ("ELU", "RELU", "MUL", "ADD"),
+    "softsign": ("ABS", "ADD", "RSQRT", "MUL"),
     "threshold": ("GREATER", "SELECT_V2"),
-    "space_to_depth": ("CONV_2D",), "depth_to_space": ("TRANSPOSE_CONV",),
+    "space_to_depth": ("CONV_2D",),
+    "depth_to_space": ("TRANSPOSE_CONV",),
     "interleave": ("CONV_2D", "SPLIT", "RESHAPE", "CONCATENATION"),  # DepthToSpace of another block
     "grid": ("TRANSPOSE", "RESHAPE", "FULLY_CONNECTED"),
-    "gather": ("RESHAPE", "GATHER"), "slice": ("RESHAPE", "STRIDED_SLICE"),
+    "gather": ("RESHAPE", "GATHER"),
+    "slice": ("RESHAPE", "STRIDED_SLICE"),
     "reduce": ("ABS", "MUL", "SUM", "LOG", "EXP", "REDUCE_MAX", "SUB", "ADD", "RSQRT"),
     "norm": ("MEAN", "SUB", "MUL", "ADD", "RSQRT", "SUM"),
     "rnn": ("FULLY_CONNECTED", "ADD", "TANH", "CONCATENATION", "RESHAPE", "STRIDED_SLICE"),
-    "alias": (), "reciprocal": ("RSQRT", "MUL"), "swish": ("MUL", "LOGISTIC"),
+    "alias": (),
+    "reciprocal": ("RSQRT", "MUL"),
+    "swish": ("MUL", "LOGISTIC"),
     # a mean over an NHWC map of batch > 1: Vela 5.2.0 runs MEAN at batch 1 only ("Batch must be 1"; the backend
     # suite's 4-D RMSNormalization and MeanVarianceNormalization cases)
     "norm_batched": ("MEAN at batch > 1", "SUB", "MUL", "ADD", "RSQRT"),
@@ -380,16 +448,38 @@ WRITES = {
     # ("Unsupported reverse mask"), so the op is named as it refused it
     "argmax_last": ("REVERSE_V2 along an axis", "ARG_MAX", "SUB"),
     # the integer / bool path (convert/ops_int): TFLite's integer kernels
-    "int_div": ("DIV",), "broadcast": ("BROADCAST_TO",), "not_equal": ("NOT_EQUAL",), "int_reshape": ("RESHAPE",),
-    "to_float": ("CAST", "QUANTIZE", FLOAT32), "from_float": ("DEQUANTIZE", "CAST"),
+    "int_div": ("DIV",),
+    "broadcast": ("BROADCAST_TO",),
+    "not_equal": ("NOT_EQUAL",),
+    "int_reshape": ("RESHAPE",),
+    "to_float": ("CAST", "QUANTIZE", FLOAT32),
+    "from_float": ("DEQUANTIZE", "CAST"),
 }
-_FORM_OF = {"HardSigmoid": "affine", "Sum": "sum", "Mean": "mean", "Softplus": "softplus", "Mish": "mish",
-            "Selu": "elu", "Celu": "elu", "Softsign": "softsign", "ThresholdedRelu": "threshold",
-            "SpaceToDepth": "space_to_depth", "GridSample": "grid", "ReduceL1": "reduce", "ReduceSumSquare": "reduce",
-            "ReduceLogSum": "reduce", "ReduceLogSumExp": "reduce", "LpNormalization": "norm",
-            "MeanVarianceNormalization": "norm", "RNN": "rnn",
-            "GroupNormalization": "norm", "Dropout": "alias", "Reciprocal": "reciprocal", "RMSNormalization": "norm",
-            "Swish": "swish"}
+_FORM_OF = {
+    "HardSigmoid": "affine",
+    "Sum": "sum",
+    "Mean": "mean",
+    "Softplus": "softplus",
+    "Mish": "mish",
+    "Selu": "elu",
+    "Celu": "elu",
+    "Softsign": "softsign",
+    "ThresholdedRelu": "threshold",
+    "SpaceToDepth": "space_to_depth",
+    "GridSample": "grid",
+    "ReduceL1": "reduce",
+    "ReduceSumSquare": "reduce",
+    "ReduceLogSum": "reduce",
+    "ReduceLogSumExp": "reduce",
+    "LpNormalization": "norm",
+    "MeanVarianceNormalization": "norm",
+    "RNN": "rnn",
+    "GroupNormalization": "norm",
+    "Dropout": "alias",
+    "Reciprocal": "reciprocal",
+    "RMSNormalization": "norm",
+    "Swish": "swish",
+}
 
 
 def power_of_two(n: int) -> bool:
@@ -462,11 +552,31 @@ def judged_as(node) -> str | None:
     return None
 
 
-_INT_FORMS = {"Div": "int_div", "Xor": "not_equal", "Expand": "broadcast", "Reshape": "int_reshape",
-              "Unsqueeze": "int_reshape", "Squeeze": "int_reshape", "Flatten": "int_reshape"}
+_INT_FORMS = {
+    "Div": "int_div",
+    "Xor": "not_equal",
+    "Expand": "broadcast",
+    "Reshape": "int_reshape",
+    "Unsqueeze": "int_reshape",
+    "Squeeze": "int_reshape",
+    "Flatten": "int_reshape",
+}
 # ops whose form depends on the node (attributes, constants, dtypes); any other op's is _FORM_OF's or none
-_NODE_FORMS = frozenset({"RMSNormalization", "MeanVarianceNormalization", "ArgMax", "ArgMin", "DepthToSpace", "Elu",
-                         "GatherElements", "GatherND", "Cast", "CastLike", *_INT_FORMS})
+_NODE_FORMS = frozenset(
+    {
+        "RMSNormalization",
+        "MeanVarianceNormalization",
+        "ArgMax",
+        "ArgMin",
+        "DepthToSpace",
+        "Elu",
+        "GatherElements",
+        "GatherND",
+        "Cast",
+        "CastLike",
+        *_INT_FORMS,
+    }
+)
 
 
 def written_as(node) -> str | None:
@@ -502,6 +612,6 @@ def written_as(node) -> str | None:
     if op in ("Div", "Xor"):
         return _INT_FORMS[op]
     x, y = node.input_shape(0), node.output_shape(0)
-    if x is not None and y is not None and tuple(x) == tuple(y):  # an integer alias: no op (ethos_u_converted.no_op)
+    if x is not None and y is not None and tuple(x) == tuple(y):  # an integer alias: no op (ethos_u/converted.no_op)
         return None
     return _INT_FORMS[op]

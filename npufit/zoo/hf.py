@@ -133,6 +133,3 @@ def bert(path: str | os.PathLike, opset: int = 14, seq: int = 16) -> bytes:
         ["input_ids", "attention_mask"],
         ["logits"],
     )
-
-
-BUILDERS = {"rtdetr": rtdetr, "mobilenet_v2": mobilenet_v2, "vit": vit, "bert": bert}

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import npufit
-from npufit.check import check
+from npufit import check
 
 
 class Conv1dNet(torch.nn.Module):

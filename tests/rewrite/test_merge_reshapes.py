@@ -2,7 +2,7 @@
 import torch
 
 import npufit
-from npufit.check import check
+from npufit import check
 
 
 class FlattenConv1d(torch.nn.Module):

@@ -22,7 +22,6 @@ from pathlib import Path
 
 from ...errors import NpufitError
 
-NAME = "ethos-n"
 DEFAULT_SOURCE = "https://github.com/ARM-software/ethos-n-driver-stack.git"
 DEFAULT_REF = "25.03"
 SOURCE_ENV = "NPUFIT_ETHOSN_SOURCE"  # CI and tests point this at a local copy of the driver stack

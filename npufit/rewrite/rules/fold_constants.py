@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ..base import RewriteRule, RuleContext, infer_shapes
+from ..base import RewriteRule, RuleContext, infer_ir_shapes
 
 NAME = "fold_constants"
 OUTPUT_LIMIT = 1 << 22  # elements: folding a huge Expand would bloat the file more than it helps
@@ -25,7 +25,7 @@ def _run(model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
     import logging
 
     before = _count(model)
-    infer_shapes(model)
+    infer_ir_shapes(model)
     log = logging.getLogger("onnxscript.optimizer._constant_folding")
     level, log.level = log.level, logging.ERROR  # its "Evaluation failed" warnings are about nodes it leaves alone
     try:
