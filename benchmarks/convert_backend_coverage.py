@@ -12,7 +12,7 @@ its other inputs (weights, shapes, indices, k, a second operand) become constant
 as an exporter writes them. Calibration and verification use the case's own test input (one sample): LiteRT int8
 vs ONNX Runtime float, min cosine over the outputs (index outputs: share of equal indices); verified at >= 0.99
 (>= 0.9 agreement). NPU: every TFLite op of the converted file on Vela's NPU. The `--write` Markdown is
-docs/convert-coverage.md. About 1.5 s a case on the shared 2-core machine, one case at a time."""
+docs/convert-coverage.md. About 7 minutes for all cases on the shared 2-core machine, one case at a time."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def _check(src: Path, target: str, row: dict) -> tuple[str, bool]:
     try:
         nodes = [n for n in npufit.check(src, target).nodes if n.verdict.value != "folded"]
     except NpufitError as e:
-        return f"error: {' '.join(str(e).split())[:80]}", False
+        return f"error: {' '.join(str(e).replace(str(src), 'model.onnx').split())[:80]}", False
     v = nodes[0].verdict.value if nodes else "folded"
     if not row.get("converted"):
         return v, v == "unsupported"
@@ -156,7 +156,7 @@ def _convert_and_compile(row: dict, src: Path, feeds, target: str, work: Path) -
     try:
         res = convert(src, work / "m.tflite", calibration=str(cal), samples=1, verify=None)
     except (NpufitError, ValueError, RuntimeError, KeyError, IndexError, TypeError, AttributeError) as e:
-        row.update(converted=False, why=_gap(str(e)))
+        row.update(converted=False, why=_gap(str(e).replace(str(src), "model.onnx")))  # the run's own folder: not news
         return
     row.update(converted=True, tflite_ops=dict(res.op_counts), activations=res.activations)
     try:
@@ -257,8 +257,10 @@ def by_op(rows: list[dict]) -> dict[str, dict]:
     return dict(sorted(ops.items()))
 
 
-def markdown(rows: list[dict], target: str) -> str:
+def markdown(rows: list[dict], target: str, seconds: float | None = None) -> str:
     import onnx
+
+    from npufit.compilers.vela import vela_version
 
     ops = by_op(rows)
     cases = [r for r in rows if not r.get("skip") and r.get("op")]
@@ -267,7 +269,10 @@ def markdown(rows: list[dict], target: str) -> str:
     npu = sum(bool(r.get("compiled") and not r.get("cpu_ops")) for r in cases)
     full = [op for op, o in ops.items() if o["converted"] == o["cases"]]
     some = [op for op, o in ops.items() if 0 < o["converted"] < o["cases"]]
+    took = f", {seconds:.0f} s for all {len(rows)} cases" if seconds is not None else ""
     lines = [
+        f"- run: {time.strftime('%Y-%m-%d')}, onnx {onnx.__version__}, Vela {vela_version()}, target {target}, "
+        f"one case at a time in one process{took}",
         f"- cases: {len(cases)} float single-operator cases of {len(ops)} ops (onnx {onnx.__version__}); "
         f"{len(rows) - len(cases)} other cases skipped (not one node, no float32 first input, sequences / optionals)",
         f"- converted: {conv}/{len(cases)} cases; every case of {len(full)} ops, some cases of {len(some)} more, "
@@ -307,7 +312,7 @@ def main(argv=None) -> int:
         cases = [d for d in cases if {n.op_type for n in onnx.load(str(d / "model.onnx")).graph.node} & want]
     t0 = time.time()
     rows = run(cases, args.target)
-    text = markdown(rows, args.target)
+    text = markdown(rows, args.target, time.time() - t0)
     print(text)
     print(f"{len(cases)} cases in {time.time() - t0:.0f} s")
     if args.json:
