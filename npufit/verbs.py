@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .bench import bench
 from .check.compare import compare
+from .check.explain import explain
 from .compilers import compile_model as compile
 from .compilers.measure import check
 from .doctor import diagnose as doctor
@@ -41,6 +42,7 @@ __all__ = [
     "compile",
     "doctor",
     "env",
+    "explain",
     "fix",
     "get_profile",
     "load",

@@ -9,11 +9,12 @@ from .common import (
     add_format_option,
     add_input_shape_option,
     add_judge_option,
+    add_target_option,
     add_verify_timeout_option,
     emit,
-    name_arg,
     positive_int,
     seed_int,
+    target_of,
 )
 
 
@@ -28,9 +29,7 @@ def register(sub) -> None:
     )
     add_verify_timeout_option(p)
     p.add_argument("model", help="path to an .onnx file (never modified)")
-    p.add_argument(
-        "--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)"
-    )
+    add_target_option(p)
     p.add_argument(
         "--output-dir",
         "-d",
@@ -97,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
     res = split(
         args.model,
-        args.target,
+        target_of(args),
         args.output_dir,
         mode=args.mode,
         min_nodes=args.min_nodes,

@@ -41,6 +41,9 @@ class Measurement:
     comparison: Any = None  # npufit.compilers.compare.PredictionComparison
     notes: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        return f"<Measurement {self.target} ({self.compiler or 'no compiler'}): {self.message[:80]}>"
+
     @property
     def measured(self) -> bool:
         return self.comparison is not None
@@ -71,14 +74,50 @@ class Measurement:
 
 def check(
     model,
-    target="hailo8",
+    target,
     input_shapes=None,
     judge: str = JUDGE,
     assume_int8: bool = False,
     measure: bool | str = False,
 ):
-    """`npufit.check`: npufit.check.engine.predict's prediction; with `measure` (True or "auto", "vela-checks",
-    "compile") also the real compiler's placement beside it, in report.extra["measurement"]."""
+    """Judge every node of `model` against `target`: which runs on the NPU, which does not, why, how to fix it.
+
+    The library side of `npufit check MODEL --target T`. The model file is only read.
+
+    Parameters
+    ----------
+    model : str, os.PathLike or Graph
+        An .onnx or .tflite file (or a Graph from `npufit.load`).
+    target : str
+        A target name or alias ("hailo8", "ethos-u55-256", "rk3588", ...; `npufit.targets()` lists them).
+    input_shapes : dict or str, optional
+        Shapes for the inputs, {"images": (1, 3, 640, 640)} or "images=1,3,640,640" (a dynamic batch alone is
+        pinned to 1; other unknown dims must be given).
+    judge : str
+        How a float model is judged: "auto" (as its int8 conversion on an int8-only target, as it is elsewhere),
+        "int8" or "float".
+    assume_int8 : bool
+        The older spelling of judge="int8".
+    measure : bool or str
+        Also run the real compiler when it is installed and put its placement beside the prediction
+        (report.extra["measurement"]): True or "auto", "vela-checks", "compile".
+
+    Returns
+    -------
+    CheckReport
+        Per-node verdicts and reasons (each a sentence and a rule id; `npufit.explain(rule_id)` has the evidence),
+        partitions, NPU/host boundaries and the largest NPU prefix; `.render("table" | "json" | "markdown" |
+        "html")`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> report = npufit.check("yolov8n.onnx", "hailo8")
+    >>> report  # doctest: +SKIP
+    <CheckReport hailo8 yolov8n.onnx: 96.6% nodes, 4 NPU / 8 host>
+    >>> [(n.name, n.reasons[0].rule) for n in report.failing][:1]  # doctest: +SKIP
+    [('/model.22/Reshape', 'hailo8.shuffle.rank3')]
+    """
     from ..check.engine import predict, resolve
 
     graph, profile = resolve(model, target, input_shapes)
