@@ -68,16 +68,16 @@ def test_unconvertible_onnx_is_one_line_cli_error(tmp_path, capsys):
 
     from npufit.cli import main
 
-    g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Sin", ["a"], ["y"], name="the_sin")],
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("LRN", ["a"], ["y"], name="the_lrn", size=3)],
                           "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
-    src = tmp_path / "sin.onnx"
+    src = tmp_path / "lrn.onnx"
     src.write_bytes(m.SerializeToString())
     rc = main(["compile", str(src), "--target", "ethos-u55-256", "--out-dir", str(tmp_path / "o")])
     err = capsys.readouterr().err.strip()
-    assert rc == 2 and "no lowering for Sin 'the_sin'" in err and "npufit split" in err and len(err.splitlines()) == 1
+    assert rc == 2 and "no lowering for LRN 'the_lrn'" in err and "npufit split" in err and len(err.splitlines()) == 1
 
 
 def test_stride4_conv_after_explicit_padding_compiles_as_predicted(tmp_path):

@@ -175,9 +175,13 @@ def test_nearest_resize_half_pixel_integer_scale(tmp_path, nearest_mode, scale):
     assert "RESIZE_NEAREST_NEIGHBOR" in res.op_counts and res.verification.min_cosine >= 0.9999, res.verification.to_dict()
 
 
-def test_pixel_shuffle(tmp_path):
-    m = Seq(lambda s, x: F.pixel_shuffle(s.mods[0](x), 2), conv(3, 12))
-    _convert(tmp_path, m, torch.randn(1, 3, 6, 6), 13, ops=("DEPTH_TO_SPACE",))
+@pytest.mark.parametrize("factor", [2, 3])
+def test_pixel_shuffle(tmp_path, factor):
+    """PyTorch's PixelShuffle (CRD): a transposed convolution with one-hot weights for a power-of-two factor, else a
+    channel-group interleave; never DEPTH_TO_SPACE, which Vela runs on the CPU (tests/test_convert_forms.py)."""
+    m = Seq(lambda s, x: F.pixel_shuffle(s.mods[0](x), factor), conv(3, 3 * factor * factor))
+    ops = ("TRANSPOSE_CONV",) if factor == 2 else ("SPLIT", "CONCATENATION")
+    _convert(tmp_path, m, torch.randn(1, 3, 6, 6), 13, ops=ops, absent=("DEPTH_TO_SPACE",))
 
 
 @pytest.mark.parametrize("mode", ["constant", "reflect", "replicate"])

@@ -147,14 +147,13 @@ def _onnx(nodes, inits=(), shape=(1, 4, 8, 8), path=None):
 
 def test_unsupported_ops_are_one_error_naming_op_and_nodes(tmp_path):
     """A converter gap is npufit's (not Vela's), names every node, and gives the split command that cuts before it."""
-    src = _onnx([helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Sin", ["a"], ["b"], name="my_sin"),
-                 helper.make_node("TopK", ["b", "k"], ["y", "i"], name="my_topk", axis=-1)],
-                [helper.make_tensor("k", TensorProto.INT64, [1], [2])], path=tmp_path / "bad.onnx")
+    src = _onnx([helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("LRN", ["a"], ["b"], name="my_lrn", size=3),
+                 helper.make_node("Hardmax", ["b"], ["y"], name="my_hardmax", axis=-1)], [], path=tmp_path / "bad.onnx")
     with pytest.raises(NpufitError) as e:
         convert(src, tmp_path / "bad.tflite", target="ethos-u55-128")
     msg = str(e.value)
     assert msg.startswith("npufit's ONNX -> int8 TFLite converter (not the vendor toolchain) has no lowering for")
-    assert "Sin 'my_sin'" in msg and "TopK 'my_topk'" in msg and "\n" not in msg
+    assert "LRN 'my_lrn'" in msg and "Hardmax 'my_hardmax'" in msg and "\n" not in msg
     assert f"way out: npufit split {src} --target ethos-u55-128 --mode explicit --end-nodes a " in msg
     assert not (tmp_path / "bad.tflite").exists()
 

@@ -19,9 +19,9 @@ def _cli(*args, cwd):
     return subprocess.run([sys.executable, "-m", "npufit", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
-def _export(m, x, path):
+def _export(m, x, path, opset=13):
     torch.manual_seed(0)
-    export_onnx(m.eval(), x, path, 13, ["x"], ["y"])
+    export_onnx(m.eval(), x, path, opset, ["x"], ["y"])
     return path
 
 
@@ -55,16 +55,17 @@ def test_converter_gap_names_npufit_the_node_and_a_working_way_out(tmp_path):
     class M(nn.Module):
         def __init__(self):
             super().__init__()
-            self.c, self.d = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 4, 1)
+            self.c, self.d, self.g = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 4, 1), nn.Conv2d(3, 2, 3, padding=1)
 
-        def forward(self, x):
-            return self.d(torch.sin(torch.relu(self.c(x))))
+        def forward(self, x):  # a sampling grid computed from the input: no TFLite form
+            grid = torch.tanh(self.g(x)).permute(0, 2, 3, 1)
+            return self.d(torch.nn.functional.grid_sample(torch.relu(self.c(x)), grid, align_corners=False))
 
-    src = _export(M(), torch.randn(1, 3, 16, 16), tmp_path / "sin.onnx")
+    src = _export(M(), torch.randn(1, 3, 16, 16), tmp_path / "grid.onnx", 16)
     r = _cli("compile", src, "--target", "ethos-u55-256", cwd=tmp_path)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     msg = r.stderr.strip()
-    assert "npufit's ONNX -> int8 TFLite converter (not the vendor toolchain)" in msg and "Sin '/Sin'" in msg
+    assert "npufit's ONNX -> int8 TFLite converter (not the vendor toolchain)" in msg and "GridSample '/GridSample' (the sampling grid is computed at run time" in msg
     assert "rejected by" not in msg and "Traceback" not in msg
     split_cmd = msg.split("way out: ")[1].split(" (the part")[0].split()
     compile_cmd = msg.split("), then ")[1].split()

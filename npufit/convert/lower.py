@@ -105,6 +105,12 @@ class Lowering:
                 return r
         return t.q.range
 
+    def alias(self, out: str, src: str) -> None:
+        """ONNX tensor `out` is `src` (no op): later readers resolve to it; a graph output gets its tensor."""
+        self.aliases[out] = src
+        if out in self.graph.output_names and self.resolve(src) in self.tensors:
+            self.tensors[out] = self.tensors[self.resolve(src)]
+
     def resolve(self, name: str) -> str:
         while name in self.aliases:
             name = self.aliases[name]

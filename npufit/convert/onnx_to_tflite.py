@@ -19,116 +19,15 @@ from typing import Any
 
 from ..check.advice import split_before
 from ..errors import NpufitError, UnsupportedModelError
+from ..targets.converter_facts import LOWERED, converter_gap
 from ..util.io import atomic_write_bytes, atomic_write_json
 from . import ops_int as it
-from . import ops_math as mt
-from . import ops_nn as nn
-from . import ops_shape as sh
-from . import ops_tensor as ts
+from .int_tensors import graph_input, tfl_dtype
+from .registry import OPS, PASS_THROUGH
 
 SCHEMA = "npufit.convert/1"
 CONVERTER = "npufit.convert.onnx_to_tflite"
 
-OPS = {
-    "Conv": nn.conv,
-    "ConvTranspose": nn.conv_transpose,
-    "BatchNormalization": nn.batchnorm,
-    "Gemm": nn.gemm,
-    "MatMul": sh.matmul,
-    "ReduceSum": nn.reduce,
-    "ReduceMin": nn.reduce,
-    "Erf": mt.erf,
-    "Pow": mt.pow_,
-    "Sqrt": mt.sqrt,
-    "Reciprocal": mt.reciprocal,
-    "Split": sh.split,
-    "Gather": sh.gather,
-    "Where": sh.where,
-    "ScatterND": sh.scatter_nd,
-    "ArgMax": sh.argmax,
-    "DepthToSpace": sh.depth_to_space,
-    "Expand": sh.expand,
-    "Tile": sh.tile,
-    "IsNaN": sh.never_special,
-    "IsInf": sh.never_special,
-    "MaxPool": nn.pool,
-    "AveragePool": nn.pool,
-    "GlobalAveragePool": nn.pool,
-    "GlobalMaxPool": nn.pool,
-    "ReduceMean": nn.reduce,
-    "ReduceMax": nn.reduce,
-    "Elu": ts.unary,
-    "Abs": ts.unary,
-    "Neg": ts.unary,
-    "Exp": ts.unary,
-    "Log": ts.unary,
-    "PRelu": ts.prelu,
-    "Relu": ts.unary,
-    "LeakyRelu": ts.unary,
-    "Clip": ts.unary,
-    "Sigmoid": ts.unary,
-    "Tanh": ts.unary,
-    "HardSwish": ts.unary,
-    "Add": ts.binary,
-    "Sub": ts.binary,
-    "Mul": ts.binary,
-    "Div": ts.binary,
-    "Max": ts.binary,
-    "Min": ts.binary,
-    "Concat": ts.concat,
-    "Reshape": ts.reshape,
-    "Flatten": ts.reshape,
-    "Squeeze": ts.reshape,
-    "Unsqueeze": ts.reshape,
-    "Transpose": ts.transpose,
-    "Resize": ts.resize,
-    "Upsample": ts.resize,
-    "Softmax": sh.softmax,
-    "LogSoftmax": sh.softmax,
-    "Pad": ts.pad,
-    "Slice": ts.slice_,
-    "Identity": ts.alias,
-    "Dropout": ts.alias,
-    "Cast": ts.alias,
-    # the integer / bool path (token ids, masks): only ever reached through it.claims
-    "Equal": it.lower,
-    "Less": it.lower,
-    "LessOrEqual": it.lower,
-    "Greater": it.lower,
-    "GreaterOrEqual": it.lower,
-    "And": it.lower,
-    "Or": it.lower,
-    "Xor": it.lower,
-    "Not": it.lower,
-    "CumSum": it.lower,
-    "GatherElements": it.lower,
-}
-# int8 TFLite kernels that pass values through without rescaling: their tensors share one range
-PASS_THROUGH = {
-    "MaxPool",
-    "AveragePool",
-    "GlobalMaxPool",
-    "ReduceMax",
-    "ReduceMin",
-    "Split",
-    "Gather",
-    "Expand",
-    "Tile",
-    "DepthToSpace",
-    "Reshape",
-    "Flatten",
-    "Squeeze",
-    "Unsqueeze",
-    "Transpose",
-    "Resize",
-    "Upsample",
-    "Pad",
-    "Slice",
-    "Identity",
-    "Dropout",
-    "Cast",
-    "Concat",
-}
 MAX_SAMPLES = 64
 # 'auto' activations: below this min cosine (LiteRT vs ONNX Runtime on the calibration samples; issue 16's bound)
 # the converter also builds the 16x8 form and keeps it when it does better
@@ -205,12 +104,18 @@ class ConversionResult:
         return "\n".join(f"{k:12} {v}" for k, v in rows)
 
 
-def unsupported_nodes(graph) -> dict[str, list[str]]:
-    """op type -> node names the converter has no lowering for (folded nodes excluded)."""
-    bad: dict[str, list[str]] = {}
+def unsupported_nodes(graph) -> dict[str, list[tuple[str, str]]]:
+    """op type -> (node name, why) of the nodes the converter cannot convert (folded nodes excluded): what
+    targets/converter_facts.converter_gap says (the Ethos-U rules ask it too), and any op the prepass left that has
+    no lowering of its own (a decomposition whose form it does not take). The why of a plain missing op is ""."""
+    bad: dict[str, list[tuple[str, str]]] = {}
     for n in _work_nodes(graph):
-        if n.op_type not in OPS or n.domain not in ("", "ai.onnx") or n.subgraph_of:
-            bad.setdefault(n.key, []).append(n.name)
+        why = converter_gap(n)
+        if why is None and n.op_type not in LOWERED:
+            why = "a form the converter's prepass does not decompose"
+        if why is not None:
+            plain = why == f"no lowering for {n.op_type}" or n.domain not in ("", "ai.onnx")
+            bad.setdefault(n.key, []).append((n.name, "" if plain else why))
     return bad
 
 
@@ -254,7 +159,7 @@ def require_convertible(model: str | os.PathLike, input_shapes=None, target: str
     prep = prepare(src, input_shapes)
     bad = unsupported_nodes(prep.graph)
     if bad:
-        gaps = [(op, n, "") for op, names in bad.items() for n in names]
+        gaps = [(op, n, w) for op, items in bad.items() for n, w in items]
         raise UnsupportedModelError(
             gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph, prep.input_shapes)
         )
@@ -370,9 +275,9 @@ def _lower(prep, work, ranges, src, target, bits: int):
 
     L = Lowering(prep, ranges, bits)
     for name in prep.graph.input_names:
-        dt = it.tfl_dtype(prep.graph.tensor(name).dtype)
+        dt = tfl_dtype(prep.graph.tensor(name).dtype)
         if dt:  # token ids, masks: int32 / bool inputs, not quantized
-            it.graph_input(L, name, dt)
+            graph_input(L, name, dt)
         else:
             L.output(name, "nhwc" if len(L.shape(name)) == 4 else "plain")
     for nd in work:

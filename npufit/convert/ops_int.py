@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import NpufitError
 from ..graph import NodeView
-from ..targets.converter_facts import (
-    argmax_of_bool,
-    bool_cast_source,
-    gather_elements_as_gather,
-)
-from ..targets.converter_facts import (
-    carried_dtype as tfl_dtype,
-)
+from ..targets.converter_facts import argmax_of_bool, bool_cast_source
+from .int_tensors import alias as _alias
+from .int_tensors import dtype_of, int_act
+from .int_tensors import out as _out
 from .lower import TT, Lowering
+from .ops_lookup import gather, gather_elements, gather_nd
 from .ops_tensor import slice_bounds
 from .qparams import Q, quantize
 from .where_q import branch as _branch
@@ -51,17 +47,6 @@ UNARY = {"Neg": "NEG", "Abs": "ABS"}
 RESHAPES = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
 
 
-def dtype_of(L: Lowering, name: str) -> str | None:
-    t = L.tensors.get(L.resolve(name))
-    if t is not None and t.q is None and t.dtype in ("int32", "bool"):
-        return t.dtype
-    c = L.const(name)
-    if c is not None:
-        return None if np.asarray(c).dtype.kind == "f" else "bool" if np.asarray(c).dtype == bool else "int32"
-    g = L.graph.tensors.get(name)
-    return tfl_dtype(None if g is None else g.dtype)
-
-
 def claims(L: Lowering, node: NodeView) -> bool:
     """True when `node` computes on the integer path (integer / bool output), or joins it to the int8 path
     (a lookup by run-time indices, a selection by a run-time condition, an Add of such a selection)."""
@@ -70,6 +55,8 @@ def claims(L: Lowering, node: NodeView) -> bool:
         return any(dtype_of(L, o) for o in node.outputs if o) and any(
             dtype_of(L, i) for i in node.inputs if i and not L.is_const(i)
         )
+    if node.op_type in ("GatherElements", "GatherND") and L.is_const(node.inputs[1]):
+        return False  # constant indices, on any data: ops_space.gather_const
     if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
         return argmax_of_bool(L.graph, node, lambda n: dtype_of(L, n))
     if any(dtype_of(L, o) for o in node.outputs if o):
@@ -94,41 +81,6 @@ def lower(L: Lowering, node: NodeView) -> None:
 
 
 # -- tensors ----------------------------------------------------------------------------------------------
-def graph_input(L: Lowering, name: str, dtype: str) -> TT:
-    t = L.new(name, L.shape(name), None, "plain", dtype)
-    L.tensors[name] = t
-    return t
-
-
-def int_act(L: Lowering, name: str, dtype: str | None = None) -> TT:
-    """The int32 / bool TFLite tensor of ONNX tensor `name` (a constant is written once, on first use)."""
-    name = L.resolve(name)
-    t = L.tensors.get(name)
-    if t is not None:
-        return t
-    c = L.const(name)
-    if c is None:
-        raise NpufitError(f"tensor '{name}' was not produced by any lowered op")
-    arr = np.asarray(c)
-    dt = dtype or ("bool" if arr.dtype == bool else "int32")
-    if dt == "int32":
-        arr = np.clip(arr, np.iinfo(np.int32).min, np.iinfo(np.int32).max)
-    t = L.tensors[name] = L.new(name, arr.shape, None, "plain", dt, data=arr.astype(dt))
-    return t
-
-
-def _out(L: Lowering, name: str, dtype: str, shape=None) -> TT:
-    t = L.new(name, L.shape(name) if shape is None else shape, None, "plain", dtype)
-    L.tensors[name] = t
-    return t
-
-
-def _alias(L: Lowering, node: NodeView) -> None:
-    L.aliases[node.outputs[0]] = node.inputs[0]
-    if node.outputs[0] in L.graph.output_names:
-        L.tensors[node.outputs[0]] = int_act(L, node.inputs[0])
-
-
 # -- integer / bool ops -----------------------------------------------------------------------------------
 def cast(L: Lowering, node: NodeView) -> None:
     src, dst = dtype_of(L, node.inputs[0]), dtype_of(L, node.outputs[0])
@@ -188,10 +140,51 @@ def compare(L: Lowering, node: NodeView) -> None:
     """Equal / Less / ... on integers, And / Or / Xor on bools (int32 constants broadcast as TFLite does)."""
     a, b = node.inputs[0], node.inputs[1]
     dt = dtype_of(L, a) or dtype_of(L, b)
-    if dt is None:
-        raise L.fail(node, "comparisons of int8 activations are not lowered")
     tfl = COMPARE.get(node.op_type) or LOGICAL[node.op_type]
+    if dt is None and tfl in COMPARE.values():
+        return _compare_int8(L, node, tfl)
+    if dt is None:
+        raise L.fail(node, "logical ops of float tensors are not lowered")
     L.emit(tfl, [int_act(L, a, dt), int_act(L, b, dt)], [_out(L, node.outputs[0], "bool")])
+
+
+def _compare_int8(L: Lowering, node: NodeView, tfl: str) -> None:
+    """A comparison of float tensors on their int8 values, both in one set of parameters (the first activation's):
+    equal stored integers are equal values, so a max-pool peak test (CenterNet's `hmax == heat`) stays exact."""
+    a, b = node.inputs[0], node.inputs[1]
+    first = a if not L.is_const(a) else b
+    x = L.narrow(L.act(first, "plain"))
+    ins = []
+    for name in (a, b):
+        c = L.const(name)
+        if c is None:
+            ins.append(L.requant(L.narrow(L.act(name, "plain")), x.q))
+        else:
+            v = np.asarray(c, np.float32)
+            ins.append(
+                L.new(
+                    f"{node.outputs[0]}/{'lhs' if name == a else 'rhs'}", v.shape, x.q, "plain", data=quantize(v, x.q)
+                )
+            )
+    L.emit(tfl, ins, [_out(L, node.outputs[0], "bool")])
+
+
+def mod(L: Lowering, node: NodeView) -> None:
+    """Integer Mod: FLOOR_MOD (fmod=0, the sign of the divisor, as ONNX's integer Mod); fmod=1 (the sign of the
+    dividend) as x - y * (x / y) with DIV, which truncates toward zero in int32."""
+    if not dtype_of(L, node.outputs[0]):
+        raise L.fail(node, "Mod of float tensors (only integer Mod is lowered)")
+    x, y = int_act(L, node.inputs[0], "int32"), int_act(L, node.inputs[1], "int32")
+    out = _out(L, node.outputs[0], "int32")
+    if not int(node.attr("fmod", 0)):
+        L.emit("FLOOR_MOD", [x, y], [out])
+        return
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    q = L.new(f"{out.name}/quotient", shape, None, "plain", "int32")
+    L.emit("DIV", [x, y], [q], "DivOptions", fused_activation_function="NONE")
+    p = L.new(f"{out.name}/product", shape, None, "plain", "int32")
+    L.emit("MUL", [q, y], [p], "MulOptions", fused_activation_function="NONE")
+    L.emit("SUB", [x, p], [out], "SubOptions", fused_activation_function="NONE")
 
 
 def logical_not(L: Lowering, node: NodeView) -> None:
@@ -302,53 +295,6 @@ def expand(L: Lowering, node: NodeView) -> None:
 
 
 # -- where the integer path meets the int8 path ----------------------------------------------------------------
-def gather(L: Lowering, node: NodeView) -> None:
-    """Gather by run-time indices (an embedding lookup of token ids, a pick by an ArgMax): GATHER with int32
-    indices. A constant float table is quantized over all its rows (calibration ids reach only a few of them),
-    and the output keeps the table's parameters (GATHER does not rescale)."""
-    axis = int(node.attr("axis", 0))
-    data, idx = node.inputs[0], node.inputs[1]
-    if L.is_const(idx):  # integer data, constant indices
-        x = int_act(L, data)
-        i = np.asarray(L.const(idx), np.int64)
-        i = np.where(i < 0, i + x.shape[axis % len(x.shape)], i)
-        y = _out(L, node.outputs[0], x.dtype)
-        L.emit(
-            "GATHER", [x, L.int32(f"{y.name}/indices", i)], [y], "GatherOptions", axis=axis % len(x.shape), batch_dims=0
-        )
-        return
-    ids = int_act(L, idx, "int32")
-    if dtype_of(L, data):
-        x = int_act(L, data)
-        y = _out(L, node.outputs[0], x.dtype)
-    else:
-        table = L.const(data)
-        if table is not None:
-            x = L.tensors.get(data) or L.const_int8(data, np.asarray(table, np.float32), "plain")
-            L.tensors[data] = x
-        else:
-            x = L.act(data, "plain")
-        y = L.output(node.outputs[0], "plain", q=x.q)
-    L.emit("GATHER", [x, ids], [y], "GatherOptions", axis=axis % len(x.shape), batch_dims=0)
-
-
-def gather_elements(L: Lowering, node: NodeView) -> None:
-    """GatherElements along an axis where every other dim of data and indices is 1 (a per-position lookup at
-    batch 1, e.g. RoBERTa's buffered token-type ids): the same as GATHER of the flattened indices."""
-    shape, ishape = L.shape(node.inputs[0]), L.shape(node.inputs[1])
-    axis = int(node.attr("axis", 0)) % len(shape)
-    if not gather_elements_as_gather(shape, ishape, axis):
-        raise L.fail(node, "only the form whose non-axis dims are all 1 is lowered")
-    x = int_act(L, node.inputs[0]) if dtype_of(L, node.inputs[0]) else L.act(node.inputs[0], "plain")
-    ids = int_act(L, node.inputs[1], "int32")
-    flat = L.new(f"{node.outputs[0]}/indices", (ishape[axis],), None, "plain", "int32")
-    L.emit(
-        "RESHAPE", [ids, L.int32(f"{flat.name}/shape", flat.shape)], [flat], "ReshapeOptions", new_shape=[ishape[axis]]
-    )
-    y = _out(L, node.outputs[0], x.dtype) if x.q is None else L.output(node.outputs[0], "plain", q=x.q)
-    L.emit("GATHER", [x, flat], [y], "GatherOptions", axis=axis, batch_dims=0)
-
-
 def _select(L: Lowering, cond: str, branches, out: str, q: Q, rank: int) -> TT:
     """SELECT_V2(cond, a, b) in int8 with parameters `q` (SELECT does not rescale); a fill is the int8 end."""
     vals = []
@@ -488,8 +434,11 @@ def add_select(L: Lowering, node: NodeView) -> None:
 _OWN = {
     "ArgMax": argmax,
     "Cast": cast,
+    "CastLike": cast,
+    "Mod": mod,
     "Gather": gather,
     "GatherElements": gather_elements,
+    "GatherND": gather_nd,
     "Where": where,
     "CumSum": cumsum,
     "Not": logical_not,

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from .lower import TT, Lowering
+from .lower import TO_NCHW, TO_NHWC, TT, Lowering
 from .qparams import activation_q, quantize
 
 # erf(z) ~= tanh(A z + B z^3): the GELU tanh form's own approximation (max |error| 3.6e-4 on the real line,
@@ -21,7 +21,7 @@ ERF_B = math.sqrt(2.0 / math.pi) * 0.044715 * 2.0 * math.sqrt(2.0)
 ERF_SAT_Z, TANH_SAT = 3.0, 4.0
 
 
-def _scalar_const(L: Lowering, name: str, value: float) -> TT:
+def scalar_const(L: Lowering, name: str, value: float) -> TT:
     q = L.aq(min(value, 0.0), max(value, 0.0))
     return L.new(name, (), q, "plain", data=quantize(np.array(value), q))
 
@@ -45,9 +45,9 @@ def _cubic_arg(L: Lowering, x, m: float, a_coef: float, b_coef: float, out: str,
     """x * (A + B x^2) as MUL, MUL, ADD, MUL: the argument of the TANH / LOGISTIC table in the Erf and GELU forms.
     m bounds |x|, so every intermediate gets a range from it rather than from calibration."""
     x2 = mul(L, x, x, f"{out}/x2", L.aq(0.0, m * m))
-    bx2 = mul(L, x2, _scalar_const(L, f"{out}/b", b_coef), f"{out}/bx2", L.aq(0.0, b_coef * m * m))
+    bx2 = mul(L, x2, scalar_const(L, f"{out}/b", b_coef), f"{out}/bx2", L.aq(0.0, b_coef * m * m))
     a = L.new(f"{out}/poly", x2.shape, L.aq(0.0, a_coef + b_coef * m * m), x.layout)
-    L.emit("ADD", [bx2, _scalar_const(L, f"{out}/a", a_coef)], [a], "AddOptions", fused_activation_function="NONE")
+    L.emit("ADD", [bx2, scalar_const(L, f"{out}/a", a_coef)], [a], "AddOptions", fused_activation_function="NONE")
     return mul(L, x, a, f"{out}/arg", L.aq(-sat, sat))
 
 
@@ -152,8 +152,14 @@ def div(L: Lowering, node: NodeView) -> None:
     if a is None:
         x = L.act(node.inputs[0])
         layout = x.layout if len(x.shape) >= len(r.shape) else r.layout
-        if x.layout != r.layout and len(x.shape) == len(r.shape) == 4:
-            x = L.act(node.inputs[0], r.layout)
+        if x.layout != r.layout and len(x.shape) == len(r.shape) == 4:  # move the smaller one (a [N, 1, 1, 1] norm)
+            if np.prod(r.shape) <= np.prod(x.shape):
+                perm = TO_NHWC if x.layout == "nhwc" else TO_NCHW
+                r2 = L.new(f"{r.name}/{x.layout}", tuple(r.shape[p] for p in perm), r.q, x.layout)
+                L.layout_op(r, r2, perm)
+                r, layout = r2, x.layout
+            else:
+                x, layout = L.act(node.inputs[0], r.layout), r.layout
     else:
         rank = len(L.shape(node.outputs[0]))
         v = np.asarray(a, np.float32)

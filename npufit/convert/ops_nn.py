@@ -8,7 +8,13 @@ import math
 import numpy as np
 
 from ..graph import NodeView
-from ..targets.converter_facts import depth_reduce_as_conv, mean_as_rows, whole_map_pool
+from ..targets.converter_facts import (
+    depth_reduce_as_conv,
+    mean_as_rows,
+    nhwc_mean_as_rows,
+    tconv_padding,
+    whole_map_pool,
+)
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, onnx_to_tfl_shape
 from .qparams import Q, per_channel_weights, quantize
 
@@ -377,13 +383,17 @@ def reduce(L: Lowering, node: NodeView) -> None:
         axes = L.const(node.inputs[1])
     x = L.act(node.inputs[0])
     rank = len(x.shape)
-    if axes is None:
+    if axes is not None and not np.size(axes) and int(node.attr("noop_with_empty_axes", 0)):
+        return L.alias(node.outputs[0], node.inputs[0])
+    if axes is None or not np.size(axes):  # no axes, or an empty list: all of them
         axes = list(range(rank))
     axes = sorted(int(a) % rank for a in np.atleast_1d(axes))
     keep = bool(node.attr("keepdims", 1))
     out = node.outputs[0]
     if depth_reduce_as_conv(op, x.shape, [NHWC_AXIS[a] if x.layout == "nhwc" else a for a in axes]):
         return _depth_reduce(L, x, out, op, keep)
+    if x.layout == "nhwc" and nhwc_mean_as_rows(op, x.shape, [NHWC_AXIS[a] for a in axes]):
+        return _rows_reduce(L, x, out, op, 3)
     if x.layout != "nhwc" and mean_as_rows(op, x.shape, axes):
         return _rows_reduce(L, x, out, op, len(axes))
     if x.layout != "nhwc":
@@ -457,7 +467,8 @@ def int8_scalar(L: Lowering, name: str, value: float, q: Q) -> TT:
 
 
 def conv_transpose(L: Lowering, node: NodeView) -> None:
-    """ConvTranspose (2-D, group 1) -> TRANSPOSE_CONV with VALID or SAME padding (weights OHWI, per channel)."""
+    """ConvTranspose (2-D, group 1) -> TRANSPOSE_CONV with VALID or SAME padding, or VALID then cut to the output
+    (pads with output_padding inside them: torch's k3 s2 p1 op1 upsampler); weights OHWI, per channel."""
     w = L.const(node.inputs[1])
     if w is None or w.ndim != 4 or int(node.attr("group", 1)) != 1:
         raise L.fail(node, "only 2-D, group-1 transposed convolutions with constant weights are lowered")
@@ -473,29 +484,34 @@ def conv_transpose(L: Lowering, node: NodeView) -> None:
     y = L.output(out, "nhwc")
     strides = list(node.attr("strides", [1, 1]))
     pads = list(node.attr("pads", [0, 0, 0, 0]))
-    padding = None
-    for name in ("VALID", "SAME"):
-        ok = True
-        for i in range(2):
-            k, s, n_in, n_out = w.shape[2 + i], strides[i], x.shape[1 + i], y.shape[1 + i]
-            want = (n_in - 1) * s + k if name == "VALID" else n_in * s
-            total = max((n_in - 1) * s + k - n_out, 0)
-            ok &= n_out == want and (name == "VALID" and not any(pads) or name == "SAME" and pads[i] == total // 2)
-        if ok:
-            padding = name
-            break
-    if padding is None:
-        raise L.fail(node, f"pads {pads} / output size match neither TFLite VALID nor SAME")
+    form = tconv_padding(x.shape[1:3], y.shape[1:3], w.shape[2:], strides, pads)
+    if form is None:  # the VALID result cut to the output covers pads with output_padding inside them; not past them
+        raise L.fail(node, f"pads {pads} / output size reach beyond the VALID result (output_padding past the pads)")
+    padding, crop = form
+    full = tuple((x.shape[1 + i] - 1) * strides[i] + w.shape[2 + i] for i in range(2))
     wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=0)  # OHWI
-    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
-    bt = L.bias(y, b, x, ws)
+    t = y if crop is None else L.new(f"{out}/full", (y.shape[0], *full, y.shape[3]), y.q, "nhwc")
+    wt = L.new(f"{t.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
+    bt = L.bias(t, b, x, ws)
     L.emit(
         "TRANSPOSE_CONV",
-        [L.int32(f"{y.name}/output_shape", y.shape), wt, x, bt],
-        [y],
+        [L.int32(f"{t.name}/output_shape", t.shape), wt, x, bt],
+        [t],
         "TransposeConvOptions",
         padding=padding,
         stride_w=strides[1],
         stride_h=strides[0],
         fused_activation_function=act,
     )
+    if crop is not None:
+        L.emit(
+            "STRIDED_SLICE",
+            [
+                t,
+                L.int32(f"{y.name}/begin", [0, crop[0], crop[1], 0]),
+                L.int32(f"{y.name}/end", [y.shape[0], crop[0] + y.shape[1], crop[1] + y.shape[2], y.shape[3]]),
+                L.int32(f"{y.name}/strides", [1, 1, 1, 1]),
+            ],
+            [y],
+            "StridedSliceOptions",
+        )

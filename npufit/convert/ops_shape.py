@@ -1,6 +1,6 @@
 """Lowering of the data-movement and selection ops of transformers, detectors and RNNs: Split, Gather with
-constant indices, Where with a constant condition, ArgMax, DepthToSpace (PixelShuffle), Expand, MatMul of two
-activations (BATCH_MATMUL), Softmax on any axis."""
+constant indices, Where with a constant condition, ArgMax, Expand, MatMul of two activations (BATCH_MATMUL),
+Softmax on any axis."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from ..graph import NodeView
 from .lower import NHWC_AXIS, TO_NHWC, TT, Lowering
 from .ops_nn import gemm
-from .qparams import FIXED, Q, activation_q, const_q, per_channel_weights, quantize
+from .qparams import FIXED, Q, activation_q, const_q, quantize
 from .where_q import fill_q
 
 UNIT = {8: Q(1 / 255, -128), 16: Q(1 / 32767, 0, 16)}  # [0, 1] with both ends exact: 0/1 masks
@@ -133,9 +133,11 @@ def where(L: Lowering, node: NodeView) -> None:
 
 
 def argmax(L: Lowering, node: NodeView) -> None:
-    """ArgMax -> ARG_MAX (int32 indices; along depth Vela runs it on the NPU)."""
-    if int(node.attr("select_last_index", 0)):
-        raise L.fail(node, "select_last_index=1 has no TFLite equivalent")
+    """ArgMax / ArgMin -> ARG_MAX (int32 indices; along depth Vela runs it on the NPU, and it lists no ARG_MIN):
+    ArgMin is the ArgMax of -x (a MUL by -1 into the mirrored range); select_last_index takes the ArgMax of the
+    axis reversed (REVERSE_V2) and maps the index back, n - 1 - i."""
+    from .ops_math import mul, scalar_const
+
     x = L.act(node.inputs[0])
     rank = len(x.shape)
     axis = int(node.attr("axis", 0)) % rank
@@ -144,51 +146,33 @@ def argmax(L: Lowering, node: NodeView) -> None:
     x = L.narrow(x)  # Vela parses ARG_MAX with an 8-bit input only
     tax = _axis(L, x, axis)
     out = node.outputs[0]
+    if node.op_type == "ArgMin":
+        lo, hi = x.q.range
+        x = mul(L, x, scalar_const(L, f"{out}/minus_one", -1.0), f"{out}/negated", activation_q(-hi, -lo))
+    last = int(node.attr("select_last_index", 0))
+    if last:
+        r = L.new(f"{out}/reversed", x.shape, x.q, x.layout)
+        L.emit("REVERSE_V2", [x, L.int32(f"{out}/reverse_axis", [tax])], [r])
+        x = r
     oshape = L.shape(out)
     red = tuple(d for i, d in enumerate(x.shape) if i != tax)
     keep = int(node.attr("keepdims", 1))
     y = L.new(out, red if not keep else oshape, None, "plain", "int32")
     L.tensors[out] = y
-    if not keep:
-        L.emit("ARG_MAX", [x, L.int32(f"{out}/axis", [tax])], [y], "ArgMaxOptions", output_type=2)
-        return
-    t = L.new(f"{out}/argmax", red, None, "plain", "int32")
+    t = y if not keep and not last else L.new(f"{out}/argmax", red, None, "plain", "int32")
     L.emit("ARG_MAX", [x, L.int32(f"{out}/axis", [tax])], [t], "ArgMaxOptions", output_type=2)
-    L.emit("RESHAPE", [t, L.int32(f"{out}/shape", oshape)], [y], "ReshapeOptions", new_shape=list(oshape))
-
-
-def depth_to_space(L: Lowering, node: NodeView) -> None:
-    """DepthToSpace / PixelShuffle -> DEPTH_TO_SPACE (TFLite's order is ONNX's DCR); CRD (PyTorch) first reorders
-    the channels with an exact 1x1 permutation CONV_2D."""
-    x = L.act(node.inputs[0], "nhwc")
-    bs = int(node.attr("blocksize"))
-    C = x.shape[3]
-    if node.attr("mode", "DCR") == "CRD":
-        c2 = C // (bs * bs)
-        perm = np.arange(C).reshape(c2, bs * bs).T.reshape(-1)  # DCR channel k reads CRD channel perm[k]
-        w = np.zeros((C, 1, 1, C), np.float64)
-        w[np.arange(C), 0, 0, perm] = 1.0
-        wq, ws = per_channel_weights(w, axis=0)
-        p = L.new(f"{node.outputs[0]}/dcr", x.shape, x.q, "nhwc")
-        wt = L.new(f"{p.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 0))
-        bt = L.new(
-            f"{p.name}/bias", (C,), None, "plain", "int32", data=np.zeros(C, np.int32), per_channel=(x.q.scale * ws, 0)
-        )
+    if last:
+        u = y if not keep else L.new(f"{out}/last", red, None, "plain", "int32")
         L.emit(
-            "CONV_2D",
-            [x, wt, bt],
-            [p],
-            "Conv2DOptions",
-            padding="VALID",
-            stride_w=1,
-            stride_h=1,
-            dilation_w_factor=1,
-            dilation_h_factor=1,
+            "SUB",
+            [L.int32(f"{out}/n_minus_1", x.shape[tax] - 1), t],
+            [u],
+            "SubOptions",
             fused_activation_function="NONE",
         )
-        x = p
-    y = L.output(node.outputs[0], "nhwc", q=x.q)
-    L.emit("DEPTH_TO_SPACE", [x], [y], "DepthToSpaceOptions", block_size=bs)
+        t = u
+    if keep:
+        L.emit("RESHAPE", [t, L.int32(f"{out}/shape", oshape)], [y], "ReshapeOptions", new_shape=list(oshape))
 
 
 def expand(L: Lowering, node: NodeView) -> None:

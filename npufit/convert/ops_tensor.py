@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..graph import NodeView
+from ..targets.converter_facts import resize_flags
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial, onnx_to_tfl_shape
 from .ops_nn import absorb_tail, clip_bounds, fused_activation, int8_scalar
 from .qparams import activation_q, quantize
@@ -35,12 +36,10 @@ _OPTS = {
 
 
 def alias(L: Lowering, node: NodeView) -> None:
-    """Identity / Dropout (inference) / float->float Cast: the output is the input."""
-    if node.op_type == "Cast" and L.graph.tensor(node.outputs[0]).dtype not in (None, "float32"):
+    """Identity / Dropout (inference) / float->float Cast or CastLike: the output is the input."""
+    if node.op_type in ("Cast", "CastLike") and L.graph.tensor(node.outputs[0]).dtype not in (None, "float32"):
         raise L.fail(node, "only float32 -> float32 casts have an int8 equivalent")
-    L.aliases[node.outputs[0]] = node.inputs[0]
-    if node.outputs[0] in L.graph.output_names and L.resolve(node.inputs[0]) in L.tensors:
-        L.tensors[node.outputs[0]] = L.tensors[L.resolve(node.inputs[0])]
+    L.alias(node.outputs[0], node.inputs[0])
 
 
 def unary(L: Lowering, node: NodeView) -> None:
@@ -156,12 +155,22 @@ def binary(L: Lowering, node: NodeView) -> None:
 
             return div(L, node)
         cb = 1.0 / np.asarray(cb, np.float64)
-    rank = len(L.shape(node.outputs[0]))
-    acts = [L.act(n) for n, c in ((a, ca), (b, cb)) if c is None]
-    layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
     out, act, _ = absorb_tail(L, node) if tfl in ("ADD", "SUB", "MUL") else (node.outputs[0], "NONE", None)
+    layout, ins = operands(L, node, [(a, ca), (b, cb)], out)
+    y = L.output(out, layout)
+    opts = {"fused_activation_function": act} if tfl in ("ADD", "SUB", "MUL") else {}
+    L.emit(tfl, ins, [y], _OPTS[tfl], **opts)
+
+
+def operands(L: Lowering, node: NodeView, named, out: str) -> tuple[str, list[TT]]:
+    """The TFLite tensors of an elementwise node's inputs `named` ((ONNX name, constant value or None) pairs): one
+    layout for all (NHWC when the output is 4-D and an activation is stored so), constants as int8 over their own
+    range, broadcast to the output's rank."""
+    rank = len(L.shape(node.outputs[0]))
+    acts = [L.act(n) for n, c in named if c is None]
+    layout = "nhwc" if rank == 4 and any(t.layout == "nhwc" for t in acts) else "plain"
     ins = []
-    for name, c in ((a, ca), (b, cb)):
+    for k, (name, c) in enumerate(named):
         if c is None:
             if len(L.shape(name)) != rank and layout == "nhwc":
                 raise L.fail(node, "broadcasting a lower-rank activation against a 4-D one is not lowered")
@@ -169,10 +178,8 @@ def binary(L: Lowering, node: NodeView) -> None:
         else:
             v = np.asarray(c, np.float32)
             v = v.reshape((1,) * (rank - v.ndim) + v.shape) if rank else v
-            ins.append(L.const_int8(f"{out}/{'lhs' if name == a else 'rhs'}", v, layout))
-    y = L.output(out, layout)
-    opts = {"fused_activation_function": act} if tfl in ("ADD", "SUB", "MUL") else {}
-    L.emit(tfl, ins, [y], _OPTS[tfl], **opts)
+            ins.append(L.const_int8(f"{out}/{('lhs', 'rhs')[k] if k < 2 else f'in{k}'}", v, layout))
+    return layout, ins
 
 
 def concat(L: Lowering, node: NodeView) -> None:
@@ -238,46 +245,18 @@ def transpose(L: Lowering, node: NodeView) -> None:
         L.emit("TRANSPOSE", [x, L.int32(f"{y.name}/perm", tfl_perm)], [y], "TransposeOptions")
 
 
-_NEAREST = {
-    ("asymmetric", "floor"): (False, False),
-    ("align_corners", "round_prefer_ceil"): (True, False),
-    ("half_pixel", "round_prefer_ceil"): (False, True),
-    ("pytorch_half_pixel", "round_prefer_ceil"): (False, True),
-    ("tf_half_pixel_for_nn", "floor"): (False, True),
-}
-_LINEAR = {
-    "asymmetric": (False, False),
-    "align_corners": (True, False),
-    "half_pixel": (False, True),
-    "pytorch_half_pixel": (False, True),
-}
-
-
 def resize(L: Lowering, node: NodeView) -> None:
+    """Resize / Upsample -> RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR with the flags converter_facts.resize_flags
+    finds (what `check` reads too)."""
     x = L.act(node.inputs[0], "nhwc")
     if len(x.shape) != 4:
         raise L.fail(node, "only 4-D (NCHW) resizes are lowered")
-    mode = node.attr("mode", "nearest")
-    ctm = node.attr("coordinate_transformation_mode", "asymmetric" if node.op_type == "Upsample" else "half_pixel")
-    if mode == "nearest":
-        rounding = node.attr("nearest_mode", "floor" if node.op_type == "Upsample" else "round_prefer_floor")
-        flags = _NEAREST.get((ctm, rounding))
-        out_hw = onnx_to_tfl_shape(L.shape(node.outputs[0]), "nhwc")[1:3]
-        if (
-            flags is None
-            and ctm in ("half_pixel", "pytorch_half_pixel")
-            and rounding.startswith("round")
-            and all(o % i == 0 for o, i in zip(out_hw, x.shape[1:3]))
-        ):
-            # integer upscaling: (x + 1/2) / s - 1/2 never lands on a tie, so both round modes give floor(x / s)
-            flags = (False, False)
-        op, opts = "RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"
-    elif mode in ("linear", "bilinear"):
-        flags, op, opts = _LINEAR.get(ctm), "RESIZE_BILINEAR", "ResizeBilinearOptions"
-    else:
-        flags = None
+    out_hw = onnx_to_tfl_shape(L.shape(node.outputs[0]), "nhwc")[1:3]
+    op, flags = resize_flags(node.op_type, node.attr, list(x.shape[1:3]), list(out_hw))
     if flags is None:
+        mode, ctm = node.attr("mode", "nearest"), node.attr("coordinate_transformation_mode", "default")
         raise L.fail(node, f"mode={mode} coordinate_transformation_mode={ctm} has no TFLite resize equivalent")
+    opts = "ResizeNearestNeighborOptions" if op == "RESIZE_NEAREST_NEIGHBOR" else "ResizeBilinearOptions"
     y = L.output(node.outputs[0], "nhwc", q=x.q)  # int8 resize kernels do not rescale
     L.emit(
         op, [x, L.int32(f"{y.name}/size", y.shape[1:3])], [y], opts, align_corners=flags[0], half_pixel_centers=flags[1]
@@ -330,7 +309,7 @@ def slice_bounds(L: Lowering, node: NodeView):
     if "starts" in node.attrs:  # opset < 10
         starts, ends, axes, steps = node.attr("starts"), node.attr("ends"), node.attr("axes"), None
     else:
-        vals = [L.const(t) if i < len(node.inputs) and t else None for i, t in enumerate(node.inputs[1:5], 1)]
+        vals = [L.const(t) if t else None for t in node.inputs[1:5]] + [None] * (5 - len(node.inputs))
         if vals[0] is None or vals[1] is None or (len(node.inputs) > 3 and node.inputs[3] and vals[2] is None):
             raise L.fail(node, "slice bounds computed at run time")
         starts, ends, axes = vals[0], vals[1], vals[2]

@@ -5,10 +5,11 @@
    Conv2d, chains stay 4-D; prepass_conv1d) and `topk1_to_argmax` (npufit/rewrite: TopK k=1 -> ArgMax + ReduceMax).
 2. Exact decompositions of ONNX ops that have no int8 TFLite kernel into ops that have one, as plain ONNX nodes,
    so ONNX Runtime calibrates every intermediate tensor the int8 graph will hold: LayerNormalization,
-   InstanceNormalization, Gelu (opset 20) and GroupNormalization into ReduceMean/Sub/Mul/Sqrt/Div chains,
-   BatchNormalization on 3-D tokens into Mul/Add, ReduceL2
-   into Mul/ReduceSum/Sqrt, two-operand Einsum into Transpose/Reshape/MatMul; LSTM and
-   GRU with a static sequence length unrolled step by step (prepass_rnn).
+   InstanceNormalization, Gelu (opset 20), GroupNormalization and MeanVarianceNormalization into
+   ReduceMean/Sub/Mul/Sqrt/Div chains, BatchNormalization on 3-D tokens into Mul/Add, ReduceL1/L2/SumSquare/LogSum/
+   LogSumExp and LpNormalization into Abs or Mul, ReduceSum, Sqrt or Log, two-operand Einsum into Transpose/Reshape/
+   MatMul; LSTM, GRU and RNN with a static sequence length unrolled step by step (prepass_rnn). The ops and the
+   conditions are targets/converter_facts' (DECOMPOSED, FORMS), which `check` reads too.
 
 Each new node is named `<original node>/<step>` and `Prepared.origin` maps it back, so Vela's placement and
 the converter's lineage still name the user's node."""
@@ -22,6 +23,7 @@ import onnx
 from onnx import numpy_helper
 
 from ..graph.onnx_prepare import infer_shapes
+from ..targets.converter_facts import DECOMPOSED, RNNS
 from .prepass_build import Builder as _Builder
 from .prepass_build import attr as _attr
 from .prepass_build import default_opset
@@ -93,10 +95,16 @@ def _origins(before: list[tuple[str, str]], model: onnx.ModelProto) -> dict[str,
 
 
 def _layernorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
-    if rank is None or len(n.output) > 1 and any(n.output[1:]):
-        return False  # mean / inv-std outputs (training mode) are not decomposed
+    if rank is None:
+        return False
     axis = int(_attr(n, "axis", -1)) % rank
-    y = b.normalize(n.input[0], list(range(axis, rank)), float(_attr(n, "epsilon", 1e-5)))
+    parts: dict = {}
+    y = b.normalize(n.input[0], list(range(axis, rank)), float(_attr(n, "epsilon", 1e-5)), parts=parts)
+    outs = list(n.output) + ["", ""]
+    if outs[1]:  # the saved mean and inverse standard deviation (a training export keeps them)
+        b.op("Identity", [parts["mean"]], "saved_mean", out=outs[1])
+    if outs[2]:
+        b.op("Reciprocal", [parts["std"]], "inv_std", out=outs[2])
     if len(n.input) > 2 and n.input[2]:
         b.op("Add", [b.op("Mul", [y, n.input[1]], "scaled"), n.input[2]], "shifted", out=n.output[0])
     else:
@@ -174,25 +182,75 @@ def _groupnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict, shapes: 
     return True
 
 
-def _reducel2(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
-    """ReduceL2 -> Sqrt(ReduceSum(x * x)): the converter lowers each (SUM, and sqrt as x * RSQRT(x))."""
+def _reduce_axes(n: onnx.NodeProto, consts: dict) -> tuple[bool, list[int] | None]:
+    """(known, axes): the axes of a reduction from its attribute or its constant second input (None: all axes);
+    known is False for run-time axes and for empty axes with noop_with_empty_axes (the identity)."""
     axes = _attr(n, "axes", None)
     if axes is None and len(n.input) > 1 and n.input[1]:
         axes = consts.get(n.input[1])
         if axes is None:
-            return False
-    keep = int(_attr(n, "keepdims", 1))
-    sq = b.op("Mul", [n.input[0], n.input[0]], "squared")
-    if axes is None:
-        if rank is None:
-            return False
-        axes = list(range(rank))
-    axes = [int(a) for a in np.asarray(axes).reshape(-1)]
-    if b.opset >= 13:
-        total = b.op("ReduceSum", [sq, b.const("axes", np.array(axes, np.int64))], "sum", keepdims=keep)
+            return False, None
+    axes = None if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
+    if not axes and int(_attr(n, "noop_with_empty_axes", 0)):
+        return False, None
+    return True, axes or None
+
+
+def _reduction(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    """ReduceL1 / L2 / SumSquare / LogSum / LogSumExp -> Abs / Mul, ReduceSum, Sqrt / Log (LogSumExp less its max
+    first, so that Exp never overflows): each of those the converter lowers (SUM, and sqrt as x * RSQRT(x))."""
+    known, axes = _reduce_axes(n, consts)
+    if not known:
+        return False
+    keep, x, op, y = int(_attr(n, "keepdims", 1)), n.input[0], n.op_type, n.output[0]
+    if op == "ReduceLogSumExp":
+        top = b.reduce("ReduceMax", x, axes, 1, "max")
+        e = b.op("Exp", [b.op("Sub", [x, top], "shifted")], "exp")
+        s = b.op("Log", [b.reduce("ReduceSum", e, axes, keep, "sum")], "log")
+        b.op("Add", [s, top if keep else b.reduce("ReduceMax", x, axes, 0, "max_out")], "logsumexp", out=y)
+        return True
+    pre = {"ReduceL1": "Abs", "ReduceL2": "Mul", "ReduceSumSquare": "Mul"}.get(op)
+    if pre is not None:
+        x = b.op(pre, [x, x] if pre == "Mul" else [x], "abs" if pre == "Abs" else "squared")
+    post = {"ReduceL2": "Sqrt", "ReduceLogSum": "Log"}.get(op)
+    total = b.reduce("ReduceSum", x, axes, keep, "sum")
+    b.op(post, [total], "norm" if post == "Sqrt" else "log", out=y) if post else b.op("Identity", [total], "out", out=y)
+    return True
+
+
+def _lpnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    """LpNormalization (p 1 or 2) -> x / ReduceL1 or ReduceL2 over the axis (keepdims), written out."""
+    p = int(_attr(n, "p", 2))
+    if rank is None or p not in (1, 2):
+        return False
+    x, ax = n.input[0], [int(_attr(n, "axis", -1)) % rank]
+    if p == 1:
+        norm = b.reduce("ReduceSum", b.op("Abs", [x], "abs"), ax, 1, "norm")
     else:
-        total = b.op("ReduceSum", [sq], "sum", axes=axes, keepdims=keep)
-    b.op("Sqrt", [total], "norm", out=n.output[0])
+        norm = b.op("Sqrt", [b.reduce("ReduceSum", b.op("Mul", [x, x], "squared"), ax, 1, "sum")], "norm")
+    b.op("Div", [x, norm], "normalized", out=n.output[0])
+    return True
+
+
+def _rmsnorm(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    """RMSNormalization (opset 23): x / sqrt(mean(x^2) + eps) * scale over the axes from `axis` on."""
+    if rank is None or len(n.output) > 1 and any(n.output[1:]):
+        return False
+    axes = list(range(int(_attr(n, "axis", -1)) % rank, rank))
+    ms = b.mean(b.op("Mul", [n.input[0], n.input[0]], "squared"), axes, "mean_square")
+    eps = b.const("epsilon", np.array(float(_attr(n, "epsilon", 1e-5)), np.float32))
+    y = b.op("Div", [n.input[0], b.op("Sqrt", [b.op("Add", [ms, eps], "mean_square_eps")], "rms")], "normalized")
+    b.op("Mul", [y, n.input[1]], "scaled", out=n.output[0])
+    return True
+
+
+def _mvn(b: _Builder, n: onnx.NodeProto, rank: int, consts: dict) -> bool:
+    """MeanVarianceNormalization: (x - mean) / sqrt(variance + 1e-9) over its axes (ONNX's function adds the 1e-9
+    to the square root; the difference is below float32's resolution of any variance int8 can hold)."""
+    if rank is None:
+        return False
+    axes = [int(a) % rank for a in _attr(n, "axes", [0, 2, 3])]
+    b.normalize(n.input[0], axes, 1e-9, out=n.output[0])
     return True
 
 
@@ -249,16 +307,7 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
     """Decompose the ops above in place (the converter's own copy); -> (new node -> original node, notes)."""
     from .prepass_rnn import unroll
 
-    wanted = {
-        "LayerNormalization",
-        "InstanceNormalization",
-        "Gelu",
-        "GroupNormalization",
-        "LSTM",
-        "GRU",
-        "ReduceL2",
-        "Einsum",
-    }
+    wanted = set(DECOMPOSED)
     convs = {n.output[0] for n in model.graph.node if n.op_type in ("Conv", "ConvTranspose")}
     if any(n.op_type == "BatchNormalization" and n.input[0] not in convs for n in model.graph.node):
         wanted.add("BatchNormalization")  # one a conv does not take: shape inference says whether it is 3-D
@@ -295,20 +344,14 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
             continue
         b = _Builder(model, n, taken)
         rank = ranks.get(n.input[0])
-        if n.op_type in ("LSTM", "GRU"):
+        if n.op_type in RNNS:
             ok = unroll(b, n, consts, shapes)
         elif n.op_type == "Einsum":
             ok = _einsum(b, n, shapes)
         elif n.op_type == "GroupNormalization":
             ok = _groupnorm(b, n, rank, consts, shapes)
         else:
-            ok = {
-                "LayerNormalization": _layernorm,
-                "InstanceNormalization": _instancenorm,
-                "Gelu": _gelu,
-                "ReduceL2": _reducel2,
-                "BatchNormalization": _batchnorm,
-            }[n.op_type](b, n, rank, consts)
+            ok = DECOMPOSE[n.op_type](b, n, rank, consts)
         if not ok:
             out_nodes.append(n)
             continue
@@ -318,4 +361,23 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
         counts[n.op_type] = counts.get(n.op_type, 0) + 1
     del model.graph.node[:]
     model.graph.node.extend(out_nodes)
-    return origin, [f"{'unrolled' if op in ('LSTM', 'GRU') else 'decomposed'} {op} x{k}" for op, k in counts.items()]
+    return origin, [f"{'unrolled' if op in RNNS else 'decomposed'} {op} x{k}" for op, k in counts.items()]
+
+
+# op -> its decomposition (b, node, rank, constants) -> done; with the RNN unroller, Einsum and GroupNormalization
+# (which read shapes) these are targets/converter_facts.DECOMPOSED (tests/test_convert_registry.py)
+DECOMPOSE = {
+    "LayerNormalization": _layernorm,
+    "InstanceNormalization": _instancenorm,
+    "Gelu": _gelu,
+    "BatchNormalization": _batchnorm,
+    "ReduceL1": _reduction,
+    "ReduceL2": _reduction,
+    "ReduceSumSquare": _reduction,
+    "ReduceLogSum": _reduction,
+    "ReduceLogSumExp": _reduction,
+    "LpNormalization": _lpnorm,
+    "MeanVarianceNormalization": _mvn,
+    "RMSNormalization": _rmsnorm,
+}
+SHAPED = ("Einsum", "GroupNormalization")  # decompositions that read static shapes

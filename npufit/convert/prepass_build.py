@@ -48,12 +48,24 @@ class Builder:
             return self.op("ReduceMean", [x, self.const(step + "_axes", np.array(axes, np.int64))], step, keepdims=1)
         return self.op("ReduceMean", [x], step, axes=axes, keepdims=1)
 
-    def normalize(self, x: str, axes: list[int], eps: float, out: str | None = None) -> str:
-        """(x - mean) / sqrt(var + eps) over `axes` (keepdims), written to `out`."""
+    def reduce(self, op: str, x: str, axes: list[int] | None, keep: int, step: str) -> str:
+        """A reduction over `axes` (None: all), axes as an input where the opset takes them so (ReduceSum from 13,
+        the others from 18)."""
+        if axes is None:
+            return self.op(op, [x], step, keepdims=keep)
+        if self.opset >= (13 if op == "ReduceSum" else 18):
+            return self.op(op, [x, self.const(step + "_axes", np.array(axes, np.int64))], step, keepdims=keep)
+        return self.op(op, [x], step, axes=axes, keepdims=keep)
+
+    def normalize(self, x: str, axes: list[int], eps: float, out: str | None = None, parts: dict | None = None) -> str:
+        """(x - mean) / sqrt(var + eps) over `axes` (keepdims), written to `out`; `parts` gets the mean and the
+        standard deviation tensors."""
         mu = self.mean(x, axes, "mean")
         d = self.op("Sub", [x, mu], "centered")
         var = self.mean(self.op("Mul", [d, d], "squared"), axes, "variance")
         std = self.op(
             "Sqrt", [self.op("Add", [var, self.const("epsilon", np.array(eps, np.float32))], "variance_eps")], "std"
         )
+        if parts is not None:
+            parts.update(mean=mu, std=std)
         return self.op("Div", [d, std], "normalized", out=out)

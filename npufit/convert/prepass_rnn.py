@@ -1,12 +1,14 @@
-"""Unroll ONNX LSTM / GRU with a static sequence length into per-step ONNX ops the converter lowers to NPU kernels:
-the input projection of all steps is one MatMul (FULLY_CONNECTED), each step is a recurrent MatMul, ADD, LOGISTIC,
-TANH and MUL. Exact (same math, default activations); ONNX Runtime then calibrates every step's tensors."""
+"""Unroll ONNX LSTM / GRU / RNN with a static sequence length into per-step ONNX ops the converter lowers to NPU
+kernels: the input projection of all steps is one MatMul (FULLY_CONNECTED), each step is a recurrent MatMul, ADD,
+LOGISTIC, TANH and MUL. Exact (same math, default activations); ONNX Runtime then calibrates every step's tensors.
+The conditions are targets/converter_facts.rnn_unrollable's (what `check` reads)."""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx
 
+from ..targets.converter_facts import rnn_default_activations
 from .prepass_build import Builder as _Builder
 from .prepass_build import attr as _attr
 
@@ -52,15 +54,18 @@ def _state(b: _Builder, name: str, consts: dict):
 
 
 def unroll(b: _Builder, n: onnx.NodeProto, consts: dict, shapes: dict) -> bool:
-    """Replace LSTM/GRU node `n` by its unrolled steps; False (left alone) when not exactly expressible."""
-    gates = 4 if n.op_type == "LSTM" else 3
+    """Replace LSTM/GRU/RNN node `n` by its unrolled steps; False (left alone) when not exactly expressible."""
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[n.op_type]
     x_shape = shapes.get(n.input[0])
     W, R = consts.get(n.input[1]), consts.get(n.input[2])
     ins = list(n.input) + [""] * (8 - len(n.input))
     B = consts.get(ins[3]) if ins[3] else None
     if x_shape is None or W is None or R is None or (ins[3] and B is None) or int(_attr(n, "layout", 0)):
         return False
-    if _attr(n, "activations", None) or _attr(n, "clip", None) or int(_attr(n, "input_forget", 0)):
+    acts, direction = _attr(n, "activations", None), _attr(n, "direction", b"forward")
+    if not rnn_default_activations(n.op_type, acts, direction) or _attr(n, "clip", None) is not None:
+        return False
+    if int(_attr(n, "input_forget", 0)):
         return False
     if ins[4] or (n.op_type == "LSTM" and ins[7]):
         return False  # sequence_lens / peepholes
@@ -81,7 +86,7 @@ def unroll(b: _Builder, n: onnx.NodeProto, consts: dict, shapes: dict) -> bool:
         bias = np.zeros(2 * gates * hidden, np.float32) if B is None else np.asarray(B[d], np.float32)
         wb, rb = bias[: gates * hidden], bias[gates * hidden :]
         in_bias = (
-            wb + rb if n.op_type == "LSTM" else np.concatenate([wb[: 2 * hidden] + rb[: 2 * hidden], wb[2 * hidden :]])
+            np.concatenate([wb[: 2 * hidden] + rb[: 2 * hidden], wb[2 * hidden :]]) if n.op_type == "GRU" else wb + rb
         )
         xw = b.op(
             "Add",
@@ -95,7 +100,10 @@ def unroll(b: _Builder, n: onnx.NodeProto, consts: dict, shapes: dict) -> bool:
         for t in range(T - 1, -1, -1) if reverse else range(T):
             x = _step_input(b, xw, t)
             s = f"d{d}_t{t}"
-            if n.op_type == "LSTM":
+            if n.op_type == "RNN":
+                g = x if h is None else b.op("Add", [x, b.op("MatMul", [h, rt], f"{s}_rh")], f"{s}_in")
+                h = b.op("Tanh", [g], f"{s}_h")
+            elif n.op_type == "LSTM":
                 g = x if h is None else b.op("Add", [x, b.op("MatMul", [h, rt], f"{s}_rh")], f"{s}_gates")
                 i, o, f, cc = _split_gates(b, g, 4, hidden, f"{s}_split")
                 i, o, f = (b.op("Sigmoid", [v], f"{s}_{k}") for v, k in ((i, "i"), (o, "o"), (f, "f")))

@@ -53,7 +53,9 @@ def write_qdq_twin(L: Lowering, work_nodes, path: Path) -> Path:
         )
     after = {t: nodes for t, nodes in new_nodes}
     out_nodes = [n for t in L.prep.graph.input_names for n in after.get(t, [])]
-    for n in g.node:
+    for i, n in enumerate(g.node):
+        # an unnamed node keeps the name npufit's loader gave it (by its index, which the pairs inserted here shift)
+        n.name = n.name or f"{n.op_type}_{i}"
         orig_outs = list(n.output)
         if n.name in work:
             for i, name in enumerate(n.input):
@@ -72,7 +74,8 @@ def write_qdq_twin(L: Lowering, work_nodes, path: Path) -> Path:
     g.initializer.extend(inits)
     del g.value_info[:]
     for o in g.output:
-        o.type.tensor_type.elem_type = TensorProto.FLOAT
+        if o.name in rename:  # an integer output (TopK's indices) keeps its type
+            o.type.tensor_type.elem_type = TensorProto.FLOAT
     return atomic_save_onnx(m, path)
 
 

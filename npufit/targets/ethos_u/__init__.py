@@ -22,6 +22,7 @@ NPU, CPU = Verdict.NPU, Verdict.CPU
 SOURCES = {
     "VELA": "Vela 5.2.0's supported-operator report (vela --supported-ops-report) for Ethos-U55/U65 and Ethos-U85",
     "CONV": "how the usual ONNX -> TensorFlow -> TFLite int8 converters write these ops (inferred)",
+    "NPUFIT-CONV": "the ops npufit's own ONNX -> int8 TFLite converter converts and the forms it writes them in",
     "PROBE-V": "measured Vela 5.2.0 compiles of one small model per op and setting (npufit probe --compiler vela "
     "--sweep; docs/probe/ethos-u55-256-matrix.md)",
     "CAL-V": "measured Vela 5.2.0 compiles of npufit's int8 conversions of a calibration set of 48 architectures, and "
@@ -124,8 +125,8 @@ def build(name: str) -> Profile:
     ops["IO_QUANTIZE"] = io
     ops["IO_DEQUANTIZE"] = OpSupport("IO_DEQUANTIZE", io.status, reason=io.reason, source="CONV")
     notes = [
-        "ONNX models are judged as the int8 TFLite file a standard ONNX→TFLite converter produces (QDQ pairs fuse into "
-        "int8 ops)"
+        "ONNX models are judged as the int8 TFLite file npufit's ONNX→TFLite converter writes for Vela (QDQ pairs "
+        "fuse into int8 ops; a node it cannot convert is a converter gap)"
     ]
     if u55:
         notes.append("U55 and U65 share Vela's rule set; the U65 adds an AXI interface for external memory")

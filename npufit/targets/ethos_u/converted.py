@@ -26,14 +26,20 @@ from ..base import Limits, OpSupport, Rule, Verdict
 from ..calibration import FAMILIES, Evidence
 from ..common import reduce_axes
 from ..converter_facts import (
+    FLOAT32,
+    WRITES,
     argmax_of_bool,
     carried_dtype,
+    converter_gap,
     depth_reduce_as_conv,
     gather_elements_as_gather,
+    judged_as,
     mean_as_rows,
     never_special,
+    nhwc_mean_as_rows,
     where_of_never_special,
     whole_map_pool,
+    written_as,
 )
 
 EVIDENCE = {
@@ -65,6 +71,8 @@ EVIDENCE = {
     ),
 }
 NO_OP = "NPUFIT_NO_OP"
+GAP = "NPUFIT_CONVERTER_GAP"  # a node npufit's converter cannot convert: `npufit compile` stops before Vela sees it
+FORM = "NPUFIT_WRITES_"  # + a form of converter_facts.WRITES: the TFLite ops the converter writes for the node
 # how the evidence of the conditions fitted to the calibration records starts (what a user reads in `npufit explain`)
 CALIBRATED = "Measured with Vela 5.2.0 on npufit's int8 conversions of a calibration set of 48 architectures"
 _ALIAS_SHAPE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Identity", "Dropout"}
@@ -170,15 +178,18 @@ def op_key(node: NodeView) -> str | None:
     """The key of an ONNX node the converter writes as no op or as another op than the standard view; else None."""
     if node.graph.format != "onnx":
         return None
+    if node.parent is None and converter_gap(node):  # nodes inside an If's branches are judged as the branch is inlined
+        return GAP
     if no_op(node):
         return NO_OP
     if node.op_type == "AveragePool" and whole_map(node):
         return "MEAN"
-    if node.op_type == "GatherElements" and node.domain in ("", "ai.onnx"):
+    if node.op_type == "GatherElements" and node.domain in ("", "ai.onnx") and not node.is_const(1):
         x, i = node.input_shape(0), node.input_shape(1)
         if x and i and gather_elements_as_gather(x, i, int(node.attr("axis", 0))):
             return "GATHER"
-    return None
+    form = written_as(node) if node.domain in ("", "ai.onnx") else None
+    return judged_as(node) if form is None else FORM + form
 
 
 def whole_map(node: NodeView) -> bool:
@@ -227,13 +238,18 @@ def depth_mean_as_conv(node: NodeView, x, axes, lim: Limits) -> bool:
 def mean_form(node: NodeView, lim: Limits) -> tuple[list, list] | None:
     """(shape, axes) of the MEAN the converter writes for an ONNX ReduceMean over a trailing run of axes that Vela's
     semantic check would reject (converter_facts.mean_as_rows): [rows, 1, reduced] over axis 2, so only Vela's size
-    limits remain. Not for 4-D inputs: a conv's NHWC output is reduced in NHWC (the MEAN rule's view)."""
+    limits remain. Of a 4-D input only the mean over C, H and W (converter_facts.nhwc_mean_as_rows): a conv's NHWC
+    output is otherwise reduced in NHWC (the MEAN rule's view)."""
     g = node.graph
     x = node.input_shape(0) if node.op_type == "ReduceMean" and g.format == "onnx" else None
-    if not x or len(x) == 4 or not cal.fitted(lim, EVIDENCE["mean_rows"]):
+    if not x or not cal.fitted(lim, EVIDENCE["mean_rows"]):
         return None
     ax = reduce_axes(node)
     axes = None if ax is None else sorted(int(a) % len(x) for a in ax)
+    if len(x) == 4:  # over C, H and W: the rows form whatever the layout (converter_facts.nhwc_mean_as_rows)
+        nhwc = [x[0], *x[2:], x[1]]
+        rows = axes == [1, 2, 3] and nhwc_mean_as_rows("MEAN", nhwc, [1, 2, 3])
+        return ([x[0], 1, math.prod(x[1:])], [2]) if rows else None
     if axes is None or not mean_as_rows("MEAN", x, axes):
         return None
     k = len(x) - len(axes)
@@ -275,7 +291,63 @@ def converted_ops(name: str, listed) -> dict[str, OpSupport]:
         "Such a node is a constant once the Ifs that the input sizes decide are inlined, an integer cast or reshape "
         "that keeps the carried type and shape, or an integer cast of bools read only by an ArgMax."
     )
-    return {NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why, evidence=evidence)}
+    form_rule = Rule(
+        f"{name}.converter.form",
+        "converter gap: npufit's ONNX -> int8 TFLite converter has no lowering for this form of the op",
+        _form_detail,
+        Verdict.UNSUPPORTED,
+        GAP_FIX,
+        "NPUFIT-CONV",
+    )
+    forms = {}
+    for form, tfl in WRITES.items():
+        ops = [op for op in tfl if op != FLOAT32]
+        off = [op for op in ops if op not in listed]
+        text = f"npufit's ONNX -> int8 TFLite converter writes it as {', '.join(ops) or 'no op'}"
+        cpu = (
+            [f"{', '.join(off)} {'is' if len(off) == 1 else 'are'} not in Vela 5.2.0's supported-operator list"]
+            if off
+            else []
+        )
+        cpu += ["a float32 tensor between them keeps them on the CPU"] if FLOAT32 in tfl else []
+        reason = f"{text}; {'; '.join(cpu)}: scheduled on the CPU" if cpu else ""
+        forms[FORM + form] = OpSupport(
+            FORM + form, Verdict.CPU if cpu else Verdict.NPU, source="NPUFIT-CONV", note=text, reason=reason
+        )
+    return forms | {
+        NO_OP: OpSupport(NO_OP, Verdict.FOLDED, (rule,), reason=why, source="CAL-V", note=why, evidence=evidence),
+        GAP: OpSupport(
+            GAP,
+            Verdict.UNSUPPORTED,
+            (form_rule,),
+            reason=GAP_TEXT,
+            fix=GAP_FIX,
+            source="NPUFIT-CONV",
+            note="a node npufit's converter cannot convert",
+        ),
+    }
+
+
+GAP_FIX = (
+    "cut the model before this node and compile the part before it: npufit split MODEL --target TARGET --mode "
+    "explicit --end-nodes <this node's activation inputs>, then npufit compile the stage0_npu.onnx it writes",
+    "or rewrite the node into ops the converter lowers (docs/guide/convert.md lists them)",
+)
+
+
+GAP_TEXT = (
+    "converter gap: npufit's ONNX -> int8 TFLite converter cannot convert this node, so `npufit compile` stops "
+    "before Vela sees the model"
+)
+
+
+def _form_detail(node: NodeView, lim: Limits) -> str | None:
+    """Rule body of a converter gap: why, where it is a form of an op the converter lowers otherwise."""
+    try:
+        why = converter_gap(node)
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+        return "a form of the node the converter does not handle"
+    return None if why is None or why.startswith("no lowering for") or "custom-domain" in why else why
 
 
 def converted_rules(name: str, listed) -> dict[str, tuple[Rule, ...]]:
