@@ -20,12 +20,12 @@ from __future__ import annotations
 from .bench import bench
 from .check.compare import compare
 from .compilers import compile_model as compile
-from .compilers.measure import check
 from .doctor import diagnose as doctor
 from .envs import env
 from .graph import load
 from .pipeline import run_pipeline as pipeline
 from .pipeline import validate as validate_pipeline
+from .placement import check
 from .probe import probe
 from .quantize import quantize
 from .report import report

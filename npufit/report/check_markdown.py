@@ -15,6 +15,9 @@ def render_markdown(report, all_nodes: bool = False) -> str:
     s, t = report.summary(), report.target
     c = s["counts"]
     out = [f"# npufit check: `{report.model['file']}` → {t['title']}", ""]
+    placed = (report.extra.get("placement") or {}).get("headline")
+    if placed:  # measured by the compiler, or predicted and why (npufit.placement)
+        out.append(f"- **{placed}**")
     macs = (
         f"{s['coverage_macs_pct']:.1f}% of MACs ({human_count(s['macs_npu'])} / {human_count(s['macs_total'])})"
         if s["macs_total"]

@@ -25,6 +25,9 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
     con.print(
         Text.assemble(("npufit check ", "bold"), (report.model["file"], "bold cyan"), "  →  ", (t["title"], "bold"))
     )
+    placed = report.extra.get("placement") or {}
+    if placed.get("headline"):  # measured by the compiler, or predicted and why (npufit.placement)
+        con.print(Text(placed["headline"], style="bold" if placed.get("source") == "measured" else "yellow"))
     c = s["counts"]
     # dynamic shapes first: every figure below depends on them (MACs are unknown, shape rules cannot fire)
     shape_hints = [w for w in report.warnings if "--input-shape" in w]

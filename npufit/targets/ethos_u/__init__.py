@@ -81,6 +81,7 @@ U55_LIMITS = {
     "tconv_strides": common.Choices((1, 2)),  # transposed convolution, equal in H and W
     "resize_half_pixel_scale": 2,
     "transpose_int32_rank": 4,
+    "transpose_axes_product": 65536,  # 2^16: a transpose beyond the per-axis case (checks.transpose_u55)
 }
 U85_LIMITS = {
     **BASE_LIMITS,

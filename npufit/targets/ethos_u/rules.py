@@ -162,9 +162,10 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
         tr = r(
             "transpose.shape",
             "transpose: constant permutation, rank ≤ {transpose_rank}; int32 only up to rank "
-            "{transpose_int32_rank} (the report's N−2-axes product limit for int8 was not observed, CAL-V)",
+            "{transpose_int32_rank}; unless it permutes the last three axes of a tensor whose other axes are 1, "
+            "every product of N−2 axes must be ≤ {transpose_axes_product}",
             transpose_u55,
-            (),
+            ("reshape so that the axes that do not move are merged, or transpose smaller tiles",),
             "CAL-V",
         )
     else:

@@ -1,0 +1,356 @@
+"""One placement per (model, target, shapes, judge): where every node runs, and who says so.
+
+Where the vendor compiler for the target runs on this machine (Vela, always: it is a dependency; Arm's Ethos-N
+support library and RKNN-Toolkit2 once their environments are installed; the Hailo DFC when a user installs it),
+its placement is the answer and npufit's rules explain it; elsewhere npufit's prediction is the answer and says so.
+`place()` returns a CheckReport whose verdicts are those answers: every count, partition, boundary and percentage
+of the report is computed from them, and every verb reads this one report (the verbs module computes it and passes
+it down: split's planner, fix's "moved to NPU", quantize's target cost, compare, scan, the pipeline).
+
+    place("m.tflite", "ethos-u55-256")                  # measured by Vela (compile), the prediction beside it
+    place("m.onnx", "hailo8")                           # predicted: no compiler for hailo8 runs here
+    place("m.onnx", "rk3588", measure="never")          # the prediction only (check --predict)
+    place("m.onnx", "rk3588", measure="required")       # the compiler's placement, or one line saying why not
+
+Per node: the verdict, `source` ("measured:<compiler> <version>" or "predicted:<rule ids>"), npufit's explanation
+(its rules' reasons) and the compiler's own reason when it gives one. Every node where prediction and measurement
+differ is listed with both explanations and can be appended to a calibration record (`record=`).
+A process-level memo keeps one placement per (model content, target, pinned shapes, judge, measure mode, compiler
+version): a verb that asks again in the same run (a pipeline, a split after a check) reads the same placement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from .check.engine import check_graph, resolve, restructure
+from .check.result import CheckReport, Reason
+from .errors import NpufitError
+from .graph import Graph
+from .targets import get_profile
+from .targets.base import Profile, Verdict
+from .vocab import JUDGE, MEASURE_JUDGE, MEASURE_JUDGES, MEASURE_MODE, MEASURE_MODES, MEASURE_TIMEOUT_S
+
+SCHEMA = "npufit.placement/1"
+MEMO_SIZE = 16
+_MEMO: OrderedDict[tuple, tuple[Any, CheckReport]] = OrderedDict()
+_HASHES: dict[tuple, str] = {}
+_DEVICE = {"npu": Verdict.NPU, "cpu": Verdict.CPU, "folded": Verdict.FOLDED}
+
+
+def place(
+    model: str | os.PathLike | Graph,
+    target: str | Profile,
+    input_shapes=None,
+    judge: str = JUDGE,
+    measure: str | bool = MEASURE_MODE,
+    *,
+    measure_judge: str = MEASURE_JUDGE,
+    timeout_s: float | None = MEASURE_TIMEOUT_S,
+    record: str | os.PathLike | None = None,
+) -> CheckReport:
+    """The placement of every node of `model` on `target` (the model file is only read).
+
+    measure: "auto" (default): the installed compiler for the target is the judge when it runs here, else npufit's
+    prediction; "never": the prediction only; "required": the compiler's placement, or a one-line NpufitError when
+    none runs (True / False are "auto" / "never"). measure_judge: which compiler run judges ("auto" = the compile;
+    "vela-checks": Vela's operator checks, TFLite on Ethos-U only). timeout_s: a compile that runs longer is stopped
+    and the prediction is shown, marked as such. record: a calibration record file (JSON) the disagreements between
+    prediction and measurement are appended to."""
+    mode = _mode(measure)
+    profile = target if isinstance(target, Profile) else get_profile(target)
+    key = _key(model, profile, input_shapes, judge, mode, measure_judge)
+    hit = _MEMO.get(key) if key is not None else None
+    if hit is not None:
+        _MEMO.move_to_end(key)
+        report = _copy(hit[1])
+    else:
+        graph, _ = resolve(model, profile, input_shapes)
+        report = _place(graph, profile, judge, mode, measure_judge, input_shapes, timeout_s)
+        if key is not None:
+            _MEMO[key] = (model if isinstance(model, Graph) else None, report)  # a Graph key holds its graph alive
+            while len(_MEMO) > MEMO_SIZE:
+                _MEMO.popitem(last=False)
+            report = _copy(report)
+    if record is not None:
+        write_record(report, record)
+    return report
+
+
+def check(
+    model: str | os.PathLike | Graph,
+    target: str | Profile = "hailo8",
+    input_shapes=None,
+    judge: str = JUDGE,
+    assume_int8: bool = False,
+    measure: str | bool = MEASURE_MODE,
+    *,
+    timeout_s: float | None = MEASURE_TIMEOUT_S,
+    record: str | os.PathLike | None = None,
+) -> CheckReport:
+    """`npufit.check` (`npufit check MODEL --target T`): the placement of every node, measured by the installed
+    compiler for the target where one runs here, else npufit's prediction (see `place`).
+
+    measure: "auto" (default), "never" (`--predict`), "required" (`--measure`), True / False; or a judge by name
+    ("compile", "vela-checks"), which requires the measurement. assume_int8=True is the older spelling of
+    judge="int8"."""
+    judge = "int8" if assume_int8 else judge
+    if isinstance(measure, str) and measure in MEASURE_JUDGES and measure not in MEASURE_MODES:
+        return place(
+            model, target, input_shapes, judge, "required", measure_judge=measure, timeout_s=timeout_s, record=record
+        )
+    return place(model, target, input_shapes, judge, measure, timeout_s=timeout_s, record=record)
+
+
+def placement_of(report: CheckReport) -> dict:
+    """The report's placement header (source, compiler, headline, disagreements); {} for a bare prediction."""
+    return report.extra.get("placement") or {}
+
+
+def clear_memo() -> None:
+    _MEMO.clear()
+    _HASHES.clear()
+
+
+# -- the work ---------------------------------------------------------------------------------------------------
+
+
+def _mode(measure) -> str:
+    if measure is True:
+        return "auto"
+    if measure is False or measure is None:
+        return "never"
+    if measure not in MEASURE_MODES:
+        raise NpufitError(f"unknown measure mode '{measure}' (choose from {', '.join(MEASURE_MODES)})")
+    return measure
+
+
+def _place(graph: Graph, profile: Profile, judge, mode, measure_judge, input_shapes, timeout_s) -> CheckReport:
+    report = check_graph(graph, profile, judge)
+    if mode == "never":
+        _attach(report, _predicted("predicted by npufit's rules (--predict: no compiler asked)"))
+        return report
+    from .compilers.measure import measure
+
+    m = measure(graph, report, profile, measure_judge, input_shapes, timeout_s)
+    if not m.measured:
+        if mode == "required":
+            raise NpufitError(f"{profile.name}: {m.message}")
+        _attach(report, _predicted(f"predicted by npufit's rules ({m.message})"))
+        return report
+    by_node = {n.node: n for n in m.comparison.nodes}
+    source = f"measured:{m.compiler} {m.version or ''}".rstrip()
+    for node in report.nodes:
+        c = by_node.get(node.name) if node.parent is None else None
+        if c is None:
+            continue
+        node.source, node.predicted, node.compiler_reason = source, node.verdict, c.compiler_reason
+        node.verdict = _DEVICE[c.actual]
+        if node.verdict is Verdict.CPU and not any(r.verdict is not Verdict.NPU for r in node.reasons):
+            # a node npufit predicted on the NPU: the compiler's own words are the reason the report shows
+            node.reasons.append(
+                Reason(
+                    f"{profile.name}.measured",
+                    c.compiler_reason or f"{m.title} placed it on the CPU",
+                    Verdict.CPU,
+                    source=source,
+                )
+            )
+        if node.verdict is Verdict.FOLDED:
+            node.macs = 0
+    restructure(report, graph, profile)
+    headline = f"measured by {m.title} {m.version or ''}".rstrip() + f" ({m.judge_words}, {m.wall_s:.1f} s)"
+    disagreements = [_disagreement(c) for c in m.comparison.disagreements]
+    info = {
+        "schema": SCHEMA,
+        "source": "measured",
+        "compiler": m.compiler,
+        "compiler_version": m.version,
+        "judge": m.mode,
+        "wall_s": round(m.wall_s, 3),
+        "headline": f"placement {headline}",
+        "notes": list(m.notes),
+        "measured_nodes": len(by_node),
+        "scores": m.comparison.scores(),
+        "disagreements": disagreements,
+    }
+    _attach(report, info)
+    return report
+
+
+def _predicted(headline: str) -> dict:
+    return {"schema": SCHEMA, "source": "predicted", "headline": f"placement {headline}", "disagreements": []}
+
+
+def _disagreement(c) -> dict:
+    why = "; ".join(r["text"] + (f" ({r['detail']})" if r.get("detail") else "") + f" [{r['rule']}]" for r in c.rules)
+    return {
+        "node": c.node,
+        "op": c.op,
+        "predicted": c.predicted,
+        "measured": c.actual,
+        "npufit_explanation": why or "no npufit rule fired: predicted on the NPU",
+        "compiler_reason": c.compiler_reason or "",
+    }
+
+
+def _attach(report: CheckReport, info: dict) -> None:
+    report.extra["placement"] = info
+    report.extra.setdefault("_terminal_sections", []).append(lambda con, rep: _terminal(con, info))
+    report.extra.setdefault("_markdown_sections", []).append(lambda rep: _markdown(info))
+
+
+def _terminal(con, info: dict) -> None:
+    from rich.text import Text
+
+    d = info.get("disagreements") or []
+    if not d:
+        if info.get("source") == "measured":
+            con.print(Text("prediction and measurement agree on every node", style="dim"))
+        return
+    con.print(Text(f"prediction and measurement differ on {len(d)} node(s):", style="bold"))
+    for x in d:
+        con.print(
+            Text.assemble(
+                ("  ≠ ", "bold red"),
+                (f"{x['node']} ({x['op']})", "bold"),
+                f": predicted {x['predicted']}, measured {x['measured']}",
+            )
+        )
+        con.print(f"      npufit: {x['npufit_explanation']}")
+        if x["compiler_reason"]:
+            con.print(f"      compiler: {x['compiler_reason']}")
+
+
+def _markdown(info: dict) -> str:
+    d = info.get("disagreements") or []
+    if not d:
+        return ""
+    esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    out = [
+        "## Prediction vs measurement",
+        "",
+        "| node | op | predicted | measured | npufit's explanation | compiler's reason |",
+        "|---|---|---|---|---|---|",
+    ]
+    out += [
+        f"| `{esc(x['node'])}` | {x['op']} | {x['predicted']} | {x['measured']} | {esc(x['npufit_explanation'])} | "
+        f"{esc(x['compiler_reason']) or '—'} |"
+        for x in d
+    ]
+    return "\n".join(out)
+
+
+# -- the memo ---------------------------------------------------------------------------------------------------
+
+
+def _key(model, profile: Profile, input_shapes, judge, mode, measure_judge) -> tuple | None:
+    if isinstance(model, Graph):
+        ident: Any = ("graph", id(model))
+    else:
+        digest = _content_hash(Path(model))
+        if digest is None:
+            return None
+        ident = ("file", digest)
+    shapes = tuple(sorted((k, tuple(v)) for k, v in (input_shapes or {}).items()))
+    version = None if mode == "never" else _compiler_version(profile)
+    return (ident, profile.name, shapes, judge, mode, measure_judge, version)
+
+
+def _content_hash(path: Path) -> str | None:
+    """sha256 of the file's bytes (and of an ONNX model's external data file beside it), once per file version."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stat_key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    got = _HASHES.get(stat_key)
+    if got is None:
+        h = hashlib.sha256()
+        for p in (path, path.with_name(path.name + ".data")):
+            if p.is_file():
+                with open(p, "rb") as f:
+                    for chunk in iter(lambda: f.read(1 << 20), b""):
+                        h.update(chunk)
+        got = _HASHES[stat_key] = h.hexdigest()
+    return got
+
+
+def _compiler_version(profile: Profile) -> str | None:
+    from .compilers import compiler_for
+
+    try:
+        return compiler_for(profile.name).status().get("version")
+    except NpufitError:
+        return None
+
+
+def _copy(report: CheckReport) -> CheckReport:
+    """A caller's own view of a remembered report (its dicts and lists; the node results are shared, read-only)."""
+    return dataclasses.replace(
+        report,
+        model=dict(report.model),
+        target=dict(report.target),
+        warnings=list(report.warnings),
+        extra=dict(report.extra),
+    )
+
+
+# -- calibration records -----------------------------------------------------------------------------------------
+
+RECORD_SCHEMA = "npufit.calibration.measured/1"  # the format of benchmarks/calibration/records.py
+_LETTER = {"npu": "n", "cpu": "c", "unsupported": "c", "folded": "f"}
+
+
+def write_record(report: CheckReport, path: str | os.PathLike) -> Path | None:
+    """Append this model's measured placement and its disagreements with the prediction to the calibration record
+    at `path` (created when missing; one record per target and build). Nothing is written for a prediction."""
+    import json
+
+    from .util.io import atomic_write_json
+
+    info = placement_of(report)
+    if info.get("source") != "measured":
+        return None
+    path = Path(path)
+    build = "int8" if report.target.get("judged_as") == "int8" else "as-is"
+    if path.exists():
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise NpufitError(f"{path}: not a calibration record ({e})") from None
+        if rec.get("schema") != RECORD_SCHEMA or rec.get("target") != report.target["name"]:
+            raise NpufitError(f"{path}: not a {RECORD_SCHEMA} record for {report.target['name']}")
+    else:
+        rec = {
+            "schema": RECORD_SCHEMA,
+            "target": report.target["name"],
+            "build": build,
+            "opset": (report.model.get("opsets") or {}).get("ai.onnx")
+            if report.model.get("format") == "onnx"
+            else None,
+            "compiler": info["compiler"],
+            "compiler_versions": [],
+            "models": {},
+        }
+    if info.get("compiler_version") and info["compiler_version"] not in rec["compiler_versions"]:
+        rec["compiler_versions"].append(info["compiler_version"])
+    nodes = [n for n in report.nodes if n.parent is None]
+    letters = "".join(_LETTER[n.verdict.value] for n in nodes)
+    ops = ",".join(n.op_type for n in nodes)
+    rec["models"][report.model["file"]] = {
+        "source": "check --record-disagreements",
+        "ok": True,
+        "nodes": len(nodes),
+        "ops_sha": hashlib.sha256(ops.encode()).hexdigest()[:16],
+        "placement": letters,
+        "cpu": {n.name: n.op_type for n, c in zip(nodes, letters) if c == "c"},
+        "disagreements": info["disagreements"],
+    }
+    atomic_write_json(path, rec)
+    return path
