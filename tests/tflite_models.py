@@ -33,3 +33,52 @@ def stateful_conv(b: TFLiteBuilder):
     b.op("AVERAGE_POOL_2D", [z], [q], "Pool2DOptions", padding="SAME", stride_w=1, stride_h=1, filter_width=3,
          filter_height=3)
     return x, q
+
+
+def streaming_wakeword(b: TFLiteBuilder):
+    """A streaming keyword spotter's shape, as TensorFlow's converter writes it (the micro-wakeword models): two
+    subgraphs, the main one calling the second once (CALL_ONCE) to zero the resource variables that hold the
+    previous frames; per stream layer the main graph reads its state, concatenates the new frame, writes back the
+    tail (ASSIGN_VARIABLE, no output) and convolves. Vela keeps the variable ops on the CPU and runs the rest inside
+    one `ethos-u` operator. Returns (input, output); 7 of the main graph's 16 operators run on the CPU."""
+    rng = np.random.default_rng(1)
+    q = dict(scale=0.05, zero_point=-128)
+    init = b.subgraph("init")
+    b.op("CALL_ONCE", [], [], "CallOnceOptions", init_subgraph_index=1)
+    x = b.tensor("input_audio", (1, 1, 1, 8), "int8", scale=0.02, zero_point=0)
+    cur, ch = x, 8
+    for k, width in enumerate((3, 3)):
+        # the initialiser: the state starts at zero
+        h0 = init.tensor(f"stream_{k}/states", (), "resource")
+        init.op("VAR_HANDLE", [], [h0], "VarHandleOptions")
+        z = init.tensor(f"stream_{k}/zeros", (1, width - 1, 1, ch), "int8", data=np.zeros((1, width - 1, 1, ch)), **q)
+        init.op("ASSIGN_VARIABLE", [h0, z], [])
+        h = b.tensor(f"stream_{k}/states", (), "resource")
+        b.op("VAR_HANDLE", [], [h], "VarHandleOptions")
+        st = b.tensor(f"stream_{k}/read", (1, width - 1, 1, ch), "int8", **q)
+        b.op("READ_VARIABLE", [h], [st])
+        cat = b.tensor(f"stream_{k}/concat", (1, width, 1, ch), "int8", **q)
+        b.op("CONCATENATION", [st, cur], [cat], "ConcatenationOptions", axis=1, fused_activation_function="NONE")
+        begin = b.tensor(f"stream_{k}/begin", (4,), "int32", data=np.array([0, 1, 0, 0]))
+        end = b.tensor(f"stream_{k}/end", (4,), "int32", data=np.array([1, width, 1, ch]))
+        strides = b.tensor(f"stream_{k}/strides", (4,), "int32", data=np.array([1, 1, 1, 1]))
+        tail = b.tensor(f"stream_{k}/tail", (1, width - 1, 1, ch), "int8", **q)
+        b.op("STRIDED_SLICE", [cat, begin, end, strides], [tail], "StridedSliceOptions")
+        b.op("ASSIGN_VARIABLE", [h, tail], [])
+        w = b.tensor(f"conv{k}/w", (ch, width, 1, ch), "int8", data=rng.integers(-60, 60, (ch, width, 1, ch)),
+                     scale=[0.01] * ch, axis=0)
+        bias = b.tensor(f"conv{k}/b", (ch,), "int32", data=np.zeros(ch), scale=[0.0005] * ch)
+        y = b.tensor(f"conv{k}", (1, 1, 1, ch), "int8", **q)
+        b.op("CONV_2D", [cat, w, bias], [y], "Conv2DOptions", padding="VALID", stride_w=1, stride_h=1,
+             fused_activation_function="RELU", dilation_w_factor=1, dilation_h_factor=1)
+        cur = y
+    flat_shape = b.tensor("flat/shape", (2,), "int32", data=np.array([1, ch]))
+    flat = b.tensor("flat", (1, ch), "int8", **q)
+    b.op("RESHAPE", [cur, flat_shape], [flat], "ReshapeOptions")
+    fw = b.tensor("fc/w", (1, ch), "int8", data=rng.integers(-60, 60, (1, ch)), scale=0.01)
+    fb = b.tensor("fc/b", (1,), "int32", data=np.zeros(1), scale=0.0005)
+    logit = b.tensor("logit", (1, 1), "int8", scale=0.1, zero_point=0)
+    b.op("FULLY_CONNECTED", [flat, fw, fb], [logit], "FullyConnectedOptions", fused_activation_function="NONE")
+    prob = b.tensor("probability", (1, 1), "int8", scale=1 / 256, zero_point=-128)
+    b.op("LOGISTIC", [logit], [prob])
+    return x, prob

@@ -72,7 +72,11 @@ def measure(
     title = compiler_title(chain)
     if not st["available"]:
         return Measurement(
-            target, "none", st["name"], title=title, message=f"{title} is not installed here ({st['install']})"
+            target,
+            "none",
+            st["name"],
+            title=title,
+            message=f"no compiler for {target} runs here: {title} is not installed; {st['install']}",
         )
     if not profile.measure_judges:
         why = " (no CPU fallback inside the compiled binary)" if profile.fallback is Fallback.NONE else ""
@@ -90,8 +94,16 @@ def measure(
             return _vela_checks(graph, report, profile, timeout_s, title)
         return _compile(graph, report, profile, input_shapes, timeout_s, title)
     except (_NotMeasured, NpufitError) as e:  # the compiler failed or ran too long: say it, keep the prediction
-        msg = e.message if isinstance(e, NpufitError) else str(e)
-        return Measurement(target, "none", st["name"], st.get("version"), msg.splitlines()[0][:300], title=title)
+        if isinstance(e, NpufitError):  # refused before the compiler ran (a converter gap names its node first)
+            msg = f"{title} could not be run: " + e.message.split("; way out")[0]
+        else:
+            msg = str(e)
+        return Measurement(target, "none", st["name"], st.get("version"), one_line(msg), title=title)
+
+
+def one_line(text: str, width: int = 240) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def compiler_title(chain) -> str:
@@ -183,8 +195,10 @@ def _compile(graph: Graph, report, profile: Profile, input_shapes, timeout_s, ti
             verify=False,
         )
     if not res.ok or not res.placement:
-        why = (res.error or "no placement").splitlines()[0][:240]
-        raise _NotMeasured(f"{title} did not finish ({why})")
+        why = res.error or "no placement"
+        if "s timeout" in why:
+            raise _NotMeasured(f"{title} ran past the {timeout_s:g} s limit (--measure-timeout) and was stopped")
+        raise _NotMeasured(why if why.startswith(title) else f"{title} did not finish: {why}")
     m = Measurement(
         profile.name,
         "compile",

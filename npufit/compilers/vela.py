@@ -110,9 +110,7 @@ class VelaCompiler(Adapter):
         if conv is not None:
             record_conversion(res, conv)
         if run.returncode != 0:
-            res.error = (
-                f"Vela {run.killed}" if run.killed else f"Vela exited with code {run.returncode}: {tail(text, 3)}"
-            )
+            res.error = f"Vela {run.killed}" if run.killed else f"Vela {_exit_words(run.returncode)}: {_last_words(text)}"
             return res
         stem = src.stem
         vdir = out / "vela"
@@ -133,6 +131,16 @@ class VelaCompiler(Adapter):
             conv.graph if conv is not None else graph, layers, layer_lineage(layers, lineage), "Vela"
         )
         return res
+
+
+def _exit_words(code: int) -> str:
+    return f"crashed (signal {-code})" if code < 0 else f"exited with code {code}"
+
+
+def _last_words(log: str) -> str:
+    """The end of Vela's log without its configuration warnings (printed on every run)."""
+    lines = [ln for ln in log.splitlines() if ln.strip() and not ln.startswith("Warning: No ")]
+    return " ".join(lines[-3:]) or "no message"
 
 
 def parse_reasons(log: str) -> dict[str, str]:

@@ -44,7 +44,7 @@ def call(
     except NpufitError:
         response = {
             "ok": False,
-            "error": f"worker exited with code {run.returncode} without an answer",
+            "error": run.killed or f"worker exited with code {run.returncode} without an answer",
             "crashed": True,
         }
     return response, run

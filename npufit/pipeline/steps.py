@@ -137,7 +137,7 @@ def pipeline_judge(target: str) -> str:
 
 
 def run_check(ctx: StepContext) -> Outcome:
-    from ..compilers.measure import check
+    from ..placement import check
     from ..report.model_explorer import write_node_data
 
     report = check(
@@ -147,7 +147,7 @@ def run_check(ctx: StepContext) -> Outcome:
     atomic_write_json(ctx.folder / "check.json", report.to_dict())
     write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())
     s = report.summary()
-    measured = report.extra.get("measurement")  # with measure: on, how far the prediction is from the compiler
+    placed = report.extra.get("placement") or {}  # when measured: how far the prediction is from the compiler
     result = CheckStepResult(
         coverage_nodes_pct=s["coverage_nodes_pct"],
         coverage_macs_pct=s["coverage_macs_pct"],
@@ -156,7 +156,7 @@ def run_check(ctx: StepContext) -> Outcome:
         boundaries=s["boundaries"],
         fully_npu=s["fully_npu"],
         failing=len(report.failing),
-        measured_differing=len(measured["differing"]) if measured and "differing" in measured else None,
+        measured_differing=len(placed["disagreements"]) if placed.get("source") == "measured" else None,
     )
     ops = sorted({n.op_type for n in report.failing})
     note = f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / {s['host_partitions']} host partition(s)"
