@@ -22,7 +22,9 @@ version): a verb that asks again in the same run (a pipeline, a split after a ch
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import inspect
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -105,6 +107,68 @@ def check(
             model, target, input_shapes, judge, "required", measure_judge=measure, timeout_s=timeout_s, record=record
         )
     return place(model, target, input_shapes, judge, measure, timeout_s=timeout_s, record=record)
+
+
+# -- the verbs that read the placement ---------------------------------------------------------------------------
+# Their work lives in the layers below (split, rewrite, quantize, check.compare), which take the placement as a
+# parameter and never measure; wrapped here, each is handed the run's placement (npufit.verbs and the CLI wrap
+# them: `reads_placement(split)`, `with_placer(quantize)`).
+
+_MEASURE_DOC = """
+    measure: whose placement the verb reads (npufit.placement.place): "auto" (default: the installed compiler's
+    where one runs here, else npufit's prediction), "never" (the prediction: --predict), "required";
+    measure_timeout: seconds a compile may take before the prediction is used instead."""
+
+
+def reads_placement(verb):
+    """verb(model, target, ..., input_shapes=, judge=, placement=) -> the same verb, handed `place()`'s report."""
+    sig = inspect.signature(verb)
+
+    @functools.wraps(verb)
+    def placed(*args, measure: str | bool = MEASURE_MODE, measure_timeout: float | None = MEASURE_TIMEOUT_S, **kw):
+        bound = sig.bind(*args, **kw)
+        bound.apply_defaults()
+        a = bound.arguments
+        if a.get("placement") is None:
+            a["placement"] = place(
+                a["model"],
+                a["target"],
+                a.get("input_shapes"),
+                a.get("judge", JUDGE),
+                measure,
+                timeout_s=measure_timeout,
+            )
+        result = verb(*bound.args, **bound.kwargs)
+        if verb.__name__ == "fix" and result.written and result.applied:  # the written model, placed like the input
+            from .rewrite.engine import settle_after
+
+            settle_after(
+                result,
+                place(a["output"], a["target"], None, a["judge"], measure, timeout_s=measure_timeout),
+            )
+        return result
+
+    placed.__doc__ = (verb.__doc__ or "").rstrip() + "\n" + _MEASURE_DOC
+    return placed
+
+
+def with_placer(verb, takes_shapes: bool):
+    """verb(..., placer=) -> the same verb, whose placer is `place()` (quantize places its output, compare each
+    model); takes_shapes: the placer is called (model, target, input_shapes, judge), else (model, target)."""
+
+    @functools.wraps(verb)
+    def placed(*args, measure: str | bool = MEASURE_MODE, measure_timeout: float | None = MEASURE_TIMEOUT_S, **kw):
+        if kw.get("placer") is None:
+            if takes_shapes:
+                kw["placer"] = lambda m, t, shapes=None, judge=JUDGE: place(
+                    m, t, shapes, judge, measure, timeout_s=measure_timeout
+                )
+            else:
+                kw["placer"] = lambda m, t: place(m, t, None, JUDGE, measure, timeout_s=measure_timeout)
+        return verb(*args, **kw)
+
+    placed.__doc__ = (verb.__doc__ or "").rstrip() + "\n" + _MEASURE_DOC
+    return placed
 
 
 def placement_of(report: CheckReport) -> dict:

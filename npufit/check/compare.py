@@ -58,6 +58,8 @@ def model_row(report: CheckReport) -> dict[str, Any]:
         "qdq_folded": {"weights": qdq["dequantize_weights"], "model_io": folded_qdq - qdq["dequantize_weights"]},
         "islands": led["totals"]["islands"] if led else 0,
         "ledger": led["by_op"] if led else [],
+        # whose placement the row is: the compiler's where one ran, else npufit's prediction
+        "placement": (report.extra.get("placement") or {}).get("source", "predicted"),
         "status": status,
         "fully_npu": s["fully_npu"],
     }
@@ -137,6 +139,8 @@ class CompareReport(Renderable):
                 Text(r["status"], style=style),
             )
         con.print(tab)
+        sources = sorted({r["placement"] for r in self.rows})
+        con.print(Text(f"placement: {' and '.join(sources)} (per model in the JSON output)", style="dim"))
         for r in self.rows:
             for g in r["ledger"]:
                 con.print(
@@ -169,9 +173,17 @@ class CompareReport(Renderable):
 
 
 def compare(
-    models: list[str | os.PathLike | Graph], target: str = "ethos-n78", input_shapes=None, judge: str = JUDGE
+    models: list[str | os.PathLike | Graph],
+    target: str = "ethos-n78",
+    input_shapes=None,
+    judge: str = JUDGE,
+    placer=None,
 ) -> CompareReport:
-    """Check every model against one target; one row per model (model files are only read)."""
+    """Check every model against one target; one row per model (model files are only read).
+
+    placer: placer(model, target, input_shapes, judge) -> CheckReport, the placement every verb reads
+    (npufit.placement.place, passed in by `npufit.compare`: the compiler's where one runs here); None: the
+    prediction."""
     from ..targets import get_profile
     from .engine import check_graph
 
@@ -181,8 +193,10 @@ def compare(
     out = CompareReport(target={"name": profile.name, "title": profile.title})
     names = set()
     for m in track(list(models), "checking models", total=len(models)):
-        graph = m if isinstance(m, Graph) else load(m, input_shapes)
-        rep = check_graph(graph, profile, judge)
+        if placer is not None:
+            rep = placer(m, profile, input_shapes, judge)
+        else:
+            rep = check_graph(m if isinstance(m, Graph) else load(m, input_shapes), profile, judge)
         if rep.model["file"] in names:  # same file name in two folders: keep rows distinguishable
             rep.model["file"] = str(Path(rep.model["path"]))
         names.add(rep.model["file"])

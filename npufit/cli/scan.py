@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
-from .common import add_judge_option, emit
+from .common import add_judge_option, add_measure_options, emit, measure_mode
 
 
 def register(sub) -> None:
@@ -53,6 +53,7 @@ def register(sub) -> None:
         "--timeout", type=float, default=300.0, metavar="S", help="per-model timeout in seconds (default: 300)"
     )
     add_judge_option(p)
+    add_measure_options(p, scan=True)
     p.add_argument(
         "--fail-under",
         type=float,
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..scan import scan
 
+    mode, judge = measure_mode(args)
     report = scan(
         args.paths,
         args.target,
@@ -76,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         cache=args.cache,
         timeout=args.timeout,
         judge=args.judge,
+        measure=mode,
+        measure_judge=judge,
+        measure_timeout=args.measure_timeout,
     )
     emit(report.render(args.format), args.output)
     if args.fail_under is not None:

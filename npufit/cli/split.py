@@ -9,8 +9,10 @@ from .common import (
     add_format_option,
     add_input_shape_option,
     add_judge_option,
+    add_measure_options,
     add_verify_timeout_option,
     emit,
+    measure_mode,
     name_arg,
     positive_int,
     seed_int,
@@ -88,14 +90,17 @@ def register(sub) -> None:
     add_input_shape_option(p)
     add_format_option(p, choices=PAGE_FORMATS)
     add_judge_option(p)
+    add_measure_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..graph import parse_input_shapes
+    from ..placement import reads_placement
     from ..split import split
 
-    res = split(
+    mode, _ = measure_mode(args)
+    res = reads_placement(split)(
         args.model,
         args.target,
         args.output_dir,
@@ -112,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
         top=args.top,
         judge=args.judge,
         max_npu_stages=args.max_npu_stages,
+        measure=mode,
+        measure_timeout=args.measure_timeout,
     )
     if args.format == "html":
         from ..report.html_verbs import render_split_html

@@ -110,7 +110,9 @@ class VelaCompiler(Adapter):
         if conv is not None:
             record_conversion(res, conv)
         if run.returncode != 0:
-            res.error = f"Vela {run.killed}" if run.killed else f"Vela {_exit_words(run.returncode)}: {_last_words(text)}"
+            res.error = (
+                f"Vela {run.killed}" if run.killed else f"Vela {_exit_words(run.returncode)}: {_last_words(text)}"
+            )
             return res
         stem = src.stem
         vdir = out / "vela"

@@ -164,6 +164,7 @@ def quantize(
     worst: int = 5,
     preprocess: bool = True,
     target: str | None = None,
+    placer=None,
 ) -> QuantizeReport:
     """Quantize `model` to an INT8 QDQ ONNX file at `output` and measure what it cost on held-back samples.
 
@@ -172,7 +173,8 @@ def quantize(
     None = 10, at most a fifth of a small set). evaluation: a separate source (same kinds) for the held-back samples,
     e.g. validation data; then calibration uses up to `samples` of its own and holdout defaults to all of evaluation.
     target: optional target name(s) ('ethos-n78', 'hailo8,rk3588', 'all'): `check` the output and report what
-    the quantized graph costs there (float islands, extra Q/DQ ops) from the Q/DQ ledger.
+    the quantized graph costs there (float islands, extra Q/DQ ops) from the Q/DQ ledger; placer(model, target)
+    places the written output (npufit.placement.place, passed in by `npufit.quantize`), else it is predicted.
     The input file is never modified; `output` is written atomically.
     """
     import onnx
@@ -291,5 +293,5 @@ def quantize(
     if target:
         from .target_cost import target_costs
 
-        report.extra["target_cost"] = target_costs(qgraph, target)
+        report.extra["target_cost"] = target_costs(qgraph if placer is None else dst, target, placer)
     return report

@@ -9,8 +9,11 @@ from typing import Any
 from ..graph import Graph
 
 
-def target_costs(qdq: str | os.PathLike | Graph, targets: str) -> list[dict[str, Any]]:
-    """One row per target: coverage, partitions and the ledger totals of the quantized model (a file or its Graph)."""
+def target_costs(qdq: str | os.PathLike | Graph, targets: str, placer=None) -> list[dict[str, Any]]:
+    """One row per target: coverage, partitions and the ledger totals of the quantized model (a file or its Graph).
+
+    placer: placer(model, target) -> CheckReport, the placement every verb reads (npufit.placement.place, passed
+    in by `npufit.quantize`: the compiler's where one runs here); None: npufit's prediction."""
     from ..check import predict
     from ..graph import load
     from ..targets import resolve_targets
@@ -18,7 +21,7 @@ def target_costs(qdq: str | os.PathLike | Graph, targets: str) -> list[dict[str,
     graph = qdq if isinstance(qdq, Graph) else load(qdq)
     rows = []
     for name in resolve_targets(targets):
-        rep = predict(graph, name)
+        rep = predict(graph, name) if placer is None else placer(qdq, name)
         led = rep.extra.get("qdq_ledger") or {}
         totals = led.get("totals", {})
         s = rep.summary()
@@ -33,6 +36,9 @@ def target_costs(qdq: str | os.PathLike | Graph, targets: str) -> list[dict[str,
                 "extra_ops": totals.get("extra_ops", 0),
                 "bytes_converted": totals.get("bytes_converted", 0),
                 "by_op": led.get("by_op", []),
+                "placement": (rep.extra.get("placement") or {}).get(
+                    "headline", "placement predicted by npufit's rules"
+                ),
             }
         )
     return rows
@@ -43,5 +49,5 @@ def describe(row: dict[str, Any]) -> str:
     return (
         f"{row['coverage_nodes_pct']:.1f}% of nodes on the NPU, {row['npu_partitions']} NPU / {row['host_partitions']} host "
         f"partitions; float islands: {isl}; {row['extra_ops']} extra conversion ops per inference "
-        f"({row['bytes_converted']:,} bytes converted)"
+        f"({row['bytes_converted']:,} bytes converted)" + (f"; {row['placement']}" if row.get("placement") else "")
     )

@@ -40,8 +40,14 @@ def fix(
     atol: float = 1e-6,
     approx_rtol: float = 1e-2,
     judge: str = JUDGE,
+    placement=None,
 ) -> FixResult:
-    """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified."""
+    """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified.
+
+    placement: the CheckReport of `model` on `target` (npufit.placement: the compiler's placement where one runs;
+    `npufit.fix` passes it in): the "before" figures. Each rule is weighed by npufit's prediction before and after
+    it (a compile per candidate would be too slow); the "after" of a changed model is its prediction until the
+    caller places the written file (`settle_after`)."""
     src = Path(model)
     # with external weights (rewriting and verifying need them); the shapes the verdicts are judged on are the
     # shapes written (as onnxsim's --overwrite-input-shape does): a fixed model that is judged static but written
@@ -57,7 +63,8 @@ def fix(
     feeds = random_inputs(session, seed=seed, samples=samples, shapes=input_shapes or None)
     refs = [run_onnx(session, f) for f in feeds]
     int_outputs = {k for k, v in refs[0].items() if not np.issubdtype(v.dtype, np.floating)}
-    state0, report0 = _judge(proto, profile, input_shapes, judge)
+    state0, report0 = _judge(proto, profile, input_shapes, judge)  # the prediction each rule is weighed against
+    before = state_of(placement) if placement is not None else state0
     state, current = state0, proto
     outcomes = {n: RuleOutcome(n, get_rule(n).exact, "not fired", reason=_idle_reason(get_rule(n))) for n in names}
     disabled: set[str] = set()
@@ -108,7 +115,9 @@ def fix(
         if not kept_any:
             break
     final_state, final_report = (
-        _judge(current, profile, input_shapes, judge) if current is not proto else (state0, report0)
+        _judge(current, profile, input_shapes, judge)
+        if current is not proto
+        else (before, placement if placement is not None else report0)
     )
     remaining, advice = _remaining(final_report, profile.name, src, names, outcomes)
     if input_shapes:
@@ -138,13 +147,42 @@ def fix(
         written,
         dry_run,
         [outcomes[n] for n in names],
-        state0,
+        before,
         final_state,
         verification,
         remaining,
         advice,
         (_opset(proto), _opset(current)),
+        {"before": _headline(placement), "after": _headline(placement) if current is proto else _PREDICTED},
     )
+
+
+_PREDICTED = "placement predicted by npufit's rules"
+
+
+def _headline(report) -> str:
+    return ((report.extra.get("placement") or {}).get("headline") if report is not None else None) or _PREDICTED
+
+
+def state_of(report) -> TargetState:
+    """fix's figures of a CheckReport: nodes off the NPU, partitions, coverage, nodes."""
+    return TargetState(
+        sum(n.verdict.value in ("cpu", "unsupported") for n in report.running),
+        len(report.partitions),
+        report.coverage_nodes,
+        len(report.nodes),
+    )
+
+
+def settle_after(result: FixResult, report) -> FixResult:
+    """The "after" figures and the nodes still off the NPU from the placement of the written model (`report`)."""
+    names = [r.name for r in result.rules]
+    outcomes = {r.name: r for r in result.rules}
+    result.after = state_of(report)
+    result.remaining, advice = _remaining(report, result.target, Path(result.model), names, outcomes)
+    result.advice = [a for a in result.advice if a.startswith("input shapes pinned")] + advice
+    result.placement["after"] = _headline(report)
+    return result
 
 
 def _opset(proto: onnx.ModelProto) -> int:
@@ -211,14 +249,7 @@ def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = JUDGE):
     # verdicts need shapes, not weights: the copy judged is stripped as check strips a file's weights
     graph = graph_from(from_proto(proto, pin_inputs(input_shapes), strip_weights, infer, name="<fix>"))
     rep = check_graph(graph, profile, judge)
-    running = rep.running
-    state = TargetState(
-        sum(n.verdict.value in ("cpu", "unsupported") for n in running),
-        len(rep.partitions),
-        rep.coverage_nodes,
-        len(rep.nodes),
-    )
-    return state, rep
+    return state_of(rep), rep
 
 
 def _pays(new: TargetState, old: TargetState, keep_when_neutral: bool) -> bool:

@@ -89,6 +89,8 @@ class FixResult:
     remaining: list[dict[str, Any]]  # failing nodes after fix: name, op_type, verdict, reason
     advice: list[str]
     opset: tuple[int, int]  # before, after
+    # whose placement "before" and "after" are (npufit.placement's headline: measured by a compiler, or predicted)
+    placement: dict[str, str] = field(default_factory=dict)
 
     @property
     def applied(self) -> list[RuleOutcome]:
@@ -112,6 +114,7 @@ class FixResult:
             "verification": self.verification,
             "remaining": self.remaining,
             "advice": self.advice,
+            "placement": self.placement,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -146,6 +149,9 @@ def _render_text(r: FixResult, markdown: bool) -> str:
         f"{r.after.partitions}, nodes not on npu {r.before.not_npu} -> {r.after.not_npu}, "
         f"opset {r.opset[0]} -> {r.opset[1]}"
     )
+    if r.placement:  # whose placement the figures are: the compiler's, or npufit's prediction
+        b, a = r.placement.get("before", ""), r.placement.get("after", "")
+        summary += f"\n{b}" if a == b else f"\nbefore: {b}; after: {a}"
     v = r.verification
     check = (
         f"verified with ONNX Runtime CPU on {v['samples']} seeded samples (seed {v['seed']}): max abs diff "

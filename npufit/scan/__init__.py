@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
-from ..vocab import EXECUTOR, JUDGE
+from ..vocab import EXECUTOR, JUDGE, MEASURE_JUDGE, MEASURE_TIMEOUT_S
 from .report import ScanReport
 
 MODEL_SUFFIXES = (".onnx", ".tflite")
@@ -102,10 +102,11 @@ def content_hash(path: str, known: dict[str, Any] | None = None) -> str:
     return h.hexdigest()
 
 
-def _cache_key(sha: str, target: str, judge: str) -> str:
+def _cache_key(sha: str, target: str, judge: str, measure: str = "never") -> str:
     from .. import __version__
 
-    return f"{sha}:{target}:{judge}:{__version__}"  # a new npufit may judge differently: its own entries
+    # a new npufit may judge differently, a measured row is another answer than a predicted one: their own entries
+    return f"{sha}:{target}:{judge}:{__version__}" + ("" if measure == "never" else f":{measure}")
 
 
 def _load_cache(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -130,9 +131,14 @@ def scan(
     cache: str | os.PathLike | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     judge: str = JUDGE,
+    measure: str = "never",
+    measure_judge: str = MEASURE_JUDGE,
+    measure_timeout: float = MEASURE_TIMEOUT_S,
 ) -> ScanReport:
     """The library side of `npufit scan`. cache: a JSON file of earlier rows keyed by content hash,
-    target, judge mode and npufit version; read when present, (re)written atomically after the scan."""
+    target, judge mode and npufit version; read when present, (re)written atomically after the scan.
+    measure: "never" (default: npufit's prediction, fast over many models), or "auto": each target's installed
+    compiler places each model where one runs here (npufit.placement; the timeout then covers the compiles)."""
     from ..check.engine import require_judge
     from ..executors import Task, get_executor
     from ..targets import get_profile, resolve_targets
@@ -143,6 +149,8 @@ def scan(
         )
     )
     require_judge(judge)
+    if measure not in ("never", "auto", "required"):
+        raise NpufitError(f"unknown measure mode '{measure}' (scan: never or auto)")
     if timeout <= 0:
         raise NpufitError(f"--timeout {timeout:g}: must be a positive number of seconds")
     if jobs is not None and jobs < 1:
@@ -163,13 +171,15 @@ def scan(
             for t in names:
                 rows[(m, t)] = _row(m, "", t, {"status": "error", "error": e.message}, False)
             continue
-        hits = {t: cached.get(_cache_key(shas[m], t, judge)) for t in names}
+        hits = {t: cached.get(_cache_key(shas[m], t, judge, measure)) for t in names}
         if all(hits.values()):
             for t in names:
                 rows[(m, t)] = _row(m, shas[m], t, hits[t], True)
         else:
             todo.append(m)
-    tasks = [Task("npufit.scan.work:scan_model", {"path": m, "targets": names, "judge": judge}, label=m) for m in todo]
+    job = {"targets": names, "judge": judge, "measure": measure, "measure_judge": measure_judge}
+    job["measure_timeout"] = measure_timeout
+    tasks = [Task("npufit.scan.work:scan_model", {"path": m, **job}, label=m) for m in todo]
     run_info: dict[str, Any] = {"executor": executor, "jobs": None}
     if tasks:
         with get_executor(executor, jobs, address) as ex:
@@ -184,7 +194,7 @@ def scan(
     elapsed = time.perf_counter() - t0
     ordered = [rows[(m, t)] for m in models for t in names]
     if cache_path is not None:
-        _save_cache(cache_path, cached, files, ordered, judge)
+        _save_cache(cache_path, cached, files, ordered, judge, measure)
     return ScanReport(
         ordered,
         names,
@@ -195,6 +205,9 @@ def scan(
             "checked": len(todo),
             "from_cache": len(models) - len(todo),
             "seconds": round(elapsed, 3),
+            "placement": "predicted by npufit's rules (scan predicts; --measure runs the installed compilers)"
+            if measure == "never"
+            else "measured by each target's installed compiler where one runs here, else predicted (per row)",
         },
     )
 
@@ -206,7 +219,9 @@ def _row(model: str, sha: str, target: str, body: dict[str, Any], from_cache: bo
     return {"model": model, "sha256": sha, "target": target, **full, "cached": from_cache}
 
 
-def _save_cache(path: Path, old: dict[str, Any], files: dict[str, Any], rows: list[dict[str, Any]], judge: str) -> None:
+def _save_cache(
+    path: Path, old: dict[str, Any], files: dict[str, Any], rows: list[dict[str, Any]], judge: str, measure: str
+) -> None:
     from ..util.io import atomic_write_text
     from ..util.jsonutil import dumps
 
@@ -214,5 +229,5 @@ def _save_cache(path: Path, old: dict[str, Any], files: dict[str, Any], rows: li
     for r in rows:
         if r["status"] == "ok" and r["sha256"]:  # errors and timeouts are tried again next time
             body = {k: v for k, v in r.items() if k not in ("model", "sha256", "target", "cached")}
-            keep[_cache_key(r["sha256"], r["target"], judge)] = body
+            keep[_cache_key(r["sha256"], r["target"], judge, measure)] = body
     atomic_write_text(path, dumps({"schema": CACHE_SCHEMA, "files": files, "rows": keep}, None) + "\n")
