@@ -314,13 +314,16 @@ def _markdown(info: dict) -> str:
 
 
 def _key(model, profile: Profile, input_shapes, judge, mode, measure_judge) -> tuple | None:
-    if isinstance(model, Graph):
-        ident: Any = ("graph", id(model))
+    """A Graph read from a file is keyed by that file's content (its caller passes the shapes it was read with, as
+    the CLI and scan do); one built in memory by its identity."""
+    path = Path(model.path) if isinstance(model, Graph) else Path(model)
+    digest = _content_hash(path) if not isinstance(model, Graph) or path.is_file() else None
+    if digest is not None:
+        ident: Any = ("file", digest)
+    elif isinstance(model, Graph):
+        ident = ("graph", id(model))
     else:
-        digest = _content_hash(Path(model))
-        if digest is None:
-            return None
-        ident = ("file", digest)
+        return None
     shapes = tuple(sorted((k, tuple(v)) for k, v in (input_shapes or {}).items()))
     version = None if mode == "never" else _compiler_version(profile)
     return (ident, profile.name, shapes, judge, mode, measure_judge, version)

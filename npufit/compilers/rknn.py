@@ -279,6 +279,7 @@ def _cosines(ref: dict, sim_paths: list[str]) -> dict[str, float]:
         if a64.size != b64.size:
             out[name] = float("nan")
             continue
-        den = np.linalg.norm(a64) * np.linalg.norm(b64)
-        out[name] = round(float(a64 @ b64 / den), 6) if den else (1.0 if np.allclose(a64, b64) else 0.0)
+        with np.errstate(all="ignore"):  # an overflowing output gives inf/nan norms: its cosine is nan, said as such
+            den = np.linalg.norm(a64) * np.linalg.norm(b64)
+            out[name] = round(float(a64 @ b64 / den), 6) if den else (1.0 if np.allclose(a64, b64) else 0.0)
     return out
