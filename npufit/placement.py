@@ -30,7 +30,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from .check.engine import check_graph, resolve, restructure
+from .check.engine import check_graph, converted_warning, resolve, restructure
 from .check.result import CheckReport, Reason
 from .errors import NpufitError
 from .graph import Graph
@@ -228,6 +228,8 @@ def _place(graph: Graph, profile: Profile, judge, mode, measure_judge, input_sha
         if node.verdict is Verdict.FOLDED:
             node.macs = 0
     restructure(report, graph, profile)
+    if converted_warning(profile) in report.warnings:  # measured on the converted file, not predicted through it
+        report.warnings.remove(converted_warning(profile))
     headline = f"measured by {m.title} {m.version or ''}".rstrip() + f" ({m.judge_words}, {m.wall_s:.1f} s)"
     disagreements = [_disagreement(c) for c in m.comparison.disagreements]
     info = {
@@ -348,13 +350,22 @@ def _content_hash(path: Path) -> str | None:
     return got
 
 
-def _compiler_version(profile: Profile) -> str | None:
+def _compiler_version(profile: Profile) -> tuple | None:
+    """The compiler as the memo tells them apart: its version, where it lives and the extras its env holds."""
     from .compilers import compiler_for
+    from .toolchains import for_platform
 
     try:
-        return compiler_for(profile.name).status().get("version")
+        st = compiler_for(profile.name).status()
     except NpufitError:
         return None
+    chain = for_platform(profile.name)
+    extras: tuple = ()
+    if chain is not None and chain.env is not None and st.get("available"):
+        from .envs import env_status
+
+        extras = tuple(env_status(chain.env_name).get("extras", ()))
+    return (st.get("version"), st.get("detail"), extras)
 
 
 def _copy(report: CheckReport) -> CheckReport:

@@ -30,6 +30,8 @@ class EnvSpec:
     needs_wheel: str = ""  # a vendor wheel the user must supply (login-gated downloads)
     notes: tuple[str, ...] = field(default=())
     kind: str = "venv"  # venv: a virtualenv of pip steps | native: a C++ build (npufit.envs.ethos_n)
+    # optional parts a user adds with `npufit env install NAME --extra EXTRA`: (name, what it enables, pip step)
+    extras: tuple[tuple[str, str, tuple[str, ...]], ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,13 @@ RKNN = Toolchain(
         "per-layer placement, simulator",
         notes=(
             "installs torch 2.13.0 (CPU) instead of the toolkit's pinned torch<=2.4: the pinned PyPI wheel pulls CUDA",
+        ),
+        extras=(
+            (
+                "tflite",
+                "TFLite models (the toolkit reads them through TensorFlow <= 2.14; about 1.1 GB more)",
+                ("tensorflow-cpu==2.14.1",),
+            ),
         ),
     ),
     resource="rknn",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -12,3 +13,12 @@ os.environ.setdefault("NPUFIT_NO_PROGRESS", "1")
 def session_tmp(tmp_path_factory):
     """A folder shared by all tests of the session (for models that are slow to export)."""
     return tmp_path_factory.mktemp("npufit-session")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_placements():
+    """npufit.placement remembers one placement per model and target for the whole process (a run's verbs share
+    it): each test starts without the placements an earlier test made, so no test depends on another's order."""
+    yield
+    if "npufit.placement" in sys.modules:
+        sys.modules["npufit.placement"].clear_memo()

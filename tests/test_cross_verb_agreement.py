@@ -4,6 +4,7 @@ quantize's target cost (against a check of the file it wrote), compare, compile 
 rk3588 the real RKNN-Toolkit2 does (skipped without its env), where npufit's prediction differs from the toolkit on
 one node (a 2-input Sum the toolkit fuses on its NPU), so a verb that predicted for itself would disagree; hailo8
 has no compiler here, so every verb reads the prediction and says so."""
+
 from __future__ import annotations
 
 import numpy as np

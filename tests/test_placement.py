@@ -1,5 +1,6 @@
 """npufit.placement: the installed compiler is the judge where it runs here (real Vela 5.2.0 for Ethos-U), the
 prediction elsewhere, said in words; one placement per run that every count of the report is computed from."""
+
 from __future__ import annotations
 
 import json

@@ -145,9 +145,7 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
     parts, bounds, prefix_summary = _structure(graph, results, judged)
     warnings = list(graph.warnings)
     if graph.format == "onnx" and profile.input_formats and "onnx" not in profile.input_formats:
-        warnings.append(
-            f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces"
-        )
+        warnings.append(converted_warning(profile))
     report = CheckReport(
         model=_model_info(graph),
         target={
@@ -166,6 +164,15 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
 
     attach_ledger(report, graph, profile)
     return report
+
+
+def converted_warning(profile: Profile) -> str:
+    """What a prediction of an ONNX model for a target that compiles another format rests on (a measured placement
+    replaces it: npufit.placement)."""
+    return (
+        f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted "
+        f"through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces"
+    )
 
 
 def _structure(graph: Graph, results: dict[str, NodeResult], judged: list[NodeResult] | None = None):

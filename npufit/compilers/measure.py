@@ -95,7 +95,8 @@ def measure(
         return _compile(graph, report, profile, input_shapes, timeout_s, title)
     except (_NotMeasured, NpufitError) as e:  # the compiler failed or ran too long: say it, keep the prediction
         if isinstance(e, NpufitError):  # refused before the compiler ran (a converter gap names its node first)
-            msg = f"{title} could not be run: " + e.message.split("; way out")[0]
+            why = e.message.split("; way out")[0]
+            msg = why if why.startswith(title) else f"{title} could not be run: {why}"
         else:
             msg = str(e)
         return Measurement(target, "none", st["name"], st.get("version"), one_line(msg), title=title)
