@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from npufit import check  # the library API: the placement (measured where a compiler runs)
 from npufit.convert.tflite_writer import TFLiteBuilder
+
 from .tflite_models import conv_stem
 
 pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install ethos-u-vela==5.2.0)")

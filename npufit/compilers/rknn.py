@@ -35,9 +35,7 @@ class RknnCompiler(Adapter):
         return env_tool_status(self.toolchain)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
-        from ..envs import bridge
-
-        from ..envs import env_status
+        from ..envs import bridge, env_status
 
         tflite = model.suffix.lower() == ".tflite"
         if not tflite and model.suffix.lower() != ".onnx":
