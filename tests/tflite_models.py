@@ -82,3 +82,74 @@ def streaming_wakeword(b: TFLiteBuilder):
     prob = b.tensor("probability", (1, 1), "int8", scale=1 / 256, zero_point=-128)
     b.op("LOGISTIC", [logit], [prob])
     return x, prob
+
+
+def conv1x1(b: TFLiteBuilder, x: int, cin: int, cout: int, name: str, hw: int, in_scale: float = 0.05, seed: int = 0):
+    """int8 3x3 SAME CONV_2D + RELU, [1,hw,hw,cin] -> [1,hw,hw,cout] (bias scale = input scale x weight scale)."""
+    rng = np.random.default_rng(seed)
+    w = b.tensor(f"{name}/w", (cout, 3, 3, cin), "int8", data=rng.integers(-60, 60, (cout, 3, 3, cin)),
+                 scale=[0.01] * cout, axis=0)
+    bias = b.tensor(f"{name}/b", (cout,), "int32", data=np.zeros(cout), scale=[in_scale * 0.01] * cout)
+    y = b.tensor(name, (1, hw, hw, cout), "int8", scale=0.05, zero_point=-128)
+    b.op("CONV_2D", [x, w, bias], [y], "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1,
+         fused_activation_function="RELU", dilation_w_factor=1, dilation_h_factor=1)
+    return y
+
+
+def c2f_block(b: TFLiteBuilder, residual_reshape: bool = False):
+    """YOLOv8's C2f block as TensorFlow's converter writes it: conv -> SPLIT in two halves; the second half feeds a
+    bottleneck conv, the residual ADD and the CONCATENATION (a, b, a + m(b)) -> conv. With residual_reshape, the
+    half also feeds a RESHAPE -> FULLY_CONNECTED head. Returns (input, outputs)."""
+    rng = np.random.default_rng(2)
+    x = b.tensor("input", (1, 8, 8, 4), "int8", scale=0.02, zero_point=0)
+    c = conv1x1(b, x, 4, 8, "cv1", 8, in_scale=0.02)
+    ax = b.tensor("split/axis", (), "int32", data=np.array(3))
+    a1 = b.tensor("split/a", (1, 8, 8, 4), "int8", scale=0.05, zero_point=-128)
+    a2 = b.tensor("split/b", (1, 8, 8, 4), "int8", scale=0.05, zero_point=-128)
+    b.op("SPLIT", [ax, c], [a1, a2], "SplitOptions", num_splits=2)
+    m = conv1x1(b, a2, 4, 4, "m", 8, seed=1)
+    r = b.tensor("m/add", (1, 8, 8, 4), "int8", scale=0.1, zero_point=-128)
+    b.op("ADD", [a2, m], [r], "AddOptions", fused_activation_function="NONE")
+    outs = []
+    if residual_reshape:
+        shape = b.tensor("head/shape", (2,), "int32", data=np.array([1, 256]))
+        flat = b.tensor("head/flat", (1, 256), "int8", scale=0.05, zero_point=-128)
+        b.op("RESHAPE", [a2, shape], [flat], "ReshapeOptions")
+        fw = b.tensor("head/w", (8, 256), "int8", data=rng.integers(-60, 60, (8, 256)), scale=0.01)
+        fb = b.tensor("head/b", (8,), "int32", data=np.zeros(8), scale=0.05 * 0.01)
+        fc = b.tensor("head", (1, 8), "int8", scale=0.1, zero_point=0)
+        b.op("FULLY_CONNECTED", [flat, fw, fb], [fc], "FullyConnectedOptions", fused_activation_function="NONE")
+        outs.append(fc)
+    cat = b.tensor("cat", (1, 8, 8, 12), "int8", scale=0.1, zero_point=-128)
+    b.op("CONCATENATION", [a1, a2, r], [cat], "ConcatenationOptions", axis=3, fused_activation_function="NONE")
+    outs.insert(0, conv1x1(b, cat, 12, 4, "cv2", 8, in_scale=0.1, seed=3))
+    return x, outs
+
+
+def split_fanout(b: TFLiteBuilder, bad_bias: bool = False):
+    """A SPLIT whose two parts each feed an ADD and a CONCATENATION (and one part a conv), then a pool, a conv and a
+    RESHAPE: the fan-out of YOLO-style split/concat blocks. With bad_bias, the conv on the split part has a bias
+    scale that is not input scale x weight scale, which the Ethos-N support library refuses only when the
+    operation is added to its network. Returns (input, outputs)."""
+    q = dict(scale=0.02, zero_point=0)
+    x = b.tensor("input", (1, 8, 8, 4), "int8", **q)
+    ax = b.tensor("split/axis", (), "int32", data=np.array(3))
+    sa = b.tensor("split/a", (1, 8, 8, 2), "int8", **q)
+    sb = b.tensor("split/b", (1, 8, 8, 2), "int8", **q)
+    b.op("SPLIT", [ax, x], [sa, sb], "SplitOptions", num_splits=2)
+    a2 = b.tensor("add2", (1, 8, 8, 2), "int8", scale=0.05, zero_point=0)
+    b.op("ADD", [sb, sa], [a2], "AddOptions", fused_activation_function="NONE")
+    c3 = conv1x1(b, sb, 2, 4, "c3", 8, in_scale=0.008 if bad_bias else 0.02, seed=1)
+    cat = b.tensor("cat4", (1, 8, 8, 4), "int8", **q)
+    b.op("CONCATENATION", [sa, sb], [cat], "ConcatenationOptions", axis=3, fused_activation_function="NONE")
+    a5 = b.tensor("add5", (1, 8, 8, 2), "int8", scale=0.1, zero_point=0)
+    b.op("ADD", [a2, a2], [a5], "AddOptions", fused_activation_function="NONE")
+    c6 = conv1x1(b, c3, 4, 4, "c6", 8, seed=2)
+    p7 = b.tensor("p7", (1, 8, 8, 2), "int8", scale=0.1, zero_point=0)
+    b.op("AVERAGE_POOL_2D", [a5], [p7], "Pool2DOptions", padding="SAME", stride_w=1, stride_h=1, filter_width=3,
+         filter_height=3)
+    c8 = conv1x1(b, a5, 2, 4, "c8", 8, in_scale=0.1, seed=3)
+    shape = b.tensor("r9/shape", (4,), "int32", data=np.array([1, 16, 4, 4]))
+    r9 = b.tensor("r9", (1, 16, 4, 4), "int8", scale=0.05, zero_point=-128)
+    b.op("RESHAPE", [c8, shape], [r9], "ReshapeOptions")
+    return x, [cat, c6, p7, r9]
