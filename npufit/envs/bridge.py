@@ -34,6 +34,7 @@ def call(
         cwd=workdir,
         env=clean,
         timeout_s=timeout_s,
+        title=f"{spec(env).title}: {worker.replace('_', ' ')}",
     )
     from ..util.readers import read_json
 

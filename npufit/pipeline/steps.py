@@ -169,12 +169,13 @@ def run_check(ctx: StepContext) -> Outcome:
 
 
 def run_fix(ctx: StepContext) -> Outcome:
+    from ..placement import reads_placement
     from ..rewrite import fix
 
     s, out = ctx.settings, ctx.folder / "model.onnx"
     result = call(
         "fix",
-        fix,
+        reads_placement(fix),
         str(ctx.model_input()),
         target=ctx.cell.target,
         output=str(out),
@@ -205,11 +206,11 @@ def _fix_note(result) -> str:
 
 
 def run_split(ctx: StepContext) -> Outcome:
-    from ..check import predict
+    from ..placement import place, reads_placement
     from ..split import split
 
     s, model, target = ctx.settings, ctx.model_input(), ctx.cell.target
-    report = predict(model, target, judge=pipeline_judge(target))
+    report = place(model, target, judge=pipeline_judge(target))  # the check step's placement (one per run)
     if report.fully_npu:
         shutil.copyfile(model, ctx.folder / "model.onnx")
         return Outcome(
@@ -242,13 +243,14 @@ def run_split(ctx: StepContext) -> Outcome:
     plan_dir = ctx.folder / "plan"
     result = call(
         "split",
-        split,
+        reads_placement(split),
         str(model),
         target=target,
         output_dir=str(plan_dir),
         mode=s["mode"],
         min_nodes=s["min_nodes"],
         judge=pipeline_judge(target),
+        placement=report,
         **({"max_npu_stages": s["max_npu_stages"]} if s["mode"] == "segments" and s["max_npu_stages"] else {}),
     )
     save_result(result, ctx.folder / "split.json")
