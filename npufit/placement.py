@@ -197,7 +197,7 @@ def _mode(measure) -> str:
 def _place(graph: Graph, profile: Profile, judge, mode, measure_judge, input_shapes, timeout_s) -> CheckReport:
     report = check_graph(graph, profile, judge)
     if mode == "never":
-        _attach(report, _predicted("predicted by npufit's rules (--predict: no compiler asked)"))
+        _attach(report, _predicted("--predict asks for no compiler"))
         return report
     from .compilers.measure import measure
 
@@ -205,7 +205,7 @@ def _place(graph: Graph, profile: Profile, judge, mode, measure_judge, input_sha
     if not m.measured:
         if mode == "required":
             raise NpufitError(f"{profile.name}: {m.message}")
-        _attach(report, _predicted(f"predicted by npufit's rules ({m.message})"))
+        _attach(report, _predicted(m.message))
         return report
     by_node = {n.node: n for n in m.comparison.nodes}
     source = f"measured:{m.compiler} {m.version or ''}".rstrip()
@@ -249,8 +249,14 @@ def _place(graph: Graph, profile: Profile, judge, mode, measure_judge, input_sha
     return report
 
 
-def _predicted(headline: str) -> dict:
-    return {"schema": SCHEMA, "source": "predicted", "headline": f"placement {headline}", "disagreements": []}
+def _predicted(why: str) -> dict:
+    return {
+        "schema": SCHEMA,
+        "source": "predicted",
+        "headline": f"placement predicted by npufit's rules: {why}",
+        "why_predicted": why,
+        "disagreements": [],
+    }
 
 
 def _disagreement(c) -> dict:

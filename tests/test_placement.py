@@ -116,7 +116,7 @@ def test_predicted_placement_says_so_and_why(tmp_path):
     _small_onnx(onnx)
     hailo = check(onnx, "hailo8")
     assert hailo.extra["placement"]["headline"].startswith(
-        "placement predicted by npufit's rules (no compiler for hailo8 runs here"
+        "placement predicted by npufit's rules: no compiler for hailo8 runs here"
     )
     with pytest.raises(NpufitError, match="no compiler for hailo8 runs here"):
         check(onnx, "hailo8", measure="required")

@@ -76,7 +76,9 @@ def measure(
             "none",
             st["name"],
             title=title,
-            message=f"no compiler for {target} runs here: {title} is not installed; {st['install']}",
+            # a short install step is said here; a long one (a login-gated download) is npufit doctor's to tell
+            message=f"no compiler for {target} runs here ({title} is not installed; "
+            + (f"{st['install']})" if len(st["install"]) <= 40 else "npufit doctor says how to add it)"),
         )
     if not profile.measure_judges:
         why = " (no CPU fallback inside the compiled binary)" if profile.fallback is Fallback.NONE else ""

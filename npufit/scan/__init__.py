@@ -205,7 +205,7 @@ def scan(
             "checked": len(todo),
             "from_cache": len(models) - len(todo),
             "seconds": round(elapsed, 3),
-            "placement": "predicted by npufit's rules (scan predicts; --measure runs the installed compilers)"
+            "placement": "predicted by npufit's rules: scan predicts (--measure runs the installed compilers)"
             if measure == "never"
             else "measured by each target's installed compiler where one runs here, else predicted (per row)",
         },
