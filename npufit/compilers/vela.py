@@ -127,6 +127,11 @@ class VelaCompiler(Adapter):
         # counted over the operators of the TFLite file Vela compiled (for an ONNX model: the converted file)
         res.metrics["cpu_operators"] = sum(lay.device == "cpu" for lay in layers)
         res.metrics["npu_operators"] = sum(lay.device == "npu" for lay in layers)
+        if conv is not None:  # two counts of one placement: say which is which
+            res.notes.append(
+                "cpu_operators / npu_operators count the operators of the converted TFLite file Vela compiled; "
+                "the placement counts the ONNX model's nodes, each mapped back from its operators"
+            )
         from .mapping import resolve
 
         res.placement = resolve(
