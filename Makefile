@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.npufit-installed
 DEMO_OUT ?= out/demo
 
-.PHONY: demo test install bench docs clean
+.PHONY: demo test test-load install bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	bash scripts/test-setup.sh $(BIN)
+	@# tests run in a seeded random order (tests/shuffle.py): the seed is printed; NPUFIT_TEST_SEED=N repeats one
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# the same suite beside two busy CPU hogs, as on a loaded CI machine (docs/dev/testing.md)
+test-load: $(STAMP)
+	PYTHON=$(BIN)/python bash scripts/test-under-load.sh
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_check.py

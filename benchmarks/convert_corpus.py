@@ -1,8 +1,8 @@
 """ONNX -> int8 TFLite (npufit.convert) -> Vela over a corpus of real architectures: per model, converted yes/no,
 conversion time, peak memory, LiteRT-vs-ONNX Runtime cosine, Vela's NPU op share; totals at the end.
 
-    python benchmarks/convert_corpus.py                       # exports its own set (benchmarks/convert_archs.py)
-    python benchmarks/convert_corpus.py benchmarks/calibration/ some.onnx --target ethos-u55-256
+    python benchmarks/convert_corpus.py                       # exports its own set (calibration/convert_archs.py)
+    python benchmarks/convert_corpus.py calibration/ some.onnx --target ethos-u55-256
     python benchmarks/convert_corpus.py --calibration [--opset 17] [--only NAME ...]   # issue 14's 48-model corpus
 
 Each model runs in a fresh worker process, so its peak RSS is that model's own (imports, conversion and the LiteRT
@@ -134,8 +134,8 @@ def run_one(
 
 
 def export_builtin(folder: Path, only: list[str] | None) -> list[tuple[str, Path]]:
-    sys.path.insert(0, str(Path(__file__).parent))
-    from convert_archs import ARCHS
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root: the calibration package
+    from calibration.convert_archs import ARCHS
 
     got = []
     for name, build in ARCHS.items():
@@ -151,9 +151,9 @@ def export_builtin(folder: Path, only: list[str] | None) -> list[tuple[str, Path
 
 
 def export_calibration(opset: int, only: list[str] | None) -> list[tuple[str, Path]]:
-    """The calibration corpus (benchmarks/calibration), exported once into its cache; an export the torch exporter
+    """The calibration corpus (calibration/corpus.py), exported once into its cache; an export the torch exporter
     refuses is listed, not counted (like export_builtin)."""
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from calibration import corpus
 
     got = []
@@ -215,7 +215,7 @@ def main(argv=None) -> int:
     ap.add_argument("models", nargs="*", help=".onnx files or folders (default: export the built-in architectures)")
     ap.add_argument("--target", default="ethos-u55-256")
     ap.add_argument("--only", nargs="*", help="built-in (or --calibration) architecture names to run (default: all)")
-    ap.add_argument("--calibration", action="store_true", help="run the calibration corpus (benchmarks/calibration)")
+    ap.add_argument("--calibration", action="store_true", help="run the calibration corpus (calibration/corpus.py)")
     ap.add_argument("--opset", type=int, default=17, help="opset of the --calibration exports")
     ap.add_argument("--timeout", type=float, default=300.0, help="per-model limit for one worker, seconds")
     ap.add_argument(

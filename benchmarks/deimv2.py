@@ -36,6 +36,8 @@ import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `calibration.site` when run as a script
+    sys.path.insert(0, str(ROOT))
 SOURCE_NAME = "DEIMv2-0fff8d4"
 TORCHVISION = "torchvision==0.28.0"  # the release built against torch 2.13.0
 BUILDER_VERSION = 1  # bump when the export below changes: cached models are keyed by it
@@ -82,19 +84,13 @@ def site_dir() -> Path:
 
 def ensure_torchvision() -> Path:
     """torchvision in the builder's private folder (pip --target --no-deps: the project's torch is left alone)."""
-    site = site_dir()
-    if (site / "torchvision" / "__init__.py").is_file():
-        return site
-    site.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="site-", dir=site.parent))
-    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp), TORCHVISION]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    if r.returncode != 0 or not (tmp / "torchvision" / "__init__.py").is_file():
-        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise Unavailable(f"could not install {TORCHVISION} for the DEIMv2 builder: {tail[0][:200]}")
-    if not site.exists():
-        tmp.rename(site)
-    return site
+    from calibration.site import Unavailable as SiteUnavailable
+    from calibration.site import private_site
+
+    try:
+        return private_site(site_dir(), [TORCHVISION], "torchvision/__init__.py")
+    except SiteUnavailable as e:
+        raise Unavailable(f"DEIMv2 builder: {e}") from e
 
 
 def model_key(variant: str, src: Path) -> str:
@@ -342,7 +338,6 @@ def main() -> None:
     ap.add_argument("--format", choices=("table", "markdown", "json"), default="table")
     ap.add_argument("--deps-only", action="store_true", help="install the builder's private torchvision and stop")
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
     try:
         if args.deps_only:
             print(f"DEIMv2 builder: torchvision in {ensure_torchvision()}")

@@ -36,6 +36,7 @@ from .errors import NpufitError
 from .graph import Graph
 from .targets import get_profile
 from .targets.base import Profile, Verdict
+from .util.shapes import parse_input_shapes
 from .vocab import JUDGE, MEASURE_JUDGE, MEASURE_JUDGES, MEASURE_MODE, MEASURE_MODES, MEASURE_TIMEOUT_S
 
 SCHEMA = "npufit.placement/1"
@@ -146,6 +147,8 @@ def reads_placement(verb):
             settle_after(
                 result,
                 place(a["output"], a["target"], None, a["judge"], measure, timeout_s=measure_timeout),
+                a.get("input_shapes"),
+                a["judge"],
             )
         return result
 
@@ -333,7 +336,7 @@ def _key(model, profile: Profile, input_shapes, judge, mode, measure_judge) -> t
         ident = ("graph", id(model))
     else:
         return None
-    shapes = tuple(sorted((k, tuple(v)) for k, v in (input_shapes or {}).items()))
+    shapes = tuple(sorted((k, tuple(v)) for k, v in parse_input_shapes(input_shapes).items()))
     version = None if mode == "never" else _compiler_version(profile)
     return (ident, profile.name, shapes, judge, mode, measure_judge, version)
 
@@ -388,7 +391,7 @@ def _copy(report: CheckReport) -> CheckReport:
 
 # -- calibration records -----------------------------------------------------------------------------------------
 
-RECORD_SCHEMA = "npufit.calibration.measured/1"  # the format of benchmarks/calibration/records.py
+RECORD_SCHEMA = "npufit.calibration.measured/1"  # the format of calibration/records.py
 _LETTER = {"npu": "n", "cpu": "c", "unsupported": "c", "folded": "f"}
 
 

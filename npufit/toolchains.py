@@ -28,6 +28,7 @@ class EnvSpec:
     probe: str  # Python statement that prints the tool version when the env works
     enables: str
     needs_wheel: str = ""  # a vendor wheel the user must supply (login-gated downloads)
+    python: str = ""  # the interpreter its wheels need when npufit's may not do ("python3.10"): `--python`
     notes: tuple[str, ...] = field(default=())
     kind: str = "venv"  # venv: a virtualenv of pip steps | native: a C++ build (npufit.envs.ethos_n)
     # optional parts a user adds with `npufit env install NAME --extra EXTRA`: (name, what it enables, pip step)
@@ -159,9 +160,13 @@ HAILO = Toolchain(
         title="Hailo Dataflow Compiler (user-supplied wheel)",
         steps=(),
         probe="import importlib.metadata as m; print(m.version('hailo-dataflow-compiler'))",
-        enables="npufit compile --target hailo8/hailo8l: parse, optimize, compile to HEF",
+        enables="npufit compile --target hailo8/hailo8l: parse, optimize, compile to HEF (and parse-hef with HailoRT)",
         needs_wheel="hailo_dataflow_compiler-*.whl (download from the Hailo Developer Zone; login required)",
-        notes=("NOT exercised here: the DFC is login-gated and was never installed on npufit's build machines",),
+        python="python3.10",  # the DFC 3.x wheels take Python 3.8 to 3.10
+        notes=(
+            "NOT exercised here: the DFC is login-gated and was never installed on npufit's build machines",
+            "a second --wheel hailort-*.whl adds HailoRT (for parse-hef; benchmarks need a Hailo device)",
+        ),
     ),
     resource="hailo_dfc",
     stage_parser=StageParser(("hailo", "parser", "onnx"), "--start-node-names", "--end-node-names", "--hw-arch"),

@@ -25,6 +25,14 @@ if [ -d ../shared/vendor/DEIMv2-0fff8d4 ] || [ -n "${NPUFIT_DEIMV2_SOURCE:-}" ];
     && echo "test-setup: DEIMv2 builder ready" \
     || echo "test-setup: DEIMv2 builder unavailable (its test will build on demand or skip)"
 fi
+# The real-world calibration set (tests/test_calibration_realworld.py, calibration/realworld.py): the packages' own
+# model files (wheels by `pip download`, ~75 MB) and Ultralytics' YOLO exports, built offline from its YAML files. The
+# exporter and what it imports (torchvision, a headless OpenCV, onnxslim) go into a private folder of the cache
+# (calibration/site.py), never into this environment: torchvision's CUDA wheel breaks transformers beside the CPU torch.
+# 17 exports, about 4 min on 2 cores the first time.
+"$BIN/python" -m calibration.realworld build >/dev/null 2>&1 \
+  && echo "test-setup: real-world calibration set ready" \
+  || echo "test-setup: real-world calibration set incomplete (models that cannot be built are skipped)"
 
 # Headless Chromium for the HTML report test (Debian's package; needs root).
 if ! command -v chromium >/dev/null 2>&1; then

@@ -64,3 +64,13 @@ def npu_cut_npu_onnx(path: Path) -> Path:
     m.ir_version = 8
     onnx.save(m, str(path))
     return path
+
+
+def private_copy(folder: Path, tmp_path: Path) -> Path:
+    """A test's own copy of a pipeline folder a module fixture ran once (yaml, results, cache records; times kept):
+    a test that edits, re-runs or tampers with it never changes what another test reads, in any order."""
+    import shutil
+
+    dst = tmp_path / folder.name
+    shutil.copytree(folder, dst, symlinks=True)
+    return dst

@@ -1,8 +1,6 @@
 """The measurement protocol: the timed loop, statistics, noise warnings, the HailoRT CLI parser."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -10,23 +8,57 @@ from npufit.bench.protocol import (CV_MAX, P99_OVER_P50_MAX, Protocol, noise_war
 from npufit.errors import NpufitError
 
 
+class FakeClock:
+    """A nanosecond clock that moves only when read (`tick`: the loop's own work between two reads) or when a call
+    spends time (`spend`): timing logic tested without the machine's load in the numbers."""
+
+    def __init__(self, tick: int = 7):
+        self.now, self.tick, self.reads = 1_000, tick, 0
+
+    def __call__(self) -> int:
+        self.reads += 1
+        self.now += self.tick
+        return self.now
+
+    def spend(self, ns: int):
+        def call():
+            self.now += ns
+            return ns
+
+        return call
+
+
 def test_timed_loop_rotates_the_pool_and_times_each_call():
+    clock = FakeClock()
     calls = [lambda: "a", lambda: "b", lambda: "c"]
-    times, kept = timed_loop(calls, iterations=7, keep_results=True)
+    times, kept = timed_loop(calls, iterations=7, keep_results=True, clock=clock)
     assert kept == ["a", "b", "c", "a", "b", "c", "a"]
-    assert times.dtype == np.int64 and times.shape == (7,) and (times > 0).all()
+    assert times.dtype == np.int64 and times.tolist() == [clock.tick] * 7  # one clock step: nothing but the call
 
 
 def test_timed_loop_measures_the_call_not_the_loop():
-    sleep = lambda: time.sleep(0.002)  # noqa: E731
-    times, _ = timed_loop([sleep], iterations=20)
-    assert np.median(times) / 1e6 == pytest.approx(2.0, abs=1.5)
-    assert times.min() >= 2_000_000  # never shorter than the call itself
+    clock = FakeClock(tick=5)
+    calls = [clock.spend(2_000_000), clock.spend(3_000_000)]
+    times, _ = timed_loop(calls, iterations=20, clock=clock)
+    # each sample is its call's time plus one clock step: no progress update, list growth or rotation inside it
+    assert times.tolist() == [2_000_005, 3_000_005] * 10
+    assert clock.reads == 2 * 20  # two reads per call, none elsewhere in the timed region
 
 
-def test_timed_loop_duration_grows_past_a_bad_estimate():
-    times, _ = timed_loop([lambda: None], duration_s=0.05, estimate_ns=10_000_000)  # estimate says 5 calls
-    assert times.size > 100
+def test_timed_loop_duration_stops_on_the_first_call_past_the_deadline():
+    clock = FakeClock(tick=0)
+    # the estimate says 5 calls fit; 50 ms of 100 us calls is 500: the buffer grows, the loop stops on the deadline
+    times, _ = timed_loop([clock.spend(100_000)], duration_s=0.05, estimate_ns=10_000_000, clock=clock)
+    assert times.size == 500 and (times == 100_000).all()
+    clock = FakeClock(tick=0)
+    times, _ = timed_loop([clock.spend(30_000_000)], duration_s=0.05, clock=clock)
+    assert times.tolist() == [30_000_000, 30_000_000]  # the second call ends past 50 ms: it is the last
+
+
+def test_timed_loop_times_a_real_call_on_the_real_clock():
+    calls = [lambda: sum(range(100))]
+    times, _ = timed_loop(calls, iterations=5)
+    assert times.dtype == np.int64 and times.shape == (5,) and (times >= 0).all()
 
 
 def test_stats_percentiles_ordered_and_batch_aware():

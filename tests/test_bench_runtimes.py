@@ -90,9 +90,11 @@ def test_batch_fills_dynamic_dimension_and_scales_throughput(model, tmp_path):
 def test_duration_mode_stops_on_time(model):
     res = bench(model, "ort-cpu", duration=0.25, warmup=2)
     r = res.results[0]
-    assert r.ok and r.iterations > 10
+    assert r.ok and r.iterations >= 1 and r.samples_ms
     assert res.protocol["iterations"] is None and res.protocol["duration_s"] == 0.25
-    assert sum(r.samples_ms) <= 250 + 50  # the loop ends on the first call past the deadline
+    # every call but the last ended before the deadline (the loop stops on the first call past it), whatever the
+    # machine's load; the exact stopping rule is tested on a fake clock (test_bench_protocol)
+    assert sum(sorted(r.samples_ms)[:-1]) <= 250
 
 
 def test_npz_inputs_and_fresh_pool(model, tmp_path):
@@ -149,7 +151,8 @@ def test_split_plan_benched_end_to_end_with_stage_medians(tmp_path):
     devices = {s["device"] for s in r.stages[:-1]}
     assert devices == {"npu", "host"}
     assert all(s["samples"] == 40 for s in r.stages[:-1])
-    assert sum(s["p50_ms"] for s in r.stages[:-1]) <= r.latency_ms["p50"] * 1.05
+    # stages run inside each timed call: their means add up to at most the chain's mean (medians do not add up)
+    assert sum(s["mean_ms"] for s in r.stages[:-1]) <= r.latency_ms["mean"] * (1 + 1e-9)
     assert any("NPU stages ran on onnxruntime-cpu" in w for w in r.warnings) or "hailo_platform" in str(r.details)
 
 

@@ -1,33 +1,35 @@
 """Today's profiles against the recorded real compiles of the calibration corpus (docs/calibration).
 
-Every record is replayed: each model is re-exported from benchmarks/calibration (cached by config hash), judged
+Every record is replayed: each model is re-exported from calibration/ (cached by config hash), judged
 by today's profile, and held against the compiler's recorded placement node by node. A profile edit that makes
 a model disagree with RKNN-Toolkit2 or Vela beyond its recorded allowance fails here, without the toolkit.
 """
-from __future__ import annotations
 
-import sys
-from pathlib import Path
+from __future__ import annotations
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-from calibration import records  # noqa: E402
+from calibration import corpus, records  # noqa: E402  (after the skips: the corpus builders need torch)
 from calibration.corpus import ARCHS, FAMILIES  # noqa: E402
 
 # Disagreements still open, per record and model: (how many nodes, why). Anything beyond fails the replay.
 _RK3588 = {
-    "hiera": (5, "its [4, 4, 2, 4, 2, 16] unroll transpose ran on the CPU, as the same transpose alone did (case "
-                 "transpose6-hiera-lead4), while [2, 4, ...], [4, 2, ...], [8, 4, ..., 8] and [16, 2, 2, 2, 2, 16] with the same "
-                 "perm ran on the NPU: the condition is not found. The Reshapes and the second Transpose ([16, 2, 2, 2, 2, 16]) "
-                 "after it stayed on the CPU with it, though after the case's CPU transpose the Reshape ran on the NPU: the "
-                 "context that decides is not known either"),
-    "dab_detr": (1, "its final Gather [1,1,20,4] -> [1,20,4] output ran on the NPU, RT-DETR's same-shaped one (RKNN-C) on "
-                    "the CPU: the two records disagree, the profile keeps RT-DETR's"),
+    "hiera": (
+        5,
+        "its [4, 4, 2, 4, 2, 16] unroll transpose ran on the CPU, as the same transpose alone did (case "
+        "transpose6-hiera-lead4), while [2, 4, ...], [4, 2, ...], [8, 4, ..., 8] and [16, 2, 2, 2, 2, 16] with the same "
+        "perm ran on the NPU: the condition is not found. The Reshapes and the second Transpose ([16, 2, 2, 2, 2, 16]) "
+        "after it stayed on the CPU with it, though after the case's CPU transpose the Reshape ran on the NPU: the "
+        "context that decides is not known either",
+    ),
+    "dab_detr": (
+        1,
+        "its final Gather [1,1,20,4] -> [1,20,4] output ran on the NPU, RT-DETR's same-shaped one (RKNN-C) on "
+        "the CPU: the two records disagree, the profile keeps RT-DETR's",
+    ),
 }
 
 
@@ -37,19 +39,30 @@ ALLOWANCE: dict[str, dict[str, tuple[int, str]]] = {
     "rk3588-fp16-op11": _RK3588,
 }
 _ESPCN_D2S = "DepthToSpace x3 into a 1-channel output ran on the NPU here, on the CPU on RK3588 (rk3588-cases: blocks 3 and 6 on the CPU): the SoC differs, not fitted yet"
-_CLIP_POOL = ("CLIP's end-of-text pooling: the Gather by an ArgMax index computed at run time and the Reshape after it ran on "
-              "the CPU, the int64 Reshape/Add feeding the index did not; the profile judges nodes one at a time and has no "
-              "'follows a CPU op' context yet, so it sees neither side")
+_CLIP_POOL = (
+    "CLIP's end-of-text pooling: the Gather by an ArgMax index computed at run time and the Reshape after it ran on "
+    "the CPU, the int64 Reshape/Add feeding the index did not; the profile judges nodes one at a time and has no "
+    "'follows a CPU op' context yet, so it sees neither side"
+)
 _WINDOW = "windowed attention blocks (reshape/transpose/matmul around the window partition) ran on the CPU as a whole"
 ALLOWANCE["rv1106-int8-op17"] = {
-    "swinv2": (68, "the cosine-attention blocks (ReduceL2, Clip, Expand, Slice, MatMul, Softmax and the reshapes around "
-                   "them) ran on the CPU as a whole; the profile judges their ops one at a time"),
+    "swinv2": (
+        68,
+        "the cosine-attention blocks (ReduceL2, Clip, Expand, Slice, MatMul, Softmax and the reshapes around "
+        "them) ran on the CPU as a whole; the profile judges their ops one at a time",
+    ),
     "swin2sr": (17, "the same cosine-attention blocks as swinv2"),
-    "t5_encoder": (32, "T5's RMSNorm (Pow, ReduceMean, Add, Sqrt, Mul) ran on the CPU, as LayerNorm's exNorm does on RV1106; "
-                       "no RMSNorm composite yet"),
+    "t5_encoder": (
+        32,
+        "T5's RMSNorm (Pow, ReduceMean, Add, Sqrt, Mul) ran on the CPU, as LayerNorm's exNorm does on RV1106; "
+        "no RMSNorm composite yet",
+    ),
     "focalnet": (13, "the focal modulation's reshapes, MatMul and Add ran on the CPU: not fitted"),
     "cvt": (11, _WINDOW),
-    "convnextv2": (8, "its GRN's ReduceL2 and Div ran on the NPU, while swinv2's ReduceL2 and computed Divs ran on the CPU"),
+    "convnextv2": (
+        8,
+        "its GRN's ReduceL2 and Div ran on the NPU, while swinv2's ReduceL2 and computed Divs ran on the CPU",
+    ),
     "clip_text": (6, _CLIP_POOL),
     "hiera": (5, _WINDOW),
     "espcn": (1, _ESPCN_D2S),
@@ -64,8 +77,10 @@ ALLOWANCE["rk3576-fp16-op17"] = {
     "espcn": (1, _ESPCN_D2S),
 }
 
-_RK3566_CTX = ("reshapes, transposes and element-wise ops next to RK3566's CPU softmax or CPU transposes ran on the CPU "
-               "with them; the profile judges nodes one at a time and keeps RK3588's Transpose (see test_probe_records)")
+_RK3566_CTX = (
+    "reshapes, transposes and element-wise ops next to RK3566's CPU softmax or CPU transposes ran on the CPU "
+    "with them; the profile judges nodes one at a time and keeps RK3588's Transpose (see test_probe_records)"
+)
 ALLOWANCE["rk3566-fp16-op17"] = {
     "focalnet": (15, "its erf-GELU (Div, Erf, Add, Mul) ran on the CPU: RK3566 may lack exGelu; one model, not fitted"),
     "glpn": (1, _RK3566_CTX),
@@ -108,7 +123,7 @@ MIN_F1: dict[str, float] = {
     "rk3576-fp16-op17": 0.95,
     "rk3566-fp16-op17": 0.63,
 }
-# ... and leave-one-family-out (benchmarks/calibration/score.py's method), pooled over the families
+# ... and leave-one-family-out (calibration/score.py's method), pooled over the families
 MIN_LOFO_F1: dict[str, float] = {
     "rk3588-fp16-op17": 0.96,
     "rk3588-int8-op17": 0.96,
@@ -131,6 +146,32 @@ def test_records_exist_and_name_their_compiler():
         for name, m in rec["models"].items():
             if m.get("ok"):
                 assert len(m["placement"]) == m["nodes"] and set(m["placement"]) <= set("ncf"), (p.name, name)
+
+
+def test_every_record_is_keyed_by_todays_export():
+    """A record's config_hash is the key of the export it was made from: a builder whose code changed without a
+    re-record (or `python -m calibration.build rekey`, which checks the op sequence) fails here, not silently in a
+    cache miss. Moving, reformatting or re-documenting a builder keeps the keys (corpus.code_key)."""
+    stale = []
+    for p in RECORDS:
+        rec = records.load_record(p)
+        stale += [
+            (p.name, n)
+            for n, m in rec["models"].items()
+            if m["config_hash"] != corpus.config_hash(ARCHS[n], rec["opset"])
+        ]
+    assert not stale, stale
+
+
+def test_the_export_key_ignores_form_and_follows_code():
+    src = 'import os\n"""doc"""\nX = dict(a=1)\n\n\ndef f(p):\n    """doc"""\n    # why\n    return p + X["a"]\n'
+    moved = (
+        'from . import os  # moved\nimport sys\nsys.path.insert(0, "x")\nX = dict(\n    a=1\n)\n'
+        'def f(p):\n    return p + X["a"]\n'
+    )
+    assert corpus.code_key(src) == corpus.code_key(moved)
+    assert corpus.code_key(src) != corpus.code_key(src.replace("a=1", "a=2"))
+    assert corpus.code_key(src) != corpus.code_key(src.replace("p + X", "p - X"))
 
 
 @pytest.mark.slow
@@ -157,18 +198,33 @@ def test_profile_agrees_with_the_recorded_compiles(path):
 # The synthetic case records (rknn_cases.py, vela_cases.py), per record and case: (how many nodes may disagree, why)
 CASE_ALLOWANCE: dict[str, dict[str, tuple[int, str]]] = {
     "rk3588-cases": {
-        "transpose6-hiera-lead4": (1, "[4, 4, 2, 4, 2, 16] perm 0,2,4,1,3,5 ran on the CPU; [2, 4, ...], [4, 2, ...], [8, 4, ..., 8] and "
-                                      "[16, 2, ...] with the same perm on the NPU: no shape condition found yet"),
-        "transpose6-swin-5x5-c8": (1, "a 5x5 window of 8 channels (4 windows) ran on the NPU, 5x5 of 16 channels (2 windows) and "
-                                      "7x7 on the CPU: the toolkit's exWindow rewrite decides, on a condition not found yet"),
-        "window-7x7-reshapes": (2, "the toolkit fused Reshape -> Transpose -> Reshape of the 7x7 window into one exWindow op on "
-                                   "the CPU; the profile judges the two Reshapes alone (the 5x5 window of 8 channels kept them on "
-                                   "the NPU, so which windows fuse is not known)"),
-        "reshape-unfold-fold-p2-c16-4x4": (1, "the unfold's merge [32, 2, 2, 2] -> [1, 16, 4, 4] (W = T = 4, parts of 2) ran on "
-                                              "the NPU, the fold's same merge on the CPU, after the fold's CPU split: the "
-                                              "context that decides is not known"),
-        "reshape-unfold-fold-p4-c16-8x8": (1, "the p=4 fold's split [1, 16, 4, 16] -> [32, 2, 4, 4] ran on the CPU though W = 16 "
-                                              "is a multiple of 8 float16 elements: not found yet"),
+        "transpose6-hiera-lead4": (
+            1,
+            "[4, 4, 2, 4, 2, 16] perm 0,2,4,1,3,5 ran on the CPU; [2, 4, ...], [4, 2, ...], [8, 4, ..., 8] and "
+            "[16, 2, ...] with the same perm on the NPU: no shape condition found yet",
+        ),
+        "transpose6-swin-5x5-c8": (
+            1,
+            "a 5x5 window of 8 channels (4 windows) ran on the NPU, 5x5 of 16 channels (2 windows) and "
+            "7x7 on the CPU: the toolkit's exWindow rewrite decides, on a condition not found yet",
+        ),
+        "window-7x7-reshapes": (
+            2,
+            "the toolkit fused Reshape -> Transpose -> Reshape of the 7x7 window into one exWindow op on "
+            "the CPU; the profile judges the two Reshapes alone (the 5x5 window of 8 channels kept them on "
+            "the NPU, so which windows fuse is not known)",
+        ),
+        "reshape-unfold-fold-p2-c16-4x4": (
+            1,
+            "the unfold's merge [32, 2, 2, 2] -> [1, 16, 4, 4] (W = T = 4, parts of 2) ran on "
+            "the NPU, the fold's same merge on the CPU, after the fold's CPU split: the "
+            "context that decides is not known",
+        ),
+        "reshape-unfold-fold-p4-c16-8x8": (
+            1,
+            "the p=4 fold's split [1, 16, 4, 16] -> [32, 2, 4, 4] ran on the CPU though W = 16 "
+            "is a multiple of 8 float16 elements: not found yet",
+        ),
     },
 }
 CASE_ALLOWANCE["rk3566-cases"] = {
@@ -220,16 +276,22 @@ def test_the_cited_ethos_u_cases_show_their_condition(cond, tmp_path):
     assert kept == 0 and off > 0, (kept, off)
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p == RK_CASES else p for p in CASE_FILES],
-                         ids=[p.stem for p in CASE_FILES])
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.slow) if p == RK_CASES else p for p in CASE_FILES],
+    ids=[p.stem for p in CASE_FILES],
+)
 def test_profile_agrees_with_the_recorded_cases(path, tmp_path):
     """Every case of a synthetic case record replayed: a node placed otherwise than the compiler did fails the test
     beyond the case's recorded allowance."""
     rec = records.load_cases(path)
     assert rec["compiler_versions"] and rec["cases"] and set(rec["cases"]) <= set(records.case_builder(rec).CASES)
     allow = CASE_ALLOWANCE.get(path.stem, {})
-    beyond = {r["case"]: (r["measured"], r["got"]) for r in records.replay_cases(path, tmp_path)
-              if r["wrong"] > allow.get(r["case"], (0, ""))[0]}
+    beyond = {
+        r["case"]: (r["measured"], r["got"])
+        for r in records.replay_cases(path, tmp_path)
+        if r["wrong"] > allow.get(r["case"], (0, ""))[0]
+    }
     assert not beyond, beyond
 
 
@@ -238,7 +300,7 @@ CASE_RECORDS = sorted(records.RECORDS.glob("*-transpose.json")) + sorted(records
 
 @pytest.mark.parametrize("path", CASE_RECORDS, ids=[p.stem for p in CASE_RECORDS])
 def test_profile_agrees_with_the_recorded_vela_cases(path, tmp_path):
-    """The one-op Vela sweeps (benchmarks/calibration/vela_transpose.py, vela_resize.py) replayed case by case."""
+    """The one-op Vela sweeps (calibration/vela_transpose.py, vela_resize.py) replayed case by case."""
     import json
 
     from calibration import vela_resize, vela_transpose

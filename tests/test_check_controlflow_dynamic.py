@@ -36,13 +36,13 @@ def _if_model(path):
 
 def test_if_bodies_have_unique_names_carry_macs_and_headline_counts_match_coverage(tmp_path, capsys):
     rep = check(_if_model(tmp_path / "if.onnx"), "rk3588")
-    names = [n.name for n in rep.nodes]
+    names = [n.name for n in rep.nodes + rep.subgraph_nodes]
     assert len(names) == len(set(names))  # was: 'branch/Constant_0' twice
     assert rep.node("branch").macs == 2 * 64  # both branches' MatMul (an upper bound), not 0
     s = rep.summary()
-    top = [n for n in rep.nodes if n.parent is None]
-    assert sum(s["counts"].values()) == len(top) == 3  # the headline counts what the coverage counts
-    assert sum(s["subgraph_counts"].values()) == len(rep.nodes) - 3
+    assert all(n.parent is None for n in rep.nodes)
+    assert sum(s["counts"].values()) == len(rep.nodes) == 3  # the headline counts what the coverage counts
+    assert sum(s["subgraph_counts"].values()) == len(rep.subgraph_nodes) == 6
     assert main(["check", str(tmp_path / "if.onnx"), "-t", "rk3588"]) in (0, 1)
     out = capsys.readouterr().out
     assert "inside If/Loop/Scan bodies" in out
@@ -51,16 +51,15 @@ def test_if_bodies_have_unique_names_carry_macs_and_headline_counts_match_covera
     assert len({n["name"] for n in d["nodes"]}) == len(d["nodes"])
 
 
-def test_dynamic_input_says_macs_are_unknown_and_hints_first(tmp_path, capsys):
+def test_dynamic_input_asks_for_its_shape_instead_of_figures(tmp_path, capsys):
     w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
     g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1] * 4)], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "h", "w"])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, "h", "w"])], [w])
     p = tmp_path / "dyn.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(p))
-    assert main(["check", str(p), "-t", "hailo8"]) in (0, 1)
-    lines = capsys.readouterr().out.splitlines()
-    hint = next(i for i, ln in enumerate(lines) if "--input-shape" in ln)
-    cov = next(i for i, ln in enumerate(lines) if ln.startswith("coverage"))
-    assert hint < cov  # the hint comes before the numbers it would change
-    assert "MACs unknown (dynamic shapes)" in lines[cov] and "(0/0)" not in lines[cov]
+    assert main(["check", str(p), "-t", "hailo8"]) == 2
+    out, err = capsys.readouterr()
+    assert "coverage" not in out and "%" not in out + err  # no figure rests on a guessed size
+    assert err.count("\n") == 1 and "input 'x' has unknown dims [1,3,h,w]" in err
+    assert f"npufit check {p} -t hailo8 --input-shape x=1,3,640,640" in err  # the user's command, flag added

@@ -77,7 +77,7 @@ def test_coverage_by_nodes_and_macs(branchy):
 
 def test_json_lists_every_node(branchy):
     d = json.loads(check(branchy, "hailo8").to_json())
-    assert d["schema"] == "npufit.check/1"
+    assert d["schema"] == "npufit.check/2"
     assert {n["name"] for n in d["nodes"]} == {"conv1", "relu1", "mod", "add_skip", "conv2", "relu2", "sig_aux"}
     for n in d["nodes"]:
         assert n["verdict"] in ("npu", "cpu", "unsupported", "folded") and "op_type" in n and "reasons" in n

@@ -1,4 +1,4 @@
-"""Lowerings the calibration corpus (benchmarks/calibration) needed: each small model holds LiteRT's int8 output to
+"""Lowerings the calibration corpus (calibration/) needed: each small model holds LiteRT's int8 output to
 ONNX Runtime's float output (cosine >= 0.999 on the calibration samples, tests/test_convert_lowerings.py's harness)."""
 import pytest
 

@@ -164,10 +164,13 @@ def test_unsupported_attribute_and_dynamic_input(tmp_path):
                 [helper.make_tensor("s", TensorProto.FLOAT, [4], [1, 1, 2, 2])], path=tmp_path / "cubic.onnx")
     with pytest.raises(NpufitError, match=r"Resize 'cubic' \(mode=cubic"):
         convert(src, tmp_path / "c.tflite")
-    dyn = _onnx([helper.make_node("Relu", ["x"], ["y"], name="r")], shape=("N", 4, 8, 8), path=tmp_path / "dyn.onnx")
-    with pytest.raises(NpufitError, match="--input-shape"):
+    dyn = _onnx([helper.make_node("Relu", ["x"], ["y"], name="r")], shape=(1, 4, "h", "w"), path=tmp_path / "dyn.onnx")
+    with pytest.raises(NpufitError, match=r"input 'x' has unknown dims \[1,4,h,w\].*input_shapes="):
         convert(dyn, tmp_path / "d.tflite")
     res = convert(dyn, tmp_path / "d.tflite", input_shapes={"x": (1, 4, 8, 8)})
+    assert res.io["inputs"][0]["tflite_shape"] == [1, 8, 8, 4]
+    batch = _onnx([helper.make_node("Relu", ["x"], ["y"], name="r")], shape=("N", 4, 8, 8), path=tmp_path / "b.onnx")
+    res = convert(batch, tmp_path / "b.tflite")  # a dynamic batch alone is pinned to 1 (the shape policy)
     assert res.io["inputs"][0]["tflite_shape"] == [1, 8, 8, 4]
 
 

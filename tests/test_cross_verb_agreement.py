@@ -1,7 +1,7 @@
 """Every verb reports the same placement of the same model on the same target: check, fix's figures, split's plan,
 quantize's target cost (against a check of the file it wrote), compare, compile --compare-prediction, scan
---measure and the pipeline's check step. On ethos-u55-256 Vela (a dependency, always here) places the model; on
-rk3588 the real RKNN-Toolkit2 does (skipped without its env), where npufit's prediction differs from the toolkit on
+--measure, the pipeline's check step and the report of that run. On ethos-u55-256 Vela (a dependency, always here)
+places the model; on rk3588 the real RKNN-Toolkit2 does (skipped without its env), where npufit's prediction differs from the toolkit on
 one node (a 2-input Sum the toolkit fuses on its NPU), so a verb that predicted for itself would disagree; hailo8
 has no compiler here, so every verb reads the prediction and says so."""
 
@@ -12,12 +12,14 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import npufit
+from npufit.quantize.target_cost import model_node_counts
 
 pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install ethos-u-vela==5.2.0)")
 
 
-def _model(path, tail: str):
-    """conv -> relu -> Sum(relu, conv) -> tail op (Exp: the RKNN CPU op; AveragePool 9x9: Vela's CPU op)."""
+def _model(path, tail: str, batch: int | str = 1):
+    """conv -> relu -> Sum(relu, conv) -> tail op (Exp: the RKNN CPU op; AveragePool 9x9: Vela's CPU op).
+    batch "N": a dynamic batch (the shape policy pins it to 1 in every verb)."""
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array(rng.normal(size=(8, 3, 3, 3)).astype(np.float32), "w")
     nodes = [
@@ -32,8 +34,8 @@ def _model(path, tail: str):
     g = helper.make_graph(
         nodes,
         "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 8, 16, 16])],
         [w],
     )
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
@@ -51,11 +53,18 @@ def _off(counts: dict) -> int:
     return counts["cpu"] + counts["unsupported"]
 
 
-CASES = [("ethos-u55-256", "AveragePool", "measured"), ("rk3588", "Exp", "measured"), ("hailo8", "Exp", "predicted")]
+CASES = [
+    ("ethos-u55-256", "AveragePool", "measured", 1),
+    ("ethos-u55-256", "AveragePool", "measured", "N"),  # a dynamic batch: every verb pins it and reads one placement
+    ("rk3588", "Exp", "measured", 1),
+    ("hailo8", "Exp", "predicted", 1),
+]
 
 
-@pytest.mark.parametrize("target,tail,source", CASES, ids=[c[0] for c in CASES])
-def test_every_verb_reports_the_same_placement(tmp_path, target, tail, source):
+@pytest.mark.parametrize(
+    "target,tail,source,batch", CASES, ids=[c[0] + ("-dynamic-batch" if c[3] != 1 else "") for c in CASES]
+)
+def test_every_verb_reports_the_same_placement(tmp_path, target, tail, source, batch):
     from npufit.placement import clear_memo
 
     if target == "rk3588":
@@ -64,7 +73,7 @@ def test_every_verb_reports_the_same_placement(tmp_path, target, tail, source):
         if not env_status("rknn")["installed"]:
             pytest.skip("RKNN-Toolkit2 env is not installed (npufit env install rknn)")
     clear_memo()
-    m = _model(tmp_path / "m.onnx", tail)
+    m = _model(tmp_path / "m.onnx", tail, batch)
     rep = npufit.check(m, target)
     assert rep.extra["placement"]["source"] == source
     fig = _figures(rep)
@@ -101,12 +110,12 @@ def test_every_verb_reports_the_same_placement(tmp_path, target, tail, source):
     q = tmp_path / "q.onnx"
     qr = npufit.quantize(m, q, samples=4, holdout=0, target=target)
     (cost,) = qr.extra["target_cost"]
-    qfig = _figures(npufit.check(q, target))
-    assert (cost["coverage_nodes_pct"], cost["npu_partitions"], cost["host_partitions"]) == (
-        qfig["coverage_nodes_pct"],
-        qfig["npu_partitions"],
-        qfig["host_partitions"],
-    )
+    qrep = npufit.check(q, target)
+    qfig = _figures(qrep)
+    # the cost counts the model's own nodes (its Q/DQ pairs apart) of the same placement a check of the file reads
+    assert cost["nodes"] == model_node_counts(qrep)
+    assert (cost["npu_partitions"], cost["host_partitions"]) == (qfig["npu_partitions"], qfig["host_partitions"])
+    assert cost["placement"] == qrep.extra["placement"]["headline"]
 
     if source == "measured":  # a compiler runs here: the compile verb's own placement is the same
         res = npufit.compile(m, target, out_dir=tmp_path / "compiled", compare_prediction=True)
@@ -129,3 +138,13 @@ def test_every_verb_reports_the_same_placement(tmp_path, target, tail, source):
     judged = npufit.check(m, target, judge=pipeline_judge(target))  # the pipeline judges as its compile step builds
     assert step["summary"]["counts"] == _figures(judged)["counts"]
     assert step["placement"]["source"] == source
+
+    # the report of that run shows the same figures and says whose placement they are
+    from html import escape
+
+    from npufit.report import report
+
+    page = report(tmp_path / "run", tmp_path / "report.html").read_text()
+    sf = step["summary"]
+    assert f"{sf['coverage_nodes_pct']:.1f}%" in page
+    assert escape(step["placement"]["headline"]) in page

@@ -11,9 +11,10 @@ from npufit.toolchains import env_specs
 def test_peak_memory_is_the_childs_not_the_parents(tmp_path):
     ballast = np.ones(300 * 2**20 // 8)  # a fat parent must not inflate the child's figure
     small = run_tool([sys.executable, "-c", "import time; time.sleep(0.3)"], tmp_path / "a.log")
-    big = run_tool([sys.executable, "-c", "import time; b = bytearray(250 * 2**20); time.sleep(0.3)"], tmp_path / "b.log")
+    # the child holds its memory for a while: the parent polls VmHWM, and a loaded machine may run it late
+    big = run_tool([sys.executable, "-c", "import time; b = bytearray(250 * 2**20); time.sleep(1.5)"], tmp_path / "b.log")
     assert small.returncode == 0 and small.peak_rss_mb < 100
-    assert big.peak_rss_mb > 240 and big.wall_s >= 0.3
+    assert big.peak_rss_mb > 240 and big.wall_s >= 1.5  # a lower bound: the child slept that long
     assert ballast.sum() > 0
 
 

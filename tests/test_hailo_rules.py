@@ -119,9 +119,13 @@ def test_concat_negative_batch_axis_and_transpose_perms(tmp_path):
 
 def test_dynamic_input_is_flagged(tmp_path):
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
-    r = _check(tmp_path, model(nodes, [vi("x", ["batch", 8, 4, 4])], [vi("y", None)]))
+    r = _check(tmp_path, model(nodes, [vi("x", [1, 8, "h", 4])], [vi("y", None)]))
     verdict, rules = _rules(r, "relu")
     assert verdict == "unsupported" and rules == ["hailo8.input.static_shape"]
+    # a dynamic batch alone is pinned to 1 (the shape policy), with a note: the input is then static
+    r = _check(tmp_path, model(nodes, [vi("x", ["batch", 8, 4, 4])], [vi("y", None)]))
+    assert _rules(r, "relu") == ("npu", []) and r.model["input_shapes"] == {"x": [1, 8, 4, 4]}
+    assert "dynamic batch 'batch' pinned to 1" in r.model["shape_notes"][0]
 
 
 def test_noop_expand_passes_real_broadcast_fails(tmp_path):
@@ -173,7 +177,8 @@ def test_rank3_constant_passes_on_tokens_and_fails_on_channel_first_bins(tmp_pat
     r = _check(tmp_path, model(nodes, [ids, vi("x", [1, 2, 4, 4])], [vi("d", None), vi("cls", None)], inits))
     assert _rules(r, "add_pos") == ("npu", [])
     assert "hailo8.eltwise.const_layout" in _rules(r, "sub_anchor")[1]
-    assert _rules(r, "lookup") == ("unsupported", ["hailo8.gather.position"])  # embedding lookup: host side
+    # embedding lookup: host side (run-time int64 indices are also integer index math)
+    assert _rules(r, "lookup") == ("unsupported", ["hailo8.dtype.index_math", "hailo8.gather.position"])
     assert _rules(r, "cls_token") == ("npu", [])  # x[:, 0]: one constant position on the token axis
 
 

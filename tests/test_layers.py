@@ -35,7 +35,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("npufit.rewrite",),
     ("npufit.split",),
     ("npufit.quantize",),
-    ("npufit.convert", "npufit.zoo"),  # ONNX -> int8 TFLite; example models and data
+    ("npufit.convert",),  # ONNX -> int8 TFLite (and the TFLite writer it is built on)
+    ("npufit.zoo",),  # example models and data (rebuilt TFLite networks are written with the converter's writer)
     ("npufit.compilers", "npufit.runtimes"),
     # a module as its own unit: the one placement every verb reads (the compiler's where it runs, else the
     # prediction), computed once per run; the verbs module passes it down to the layers below

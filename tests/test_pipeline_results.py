@@ -65,24 +65,34 @@ def test_wrong_type_and_result_of_a_failed_cell_are_errors():
 
 # -- recorded results of a real run ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny_once(tmp_path_factory):
+    """One real run per module (the slow part); tests never touch its folder."""
     pytest.importorskip("torch")
     from npufit.pipeline import run_pipeline
 
     from .pipeline_helpers import write_tiny
 
     folder = tmp_path_factory.mktemp("results")
-    yaml_path = write_tiny(folder, extra_steps="")
-    run = run_pipeline(yaml_path, output_dir=folder / "out", quiet=True)
+    run = run_pipeline(write_tiny(folder, extra_steps=""), output_dir=folder / "out", quiet=True)
     assert run.ok
-    return folder, yaml_path, run
+    return folder, run
+
+
+@pytest.fixture
+def tiny(tiny_once, tmp_path):
+    """Each test's own copy of that run (one test renames keys in its records and re-runs it)."""
+    from .pipeline_helpers import private_copy
+
+    folder = private_copy(tiny_once[0], tmp_path)
+    run = tiny_once[1]
+    return folder, folder / "tiny.yaml", run
 
 
 def test_steps_record_their_typed_result_and_read_it_back(tiny):
     folder, _, run = tiny
     for r in run.results:
         assert type(r.record.result) is RESULT_TYPES[r.cell.step], r.cell.id
-        again = StepRecord.read(r.folder, folder / "out")[0]
+        again = StepRecord.read(folder / "out" / r.cell.folder, folder / "out")[0]  # in this test's copy
         assert again is not None and again.result == r.record.result
     check = run.result("check/gru/hailo8").record.result
     assert 0 <= check.coverage_nodes_pct < 100 and check.failing > 0 and check.measured_differing is None

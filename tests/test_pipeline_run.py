@@ -12,7 +12,7 @@ from npufit.cli import main
 from npufit.pipeline import run_pipeline
 from npufit.pipeline.measure import measure
 
-from .pipeline_helpers import conv_relu_onnx, write_tiny
+from .pipeline_helpers import conv_relu_onnx, private_copy, write_tiny
 
 
 def _actions(run) -> dict[str, str]:
@@ -20,11 +20,18 @@ def _actions(run) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny_once(tmp_path_factory):
+    """One run of the tiny pipeline per module (the slow part); tests never touch its folder."""
     folder = tmp_path_factory.mktemp("tiny")
-    yaml_path = write_tiny(folder)
-    first = run_pipeline(yaml_path, output_dir=folder / "out", quiet=True)
-    return folder, yaml_path, first
+    first = run_pipeline(write_tiny(folder), output_dir=folder / "out", quiet=True)
+    return folder, first
+
+
+@pytest.fixture
+def tiny(tiny_once, tmp_path):
+    """Each test's own copy of that run: it may change models, re-run or tamper, in any order."""
+    folder = private_copy(tiny_once[0], tmp_path)
+    return folder, folder / "tiny.yaml", tiny_once[1]
 
 
 def test_first_run_does_every_step_and_records_results(tiny):
@@ -37,7 +44,7 @@ def test_first_run_does_every_step_and_records_results(tiny):
     assert hist["schema"] == "npufit.train/1" and len(hist["history"]) == 1
     assert {"train_loss", "val_loss"} <= set(hist["history"][0])
     check = json.loads((folder / "out/gru/hailo8/check/check.json").read_text())
-    assert check["schema"] == "npufit.check/1" and check["summary"]["counts"]["npu"] < check["summary"]["nodes_total"]
+    assert check["schema"] == "npufit.check/2" and check["summary"]["counts"]["npu"] < check["summary"]["nodes_total"]
     manifest = json.loads((folder / "out/pipeline.json").read_text())
     assert manifest["schema"] == "npufit.pipeline-run/1" and len(manifest["cells"]) == 9
     assert (folder / "out/report.html").stat().st_size > 10_000
@@ -71,7 +78,6 @@ def test_changing_one_model_reruns_only_its_branch(tiny):
     run = run_pipeline(yaml_path, output_dir=folder / "out", quiet=True, from_step="bench")
     acts = _actions(run)
     assert acts["check/gru/hailo8"] == "kept" and acts["bench/gru/ort-cpu"] == "cached"
-    write_tiny(folder)  # back to the fixture's settings for the other tests
 
 
 def test_tampered_output_is_detected(tiny):
@@ -81,7 +87,7 @@ def test_tampered_output_is_detected(tiny):
     check_json.write_text(check_json.read_text().replace('"npu"', '"cpu"', 1))
     run = run_pipeline(yaml_path, output_dir=folder / "out", quiet=True)
     assert _actions(run)["check/gru/hailo8"] == "ran"
-    assert json.loads(check_json.read_text())["schema"] == "npufit.check/1"
+    assert json.loads(check_json.read_text())["schema"] == "npufit.check/2"
 
 
 def test_failing_step_stops_only_its_branch(tmp_path):
@@ -114,10 +120,17 @@ def test_measure_sees_wall_time_and_memory():
     import numpy as np
 
     with measure() as usage:
+        t0 = time.perf_counter()
         block = np.ones(200 * 2**20 // 8)  # 200 MiB, touched
-        time.sleep(0.2)
+        # held until the sampler has seen it (however long a loaded machine takes to run the sampler thread), not for
+        # a fixed time: a sleep the sampler never woke up in would let the block come and go unseen
+        waited = 0
+        while usage.peak_rss_bytes - usage.baseline_rss_bytes <= 150 * 2**20 and waited < 6000:
+            time.sleep(0.01)
+            waited += 1
+        inside = time.perf_counter() - t0
         del block
-    assert usage.wall_s >= 0.2
+    assert usage.wall_s >= inside  # the measured block contains everything timed inside it
     assert usage.added_rss_bytes > 150 * 2**20
 
 

@@ -89,12 +89,21 @@ def test_verification_states_both_ort_settings(tmp_path, capsys):
 
 
 def test_boundary_tensor_of_unknown_rank_gets_its_measured_rank(tmp_path):
-    # Squeeze without axes on a dynamic dim: shape inference cannot tell the rank of 's' and 'r'
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "c", 8, 8])
+    # Squeeze without axes on dims only a run knows (a Reshape to a shape computed from the data): shape inference
+    # cannot tell the rank of 's' and 'r'
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "k"])
-    nodes = [helper.make_node("Squeeze", ["x"], ["s"], name="squeeze"), helper.make_node("Relu", ["s"], ["r"], name="relu"),
+    target = helper.make_tensor("target", TensorProto.FLOAT, [4], [1, 1, 8, 8])
+    zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+    nodes = [helper.make_node("ReduceMax", ["x"], ["mx"], name="max", keepdims=0),
+             helper.make_node("Mul", ["mx", "zero"], ["z"], name="zeroed"),
+             helper.make_node("Add", ["z", "target"], ["tf"], name="shape_f"),
+             helper.make_node("Cast", ["tf"], ["shp"], name="shape", to=TensorProto.INT64),
+             helper.make_node("Reshape", ["x", "shp"], ["xr"], name="reshape"),
+             helper.make_node("Squeeze", ["xr"], ["s"], name="squeeze"), helper.make_node("Relu", ["s"], ["r"], name="relu"),
              helper.make_node("Flatten", ["r"], ["y"], name="flatten", axis=0)]
-    m = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
+    m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [target, zero]),
+                          opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(m, full_check=True)
     path = tmp_path / "m.onnx"
     onnx.save(m, str(path))

@@ -1,4 +1,4 @@
-"""The rk3588 conditions the attribute sweeps measured (benchmarks/calibration/rknn_sweep.py, cases in
+"""The rk3588 conditions the attribute sweeps measured (calibration/rknn_sweep.py, cases in
 docs/calibration/rk3588-cases.json), each on a tiny graph: the side that ran on the NPU, the side that ran on the CPU,
 and the corpus-only fallback when the case evidence is dropped (fit_cases False)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The rk3588 conditions of the second sweep round (benchmarks/calibration/rknn_sweep2.py, cases in
+"""The rk3588 conditions of the second sweep round (calibration/rknn_sweep2.py, cases in
 docs/calibration/rk3588-cases.json), each on a tiny graph: both sides, and the fallback without the case evidence
 (fit_cases False), and RK3576 where they are scoped to RK3588."""
 from __future__ import annotations

@@ -1,4 +1,5 @@
 """TFLite flatbuffers as a second input format (read with the `tflite` bindings, no TensorFlow)."""
+
 from __future__ import annotations
 
 import json
@@ -96,12 +97,39 @@ def test_converter_output_if_available(tmp_path):
     assert check(g, "ethos-u55-256").coverage_nodes > 50
 
 
-def test_tflite_on_a_target_that_does_not_model_tflite_is_refused_not_judged_zero(tfl, capsys):
+# a target whose toolchain takes TFLite while npufit models only its ONNX path (every built-in family judges TFLite now)
+_ONNX_ONLY_FAMILY = """
+from npufit.targets.base import Executes, Fallback, OpSupport, Profile, Verdict
+
+
+def profiles():
+    return {"onnxonly1": Profile(name="onnxonly1", title="ONNX-only NPU", vendor="Test", summary="judges ONNX only",
+                                 fallback=Fallback.CPU, limits={}, ops={"Conv": OpSupport("Conv", Verdict.NPU)},
+                                 unknown=OpSupport("*", Verdict.CPU), executes=Executes.QUANTIZES_ITSELF,
+                                 family="onnxonly", compiler="hailo", input_formats=("onnx", "tflite"))}
+"""
+
+
+@pytest.fixture()
+def onnx_only_target(tmp_path, monkeypatch):
+    import sys
+
+    from npufit.targets import register_family, unregister_family
+
+    (tmp_path / "onnxonlyfam.py").write_text(_ONNX_ONLY_FAMILY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "onnxonlyfam", raising=False)
+    register_family("onnxonlyfam")
+    yield "onnxonly1"
+    unregister_family("onnxonlyfam")
+
+
+def test_tflite_on_a_target_that_does_not_model_tflite_is_refused_not_judged_zero(tfl, capsys, onnx_only_target):
     # before: hailo8 listed tflite and judged every TFLite op "hailo8.op.unknown" (0 % on real TFLite models)
     from npufit.cli import main
     from npufit.targets import available_targets, get_profile
 
-    assert main(["check", str(tfl), "--target", "hailo8"]) == 2
+    assert main(["check", str(tfl), "--target", onnx_only_target]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "judges ONNX models only" in err[0]
     assert main(["check", str(tfl), "--target", "all", "--format", "json"]) == 0
@@ -109,5 +137,5 @@ def test_tflite_on_a_target_that_does_not_model_tflite_is_refused_not_judged_zer
 
     d = json.loads(capsys.readouterr().out)
     no_tflite = {t for t in available_targets() if "tflite" not in get_profile(t).judged_formats}
-    assert set(d["skipped"]) == no_tflite and "hailo8" in no_tflite
+    assert set(d["skipped"]) == no_tflite and no_tflite == {onnx_only_target}
     assert set(d["reports"]) == set(available_targets()) - no_tflite

@@ -54,8 +54,12 @@ def bench(
     fp16: bool = False,
     seed: int = 0,
     options: dict[str, Any] | None = None,
+    input_shapes=None,
 ) -> BenchResult:
-    """Benchmark MODEL (a model file or a split-plan folder) on each runtime under one protocol."""
+    """Benchmark MODEL (a model file or a split-plan folder) on each runtime under one protocol.
+
+    input_shapes: {"images": (1, 3, 640, 640)} or "images=1,3,640,640", the shapes fed (an ONNX model's dynamic
+    batch alone is pinned to 1, or to `batch`; other unknown dims must be given, unless `inputs` holds the data)."""
     from ..runtimes import BOUNDARY_TEXT, parse_runtimes, runner_class
     from ..runtimes.chain import is_plan_dir
     from .environment import capture, model_identity
@@ -70,10 +74,7 @@ def bench(
         from ..util.readers import require_regular_file
 
         require_regular_file(path, "model file")  # hashing or loading a FIFO would block forever
-        if path.suffix.lower() == ".onnx":
-            from ..graph.onnx_prepare import read_onnx
-
-            read_onnx(path)  # the validation front door: the checker's one line, not ORT's stack
+    shapes, notes = _shapes(path, input_shapes, batch, inputs is not None)
     if boundary is not None and boundary not in BOUNDARY_TEXT:
         raise NpufitError(f"unknown boundary '{boundary}' (choose from {', '.join(BOUNDARY_TEXT)})")
     names = parse_runtimes(runtime) if runtime else default_runtimes(path)
@@ -89,10 +90,13 @@ def bench(
         input_pool=(input_pool or DEFAULT_POOL) if fresh_inputs else 1,
         boundary=boundary,
         seed=seed,
+        input_shapes={k: list(v) for k, v in shapes.items()} or None,
     )
     proto.validate()
     identity = model_identity(path)  # before running: the file we measured, not one changed meanwhile
     opts = dict(options or {})
+    if shapes:
+        opts["input_shapes"] = shapes  # the runtimes that compile for a shape (TensorRT, OpenVINO) build these
     if fp16:
         opts["fp16"] = True
     created = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -115,9 +119,34 @@ def bench(
     )
     if not res.measured and results and all(r.status == "failed" for r in results):
         raise NpufitError("; ".join(f"{r.runtime}: {r.reason}" for r in results))
+    res.warnings[:0] = notes
     if proto.duration_s is None and proto.iterations and proto.iterations < 30:
         res.warnings.append(f"{proto.iterations} iterations is too few for stable percentiles")
     return res
+
+
+def _shapes(path: Path, input_shapes, batch: int | None, data_given: bool) -> tuple[dict, list[str]]:
+    """The shape policy for a benchmark (util.shapes): the shapes to feed and the notes it prints. An ONNX file is
+    validated here too (the checker's one line, not ONNX Runtime's stack)."""
+    from ..util.shapes import parse_input_shapes
+
+    given = parse_input_shapes(input_shapes)
+    if path.is_dir() or path.suffix.lower() != ".onnx":
+        return given, []
+    from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
+
+    prep = read_onnx(path, pin_inputs(given))
+    if not data_given:  # an .npz of inputs brings its own shapes
+        require_shapes(prep, "a benchmark times one input shape")
+    if batch is None:
+        return prep.shapes.pinned, prep.shapes.notes
+    shapes = dict(prep.shapes.pinned)
+    for name, dims in given.items():
+        if dims[0] != batch:
+            raise NpufitError(f"--batch {batch} and --input-shape {name}={','.join(map(str, dims))} disagree")
+    for name in set(shapes) - set(given):  # a dynamic batch pinned by the policy: --batch chooses it instead
+        shapes[name] = (batch, *shapes[name][1:])
+    return shapes, []
 
 
 def compare(files: list[str | os.PathLike], baseline: str | None = None, plot: str | os.PathLike | None = None):

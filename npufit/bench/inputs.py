@@ -29,10 +29,10 @@ class _Specs:
         return self._specs
 
 
-def sample_bytes(specs: list[InputSpec], batch: int | None) -> int:
+def sample_bytes(specs: list[InputSpec], batch: int | None, shapes=None) -> int:
     total = 0
     for s in specs:
-        total += int(np.prod(concrete_shape(s, batch))) * np.dtype(_ORT_TO_NP.get(s.type, np.float32)).itemsize
+        total += int(np.prod(concrete_shape(s, batch, shapes))) * np.dtype(_ORT_TO_NP.get(s.type, np.float32)).itemsize
     return total
 
 
@@ -43,22 +43,23 @@ def input_pool(
     pool: int | None = None,
     npz: str | os.PathLike | None = None,
     seed: int = 0,
+    shapes=None,
 ) -> tuple[list[dict[str, np.ndarray]], str, list[str]]:
-    """Return (samples, source description, warnings)."""
+    """Return (samples, source description, warnings). shapes: the pinned input shapes (bench's shape policy)."""
     if npz is not None:
         return _from_npz(specs, Path(npz), batch, fresh, pool)
     warnings = []
     size = 1
     if fresh:
         size = pool or DEFAULT_POOL
-        per = max(sample_bytes(specs, batch), 1)
+        per = max(sample_bytes(specs, batch, shapes), 1)
         if size * per > MAX_POOL_BYTES:
             size = max(2, MAX_POOL_BYTES // per)
             warnings.append(
                 f"fresh-input pool cut to {size} samples to stay under {MAX_POOL_BYTES // (1024 * 1024)} MiB"
             )
-    shapes = {s.name: concrete_shape(s, batch) for s in specs}
-    samples = random_inputs(_Specs(specs), seed=seed, samples=size, shapes=shapes)
+    feed = {s.name: concrete_shape(s, batch, shapes) for s in specs}
+    samples = random_inputs(_Specs(specs), seed=seed, samples=size, shapes=feed)
     return samples, f"random (seed {seed}; float ~ N(0,1), integers in [0,10))", warnings
 
 

@@ -18,7 +18,7 @@ def plot_comparison(cmp, path: str | os.PathLike) -> Path:
     from matplotlib.figure import Figure
 
     labels = [e.label for e in cmp.entries]
-    samples = [np.asarray(e.result.samples_ms or [e.result.latency_ms["p50"]], dtype=np.float64) for e in cmp.entries]
+    samples = [_samples(e.result) for e in cmp.entries]
     tput = [e.result.throughput_ips or 0.0 for e in cmp.entries]
     height = max(3.0, 0.55 * len(labels) + 1.6)
     fig = Figure(figsize=(12, height), dpi=110, layout="constrained")
@@ -67,3 +67,9 @@ def plot_comparison(cmp, path: str | os.PathLike) -> Path:
     with atomic_path(dst, suffix=".png") as tmp:
         fig.savefig(tmp, format="png")
     return dst
+
+
+def _samples(r) -> np.ndarray:
+    """The latency samples of a result, else its median, else its mean (a vendor tool's own figure)."""
+    one = r.latency_ms.get("p50", r.latency_ms.get("mean"))
+    return np.asarray(r.samples_ms or ([one] if one is not None else []), dtype=np.float64)

@@ -42,6 +42,7 @@ class Protocol:
     input_pool: int = 1
     boundary: str | None = None  # None: each runtime's default (host-to-host, or end-to-end-chain for plans)
     seed: int = 0
+    input_shapes: dict[str, list[int]] | None = None  # the shapes fed (given, or a dynamic batch pinned)
 
     def validate(self) -> None:
         if self.warmup < 0:
@@ -96,12 +97,13 @@ def timed_loop(
     estimate_ns: int = 1_000_000,
     description: str = "bench",
     keep_results: bool = False,
+    clock: Callable[[], int] = time.perf_counter_ns,
 ) -> tuple[np.ndarray, list[Any] | None]:
     """Run the calls round-robin for `iterations` (or until `duration_s` has passed); return the latencies
-    (ns, int64) and, with keep_results, each call's return value (chain runners: per-stage times)."""
+    (ns, int64) and, with keep_results, each call's return value (chain runners: per-stage times).
+    clock: nanoseconds, monotonic (tests pass a fake one: what is timed must not depend on the machine's load)."""
     if (iterations is None) == (duration_s is None):
         raise ValueError("exactly one of iterations / duration_s")
-    clock = time.perf_counter_ns
     planned = iterations if iterations is not None else max(1, math.ceil(duration_s * 1e9 / max(int(estimate_ns), 1)))
     block = max(1, planned // PROGRESS_BLOCKS)
     times: list[int] = [0] * (planned if iterations is not None else 2 * planned + 64)

@@ -68,7 +68,7 @@ def bench_runtime(
 def _measure(runner, proto: Protocol, inputs_file, build_ns, mem0, exact_peak, warnings, base):
     specs = runner.input_specs()
     pool, source, pool_warnings = input_pool(
-        specs, proto.batch, proto.fresh_inputs, proto.input_pool, inputs_file, proto.seed
+        specs, proto.batch, proto.fresh_inputs, proto.input_pool, inputs_file, proto.seed, proto.input_shapes
     )
     warnings += pool_warnings + list(runner.details.get("notes", []))  # e.g. "NPU stages ran on onnxruntime-cpu"
     batch = _batch_of(pool[0], specs)

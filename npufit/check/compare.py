@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
-from ..graph import Graph, load
+from ..graph import Graph, load, require_shapes
 from ..graph.quant import QDQ_OPS
 from ..report.console import Renderable
 from ..targets.base import Verdict
@@ -179,7 +179,8 @@ def compare(
     judge: str = JUDGE,
     placer=None,
 ) -> CompareReport:
-    """Check every model against one target; one row per model (model files are only read).
+    """Check every model against one target; one row per model (model files are only read). input_shapes
+    ({"images": (1, 3, 640, 640)} or "images=1,3,640,640") pin every model they fit.
 
     placer: placer(model, target, input_shapes, judge) -> CheckReport, the placement every verb reads
     (npufit.placement.place, passed in by `npufit.compare`: the compiler's where one runs here); None: the
@@ -193,10 +194,14 @@ def compare(
     out = CompareReport(target={"name": profile.name, "title": profile.title})
     names = set()
     for m in track(list(models), "checking models", total=len(models)):
-        if placer is not None:
-            rep = placer(m, profile, input_shapes, judge)
-        else:
-            rep = check_graph(m if isinstance(m, Graph) else load(m, input_shapes), profile, judge)
+        # one --input-shape for every variant: it pins the models it fits (an input of that name and rank)
+        graph = m if isinstance(m, Graph) else load(m, input_shapes, strict=False)
+        require_shapes(graph, "compare ranks the models by their coverage")
+        rep = (
+            check_graph(graph, profile, judge)
+            if placer is None
+            else placer(graph, profile, graph.input_shapes or None, judge)
+        )
         if rep.model["file"] in names:  # same file name in two folders: keep rows distinguishable
             rep.model["file"] = str(Path(rep.model["path"]))
         names.add(rep.model["file"])

@@ -146,6 +146,9 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
     warnings = list(graph.warnings)
     if graph.format == "onnx" and profile.input_formats and "onnx" not in profile.input_formats:
         warnings.append(converted_warning(profile))
+    # one node set for every figure: the model's own nodes are counted, partitioned and listed; body nodes are listed
+    # apart (their control-flow node carries them). The loader makes names unique, so `judged` is that list.
+    listed = judged if graph.names_unique else [results[n.name] for n in nodes]
     report = CheckReport(
         model=_model_info(graph),
         target={
@@ -154,7 +157,8 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
             "fallback": profile.fallback.value,
             "notes": list(profile.notes),
         },
-        nodes=judged if graph.names_unique else [results[n.name] for n in nodes],
+        nodes=[r for r in listed if r.parent is None],
+        subgraph_nodes=[r for r in listed if r.parent is not None],
         partitions=parts,
         boundaries=bounds,
         prefix=prefix_summary,
@@ -223,10 +227,11 @@ def restructure(report: CheckReport, graph: Graph, profile: Profile) -> CheckRep
     """Recompute what follows from the verdicts (partitions, boundaries, the NPU prefix, the Q/DQ ledger) after
     they were changed, e.g. to a compiler's measured placement (npufit.placement): every count, partition,
     boundary and percentage of the report then reads the same verdicts."""
-    results = {n.name: n for n in report.nodes}
-    for n in report.nodes:
+    listed = report.nodes + report.subgraph_nodes
+    results = {n.name: n for n in listed}
+    for n in listed:
         n.partition = None
-    judged = report.nodes if len(report.nodes) == len(graph.nodes) else None
+    judged = report.nodes if not report.subgraph_nodes and len(report.nodes) == len(graph.nodes) else None
     report.partitions, report.boundaries, report.prefix = _structure(graph, results, judged)
     for key in ("qdq_ledger", "_terminal_sections", "_markdown_sections"):
         report.extra.pop(key, None)  # the check attached only the ledger's sections: rebuilt below
@@ -248,6 +253,11 @@ def _model_info(graph: Graph) -> dict:
         "opsets": graph.opsets,
         "inputs": [tinfo(t) for t in graph.inputs],
         "outputs": [tinfo(t) for t in graph.outputs],
+        # the shape policy (util.shapes): shapes pinned (given or a dynamic batch set to 1), its notes, and the
+        # inputs whose unknown dims leave no coverage or MAC figure to report
+        "input_shapes": {k: list(v) for k, v in graph.input_shapes.items()},
+        "shape_notes": list(graph.shape_notes),
+        "shapes_needed": [n.to_dict() for n in graph.shapes_needed],
     }
 
 
@@ -513,19 +523,22 @@ def _finish(res: NodeResult, profile: Profile) -> NodeResult:
 
 
 def _propagate_control_flow(graph: Graph, results: dict[str, NodeResult]) -> None:
-    """A control-flow node is no better than the worst node in its bodies."""
-    for node in reversed(graph.nodes):
+    """A control-flow node is no better than the worst node in its bodies, and one reason names its body nodes off
+    the NPU (they are listed apart from the counted nodes, so the node tables show them through this reason)."""
+    bad = (Verdict.CPU, Verdict.UNSUPPORTED)
+    off: dict[str, list[NodeResult]] = {}
+    for node in reversed(graph.nodes):  # innermost first: a nested If has its verdict before its holder reads it
         if node.parent and node.parent in results:
             parent, child = results[node.parent], results[node.name]
-            if (
-                child.verdict in (Verdict.CPU, Verdict.UNSUPPORTED)
-                and worst(parent.verdict, child.verdict) != parent.verdict
-            ):
-                parent.verdict = child.verdict
-                parent.reasons.append(
-                    Reason(
-                        "body",
-                        f"its body contains {child.op_type} '{child.name}' ({child.verdict.value})",
-                        child.verdict,
-                    )
-                )
+            if child.verdict in bad:
+                off.setdefault(node.parent, []).append(child)
+                if worst(parent.verdict, child.verdict) != parent.verdict:
+                    parent.verdict = child.verdict
+    for name, kids in off.items():
+        kids.reverse()  # graph order
+        shown = ", ".join(f"{c.op_type} '{c.name}' ({c.verdict.value})" for c in kids[:3])
+        more = f" and {len(kids) - 3} more" if len(kids) > 3 else ""
+        verdict = Verdict.UNSUPPORTED if any(c.verdict is Verdict.UNSUPPORTED for c in kids) else Verdict.CPU
+        results[name].reasons.append(
+            Reason("body", f"its bodies hold {len(kids)} node(s) off the NPU: {shown}{more}", verdict)
+        )

@@ -9,7 +9,7 @@ from typing import Any
 from ..targets.base import Verdict
 from .partitions import Boundary, Partition
 
-SCHEMA = "npufit.check/1"
+SCHEMA = "npufit.check/2"  # /2: `nodes` lists the counted (top-level) nodes; bodies moved to `subgraph_nodes`
 
 
 @dataclass
@@ -108,27 +108,36 @@ class CheckReport:
     boundaries: list[Boundary]
     prefix: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    # Nodes inside If/Loop/Scan bodies (each names its `parent`). `nodes` holds the model's own nodes: the set every
+    # count, coverage figure, partition and node table reads, so that they agree; a control-flow node stands there
+    # for its bodies (its verdict is their worst, its MACs their sum).
+    subgraph_nodes: list[NodeResult] = field(default_factory=list)
     # Sections added by other stages (e.g. the Q/DQ ledger): plain keys go to JSON; "_terminal_sections" and
     # "_markdown_sections" hold render callables (con, report) / (report) -> str for the text formats.
     extra: dict[str, Any] = field(default_factory=dict)
 
     # -- derived numbers -----------------------------------------------------------
     @property
+    def shapes_needed(self) -> list[dict[str, Any]]:
+        """Inputs whose unknown dims (other than a batch) the figures need: input, declared shape, an example."""
+        return list(self.model.get("shapes_needed") or [])
+
+    @property
     def counts(self) -> dict[str, int]:
-        """Verdicts of the model's own (top-level) nodes: the nodes the coverage figures count."""
-        c = Counter(n.verdict.value for n in self.nodes if n.parent is None)
+        """Verdicts of the listed (top-level) nodes: the nodes the coverage figures count."""
+        c = Counter(n.verdict.value for n in self.nodes)
         return {v.value: c.get(v.value, 0) for v in Verdict}
 
     @property
     def body_counts(self) -> dict[str, int]:
         """Verdicts of the nodes inside If/Loop/Scan bodies (their control-flow node carries them at top level)."""
-        c = Counter(n.verdict.value for n in self.nodes if n.parent is not None)
+        c = Counter(n.verdict.value for n in self.subgraph_nodes)
         return {v.value: c.get(v.value, 0) for v in Verdict}
 
     @property
     def running(self) -> list[NodeResult]:
         folded = Verdict.FOLDED  # read once, not per node: these walk every node of the report
-        return [n for n in self.nodes if n.verdict != folded and n.parent is None]
+        return [n for n in self.nodes if n.verdict != folded]
 
     @property
     def coverage_nodes(self) -> float:
@@ -163,19 +172,22 @@ class CheckReport:
         return not self.failing
 
     def node(self, name: str) -> NodeResult | None:
-        # an index, rebuilt when the node list changes: renderers look up every node (linear, not quadratic)
+        """A listed node or a body node, by name."""
+        # an index, rebuilt when the node lists change: renderers look up every node (linear, not quadratic)
         index = self.__dict__.get("_index")
-        if index is None or index[0] is not self.nodes or index[1] != len(self.nodes):
+        nodes, body = self.nodes, self.subgraph_nodes
+        if index is None or index[0] is not nodes or index[2] is not body or index[1] != (len(nodes), len(body)):
             by_name: dict[str, NodeResult] = {}
-            for n in self.nodes:
+            for n in nodes + body:
                 by_name.setdefault(n.name, n)  # the first of equal names, as the linear search returned
-            index = self.__dict__["_index"] = (self.nodes, len(self.nodes), by_name)
-        return index[2].get(name)
+            index = self.__dict__["_index"] = (nodes, (len(nodes), len(body)), body, by_name)
+        return index[3].get(name)
 
     def fix_rules(self) -> list[str]:
-        """`npufit fix` rules that address at least one failing node (in first-seen order)."""
+        """`npufit fix` rules that address at least one failing node, bodies included (in first-seen order)."""
         seen: dict[str, None] = {}
-        for n in self.failing:
+        bad = (Verdict.CPU, Verdict.UNSUPPORTED)
+        for n in self.failing + [b for b in self.subgraph_nodes if b.verdict in bad]:
             for r in n.reasons:
                 for f in r.fix_rules:
                     seen.setdefault(f, None)
@@ -188,12 +200,14 @@ class CheckReport:
         body = dict(counts)  # nodes inside If/Loop/Scan bodies, counted apart from the top-level headline
         run = run_npu = macs_total = macs_npu = failing = 0
         npu, folded, cpu, unsup = Verdict.NPU, Verdict.FOLDED, Verdict.CPU, Verdict.UNSUPPORTED
+        for n in self.subgraph_nodes:
+            body[n.verdict._value_] += 1
         for n in self.nodes:
             v = n.verdict
-            (counts if n.parent is None else body)[v._value_] += 1
+            counts[v._value_] += 1
             if v is cpu or v is unsup:
                 failing += 1
-            if v is folded or n.parent is not None:
+            if v is folded:
                 continue
             run += 1
             macs_total += n.macs
@@ -201,14 +215,19 @@ class CheckReport:
                 run_npu += 1
                 macs_npu += n.macs
         cov_nodes = 100.0 * run_npu / run if run else 100.0
+        needed = self.shapes_needed
         return {
             "nodes_total": len(self.nodes),
             "counts": counts,
             "subgraph_counts": body,
-            "coverage_nodes_pct": round(cov_nodes, 2),
-            "coverage_macs_pct": round(100.0 * macs_npu / macs_total if macs_total else cov_nodes, 2),
-            "macs_total": macs_total,
-            "macs_npu": macs_npu,
+            # an input's unknown dims leave shape rules unfired and MACs uncounted: no figure rests on a guess
+            "coverage_nodes_pct": None if needed else round(cov_nodes, 2),
+            "coverage_macs_pct": None
+            if needed
+            else round(100.0 * macs_npu / macs_total if macs_total else cov_nodes, 2),
+            "macs_total": None if needed else macs_total,
+            "macs_npu": None if needed else macs_npu,
+            "shapes_needed": needed,
             "npu_partitions": len(npu_parts),
             "host_partitions": len(self.partitions) - len(npu_parts),
             "boundaries": len(self.boundaries),
@@ -226,6 +245,7 @@ class CheckReport:
             "target": self.target,
             "summary": self.summary(),
             "nodes": [n.to_dict() for n in self.nodes],
+            "subgraph_nodes": [n.to_dict() for n in self.subgraph_nodes],
             "partitions": [p.to_dict() for p in self.partitions],
             "boundaries": [b.to_dict() for b in self.boundaries],
             "prefix": self.prefix,

@@ -95,7 +95,11 @@ def main(argv: list[str] | None = None) -> int:
             with VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", VERIFY_TIMEOUT.default)):
                 return int(args.func(args) or 0)
     except NpufitError as e:
-        print(f"npufit: error: {esc_line(e.message)}", file=sys.stderr)
+        from ..util.shapes import ShapeNeeded
+
+        # a missing input shape: the user's own command back, with the flag it needs
+        msg = e.cli_message(sys.argv[1:] if argv is None else argv) if isinstance(e, ShapeNeeded) else e.message
+        print(f"npufit: error: {esc_line(msg)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("npufit: interrupted", file=sys.stderr)

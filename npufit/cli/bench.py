@@ -7,7 +7,7 @@ import sys
 
 from ..util.io import atomic_write_text
 from ..vocab import FORMAT, PAGE_FORMATS
-from .common import count_int, positive_float, positive_int, seed_int
+from .common import add_input_shape_option, count_int, input_shapes, positive_float, positive_int, seed_int
 
 RUNTIME_NAMES = "ort-cpu,ort-cuda,ort-trt,tensorrt,openvino,hailort,chain"
 
@@ -74,6 +74,7 @@ def register(sub) -> None:
         metavar="NAME",
         help="split plans: what runs the NPU stages (auto, onnxruntime-cpu, hailort; default: auto)",
     )
+    add_input_shape_option(p)
     p.add_argument("--fp16", action="store_true", help="TensorRT runtimes: allow FP16 kernels")
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the random inputs (default: 0)")
     p.add_argument(
@@ -127,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
             fp16=args.fp16,
             seed=args.seed,
             options={"npu_runtime": args.npu_runtime} if args.npu_runtime else None,
+            input_shapes=input_shapes(args),
         )
     if args.format == "html" and not args.compare:
         from ..report.html_verbs import render_bench_html

@@ -66,12 +66,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..graph import load, parse_input_shapes
+    from ..graph import load, parse_input_shapes, require_shapes
     from ..targets import resolve_targets
 
     targets = resolve_targets(args.target)
     mode, judge = measure_mode(args)
     graph = load(args.model, parse_input_shapes(args.input_shape))
+    require_shapes(graph, "verdicts, coverage and MACs depend on it")
     if len(targets) > 1:
         if mode == "required" or args.record_disagreements:
             from ..errors import NpufitError

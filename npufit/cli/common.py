@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 
+from ..errors import NpufitError
 from ..util.io import atomic_write_text
 from ..vocab import FORMAT, FORMATS, JUDGE, JUDGES
 
@@ -39,7 +39,6 @@ percent = bounded_number(float, 0.0, 100.0, what="a percentage in [0, 100]")
 finite_float = bounded_number(float, what="a finite number")
 percentile = bounded_number(float, 0.0, 100.0, lo_open=True, what="a percentile in (0, 100]")
 cosine = bounded_number(float, -1.0, 1.0, what="a cosine in [-1, 1]")
-MAX_DIM = 2**31 - 1  # far above any real input; bigger ones only overflow sizes downstream
 
 
 def name_arg(text: str) -> str:
@@ -49,18 +48,22 @@ def name_arg(text: str) -> str:
     return text
 
 
-_SHAPE = re.compile(r"^(?P<name>.+)=(?P<dims>[0-9]+(?:[,x][0-9]+)*)$")
-
-
 def input_shape_arg(text: str) -> str:
-    """NAME=D0,D1,..: every dim an integer >= 1 (a dim of 0 or below has no meaning for a pinned input)."""
-    m = _SHAPE.match(text.strip())
-    dims = [int(d) for d in re.split(r"[,x]", m["dims"])] if m else []
-    if not m or not all(1 <= d <= MAX_DIM for d in dims) or len(dims) > 16:
-        raise argparse.ArgumentTypeError(
-            f"expected NAME=D0,D1,... with every dimension in [1, {MAX_DIM}] (e.g. images=1,3,224,224), got {text!r}"
-        )
+    """NAME=D0,D1,..: read by the one parser every verb and the library use (util.shapes), refused here when bad."""
+    from ..util.shapes import parse_input_shapes
+
+    try:
+        parse_input_shapes([text])
+    except NpufitError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
     return text.strip()
+
+
+def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """The --input-shape options of a parsed command line, as {name: dims}."""
+    from ..util.shapes import parse_input_shapes
+
+    return parse_input_shapes(getattr(args, "input_shape", None))
 
 
 def add_format_option(p: argparse.ArgumentParser, choices=FORMATS, default=FORMAT) -> None:
@@ -74,7 +77,8 @@ def add_input_shape_option(p: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME=D0,D1,..",
         type=input_shape_arg,
-        help="pin a dynamic input shape, e.g. images=1,3,640,640 (repeatable)",
+        help="the shape an input runs at, e.g. images=1,3,640,640 (repeatable); models npufit writes carry it. "
+        "A dynamic batch alone is pinned to 1; other unknown dims must be given",
     )
 
 

@@ -20,7 +20,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "model",
-        nargs="+",
+        nargs="*",
         help=".onnx or .tflite file(s) (never modified: compilers work on a copy); several models "
         "are compiled in parallel on --executor",
     )
@@ -28,8 +28,7 @@ def register(sub) -> None:
         "--target",
         "-t",
         type=name_arg,
-        required=True,
-        help="ethos-u55-256, ethos-u85-512, rk3588, hailo8, ethos-n78[-8tops-2ple], ...",
+        help="ethos-u55-256, ethos-u85-512, rk3588, hailo8, ethos-n78[-8tops-2ple], ... (required unless --results)",
     )
     p.add_argument(
         "--out-dir", metavar="DIR", help="where artifacts and logs go (default ./npufit-compile/MODEL-TARGET)"
@@ -58,6 +57,12 @@ def register(sub) -> None:
         "--emit-script",
         metavar="DIR",
         help="Hailo: write the DFC commands, model script and inputs to DIR instead of running them",
+    )
+    p.add_argument(
+        "--results",
+        metavar="DIR",
+        help="Hailo: read back a folder written with --emit-script after its script ran on a Hailo machine (HEF, "
+        "logs, parse-hef, hailortcli benchmark); writes DIR/bench.json in npufit's bench schema",
     )
     p.add_argument(
         "--start-node", action="append", default=[], metavar="NODE", help="Hailo: parser start node (repeatable)"
@@ -103,7 +108,19 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from ..compilers import compile_model
+    from ..errors import NpufitError
     from ..graph import parse_input_shapes
+
+    if args.results:
+        if len(args.model) > 1:
+            raise NpufitError("--results reads one compile folder: give at most the one model it was written for")
+        from ..bench.hailortcli import read_hailo_results
+
+        res = read_hailo_results(args.results, args.model[0] if args.model else None)
+        emit(res.render(args.format, all_nodes=args.all_nodes), args.output)
+        return 0 if res.ok else 1
+    if not args.model or not args.target:
+        raise NpufitError(f"compile needs {'a MODEL' if not args.model else '--target'} (or --results DIR)")
 
     options = dict(
         out_dir=args.out_dir,

@@ -22,7 +22,16 @@ def register(sub) -> None:
     i = s.add_parser("install", help="create an environment (e.g. 'npufit env install rknn')")
     i.add_argument("name", help=" | ".join(env_specs()))
     i.add_argument(
-        "--wheel", help="hailo: the hailo_dataflow_compiler-*.whl you downloaded from the Hailo Developer Zone"
+        "--wheel",
+        action="append",
+        help="hailo: the hailo_dataflow_compiler-*.whl you downloaded from the Hailo Developer Zone; repeat it for "
+        "HailoRT's hailort-*.whl (its Python API and CLI, for benchmarks on a machine with a Hailo device)",
+    )
+    i.add_argument(
+        "--python",
+        metavar="PYTHON",
+        help="the interpreter the environment is made with (default: npufit's); the Hailo DFC 3.x wheels need "
+        "Python 3.8 to 3.10, e.g. --python python3.10",
     )
     i.add_argument("--force", action="store_true", help="recreate it even if it exists")
     i.add_argument(
@@ -55,7 +64,13 @@ def run(args: argparse.Namespace) -> int:
         if args.jobs is not None and args.jobs < 1:
             raise NpufitError("--jobs must be at least 1")
         m = envs.install(
-            args.name, wheel=args.wheel, force=args.force, source=args.source, jobs=args.jobs, extras=tuple(args.extra)
+            args.name,
+            wheel=args.wheel,
+            force=args.force,
+            source=args.source,
+            jobs=args.jobs,
+            python=args.python,
+            extras=tuple(args.extra),
         )
         if m.get("added_extras"):
             print(f"{m['title']}: added {', '.join(m['added_extras'])} to {envs.env_dir(args.name)}")

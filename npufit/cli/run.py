@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..vocab import FORMAT, FORMATS
-from .common import add_verify_timeout_option, positive_int
+from .common import add_input_shape_option, add_verify_timeout_option, input_shapes, positive_int, seed_int
 
 
 def register(sub) -> None:
@@ -18,8 +18,13 @@ def register(sub) -> None:
     )
     p.add_argument("plan_dir", metavar="PLAN_DIR", help="folder with plan.json and the stage models")
     p.add_argument(
-        "--inputs", required=True, metavar="FILE.npz", help="one array per original model input, keyed by input name"
+        "--inputs",
+        metavar="FILE.npz",
+        help="one array per original model input, keyed by input name (default: seeded random inputs at the shapes "
+        "the plan was split for)",
     )
+    add_input_shape_option(p)
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the random inputs (default: 0)")
     p.add_argument(
         "--output", "-o", metavar="FILE.npz", help="write the outputs (keyed by the original output names) atomically"
     )
@@ -62,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         npu_runtime=args.npu_runtime,
         repeat=args.repeat,
         threads=args.threads,
+        input_shapes=input_shapes(args),
+        seed=args.seed,
     )
     print(res.render(args.format))
     c = res.comparison

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
-from .common import add_judge_option, add_measure_options, emit, measure_mode
+from .common import add_input_shape_option, add_judge_option, add_measure_options, emit, input_shapes, measure_mode
 
 
 def register(sub) -> None:
@@ -54,6 +54,7 @@ def register(sub) -> None:
     )
     add_judge_option(p)
     add_measure_options(p, scan=True)
+    add_input_shape_option(p)
     p.add_argument(
         "--fail-under",
         type=float,
@@ -81,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         measure=mode,
         measure_judge=judge,
         measure_timeout=args.measure_timeout,
+        input_shapes=input_shapes(args),
     )
     emit(report.render(args.format), args.output)
     if args.fail_under is not None:

@@ -78,6 +78,7 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
     if bad:
         raise NpufitError(f"unknown compile option(s): {', '.join(bad)}")
     opts = CompileOptions(**options)
+    shape_notes = _pin_shapes(path, opts)
     if opts.plan:  # schema and stage paths checked before any compiler runs
         from ..split.plan import load_plan
 
@@ -89,9 +90,27 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
             f"unknown {comp.name} option(s): {', '.join(bad)} (its options: {', '.join(comp.extra_options) or 'none'})"
         )
     result = comp.compile(path, target.lower(), opts)
+    result.notes[:0] = shape_notes
     if compare_prediction:
         attach_comparison(result, path, target, opts)
     return result
+
+
+def _pin_shapes(path: Path, opts: CompileOptions) -> list[str]:
+    """The shape policy for a compile (util.shapes): an ONNX model's given shapes and its dynamic batch (pinned to
+    1) become the shapes every compiler builds; other unknown dims are asked for before any compiler starts."""
+    from ..graph import model_format
+    from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
+    from ..util.shapes import parse_input_shapes
+
+    given = parse_input_shapes(opts.input_shapes)
+    if model_format(path) != "onnx":
+        opts.input_shapes = given or None
+        return []
+    prep = read_onnx(path, pin_inputs(given))
+    require_shapes(prep, "a compiled model has fixed shapes")
+    opts.input_shapes = dict(prep.shapes.pinned) or None
+    return list(prep.shapes.notes)
 
 
 def attach_comparison(result: CompileResult, model: Path, target: str, opts: CompileOptions) -> None:

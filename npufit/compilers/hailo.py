@@ -1,47 +1,93 @@
-"""Hailo Dataflow Compiler (hailo8 / hailo8l) through its documented CLI:
+"""Hailo Dataflow Compiler (hailo8 / hailo8l) through its documented CLI, and the script for a Hailo machine:
 
-    hailo parser onnx M.onnx --hw-arch hailo8 --start-node-names .. --end-node-names .. --har-path M.har -y
-    hailo optimize M.har --hw-arch hailo8 --model-script M.alls --calib-set-path calib.npy --output-har-path M_optimized.har
-    hailo compiler M_optimized.har --hw-arch hailo8 --output-dir .
+    hailo parser onnx M.onnx --hw-arch hailo8 --net-name NET --har-path NET.har -y [--start-node-names ..]
+          [--end-node-names ..]
+    hailo optimize NET.har --hw-arch hailo8 --model-script NET.alls --calib-set-path calib_set.npy
+          --output-har-path NET_optimized.har
+    hailo compiler NET_optimized.har --hw-arch hailo8 --output-dir .
+    hailortcli parse-hef NET.hef                       (when HailoRT is installed: what the HEF holds)
+    hailortcli benchmark NET.hef --time-to-run 15      (the emitted script, where a Hailo device is)
 
-NOT EXERCISED HERE: the DFC is login-gated and has never been installed on npufit's build machines. The tests
-drive this module with a FAKE `hailo` script (it records argv and prints a parser error in the DFC's format).
-Without the DFC, `emit_script=DIR` writes these exact commands and files for a user's Hailo machine.
-A HEF has no CPU fallback: nodes outside the start/end-node region run on the host (placement "cpu")."""
+Each DFC step is the command-line front of one call of the DFC's Python API (ClientRunner.translate_onnx_model,
+.optimize, .compile). NOT exercised against the real DFC: it is login-gated. The tests drive this module through
+a FAKE `hailo` / `hailortcli` pair (tests/fakes/hailo) whose outputs are recorded from public runs.
+
+Every run writes the same folder: the model copy, the calibration set (hailo_calib), the model script, the
+commands as DIR/compile_hailo.sh (hailo_script), npufit-hailo.json and logs/<step>.log. Without the DFC the
+script is the product (`--emit-script DIR`); `--results DIR` reads what it left back (read_results). A HEF has no
+CPU fallback: nodes outside the start/end-node region run on the host (placement "cpu").
+"""
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
-
+from .. import __version__
 from ..errors import NpufitError
-from ..toolchains import HAILO
+from ..toolchains import HAILO, StageParser
+from ..util.io import atomic_write_json, atomic_write_text
 from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
+from .hailo_calib import RANDOM_NOTE, CalibrationFile, region, region_inputs, write_calibration
+from .hailo_logs import (
+    LOGS,
+    log_path,
+    parse_contexts,
+    parse_hef,
+    parse_identify,
+    parse_mapped_nodes,
+    parse_parser_errors,
+    parse_snr,
+    parse_versions,
+    read_log,
+    read_steps,
+    record_step,
+)
+from .hailo_script import SCRIPT, device_steps, write_script
 
-PARSER = HAILO.stage_parser
-assert PARSER is not None
-_ERR = re.compile(r"(\w+(?:Error|Exception)) in op ([^:\n]+): ([^\n]*)")
-_RECOMMEND = re.compile(r"using these end node names: ([^\n]+)")
-_VERSION = re.compile(r"Dataflow Compiler v?([\d.]+)")
+_parser = HAILO.stage_parser
+assert _parser is not None
+PARSER: StageParser = _parser
+MANIFEST = "npufit-hailo.json"
+MANIFEST_SCHEMA = "npufit.hailo-build/1"
+DFC_STEPS = ("parser", "optimize", "compiler")
 
 
-def hailo_exe() -> str | None:
-    env = os.environ.get("NPUFIT_HAILO")
-    if env:
-        return env
-    found = shutil.which(PARSER.command[0])
+def install_line() -> str:
+    """How to install the DFC, as the toolchain's environment record states it."""
+    from ..envs import env_status
+
+    return env_status(HAILO.env_name)["install"] + " (the wheel is a download from the Hailo Developer Zone)"
+
+
+def _tool(name: str, override: str = "") -> str | None:
+    """A Hailo command: $NPUFIT_HAILO for `hailo`, else on PATH, else in npufit's hailo environment."""
+    if override:
+        return override
+    found = shutil.which(name)
     if found:
         return found
     from ..envs import env_dir
 
-    cand = env_dir(HAILO.env_name) / "bin" / PARSER.command[0]
+    cand = env_dir(HAILO.env_name) / "bin" / name
     return str(cand) if cand.exists() else None
+
+
+def hailo_exe() -> str | None:
+    return _tool(PARSER.command[0], os.environ.get("NPUFIT_HAILO", ""))
+
+
+def hailortcli_exe() -> str | None:
+    return _tool("hailortcli")
+
+
+def net_name(model: Path) -> str:
+    """The DFC network name (and HEF file name): the model's stem; the DFC refuses dots and other signs in it."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", model.stem)
+    return name if name[:1].isalpha() else f"net_{name}"
 
 
 class HailoCompiler(Adapter):
@@ -56,113 +102,209 @@ class HailoCompiler(Adapter):
             "available": bool(exe and version),
             "version": version,
             "enables": "npufit compile --target hailo8/hailo8l: parse -> optimize -> HEF (without it: --emit-script)",
-            "install": "download hailo_dataflow_compiler-*.whl from the Hailo Developer Zone, then "
-            "'npufit env install hailo --wheel FILE.whl'",
+            "install": install_line(),
             "detail": exe or "hailo CLI not found (NOT exercised on npufit's build machines)",
         }
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
         if model.suffix.lower() != ".onnx":
             raise NpufitError(f"{model.name}: the Hailo DFC parser is driven from ONNX here; give an .onnx model")
+        start, end = _start_end(model, target, options)  # a wrong node name is refused before anything is written
         out = default_out_dir(model, target, options.emit_script or options.out_dir)
+        net = net_name(model)
+        shutil.rmtree(out / LOGS, ignore_errors=True)  # a folder compiled into again: only this run's logs
         src = private_copy(model, out)
-        start, end = _start_end(model, target, options)
-        files = _write_inputs(out, model.stem, src, options)
-        steps = commands(PARSER.command[0], target, src.relative_to(out), model.stem, start, end, files)
-        exe = hailo_exe()
-        res = CompileResult(
-            self.toolchain.status_name,
-            None,
-            target,
-            str(model),
-            False,
-            outputs={k: str(out / v) for k, v in files.items()},
+        from ..graph import load
+
+        graph = load(src, options.input_shapes)
+        nodes = region(graph, start, end)
+        calib = write_calibration(
+            src, graph, region_inputs(graph, nodes), net, out, options.calibration, options.input_shapes
         )
-        res.metrics.update({"start_nodes": start, "end_nodes": end})
+        script_file = _write_model_script(out, net, calib)
+        steps = commands(PARSER.command[0], target, src.relative_to(out), net, start, end, calib, script_file)
+        script = write_script(out, net, target, steps, _header(model, target, net, calib))
+        _write_manifest(out, model, src, target, net, start, end, calib, script_file, steps)
+        res = CompileResult(self.toolchain.status_name, None, target, str(model), False)
+        res.outputs = {"script": str(script), "calibration": str(out / calib.file)}
+        res.outputs["model_script"] = str(out / script_file)
+        res.metrics.update({"start_nodes": start, "end_nodes": end, "calibration": calib.describe()})
+        res.notes += [RANDOM_NOTE] if calib.random else []
+        exe = hailo_exe()
         if options.emit_script or not exe:
-            script = _write_script(out, steps)
-            res.outputs["script"] = str(script)
-            res.ok = bool(options.emit_script)
-            res.command = f"bash {script}"
-            res.notes.append(
-                "NOT exercised here: commands written for a machine with the Hailo DFC; npufit did not run them"
-            )
-            res.placement = _placement(model, start, end, {}, options)  # the region the parser is asked to take
+            res.placement = _placement(graph, nodes, {})  # the region the parser is asked to take
             if not options.emit_script:
-                res.error = (
-                    "the Hailo DFC ('hailo' CLI) is not installed; rerun with --emit-script DIR to get the commands"
+                raise NpufitError(
+                    f"the Hailo Dataflow Compiler is not installed (no 'hailo' command on PATH or in npufit's hailo "
+                    f"environment): wrote {script} to run where it is; install it here with {install_line()}"
                 )
+            res.ok, res.command = True, f"bash {script}"
+            res.notes.append("NOT run by npufit: commands written for a machine with the Hailo DFC")
             return res
-        res.compiler_version = _version(exe)
-        wall, peak, logs = 0.0, 0.0, []
-        for i, (stage, argv) in enumerate(steps):
-            run = run_tool([exe] + argv[1:], out / f"hailo_{stage}.log", cwd=out, timeout_s=options.timeout_s)
-            res.timings[stage] = run.wall_s
-            wall += run.wall_s
-            peak = max(peak, run.peak_rss_mb or 0.0)
-            logs.append(str(run.log_path))
-            res.command = (res.command + " && " if res.command else "") + run.command_line
-            if run.returncode != 0:
-                res.error = f"hailo {stage} failed (exit {run.returncode}): {tail(run.log, 2)}"
-                if stage == "parser":
-                    reasons, recommended = parse_parser_errors(run.log)
-                    res.metrics["parser_errors"] = reasons
-                    res.metrics["recommended_end_nodes"] = recommended
-                    res.placement = _placement(model, start, end, reasons, options)
-                break
-        else:
-            res.ok = True
-            res.artifact = str(out / f"{model.stem}.hef")
-            res.placement = _placement(model, start, end, {}, options)
-        res.wall_s, res.peak_rss_mb, res.log_path = round(wall, 3), peak or None, logs[-1] if logs else None
-        res.outputs["logs"] = ", ".join(logs)
+        res.compiler_version = _version(exe, out)
+        _run_dfc(res, exe, out, steps, options)
+        if res.ok:
+            res.artifact = str(out / f"{net}.hef")
+        rt = hailortcli_exe()
+        if res.ok and rt:  # reading the HEF needs HailoRT, not a device
+            parse_step, parse_argv = device_steps(net)[0]
+            run = run_tool([rt, *parse_argv[1:]], log_path(out, parse_step), cwd=out)
+            res.timings[parse_step] = run.wall_s
+            record_step(out, parse_step, run.returncode, run.wall_s)
+        reasons, taken = _fold_logs(res, out, graph, end, calib)
+        res.placement = _placement(graph, region(graph, start, taken) if taken else nodes, reasons)
         return res
 
 
 def commands(
-    exe: str, arch: str, onnx: Path, name: str, start: list[str], end: list[str], files: dict
+    exe: str, arch: str, onnx: Path, net: str, start: list[str], end: list[str], calib: CalibrationFile, script: str
 ) -> list[tuple[str, list[str]]]:
+    """The DFC's three steps as [(step, argv)], run from the compile folder."""
     hw = PARSER.arch_flag  # every DFC command names the architecture with it
-    parse = [exe, *PARSER.command[1:], str(onnx), hw, arch, "--har-path", f"{name}.har", "-y"]
+    parse = [exe, *PARSER.command[1:], str(onnx), hw, arch, "--net-name", net, "--har-path", f"{net}.har", "-y"]
     if start:
         parse += [PARSER.start_flag, *start]
     if end:
         parse += [PARSER.end_flag, *end]
-    opt = [
-        exe,
-        "optimize",
-        f"{name}.har",
-        hw,
-        arch,
-        "--model-script",
-        files["model_script"],
-        "--output-har-path",
-        f"{name}_optimized.har",
-    ]
-    opt += ["--calib-set-path", files["calib_set"]] if "calib_set" in files else ["--use-random-calib-set"]
-    comp = [exe, "compiler", f"{name}_optimized.har", hw, arch, "--output-dir", "."]
+    opt = [exe, "optimize", f"{net}.har", hw, arch, "--model-script", script, "--calib-set-path", calib.file]
+    opt += ["--output-har-path", f"{net}_optimized.har"]
+    comp = [exe, "compiler", f"{net}_optimized.har", hw, arch, "--output-dir", "."]
     return [("parser", parse), ("optimize", opt), ("compiler", comp)]
 
 
-def parse_parser_errors(log: str) -> tuple[dict[str, str], list[str]]:
-    """The DFC parser's per-op errors -> {node: reason}, plus the end nodes it recommends."""
-    reasons = {}
-    for kind, node, msg in _ERR.findall(log):
-        reasons[node.strip()] = f"Hailo parser: {kind}: {msg.strip()}"
-    rec: list[str] = []
-    m = _RECOMMEND.search(log)
-    if m:
-        rec = [s.strip().strip("'\"[]") for s in m.group(1).split(",") if s.strip()]
-    return reasons, rec
+def read_results(folder: str | os.PathLike, model: str | os.PathLike | None = None) -> CompileResult:
+    """What the emitted script (or a run here) left in `folder`: the DFC's steps, the HEF, parse-hef, as a
+    CompileResult. `model`, when given, must be the model the folder was written for."""
+    from ..graph import load
+    from ..split.plan import sha256_file
+    from ..util.readers import read_json
+
+    d = Path(folder)
+    m = read_json(d / MANIFEST, "Hailo compile folder") if (d / MANIFEST).is_file() else None
+    if not isinstance(m, dict) or m.get("schema") != MANIFEST_SCHEMA:
+        raise NpufitError(
+            f"{d}: not a folder npufit wrote for the Hailo DFC (no {MANIFEST}); write one with "
+            "'npufit compile MODEL --target hailo8 --emit-script DIR'"
+        )
+    try:
+        src, sha, source = d / m["model"]["file"], m["model"]["sha256"], m["model"]["source"]
+        start, end, hef, target = list(m["start_nodes"]), list(m["end_nodes"]), d / m["hef"], m["target"]
+        calib = CalibrationFile(**m["calibration"])
+    except (KeyError, TypeError):
+        raise NpufitError(f"{d / MANIFEST}: damaged (a field npufit writes is missing); write it again") from None
+    if model is not None and sha256_file(model) != sha:
+        raise NpufitError(f"{d} was written for {source}, not for {model} (sha256 differs)")
+    steps = read_steps(d)
+    if not steps:
+        raise NpufitError(f"{d}: the script has not run yet (no logs/steps.tsv): run 'bash {d / SCRIPT}' first")
+    res = CompileResult(HAILO.status_name, None, target, str(model or source), False)
+    res.timings = {k: s for k, (_rc, s) in steps.items()}
+    res.wall_s = round(sum(s for k, (_rc, s) in steps.items() if k in DFC_STEPS), 3)
+    res.command = f"bash {d / SCRIPT}"
+    res.metrics.update({"start_nodes": start, "end_nodes": end, "calibration": calib.describe()})
+    failed = next(((k, rc) for k, (rc, _s) in steps.items() if rc != 0 and k in DFC_STEPS), None)
+    if failed:
+        res.error = f"hailo {failed[0]} failed (exit {failed[1]}): {tail(read_log(d, failed[0]) or '', 2)}"
+    elif hef.is_file():
+        res.ok, res.artifact = True, str(hef)
+    else:
+        res.error = f"{hef.name} is missing: the Dataflow Compiler steps did not run to the end"
+    res.log_path = str(log_path(d, next(reversed(steps))))
+    res.outputs = {"script": str(d / SCRIPT), "logs": str(d / "logs")}
+    res.notes.append(f"read back from {d}: the steps ran where the script ran, not in this npufit process")
+    graph = load(src)
+    reasons, taken = _fold_logs(res, d, graph, end, calib)
+    res.placement = _placement(graph, region(graph, start, taken or end), reasons)
+    return res
 
 
-def _version(exe: str) -> str | None:
+def _run_dfc(res: CompileResult, exe: str, out: Path, steps, options: CompileOptions) -> None:
+    wall, peak, lines = 0.0, 0.0, []
+    for stage, argv in steps:
+        run = run_tool([exe, *argv[1:]], log_path(out, stage), cwd=out, timeout_s=options.timeout_s)
+        res.timings[stage] = run.wall_s
+        record_step(out, stage, run.returncode, run.wall_s)
+        wall += run.wall_s
+        peak = max(peak, run.peak_rss_mb or 0.0)
+        res.log_path = str(run.log_path)
+        lines.append(run.command_line)
+        if run.returncode != 0:
+            why = run.killed or f"exit {run.returncode}"
+            res.error = f"hailo {stage} failed ({why}): {tail(run.log, 2)}"
+            break
+    else:
+        res.ok = True
+    res.command = " && ".join(lines)
+    res.wall_s, res.peak_rss_mb = round(wall, 3), peak or None
+    res.outputs["logs"] = str(out / "logs")
+
+
+def _fold_logs(
+    res: CompileResult, folder: Path, graph, end: list[str], calib: CalibrationFile
+) -> tuple[dict[str, str], list[str]]:
+    """What the logs in `folder` say, into res.metrics and notes; returns the parser's per-node errors and, when
+    it took other end nodes than the requested `end` (its own recommendation, with -y), those."""
+    reasons: dict[str, str] = {}
+    taken: list[str] = []
+    parser_log = read_log(folder, "parser") or ""
+    if parser_log and not res.ok:
+        reasons, recommended = parse_parser_errors(parser_log)
+        if reasons or recommended:
+            res.metrics["parser_errors"] = reasons
+            res.metrics["recommended_end_nodes"] = recommended
+    starts, ends = parse_mapped_nodes(parser_log)
+    asked = end or [p.name for o in graph.output_names if (p := graph.producer(o)) is not None]
+    if ends and set(ends) != set(asked) and all(graph.node(e) for e in ends):
+        taken = ends
+        res.metrics["end_nodes"] = ends
+        res.notes.append(
+            f"the parser took the end nodes {', '.join(ends)} (its recommendation) instead of {', '.join(asked)}: "
+            "what lies after them runs on the host"
+        )
+    wrote = {i["tensor"]: i["layer"] for i in calib.inputs}
+    moved = [(a, b) for a, b in starts if a in wrote and wrote[a] != b]
+    if moved:  # the DFC numbered its input layers otherwise than npufit keyed the calibration set
+        res.notes.append(
+            "the parser mapped "
+            + ", ".join(f"{a} to {b}" for a, b in moved)
+            + f"; {calib.file} holds them as "
+            + ", ".join(f"{a}: {wrote[a]}" for a, _ in moved)
+        )
+    snr = parse_snr(read_log(folder, "optimize") or "")
+    if snr:
+        res.metrics["snr_db"] = snr
+    contexts = parse_contexts(read_log(folder, "compiler") or "")
+    if contexts is not None:
+        res.metrics["contexts"] = contexts
+    hef = parse_hef(read_log(folder, "parse-hef") or "")
+    if hef:
+        res.metrics["hef"] = {
+            k: (", ".join(f"{x['name']} {x['format']}({x['shape']})" for x in v) if isinstance(v, list) else v)
+            for k, v in hef.items()
+        }
+        if hef.get("arch") and hef["arch"].lower() != res.target.lower():
+            res.notes.append(f"the HEF was compiled for {hef['arch']}, not {res.target}")
+    device = parse_identify(read_log(folder, "identify") or "")
+    if device:
+        res.metrics["device"] = device
+        if hef.get("arch") and device.get("arch") and device["arch"] != hef["arch"]:
+            res.notes.append(f"the device is a {device['arch']}: HailoRT refuses a HEF compiled for {hef['arch']}")
+    versions = parse_versions((read_log(folder, "dfc-version") or "") + (read_log(folder, "hailort-version") or ""))
+    res.compiler_version = res.compiler_version or versions.get("dfc")
+    if versions.get("hailort"):
+        res.metrics["hailort_version"] = versions["hailort"]
+    return reasons, taken
+
+
+def _version(exe: str, folder: Path | None = None) -> str | None:
+    """The DFC's version from `hailo --version` (kept in logs/dfc-version.log, as the script keeps it)."""
     try:
         p = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    m = _VERSION.search(p.stdout + p.stderr)
-    return m.group(1) if m else None
+    if folder is not None:
+        atomic_write_text(log_path(folder, "dfc-version"), p.stdout + p.stderr)
+    return parse_versions(p.stdout + p.stderr).get("dfc")
 
 
 def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[str], list[str]]:
@@ -175,6 +317,8 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
         npu = [s for s in plan.stages if s.device == "npu"]
         if not npu:
             raise NpufitError(f"{options.plan}: the plan has no NPU stage")
+        if _is_stage_file(model, Path(options.plan).parent / npu[0].file):
+            return [], []  # the NPU stage's own file (a pipeline's split step hands it on): parse it whole
         _same_model(model, plan.source, options.plan)
         return _known_nodes(
             model, list(npu[0].start_node_names), list(npu[0].end_node_names), options, f"--plan {options.plan}"
@@ -185,6 +329,12 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
     if pre.get("covers_whole_model"):
         return [], []
     return list(pre.get("start_nodes", [])), list(pre.get("end_nodes", []))
+
+
+def _is_stage_file(model: Path, stage: Path) -> bool:
+    from ..split.plan import sha256_file
+
+    return stage.is_file() and sha256_file(stage) == sha256_file(model)
 
 
 def _profile_for(target: str):
@@ -198,7 +348,7 @@ def _profile_for(target: str):
 
 
 def _same_model(model: Path, src: dict, plan_path) -> None:
-    """A plan names nodes of the model it was split from; another model's plan would emit end nodes that do not exist."""
+    """A plan names nodes of the model it was split from; another model's plan would name nodes that do not exist."""
     from ..split.plan import sha256_file
 
     want = src.get("sha256") if isinstance(src, dict) else None
@@ -222,72 +372,57 @@ def _known_nodes(model: Path, start: list[str], end: list[str], options, origin:
     return start, end
 
 
-def _write_inputs(out: Path, name: str, src: Path, options: CompileOptions) -> dict[str, str]:
-    files = {"onnx": str(src.relative_to(out)), "model_script": f"{name}.alls"}
-    alls = ["# npufit-generated model script for the Hailo DFC", "performance_param(compiler_optimization_level=max)"]
-    if options.calibration:
-        c = Path(options.calibration)
-        if c.suffix != ".npy":
-            raise NpufitError(f"{c}: the Hailo calibration set must be one .npy array [N, H, W, C]")
-        from ..util.readers import ArrayFile
-
-        with ArrayFile(c, "--calibration") as f:
-            arr = f.read("", rows=64)  # the DFC calibrates on at most 64 (calibset_size below)
-        np.save(out / "calib_set.npy", arr)
-        files["calib_set"] = "calib_set.npy"
-        alls.append(f"model_optimization_config(calibration, batch_size=1, calibset_size={min(len(arr), 64)})")
-    else:  # a random calibration set is only good for checking that the model compiles
-        alls.append("model_optimization_flavor(optimization_level=0, compression_level=0)")
-    (out / files["model_script"]).write_text("\n".join(alls) + "\n")
-    return files
+def _write_model_script(out: Path, net: str, calib: CalibrationFile) -> str:
+    """The DFC model script (.alls): compile for throughput; calibrate on every sample npufit wrote."""
+    lines = ["# npufit-generated model script for the Hailo DFC", "performance_param(compiler_optimization_level=max)"]
+    lines.append(f"model_optimization_config(calibration, batch_size=1, calibset_size={calib.samples})")
+    if calib.random:  # seeded random data is only good for checking that the model compiles
+        lines.append("model_optimization_flavor(optimization_level=0, compression_level=0)")
+    name = f"{net}.alls"
+    atomic_write_text(out / name, "\n".join(lines) + "\n")
+    return name
 
 
-def _write_script(out: Path, steps) -> Path:
-    lines = [
-        "#!/usr/bin/env bash",
-        "# Generated by npufit: run on a machine with the Hailo Dataflow Compiler.",
-        "# NOT exercised by npufit itself (the DFC is login-gated).",
-        "set -euo pipefail",
-        'cd "$(dirname "$0")"',
+def _header(model: Path, target: str, net: str, calib: CalibrationFile) -> list[str]:
+    return [
+        f"Generated by npufit {__version__} for {target}: {model.name} -> {net}.hef, then parse-hef and a benchmark.",
+        "Run it as is where the Hailo Dataflow Compiler ('hailo') is installed; parse-hef and the benchmark run where",
+        "HailoRT ('hailortcli') and a Hailo device are (one machine may have both: run it again there otherwise).",
+        "Each step's output goes to logs/<step>.log; 'npufit compile --results DIR' reads this folder back.",
+        "NOT run by npufit itself (the DFC is login-gated).",
+        f"Calibration set {calib.describe()}",
     ]
-    lines += [shlex.join(argv) for _, argv in steps]
-    p = out / "compile_hailo.sh"
-    p.write_text("\n".join(lines) + "\n")
-    p.chmod(0o755)
-    return p
 
 
-def _placement(model: Path, start: list[str], end: list[str], errors: dict[str, str], options) -> list[Placement]:
-    from ..graph import load
+def _write_manifest(out: Path, model: Path, src: Path, target: str, net: str, start, end, calib, script, steps) -> None:
+    from ..split.plan import sha256_file
 
-    g = load(model, options.input_shapes)
-    inside = _region(g, start, end)
+    atomic_write_json(
+        out / MANIFEST,
+        {
+            "schema": MANIFEST_SCHEMA,
+            "npufit_version": __version__,
+            "target": target,
+            "net": net,
+            "model": {"file": src.relative_to(out).as_posix(), "source": str(model), "sha256": sha256_file(src)},
+            "start_nodes": start,
+            "end_nodes": end,
+            "calibration": calib.to_dict(),
+            "model_script": script,
+            "hef": f"{net}.hef",
+            "steps": {stage: argv for stage, argv in steps},
+        },
+    )
+
+
+def _placement(graph, nodes: set[str], errors: dict[str, str]) -> list[Placement]:
     out = []
-    for n in g.top_nodes:
+    for n in graph.top_nodes:
         if n.name in errors:
             out.append(Placement(n.name, n.op_type, "cpu", errors[n.name] + " (no CPU fallback in a HEF: cut it away)"))
-        elif n.name in inside:
+        elif n.name in nodes:
             out.append(Placement(n.name, n.op_type, "npu"))
         else:
-            out.append(
-                Placement(
-                    n.name, n.op_type, "cpu", "outside the parsed start/end-node region: runs on the host", how="absent"
-                )
-            )
+            why = "outside the parsed start/end-node region: runs on the host"
+            out.append(Placement(n.name, n.op_type, "cpu", why, how="absent"))
     return out
-
-
-def _region(g, start: list[str], end: list[str]) -> set[str]:
-    def walk(seeds, nxt):
-        seen, stack = set(), [g.node(s) for s in seeds if g.node(s)]
-        while stack:
-            n = stack.pop()
-            if n.name in seen:
-                continue
-            seen.add(n.name)
-            stack.extend(nxt(n))
-        return seen
-
-    down = walk(start, g.successors) if start else {n.name for n in g.top_nodes}
-    up = walk(end, g.predecessors) if end else {n.name for n in g.top_nodes}
-    return down & up

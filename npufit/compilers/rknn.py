@@ -62,9 +62,10 @@ class RknnCompiler(Adapter):
             "sim_prefix": str(out / "sim_out_"),
             "config": dict(options.extra.get("rknn_config", {})),
         }
-        if options.input_shapes:
-            request["inputs"] = list(options.input_shapes)
-            request["input_size_list"] = [list(s) for s in options.input_shapes.values()]
+        if options.input_shapes:  # the toolkit takes the graph's inputs as named here: every one, in order
+            pinned = {n: graph.tensor(n).shape for n in graph.input_names}
+            request["inputs"] = list(pinned)
+            request["input_size_list"] = [list(s or ()) for s in pinned.values()]
         if options.quantize:
             request["dataset"] = str(_dataset_file(options, feeds, out))
         retries: list[dict] = []

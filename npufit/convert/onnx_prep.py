@@ -17,7 +17,7 @@ from onnx import helper, numpy_helper
 from ..errors import NpufitError
 from ..graph import Graph
 from ..graph.onnx_loader import graph_from
-from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx
+from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, require_shapes
 
 
 @dataclass
@@ -29,6 +29,7 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     origin: dict[str, str] = field(default_factory=dict)  # node added by the prepass -> the user's node
     rewrites: list[str] = field(default_factory=list)  # what the prepass did, e.g. "conv1d_to_conv2d x2"
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # pinned (given, or a dynamic batch of 1)
 
     def source_node(self, name: str) -> str:
         return self.origin.get(name, name)
@@ -50,7 +51,9 @@ class Prepared:
 
 def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> Prepared:
     # with external weights (the converter needs every value); the data must be there
-    model = read_onnx(path, pin_inputs(input_shapes), external_data="loaded").model
+    pinned = read_onnx(path, pin_inputs(input_shapes), external_data="loaded")
+    require_shapes(pinned, "the int8 TFLite model has fixed shapes")  # a dynamic batch alone is pinned to 1
+    model, shape_notes = pinned.model, list(pinned.shapes.notes)
     fixed, notes = _undo_qdq(model)
     from .prepass import apply_rules, decompose
 
@@ -80,7 +83,7 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
                     consts[n.output[0]] = np.asarray(
                         helper.get_attribute_value(a), np.float32 if "float" in a.name else np.int64
                     )
-    return Prepared(model, graph, consts, fixed, notes, origin, rewrites)
+    return Prepared(model, graph, consts, fixed, shape_notes + notes, origin, rewrites, dict(pinned.shapes.pinned))
 
 
 def _undo_qdq(model: onnx.ModelProto) -> tuple[dict[str, tuple[float, float]], list[str]]:

@@ -219,7 +219,11 @@ def _work_nodes(graph):
 
 
 def gap_message(
-    gaps: list[tuple[str, str, str]], model: str | os.PathLike | None = None, target: str | None = None, graph=None
+    gaps: list[tuple[str, str, str]],
+    model: str | os.PathLike | None = None,
+    target: str | None = None,
+    graph=None,
+    shapes=None,
 ) -> str:
     """One line: npufit's converter (not the vendor) lacks these nodes, and the command that avoids them.
 
@@ -247,11 +251,15 @@ def gap_message(
         ]
     )
     if model is not None:
-        cut = f"--mode explicit --end-nodes {','.join(ends)}" if ends else "--mode prefix"
-        t, d = target or "ethos-u55-256", f"{Path(model).stem}-split"
+        from ..util.commands import npufit_command, output_folder
+
+        cut = ("--mode", "explicit", "--end-nodes", ",".join(ends)) if ends else ("--mode", "prefix")
+        t, d = target or "ethos-u55-256", output_folder(model, "split")
+        split = npufit_command("split", model, "--target", t, *cut, "-d", d, shapes=shapes)
+        stage = str(Path(d) / "stage0_npu.onnx")
         msg += (
-            f"; way out: npufit split {model} --target {t} {cut} -d {d} (the part before '{first}' becomes "
-            f"{d}/stage0_npu.onnx), then npufit compile {d}/stage0_npu.onnx --target {t}"
+            f"; way out: {split} (the part before '{first}' becomes {stage}), then "
+            f"{npufit_command('compile', stage, '--target', t)}"
         )
     return msg
 
@@ -293,7 +301,7 @@ def convert(
     if bad:
         gaps = [(op, n, "") for op, names in bad.items() for n in names]
         raise UnsupportedModelError(
-            gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph)
+            gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph, prep.input_shapes)
         )
     work = _work_nodes(prep.graph)
     cal = load_calibration(
@@ -385,7 +393,7 @@ def _lower(prep, work, ranges, src, target, bits: int):
             (it.lower if it.claims(L, nd) else OPS[nd.op_type])(L, nd)
         except Unsupported as e:
             raise UnsupportedModelError(
-                gap_message([(e.op, prep.source_node(e.node), e.why)], src, target, prep.graph)
+                gap_message([(e.op, prep.source_node(e.node), e.why)], src, target, prep.graph, prep.input_shapes)
             ) from None
         except NpufitError:
             raise
@@ -398,7 +406,7 @@ def _lower(prep, work, ranges, src, target, bits: int):
         ) as e:  # a form of the op this lowering does not expect
             why = f"its lowering does not handle this form ({type(e).__name__}: {str(e)[:120]})"
             raise UnsupportedModelError(
-                gap_message([(nd.op_type, prep.source_node(nd.name), why)], src, target, prep.graph)
+                gap_message([(nd.op_type, prep.source_node(nd.name), why)], src, target, prep.graph, prep.input_shapes)
             ) from None
     ins = [L.tensors[name] for name in prep.graph.input_names]
     outs = []

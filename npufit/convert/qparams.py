@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..graph.quant import FIXED_OUTPUT_QPARAMS
+
 QMIN, QMAX = -128, 127
 LIMITS = {8: (-128, 127), 16: (-32768, 32767)}
 TINY = 1e-8  # scale of a degenerate (constant-zero) range: a zero scale is invalid TFLite
@@ -53,13 +55,8 @@ class Q:
         )
 
 
-# Ops whose int8 kernels have a fixed output scale/zero point (TFLite int8 quantization spec)
-FIXED = {
-    "LOGISTIC": Q(1 / 256, -128),
-    "SOFTMAX": Q(1 / 256, -128),
-    "TANH": Q(1 / 128, 0),
-    "LOG_SOFTMAX": Q(16 / 256, 127),
-}
+# Ops whose int8 kernels have a fixed output scale/zero point (TFLite int8 quantization spec; stated in graph.quant)
+FIXED = {op: Q(scale, zp) for op, (scale, zp) in FIXED_OUTPUT_QPARAMS.items()}
 # ... and their int16 kernels (LOG_SOFTMAX has none: it runs in int8)
 FIXED16 = {"LOGISTIC": Q(1 / 32768, 0, 16), "SOFTMAX": Q(1 / 32768, 0, 16), "TANH": Q(1 / 32768, 0, 16)}
 

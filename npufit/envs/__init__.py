@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import NpufitError
@@ -73,6 +74,7 @@ def env_status(name: str) -> dict:
         "enables": s.enables,
         "install": f"npufit env install {s.name}"
         + (" --wheel " + s.needs_wheel.split(" ")[0] if s.needs_wheel else "")
+        + (f" [--python {s.python}]" if s.python else "")
         + (" [--source DIR|GIT_URL]" if s.kind == "native" else ""),
     }
 
@@ -94,15 +96,18 @@ def _dir_size_mb(p: Path) -> float:
 
 def install(
     name: str,
-    wheel: str | None = None,
+    wheel: str | Sequence[str] | None = None,
     force: bool = False,
     log=None,
     source: str | None = None,
     jobs: int | None = None,
+    python: str | None = None,
     extras: tuple[str, ...] = (),
 ) -> dict:
     """Create the env from scratch; returns its manifest (install time, size, tool version).
 
+    wheel: vendor wheel file(s) to install after the env's own steps (the Hailo DFC's, then HailoRT's);
+    python: the interpreter the virtualenv is made with (default: npufit's), for wheels that need another one.
     An installed env is left as it is (manifest["reused"] is then True) unless force is given; `extras` (the
     spec's optional parts, e.g. rknn's "tflite") are added to it when missing."""
     s = spec(name)
@@ -112,10 +117,12 @@ def install(
         raise NpufitError(f"env {name} has no extra '{bad[0]}' (its extras: {', '.join(known) or 'none'})")
     if s.kind == "native":
         return _install_native(s, force, log, source, jobs)
-    if s.needs_wheel and not wheel:
+    wheels = [wheel] if isinstance(wheel, str) else list(wheel or [])
+    if s.needs_wheel and not wheels:
         raise NpufitError(f"the {s.title} cannot be downloaded automatically: pass --wheel {s.needs_wheel}")
-    if wheel and not Path(wheel).is_file():
-        raise NpufitError(f"{wheel}: no such wheel file")
+    for w in wheels:
+        if not Path(w).is_file():
+            raise NpufitError(f"{w}: no such wheel file")
     d = env_dir(name)
     say = log or (lambda msg: print(msg, file=sys.stderr))
     if d.exists():
@@ -126,15 +133,18 @@ def install(
                 return m0
             return _add_extras(name, m0, [known[e] for e in missing], say)
         shutil.rmtree(d)
+    interpreter = _interpreter(python)
+    for w in wheels:  # before the virtualenv exists: a wheel for another Python or machine fails in one line
+        _check_wheel(Path(w), interpreter)
     t0 = time.perf_counter()
     d.parent.mkdir(parents=True, exist_ok=True)
     tmp = d  # the manifest, written last, is what marks an env installed: a half-built one never looks ready
     from ..util.progress import working
 
-    say(f"creating virtualenv {d}")
-    _run([sys.executable, "-m", "venv", str(tmp)])
+    say(f"creating virtualenv {d} (Python {interpreter[1]})")
+    _run([interpreter[0], "-m", "venv", str(tmp)])
     pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    steps = list(s.steps) + ([(str(Path(wheel).resolve()),)] if wheel else []) + [known[e][2] for e in extras]
+    steps = list(s.steps) + [(str(Path(w).resolve()),) for w in wheels] + [known[e][2] for e in extras]
     for i, step in enumerate(steps, 1):
         say(f"[{i}/{len(steps)}] pip install {' '.join(step)}")
         with working(f"env {name}: step {i}/{len(steps)}"):
@@ -145,7 +155,7 @@ def install(
         "name": s.name,
         "title": s.title,
         "version": version,
-        "python": sys.version.split()[0],
+        "python": interpreter[1],
         "install_s": round(time.perf_counter() - t0, 1),
         "size_mb": _dir_size_mb(d),
         "steps": [list(x) for x in steps],
@@ -174,6 +184,61 @@ def _add_extras(name: str, m: dict, extras: list, say) -> dict:
     m["size_mb"] = _dir_size_mb(env_dir(name))
     atomic_write_json(env_dir(name) / "npufit-env.json", m)
     return dict(m, added_extras=[e[0] for e in extras])
+
+
+def _interpreter(python: str | None) -> tuple[str, str]:
+    """(path, version) of the interpreter a virtualenv is made with."""
+    if python is None:
+        return sys.executable, ".".join(map(str, sys.version_info[:3]))
+    exe = shutil.which(python) or python
+    try:
+        p = subprocess.run(
+            [exe, "-c", "import sys; print('.'.join(map(str, sys.version_info[:3])))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        p = None
+    if p is None or p.returncode != 0 or not p.stdout.strip():
+        raise NpufitError(f"--python {python}: not a Python interpreter that runs here")
+    return exe, p.stdout.strip().splitlines()[-1]
+
+
+def _check_wheel(wheel: Path, interpreter: tuple[str, str]) -> None:
+    """Refuse, in one line, a wheel pip would refuse: its Requires-Python, its Python tag or its platform tag."""
+    import platform
+    import zipfile
+
+    version = interpreter[1]
+    parts = wheel.name[: -len(".whl")].split("-") if wheel.name.endswith(".whl") else []
+    if len(parts) < 5:
+        raise NpufitError(f"{wheel}: not a wheel file name (NAME-VERSION-PYTHON-ABI-PLATFORM.whl)")
+    py_tags, plat = parts[-3].split("."), parts[-1]
+    cp = [t for t in py_tags if t.startswith("cp")]
+    if cp and f"cp{''.join(version.split('.')[:2])}" not in cp:
+        raise NpufitError(
+            f"{wheel.name} is built for {', '.join(cp)}, this is Python {version}: pass --python with a matching "
+            f"interpreter (e.g. --python python{cp[0][2]}.{cp[0][3:]})"
+        )
+    machine = platform.machine()
+    if plat != "any" and machine not in plat:
+        raise NpufitError(f"{wheel.name} is built for {plat}, this machine is {machine}")
+    try:
+        with zipfile.ZipFile(wheel) as z:
+            meta = next((n for n in z.namelist() if n.endswith(".dist-info/METADATA")), None)
+            text = z.read(meta).decode("utf-8", "replace") if meta else ""
+    except (OSError, zipfile.BadZipFile):
+        raise NpufitError(f"{wheel}: not a readable wheel (zip) file") from None
+    needs = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("Requires-Python:")), "")
+    try:
+        from packaging.specifiers import SpecifierSet
+    except ImportError:  # pip states the same refusal itself, only later
+        return
+    if needs and version not in SpecifierSet(needs):
+        raise NpufitError(
+            f"{wheel.name} needs Python {needs}, this is Python {version}: pass --python with a matching interpreter"
+        )
 
 
 def _install_native(s: EnvSpec, force: bool, log, source: str | None, jobs: int | None) -> dict:
@@ -212,14 +277,20 @@ def remove(name: str) -> bool:
     return False
 
 
-def env(action: str = "list", name: str | None = None, wheel: str | None = None, force: bool = False):
+def env(
+    action: str = "list",
+    name: str | None = None,
+    wheel: str | Sequence[str] | None = None,
+    force: bool = False,
+    python: str | None = None,
+):
     """`npufit env install|list|remove [NAME]`: list -> status dicts; install -> manifest; remove -> removed?"""
     if action == "list":
         return list_envs() if name is None else env_status(name)
     if name is None:
         raise NpufitError(f"env {action} needs an environment name (available: {', '.join(env_specs())})")
     if action == "install":
-        return install(name, wheel=wheel, force=force)
+        return install(name, wheel=wheel, force=force, python=python)
     if action == "remove":
         return remove(name)
     raise NpufitError(f"unknown env action '{action}' (install, list or remove)")

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import BadModelError
+from ..util.shapes import parse_input_shapes
 from .model import Dim, Graph, NodeView, QuantParams, TensorInfo
 
-__all__ = ["load", "Graph", "NodeView", "TensorInfo", "QuantParams", "Dim", "parse_input_shapes", "model_format"]
+__all__ = [
+    "load",
+    "Graph",
+    "NodeView",
+    "TensorInfo",
+    "QuantParams",
+    "Dim",
+    "parse_input_shapes",
+    "model_format",
+    "require_shapes",
+]
 
 
 def model_format(path: str | os.PathLike) -> str:
@@ -30,27 +40,25 @@ def model_format(path: str | os.PathLike) -> str:
     return "onnx"
 
 
-def load(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
-    """Load a model for checking. Weights in external data are never read."""
+def load(path: str | os.PathLike, input_shapes=None, strict: bool = True) -> Graph:
+    """Load a model for checking. Weights in external data are never read. input_shapes: any form
+    util.shapes.parse_input_shapes reads; the shape policy pins a dynamic batch and records what else is unknown
+    (`graph.shapes_needed`). strict=False leaves out shapes of inputs the model does not have (scan)."""
     p = Path(path)
+    input_shapes = parse_input_shapes(input_shapes)
     if model_format(p) == "tflite":
         from .tflite_loader import load_tflite
 
-        return load_tflite(p, input_shapes)
+        return load_tflite(p, input_shapes, strict)
     from .onnx_loader import load_onnx
 
-    return load_onnx(p, input_shapes)
+    return load_onnx(p, input_shapes, strict)
 
 
-def parse_input_shapes(specs: list[str] | None) -> dict[str, tuple[int, ...]]:
-    """Parse ['images=1,3,224,224', ...] (the --input-shape option)."""
-    out: dict[str, tuple[int, ...]] = {}
-    for spec in specs or []:
-        name, sep, dims = spec.rpartition("=")
-        try:
-            if not sep or not name:
-                raise ValueError
-            out[name] = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
-        except ValueError:
-            raise BadModelError(f"--input-shape '{spec}': expected NAME=D0,D1,... (e.g. images=1,3,224,224)") from None
-    return out
+def require_shapes(graph: Graph, why: str) -> None:
+    """Refuse, in one line naming the input and a shape to give (the CLI adds the user's command), a graph whose
+    input dims other than a batch are unknown: `why` says what needs them."""
+    if graph.shapes_needed:
+        from ..util.shapes import ShapeNeeded
+
+        raise ShapeNeeded(graph.shapes_needed, why)

@@ -168,6 +168,11 @@ class Graph:
         # derived facts, declared here so every reader sees the same attribute (never attached from outside):
         self.folded: set[str] = set()  # nodes computable at compile time (graph.folding / the TFLite loader fill it)
         self.quant_form: str | None = None  # graph.quant.graph_quant_form's answer, cached on first use
+        # the shape policy (util.shapes): the input shapes pinned (given, or a dynamic batch set to 1), one note per
+        # batch pinned, and the inputs whose other dims are still unknown (no coverage or MAC figure rests on them)
+        self.input_shapes: dict[str, tuple[int, ...]] = {}
+        self.shape_notes: list[str] = []
+        self.shapes_needed: list = []  # util.shapes.NeededShape
         # targets.common.max_rank's per-node table (by node index), built on the first rank rule of a check;
         # whatever changes shapes or constness after loading (folding) sets it back to None
         self.max_rank_table: list[int] | None = None

@@ -15,6 +15,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..util.gcpause import gc_paused
+from ..util.shapes import imgsz_hint, resolve
 from .inline_if import inline_ifs
 from .model import Graph, NodeView, TensorInfo
 from .onnx_prepare import (
@@ -22,6 +23,7 @@ from .onnx_prepare import (
     PreparedOnnx,
     infer_beside,
     infer_shapes,
+    metadata,
     np_dtype_name,
     pin_inputs,
     read_onnx,
@@ -106,18 +108,23 @@ def _small(t: onnx.TensorProto) -> bool:
     return n <= SMALL_VALUE_ELEMS and t.data_location != onnx.TensorProto.EXTERNAL
 
 
-def load_onnx(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
-    return graph_from(read_onnx(path, pin_inputs(input_shapes), strip_weights, infer_beside))
+def load_onnx(
+    path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None, strict: bool = True
+) -> Graph:
+    return graph_from(read_onnx(path, pin_inputs(input_shapes, strict=strict), strip_weights, infer_beside))
 
 
 def graph_from(prep: PreparedOnnx, warnings: list[str] | None = None) -> Graph:
     """The Graph of a prepared model; warnings: what to start the graph's warnings with (default: all of prep's)."""
     with gc_paused():
         if prep.overlap is not None:
-            return _build_overlapped(prep)
-        return build_graph(
-            prep.model, prep.path, prep.opsets, list(prep.warnings if warnings is None else warnings), prep.kept
-        )
+            graph = _build_overlapped(prep)
+        else:
+            graph = build_graph(
+                prep.model, prep.path, prep.opsets, list(prep.warnings if warnings is None else warnings), prep.kept
+            )
+    graph.input_shapes, graph.shape_notes = dict(prep.shapes.pinned), list(prep.shapes.notes)
+    return graph
 
 
 _STUB_LOCATION = "__npufit_stub__"  # never opened: inference reads no external data
@@ -184,14 +191,11 @@ def _finish_graph(
         t = tensors.get(name)
         if isinstance(t, _InitializerInfo):
             t._proto = raw
-    for name in graph.input_names:
-        t = tensors[name]
-        if t.shape is None:
-            warnings.append(f"input '{name}' has no shape; pass --input-shape {name}=1,3,224,224")
-        elif not t.is_static:
-            warnings.append(
-                f"input '{name}' has dynamic dims {t.shape_str()}; pass --input-shape {name}=... to pin them"
-            )
+    # what the shape policy still needs (a dynamic batch was pinned by pin_inputs; a graph built without it, e.g.
+    # an in-memory rewrite, asks for nothing it would have pinned)
+    graph.shapes_needed = resolve(
+        {name: tensors[name].shape for name in graph.input_names}, side=imgsz_hint(metadata(model))
+    ).needed
     graph.warnings = warnings
     from .folding import fold_constants  # late import: folding needs the Graph type
 
@@ -206,8 +210,9 @@ def _finish_graph(
 
 
 # Each round resolves one more Shape -> ... -> Expand/Reshape link. Opset-11 exports of windowed attention chain many
-# (SwinV2, Swin2SR and PVT needed 6-10 rounds); the loop stops at the first round that changes nothing.
-MAX_REFINE_ROUNDS = 16
+# (SwinV2, Swin2SR and PVT needed 6-10 rounds; LeViT-256's twelve blocks, a reshape_as in every MLP and attention
+# layer, 34); the loop stops at the first round that changes nothing.
+MAX_REFINE_ROUNDS = 64
 
 
 def _unknown_dims(shape: tuple | None) -> int:
@@ -239,8 +244,10 @@ def _refine_shapes(model: onnx.ModelProto, graph: Graph, warnings: list[str]) ->
     m.CopyFrom(model) if not _has_big_embedded(model) else m.CopyFrom(_without_big_data(model))
     g = m.graph
     keep, consts = [], {}
-    for node in g.node:
-        view = graph.node(node.name) if node.name else None
+    # top-level nodes in file order (the loader keeps it): by position, since names may repeat in the file
+    views = graph.top_nodes if len(graph.top_nodes) == len(g.node) else None
+    for k, node in enumerate(g.node):
+        view = views[k] if views is not None else graph.node(node.name) if node.name else None
         outs = [graph.tensor(o) for o in node.output if o]
         if view is not None and view.name in graph.folded and outs and all(t.value is not None for t in outs):
             for t in outs:
@@ -330,12 +337,14 @@ class _InitializerInfo(TensorInfo):
         _VALUE.__set__(self, v)
 
 
-def _collect_graph(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str, types=None) -> None:
+def _collect_graph(
+    g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str, types=None, taken: set[str] | None = None
+) -> None:
     """One pass over the graph's protobuf: tensors (value_info, initializers) then nodes."""
     types = {} if types is None else types
     for name, shape, dtype in value_types(g, types):
         _merge_type(tensors, name, shape, dtype)
-    _collect_body(g, tensors, nodes, parent, prefix, types)
+    _collect_body(g, tensors, nodes, parent, prefix, types, taken)
 
 
 def _merge_type(tensors, name: str, shape, dtype) -> None:
@@ -349,8 +358,14 @@ def _merge_type(tensors, name: str, shape, dtype) -> None:
     t.dtype = t.dtype or dtype
 
 
-def _collect_body(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str, types) -> None:
-    """Initializers (over a declared type: the weight's own) and nodes, with their subgraphs."""
+def _collect_body(
+    g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix: str, types, taken: set[str] | None = None
+) -> None:
+    """Initializers (over a declared type: the weight's own) and nodes, with their subgraphs. Node names are made
+    unique (taken: the names given so far, bodies included): every count, partition and list of a report is keyed
+    by name, and ONNX requires no unique names (an OpenVINO export names 15 nodes 'F0::anon')."""
+    if taken is None:
+        taken = set()
     EXTERNAL = onnx.TensorProto.EXTERNAL
     for init in g.initializer:
         name = init.name
@@ -369,6 +384,9 @@ def _collect_body(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix
     for i, n in enumerate(g.node):
         op = n.op_type
         name = n.name or f"{prefix}{op}_{i}"
+        if name in taken:
+            name = _unique(name, taken)
+        taken.add(name)
         attrs = n.attribute
         bodies = [a for a in attrs if a.type in (GRAPH, GRAPHS)] if attrs else ()
         # n.input[:] copies the strings in one call; tuple(n.input) iterates the container element by element
@@ -398,7 +416,16 @@ def _collect_body(g: onnx.GraphProto, tensors, nodes, parent: str | None, prefix
                     parent=name,
                     prefix=f"{name}/{a.name}{k if len(subs) > 1 else ''}/",
                     types=types,
+                    taken=taken,
                 )
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """`name#2`, `name#3`, ...: the first free one (the TFLite loader names repeated tensors the same way)."""
+    k = 2
+    while f"{name}#{k}" in taken:
+        k += 1
+    return f"{name}#{k}"
 
 
 def _constant_output(n: onnx.NodeProto, tensors) -> None:

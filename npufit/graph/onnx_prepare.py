@@ -33,6 +33,7 @@ from ..errors import BadModelError, NpufitError
 from ..util import forked
 from ..util.io import note_input
 from ..util.readers import require_regular_file
+from ..util.shapes import ShapeNeeded, ShapePolicy, fitting, imgsz_hint, parse_input_shapes, resolve
 from .validate import (
     Validation,
     check_external_data,
@@ -75,6 +76,7 @@ class PreparedOnnx:
         self.shape_warnings: list[str] = []  # shape inference that failed
         self.missing = missing  # external data running would lack (checking needs none)
         self.kept: dict[str, tuple[bytes, onnx.TensorProto]] = {}  # small weights' bytes (strip_weights)
+        self.shapes = ShapePolicy()  # pin_inputs: what the shape policy pinned, noted and asks for
         # infer_beside on a big model: inference and the checker still running; `model` is not inferred yet, and the
         # checker's and inference's warnings come from overlap.finish()
         self.overlap: Overlap | None = None
@@ -117,15 +119,38 @@ def from_proto(model: onnx.ModelProto, *loaders: Loader, name: str = "<memory>")
     return _apply(PreparedOnnx(model, name, [], None, own=False), loaders, None)
 
 
-def pin_inputs(shapes: Mapping[str, tuple[int, ...]] | None, only_dynamic: bool = False) -> Loader:
-    """Pin input dims (`--input-shape`); only_dynamic: a fixed dim may not change (split: its stages must match the
-    original model). No shapes: nothing to do."""
+def pin_inputs(shapes=None, only_dynamic: bool = False, strict: bool = True) -> Loader:
+    """Pin input dims by the shape policy (util.shapes.resolve): the shapes given (`--input-shape`) and a dynamic
+    batch set to 1; what else is unknown is recorded in `prep.shapes` for the verb to ask for. only_dynamic: a
+    fixed dim may not change (split: its stages must match the original model). strict=False: a shape applies only
+    where it fits (scan: one option for many models): an input of that name and rank whose fixed dims it keeps."""
+
+    shapes = parse_input_shapes(shapes)  # any form the library takes: a mapping, "NAME=D0,D1,...", a list of those
 
     def pin(prep: PreparedOnnx) -> None:
-        if shapes:
-            apply_input_shapes(prep.writable(), shapes, only_dynamic)
+        declared = declared_inputs(prep.model)
+        given = shapes if strict or not shapes else fitting(declared, shapes)
+        prep.shapes = resolve(declared, given, imgsz_hint(metadata(prep.model)))
+        if prep.shapes.pinned:
+            apply_input_shapes(prep.writable(), prep.shapes.pinned, only_dynamic)
 
     return pin
+
+
+def declared_inputs(model: onnx.ModelProto) -> dict[str, tuple | None]:
+    """The model's inputs (initializers excluded) and their declared dims (names/None for dynamic ones)."""
+    inits = {t.name for t in model.graph.initializer}
+    return {i.name: shape_of(i.type) for i in model.graph.input if i.name not in inits}
+
+
+def metadata(model: onnx.ModelProto) -> dict[str, str]:
+    return {p.key: p.value for p in model.metadata_props}
+
+
+def require_shapes(prep: PreparedOnnx, why: str) -> None:
+    """Refuse (one line naming the input and the shape to give) a model whose unknown dims the verb needs."""
+    if prep.shapes.needed:
+        raise ShapeNeeded(prep.shapes.needed, why)
 
 
 def strip_weights(prep: PreparedOnnx) -> None:

@@ -92,6 +92,33 @@ DATA_MOVEMENT = frozenset(
     }
 )
 
+# The int8 form every verb assumes (TFLite's int8 quantization spec): these kernels have a fixed output scale and
+# zero point, whatever range calibration saw. The converter writes them (convert.qparams), `quantize` pins them in
+# its QDQ model, and check's int8 judgement reads them (a target whose kernel needs them, e.g. Ethos-N's sigmoid).
+# TFLite op -> (scale, int8 zero point); a uint8 zero point is 128 higher.
+FIXED_OUTPUT_QPARAMS: dict[str, tuple[float, int]] = {
+    "LOGISTIC": (1 / 256, -128),
+    "SOFTMAX": (1 / 256, -128),
+    "TANH": (1 / 128, 0),
+    "LOG_SOFTMAX": (16 / 256, 127),
+}
+# ... the ONNX ops that convert to them
+FIXED_OUTPUT_ONNX: dict[str, str] = {
+    "Sigmoid": "LOGISTIC",
+    "Softmax": "SOFTMAX",
+    "Tanh": "TANH",
+    "LogSoftmax": "LOG_SOFTMAX",
+}
+
+
+def fixed_output_qparams(op_type: str, unsigned: bool = False) -> tuple[float, int] | None:
+    """(scale, zero point) of an op whose int8 kernel fixes its output quantization (ONNX or TFLite op name)."""
+    fixed = FIXED_OUTPUT_QPARAMS.get(FIXED_OUTPUT_ONNX.get(op_type, op_type))
+    if fixed is None:
+        return None
+    return (fixed[0], fixed[1] + 128) if unsigned else fixed
+
+
 FloatOp = Callable[[NodeView], bool] | Collection[str]
 
 

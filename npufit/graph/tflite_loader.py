@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import BadModelError
 from ..util.io import note_input
 from ..util.readers import require_regular_file
+from ..util.shapes import ShapePolicy, fitting, resolve
 from .model import Graph, NodeView, QuantParams, TensorInfo
 
 SMALL_VALUE_ELEMS = 4096
@@ -141,7 +142,9 @@ _NP = {
 }
 
 
-def load_tflite(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> Graph:
+def load_tflite(
+    path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, ...]] | None = None, strict: bool = True
+) -> Graph:
     p = Path(path)
     size = require_regular_file(p, "TFLite model", BadModelError).st_size
     if size < 16:
@@ -158,7 +161,7 @@ def load_tflite(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, .
         if mm[4:8] != b"TFL3":
             raise BadModelError(f"{p}: not a TFLite model (no 'TFL3' file identifier)")
         try:
-            return _build(mm, str(p), input_shapes or {})
+            return _build(mm, str(p), input_shapes or {}, strict)
         except BadModelError as e:
             problem = e.message
         except (struct.error, IndexError, ValueError, TypeError, AttributeError, OverflowError) as e:
@@ -166,7 +169,7 @@ def load_tflite(path: str | os.PathLike, input_shapes: Mapping[str, tuple[int, .
     raise BadModelError(problem)
 
 
-def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph:
+def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]], strict: bool = True) -> Graph:
     import tflite
     from tflite.utils import BUILTIN_OPCODE2NAME
 
@@ -198,7 +201,9 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph
 
     inputs = [tname(int(i)) for i in sg.InputsAsNumpy()] if sg.InputsLength() else []
     outputs = [tname(int(i)) for i in sg.OutputsAsNumpy()] if sg.OutputsLength() else []
-    _apply_input_shapes(tensors, inputs, input_shapes, warnings)
+    if not strict:  # scan: one option for many models; an input this model lacks is left out
+        input_shapes = fitting({name: tensors[name].shape for name in inputs}, input_shapes)
+    policy = _apply_input_shapes(tensors, inputs, input_shapes, warnings)
     classes = _options_classes()
     codes = []
     for i in range(model.OperatorCodesLength()):
@@ -230,12 +235,6 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph
             )
         )  # type: ignore[arg-type]
     _require_execution_order(nodes, path)
-    for name in inputs:
-        t = tensors[name]
-        if t.shape is not None and not t.is_static:
-            warnings.append(
-                f"input '{name}' has dynamic dims {t.shape_str()}; pass --input-shape {name}=... to pin them"
-            )
     desc = (model.Description() or b"").decode("utf-8", "replace")
     graph = Graph(
         path,
@@ -248,6 +247,7 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]]) -> Graph
         warnings,
         meta={"producer": desc},
     )
+    graph.input_shapes, graph.shape_notes, graph.shapes_needed = policy.pinned, policy.notes, policy.needed
     # ops whose every input is a constant (e.g. DEQUANTIZE of float16 weights) are computed at load time
     graph.folded = {n.name for n in nodes if n.present_inputs and all(tensors[t].is_const for t in n.present_inputs)}
     for n in nodes:
@@ -272,12 +272,16 @@ def _require_execution_order(nodes: list[NodeView], path: str) -> None:
                 )
 
 
-def _apply_input_shapes(tensors, inputs, shapes, warnings) -> None:
-    for name, dims in shapes.items():
+def _apply_input_shapes(tensors, inputs, shapes, warnings) -> ShapePolicy:
+    """The shape policy on a TFLite model's inputs (util.shapes.resolve): given shapes and a dynamic batch pinned."""
+    for name in shapes:
         if name not in inputs:
             raise BadModelError(f"--input-shape: model has no input '{name}' (inputs: {', '.join(inputs) or 'none'})")
+    policy = resolve({name: tensors[name].shape for name in inputs}, shapes)
+    for name, dims in policy.pinned.items():
         tensors[name].shape = tuple(int(d) for d in dims)
     if shapes:
         warnings.append(
             "--input-shape changes the input tensors only; TFLite stores every other tensor's shape, which is kept"
         )
+    return policy

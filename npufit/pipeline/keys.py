@@ -103,3 +103,15 @@ def bounded(check: Checker, most: int, what: str) -> Checker:
         return f"'{dup}' is listed twice" if dup is not None else None
 
     return chk
+
+
+def input_shapes(v) -> str | None:
+    """A model's input shapes, in any form util.shapes.parse_input_shapes reads (one parser for CLI, library, YAML)."""
+    from ..errors import NpufitError
+    from ..util.shapes import parse_input_shapes
+
+    try:
+        parse_input_shapes(v)
+    except NpufitError as e:
+        return f"expected input shapes such as {{images: [1, 3, 640, 640]}} or 'images=1,3,640,640' ({e.message})"
+    return None

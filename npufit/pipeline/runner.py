@@ -371,6 +371,8 @@ def _key_parts(
     parts["inputs"] = {d.cell.id: d.record.digests for d in deps}
     if cell.step in ("train", "export") and spec is not None:
         parts["model"] = {"arch": spec.arch, "hidden": spec.hidden, "layers": spec.layers}
+        if spec.input_shapes:  # written into the exported model
+            parts["model"]["input_shapes"] = {k: list(v) for k, v in spec.input_shapes.items()}
         if spec.onnx is not None:
             parts["model"]["onnx"] = digest_file(spec.onnx) if spec.onnx.is_file() else f"missing:{spec.onnx}"
     if cell.step == "train":

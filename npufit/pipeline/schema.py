@@ -18,6 +18,7 @@ import yaml
 
 from ..errors import NpufitError
 from ..util.readers import read_text
+from ..util.shapes import parse_input_shapes
 from . import keys
 from .keys import Key
 from .stepdefs import BY_NAME, STEP_NAMES, STEPS
@@ -47,6 +48,12 @@ MODEL = {
     "onnx": Key(keys.text, None, "an existing ONNX file instead of a zoo model (train/export then just copy it)"),
     "hidden": Key(keys.integer(1), 32, "hidden size / channels"),
     "layers": Key(keys.integer(1), 1, "stacked RNN layers"),
+    "input_shapes": Key(
+        keys.input_shapes,
+        None,
+        "shapes the model runs at, e.g. {images: [1, 3, 640, 640]} or 'images=1,3,640,640': written into the exported "
+        "model every step reads (a dynamic batch alone is pinned to 1; other unknown dims must be given)",
+    ),
     **{s.name: Key(keys.mapping, None, f"per-model overrides of steps.{s.name}") for s in STEPS if s.scope != "all"},
 }
 TOP = {
@@ -215,6 +222,7 @@ class ModelSpec:
     hidden: int
     layers: int
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # pinned in the exported model
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -224,6 +232,7 @@ class ModelSpec:
             "hidden": self.hidden,
             "layers": self.layers,
             "overrides": self.overrides,
+            "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
         }
 
 
@@ -306,7 +315,8 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
                 overrides[s] = v.section(ms[s], BY_NAME[s].settings, ("models", i, s))
                 overrides[s] = {k: val for k, val in overrides[s].items() if k in ms[s]}  # only what the model sets
         onnx = (p.parent / ms["onnx"]).resolve() if ms["onnx"] else None
-        models.append(ModelSpec(ms["name"], ms["arch"], onnx, ms["hidden"], ms["layers"], overrides))
+        shapes = parse_input_shapes(ms["input_shapes"])  # checked by keys.input_shapes above
+        models.append(ModelSpec(ms["name"], ms["arch"], onnx, ms["hidden"], ms["layers"], overrides, shapes))
     _check_targets(top["targets"], v)
     out = Path(output_dir) if output_dir else p.parent / (top["output_dir"] or f"results/{top['name']}")
     return PipelineConfig(

@@ -102,12 +102,20 @@ def run_export(ctx: StepContext) -> Outcome:
     out = ctx.folder / "model.onnx"
     spec = ctx.spec
     if spec.onnx is not None:
-        from ..util.readers import read_bytes_capped
+        # the user's file is only read: the copy later steps read is written with the pinned shapes, or as it is
+        m, pinned = _pin_shapes(spec.onnx, spec)  # a broken file fails here, with the loader's clear message
+        if pinned:
+            from ..util.io import atomic_save_onnx
 
-        # a copy: later steps never touch the user's file (a regular file, within protobuf's 2 GiB)
-        atomic_write_bytes(out, read_bytes_capped(spec.onnx, 2048 * 1024 * 1024, "ONNX file"))
+            atomic_save_onnx(m, out)
+        else:
+            from ..util.readers import read_bytes_capped
+
+            # a copy: later steps never touch the user's file (a regular file, within protobuf's 2 GiB)
+            atomic_write_bytes(out, read_bytes_capped(spec.onnx, 2048 * 1024 * 1024, "ONNX file"))
         note = f"copied {spec.onnx.name}"
     else:
+        from ..util.io import atomic_save_onnx, private_tempdir
         from ..zoo.timeseries import export
         from ..zoo.train import build_for, load_trained
 
@@ -118,12 +126,33 @@ def run_export(ctx: StepContext) -> Outcome:
             if weights
             else build_for(spec.arch, ds, spec.hidden, spec.layers)
         )
-        export(module, out, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
+        with private_tempdir("export") as tmp:
+            raw = tmp / "model.onnx"
+            export(module, raw, features=len(ds.features), seq_len=ds.seq_len, opset=ctx.settings["opset"])
+            m, pinned = _pin_shapes(raw, spec)
+            atomic_save_onnx(m, out)
         note = f"opset {ctx.settings['opset']}" + ("" if weights else " (untrained weights: no train step)")
-    from ..graph.onnx_prepare import read_onnx
-
-    m = read_onnx(out).model  # a broken file fails here, with the loader's clear message
+    if pinned:
+        note += f"; {pinned}"
     return Outcome({"model": "model.onnx"}, ExportStepResult(nodes=len(m.graph.node), bytes=out.stat().st_size), note)
+
+
+def _pin_shapes(src: Path, spec):
+    """The shape policy on the model every later step reads (util.shapes): the entry's input_shapes and a dynamic
+    batch (pinned to 1) are written into it; other unknown dims fail the step, naming the key to set.
+    -> (the model, a note of what was pinned or "")."""
+    from ..graph.onnx_prepare import pin_inputs, read_onnx
+    from ..util.shapes import dims_text
+
+    prep = read_onnx(src, pin_inputs(spec.input_shapes), external_data="loaded")
+    if prep.shapes.needed:
+        n = prep.shapes.needed[0]
+        raise NpufitError(
+            f"{n.describe()}: every step runs the model at one shape; set it in the model's entry, e.g. "
+            f"input_shapes: {{{n.name}: [{', '.join(map(str, n.example))}]}}"
+        )
+    pinned = prep.shapes.pinned
+    return prep.model, ("input shapes " + ", ".join(f"{k}={dims_text(v)}" for k, v in pinned.items()) if pinned else "")
 
 
 # -- check / fix / split ---------------------------------------------------------------------------------
@@ -233,7 +262,9 @@ def run_split(ctx: StepContext) -> Outcome:
         )
     prefix = report.prefix
     share = prefix["macs_pct"] or 0.0  # None: a model without MACs
-    if s["mode"] == "prefix" and (prefix["node_count"] == 0 or share < s["min_npu_macs_pct"]):
+    # a prefix with no multiply-accumulate work (a layout op before an RNN) would be an NPU stage that computes nothing
+    idle = prefix["macs_pct"] == 0
+    if s["mode"] == "prefix" and (prefix["node_count"] == 0 or idle or share < s["min_npu_macs_pct"]):
         first = report.failing[0]
         why = first.reasons[0].sentence() if first.reasons else first.verdict.value
         raise Reject(
@@ -419,6 +450,8 @@ def run_compile(ctx: StepContext) -> Outcome:
     note = f"{result.compiler} {result.compiler_version or ''}: {wall:.1f} s, peak {peak:.0f} MiB"
     if devices:  # so 100% means the same here as in check
         note += f", {typed.npu_nodes}/{typed.placed_nodes} nodes on the NPU" + (f" ({folded} folded)" if folded else "")
+    if len(result.timings) > 1:  # a compiler that runs in steps (the Hailo DFC: parser, optimize, compiler)
+        note += "; " + ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items())
     return Outcome({"report": "compile.json", "artifacts": "out"}, typed, note)
 
 

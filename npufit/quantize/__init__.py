@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import NpufitError
 from ..util.io import private_tempdir
+from ..util.shapes import parse_input_shapes
 from ..vocab import QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration, spread
 from .quantizer import BIG_MODEL_BYTES, QuantizeSettings, quantize_static_qdq
@@ -104,11 +105,15 @@ def _refuse_huge_inputs(specs, input_shapes) -> None:
             )
 
 
-def _read_model(path: Path):
-    from ..graph.onnx_prepare import read_onnx
+def _read_model(path: Path, input_shapes):
+    """The float model with its input shapes pinned by the shape policy (the quantized model is written with them:
+    a model still dynamic after quantize would not compile), and the policy's answer."""
+    from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
 
     # validated, external data inside the model's folder, there and loaded: quantizing runs the model
-    return read_onnx(path, external_data="loaded").model
+    prep = read_onnx(path, pin_inputs(input_shapes), external_data="loaded")
+    require_shapes(prep, "quantize runs the model on its calibration samples")
+    return prep.model, prep.shapes
 
 
 PER_CHANNEL_OPSET = 13  # DequantizeLinear takes `axis` (per-channel scales) from opset 13 on
@@ -158,7 +163,7 @@ def quantize(
     holdout: int | None = None,
     evaluation: str | os.PathLike | None = None,
     seed: int = 0,
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    input_shapes=None,
     image: ImagePreprocessing | None = None,
     percentile: float = 99.999,
     worst: int = 5,
@@ -175,6 +180,8 @@ def quantize(
     target: optional target name(s) ('ethos-n78', 'hailo8,rk3588', 'all'): `check` the output and report what
     the quantized graph costs there (float islands, extra Q/DQ ops) from the Q/DQ ledger; placer(model, target)
     places the written output (npufit.placement.place, passed in by `npufit.quantize`), else it is predicted.
+    input_shapes: {"images": (1, 3, 640, 640)} or "images=1,3,640,640": the shapes calibration runs at and the
+    output is written with (a dynamic batch alone is pinned to 1; other unknown dims must be given).
     The input file is never modified; `output` is written atomically.
     """
     import onnx
@@ -199,8 +206,9 @@ def quantize(
         raise NpufitError("--samples must be at least 1")
     if holdout is not None and holdout < 0:
         raise NpufitError("--holdout must be 0 or more")
-    float_model = _read_model(src)
-    opset_notes: list[str] = []
+    float_model, shapes = _read_model(src, parse_input_shapes(input_shapes))
+    input_shapes = shapes.pinned  # given, or a dynamic batch of 1: calibration samples and the output take them
+    opset_notes: list[str] = list(shapes.notes)
     if per_channel:
         float_model = raise_opset_for_per_channel(float_model, opset_notes)
     specs = input_specs(float_model)
@@ -243,14 +251,15 @@ def quantize(
             onnx.checker.check_model(str(qm.qdq_path))
         except Exception as e:
             raise NpufitError(f"the quantized model fails onnx.checker: {str(e).splitlines()[0][:200]}") from None
-        from ..graph.onnx_loader import build_graph
+        from ..graph.onnx_loader import graph_from
+        from ..graph.onnx_prepare import from_proto, infer, strip_weights
         from ..graph.quant import qdq_counts
         from .qdq import find_pairs, write_float_probe, write_probes
 
         pairs, pair_notes = find_pairs(onnx.load(str(qm.float_path)), qdq)
-        # the definition check's ledger and compare use, on the in-memory graph (the output is never read back)
-        opsets = {(o.domain or "ai.onnx"): o.version for o in qdq.opset_import}
-        qgraph = build_graph(qdq, str(dst), opsets, [])
+        # the graph `check` reads from the written file, built in memory (the output is never read back): the
+        # definition check's ledger and the target cost use
+        qgraph = graph_from(from_proto(qdq, strip_weights, infer, name=str(dst)))
         counts = {**qdq_counts(qgraph), "activations": len(pairs)}
         atomic_save_onnx(qdq, dst)
         accuracy, eval_s = None, None

@@ -164,6 +164,49 @@ def check_excludes(model, exclude: Sequence[str]) -> None:
         )
 
 
+# Ops never wrapped in Q/DQ: the quantizer's own and a dtype cast (ORT's "whole model" configuration leaves the same),
+# control flow (its bodies are not quantized) and constant and shape generators (no activation flows through them)
+NOT_QUANTIZED = frozenset(
+    {
+        "Cast",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DynamicQuantizeLinear",
+        "If",
+        "Loop",
+        "Scan",
+        "Constant",
+        "ConstantOfShape",
+        "Shape",
+        "Size",
+        "Range",
+    }
+)
+
+
+def int8_form(model, activations: str) -> tuple[list[str], dict]:
+    """What makes the QDQ model the int8 model `check --judge int8` judges and the converter writes: every op with
+    float activations wrapped (ORT's default list leaves Sub, Div, Tanh, ... in float, which a target then sees as
+    float islands), and the outputs of ops whose int8 kernels fix their quantization (Sigmoid, Softmax, Tanh,
+    LogSoftmax: graph.quant.FIXED_OUTPUT_QPARAMS) pinned to those values instead of the calibrated range.
+    -> (op types to quantize, ORT's TensorQuantOverrides)."""
+    import numpy as np
+
+    from ..graph.quant import fixed_output_qparams
+
+    unsigned = activations == "uint8"
+    zp_type = np.uint8 if unsigned else np.int8
+    op_types = sorted({n.op_type for n in model.graph.node if n.domain in ("", "ai.onnx")} - NOT_QUANTIZED)
+    overrides: dict[str, list[dict]] = {}
+    for n in model.graph.node:
+        fixed = fixed_output_qparams(n.op_type, unsigned) if n.domain in ("", "ai.onnx") else None
+        if fixed is not None and n.output and n.output[0]:
+            overrides[n.output[0]] = [
+                {"scale": np.array(fixed[0], np.float32), "zero_point": np.array(fixed[1], zp_type)}
+            ]
+    return op_types, overrides
+
+
 def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: QuantizeSettings) -> QuantizedModel:
     """Calibrate on `samples` and write folder/quantized.onnx. `model` is the float ModelProto (never saved in place)."""
     import onnx
@@ -179,13 +222,18 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
         run_onnx(make_session(float_path), samples[0])
     if settings.preprocess:
         float_path = preprocess(float_path, folder, notes)
-    check_excludes(onnx.load(str(float_path), load_external_data=False), settings.exclude)
+    seen = onnx.load(str(float_path), load_external_data=False)
+    check_excludes(seen, settings.exclude)
+    op_types, overrides = int8_form(seen, settings.activations)
+    del seen
     method = {
         "minmax": CalibrationMethod.MinMax,
         "entropy": CalibrationMethod.Entropy,
         "percentile": CalibrationMethod.Percentile,
     }[settings.method]
-    extra = {"CalibPercentile": settings.percentile} if settings.method == "percentile" else {}
+    extra: dict = {"TensorQuantOverrides": overrides}
+    if settings.method == "percentile":
+        extra["CalibPercentile"] = settings.percentile
     act = QuantType.QInt8 if settings.activations == "int8" else QuantType.QUInt8
     out = folder / "quantized.onnx"
     reader = _ProgressReader(samples, f"calibrating ({settings.method})")
@@ -207,6 +255,7 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
                 activation_type=act,
                 weight_type=QuantType.QInt8,
                 calibrate_method=method,
+                op_types_to_quantize=op_types,
                 nodes_to_exclude=list(settings.exclude),
                 extra_options=extra,
                 use_external_data_format=model.ByteSize() > BIG_MODEL_BYTES,

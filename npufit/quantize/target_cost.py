@@ -1,5 +1,8 @@
 """What the quantized graph costs on a target: `check` of the QDQ output, summarized from its Q/DQ ledger
-(float islands such as seed 001's dequantize → LeakyRelu → quantize, and conversions at NPU↔host edges)."""
+(float islands such as a dequantize → LeakyRelu → quantize, and conversions at NPU↔host edges).
+
+The node counts are those of the model's own nodes (the quantizer's Q/DQ ops are counted apart, as conversion
+ops): the same nodes, in the same int8 form, that `check --judge int8` judges on the float model."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import os
 from typing import Any
 
 from ..graph import Graph
+from ..graph.quant import QDQ_OPS
 
 
 def target_costs(qdq: str | os.PathLike | Graph, targets: str, placer=None) -> list[dict[str, Any]]:
@@ -25,13 +29,17 @@ def target_costs(qdq: str | os.PathLike | Graph, targets: str, placer=None) -> l
         led = rep.extra.get("qdq_ledger") or {}
         totals = led.get("totals", {})
         s = rep.summary()
+        counts = model_node_counts(rep)
+        running = counts["npu"] + counts["cpu"] + counts["unsupported"]
         rows.append(
             {
                 "target": name,
-                "coverage_nodes_pct": s["coverage_nodes_pct"],
+                "nodes": counts,  # the model's own nodes by verdict: check --judge int8's counts of the float model
+                "coverage_nodes_pct": round(100.0 * counts["npu"] / running, 2) if running else 100.0,
                 "npu_partitions": s["npu_partitions"],
                 "host_partitions": s["host_partitions"],
                 "float_islands": totals.get("islands", 0),
+                "host_float_islands": totals.get("host_islands", 0),
                 "extra_qdq_ops": totals.get("dequantize_ops", 0) + totals.get("quantize_ops", 0),
                 "extra_ops": totals.get("extra_ops", 0),
                 "bytes_converted": totals.get("bytes_converted", 0),
@@ -44,10 +52,26 @@ def target_costs(qdq: str | os.PathLike | Graph, targets: str, placer=None) -> l
     return rows
 
 
+def model_node_counts(report) -> dict[str, int]:
+    """Verdicts of the model's top-level nodes other than quantize/dequantize."""
+    counts = {"npu": 0, "cpu": 0, "unsupported": 0, "folded": 0}
+    for n in report.nodes:
+        if n.parent is None and n.op_type not in QDQ_OPS:
+            counts[n.verdict.value] += 1
+    return counts
+
+
 def describe(row: dict[str, Any]) -> str:
-    isl = ", ".join(f"{g['ops']} × {g['count']}" for g in row["by_op"]) or "none"
+    c = row.get("nodes")
+    nodes = (
+        f"{c['npu']} NPU / {c['cpu'] + c['unsupported']} host of the model's nodes ({row['coverage_nodes_pct']:.1f}%)"
+        if c
+        else f"{row['coverage_nodes_pct']:.1f}% of nodes on the NPU"
+    )
+    host = [g for g in row["by_op"] if g.get("device") == "host"]
+    isl = ", ".join(f"{g['ops']} × {g['count']}" for g in host) or "none"
     return (
-        f"{row['coverage_nodes_pct']:.1f}% of nodes on the NPU, {row['npu_partitions']} NPU / {row['host_partitions']} host "
-        f"partitions; float islands: {isl}; {row['extra_ops']} extra conversion ops per inference "
+        f"{nodes}; {row['npu_partitions']} NPU / {row['host_partitions']} host partitions with the Q/DQ ops; "
+        f"float islands on the host: {isl}; {row['extra_ops']} extra conversion ops per inference "
         f"({row['bytes_converted']:,} bytes converted)" + (f"; {row['placement']}" if row.get("placement") else "")
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..util.commands import fix_command
+from ..util.shapes import needed_lines
 from .style import VERDICT_MARK, human_bytes, human_count, shape_str
 
 
@@ -18,10 +20,13 @@ def render_markdown(report, all_nodes: bool = False) -> str:
     placed = (report.extra.get("placement") or {}).get("headline")
     if placed:  # measured by the compiler, or predicted and why (npufit.placement)
         out.append(f"- **{placed}**")
+    out += [f"- note: {note}" for note in report.model.get("shape_notes") or ()]
+    if s["shapes_needed"]:  # every figure would rest on a guess: the headline asks for the shape instead
+        return "\n".join(out + [f"- **{line}**" for line in needed_lines(s["shapes_needed"])]) + "\n"
     macs = (
         f"{s['coverage_macs_pct']:.1f}% of MACs ({human_count(s['macs_npu'])} / {human_count(s['macs_total'])})"
         if s["macs_total"]
-        else "MACs unknown (dynamic shapes: pin them with --input-shape)"
+        else "no MACs"
     )
     out.append(f"- **coverage**: {s['coverage_nodes_pct']:.1f}% of nodes, {macs}")
     out.append(f"- **verdicts**: npu {c['npu']}, cpu {c['cpu']}, unsupported {c['unsupported']}, folded {c['folded']}")
@@ -81,7 +86,8 @@ def render_markdown(report, all_nodes: bool = False) -> str:
         out.append(f"- end nodes: {', '.join(f'`{x}`' for x in p['end_nodes']) or '—'}")
     fixes = report.fix_rules()
     if fixes:
-        out += ["", f"Suggested: `npufit fix {report.model['file']} --target {t['name']} --rules {','.join(fixes)}`"]
+        cmd = fix_command(report.model["path"], t["name"], fixes, report.model.get("input_shapes"))
+        out += ["", f"Suggested: `{cmd}`"]
     for section in report.extra.get("_markdown_sections", []):
         out += ["", section(report)]
     if report.warnings:

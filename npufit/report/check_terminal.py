@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..util.commands import fix_command
+from ..util.shapes import needed_lines
 from .console import console_to_string  # noqa: F401  (re-exported: other renderers import it from here)
 from .style import VERDICT_STYLE, human_bytes, human_count, shape_str
 
@@ -29,7 +31,12 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
     if placed.get("headline"):  # measured by the compiler, or predicted and why (npufit.placement)
         con.print(Text(placed["headline"], style="bold" if placed.get("source") == "measured" else "yellow"))
     c = s["counts"]
-    # dynamic shapes first: every figure below depends on them (MACs are unknown, shape rules cannot fire)
+    for note in report.model.get("shape_notes") or ():
+        con.print(Text(f"note: {note}", style="dim"))
+    if s["shapes_needed"]:  # every figure would rest on a guess: the headline asks for the shape instead
+        for line in needed_lines(s["shapes_needed"]):
+            con.print(Text(line, style="bold yellow"))
+        return
     shape_hints = [w for w in report.warnings if "--input-shape" in w]
     for w in shape_hints:
         con.print(Text(f"warning: {w}", style="bold yellow"))
@@ -39,7 +46,7 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
             f" of MACs ({human_count(s['macs_npu'])}/{human_count(s['macs_total'])})   ",
         )
         if s["macs_total"]
-        else ("MACs unknown (dynamic shapes)   ",)
+        else ("no MACs   ",)
     )
     line = Text.assemble(
         ("coverage ", "bold"),
@@ -83,7 +90,7 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
         con.print(
             Text.assemble(
                 ("suggested: ", "bold"),
-                f"npufit fix {report.model['file']} --target {t['name']} --rules {','.join(fixes)}",
+                fix_command(report.model["path"], t["name"], fixes, report.model.get("input_shapes")),
             )
         )
     for w in report.warnings:

@@ -388,6 +388,7 @@ def _panel(check: dict[str, Any], gid: str, groups: list[dict], ids: dict[str, s
     problem as a jump link. Rendered whole here, so it reads the same with JS off."""
     tgt = check["target"]["name"]
     model = check["model"].get("path") or check["model"].get("file", "")
+    shapes = check["model"].get("input_shapes")
     info = {n["name"]: n for n in check["nodes"]}
     order = {name: i for i, name in enumerate(info)}
     problems = sorted((name for grp in groups for name in grp["nodes"]), key=order.__getitem__)
@@ -407,7 +408,7 @@ def _panel(check: dict[str, Any], gid: str, groups: list[dict], ids: dict[str, s
     blocks = "".join(
         f'<div class="why-block" data-r="{grp["key"]}"{"" if first and grp_of[first] == grp["key"] else " hidden"}>'
         f"<h5>Why</h5>{why_html(grp)}"
-        + (f"<h5>How to fix</h5>{fix_html(grp, tgt, model)}" if grp["fixes"] or grp["rules"] else "")
+        + (f"<h5>How to fix</h5>{fix_html(grp, tgt, model, shapes)}" if grp["fixes"] or grp["rules"] else "")
         + "</div>"
         for grp in groups
     )

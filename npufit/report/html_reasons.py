@@ -4,10 +4,10 @@ table below it render the same groups."""
 
 from __future__ import annotations
 
-import shlex
 from html import escape
 from typing import Any
 
+from ..util.commands import fix_command
 from .style import clip_words
 
 OFF_NPU = ("cpu", "unsupported")
@@ -70,12 +70,10 @@ def why_html(g: dict[str, Any]) -> str:
     return f'<ul class="why">{"".join(items)}</ul>'
 
 
-def fix_html(g: dict[str, Any], target: str, model: str = "") -> str:
+def fix_html(g: dict[str, Any], target: str, model: str = "", shapes=None) -> str:
     """The fixes of one group; where rewrite rules apply, the `npufit fix` command for them, runnable as pasted."""
     fixes = [f"<li>{more(f)}</li>" for f in g["fixes"]]
     if g["rules"]:
-        model = model or "MODEL.onnx"
-        out = (model[:-5] if model.endswith(".onnx") else model) + ".fixed.onnx"
-        cmd = f"npufit fix {shlex.quote(model)} --target {target} --rules {','.join(g['rules'])} -o {shlex.quote(out)}"
+        cmd = fix_command(model or "MODEL.onnx", target, g["rules"], shapes)
         fixes.append(f"<li><code>{escape(cmd)}</code></li>")
     return f'<ul class="fix">{"".join(fixes)}</ul>' if fixes else ""

@@ -94,8 +94,44 @@ def render_profile_markdown(profile: Profile) -> str:
         lines += ["", "## Limits", "", "| limit | value |", "|---|---|"] + _limits_str(profile)
     if profile.sources:
         lines += ["", "## Sources", ""] + [f"- **{k}**: {_cell(v)}" for k, v in profile.sources.items()]
-    lines += _zoo_section(profile)
+    lines += _zoo_section(profile) + _evidence_section(profile)
     return "\n".join(lines) + "\n"
+
+
+def _evidence_section(profile: Profile) -> list[str]:
+    """Public compiler outcomes the family's rules rest on (npufit/targets/<family>/evidence.json), if any: each with
+    the rules it bears on, then each rule with its outcomes."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "targets" / profile.family / "evidence.json"
+    if not profile.family or not path.is_file():
+        return []
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    outcomes = doc["outcomes"]
+    lines = [
+        "",
+        "## Public parser outcomes behind these rules",
+        "",
+        doc["doc_intro"],
+        "",
+        "| outcome | model | op pattern | parser | rules | where |",
+        "|---|---|---|---|---|---|",
+    ]
+    by_rule: dict[str, list[str]] = {}
+    for o in outcomes:
+        rules = [f"{profile.name}.{r}" for r in o.get("rules", [])]
+        for r in rules:
+            by_rule.setdefault(r, []).append(o["id"])
+        where = f"[link]({o['url']})" if o.get("url") else _cell(o["source"])
+        compiler = f" ({o['compiler']}, {o['hw']})" if o.get("compiler") else f" ({o['hw']})"
+        lines.append(
+            f"| {o['id']} | {_cell(o['model'] + compiler)} | {_cell(o['pattern'])} | {o['outcome']}: "
+            f"{_cell(o['detail'])} | {', '.join(f'`{r}`' for r in rules)} | {where} |"
+        )
+    lines += ["", "| rule | outcomes |", "|---|---|"]
+    lines += [f"| `{r}` | {', '.join(ids)} |" for r, ids in sorted(by_rule.items())]
+    return lines
 
 
 def _zoo_section(profile: Profile) -> list[str]:
@@ -111,7 +147,8 @@ def _zoo_section(profile: Profile) -> list[str]:
         "",
         "## Model Zoo networks, rebuilt and checked",
         "",
-        f"Small rebuilds of the vendor's Model Zoo networks (same architecture, random weights, ONNX opset {rec['opset']}; "
+        f"Small rebuilds of the vendor's Model Zoo networks (same architecture, random weights, ONNX opset {rec['opset']} "
+        "or TFLite for the Zoo's TFLite networks; "
         "`npufit/zoo/hailo_zoo.py`), checked with this profile. The Zoo compiles everything up to its end nodes on the "
         "chip, so every node up to the matching nodes of the rebuild should be `npu`. Refresh with "
         "`python -m npufit.zoo.hailo_zoo`; a test rebuilds the networks and fails when this record is stale.",

@@ -12,10 +12,12 @@ import onnx
 import onnx_ir as ir
 
 from ..errors import NpufitError
-from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, strip_weights
+from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, require_shapes, strip_weights
 from ..targets import get_profile
+from ..util.commands import npufit_command, output_folder
 from ..util.io import private_tempdir
 from ..util.progress import track
+from ..verify.compare import EXACT_ATOL, EXACT_RTOL, exact_mismatch, exact_tolerance
 from ..vocab import JUDGE
 from .base import RuleContext, RuleNotApplicable
 from .registry import get_rule, rule_options, rules_for_target
@@ -36,8 +38,8 @@ def fix(
     input_shapes=None,
     samples: int = 3,
     seed: int = 0,
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
+    rtol: float = EXACT_RTOL,
+    atol: float = EXACT_ATOL,
     approx_rtol: float = 1e-2,
     judge: str = JUDGE,
     placement=None,
@@ -52,7 +54,9 @@ def fix(
     # with external weights (rewriting and verifying need them); the shapes the verdicts are judged on are the
     # shapes written (as onnxsim's --overwrite-input-shape does): a fixed model that is judged static but written
     # dynamic would not compile as judged
-    proto = read_onnx(src, pin_inputs(input_shapes), external_data="loaded").model
+    prep = read_onnx(src, pin_inputs(input_shapes), external_data="loaded")
+    require_shapes(prep, "fix runs the model to verify each rewrite")
+    given, input_shapes, proto = input_shapes, prep.shapes.pinned, prep.model  # given, or a dynamic batch of 1
     if output is not None and not dry_run and Path(output).resolve() == src.resolve():
         raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
     profile = get_profile(target)
@@ -94,7 +98,7 @@ def fix(
                 continue
             _name_new_nodes(cand, name)
             cand_proto = ir.serde.serialize_model(cand)
-            verdict = _verify(cand_proto, feeds, refs, int_outputs, rtol if rule.exact else approx_rtol, atol)
+            verdict = _verify(cand_proto, feeds, refs, rtol if rule.exact else approx_rtol, atol)
             if isinstance(verdict, str):
                 out.status, out.reason, out.fired = "rolled back", verdict, fired
                 disabled.add(name)
@@ -119,17 +123,20 @@ def fix(
         if current is not proto
         else (before, placement if placement is not None else report0)
     )
-    remaining, advice = _remaining(final_report, profile.name, src, names, outcomes)
+    written = output is not None and not dry_run
+    remaining, advice = _remaining(
+        final_report, profile.name, src, names, outcomes, Path(output) if written else None, given, judge
+    )
+    n_advice = len(advice)
     if input_shapes:
         pinned = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in input_shapes.items())
-        advice.insert(0, f"input shapes pinned in the fixed model: {pinned} (--input-shape)")
-    written = False
-    if output is not None and not dry_run:
+        advice.insert(0, f"input shapes pinned in the fixed model: {pinned}")
+    advice[:0] = prep.shapes.notes
+    if written:
         from ..util.io import atomic_save_onnx
 
         atomic_save_onnx(current, output)
-        written = True
-    tol = f"exact rules: |diff| <= {atol:g} + {rtol:g}*max|ref|, integer outputs equal" + (
+    tol = f"exact rules: {exact_tolerance(rtol, atol)}" + (
         f"; approximate rules: rel {approx_rtol:g}" if allow_approx else ""
     )
     verification = {
@@ -154,6 +161,7 @@ def fix(
         advice,
         (_opset(proto), _opset(current)),
         {"before": _headline(placement), "after": _headline(placement) if current is proto else _PREDICTED},
+        shape_advice=len(advice) - n_advice,
     )
 
 
@@ -174,13 +182,17 @@ def state_of(report) -> TargetState:
     )
 
 
-def settle_after(result: FixResult, report) -> FixResult:
-    """The "after" figures and the nodes still off the NPU from the placement of the written model (`report`)."""
+def settle_after(result: FixResult, report, shapes=None, judge: str = JUDGE) -> FixResult:
+    """The "after" figures and the nodes still off the NPU from the placement of the written model (`report`);
+    shapes and judge: those the fix ran with (the split command it advises carries them)."""
     names = [r.name for r in result.rules]
     outcomes = {r.name: r for r in result.rules}
     result.after = state_of(report)
-    result.remaining, advice = _remaining(report, result.target, Path(result.model), names, outcomes)
-    result.advice = [a for a in result.advice if a.startswith("input shapes pinned")] + advice
+    written = Path(result.output) if result.written and result.output else None
+    result.remaining, advice = _remaining(
+        report, result.target, Path(result.model), names, outcomes, written, shapes, judge
+    )
+    result.advice = result.advice[: result.shape_advice] + advice
     result.placement["after"] = _headline(report)
     return result
 
@@ -220,7 +232,7 @@ def _session(proto: onnx.ModelProto, what: str):
         raise NpufitError(f"cannot verify {what}: {e.message}") from None
 
 
-def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
+def _verify(cand: onnx.ModelProto, feeds, refs, rtol, atol):
     """(max_abs, max_rel) when every output matches on every sample, else the reason (str)."""
     from ..verify.compare import compare_outputs, run_onnx
 
@@ -235,11 +247,7 @@ def _verify(cand: onnx.ModelProto, feeds, refs, int_outputs, rtol, atol):
         total = c if total is None else total.merge(c)
     if total.missing:
         return f"outputs missing after the rewrite: {', '.join(total.missing)}"
-    for name, d in total.per_output.items():
-        limit = 0.0 if name in int_outputs else atol + rtol * d["ref_max_abs"]
-        if d["max_abs"] > limit:
-            return f"output '{name}' differs from the original: max abs diff {d['max_abs']:.3g} > {limit:.3g}"
-    return total.max_abs, total.max_rel
+    return exact_mismatch(total, rtol, atol) or (total.max_abs, total.max_rel)
 
 
 def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = JUDGE):
@@ -294,8 +302,18 @@ def _record(out: RuleOutcome, before: onnx.ModelProto, after: onnx.ModelProto, f
     out.reason = ""
 
 
-def _remaining(report, target: str, src: Path, names: list[str], outcomes: dict[str, RuleOutcome]):
-    """Failing nodes after fix, and honest advice: which are left for `npufit split`."""
+def _remaining(
+    report,
+    target: str,
+    src: Path,
+    names: list[str],
+    outcomes: dict[str, RuleOutcome],
+    written: Path | None,
+    shapes,
+    judge: str,
+):
+    """Failing nodes after fix, and honest advice: which are left for `npufit split`, with the command that does it
+    (runnable as pasted: the fixed model, or the original with split's own fix, its shapes and an output folder)."""
     remaining, unaddressed = [], []
     for n in report.failing:
         if n.parent is not None:
@@ -312,10 +330,21 @@ def _remaining(report, target: str, src: Path, names: list[str], outcomes: dict[
         advice.append(f"every running node is judged npu on {target}")
         return remaining, advice
     ops = sorted({n.op_type for n in unaddressed} | {r["op_type"] for r in remaining})
+    model = written or src
+    split = npufit_command(
+        "split",
+        model,
+        "--target",
+        target,
+        *(() if written else ("--mode", "auto")),  # the original: split's auto mode runs the same fix first
+        "--output-dir",
+        output_folder(model, "split"),
+        *(("--judge", judge) if judge != JUDGE else ()),
+        shapes=None if written else shapes,  # the fixed model carries its pinned shapes
+    )
     advice.append(
         f"{len(remaining)} node(s) still do not run on the {target} NPU ({', '.join(ops)}): no rewrite rule "
-        f"here turns them into NPU operations. Cut them away and run them on the host: "
-        f"npufit split {src.name} --target {target}"
+        f"here turns them into NPU operations. Cut them away and run them on the host: {split}"
     )
     skipped = sorted(
         {h for r in remaining for h in r["fix_rules"] if h in outcomes and outcomes[h].status == "skipped"}

@@ -91,6 +91,8 @@ class FixResult:
     opset: tuple[int, int]  # before, after
     # whose placement "before" and "after" are (npufit.placement's headline: measured by a compiler, or predicted)
     placement: dict[str, str] = field(default_factory=dict)
+    # how many leading `advice` lines speak of the input shapes (they stay when the figures after are re-placed)
+    shape_advice: int = field(default=0, repr=False)
 
     @property
     def applied(self) -> list[RuleOutcome]:

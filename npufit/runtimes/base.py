@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -150,8 +150,12 @@ def _ort_type(np_name: str) -> str:
     return f"tensor({_NP_TO_ORT.get(np_name, np_name)})"
 
 
-def concrete_shape(spec: InputSpec, batch: int | None) -> tuple[int, ...]:
-    """Fill dynamic dims: dim 0 from --batch (default 1), others 1; a static batch that differs is an error."""
+def concrete_shape(spec: InputSpec, batch: int | None, shapes: Mapping[str, Sequence[int]] | None = None):
+    """The shape an input is fed at: its pinned shape (`--input-shape`, bench's shape policy), else dim 0 from
+    --batch (default 1) with the other dims known; a static batch that differs is an error, and any other unknown
+    dim is asked for (util.shapes: no benchmark runs at a guessed size)."""
+    if shapes and spec.name in shapes:
+        return tuple(int(d) for d in shapes[spec.name])
     shape = list(spec.shape)
     if batch is not None and shape:
         if shape[0] is not None and shape[0] != batch:
@@ -160,7 +164,15 @@ def concrete_shape(spec: InputSpec, batch: int | None) -> tuple[int, ...]:
                 f"exported with a dynamic first dimension"
             )
         shape[0] = batch
-    return tuple(1 if d is None else int(d) for d in shape)
+    elif shape and shape[0] is None and len(shape) >= 2:
+        shape[0] = 1
+    if any(d is None for d in shape):
+        from ..util.shapes import NeededShape, ShapeNeeded, example_shape
+
+        raise ShapeNeeded(
+            [NeededShape(spec.name, tuple(spec.shape), example_shape(spec.shape))], "a benchmark times one input shape"
+        )
+    return tuple(int(d) for d in shape)
 
 
 def first_line(e: BaseException, limit: int = 300) -> str:

@@ -98,7 +98,7 @@ def parse_hailortcli_benchmark(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     label = ""
     for line in text.splitlines():
-        m = _SUMMARY_LINE.match(line.rstrip())
+        m = _SUMMARY_LINE.match(line.strip())  # HailoRT indents its power lines under "Device ...:"
         if not m:
             continue
         if m.group("label"):
@@ -109,6 +109,50 @@ def parse_hailortcli_benchmark(text: str) -> dict[str, float]:
         key = f"{label}_{re.sub(r'[^a-z0-9]+', '_', m.group('mode').lower()).strip('_')}"
         out[key + (f"_{unit}" if unit else "")] = float(m.group("value"))
     return out
+
+
+# a finished progress line: "Network NET/NET: 100% | 1207 | FPS: 80.43 | ETA: 00:00:00" (or "HW Latency: 28.38 ms")
+_PROGRESS = re.compile(r"^Network \S+: 100% \| (\d+) \| (FPS|HW Latency): ([\d.]+)")
+
+
+def parse_hailortcli_progress(text: str) -> dict[str, float]:
+    """The finished progress lines of `hailortcli benchmark`, in its order (hw_only FPS, streaming FPS, HW latency):
+    what a run that stopped before its Summary (a network with several inputs stops at the latency step) measured."""
+    out: dict[str, float] = {}
+    fps_keys = iter(("hw_only", "streaming"))
+    for line in re.split(r"[\r\n]+", text):
+        m = _PROGRESS.match(line.strip())
+        if not m:
+            continue
+        if m.group(2) == "FPS":
+            mode = next(fps_keys, None)
+            if mode:
+                out[f"fps_{mode}"] = float(m.group(3))
+                out[f"frames_{mode}"] = float(m.group(1))
+        else:
+            out["latency_hw_ms"] = float(m.group(3))
+    return out
+
+
+def parse_hailortcli_csv(text: str) -> list[dict[str, float | str]]:
+    """`hailortcli benchmark --csv FILE`: one row per network group (HailoRT's print_benchmark_csv columns:
+    net_name, fps, hw_only_fps, num_of_frames, num_of_frames_hw_only, hw_latency, overall_latency, *_power);
+    empty cells are left out."""
+    import csv
+    import io
+
+    rows = []
+    for row in csv.DictReader(io.StringIO(text)):
+        d: dict[str, float | str] = {}
+        for k, v in row.items():
+            if k is None or v in (None, ""):
+                continue
+            try:
+                d[k.strip()] = float(v)
+            except ValueError:
+                d[k.strip()] = v.strip()
+        rows.append(d)
+    return rows
 
 
 def hailortcli_benchmark(hef, seconds: int = 5) -> dict[str, Any] | None:

@@ -56,12 +56,12 @@ class OpenVinoRunner(Runner):
         try:
             model = core.read_model(str(self.model))
             dynamic = {p.get_any_name(): p for p in model.inputs if p.get_partial_shape().is_dynamic}
-            if dynamic or self.batch:
+            if dynamic or self.batch or self.options.get("input_shapes"):
                 # Compile for the shapes we will feed: a dynamic-shape CPU graph is slower and not what ships.
                 specs = {s.name: s for s in self.input_specs()}
                 model.reshape(
                     {
-                        p: list(concrete_shape(specs[n], self.batch))
+                        p: list(concrete_shape(specs[n], self.batch, self.options.get("input_shapes")))
                         for n, p in ((p.get_any_name(), p) for p in model.inputs)
                         if n in specs
                     }

@@ -110,7 +110,7 @@ class TensorrtRunner(Runner):
         for i in range(network.num_inputs):
             t = network.get_input(i)
             if any(d < 0 for d in t.shape):  # one static-shape profile: the shape we benchmark
-                shape = concrete_shape(specs[t.name], self.batch)
+                shape = concrete_shape(specs[t.name], self.batch, self.options.get("input_shapes"))
                 profile.set_shape(t.name, shape, shape, shape)
                 dynamic = True
         if dynamic:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..util.shapes import dims_text, parse_input_shapes
 from ..vocab import EXECUTOR, JUDGE, MEASURE_JUDGE, MEASURE_TIMEOUT_S
 from .report import ScanReport
 
@@ -131,12 +132,15 @@ def scan(
     cache: str | os.PathLike | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     judge: str = JUDGE,
+    input_shapes=None,
     measure: str = "never",
     measure_judge: str = MEASURE_JUDGE,
     measure_timeout: float = MEASURE_TIMEOUT_S,
 ) -> ScanReport:
     """The library side of `npufit scan`. cache: a JSON file of earlier rows keyed by content hash,
-    target, judge mode and npufit version; read when present, (re)written atomically after the scan.
+    target, judge mode, input shapes, measure mode and npufit version; read when present, (re)written atomically
+    after the scan. input_shapes ({"images": (1, 3, 640, 640)} or "images=1,3,640,640") apply to every model with
+    such an input; a model whose other unknown dims are not given gets a `needs-shape` row naming the shape to give.
     measure: "never" (default: npufit's prediction, fast over many models), or "auto": each target's installed
     compiler places each model where one runs here (npufit.placement; the timeout then covers the compiles)."""
     from ..check.engine import require_judge
@@ -151,6 +155,8 @@ def scan(
     require_judge(judge)
     if measure not in ("never", "auto", "required"):
         raise NpufitError(f"unknown measure mode '{measure}' (scan: never or auto)")
+    shapes = {k: list(v) for k, v in parse_input_shapes(input_shapes).items()}
+    mode = judge + ("|" + ";".join(f"{k}={dims_text(v)}" for k, v in sorted(shapes.items())) if shapes else "")
     if timeout <= 0:
         raise NpufitError(f"--timeout {timeout:g}: must be a positive number of seconds")
     if jobs is not None and jobs < 1:
@@ -171,14 +177,14 @@ def scan(
             for t in names:
                 rows[(m, t)] = _row(m, "", t, {"status": "error", "error": e.message}, False)
             continue
-        hits = {t: cached.get(_cache_key(shas[m], t, judge, measure)) for t in names}
+        hits = {t: cached.get(_cache_key(shas[m], t, mode, measure)) for t in names}
         if all(hits.values()):
             for t in names:
                 rows[(m, t)] = _row(m, shas[m], t, hits[t], True)
         else:
             todo.append(m)
-    job = {"targets": names, "judge": judge, "measure": measure, "measure_judge": measure_judge}
-    job["measure_timeout"] = measure_timeout
+    job = {"targets": names, "judge": judge, "input_shapes": shapes, "measure": measure}
+    job["measure_judge"], job["measure_timeout"] = measure_judge, measure_timeout
     tasks = [Task("npufit.scan.work:scan_model", {"path": m, **job}, label=m) for m in todo]
     run_info: dict[str, Any] = {"executor": executor, "jobs": None}
     if tasks:
@@ -194,7 +200,7 @@ def scan(
     elapsed = time.perf_counter() - t0
     ordered = [rows[(m, t)] for m in models for t in names]
     if cache_path is not None:
-        _save_cache(cache_path, cached, files, ordered, judge, measure)
+        _save_cache(cache_path, cached, files, ordered, mode, measure)
     return ScanReport(
         ordered,
         names,

@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import NpufitError
 
 TOP_REASONS = 3
+NEEDS_SHAPE = "needs-shape"  # a row's status: an input's unknown dims leave no figure to report
 
 
 def row_for(report) -> dict[str, Any]:
@@ -61,8 +62,9 @@ def failed_row(status: str, message: str) -> dict[str, Any]:
 
 
 def scan_model(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """job: {"path", "targets", "judge", "measure"} -> {target: row}. The graph is loaded once for all targets;
-    with measure "auto" each target's installed compiler places it where one runs here (npufit.placement).
+    """job: {"path", "targets", "judge", "input_shapes", "measure"} -> {target: row}. The graph is loaded once for
+    all targets; with measure "auto" each target's installed compiler places it where one runs here
+    (npufit.placement).
 
     A model npufit refuses (not a model, broken protobuf) is an `error` row with the one-line reason.
     """
@@ -71,15 +73,21 @@ def scan_model(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
     from ..vocab import MEASURE_JUDGE, MEASURE_TIMEOUT_S
 
     try:
-        graph = load(job["path"])
+        graph = load(job["path"], job.get("input_shapes"), strict=False)
     except NpufitError as e:
         return {t: failed_row("error", e.message) for t in job["targets"]}
+    if graph.shapes_needed:  # no figure rests on a guessed size: the row says which shape to give
+        from ..util.shapes import needed_lines
+
+        why = "; ".join(needed_lines([n.to_dict() for n in graph.shapes_needed]))
+        return {t: failed_row(NEEDS_SHAPE, why) for t in job["targets"]}
     rows = {}
     for t in job["targets"]:
         try:
             rep = place(
                 graph,
                 t,
+                graph.input_shapes or None,
                 judge=job.get("judge", "auto"),
                 measure=job.get("measure", "never"),
                 measure_judge=job.get("measure_judge", MEASURE_JUDGE),

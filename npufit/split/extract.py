@@ -40,6 +40,7 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
     # rounds serialize the model each time, which with the weights in was most of a big model's split time.
     prep = from_proto(full.model, strip_weights, infer, name=str(path))
     graph = graph_from(prep, prep.shape_warnings)
+    graph.input_shapes, graph.shape_notes = dict(full.shapes.pinned), list(full.shapes.notes)  # the policy's answer
     _restore_weights(prep.model, full.model)
     return prep.model, graph
 
@@ -169,9 +170,10 @@ class Extractor:
                     f"tensor '{name}' crosses a stage boundary and its rank is unknown even after running "
                     "the model; pin dynamic inputs with --input-shape"
                 )
-            dims = out.type.tensor_type.shape.dim
+            shape = out.type.tensor_type.shape
+            shape.SetInParent()  # a scalar's shape is present and empty: the checker requires the field on every rank
             for k in range(rank):
-                dims.add().dim_param = f"{name}_dim{k}"
+                shape.dim.add().dim_param = f"{name}_dim{k}"
         return out
 
     def _measured_ranks(self) -> dict[str, int]:

@@ -89,6 +89,8 @@ def verification_sentence(v: dict) -> str:
         list(v.get("missing", [])),
         v.get("seconds", 0.0),
         v.get("optimized"),
+        overflow=v.get("overflow"),
+        against_source=v.get("against_source"),
     )
     text = c.sentence()
     return text if c.equivalent else text + " (written with --force)"

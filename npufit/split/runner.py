@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..util.progress import track
+from ..util.shapes import parse_input_shapes
 from .chain import ChainRunner
 from .plan import sha256_file
 from .result import RunResult
@@ -18,19 +19,33 @@ from .verify import load_npz
 
 def run(
     plan_dir: str | os.PathLike,
-    inputs: str | os.PathLike | dict,
+    inputs: str | os.PathLike | dict | None = None,
     output: str | os.PathLike | None = None,
     compare_original: str | os.PathLike | None = None,
     npu_runtime: str | None = None,
     repeat: int = 1,
     threads: int = 1,
+    input_shapes=None,
+    seed: int = 0,
 ) -> RunResult:
-    """Run PLAN_DIR's stages on `inputs` (an .npz path or a dict of arrays); write the outputs to `output` (.npz)."""
+    """Run PLAN_DIR's stages on `inputs` (an .npz path or a dict of arrays; None: seeded random inputs at the shapes
+    the plan was split for); write the outputs to `output` (.npz). input_shapes ({"images": (1, 3, 640, 640)} or
+    "images=1,3,640,640") states the shapes expected: the plan's stages were written at fixed shapes, so another one
+    is refused with the split command that makes it."""
     if repeat < 1:
         raise NpufitError("--repeat must be at least 1")
     runner = ChainRunner(plan_dir, npu_runtime, threads=threads)
     names = runner.plan.input_names
-    feeds = load_npz(inputs, names) if not isinstance(inputs, dict) else inputs
+    planned = _planned_shapes(runner.plan)
+    for name, dims in parse_input_shapes(input_shapes).items():
+        _refuse_other_shape(runner.plan, planned, name, dims, "--input-shape")
+    if inputs is None:
+        feeds = _random_feeds(runner.plan, planned, seed)
+    else:
+        feeds = load_npz(inputs, names) if not isinstance(inputs, dict) else inputs
+        for name in names:
+            if name in feeds:
+                _refuse_other_shape(runner.plan, planned, name, np.shape(feeds[name]), "--inputs")
     outs: dict[str, np.ndarray] = {}
     per_stage: dict[str, list[float]] = {s.name: [] for s in runner.plan.stages}
     for _ in track(range(repeat), "running chain", total=repeat):
@@ -48,6 +63,55 @@ def run(
         atomic_write_bytes(output, buf.getvalue())
         res.output_file = str(output)
     return res
+
+
+def _planned_shapes(plan) -> dict[str, tuple | None]:
+    """The input shapes the plan's stages were written at (split pins them: given, or a dynamic batch of 1)."""
+    return {
+        i["name"]: (tuple(i["shape"]) if i.get("shape") is not None else None) for i in plan.source.get("inputs", [])
+    }
+
+
+def _refuse_other_shape(plan, planned: dict, name: str, dims, what: str) -> None:
+    """One line (not ONNX Runtime's cut-off shape error) when an input does not have the shape the plan takes."""
+    from ..util.commands import npufit_command, output_folder
+
+    if name not in planned:
+        raise NpufitError(f"{what} {name}: the plan has no input '{name}' (inputs: {', '.join(planned) or 'none'})")
+    want = planned[name]
+    if want is None or not all(isinstance(d, int) for d in want) or tuple(dims) == tuple(want):
+        return
+    src = plan.source.get("path") or plan.source.get("file", "MODEL")
+    again = npufit_command(
+        "split",
+        src,
+        "--target",
+        plan.target["name"],
+        "--output-dir",
+        output_folder(src, "split"),
+        shapes={name: tuple(int(d) for d in dims)},
+    )
+    raise NpufitError(
+        f"{what} {name}: shape {list(dims)}, but the plan's stages were written for {list(want)}; "
+        f"split again for that shape: {again}"
+    )
+
+
+def _random_feeds(plan, planned: dict, seed: int) -> dict[str, np.ndarray]:
+    """Seeded random inputs (float ~ N(0,1), ints in [0, 10)) at the plan's input shapes."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for i in plan.source.get("inputs", []):
+        shape = planned.get(i["name"])
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            raise NpufitError(f"input '{i['name']}' has no fixed shape in the plan: give --inputs FILE.npz")
+        dt = np.dtype(i.get("dtype") or "float32")
+        feeds[i["name"]] = (
+            rng.standard_normal(shape).astype(dt)
+            if np.issubdtype(dt, np.floating)
+            else rng.integers(0, 10, shape).astype(dt)
+        )
+    return feeds
 
 
 def _compare(model: str | os.PathLike, feeds: dict, outs: dict, plan_sha: str | None) -> dict:

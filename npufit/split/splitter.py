@@ -9,8 +9,10 @@ from pathlib import Path
 
 from .. import toolchains
 from ..errors import NpufitError
+from ..graph import require_shapes
 from ..targets.base import Profile, Verdict
 from ..toolchains import StageParser
+from ..util.commands import fix_command
 from ..util.io import atomic_dir, check_output_dir
 from ..vocab import JUDGE, SPLIT_MIN_NODES, SPLIT_MODE, SPLIT_MODES
 from .chain import ORT_CPU, ChainRunner
@@ -107,6 +109,11 @@ def split(
             placement=placement,
         )
     proto, graph = load_source(model_path, input_shapes)
+    require_shapes(graph, "split runs the model to prove its stages")
+    given_shapes, input_shapes = (
+        input_shapes,
+        graph.input_shapes,
+    )  # the shapes the stages are written with: given, or a dynamic batch of 1
     from ..graph.validate import external_data_files
 
     sources = [model_path, *external_data_files(proto, model_path.parent)]
@@ -133,9 +140,10 @@ def split(
     t_plan = time.perf_counter()
 
     warnings = (
-        list(graph.warnings)
+        list(graph.shape_notes)
+        + list(graph.warnings)
         + _warnings(ix, chosen, profile.name)
-        + _fix_hints(ix, report, chosen, model_path, profile.name)
+        + ([] if verify_against is not None else _fix_hints(ix, report, chosen, model_path, profile.name, given_shapes))
     )
     src_dir = model_path.resolve().parent
     extractor = Extractor(proto, ix, src_dir)
@@ -160,7 +168,10 @@ def split(
         if verify:
             runner = ChainRunner(tmp, ORT_CPU, plan=plan, lazy=True)
             optimized = ChainRunner(tmp, ORT_CPU, plan=plan, optimized=True, lazy=True)
-            check = verify_chain(verify_against or model_path, runner, inputs, samples, seed, input_shapes, optimized)
+            # --mode auto: bit for bit against the fixed model it was cut from, and within what fix accepts for
+            # exact rules against the user's original
+            source = verify_against if verify_against is not None and Path(verify_against) != model_path else None
+            check = verify_chain(model_path, runner, inputs, samples, seed, input_shapes, optimized, source)
             plan.verification = check.to_dict()
             if not check.equivalent and not force:
                 raise NpufitError(
@@ -180,14 +191,44 @@ def split(
         "total_s": round(t_end - t_start, 3),
     }
     return SplitResult(
-        plan, Path(output_dir), list(ranked), chosen, timings, top, why or _why(mode, chosen, ranked), report, cost
+        plan,
+        Path(output_dir),
+        list(ranked),
+        chosen,
+        timings,
+        top,
+        why or _why(mode, chosen, ranked, _rejected_on_npu(ix, report, chosen, profile.name)),
+        report,
+        cost,
     )
 
 
-def _why(mode: str, chosen: Cut, ranked: list[Cut]) -> str:
-    """One sentence: why this cut was written, when a mode other than best asked for it."""
+def _rejected_on_npu(ix: GraphIndex, report, cut: Cut, target: str) -> str:
+    """'' when every node of the cut's NPU stages runs there; else what the target's rules reject in them, by rule
+    (the most frequent first): an estimate that counts them as NPU work ranks a cut the parser is expected to refuse."""
+    from collections import Counter
+
+    on_npu = {n for s in cut.stages if s.device == "npu" for n in s.nodes}
+    rules: Counter[str] = Counter()
+    for n in report.failing:
+        if n.name in on_npu and n.reasons:
+            rules[n.reasons[0].rule] += 1
+    if not rules:
+        return ""
+    top = ", ".join(f"{rule} x{k}" for rule, k in rules.most_common(3))
+    return f"its NPU stage(s) hold {sum(rules.values())} node(s) the {target} check rejects ({top})"
+
+
+def _why(mode: str, chosen: Cut, ranked: list[Cut], rejected: str = "") -> str:
+    """One sentence: why this cut was written, when a mode other than best asked for it. A cut whose NPU stages hold
+    rejected nodes is ranked as if they ran there: it is never called the best-ranked without saying so."""
     rank = ranked.index(chosen) + 1
     best = ranked[0]
+    if rejected:
+        return (
+            f"chosen: --mode {mode} as asked; {rejected}: it ranks {rank} of {len(ranked)} only by counting them as "
+            "NPU work, and the parser is expected to refuse or fail on them"
+        )
     if rank == 1:
         return f"chosen: --mode {mode}, which is also the best-ranked of {len(ranked)} candidate cut(s)"
     return (
@@ -264,8 +305,9 @@ def _select(c: Cut) -> str:
     return how_to_select(c)
 
 
-def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str) -> list[str]:
-    """Host nodes of this cut that a `fix` rule would move to the NPU: say so, with the command."""
+def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str, shapes) -> list[str]:
+    """Host nodes of this cut that a `fix` rule would move to the NPU: say so, with the command (runnable as
+    pasted: the same model, shapes and an output file)."""
     host = {n for s in cut.stages if s.device == "host" for n in s.nodes}
     rules: dict[str, None] = {}
     moved = 0
@@ -276,9 +318,9 @@ def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str) 
             rules.update(dict.fromkeys(fixes))
     if not rules:
         return []
+    fix = fix_command(model_path, target, list(rules), shapes)
     return [
-        f"{moved} host node(s) of this cut have a rewrite that may move them to the NPU: "
-        f"npufit fix {shlex.quote(model_path.name)} --target {target} --rules {','.join(rules)} "
+        f"{moved} host node(s) of this cut have a rewrite that may move them to the NPU: {fix} "
         f"(or split --mode auto: fix + split in one go, verified against the original)"
     ]
 

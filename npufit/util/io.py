@@ -25,17 +25,38 @@ OWNED_MARK = ".npufit-owned"  # a folder holding this file was created by npufit
 _TMP_TAG = ".npufit-tmp-"
 _OLD_TAG = ".npufit-old-"
 
-# files this process reads (device, inode): an output may never land on one of them
-_INPUTS: set[tuple[int, int]] = set()
+# files this process reads, (device, inode) -> the paths it read them by: an output may never land on one of them
+_INPUTS: dict[tuple[int, int], set[str]] = {}
 
 
 def note_input(path: str | os.PathLike) -> None:
     """Record a file this run reads, so that no output of the same run can replace it."""
     try:
-        st = os.stat(path)
-    except OSError:
+        p = os.path.abspath(path)
+        st = os.stat(p)
+    except (OSError, ValueError):
         return
-    _INPUTS.add((st.st_dev, st.st_ino))
+    _INPUTS.setdefault((st.st_dev, st.st_ino), set()).add(p)
+
+
+def _is_input(st: os.stat_result) -> bool:
+    """Whether `st` is a file this process read, and still is: once every path an input was read by names another
+    file or nothing, its inode number is free for the file system to give to a new file (a later output in a
+    long-lived process, the pipeline or the test suite), which must not be refused as that input."""
+    key = (st.st_dev, st.st_ino)
+    paths = _INPUTS.get(key)
+    if not paths:
+        return False
+    for p in list(paths):
+        try:
+            now = os.stat(p)
+        except OSError:
+            now = None
+        if now is None or (now.st_dev, now.st_ino) != key:
+            paths.discard(p)
+    if not paths:
+        del _INPUTS[key]
+    return bool(paths)
 
 
 def check_output_file(path: str | os.PathLike) -> Path:
@@ -57,7 +78,7 @@ def check_output_file(path: str | os.PathLike) -> Path:
         raise NpufitError(
             f"{p}: is {_kind(st.st_mode)}; npufit writes outputs only as regular files, choose a file name"
         )
-    if (st.st_dev, st.st_ino) in _INPUTS:
+    if _is_input(st):
         raise NpufitError(f"{p}: is an input of this run; write the output to another file")
     return p
 

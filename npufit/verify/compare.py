@@ -82,10 +82,19 @@ _ORT_TO_NP = {
 }
 
 
+# the bounded range random float inputs fall back to when N(0,1) samples overflow in the original model
+BOUNDED_FLOAT_RANGE = (0.0, 1.0)
+
+
 def random_inputs(
-    session, seed: int = 0, samples: int = 1, shapes: Mapping[str, tuple[int, ...]] | None = None
+    session,
+    seed: int = 0,
+    samples: int = 1,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+    float_range: tuple[float, float] | None = None,
 ) -> list[dict[str, np.ndarray]]:
-    """Seeded random feeds for every session input (float ~ N(0,1), ints in [0, 10), bool random)."""
+    """Seeded random feeds for every session input (float ~ N(0,1), or uniform in `float_range`; ints in [0, 10),
+    bool random)."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(samples):
@@ -102,7 +111,8 @@ def random_inputs(
                     f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for a seeded input"
                 )
             if np.issubdtype(dt, np.floating):
-                feeds[i.name] = rng.standard_normal(shape).astype(dt)
+                x = rng.standard_normal(shape) if float_range is None else rng.uniform(*float_range, shape)
+                feeds[i.name] = x.astype(dt)
             elif dt is np.bool_:
                 feeds[i.name] = rng.integers(0, 2, shape).astype(bool)
             else:
@@ -257,7 +267,7 @@ class Comparison(OutputDiffs):
     def merge(self, other: "Comparison") -> "Comparison":
         for k, d in other.per_output.items():
             cur = self.per_output.get(k)
-            self.per_output[k] = d if cur is None else {m: max(cur[m], d[m]) for m in cur}
+            self.per_output[k] = d if cur is None else {m: max(cur.get(m, 0.0), d.get(m, 0.0)) for m in cur | d}
         self.missing = sorted(set(self.missing) | set(other.missing))
         return self
 
@@ -278,22 +288,58 @@ def compare_outputs(ref: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]
             continue
         b = got[name]
         a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        integer = float(not np.issubdtype(np.asarray(a).dtype, np.floating))  # exact_mismatch: must be equal
         if a64.shape != b64.shape:
             c.per_output[name] = {
                 "max_abs": float("inf"),
                 "max_rel": float("inf"),
                 "ref_max_abs": 0.0,
+                "ref_nonfinite": 0.0,
                 "shape_mismatch": 1.0,
+                "integer": integer,
             }
             continue
-        diff = np.abs(a64 - b64)
-        diff = np.where(np.isnan(a64) & np.isnan(b64), 0.0, diff)  # NaN in both = equal
-        ref_abs = np.abs(a64)
+        finite = np.isfinite(a64)
+        with np.errstate(invalid="ignore"):  # inf - inf: equal infinities are caught just below
+            diff = np.abs(a64 - b64)
+        diff = np.where((a64 == b64) | (np.isnan(a64) & np.isnan(b64)), 0.0, diff)  # equal, NaN in both: no difference
+        ref_abs = np.abs(np.where(finite, a64, 0.0))
         max_abs = float(diff.max()) if diff.size else 0.0
         rel = diff / np.maximum(ref_abs, 1e-12)
         c.per_output[name] = {
             "max_abs": max_abs,
             "max_rel": float(rel.max()) if rel.size else 0.0,
             "ref_max_abs": float(ref_abs.max()) if ref_abs.size else 0.0,
+            # NaN/Inf values of the reference itself: samples that overflow the original verify little (split says so)
+            "ref_nonfinite": float(a64.size - int(finite.sum())),
+            "integer": integer,
         }
     return c
+
+
+def nonfinite_outputs(outputs: Mapping[str, np.ndarray]) -> list[str]:
+    """Names of the float outputs holding NaN or Inf."""
+    return [
+        k for k, v in outputs.items() if np.issubdtype(np.asarray(v).dtype, np.floating) and not np.isfinite(v).all()
+    ]
+
+
+# What a rewrite npufit calls exact may change, stated once: `fix` keeps an exact rule within it, and `split --mode
+# auto` accepts its chain against the original within it (the chain is bit-identical to the fixed model). Exact
+# rewrites still round differently: BatchNorm folded into a conv moves outputs by ~1e-6 relative.
+EXACT_RTOL, EXACT_ATOL = 1e-5, 1e-6
+
+
+def exact_tolerance(rtol: float = EXACT_RTOL, atol: float = EXACT_ATOL) -> str:
+    return f"|diff| <= {atol:g} + {rtol:g}*max|ref|, integer outputs equal"
+
+
+def exact_mismatch(c: Comparison, rtol: float = EXACT_RTOL, atol: float = EXACT_ATOL) -> str | None:
+    """Why `c` (reference = the original) is outside what an exact rewrite may change; None when within."""
+    if c.missing:
+        return f"outputs missing: {', '.join(c.missing)}"
+    for name, d in c.per_output.items():
+        limit = 0.0 if d.get("integer") else atol + rtol * d["ref_max_abs"]
+        if d["max_abs"] > limit:
+            return f"output '{name}' differs from the original: max abs diff {d['max_abs']:.3g} > {limit:.3g}"
+    return None

@@ -4,9 +4,11 @@ The Zoo (hailo-ai/hailo_model_zoo v2.12, cfg/networks/*.yaml, summarised in
 reference/hailo_model_zoo_cut_points.md) compiles these networks for Hailo-8 with the start/end nodes
 listed in ZOO below: everything between them runs on the chip. The rebuilds have the same architecture at a
 small size with random weights (transformers configs, offline) or, for YOLO, hand-written torch modules with the
-Ultralytics module layout, exported at opset 11 (the Zoo's opset). Each builder returns the names of the nodes
-that play the Zoo's end nodes in the rebuild (none: the whole network runs on the chip).
-Needs torch and transformers.
+Ultralytics module layout, exported at opset 11 (the Zoo's opset). The Zoo's TFLite networks (MediaPipe palm
+detection lite, hand landmark lite) are rebuilt as small TFLite files with npufit's own TFLite writer, in the
+layout of the MediaPipe files (float32, NHWC, PRELU/RELU6, heads reshaped to anchors). Each builder returns the
+names of the nodes that play the Zoo's end nodes in the rebuild (none: the whole network runs on the chip).
+Needs torch and transformers (the TFLite rebuilds need neither).
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def levit(path: Path) -> tuple[str, ...]:
         image_size=64,
         hidden_sizes=[32, 48, 64],
         num_attention_heads=[2, 3, 4],
-        depths=[1, 1, 1],
+        depths=[4, 4, 4],  # levit256's depth: every block chains one more reshape_as the loader must resolve
         key_dim=[8, 8, 8],
         mlp_ratio=[2, 2, 2],
         attention_ratio=[2, 2, 2],
@@ -273,6 +275,186 @@ def yolov5(path: Path) -> tuple[str, ...]:
     return tuple(f"/head/m.{i}/Conv" for i in range(3))
 
 
+def yolov5_c3tr(path: Path) -> tuple[str, ...]:
+    """YOLOv5s with a C3TR block: flatten(2).permute(2, 0, 1) tokens through nn.MultiheadAttention (sequence first,
+    batch 1) and permute(1, 2, 0) back to a map, as Ultralytics' TransformerBlock does; the same anchor head as
+    yolov5, whose three 1x1 detect convs end the Zoo's graph."""
+    torch = _torch()
+    from torch import nn
+
+    na, nc, w, size = 3, 4, 16, 128
+
+    class TransformerLayer(nn.Module):
+        def __init__(self, c, heads):
+            super().__init__()
+            self.q, self.k, self.v = (nn.Linear(c, c, bias=False) for _ in range(3))
+            self.ma = nn.MultiheadAttention(embed_dim=c, num_heads=heads)
+            self.fc1, self.fc2 = nn.Linear(c, c, bias=False), nn.Linear(c, c, bias=False)
+
+        def forward(self, x):
+            x = self.ma(self.q(x), self.k(x), self.v(x))[0] + x
+            return self.fc2(self.fc1(x)) + x
+
+    class C3TR(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.linear = nn.Linear(c, c)
+            self.tr = TransformerLayer(c, 4)
+
+        def forward(self, x):
+            b, c, h, wd = x.shape
+            p = x.flatten(2).permute(2, 0, 1)
+            return self.tr(p + self.linear(p)).permute(1, 2, 0).reshape(b, c, h, wd)
+
+    class Detect(nn.Module):
+        def __init__(self, chs):
+            super().__init__()
+            self.m = nn.ModuleList(nn.Conv2d(c, na * (nc + 5), 1) for c in chs)
+
+        def forward(self, xs):
+            return [m(x).view(1, na, nc + 5, x.shape[2], x.shape[3]).permute(0, 1, 3, 4, 2) for m, x in zip(self.m, xs)]
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = _backbone(w)
+            self.tr = C3TR(4 * w)
+            self.head = Detect((w, 2 * w, 4 * w))
+
+        def forward(self, x):
+            p3 = self.backbone[0](x)
+            p4 = self.backbone[1](p3)
+            return self.head([p3, p4, self.tr(self.backbone[2](p4))])
+
+    export_onnx(Net().eval(), torch.randn(1, 3, size, size), path, OPSET, ["images"], ["p3", "p4", "p5"])
+    return tuple(f"/head/m.{i}/Conv" for i in range(3))
+
+
+def _tflite_conv(b, x, cin: int, cout: int, k: int, stride: int, hw: int, name: str, act: str = "NONE", seed: int = 0):
+    """CONV_2D (OHWI float32 weights) on an NHWC [1, hw, hw, cin] tensor; returns (output tensor, its spatial size)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    w = b.tensor(f"{name}/w", (cout, k, k, cin), "float32", data=rng.standard_normal((cout, k, k, cin)) * 0.1)
+    bias = b.tensor(f"{name}/b", (cout,), "float32", data=np.zeros(cout))
+    out = hw // stride
+    y = b.tensor(name, (1, out, out, cout), "float32")
+    b.op("CONV_2D", [x, w, bias], [y], "Conv2DOptions", padding="SAME", stride_w=stride, stride_h=stride,
+         fused_activation_function=act, dilation_w_factor=1, dilation_h_factor=1)  # fmt: skip
+    return y, out
+
+
+def _tflite_block(b, x, c: int, hw: int, name: str, act: str, seed: int):
+    """MediaPipe's residual block: DEPTHWISE 5x5 -> CONV 1x1 -> ADD with the input -> activation (PRELU or RELU6)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    dw_w = b.tensor(f"{name}/dw/w", (1, 5, 5, c), "float32", data=rng.standard_normal((1, 5, 5, c)) * 0.1)
+    dw_b = b.tensor(f"{name}/dw/b", (c,), "float32", data=np.zeros(c))
+    dw = b.tensor(f"{name}/dw", (1, hw, hw, c), "float32")
+    opts = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1, "dilation_w_factor": 1}
+    b.op("DEPTHWISE_CONV_2D", [x, dw_w, dw_b], [dw], "DepthwiseConv2DOptions", **opts, dilation_h_factor=1)
+    pw, _ = _tflite_conv(b, dw, c, c, 1, 1, hw, f"{name}/pw", seed=seed + 1)
+    s = b.tensor(f"{name}/add", (1, hw, hw, c), "float32")
+    b.op("ADD", [pw, x], [s], "AddOptions", fused_activation_function="RELU6" if act == "RELU6" else "NONE")
+    if act != "PRELU":
+        return s
+    alpha = b.tensor(f"{name}/alpha", (1, 1, c), "float32", data=np.full((1, 1, c), 0.25))
+    y = b.tensor(f"{name}/prelu", (1, hw, hw, c), "float32")
+    b.op("PRELU", [s, alpha], [y])
+    return y
+
+
+def _write_tflite(b, path: Path) -> None:
+    from ..util.io import atomic_write_bytes
+
+    atomic_write_bytes(Path(path), b.build())
+
+
+def palm_detection_lite(path: Path) -> tuple[str, ...]:
+    """MediaPipe palm detection lite: PRELU residual blocks at two scales, the coarse one upsampled (RESIZE_BILINEAR)
+    and added to the fine one, a classifier and a regressor conv per scale whose outputs are RESHAPEd to
+    [1, anchors, k] and concatenated over the anchors. The Zoo's end nodes are the four head convolutions."""
+    import numpy as np
+
+    from ..convert.tflite_writer import TFLiteBuilder
+
+    b = TFLiteBuilder("npufit palm_detection_lite rebuild")
+    x = b.tensor("input_1", (1, 64, 64, 3), "float32")
+    h, hw = _tflite_conv(b, x, 3, 16, 5, 2, 64, "stem", seed=1)
+    h = _tflite_block(b, h, 16, hw, "block1", "PRELU", 2)
+    h, hw = _tflite_conv(b, h, 16, 32, 3, 2, hw, "down16", seed=3)
+    p16 = _tflite_block(b, h, 32, hw, "block16", "PRELU", 4)
+    h, hw8 = _tflite_conv(b, p16, 32, 32, 3, 2, hw, "down8", seed=5)
+    p8 = _tflite_block(b, h, 32, hw8, "block8", "PRELU", 6)
+    size = b.tensor("up/size", (2,), "int32", data=np.array([hw, hw]))
+    up = b.tensor("up", (1, hw, hw, 32), "float32")
+    b.op("RESIZE_BILINEAR", [p8, size], [up], "ResizeBilinearOptions", align_corners=False, half_pixel_centers=True)
+    fused = b.tensor("fuse", (1, hw, hw, 32), "float32")
+    b.op("ADD", [up, p16], [fused], "AddOptions", fused_activation_function="NONE")
+    outs, heads = [], {}
+    for kind, per_anchor in (("classifier", 1), ("regressor", 18)):
+        parts = []
+        for feat, s, anchors, seed in ((fused, hw, 2, 7), (p8, hw8, 6, 8)):
+            name = f"{kind}_palm_{s}"
+            conv, _ = _tflite_conv(b, feat, 32, anchors * per_anchor, 1, 1, s, name, seed=seed)
+            n = s * s * anchors
+            shape = b.tensor(f"reshaped_{name}/shape", (3,), "int32", data=np.array([1, n, per_anchor]))
+            r = b.tensor(f"reshaped_{name}", (1, n, per_anchor), "float32")
+            b.op("RESHAPE", [conv, shape], [r], "ReshapeOptions", new_shape=[1, n, per_anchor])
+            parts.append(r)
+            heads[conv] = name
+        total = (hw * hw * 2) + (hw8 * hw8 * 6)
+        o = b.tensor(f"{kind}s", (1, total, per_anchor), "float32")
+        b.op("CONCATENATION", parts, [o], "ConcatenationOptions", axis=1, fused_activation_function="NONE")
+        outs.append(o)
+    b.io([x], outs)
+    _write_tflite(b, path)
+    return _tflite_names(path, [b.tensors[t].name for t in heads])
+
+
+def hand_landmark_lite(path: Path) -> tuple[str, ...]:
+    """MediaPipe hand landmark lite: RELU6 inverted-residual blocks, MEAN over the map, and four FULLY_CONNECTED
+    heads (21x3 landmarks twice, hand flag and handedness through LOGISTIC). The Zoo compiles it whole."""
+    import numpy as np
+
+    from ..convert.tflite_writer import TFLiteBuilder
+
+    b = TFLiteBuilder("npufit hand_landmark_lite rebuild")
+    x = b.tensor("input_1", (1, 64, 64, 3), "float32")
+    h, hw = _tflite_conv(b, x, 3, 24, 3, 2, 64, "stem", act="RELU6", seed=1)
+    for i, c in enumerate((24, 32, 48)):
+        h = _tflite_block(b, h, c, hw, f"block{i}", "RELU6", 10 * i)
+        h, hw = _tflite_conv(b, h, c, (32, 48, 64)[i], 3, 2, hw, f"down{i}", act="RELU6", seed=10 * i + 5)
+    axes = b.tensor("mean/axes", (2,), "int32", data=np.array([1, 2]))
+    pooled = b.tensor("mean", (1, 64), "float32")
+    b.op("MEAN", [h, axes], [pooled], "ReducerOptions", keep_dims=False)
+    rng = np.random.default_rng(7)
+    outs = []
+    for name, n, sigmoid in (("ld_21_3d", 63, False), ("world_21_3d", 63, False), ("handflag", 1, True),
+                             ("handedness", 1, True)):  # fmt: skip
+        w = b.tensor(f"{name}/w", (n, 64), "float32", data=rng.standard_normal((n, 64)) * 0.1)
+        bias = b.tensor(f"{name}/b", (n,), "float32", data=np.zeros(n))
+        y = b.tensor(name if not sigmoid else f"{name}/logits", (1, n), "float32")
+        b.op("FULLY_CONNECTED", [pooled, w, bias], [y], "FullyConnectedOptions", fused_activation_function="NONE")
+        if sigmoid:
+            s = b.tensor(name, (1, n), "float32")
+            b.op("LOGISTIC", [y], [s])
+            y = s
+        outs.append(y)
+    b.io([x], outs)
+    _write_tflite(b, path)
+    return ()
+
+
+def _tflite_names(path: Path, tensor_names: list[str]) -> tuple[str, ...]:
+    """The loader's names of the nodes that write these tensors (a TFLite op has no name of its own)."""
+    from ..graph import load
+
+    g = load(path)
+    return tuple(g.producer(t).name for t in tensor_names)
+
+
 ZOO: tuple[ZooNet, ...] = (
     ZooNet("vit", "vit_tiny, vit_small, vit_base", "`897` / `898` (the classifier output)", "nothing", vit),
     ZooNet("deit", "deit_tiny, deit_small, deit_base", "the classifier output", "nothing", deit),
@@ -312,13 +494,41 @@ ZOO: tuple[ZooNet, ...] = (
         "view(bs,3,85,ny,nx) + permute, Sigmoid, grid/anchor decode, Concat (nms_postprocess on the host)",
         yolov5,
     ),
+    ZooNet(
+        "yolov5_c3tr",
+        "yolov5s_c3tr",
+        "(none in v2.18: the parser's own end nodes before the detect head's reshapes)",
+        "view(bs,3,85,ny,nx) + permute, Sigmoid, grid/anchor decode (nms_postprocess on the host)",
+        yolov5_c3tr,
+        "nn.MultiheadAttention sequence-first at batch 1, as in the C3TR block",
+    ),
+    ZooNet(
+        "palm_detection_lite",
+        "palm_detection_lite (TFLite)",
+        "the four head convolutions (`const_fold_opt__*/BiasAdd`)",
+        "RESHAPE to anchors, CONCATENATION, anchor decode and NMS (on the host)",
+        palm_detection_lite,
+        "TFLite",
+    ),
+    ZooNet(
+        "hand_landmark_lite",
+        "hand_landmark_lite (TFLite)",
+        "(none: the model outputs)",
+        "nothing",
+        hand_landmark_lite,
+        "TFLite",
+    ),
 )
 BY_NAME = {z.name: z for z in ZOO}
 
 
+TFLITE = ("palm_detection_lite", "hand_landmark_lite")
+
+
 def build(name: str, folder: str | os.PathLike) -> tuple[Path, tuple[str, ...]]:
-    """Export one rebuild to `folder`/<name>.onnx; returns the path and the end-node names of the rebuild."""
-    path = Path(folder) / f"{name}.onnx"
+    """Write one rebuild to `folder`/<name>.onnx (.tflite for the TFLite networks); returns the path and the
+    end-node names of the rebuild."""
+    path = Path(folder) / f"{name}.{'tflite' if name in TFLITE else 'onnx'}"
     ends = BY_NAME[name].build(path)
     return path, ends
 

@@ -127,6 +127,21 @@ def test_output_file_is_never_a_device_fifo_folder_link_or_the_input(tmp_path, c
             check_output_file(dev)
 
 
+def test_an_input_read_earlier_in_the_process_and_gone_since_frees_its_inode(tmp_path, capsys):
+    """Was: in one long process (the test suite, a pipeline), a model read and later replaced or deleted kept its
+    inode number on the refusal list; the file system gave that number to a new file (pipeline.json), whose next
+    write was refused as 'an input of this run'. A hard link left behind when the read path is removed plays the new
+    file here: the same inode number under another path, which the file system may reuse at any time."""
+    model = _model(tmp_path / "m.onnx")
+    assert _cli(capsys, "check", model, "-t", "hailo8")[0] in (0, 1)  # reads m.onnx: its inode is an input now
+    other = tmp_path / "pipeline.json"
+    os.link(model, other)
+    with pytest.raises(NpufitError, match="is an input of this run"):
+        check_output_file(other)  # still readable as m.onnx: it stays an input under any name
+    model.unlink()  # the input is gone: its inode number belongs to `other` only
+    assert check_output_file(other) == other
+
+
 def test_fix_output_onto_external_data_of_the_input_is_refused(tmp_path, capsys):
     m = onnx.load(str(_model(tmp_path / "src.onnx")))
     onnx.save_model(m, str(tmp_path / "big.onnx"), save_as_external_data=True, location="weights.bin", size_threshold=0)

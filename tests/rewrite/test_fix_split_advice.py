@@ -24,5 +24,6 @@ def test_unfixable_ops_remain_and_split_is_advised(tmp_path):
     topk = next(r for r in res.rules if r.name == "topk1_to_argmax")
     assert topk.status == "not fired" and "k=5" in topk.reason  # says why it did not apply
     text = res.render("table")
-    assert "npufit split tail.onnx --target hailo8" in text
+    # runnable as pasted: the written model (it carries the shapes), the target and an output folder
+    assert f"npufit split {tmp_path / 'out.onnx'} --target hailo8 --output-dir {tmp_path / 'out_split'}" in text
     assert any("npufit split" in a for a in res.to_dict()["advice"])

@@ -184,7 +184,9 @@ def _const_operand(node: NodeView):
     for i in (0, 1):
         if i < len(node.inputs) and (node.is_const(i) or _from_weight_dq(node, i)):
             p = node.graph.producer(node.inputs[i])
-            v = node.const_value(i) if node.is_const(i) else (p.const_value(0) if p is not None else None)
+            v = node.const_value(i) if node.is_const(i) else None
+            if v is None and p is not None and quant.is_weight_dequantize(p):
+                v = p.const_value(0)  # a quantized constant (folded, its value not computed): the stored integers
             return i, v
     return None, None
 

@@ -10,10 +10,11 @@ and tokens.py.
 from __future__ import annotations
 
 from ...toolchains import HAILO
-from .. import common, patterns
+from .. import common, patterns, tflite_map
 from ..base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
-from . import tokens
+from . import forms, tokens
 from .costs import split_costs
+from .evidence import evidence_sources
 from .rules import graph_rules, op_rules
 
 NPU, UNSUP = Verdict.NPU, Verdict.UNSUPPORTED
@@ -119,9 +120,9 @@ _UNSUPPORTED = (
     (
         ("TopK",),
         'TopK is not supported ("TopK operation is unsupported")',
-        ("k=1: use ArgMax (npufit fix topk1_to_argmax); k>1: select on the host in post-processing (seed 002)",),
+        ("select on the host in post-processing (seed 002)",),
         "seed 002",
-        ("topk1_to_argmax",),
+        (),  # k = 1 has a rewrite: the rule topk.k1 names it on those nodes only
     ),
     (
         ("Mod",),
@@ -221,6 +222,16 @@ def _composites(p: str) -> tuple[Composite, ...]:
             source="seed 000",
         ),
         Composite(
+            f"{p}.rmsnorm",
+            "RMSNorm (decomposed)",
+            "RMSNorm decomposed into Pow/ReduceMean/Add/Sqrt with a division or a reciprocal is judged like the "
+            "decomposed LayerNorm the Hailo parser recognises as one layer: the same reductions without the mean "
+            "subtraction. No public Hailo-8 parse of RMSNorm itself was found",
+            forms.match_rmsnorm,
+            NPU,
+            source="seed 000",
+        ),
+        Composite(
             f"{p}.gelu",
             "GELU (erf form)",
             ok.format("PyTorch's F.gelu export Div/Erf/Add/Mul/Mul"),
@@ -255,7 +266,8 @@ def _composites(p: str) -> tuple[Composite, ...]:
             + ": the Model Zoo compiles vit/deit/levit/detr/clip with no cut "
             "inside these blocks. Evidence conflicts with the head-reshape and [0,2,1,3] failures of H-OCR/H-Y26, "
             "which "
-            "were not attention MatMul operands",
+            "were not attention MatMul operands. A head merge into the rank-2 matrix nn.MultiheadAttention feeds "
+            "its output projection belongs to the block as well",
             tokens.match_attention,
             NPU,
             source="H-MZ",
@@ -270,10 +282,32 @@ def _composites(p: str) -> tuple[Composite, ...]:
             )
             + ": on chip in the Zoo's vit "
             "(start node = the image input), detr, levit256 and vit_pose_small (tokens back to a map for the "
-            "heatmap head)",
+            "heatmap head). The same flatten read by several permutes, with batch 1 moved among size-1 axes "
+            "(nn.MultiheadAttention run sequence-first, as in the Zoo's yolov5s_c3tr and a DEIMv2-N encoder the "
+            "parser took), and a Linear over the token axis between two such transposes (the Zoo's resmlp12) are "
+            "recognised too",
             tokens.match_token_layout,
             NPU,
             source="H-MZ",
+        ),
+        Composite(
+            f"{p}.rope",
+            "rotary position embedding (rotate-half)",
+            "Rotary position embedding (the halves of the last axis swapped with a sign flip, then multiplied by "
+            "cos/sin tables) is a parser risk on the Hailo-8 compiler: a DINOv3 detector backbone crashed the parser "
+            "with a ZeroDivisionError in an element-wise multiply layer (Dataflow Compiler 3.33), and a Llama-style "
+            "decomposition crashed it with an IndexError (3.28); a whole Qwen2 block with rotary embeddings compiled "
+            "only on the Hailo-10H compiler (5.3). No Model Zoo network for Hailo-8 contains it",
+            forms.match_rope,
+            UNSUP,
+            (
+                "run the attention blocks that use it on the host (end the Hailo graph before the first one)",
+                "or replace the rotary embedding with a learned or fixed absolute position embedding added once to "
+                "the tokens, and fine-tune",
+                "or try the parser on this model and keep the cut only if it parses: the failures are crashes, "
+                "not a rule npufit can check",
+            ),
+            "rope-dinov3-dfc333",
         ),
         Composite(
             f"{p}.mean_linear",
@@ -297,7 +331,9 @@ def _build(name: str, title: str, summary: str) -> Profile:
             ops[op] = OpSupport(op, NPU, rules.get(op, ()), source=source, note=note)
     for names, reason, fix, source, fix_rules in _UNSUPPORTED:
         for op in names:
-            ops[op] = OpSupport(op, UNSUP, reason=reason, fix=fix, source=source, fix_rules=fix_rules)
+            ops[op] = OpSupport(
+                op, UNSUP, rules.get(op, ()), reason=reason, fix=fix, source=source, fix_rules=fix_rules
+            )
     unknown = OpSupport(
         "*",
         UNSUP,
@@ -305,6 +341,10 @@ def _build(name: str, title: str, summary: str) -> Profile:
         fix=("replace it with a supported op, or cut it away and run it on the host",),
         source="H-I98",
     )
+    composites = _composites(name)
+    g_rules = graph_rules(name)
+    cited = {s.source for s in ops.values()} | {r.source for s in ops.values() for r in s.rules}
+    cited |= {c.source for c in composites} | {r.source for r in g_rules}
     return Profile(
         name=name,
         title=title,
@@ -330,10 +370,14 @@ def _build(name: str, title: str, summary: str) -> Profile:
             "topk1_to_argmax": {"channel_axis": True},
             "opset_convert": {"opset": 11, "accepted": (8, 11)},
         },
-        graph_rules=graph_rules(name),
-        composites=_composites(name),
-        sources=dict(SOURCES),
+        graph_rules=g_rules,
+        composites=composites,
+        sources={**SOURCES, **evidence_sources(cited)},
         input_formats=("onnx", "tflite"),
+        # the Dataflow Compiler parses TFLite itself (its TF parser): TFLite builtins are judged as the ONNX ops
+        # they are, with NHWC axes (layout.py)
+        judged_formats=("onnx", "tflite"),
+        op_key=tflite_map.onnx_op,
         notes=(
             "No CPU fallback inside a HEF: every unsupported node must be cut away (parser start/end nodes) and run on "
             "the host "
@@ -346,6 +390,9 @@ def _build(name: str, title: str, summary: str) -> Profile:
             "DFL, H-Y26) but pass inside attention blocks and patch embeddings, which the Model Zoo compiles (H-MZ: "
             "vit, deit, "
             "levit256, detr). Verdicts on rebuilt Zoo networks are listed below.",
+            "TFLite models are judged as the Dataflow Compiler's TFLite parser reads them: each builtin as the ONNX op "
+            "it is, with the features on the last axis. The multi-node forms (attention, LayerNorm, GELU) are "
+            "recognised in ONNX graphs only, so a transformer in TFLite is judged op by op.",
         ),
         aliases=("hailo-8",) if name == "hailo8" else ("hailo-8l",),
         split_costs=split_costs(name),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph import NodeView
+from ...graph import Graph, NodeView
 from .. import common
 from ..base import Limits, Verdict
 from ..common import (
@@ -23,14 +23,11 @@ from ..common import (
     concat_axis,
     const_ints,
     dynamic_inputs,
-    is_size1_reshape,
-    keepdims,
     norm_axis,
     rank,
-    reduce_axes,
-    slice_axes,
-    transpose_perm,
 )
+from ..tflite_map import is_tflite
+from . import layout
 from .tokens import features_last
 
 UNSUP = Verdict.UNSUPPORTED
@@ -49,17 +46,17 @@ def max_rank(node: NodeView, lim: Limits) -> str | None:
 
 
 def conv_rank(node: NodeView, lim: Limits) -> str | None:
-    r = rank(node)
+    r = layout.data_rank(node)
     if r is None or r == lim["conv_rank"]:
         return None
     d = r - (lim["conv_rank"] - lim["conv_dims"])  # spatial axes of the input
     kind = f"Conv{d}d" if d in (1, 3) else f"rank-{r}"
-    return f"got a rank-{r} input {node.input(0).shape_str()} ({kind})"
+    return f"got a rank-{r} input {node.input(layout.data_input(node)).shape_str()} ({kind})"
 
 
 def shuffle_rank3(node: NodeView, lim: Limits) -> str | None:
-    if is_size1_reshape(node):
-        return None  # only inserts/removes size-1 axes: a layout no-op the parser accepts (seed 000 squeeze)
+    if layout.is_relabel(node):
+        return None  # only inserts/removes/moves size-1 axes: a layout no-op the parser accepts (seed 000 squeeze)
     i, o = node.input(0), node.output(0)
     for label, t in (("input", i), ("output", o)):
         if t is not None and t.rank in lim["shuffle_bad_ranks"]:
@@ -70,19 +67,23 @@ def shuffle_rank3(node: NodeView, lim: Limits) -> str | None:
 
 def shuffle_batch(node: NodeView, lim: Limits) -> str | None:
     if node.op_type == "Transpose":
-        perm = transpose_perm(node)
-        return f"perm {perm} moves the batch axis" if perm and perm[0] != 0 else None
+        perm = layout.perm(node)
+        if not perm or perm[0] == 0:
+            return None
+        # a batch of 1 moved among the axes of a rank-3 token tensor relabels them ([1, T, C] <-> [T, 1, C]: the
+        # sequence-first attention the Zoo's yolov5s_c3tr compiles); a rank-4 map whose batch axis moves is refused
+        if len(perm) <= 3 and layout.is_relabel(node):
+            return None
+        return f"perm {perm} moves the batch axis"
     kept = batch_preserved(node)
     return None if kept in (None, True) else f"batch {node.input_shape(0)[0]} -> {node.output_shape(0)[0]}"
 
 
 def transpose_perm_rule(node: NodeView, lim: Limits) -> str | None:
-    perm = transpose_perm(node)
-    return (
-        f"perm {perm}"
-        if perm is not None and list(perm) in [list(p) for p in lim["transpose_rejected_perms"]]
-        else None
-    )
+    perm = layout.perm(node)
+    if perm is None or list(perm) not in [list(p) for p in lim["transpose_rejected_perms"]]:
+        return None
+    return None if layout.is_relabel(node) else f"perm {perm}"
 
 
 def concat_batch(node: NodeView, lim: Limits) -> str | None:
@@ -90,17 +91,18 @@ def concat_batch(node: NodeView, lim: Limits) -> str | None:
     return "axis 0 (batch)" if a == 0 and (rank(node, output=True) or 0) > 1 else None
 
 
-def _feature_only(axes: list[int] | None, lim: Limits, what: str) -> str | None:
+def _feature_only(node: NodeView, axes: list[int] | None, lim: Limits, what: str) -> str | None:
     if axes is None:
         return None
-    bad = [a for a in axes if a not in lim["feature_axes"]]
+    feature = layout.feature_axes(node, lim)
+    bad = [a for a in axes if a not in feature]
     return f"{what} axes {axes}" if bad else None
 
 
 def slice_axis(node: NodeView, lim: Limits) -> str | None:
-    axes = slice_axes(node)
+    axes = layout.sliced_axes(node)
     r = rank(node)
-    res = _feature_only(axes, lim, "slices")
+    res = _feature_only(node, axes, lim, "slices")
     return f"{res} of a rank-{r} tensor" if res and r else res
 
 
@@ -121,17 +123,17 @@ def expand_noop(node: NodeView, lim: Limits) -> str | None:
 
 
 def reduce_keepdims(node: NodeView, lim: Limits) -> str | None:
-    k = int(keepdims(node))
+    k = int(layout.keepdims(node))
     return f"keepdims={k}" if k != lim["reduce_keepdims"] else None
 
 
 def reduce_features(node: NodeView, lim: Limits) -> str | None:
-    return _feature_only(reduce_axes(node), lim, "reduces over")
+    return _feature_only(node, layout.reduced_axes(node), lim, "reduces over")
 
 
 def argmax_axis(node: NodeView, lim: Limits) -> str | None:
-    a = node.attr("axis", 0)
-    return _feature_only([norm_axis(int(a), rank(node))], lim, "arg-max over")
+    a = layout.argmax_axis(node)
+    return None if a is None else _feature_only(node, [a], lim, "arg-max over")
 
 
 def resize_mode(node: NodeView, lim: Limits) -> str | None:
@@ -151,6 +153,8 @@ def layernorm_rank(node: NodeView, lim: Limits) -> str | None:
 
 
 def eltwise_const_layout(node: NodeView, lim: Limits) -> str | None:
+    if is_tflite(node):
+        return None  # NHWC already: a rank-3 tensor keeps its features last, as the parser lays it out
     for i in range(2):
         t = node.input(i)
         if t is None or not t.is_const or t.shape is None:
@@ -177,3 +181,51 @@ def gather_position(node: NodeView, lim: Limits) -> str | None:
 def cast_noop(node: NodeView, lim: Limits) -> str | None:
     src, dst = node.input_dtype(0), node.output_dtype(0)
     return None if src is not None and src == dst else f"{src} -> {dst}"
+
+
+# integer and boolean tensors: sizes, indices, masks. Activations the Dataflow Compiler quantizes are float in the
+# parsed graph (the 8/16-bit integers of a pre-quantized model are another rule's matter)
+INDEX_DTYPES = frozenset(("int64", "int32", "uint64", "uint32", "bool"))
+
+
+def index_math_gate(graph: Graph, lim: Limits) -> bool:
+    """Rule.gate of index_math: only a graph with an integer or boolean tensor computed at run time has a node that
+    reads one."""
+    return any(t.dtype in INDEX_DTYPES and not t.is_const for t in graph.tensors.values())
+
+
+# ops that only lay out the indices an ArgMax wrote (the ArgMax rewrite of a TopK over another axis transposes them
+# back): the indices are the on-chip ArgMax's output, not arithmetic on integers
+_INDEX_LAYOUT = ("Transpose", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Identity")
+
+
+def _argmax_indices(graph: Graph, tensor: str, depth: int = 4) -> bool:
+    for _ in range(depth):
+        p = graph.producer(tensor)
+        if p is None:
+            return False
+        if p.op_type == "ArgMax":
+            return True
+        if p.op_type not in _INDEX_LAYOUT:
+            return False
+        tensor = p.inputs[0]
+    return False
+
+
+def index_math(node: NodeView, lim: Limits) -> str | None:
+    graph = node.graph
+    tensors = graph.tensors
+    for name in node.inputs:
+        t = tensors.get(name) if name else None
+        if t is None or t.is_const or t.dtype not in INDEX_DTYPES:
+            continue
+        if node.op_type in _INDEX_LAYOUT and _argmax_indices(graph, name):
+            continue
+        return f"reads {t.dtype} {name} {t.shape_str()}"
+    return None
+
+
+def topk_k1(node: NodeView, lim: Limits) -> str | None:
+    """Fails (with the ArgMax rewrite as its fix) only where TopK keeps one element: k > 1 is not an ArgMax."""
+    k = const_ints(node, 1)
+    return "k=1" if k == [1] else None

@@ -16,6 +16,8 @@ from .checks import (
     eltwise_const_layout,
     expand_noop,
     gather_position,
+    index_math,
+    index_math_gate,
     layernorm_rank,
     max_rank,
     reduce_features,
@@ -27,6 +29,7 @@ from .checks import (
     split_output,
     static_inputs,
     tile_batch,
+    topk_k1,
     transpose_perm_rule,
 )
 
@@ -46,7 +49,10 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
             "input.static_shape",
             "All model inputs must have a static shape: the Hailo parser tolerates no dynamic axis",
             static_inputs,
-            ("pin the shape (npufit check --input-shape NAME=1,3,H,W) and re-export with fixed sizes",),
+            (
+                "give the shape it runs at with --input-shape NAME=D0,D1,...: fix, split, quantize and compile write it "
+                "into the models they output",
+            ),
             "H-MISC",
             gate=common.dynamic_inputs_gate,
         ),
@@ -58,6 +64,20 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
             SHUFFLE_FIX,
             "H-Y26",
             gate=common.max_rank_gate,
+        ),
+        r(
+            "dtype.index_math",
+            "Integer and boolean tensors computed at run time (sizes, indices, masks) do not go into a HEF: the "
+            "Dataflow Compiler builds a float graph and quantizes it itself, and the Model Zoo starts its networks "
+            "after such arithmetic (token lookups, attention masks) and leaves it to the host. The indices an "
+            "ArgMax writes may still be transposed or squeezed after it",
+            index_math,
+            (
+                "compute it on the host: end the Hailo graph before it, or start it after (the Model Zoo starts its "
+                "text encoders after the token lookup and the mask arithmetic)",
+            ),
+            "zoo-bert-base-start",
+            gate=index_math_gate,
         ),
     )
 
@@ -229,6 +249,16 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 ("keep the batch axis (rank >= 3) or export at opset < 17 to get the decomposed form",),
                 "H10-D",
                 ("opset_convert",),
+            ),
+        ),
+        "TopK": (
+            r(
+                "topk.k1",
+                "A TopK that keeps one element is an ArgMax, which the parser takes over the feature axis",
+                topk_k1,
+                ("rewrite it as ArgMax (npufit fix topk1_to_argmax)",),
+                "seed 002",
+                ("topk1_to_argmax",),
             ),
         ),
         "Gather": (

@@ -14,6 +14,7 @@ from ...graph import Graph, NodeView
 from ..base import CompositeMatch
 from ..common import const_scalar, noop_cast, transpose_perm
 from ..patterns import _anchors, _live, sole_consumer
+from .layout import swaps_last_two
 
 SHUFFLES = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze")
 MAX_CHAIN = 4  # shuffles between a token tensor and an attention MatMul (reshape, transpose, transpose of K, scale)
@@ -85,11 +86,27 @@ def _walk_forward(graph: Graph, node: NodeView) -> list[NodeView]:
     chain: list[NodeView] = []
     while len(chain) < MAX_CHAIN:
         nxt = sole_consumer(graph, node, SHUFFLES)
-        if nxt is None or not _rank_ok(nxt):
+        if nxt is None:
+            break
+        if not _rank_ok(nxt):
+            if _merge_into_linear(graph, nxt):
+                chain.append(nxt)
             break
         chain.append(nxt)
         node = nxt
     return chain
+
+
+def _merge_into_linear(graph: Graph, node: NodeView) -> bool:
+    """[T, h, d] -> [T, h*d] read by a Linear: the head merge of nn.MultiheadAttention, which runs its output
+    projection on the (sequence x batch) rows of a rank-2 matrix."""
+    i, o = node.input(0), node.output(0)
+    if node.op_type != "Reshape" or not (_static(i) and _static(o)) or i.rank != 3 or o.rank != 2:
+        return False
+    if list(o.shape) != [i.shape[0], i.shape[1] * i.shape[2]]:
+        return False
+    lin = sole_consumer(graph, node, ("Gemm", "MatMul"))
+    return lin is not None and graph.tensor(lin.inputs[1]).is_const
 
 
 def _activation_matmul(graph: Graph, node: NodeView) -> bool:
@@ -166,20 +183,30 @@ def _unflatten_hw(node: NodeView) -> bool:
 
 
 def _swap_last(node: NodeView) -> bool:
-    return node.op_type == "Transpose" and transpose_perm(node) == [0, 2, 1]
+    return swaps_last_two(node)
 
 
 def _token_grid(node: NodeView) -> bool:
     """[N, T, C] <-> [N, H, W, C] with the features kept last (a token grid, e.g. LeViT's subsample)."""
     i, o = node.input(0), node.output(0)
-    if (
-        node.op_type != "Reshape"
-        or not (_static(i) and _static(o))
-        or i.shape[0] != o.shape[0]
-        or i.shape[-1] != o.shape[-1]
-    ):
-        return False
-    return {i.rank, o.rank} == {3, 4}
+    if node.op_type != "Reshape" or not (_static(i) and _static(o)) or {i.rank, o.rank} != {3, 4}:
+        return False  # ranks first: a scalar reshape (a sample rate, a length) has no dims to compare
+    return i.shape[0] == o.shape[0] and i.shape[-1] == o.shape[-1]
+
+
+def _token_mixing(graph: Graph, node: NodeView) -> list[NodeView] | None:
+    """transpose(1, 2) -> Linear over the token axis [-> + bias] -> transpose(1, 2): MLP-Mixer / ResMLP token
+    mixing (the Zoo's resmlp12)."""
+    lin = sole_consumer(graph, node, ("MatMul", "Gemm"))
+    if lin is None or lin.inputs[0] != node.outputs[0] or not graph.tensor(lin.inputs[1]).is_const:
+        return None
+    chain, cur = [node, lin], lin
+    bias = sole_consumer(graph, lin, ("Add",))
+    if bias is not None and any(graph.tensor(t).is_const for t in bias.inputs[:2]):
+        chain.append(bias)
+        cur = bias
+    back = sole_consumer(graph, cur, ("Transpose",))
+    return chain + [back] if back is not None and _swap_last(back) else None
 
 
 def _token_batchnorm(graph: Graph, node: NodeView) -> list[NodeView] | None:
@@ -197,8 +224,9 @@ def _token_batchnorm(graph: Graph, node: NodeView) -> list[NodeView] | None:
 
 
 def match_token_layout(graph: Graph) -> list[CompositeMatch]:
-    """Feature map <-> token sequence: flatten(2) + transpose(1, 2) (patch embedding, DETR's encoder input), the
-    reverse, token-grid reshapes with the features last (to or from NCHW through a 4-D transpose, or around the
+    """Feature map <-> token sequence: flatten(2) + transpose(1, 2) (patch embedding, DETR's encoder input; also
+    read by several such transposes), the reverse, a Linear over the token axis between two such transposes (token
+    mixing), token-grid reshapes with the features last (to or from NCHW through a 4-D transpose, or around the
     strided Slice of a subsampling block), BatchNorm1d on tokens."""
     out, seen = [], set()
 
@@ -212,13 +240,17 @@ def match_token_layout(graph: Graph) -> list[CompositeMatch]:
         if node.name in seen or not _live(graph, node):
             continue
         if _flatten_hw(node):
-            t = sole_consumer(graph, node, ("Transpose",))
-            if t is not None and _swap_last(t):
-                add([node, t], f"feature map {node.input(0).shape_str()} -> tokens {t.output(0).shape_str()}")
+            # flatten(2) read by transpose(1, 2) -- or by several such transposes: nn.MultiheadAttention's callers
+            # permute the same flattened map once for the queries/keys and once for the values
+            ts = [c for c in graph.consumers(node.outputs[0]) if _live(graph, c)]
+            if ts and all(_swap_last(t) for t in ts):
+                add([node, *ts], f"feature map {node.input(0).shape_str()} -> tokens {ts[0].output(0).shape_str()}")
         elif _swap_last(node):
             r = sole_consumer(graph, node, ("Reshape",))
             if r is not None and _unflatten_hw(r):
                 add([node, r], f"tokens {node.input(0).shape_str()} -> feature map {r.output(0).shape_str()}")
+            elif (mix := _token_mixing(graph, node)) is not None:
+                add(mix, f"Linear over the tokens of {node.input(0).shape_str()}")
         elif (
             _token_grid(node)
             and node.input(0).rank == 3
