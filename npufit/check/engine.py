@@ -237,7 +237,8 @@ def restructure(report: CheckReport, graph: Graph, profile: Profile) -> CheckRep
         report.extra.pop(key, None)  # the check attached only the ledger's sections: rebuilt below
     from .ledger import attach_ledger
 
-    attach_ledger(report, graph, profile)
+    with quant.check_scope(graph, report.target.get("judged_as") == "int8"):  # the form the check judged
+        attach_ledger(report, graph, profile)
     return report
 
 

@@ -91,6 +91,15 @@ def measure(
             f"{', '.join(judges) or 'none'}; vela-checks reads TFLite models)"
         )
     judge = "compile" if mode == "auto" and "compile" in judges else (judges[0] if mode == "auto" else mode)
+    if _float_asked(graph, report, profile):
+        return Measurement(
+            target,
+            "none",
+            st["name"],
+            st.get("version"),
+            f"--judge float asks about the float graph, and {title} would place the int8 model converted from it",
+            title=title,
+        )
     try:
         if judge == "vela-checks":
             return _vela_checks(graph, report, profile, timeout_s, title)
@@ -102,6 +111,19 @@ def measure(
         else:
             msg = str(e)
         return Measurement(target, "none", st["name"], st.get("version"), one_line(msg), title=title)
+
+
+def _float_asked(graph: Graph, report, profile: Profile) -> bool:
+    """A float ONNX model judged as it is (--judge float) on an int8-only target: what the compiler would place is
+    npufit's int8 conversion of it, another model than the one asked about."""
+    from ..check.engine import is_float_model
+
+    return (
+        graph.format == "onnx"
+        and report.target.get("judged_as") == "as is"
+        and profile.executes is Executes.INT8
+        and is_float_model(graph)
+    )
 
 
 def one_line(text: str, width: int = 240) -> str:
