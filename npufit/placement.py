@@ -104,6 +104,9 @@ def check(
     ("compile", "vela-checks"), which requires the measurement. assume_int8=True is the older spelling of
     judge="int8"."""
     judge = "int8" if assume_int8 else judge
+    if isinstance(measure, str) and measure not in (*MEASURE_MODES, *MEASURE_JUDGES):
+        words = ", ".join(dict.fromkeys((*MEASURE_MODES, *MEASURE_JUDGES)))
+        raise NpufitError(f"unknown --measure '{measure}' (choose from {words})")
     if isinstance(measure, str) and measure in MEASURE_JUDGES and measure not in MEASURE_MODES:
         return place(
             model, target, input_shapes, judge, "required", measure_judge=measure, timeout_s=timeout_s, record=record
@@ -140,7 +143,11 @@ def reads_placement(verb):
                 measure,
                 timeout_s=measure_timeout,
             )
-        result = verb(*bound.args, **bound.kwargs)
+            if "placement" in sig.bind_partial(*args).arguments:  # passed as None by position
+                args = tuple(a["placement"] if n == "placement" else v for n, v in zip(sig.parameters, args))
+            else:
+                kw["placement"] = a["placement"]
+        result = verb(*args, **kw)  # the caller's own arguments, as it passed them, and the placement
         if verb.__name__ == "fix" and result.written and result.applied:  # the written model, placed like the input
             from .rewrite.engine import settle_after
 

@@ -87,12 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         os.environ["NPUFIT_VERBOSE"] = "1"  # read where ONNX Runtime sessions are made (verify.compare.ort_quiet)
     try:
+        from ..util.io import one_run
         from ..util.limits import VERIFY_TIMEOUT
 
         with warnings.catch_warnings():
             if not args.verbose:  # a library's warning must not precede npufit's own one-line output
                 warnings.simplefilter("ignore")
-            with VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", VERIFY_TIMEOUT.default)):
+            with VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", VERIFY_TIMEOUT.default)), one_run():
                 return int(args.func(args) or 0)
     except NpufitError as e:
         from ..util.shapes import ShapeNeeded

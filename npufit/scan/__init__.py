@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import NpufitError
 from ..util.shapes import dims_text, parse_input_shapes
-from ..vocab import EXECUTOR, JUDGE, MEASURE_JUDGE, MEASURE_TIMEOUT_S
+from ..vocab import EXECUTOR, JUDGE, MEASURE_JUDGE, MEASURE_MODES, MEASURE_TIMEOUT_S
 from .report import ScanReport
 
 MODEL_SUFFIXES = (".onnx", ".tflite")
@@ -153,8 +153,8 @@ def scan(
         )
     )
     require_judge(judge)
-    if measure not in ("never", "auto", "required"):
-        raise NpufitError(f"unknown measure mode '{measure}' (scan: never or auto)")
+    if measure not in MEASURE_MODES:
+        raise NpufitError(f"unknown measure mode '{measure}' (choose from {', '.join(MEASURE_MODES)})")
     shapes = {k: list(v) for k, v in parse_input_shapes(input_shapes).items()}
     mode = judge + ("|" + ";".join(f"{k}={dims_text(v)}" for k, v in sorted(shapes.items())) if shapes else "")
     if timeout <= 0:
