@@ -4,6 +4,11 @@ folder), run the verb that reads each through the hostile harness (real CLI subp
 caps, private TMPDIR) and count the outcomes.
 
     python benchmarks/fuzz_hostile.py [--runs 300] [--seed 0] [--kinds plan,npz,yaml,...] [--show 5]
+    python benchmarks/fuzz_hostile.py --classes all|memory,time,... [--cases SUBSTRING] [--show 5]
+
+--classes runs the catalogue of the hostile-input classes instead (tests/hostile/classes.py: memory and time
+bombs, internal errors, confinement, external data, silent runs, temp folders of killed runs, telemetry), each
+run under a resident-memory watchdog, and prints per class how many runs still fail and how.
 
 Outcomes: ok (exit 0), refused (exit 2 with exactly one 'npufit: error:' line), internal (anything else: exit 3,
 a traceback, more than one line), hang (killed at the time cap), lost (an input changed or removed, or a file
@@ -327,6 +332,59 @@ def classify(o, before, tmp: Path, allowed: tuple[str, ...]) -> tuple[str, bool]
     return "internal", lost
 
 
+def run_classes(classes: list[str], only: str | None, show: int) -> int:
+    from tests.hostile.classes import CATALOGUE, CLASSES, PEAK_MB, REWORDED, RSS_CAP_MB, run_case
+
+    unknown = set(classes) - set(CLASSES)
+    if unknown:
+        raise SystemExit(f"unknown class(es) {', '.join(sorted(unknown))}; classes: {', '.join(CLASSES)}")
+    cases = [c for c in CATALOGUE if c.cls in classes and (only is None or only in c.id)]
+    per: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    bad: dict[str, list[str]] = collections.defaultdict(list)
+    peak = 0.0
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="npufit-classes-") as base:
+        for i, case in enumerate(cases):
+            folder = Path(base) / f"case{i}"
+            folder.mkdir()
+            v = run_case(case, folder)
+            per[case.cls]["runs"] += 1
+            per[case.cls]["failed"] += bool(set(v.faults) - {REWORDED})
+            for f in v.faults:
+                per[case.cls][f] += 1
+            peak = max(peak, v.outcome.peak_rss_mb)
+            print(v.line(), flush=True)
+            if v.faults:
+                bad[case.cls].append(v.line())
+            for p in sorted(Path(base).iterdir()):
+                _rmtree(p)
+    print(
+        f"\n{len(cases)} runs in {time.monotonic() - t0:.0f} s; memory fault above {PEAK_MB} MB peak "
+        f"(watchdog kills at {RSS_CAP_MB} MB); max peak {peak:.0f} MB"
+    )
+    print(f"{'class':<10} {'runs':>5} {'failed':>7}  faults ({REWORDED}: refused in one line, for another reason)")
+    for cls in CLASSES:
+        c = per.get(cls)
+        if not c:
+            continue
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(c.items()) if k not in ("runs", "failed"))
+        print(f"{cls:<10} {c['runs']:>5} {c['failed']:>7}  {kinds}")
+    for cls, lines in bad.items():
+        for line in lines[:show]:
+            print("  " + line)
+    return 1 if any(c["failed"] for c in per.values()) else 0
+
+
+def _rmtree(p: Path) -> None:
+    for q in sorted(p.rglob("*"), reverse=True) if p.is_dir() and not p.is_symlink() else []:
+        if q.is_dir() and not q.is_symlink():
+            q.chmod(0o700)
+            q.rmdir()
+        else:
+            q.unlink()
+    p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=300)
@@ -334,7 +392,14 @@ def main() -> int:
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--time-cap", type=float, default=120.0)
     ap.add_argument("--show", type=int, default=5, help="print this many findings of each bad kind")
+    ap.add_argument("--classes", help="run the hostile-class catalogue instead: 'all' or a comma-separated list")
+    ap.add_argument("--cases", help="with --classes: only cases whose id contains this text")
     args = ap.parse_args()
+    if args.classes:
+        from tests.hostile.classes import CLASSES
+
+        chosen = list(CLASSES) if args.classes == "all" else args.classes.split(",")
+        return run_classes(chosen, args.cases, args.show)
     kinds = args.kinds.split(",")
     rng = random.Random(args.seed)
     counts: collections.Counter = collections.Counter()

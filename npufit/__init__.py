@@ -8,12 +8,18 @@ vendor SDKs.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 import types
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (10 ms); type checkers read it alike
 
 __version__ = "0.1.0"
+
+# Recent ONNX Runtime builds write a device id and a usage database under ~/.cache/Microsoft on every import
+# unless this is set before it loads: npufit writes nothing outside the output it is asked for. A user's own
+# setting wins; vendor tools started from npufit inherit it.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 # npufit.verbs.__all__, named here so that looking a verb up imports nothing else (tests/test_library_verbs.py)
 __all__ = [
@@ -24,6 +30,7 @@ __all__ = [
     "compile",
     "doctor",
     "env",
+    "explain",
     "fix",
     "get_profile",
     "load",
@@ -47,6 +54,7 @@ if TYPE_CHECKING:
         compile,
         doctor,
         env,
+        explain,
         fix,
         get_profile,
         load,

@@ -29,6 +29,14 @@ class DoctorReport:
     compilers: list[Component] = field(default_factory=list)
     runtimes: list[Component] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        def n(parts) -> str:
+            return f"{sum(c.available for c in parts)}/{len(parts)}"
+
+        return (
+            f"<DoctorReport core {n(self.core)}, compilers {n(self.compilers)}, runtimes {n(self.runtimes)} available>"
+        )
+
     def to_dict(self) -> dict:
         from . import __version__
 

@@ -19,3 +19,17 @@ class UnsupportedModelError(NpufitError):
 
     A finding about the model x target, not a tool failure: pipelines record it as `rejected`.
     """
+
+
+class NpufitWarning(UserWarning):
+    """Something a user must know before trusting a result (an artifact calibrated on random data): the library
+    warns with it, in its own terms; the CLI prints it as one line on stderr when it happens."""
+
+
+class TimeLimitReached(KeyboardInterrupt):
+    """A verb ran past its time limit (--time-limit). A KeyboardInterrupt, so that it unwinds like Ctrl-C: no
+    `except Exception` swallows it, temp files and tool processes are cleaned up on the way out."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message

@@ -97,12 +97,52 @@ def check(
     timeout_s: float | None = MEASURE_TIMEOUT_S,
     record: str | os.PathLike | None = None,
 ) -> CheckReport:
-    """`npufit.check` (`npufit check MODEL --target T`): the placement of every node, measured by the installed
-    compiler for the target where one runs here, else npufit's prediction (see `place`).
+    """Judge every node of `model` against `target`: which runs on the NPU, which does not, why, how to fix it.
 
-    measure: "auto" (default), "never" (`--predict`), "required" (`--measure`), True / False; or a judge by name
-    ("compile", "vela-checks"), which requires the measurement. assume_int8=True is the older spelling of
-    judge="int8"."""
+    The library side of `npufit check MODEL --target T`. The model file is only read. Where the target's compiler
+    runs here (Vela always; Arm's Ethos-N support library and RKNN-Toolkit2 once their environments are installed)
+    its placement is the answer and npufit's rules explain it; elsewhere npufit's prediction is (see `place`).
+
+    Parameters
+    ----------
+    model : str, os.PathLike or Graph
+        An .onnx or .tflite file (or a Graph from `npufit.load`; a compiler places the file it was read from).
+    target : str
+        A target name or alias ("hailo8", "ethos-u55-256", "rk3588", ...; `npufit.targets()` lists them).
+    input_shapes : dict or str, optional
+        Shapes for the inputs, {"images": (1, 3, 640, 640)} or "images=1,3,640,640" (a dynamic batch alone is
+        pinned to 1; other unknown dims must be given).
+    judge : str
+        How a float model is judged: "auto" (as its int8 conversion on an int8-only target, as it is elsewhere),
+        "int8" or "float".
+    assume_int8 : bool
+        The older spelling of judge="int8".
+    measure : bool or str
+        "auto" (default): the compiler's placement where one runs here, else the prediction; "never" (True /
+        False are "auto" / "never"; the CLI's --predict): the prediction only; "required": the compiler's placement
+        or one clear error; "compile" or "vela-checks": that compiler run, required.
+    timeout_s : float, optional
+        A compile that runs longer is stopped and the prediction shown, marked as such.
+    record : str or os.PathLike, optional
+        A calibration record file the disagreements between prediction and measurement are appended to.
+
+    Returns
+    -------
+    CheckReport
+        Per-node verdicts and reasons (each a sentence and a rule id; `npufit.explain(rule_id)` has the evidence),
+        who placed each node (`source`), partitions, NPU/host boundaries and the largest NPU prefix;
+        `report.extra["placement"]` says measured or predicted and lists every disagreement;
+        `.render("table" | "json" | "markdown" | "html")`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> report = npufit.check("yolov8n.onnx", "hailo8")
+    >>> report  # doctest: +SKIP
+    <CheckReport hailo8 yolov8n.onnx: 96.6% nodes, 4 NPU / 8 host>
+    >>> [(n.name, n.reasons[0].rule) for n in report.failing][:1]  # doctest: +SKIP
+    [('/model.22/Reshape', 'hailo8.shuffle.rank3')]
+    """
     judge = "int8" if assume_int8 else judge
     if isinstance(measure, str) and measure not in (*MEASURE_MODES, *MEASURE_JUDGES):
         words = ", ".join(dict.fromkeys((*MEASURE_MODES, *MEASURE_JUDGES)))

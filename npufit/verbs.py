@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .bench import bench
 from .check.compare import compare as _compare
+from .check.explain import explain
 from .compilers import compile_model as compile
 from .doctor import diagnose as doctor
 from .envs import env
@@ -48,6 +49,7 @@ __all__ = [
     "compile",
     "doctor",
     "env",
+    "explain",
     "fix",
     "get_profile",
     "load",

@@ -5,6 +5,10 @@ free of numpy and onnx.
 
 from __future__ import annotations
 
+# The target a command-line verb judges for when none is given (check, fix, split, scan, probe); it says so in its
+# output. The library has no default: every verb that judges for a target takes it as a required argument.
+DEFAULT_TARGET = "hailo8"
+
 # How a float model is judged (check, fix, split, scan, compare: --judge): as its int8 conversion on an int8-only
 # target (auto), always as its int8 conversion, or the float graph as it is.
 JUDGES = ("auto", "int8", "float")

@@ -106,7 +106,7 @@ def test_float_model_on_int8_target_is_judged_as_its_int8_conversion(tmp_path):
     assert sum("judged as int8" in w for w in default.warnings) == 1
     as_float = check(graph, "ethos-u55-256", judge="float")
     assert as_float.counts["npu"] == 0 and as_float.target["judged_as"] == "as is"
-    assert any("--judge float" in w for w in as_float.warnings)
+    assert any("judge 'float'" in w for w in as_float.warnings)
     assert check(graph, "ethos-u55-256").fully_npu  # no flag sticks to the graph between calls
     assert "assume_int8" not in graph.meta
     assert check(p, "ethos-u55-256", assume_int8=True).counts["npu"] == as_float.counts["cpu"]

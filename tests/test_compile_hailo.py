@@ -284,7 +284,9 @@ def test_another_models_plan_is_refused_and_the_script_header_is_honest(tmp_path
     rc = main(["compile", str(a), "-t", "hailo8", "--plan", str(tmp_path / "plan_a" / "plan.json"), "--emit-script", str(tmp_path / "e3")])
     out = capsys.readouterr().out
     assert rc == 0
-    head = out.splitlines()[0]
+    verdict = out.splitlines()[0]  # the one-line verdict first, then the compiler's line
+    assert "predicted on the NPU (not compiled here; a script to compile it written)" in verdict
+    head = next(x for x in out.splitlines() if x.startswith("hailo"))
     assert "?" not in head and "not run" in head and "script written" in head
     assert "placement (predicted: the parse region, not compiled): 3 npu, 1 cpu" in out  # was "0 npu ... of 0 nodes"
 

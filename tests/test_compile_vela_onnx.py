@@ -28,7 +28,8 @@ def test_cli_compile_detector_onnx_fully_npu(tmp_path, capsys, act):
     assert d["metrics"]["cpu_operators"] == 0 and d["metrics"]["npu_operators"] > 0
     conv = d["metrics"]["conversion"]
     assert conv["converter"] == "npufit.convert.onnx_to_tflite" and conv["min_cosine_vs_onnx"] >= 0.99
-    assert "convert" in d["timings"] and d["outputs"]["int8_tflite"].endswith("_int8.tflite")
+    # no calibration given: the file name says so
+    assert "convert" in d["timings"] and d["outputs"]["int8_tflite"].endswith("_int8_random-calibrated.tflite")
     by = {p["node"]: p for p in d["placement"]}
     assert by["/stem/stem.0/Conv"]["device"] == "npu" and by["/head_small/Conv"]["layers"] == ["p3"]
     assert all(p["device"] in ("npu", "folded") for p in d["placement"])

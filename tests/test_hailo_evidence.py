@@ -46,11 +46,11 @@ def test_every_outcome_is_well_formed_and_names_rules_that_exist():
 )
 def test_the_layout_rules_rest_on_outcomes(rule):
     """Each of these rules has outcomes behind it; all but RMSNorm (judged like LayerNorm: no public Hailo-8 parse of
-    RMSNorm was found, and its text says so) at least one with a public address."""
+    RMSNorm was found, and its evidence says so) at least one with a public address."""
     got = cited_by(f"hailo8.{rule}")
     if rule == "rmsnorm":
         assert not got and "No public Hailo-8 parse" in next(
-            c.text for c in get_profile("hailo8").composites if c.id == "hailo8.rmsnorm"
+            c.evidence for c in get_profile("hailo8").composites if c.id == "hailo8.rmsnorm"
         )
         return
     assert any(o.get("url") for o in got), rule

@@ -41,8 +41,8 @@ FLAGGED = {
     "head_split": ("Reshape", "hailo8.shuffle.rank3"),
 }
 
-# fix rules (`npufit fix`) the failing node must point to (seed 002's TopK keeps k=3: no ArgMax rewrite applies;
-# test_hailo_layouts checks that the hint appears for k=1 only)
+# fix rules (`npufit fix`) the failing node must point to
+# the topk case exports k=3, which topk1_to_argmax refuses: it is not suggested there (tests/test_hint_preconditions.py)
 FIX_RULES = {"conv1d": "conv1d_to_conv2d", "mean_dim_linear": "mean_to_global_pool", "reduce_max_keepdims0": "reduce_keepdims",
              "erf": "gelu_tanh", "expand": "fold_constants"}
 
@@ -122,6 +122,8 @@ def test_flagged_ops_are_unsupported_with_reason(reports, cid):
     assert any("no CPU fallback" in f and "npufit split" in f for r in node.reasons for f in r.fix)
     if cid in FIX_RULES:
         assert FIX_RULES[cid] in [f for r in node.reasons for f in r.fix_rules]
+    if cid == "topk":
+        assert "topk1_to_argmax" not in [f for r in node.reasons for f in r.fix_rules]
     # the same case on hailo8l: same verdict, ids carry the profile name
     node8l = next(n for n in _running(reports[cid]["hailo8l"]) if n.name == node.name)
     assert node8l.verdict.value == "unsupported" and rule.replace("hailo8.", "hailo8l.") in [r.rule for r in node8l.reasons]

@@ -160,7 +160,7 @@ def test_cli_verbs_state_the_int8_judgement_once(tmp_path, capsys):
     assert out.count("judged as int8") == 1 and "75.0%" in out
     assert main(["check", str(p), "-t", TARGET, "--judge", "float"]) == 0
     out = capsys.readouterr().out
-    assert "--judge float" in out and "0.0%" in out
+    assert "judge 'float'" in out and "0.0%" in out
     assert main(["fix", str(p), "-t", TARGET, "--dry-run"]) == 0
     assert "coverage 75.0%" in capsys.readouterr().out
 

@@ -129,16 +129,17 @@ def test_weights_keep_strip_load(tmp_path):
     assert not any(v.name == "c1" for v in read_onnx(p).model.graph.value_info)
 
 
-def test_missing_external_data_warns_or_refuses(tmp_path):
+@pytest.mark.parametrize(
+    "loaders, external_data",
+    [((strip_weights, infer_beside), "on_disk"), ((infer,), "on_disk"), ((), "loaded")],
+    ids=["check", "run", "rewrite"],
+)
+def test_missing_external_data_is_refused_for_every_verb(tmp_path, loaders, external_data):
+    """Checking too: a model read without its weights is judged as another model (hostile-input issue)."""
     p = _external(tmp_path)
     (tmp_path / "ext.data").unlink()
-    prep = read_onnx(p, strip_weights, infer)
-    assert prep.missing == ["ext.data"]
-    assert any("external data file(s) not found: ext.data" in w for w in prep.file_warnings)
     with pytest.raises(BadModelError, match="external data missing or too short: ext.data"):
-        read_onnx(p, infer, external_data="required")
-    with pytest.raises(BadModelError, match="external data missing or too short: ext.data"):
-        read_onnx(p, external_data="loaded")
+        read_onnx(p, *loaders, external_data=external_data)
 
 
 def test_in_memory_model_is_never_changed():

@@ -55,3 +55,14 @@ def test_a_vendor_compiler_call_shows_a_spinner_with_elapsed_time(tmp_path):
     m = _model(tmp_path / "m.onnx")
     shown = _on_tty("compile", m, "--target", "ethos-u55-256", "--out-dir", tmp_path / "out", cwd=tmp_path)
     assert "running vela" in shown
+
+
+def test_quantize_says_which_phase_of_the_quantizer_runs(tmp_path):
+    """ONNX Runtime's quantizer prepares the calibration graph (minutes on thousands of nodes), pulls the samples, then
+    writes the Q/DQ graph: one spinner line names each phase (its first and its last drawing are certain; the
+    sample counts between them show as fast as the terminal is redrawn)."""
+    m = _model(tmp_path / "m.onnx")
+    shown = _on_tty("quantize", m, "-o", tmp_path / "q.onnx", "-c", "random", "--samples", "4", "--holdout", "0",
+                    cwd=tmp_path)
+    assert "quantizing: ONNX Runtime prepares the calibration graph" in shown, shown[-2000:]
+    assert "quantizing: ONNX Runtime writes the Q/DQ graph" in shown, shown[-2000:]

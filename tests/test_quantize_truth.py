@@ -53,7 +53,7 @@ def test_clipping_is_found_and_advised_before_weight_quantization(tmp_path):
     assert out.clipped_fraction > 0.2 and out.sqnr_db < 20
     assert r.warnings[0].startswith("output ") and "calibrated range" in r.warnings[0] and "more, or more representative" in r.warnings[0]
     head = r.accuracy.layer("y")
-    assert head.clips and "calibrated range" in head.suggestion and "--per-channel" not in head.suggestion
+    assert head.clips and "calibrated range" in head.suggestion and "per-channel" not in head.suggestion
     d = r.to_dict()
     assert d["summary"]["max_clipped_fraction"] > 0.2 and d["accuracy"]["outputs"][0]["clipped_fraction"] > 0.2
     assert d["calibration"]["holdout_source"] == wide and d["calibration"]["holdout"] == 64

@@ -168,7 +168,7 @@ def test_converter_lowerings_are_judged_as_what_vela_sees():
     v, reasons = judge(erf, "ethos-u55-256")
     assert v == "npu" and not reasons
     rule = next(r for r in get_profile("ethos-u55-256").rules() if r.id == "ethos-u55-256.cal.lowered.erf")
-    assert rule.source == "CAL-V" and "convnextv2" in rule.text
+    assert rule.source == "CAL-V" and "convnextv2" in rule.evidence
     few = qdq_op("Expand", [1, 8, 4, 1], [1, 8, 4, 16], extra_inputs=[("shape", np.array([1, 8, 4, 16], np.int64))])
     many = qdq_op("Expand", [1, 8, 4, 1], [1, 8, 4, 100], extra_inputs=[("shape", np.array([1, 8, 4, 100], np.int64))])
     assert judge(few, "ethos-u55-256")[0] == "npu"  # CONCATENATION of 16 copies

@@ -40,7 +40,7 @@ CASES = [  # (rule id, passing, failing, words, failing verdict)
     ("slice.steps", float_op("Slice", [1, 8, 4, 4], [1, 4, 4, 4], inits=[c("st", [0]), c("en", [4]), c("ax", [1]), c("sp", [1])]),
      # a step other than 1 runs on the NPU only inside a space-to-depth reorg (CAL-R: swinv2, cases); alone, on the CPU
      float_op("Slice", [1, 8, 4, 4], [1, 8, 4, 4], inits=[c("st", [-1]), c("en", [-9]), c("ax", [1]), c("sp", [-1])]),
-     "runs on the NPU only as part of a space-to-depth reorg", "cpu"),
+     "runs on the NPU only inside a space-to-depth reorg", "cpu"),
     ("pow.exponent", float_op("Pow", [1, 8, 4, 4], [1, 8, 4, 4], inits=[c("e", np.array(2.0, np.float32))]),
      float_op("Pow", [1, 8, 4, 4], [1, 8, 4, 4], inits=[c("e", np.array(1.7, np.float32))]), "constant exponent in 0.0, 1.0, 2.0, 3.0, 0.5, -0.5", "cpu"),
     ("matmul.k", float_op("MatMul", [1, 4, 64], [1, 4, 8], inits=[c("b", np.ones((64, 8), np.float32))]),
@@ -123,7 +123,7 @@ def test_ops_the_probe_moved():
         assert ops[op].status.value == "cpu" and ops[op].source == "PROBE-R", op
     for op in ("Exp", "Log", "Floor", "Sin"):  # the probe agreed with the R-PDF
         assert ops[op].status.value == "cpu" and ops[op].source == "R-PDF", op
-    assert "docs/probe/rk3588-measured.json" in get_profile(T).sources["PROBE-R"]
+    assert "docs/probe/rk3588-matrix.md" in get_profile(T).sources["PROBE-R"]
     nearest = float_op("Resize", [1, 8, 4, 4], [1, 8, 6, 6], dict(mode="nearest"),
                        inits=[c("roi", np.zeros(0, np.float32)), c("sc", np.array([1, 1, 1.5, 1.5], np.float32))])
     assert judge(nearest, T) == ("npu", {})

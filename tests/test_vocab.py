@@ -97,7 +97,7 @@ def test_the_library_refuses_a_word_outside_the_vocabulary_in_one_line(tmp_path)
     with pytest.raises(NpufitError, match=r"^unknown split mode 'fast' \(choose from best, prefix, segments, "):
         npufit.split(model, "hailo8", tmp_path / "plan", mode="fast")
     with pytest.raises(NpufitError, match=r"^unknown executor 'gpu' \(choose from inprocess, pool, ray\)$"):
-        npufit.scan([tmp_path], executor="gpu")
+        npufit.scan([tmp_path], "hailo8", executor="gpu")
     with pytest.raises(NpufitError, match=r"^--method median: choose one of minmax, entropy, percentile$"):
         npufit.quantize(model, tmp_path / "q.onnx", method="median")
     assert not (tmp_path / "plan").exists() and not (tmp_path / "q.onnx").exists()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..util.limits import graph_within_budget
 from .protocol import Protocol
 from .result import SCHEMA, BenchResult, RuntimeResult
 
@@ -56,10 +57,57 @@ def bench(
     options: dict[str, Any] | None = None,
     input_shapes=None,
 ) -> BenchResult:
-    """Benchmark MODEL (a model file or a split-plan folder) on each runtime under one protocol.
+    """Benchmark `model` (a model file or a split-plan folder) on each runtime under one stated protocol.
 
-    input_shapes: {"images": (1, 3, 640, 640)} or "images=1,3,640,640", the shapes fed (an ONNX model's dynamic
-    batch alone is pinned to 1, or to `batch`; other unknown dims must be given, unless `inputs` holds the data)."""
+    The library side of `npufit bench MODEL --runtime LIST`. Absent runtimes are skipped with the reason.
+
+    Parameters
+    ----------
+    model : str or os.PathLike
+        An .onnx (.xml, .hef, .engine) file or a split-plan folder.
+    runtime : str or list of str, optional
+        "ort-cpu", "ort-cuda", "ort-trt", "tensorrt", "openvino", "hailort", "chain" (default: by model type).
+    batch : int, optional
+        Batch size for a dynamic first dimension (default 1).
+    threads : int, optional
+        Intra-op / inference threads (default: the runtime's own).
+    warmup : int
+        Untimed calls after the cold call.
+    iterations : int, optional
+        Timed calls (or give `duration`).
+    duration : float, optional
+        Time calls for this many seconds instead.
+    inputs : str or os.PathLike, optional
+        An .npz of inputs by name (an extra leading axis holds several samples).
+    fresh_inputs : bool
+        Rotate a pool of distinct samples, one per iteration.
+    input_pool : int, optional
+        Pool size for fresh_inputs (default 16).
+    boundary : str, optional
+        GPU runtimes: "host-to-host" (default: copies included) or "compute-only".
+    fp16 : bool
+        TensorRT runtimes: allow FP16 kernels.
+    seed : int
+        Seed of the random inputs.
+    options : dict, optional
+        Per-runtime options (e.g. {"npu_runtime": "hailort"} for a plan folder).
+    input_shapes : dict or str, optional
+        The shapes fed, {"images": (1, 3, 640, 640)} or "images=1,3,640,640" (an ONNX model's dynamic batch alone
+        is pinned to 1, or to `batch`; other unknown dims must be given, unless `inputs` holds the data).
+
+    Returns
+    -------
+    BenchResult
+        Latency distribution, throughput, cold call, build time and peak memory per runtime, with the environment
+        needed to judge two results comparable; `.render(...)`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> b = npufit.bench("model.onnx", "ort-cpu", iterations=500)
+    >>> b  # doctest: +SKIP
+    <BenchResult model.onnx: ort-cpu 1.83 ms>
+    """
     from ..runtimes import BOUNDARY_TEXT, parse_runtimes, runner_class
     from ..runtimes.chain import is_plan_dir
     from .environment import capture, model_identity
@@ -136,6 +184,7 @@ def _shapes(path: Path, input_shapes, batch: int | None, data_given: bool) -> tu
     from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
 
     prep = read_onnx(path, pin_inputs(given))
+    graph_within_budget("bench", len(prep.model.graph.node))  # the graph's working memory, before any run
     if not data_given:  # an .npz of inputs brings its own shapes
         require_shapes(prep, "a benchmark times one input shape")
     if batch is None:

@@ -34,7 +34,9 @@ def model_identity(path: str | os.PathLike) -> dict[str, Any]:
         "bytes": p.stat().st_size,
     }
     data = p.with_name(p.name + ".data")
-    if data.is_file():  # weights saved as external data change the model as much as the graph does
+    # weights saved as external data change the model as much as the graph does; os.path.isfile, not Path.is_file:
+    # a 255-byte model name has no '.data' sibling (ENAMETOOLONG), which is not an error
+    if os.path.isfile(data):
         d["external_data_sha256"] = sha256_file(data)
     return d
 

@@ -13,10 +13,11 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..runtimes.base import InputSpec, concrete_shape
+from ..util.limits import memory_budget, size_text
 from ..verify.compare import _ORT_TO_NP, random_inputs
 
 DEFAULT_POOL = 16
-MAX_POOL_BYTES = 256 * 1024 * 1024
+POOL_SHARE = 4  # a fresh-input pool takes at most a quarter of the memory budget: the runs need the rest
 
 
 class _Specs:
@@ -53,10 +54,12 @@ def input_pool(
     if fresh:
         size = pool or DEFAULT_POOL
         per = max(sample_bytes(specs, batch, shapes), 1)
-        if size * per > MAX_POOL_BYTES:
-            size = max(2, MAX_POOL_BYTES // per)
+        cap = memory_budget() // POOL_SHARE
+        if size * per > cap:
+            size = max(2, cap // per)
             warnings.append(
-                f"fresh-input pool cut to {size} samples to stay under {MAX_POOL_BYTES // (1024 * 1024)} MiB"
+                f"fresh-input pool cut to {size} samples to stay under {size_text(cap)} (a quarter of the memory "
+                "budget, --memory-budget)"
             )
     feed = {s.name: concrete_shape(s, batch, shapes) for s in specs}
     samples = random_inputs(_Specs(specs), seed=seed, samples=size, shapes=feed)

@@ -67,6 +67,15 @@ class BenchResult(Renderable):
     created: str = ""
     inputs: str = ""
 
+    def __repr__(self) -> str:
+        runs = ", ".join(
+            f"{r.runtime} {r.latency_ms['median']:.3g} ms"
+            if r.ok and "median" in r.latency_ms
+            else f"{r.runtime} {r.status}"
+            for r in self.results
+        )
+        return f"<BenchResult {self.model.get('file', '?')}: {runs or 'no runtime'}>"
+
     @property
     def measured(self) -> list[RuntimeResult]:
         return [r for r in self.results if r.ok]

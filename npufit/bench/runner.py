@@ -128,26 +128,29 @@ def _cold_call(runner, call):
     without a trip count) is stopped before warm-up and timing. Runtimes without `interrupt` run it as is."""
     import threading
 
-    from ..verify.compare import current_verify_timeout
+    from ..verify.compare import budget_error, current_verify_timeout
 
     stop = getattr(runner, "interrupt", None)
-    if stop is None:
-        return time_once(call)
     limit, fired = current_verify_timeout(), []
-    timer = threading.Timer(limit, lambda: (fired.append(True), stop()))
-    timer.daemon = True
-    timer.start()
+    timer = threading.Timer(limit, lambda: (fired.append(True), stop())) if stop is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
     try:
         return time_once(call)
-    except Exception:
+    except Exception as e:
         if fired:
             raise NpufitError(
                 f"{runner.name}: the first call did not finish within {limit:g} s (--verify-timeout): "
                 f"the model may loop forever (a Loop without a trip count)"
             ) from None
+        budget = budget_error(e)  # a tensor past the memory budget: the model's verdict, not the runtime's crash
+        if budget is not None:
+            raise NpufitError(f"{runner.name}: {budget.message}") from None
         raise
     finally:
-        timer.cancel()
+        if timer is not None:
+            timer.cancel()
 
 
 def _batch_of(sample: dict[str, np.ndarray], specs) -> int:

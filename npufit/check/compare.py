@@ -70,6 +70,11 @@ class CompareReport(Renderable):
     target: dict[str, Any]
     reports: list[CheckReport] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        cov = ", ".join(f"{r.model.get('file', '?')} {r.coverage_nodes:.1f}%" for r in self.reports[:4])
+        more = f", … (+{len(self.reports) - 4})" if len(self.reports) > 4 else ""
+        return f"<CompareReport {self.target.get('name', '?')}: {cov}{more}>"
+
     @property
     def rows(self) -> list[dict[str, Any]]:
         return [model_row(r) for r in self.reports]
@@ -174,17 +179,43 @@ class CompareReport(Renderable):
 
 def compare(
     models: list[str | os.PathLike | Graph],
-    target: str = "ethos-n78",
+    target: str,
     input_shapes=None,
     judge: str = JUDGE,
     placer=None,
 ) -> CompareReport:
-    """Check every model against one target; one row per model (model files are only read). input_shapes
-    ({"images": (1, 3, 640, 640)} or "images=1,3,640,640") pin every model they fit.
+    """Check every model against one target: one row per model (variants of one network side by side). Model files are
+    only read.
 
-    placer: placer(model, target, input_shapes, judge) -> CheckReport, the placement every verb reads
-    (npufit.placement.place, passed in by `npufit.compare`: the compiler's where one runs here); None: the
-    prediction."""
+    The library side of `npufit compare MODEL MODEL ... --target T`.
+
+    Parameters
+    ----------
+    models : list of str, os.PathLike or Graph
+        The models to compare.
+    target : str
+        The one target they are judged for.
+    input_shapes : dict or str, optional
+        Pin dynamic inputs, {"images": (1, 3, 640, 640)} or "images=1,3,640,640"; each model gets those that fit it.
+    judge : str
+        How a float model is judged ("auto", "int8", "float"), as in `npufit.check`.
+    placer : callable, optional
+        placer(model, target, input_shapes, judge) -> CheckReport: the placement every verb reads
+        (npufit.placement.place, which `npufit.compare` passes in: the compiler's where one runs here); None: the
+        prediction.
+
+    Returns
+    -------
+    CompareReport
+        Per model: ops, NPU/CPU partitions, NPU share, extra Q/DQ ops, status; `.render(...)`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> c = npufit.compare(["det_relu_int8.onnx", "det_lrelu_int8.onnx"], "ethos-n78")
+    >>> c  # doctest: +SKIP
+    <CompareReport ethos-n78: det_relu_int8.onnx 90.6%, det_lrelu_int8.onnx 58.0%>
+    """
     from ..targets import get_profile
     from .engine import check_graph
 

@@ -11,7 +11,19 @@ from ..graph import Graph, NodeView, load, quant
 from ..graph.facts import NonLocal
 from ..graph.macs import MAC_OPS, node_macs
 from ..targets import get_profile
-from ..targets.base import Composite, Executes, Fallback, OpSupport, Profile, Rule, Verdict, worst
+from ..targets.base import (
+    Composite,
+    Executes,
+    Fallback,
+    OpSupport,
+    Profile,
+    Rule,
+    Verdict,
+    conditional,
+    hints_for,
+    worst,
+)
+from ..targets.explain import evidence_for
 from ..util.gcpause import gc_paused
 from ..vocab import JUDGE, JUDGES
 from .local_memo import MARK, ONCE, VIEW_NAME, LocalMemo, value_key
@@ -119,16 +131,16 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
     if as_int8 and judge == "auto":
         return [
             f"judged as int8: {profile.name} runs int8 only, so this float model is judged as the int8 model a converter "
-            "produces (`npufit quantize` or `npufit compile` make it; --judge float judges the float graph)"
+            "produces (npufit quantize or npufit compile make it; judge 'float' judges the float graph)"
         ]
     if as_int8:
         return [
-            f"--judge int8: float activations were judged as the int8 tensors a converter would produce on {profile.name}"
+            f"judge 'int8': float activations were judged as the int8 tensors a converter would produce on {profile.name}"
         ]
     if profile.executes is Executes.INT8:
         return [
-            f"--judge float: the float graph is judged as it is; {profile.name} runs int8 only, so float ops are off the NPU "
-            "(the default judges its int8 conversion)"
+            f"judge 'float': the float graph is judged as it is; {profile.name} runs int8 only, so float ops are off the "
+            "NPU (the default judge, 'auto', judges its int8 conversion)"
         ]
     return []
 
@@ -163,6 +175,7 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
         boundaries=bounds,
         prefix=prefix_summary,
         warnings=warnings,
+        evidence=evidence_for(profile, {r.rule for n in judged if n.reasons for r in n.reasons}),
     )
     from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only)
 
@@ -419,7 +432,7 @@ class _Judge:
             res.verdict = comp.verdict
             if comp.verdict != _NPU:
                 res.reasons.append(
-                    Reason(comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules)
+                    _reason(node, comp.id, comp.text, comp.verdict, detail, comp.fix, comp.source, comp.fix_rules)
                 )
             checks = self.graph_rules  # rules on dtype/batch/rank still apply inside composites
         else:
@@ -437,7 +450,7 @@ class _Judge:
             status, reason, checks, _ = entry
             res.verdict = status
             if reason is not None:
-                res.reasons.append(Reason(*reason))
+                res.reasons.append(_reason(node, *reason) if conditional(reason[4]) else Reason(*reason))
         limits = self.limits
         for check, rule in checks:
             try:
@@ -446,7 +459,7 @@ class _Judge:
                 res.notes.append(f"rule {rule.id} could not be evaluated ({type(e).__name__})")
                 continue
             if detail is not None:
-                _fail(res, profile, rule, detail)
+                _fail(res, profile, rule, detail, node)
         return _finish(res, profile) if res.reasons else res  # _finish only edits a node with reasons
 
 
@@ -505,9 +518,26 @@ def _op_reason_fields(node: NodeView, profile: Profile, support: OpSupport) -> t
     return (f"{profile.name}.op.{support.op}", text, support.status, "", support.fix, support.source, support.fix_rules)
 
 
-def _fail(res: NodeResult, profile: Profile, rule: Rule, detail) -> None:
+def _reason(node: NodeView, rid, text, verdict, detail, fix, source, fix_rules) -> Reason:
+    """A Reason with the hints that apply to `node` (a conditional hint is read on the node being judged: on a
+    local view its reads count like a rule's)."""
+    if conditional(fix):
+        fix, fix_rules = hints_for(node, fix, fix_rules)
+    return Reason(rid, text, verdict, detail, fix, source, fix_rules)
+
+
+def _fail(res: NodeResult, profile: Profile, rule: Rule, detail, node: NodeView) -> None:
     res.reasons.append(
-        Reason(rule.id, rule.sentence(profile.limits), rule.on_fail, str(detail), rule.fix, rule.source, rule.fix_rules)
+        _reason(
+            node,
+            rule.id,
+            rule.sentence(profile.limits),
+            rule.on_fail,
+            str(detail),
+            rule.fix,
+            rule.source,
+            rule.fix_rules,
+        )
     )
     res.verdict = worst(res.verdict, rule.on_fail)
 

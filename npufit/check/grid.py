@@ -45,6 +45,11 @@ class GridReport(Renderable):
     reports: dict[str, CheckReport] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # target -> why it cannot judge this model
 
+    def __repr__(self) -> str:
+        cov = ", ".join(f"{t} {r.coverage_nodes:.1f}%" for t, r in list(self.reports.items())[:6])
+        more = f", … (+{len(self.reports) - 6})" if len(self.reports) > 6 else ""
+        return f"<GridReport {self.model.get('file', '?')}: {cov}{more}>"
+
     def rows(self, all_nodes: bool = False) -> list[dict[str, Any]]:
         first = next(iter(self.reports.values()), None)
         if first is None:

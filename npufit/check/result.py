@@ -29,7 +29,6 @@ class Reason:
             "verdict": self.verdict.value,
             "detail": self.detail,
             "fix": list(self.fix),
-            "source": self.source,
         }
         if self.fix_rules:
             d["fix_rules"] = list(self.fix_rules)
@@ -115,6 +114,15 @@ class CheckReport:
     # Sections added by other stages (e.g. the Q/DQ ledger): plain keys go to JSON; "_terminal_sections" and
     # "_markdown_sections" hold render callables (con, report) / (report) -> str for the text formats.
     extra: dict[str, Any] = field(default_factory=dict)
+    # rule id -> {"sentence", "evidence", "sources"} for every rule a reason names (npufit.targets.explain)
+    evidence: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (
+            f"<CheckReport {self.target.get('name', '?')} {self.model.get('file', '?')}: "
+            f"{s['coverage_nodes_pct']:.1f}% nodes, {s['npu_partitions']} NPU / {s['host_partitions']} host>"
+        )
 
     # -- derived numbers -----------------------------------------------------------
     @property
@@ -251,6 +259,7 @@ class CheckReport:
             "prefix": self.prefix,
             "fix_suggestions": self.fix_rules(),
             "warnings": self.warnings,
+            "evidence": self.evidence,
         }
         d.update({k: v for k, v in self.extra.items() if not k.startswith("_")})  # "_" keys hold render hooks
         return d

@@ -11,7 +11,7 @@ import threading
 import warnings
 
 from .. import __version__
-from ..errors import NpufitError
+from ..errors import NpufitError, NpufitWarning, TimeLimitReached
 from ..util.term import EscapingStream, esc_line
 
 # verb -> module (each module has register(subparsers) and run(args) -> int)
@@ -19,6 +19,7 @@ COMMANDS = {
     "check": "npufit.cli.check",
     "scan": "npufit.cli.scan",
     "targets": "npufit.cli.targets",
+    "explain": "npufit.cli.explain",
     "compare": "npufit.cli.compare",
     "fix": "npufit.cli.fix",
     "split": "npufit.cli.split",
@@ -34,6 +35,10 @@ COMMANDS = {
 }
 
 
+# verbs that drive many others (or build environments): no time limit unless one is given
+UNTIMED = {"pipeline", "probe", "env", "scan"}
+
+
 class Parser(argparse.ArgumentParser):
     """Usage errors (a bad number, a missing argument) are one line like every other npufit error, exit 2."""
 
@@ -47,8 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="npufit",
         description="Will this network run on the NPU? Check, fix, split, quantize, compile and benchmark models "
-        "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/65/85 and Rockchip RK3588.",
-        epilog="Run 'npufit COMMAND --help' for the options of a command.",
+        "for Hailo-8/8L, Arm Ethos-N78, Arm Ethos-U55/U65/U85 and Rockchip RK3588, RK3576, RK3566/RK3568 and "
+        "RV1106/RV1103 ('npufit targets' lists every target name).",
+        epilog="Run 'npufit COMMAND --help' for the options of a command, 'npufit explain RULE_ID' for a rule of a "
+        "report.",
     )
     parser.add_argument("--version", action="version", version=f"npufit {__version__}")
     parser.add_argument(
@@ -62,6 +69,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--verbose",
         action="store_true",
         help="also show ONNX Runtime's own log lines and Python warnings (hidden by default)",
+    )
+    from ..util.limits import MEMORY_BUDGET_MB, TIME_LIMIT_S
+    from .common import positive_float
+
+    parser.add_argument(
+        MEMORY_BUDGET_MB.option,
+        type=positive_float,
+        metavar="MB",
+        help=f"memory npufit may fill with tensors, samples and arrays in one run (default: "
+        f"{MEMORY_BUDGET_MB.default:.0f}, or {MEMORY_BUDGET_MB.env}); work beyond it is refused in one line",
+    )
+    parser.add_argument(
+        TIME_LIMIT_S.option,
+        type=positive_float,
+        metavar="SECONDS",
+        help=f"stop a command after this long with one line (default: {TIME_LIMIT_S.default:g}, or "
+        f"{TIME_LIMIT_S.env}; none for {', '.join(sorted(UNTIMED))} unless given)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for modname in COMMANDS.values():
@@ -78,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from .common import PENDING_NOTES
+
+    PENDING_NOTES.clear()  # main() may run several times in one process (tests)
     if args.global_quiet:
         os.environ["NPUFIT_NO_PROGRESS"] = "1"
     # names from a model never reach the terminal raw (progress bars draw on the unwrapped stream)
@@ -87,13 +114,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         os.environ["NPUFIT_VERBOSE"] = "1"  # read where ONNX Runtime sessions are made (verify.compare.ort_quiet)
     try:
-        from ..util.io import one_run
-        from ..util.limits import VERIFY_TIMEOUT
+        from ..util.io import clean_stale_temp, one_run
+        from ..util.limits import MEMORY_BUDGET_MB, TIME_LIMIT_S, VERIFY_TIMEOUT, verb_time_limit
 
+        clean_stale_temp()  # what killed runs left in the temp folder
+        seconds = args.time_limit
+        if seconds is None and (args.command not in UNTIMED or os.environ.get(TIME_LIMIT_S.env or "")):
+            seconds = TIME_LIMIT_S.value
         with warnings.catch_warnings():
             if not args.verbose:  # a library's warning must not precede npufit's own one-line output
                 warnings.simplefilter("ignore")
-            with VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", VERIFY_TIMEOUT.default)), one_run():
+            # npufit's own warnings (an artifact calibrated on random data) are shown when they happen, in one line
+            warnings.simplefilter("always", NpufitWarning)
+            warnings.showwarning = _show_warning
+            with (
+                VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", None)),
+                MEMORY_BUDGET_MB.scoped(args.memory_budget),
+                verb_time_limit(f"npufit {args.command}", seconds),
+                one_run(),
+            ):
                 return int(args.func(args) or 0)
     except NpufitError as e:
         from ..util.shapes import ShapeNeeded
@@ -102,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         msg = e.cli_message(sys.argv[1:] if argv is None else argv) if isinstance(e, ShapeNeeded) else e.message
         print(f"npufit: error: {esc_line(msg)}", file=sys.stderr)
         return e.exit_code
+    except TimeLimitReached as e:
+        print(f"npufit: error: {esc_line(e.message)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("npufit: interrupted", file=sys.stderr)
         return 130
@@ -120,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = stdout, stderr
         if previous_term is not None:
             signal.signal(signal.SIGTERM, previous_term)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, NpufitWarning):
+        print(f"npufit: warning: {esc_line(str(message))}", file=sys.stderr, flush=True)
+    else:  # --verbose: other libraries' warnings as Python prints them
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _exit_on_sigterm():

@@ -10,10 +10,11 @@ from .common import (
     add_input_shape_option,
     add_judge_option,
     add_measure_options,
+    add_target_option,
     emit,
     measure_mode,
-    name_arg,
     percent,
+    target_of,
 )
 
 
@@ -26,13 +27,7 @@ def register(sub) -> None:
         "partitions, NPU<->host boundaries and the largest NPU-runnable prefix.",
     )
     p.add_argument("model", help="path to an .onnx or .tflite file (never modified)")
-    p.add_argument(
-        "--target",
-        "-t",
-        type=name_arg,
-        default="hailo8",
-        help="target name, a comma-separated list, or 'all' (see 'npufit targets'; default: hailo8)",
-    )
+    add_target_option(p, "target name, a comma-separated list, or 'all' (see 'npufit targets')")
     add_format_option(p, choices=PAGE_FORMATS)
     add_input_shape_option(p)
     p.add_argument(
@@ -69,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..graph import load, parse_input_shapes, require_shapes
     from ..targets import resolve_targets
 
-    targets = resolve_targets(args.target)
+    targets = resolve_targets(target_of(args))
     mode, judge = measure_mode(args)
     graph = load(args.model, parse_input_shapes(args.input_shape))
     require_shapes(graph, "verdicts, coverage and MACs depend on it")

@@ -8,7 +8,7 @@ import sys
 
 from ..errors import NpufitError
 from ..util.io import atomic_write_text
-from ..vocab import FORMAT, FORMATS, JUDGE, JUDGES
+from ..vocab import DEFAULT_TARGET, FORMAT, FORMATS, JUDGE, JUDGES
 
 
 # -- numbers and names on the command line: refused by argparse (one line, exit 2) before any work -------------
@@ -57,6 +57,30 @@ def input_shape_arg(text: str) -> str:
     except NpufitError as e:
         raise argparse.ArgumentTypeError(e.message) from None
     return text.strip()
+
+
+def add_target_option(p: argparse.ArgumentParser, what: str = "target name (see 'npufit targets')") -> None:
+    p.add_argument(
+        "--target",
+        "-t",
+        type=name_arg,
+        default=None,
+        help=f"{what}; default: {DEFAULT_TARGET}, and the output says it was the default",
+    )
+
+
+# lines said on stderr right before the output (`emit`): a refused input stays one line of error, nothing more
+PENDING_NOTES: list[str] = []
+
+
+def target_of(args: argparse.Namespace) -> str:
+    """--target, or the default, said right before the output: no result silently speaks of a target nobody chose."""
+    if args.target:
+        return args.target
+    PENDING_NOTES.append(
+        f"npufit: no --target given: {DEFAULT_TARGET} (the default; choose one with --target, see 'npufit targets')"
+    )
+    return DEFAULT_TARGET
 
 
 def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
@@ -161,7 +185,9 @@ def add_verify_timeout_option(p: argparse.ArgumentParser, what: str = "verificat
 
 
 def emit(text: str, output: str | None) -> None:
-    """Print to stdout, or write atomically to --output."""
+    """Print to stdout, or write atomically to --output (after the notes that belong before it)."""
+    while PENDING_NOTES:
+        print(PENDING_NOTES.pop(0), file=sys.stderr, flush=True)
     if output:
         atomic_write_text(output, text if text.endswith("\n") else text + "\n")
         print(f"wrote {output}", file=sys.stderr)

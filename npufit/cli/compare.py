@@ -1,4 +1,4 @@
-"""npufit compare MODEL... --target T: one row per model variant (seed 001's table)."""
+"""npufit compare MODEL... --target T: one row per model variant."""
 
 from __future__ import annotations
 

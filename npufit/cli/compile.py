@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..util.limits import DEFAULT_MAX_TOOL_MEMORY_MB
 from ..vocab import EXECUTOR, EXECUTORS
@@ -140,7 +141,12 @@ def _run(args: argparse.Namespace) -> int:
         return _run_many(args, options)
     res = compile_model(args.model[0], args.target, compare_prediction=args.compare_prediction, **options)
     emit(res.render(args.format, all_nodes=args.all_nodes), args.output)
-    return 0 if res.ok else 1
+    if res.ok:
+        return 0
+    # the cause is in the report, once; stderr says that the compile failed (never a bare exit 1)
+    where = f"in {args.output}" if args.output else "above"
+    print(f"npufit: the {res.target} compile failed; the report {where} gives the cause", file=sys.stderr)
+    return 1
 
 
 def _run_many(args: argparse.Namespace, options: dict) -> int:
@@ -171,4 +177,7 @@ def _run_many(args: argparse.Namespace, options: dict) -> int:
         ]
         text = "\n".join(head + lines)
     emit(text, args.output)
-    return 0 if all(r["ok"] for r in results) else 1
+    failed = [r["model"] for r in results if not r["ok"]]
+    if failed:
+        print(f"npufit: {len(failed)} of {len(results)} compiles failed: {', '.join(failed[:3])}", file=sys.stderr)
+    return 1 if failed else 0

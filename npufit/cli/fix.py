@@ -9,10 +9,11 @@ from .common import (
     add_input_shape_option,
     add_judge_option,
     add_measure_options,
+    add_target_option,
     add_verify_timeout_option,
-    name_arg,
     positive_int,
     seed_int,
+    target_of,
 )
 
 
@@ -31,9 +32,7 @@ def register(sub) -> None:
     )
     add_verify_timeout_option(p)
     p.add_argument("model", help="path to an .onnx file (never modified)")
-    p.add_argument(
-        "--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)"
-    )
+    add_target_option(p)
     p.add_argument(
         "--output", "-o", metavar="OUT", help="where to write the rewritten model (required unless --dry-run)"
     )
@@ -71,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     mode, _ = measure_mode(args)
     result = reads_placement(fix)(
         args.model,
-        target=args.target,
+        target=target_of(args),
         output=args.output,
         rules=_names(args.rules),
         skip_rules=_names(args.skip_rules),

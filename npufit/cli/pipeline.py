@@ -71,7 +71,14 @@ def run(args: argparse.Namespace) -> int:
         address=args.address,
     )
     emit(result.render(args.format), args.output)
-    return 0 if result.ok else 1
+    if result.ok:
+        return 0
+    failed = [r.cell.id for r in result.results if r.record.status == "failed"]
+    shown = ", ".join(failed[:3]) + (f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+    where = f"in {args.output}" if args.output else "above"
+    # a failed run always says so on stderr, also with --quiet or the summary in a file (never a bare exit 1)
+    print(f"npufit: {len(failed)} step(s) failed: {shown}; the summary {where} says why", file=sys.stderr)
+    return 1
 
 
 def run_validate(args: argparse.Namespace) -> int:

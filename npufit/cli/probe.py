@@ -5,31 +5,35 @@ from __future__ import annotations
 import argparse
 
 from .. import toolchains
-from ..vocab import EXECUTOR, EXECUTORS, FORMAT, FORMATS
-from .common import emit, name_arg, positive_float, positive_int
+from ..vocab import DEFAULT_TARGET, EXECUTOR, EXECUTORS, FORMAT, FORMATS
+from .common import emit, name_arg, positive_float, positive_int, target_of
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "probe",
         help="build a support matrix from one tiny model per op (predicted, and measured by a compiler)",
-        description="Export one small PyTorch model per operation (seed 000's test suite as a catalogue), "
-        "judge each with the target profile and, with --compiler, compile it with the real vendor "
-        "compiler; write the matrix in seed 000's ✅/❌ layout, JSON, and a drift table.",
+        description="Export one small PyTorch model per operation (a catalogue that holds a user's Hailo-8 op "
+        "test), judge each with the target profile and, with --compiler, compile it with the real vendor "
+        "compiler; write a ✅/❌ matrix with problems and workarounds, JSON, and a drift table.",
     )
     p.add_argument(
-        "--target", "-t", type=name_arg, help="target profile (default: hailo8, or the --replay record's target)"
+        "--target",
+        "-t",
+        type=name_arg,
+        help=f"target profile (default: the --replay record's target, else {DEFAULT_TARGET}, said so in the output)",
     )
     p.add_argument(
         "--opset",
         type=positive_int,
         default=11,
-        help="ONNX opset for the TorchScript exporter (default: 11, as seed 000)",
+        help="ONNX opset for the TorchScript exporter (default: 11, Hailo's officially supported one)",
     )
     p.add_argument(
         "--cases",
         metavar="PATTERN",
-        help="comma-separated globs over case ids, families or seeds (e.g. 'conv*,pooling', 'seed000')",
+        help="comma-separated globs over case ids, families or groups (e.g. 'conv*,pooling', 'hailo-8-op-test', "
+        "'deimv2-port')",
     )
     p.add_argument(
         "--compiler",
@@ -78,13 +82,13 @@ def run(args: argparse.Namespace) -> int:
     from ..probe import probe, select
 
     if args.list:
-        lines = ["| case | family | seed | ops | sweepable |", "|---|---|---|---|---|"]
+        lines = ["| case | family | reported by | ops | sweepable |", "|---|---|---|---|---|"]
         for c in select(args.cases):
             lines.append(f"| {c.id} | {c.family} | {c.seed or '-'} | {', '.join(c.ops)} | {', '.join(c.grid) or '-'} |")
         emit("\n".join(lines), None)
         return 0
     report = probe(
-        args.target,
+        args.target if args.target or args.replay else target_of(args),
         opset=args.opset,
         cases=args.cases,
         compiler=args.compiler,

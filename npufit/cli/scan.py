@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 
 from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
-from .common import add_input_shape_option, add_judge_option, add_measure_options, emit, input_shapes, measure_mode
+from .common import (
+    add_input_shape_option,
+    add_judge_option,
+    add_measure_options,
+    add_target_option,
+    emit,
+    input_shapes,
+    measure_mode,
+    target_of,
+)
 
 
 def register(sub) -> None:
@@ -23,7 +32,7 @@ def register(sub) -> None:
         metavar="PATH",
         help="model file, folder (recursive), glob ('zoo/**/*.onnx') or manifest (.txt/.lst)",
     )
-    p.add_argument("--target", "-t", default="hailo8", help="comma-separated targets or 'all' (default: hailo8)")
+    add_target_option(p, "comma-separated targets or 'all'")
     p.add_argument(
         "--format",
         "-f",
@@ -72,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     mode, judge = measure_mode(args)
     report = scan(
         args.paths,
-        args.target,
+        target_of(args),
         executor=args.executor,
         jobs=args.jobs,
         address=args.address,

@@ -10,12 +10,13 @@ from .common import (
     add_input_shape_option,
     add_judge_option,
     add_measure_options,
+    add_target_option,
     add_verify_timeout_option,
     emit,
     measure_mode,
-    name_arg,
     positive_int,
     seed_int,
+    target_of,
 )
 
 
@@ -30,9 +31,7 @@ def register(sub) -> None:
     )
     add_verify_timeout_option(p)
     p.add_argument("model", help="path to an .onnx file (never modified)")
-    p.add_argument(
-        "--target", "-t", type=name_arg, default="hailo8", help="target name (see 'npufit targets'; default: hailo8)"
-    )
+    add_target_option(p)
     p.add_argument(
         "--output-dir",
         "-d",
@@ -102,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     mode, _ = measure_mode(args)
     res = reads_placement(split)(
         args.model,
-        args.target,
+        target_of(args),
         args.output_dir,
         mode=args.mode,
         min_nodes=args.min_nodes,

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from dataclasses import fields
 from pathlib import Path
 
 from .. import toolchains
-from ..errors import BadModelError, NpufitError
+from ..errors import BadModelError, NpufitError, NpufitWarning
 from ..toolchains import Toolchain
-from .base import CompileOptions, Compiler, CompileResult, Placement
+from .base import RANDOM_TAG, CompileOptions, Compiler, CompileResult, Placement, random_calibration_warning
+from .render import verdict_line
 
 __all__ = [
     "compile_model",
@@ -66,10 +68,40 @@ def unknown_options(comp, extra) -> list[str]:
 
 
 def compile_model(model: str | os.PathLike, target: str, compare_prediction: bool = False, **options) -> CompileResult:
-    """Compile `model` for `target` with the vendor's compiler; the model file is only read (compilers get a copy).
+    """Compile `model` for `target` with the vendor's compiler and read back where each node went. The model file is
+    only read (compilers get a copy).
 
-    options: the fields of CompileOptions (out_dir, quantize, calibration, input_shapes, disable_rules,
-    simulate, emit_script, start_nodes, end_nodes, plan, timeout_s, extra)."""
+    The library side of `npufit compile MODEL --target T`. A quantizing compile without calibration data (an ONNX
+    model for Ethos-U/N, an int8 RKNN build, any Hailo build) calibrates on seeded random data: it warns
+    (npufit.errors.NpufitWarning) before the compile, names the artifact "...random-calibrated..." and sets
+    `result.random_calibrated`.
+
+    Parameters
+    ----------
+    model : str or os.PathLike
+        An .onnx or .tflite file.
+    target : str
+        "ethos-u55-256", "ethos-n78", "rk3588", "hailo8", ... (`npufit.doctor()` shows which compilers are here).
+    compare_prediction : bool
+        Also hold npufit's check against the compiler's placement (CPU-fallback recall/precision, disagreements).
+    **options
+        The fields of CompileOptions: out_dir, quantize (RKNN int8 build), calibration (real inputs: a folder of
+        .npy files or an .npz), input_shapes, disable_rules, simulate, emit_script (Hailo: write the script instead),
+        start_nodes, end_nodes, plan, timeout_s, activations, extra.
+
+    Returns
+    -------
+    CompileResult
+        A one-line `verdict`, `warnings`, the artifact, per-node placement with the compiler's reasons, the log,
+        command, wall time and peak memory, the compiler's own figures; `.render(...)`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> r = npufit.compile("det.onnx", "ethos-u55-256", calibration="calib.npz", out_dir="out/")
+    >>> r.verdict  # doctest: +SKIP
+    'det.onnx on ethos-u55-256: 100% of running nodes on the NPU (31 npu, 0 cpu)'
+    """
     from ..util.readers import require_regular_file
 
     path = Path(model)
@@ -89,11 +121,36 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
         raise NpufitError(
             f"unknown {comp.name} option(s): {', '.join(bad)} (its options: {', '.join(comp.extra_options) or 'none'})"
         )
+    random = comp.calibrates_at_random(path, opts)
+    if random:  # before the compile, which may take minutes: the artifact will not be fit to deploy
+        comp.preflight(path, target.lower(), opts)  # but after what refuses the request: a refusal stays one line
+        warning = random_calibration_warning(target, f" (its file name says {RANDOM_TAG})")
+        warnings.warn(warning, NpufitWarning, stacklevel=2)
     result = comp.compile(path, target.lower(), opts)
+    if random:
+        result.random_calibrated = True
+        result.warnings.insert(0, warning)
     result.notes[:0] = shape_notes
     if compare_prediction:
         attach_comparison(result, path, target, opts)
+    result.verdict = verdict_line(result, _float_on_int8_only(path, target, result))
     return result
+
+
+def _float_on_int8_only(model: Path, target: str, result: CompileResult) -> bool:
+    """A float TFLite given to an int8-only NPU: every operator stays on the CPU, and the one thing to say is so."""
+    if model.suffix.lower() != ".tflite" or not result.placement or result.summary()["npu"]:
+        return False
+    from ..check.engine import is_float_model
+    from ..graph import load
+    from ..targets import get_profile
+    from ..targets.base import Executes
+
+    try:
+        int8_only = get_profile(target).executes is Executes.INT8
+    except NpufitError:
+        return False
+    return int8_only and is_float_model(load(model))
 
 
 def _pin_shapes(path: Path, opts: CompileOptions) -> list[str]:

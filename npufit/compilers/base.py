@@ -2,7 +2,7 @@
 
 Every vendor module runs its compiler as a child process (Vela's CLI, RKNN-Toolkit2 inside its own
 virtualenv, the Hailo DFC's `hailo` CLI) so that wall time and peak memory are those of the compiler
-process itself (seed 004 records both per model), and a crash in vendor code cannot take npufit down.
+process itself, and a crash in vendor code cannot take npufit down.
 """
 
 from __future__ import annotations
@@ -17,6 +17,22 @@ from ..toolchains import Toolchain
 
 SCHEMA = "npufit.compile/1"
 DEVICES = ("npu", "cpu", "folded")
+RANDOM_TAG = "random-calibrated"  # in the name of an artifact quantized with random calibration data
+
+
+def random_calibration(options: "CompileOptions") -> bool:
+    """No calibration data given (or "random"): a quantizing compiler calibrates on seeded random noise."""
+    return options.calibration in (None, "", "random")
+
+
+def random_calibration_warning(target: str, artifact_hint: str = "") -> str:
+    """The warning, in library terms: a random-calibrated artifact is fine for placement and speed, not for
+    deployment."""
+    return (
+        f"no calibration data: the int8 model for {target} is calibrated on seeded random noise, so its scales fit "
+        f"noise, not your data; use it to see placement and speed, not to deploy{artifact_hint}. Give calibration "
+        "data (the `calibration` option: a folder of .npy files or an .npz of real inputs)"
+    )
 
 
 @dataclass
@@ -71,10 +87,23 @@ class CompileResult:
     timings: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)  # cycles, SRAM, inference time, cosine, ...
     error: str | None = None
+    next_step: str | None = None  # the command that avoids the failure (compilers/failure.py)
     retries: list[dict] = field(default_factory=list)  # e.g. RKNN disable_rules retries
     notes: list[str] = field(default_factory=list)
     outputs: dict[str, str] = field(default_factory=dict)  # other files kept (intermediate .tflite, scripts)
     comparison: Any = None  # compare.PredictionComparison when --compare-prediction
+    verdict: str = ""  # the one line a person reads first (compilers.verdict_line)
+    warnings: list[str] = field(default_factory=list)  # what must be read before the numbers (random calibration)
+    random_calibrated: bool = False  # quantized on random data: the artifact's name says it too
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        state = "ok" if self.ok else "FAILED"
+        tag = ", random-calibrated" if self.random_calibrated else ""
+        return (
+            f"<CompileResult {self.target} {Path(self.model).name}: {state}, {s['npu']} npu / {s['cpu']} cpu of "
+            f"{s['nodes']} nodes{tag}>"
+        )
 
     @property
     def cpu_nodes(self) -> list[Placement]:
@@ -105,6 +134,7 @@ class CompileResult:
             "model": self.model,
             "ok": self.ok,
             "error": self.error,
+            "next_step": self.next_step,
             "artifact": self.artifact,
             "outputs": self.outputs,
             "command": self.command,
@@ -114,6 +144,9 @@ class CompileResult:
             "metrics": self.metrics,
             "log_path": self.log_path,
             "retries": self.retries,
+            "verdict": self.verdict,
+            "warnings": self.warnings,
+            "random_calibrated": self.random_calibrated,
             "notes": self.notes,
             "summary": self.summary(),
             "placement": [p.to_dict() for p in self.placement],
@@ -150,6 +183,10 @@ class Compiler(Protocol):
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult: ...
 
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool: ...
+
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None: ...
+
 
 class Adapter:
     """What every compiler adapter shares: it is built with its toolchain's record and named by it."""
@@ -160,6 +197,14 @@ class Adapter:
     @property
     def name(self) -> str:
         return self.toolchain.name
+
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        """Whether this compile quantizes `model` with random calibration data (the default when none is given)."""
+        return False
+
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        """Refuse a request that cannot run, before any warning is said (a refused input stays one line): the
+        checks `compile` makes first, made early. Nothing to check by default."""
 
 
 # -- shared helpers --------------------------------------------------------------------------
@@ -181,7 +226,7 @@ def private_copy(model: Path, out_dir: Path) -> Path:
     dst = work / model.name
     shutil.copyfile(model, dst)
     data = model.with_name(model.name + ".data")
-    if data.exists():  # ONNX external data travels with the copy under the name the graph refers to
+    if os.path.isfile(data):  # ONNX external data travels with the copy (isfile: a 255-byte name has no sibling)
         shutil.copyfile(data, work / data.name)
     return dst
 

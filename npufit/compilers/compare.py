@@ -122,7 +122,16 @@ def compare_placement(report: CheckReport, placement: list[Placement], compiler:
         r = verdicts.get(p.node)
         if r is None:
             continue
-        rules = [{"rule": x.rule, "text": x.text, "detail": x.detail, "source": x.source} for x in r.reasons]
+        # the source by its description (the report's evidence), never by its key
+        rules = [
+            {
+                "rule": x.rule,
+                "text": x.text,
+                "detail": x.detail,
+                "sources": report.evidence.get(x.rule, {}).get("sources", []),
+            }
+            for x in r.reasons
+        ]
         rows.append(NodeComparison(p.node, p.op, r.verdict.value, p.device, rules, p.reason, p.how))
     return PredictionComparison(report.target.get("name", ""), report.target.get("title", ""), compiler, rows)
 

@@ -25,9 +25,11 @@ from .base import (
     default_out_dir,
     env_tool_status,
     private_copy,
+    random_calibration,
     run_tool,
     tail,
 )
+from .failure import explain, first_line_cause
 from .mapping import Layer
 
 DEFAULT_VARIANT = "4tops-4ple"  # seed 001's configuration (TOPS=4, PLE=4)
@@ -51,6 +53,15 @@ def variant_of(target: str, options: CompileOptions | None = None) -> str:
 class EthosNCompiler(Adapter):
     calibration_format = "npz"
     extra_options = ("ethos_n_variant", "ethos_n_sram_bytes", "ethos_n_estimate", "ethos_n_clock_mhz")
+
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        return model.suffix.lower() != ".tflite" and random_calibration(options)  # npufit's converter quantizes
+
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        if model.suffix.lower() != ".tflite":
+            from ..convert.onnx_to_tflite import require_convertible
+
+            require_convertible(model, options.input_shapes, target)
 
     def status(self) -> dict:
         return env_tool_status(self.toolchain)
@@ -127,7 +138,7 @@ class EthosNCompiler(Adapter):
         if conv is not None:
             record_conversion(res, conv)
         if resp.get("error"):
-            res.error = f"Ethos-N shim: {resp['error']}"
+            res.error, res.next_step = _failure("Ethos-N support library", resp["error"], model, target, options)
             return res
         layers, levels = node_layers(tgraph, low, resp)
         res.placement = placements(tgraph, low, layers, conv)
@@ -139,7 +150,9 @@ class EthosNCompiler(Adapter):
                 "compile and the whole model runs on the host"
             )
         elif not comp.get("ok"):
-            res.error = f"Compile() failed: {comp.get('error') or 'no compiled network'}"
+            res.error, res.next_step = _failure(
+                "Compile()", comp.get("error") or "no compiled network", model, target, options
+            )
         else:  # the serialized command stream(s) the Arm NN / driver library would load
             nets = sorted(work.glob("compiled_network_*.bin"))
             res.artifact = str(nets[0]) if nets else None
@@ -306,3 +319,12 @@ def summary_metrics(graph, low, resp, levels: dict[str, str], variant: str, opti
     elif est:
         m["estimate"] = {"error": est.get("error")}
     return m
+
+
+def _failure(what: str, text: str, model: Path, target: str, options: CompileOptions) -> tuple[str, str | None]:
+    """The library's one-line cause and the command that avoids it (compilers/failure.py)."""
+    from ..graph import load
+
+    graph = load(model, options.input_shapes) if model.suffix.lower() == ".onnx" else None
+    failure = explain(first_line_cause(text), model, target.lower(), graph)
+    return f"{what} failed: {failure.cause}", failure.next_step

@@ -121,6 +121,6 @@ def render(rows: list[SeedRow], clock_mhz: float = 1000.0) -> str:
     lines.append(
         "library = the Ethos-N support library's own IsSupported/Compile (int8 LeakyReLU is Supported); "
         "TVM = npufit's ethos-n78 profile of TVM's flow (each int8 LeakyReLU a dequantize → leaky_relu → "
-        "quantize host island, as seed 001 measured)."
+        "quantize host island, as the measured TVM + Ethos-N78 partitions of a user's YOLO models show)."
     )
     return "\n".join(lines) + "\n"

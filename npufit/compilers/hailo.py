@@ -30,7 +30,17 @@ from .. import __version__
 from ..errors import NpufitError
 from ..toolchains import HAILO, StageParser
 from ..util.io import atomic_write_json, atomic_write_text
-from .base import Adapter, CompileOptions, CompileResult, Placement, default_out_dir, private_copy, run_tool, tail
+from .base import (
+    Adapter,
+    CompileOptions,
+    CompileResult,
+    Placement,
+    default_out_dir,
+    private_copy,
+    random_calibration,
+    run_tool,
+    tail,
+)
 from .hailo_calib import RANDOM_NOTE, CalibrationFile, region, region_inputs, write_calibration
 from .hailo_logs import (
     LOGS,
@@ -106,10 +116,21 @@ class HailoCompiler(Adapter):
             "detail": exe or "hailo CLI not found (NOT exercised on npufit's build machines)",
         }
 
-    def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        # the Dataflow Compiler always quantizes (hailo_calib writes the set); without it and without a script
+        # asked for, nothing is compiled: the refusal names the script written instead
+        return random_calibration(options) and bool(options.emit_script or hailo_exe())
+
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        self._start_end(model, target, options)
+
+    def _start_end(self, model: Path, target: str, options: CompileOptions) -> tuple[list[str], list[str]]:
         if model.suffix.lower() != ".onnx":
             raise NpufitError(f"{model.name}: the Hailo DFC parser is driven from ONNX here; give an .onnx model")
-        start, end = _start_end(model, target, options)  # a wrong node name is refused before anything is written
+        return _start_end(model, target, options)  # a wrong node name or plan is refused before anything is written
+
+    def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
+        start, end = self._start_end(model, target, options)
         out = default_out_dir(model, target, options.emit_script or options.out_dir)
         net = net_name(model)
         shutil.rmtree(out / LOGS, ignore_errors=True)  # a folder compiled into again: only this run's logs

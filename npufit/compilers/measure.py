@@ -40,6 +40,9 @@ class Measurement:
     title: str = ""  # the compiler in words (Vela, RKNN-Toolkit2, ...)
     wall_s: float = 0.0
 
+    def __repr__(self) -> str:
+        return f"<Measurement {self.target} ({self.compiler or 'no compiler'}): {self.message[:80]}>"
+
     @property
     def measured(self) -> bool:
         return self.comparison is not None

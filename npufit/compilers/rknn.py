@@ -14,8 +14,18 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..graph import Graph, load
-from ..util.readers import require_regular_file
-from .base import Adapter, CompileOptions, CompileResult, default_out_dir, env_tool_status, private_copy, tail
+from ..util.readers import ArrayFile
+from .base import (
+    RANDOM_TAG,
+    Adapter,
+    CompileOptions,
+    CompileResult,
+    default_out_dir,
+    env_tool_status,
+    private_copy,
+    random_calibration,
+)
+from .failure import explain, rknn_cause
 from .mapping import Layer, origins_from_lineage, resolve
 
 MAX_RULE_RETRIES = 4
@@ -30,6 +40,9 @@ _MEM = re.compile(r"Total (Internal|Weight) Memory Size: ([\d.]+)\s*([KMG]?B)")
 class RknnCompiler(Adapter):
     calibration_format = "npy-folder"
     extra_options = ("rknn_config",)
+
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        return options.quantize and random_calibration(options)  # an int8 build on the simulator's random inputs
 
     def status(self) -> dict:
         return env_tool_status(self.toolchain)
@@ -52,10 +65,11 @@ class RknnCompiler(Adapter):
         graph = load(model, options.input_shapes)
         # ONNX Runtime is the simulator's reference; a TFLite model has none here (and keeps its own quantization)
         feeds, ref = ([], {}) if tflite else _reference_run(src, graph, options, out)
+        tag = f"_{RANDOM_TAG}" if self.calibrates_at_random(model, options) else ""  # the name says what it knows
         request = {
             "platform": target.lower(),
             "model": str(src),
-            "out": str(out / f"{model.stem}.rknn"),
+            "out": str(out / f"{model.stem}{tag}.rknn"),
             "quantize": options.quantize,
             "disable_rules": list(options.disable_rules),
             "sim_inputs": [str(p) for p in feeds] if options.simulate and not tflite else [],
@@ -105,9 +119,10 @@ class RknnCompiler(Adapter):
             res.notes.append(
                 f"the toolkit crashed in its own rewrite rule(s); rebuilt with disable_rules={request['disable_rules']}"
             )
-        if not res.ok:
-            res.error = f"RKNN {resp.get('stage')} failed: {resp.get('error') or 'see log'}"
-            res.notes.append(tail(text))
+        if not res.ok:  # the toolkit's one-line cause, once (its traceback stays in the log), and the way around it
+            failure = explain(rknn_cause(text, resp.get("error")), model, target.lower(), graph)
+            res.error = f"RKNN {resp.get('stage')} failed: {failure.cause}"
+            res.next_step = failure.next_step
             return res
         res.artifact = request["out"]
         layers, rewrites = parse_layer_table(text), parse_rewrites(text)
@@ -285,12 +300,13 @@ def _dataset_file(options: CompileOptions, feeds: list[Path], out: Path) -> Path
             files = sorted(c.glob("*.npy"))
             if not files:
                 raise NpufitError(f"{c}: no .npy calibration files in this folder")
-            for f in files:  # the toolkit opens each: a pipe or device among them would hang it
-                require_regular_file(f, "calibration .npy file")
+            for f in files:  # the toolkit opens each: a pipe, a device or text among them would hang or crash it
+                _numeric_npy(f)
             lines = [str(f.resolve()) for f in files]
         elif c.suffix == ".txt" and c.is_file():
             return c.resolve()
         elif c.suffix == ".npy" and c.is_file():
+            _numeric_npy(c)
             lines = [str(c.resolve())]
         else:
             raise NpufitError(f"{c}: --calibration must be a folder of .npy files, one .npy, or an RKNN dataset.txt")
@@ -299,6 +315,13 @@ def _dataset_file(options: CompileOptions, feeds: list[Path], out: Path) -> Path
     p = out / "dataset.txt"
     p.write_text("\n".join(lines) + "\n")
     return p
+
+
+def _numeric_npy(f: Path) -> None:
+    """A calibration .npy the toolkit may load: a regular file holding numbers (never unpickled, never text)."""
+    with ArrayFile(f, "--calibration") as a:
+        for name in a:
+            a.numeric(name)
 
 
 def _cosines(ref: dict, sim_paths: list[str]) -> dict[str, float]:

@@ -5,13 +5,27 @@ time from its summary CSV. Input: a fully int8 TFLite file (an ONNX model is con
 from __future__ import annotations
 
 import csv
+import math
 import re
 import shutil
 import sys
 from pathlib import Path
 
 from ..errors import NpufitError
-from .base import Adapter, CompileOptions, CompileResult, default_out_dir, private_copy, run_tool, tail
+from ..graph import load
+from .base import (
+    RANDOM_TAG,
+    Adapter,
+    CompileOptions,
+    CompileResult,
+    Placement,
+    default_out_dir,
+    private_copy,
+    random_calibration,
+    run_tool,
+    tail,
+)
+from .failure import explain, vela_cause
 from .mapping import Layer
 
 ETHOS_U_OP = "ethos-u"  # the custom operator Vela's output file runs the NPU command stream with
@@ -52,6 +66,17 @@ def vela_version() -> str | None:
 class VelaCompiler(Adapter):
     calibration_format = "npz"
     extra_options = ("vela_args",)
+
+    def calibrates_at_random(self, model: Path, options: CompileOptions) -> bool:
+        return model.suffix.lower() != ".tflite" and random_calibration(options)  # npufit's converter quantizes
+
+    def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        if not _vela_exe():
+            raise NpufitError("Vela is not installed: pip install 'ethos-u-vela==5.2.0'")
+        if model.suffix.lower() != ".tflite":
+            from ..convert.onnx_to_tflite import require_convertible
+
+            require_convertible(model, options.input_shapes, target)
 
     def status(self) -> dict:
         v = vela_version()
@@ -109,10 +134,13 @@ class VelaCompiler(Adapter):
         res.timings["vela"] = run.wall_s
         if conv is not None:
             record_conversion(res, conv)
-        if run.returncode != 0:
-            res.error = (
-                f"Vela {run.killed}" if run.killed else f"Vela {_exit_words(run.returncode)}: {_last_words(text)}"
-            )
+        if run.killed:
+            res.error = f"Vela {run.killed}"
+            return res
+        if run.returncode != 0:  # Vela's one-line cause and the way around it (compilers/failure.py)
+            onnx_graph = load(model, options.input_shapes) if model.suffix.lower() == ".onnx" else None
+            failure = explain(vela_cause(text), model, target.lower(), onnx_graph)
+            res.error, res.next_step = f"Vela failed (exit {run.returncode}): {failure.cause}", failure.next_step
             return res
         stem = src.stem
         vdir = out / "vela"
@@ -138,16 +166,6 @@ class VelaCompiler(Adapter):
             conv.graph if conv is not None else graph, layers, layer_lineage(layers, lineage), "Vela"
         )
         return res
-
-
-def _exit_words(code: int) -> str:
-    return f"crashed (signal {-code})" if code < 0 else f"exited with code {code}"
-
-
-def _last_words(log: str) -> str:
-    """The end of Vela's log without its configuration warnings (printed on every run)."""
-    lines = [ln for ln in log.splitlines() if ln.strip() and not ln.startswith("Warning: No ")]
-    return " ".join(lines[-3:]) or "no message"
 
 
 def parse_reasons(log: str) -> dict[str, str]:
@@ -253,10 +271,15 @@ def parse_summary_csv(path: Path | None) -> dict:
         if v is None:
             continue
         try:
-            out[name] = float(v) if "." in v or "e" in v else int(v)
+            out[name] = int(v)
         except ValueError:
-            out[name] = v
-    if isinstance(out.get("inference_time_s"), float):
+            try:
+                out[name] = float(v)
+            except ValueError:
+                out[name] = v
+        if isinstance(out[name], float) and not math.isfinite(out[name]):
+            del out[name]  # "nan": Vela has no estimate (nothing ran on the NPU); no figure beats a NaN
+    if isinstance(out.get("inference_time_s"), (int, float)):
         out["inference_time_ms"] = round(out["inference_time_s"] * 1000, 4)
     return out
 
@@ -276,9 +299,10 @@ def convert_onnx(
     options.activations (a compiler that takes 8-bit tensors only)."""
     from ..convert import onnx_to_int8_tflite
 
+    tag = f"_{RANDOM_TAG}" if random_calibration(options) else ""  # the file's name says what it was calibrated on
     conv = onnx_to_int8_tflite(
         model,
-        out / f"{model.stem}_int8.tflite",
+        out / f"{model.stem}_int8{tag}.tflite",
         calibration=options.calibration,
         input_shapes=options.input_shapes,
         qdq_twin=True,

@@ -18,6 +18,7 @@ from ..errors import NpufitError
 from ..graph import Graph
 from ..graph.onnx_loader import graph_from
 from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, require_shapes
+from ..util.limits import graph_within_budget
 
 
 @dataclass
@@ -54,6 +55,7 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
     pinned = read_onnx(path, pin_inputs(input_shapes), external_data="loaded")
     require_shapes(pinned, "the int8 TFLite model has fixed shapes")  # a dynamic batch alone is pinned to 1
     model, shape_notes = pinned.model, list(pinned.shapes.notes)
+    graph_within_budget("compile", len(model.graph.node))
     fixed, notes = _undo_qdq(model)
     from .prepass import apply_rules, decompose
 

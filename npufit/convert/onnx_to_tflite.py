@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..check.advice import split_before
 from ..errors import NpufitError, UnsupportedModelError
 from ..util.io import atomic_write_bytes, atomic_write_json
 from . import ops_int as it
@@ -239,29 +240,25 @@ def gap_message(
         )
         parts.append(f"{op} x{len(items)}: {shown}" if len(items) > 1 else f"{op} {shown}")
     msg = "npufit's ONNX -> int8 TFLite converter (not the vendor toolchain) has no lowering for " + "; ".join(parts)
-    first = gaps[0][1]
-    node = graph.node(first) if graph is not None and hasattr(graph, "node") else None
-    ends = (
-        []
-        if node is None
-        else [
-            t
-            for t in node.inputs
-            if t and graph.producer(t) is not None and not getattr(graph.tensors.get(t), "is_const", False)
-        ]
-    )
-    if model is not None:
-        from ..util.commands import npufit_command, output_folder
-
-        cut = ("--mode", "explicit", "--end-nodes", ",".join(ends)) if ends else ("--mode", "prefix")
-        t, d = target or "ethos-u55-256", output_folder(model, "split")
-        split = npufit_command("split", model, "--target", t, *cut, "-d", d, shapes=shapes)
-        stage = str(Path(d) / "stage0_npu.onnx")
-        msg += (
-            f"; way out: {split} (the part before '{first}' becomes {stage}), then "
-            f"{npufit_command('compile', stage, '--target', t)}"
-        )
+    if model is not None and graph is not None:
+        msg += f"; way out: {split_before(model, target or 'ethos-u55-256', graph, gaps[0][1], shapes)}"
     return msg
+
+
+def require_convertible(model: str | os.PathLike, input_shapes=None, target: str | None = None):
+    """The prepared model, or UnsupportedModelError naming the op types the converter has no lowering for (with
+    the split command that avoids them): what `convert` refuses first, checkable before a compile says anything."""
+    from .onnx_prep import prepare
+
+    src = Path(model)
+    prep = prepare(src, input_shapes)
+    bad = unsupported_nodes(prep.graph)
+    if bad:
+        gaps = [(op, n, "") for op, names in bad.items() for n in names]
+        raise UnsupportedModelError(
+            gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph, prep.input_shapes)
+        )
+    return prep
 
 
 def convert(
@@ -286,7 +283,6 @@ def convert(
     and int16 where the int8 file's min cosine vs ONNX Runtime on the calibration samples is below WIDE_BELOW
     and the int16 one does better (said in the notes)."""
     from ..quantize.calibration import input_specs, load_calibration
-    from .onnx_prep import prepare
     from .ranges import merge_groups
     from .row_scale import layernorms, rescale_rows
 
@@ -296,13 +292,7 @@ def convert(
     if src.resolve() == out.resolve():
         raise NpufitError(f"{out}: the output would overwrite the input model")
     t0 = time.perf_counter()
-    prep = prepare(src, input_shapes)
-    bad = unsupported_nodes(prep.graph)
-    if bad:
-        gaps = [(op, n, "") for op, names in bad.items() for n in names]
-        raise UnsupportedModelError(
-            gap_message([(op, prep.source_node(n), w) for op, n, w in gaps], src, target, prep.graph, prep.input_shapes)
-        )
+    prep = require_convertible(src, input_shapes, target)
     work = _work_nodes(prep.graph)
     cal = load_calibration(
         calibration or "random", input_specs(prep.model), count=samples, seed=seed, input_shapes=input_shapes

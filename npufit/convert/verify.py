@@ -108,6 +108,7 @@ def verify_tflite(
         ) from None
     from ..graph.onnx_prepare import pin_inputs, read_onnx
     from ..quantize.calibration import input_specs, load_calibration
+    from ..util.native_log import quiet_native_info
     from ..verify.compare import make_session, timed_run
 
     tfl, src = Path(tflite_path), Path(onnx_path)
@@ -121,9 +122,11 @@ def verify_tflite(
     else:
         feeds = list(samples)
     sess = make_session(str(src))
-    it, fallback = Interpreter(model_path=str(tfl), num_threads=1), None
+    fallback = None
     try:
-        it.allocate_tensors()
+        with quiet_native_info():  # LiteRT's "INFO: Created TensorFlow Lite XNNPACK delegate" is not ours to print
+            it = Interpreter(model_path=str(tfl), num_threads=1)
+            it.allocate_tensors()
     except RuntimeError as e:
         # LiteRT's default XNNPACK delegate refuses some valid int8 graphs ("failed to create XNNPACK runtime"); the
         # reference kernels (what TFLite Micro runs next to the Ethos-U) still run them: verify with those

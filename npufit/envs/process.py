@@ -64,23 +64,28 @@ def run_tool(
         except OSError as e:
             raise NpufitError(f"cannot start {command[0]}: {e.strerror or e}") from None
         status, hwm, killed, limit_mb = 0, 0, None, max_tool_memory_mb()
-        while True:
-            hwm = max(hwm, _tree_hwm_kb(proc.pid))
-            pid, status, _ru = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            over_time = timeout_s and time.perf_counter() - t0 > timeout_s
-            if over_time or hwm > limit_mb * 1024:
-                _kill_tree(proc.pid)
-                pid, status, _ru = os.wait4(proc.pid, 0)
-                killed = (
-                    f"killed after {timeout_s:.0f} s timeout"
-                    if over_time
-                    else f"killed after using more than {limit_mb:.0f} MB of memory (--max-memory)"
-                )
-                log.write(f"\n[npufit] {killed}\n".encode())
-                break
-            time.sleep(0.02)
+        try:
+            while True:
+                hwm = max(hwm, _tree_hwm_kb(proc.pid))
+                pid, status, _ru = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                over_time = timeout_s and time.perf_counter() - t0 > timeout_s
+                if over_time or hwm > limit_mb * 1024:
+                    _kill_tree(proc.pid)
+                    pid, status, _ru = os.wait4(proc.pid, 0)
+                    killed = (
+                        f"killed after {timeout_s:.0f} s timeout"
+                        if over_time
+                        else f"killed after using more than {limit_mb:.0f} MB of memory (--max-memory)"
+                    )
+                    log.write(f"\n[npufit] {killed}\n".encode())
+                    break
+                time.sleep(0.02)
+        except BaseException:  # Ctrl-C, SIGTERM, the verb's time limit: the tool goes with us, never left running
+            _kill_tree(proc.pid)
+            os.wait4(proc.pid, 0)
+            raise
         proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     peak = hwm / 1024.0 if hwm else None

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..util.limits import memory_budget
 from .model import Graph, NodeView
 
 NON_DETERMINISTIC = {
@@ -23,7 +24,8 @@ NON_DETERMINISTIC = {
 }
 CONTROL_FLOW = {"If", "Loop", "Scan"}
 MAX_EVAL_ELEMS = 1 << 16  # evaluate folded nodes only while their tensors stay small
-MAX_TOTAL_BYTES = 256 << 20  # all values folding computes in one graph; past it, nodes keep the verdict, not a value
+FOLD_SHARE = 4  # all values folding computes in one graph: a quarter of the memory budget; past it, nodes keep
+# the verdict, not a value
 # Ops whose output never holds more elements than their largest input: evaluated even when onnx cannot
 # infer their output shape (a hostile model cannot grow memory through them).
 NON_GROWING = {
@@ -77,7 +79,7 @@ _SPECIAL = {"Constant", "Shape", "Size"}
 
 def fold_constants(graph: Graph, opsets: Mapping[str, int]) -> set[str]:
     folded: set[str] = set()
-    budget = [MAX_TOTAL_BYTES]  # shared by every node of this pass
+    budget = [memory_budget() // FOLD_SHARE]  # shared by every node of this pass
     tensors, tensor = graph.tensors, graph.tensor
     for node in graph.nodes:
         op = node.op_type

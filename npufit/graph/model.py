@@ -204,6 +204,12 @@ class Graph:
         self.single_producers = produced == len(producer)
 
     # -- lookups -----------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        from pathlib import Path
+
+        return f"<Graph {Path(str(self.path)).name}: {self.format}, {len(self.nodes)} nodes>"
+
     def tensor(self, name: str) -> TensorInfo:
         t = self.tensors.get(name)
         if t is None:

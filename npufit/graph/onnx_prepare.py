@@ -1,7 +1,7 @@
 """How every verb reads an ONNX model: small loaders that compose, each doing one thing.
 
     read_onnx(path, *loaders, external_data=...)   read and validate a file (external weights stay on disk unless
-                                                   "loaded"; "required" refuses a model whose data is missing)
+                                                   "loaded"; a model whose data is missing is refused either way)
     from_proto(model, *loaders, name=...)          a ModelProto the caller holds (copied before any change)
     loaders, in this order:
       pin_inputs(shapes, only_dynamic=False)       pin dynamic input dims (only dynamic ones: split's stages)
@@ -46,9 +46,10 @@ from .validate import (
 
 SMALL_VALUE_ELEMS = 4096  # constant values kept for rules (shape vectors, axes, scales, small tables)
 SHAPE_DATA_ELEMS = 64  # float initializers up to this size keep their data for inference (Resize scales, Range bounds)
-# read_onnx(external_data=...): missing data is a warning (checking needs shapes only), a refusal (the verb runs the
-# model, which reads the files itself), or a refusal and the weights read into memory (the verb rewrites the model)
-EXTERNAL_DATA = ("optional", "required", "loaded")
+# read_onnx(external_data=...): the weights stay on disk (checking needs shapes only; a runtime reads the files
+# itself), or are read into memory (the verb rewrites the model). Missing data is refused either way: a model read
+# without its weights would be judged, compared or run as another model.
+EXTERNAL_DATA = ("on_disk", "loaded")
 _INTEGER_TYPES = frozenset(
     {
         onnx.TensorProto.INT64,
@@ -68,13 +69,12 @@ class PreparedOnnx:
     """A model as the loaders leave it. `model` is our own copy once a loader changed it (input shapes pinned,
     weights stripped, shapes inferred); the caller's ModelProto is never changed."""
 
-    def __init__(self, model: onnx.ModelProto, path: str, missing: list[str], checking: Validation | None, own: bool):
+    def __init__(self, model: onnx.ModelProto, path: str, checking: Validation | None, own: bool):
         self.model = model
         self.path = path  # the file, or the name given for an in-memory model
         self.opsets = opset_map(model)  # domain ("ai.onnx" for the default one) -> version
-        self.file_warnings: list[str] = []  # what reading found: checker limits, missing data, opset
+        self.file_warnings: list[str] = []  # what reading found: checker limits, opset
         self.shape_warnings: list[str] = []  # shape inference that failed
-        self.missing = missing  # external data running would lack (checking needs none)
         self.kept: dict[str, tuple[bytes, onnx.TensorProto]] = {}  # small weights' bytes (strip_weights)
         self.shapes = ShapePolicy()  # pin_inputs: what the shape policy pinned, noted and asks for
         # infer_beside on a big model: inference and the checker still running; `model` is not inferred yet, and the
@@ -102,21 +102,21 @@ class PreparedOnnx:
 Loader = Callable[[PreparedOnnx], None]
 
 
-def read_onnx(path: str | os.PathLike, *loaders: Loader, external_data: str = "optional") -> PreparedOnnx:
+def read_onnx(path: str | os.PathLike, *loaders: Loader, external_data: str = "on_disk") -> PreparedOnnx:
     """The file read and validated (a model the ONNX checker rejects: one line, exit 2), then `loaders` in order."""
     if external_data not in EXTERNAL_DATA:
         raise ValueError(f"external_data must be one of {EXTERNAL_DATA}, not {external_data!r}")
     inferring = _inference_last(loaders)
     # a big model's checker may run in a child beside shape inference (the only step long enough to pay)
-    model, missing, checking = _read(Path(path), defer=inferring)
-    prep = PreparedOnnx(model, str(path), missing, checking, own=True)
+    model, checking = _read(Path(path), defer=inferring)
+    prep = PreparedOnnx(model, str(path), checking, own=True)
     return _apply(prep, loaders, external_data)
 
 
 def from_proto(model: onnx.ModelProto, *loaders: Loader, name: str = "<memory>") -> PreparedOnnx:
     """A ModelProto the caller holds (copied before any change), then `loaders` in order."""
     _inference_last(loaders)
-    return _apply(PreparedOnnx(model, name, [], None, own=False), loaders, None)
+    return _apply(PreparedOnnx(model, name, None, own=False), loaders, None)
 
 
 def pin_inputs(shapes=None, only_dynamic: bool = False, strict: bool = True) -> Loader:
@@ -197,13 +197,6 @@ def _apply(prep: PreparedOnnx, loaders: tuple[Loader, ...], external_data: str |
     """What reading found, then the loaders; the checker's verdict last (its rejection wins over any later error)."""
     checking = prep._checking
     try:
-        if prep.missing and external_data in ("required", "loaded"):
-            refuse_missing_data(prep.missing)
-        if prep.missing:
-            prep.file_warnings.append(
-                f"external data file(s) not found: {', '.join(prep.missing)} "
-                "(checking needs only shapes; running will fail)"
-            )
         if external_data == "loaded":
             _load_weights(prep.model, Path(prep.path))
         if prep.opsets.get("ai.onnx", 0) > onnx.defs.onnx_opset_version():
@@ -336,9 +329,10 @@ def opset_map(model: onnx.ModelProto) -> dict[str, int]:
     return {(o.domain or "ai.onnx"): o.version for o in model.opset_import}
 
 
-def _read(p: Path, defer: bool = False) -> tuple[onnx.ModelProto, list[str], Validation]:
+def _read(p: Path, defer: bool = False) -> tuple[onnx.ModelProto, Validation]:
     """Parse the file (weights stay on disk when external) and refuse unsafe or broken input;
-    -> (model, external data locations missing, the checker's verdict to finish: see start_validation).
+    -> (model, the checker's verdict to finish: see start_validation). External data that is missing or too short
+    is refused here, for every verb: a model read without its weights would be judged as another model.
     defer: the caller runs shape inference before it needs the verdict (see start_validation)."""
     if require_regular_file(p, "ONNX model", BadModelError).st_size == 0:
         raise BadModelError(f"{p}: empty file, not an ONNX model")
@@ -358,12 +352,12 @@ def _read(p: Path, defer: bool = False) -> tuple[onnx.ModelProto, list[str], Val
     wire = data if fmt == "protobuf" else None  # the bytes `model` was parsed from, as they are
     check_text(model, p, wire)  # before anything reads a name
     scan = scan_tensors(model)  # one walk over the tensors for every check below
-    missing = check_external_data(model, p.parent, scan.external)
-    checking = start_validation(model, p, missing, wire=wire, scan=scan, defer=defer)
+    refuse_missing_data(check_external_data(model, p.parent, scan.external))
+    checking = start_validation(model, p, wire=wire, scan=scan, defer=defer)
     del data, wire
     for f in [p, *external_data_files(model, p.parent, scan.external)]:
         note_input(f)  # no output of this run may land on a file it reads
-    return model, missing, checking
+    return model, checking
 
 
 def _load_weights(model: onnx.ModelProto, p: Path) -> None:

@@ -50,20 +50,19 @@ _SIZES = {
 
 
 def validate_model(
-    model: onnx.ModelProto, path: Path, missing: list[str], wire: bytes | None = None, scan: TensorScan | None = None
+    model: onnx.ModelProto, path: Path, wire: bytes | None = None, scan: TensorScan | None = None
 ) -> list[str]:
     """Refuse what the ONNX checker rejects (one line); return warnings for what it could not judge.
-    Call after `check_external_data` (whose guard comes first: the checker's own file probing fails on
-    hostile locations with a C++ filesystem error), passing the locations it found missing.
+    Call after `check_external_data` and `refuse_missing_data` (whose guard comes first: the checker's own file
+    probing fails on hostile locations with a C++ filesystem error).
     wire: the protobuf bytes `model` was parsed from, if at hand (the checker then needs no serialized copy).
     scan: `scan_tensors(model)`, if the caller made it already (one walk over the tensors serves every check)."""
-    return start_validation(model, path, missing, wire, scan).finish()
+    return start_validation(model, path, wire, scan).finish()
 
 
 def start_validation(
     model: onnx.ModelProto,
     path: Path,
-    missing: list[str],
     wire: bytes | None = None,
     scan: TensorScan | None = None,
     defer: bool = False,
@@ -82,8 +81,6 @@ def start_validation(
             f"onnx {onnx.__version__} (IR {onnx.IR_VERSION}, opset {onnx.defs.onnx_opset_version()})"
         )
         return Validation(path, scan, [newer])
-    if missing:
-        return Validation(path, scan, ["not validated by the ONNX checker: it needs every external data file"])
     nodes = sum(len(g.node) for g in scan.graphs)
     full = nodes <= FULL_CHECK_MAX_NODES
     # External data: the checker reads files by path, kept serial. A raw-data length error: a broken model, serial.
@@ -461,9 +458,9 @@ def external_span(t: onnx.TensorProto) -> tuple[int, int | None]:
 
 
 def check_external_data(model: onnx.ModelProto, base_dir: Path, external: list[onnx.TensorProto]) -> list[str]:
-    """Every external-data location must be a plain relative name inside the model's folder, naming a regular
-    file when it exists. Returns what running would lack: locations that do not exist or end before a tensor's
-    span (checking needs only shapes; verbs that run the model call `refuse_missing_data`).
+    """Every external-data location must be a plain relative name inside the model's folder (no URL, no
+    backslash), naming a regular file when it exists. Returns what is lacking: locations that do not exist or end
+    before a tensor's span (every verb refuses them: `refuse_missing_data`).
     external: `scan_tensors(model).external` (the tensors with external data, found in the scan's one walk)."""
     base = base_dir.resolve()
     missing = []
@@ -476,6 +473,10 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path, external: list[o
             raise BadModelError(f"{what} '{loc}' must be a relative path inside the model folder")
         if "\x00" in loc:
             raise BadModelError(f"{what} contains a NUL byte")
+        if "://" in loc:
+            raise BadModelError(f"{what} '{loc[:200]}' is a URL; npufit reads weights only from files beside the model")
+        if "\\" in loc:  # a Windows path: there '..\\' leaves the model folder, here it names no file
+            raise BadModelError(f"{what} '{loc[:200]}' holds a backslash (a Windows path); write it with '/'")
         if len(loc) > MAX_LOCATION_CHARS or any(len(part.encode()) > MAX_PATH_COMPONENT for part in loc.split("/")):
             raise BadModelError(f"{what} is {len(loc)} characters long, not a file name")
         target = (base / loc).resolve()
@@ -497,11 +498,12 @@ def check_external_data(model: onnx.ModelProto, base_dir: Path, external: list[o
 
 
 def refuse_missing_data(missing: list[str]) -> None:
-    """For verbs that run the model: every external-data file must be there (`missing`: from check_external_data)."""
+    """Every external-data file must be there (`missing`: from check_external_data): a model read without its
+    weights would be judged, compared or run as another model."""
     if missing:
         raise BadModelError(
             f"external data missing or too short: {', '.join(missing[:3])}"
-            f"{' …' if len(missing) > 3 else ''} (running the model needs its weights)"
+            f"{' …' if len(missing) > 3 else ''} (npufit reads a model with its weights; put them beside it)"
         )
 
 

@@ -28,7 +28,45 @@ def run_pipeline(
     jobs=None,
     address=None,
 ) -> PipelineRun:
-    """`npufit pipeline run PIPELINE.yaml`; see runner.run_pipeline."""
+    """Run the pipeline declared in the YAML file `path`: every step for every model, target and runtime it lists,
+    cached by content hash and resumable.
+
+    The library side of `npufit pipeline run PIPELINE.yaml`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The pipeline YAML (`docs/pipeline.md` describes its keys).
+    from_step : str, optional
+        Rerun from this step on (earlier steps are kept as recorded).
+    only : str or list of str, optional
+        Run only these steps.
+    force : bool
+        Rerun cells whose cached result is still valid.
+    output_dir : str or os.PathLike, optional
+        Where results go (default: the YAML's output_dir).
+    quiet : bool
+        No progress output.
+    executor : str
+        "inprocess" (default), "pool" or "ray".
+    jobs : int, optional
+        Parallel cells where a step allows it.
+    address : str, optional
+        A Ray cluster (executor="ray").
+
+    Returns
+    -------
+    PipelineRun
+        Every cell's action (ran, cached, kept, failed, skipped) and record; `npufit.report(output_dir)` renders the
+        run as one HTML page.
+
+    Example
+    -------
+    >>> import npufit
+    >>> run = npufit.pipeline("examples/timeseries.yaml", output_dir="out/demo")
+    >>> run  # doctest: +SKIP
+    <PipelineRun timeseries: 85 cells (ran 85), 29.3 s>
+    """
     from .runner import run_pipeline as _run
 
     return _run(

@@ -59,6 +59,10 @@ class PipelineRun:
     started: str = ""
     environment: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in self.counts.items() if v)
+        return f"<PipelineRun {self.config.name}: {len(self.results)} cells ({counts}), {self.seconds:.1f} s>"
+
     @property
     def counts(self) -> dict[str, int]:
         out = {a: 0 for a in ("ran", "cached", "kept", "failed", "skipped", "rejected")}

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from ..errors import NpufitError
-from ..util.readers import read_text
+from ..util.readers import confined_file, read_text
 from ..util.shapes import parse_input_shapes
 from . import keys
 from .keys import Key
@@ -192,6 +192,14 @@ class _Validator:
         mark = mark or self.marks.get(path)
         return _err_at(mark, _dotted(path), msg, self.file)
 
+    def inside(self, folder: Path, rel: str, path: tuple, what: str) -> Path:
+        """A file the YAML names: inside its folder (no absolute path, no '..' or link leading out: a pipeline
+        copies its models into the results) and a regular file there now, before any step runs."""
+        try:
+            return confined_file(folder.resolve(), rel, what)
+        except NpufitError as e:
+            raise self.fail(path, e.message, value_mark=True) from None
+
     def section(self, value: Any, keys: dict[str, Key], path: tuple) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(path, "expected a mapping", value_mark=True)
@@ -247,6 +255,12 @@ class PipelineConfig:
     runtimes: list[str]
     steps: dict[str, dict[str, Any]]  # enabled steps, in execution order, with validated settings
 
+    def __repr__(self) -> str:
+        return (
+            f"<PipelineConfig {self.name}: {len(self.models)} models x {len(self.targets)} targets, "
+            f"steps {', '.join(self.steps)}>"
+        )
+
     def settings(self, step: str, model: ModelSpec | None = None) -> dict[str, Any]:
         """The step's settings with the model's overrides applied."""
         s = dict(self.steps.get(step, {}))
@@ -285,6 +299,8 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
     dat = v.section(top["data"], DATA, ("data",))
     if dat["csv"] is None and dat["columns"] is not None:
         raise v.fail(("data", "columns"), "only applies with data.csv")
+    if dat["csv"] is not None:
+        v.inside(p.parent, dat["csv"], ("data", "csv"), "CSV file")
     steps: dict[str, dict[str, Any]] = {}
     for s in top["steps"]:
         if s not in BY_NAME:
@@ -314,7 +330,7 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
                     raise v.fail(("models", i, s), f"overrides step '{s}', which is not in steps")
                 overrides[s] = v.section(ms[s], BY_NAME[s].settings, ("models", i, s))
                 overrides[s] = {k: val for k, val in overrides[s].items() if k in ms[s]}  # only what the model sets
-        onnx = (p.parent / ms["onnx"]).resolve() if ms["onnx"] else None
+        onnx = v.inside(p.parent, ms["onnx"], ("models", i, "onnx"), "ONNX model") if ms["onnx"] else None
         shapes = parse_input_shapes(ms["input_shapes"])  # checked by keys.input_shapes above
         models.append(ModelSpec(ms["name"], ms["arch"], onnx, ms["hidden"], ms["layers"], overrides, shapes))
     _check_targets(top["targets"], v)

@@ -142,7 +142,7 @@ def _terminal(run: "PipelineRun") -> str:
     con.print(t)
     comp = compile_rows(run)
     if comp:
-        ct = Table(title="compile time and memory (seed 004's table)", title_justify="left")
+        ct = Table(title="compile time and memory", title_justify="left")
         for h in ("model", "target", "model size", "compile time", "peak memory", "status"):
             ct.add_column(h)
         for c in comp:

@@ -23,7 +23,7 @@ DEFAULT_TIMEOUT_S = 120.0
 
 
 def probe(
-    target: str | None = "hailo8",
+    target: str | None,
     opset: int = 11,
     cases: str | Sequence[Case] | None = None,
     compiler: str | None = None,
@@ -36,14 +36,52 @@ def probe(
     executor: str = EXECUTOR,
     address: str | None = None,
 ) -> ProbeReport:
-    """Run the probe suite (the library side of `npufit probe`).
+    """Export one tiny PyTorch model per op, judge each with `target`'s profile and, with `compiler`, compile it with
+    the real vendor compiler: a support matrix, predicted and measured.
 
-    cases: glob patterns over the catalogue (ids, families, 'seed000'), or your own Case objects
-    (their builders must be importable module-level functions: cases run in worker processes).
-    replay: a <target>-measured.json from an earlier `--compiler` run; the prediction is compared with it
-    (drift table) without the compiler installed. Target, cases and sweep default to the recorded run's.
-    executor: "pool" (default, local worker processes), "inprocess" or "ray" (address: a cluster; cases that
-    need a vendor compiler's env only run on nodes tagged with it, see Toolchain.resource in npufit.toolchains).
+    The library side of `npufit probe --target T`. Needs torch.
+
+    Parameters
+    ----------
+    target : str or None
+        The target profile; None only with `replay` (the recorded run's target).
+    opset : int
+        ONNX opset of the exports.
+    cases : str or sequence of Case, optional
+        Glob patterns over the catalogue (ids, families, groups such as "hailo-8-op-test"), or your own Case objects
+        (their builders must be importable module-level functions: cases run in worker processes).
+    compiler : str, optional
+        Also compile every case with this installed compiler ("vela", "rknn", "ethos-n").
+    output : str or os.PathLike, optional
+        A folder for the matrix (Markdown), the JSON and the drift table.
+    jobs : int, optional
+        Worker processes.
+    timeout : float
+        Seconds per case; a case that overruns gets the "timeout" verdict.
+    sweep : bool
+        Walk each case's parameter grid and report where the verdict changes.
+    compile_options : dict, optional
+        Options passed to the compiler (as `npufit.compile`'s).
+    replay : str or os.PathLike, optional
+        A <target>-measured.json of an earlier compiler run: compare the prediction with it without the compiler.
+        Target, cases and sweep default to the recorded run's.
+    executor : str
+        "pool" (default, local processes), "inprocess" or "ray".
+    address : str, optional
+        A Ray cluster (executor="ray"); cases that need a vendor compiler's environment run only on nodes tagged
+        with it.
+
+    Returns
+    -------
+    ProbeReport
+        Per-case verdicts (predicted, measured), sweeps and drift; `.render(...)`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> p = npufit.probe("hailo8", cases="conv*,pooling")
+    >>> p  # doctest: +SKIP
+    <ProbeReport hailo8: 14 cases (npu 13, unsupported 1)>
     """
     from ..targets import get_profile
 

@@ -115,7 +115,8 @@ def _predict(res: dict, path: os.PathLike, target: str) -> None:
                 "reasons": [r.sentence() for r in n.reasons],
                 "fix": [f for r in n.reasons for f in r.fix],
                 "fix_rules": [f for r in n.reasons for f in r.fix_rules],
-                "sources": [r.source for r in n.reasons if r.source],
+                # what each rule rests on, by description (the report's evidence section)
+                "sources": ["; ".join(report.evidence.get(r.rule, {}).get("sources", ())) for r in n.reasons],
             }
         )
     verdicts = {n.verdict.value for n in running}

@@ -16,7 +16,13 @@ from typing import Any
 
 from ..errors import NpufitError
 
-SEED_000, SEED_002 = "seed 000", "seed 002"
+# where a case was first reported, as a user reads it (and a --cases glob matches it: "hailo8-op-test")
+SEED_000, SEED_002 = "Hailo-8 op test", "DEIMv2 port"
+_LEGACY = {"seed000": SEED_000, "seed002": SEED_002}  # the names these groups had in earlier versions
+
+
+def _group_key(text: str) -> str:
+    return text.lower().replace(" ", "-")
 
 
 @dataclass(frozen=True)
@@ -27,7 +33,7 @@ class Case:
     builder: Callable[..., tuple[Any, tuple]]  # (**params) -> (module, example inputs)
     params: Mapping[str, Any] = field(default_factory=dict)
     grid: Mapping[str, tuple] = field(default_factory=dict)  # sweepable parameters -> values
-    seed: str = ""  # "seed 000" / "seed 002" when a seed document reports this case
+    seed: str = ""  # SEED_000 / SEED_002 when a user's document reports this case
     label: str = ""  # how the seed (or we) name it, e.g. "nn.Conv2d 3x3, padding 1"
     min_opset: int = 0  # the exporter cannot emit the op below this opset (GridSample: 16)
     workaround: str = ""  # shown when the case fails before any compiler sees it (export failure)
@@ -767,7 +773,7 @@ CASES: tuple[Case, ...] = (
         view_noncontiguous,
         SEED_000,
         "torch.Tensor.view (on a permuted tensor)",
-        workaround="use torch.reshape (or torch.squeeze) instead of view: both export and compile (seed 000)",
+        workaround="use torch.reshape (or torch.squeeze) instead of view: both export and compile",
     ),
     # seed 002 (DEIMv2 on the Hailo parser)
     _c("grid_sample", "sampling", ["F.grid_sample"], grid_sample, SEED_002, "GridSample (F.grid_sample)", min_opset=16),
@@ -996,13 +1002,14 @@ def select(pattern: str | None = None) -> list[Case]:
         if any(
             fnmatch.fnmatchcase(c.id, p)
             or fnmatch.fnmatchcase(c.family, p)
-            or (c.seed and fnmatch.fnmatchcase(c.seed.replace(" ", ""), p.replace(" ", "")))
+            or (c.seed and fnmatch.fnmatchcase(_group_key(c.seed), _group_key(_LEGACY.get(p, p))))
             for p in pats
         )
     ]
     if not out:
         raise NpufitError(
-            f"--cases '{pattern}' matches no probe case (ids, families or 'seed000'/'seed002'; see 'npufit probe --list')"
+            f"--cases '{pattern}' matches no probe case (ids, families or the groups "
+            f"'{_group_key(SEED_000)}'/'{_group_key(SEED_002)}'; see 'npufit probe --list')"
         )
     return out
 

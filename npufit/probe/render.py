@@ -37,11 +37,11 @@ def _problem(case: dict, target: str) -> tuple[list[str], list[str]]:
         return [f"{what}: `{p.get('error', '')}`"], list(p.get("fix", []))
     problems, fixes, seen = [], [], set()
     for f in p.get("failing", []):
-        for rule, reason, src in zip(f["rules"], f["reasons"], f.get("sources", []) + [""] * len(f["rules"])):
+        for rule, reason in zip(f["rules"], f["reasons"]):
             if rule in seen:
                 continue
             seen.add(rule)
-            problems.append(f"{f['op_type']}: {reason} [`{rule}`{'; ' + src if src else ''}]")
+            problems.append(f"{f['op_type']}: {reason} [`{rule}`]")
         for fix in f["fix"]:
             if NO_FALLBACK not in fix and fix not in fixes:
                 fixes.append(fix)
@@ -131,7 +131,7 @@ def render_markdown(report: "ProbeReport") -> str:
     out += [
         "## All cases",
         "",
-        "| case | family | seed | ONNX ops | predicted | measured | s |",
+        "| case | family | reported by | ONNX ops | predicted | measured | s |",
         "|---|---|---|---|---|---|---|",
     ]
     for c in report.cases:

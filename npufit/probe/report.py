@@ -32,6 +32,11 @@ class ProbeReport:
     record: str | None = None  # the measured_record() file the measured side was replayed from, if any
 
     # -- views ---------------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in self.counts.items() if v)
+        return f"<ProbeReport {self.target}: {len(self.cases)} cases ({counts})>"
+
     @property
     def base_cases(self) -> list[dict]:
         return [c for c in self.cases if not c["params"]]

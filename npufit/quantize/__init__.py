@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..util.io import private_tempdir
+from ..util.limits import graph_within_budget
 from ..util.shapes import parse_input_shapes
 from ..vocab import QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration, spread
@@ -144,7 +145,7 @@ def raise_opset_for_per_channel(model, notes: list[str]):
             f"re-export at opset {PER_CHANNEL_OPSET} or quantize per-tensor"
         ) from None
     notes.append(
-        f"--per-channel: the quantized copy was raised from opset {opset} to {PER_CHANNEL_OPSET} (per-channel "
+        f"per-channel: the quantized copy was raised from opset {opset} to {PER_CHANNEL_OPSET} (per-channel "
         f"DequantizeLinear needs its `axis` attribute); the input file keeps opset {opset}"
     )
     return converted
@@ -173,16 +174,65 @@ def quantize(
 ) -> QuantizeReport:
     """Quantize `model` to an INT8 QDQ ONNX file at `output` and measure what it cost on held-back samples.
 
-    calibration: a folder of images (see `image` for the preprocessing), an .npz/.npy file, or "random".
-    samples: at most this many calibration samples; holdout: samples held back for the report (0 = no report;
-    None = 10, at most a fifth of a small set). evaluation: a separate source (same kinds) for the held-back samples,
-    e.g. validation data; then calibration uses up to `samples` of its own and holdout defaults to all of evaluation.
-    target: optional target name(s) ('ethos-n78', 'hailo8,rk3588', 'all'): `check` the output and report what
-    the quantized graph costs there (float islands, extra Q/DQ ops) from the Q/DQ ledger; placer(model, target)
-    places the written output (npufit.placement.place, passed in by `npufit.quantize`), else it is predicted.
-    input_shapes: {"images": (1, 3, 640, 640)} or "images=1,3,640,640": the shapes calibration runs at and the
-    output is written with (a dynamic batch alone is pinned to 1; other unknown dims must be given).
-    The input file is never modified; `output` is written atomically.
+    The library side of `npufit quantize MODEL -o OUT --calibration SOURCE`. The input file is never modified;
+    `output` is written atomically.
+
+    Parameters
+    ----------
+    model : str or os.PathLike
+        A float .onnx file.
+    output : str or os.PathLike
+        The quantized model to write.
+    calibration : str or os.PathLike
+        A folder of images (see `image` for the preprocessing), an .npz/.npy file, or "random" (seeded noise: fine
+        to see placement, not to deploy).
+    method : str
+        How ranges are fitted: "minmax" (default), "percentile" (see `percentile`) or "entropy".
+    per_channel : bool
+        Per-channel weight scales.
+    activations : str
+        "int8" (default) or "uint8" activations (weights are int8).
+    exclude : sequence of str
+        Node names kept in float.
+    samples : int
+        At most this many calibration samples.
+    holdout : int, optional
+        Samples held back for the accuracy report (0: no report; None: 10, at most a fifth of a small set).
+    evaluation : str or os.PathLike, optional
+        A separate source (same kinds as `calibration`) for the held-back samples, e.g. validation data; then
+        calibration uses up to `samples` of its own and `holdout` defaults to all of `evaluation`.
+    seed : int
+        Seed of random calibration data and of sample picking.
+    input_shapes : dict or str, optional
+        {"images": (1, 3, 640, 640)} or "images=1,3,640,640": the shapes calibration runs at and the output is
+        written with (a dynamic batch alone is pinned to 1; other unknown dims must be given).
+    image : ImagePreprocessing, optional
+        How images are read (size, layout, mean, std) when `calibration` is a folder of images.
+    percentile : float
+        The percentile of method="percentile".
+    worst : int
+        How many worst layers the report lists.
+    preprocess : bool
+        Run ONNX Runtime's quantization pre-processing (shape inference, optimization) first.
+    target : str, optional
+        Target name(s) ("ethos-n78", "hailo8,rk3588", "all"): check the output there and report what the quantized
+        graph costs (float islands, extra Q/DQ ops).
+    placer : callable, optional
+        placer(model, target) -> CheckReport places the written output (npufit.placement.place, which
+        `npufit.quantize` passes in: the compiler's placement where one runs here); None: npufit's prediction.
+
+    Returns
+    -------
+    QuantizeReport
+        Calibration used, Q/DQ counts, per-output and per-layer error, timing, the target's ledger;
+        `.render(...)`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> rep = npufit.quantize("det.onnx", "det_int8.onnx", calibration="images/", target="ethos-n78")
+    >>> rep  # doctest: +SKIP
+    <QuantizeReport det.onnx -> det_int8.onnx, min output cosine 0.9991>
     """
     import onnx
 
@@ -207,13 +257,13 @@ def quantize(
     if holdout is not None and holdout < 0:
         raise NpufitError("--holdout must be 0 or more")
     float_model, shapes = _read_model(src, parse_input_shapes(input_shapes))
+    graph_within_budget("quantize", len(float_model.graph.node))
     input_shapes = shapes.pinned  # given, or a dynamic batch of 1: calibration samples and the output take them
     opset_notes: list[str] = list(shapes.notes)
     if per_channel:
         float_model = raise_opset_for_per_channel(float_model, opset_notes)
     specs = input_specs(float_model)
     extra = 0 if evaluation is not None else (DEFAULT_HOLDOUT if holdout is None else holdout)
-    _refuse_huge_inputs(specs, input_shapes)
     calib = load_calibration(
         calibration, specs, count=samples + extra, seed=seed, input_shapes=input_shapes, image=image
     )

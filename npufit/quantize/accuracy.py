@@ -368,7 +368,7 @@ def _suggest(l: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: b
     if l.single.nonfinite:
         return (
             f"the quantized '{p.name}' holds non-finite values (int8 range [{lo:.3g}, {hi:.3g}]): its calibrated range "
-            f"is unusable (often a -inf/float-min mask); --exclude {node} or keep it in float/16-bit"
+            f"is unusable (often a -inf/float-min mask); exclude {node} (the exclude option) or keep it in float/16-bit"
         )
     if (
         l.clipping_is_the_cause and l.single_score < GOOD_DB
@@ -400,13 +400,13 @@ def _suggest(l: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: b
     if spike > SPIKE_RATIO:
         return (
             f"the range of '{p.name}' ([{lo:.3g}, {hi:.3g}]) is set by rare spikes (max = {spike:.0f}x rms): "
-            "re-calibrate with --method percentile or entropy, or keep it in 16-bit"
+            "re-calibrate with method percentile or entropy, or keep it in 16-bit"
         )
     if p.qdq_op in WEIGHTED_OPS and not per_channel:
-        return f"weight quantization of {p.qdq_op} '{node}': try --per-channel, else keep it in 16-bit"
+        return f"weight quantization of {p.qdq_op} '{node}': try per-channel weights, else keep it in 16-bit"
     if p.is_graph_input:
         return "the model input loses precision in int8: check the calibration data matches the model's preprocessing"
     return (
-        f"keep '{p.name}' in 16-bit on the target, or --exclude {node} to leave it in float "
+        f"keep '{p.name}' in 16-bit on the target, or exclude {node} (the exclude option) to leave it in float "
         "(on Ethos-N/U a float node is a CPU island with Q/DQ at its edges)"
     )

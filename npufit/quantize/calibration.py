@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NpufitError
+from ..util.limits import within_budget
 
 IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".ppm", ".pgm", ".tif", ".tiff")
 RANDOM_WARNING = (
@@ -110,6 +111,7 @@ def load_calibration(
     many are read from an .npz/.npy)."""
     if not specs:
         raise NpufitError("the model has no inputs to calibrate")
+    refuse_huge_samples(specs, input_shapes)
     src = str(source)
     if src == "random":
         return _random_set(specs, count or 1, seed, input_shapes or {})
@@ -128,6 +130,19 @@ def load_calibration(
     raise NpufitError(
         f"--calibration {src}: unsupported file type '{suffix}' (expected a folder of images, .npz, .npy or 'random')"
     )
+
+
+def refuse_huge_samples(specs: Sequence[InputSpec], input_shapes: Mapping[str, Sequence[int]] | None = None) -> None:
+    """Every consumer holds at least one sample of every input: a model whose one sample passes the memory budget
+    (a 2^40-element or 3 GiB input) is refused before any is made or read."""
+    import math
+
+    total, shown = 0, []
+    for s in specs:
+        dims = (input_shapes or {}).get(s.name) or [d or 1 for d in s.shape]
+        total += math.prod(int(d) for d in dims) * s.dtype.itemsize
+        shown.append(f"'{s.name}' {list(dims)} {s.dtype}")
+    within_budget(f"one sample of input {', '.join(shown)}", total)
 
 
 # -- random ----------------------------------------------------------------------------------------------
@@ -314,9 +329,12 @@ def _image_set(folder: Path, specs, pre: ImagePreprocessing) -> CalibrationSet:
 
     def one(path: Path) -> np.ndarray:
         try:
-            with Image.open(path) as im:
+            with Image.open(path) as im:  # reads the header only: the size is known before any pixel is decoded
+                within_budget(f"calibration image {path} ({im.size[0]}x{im.size[1]} {im.mode}) decoded", _decoded(im))
                 im = im.convert("L" if channels == 1 else "RGB").resize((size[1], size[0]), Image.BILINEAR)
                 x = np.asarray(im, dtype=np.float32)
+        except NpufitError:
+            raise
         except Exception as e:
             raise NpufitError(f"cannot decode calibration image {path} ({type(e).__name__})") from None
         x = x[:, :, None] if x.ndim == 2 else x
@@ -331,3 +349,10 @@ def _image_set(folder: Path, specs, pre: ImagePreprocessing) -> CalibrationSet:
 
     n = max(1, len(files) // batch)
     return CalibrationSet("images", str(folder), load, n, pre.describe(size, layout, channels))
+
+
+def _decoded(im) -> int:
+    """Bytes an image takes decoded and converted to 8-bit RGB: a PNG of a few hundred KB can decode to gigabytes."""
+    width, height = im.size
+    per_band = 4 if im.mode in ("I", "F") else 2 if im.mode.startswith("I;16") else 1
+    return width * height * (len(im.getbands()) * per_band + 3)

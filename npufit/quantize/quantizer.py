@@ -11,12 +11,12 @@ import io
 import logging
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NpufitError
-from ..util.progress import track
+from ..util.progress import working
 from ..vocab import QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD, QUANTIZE_METHODS
 
 BIG_MODEL_BYTES = 1_800_000_000  # past this, protobuf cannot hold the model: weights go to external data
@@ -66,17 +66,20 @@ class QuantizedModel:
 
 
 class _ProgressReader:
-    """ORT's CalibrationDataReader protocol over our samples; the progress bar advances as ORT pulls them."""
+    """ORT's CalibrationDataReader protocol over our samples; the progress line counts them as ORT pulls them, and
+    says what ORT's quantizer does before and after (both phases take minutes on graphs of thousands of nodes)."""
 
-    def __init__(self, samples: Sequence[dict], description: str):
-        self._n = len(samples)
-        self._it = iter(track((samples[i] for i in range(self._n)), description, total=self._n))
+    def __init__(self, samples: Sequence[dict], description: str, say: Callable[[str], None]):
+        self._n, self._samples, self._description, self._say = len(samples), samples, description, say
         self.consumed = 0
 
     def get_next(self):
-        item = next(self._it, None)
-        if item is not None:
-            self.consumed += 1
+        if self.consumed >= self._n:
+            self._say("quantizing: ONNX Runtime writes the Q/DQ graph")
+            return None
+        item = self._samples[self.consumed]
+        self.consumed += 1
+        self._say(f"{self._description}: sample {self.consumed}/{self._n}")
         return item
 
     def __len__(self) -> int:
@@ -207,6 +210,26 @@ def int8_form(model, activations: str) -> tuple[list[str], dict]:
     return op_types, overrides
 
 
+def _kept_samples(model) -> int:
+    """How many samples' outputs ORT's min/max calibrator may hold before merging them into ranges: a quarter of
+    the memory budget over what one sample's run returns (the model's outputs plus a min and a max per tensor)."""
+    import math
+
+    from onnx import helper
+
+    from ..util.limits import memory_budget
+
+    per = 16 * (len(model.graph.value_info) + len(model.graph.node) + 1)
+    for o in model.graph.output:
+        tt = o.type.tensor_type
+        try:
+            size = helper.tensor_dtype_to_np_dtype(tt.elem_type).itemsize
+        except Exception:
+            size = 8
+        per += size * math.prod(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in tt.shape.dim)
+    return max(1, memory_budget() // 4 // per)
+
+
 def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: QuantizeSettings) -> QuantizedModel:
     """Calibrate on `samples` and write folder/quantized.onnx. `model` is the float ModelProto (never saved in place)."""
     import onnx
@@ -234,18 +257,21 @@ def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: 
     extra: dict = {"TensorQuantOverrides": overrides}
     if settings.method == "percentile":
         extra["CalibPercentile"] = settings.percentile
+    if settings.method == "minmax":  # ORT keeps every sample's outputs until it merges: merge within the budget
+        extra["CalibMaxIntermediateOutputs"] = _kept_samples(model)
     act = QuantType.QInt8 if settings.activations == "int8" else QuantType.QUInt8
     out = folder / "quantized.onnx"
-    reader = _ProgressReader(samples, f"calibrating ({settings.method})")
     start = time.perf_counter()
     try:
         # ORT prints histogram progress to stdout (entropy/percentile); stdout belongs to our report
         with (
+            working("quantizing: ONNX Runtime prepares the calibration graph") as say,
             _ort_logs_captured() as logs,
             contextlib.redirect_stdout(io.StringIO()),
             warnings.catch_warnings(record=True) as caught,
         ):
             warnings.simplefilter("always", RuntimeWarning)
+            reader = _ProgressReader(samples, f"calibrating ({settings.method})", say)
             quantize_static(
                 str(float_path),
                 str(out),

@@ -26,6 +26,14 @@ class QuantizeReport(Renderable):
     notes: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the target's Q/DQ ledger of the output
 
+    def __repr__(self) -> str:
+        from pathlib import Path
+
+        acc = ""
+        if self.accuracy is not None and self.accuracy.outputs:
+            acc = f", min output cosine {min(o.cosine for o in self.accuracy.outputs):.4f}"
+        return f"<QuantizeReport {Path(self.model).name} -> {Path(self.output).name}{acc}>"
+
     @property
     def min_output_cosine(self) -> float | None:
         if not self.accuracy or not self.accuracy.outputs:
@@ -115,7 +123,8 @@ def _calibration_line(r: QuantizeReport) -> str:
     if c.get("preprocessing"):
         line += f" [{c['preprocessing']}]"
     held = (
-        f"; {c['holdout']} held back for the accuracy report, never calibrated on ({c['holdout_source']}; --holdout sets how many)"
+        f"; {c['holdout']} held back for the accuracy report, never calibrated on ({c['holdout_source']}; "
+        "the holdout option sets how many)"
         if c.get("holdout")
         else "; nothing held back: no accuracy report"
     )

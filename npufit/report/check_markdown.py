@@ -6,6 +6,7 @@ from collections import Counter
 
 from ..util.commands import fix_command
 from ..util.shapes import needed_lines
+from .check_terminal import explain_hint
 from .style import VERDICT_MARK, human_bytes, human_count, shape_str
 
 
@@ -53,6 +54,9 @@ def render_markdown(report, all_nodes: bool = False) -> str:
             out.append(
                 f"| `{_cell(n.name)}` | {n.op_type} | {VERDICT_MARK[n.verdict.value]} {n.verdict.value} | {why} | {rules} | {fix} |"
             )
+        hint = explain_hint(report)
+        if hint:
+            out += ["", f"{hint[0].upper()}{hint[1:].split(': ')[0]}: `{hint.split(': ', 1)[1]}`"]
     else:
         out.append("Every node runs on the NPU (or is folded at compile time).")
     if report.partitions:

@@ -147,8 +147,8 @@ def _node_table(con: Console, report, all_nodes: bool) -> None:
     tab.add_column("op")
     tab.add_column("#", justify="right")
     tab.add_column("nodes", overflow="fold", max_width=30)
-    tab.add_column(Text("why [rule]"), overflow="fold", ratio=3)
-    tab.add_column("fix", overflow="fold", ratio=2)
+    tab.add_column(Text("why [rule]"), overflow="fold", ratio=4)
+    tab.add_column("fix", overflow="fold", ratio=3)
     order = sorted(groups.items(), key=lambda kv: (kv[0][0] != "unsupported", -len(kv[1]), kv[0][1]))
     for (verdict, op, _), nodes in order:
         first = nodes[0]
@@ -157,6 +157,19 @@ def _node_table(con: Console, report, all_nodes: bool) -> None:
         names = ", ".join(n.name for n in nodes[:3]) + (f", … (+{len(nodes) - 3})" if len(nodes) > 3 else "")
         tab.add_row(Text(verdict, style=VERDICT_STYLE[verdict]), op, str(len(nodes)), Text(names), Text(why), Text(fix))
     con.print(tab)
+    _explain_hint(con, report)
+
+
+def explain_hint(report) -> str:
+    """The line that says where the evidence behind a reason is (one rule id of the report as the example)."""
+    first = next((r.rule for n in report.failing for r in n.reasons if r.rule in report.evidence), None)
+    return f"the evidence behind a rule: npufit explain {first}" if first else ""
+
+
+def _explain_hint(con: Console, report) -> None:
+    line = explain_hint(report)
+    if line:
+        con.print(Text(line, style="dim"))
 
 
 def _all_nodes_table(con: Console, report) -> None:
@@ -175,6 +188,7 @@ def _all_nodes_table(con: Console, report) -> None:
             Text(n.name), n.op_type, Text(n.verdict.value, style=VERDICT_STYLE[n.verdict.value]), Text(why), Text(fix)
         )
     con.print(tab)
+    _explain_hint(con, report)
 
 
 def _partitions(con: Console, report) -> None:

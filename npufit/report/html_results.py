@@ -96,6 +96,18 @@ def _check_manifest(m: Any, where: str) -> None:
             raise bad(f"cells[{i}].seconds")
 
 
+def _check_paths(m: dict, root: Path) -> None:
+    """Every cell folder and output the manifest names stays inside the results folder (no absolute path, no
+    '..', no link leading out): a tampered pipeline.json is refused in one line, never followed."""
+    for i, c in enumerate(m["cells"]):
+        folder = confined(root, c["folder"], f"{root}: pipeline.json cells[{i}].folder")
+        for key, rel in c["outputs"].items():
+            where = f"{root}: pipeline.json cells[{i}].outputs.{str(key)[:40]}"
+            if not isinstance(rel, str) or os.path.isabs(rel):
+                confined(folder, rel, where)  # the one-line refusal of a non-name or an absolute path
+            confined(root, os.path.relpath(folder / rel, root.resolve()), where)
+
+
 def _parse(c: dict, root: Path):
     from ..pipeline.results import StaleResult, parse_result
 
@@ -114,6 +126,7 @@ class Results:
         self.root = root.resolve()
         m = read_json(confined(root, "pipeline.json", f"{root}: pipeline.json"), "pipeline.json")
         _check_manifest(m, str(root))
+        _check_paths(m, root)
         self.manifest = m
         self.cells = {c["cell"]: c for c in m["cells"]}
         # each step's typed result, read strictly: a renamed or missing key names its cell, step and key here

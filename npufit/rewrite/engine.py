@@ -16,6 +16,7 @@ from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, requi
 from ..targets import get_profile
 from ..util.commands import npufit_command, output_folder
 from ..util.io import private_tempdir
+from ..util.limits import graph_within_budget
 from ..util.progress import track
 from ..verify.compare import EXACT_ATOL, EXACT_RTOL, exact_mismatch, exact_tolerance
 from ..vocab import JUDGE
@@ -29,7 +30,7 @@ RULE_TAG = "pkg.onnxscript.rewriter.rule_name"
 
 def fix(
     model: str | os.PathLike,
-    target: str = "hailo8",
+    target: str,
     output: str | os.PathLike | None = None,
     rules: list[str] | None = None,
     skip_rules: list[str] | None = None,
@@ -44,12 +45,56 @@ def fix(
     judge: str = JUDGE,
     placement=None,
 ) -> FixResult:
-    """Rewrite `model` for `target`; write `output` only if every kept rule verified. The input is never modified.
+    """Rewrite `model` so that more of it runs on `target`'s NPU, verify every rewrite with ONNX Runtime, and write
+    the result to `output` only if every kept rule verified. The input file is never modified.
 
-    placement: the CheckReport of `model` on `target` (npufit.placement: the compiler's placement where one runs;
-    `npufit.fix` passes it in): the "before" figures. Each rule is weighed by npufit's prediction before and after
-    it (a compile per candidate would be too slow); the "after" of a changed model is its prediction until the
-    caller places the written file (`settle_after`)."""
+    The library side of `npufit fix MODEL --target T -o OUT`.
+
+    Parameters
+    ----------
+    model : str or os.PathLike
+        An .onnx file.
+    target : str
+        The target whose verdicts the rules are kept for (a rule that does not help there is rolled back).
+    output : str or os.PathLike, optional
+        Where to write the fixed model; None: nothing is written (the result still says what would change).
+    rules, skip_rules : list of str, optional
+        Rewrite rules to run (default: the target's own set, as a report's "suggested" line names them) or to leave
+        out; `docs/rewrite-rules.md` lists them.
+    allow_approx : bool
+        Also run approximate rules (e.g. gelu_tanh), checked against `approx_rtol`.
+    dry_run : bool
+        Judge and verify, write nothing.
+    input_shapes : dict or str, optional
+        Shapes for the inputs, {"images": (1, 3, 640, 640)} or "images=1,3,640,640" (a dynamic batch alone is
+        pinned to 1; other unknown dims must be given).
+    samples, seed : int
+        Seeded random input samples the verification runs.
+    rtol, atol : float
+        Tolerance of exact rules: |diff| <= atol + rtol * max|reference| per output (integer outputs must be equal).
+    approx_rtol : float
+        Tolerance of approximate rules, relative to the output's largest value.
+    judge : str
+        How a float model is judged ("auto", "int8", "float"), as in `npufit.check`.
+    placement : CheckReport, optional
+        The placement of `model` on `target` (npufit.placement: the compiler's where one runs; `npufit.fix` passes
+        it in): the "before" figures. Each rule is weighed by npufit's prediction before and after it (a compile per
+        candidate would be too slow); the "after" of a changed model is its prediction until the caller places the
+        written file (`settle_after`).
+
+    Returns
+    -------
+    FixResult
+        What each rule did (fired, rolled back, refused and why), coverage before and after, the verification, the
+        nodes still off the NPU; `.render(...)`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> r = npufit.fix("classifier.onnx", "hailo8", output="classifier.fixed.onnx")
+    >>> r  # doctest: +SKIP
+    <FixResult hailo8 classifier.onnx: applied conv1d_to_conv2d,mean_to_global_pool; 60.0% -> 100.0% nodes; ...>
+    """
     src = Path(model)
     # with external weights (rewriting and verifying need them); the shapes the verdicts are judged on are the
     # shapes written (as onnxsim's --overwrite-input-shape does): a fixed model that is judged static but written
@@ -57,6 +102,7 @@ def fix(
     prep = read_onnx(src, pin_inputs(input_shapes), external_data="loaded")
     require_shapes(prep, "fix runs the model to verify each rewrite")
     given, input_shapes, proto = input_shapes, prep.shapes.pinned, prep.model  # given, or a dynamic batch of 1
+    graph_within_budget("fix", len(proto.graph.node))
     if output is not None and not dry_run and Path(output).resolve() == src.resolve():
         raise NpufitError("--output must differ from the input model (fix never overwrites its input)")
     profile = get_profile(target)
@@ -77,7 +123,7 @@ def fix(
             outcomes[n].status, outcomes[n].reason = "skipped", "approximate: needs --allow-approx"
             disabled.add(n)
     explicit = set(rules or ())
-    worst_abs = worst_rel = 0.0
+    worst_abs = worst_rel = worst_scaled = 0.0
     for _ in range(MAX_ROUNDS):
         kept_any = False
         for name in track([n for n in names if n not in disabled], f"fix: rules (target {profile.name})"):
@@ -115,6 +161,7 @@ def fix(
                 continue
             _record(out, current, cand_proto, fired, state, new_state, verdict)
             worst_abs, worst_rel = max(worst_abs, verdict[0]), max(worst_rel, verdict[1])
+            worst_scaled = max(worst_scaled, verdict[2])
             current, state, kept_any = cand_proto, new_state, True
         if not kept_any:
             break
@@ -144,6 +191,9 @@ def fix(
         "seed": seed,
         "max_abs": worst_abs,
         "max_rel": worst_rel,
+        # the largest difference as a share of its output's largest |value|: meaningful where element-wise relative
+        # differences are not (outputs near zero divide by almost nothing)
+        "max_abs_of_range": worst_scaled,
         "tolerance": tol,
         "integer_outputs": sorted(int_outputs),
     }
@@ -233,7 +283,8 @@ def _session(proto: onnx.ModelProto, what: str):
 
 
 def _verify(cand: onnx.ModelProto, feeds, refs, rtol, atol):
-    """(max_abs, max_rel) when every output matches on every sample, else the reason (str)."""
+    """(max_abs, max_rel, max_abs / the output's largest |value|) when every output matches on every sample, else
+    the reason (str)."""
     from ..verify.compare import compare_outputs, run_onnx
 
     try:
@@ -247,7 +298,13 @@ def _verify(cand: onnx.ModelProto, feeds, refs, rtol, atol):
         total = c if total is None else total.merge(c)
     if total.missing:
         return f"outputs missing after the rewrite: {', '.join(total.missing)}"
-    return exact_mismatch(total, rtol, atol) or (total.max_abs, total.max_rel)
+    mismatch = exact_mismatch(total, rtol, atol)
+    if mismatch:
+        return mismatch
+    scaled = max(
+        (d["max_abs"] / d["ref_max_abs"] for d in total.per_output.values() if d["ref_max_abs"] > 0), default=0.0
+    )
+    return total.max_abs, total.max_rel, scaled
 
 
 def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = JUDGE):
@@ -320,8 +377,16 @@ def _remaining(
             continue
         reason = n.reasons[0].sentence() if n.reasons else ""
         hints = sorted({f for r in n.reasons for f in r.fix_rules})
+        rule = n.reasons[0].rule if n.reasons else ""
         remaining.append(
-            {"name": n.name, "op_type": n.op_type, "verdict": n.verdict.value, "reason": reason, "fix_rules": hints}
+            {
+                "name": n.name,
+                "op_type": n.op_type,
+                "verdict": n.verdict.value,
+                "rule": rule,
+                "reason": reason,
+                "fix_rules": hints,
+            }
         )
         if not any(h in names and outcomes[h].status not in ("skipped",) for h in hints):
             unaddressed.append(n)

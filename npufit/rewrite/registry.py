@@ -1,7 +1,7 @@
 """All rules by name, in application order, and the rule set each target gets by default.
 
 A target's set = the rules its profile lists in `rewrite_rules` (why: beside them, in npufit/targets/) + every
-rule it names in `fix_rules`, so a target engineer who links a failing op to a rule also gets it applied.
+rule it names in `fix_rules` or in a conditional hint, so a target engineer who links a failing op to a rule also gets it applied.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import NpufitError
+from ..targets.base import hint_rules
 from .base import RewriteRule
 from .rules import (
     conv1d_to_conv2d,
@@ -59,7 +60,7 @@ def profile_fix_rules(profile) -> list[str]:
     names: list[str] = []
     sources = list(profile.ops.values()) + [profile.unknown] + list(profile.rules()) + list(profile.composites)
     for s in sources:
-        for n in getattr(s, "fix_rules", ()) or ():
+        for n in (getattr(s, "fix_rules", ()) or ()) + hint_rules(getattr(s, "fix", ()) or ()):
             if n in RULES and n not in names:
                 names.append(n)
     return names

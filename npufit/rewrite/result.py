@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 SCHEMA = "npufit.fix/1"
@@ -98,6 +100,14 @@ class FixResult:
     def applied(self) -> list[RuleOutcome]:
         return [r for r in self.rules if r.status == "applied"]
 
+    def __repr__(self) -> str:
+        names = ",".join(r.name for r in self.applied) or "none"
+        out = self.output if self.written else "nothing written"
+        return (
+            f"<FixResult {self.target} {Path(self.model).name}: applied {names}; "
+            f"{self.before.coverage_pct:.1f}% -> {self.after.coverage_pct:.1f}% nodes; {out}>"
+        )
+
     def to_dict(self) -> dict:
         from .. import __version__
 
@@ -134,6 +144,42 @@ def _state(s: TargetState | None) -> str:
     return "-" if s is None else f"{s.coverage_pct:.1f}% / {s.partitions}p"
 
 
+def verification_text(v: dict[str, Any]) -> str:
+    """One line: samples, the largest absolute difference and, where the outputs are not all zero, that difference
+    as a share of the largest output value (an element-wise relative difference is no figure to read: it divides by
+    values near zero)."""
+    share = v.get("max_abs_of_range")
+    rel = f" ({share:.1e} of the largest output value)" if share and math.isfinite(share) else ""
+    return (
+        f"verified with ONNX Runtime CPU on {v['samples']} seeded samples (seed {v['seed']}): max abs diff "
+        f"{v['max_abs']:.2e}{rel}; tolerance {v['tolerance']}"
+    )
+
+
+def verdict_line(r: FixResult) -> str:
+    """What happened, in one line, first."""
+    applied = r.applied
+    left = r.after.not_npu
+    rules = f"{len(applied)} rule(s) applied and verified" if applied else "no rule changed the model"
+    where = f"wrote {r.output}" if r.written else "dry run, nothing written" if r.dry_run else "nothing written"
+    cover = f"coverage {r.before.coverage_pct:.1f}% -> {r.after.coverage_pct:.1f}%"
+    rest = f"{left} node(s) still off the NPU" if left else f"every running node runs on the {r.target} NPU"
+    return f"{where}: {rules}; {cover}; {rest}"
+
+
+def _remaining_groups(remaining: list[dict[str, Any]]) -> list[tuple[list[str], dict[str, Any]]]:
+    """Nodes left off the NPU, one group per (op, verdict, rule, sentence): ten identical Reshapes read once."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for n in remaining:
+        key = (n["op_type"], n["verdict"], n.get("rule", ""), n["reason"].split(" (")[0])
+        groups.setdefault(key, []).append(n)
+    return [([n["name"] for n in ns], ns[0]) for ns in groups.values()]
+
+
+def _names(names: list[str], show: int = 3) -> str:
+    return ", ".join(names[:show]) + (f", … (+{len(names) - show})" if len(names) > show else "")
+
+
 def _render_text(r: FixResult, markdown: bool) -> str:
     head = ["rule", "kind", "status", "fired", "moved to npu", "coverage / partitions", "max diff", "change / reason"]
     rows = []
@@ -154,36 +200,33 @@ def _render_text(r: FixResult, markdown: bool) -> str:
     if r.placement:  # whose placement the figures are: the compiler's, or npufit's prediction
         b, a = r.placement.get("before", ""), r.placement.get("after", "")
         summary += f"\n{b}" if a == b else f"\nbefore: {b}; after: {a}"
-    v = r.verification
-    check = (
-        f"verified with ONNX Runtime CPU on {v['samples']} seeded samples (seed {v['seed']}): max abs diff "
-        f"{v['max_abs']:.2e}, max rel diff {v['max_rel']:.2e} (tolerance {v['tolerance']})"
-    )
-    if r.written:
-        status = f"wrote {r.output}"
-    elif r.dry_run:
-        status = "dry run: nothing written"
-    else:
-        status = "nothing written"
+    check = verification_text(r.verification)
+    groups = _remaining_groups(r.remaining)
     lines: list[str] = []
     if markdown:
-        lines += [f"## {title}", "", f"**{summary}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += [f"## {title}", "", f"**{verdict_line(r)}**", "", summary, ""]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-        lines += ["", check, "", status]
-        if r.remaining:
+        lines += ["", check]
+        if groups:
             lines += ["", "### Still not on the NPU", ""] + [
-                f"- `{n['name']}` ({n['op_type']}, {n['verdict']}): {n['reason']}" for n in r.remaining
+                f"- `{_names(names)}` ({n['op_type']}, {n['verdict']}): {n['reason']}"
+                + (f" [`{n['rule']}`]" if n.get("rule") else "")
+                for names, n in groups
             ]
         lines += [""] + [f"- {a}" for a in r.advice]
         return "\n".join(lines) + "\n"
     widths = [max(len(head[i]), *(len(row[i]) for row in rows)) if rows else len(head[i]) for i in range(len(head))]
     widths[-1] = len(head[-1])
     fmt_row = lambda row: "  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip()  # noqa: E731
-    lines += [title, summary, "", fmt_row(head), fmt_row(["-" * w for w in widths])] + [fmt_row(row) for row in rows]
-    lines += ["", check, status]
-    if r.remaining:
+    lines += [title, verdict_line(r), summary, "", fmt_row(head), fmt_row(["-" * w for w in widths])]
+    lines += [fmt_row(row) for row in rows]
+    lines += ["", check]
+    if groups:
         lines += ["", "still not on the npu:"] + [
-            f"  {n['name']} ({n['op_type']}, {n['verdict']}): {n['reason']}" for n in r.remaining
+            f"  {_names(names)} ({n['op_type']}, {n['verdict']}): {n['reason']}"
+            + (f" [{n['rule']}]" if n.get("rule") else "")
+            for names, n in groups
         ]
     lines += [""] + r.advice if r.advice else []
     return "\n".join(lines) + "\n"

@@ -54,10 +54,14 @@ class OrtRunner(Runner):
                 f"this onnxruntime build has no {self.provider} "
                 f"(has: {', '.join(ort.get_available_providers())}; install onnxruntime-gpu)"
             )
-        from ..verify.compare import ort_quiet
+        from ..verify.compare import ort_quiet, within_memory_budget
+        from ..verify.loops import refuse_endless_loops
 
+        refuse_endless_loops(self.model)
         so = ort.SessionOptions()
         so.log_severity_level = ort_quiet()
+        if self.device_kind == "cpu":
+            within_memory_budget(so)
         # The deployment setting: full graph optimisation, one request at a time, sequential node execution.
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

@@ -125,7 +125,7 @@ def _load_cache(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def scan(
     paths: Sequence[str | os.PathLike],
-    targets: str | Sequence[str] = "hailo8",
+    targets: str | Sequence[str],
     executor: str = EXECUTOR,
     jobs: int | None = None,
     address: str | None = None,
@@ -137,12 +137,52 @@ def scan(
     measure_judge: str = MEASURE_JUDGE,
     measure_timeout: float = MEASURE_TIMEOUT_S,
 ) -> ScanReport:
-    """The library side of `npufit scan`. cache: a JSON file of earlier rows keyed by content hash,
-    target, judge mode, input shapes, measure mode and npufit version; read when present, (re)written atomically
-    after the scan. input_shapes ({"images": (1, 3, 640, 640)} or "images=1,3,640,640") apply to every model with
-    such an input; a model whose other unknown dims are not given gets a `needs-shape` row naming the shape to give.
-    measure: "never" (default: npufit's prediction, fast over many models), or "auto": each target's installed
-    compiler places each model where one runs here (npufit.placement; the timeout then covers the compiles)."""
+    """Check every model under `paths` against each of `targets`, side by side, on a process pool or Ray.
+
+    The library side of `npufit scan PATHS --target T`.
+
+    Parameters
+    ----------
+    paths : sequence of str or os.PathLike
+        Model files and folders (searched for .onnx and .tflite files).
+    targets : str or sequence of str
+        Target names, a comma-separated list, or "all".
+    executor : str
+        "pool" (default), "inprocess" or "ray".
+    jobs : int, optional
+        Parallel workers.
+    address : str, optional
+        A Ray cluster (executor="ray").
+    cache : str or os.PathLike, optional
+        A JSON file of earlier rows keyed by content hash, target, judge mode, input shapes, measure mode and npufit
+        version; read
+        when present, (re)written atomically after the scan.
+    timeout : float
+        Seconds per model and target.
+    judge : str
+        How a float model is judged ("auto", "int8", "float"), as in `npufit.check`.
+    input_shapes : dict or str, optional
+        {"images": (1, 3, 640, 640)} or "images=1,3,640,640", applied to every model with such an input; a model
+        whose other unknown dims are not given gets a `needs-shape` row naming the shape to give.
+    measure : str
+        "never" (default: npufit's prediction, fast over many models) or "auto": each target's installed compiler
+        places each model where one runs here (npufit.placement; `timeout` then covers the compiles).
+    measure_judge, measure_timeout
+        Which compiler run judges ("auto", "compile", "vela-checks") and how long one compile may take.
+
+    Returns
+    -------
+    ScanReport
+        One row per model and target (coverage, partitions, top reasons); `.render(...)` (table, JSON, JSONL, CSV,
+        HTML), `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> s = npufit.scan(["models/"], "hailo8,rk3588")
+    >>> s  # doctest: +SKIP
+    <ScanReport 80 rows: 40 models x hailo8, rk3588>
+    """
     from ..check.engine import require_judge
     from ..executors import Task, get_executor
     from ..targets import get_profile, resolve_targets

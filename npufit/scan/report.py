@@ -41,6 +41,9 @@ class ScanReport:
     judge: str = JUDGE
     run: dict[str, Any] = field(default_factory=dict)  # executor, jobs, models, checked, from_cache, seconds
 
+    def __repr__(self) -> str:
+        return f"<ScanReport {len(self.rows)} rows: {len({r.get('model') for r in self.rows})} models x {', '.join(self.targets)}>"
+
     def summary(self) -> dict[str, Any]:
         ok = [r for r in self.rows if r["status"] == "ok"]
         by_status: dict[str, int] = {}

@@ -20,6 +20,7 @@ from ..graph import Graph, model_format
 from ..graph.onnx_loader import graph_from
 from ..graph.onnx_prepare import from_proto, infer, infer_shapes, pin_inputs, read_onnx, strip_weights
 from ..graph.validate import all_tensors, external_location, external_span
+from ..util.limits import graph_within_budget
 from .planner import GraphIndex, Stage
 from .subgraphs import outer_reads
 
@@ -35,7 +36,8 @@ def load_source(path: str | os.PathLike, input_shapes=None) -> tuple[onnx.ModelP
         raise NpufitError(f"{path}: split works on ONNX models; convert the TFLite model to ONNX first")
     # split runs the model (its data must be there) and pins only dynamic dims: a changed fixed dim would make
     # stages the original cannot match
-    full = read_onnx(path, pin_inputs(input_shapes, only_dynamic=True), external_data="required")
+    full = read_onnx(path, pin_inputs(input_shapes, only_dynamic=True))
+    graph_within_budget("split", len(full.model.graph.node))
     # The graph is built as `check` builds it, from a copy without weight bytes: shape inference and its refining
     # rounds serialize the model each time, which with the weights in was most of a big model's split time.
     prep = from_proto(full.model, strip_weights, infer, name=str(path))

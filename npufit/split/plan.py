@@ -258,7 +258,21 @@ def load_plan(plan_dir: str | os.PathLike) -> SplitPlan:
         for key, rel in s.files.items():  # helper files the stage names (external data, initializers)
             if isinstance(rel, str):
                 confined(f.parent, rel, f"{f}: stage {s.name} file '{key}'")
+        if s.file.lower().endswith(".onnx"):
+            _stage_readable(sp)
     return plan
+
+
+def _stage_readable(stage: Path) -> None:
+    """A stage model passes the front door before anything runs or compiles it: valid, and its external data
+    inside its folder (the plan's), there and long enough: a tampered stage never reads a file outside the plan."""
+    from ..errors import BadModelError
+    from ..graph.onnx_prepare import read_onnx
+
+    try:
+        read_onnx(stage)
+    except BadModelError as e:
+        raise BadModelError(f"{stage.parent.name}/{stage.name}: {e.message}") from None
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -108,6 +108,14 @@ class SplitResult:
     report: object = None  # the CheckReport the cut was made from (for the HTML graph; not in to_dict)
     cost_model: CostModel = field(default_factory=lambda: CostModel(dict(GENERIC)))
 
+    def __repr__(self) -> str:
+        p = self.plan
+        npu = sum(s.device == "npu" for s in p.stages)
+        return (
+            f"<SplitResult {p.target.get('name', '?')} {p.source.get('file', '?')}: {p.mode}, {npu} NPU / "
+            f"{len(p.stages) - npu} host stages -> {Path(self.output_dir).name}>"
+        )
+
     def stage_view(self) -> dict | None:
         """The check report re-coloured by stage: each stage is a partition, its cut edges the plan's boundaries
         (the shape report.html_graph draws)."""
@@ -230,6 +238,11 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     comparison: dict | None = None  # against --compare-original
     output_file: str | None = None
+
+    def __repr__(self) -> str:
+        cmp = self.comparison or {}
+        same = f", max abs diff vs original {cmp['max_abs']:.2e}" if isinstance(cmp.get("max_abs"), float) else ""
+        return f"<RunResult {Path(self.plan_dir).name}: {len(self.stage_seconds)} stages, {len(self.outputs)} outputs{same}>"
 
     def stage_median(self) -> list[tuple[str, float]]:
         return [(n, float(np.median(ts))) for n, ts in self.stage_seconds]

@@ -28,10 +28,47 @@ def run(
     input_shapes=None,
     seed: int = 0,
 ) -> RunResult:
-    """Run PLAN_DIR's stages on `inputs` (an .npz path or a dict of arrays; None: seeded random inputs at the shapes
-    the plan was split for); write the outputs to `output` (.npz). input_shapes ({"images": (1, 3, 640, 640)} or
-    "images=1,3,640,640") states the shapes expected: the plan's stages were written at fixed shapes, so another one
-    is refused with the split command that makes it."""
+    """Run a split plan's stages in order on `inputs` and optionally compare the result with the original model.
+
+    The library side of `npufit run PLAN_DIR --inputs IN.npz`.
+
+    Parameters
+    ----------
+    plan_dir : str or os.PathLike
+        A folder written by `npufit.split` (plan.json and its stages).
+    inputs : str, os.PathLike or dict, optional
+        An .npz file, or a dict of arrays by input name (None: seeded random inputs at the shapes the plan was
+        split for).
+    output : str or os.PathLike, optional
+        Write the outputs to this .npz (atomically).
+    compare_original : str or os.PathLike, optional
+        The original model: run it too and report the largest difference.
+    npu_runtime : str, optional
+        What runs the NPU stages: "auto" (default), "onnxruntime-cpu" or "hailort".
+    repeat : int
+        Run the chain this many times (stage timings are kept per run).
+    threads : int
+        Intra-op threads of the ONNX Runtime sessions.
+    input_shapes : dict or str, optional
+        The shapes expected, {"images": (1, 3, 640, 640)} or "images=1,3,640,640": the plan's stages were written at
+        fixed shapes, so another one is refused with the split command that makes it.
+    seed : int
+        Seed of the random inputs when `inputs` is None.
+
+    Returns
+    -------
+    RunResult
+        The outputs by name, per-stage times, where each stage ran and the comparison; `.render(...)`.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> import npufit
+    >>> x = np.zeros((1, 3, 640, 640), np.float32)
+    >>> r = npufit.run("plan/", {"images": x}, compare_original="yolov8n.onnx")
+    >>> r.outputs["output0"].shape  # doctest: +SKIP
+    (1, 84, 8400)
+    """
     if repeat < 1:
         raise NpufitError("--repeat must be at least 1")
     runner = ChainRunner(plan_dir, npu_runtime, threads=threads)

@@ -35,7 +35,7 @@ from .verify import verify_chain
 
 def split(
     model: str | os.PathLike,
-    target: str = "hailo8",
+    target: str,
     output_dir: str | os.PathLike | None = None,
     mode: str | None = None,
     min_nodes: int = SPLIT_MIN_NODES,
@@ -53,18 +53,66 @@ def split(
     max_npu_stages: int | None = None,
     placement=None,
 ) -> SplitResult:
-    """Cut `model` into NPU and host stages for `target` and write them with plan.json to `output_dir`.
+    """Cut `model` into NPU and host stages for `target`, write them with plan.json to `output_dir`, and verify that
+    the chain of stages reproduces the original. The model file is only read.
 
-    mode: "best" (default: the best-ranked candidate cut), "prefix" (largest NPU prefix), "segments" (each NPU
-    region of >= min_nodes nodes), "explicit" (start_nodes/end_nodes: node or tensor names, Hailo semantics) or
-    "auto" (`fix` with the target's exact rules first, then the best cut of the fixed model, verified against the
-    original). max_npu_stages caps the NPU stages of the best mode's plan (and keeps only the regions with the most
-    MACs in segments mode); by default the target's own cap applies (Hailo: one NPU stage, unless a second pays by a
-    safe margin). With verify (default) the chain must reproduce the original bit for bit (ONNX Runtime graph
-    optimizations off; the default optimizer is verified and reported too), else nothing is written unless
-    force=True. placement: the CheckReport of `model` on `target` the cut is made from (npufit.placement: the
-    compiler's placement where one runs; `npufit.split` passes it in); None: npufit's prediction. The model file
-    is only read."""
+    The library side of `npufit split MODEL --target T -d DIR`.
+
+    Parameters
+    ----------
+    model : str or os.PathLike
+        An .onnx file.
+    target : str
+        The target whose verdicts decide the cut.
+    output_dir : str or os.PathLike, optional
+        The plan folder (default: ./npufit-split/<model>-<target>).
+    mode : str, optional
+        "best" (default: the best-ranked candidate cut), "prefix" (the largest NPU prefix), "segments" (each NPU
+        region of at least `min_nodes` nodes), "explicit" (`start_nodes`/`end_nodes`: node or tensor names, Hailo
+        semantics) or "auto" (`npufit.fix` with the target's exact rules first, then the best cut of the fixed model,
+        verified against the original).
+    min_nodes : int
+        Segments mode: the smallest NPU region kept.
+    start_nodes, end_nodes : list of str, optional
+        Explicit mode: where the NPU stage starts and ends.
+    verify : bool
+        Run the chain and the original on seeded samples; a chain that differs is not written unless `force`.
+    samples, seed : int
+        The verification's seeded random samples.
+    inputs : list of str, optional
+        .npz files of real inputs for the verification instead of random samples.
+    force : bool
+        Write the plan even when the verification fails.
+    input_shapes : dict or str, optional
+        Shapes for the inputs, {"images": (1, 3, 640, 640)} or "images=1,3,640,640" (a dynamic batch alone is
+        pinned to 1; other unknown dims must be given).
+    top : int
+        How many ranked candidate cuts the result lists.
+    judge : str
+        How a float model is judged ("auto", "int8", "float"), as in `npufit.check`.
+    verify_against : str or os.PathLike, optional
+        Another model the chain must reproduce (auto mode verifies against the original this way).
+    max_npu_stages : int, optional
+        Cap on the NPU stages of the best mode's plan (segments mode: keep the regions with the most MACs); by
+        default the target's own cap (Hailo: one NPU stage unless a second pays by a safe margin).
+    placement : CheckReport, optional
+        The placement of `model` on `target` the cut is made from (npufit.placement: the compiler's placement
+        where one runs; `npufit.split` passes it in); None: npufit's prediction.
+
+    Returns
+    -------
+    SplitResult
+        The plan (stages, boundaries, vendor start/end nodes), the ranked candidates, the chosen cut and why, the
+        verification; `.render(...)`, `.to_dict()`.
+
+    Example
+    -------
+    >>> import npufit
+    >>> res = npufit.split("yolov8n.onnx", "hailo8", "plan/")
+    >>> res  # doctest: +SKIP
+    <SplitResult hailo8 yolov8n.onnx: best, 1 NPU / 1 host stages -> plan>
+    >>> out = npufit.run("plan/", {"images": x})  # doctest: +SKIP
+    """
     from ..check import check_graph
     from ..targets import get_profile
 

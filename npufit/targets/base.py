@@ -65,19 +65,58 @@ GateFn = Callable[[Graph, Limits], bool]
 
 
 @dataclass(frozen=True)
+class Hint:
+    """A fix hint shown only where `when(node)` holds: a rewrite that applies to this node (TopK with k = 1), a step
+    that helps this model (quantize a float model, not an int8 one). `rules`: the `npufit fix` rules it suggests,
+    suggested only where it holds too. A plain string hint always applies."""
+
+    text: str
+    when: Callable[[NodeView], bool]
+    rules: tuple[str, ...] = ()
+
+
+FixHints = Sequence["str | Hint"]
+
+
+def hint_rules(fix: FixHints) -> tuple[str, ...]:
+    """The `npufit fix` rules the conditional hints of `fix` name (a profile links them to its failures)."""
+    return tuple(r for h in fix if isinstance(h, Hint) for r in h.rules)
+
+
+def hints_for(node: NodeView, fix: FixHints, fix_rules: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The hint texts and `npufit fix` rules that apply to `node`: every plain hint, each Hint whose `when` holds."""
+    texts: list[str] = []
+    rules = list(fix_rules)
+    for h in fix:
+        if isinstance(h, str):
+            texts.append(h)
+        elif h.when(node):
+            texts.append(h.text)
+            rules.extend(r for r in h.rules if r not in rules)
+    return tuple(texts), tuple(rules)
+
+
+def conditional(fix: FixHints) -> bool:
+    return any(not isinstance(h, str) for h in fix)
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str  # stable id, e.g. "hailo8.reducemax.keepdims"
-    # constraint sentence: every number in it is a {limit} field from Profile.limits (a parenthesised citation of
-    # evidence or a quoted vendor message may carry its own); tests/test_targets_sentences.py holds every target to it
+    # constraint: ONE plain sentence a user reads beside the node (tests/test_plain_words.py); every number in it is a
+    # {limit} field from Profile.limits (a quoted vendor message may carry its own; tests/test_targets_sentences.py)
     text: str
     check: CheckFn
     on_fail: Verdict = Verdict.UNSUPPORTED
-    fix: tuple[str, ...] = ()  # hints shown to the user
-    source: str = ""  # source tag (see Profile.sources) or seed file name
+    fix: tuple[str | Hint, ...] = ()  # hints shown to the user (a Hint only where its precondition holds)
+    source: str = ""  # key of Profile.sources: users read its description, never the key
     fix_rules: tuple[str, ...] = ()  # names of `npufit fix` rewrite rules that address it
     # gate(graph, limits) -> False when `check` passes every node of the graph (its first test is about the whole
     # graph: its format, whether any shape is dynamic); asked once per check, which then leaves the rule out
     gate: GateFn | None = None
+    # what the sentence rests on, in plain words (measurements, vendor messages, conflicting evidence): shown by
+    # `npufit explain RULE_ID`, the docs pages and the JSON report's "evidence", never in the table row
+    evidence: str = ""
 
     def sentence(self, limits: Mapping[str, Any]) -> str:
         try:
@@ -101,16 +140,17 @@ class RuleMaker:
         rid: str,
         text: str,
         check: CheckFn,
-        fix: Sequence[str] = (),
+        fix: FixHints = (),
         source: str | None = None,
         fix_rules: Sequence[str] = (),
         *,
         on_fail: Verdict | None = None,
         gate: GateFn | None = None,
+        evidence: str = "",
     ) -> Rule:
         src = self.source if source is None else source
         verdict = self.on_fail if on_fail is None else on_fail
-        return Rule(f"{self.prefix}.{rid}", text, check, verdict, tuple(fix), src, tuple(fix_rules), gate)
+        return Rule(f"{self.prefix}.{rid}", text, check, verdict, tuple(fix), src, tuple(fix_rules), gate, evidence)
 
 
 @dataclass(frozen=True)
@@ -120,11 +160,12 @@ class OpSupport:
     op: str
     status: Verdict
     rules: tuple[Rule, ...] = ()
-    reason: str = ""  # why, when status is cpu/unsupported (a sentence)
-    fix: tuple[str, ...] = ()
-    source: str = ""
+    reason: str = ""  # why, when status is cpu/unsupported (one plain sentence)
+    fix: tuple[str | Hint, ...] = ()
+    source: str = ""  # key of Profile.sources
     note: str = ""  # shown in the support matrix
     fix_rules: tuple[str, ...] = ()
+    evidence: str = ""  # what the verdict rests on, in plain words (see Rule.evidence)
 
 
 @dataclass(frozen=True)
@@ -139,12 +180,13 @@ class Composite:
 
     id: str
     name: str
-    text: str  # sentence shown for every node of the match
+    text: str  # one plain sentence shown for every node of the match
     match: Callable[[Graph], list[CompositeMatch]]
     verdict: Verdict
-    fix: tuple[str, ...] = ()
-    source: str = ""
+    fix: tuple[str | Hint, ...] = ()
+    source: str = ""  # key of Profile.sources
     fix_rules: tuple[str, ...] = ()
+    evidence: str = ""  # what the verdict rests on, in plain words (see Rule.evidence)
 
 
 @dataclass
@@ -162,6 +204,8 @@ class Profile:
     compiler: str  # the name of the npufit.toolchains record of the compiler that builds for it
     graph_rules: tuple[Rule, ...] = ()  # apply to every non-folded node (dtype, batch, rank, static shapes)
     composites: tuple[Composite, ...] = ()
+    # source key (what rules, ops and composites name in `source`) -> what it is, in plain words ("Hailo Model Zoo
+    # 2.12 network configurations"): users read the description, never the key
     sources: dict[str, str] = field(default_factory=dict)
     input_formats: tuple[str, ...] = ("onnx",)  # model formats its vendor toolchain takes
     # model formats npufit's rules judge for it: ONNX everywhere (through the ONNX->TFLite op mapping where the
@@ -170,7 +214,7 @@ class Profile:
     judged_formats: tuple[str, ...] = ("onnx",)
     # Optional: map a NodeView to the op key used in `ops` (e.g. ONNX -> TFLite vocabulary for Ethos-U).
     op_key: Callable[[NodeView], str] | None = None
-    notes: tuple[str, ...] = ()  # shown in reports and docs (e.g. "no CPU fallback inside a HEF")
+    notes: tuple[str, ...] = ()  # one plain sentence each, at the top of every report and docs page
     aliases: tuple[str, ...] = ()  # other names `get_profile` accepts (vendor spellings, configurations of one NPU)
     # `check --measure` judges that give per-node placement for it, in the order "auto" tries them ("vela-checks"
     # applies to TFLite models only); () when its compiler reports no placement
@@ -186,6 +230,9 @@ class Profile:
     # figures `split` ranks cuts with where this target states its own (npufit.split.cost.GENERIC keys), its cap on
     # the default plan's NPU stages ("max_npu_stages") and "sources": figure -> where it comes from; {}: generic
     split_costs: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"<Profile {self.name}: {self.title}, {len(self.ops)} ops, {len(self.rules())} rules>"
 
     def __post_init__(self) -> None:
         self.fallback = Fallback(self.fallback)  # "cpu"/"none" spelled as text are accepted; a typo fails here
@@ -210,6 +257,10 @@ class Profile:
         for s in self.ops.values():
             out.extend(s.rules)
         return out
+
+    def source_text(self, key: str) -> str:
+        """What the source `key` is, in the words a user reads."""
+        return self.sources.get(key, key)
 
 
 # -- small helpers shared by rule functions -------------------------------------------

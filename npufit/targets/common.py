@@ -290,3 +290,41 @@ class Choices(tuple):
         if join != "or" or len(words) < 2:
             return join.join(words)
         return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+# -- preconditions of fix hints (base.Hint): a hint is shown only on the nodes it helps ---------------------------
+
+
+def topk_k(node: NodeView) -> int | None:
+    """TopK's k when it is a constant (input 1; the attribute before opset 10), else None."""
+    if node.op_type not in ("TopK", "TOPK_V2"):
+        return None
+    k = node.attr("k") if len(node.inputs) < 2 else const_scalar(node, 1)
+    return None if k is None else int(k)
+
+
+def topk_k_is_one(node: NodeView) -> bool:
+    """`npufit fix`'s topk1_to_argmax rewrites exactly these (it refuses any other k)."""
+    return topk_k(node) == 1
+
+
+def topk_k_above_one(node: NodeView) -> bool:
+    return topk_k(node) != 1
+
+
+def float_feature_maps(node: NodeView) -> bool:
+    """A run-time input or output of the node is floating point: quantizing the model changes that (a resource
+    variable or a bool tensor of an int8 model it does not)."""
+    names = [node.inputs[i] for i in activation_inputs(node)] + [o for o in node.outputs if o]
+    return any(node.graph.tensor(n).dtype in quant.FLOAT_DTYPES for n in names if n)
+
+
+def no_float_feature_maps(node: NodeView) -> bool:
+    return not float_feature_maps(node)
+
+
+# shown for a dtype rule broken by a tensor quantizing does not change (an int8 model's index, bool or variable)
+NON_NUMERIC_HINT = (
+    "this tensor is neither float nor int8 (an index, a bool, a resource variable): quantizing does not change it; "
+    "remove the op from the deployed graph (freeze variables into constants) or let it run on the host"
+)

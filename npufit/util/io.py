@@ -3,17 +3,20 @@
 Rules (issue: hostile input): an output is written as a temp file beside it and renamed into place, so a
 reader never sees half a file; it never replaces a device, FIFO, folder, symlink or a file this run reads;
 a folder output is swapped in whole only over a folder npufit owns (a marker lists what it wrote), so a
-wrong --output-dir can never delete a user's files; temp names carry the writer's pid, so a later run can
-remove what a killed run left behind without touching a live one's.
+wrong --output-dir can never delete a user's files; temp names carry the writer's pid and the writer holds a lock
+on each while it lives, so a later run (any verb writing beside it, and every run for the temp folder) removes
+what a killed run left behind without touching a live one's, even when the dead writer's pid has been reused.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import stat
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -110,16 +113,66 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _stale_pid(entry: str, tag: str) -> int | None:
-    """The pid in a temp name npufit made, when that process is gone; None otherwise."""
+STALE_UNLOCKED_S = 60.0  # an unlocked entry of a live pid is a reused pid's (the writer locks within microseconds)
+
+
+def _entry_pid(entry: str, tag: str) -> int | None:
     i = entry.find(tag)
     if i < 0:
         return None
     pid_text = entry[i + len(tag) :].split("-", 1)[0]
-    if not pid_text.isdigit():
+    return int(pid_text) if pid_text.isdigit() and len(pid_text) < 10 else None
+
+
+def _lock(path: Path) -> int | None:
+    """Hold an exclusive lock on a temp entry for as long as this process lives (or until `_unlock`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (os.O_DIRECTORY if path.is_dir() else 0))
+    except OSError:
         return None
-    pid = int(pid_text)
-    return pid if pid != os.getpid() and not _pid_alive(pid) else None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pass
+    return fd
+
+
+def _unlock(fd: int | None) -> None:
+    if fd is not None:
+        os.close(fd)
+
+
+def _unlocked(e: os.DirEntry) -> bool:
+    """Nobody holds the writer's lock on this entry (a regular file or folder; anything else is never opened)."""
+    try:
+        st = e.stat(follow_symlinks=False)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            return False
+        fd = os.open(e.path, os.O_RDONLY | os.O_NONBLOCK | (os.O_DIRECTORY if stat.S_ISDIR(st.st_mode) else 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _is_stale(e: os.DirEntry) -> bool:
+    for tag in (_TMP_TAG, _OLD_TAG):
+        pid = _entry_pid(e.name, tag)
+        if pid is None or pid == os.getpid():
+            continue
+        if not _pid_alive(pid):
+            return True
+        try:
+            old = time.time() - e.stat(follow_symlinks=False).st_mtime > STALE_UNLOCKED_S
+        except OSError:
+            return False
+        return old and _unlocked(e)
+    return False
 
 
 def clean_stale(folder: str | os.PathLike, name: str | None = None) -> list[Path]:
@@ -130,11 +183,11 @@ def clean_stale(folder: str | os.PathLike, name: str | None = None) -> list[Path
     except OSError:
         return removed
     for e in entries:
-        if not e.name.startswith("."):
+        if not e.name.startswith(".") or (_TMP_TAG not in e.name and _OLD_TAG not in e.name):
             continue
         if name is not None and not e.name.startswith(f".{name}."):
             continue
-        if not any(_stale_pid(e.name, tag) is not None for tag in (_TMP_TAG, _OLD_TAG)):
+        if not _is_stale(e):
             continue
         p = Path(e.path)
         try:
@@ -148,6 +201,11 @@ def clean_stale(folder: str | os.PathLike, name: str | None = None) -> list[Path
     return removed
 
 
+def clean_stale_temp() -> list[Path]:
+    """What killed runs left in the system temp folder (npufit's own entries only), removed at the start of a run."""
+    return clean_stale(tempfile.gettempdir())
+
+
 def _umask() -> int:
     u = os.umask(0)
     os.umask(u)
@@ -159,16 +217,20 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temp path next to `path`; it replaces `path` only if the block succeeds."""
     dst = check_output_file(path)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(dst.parent, dst.name)
+    clean_stale(dst.parent)
     fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(dst.name), suffix=suffix or dst.suffix, dir=dst.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp creates 0600; outputs should be as readable as a normal file
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while this process lives: see clean_stale
+    except OSError:
+        pass
+    tmp_path = Path(tmp)
+    try:
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp creates 0600; outputs should be as readable as a normal file
         yield tmp_path
         check_output_file(dst)  # again just before the swap: the path may have changed while we worked
         os.replace(tmp_path, dst)
     finally:
+        os.close(fd)
         if tmp_path.exists():
             tmp_path.unlink()
 
@@ -254,7 +316,7 @@ def _inside(child: Path, parent: Path) -> bool:
     try:
         child.resolve().relative_to(parent.resolve())
         return True
-    except (OSError, ValueError):
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a symlink loop (Python < 3.13)
         return False
 
 
@@ -296,11 +358,12 @@ def atomic_dir(
     inputs = list(inputs)
     check_output_dir(dst, option, inputs, legacy_owned)
     dst.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(dst.parent, dst.name)
+    clean_stale(dst.parent)
     tmp = Path(tempfile.mkdtemp(prefix=_tmp_prefix(dst.name), dir=dst.parent))
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; the result should look like any folder the user makes
+    lock = _lock(tmp)
     old: Path | None = None
     try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; the result should look like any folder the user makes
         yield tmp
         write_marker(tmp, kind, os.listdir(tmp))
         check_output_dir(dst, option, inputs, legacy_owned)  # again: the folder may have changed while we worked
@@ -309,6 +372,7 @@ def atomic_dir(
             os.replace(dst, old / "previous")
         os.replace(tmp, dst)
     finally:
+        _unlock(lock)
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         if old is not None:
@@ -341,9 +405,11 @@ def claim_dir(
 def private_tempdir(kind: str) -> Iterator[Path]:
     """A scratch folder in the system temp dir, removed afterwards; ones left by killed runs are removed first."""
     base = Path(tempfile.gettempdir())
-    clean_stale(base, f"npufit-{kind}")
+    clean_stale(base)
     d = Path(tempfile.mkdtemp(prefix=_tmp_prefix(f"npufit-{kind}"), dir=base))
+    lock = _lock(d)
     try:
         yield d
     finally:
+        _unlock(lock)
         shutil.rmtree(d, ignore_errors=True)

@@ -21,8 +21,9 @@ MiB = 1 << 20
 JSON_MAX_BYTES = 64 * MiB  # plans, records, results: far above any real one
 JSON_MAX_DEPTH = 64  # npufit's own JSON nests a handful of levels
 TEXT_MAX_BYTES = 16 * MiB  # pipeline YAML and other hand-written text
-ARRAY_MAX_BYTES = 768 * MiB  # array data read from one .npz/.npy (the samples used, not the file)
 ARRAY_MAX_MEMBERS = 1024  # arrays in one .npz
+NUMERIC_KINDS = "biuf"  # bool, signed and unsigned integers, floats: what a model input can take
+_KIND_TEXT = {"U": "strings", "S": "byte strings", "V": "raw records", "c": "complex numbers", "M": "dates"}
 
 
 def file_kind(mode: int) -> str:
@@ -41,7 +42,8 @@ def file_kind(mode: int) -> str:
 def require_regular_file(
     path: str | os.PathLike, what: str = "file", error: type[NpufitError] = NpufitError
 ) -> os.stat_result:
-    """stat() a path npufit is about to read; refuse anything but an existing regular file (links are followed)."""
+    """stat() a path npufit is about to read; refuse anything but an existing, readable regular file (links are
+    followed)."""
     p = os.fspath(path)
     if "\x00" in p:
         raise error(f"{what} name contains a NUL byte")
@@ -53,6 +55,10 @@ def require_regular_file(
         raise error(f"{p}: cannot be read ({e.strerror or e})") from None
     if not stat.S_ISREG(st.st_mode):
         raise error(f"{p}: is {file_kind(st.st_mode)}, not a {what}")
+    try:  # readable by this user: an unreadable file is one line here, not a PermissionError deep in a copy or parse
+        os.close(os.open(p, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as e:
+        raise error(f"{p}: cannot be read ({e.strerror or e})") from None
     return st
 
 
@@ -136,18 +142,32 @@ def sha256_file(path: str | os.PathLike, what: str = "file", error: type[NpufitE
 
 
 def confined(root: str | os.PathLike, rel: Any, what: str, error: type[NpufitError] = NpufitError) -> Path:
-    """root/rel for a relative path `rel` read from a file npufit wrote (plan, record, results folder);
-    refused when it is not a plain relative path or leads outside `root` (through '..' or a link)."""
+    """root/rel for a relative path `rel` read from a file (a plan, record or results folder npufit wrote, a
+    pipeline YAML a user wrote); refused when it is not a plain relative path or leads outside `root` (through
+    '..' or a link): the one confinement every reader of such paths calls."""
     if not isinstance(rel, str) or not rel or "\x00" in rel:
         raise error(f"{what}: expected a relative file name, got {str(rel)[:80]!r}")
     if os.path.isabs(rel):
-        raise error(f"{what} '{rel[:200]}' is an absolute path; it must stay inside {os.fspath(root)}")
+        raise error(
+            f"{what} '{rel[:200]}' is an absolute path; it must stay inside {os.fspath(root)} (nothing outside is read)"
+        )
     base = Path(root).resolve()
     try:
         full = (base / rel).resolve()
         full.relative_to(base)
     except (OSError, RuntimeError, ValueError):
         raise error(f"{what} '{rel[:200]}' points outside {os.fspath(root)} (refused)") from None
+    return full
+
+
+def confined_file(root: str | os.PathLike, rel: Any, what: str, error: type[NpufitError] = NpufitError) -> Path:
+    """`confined`, and the path must name an existing regular file (a FIFO or /dev/zero is refused, never opened):
+    for files a user-written config names (pipeline models and data), checked before any work starts."""
+    full = confined(root, rel, what, error)
+    try:
+        require_regular_file(full, what, error)
+    except NpufitError as e:
+        raise error(f"{what} '{str(rel)[:200]}': {e.message.split(': ', 1)[-1]}") from None
     return full
 
 
@@ -163,9 +183,13 @@ class ArrayFile:
         self,
         path: str | os.PathLike,
         what: str = "array file",
-        max_bytes: int = ARRAY_MAX_BYTES,
+        max_bytes: int | None = None,
         error: type[NpufitError] = NpufitError,
     ):
+        from .limits import memory_budget
+
+        # the array data read (the samples used, not the file): the memory budget unless the caller gives less
+        max_bytes = memory_budget() if max_bytes is None else max_bytes
         self.path, self.what, self.max_bytes, self.error = os.fspath(path), what, max_bytes, error
         require_regular_file(path, f"{what} file", error)
         self._zip: zipfile.ZipFile | None = None
@@ -233,12 +257,22 @@ class ArrayFile:
     def shape(self, name: str) -> tuple[int, ...]:
         return self.headers[name][0]
 
+    def numeric(self, name: str):
+        """The header of array `name`, refused in one line unless it holds numbers (strings would fail deep in a
+        cast or an ONNX Runtime run)."""
+        shape, dtype, fortran = self.headers[name]
+        if dtype.kind not in NUMERIC_KINDS:
+            held = _KIND_TEXT.get(dtype.kind, "values that are not numbers")
+            label = f"array '{name}'" if name else "the array"
+            raise self._fail(f"{label} holds {held} (dtype {dtype.str}), not numbers a model takes")
+        return shape, dtype, fortran
+
     def read_rows(self, name: str, pick: list[int]):
         """Only the entries `pick` (sorted indices along axis 0) of array `name`, streamed one entry at a time: the
         file is read up to the last picked entry and memory holds only what is kept."""
         import numpy as np
 
-        shape, dtype, fortran = self.headers[name]
+        shape, dtype, fortran = self.numeric(name)
         if not shape or fortran:
             raise self._fail(f"array '{name}' cannot be sampled by rows (scalar or Fortran order); save it in C order")
         row = 1
@@ -248,7 +282,8 @@ class ArrayFile:
         if len(pick) * row_bytes > self.max_bytes:
             raise self._fail(
                 f"array '{name}': {len(pick)} samples of {list(shape[1:])} {dtype} need "
-                f"{len(pick) * row_bytes / MiB:.0f} MiB, more than the {self.max_bytes / MiB:.0f} MiB npufit reads"
+                f"{len(pick) * row_bytes / MiB:.0f} MiB, more than the {self.max_bytes / MiB:.0f} MiB npufit reads "
+                f"(its memory budget, --memory-budget)"
             )
         out = np.empty((len(pick),) + tuple(shape[1:]), dtype=dtype)
         flat = memoryview(out.reshape(-1)).cast("B")
@@ -274,7 +309,7 @@ class ArrayFile:
         """The array `name` ("" for a .npy), or only its first `rows` entries along axis 0."""
         import numpy as np
 
-        shape, dtype, fortran = self.headers[name]
+        shape, dtype, fortran = self.numeric(name)
         if rows is not None and shape and rows < shape[0]:
             shape = (rows,) + shape[1:]
             if fortran:  # column-major data cannot be cut by rows without reading all of it
@@ -288,7 +323,8 @@ class ArrayFile:
         if nbytes > self.max_bytes:
             raise self._fail(
                 f"array '{name}' {list(shape)} {dtype} needs {nbytes / MiB:.0f} MiB, more than the "
-                f"{self.max_bytes / MiB:.0f} MiB npufit reads from one file (use fewer or smaller samples)"
+                f"{self.max_bytes / MiB:.0f} MiB npufit reads from one file (its memory budget, --memory-budget; use "
+                f"fewer or smaller samples)"
             )
         arr = np.empty(count, dtype=dtype)  # filled in place: one copy of the data in memory, writable
         buf, got = memoryview(arr).cast("B"), 0
@@ -314,6 +350,7 @@ __all__ = [
     "read_text",
     "sha256_file",
     "confined",
+    "confined_file",
     "ArrayFile",
     "BadModelError",
     "MiB",

@@ -12,9 +12,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import NpufitError
-from ..util.limits import VERIFY_TIMEOUT
-
-MAX_SAMPLE_BYTES = 512 << 20  # one seeded input tensor; a 2^40-element input is refused, not allocated
+from ..util.limits import VERIFY_TIMEOUT, memory_budget, over_budget, size_text, within_budget
+from .loops import refuse_endless_loops
 
 
 def verify_timeout(seconds: float):
@@ -56,16 +55,58 @@ def make_session(
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.log_severity_level = ort_quiet()
+    within_memory_budget(so)
     if not optimized:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     if external_dir is not None:
         so.add_session_config_entry("session.model_external_initializers_file_folder_path", str(external_dir))
+    refuse_endless_loops(model)
     try:
         return ort.InferenceSession(
             model if isinstance(model, bytes) else str(model), so, providers=["CPUExecutionProvider"]
         )
     except Exception as e:
-        raise NpufitError(f"ONNX Runtime cannot load the model: {ort_message(e)}") from None
+        raise budget_error(e) or NpufitError(f"ONNX Runtime cannot load the model: {ort_message(e)}") from None
+
+
+_ARENA: list[int] = []  # the cap the process' shared CPU arena was made with (made once: ORT keeps it for good)
+
+
+def within_memory_budget(so) -> None:
+    """Sessions made with these options allocate from one CPU arena capped at the memory budget (--memory-budget),
+    so a tensor past it fails at once in ONNX Runtime instead of taking the machine (a 200-byte model whose Expand
+    asks for 4 GiB). The arena is shared by every such session of the process: the budget covers them together."""
+    import onnxruntime as ort
+
+    if not _ARENA:
+        info = ort.OrtMemoryInfo("Cpu", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, 0, ort.OrtMemType.DEFAULT)
+        try:
+            ort.create_and_register_allocator(info, ort.OrtArenaCfg({"max_mem": memory_budget()}))
+        except Exception:  # registered already by someone else in this process: use theirs
+            pass
+        _ARENA.append(memory_budget())
+    so.add_session_config_entry("session.use_env_allocators", "1")
+
+
+def budget_error(e: BaseException) -> NpufitError | None:
+    """The one-line refusal for an ONNX Runtime failure that is the memory budget's arena saying no."""
+    text = budget_text(str(e))
+    return NpufitError(text) if text else None
+
+
+def budget_text(msg: str) -> str | None:
+    import re
+
+    m = re.search(r"Available memory of \d+ is smaller than requested bytes of (\d+)", msg)
+    if m is None:
+        return None
+    node = re.search(r"running (\w+) node\. Name:'([^']*)'", msg)
+    what = "ONNX Runtime: a tensor"
+    if node:
+        what = f"ONNX Runtime: node '{node[2]}' ({node[1]})" if node[2] else f"ONNX Runtime: a {node[1]} node"
+    if _ARENA and _ARENA[0] != memory_budget():
+        what += f" (in an arena made with a budget of {size_text(_ARENA[0])})"
+    return over_budget(what, int(m[1])).message
 
 
 _ORT_TO_NP = {
@@ -104,12 +145,9 @@ def random_inputs(
             dt = _ORT_TO_NP.get(i.type, np.float32)
             if not i.type.startswith("tensor("):
                 raise NpufitError(f"input '{i.name}' is a {i.type}, not a tensor: npufit feeds tensor inputs only")
-            nbytes = math.prod(shape) * np.dtype(dt).itemsize
-            if nbytes > MAX_SAMPLE_BYTES:
-                raise NpufitError(
-                    f"input '{i.name}' of shape {list(shape)} would take {nbytes / (1 << 30):.1f} GiB per "
-                    f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for a seeded input"
-                )
+            within_budget(
+                f"a seeded sample of input '{i.name}' {list(shape)}", math.prod(shape) * np.dtype(dt).itemsize
+            )
             if np.issubdtype(dt, np.floating):
                 x = rng.standard_normal(shape) if float_range is None else rng.uniform(*float_range, shape)
                 feeds[i.name] = x.astype(dt)
@@ -207,10 +245,13 @@ def timed_run(sess, names: list[str], feeds: Mapping[str, np.ndarray]) -> list:
         except Exception as e:
             if ro.terminate:
                 raise
-            raise NpufitError(f"ONNX Runtime cannot run the model: {ort_message(e)}") from None
+            raise budget_error(e) or NpufitError(f"ONNX Runtime cannot run the model: {ort_message(e)}") from None
 
 
 def ort_message(e: Exception) -> str:
+    budget = budget_text(str(e))
+    if budget:
+        return budget
     msg = str(e).splitlines()[0] if str(e) else type(e).__name__
     msg = msg.split("Status Message: ", 1)[-1]
     if "Failed to allocate memory" in msg:  # the arena's C++ location says nothing to a user

@@ -131,9 +131,76 @@ def loop_no_trip_count(folder: Path) -> Path:
     return _save(_model(n, [_vi("x", [1, 4])], [_vi("y", [1, 4])], [cond]), folder)
 
 
+def loop_data_dependent(folder: Path) -> Path:
+    """A Loop whose body computes its condition (v > -1 while v only grows): endless on every input, but only running
+    it shows that; the verification time limit (--verify-timeout) stops it."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "one"], ["v_out"], name="inc"),
+         helper.make_node("ReduceMin", ["v_out"], ["low"], name="low", keepdims=0),
+         helper.make_node("Greater", ["low", "minus_one"], ["cond_out"], name="still_positive")],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("v_in", [1, 4])],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("v_out", [1, 4])],
+        [numpy_helper.from_array(np.ones([1, 4], np.float32), "one"),
+         numpy_helper.from_array(np.array(-1.0, np.float32), "minus_one")])
+    cond = numpy_helper.from_array(np.array(True), "cond")
+    n = [helper.make_node("Abs", ["x"], ["ax"], name="abs"),
+         helper.make_node("Loop", ["", "cond", "ax"], ["v"], name="counting", body=body),
+         helper.make_node("Relu", ["v"], ["y"], name="relu")]
+    return _save(_model(n, [_vi("x", [1, 4])], [_vi("y", [1, 4])], [cond]), folder)
+
+
+def loop_huge_trip_count(folder: Path) -> Path:
+    """A Loop with a trip count of 2^62 and a condition the body passes through: no end in sight."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"),
+         helper.make_node("Add", ["v_in", "one"], ["v_out"], name="inc")],
+        "body", [_vi("i", [], TensorProto.INT64), _vi("cond_in", [], TensorProto.BOOL), _vi("v_in", [1, 4])],
+        [_vi("cond_out", [], TensorProto.BOOL), _vi("v_out", [1, 4])],
+        [numpy_helper.from_array(np.ones([1, 4], np.float32), "one")])
+    n = [helper.make_node("Loop", ["trips", "", "x"], ["v"], name="long", body=body),
+         helper.make_node("Relu", ["v"], ["y"], name="relu")]
+    return _save(_model(n, [_vi("x", [1, 4])], [_vi("y", [1, 4])], [_i64("trips", 1 << 62)]), folder)
+
+
 def huge_dims(folder: Path) -> Path:
     n = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     return _save(_model(n, [_vi("x", [1, 1 << 40])], [_vi("y", [1, 1 << 40])]), folder)
+
+
+def int64_max_dims(folder: Path) -> Path:
+    n = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    big = (1 << 63) - 1
+    return _save(_model(n, [_vi("x", [1, big])], [_vi("y", [1, big])]), folder)
+
+
+def input_3gb(folder: Path) -> Path:
+    """One input of 3 GiB (float32 [1, 3, 16384, 16384]): a valid model whose every run needs gigabytes."""
+    shape = [1, 3, 16384, 16384]
+    n = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    return _save(_model(n, [_vi("x", shape)], [_vi("y", shape)]), folder)
+
+
+CHAIN_NODES = 300_000
+
+
+def chain(folder: Path, nodes: int = CHAIN_NODES) -> Path:
+    """A chain of `nodes` cheap unary nodes on a [1, 4] tensor (about 10 MB of protobuf)."""
+    g = onnx.GraphProto(name="g")
+    ops = ("Relu", "Sigmoid", "Neg", "Abs")
+    prev = "x"
+    for i in range(nodes):
+        out = "y" if i == nodes - 1 else f"t{i}"
+        g.node.add(op_type=ops[i % 4], input=[prev], output=[out], name=f"n{i}")
+        prev = out
+    g.input.append(_vi("x", [1, 4]))
+    g.output.append(_vi("y", [1, 4]))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = 8
+    return _save(m, folder)
+
+
+def chain_300k(folder: Path) -> Path:
+    return chain(folder, CHAIN_NODES)
 
 
 def sequence_output(folder: Path) -> Path:
@@ -244,6 +311,11 @@ def ext_fifo(folder: Path) -> Path:
 
 def ext_url(folder: Path) -> Path:
     return _external(folder, "http://example.invalid/weights.bin")
+
+
+def ext_backslash(folder: Path) -> Path:
+    """A Windows-style traversal: on Windows '..\\' leaves the folder; on Linux it names a file that is not there."""
+    return _external(folder, "..\\..\\..\\etc\\passwd")
 
 
 def ext_past_eof(folder: Path) -> Path:
@@ -361,10 +433,11 @@ def tflite_truncated(folder: Path) -> Path:
 
 CASES: dict[str, Callable[[Path], Path]] = {f.__name__: f for f in [
     bomb_constant_of_shape, bomb_expand, bomb_range, bomb_tile, bomb_pad, bomb_resize, bomb_matmul, concat_20000,
-    cyclic, loop_no_trip_count, huge_dims, sequence_output, ansi_names,
+    cyclic, loop_no_trip_count, loop_data_dependent, loop_huge_trip_count,
+    huge_dims, int64_max_dims, input_3gb, chain_300k, sequence_output, ansi_names,
     non_utf8_op_type, non_utf8_dim_param, non_utf8_tensor_name,
     undefined_tensor, duplicate_names, wrong_attribute_type, empty_op_type, bfloat16_weights, wrong_raw_length,
-    ext_missing, ext_folder, ext_fifo, ext_url, ext_past_eof, ext_negative_offset, ext_nul, ext_long,
+    ext_missing, ext_folder, ext_fifo, ext_url, ext_backslash, ext_past_eof, ext_negative_offset, ext_nul, ext_long,
     ext_in_function_body, ext_in_sparse_initializer, ext_in_tensors_attribute,
     fifo_model, fifo_tflite, tflite_cycle, tflite_bad_tensor_index, tflite_unreadable, tflite_truncated]}
 

@@ -37,13 +37,16 @@ EITHER = "either"  # exit 0 or a clean refusal (e.g. running as root makes a chm
 MATRIX: dict[str, list[tuple[str, str, str | None]]] = {
     **{b: [("check", OK, None)] for b in ("bomb_constant_of_shape", "bomb_expand", "bomb_range", "bomb_tile",
                                           "bomb_pad", "bomb_resize", "bomb_matmul")},
-    "bomb_expand": [("check", OK, None), ("fix", REFUSE, "out of memory"), ("split", REFUSE, "out of memory")],
+    "bomb_expand": [("check", OK, None), ("fix", REFUSE, "memory budget"), ("split", REFUSE, "memory budget")],
     "concat_20000": [("check", OK, None)],
     "cyclic": [(v, REFUSE, "topologically sorted") for v in ("check", "compare", "fix", "split", "compile")],
-    "loop_no_trip_count": [("check", OK, None)] + [(v, REFUSE, "verify-timeout") for v in ("fix", "split", "quantize",
-                                                                                             "bench")],
-    "huge_dims": [("check", OK, None), ("fix", REFUSE, "GiB per sample"), ("split", REFUSE, "GiB per sample"),
-                  ("quantize", REFUSE, "GiB per sample")],
+    # provably endless: refused before any run; computed conditions: stopped at the verification time limit
+    "loop_no_trip_count": [("check", OK, None)] + [(v, REFUSE, "never turns false") for v in ("fix", "split",
+                                                                                               "quantize", "bench")],
+    "loop_huge_trip_count": [(v, REFUSE, "4,611,686,018,427,387,904 iterations") for v in ("fix", "bench")],
+    "loop_data_dependent": [("check", OK, None)] + [(v, REFUSE, "verify-timeout") for v in ("fix", "bench")],
+    "huge_dims": [("check", OK, None), ("fix", REFUSE, "memory budget"), ("split", REFUSE, "memory budget"),
+                  ("quantize", REFUSE, "memory budget")],
     "sequence_output": [("check", OK, None), ("fix", REFUSE, "not a tensor")],
     "ansi_names": [("check", OK, None), ("fix", OK, None), ("split", OK, None)],
     "non_utf8_op_type": [(v, REFUSE, "node[0].op_type is not UTF-8") for v in ("check", "compare", "fix", "split",
@@ -54,9 +57,11 @@ MATRIX: dict[str, list[tuple[str, str, str | None]]] = {
        for c in ("undefined_tensor", "duplicate_names", "wrong_attribute_type", "empty_op_type")},
     "wrong_raw_length": [("check", REFUSE, "raw_data"), ("compile", REFUSE, "raw_data"), ("bench", REFUSE, "raw_data")],
     "bfloat16_weights": [("check", OK, None), ("fix", OK, None)],
-    "ext_missing": [("check", OK, None), ("fix", REFUSE, "external data missing")],
-    "ext_url": [("check", OK, None), ("fix", REFUSE, "external data missing")],
-    "ext_past_eof": [("check", OK, None), ("fix", REFUSE, "too short"), ("quantize", REFUSE, "too short")],
+    # every verb reads a model with its weights: checking too
+    "ext_missing": [(v, REFUSE, "external data missing") for v in ("check", "compare", "fix")],
+    "ext_url": [(v, REFUSE, "is a URL") for v in ("check", "compare", "fix")],
+    "ext_backslash": [(v, REFUSE, "backslash") for v in ("check", "compare")],
+    "ext_past_eof": [(v, REFUSE, "too short") for v in ("check", "compare", "fix", "quantize")],
     # refused while reading, before any verb-specific work: check and fix (which needs the weights) cover them
     "ext_folder": [("check", REFUSE, "is a folder"), ("fix", REFUSE, "is a folder")],
     "ext_fifo": [("check", REFUSE, "named pipe"), ("fix", REFUSE, "named pipe"), ("split", REFUSE, "named pipe")],
@@ -159,7 +164,7 @@ def test_a_split_plan_that_loops_forever_is_stopped(tmp_path, verb):
     """The chain runner (run, bench --runtime chain, split's own check) bounds each chain run like every verification."""
     from npufit.split import split
 
-    split(str(mc.build("loop_no_trip_count", tmp_path)), "hailo8", output_dir=str(tmp_path / "plan"), verify=False)
+    split(str(mc.build("loop_data_dependent", tmp_path)), "hailo8", output_dir=str(tmp_path / "plan"), verify=False)
     np.savez(tmp_path / "x.npz", x=np.ones([1, 4], np.float32))
     argv = {"run": ["run", "plan", "--inputs", "x.npz"],
             "bench": ["bench", "plan", "--runtime", "chain", "-n", "2", "--warmup", "0"]}[verb]

@@ -9,6 +9,8 @@ opset. Like every rule, fix then verifies it numerically with ONNX Runtime.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import onnx_ir as ir
@@ -50,18 +52,27 @@ def _run(model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
     except Exception as e:
         first = _message(e)
         if target > current:
-            raise RuleNotApplicable(
-                f"onnx.version_converter cannot convert opset {current} -> {target}: {first}"
-            ) from None
+            raise RuleNotApplicable(f"cannot convert opset {current} -> {target}: {first}") from None
         converted = _downgrade(proto, current, target, first)
     out = ir.serde.deserialize_model(converted)
     remove_unused(out)  # Constant nodes that held axes
     return out, 1
 
 
+_NO_ADAPTER = re.compile(r"No Adapter (?:From|To) Version \$?(\d+) for (\w+)")
+_BAD_NODE = re.compile(r"Bad node spec for node\. Name: (.*?) OpType: (\w+)")
+
+
 def _message(e: Exception) -> str:
-    msg = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-    return msg.split("failed: ")[-1][:200]  # drop the C++ source location
+    """ONNX's C++ message in plain words ("No Adapter From Version $14 for Mul" is the converter's)."""
+    msg = str(e).strip() or type(e).__name__
+    m = _NO_ADAPTER.search(msg)
+    if m:
+        return f"ONNX's version converter cannot take {m[2]} from opset {m[1]} down"
+    m = _BAD_NODE.search(msg)
+    if m:
+        return f"{m[2]} '{m[1]}' is not valid there"
+    return msg.splitlines()[-1].split("failed: ")[-1][:200]  # drop the C++ source location
 
 
 def _downgrade(proto: onnx.ModelProto, current: int, target: int, why: str) -> onnx.ModelProto:
@@ -81,9 +92,7 @@ def _downgrade(proto: onnx.ModelProto, current: int, target: int, why: str) -> o
         try:
             onnx.defs.get_schema(node.op_type, target, "")
         except onnx.defs.SchemaError:
-            raise RuleNotApplicable(
-                f"{node.op_type} does not exist in opset {target} (version converter: {why})"
-            ) from None
+            raise RuleNotApplicable(f"{node.op_type} does not exist in opset {target} ({why})") from None
         since = AXES_INPUT_SINCE.get(node.op_type)
         if since and current >= since > target and len(node.input) > 1 and node.input[1]:
             src = consts.get(node.input[1])
@@ -101,8 +110,8 @@ def _downgrade(proto: onnx.ModelProto, current: int, target: int, why: str) -> o
         onnx.checker.check_model(m, full_check=True)
     except Exception as e:
         raise RuleNotApplicable(
-            f"cannot convert opset {current} -> {target}: version converter: {why}; "
-            f"plain downgrade invalid: {_message(e)}"
+            f"cannot convert opset {current} -> {target}: {why}, and relabelling the model as opset {target} is not "
+            f"valid ONNX ({_message(e)})"
         ) from None
     return m
 

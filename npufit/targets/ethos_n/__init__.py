@@ -1,13 +1,12 @@
 """Arm Ethos-N78: what Arm's Ethos-N support library (driver stack 25.03, library 6.0.0) accepts, measured by
-`npufit probe --compiler ethos-n` (source N-LIB, docs/probe/ethos-n78-measured.json), with TVM's flow where it
-differs and a seed measured it (targets.md §2).
+`npufit probe --compiler ethos-n` (docs/probe/ethos-n78-measured.json), with TVM's flow where it differs and a user's
+measured TVM partitions show it.
 
 The support library is the compiler under TVM's BYOC `ethos-n` target and Arm NN's Ethos-N backend. Rules first
-written from TVM's pattern table and Arm's documentation (N-PY, N-API, N-SL) were corrected where the library
-answered otherwise. One TVM-flow rule stays: TVM imports an int8 LEAKY_RELU as dequantize → leaky_relu →
-quantize and runs that island on the host (seed 001, N-KOR), while the library itself supports int8 LeakyReLU.
-Fallbacks run on the host CPU (verdict `cpu`). Ops are keyed in TFLite vocabulary (ONNX nodes are mapped first).
-The checks are in checks.py, the rule tables in rules.py.
+written from TVM's pattern table and Arm's documentation were corrected where the library answered otherwise. One
+TVM-flow rule stays: TVM imports an int8 LEAKY_RELU as dequantize → leaky_relu → quantize and runs that island on
+the host, while the library itself supports int8 LeakyReLU. Fallbacks run on the host CPU (verdict `cpu`). Ops are
+keyed in TFLite vocabulary (ONNX nodes are mapped first). The checks are in checks.py, the rule tables in rules.py.
 """
 
 from __future__ import annotations
@@ -22,15 +21,14 @@ NPU, CPU = Verdict.NPU, Verdict.CPU
 N = "ethos-n78"
 
 SOURCES = {
-    "N-PY": "apache/tvm python/tvm/relay/op/contrib/ethosn.py @ v0.13.0 (97c5de63): pattern table and op attributes",
-    "N-API": "apache/tvm src/relay/backend/contrib/ethosn/ethosn_api.cc @ v0.13.0: TVM-side checks",
-    "N-CE": "apache/tvm src/relay/backend/contrib/ethosn/convert_equivalent.cc @ v0.13.0",
-    "N-SL": "Arm Ethos-N Driver Stack operator support text (copy in koreaygj/ethos-vision-optimizer "
-    "docs/ethos-n/npu_supported_op.md @ d025d9c0)",
-    "N-KOR": "koreaygj/ethos-vision-optimizer models/npu_report @ d025d9c0 (seed 001: measured TVM + Ethos-N78 "
-    "partitions)",
-    "N-LIB": "Arm Ethos-N support library 6.0.0 (ARM-software/ethos-n-driver-stack 25.03, 6834c826): IsXxxSupported / "
-    "Compile() measured by `npufit probe --compiler ethos-n` (docs/probe/ethos-n78-measured.json)",
+    "N-PY": "TVM 0.13.0's Ethos-N pattern table (python/tvm/relay/op/contrib/ethosn.py): which ops and attributes it "
+    "offloads",
+    "N-API": "TVM 0.13.0's Ethos-N checks (src/relay/backend/contrib/ethosn/ethosn_api.cc)",
+    "N-CE": "TVM 0.13.0's Ethos-N equivalent-operator conversions (convert_equivalent.cc)",
+    "N-SL": "Arm's Ethos-N driver stack operator support list",
+    "N-KOR": "measured TVM + Ethos-N78 partitions of a user's YOLO models (ethos-vision-optimizer npu_report)",
+    "N-LIB": "the Arm Ethos-N support library 6.0.0 (driver stack 25.03), asked op by op by npufit probe --compiler "
+    "ethos-n",
 }
 
 LIMITS = {
@@ -179,7 +177,7 @@ def profiles() -> dict[str, Profile]:
                 "ONNX ops are judged as the TFLite/Relay QNN ops they import as (Conv → CONV_2D/qnn.conv2d, Sigmoid → "
                 "LOGISTIC, ...)",
                 "NPU partitions that contain no multiply-accumulate may be inlined back to the CPU when the compiler "
-                "option is set (N-INL)",
+                "option for it is set",
             ),
         )
     }

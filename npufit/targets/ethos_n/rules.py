@@ -7,7 +7,8 @@ checks.py. Ops are keyed in TFLite vocabulary; a broken rule runs the op on the 
 from __future__ import annotations
 
 from .. import common
-from ..base import Rule, RuleMaker, Verdict
+from ..base import Hint, Rule, RuleMaker, Verdict
+from ..common import NON_NUMERIC_HINT, float_feature_maps, no_float_feature_maps
 from .checks import (
     add_constant,
     avgpool_config,
@@ -47,7 +48,12 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
             "dtype",
             "Ethos-N tensors must be {dtypes[0]} or {dtypes[1]} (int32 only for bias): a float model never offloads",
             dtype,
-            ("quantize the model to int8 first (npufit quantize, or an int8 TFLite export)",),
+            (
+                Hint(
+                    "quantize the model to int8 first (npufit quantize, or an int8 TFLite export)", float_feature_maps
+                ),
+                Hint(NON_NUMERIC_HINT, no_float_feature_maps),
+            ),
             "N-API",
         ),
         r(
@@ -195,26 +201,26 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
             r(
                 "mul.constant",
                 "a multiplication by a constant needs a scalar or a per-channel [C] constant; activation × "
-                "activation multiplies on the NPU only with equal shapes (the library: 'Cannot stretch along the "
-                "requested "
-                "dimensions')",
+                "activation multiplies on the NPU only with equal shapes",
                 mul_constant,
                 ("expand the smaller operand to the full shape",),
                 "N-LIB",
+                evidence="The Ethos-N support library refuses other shapes: 'Cannot stretch along the requested "
+                "dimensions'.",
             ),
         ),
         "LEAKY_RELU": (
             r(
                 "leaky_relu.island",
-                "TVM flow: int8 LeakyReLU is imported as dequantize → leaky_relu → quantize and in "
-                "the measured TVM + Ethos-N78 flow these float islands run on the host (seed 001: 402 × 3 extra ops); "
-                "the "
-                "Ethos-N support library itself supports int8 LeakyReLU (N-LIB: npufit compile --target ethos-n78 "
-                "keeps it "
-                "on the NPU)",
+                "In the TVM flow an int8 LeakyReLU becomes dequantize → leaky_relu → quantize and runs on the host; "
+                "the Ethos-N support library itself runs it on the NPU",
                 leaky_relu_island,
-                ("use ReLU or ReLU6 activations (the ReLU variants of seed 001 reached 99% NPU)",),
+                ("use ReLU or ReLU6 activations",),
                 "N-KOR",
+                evidence="Measured TVM + Ethos-N78 partitions of a user's YOLO models: every LeakyReLU became a "
+                "float island on the host (402 of them, 3 extra ops each), and the ReLU variants of the same models "
+                "reached 99% NPU. The Ethos-N support library 6.0.0 itself supports int8 LeakyReLU: npufit compile "
+                "--target ethos-n78 keeps it on the NPU.",
             ),
         ),
         "LOGISTIC": (

@@ -1,4 +1,4 @@
-"""Arm Ethos-U55 / U65 / U85 through Vela 5.2.0 (targets.md §3).
+"""Arm Ethos-U55 / U65 / U85 through Vela 5.2.0.
 
 The constraints are Vela's own, taken from `vela --supported-ops-report` (5.2.0) and encoded here as
 npufit rules; Vela is never run by `check`. Vela's rule: "If the constraints are not met, then that
@@ -20,15 +20,12 @@ from .rules import graph_rules, op_rules
 NPU, CPU = Verdict.NPU, Verdict.CPU
 
 SOURCES = {
-    "VELA": "vela --supported-ops-report, ethos-u-vela 5.2.0 (TFLite sections for Ethos-U55/U65 and Ethos-U85)",
-    "CONV": "usual ONNX -> TF -> TFLite int8 converter behaviour (inferred, targets.md §3 preamble)",
-    "PROBE-V": "measured: npufit probe --target ethos-u55-256 --compiler vela --sweep (Vela 5.2.0), "
-    "docs/probe/ethos-u55-256-matrix.md",
-    "CAL-V": "measured: Vela 5.2.0 on npufit's int8 TFLite conversions: the calibration corpus "
-    "(docs/calibration/ethos-u*-int8-op17.json) "
-    "and the case sweeps benchmarks/calibration/vela_transpose.py and vela_resize.py "
-    "(docs/calibration/ethos-u*-transpose.json, "
-    "-resize.json)",
+    "VELA": "Vela 5.2.0's supported-operator report (vela --supported-ops-report) for Ethos-U55/U65 and Ethos-U85",
+    "CONV": "how the usual ONNX -> TensorFlow -> TFLite int8 converters write these ops (inferred)",
+    "PROBE-V": "measured Vela 5.2.0 compiles of one small model per op and setting (npufit probe --compiler vela "
+    "--sweep; docs/probe/ethos-u55-256-matrix.md)",
+    "CAL-V": "measured Vela 5.2.0 compiles of npufit's int8 conversions of a calibration set of 48 architectures, and "
+    "of swept Transpose and Resize cases (docs/calibration/)",
 }
 
 # Operators listed in Vela 5.2.0's TFLite summary tables.

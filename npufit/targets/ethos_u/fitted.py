@@ -274,18 +274,20 @@ def lowered_ops(name: str, listed) -> dict[str, OpSupport]:
     for op, low in LOWERED.items():
         rule = Rule(
             f"{name}.cal.lowered.{op.lower()}",
-            f"npufit's converter lowers {op} into Vela-listed ops ({low.evidence})",
+            f"npufit's converter lowers {op} into ops that Vela runs on the NPU",
             check,
             Verdict.CPU,
             (),
             "CAL-V",
+            evidence=f"{conv.CALIBRATED}: {low.evidence}.",
         )
         out[KEY + op] = OpSupport(
             KEY + op,
             Verdict.NPU,
             (rule,),
             source="CAL-V",
-            note=f"lowered by npufit's ONNX -> int8 TFLite converter (CAL-V: {low.evidence})",
+            note="lowered by npufit's ONNX -> int8 TFLite converter into ops that Vela runs on the NPU",
+            evidence=f"{conv.CALIBRATED}: {low.evidence}.",
         )
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from .. import common
-from ..base import Rule, RuleMaker, Verdict
+from ..base import Hint, Rule, RuleMaker, Verdict
 from . import fitted as fit
 from .checks import (
     argmax,
@@ -60,7 +60,13 @@ def graph_rules(gen: str, p: str) -> tuple[Rule, ...]:
             "fmap.dtype",
             "feature-map data types must be one of {fmap_dtypes}: float ops stay on the CPU",
             fmap_dtype,
-            ("quantize to int8 (or int16) before Vela: npufit quantize, or a full-integer TFLite export",),
+            (
+                Hint(
+                    "quantize to int8 (or int16) before Vela: npufit quantize, or a full-integer TFLite export",
+                    common.float_feature_maps,
+                ),
+                Hint(common.NON_NUMERIC_HINT, common.no_float_feature_maps),
+            ),
             "VELA",
         ),
         r(
@@ -167,6 +173,9 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
             transpose_u55,
             ("reshape so that the axes that do not move are merged, or transpose smaller tiles",),
             "CAL-V",
+            evidence="measured with Vela 5.2.0: a TRANSPOSE with permutation 3, 1, 2, 0 of a 400x2x400x1 tensor "
+            "stays on the CPU ('shape out of range'), the same of 256x2x256x1 compiles; the swept Transpose cases, "
+            "whose products stay within the limit, compiled.",
         )
     else:
         resize = r(
@@ -229,11 +238,11 @@ def op_rules(gen: str, p: str, listed: tuple[str, ...]) -> dict[str, tuple[Rule,
                 "mean.limits",
                 "MEAN: batch {mean_batch}, int8/uint8/int16 input, constant axes, at most {mean_reduced_int8} "
                 "reduced elements (int8), each reduced axis < {mean_axis_max}, depth reduction only when one of h, w, "
-                "c is "
-                "{mean_depth_unit} (an ONNX mean over the channels alone is npufit's converter's 1x1 CONV_2D: CAL-V, "
-                "vitdet's channel LayerNorms)",
+                "c is {mean_depth_unit}",
                 mean,
                 ("pool down before the mean",),
+                evidence="An ONNX mean over the channels alone becomes a 1x1 CONV_2D in npufit's converter (measured "
+                "on vitdet's channel LayerNorms with Vela 5.2.0).",
             ),
         ),
         "SOFTMAX": (

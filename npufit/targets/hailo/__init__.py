@@ -1,17 +1,16 @@
 """Hailo-8 / Hailo-8L (Hailo Dataflow Compiler 3.x): the op table, composites and sources.
 
-Built from seed 000 (op-by-op PyTorch -> ONNX opset 11 -> DFC 3.32 test on Hailo-8), seed 002
-(DEIMv2 on the DFC 3.33 parser) and targets.md §1. Hailo has no CPU fallback inside a HEF:
-whatever is not `npu` must be cut away (start/end nodes) and run on the host, so every failing
-op is `unsupported`. Checks are in checks.py, the rule tables in rules.py; composite matchers in patterns.py
-and tokens.py.
+Built from a user's Hailo-8 op test (op-by-op PyTorch -> ONNX opset 11 -> DFC 3.32), a user's DEIMv2 port
+(DFC 3.33 parser), the Hailo Model Zoo and public parser logs (SOURCES). Hailo has no CPU fallback inside a HEF:
+whatever is not `npu` must be cut away (start/end nodes) and run on the host, so every failing op is
+`unsupported`. Checks are in checks.py, the rule tables in rules.py; composite matchers in patterns.py and tokens.py.
 """
 
 from __future__ import annotations
 
 from ...toolchains import HAILO
 from .. import common, patterns, tflite_map
-from ..base import Composite, Executes, Fallback, OpSupport, Profile, Verdict
+from ..base import Composite, Executes, Fallback, Hint, OpSupport, Profile, Verdict
 from . import forms, tokens
 from .costs import split_costs
 from .evidence import evidence_sources
@@ -35,26 +34,29 @@ LIMITS = {
 }
 
 SOURCES = {
-    "seed 000": "seeds/000: Hailo-8 op-by-op test (PyTorch 2.7.1 -> ONNX opset 11 -> Hailo DFC v3.32.0, HailoRT 4.22)",
-    "seed 002": "seeds/002: DEIMv2 on `hailo parser` (Hailo SDK 3.33): unsupported-op survey and workarounds",
-    "H-MZ": "hailo-ai/hailo_model_zoo v2.12/v2.18/master (cfg/networks, cfg/alls, postprocess configs)",
-    "H-I27": "github.com/hailo-ai/hailo_model_zoo/issues/27 (officially opset 8 and 11)",
-    "H-I98": "github.com/hailo-ai/hailo_model_zoo/issues/98 (unsupported ops: run them off-chip)",
-    "H-COM": "community.hailo.ai/t/handling-unsupported-operations-with-onnxruntime/17956 (crop strategy, end nodes)",
-    "H-T332": "GitHub SeSac01/- 'Hailo-8 지원/미지원 연산 정리' (the seed 000 document, DFC v3.32.0)",
-    "H-Y26": "GitHub 'Porting YOLO26n to the Hailo-8L' (verbatim DFC parser errors)",
-    "H-YOLO": "GitHub 'HAR Generation for YOLO models' (DFC 3.33.1 diagnostics, Hailo-8)",
-    "H-LSTM": "GitHub 'Model beat / Bi-LSTM' (DFC errors for an LSTM model, hailo8l)",
-    "H-VIT": "GitHub parse_clasification_1.py (hailo8: Selu, ViT Gather errors)",
-    "H-QDQ": "GitHub files with DFC errors on ORT dynamic-quantized ONNX",
-    "H-BERT": "GitHub BERT-6 on Hailo-8 parse errors",
-    "H-OCR": "github.com/ankandrew/fast-plate-ocr/issues/44 (DFC 3.31.0)",
-    "H-ERF": "GitHub file with DFC error strings for Erf / TopK",
-    "H-MISC": "GitHub files: TFLite CUSTOM op, palm-detection Reshape, Flatten->FC head, XFeat unfold, Qwen3 GQA",
-    "H10-A": "GitHub 'Hailo operator compatibility' (Hailo-10H, DFC 5.4.0)",
-    "H10-B": "GitHub 'hailo-dfc' skill note (hailo10h DFC)",
-    "H10-C": "GitHub RF-DETR / DINOv2 notes (DFC 5.3.0)",
-    "H10-D": "GitHub 'Qwen3-VL vision tower against the DFC' (DFC 5.3.0, hailo10h)",
+    "seed 000": "the Hailo-8 op test of a user's project: PyTorch ops one by one through ONNX opset 11 and the Hailo "
+    "Dataflow Compiler 3.32.0 (HailoRT 4.22)",
+    "seed 002": "a user's port of DEIMv2 through the Hailo SDK 3.33 parser: the ops it rejected and the workarounds",
+    "H-MZ": "the Hailo Model Zoo (2.12 to 2.18): the networks it compiles, their model scripts and parser end nodes",
+    "H-I27": "a Hailo Model Zoo issue thread: ONNX opsets 8 and 11 are the officially supported ones",
+    "H-I98": "a Hailo Model Zoo issue thread: ops the chip does not support run off the chip",
+    "H-COM": "the Hailo community forum on unsupported operations: cut the graph at end nodes, run the rest in ONNX "
+    "Runtime",
+    "H-T332": "a user's table of the ops Hailo-8 supports and rejects (Dataflow Compiler 3.32.0)",
+    "H-Y26": "a public port of YOLO26n to Hailo-8L with the parser's error messages",
+    "H-YOLO": "a public HAR-generation log for YOLO models on Hailo-8 (Dataflow Compiler 3.33.1 messages)",
+    "H-LSTM": "a public Dataflow Compiler log for a Bi-LSTM model on Hailo-8L",
+    "H-VIT": "a public Hailo-8 parse log of a classifier (Selu and ViT Gather errors)",
+    "H-QDQ": "public Dataflow Compiler logs on ONNX models quantized by ONNX Runtime",
+    "H-BERT": "a public Dataflow Compiler log of a 6-layer BERT on Hailo-8",
+    "H-OCR": "the fast-plate-ocr issue tracker: Dataflow Compiler 3.31.0 errors on a Keras OCR model",
+    "H-ERF": "a public Dataflow Compiler log with the Erf and TopK error messages",
+    "H-MISC": "public Dataflow Compiler logs: a TFLite custom op, a palm-detection Reshape, a Flatten head, an unfold "
+    "and grouped-query attention",
+    "H10-A": "a public Hailo operator compatibility table (Hailo-10H, Dataflow Compiler 5.4.0)",
+    "H10-B": "public usage notes for the Hailo Dataflow Compiler (Hailo-10H)",
+    "H10-C": "public RF-DETR and DINOv2 porting notes (Dataflow Compiler 5.3.0)",
+    "H10-D": "a public port of the Qwen3-VL vision tower to the Dataflow Compiler 5.3.0 (Hailo-10H)",
 }
 
 # (ops, note shown in the support matrix, source)
@@ -101,45 +103,45 @@ _NPU_OPS = (
     (("Cast",), "no-op casts only (removed by the parser's onnx-simplifier retry)", "H-I98"),
 )
 
-# (ops, reason, fix hints, source, fix_rules)
+# (ops, reason, fix hints, source, fix_rules[, evidence])
 _UNSUPPORTED = (
     (
         ("GridSample",),
         "GridSample is not supported by the Hailo Dataflow Compiler (SDK 3.33; no support planned)",
-        ("do the dynamic warp on the host (cut the graph before it); a fixed warp can become Resize/Pad (seed 002)",),
+        ("do the dynamic warp on the host (cut the graph before it); a fixed warp can become Resize/Pad",),
         "seed 002",
         (),
     ),
     (
         ("GatherElements",),
         'GatherElements is not supported on the device ("GatherElements operation is unsupported")',
-        ("rewrite torch.gather as index_select / a one-hot multiply, or move it to the host (seed 002)",),
+        ("rewrite torch.gather as index_select / a one-hot multiply, or move it to the host",),
         "seed 002",
         (),
     ),
     (
         ("TopK",),
         'TopK is not supported ("TopK operation is unsupported")',
-        ("select on the host in post-processing (seed 002)",),
+        # k = 1 has a rewrite: the rule topk.k1 names it on those nodes only
+        (Hint("select the top k on the host in post-processing", common.topk_k_above_one),),
         "seed 002",
-        (),  # k = 1 has a rewrite: the rule topk.k1 names it on those nodes only
+        (),
     ),
     (
         ("Mod",),
         'Mod is not supported ("Mod operation is unsupported")',
-        ("move the modulo to host post-processing or change the model (seed 002)",),
+        ("move the modulo to host post-processing or change the model",),
         "seed 002",
         (),
     ),
     (
         ("LSTM", "GRU", "RNN"),
-        "Recurrent layers are not supported (UnsupportedLSTMLayerError: activation types … are not supported)",
-        (
-            "replace the RNN with a TCN (stack of Conv2d (1, k) over [N, C, 1, T]) as seed 000 recommends, or run it "
-            "on the host",
-        ),
+        "Recurrent layers are not supported by the Hailo parser (UnsupportedLSTMLayerError)",
+        ("replace the RNN with a TCN (a stack of Conv2d (1, k) over [N, C, 1, T]), or run it on the host",),
         "H-LSTM",
         (),
+        "The parser stops at the LSTM with UnsupportedLSTMLayerError ('activation types ... are not supported'); the "
+        "Hailo-8 op test of a user's project recommends a temporal convolution network in its place.",
     ),
     (
         ("Where",),
@@ -150,11 +152,12 @@ _UNSUPPORTED = (
     ),
     (
         ("Erf",),
-        "A lone Erf is not supported (UnsupportedActivationLayerError: Unexpected activation … op=Erf); only PyTorch's "
-        "F.gelu pattern Div/Erf/Add/Mul/Mul is recognised",
+        "A lone Erf is not supported; only PyTorch's F.gelu pattern Div/Erf/Add/Mul/Mul is recognised",
         ("use the tanh approximation of GELU (npufit fix gelu_tanh)",),
         "H-OCR",
         ("gelu_tanh",),
+        "Dataflow Compiler 3.31.0 stops at a lone Erf with UnsupportedActivationLayerError ('Unexpected activation "
+        "... op=Erf'); the Div/Erf/Add/Mul/Mul chain PyTorch's F.gelu exports is parsed as one GELU layer.",
     ),
     (
         ("Selu",),
@@ -194,9 +197,8 @@ _UNSUPPORTED = (
     ),
     (
         ("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QuantizeLinear", "DequantizeLinear"),
-        'Pre-quantized ONNX ops are rejected ("… operation is unsupported"): the Dataflow Compiler quantizes a float '
-        "model itself",
-        ("feed the float ONNX model and let the DFC optimize/quantize it",),
+        "Pre-quantized ONNX ops are rejected: the Dataflow Compiler quantizes a float model itself",
+        ("feed the float ONNX model and let the Dataflow Compiler quantize it",),
         "H-QDQ",
         (),
     ),
@@ -225,11 +227,12 @@ def _composites(p: str) -> tuple[Composite, ...]:
             f"{p}.rmsnorm",
             "RMSNorm (decomposed)",
             "RMSNorm decomposed into Pow/ReduceMean/Add/Sqrt with a division or a reciprocal is judged like the "
-            "decomposed LayerNorm the Hailo parser recognises as one layer: the same reductions without the mean "
-            "subtraction. No public Hailo-8 parse of RMSNorm itself was found",
+            "decomposed LayerNorm, which runs on the chip",
             forms.match_rmsnorm,
             NPU,
             source="seed 000",
+            evidence="The Hailo parser recognises the decomposed LayerNorm as one layer; RMSNorm is the same "
+            "reductions without the mean subtraction. No public Hailo-8 parse of RMSNorm itself was found.",
         ),
         Composite(
             f"{p}.gelu",
@@ -259,45 +262,38 @@ def _composites(p: str) -> tuple[Composite, ...]:
         Composite(
             f"{p}.attention",
             "multi-head attention (head split/merge shuffles)",
-            ok.format(
-                "Multi-head attention (reshape [N,T,C] -> [N,T,h,d], Transpose [0,2,1,3], Q.K^T and A.V MatMuls, "
-                "head merge, constant score bias)"
-            )
-            + ": the Model Zoo compiles vit/deit/levit/detr/clip with no cut "
-            "inside these blocks. Evidence conflicts with the head-reshape and [0,2,1,3] failures of H-OCR/H-Y26, "
-            "which "
-            "were not attention MatMul operands. A head merge into the rank-2 matrix nn.MultiheadAttention feeds "
-            "its output projection belongs to the block as well",
+            ok.format("Multi-head attention (head split and merge, Q.K^T and A.V MatMuls, a constant score bias)"),
             tokens.match_attention,
             NPU,
             source="H-MZ",
+            evidence="The block is reshape [N,T,C] -> [N,T,h,d], Transpose [0,2,1,3], the Q.K^T and A.V MatMuls, "
+            "the head merge and a constant score bias. The Hailo Model Zoo compiles vit, deit, levit, detr and clip "
+            "with no cut inside these blocks. Evidence conflicts: a Keras OCR model and a YOLO26n port failed on a "
+            "head reshape and on Transpose [0,2,1,3], but there these shuffles did not feed attention MatMuls. A head "
+            "merge into the rank-2 matrix nn.MultiheadAttention feeds its output projection belongs to the block as "
+            "well.",
         ),
         Composite(
             f"{p}.tokens",
             "feature map <-> token sequence",
-            ok.format(
-                "flatten(2) + transpose(1, 2) of a feature map (patch embedding, DETR's encoder input), its "
-                "reverse, a token grid reshape with features last (to or from NCHW through a 4-D transpose, "
-                "around a strided subsampling Slice) and BatchNorm1d over tokens"
-            )
-            + ": on chip in the Zoo's vit "
-            "(start node = the image input), detr, levit256 and vit_pose_small (tokens back to a map for the "
-            "heatmap head). The same flatten read by several permutes, with batch 1 moved among size-1 axes "
-            "(nn.MultiheadAttention run sequence-first, as in the Zoo's yolov5s_c3tr and a DEIMv2-N encoder the "
-            "parser took), and a Linear over the token axis between two such transposes (the Zoo's resmlp12) are "
-            "recognised too",
+            ok.format("A feature map flattened into a token sequence (patch embedding) or a token grid back to a map"),
             tokens.match_token_layout,
             NPU,
             source="H-MZ",
+            evidence="Recognised forms: flatten(2) + transpose(1, 2) of a feature map (patch embedding, DETR's "
+            "encoder input), its reverse, a token grid reshape with features last (to or from NCHW through a 4-D "
+            "transpose, around a strided subsampling Slice) and BatchNorm1d over tokens. The Hailo Model Zoo runs "
+            "them on the chip in vit (its start node is the image input), detr, levit256 and vit_pose_small (tokens "
+            "back to a map for the heatmap head). Also recognised: the same flatten read by several permutes, with "
+            "batch 1 moved among size-1 axes (nn.MultiheadAttention run sequence-first, as in the Zoo's yolov5s_c3tr "
+            "and a DEIMv2-N encoder the parser took), and a Linear over the token axis between two such transposes "
+            "(the Zoo's resmlp12).",
         ),
         Composite(
             f"{p}.rope",
             "rotary position embedding (rotate-half)",
-            "Rotary position embedding (the halves of the last axis swapped with a sign flip, then multiplied by "
-            "cos/sin tables) is a parser risk on the Hailo-8 compiler: a DINOv3 detector backbone crashed the parser "
-            "with a ZeroDivisionError in an element-wise multiply layer (Dataflow Compiler 3.33), and a Llama-style "
-            "decomposition crashed it with an IndexError (3.28); a whole Qwen2 block with rotary embeddings compiled "
-            "only on the Hailo-10H compiler (5.3). No Model Zoo network for Hailo-8 contains it",
+            "Rotary position embedding (rotate-half, then cos/sin tables) crashed the Hailo-8 parser in public "
+            "reports, and no Model Zoo network for Hailo-8 contains it",
             forms.match_rope,
             UNSUP,
             (
@@ -308,17 +304,22 @@ def _composites(p: str) -> tuple[Composite, ...]:
                 "not a rule npufit can check",
             ),
             "rope-dinov3-dfc333",
+            evidence="The form: the halves of the last axis swapped with a sign flip, then multiplied by cos/sin "
+            "tables. A DINOv3 detector backbone crashed the parser with a ZeroDivisionError in an element-wise "
+            "multiply layer (Dataflow Compiler 3.33), and a Llama-style decomposition crashed it with an IndexError "
+            "(3.28); a whole Qwen2 block with rotary embeddings compiled only on the Hailo-10H compiler (5.3).",
         ),
         Composite(
             f"{p}.mean_linear",
             "mean(dim) -> reshape -> Linear",
-            'torch.mean(dim=...) followed by reshape and Linear fails at Hailo parse ("Invalid kernel shape": the '
-            "parser's Linear-as-conv conversion cannot take the reduced tensor)",
+            'torch.mean(dim=...) followed by reshape and Linear fails in the Hailo parser ("Invalid kernel shape")',
             patterns.match_mean_linear,
             UNSUP,
-            ("use nn.AdaptiveAvgPool2d((1, 1)) + torch.squeeze before nn.Linear (seed 000)",),
+            ("use nn.AdaptiveAvgPool2d((1, 1)) + torch.squeeze before nn.Linear",),
             "seed 000",
             ("mean_to_global_pool",),
+            evidence="The parser turns a Linear into a convolution and cannot take the tensor a mean over some axes "
+            "leaves; a global average pool keeps the 4-D map it expects (the Hailo-8 op test of a user's project).",
         ),
     )
 
@@ -329,10 +330,17 @@ def _build(name: str, title: str, summary: str) -> Profile:
     for names, note, source in _NPU_OPS:
         for op in names:
             ops[op] = OpSupport(op, NPU, rules.get(op, ()), source=source, note=note)
-    for names, reason, fix, source, fix_rules in _UNSUPPORTED:
+    for names, reason, fix, source, fix_rules, *evidence in _UNSUPPORTED:
         for op in names:
             ops[op] = OpSupport(
-                op, UNSUP, rules.get(op, ()), reason=reason, fix=fix, source=source, fix_rules=fix_rules
+                op,
+                UNSUP,
+                rules.get(op, ()),
+                reason=reason,
+                fix=fix,
+                source=source,
+                fix_rules=fix_rules,
+                evidence="".join(evidence),
             )
     unknown = OpSupport(
         "*",
@@ -361,8 +369,7 @@ def _build(name: str, title: str, summary: str) -> Profile:
         runtime="hailort",
         runtime_module="hailo_platform",
         # Conv1d times out, mean->reshape->Linear fails to parse, TopK/Mod are unsupported, ReduceMax needs keepdims=1
-        # on
-        # the features axis, standalone Erf is refused, opset 11 is the officially supported one (seeds 000 and 002)
+        # on the features axis, standalone Erf is refused, opset 11 is the officially supported one
         rewrite_rules=common.REWRITE_COMMON
         + ("reduce_keepdims", "topk1_to_argmax", "mod_decompose", "gelu_tanh", "opset_convert"),
         rewrite_options={
@@ -379,20 +386,12 @@ def _build(name: str, title: str, summary: str) -> Profile:
         judged_formats=("onnx", "tflite"),
         op_key=tflite_map.onnx_op,
         notes=(
-            "No CPU fallback inside a HEF: every unsupported node must be cut away (parser start/end nodes) and run on "
-            "the host "
-            "(H-COM, H-I98).",
-            "ONNX opsets 8 and 11 are the officially supported ones (H-I27); the seed-000 evidence is opset 11.",
-            "Shuffle rules (designed from the evidence, hailo_rules.py, tokens.py): 4-D <-> 4-D/2-D "
-            "Reshape/Flatten/Transpose "
-            "pass (seed 000); 5-D ones fail (H-Y26); rank-3 ones and Transpose perm [0,2,1,3] fail in detection heads "
-            "(H-YOLO "
-            "DFL, H-Y26) but pass inside attention blocks and patch embeddings, which the Model Zoo compiles (H-MZ: "
-            "vit, deit, "
-            "levit256, detr). Verdicts on rebuilt Zoo networks are listed below.",
+            "No CPU fallback inside a HEF: every unsupported node must be cut away and run on the host.",
+            "ONNX opsets 8 and 11 are the ones Hailo supports officially.",
             "TFLite models are judged as the Dataflow Compiler's TFLite parser reads them: each builtin as the ONNX op "
-            "it is, with the features on the last axis. The multi-node forms (attention, LayerNorm, GELU) are "
-            "recognised in ONNX graphs only, so a transformer in TFLite is judged op by op.",
+            "it is, with the features on the last axis.",
+            "Multi-node forms (attention, LayerNorm, GELU) are recognised in ONNX graphs only, so a transformer in "
+            "TFLite is judged op by op.",
         ),
         aliases=("hailo-8",) if name == "hailo8" else ("hailo-8l",),
         split_costs=split_costs(name),
@@ -410,6 +409,6 @@ def profiles() -> dict[str, Profile]:
             "hailo8l",
             "Hailo-8L (Hailo Dataflow Compiler 3.x)",
             "Hailo-8L, the entry variant of Hailo-8 (13 TOPS): the same Dataflow Compiler and operator set, fewer "
-            "resources, so models split into more contexts (H-Y26: YOLO26n backbone -> 5 contexts).",
+            "resources, so models split into more contexts (a YOLO26n backbone took 5).",
         ),
     }

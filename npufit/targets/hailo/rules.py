@@ -58,19 +58,18 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
         ),
         r(
             "tensor.max_rank",
-            "Hailo lays tensors out as NHWC: tensors above rank {max_rank} fail (UnsupportedShuffleLayerError "
-            "on 5-D reshapes/transposes, Tensor.unfold)",
+            "Hailo lays tensors out as NHWC: tensors above rank {max_rank} fail in the parser",
             max_rank,
             SHUFFLE_FIX,
             "H-Y26",
             gate=common.max_rank_gate,
+            evidence="The parser rejects 5-D reshapes and transposes and Tensor.unfold with "
+            "UnsupportedShuffleLayerError (a public YOLO26n port to Hailo-8L).",
         ),
         r(
             "dtype.index_math",
-            "Integer and boolean tensors computed at run time (sizes, indices, masks) do not go into a HEF: the "
-            "Dataflow Compiler builds a float graph and quantizes it itself, and the Model Zoo starts its networks "
-            "after such arithmetic (token lookups, attention masks) and leaves it to the host. The indices an "
-            "ArgMax writes may still be transposed or squeezed after it",
+            "Integer and boolean tensors computed at run time (sizes, indices, masks) do not go into a HEF, except "
+            "the indices an ArgMax writes, transposed or squeezed after it",
             index_math,
             (
                 "compute it on the host: end the Hailo graph before it, or start it after (the Model Zoo starts its "
@@ -78,6 +77,9 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
             ),
             "zoo-bert-base-start",
             gate=index_math_gate,
+            evidence="The Dataflow Compiler builds a float graph and quantizes it itself, and the Hailo Model Zoo "
+            "starts its networks after such arithmetic (token lookups, attention masks) and leaves it to the host "
+            "(BERT-base, the CLIP text encoder).",
         ),
     )
 
@@ -89,26 +91,27 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "Convolutions run as {conv_dims}-D convolutions on rank-{conv_rank} NCHW tensors; nn.Conv1d (rank-3 input) "
         "timed out in the Dataflow Compiler",
         conv_rank,
-        ("rewrite nn.Conv1d as nn.Conv2d with kernel (1, k) on an [N, C, 1, L] tensor (seed 000)",),
+        ("rewrite nn.Conv1d as nn.Conv2d with kernel (1, k) on an [N, C, 1, L] tensor",),
         "seed 000",
         ("conv1d_to_conv2d",),
+        evidence="In the Hailo-8 op test of a user's project, an nn.Conv1d model never finished compiling; the same "
+        "layer written as a Conv2d with a (1, k) kernel compiled.",
     )
     shuffle = (
         r(
             "shuffle.rank3",
-            "Reshape/Flatten/Transpose reading or writing a rank-{shuffle_bad_ranks[0]} tensor outside a recognised "
-            "transformer form has no NHWC mapping in the Hailo parser (UnsupportedShuffleLayerError on YOLO heads' [N, "
-            "C, H*W] "
-            "bins and the DFL reshape, H-YOLO; on a Keras MHA head reshape, H-OCR). Evidence conflicts: the Model Zoo "
-            "compiles "
-            "vit/deit/levit/detr with the same ops inside attention and patch embedding (H-MZ), so those forms are "
-            "judged by "
-            "the composites "
-            f"{p}.attention and {p}.tokens"
-            " instead; adding or dropping size-1 axes is fine (seed 000 squeeze)",
+            "Reshape/Flatten/Transpose reading or writing a rank-{shuffle_bad_ranks[0]} tensor has no NHWC mapping in "
+            "the Hailo parser outside attention blocks and patch embeddings",
             shuffle_rank3,
             SHUFFLE_FIX,
             "H-YOLO",
+            evidence="The parser fails with UnsupportedShuffleLayerError on the [N, C, H*W] bins and the DFL reshape "
+            "of YOLO detection heads (a public YOLO HAR-generation log, Dataflow Compiler 3.33.1) and on a Keras "
+            "multi-head-attention head reshape (a Keras OCR model, Dataflow Compiler 3.31.0). The evidence "
+            "conflicts: the Hailo Model Zoo compiles vit, deit, levit and detr with the same ops inside attention "
+            f"and patch embedding, so those forms are judged by the patterns {p}.attention and {p}.tokens instead. "
+            "Adding or dropping size-1 axes is fine (the Hailo-8 op test of a user's project compiled squeeze), and "
+            "4-D to 4-D or 2-D shuffles pass.",
         ),
         r(
             "shuffle.batch",
@@ -121,16 +124,15 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
     transpose = shuffle + (
         r(
             "transpose.perm",
-            "Transpose perms {transpose_rejected_perms} fail with UnsupportedShuffleLayerError outside "
-            "attention (YOLO DFL transpose, H-YOLO; H-Y26). Evidence conflicts: the same perm splits and merges heads "
-            "inside "
-            "the attention blocks the Model Zoo compiles (vit/deit/levit/detr, H-MZ), judged by "
-            f"{p}.attention and {p}.tokens"
-            "; "
-            "seed 000's {max_rank}-D permute (0, 2, 3, 1) compiled",
+            "Transpose perms {transpose_rejected_perms} fail in the Hailo parser outside attention blocks",
             transpose_perm_rule,
             SHUFFLE_FIX,
             "H-Y26",
+            evidence="The YOLO DFL transpose fails with UnsupportedShuffleLayerError (a public YOLO HAR-generation "
+            "log; a public YOLO26n port to Hailo-8L). The evidence conflicts: the same perm splits and merges heads "
+            "inside the attention blocks the Hailo Model Zoo compiles (vit, deit, levit, detr), judged by the "
+            f"patterns {p}.attention and {p}.tokens; the 4-D permute (0, 2, 3, 1) compiled in the Hailo-8 op test "
+            "of a user's project.",
         ),
     )
     feature_fix = ("move the reduced/sliced axis to the channel axis (Transpose before it) or do it on the host",)
@@ -154,7 +156,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "slice.axis",
                 "Slice is supported on the feature (channel) axis {feature_axes} only",
                 slice_axis,
-                ("swap axes so the slice is on the channel axis, or do it on the host (seed 002)",),
+                ("swap axes so the slice is on the channel axis, or do it on the host",),
                 "seed 002",
             ),
         ),
@@ -179,7 +181,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "Tile over the batch axis is rejected (becomes a concat over axis batch)",
                 tile_batch,
                 (
-                    "move the batch replication to host post-processing or change the model (seed 002)",
+                    "move the batch replication to host post-processing or change the model",
                     "when the input is constant, fold it at a fixed shape",
                 ),
                 "seed 002",
@@ -189,12 +191,13 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "ReduceMax": (
             r(
                 "reducemax.keepdims",
-                'ReduceMax is supported only with keepdims={reduce_keepdims} ("Reduce max is only supported on the '
-                'features axis, and with keepdim=True")',
+                "ReduceMax is supported only with keepdims={reduce_keepdims}",
                 reduce_keepdims,
-                ("export with keepdim=True and Squeeze afterwards (seed 002)",),
+                ("export with keepdim=True and Squeeze afterwards",),
                 "seed 002",
                 ("reduce_keepdims",),
+                evidence="The parser's message: \"Reduce max is only supported on the features axis, and with "
+                "keepdim=True\" (a user's DEIMv2 port, Hailo SDK 3.33).",
             ),
             r(
                 "reducemax.axis",
@@ -256,7 +259,7 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "topk.k1",
                 "A TopK that keeps one element is an ArgMax, which the parser takes over the feature axis",
                 topk_k1,
-                ("rewrite it as ArgMax (npufit fix topk1_to_argmax)",),
+                ("k = 1 gives the same result as ArgMax + ReduceMax, which run on the chip",),
                 "seed 002",
                 ("topk1_to_argmax",),
             ),
@@ -264,45 +267,44 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "Gather": (
             r(
                 "gather.position",
-                "Gather runs only as a one-position slice: constant indices (at most "
-                "{gather_max_indices}) on a non-batch axis of an activation, e.g. the class token x[:, 0] before the "
-                "vit/deit classifier (Model Zoo end nodes after it, inferred from the node numbering). Embedding "
-                "lookups "
-                "(UnsupportedGatherLayerError, H-BERT), batch-axis gathers (H-VIT) and run-time indices (\"Can't find "
-                'index", H-Y26) are rejected',
+                "Gather runs only as a one-position slice: at most {gather_max_indices} constant index on a non-batch "
+                "axis of an activation, e.g. the class token x[:, 0]",
                 gather_position,
                 (
-                    "do the lookup on the host (Zoo text encoders start after the embeddings)",
+                    "do the lookup on the host (the Hailo Model Zoo's text encoders start after the embeddings)",
                     "or use a Slice on the channel axis",
                 ),
                 "H-MZ",
+                evidence="The Hailo Model Zoo's vit/deit classifiers end right after the class-token Gather (inferred "
+                "from the node numbering of their end nodes). Embedding lookups fail with UnsupportedGatherLayerError "
+                "(a public 6-layer BERT log), so do gathers over the batch axis (a public Hailo-8 classifier log) and "
+                'run-time indices ("Can\'t find index", a public YOLO26n port).',
             ),
         ),
         "Cast": (
             r(
                 "cast.noop",
-                "Only a Cast to the dtype the tensor already has is accepted: the parser's onnx-simplifier "
-                "retry removes it (HF eager attention exports two around Softmax); no public evidence of a real dtype "
-                "conversion inside a HEF (the Dataflow Compiler quantizes the float graph itself)",
+                "Only a Cast to the dtype the tensor already has is accepted (the parser removes it)",
                 cast_noop,
                 ("remove the conversion from the model, or do it on the host",),
                 "H-I98",
+                evidence="The parser's onnx-simplifier retry removes a Cast to the same dtype (Hugging Face eager "
+                "attention exports two around Softmax); there is no public evidence of a real dtype conversion inside "
+                "a HEF, and the Dataflow Compiler quantizes the float graph itself.",
             ),
         ),
         **{
             op: (
                 r(
                     "eltwise.const_layout",
-                    "An element-wise constant operand must broadcast in NHWC layout; rank-{eltwise_const_rank} "
-                    "constants "
-                    'with two non-unit axes are rejected on channel-first [N, C, L] tensors ("constant shape '
-                    "(1,2,8400) not "
-                    'broadcastable", YOLO anchors, H-YOLO) and accepted on token sequences [N, T, C] (the position '
-                    "embeddings "
-                    "of the Zoo's vit/deit/detr, H-MZ)",
+                    "An element-wise constant operand must broadcast in NHWC layout: rank-{eltwise_const_rank} "
+                    "constants with two non-unit axes fail on channel-first [N, C, L] tensors",
                     eltwise_const_layout,
                     ("make the constant 4-D [1,C,1,1]/[1,C,H,W] or apply it on the host",),
                     "H-YOLO",
+                    evidence='YOLO\'s anchor constants fail ("constant shape (1,2,8400) not broadcastable", a public '
+                    "YOLO HAR-generation log); the same constants on token sequences [N, T, C] are accepted (the "
+                    "position embeddings of the Hailo Model Zoo's vit, deit and detr).",
                 ),
             )
             for op in ("Add", "Sub", "Mul", "Div")

@@ -1,4 +1,4 @@
-"""Rockchip RK3588 (RKNPU2, rknn-toolkit2 2.3.x) — ONNX operator list and RK3588 limits (targets.md §4).
+"""Rockchip RK3588 (RKNPU2, rknn-toolkit2 2.3.x) — ONNX operator list and RK3588 limits.
 
 Three outcomes: `npu` (RK3588 NPU op within its limits), `cpu` (the RKNN runtime has a CPU kernel: the op
 is outside the NPU list or breaks an NPU limit), `unsupported` (the converter rejects the op).
@@ -15,7 +15,7 @@ from ...graph.model import NodeView
 from ...toolchains import RKNN
 from .. import common, patterns
 from .. import tflite_map as tm
-from ..base import Composite, Fallback, Limits, OpSupport, Profile, Verdict
+from ..base import Composite, Fallback, Hint, Limits, OpSupport, Profile, Verdict
 from . import swept as sw
 from .rules import graph_rules, op_rules
 from .socs import CAL, SOCS, TAG, Soc
@@ -23,16 +23,16 @@ from .socs import CAL, SOCS, TAG, Soc
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
 
 SOURCES = {
-    "R-OP": "airockchip/rknn-toolkit2 doc/RKNNToolKit2_OP_Support-2.3.2.md @ 59a913d (converter op list)",
-    "R-PDF": "airockchip/rknn-toolkit2 doc/05_RKNN_Compiler_Support_Operator_List_V2.3.2.pdf @ 59a913d (§3.2 RK3588 "
-    "NPU limits, Ch.4 CPU ops)",
-    "INF": "inferred from R-PDF (see targets.md §4a)",
-    "RKNN-C": "observed: rknn-toolkit2 2.5.0 build for rk3588, Network Layer Information Table "
-    "(benchmarks/compile_rk3588.py)",
-    "PROBE-R": "measured: npufit probe --target rk3588 --compiler rknn --sweep (rknn-toolkit2 2.5.0, float16 builds); "
-    "record docs/probe/rk3588-measured.json, matrix docs/probe/rk3588-matrix.md",
-    "CAL-R": "measured: rknn-toolkit2 2.5.0 builds of the 48-architecture calibration corpus (benchmarks/calibration); "
-    "records docs/calibration/rk3588-*.json; each condition names the models and families that show it",
+    "R-OP": "RKNN-Toolkit2 2.3.2's ONNX operator support list (RKNNToolKit2_OP_Support-2.3.2.md): what the converter "
+    "takes",
+    "R-PDF": "Rockchip's RKNN compiler operator list 2.3.2 (05_RKNN_Compiler_Support_Operator_List_V2.3.2.pdf): "
+    "§3.2 RK3588 NPU limits, chapter 4 CPU ops",
+    "INF": "inferred from Rockchip's RKNN compiler operator list 2.3.2",
+    "RKNN-C": "an observed rknn-toolkit2 2.5.0 build for RK3588 (its Network Layer Information Table)",
+    "PROBE-R": "measured rknn-toolkit2 2.5.0 float16 builds for RK3588 of one small model per op and setting (npufit "
+    "probe --compiler rknn --sweep; docs/probe/rk3588-matrix.md)",
+    "CAL-R": "measured rknn-toolkit2 2.5.0 builds for RK3588 of a calibration set of 48 architectures "
+    "(docs/calibration/rk3588-*.json); each condition names the models that show it",
 }
 
 LIMITS = {
@@ -169,10 +169,11 @@ _NPU_OPS = (
     (("ScatterND", "ReduceL2", "Einsum"), "", "CAL-R"),
 )
 
-# (ops, source, `npufit fix` rules that move the op to an NPU one): CPU kernels of the RKNN runtime
+_TO_NPU = "the rewrite moves it to an NPU op"
+# (ops, source, fix hints, `npufit fix` rules that move the op to an NPU one): CPU kernels of the RKNN runtime
 _CPU_OPS = (
-    (("LogSoftmax", "Erf", "Exp", "Log", "Floor", "Round", "Cos", "Sin", "Not", "And"), "R-PDF", ()),
-    (("Mod",), "R-PDF", ("mod_decompose",)),
+    (("LogSoftmax", "Erf", "Exp", "Log", "Floor", "Round", "Cos", "Sin", "Not", "And"), "R-PDF", (), ()),
+    (("Mod",), "R-PDF", (_TO_NPU,), ("mod_decompose",)),
     (
         (
             "Equal",
@@ -189,13 +190,25 @@ _CPU_OPS = (
         ),
         "R-PDF",
         (),
+        (),
     ),
-    (("TopK",), "R-PDF", ("topk1_to_argmax",)),
-    (("SpaceToDepth",), "R-PDF", ()),
+    (
+        ("TopK",),
+        "R-PDF",
+        (
+            Hint(
+                "k = 1: ArgMax + ReduceMax compute the same and run on the NPU",
+                common.topk_k_is_one,
+                ("topk1_to_argmax",),
+            ),
+        ),
+        (),
+    ),
+    (("SpaceToDepth",), "R-PDF", (), ()),
     # RKNN-C: rknn-toolkit2 2.5.0 converts these and runs them as CPU layers (RT-DETR's GridSample, BERT's IsNaN)
-    (("GridSample", "IsNaN"), "RKNN-C", ()),
+    (("GridSample", "IsNaN"), "RKNN-C", (), ()),
     # PROBE-R: the converter takes these (R-OP does not list them) and runs them as CPU layers
-    (("Selu", "Reciprocal"), "PROBE-R", ()),
+    (("Selu", "Reciprocal"), "PROBE-R", (), ()),
 )
 CPU_REASON = "{op} is not in the {chip} NPU operator list: the RKNN runtime runs its CPU kernel"
 
@@ -229,15 +242,10 @@ def _ops(p: str, lim: Limits) -> dict[str, OpSupport]:
         for names, note, src in _NPU_OPS
         for op in names
     }
-    for names, src, fix_rules in _CPU_OPS:
+    for names, src, fix, fix_rules in _CPU_OPS:
         for op in names:
             ops[op] = OpSupport(
-                op,
-                CPU,
-                reason=CPU_REASON.format(op=op, chip=lim["chip"]),
-                source=src,
-                fix_rules=fix_rules,
-                fix=("the rewrite moves it to an NPU op",) if fix_rules else (),
+                op, CPU, reason=CPU_REASON.format(op=op, chip=lim["chip"]), source=src, fix_rules=fix_rules, fix=fix
             )
     for op in _UNSUPPORTED:
         ops[op] = OpSupport(

@@ -41,6 +41,8 @@ from .checks import (
 
 CPU, UNSUP = Verdict.CPU, Verdict.UNSUPPORTED
 
+CALIBRATED = "measured rknn-toolkit2 2.5.0 builds of a calibration set of 48 architectures"
+
 
 # the dtype rule's sentence and source by what the SoC's NPU executes: RV1106's int8 builds (PROBE-SOC: rknn.build
 # refuses a float build for it) state int8 only
@@ -66,16 +68,15 @@ def graph_rules(p: str, lim: Limits, executes: Executes) -> tuple[Rule, ...]:
         r("dtype", dtype_text, dtype, ("keep integer index math out of the network body",), dtype_src),
         r(
             "rank",
-            "NPU tensors are {max_rank}-D [batch, channel, height, width]: more than {max_rank} dimensions run on the "
-            "CPU, "
-            "except layout ops, {rank_from_npu}-D ops and {rank_from_npu}-D/{rank_split_max}-D splits on tensors an "
-            "NPU op "
-            "produced, and {rank_transpose_max}-D transposes that keep the innermost axis and move no odd-sized axis "
-            "back (CAL-R)",
+            "NPU tensors are {max_rank}-D [batch, channel, height, width]: ops on tensors of more than {max_rank} "
+            "dimensions run on the CPU, with measured exceptions",
             rank,
             ("reshape to 4-D or fewer",),
             "INF",
             gate=common.max_rank_gate,
+            evidence="The exceptions, from measured rknn-toolkit2 2.5.0 builds of a calibration set of 48 "
+            "architectures: layout ops, 5-D ops and 5-D/6-D splits on tensors an NPU op produced, and 6-D "
+            "transposes that keep the innermost axis and move no odd-sized axis back stay on the NPU.",
         ),
     )
     if lim["output_reshape_npu"]:  # the SoC ran those reshapes on the NPU: no output_layout rule
@@ -83,14 +84,15 @@ def graph_rules(p: str, lim: Limits, executes: Executes) -> tuple[Rule, ...]:
     return rules + (
         r(
             "output_layout",
-            "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's NC1HWC2 "
-            "layout (blocks of {output_align} channels) already is its order: a {output_map_hw}x{output_map_hw} map "
-            "with a "
-            "multiple of {output_align} channels (from a model input: unless 2-D with an innermost dimension off the "
-            "{output_align}-grid)",
+            "a reshape that produces a non-{max_rank}-D model output runs on the CPU unless the NPU's layout already "
+            "is its order (a {output_map_hw}x{output_map_hw} map with a multiple of {output_align} channels)",
             output_layout,
             ("return the 4-D tensor and reshape on the host",),
             "PROBE-R",
+            evidence="The NPU keeps tensors as NC1HWC2, blocks of 8 channels; a reshape whose output order differs "
+            "needs a CPU layout conversion. Measured: a Flatten of a conv's [1,C,1,1] output ran on the NPU for "
+            "C = 8, 16, 24 and on the CPU for C = 12; from a model input the reshape stays on the NPU unless its "
+            "output is 2-D with an innermost dimension off the 8-grid.",
         ),
     )
 
@@ -177,12 +179,13 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         + (
             r(
                 "pool.exclude_pad",
-                "average pooling that leaves padding out of the average "
-                "(count_include_pad=0) runs on the CPU when its windows reach into padding (pads, or a "
-                "ceil_mode partial window); counting the padding, or without padding, it runs on the NPU",
+                "average pooling that leaves padding out of the average (count_include_pad=0) runs on the CPU when its "
+                "windows reach into padding",
                 sw.avgpool_exclude_pad,
                 ("export with count_include_pad=1, or pad explicitly and divide by the window counts",),
                 "CAL-R",
+                evidence="Swept cases: windows that reach into pads, or a ceil_mode partial window, ran on the CPU; "
+                "counting the padding, or without padding, the same pooling ran on the NPU.",
             ),
         ),
         "DepthToSpace": (
@@ -236,55 +239,55 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "Slice": (
             r(
                 "slice.steps",
-                "a Slice with steps other than {slice_step} runs on the NPU only as part of a space-to-depth "
-                "reorg (every phase concatenated again, as YOLOv5's Focus and Swin's patch merging) or as the reversal "
-                "of "
-                "the axis holding the innermost data (step -1, through a Transpose before it), or on a {max_rank}-D "
-                "grid "
-                "reshaped from a MatMul's output (measured; why is not known); other steps alone run on the CPU (step "
-                "2 measured on every axis of 3-D and 4-D tensors)",
+                "a Slice with steps other than {slice_step} runs on the NPU only inside a space-to-depth reorg, as the "
+                "reversal of the innermost data, or on a {max_rank}-D grid reshaped from a MatMul's output",
                 slice_steps,
                 ("concatenate every phase, or use SpaceToDepth / a strided conv",),
                 "CAL-R",
+                evidence="A space-to-depth reorg concatenates every phase again (YOLOv5's Focus, Swin's patch "
+                "merging); the reversal is step -1 on the axis holding the innermost data, through a Transpose before "
+                "it; the MatMul-output grid case was measured and why it runs is not known. Other steps alone ran on "
+                "the CPU (step 2 measured on every axis of 3-D and 4-D tensors).",
             ),
         ),
         "Gather": (
             r(
                 "gather.indices",
-                "Gather needs constant indices of rank ≤ {gather_indices_rank} and an axis {axes_min}..{axes_max} "
-                "(indices computed at run time: CPU, CAL-R)",
+                "Gather needs constant indices of rank ≤ {gather_indices_rank} and an axis {axes_min}..{axes_max}",
                 gather_const_indices,
+                evidence=f"Indices computed at run time ran on the CPU ({CALIBRATED}).",
             ),
         ),
         "Pad": (
             r(
                 "pad.mode",
                 "Pad supports constant mode, reflect with C,H ≤ {reflect_pad_ch}, W ≤ {reflect_pad_w}, and the modes "
-                "in "
-                "`pad_npu_modes` (CAL-R sweep; a 3-D tensor padded at the end of axis 1 runs on the CPU: constant "
-                "unless a Conv "
-                "produced it, and reflect and edge where `pad3_end_sweep` holds)",
+                "in `pad_npu_modes`",
                 pad_mode,
+                evidence="Swept cases: a 3-D tensor padded at the end of axis 1 runs on the CPU: in constant mode "
+                "unless a Conv produced it, in reflect and edge mode where `pad3_end_sweep` holds.",
             ),
         ),
         "Resize": (
             r(
                 "resize.config",
                 "Resize: nearest (any scale), or linear with {resize_linear_modes} and integer H/W scale "
-                "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or} (linear align_corners ran on "
-                "the CPU at every scale measured)",
+                "factors {resize_scales:..} or a downscale by {resize_down_scales:#|or}",
                 resize_config,
                 ("upsample by an integer factor 2..8, with align_corners=False",),
                 "CAL-R",
+                evidence="Linear align_corners ran on the CPU at every scale measured; asymmetric ran on the NPU "
+                "although the 2.3.2 operator document lists align_corners, not asymmetric.",
             ),
         ),
         "Softmax": (
             r(
                 "softmax.axis",
                 "Softmax runs on the NPU along axis {softmax_axes:#|or}, or along the last axis when at most "
-                "{softmax_last_axes} axes are larger than one (CAL-R)",
+                "{softmax_last_axes} axes are larger than one",
                 softmax_axis,
                 ("transpose so the softmax axis is the channel axis",),
+                evidence=f"The last-axis case is fitted to {CALIBRATED}.",
             ),
         ),
         "Hardmax": (r("softmax.axis", "Hardmax runs on the NPU along axis {softmax_axes:#|or} only", softmax_axis),),
@@ -296,18 +299,19 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
         "Cast": (
             r(
                 "cast.cpu",
-                "Cast is not in the {chip} NPU operator list: the RKNN runtime runs its CPU kernel (a Cast to the "
-                "dtype it already has is deleted by rknn.build, RKNN-C; a Cast from int32 to a float type in "
-                "`cast_int32_npu_to` ran on the NPU, CAL-R sweep)",
+                "Cast is not in the {chip} NPU operator list: the RKNN runtime runs its CPU kernel",
                 cast_cpu,
+                evidence="rknn.build deletes a Cast to the dtype the tensor already has (an observed RK3588 build's "
+                "layer table), and a Cast from int32 to a float type in `cast_int32_npu_to` ran on the NPU (swept "
+                "cases).",
             ),
         ),
         "Reshape": (
             r(
                 "reshape.split_innermost",
-                "A Reshape that splits the innermost axis W of a {max_rank}-D [.., T, W] into parts "
-                "ending in k (or merges such parts into it) runs on the NPU when k has at least {split_min_inner} "
-                "elements or W or T is a multiple of {split_row_bytes} bytes of elements (CAL-R)",
+                "A Reshape splitting the innermost axis W of a {max_rank}-D [.., T, W] into parts ending in k (or "
+                "merging them) runs on the NPU when k has at least {split_min_inner} elements or W or T is a multiple "
+                "of {split_row_bytes} bytes",
                 reshapes.split_innermost,
                 ("split the innermost axis into wider parts, or do this reshape on the host",),
                 "CAL-R",

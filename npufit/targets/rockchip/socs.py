@@ -59,21 +59,15 @@ class Soc:
 
 def _probe_src(soc: str, build: str) -> str:
     return (
-        f"measured: npufit probe --target {soc} --compiler rknn, the 89 base cases without sweep variants "
-        "(rknn-toolkit2 "
-        f"2.5.0, target_platform {soc}, {build} builds); record docs/probe/{soc}-measured.json, matrix "
-        f"docs/probe/{soc}-matrix.md"
+        f"measured rknn-toolkit2 2.5.0 {build} builds for {soc} of one small model per op (npufit probe --compiler "
+        f"rknn, 89 cases; docs/probe/{soc}-matrix.md)"
     )
 
 
 def _cal_src(soc: str, build: str) -> str:
     return (
-        f"measured: rknn-toolkit2 2.5.0 {build} builds of the 48-architecture calibration corpus "
-        "(benchmarks/calibration) for "
-        f"{soc}; record docs/calibration/{soc}-{build}-op17.json; the sweep cases that bound RK3588's Resize, "
-        "AveragePool, "
-        f"Slice and Reshape conditions, docs/calibration/{soc}-cases.json (benchmarks/calibration/rknn_cases.py "
-        f"--target {soc})"
+        f"measured rknn-toolkit2 2.5.0 {build} builds for {soc} of a calibration set of 48 architectures and of the "
+        f"swept Resize, AveragePool, Slice and Reshape cases (docs/calibration/{soc}-*.json)"
     )
 
 
@@ -198,8 +192,7 @@ SOCS: tuple[Soc, ...] = (
         "rv1106",
         "Rockchip RV1106 / RV1103 (RKNPU2, int8 only; rknn-toolkit2 2.5.0, measured)",
         "ONNX models converted and quantized by RKNN-Toolkit2 for RV1106/RV1103; the NPU runs int8 only, and the "
-        "runtime has CPU "
-        "kernels for a short list of ops only (targets.md §4a).",
+        "runtime has CPU kernels for a short list of ops only.",
         _probe_src("rv1106", "int8"),
         _cal_src("rv1106", "int8"),
         aliases=("rv1103",),
@@ -252,7 +245,7 @@ SOCS: tuple[Soc, ...] = (
             # R-PDF §4.1 lists ReduceL2 among RV1106's CPU kernels; corpus (CAL-SOC): 12 of 16 on the CPU (swinv2's and
             # swin2sr's cosine attention), RK3588 ran all 16 on the NPU
             "ReduceL2": _cpu(
-                "ReduceL2", "RV1106 runs ReduceL2 as a CPU kernel (R-PDF §4.1; 12 of 16 in the int8 corpus builds)", CAL
+                "ReduceL2", "RV1106 runs ReduceL2 as a CPU kernel (12 of 16 in the int8 calibration builds)", CAL
             ),
             # corpus (CAL-SOC): wavlm's int8 Reshapes [1, 2, 99, 8] -> [1, 2, 99, 2, 4], CPU on RK3588 (its split-last
             # cases), ran on RV1106's NPU: RK3588's reshape.split_innermost rule does not hold here
@@ -279,14 +272,10 @@ SOCS: tuple[Soc, ...] = (
             ),
         ),
         notes=(
-            "RV1106/RV1103 have no CPU mean/scale/quantize on the inputs (R-PDF §5.1): give the model int8 inputs or "
-            "keep the preprocessing in the model",
-            "R-PDF §4.1 lists 11 CPU kernels for RV1106/RV1103's runtime (Concat, DataConvert, Div, exLayerNorm, Exp, "
-            "Gather, "
-            "ReduceL2, ReduceMax, Reshape, ScatterND, Softmax); rknn-toolkit2 2.5.0 still builds models with other CPU "
-            "layers "
-            "(Erf, Sin, TopK, ArgMax ... in the probe record). Whether the device runtime runs those was not measured "
-            "here.",
+            "RV1106/RV1103 have no CPU mean/scale/quantize on the inputs: give the model int8 inputs or keep the "
+            "preprocessing in the model",
+            "Rockchip's operator list names 11 CPU kernels for the RV1106 runtime; builds place other ops on the CPU "
+            "too, and whether the device runs those was not measured",
         ),
     ),
 )
