@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.npufit-installed
 DEMO_OUT ?= out/demo
 
-.PHONY: demo test test-load install bench docs clean
+.PHONY: demo test test-load lint install bench docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,12 @@ demo: $(STAMP)
 	$(BIN)/npufit check $(DEMO_OUT)/lstm/export/model.onnx --target hailo8
 	@echo "report: $(DEMO_OUT)/report.html"
 
-test: $(STAMP)
+# style (120 columns, unused names, import order) and types (graph/, check/, targets/, verbs.py: pyproject [tool.mypy])
+lint: $(STAMP)
+	$(BIN)/ruff check npufit benchmarks calibration
+	$(BIN)/mypy
+
+test: $(STAMP) lint
 	bash scripts/test-setup.sh $(BIN)
 	@# tests run in a seeded random order (tests/shuffle.py): the seed is printed; NPUFIT_TEST_SEED=N repeats one
 	$(BIN)/python -m pytest -q -p no:cacheprovider

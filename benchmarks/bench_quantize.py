@@ -50,7 +50,8 @@ def main() -> None:
                 total = time.perf_counter() - t0
                 t = r.timing
                 print(
-                    f"{label:24} {method:10} {r.qdq['activations']:>5} {t['quantize_s']:>14.2f} {t['per_100_samples_s']:>16.2f} "
+                    f"{label:24} {method:10} {r.qdq['activations']:>5} {t['quantize_s']:>14.2f} "
+                    f"{t['per_100_samples_s']:>16.2f} "
                     f"{t['evaluate_s'] / max(1, args.holdout):>16.3f} {r.min_output_cosine:>11.4f} {total:>8.2f}"
                 )
 

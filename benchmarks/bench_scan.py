@@ -70,7 +70,8 @@ def main() -> None:
         print(f"Ray local cluster start (2 CPUs): {time.perf_counter() - t0:.1f} s (not counted below)")
         runs.append(("ray", 2))
     print(
-        f"\nscan: {args.models} models ({'~%d nodes each' % args.nodes if args.nodes else 'tiny'}) x {len(TARGETS.split(','))} targets"
+        f"\nscan: {args.models} models ({'~%d nodes each' % args.nodes if args.nodes else 'tiny'}) x "
+        f"{len(TARGETS.split(','))} targets"
     )
     print(f"{'executor':10} {'workers':>7} {'seconds':>8} {'models/s':>9} {'rows/s':>8}")
     reference = None

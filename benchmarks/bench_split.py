@@ -81,12 +81,14 @@ def main() -> None:
     import npufit
 
     print(
-        f"# npufit {npufit.__version__}, onnxruntime {onnxruntime.__version__}, {platform.processor() or platform.machine()}, "
+        f"# npufit {npufit.__version__}, onnxruntime {onnxruntime.__version__}, "
+        f"{platform.processor() or platform.machine()}, "
         f"{args.threads} thread(s), {'thread CPU time' if args.threads == 1 else 'wall time'}, "
         f"best (and median) of {args.runs} interleaved runs"
     )
     print(
-        f"{'model':<10} {'mode':<9} {'stages':>6} {'split+verify s':>14} {'settings':<13} {'mono ms':>9} {'chain ms':>9} "
+        f"{'model':<10} {'mode':<9} {'stages':>6} {'split+verify s':>14} {'settings':<13} {'mono ms':>9} "
+        f"{'chain ms':>9} "
         f"{'overhead':>9} {'abs':>9} {'median overhead':>16}"
     )
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,7 +104,8 @@ def main() -> None:
                     m, c, mm, mc = bench(model, plan_dir, args.runs, args.threads, optimized)
                     print(
                         f"{name:<10} {mode:<9} {len(res.plan.stages):>6} {t_split:>14.2f} "
-                        f"{'optimized' if optimized else 'deterministic':<13} {m:>9.3f} {c:>9.3f} {100 * (c - m) / m:>+8.1f}% "
+                        f"{'optimized' if optimized else 'deterministic':<13} {m:>9.3f} {c:>9.3f} "
+                        f"{100 * (c - m) / m:>+8.1f}% "
                         f"{1000 * (c - m):>+6.0f} us {100 * (mc - mm) / mm:>+15.1f}%"
                     )
 

@@ -178,7 +178,8 @@ def collect(paths: list[str]) -> list[tuple[str, Path]]:
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| model | converted | convert s | peak MB | min cosine (calibration / held-out) | Vela NPU ops | compiled | note |",
+        "| model | converted | convert s | peak MB | min cosine (calibration / held-out) | Vela NPU ops | compiled | "
+        "note |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -188,7 +189,8 @@ def table(rows: list[dict]) -> str:
         note = " ".join((r.get("error") or r.get("vela_error") or "").split())  # one table cell: no line breaks
         cos = f"{r['min_cosine']:.5f} / {r['held_out_cosine']:.5f}" if r.get("min_cosine") is not None else ""
         lines.append(
-            f"| {r['name']} | {'yes' if r.get('converted') else 'no'} | {r.get('convert_s', '') and round(r['convert_s'], 2)} "
+            f"| {r['name']} | {'yes' if r.get('converted') else 'no'} | "
+            f"{r.get('convert_s', '') and round(r['convert_s'], 2)} "
             f"| {r.get('peak_mb', 0):.0f} | {cos} | {share} | {'yes' if r.get('compiled') else 'no'} | {note[:140]} |"
         )
     return "\n".join(lines)
@@ -203,8 +205,9 @@ def totals(rows: list[dict]) -> str:
     allops = sum(r["npu_ops"] + r["cpu_ops"] for r in comp)
     times = sorted(r["convert_s"] for r in conv)
     return (
-        f"converted {len(conv)}/{n}; converted and compiled with Vela {len(comp)}/{n}; within the goal (< {GOAL_S:g} s, "
-        f"< {GOAL_MB:g} MB, cosine >= {GOAL_COS}) {len(ok)}/{n}; convert time median {times[len(times) // 2] if times else 0:.2f} s, "
+        f"converted {len(conv)}/{n}; converted and compiled with Vela {len(comp)}/{n}; within the goal "
+        f"(< {GOAL_S:g} s, < {GOAL_MB:g} MB, cosine >= {GOAL_COS}) {len(ok)}/{n}; convert time median "
+        f"{times[len(times) // 2] if times else 0:.2f} s, "
         f"max {max(times, default=0):.2f} s; peak memory max {max((r['peak_mb'] for r in conv), default=0):.0f} MB; "
         f"Vela NPU op share {npu}/{allops}" + (f" ({100 * npu / allops:.0f}%)" if allops else "")
     )

@@ -194,7 +194,8 @@ def main(argv=None) -> int:
     print(f"{'loss':>9} {'cos_in':>8} {'cos_out':>8} {'lv/sd':>7} {'clip%':>6}  op / tensor (ONNX node)")
     for r in sorted(rows, key=lambda r: -r["loss"])[: a.top]:
         print(
-            f"{r['loss']:9.2e} {r['cos_in']:8.5f} {r['cos_out']:8.5f} {r['levels_per_sd']:7.1f} {100 * r['clipped']:6.2f}  "
+            f"{r['loss']:9.2e} {r['cos_in']:8.5f} {r['cos_out']:8.5f} {r['levels_per_sd']:7.1f} "
+            f"{100 * r['clipped']:6.2f}  "
             f"{r['op']} {r['dtype']} {r['tensor']} ({r['onnx_node']})"
         )
     if a.json:

@@ -48,8 +48,10 @@ def main() -> None:
             r = compile_model(src, "ethos-u55-256", out_dir=d / f"o{i}")
             c = r.metrics["conversion"]
             print(
-                f"| {name} | {c['wall_s']:.2f} | {c['tflite_ops']} | {c['min_cosine_vs_onnx']:.5f} | {c['max_abs_vs_onnx']:.3g} "
-                f"| {r.metrics.get('npu_operators')}/{r.metrics.get('cpu_operators')} | {r.metrics.get('inference_time_ms')} ms |"
+                f"| {name} | {c['wall_s']:.2f} | {c['tflite_ops']} | {c['min_cosine_vs_onnx']:.5f} | "
+                f"{c['max_abs_vs_onnx']:.3g} "
+                f"| {r.metrics.get('npu_operators')}/{r.metrics.get('cpu_operators')} | "
+                f"{r.metrics.get('inference_time_ms')} ms |"
             )
 
 

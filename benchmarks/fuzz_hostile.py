@@ -232,7 +232,7 @@ def mutate_npz(src: Path, dst: Path, rng: random.Random) -> None:
             f.write(bytes(rng.choice([0, 3072, 1 << 20, 64 << 20])))
 
 
-# -- cases: (kind, files to prepare, argv, outputs allowed) -------------------------------------------------------------
+# -- cases: (kind, files to prepare, argv, outputs allowed) -----------------------------------------------------------
 def build_case(kind: str, seeds: Path, tmp: Path, rng: random.Random) -> tuple[list[str], tuple[str, ...]]:
     for p in seeds.iterdir():
         shutil.copytree(p, tmp / p.name, symlinks=True) if p.is_dir() else shutil.copy2(p, tmp / p.name)
@@ -439,7 +439,8 @@ def main() -> int:
         f"{args.time_cap:.0f} s and the harness' address-space limit per run; {wall:.0f} s wall"
     )
     print(
-        f"runs {counts['runs']}  ok {counts['ok']}  clean refusals {counts['refused']}  internal errors {counts['internal']}  "
+        f"runs {counts['runs']}  ok {counts['ok']}  clean refusals {counts['refused']}  internal errors "
+        f"{counts['internal']}  "
         f"hangs {counts['hang']}  files lost {counts['lost']}  temp left {counts['tmp']}  max peak {peak:.0f} MB"
     )
     for kind in kinds:

@@ -54,7 +54,8 @@ def main() -> None:
             print(f"pipeline: {len(run.results)} steps in {run.seconds:.1f} s")
         cfg = load_config(EXAMPLE, root)
         print(
-            "| model | target | int8 vs float SQNR dB (worst output) | cosine | calibration samples | held-back samples | "
+            "| model | target | int8 vs float SQNR dB (worst output) | cosine | calibration samples | held-back "
+            "samples | "
             "max clipped | method | quantize s | evaluate s |"
         )
         print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|")

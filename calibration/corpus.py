@@ -49,7 +49,8 @@ ARCHS: dict[str, Arch] = {
         _a("cnn", T.unet, "torch"),
         _a("cnn", T.espcn, "torch"),
         _a("cnn", T.autoencoder, "torch"),
-        # transformer: ViT-style vision encoders, hierarchical/windowed vision transformers, text and time-series encoders
+        # transformer: ViT-style vision encoders, hierarchical/windowed vision transformers, text and time-series
+        # encoders
         _a("transformer", H.beit),
         _a("transformer", H.cvt),
         _a("transformer", H.data2vec_vision),
@@ -81,7 +82,8 @@ ARCHS: dict[str, Arch] = {
         _a("detector", H.superpoint),
         _a("detector", T.yolov8_dfl, "torch"),
         _a("detector", T.yolov5_anchor, "torch"),
-        # audio-rnn: speech encoders (conv feature extractor + transformer), spectrogram transformer, recurrent/temporal nets
+        # audio-rnn: speech encoders (conv feature extractor + transformer), spectrogram transformer,
+        # recurrent/temporal nets
         _a("audio-rnn", H.hubert),
         _a("audio-rnn", H.sew),
         _a("audio-rnn", H.wavlm),

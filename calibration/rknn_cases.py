@@ -13,8 +13,9 @@ unless it says otherwise, exported at opset 17 and compiled for rk3588 (float16 
 int8, which quantizes on the case's own input; simulator off). --record writes docs/calibration/rk3588-cases.json:
 per case, the placement of every node of the op under test, in graph order ("failed: ..." when the converter rejects
 the model), and "build": "int8" for an int8 case. tests/test_calibration_records.py replays it, judging an int8 case
-as its int8 conversion. The attribute sweeps of rknn_sweep.py and rknn_sweep2.py are part of the catalogue. --target compiles the chosen
-cases for another Rockchip SoC (rv1106: int8) into docs/calibration/<target>-cases.json, replayed against its profile."""
+as its int8 conversion. The attribute sweeps of rknn_sweep.py and rknn_sweep2.py are part of the catalogue.
+--target compiles the chosen cases for another Rockchip SoC (rv1106: int8) into docs/calibration/<target>-cases.json,
+replayed against its profile."""
 
 from __future__ import annotations
 
@@ -152,7 +153,8 @@ def scatter_pair(
     """Two slice assignments (ScatterND) in a row on the innermost axis, to first = (start, stop) and then second, of a
     [1, 20, inner] (rank 3) or [1, 1, 20, inner] view of the conv output, or of the conv's own [1, 8, 8, inner] output
     (direct). The second writes values computed from the first one's output (reads) or from the first one's values
-    (ConditionalDETR's box update writes [..., :2] of [1, 20, 4] twice, with values that do not read the first write)."""
+    (ConditionalDETR's box update writes [..., :2] of [1, 20, 4] twice, with values that do not read the first
+    write)."""
 
     def body(y):
         z = y if direct else y.reshape(1, inner, 20).permute(0, 2, 1)

@@ -92,7 +92,8 @@ def sqrt_norm(c: int, hw, form: str):
 
 
 def patchify(c: int, hw, k: int, pad: int, c_out: int = 16):
-    """A k x k / stride k conv (a ViT patch embedding) with `pad` zero rows and columns on each side, into a 1x1 conv."""
+    """A k x k / stride k conv (a ViT patch embedding) with `pad` zero rows and columns on each side, into a 1x1
+    conv."""
     import torch
 
     torch.manual_seed(0)

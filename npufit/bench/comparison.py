@@ -8,8 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..errors import NpufitError
+from ..report.console import console_to_string
+from ..util.readers import read_json
 from .environment import COMPARABLE_KEYS
+from .plot import plot_comparison
 from .render import fmt_ms, md_table
 from .result import SCHEMA, BenchResult, RuntimeResult
 
@@ -73,8 +77,6 @@ class Comparison:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
-
         return {
             "schema": COMPARE_SCHEMA,
             "npufit_version": __version__,
@@ -122,8 +124,6 @@ class Comparison:
         from rich.table import Table
         from rich.text import Text
 
-        from ..report.console import console_to_string
-
         def draw(con):
             t = Table(title=f"baseline: {self.baseline}  (p50 vs base < 1 = faster than base)", show_edge=False)
             for c in COLUMNS:
@@ -138,8 +138,6 @@ class Comparison:
 
 
 def load_result(path: str | os.PathLike) -> BenchResult:
-    from ..util.readers import read_json
-
     p = Path(path)
     d = read_json(p, "bench result (an 'npufit bench --output' file)")
     if not isinstance(d, dict) or d.get("schema") != SCHEMA:
@@ -201,8 +199,6 @@ def compare_results(
     base = _pick_baseline(entries, baseline)
     cmp = Comparison(entries, base.label, _caveats(entries), skipped)
     if plot:
-        from .plot import plot_comparison
-
         cmp.plot = str(plot_comparison(cmp, plot))
     return cmp
 

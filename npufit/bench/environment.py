@@ -11,17 +11,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
+from ..runtimes.chain import is_plan_dir, plan_files
+from ..util.readers import sha256_file
+
 # keys of the environment that must match for two results to be compared without a caveat
 COMPARABLE_KEYS = ("cpu_model", "cpu_logical_cores", "gpu", "os")
 
 
-from ..util.readers import sha256_file
-
-
 def model_identity(path: str | os.PathLike) -> dict[str, Any]:
     """sha256 of a model file (plus its external-data file), or of a split plan (plan.json + stage files)."""
-    from ..runtimes.chain import is_plan_dir, plan_files
-
     p = Path(path)
     if is_plan_dir(p):
         files = {f.relative_to(p).as_posix(): sha256_file(f) for f in plan_files(p) if f.is_file()}
@@ -92,8 +91,6 @@ def gpus() -> list[dict[str, str]]:
 def capture(runtime_versions: dict[str, str | None] | None = None) -> dict[str, Any]:
     import numpy as np
     import psutil
-
-    from .. import __version__
 
     g = gpus()
     env: dict[str, Any] = {

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import NpufitError
 from ..runtimes.base import InputSpec, concrete_shape
 from ..util.limits import memory_budget, size_text
+from ..util.readers import ArrayFile
 from ..verify.compare import _ORT_TO_NP, random_inputs
 
 DEFAULT_POOL = 16
@@ -71,8 +72,6 @@ def _stacked(shape: tuple[int, ...], specs: list[InputSpec], name: str) -> bool:
 
 
 def _from_npz(specs: list[InputSpec], path: Path, batch: int | None, fresh: bool, pool: int | None = None):
-    from ..util.readers import ArrayFile
-
     wanted = {s.name for s in specs}
     with ArrayFile(path, "--inputs") as z:  # regular file, header-checked, never unpickled, within budget
         names = list(z)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..report.console import console_to_string
 from ..report.style import human_bytes
 
 COLUMNS = (
@@ -95,8 +96,6 @@ def _notes(res) -> list[str]:
 def render_text(res) -> str:
     from rich.table import Table
     from rich.text import Text
-
-    from ..report.console import console_to_string
 
     def draw(con):
         con.print(Text("npufit bench", style="bold"))

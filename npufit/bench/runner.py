@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import NpufitError
 from ..runtimes import BOUNDARY_TEXT, runner_class
 from ..runtimes.base import RuntimeUnavailable, first_line
+from ..verify.compare import budget_error, current_verify_timeout
 from .inputs import input_pool
 from .protocol import (
     Protocol,
@@ -128,8 +129,6 @@ def _cold_call(runner, call):
     without a trip count) is stopped before warm-up and timing. Runtimes without `interrupt` run it as is."""
     import threading
 
-    from ..verify.compare import budget_error, current_verify_timeout
-
     stop = getattr(runner, "interrupt", None)
     limit, fired = current_verify_timeout(), []
     timer = threading.Timer(limit, lambda: (fired.append(True), stop())) if stop is not None else None
@@ -198,7 +197,8 @@ def stage_summary(kept: list, chain_p50_ms: float) -> list[dict[str, Any]]:
                 "mean_ms": max(glue, 0.0),
                 "samples": 0,
                 "share_pct": 100.0 * max(glue, 0.0) / chain_p50_ms if chain_p50_ms else 0.0,
-                "note": "chain p50 minus the sum of stage p50s: hand-over between stages and the chain runner's own work, approximate",
+                "note": "chain p50 minus the sum of stage p50s: hand-over between stages and the chain runner's own "
+                "work, approximate",
             }
         )
     return rows

@@ -80,11 +80,13 @@ class QdqLedger:
         parts = []
         for g in self.by_op():
             parts.append(
-                f"{g['ops']} × {g['count']} island{'s' if g['count'] != 1 else ''} (dequantize → {g['ops']} → quantize, "
+                f"{g['ops']} × {g['count']} island{'s' if g['count'] != 1 else ''} (dequantize → {g['ops']} → "
+                "quantize, "
                 f"{g['count']} × {g['ops_each']} = {g['total_ops']:,} ops, on {g['device']})"
             )
         parts.append(
-            f"{t['extra_ops']:,} extra conversion ops at run time ({t['dequantize_ops']} dequantize, {t['quantize_ops']} quantize, "
+            f"{t['extra_ops']:,} extra conversion ops at run time ({t['dequantize_ops']} dequantize, "
+            f"{t['quantize_ops']} quantize, "
             f"{t['transpose_ops']} layout)"
         )
         return "; ".join(parts)
@@ -209,7 +211,8 @@ def render_markdown(led: QdqLedger) -> str:
         "",
         *([f"- in the model: {quant.describe_qdq(led.qdq)}"] if led.qdq else []),
         f"- islands: {t['islands']} ({t['host_islands']} on the host), {t['island_ops']:,} ops inside them",
-        f"- extra conversion ops: {t['extra_ops']:,} (dequantize {t['dequantize_ops']}, quantize {t['quantize_ops']}, layout {t['transpose_ops']})",
+        f"- extra conversion ops: {t['extra_ops']:,} (dequantize {t['dequantize_ops']}, quantize {t['quantize_ops']}, "
+        f"layout {t['transpose_ops']})",
         f"- bytes converted per inference: {t['bytes_converted']:,}",
     ]
     if led.islands:
@@ -220,7 +223,8 @@ def render_markdown(led: QdqLedger) -> str:
         ]
         for isl in led.islands:
             out.append(
-                f"| {' → '.join(isl['op_types'])} | {isl['device']} | {isl['dequantize_ops']} | {isl['quantize_ops']} | {isl['ops']} | "
+                f"| {' → '.join(isl['op_types'])} | {isl['device']} | {isl['dequantize_ops']} | {isl['quantize_ops']} "
+                f"| {isl['ops']} | "
                 f"{isl['bytes_dequantized'] + isl['bytes_float']:,} |"
             )
     return "\n".join(out)

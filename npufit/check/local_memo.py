@@ -237,7 +237,7 @@ class LocalMemo:
         ids = self.ids if self.ids is not None else self._number_tensors()
         names = node.inputs + node.outputs
         try:
-            key = [ids[n] for n in names]
+            key: list = [ids[n] for n in names]
         except KeyError:  # a name with no tensor (a malformed graph): judged as it is
             return None
         if len(names) > 1 and len(set(names)) != len(names):  # a tensor read twice (Add(x, x)): part of the key
@@ -302,7 +302,7 @@ class LocalMemo:
         )  # type: ignore[arg-type]
         if self.quant_form is None:  # asked on the first view only: a check that keeps no result never walks for it
             self.quant_form = quant.graph_quant_form(self.graph)
-        max_rank = rank_table(_OneNode(view, own))[0]
+        max_rank = rank_table(_OneNode(view, own))[0]  # type: ignore[arg-type]  # duck-typed: nodes + tensors
         view.graph = _ViewGraph(
             self.graph,
             own,

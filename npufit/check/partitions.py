@@ -170,8 +170,8 @@ def partition(
         for t in n.inputs:
             if not t or t in gin:
                 continue
-            p = producer(t)
-            if p is not None and group[p.index] == g:
+            src = producer(t)
+            if src is not None and group[src.index] == g:
                 continue
             info = tensors(t)
             if info is None or not info.is_const:

@@ -5,14 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import NpufitError
 from ..util.io import atomic_write_text
 from ..vocab import FORMAT, PAGE_FORMATS
-from .common import add_input_shape_option, count_int, input_shapes, positive_float, positive_int, seed_int
+from .common import (
+    add_input_shape_option,
+    add_verify_timeout_option,
+    count_int,
+    input_shapes,
+    positive_float,
+    positive_int,
+    seed_int,
+)
 
 RUNTIME_NAMES = "ort-cpu,ort-cuda,ort-trt,tensorrt,openvino,hailort,chain"
-
-
-from .common import add_verify_timeout_option
 
 
 def register(sub) -> None:
@@ -98,12 +104,10 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import NpufitError
-
     if args.compare:
         if args.model:
             raise NpufitError("give either a MODEL to measure or --compare result files, not both")
-        from ..bench import compare
+        from ..bench import compare  # lazy: CLI start-up (loads when the verb runs)
 
         result = compare(args.compare, baseline=args.baseline, plot=args.plot)
     else:
@@ -111,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             raise NpufitError("give a MODEL (or PLAN_DIR) to measure, or --compare RESULT.json ...")
         if args.baseline or args.plot:
             raise NpufitError("--baseline and --plot go with --compare")
-        from ..bench import bench
+        from ..bench import bench  # lazy: CLI start-up (loads when the verb runs)
 
         result = bench(
             args.model,
@@ -131,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             input_shapes=input_shapes(args),
         )
     if args.format == "html" and not args.compare:
-        from ..report.html_verbs import render_bench_html
+        from ..report.html_verbs import render_bench_html  # lazy: CLI start-up (loads when the verb runs)
 
         text = render_bench_html(result.to_dict())
     else:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..util.limits import DEFAULT_MAX_TOOL_MEMORY_MB
+from ..errors import NpufitError
+from ..util.limits import DEFAULT_MAX_TOOL_MEMORY_MB, tool_memory_limit
 from ..vocab import EXECUTOR, EXECUTORS
 from .common import add_format_option, add_input_shape_option, emit, name_arg, positive_float
 
@@ -43,7 +44,8 @@ def register(sub) -> None:
         action="append",
         default=[],
         metavar="RULE",
-        help="RKNN: disable one of the toolkit's rewrite rules (repeatable; crashes that name one are retried automatically)",
+        help="RKNN: disable one of the toolkit's rewrite rules (repeatable; crashes that name one are retried "
+        "automatically)",
     )
     p.add_argument(
         "--activations",
@@ -78,7 +80,8 @@ def register(sub) -> None:
         type=positive_float,
         default=DEFAULT_MAX_TOOL_MEMORY_MB,
         metavar="MB",
-        help=f"kill the compiler when its processes hold more than MB of memory (default: {DEFAULT_MAX_TOOL_MEMORY_MB:.0f})",
+        help="kill the compiler when its processes hold more than MB of memory (default: "
+        f"{DEFAULT_MAX_TOOL_MEMORY_MB:.0f})",
     )
     p.add_argument(
         "--compare-prediction",
@@ -101,21 +104,18 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..util.limits import tool_memory_limit
-
     with tool_memory_limit(args.max_memory):
         return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..compilers import compile_model
-    from ..errors import NpufitError
-    from ..graph import parse_input_shapes
+    from ..compilers import compile_model  # lazy: CLI start-up (loads when the verb runs)
+    from ..graph import parse_input_shapes  # lazy: CLI start-up (loads when the verb runs)
 
     if args.results:
         if len(args.model) > 1:
             raise NpufitError("--results reads one compile folder: give at most the one model it was written for")
-        from ..bench.hailortcli import read_hailo_results
+        from ..bench.hailortcli import read_hailo_results  # lazy: CLI start-up (loads when the verb runs)
 
         res = read_hailo_results(args.results, args.model[0] if args.model else None)
         emit(res.render(args.format, all_nodes=args.all_nodes), args.output)
@@ -150,8 +150,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_many(args: argparse.Namespace, options: dict) -> int:
-    from ..compilers.batch import compile_many
-    from ..util.jsonutil import dumps
+    from ..compilers.batch import compile_many  # lazy: CLI start-up (loads when the verb runs)
+    from ..util.jsonutil import dumps  # lazy: CLI start-up (loads when the verb runs)
 
     results = compile_many(
         args.model,
@@ -168,7 +168,8 @@ def _run_many(args: argparse.Namespace, options: dict) -> int:
         head = ["| model | ok | npu | cpu | error |", "|---|---|---|---|---|"] if args.format == "markdown" else []
         lines = [
             f"| {r['model']} | {'yes' if r['ok'] else 'no'} | {r.get('summary', {}).get('npu', '-')} | "
-            f"{r.get('summary', {}).get('cpu', '-')} | {(r.get('error') or '').splitlines()[0][:120] if r.get('error') else ''} |"
+            f"{r.get('summary', {}).get('cpu', '-')} | "
+            f"{(r.get('error') or '').splitlines()[0][:120] if r.get('error') else ''} |"
             if args.format == "markdown"
             else f"{'ok    ' if r['ok'] else 'FAILED'} {r['model']}  npu={r.get('summary', {}).get('npu', '-')} "
             f"cpu={r.get('summary', {}).get('cpu', '-')}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import NpufitError
 from ..pipeline.stepdefs import STEP_NAMES
 from ..vocab import EXECUTORS, FORMAT, FORMATS, PIPELINE_EXECUTOR
 from .common import emit
@@ -54,8 +55,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import NpufitError
-    from ..pipeline import run_pipeline
+    from ..pipeline import run_pipeline  # lazy: CLI start-up (loads when the verb runs)
 
     if args.from_step and args.only:
         raise NpufitError("give --from or --only, not both")
@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from ..pipeline import validate
-    from ..pipeline.matrix import expand
+    from ..pipeline import validate  # lazy: CLI start-up (loads when the verb runs)
+    from ..pipeline.matrix import expand  # lazy: CLI start-up (loads when the verb runs)
 
     config = validate(args.pipeline, args.output_dir)
     cells = expand(config)

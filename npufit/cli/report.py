@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.html_results import build_report
+    from ..report.html_results import build_report  # lazy: CLI start-up (loads when the verb runs)
 
     out = build_report(args.results_dir, args.output)
     print(f"wrote {out} ({out.stat().st_size // 1024} KiB)", file=sys.stderr)

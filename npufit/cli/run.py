@@ -57,7 +57,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..split import run as run_plan
+    from ..split import run as run_plan  # lazy: CLI start-up (loads when the verb runs)
 
     res = run_plan(
         args.plan_dir,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import NpufitError
 from ..vocab import FORMAT, TARGETS_FORMATS
 from .common import emit
 
@@ -27,9 +28,8 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import NpufitError
-    from ..report.targets_doc import render_profile_markdown
-    from ..targets import available_targets, get_profile
+    from ..report.targets_doc import render_profile_markdown  # lazy: CLI start-up (loads when the verb runs)
+    from ..targets import available_targets, get_profile  # lazy: CLI start-up (loads when the verb runs)
 
     if args.write_docs:
         for name in available_targets():
@@ -44,13 +44,13 @@ def run(args: argparse.Namespace) -> int:
         else:
             from rich.markdown import Markdown
 
-            from ..report.console import console_to_string
+            from ..report.console import console_to_string  # lazy: CLI start-up (loads when the verb runs)
 
             emit(console_to_string(lambda con: con.print(Markdown(render_profile_markdown(prof))), width=160), None)
         return 0
     from rich.table import Table
 
-    from ..report.console import console_to_string
+    from ..report.console import console_to_string  # lazy: CLI start-up (loads when the verb runs)
 
     def table(con):
         t = Table(title="npufit targets", title_justify="left")

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..executors import Task, get_executor, resources_for_compiler
 from ..vocab import EXECUTOR
+from . import compile_model, compiler_for
 
 
 def compile_one(job: dict[str, Any]) -> dict[str, Any]:
     """The task: one model -> CompileResult.to_dict() (plain data travels between processes and nodes)."""
-    from . import compile_model
-
     return compile_model(
         job["model"], job["target"], compare_prediction=job["compare_prediction"], **job["options"]
     ).to_dict()
@@ -40,9 +40,6 @@ def compile_many(
     options: CompileOptions fields as for compile_model; `out_dir` becomes the parent of one folder per model
     (<out_dir>/<stem>-<target>, numbered when two models share a stem).
     """
-    from ..executors import Task, get_executor, resources_for_compiler
-    from . import compiler_for
-
     if not models:
         raise NpufitError("no model to compile")
     comp = compiler_for(target)

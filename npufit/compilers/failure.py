@@ -12,6 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..check.advice import fix_before, split_before
+from ..check.engine import predict
+
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _RKNN_E = re.compile(r"^E (\w+): (.+)$")
 _VELA_E = re.compile(r"^Error: (.+)$")
@@ -91,9 +94,6 @@ def explain(cause: str, model: Path, target: str, graph) -> Failure:
 
 
 def _avoid(model: Path, target: str, graph, node: str) -> str:
-    from ..check.advice import fix_before, split_before
-    from ..check.engine import predict
-
     try:
         found = predict(graph, target).node(node)
     except Exception:  # advice must never replace the failure it explains

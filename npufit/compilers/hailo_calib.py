@@ -24,7 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NpufitError
+from ..graph.onnx_prepare import pin_inputs, read_onnx
+from ..quantize.calibration import InputSpec, load_calibration, spread
 from ..util.io import atomic_write_bytes
+from ..verify.compare import make_session, timed_run
 
 MAX_SAMPLES = 64  # the DFC's default calibset_size: the model script says how many it takes
 RANDOM_NOTE = (
@@ -110,8 +113,6 @@ def write_calibration(
     src: Path, graph, tensors: list[str], net: str, out: Path, calibration: str | None, input_shapes
 ) -> CalibrationFile:
     """Write the calibration set for the region whose inputs are `tensors` (region_inputs) into `out`."""
-    from ..quantize.calibration import InputSpec, load_calibration, spread
-
     if not tensors:
         raise NpufitError("the parse region reads no tensor: nothing to calibrate (check --start-node/--end-node)")
     specs = [
@@ -155,9 +156,6 @@ def _computed(src: Path, tensors: list[str], samples: list[dict], input_shapes) 
     """The values of inner tensors on each sample: ONNX Runtime runs the model (weights where they lie) with them
     as extra outputs."""
     from onnx import helper
-
-    from ..graph.onnx_prepare import pin_inputs, read_onnx
-    from ..verify.compare import make_session, timed_run
 
     model = read_onnx(src, pin_inputs(input_shapes)).model  # our copy (npufit's own file in the compile folder)
     have = {o.name for o in model.graph.output}

@@ -6,22 +6,20 @@ Runtime with the LiteRT interpreter. Heavy imports happen inside the functions."
 
 from __future__ import annotations
 
+from .onnx_to_tflite import convert as _convert
+from .onnx_to_tflite import onnx_to_int8_tflite as _conv
+from .verify import verify_tflite as _verify
+
 
 def convert(model, out_path, calibration=None, input_shapes=None, **kw):
-    from .onnx_to_tflite import convert as _convert
-
     return _convert(model, out_path, calibration=calibration, input_shapes=input_shapes, **kw)
 
 
 def onnx_to_int8_tflite(model, out_path, calibration=None, input_shapes=None, **kw):
-    from .onnx_to_tflite import onnx_to_int8_tflite as _conv
-
     return _conv(model, out_path, calibration=calibration, input_shapes=input_shapes, **kw)
 
 
 def verify_tflite(tflite_path, onnx_path, samples=4, **kw):
-    from .verify import verify_tflite as _verify
-
     return _verify(tflite_path, onnx_path, samples, **kw)
 
 

@@ -19,6 +19,7 @@ from ..graph import Graph
 from ..graph.onnx_loader import graph_from
 from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, require_shapes
 from ..util.limits import graph_within_budget
+from .prepass import apply_rules, decompose
 
 
 @dataclass
@@ -57,7 +58,6 @@ def prepare(path: Path, input_shapes: Mapping[str, tuple[int, ...]] | None) -> P
     model, shape_notes = pinned.model, list(pinned.shapes.notes)
     graph_within_budget("compile", len(model.graph.node))
     fixed, notes = _undo_qdq(model)
-    from .prepass import apply_rules, decompose
 
     model, applied, origin = apply_rules(model)
     more, decomposed = decompose(model)
@@ -140,7 +140,8 @@ def _undo_qdq(model: onnx.ModelProto) -> tuple[dict[str, tuple[float, float]], l
             continue
         if n.op_type == "DequantizeLinear":
             raise NpufitError(
-                f"DequantizeLinear '{n.name}' reads a non-constant tensor that no QuantizeLinear produces; not supported"
+                f"DequantizeLinear '{n.name}' reads a non-constant tensor that no QuantizeLinear produces; not "
+                "supported"
             )
         keep.append(n)
     if not n_const and not n_pairs:

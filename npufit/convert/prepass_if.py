@@ -12,6 +12,7 @@ import onnx
 from onnx import helper
 
 from ..graph.inline_if import inline_ifs
+from ..verify.compare import make_session
 
 # ops whose output shape follows their input values: a Shape of one of them is not fixed by the input shapes
 _VALUE_SHAPED = {"NonZero", "Unique", "Compress"}
@@ -49,8 +50,6 @@ def _shape_only(model: onnx.ModelProto, cond: str) -> bool:
 def run_on_zeros(model: onnx.ModelProto, names: list[str]) -> dict[str, np.ndarray] | None:
     """`names` from one ONNX Runtime run on all-zero inputs: right for whatever only the input shapes decide (those
     conditions, tensor shapes); None when an input has a dynamic dim or the run fails."""
-    from ..verify.compare import make_session
-
     m = onnx.ModelProto()
     m.CopyFrom(model)
     del m.graph.output[:]

@@ -15,6 +15,7 @@ import onnx
 from onnx import helper
 
 from ..util.progress import track
+from ..verify.compare import make_session, timed_run
 
 # |v| at or above this is a -inf/+inf stand-in (torch.finfo(float32).min fills masked attention scores): left out of
 # ranges, since in int8 it saturates to the end of the range instead of stretching the scale over 1e38
@@ -57,7 +58,6 @@ def collect(
     largest |value| of each row (axis 1) too (row_scale)."""
     keep, rows = set(keep), set(rows)
     names = list(names) + sorted(keep)
-    from ..verify.compare import make_session, timed_run
 
     m = onnx.ModelProto()
     m.CopyFrom(model)

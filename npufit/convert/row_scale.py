@@ -18,6 +18,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..errors import NpufitError
+from .onnx_prep import prepare
 
 MIN_GAIN = 4.0  # rewrite only where some row is this many times smaller than the largest
 MAX_GAIN = 64.0  # cap on a row's factor (a row of zeros would ask for any)
@@ -76,8 +77,6 @@ def rescale_rows(prep, ranges, lns: dict, src, input_shapes):
     """The Prepared model with its residual streams row-scaled (module doc), or None where no row needs it."""
     import tempfile
     from pathlib import Path
-
-    from .onnx_prep import prepare
 
     group = streams(prep.model, list(lns))
     factors = plan(ranges.rows, group)

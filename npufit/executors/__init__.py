@@ -11,6 +11,8 @@ from __future__ import annotations
 from ..errors import NpufitError
 from ..vocab import EXECUTORS
 from .base import Executor, InProcess, Outcome, Task, call, resources_for_compiler
+from .pool import ProcessPool
+from .ray_cluster import RayExecutor
 
 __all__ = [
     "EXECUTORS",
@@ -31,11 +33,7 @@ def get_executor(name: str = "pool", jobs: int | None = None, address: str | Non
     if address and name != "ray":
         raise NpufitError(f"--address is for --executor ray, not {name}")
     if name == "pool":
-        from .pool import ProcessPool
-
         return ProcessPool(jobs)
     if name == "ray":
-        from .ray_cluster import RayExecutor
-
         return RayExecutor(jobs, address)
     raise NpufitError(f"unknown executor '{name}' (choose from {', '.join(EXECUTORS)})")

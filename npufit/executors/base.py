@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import NpufitError
 from ..toolchains import find
+from ..util.progress import track
 
 
 def resources_for_compiler(compiler: str | None) -> dict[str, float]:
@@ -85,8 +86,6 @@ class Executor(ABC):
     def map(
         self, tasks: Sequence[Task], timeout: float | None = None, warmup: str | None = None, description: str = ""
     ) -> list[Outcome]:
-        from ..util.progress import track
-
         out: list[Outcome | None] = [None] * len(tasks)
         for i, o in track(self.run(tasks, timeout, warmup), description or self.name, total=len(tasks)):
             out[i] = o

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from ..errors import BadModelError
-from ..util.shapes import parse_input_shapes
+from ..util.readers import require_regular_file
+from ..util.shapes import ShapeNeeded, parse_input_shapes
 from .model import Dim, Graph, NodeView, QuantParams, TensorInfo
 
 __all__ = [
@@ -24,8 +25,6 @@ __all__ = [
 
 def model_format(path: str | os.PathLike) -> str:
     """'tflite' when the file carries the TFLite flatbuffer identifier, else 'onnx'."""
-    from ..util.readers import require_regular_file
-
     p = Path(path)
     require_regular_file(p, "model file (.onnx or .tflite)", BadModelError)  # sniffing a FIFO would block forever
     if p.suffix.lower() == ".tflite":
@@ -47,10 +46,10 @@ def load(path: str | os.PathLike, input_shapes=None, strict: bool = True) -> Gra
     p = Path(path)
     input_shapes = parse_input_shapes(input_shapes)
     if model_format(p) == "tflite":
-        from .tflite_loader import load_tflite
+        from .tflite_loader import load_tflite  # lazy: the loaders pull onnx/tflite; npufit.graph.model stays light
 
         return load_tflite(p, input_shapes, strict)
-    from .onnx_loader import load_onnx
+    from .onnx_loader import load_onnx  # lazy: pulls onnx (see above)
 
     return load_onnx(p, input_shapes, strict)
 
@@ -59,6 +58,4 @@ def require_shapes(graph: Graph, why: str) -> None:
     """Refuse, in one line naming the input and a shape to give (the CLI adds the user's command), a graph whose
     input dims other than a batch are unknown: `why` says what needs them."""
     if graph.shapes_needed:
-        from ..util.shapes import ShapeNeeded
-
         raise ShapeNeeded(graph.shapes_needed, why)

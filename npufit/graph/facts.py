@@ -31,7 +31,8 @@ class _Scope:
         self.graph = graph
         self.nodes = graph.nodes
         self.tables: dict[Callable, Any] = {}  # per graph fact: its value
-        # per node fact k (its number in _FACTS): its values by node index (_UNSET until derived), None until first asked
+        # per node fact k (its number in _FACTS): its values by node index (_UNSET until derived), None until first
+        # asked
         self.columns: list[list | None] = [None] * len(_FACTS)
 
 

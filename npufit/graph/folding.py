@@ -13,6 +13,7 @@ import numpy as np
 
 from ..util.limits import memory_budget
 from .model import Graph, NodeView
+from .onnx_prepare import infer_shapes
 
 NON_DETERMINISTIC = {
     "RandomNormal",
@@ -153,8 +154,6 @@ def _evaluate(node: NodeView, opsets: Mapping[str, int], budget: list[int]) -> N
 def _output_fits(node: NodeView, m, budget: list[int]) -> bool:
     """Compute each output's size from shapes BEFORE evaluating: onnx shape inference on the one-node model whose
     inputs are the real values (the file's own value_info, which could lie, plays no part)."""
-    from .onnx_prepare import infer_shapes
-
     inferred, error = infer_shapes(m)
     outs = {} if error else {vi.name: vi.type for vi in inferred.graph.output}
     total = 0

@@ -16,6 +16,7 @@ from onnx import helper, numpy_helper
 
 from ..util.gcpause import gc_paused
 from ..util.shapes import imgsz_hint, resolve
+from .folding import fold_constants
 from .inline_if import inline_ifs
 from .model import Graph, NodeView, TensorInfo
 from .onnx_prepare import (
@@ -197,7 +198,6 @@ def _finish_graph(
         {name: tensors[name].shape for name in graph.input_names}, side=imgsz_hint(metadata(model))
     ).needed
     graph.warnings = warnings
-    from .folding import fold_constants  # late import: folding needs the Graph type
 
     fold_constants(graph, graph.opsets)
     # A refined shape can make a Shape node static, whose folded value refines further shapes

@@ -355,8 +355,8 @@ def _read(p: Path, defer: bool = False) -> tuple[onnx.ModelProto, Validation]:
     refuse_missing_data(check_external_data(model, p.parent, scan.external))
     checking = start_validation(model, p, wire=wire, scan=scan, defer=defer)
     del data, wire
-    for f in [p, *external_data_files(model, p.parent, scan.external)]:
-        note_input(f)  # no output of this run may land on a file it reads
+    for read in [p, *external_data_files(model, p.parent, scan.external)]:
+        note_input(read)  # no output of this run may land on a file it reads
     return model, checking
 
 

@@ -119,7 +119,7 @@ def _tensor_info(t, name: str, buffers, buf_len: int) -> TensorInfo:
         if size:
             info.is_const = info.is_initializer = True
             if info.numel is not None and info.numel <= SMALL_VALUE_ELEMS and buf.DataLength() and dtype in _NP:
-                arr = np.frombuffer(
+                arr: np.ndarray = np.frombuffer(
                     buf.DataAsNumpy().tobytes(), dtype=_NP[dtype]
                 )  # copy: the mmap closes after loading
                 info.value = arr.reshape(shape) if arr.size == info.numel else arr
@@ -179,7 +179,8 @@ def _build(buf, path: str, input_shapes: Mapping[str, tuple[int, ...]], strict: 
     warnings: list[str] = []
     if model.SubgraphsLength() > 1:
         warnings.append(
-            f"model has {model.SubgraphsLength()} subgraphs; only the main subgraph is checked (control-flow bodies are not)"
+            f"model has {model.SubgraphsLength()} subgraphs; only the main subgraph is checked (control-flow bodies "
+            "are not)"
         )
     sg = model.Subgraphs(0)
     n_buf = model.BuffersLength()

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -32,7 +33,7 @@ FORK_CHECKER_MIN_NODES = 20_000
 MAX_LOCATION_CHARS = 1024  # an external-data location is a file name beside the model, not an essay
 MAX_PATH_COMPONENT = 255  # NAME_MAX on every filesystem npufit runs on
 
-_SIZES = {
+_SIZES: dict[int, int] = {  # ONNX data type -> bytes per element
     onnx.TensorProto.FLOAT: 4,
     onnx.TensorProto.DOUBLE: 8,
     onnx.TensorProto.FLOAT16: 2,
@@ -324,7 +325,7 @@ def _all_text(model: onnx.ModelProto, wire: bytes | None = None) -> bool:
 
 def _first_non_text(root) -> tuple[str, bytes] | None:
     """(field path, value) of the first string field under `root` that is not text, or None."""
-    stack: list[tuple[object, tuple]] = [(root, ())]
+    stack: list[tuple[Any, tuple]] = [(root, ())]
     while stack:
         msg, where = stack.pop()
         for name, is_message, repeated in _layout(msg.DESCRIPTOR):

@@ -2,8 +2,9 @@
 
 Each cell keeps `step.json` in its folder: the key it was computed under, its status, its output files
 with their sha256, its typed result (results.py; `metrics` on disk). The key hashes the step's settings, the
-model spec, the npufit version and the sha256 of every input file (the outputs of the cells it depends on) -- content, not timestamps,
-so re-exporting an identical model does not invalidate everything downstream, and an edited file does.
+model spec, the npufit version and the sha256 of every input file (the outputs of the cells it depends on) --
+content, not timestamps, so re-exporting an identical model does not invalidate everything downstream, and an
+edited file does.
 """
 
 from __future__ import annotations

@@ -71,7 +71,8 @@ def _require(config: PipelineConfig) -> None:
         )
     if any(BY_NAME[s].scope == "target" for s in config.steps) and not config.targets:
         raise NpufitError(
-            f"{config.path}: steps {', '.join(s for s in config.steps if BY_NAME[s].scope == 'target')} need at least one entry in targets"
+            f"{config.path}: steps {', '.join(s for s in config.steps if BY_NAME[s].scope == 'target')} need at least "
+            "one entry in targets"
         )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .. import toolchains
+from .. import compilers, toolchains
+from ..compilers import compile_model
 from ..errors import NpufitError
 from ..util.io import private_tempdir
 
@@ -29,8 +30,6 @@ SYMBOL = {
 
 def compiler_state(name: str) -> tuple[bool, str]:
     """(installed, why not) for one compiler, from npufit.compilers.status()."""
-    from .. import compilers
-
     try:
         states = compilers.status()
     except Exception as e:  # a broken vendor environment must not crash the probe
@@ -65,8 +64,6 @@ def validate_compiler(name: str, profile) -> None:
 
 def measure(path: os.PathLike, target: str, compiler: str, options: dict[str, Any]) -> dict[str, Any]:
     """Compile one case; return its measured status and per-node placement (a plain dict)."""
-    from ..compilers import compile_model
-
     with private_tempdir("probe-compile") as tmp:
         try:
             result = compile_model(

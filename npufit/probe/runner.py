@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..executors import Task, get_executor, resources_for_compiler
 from ..vocab import EXECUTOR
+from .case_run import base_result
+from .measure import SYMBOL
 
 
 def _failed(task: dict, status: str, message: str) -> dict:
-    from .case_run import base_result
-    from .measure import SYMBOL
-
     res = base_result(task)
     res["predicted"] = {"status": status, "symbol": SYMBOL[status], "error": message}
     return res
@@ -32,8 +32,6 @@ def run_tasks(
     address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Results in task order. `jobs` workers (or Ray tasks in flight); `timeout` seconds per case."""
-    from ..executors import Task, get_executor, resources_for_compiler
-
     work = [
         Task("npufit.probe.case_run:run_case", t, resources=resources_for_compiler(t.get("compiler")), label=t["case"])
         for t in tasks

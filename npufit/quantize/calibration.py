@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..util.limits import within_budget
+from ..util.readers import ArrayFile
 
 IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".ppm", ".pgm", ".tif", ".tiff")
 RANDOM_WARNING = (
@@ -159,7 +160,8 @@ def _random_set(specs, count: int, seed: int, input_shapes) -> CalibrationSet:
         if any(d is None for d in dims):
             shown = ",".join("?" if d is None else str(d) for d in s.shape)
             raise NpufitError(
-                f"input '{s.name}' has dynamic dims [{shown}]; pass --input-shape {s.name}=... to generate random samples"
+                f"input '{s.name}' has dynamic dims [{shown}]; pass --input-shape {s.name}=... to generate random "
+                "samples"
             )
         shapes[s.name] = tuple(dims)
 
@@ -248,8 +250,6 @@ def _read_arrays(path: Path, specs, count: int | None, single: bool) -> dict[str
     """The arrays of an .npz/.npy; with `count`, only that many samples, spread evenly over the file (never its
     first `count`: see `spread`), read entry by entry within a byte budget (util/readers.ArrayFile; never
     unpickled), so a file that declares or decompresses to gigabytes costs only what is used."""
-    from ..util.readers import ArrayFile
-
     by_rank = {s.name: s for s in specs}
     with ArrayFile(path, "--calibration") as f:
         if single and len(list(f)) != 1:
@@ -278,7 +278,8 @@ def _npz_set(path: Path, specs, count: int | None = None) -> CalibrationSet:
 def _npy_set(path: Path, specs, count: int | None = None) -> CalibrationSet:
     if len(specs) != 1:
         raise NpufitError(
-            f"--calibration {path}: a .npy holds one array but the model has {len(specs)} inputs; use a .npz keyed by input name"
+            f"--calibration {path}: a .npy holds one array but the model has {len(specs)} inputs; use a .npz keyed by "
+            "input name"
         )
     return _array_set("npy", path, {specs[0].name: _read_arrays(path, specs, count, single=True)[""]}, specs)
 
@@ -304,7 +305,8 @@ def _image_layout(spec: InputSpec, pre: ImagePreprocessing) -> tuple[str, int, t
 def _image_set(folder: Path, specs, pre: ImagePreprocessing) -> CalibrationSet:
     if len(specs) != 1:
         raise NpufitError(
-            f"--calibration {folder}: image folders feed single-input models; this one has {len(specs)} inputs (use .npz)"
+            f"--calibration {folder}: image folders feed single-input models; this one has {len(specs)} inputs (use "
+            ".npz)"
         )
     try:
         from PIL import Image

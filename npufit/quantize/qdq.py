@@ -145,7 +145,8 @@ def find_pairs(float_model, qdq_model) -> tuple[list[ActivationPair], list[str]]
     pairs.sort(key=lambda p: order.get(p.name, 1 << 30))
     if skipped:
         notes.append(
-            f"{skipped} Q/DQ pair(s) have no float counterpart or a per-channel activation scale; not in the per-layer table"
+            f"{skipped} Q/DQ pair(s) have no float counterpart or a per-channel activation scale; not in the per-layer "
+            "table"
         )
     return pairs, notes
 

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NpufitError
+from ..graph.quant import fixed_output_qparams
+from ..util.limits import memory_budget
 from ..util.progress import working
+from ..verify.compare import make_session, ort_message, ort_quiet, run_onnx
 from ..vocab import QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD, QUANTIZE_METHODS
 
 BIG_MODEL_BYTES = 1_800_000_000  # past this, protobuf cannot hold the model: weights go to external data
@@ -195,8 +198,6 @@ def int8_form(model, activations: str) -> tuple[list[str], dict]:
     -> (op types to quantize, ORT's TensorQuantOverrides)."""
     import numpy as np
 
-    from ..graph.quant import fixed_output_qparams
-
     unsigned = activations == "uint8"
     zp_type = np.uint8 if unsigned else np.int8
     op_types = sorted({n.op_type for n in model.graph.node if n.domain in ("", "ai.onnx")} - NOT_QUANTIZED)
@@ -217,8 +218,6 @@ def _kept_samples(model) -> int:
 
     from onnx import helper
 
-    from ..util.limits import memory_budget
-
     per = 16 * (len(model.graph.value_info) + len(model.graph.node) + 1)
     for o in model.graph.output:
         tt = o.type.tensor_type
@@ -231,11 +230,10 @@ def _kept_samples(model) -> int:
 
 
 def quantize_static_qdq(model, folder: Path, samples: Sequence[dict], settings: QuantizeSettings) -> QuantizedModel:
-    """Calibrate on `samples` and write folder/quantized.onnx. `model` is the float ModelProto (never saved in place)."""
+    """Calibrate on `samples` and write folder/quantized.onnx. `model` is the float ModelProto (never saved in
+    place)."""
     import onnx
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
-
-    from ..verify.compare import make_session, ort_message, ort_quiet, run_onnx
 
     settings.validate()
     ort_quiet()  # the calibration sessions ORT makes itself log through the default logger

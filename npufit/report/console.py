@@ -9,6 +9,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.segment import Segment
 
+from ..util.jsonutil import dumps
 from ..util.term import esc
 
 
@@ -33,8 +34,6 @@ class Renderable:
     """Mixin for result objects: `to_dict()`, `_markdown()` and `_print(console)` (or `_text()`) give `render(fmt)`."""
 
     def to_json(self, indent: int | None = 2) -> str:
-        from ..util.jsonutil import dumps
-
         return dumps(self.to_dict(), indent)  # type: ignore[attr-defined]
 
     def render(self, fmt: str = "table") -> str:

@@ -11,6 +11,9 @@ import os
 from html import escape
 from typing import Any, Iterable
 
+from ..util.environment import environment
+from ..util.readers import read_bytes_capped
+from ..util.shapes import needed_lines
 from .html_assets import CSS, JS
 from .html_fields import label, rows, value
 from .html_graph import graph_view, legend_html
@@ -75,8 +78,6 @@ EMBED_MAX_BYTES = 32 << 20  # one embedded chart or overlay; a bigger file is a 
 
 
 def data_uri(path: str | os.PathLike, mime: str = "image/png") -> str:
-    from ..util.readers import read_bytes_capped
-
     return f"data:{mime};base64," + base64.b64encode(read_bytes_capped(path, EMBED_MAX_BYTES, "embedded file")).decode(
         "ascii"
     )
@@ -142,8 +143,6 @@ def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") 
     if isinstance(placed, str):  # whose placement the figures are: the compiler's, or npufit's prediction and why
         out.append(f'<p class="placement">{esc(placed)}</p>')
     if s.get("shapes_needed"):  # every figure would rest on a guess: the headline asks for the shape instead
-        from ..util.shapes import needed_lines
-
         return "".join(out) + "".join(
             f"<p><strong>{esc(line)}</strong></p>" for line in needed_lines(s["shapes_needed"])
         )
@@ -269,8 +268,6 @@ def environment_section(env: dict[str, Any]) -> str:
 
 def render_check_html(report) -> str:
     """`npufit check --format html`: one page for one model on one target."""
-    from ..util.environment import environment
-
     d = report.to_dict() if hasattr(report, "to_dict") else report
     tgt = d["target"]
     sub = (

@@ -34,7 +34,8 @@ def _clip(v: Any) -> str:
 
 def matrix_row(model: str, target: str, q, rep: dict | None, status_html: str) -> list[str]:
     """One row of the model × target accuracy matrix: the numbers from the step's typed result `q`
-    (pipeline.results.QuantizeStepResult), how it quantized from its quantize.json `rep`; status only without a result."""
+    (pipeline.results.QuantizeStepResult), how it quantized from its quantize.json `rep`; status only without a
+    result."""
     if q is None:
         return [esc(model), esc(target), status_html, "-", "-", "-", "-", "-", "-"]
     sq, cos = q.min_output_sqnr_db, q.min_output_cosine
@@ -74,8 +75,9 @@ def matrix_section(rows: list[list[str]]) -> str:
     if not rows:
         return ""
     return (
-        '<section id="quantization"><h2>Quantization accuracy: model × target</h2><p class="note">int8 (QDQ, ONNX Runtime '
-        "static quantizer) against the float model on held-back samples never used for calibration. SQNR = 10·log10(Σref² / "
+        '<section id="quantization"><h2>Quantization accuracy: model × target</h2><p class="note">int8 (QDQ, ONNX '
+        "Runtime static quantizer) against the float model on held-back samples never used for calibration. SQNR = "
+        "10·log10(Σref² / "
         "Σ(ref−int8)²) of the worst output; below 30 dB the step warns, below its min_sqnr_db floor it fails. "
         "<i>max clipped</i>: the largest share of held-back float values of any quantized tensor past its calibrated "
         "range (they saturate: calibration data that misses part of what the model sees).</p>"
@@ -91,7 +93,8 @@ def cell_detail(rep: dict, anchor: str) -> str:
         f'<p id="{esc(anchor)}">{esc(cal.get("used"))} calibration sample(s) from {esc(cal.get("source"))} '
         f"({esc(cal.get('samples_available'))} available); {esc(cal.get('holdout'))} held back "
         f"({esc(cal.get('holdout_source') or '-')}); method {esc(settings.get('method'))}, weights "
-        f"{'per-channel' if settings.get('per_channel') else 'per-tensor'}, activations {esc(settings.get('activations'))}; "
+        f"{'per-channel' if settings.get('per_channel') else 'per-tensor'}, activations "
+        f"{esc(settings.get('activations'))}; "
         f"{esc(qdq.get('activations'))} quantized activations, {esc(qdq.get('quantize'))} QuantizeLinear + "
         f"{esc(qdq.get('dequantize'))} DequantizeLinear ({esc(qdq.get('dequantize_weights'))} on weights)</p>"
     ]
@@ -121,21 +124,21 @@ def cell_detail(rep: dict, anchor: str) -> str:
     layers = acc.get("layers", [])
     rows = [
         [
-            esc(l["rank"]),
-            esc(l["tensor"]),
+            esc(layer["rank"]),
+            esc(layer["tensor"]),
             esc(
-                l["op_type"]
-                if l["op_type"] == l.get("quantized_op")
-                else f"{l['op_type']} (in {l.get('quantized_op')})"
+                layer["op_type"]
+                if layer["op_type"] == layer.get("quantized_op")
+                else f"{layer['op_type']} (in {layer.get('quantized_op')})"
             ),
-            db_cell(l["entire"]["sqnr_db"]),
-            db_cell(l["single"]["sqnr_db"]),
-            db_cell(l["single"]["channel_median_sqnr_db"]),
-            f"{l['entire']['cosine']:.4f}",
-            _clip(l.get("clipped_fraction")),
-            esc(l["diagnosis"]),
+            db_cell(layer["entire"]["sqnr_db"]),
+            db_cell(layer["single"]["sqnr_db"]),
+            db_cell(layer["single"]["channel_median_sqnr_db"]),
+            f"{layer['entire']['cosine']:.4f}",
+            _clip(layer.get("clipped_fraction")),
+            esc(layer["diagnosis"]),
         ]
-        for l in layers
+        for layer in layers
     ]
     parts.append(
         f"<details><summary>per layer ({len(layers)} quantized activations, graph order)</summary>"
@@ -148,13 +151,13 @@ def cell_detail(rep: dict, anchor: str) -> str:
         )
         + "</details>"
     )
-    by_name = {l["tensor"]: l for l in layers}
+    by_name = {layer["tensor"]: layer for layer in layers}
     worst = [by_name[n] for n in acc.get("worst", []) if n in by_name and by_name[n].get("suggestion")]
     if worst:
         parts.append(
             "<p><b>worst layers</b> (where the error is born) and what to do:</p><ol>"
             + "".join(
-                f"<li><code>{esc(l['tensor'])}</code> ({esc(l['op_type'])}): {esc(l['suggestion'])}</li>" for l in worst
+                f"<li><code>{esc(w['tensor'])}</code> ({esc(w['op_type'])}): {esc(w['suggestion'])}</li>" for w in worst
             )
             + "</ol>"
         )

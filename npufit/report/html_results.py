@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..pipeline.results import StaleResult, parse_result
+from ..util.io import atomic_write_text
 from ..util.readers import confined, read_json
 from .html import cards, check_sections, data_uri, environment_section, esc, fields_html, page, table
 from .html_charts import bar_chart, line_chart
+from .html_quantize import cell_detail, matrix_row, matrix_section
 from .html_reasons import more
 from .html_verbs import collapse_rows, split_candidates, split_summary, split_verification, times
 from .style import human_bytes, num
@@ -109,8 +112,6 @@ def _check_paths(m: dict, root: Path) -> None:
 
 
 def _parse(c: dict, root: Path):
-    from ..pipeline.results import StaleResult, parse_result
-
     try:
         return parse_result(c["step"], c["status"], c["metrics"], f"{root}: pipeline.json cell {c['cell']}")
     except StaleResult as e:
@@ -348,8 +349,6 @@ def _split_part(r: Results, mo: str, t: str) -> str:
 
 
 def _quantize_part(r: Results, mo: str, t: str) -> str:
-    from .html_quantize import cell_detail
-
     c = r.cell(f"quantize/{mo}/{t}")
     if c is None:
         return ""
@@ -360,8 +359,6 @@ def _quantize_part(r: Results, mo: str, t: str) -> str:
 
 
 def _quantization_matrix(r: Results) -> str:
-    from .html_quantize import matrix_row, matrix_section
-
     cfg = r.manifest["config"]
     if "quantize" not in cfg["steps"]:
         return ""
@@ -548,8 +545,6 @@ def _render(r: Results) -> str:
 
 def build_report(results_dir: str | os.PathLike, output: str | os.PathLike | None = None) -> Path:
     """`npufit report RESULTS_DIR --output report.html`: the whole pipeline run as one HTML file."""
-    from ..util.io import atomic_write_text
-
     root = Path(results_dir)
     html_text = render_results_html(root)
     out = Path(output) if output else root / "report.html"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .html import badge, cards, environment_section, esc, fields_html, kv_table, page, table
+from .html import badge, cards, environment_section, esc, fields_html, graph_block, kv_table, page, table
 from .html_charts import bar_chart
 from .html_fields import label, rows, value
 from .html_reasons import more
@@ -138,8 +138,6 @@ def render_split_html(
     """d: SplitResult.to_dict(); stage_view: SplitResult.stage_view() (the graph coloured by stage);
     verification: SplitResult.verification_view(); select_with: SplitResult.select_view() (passed in: renderers sit
     below split in the layer order)."""
-    from .html import graph_block
-
     plan = d.get("plan", {})
     stages = plan.get("stages", [])
     src, tgt = plan.get("source", {}), plan.get("target", {})

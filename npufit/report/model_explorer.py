@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..util.io import atomic_write_json
 from .style import VERDICT_COLOR_HEX
 
 VALUE = {"folded": 0, "npu": 1, "cpu": 2, "unsupported": 3}
@@ -45,7 +46,5 @@ def node_data(report: Any, gid: str = "main_graph") -> dict[str, Any]:
 
 
 def write_node_data(report: Any, path: str | os.PathLike, model_path: str | os.PathLike | None = None) -> Path:
-    from ..util.io import atomic_write_json
-
     d = report.to_dict() if hasattr(report, "to_dict") else report
     return atomic_write_json(path, node_data(d, graph_id(model_path or d.get("model", {}).get("path"))))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..targets import available_targets, get_profile
 from .registry import RULES
 
 
@@ -32,7 +33,6 @@ def rules_markdown() -> str:
         "| target family | rules | options |",
         "|---|---|---|",
     ]
-    from ..targets import available_targets, get_profile
 
     profiles = [get_profile(t) for t in available_targets()]
     groups: dict[tuple, list] = {}  # one row per family, split where its members' rule sets differ

@@ -14,7 +14,7 @@ import onnx_ir as ir
 from onnxscript.rewriter.pattern import MatchResult, RewriteRuleClassBase
 
 from .base import RuleContext
-from .irutil import const, normalize_axes, rank_of, reduce_axes, shape_of
+from .irutil import const, normalize_axes, rank_of, reduce_axes, shape_of, squeeze
 
 _uid = itertools.count()
 
@@ -56,8 +56,6 @@ def on_channel_axis(op, x, axis: int, r: int, keep: bool, opset: int, make):
     """Reduce a rank-3/4 tensor over one axis by moving that axis to the channel axis (1) of a 4-D tensor:
     [N,A,B] -> [N,A,1,B]; Transpose exchanging the axis with 1 (its own inverse); make(op, t) reduces over axis 1
     with keepdims=1; Transpose back; Squeeze to the original result rank. Same values, same first-index ties."""
-    from .irutil import squeeze
-
     t, a4 = (x, axis) if r == 4 else (expand_h(op, x, opset), 1 if axis == 1 else 3)
     perm = None
     if a4 != 1:

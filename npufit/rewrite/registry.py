@@ -1,7 +1,8 @@
 """All rules by name, in application order, and the rule set each target gets by default.
 
 A target's set = the rules its profile lists in `rewrite_rules` (why: beside them, in npufit/targets/) + every
-rule it names in `fix_rules` or in a conditional hint, so a target engineer who links a failing op to a rule also gets it applied.
+rule it names in `fix_rules` or in a conditional hint, so a target engineer who links a failing op to a rule also
+gets it applied.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import NpufitError
+from ..graph.onnx_prepare import read_onnx
+from ..quantize.calibration import input_specs
+from ..util.shapes import NeededShape, ShapeNeeded, example_shape
 
 # What the timed call includes. Every result names one of these, so numbers from different tools can be judged.
 BOUNDARY_HOST = "host-to-host"
@@ -137,9 +140,6 @@ class Runner:
 
 def onnx_input_specs(path: str | os.PathLike) -> list[InputSpec]:
     """Graph inputs (initializers excluded) of an ONNX file, without reading external weights."""
-    from ..graph.onnx_prepare import read_onnx
-    from ..quantize.calibration import input_specs
-
     return [InputSpec(s.name, s.shape, _ort_type(s.dtype.name)) for s in input_specs(read_onnx(path).model)]
 
 
@@ -167,8 +167,6 @@ def concrete_shape(spec: InputSpec, batch: int | None, shapes: Mapping[str, Sequ
     elif shape and shape[0] is None and len(shape) >= 2:
         shape[0] = 1
     if any(d is None for d in shape):
-        from ..util.shapes import NeededShape, ShapeNeeded, example_shape
-
         raise ShapeNeeded(
             [NeededShape(spec.name, tuple(spec.shape), example_shape(spec.shape))], "a benchmark times one input shape"
         )

@@ -13,6 +13,8 @@ import numpy as np
 
 from .. import __version__
 from ..errors import NpufitError
+from ..split import load_plan
+from ..split.chain import ChainRunner
 from ..split.plan import PLAN_FILE
 from .base import BOUNDARY_CHAIN, InputSpec, Runner, RuntimeUnavailable, onnx_input_specs
 
@@ -24,8 +26,6 @@ def is_plan_dir(path: str | Path) -> bool:
 
 def plan_files(plan_dir: str | Path) -> list[Path]:
     """plan.json and every stage file it names, in plan order (what a result's sha256 covers)."""
-    from ..split import load_plan
-
     plan = load_plan(plan_dir)
     return [Path(plan_dir) / PLAN_FILE] + [Path(plan_dir) / s.file for s in plan.stages]
 
@@ -46,8 +46,6 @@ class ChainBenchRunner(Runner):
 
     def input_specs(self) -> list[InputSpec]:
         """The chain's inputs (the original model's), typed from the stage models that read them."""
-        from ..split import load_plan
-
         plan = load_plan(self.model)
         by_name: dict[str, InputSpec] = {}
         for st in plan.stages:
@@ -58,8 +56,6 @@ class ChainBenchRunner(Runner):
         return [by_name[n] for n in plan.input_names]
 
     def _activate(self) -> None:
-        from ..split.chain import ChainRunner
-
         # the deployment setting: ORT's full graph optimiser, the thread count the user asked for (0 = ORT's)
         self.chain = ChainRunner(
             str(self.model), npu_runtime=self.options.get("npu_runtime"), threads=int(self.threads or 0), optimized=True

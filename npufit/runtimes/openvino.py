@@ -7,7 +7,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .base import Runner, RuntimeUnavailable, concrete_shape, first_line, onnx_input_specs
+from ..errors import NpufitError
+from .base import InputSpec, Runner, RuntimeUnavailable, concrete_shape, first_line, onnx_input_specs
 
 
 def openvino_version() -> str | None:
@@ -34,8 +35,6 @@ class OpenVinoRunner(Runner):
 
     def _ir_specs(self):
         import openvino as ov
-
-        from .base import InputSpec
 
         m = ov.Core().read_model(str(self.model))
         return [
@@ -76,8 +75,6 @@ class OpenVinoRunner(Runner):
                 config["INFERENCE_NUM_THREADS"] = int(self.threads)
             self.compiled = core.compile_model(model, "CPU", config)
         except Exception as e:
-            from ..errors import NpufitError
-
             raise NpufitError(f"OpenVINO cannot compile {self.model.name}: {first_line(e)}") from None
         self.request = self.compiled.create_infer_request()
         self._out_names = [o.get_any_name() for o in self.compiled.outputs]

@@ -12,6 +12,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..errors import NpufitError
+from ..verify.compare import ort_quiet, within_memory_budget
+from ..verify.loops import refuse_endless_loops
 from .base import BOUNDARY_DEVICE, Runner, RuntimeUnavailable, first_line, onnx_input_specs
 
 
@@ -54,8 +57,6 @@ class OrtRunner(Runner):
                 f"this onnxruntime build has no {self.provider} "
                 f"(has: {', '.join(ort.get_available_providers())}; install onnxruntime-gpu)"
             )
-        from ..verify.compare import ort_quiet, within_memory_budget
-        from ..verify.loops import refuse_endless_loops
 
         refuse_endless_loops(self.model)
         so = ort.SessionOptions()
@@ -73,7 +74,6 @@ class OrtRunner(Runner):
         except Exception as e:
             if self.device_kind == "gpu":
                 raise RuntimeUnavailable(f"{self.provider} failed to start: {first_line(e)}") from None
-            from ..errors import NpufitError
 
             raise NpufitError(f"ONNX Runtime cannot load {self.model.name}: {first_line(e)}") from None
         used = self.session.get_providers()

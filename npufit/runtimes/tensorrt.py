@@ -12,7 +12,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from ..util.readers import require_regular_file
 from .base import BOUNDARY_DEVICE, InputSpec, Runner, RuntimeUnavailable, concrete_shape, onnx_input_specs
+from .cuda import Cuda
 
 
 def tensorrt_version() -> str | None:
@@ -47,7 +49,9 @@ class TensorrtRunner(Runner):
             InputSpec(
                 n,
                 tuple(d if d >= 0 else None for d in self.engine.get_tensor_shape(n)),
-                f"tensor({np.dtype(self._trt.nptype(self.engine.get_tensor_dtype(n))).name.replace('float32', 'float')})",
+                "tensor("
+                + np.dtype(self._trt.nptype(self.engine.get_tensor_dtype(n))).name.replace("float32", "float")
+                + ")",
             )
             for n in self._io_names
             if self.engine.get_tensor_mode(n) == self._trt.TensorIOMode.INPUT
@@ -58,15 +62,12 @@ class TensorrtRunner(Runner):
             import tensorrt as trt
         except ImportError:
             raise RuntimeUnavailable("tensorrt is not installed (pip install tensorrt, needs an NVIDIA GPU)") from None
-        from .cuda import Cuda
 
         self._trt, self.cuda = trt, Cuda()
         logger = trt.Logger(trt.Logger.ERROR)
         if self.model.suffix.lower() == ".onnx":
             plan = self._build(trt, logger)
         else:
-            from ..util.readers import require_regular_file
-
             require_regular_file(self.model, "TensorRT engine")  # a pipe or device would block or never end
             plan = self.model.read_bytes()
         self.runtime = trt.Runtime(logger)

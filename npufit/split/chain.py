@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NpufitError
-from ..verify.compare import ort_message, run_limit
+from ..targets import get_profile
+from ..verify.compare import make_session, ort_message, run_limit
 from .plan import SplitPlan, load_plan
 
 ORT_CPU = "onnxruntime-cpu"
@@ -23,8 +24,6 @@ ORT_CPU = "onnxruntime-cpu"
 
 def vendor_runtime(target: str) -> tuple[str, str] | None:
     """(runtime name, python module that provides it) from the target's profile; None when it names none."""
-    from ..targets import get_profile
-
     try:
         p = get_profile(target)
     except NpufitError:  # a plan written for a target this build has no profile for
@@ -108,7 +107,10 @@ class ChainRunner:
             self.notes.append(msg)
             return ORT_CPU
         # Running on the device needs a compiled binary per stage (npufit compile); plan stages hold ONNX only.
-        msg = f"{name} is installed but the plan's NPU stages are not compiled ({name} runs compiled binaries): they ran on {ORT_CPU}"
+        msg = (
+            f"{name} is installed but the plan's NPU stages are not compiled ({name} runs compiled binaries): "
+            f"they ran on {ORT_CPU}"
+        )
         if wanted == name:
             raise NpufitError(msg.split(":")[0] + ": compile them first (npufit compile)")
         self.notes.append(msg)
@@ -153,8 +155,6 @@ class ChainRunner:
 
 def _session(path: Path, threads: int, optimized: bool):
     """Deterministic sessions (verify's settings) by default; `optimized` uses ORT's full graph optimizer."""
-    from ..verify.compare import make_session
-
     try:
         return make_session(path, threads, optimized)
     except NpufitError as e:

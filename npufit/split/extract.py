@@ -20,7 +20,9 @@ from ..graph import Graph, model_format
 from ..graph.onnx_loader import graph_from
 from ..graph.onnx_prepare import from_proto, infer, infer_shapes, pin_inputs, read_onnx, strip_weights
 from ..graph.validate import all_tensors, external_location, external_span
+from ..util.io import atomic_save_onnx
 from ..util.limits import graph_within_budget
+from ..verify.compare import make_session, random_inputs, timed_run
 from .planner import GraphIndex, Stage
 from .subgraphs import outer_reads
 
@@ -102,8 +104,6 @@ class Extractor:
         data_file, data_bytes = self._externalize(model, dst)
         model, _ = infer_shapes(model)  # inference gaps are reported by the checker/verification, not fatal here
         if data_file is None and model.ByteSize() > PROTO_LIMIT:
-            from ..util.io import atomic_save_onnx
-
             atomic_save_onnx(model, dst, external_data=True)
             data_file = dst.name + ".data"
         else:
@@ -158,7 +158,8 @@ class Extractor:
             info = self.graph.tensor(name)
             if info.dtype is None:
                 raise NpufitError(
-                    f"tensor '{name}' crosses a stage boundary but its type is unknown (shape inference failed; try --input-shape)"
+                    f"tensor '{name}' crosses a stage boundary but its type is unknown (shape inference failed; try "
+                    "--input-shape)"
                 )
             elem = helper.np_dtype_to_tensor_dtype(np.dtype(info.dtype))
             shape = None if info.shape is None else [d if d is not None else None for d in info.shape]
@@ -183,7 +184,6 @@ class Extractor:
         original (weights read where they lie); computed once per split."""
         if getattr(self, "_ranks", None) is not None:
             return self._ranks
-        from ..verify.compare import make_session, random_inputs, timed_run
 
         g = self.model.graph
         known = {

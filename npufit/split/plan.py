@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import NpufitError
+from .. import __version__
+from ..errors import BadModelError, NpufitError
+from ..graph.onnx_prepare import read_onnx
 from ..util.readers import confined, read_json, require_regular_file
 from ..util.readers import sha256_file as _sha256
 
@@ -103,8 +105,6 @@ class SplitPlan:
         raise KeyError(name)
 
     def to_dict(self) -> dict:
-        from .. import __version__
-
         return {
             "schema": SCHEMA,
             "npufit_version": self.npufit_version or __version__,
@@ -266,9 +266,6 @@ def load_plan(plan_dir: str | os.PathLike) -> SplitPlan:
 def _stage_readable(stage: Path) -> None:
     """A stage model passes the front door before anything runs or compiles it: valid, and its external data
     inside its folder (the plan's), there and long enough: a tampered stage never reads a file outside the plan."""
-    from ..errors import BadModelError
-    from ..graph.onnx_prepare import read_onnx
-
     try:
         read_onnx(stage)
     except BadModelError as e:

@@ -10,8 +10,23 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NpufitError
+from ..graph.onnx_prepare import read_onnx
 from ..util.progress import track
-from ..verify.compare import ORT_SETTINGS, OutputDiffs
+from ..util.readers import ArrayFile
+from ..verify.compare import (
+    BOUNDED_FLOAT_RANGE,
+    ORT_SETTINGS,
+    Comparison,
+    OutputDiffs,
+    compare_outputs,
+    exact_mismatch,
+    exact_tolerance,
+    make_session,
+    nonfinite_outputs,
+    random_inputs,
+    run_onnx,
+)
+from ..verify.ties import ties, with_outputs
 
 # fused kernels of the optimizer reorder float sums: differences of a few ulps are expected there
 OPTIMIZED_RTOL, OPTIMIZED_ATOL = 1e-4, 1e-5
@@ -156,8 +171,6 @@ def _optimized_sentence(o: dict) -> str:
 
 def load_npz(path: str | os.PathLike, input_names: list[str]) -> dict[str, np.ndarray]:
     """One sample: an .npz with one array per model input, keyed by input name."""
-    from ..util.readers import ArrayFile
-
     p = Path(path)
     with ArrayFile(p, "--inputs") as z:  # regular file, header-checked, never unpickled, within budget
         data = {k: z.read(k) for k in z if k in input_names}
@@ -174,8 +187,6 @@ def load_npz(path: str | os.PathLike, input_names: list[str]) -> dict[str, np.nd
 def sample_feeds(
     session, inputs: list[str] | None, samples: int, seed: int, input_shapes=None
 ) -> tuple[list[dict], str]:
-    from ..verify.compare import random_inputs
-
     names = [i.name for i in session.get_inputs()]
     if inputs:
         return [load_npz(p, names) for p in inputs], "npz"
@@ -203,15 +214,6 @@ def verify_chain(
     `source_model` (split --mode auto: the user's model, of which `original` is the fixed copy) the chain is also
     held against it, within the exact-rewrite tolerance."""
     import time
-
-    from ..verify.compare import (
-        BOUNDED_FLOAT_RANGE,
-        exact_mismatch,
-        exact_tolerance,
-        make_session,
-        nonfinite_outputs,
-        random_inputs,
-    )
 
     t0 = time.perf_counter()
     sess = make_session(original)
@@ -270,10 +272,6 @@ def verify_chain(
 def _explain_ties(summary: dict, opt, original, feeds: list[dict]) -> None:
     """Outputs that read the indices of a near-tied TopK/ArgMax are set apart (named, with the tie margin); the
     others are held to the float tolerance."""
-    from ..graph.onnx_prepare import read_onnx
-    from ..verify.compare import make_session, run_onnx
-    from ..verify.ties import ties, with_outputs
-
     try:
         model = read_onnx(original).model
     except NpufitError:
@@ -301,8 +299,6 @@ def _explain_ties(summary: dict, opt, original, feeds: list[dict]) -> None:
 
 def _reference(sess, feeds: list[dict], source: str) -> list[dict]:
     """The original's outputs on each feed."""
-    from ..verify.compare import run_onnx
-
     out = []
     for f in feeds:
         try:
@@ -319,8 +315,6 @@ def _reference(sess, feeds: list[dict], source: str) -> list[dict]:
 def _compare(refs: list[dict], runner, feeds: list[dict], source: str, label: str, also_refs=None):
     """Worst differences over `feeds` between the original's outputs `refs` and the chain (and between `also_refs`,
     another model's outputs on the same feeds, and the chain: the second Comparison, else None)."""
-    from ..verify.compare import Comparison, compare_outputs
-
     total = Comparison()
     total_also = Comparison() if also_refs is not None else None
     for i, (ref, f) in enumerate(track(list(zip(refs, feeds)), label, total=len(feeds))):

@@ -1,4 +1,4 @@
-"""Conditions fitted to measured compiles of the calibration corpus (benchmarks/calibration, records in docs/calibration).
+"""Conditions fitted to measured compiles of the calibration corpus (calibration/, records in docs/calibration).
 
 Each fitted condition names its evidence: the corpus families whose records show it (cnn, transformer, detector,
 audio-rnn) and, where one family alone shows it, the synthetic cases of a case record (docs/calibration/
@@ -7,6 +7,7 @@ Leave-one-family-out scoring (benchmarks/calibration/score.py) sets limits['fit_
 a condition is then used only if another family's records or a case record show it, so the score on the held-out
 family measures how the rules fitted without it generalise to it. limits['fit_cases'] = False drops the case
 evidence too (the corpus-only score). Shipped profiles leave both keys unset (all on)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ FAMILIES = ("cnn", "transformer", "detector", "audio-rnn")
 @dataclass(frozen=True)
 class Evidence:
     """What a fitted condition rests on: corpus families, and case names of the target's case record."""
+
     families: tuple[str, ...]
     cases: tuple[str, ...] = ()
 

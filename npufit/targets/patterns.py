@@ -5,6 +5,7 @@ vendor parsers recognise those chains as one layer. A matcher walks producer/con
 from an anchor op and returns CompositeMatch objects; a target wraps it in a `Composite` with
 its own verdict. Matchers ignore folded nodes and never claim a node twice.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -13,11 +14,12 @@ from ..graph import Graph, NodeView
 from .base import CompositeMatch
 from .common import activation_inputs, close, const_scalar, keepdims, rank, reduce_axes
 
-SQRT2 = 2 ** 0.5
+SQRT2 = 2**0.5
 SQRT_2_OVER_PI = (2 / 3.141592653589793) ** 0.5
 
 
 # -- walking helpers --------------------------------------------------------------------------
+
 
 def _live(graph: Graph, node: NodeView | None) -> bool:
     return node is not None and node.name not in graph.folded
@@ -33,7 +35,11 @@ def sole_consumer(graph: Graph, node: NodeView, op_types: Iterable[str] | None =
 
 
 def consumers_of(graph: Graph, node: NodeView, op_type: str) -> list[NodeView]:
-    return [c for c in graph.consumers(node.outputs[0]) if c.op_type == op_type and _live(graph, c)] if node.outputs else []
+    return (
+        [c for c in graph.consumers(node.outputs[0]) if c.op_type == op_type and _live(graph, c)]
+        if node.outputs
+        else []
+    )
 
 
 def other_input(node: NodeView, tensor: str) -> int | None:
@@ -76,6 +82,7 @@ def _scaled_gelu_tail(graph: Graph, start: NodeView, x: str) -> list[NodeView] |
 
 
 # -- matchers -----------------------------------------------------------------------------------
+
 
 def match_gelu_erf(graph: Graph) -> list[CompositeMatch]:
     """x * 0.5 * (1 + erf(x / sqrt 2)): Div(or Mul 1/sqrt2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5)."""
@@ -159,13 +166,24 @@ def match_layernorm(graph: Graph) -> list[CompositeMatch]:
     out = []
     for mean in _anchors(graph, "ReduceMean"):
         x = mean.inputs[0]
-        sub = next((c for c in consumers_of(graph, mean, "Sub") if c.inputs[0] == x and c.inputs[1] == mean.outputs[0]), None)
+        sub = next(
+            (c for c in consumers_of(graph, mean, "Sub") if c.inputs[0] == x and c.inputs[1] == mean.outputs[0]), None
+        )
         if sub is None:
             continue
         d = sub.outputs[0]
-        sq = next((c for c in graph.consumers(d) if _live(graph, c) and (
-            (c.op_type == "Pow" and c.inputs[0] == d and close(const_scalar(c, 1), 2.0)) or
-            (c.op_type == "Mul" and list(c.inputs[:2]) == [d, d]))), None)
+        sq = next(
+            (
+                c
+                for c in graph.consumers(d)
+                if _live(graph, c)
+                and (
+                    (c.op_type == "Pow" and c.inputs[0] == d and close(const_scalar(c, 1), 2.0))
+                    or (c.op_type == "Mul" and list(c.inputs[:2]) == [d, d])
+                )
+            ),
+            None,
+        )
         if sq is None:
             continue
         var = sole_consumer(graph, sq, ("ReduceMean",))
@@ -236,11 +254,20 @@ def match_mean_linear(graph: Graph) -> list[CompositeMatch]:
                 chain.append(nxt)
                 cur = nxt
                 continue
-            if nxt.op_type in ("Gemm", "MatMul") and nxt.inputs[0] == cur.outputs[0] and graph.tensor(nxt.inputs[1]).is_const:
+            if (
+                nxt.op_type in ("Gemm", "MatMul")
+                and nxt.inputs[0] == cur.outputs[0]
+                and graph.tensor(nxt.inputs[1]).is_const
+            ):
                 chain.append(nxt)
                 axes = reduce_axes(mean)
-                out.append(CompositeMatch(tuple(chain), f"mean over axes {axes}, keepdims={int(keepdims(mean))}, then "
-                                                        f"{'+'.join(n.op_type for n in chain[1:])}"))
+                out.append(
+                    CompositeMatch(
+                        tuple(chain),
+                        f"mean over axes {axes}, keepdims={int(keepdims(mean))}, then "
+                        f"{'+'.join(n.op_type for n in chain[1:])}",
+                    )
+                )
             break
     return out
 

@@ -31,7 +31,8 @@ _SIMPLE = {
     "Where": "SELECT_V2", "GRU": "GRU", "RNN": "RNN", "Range": "RANGE", "CumSum": "CUMSUM", "Shape": "SHAPE",
     "QuantizeLinear": "QUANTIZE", "DequantizeLinear": "DEQUANTIZE", "Erf": "ERF", "Einsum": "EINSUM",
     "GridSample": "GRID_SAMPLE", "BatchNormalization": "MUL", "InstanceNormalization": "MEAN",
-    "LayerNormalization": "MEAN", "Softplus": "SOFTPLUS", "HardSigmoid": "HARD_SIGMOID", "Upsample": "RESIZE_NEAREST_NEIGHBOR",
+    "LayerNormalization": "MEAN", "Softplus": "SOFTPLUS", "HardSigmoid": "HARD_SIGMOID",
+    "Upsample": "RESIZE_NEAREST_NEIGHBOR",
     "QLinearConv": "CONV_2D", "QLinearMatMul": "FULLY_CONNECTED", "QLinearAdd": "ADD", "QLinearMul": "MUL",
     "QLinearSigmoid": "LOGISTIC", "QLinearLeakyRelu": "LEAKY_RELU", "QLinearConcat": "CONCATENATION",
     "QLinearAveragePool": "AVERAGE_POOL_2D", "QLinearGlobalAveragePool": "MEAN", "QLinearSoftmax": "SOFTMAX",
@@ -59,13 +60,15 @@ def tflite_op(node: NodeView) -> str:
     if op == "Pad":
         return "MIRROR_PAD" if node.attr("mode", "constant") in ("reflect", "edge") else "PAD"
     if op in ("Resize", "Upsample"):
-        return "RESIZE_BILINEAR" if node.attr("mode", "nearest") in ("linear", "bilinear") else "RESIZE_NEAREST_NEIGHBOR"
+        linear = node.attr("mode", "nearest") in ("linear", "bilinear")
+        return "RESIZE_BILINEAR" if linear else "RESIZE_NEAREST_NEIGHBOR"
     if op == "Slice":
         return "STRIDED_SLICE"
     if op == "Split":
         return "SPLIT" if _even_split(node) else "SPLIT_V"
     if op == "LSTM":
-        return "BIDIRECTIONAL_SEQUENCE_LSTM" if node.attr("direction", "forward") == "bidirectional" else "UNIDIRECTIONAL_SEQUENCE_LSTM"
+        both = node.attr("direction", "forward") == "bidirectional"
+        return "BIDIRECTIONAL_SEQUENCE_LSTM" if both else "UNIDIRECTIONAL_SEQUENCE_LSTM"
     if op in ("QuantizeLinear", "DequantizeLinear") and _model_io(node):
         # a converter run with int8 input/output types (the usual Arm flow) drops these: the app feeds int8
         return "IO_QUANTIZE" if op == "QuantizeLinear" else "IO_DEQUANTIZE"
@@ -100,8 +103,11 @@ def _const_weights(node: NodeView) -> bool:
 
 
 def _clip_kind(node: NodeView) -> str:
-    lo = node.attr("min") if node.attr("min") is not None else common.const_scalar(node, 1) if len(node.inputs) > 1 and node.inputs[1] else None
-    hi = node.attr("max") if node.attr("max") is not None else common.const_scalar(node, 2) if len(node.inputs) > 2 and node.inputs[2] else None
+    lo, hi = node.attr("min"), node.attr("max")
+    if lo is None:
+        lo = common.const_scalar(node, 1) if len(node.inputs) > 1 and node.inputs[1] else None
+    if hi is None:
+        hi = common.const_scalar(node, 2) if len(node.inputs) > 2 and node.inputs[2] else None
     pairs = {(0.0, 6.0): "RELU6", (-1.0, 1.0): "RELU_N1_TO_1", (0.0, 1.0): "RELU_0_TO_1"}
     if lo is not None and hi is not None and (float(lo), float(hi)) in pairs:
         return pairs[(float(lo), float(hi))]
@@ -219,12 +225,16 @@ def channel_axis(node: NodeView) -> int:
 # -- the other direction: TFLite builtins as ONNX op types (for ONNX-keyed targets such as rk3588) --------
 
 _REVERSE_PREFERRED = {
-    "CONV_2D": "Conv", "DEPTHWISE_CONV_2D": "Conv", "FULLY_CONNECTED": "Gemm", "BATCH_MATMUL": "MatMul", "RELU6": "Clip",
-    "RELU_N1_TO_1": "Clip", "RELU_0_TO_1": "Clip", "MEAN": "ReduceMean", "RESHAPE": "Reshape", "PAD": "Pad", "PADV2": "Pad",
-    "MIRROR_PAD": "Pad", "RESIZE_BILINEAR": "Resize", "RESIZE_NEAREST_NEIGHBOR": "Resize", "STRIDED_SLICE": "Slice", "SLICE": "Slice",
+    "CONV_2D": "Conv", "DEPTHWISE_CONV_2D": "Conv", "FULLY_CONNECTED": "Gemm", "BATCH_MATMUL": "MatMul",
+    "RELU6": "Clip",
+    "RELU_N1_TO_1": "Clip", "RELU_0_TO_1": "Clip", "MEAN": "ReduceMean", "RESHAPE": "Reshape", "PAD": "Pad",
+    "PADV2": "Pad",
+    "MIRROR_PAD": "Pad", "RESIZE_BILINEAR": "Resize", "RESIZE_NEAREST_NEIGHBOR": "Resize", "STRIDED_SLICE": "Slice",
+    "SLICE": "Slice",
     "SPLIT": "Split", "SPLIT_V": "Split", "UNIDIRECTIONAL_SEQUENCE_LSTM": "LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM": "LSTM",
     "SQUARED_DIFFERENCE": "Sub", "RSQRT": "Sqrt", "PACK": "Concat", "UNPACK": "Split", "QUANTIZE": "QuantizeLinear",
-    "DEQUANTIZE": "DequantizeLinear", "SELECT": "Where", "SELECT_V2": "Where", "NOT_EQUAL": "Equal", "SQUEEZE": "Squeeze",
+    "DEQUANTIZE": "DequantizeLinear", "SELECT": "Where", "SELECT_V2": "Where", "NOT_EQUAL": "Equal",
+    "SQUEEZE": "Squeeze",
     "EXPAND_DIMS": "Unsqueeze", "GATHER_ND": "GatherND", "MAXIMUM": "Max", "MINIMUM": "Min",
 }
 _REVERSE = {v: k for k, v in _SIMPLE.items() if k[0].isupper() and not k.startswith("Q")} | _REVERSE_PREFERRED

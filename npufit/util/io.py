@@ -246,7 +246,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
-    from .jsonutil import json_default as _json_default
+    from .jsonutil import json_default as _json_default  # lazy: orjson loads only when JSON is written
 
     return atomic_write_text(path, json.dumps(obj, indent=2, default=_json_default) + "\n")
 

@@ -10,7 +10,8 @@ import math
 import os
 from contextlib import contextmanager
 
-from ..errors import NpufitError
+from ..errors import NpufitError, TimeLimitReached
+from .progress import current_step
 
 MiB = 1 << 20
 
@@ -130,8 +131,6 @@ def verb_time_limit(verb: str, seconds: float | None):
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return
-    from ..errors import TimeLimitReached
-    from .progress import current_step
 
     def _stop(signum, frame):
         step = current_step()

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from .term import esc_line, raw_stream
+
 T = TypeVar("T")
 
 
@@ -85,15 +87,11 @@ def working(description: str) -> Iterator[Callable[[str], None]]:
 
 
 def _esc(text: str) -> str:
-    from .term import esc_line
-
     return esc_line(text)
 
 
 def _progress(*columns):
     from rich.console import Console
     from rich.progress import Progress
-
-    from .term import raw_stream
 
     return Progress(*columns, console=Console(file=raw_stream(sys.stderr)), transient=True)

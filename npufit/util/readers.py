@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import BadModelError, NpufitError
+from .limits import memory_budget
 
 MiB = 1 << 20
 JSON_MAX_BYTES = 64 * MiB  # plans, records, results: far above any real one
@@ -186,8 +187,6 @@ class ArrayFile:
         max_bytes: int | None = None,
         error: type[NpufitError] = NpufitError,
     ):
-        from .limits import memory_budget
-
         # the array data read (the samples used, not the file): the memory budget unless the caller gives less
         max_bytes = memory_budget() if max_bytes is None else max_bytes
         self.path, self.what, self.max_bytes, self.error = os.fspath(path), what, max_bytes, error

@@ -17,7 +17,8 @@ from .loops import refuse_endless_loops
 
 
 def verify_timeout(seconds: float):
-    """Bound every ONNX Runtime verification run inside the block (`--verify-timeout` of fix, split, quantize, bench)."""
+    """Bound every ONNX Runtime verification run inside the block (`--verify-timeout` of fix, split, quantize,
+    bench)."""
     return VERIFY_TIMEOUT.scoped(seconds)
 
 

@@ -18,6 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import NpufitError
+from ..util.io import atomic_path
+from ..util.readers import MiB, read_text
 
 
 def synthetic(
@@ -50,8 +52,6 @@ def synthetic(
 
 def from_csv(path: str | os.PathLike, columns: Sequence[str] | None = None) -> tuple[np.ndarray, list[str]]:
     """Numeric columns of a CSV with a header row (all numeric columns when `columns` is None)."""
-    from ..util.readers import MiB, read_text
-
     p = Path(path)
     rows = list(csv.reader(io.StringIO(read_text(p, "CSV file", 256 * MiB), newline="")))
     if len(rows) < 3:
@@ -139,8 +139,6 @@ class SeriesDataset:
     ) -> Path:
         """Write windows under the model's input name (calibration / bench inputs): [N, seq_len, F], or with
         stack=True [N, 1, seq_len, F] -- N separate batch-1 samples, one axis more than the model input."""
-        from ..util.io import atomic_path
-
         x = self.windows(split, limit, between)
         with atomic_path(path, suffix=".npz") as tmp:
             np.savez(tmp, **{input_name: x[:, None] if stack else x})
@@ -148,8 +146,6 @@ class SeriesDataset:
 
     def save_npy_folder(self, folder: str | os.PathLike, split: str = "train", limit: int | None = 64) -> Path:
         """One [1, seq_len, F] .npy per window (the calibration folder format the compilers read)."""
-        from ..util.io import atomic_path
-
         x = self.windows(split, limit)
         out = Path(folder)
         for i, w in enumerate(x):

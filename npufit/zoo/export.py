@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..errors import NpufitError
+from ..util.io import atomic_write_bytes
 
 
 def export_onnx(
@@ -41,7 +42,5 @@ def export_onnx(
         )
     data = buf.getvalue()
     if path is not None:
-        from ..util.io import atomic_write_bytes
-
         atomic_write_bytes(Path(path), data)
     return data

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..check import predict
+from ..convert.tflite_writer import TFLiteBuilder
+from ..graph import load
+from ..util.io import atomic_write_bytes, atomic_write_text
 from .export import export_onnx
 from .hf import wrap
 
@@ -366,8 +370,6 @@ def _tflite_block(b, x, c: int, hw: int, name: str, act: str, seed: int):
 
 
 def _write_tflite(b, path: Path) -> None:
-    from ..util.io import atomic_write_bytes
-
     atomic_write_bytes(Path(path), b.build())
 
 
@@ -376,8 +378,6 @@ def palm_detection_lite(path: Path) -> tuple[str, ...]:
     and added to the fine one, a classifier and a regressor conv per scale whose outputs are RESHAPEd to
     [1, anchors, k] and concatenated over the anchors. The Zoo's end nodes are the four head convolutions."""
     import numpy as np
-
-    from ..convert.tflite_writer import TFLiteBuilder
 
     b = TFLiteBuilder("npufit palm_detection_lite rebuild")
     x = b.tensor("input_1", (1, 64, 64, 3), "float32")
@@ -418,8 +418,6 @@ def hand_landmark_lite(path: Path) -> tuple[str, ...]:
     heads (21x3 landmarks twice, hand flag and handedness through LOGISTIC). The Zoo compiles it whole."""
     import numpy as np
 
-    from ..convert.tflite_writer import TFLiteBuilder
-
     b = TFLiteBuilder("npufit hand_landmark_lite rebuild")
     x = b.tensor("input_1", (1, 64, 64, 3), "float32")
     h, hw = _tflite_conv(b, x, 3, 24, 3, 2, 64, "stem", act="RELU6", seed=1)
@@ -449,8 +447,6 @@ def hand_landmark_lite(path: Path) -> tuple[str, ...]:
 
 def _tflite_names(path: Path, tensor_names: list[str]) -> tuple[str, ...]:
     """The loader's names of the nodes that write these tensors (a TFLite op has no name of its own)."""
-    from ..graph import load
-
     g = load(path)
     return tuple(g.producer(t).name for t in tensor_names)
 
@@ -549,9 +545,6 @@ def _ancestors(graph, ends: tuple[str, ...]) -> set[str]:
 
 def evaluate(net: ZooNet, folder: str | os.PathLike, target: str = "hailo8") -> dict:
     """Build one rebuild and judge it: how many nodes up to the end nodes run on the NPU, and what is cut after."""
-    from ..check import predict
-    from ..graph import load
-
     path, ends = build(net.name, folder)
     graph = load(path)
     missing = [e for e in ends if graph.node(e) is None]
@@ -589,8 +582,6 @@ RECORD = Path(__file__).resolve().parent.parent / "targets" / "records" / "hailo
 def write_record(folder: str | os.PathLike, path: str | os.PathLike = RECORD) -> list[dict]:
     """Rebuild every network, judge it with today's hailo8 profile and write the record docs/targets/hailo8.md shows."""
     import json
-
-    from ..util.io import atomic_write_text
 
     rows = evaluate_all(folder)
     atomic_write_text(

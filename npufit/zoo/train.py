@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import NpufitError
+from ..util.io import atomic_path
 from ..util.progress import track
 from .data import SeriesDataset
 from .timeseries import KINDS, build
@@ -128,8 +129,6 @@ def train(
 
 def save_weights(module, path: str | os.PathLike) -> Path:
     import torch
-
-    from ..util.io import atomic_path
 
     with atomic_path(path) as tmp:
         torch.save(module.state_dict(), tmp)

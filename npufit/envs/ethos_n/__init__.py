@@ -2,8 +2,8 @@
 
 Unlike the RKNN and Hailo envs this is not a virtualenv: the library is C++ (Arm Ethos-N Driver Stack 25.03,
 Apache-2.0). npufit copies or clones the driver stack, builds the static support library with SCons and links
-a small C++ program (shim.cpp and shim_io.hpp, next to this file) against it. npufit talks to that program through a request
-file and a JSON answer (npufit.compilers.ethos_n); nothing here is imported by `import npufit`.
+a small C++ program (shim.cpp and shim_io.hpp, next to this file) against it. npufit talks to that program through a
+request file and a JSON answer (npufit.compilers.ethos_n); nothing here is imported by `import npufit`.
 
 Layout of <envs>/ethos-n: source/ (the driver stack and the built library), bin/npufit-ethosn-<digest> (the shim
 of each npufit shim source that used this env), build.log, npufit-env.json.

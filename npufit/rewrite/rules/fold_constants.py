@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 
-from ..base import RewriteRule, RuleContext, infer_ir_shapes
+from ..base import RewriteRule, RuleContext, infer_ir_shapes, remove_unused
 
 NAME = "fold_constants"
 OUTPUT_LIMIT = 1 << 22  # elements: folding a huge Expand would bloat the file more than it helps
@@ -32,7 +32,6 @@ def _run(model: ir.Model, ctx: RuleContext) -> tuple[ir.Model, int]:
         _fold(model)
     finally:
         log.setLevel(level)
-    from ..base import remove_unused
 
     remove_unused(model)
     return model, max(0, before - _count(model))

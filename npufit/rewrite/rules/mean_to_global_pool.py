@@ -70,7 +70,8 @@ class MeanToPool(NodeRule):
 
 
 class DropReshapeAfterFlatten(NodeRule):
-    """Reshape(Flatten(x, axis=1), [N or 0, -1]) is the Flatten itself (the seed-000 mean -> reshape -> Linear chain)."""
+    """Reshape(Flatten(x, axis=1), [N or 0, -1]) is the Flatten itself (the seed-000 mean -> reshape -> Linear
+    chain)."""
 
     def pattern(self, op, x, shape):
         return op.Reshape(op.Flatten(x), shape, _outputs=["out"])

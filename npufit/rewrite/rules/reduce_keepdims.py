@@ -74,5 +74,6 @@ RULE = RewriteRule(
     exact=True,
     ops=("ReduceMax", "ReduceMin"),
     patterns=_patterns,
-    notes="refuses non-constant axes, unknown ranks, noop_with_empty_axes=1, and reductions already in the target's form",
+    notes="refuses non-constant axes, unknown ranks, noop_with_empty_axes=1, and reductions already in the target's "
+    "form",
 )

@@ -54,5 +54,6 @@ RULE = RewriteRule(
     exact=True,
     ops=("TopK",),
     patterns=_patterns,
-    notes="refuses k != 1 and non-constant k (keep those on the host: npufit split); the values branch is removed when unused",
+    notes="refuses k != 1 and non-constant k (keep those on the host: npufit split); the values branch is removed when "
+    "unused",
 )

@@ -271,7 +271,7 @@ def fc_per_channel(node: NodeView, lim: Limits) -> str | None:
     p = node.graph.producer(node.inputs[i]) if i < len(node.inputs) and node.inputs[i] else None
     if p is not None and quant.is_weight_dequantize(p):
         t = p.input(1)  # the DQ's scale tensor
-        return "per-channel weight scales" if t is not None and t.shape and max(t.shape, default=1) > 1 else None
+        return "per-channel weight scales" if t is not None and t.shape and max(t.shape, default=1) > 1 else None  # type: ignore[operator]
     if t is not None and t.quant is not None and len(t.quant.scale) > 1:
         return "per-channel weight scales"
     return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 # What `split` ranks cuts with on Hailo (npufit.split.cost): each NPU stage is a network group (HEF) of its own and
 # every NPU<->host hand-over is a PCIe transfer; the reference host is a Raspberry Pi 5 with the AI HAT+ / AI Kit.
 _ZOO_FPS = "Hailo Model Zoo, Hailo-8 object detection table, DFC 5.0.0"
@@ -35,6 +37,7 @@ SPLIT_COSTS = {
 
 
 def split_costs(name: str) -> dict:
-    src = SPLIT_COSTS["sources"]
-    sources = {k: src[k] for k in SPLIT_COSTS["*"]} | {"npu_gmacs_per_s": src[name]}
-    return {**SPLIT_COSTS["*"], **SPLIT_COSTS[name], "sources": sources}
+    table: dict[str, Any] = SPLIT_COSTS
+    src = table["sources"]
+    sources = {k: src[k] for k in table["*"]} | {"npu_gmacs_per_s": src[name]}
+    return {**table["*"], **table[name], "sources": sources}

@@ -81,13 +81,13 @@ def _half_slice(graph: Graph, node: NodeView | None) -> tuple[str, int] | None:
     if i is None or o is None or not (i.is_static and o.is_static) or i.rank != o.rank or not i.rank:
         return None
     d = i.shape[-1]
-    if d % 2 or list(o.shape) != [*i.shape[:-1], d // 2]:
+    if d % 2 or list(o.shape) != [*i.shape[:-1], d // 2]:  # type: ignore[operator]  # static: int dims
         return None
     start = node.const_value(1)
     if start is None:
         return None
     s = int(start.reshape(-1)[0])
-    return (node.inputs[0], 0 if s == 0 else 1) if s in (0, d // 2, -(d // 2)) else None
+    return (node.inputs[0], 0 if s == 0 else 1) if s in (0, d // 2, -(d // 2)) else None  # type: ignore[operator]
 
 
 def match_rope(graph: Graph) -> list[CompositeMatch]:

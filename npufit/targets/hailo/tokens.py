@@ -103,7 +103,7 @@ def _merge_into_linear(graph: Graph, node: NodeView) -> bool:
     i, o = node.input(0), node.output(0)
     if node.op_type != "Reshape" or not (_static(i) and _static(o)) or i.rank != 3 or o.rank != 2:
         return False
-    if list(o.shape) != [i.shape[0], i.shape[1] * i.shape[2]]:
+    if list(o.shape) != [i.shape[0], i.shape[1] * i.shape[2]]:  # type: ignore[operator]  # static: int dims
         return False
     lin = sole_consumer(graph, node, ("Gemm", "MatMul"))
     return lin is not None and graph.tensor(lin.inputs[1]).is_const
@@ -137,7 +137,8 @@ def _score_bias(graph: Graph, mm: NodeView) -> list[NodeView]:
 def match_attention(graph: Graph) -> list[CompositeMatch]:
     """Multi-head attention: the head-split shuffles feeding a head-batched MatMul (Q.K^T, A.V), the
     head-merge shuffles after it, and a constant bias added to the scores."""
-    out, claimed = [], set()
+    out: list[CompositeMatch] = []
+    claimed: set[str] = set()
     for mm in _anchors(graph, "MatMul"):
         if not _attention_matmul(graph, mm):
             continue
@@ -164,7 +165,7 @@ def _flatten_hw(node: NodeView) -> bool:
         and i.rank == 4
         and o.rank == 3
         and list(o.shape[:2]) == list(i.shape[:2])
-        and o.shape[2] == i.shape[2] * i.shape[3]
+        and o.shape[2] == i.shape[2] * i.shape[3]  # type: ignore[operator]  # static: int dims
     )
 
 
@@ -178,7 +179,7 @@ def _unflatten_hw(node: NodeView) -> bool:
         and i.rank == 3
         and o.rank == 4
         and list(o.shape[:2]) == list(i.shape[:2])
-        and i.shape[2] == o.shape[2] * o.shape[3]
+        and i.shape[2] == o.shape[2] * o.shape[3]  # type: ignore[operator]  # static: int dims
     )
 
 

@@ -1,0 +1,96 @@
+"""Every import of npufit's own modules inside a function says, on its line or the line above, which import cycle or
+which cost (a heavy third-party package, the CLI's start-up) it avoids; all others sit at module top, where a reader
+and tests/test_layers.py see them. The scan is scripts/count-local-imports.py (it also prints the count)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("count_local_imports", ROOT / "scripts" / "count-local-imports.py")
+scanner = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scanner)
+
+# TEMPORARY: files other branches were changing while the imports moved; their in-function imports are moved or
+# commented after those branches merge. Empty this set then (the lead's follow-up), and the test covers every file.
+PENDING = {
+    "npufit/bench/__init__.py",
+    "npufit/bench/result.py",
+    "npufit/check/compare.py",
+    "npufit/check/grid.py",
+    "npufit/check/result.py",
+    "npufit/cli/__init__.py",
+    "npufit/cli/check.py",
+    "npufit/cli/common.py",
+    "npufit/cli/compare.py",
+    "npufit/cli/doctor.py",
+    "npufit/cli/env.py",
+    "npufit/cli/fix.py",
+    "npufit/cli/probe.py",
+    "npufit/cli/quantize.py",
+    "npufit/cli/scan.py",
+    "npufit/cli/split.py",
+    "npufit/compilers/__init__.py",
+    "npufit/compilers/base.py",
+    "npufit/compilers/ethos_n.py",
+    "npufit/compilers/ethos_n_lower.py",
+    "npufit/compilers/ethos_n_seed.py",
+    "npufit/compilers/hailo.py",
+    "npufit/compilers/measure.py",
+    "npufit/compilers/rknn.py",
+    "npufit/compilers/vela.py",
+    "npufit/convert/onnx_to_tflite.py",
+    "npufit/convert/ops_int.py",
+    "npufit/convert/ops_tensor.py",
+    "npufit/convert/prepass.py",
+    "npufit/convert/verify.py",
+    "npufit/doctor.py",
+    "npufit/envs/__init__.py",
+    "npufit/envs/bridge.py",
+    "npufit/envs/process.py",
+    "npufit/pipeline/__init__.py",
+    "npufit/pipeline/keys.py",
+    "npufit/pipeline/runner.py",
+    "npufit/pipeline/schema.py",
+    "npufit/pipeline/steps.py",
+    "npufit/probe/__init__.py",
+    "npufit/probe/case_run.py",
+    "npufit/probe/render.py",
+    "npufit/probe/report.py",
+    "npufit/quantize/__init__.py",
+    "npufit/quantize/report.py",
+    "npufit/quantize/target_cost.py",
+    "npufit/report/__init__.py",
+    "npufit/rewrite/engine.py",
+    "npufit/rewrite/result.py",
+    "npufit/scan/__init__.py",
+    "npufit/scan/report.py",
+    "npufit/scan/work.py",
+    "npufit/split/runner.py",
+    "npufit/split/splitter.py",
+}
+
+
+def test_every_in_function_import_says_why():
+    bare = [
+        f"{f}:{line}"
+        for f, hits in scanner.scan(ROOT).items()
+        if f not in PENDING
+        for line, commented in hits
+        if not commented
+    ]
+    assert not bare, "in-function imports of npufit modules without a comment saying why:\n" + "\n".join(bare)
+
+
+def test_the_scan_finds_an_uncommented_import(tmp_path):
+    """The scanner is what the test above trusts: a bare in-function import is found, a commented one passes."""
+    src = tmp_path / "npufit" / "m.py"
+    src.parent.mkdir()
+    src.write_text(
+        "import os\n\n\ndef f():\n    from .a import b\n    # lazy: pulls onnx\n    from npufit.c import d\n"
+        "    import npufit.e  # cycle: e imports m\n    import json\n",
+        encoding="utf-8",
+    )
+    assert scanner.local_imports(src) == [(5, False), (7, True), (8, True)]
+    assert scanner.scan(tmp_path) == {"npufit/m.py": [(5, False), (7, True), (8, True)]}
