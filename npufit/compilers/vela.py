@@ -18,7 +18,6 @@ from .base import (
     Adapter,
     CompileOptions,
     CompileResult,
-    Placement,
     default_out_dir,
     private_copy,
     random_calibration,
