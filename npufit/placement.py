@@ -88,7 +88,7 @@ def place(
 
 def check(
     model: str | os.PathLike | Graph,
-    target: str | Profile = "hailo8",
+    target: str | Profile,
     input_shapes=None,
     judge: str = JUDGE,
     assume_int8: bool = False,
@@ -189,7 +189,7 @@ def reads_placement(verb):
                 kw["placement"] = a["placement"]
         result = verb(*args, **kw)  # the caller's own arguments, as it passed them, and the placement
         if verb.__name__ == "fix" and result.written and result.applied:  # the written model, placed like the input
-            from .rewrite.engine import settle_after
+            from .rewrite.engine import settle_after  # rewrite loads onnx_ir and ONNX Runtime: only after a fix
 
             settle_after(
                 result,
@@ -250,7 +250,7 @@ def _place(graph: Graph, profile: Profile, judge, mode, measure_judge, input_sha
     if mode == "never":
         _attach(report, _predicted("--predict asks for no compiler"))
         return report
-    from .compilers.measure import measure
+    from .compilers.measure import measure  # the compiler adapters: only when a compiler is asked
 
     m = measure(graph, report, profile, measure_judge, input_shapes, timeout_s)
     if not m.measured:
@@ -409,8 +409,8 @@ def _content_hash(path: Path) -> str | None:
 
 def _compiler_version(profile: Profile) -> tuple | None:
     """The compiler as the memo tells them apart: its version, where it lives and the extras its env holds."""
-    from .compilers import compiler_for
-    from .toolchains import for_platform
+    from .compilers import compiler_for  # the compiler adapters: only when a placement is measured
+    from .toolchains import for_platform  # the toolchain registry, read with them
 
     try:
         st = compiler_for(profile.name).status()
@@ -419,7 +419,7 @@ def _compiler_version(profile: Profile) -> tuple | None:
     chain = for_platform(profile.name)
     extras: tuple = ()
     if chain is not None and chain.env is not None and st.get("available"):
-        from .envs import env_status
+        from .envs import env_status  # the vendor environments: only where the target's compiler has one
 
         extras = tuple(env_status(chain.env_name).get("extras", ()))
     return (st.get("version"), st.get("detail"), extras)
@@ -447,7 +447,7 @@ def write_record(report: CheckReport, path: str | os.PathLike) -> Path | None:
     at `path` (created when missing; one record per target and build). Nothing is written for a prediction."""
     import json
 
-    from .util.io import atomic_write_json
+    from .util.io import atomic_write_json  # only when a record is written
 
     info = placement_of(report)
     if info.get("source") != "measured":

@@ -248,7 +248,7 @@ def restructure(report: CheckReport, graph: Graph, profile: Profile) -> CheckRep
     report.partitions, report.boundaries, report.prefix = _structure(graph, results, judged)
     for key in ("qdq_ledger", "_terminal_sections", "_markdown_sections"):
         report.extra.pop(key, None)  # the check attached only the ledger's sections: rebuilt below
-    from .ledger import attach_ledger
+    from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only), as the check attaches it
 
     with quant.check_scope(graph, report.target.get("judged_as") == "int8"):  # the form the check judged
         attach_ledger(report, graph, profile)
