@@ -117,7 +117,7 @@ def test_unknown_judge_is_one_clear_error(tmp_path):
     from npufit.errors import NpufitError
 
     m = _onnx_with_exp(tmp_path / "exp.onnx")
-    with pytest.raises(NpufitError, match="unknown measure mode"):
+    with pytest.raises(NpufitError, match="unknown --measure"):
         check(m, "ethos-u55-256", measure="sometimes")
     with pytest.raises(NpufitError, match="does not judge this onnx model on ethos-u55-256"):
         check(m, "ethos-u55-256", measure="vela-checks")
