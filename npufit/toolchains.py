@@ -31,6 +31,8 @@ class EnvSpec:
     python: str = ""  # the interpreter its wheels need when npufit's may not do ("python3.10"): `--python`
     notes: tuple[str, ...] = field(default=())
     kind: str = "venv"  # venv: a virtualenv of pip steps | native: a C++ build (npufit.envs.ethos_n)
+    # optional parts a user adds with `npufit env install NAME --extra EXTRA`: (name, what it enables, pip step)
+    extras: tuple[tuple[str, str, tuple[str, ...]], ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,13 @@ RKNN = Toolchain(
         "per-layer placement, simulator",
         notes=(
             "installs torch 2.13.0 (CPU) instead of the toolkit's pinned torch<=2.4: the pinned PyPI wheel pulls CUDA",
+        ),
+        extras=(
+            (
+                "tflite",
+                "TFLite models (the toolkit reads them through TensorFlow <= 2.14; about 1.1 GB more)",
+                ("tensorflow-cpu==2.14.1",),
+            ),
         ),
     ),
     resource="rknn",

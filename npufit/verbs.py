@@ -18,22 +18,29 @@ targets, doctor), `npufit.<verb>` is the function; the subpackage is imported by
 from __future__ import annotations
 
 from .bench import bench
-from .check.compare import compare
+from .check.compare import compare as _compare
 from .check.explain import explain
 from .compilers import compile_model as compile
-from .compilers.measure import check
 from .doctor import diagnose as doctor
 from .envs import env
 from .graph import load
 from .pipeline import run_pipeline as pipeline
 from .pipeline import validate as validate_pipeline
+from .placement import check, reads_placement, with_placer
 from .probe import probe
-from .quantize import quantize
+from .quantize import quantize as _quantize
 from .report import report
-from .rewrite import fix
+from .rewrite import fix as _fix
 from .scan import scan
-from .split import run, split
+from .split import run
+from .split import split as _split
 from .targets import get_profile, targets
+
+# the verbs whose work lives below the placement take it as a parameter; here they are handed the run's placement
+split = reads_placement(_split)
+fix = reads_placement(_fix)
+compare = with_placer(_compare, takes_shapes=True)
+quantize = with_placer(_quantize, takes_shapes=False)
 
 __all__ = [
     "bench",

@@ -14,7 +14,14 @@ DEFAULT_TARGET = "hailo8"
 JUDGES = ("auto", "int8", "float")
 JUDGE = "auto"
 
-# What `check --measure JUDGE` runs beside the prediction (`measure=True` is the default judge).
+# Whose placement a verb reads (npufit.placement): the installed compiler's where one runs here, else npufit's
+# prediction (auto); the prediction only (never: `--predict`); the compiler's or a one-line error (required).
+MEASURE_MODES = ("auto", "never", "required")
+MEASURE_MODE = "auto"
+MEASURE_TIMEOUT_S = 300.0  # a compile that runs longer is stopped and the prediction shown, marked as such
+
+# Which compiler run measures the placement (`check --measure JUDGE`): the compile (auto, compile), or Vela's
+# supported-operator checks through its library (vela-checks: TFLite on Ethos-U, no compile).
 MEASURE_JUDGES = ("auto", "vela-checks", "compile")
 MEASURE_JUDGE = "auto"
 

@@ -70,13 +70,14 @@ def test_a_graph_changed_between_two_checks_is_judged_as_it_is_now(tmp_path):
     def rules(report, node):
         return [r.rule for r in report.node(node).reasons]
 
-    assert "rk3588.dtype" not in rules(check(g, "rk3588"), "relu")
+    # the rules' facts (a compiler would place the file the Graph was read from, not the Graph edited in memory)
+    assert "rk3588.dtype" not in rules(check(g, "rk3588", measure="never"), "relu")
     g.tensor("x").dtype = "float64"  # exec dtype of relu: remembered by the first check, must not answer the second
-    assert "rk3588.dtype" in rules(check(g, "rk3588"), "relu")
+    assert "rk3588.dtype" in rules(check(g, "rk3588", measure="never"), "relu")
 
-    assert "ethos-u55-256.shape.static" not in rules(check(g, "ethos-u55-256"), "sig")
+    assert "ethos-u55-256.shape.static" not in rules(check(g, "ethos-u55-256", measure="never"), "sig")
     g.tensor("a").shape = (1, 8, "h", 4)  # the graph-wide 'no dynamic axis' answer of the first check is stale now
-    assert "ethos-u55-256.shape.static" in rules(check(g, "ethos-u55-256"), "sig")
+    assert "ethos-u55-256.shape.static" in rules(check(g, "ethos-u55-256", measure="never"), "sig")
 
 
 def test_a_setting_changed_inside_a_check_is_not_answered_from_the_memo(graphs):

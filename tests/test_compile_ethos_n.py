@@ -169,8 +169,13 @@ def test_leaky_relu_is_supported_by_the_library_but_an_island_in_tvms_flow(tmp_p
     leaky = [p for p in r.placement if p.op == "LEAKY_RELU"]
     assert r.ok and leaky and all(p.device == "npu" for p in leaky)
     assert any("TVM" in n and "leaky_relu" in n for n in r.notes)
-    tvm = check(path, "ethos-n78")  # the profile models TVM's flow
+    tvm = check(path, "ethos-n78", measure="never")  # the profile's prediction models TVM's flow
     assert all(tvm.node(p.node).verdict.value == "cpu" for p in leaky)
+    # measured by the library (the default where it is built), the difference is listed with both explanations
+    lib = check(path, "ethos-n78")
+    differ = {d["node"]: d for d in lib.extra["placement"]["disagreements"]}
+    assert {p.node for p in leaky} <= set(differ) and all(lib.node(p.node).verdict.value == "npu" for p in leaky)
+    assert all(differ[p.node]["predicted"] == "cpu" and differ[p.node]["npufit_explanation"] for p in leaky)
 
 
 @needs_lib
@@ -263,3 +268,53 @@ def test_seed001_table_from_the_real_library(tmp_path, models):
             assert r.leaky > 0 and r.library_extra_qdq == 0  # the library runs int8 LeakyReLU as is
             assert r.tvm_ratio < r.ratio  # TVM's dequantize -> leaky_relu -> quantize islands go to the host
     assert "Level 3 LeakyReLU" in render(rows)
+
+
+# -- the bridge: networks the library compiles --------------------------------------------------------------------
+def _tflite(path, build):
+    from npufit.convert.tflite_writer import TFLiteBuilder
+
+    b = TFLiteBuilder()
+    x, outs = build(b)
+    b.io([x], outs)
+    path.write_bytes(b.build())
+    return path
+
+
+@needs_lib
+def test_split_parts_feeding_several_operations_compile(tmp_path):
+    """Handed a network whose split parts feed several operations as they are, Compile() failed on its own graph
+    ("`buffer` is not part of this graph (or is nullptr)"), and check --measure stopped; the bridge now hands
+    further readers copies and, where the library still breaks, keeps that split on the host and says so."""
+    from npufit import check
+    from npufit.compilers import compile_model
+
+    from .tflite_models import split_fanout
+
+    m = _tflite(tmp_path / "m.tflite", split_fanout)
+    r = compile_model(m, "ethos-n78", out_dir=tmp_path / "out")
+    assert r.ok, r.error
+    for p in r.placement:
+        assert p.device == "npu" or (p.op == "SPLIT" and "keeps it on the host" in p.reason), p
+    rep = check(m, "ethos-n78")
+    assert rep.extra["placement"]["source"] == "measured"
+    assert rep.counts == {"npu": r.summary()["npu"], "cpu": r.summary()["cpu"], "unsupported": 0, "folded": 0}
+
+
+@needs_lib
+def test_an_output_nobody_reads_is_written_out(tmp_path):
+    """A convolution whose output no operation reads and the model does not return: the library refuses dangling
+    outputs ('There are dangling outputs'); the bridge writes such a tensor out, as Arm NN does."""
+    from npufit.compilers import compile_model
+
+    from .tflite_models import conv1x1
+
+    def build(b):
+        x = b.tensor("input", (1, 8, 8, 4), "int8", scale=0.02, zero_point=0)
+        c1 = conv1x1(b, x, 4, 8, "c1", 8, in_scale=0.02)
+        conv1x1(b, c1, 8, 4, "dead", 8, seed=5)
+        return x, [conv1x1(b, c1, 8, 4, "c2", 8)]
+
+    r = compile_model(_tflite(tmp_path / "m.tflite", build), "ethos-n78", out_dir=tmp_path / "out")
+    assert r.ok, r.error
+    assert {p.device for p in r.placement} == {"npu"}

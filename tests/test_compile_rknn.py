@@ -48,6 +48,7 @@ def test_rknn_places_erf_on_cpu_and_simulator_matches(tmp_path):
     assert hashlib.sha256(m.read_bytes()).hexdigest() == before
     c = r.comparison.scores()
     assert c["compiler_cpu_nodes"] == 1 and c["cpu_fallback_recall"] == 1.0
+    assert r.metrics["cpu_layers"] == 1 == r.summary()["cpu"]  # the table's CPU layers are the placed nodes' own
     assert r.to_dict()["comparison"]["schema"] == "npufit.compile.compare/1"
 
 
@@ -85,3 +86,74 @@ def test_log_parsers_read_the_toolkit_formats():
     assert [(x.name, x.op, x.device) for x in rk3576] == [("/Erf", "Erf", "cpu"), ("/conv", "Conv", "npu")]
     assert parse_rewrites(LOG)[1] == (["/x_gavg"], ["/x_gavg_2conv0"])
     assert _suggested_rules(LOG) == ["convert_identity_to_reshape"]
+
+
+needs_rknn_tflite = pytest.mark.skipif(
+    "tflite" not in env_status("rknn")["extras"],
+    reason="the RKNN env has no TensorFlow for TFLite models: npufit env install rknn --extra tflite (~1.1 GB)",
+)
+
+
+def _int8_tflite(path):
+    """conv+relu -> 3x3 SAME average pool (RKNN-Toolkit2 2.5.0: CPU) -> NCHW transpose -> softmax."""
+    from npufit.convert.tflite_writer import TFLiteBuilder
+
+    from .tflite_models import conv_stem
+
+    b = TFLiteBuilder()
+    x, y = conv_stem(b)
+    q = b.tensor("avg", (1, 16, 16, 8), "int8", scale=0.05, zero_point=-128)
+    b.op("AVERAGE_POOL_2D", [y], [q], "Pool2DOptions", padding="SAME", stride_w=1, stride_h=1, filter_width=3,
+         filter_height=3)
+    perm = b.tensor("perm", (4,), "int32", data=np.array([0, 3, 1, 2]))
+    t = b.tensor("nchw", (1, 8, 16, 16), "int8", scale=0.05, zero_point=-128)
+    b.op("TRANSPOSE", [q, perm], [t], "TransposeOptions")
+    e = b.tensor("sm", (1, 8, 16, 16), "int8", scale=1 / 256, zero_point=-128)
+    b.op("SOFTMAX", [t], [e], "SoftmaxOptions", beta=1.0)
+    b.io([x], [e])
+    path.write_bytes(b.build())
+    return path
+
+
+@needs_rknn_tflite
+def test_rknn_compiles_a_tflite_model_and_check_reads_the_same_placement(tmp_path):
+    from npufit import check
+
+    m = _int8_tflite(tmp_path / "m.tflite")
+    r = compile_model(m, "rk3588", out_dir=tmp_path / "out")
+    assert r.ok, r.error
+    dev = {p.op: p.device for p in r.placement}
+    assert dev == {"CONV_2D": "npu", "AVERAGE_POOL_2D": "cpu", "TRANSPOSE": "npu", "SOFTMAX": "npu"}
+    assert {p.op: p.layers for p in r.placement}["CONV_2D"] == ["conv1_prequant"]  # named after its output tensor
+    assert r.metrics["cpu_layers"] == 1 == r.summary()["cpu"]
+    rep = check(m, "rk3588")
+    assert rep.extra["placement"]["headline"].startswith("placement measured by RKNN-Toolkit2 2.5.0")
+    assert rep.counts == {"npu": 3, "cpu": 1, "unsupported": 0, "folded": 0}
+
+
+def test_rknn_tflite_without_tensorflow_says_how_to_add_it(tmp_path, monkeypatch):
+    """An env without the tflite extra: compile refuses in one line, check shows the prediction and says why."""
+    import json
+
+    from npufit import check
+    from npufit.envs import env_dir
+
+    if not env_status("rknn")["installed"]:
+        pytest.skip("RKNN-Toolkit2 env missing: run 'npufit env install rknn'")
+    # a copy of the env's manifest without extras, in a folder of envs of its own (the env itself is not touched)
+    root = tmp_path / "envs"
+    (root / "rknn").mkdir(parents=True)
+    man = json.loads((env_dir("rknn") / "npufit-env.json").read_text())
+    man["extras"] = []
+    (root / "rknn" / "npufit-env.json").write_text(json.dumps(man))
+    (root / "rknn" / "bin").mkdir()
+    (root / "rknn" / "bin" / "python").symlink_to(env_dir("rknn") / "bin" / "python")
+    monkeypatch.setenv("NPUFIT_ENVS", str(root))
+    m = _int8_tflite(tmp_path / "m.tflite")
+    from npufit.errors import NpufitError
+
+    with pytest.raises(NpufitError, match="npufit env install rknn --extra tflite"):
+        compile_model(m, "rk3588", out_dir=tmp_path / "out")
+    rep = check(m, "rk3588")
+    pl = rep.extra["placement"]
+    assert pl["source"] == "predicted" and "--extra tflite" in pl["headline"]

@@ -38,6 +38,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("npufit.convert",),  # ONNX -> int8 TFLite (and the TFLite writer it is built on)
     ("npufit.zoo",),  # example models and data (rebuilt TFLite networks are written with the converter's writer)
     ("npufit.compilers", "npufit.runtimes"),
+    # a module as its own unit: the one placement every verb reads (the compiler's where it runs, else the
+    # prediction), computed once per run; the verbs module passes it down to the layers below
+    ("npufit.placement",),
     ("npufit.bench", "npufit.probe", "npufit.scan", "npufit.doctor"),
     ("npufit.pipeline",),
     ("npufit.verbs",),  # every verb as a plain function, re-exported by the root

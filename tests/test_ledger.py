@@ -17,7 +17,8 @@ def det(tmp_path_factory):
 
 
 def test_ethos_n78_leaky_relu_islands_and_partitions(det):
-    relu, leaky = check(det["relu"], "ethos-n78"), check(det["leakyrelu"], "ethos-n78")
+    # the TVM flow's placement, npufit's prediction (the support library's own compile keeps LeakyReLU on the NPU)
+    relu, leaky = check(det["relu"], "ethos-n78", measure="never"), check(det["leakyrelu"], "ethos-n78", measure="never")
     led_r, led_l = relu.extra["qdq_ledger"], leaky.extra["qdq_ledger"]
     assert led_r["totals"]["islands"] == 0
     (group,) = led_l["by_op"]

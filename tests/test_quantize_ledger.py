@@ -18,14 +18,19 @@ def quantized(tmp_path_factory):
     out = {}
     for act in ("relu", "leakyrelu"):
         detector.export(act, d / f"{act}.onnx")
+        # the TVM flow's placement (npufit's prediction): the support library's own compile, where its env is
+        # installed, keeps LeakyReLU on the NPU (see test_leakyrelu_islands_stay_on_the_npu_when_measured)
         out[act] = npufit.quantize(d / f"{act}.onnx", d / f"{act}_int8.onnx", "random", samples=8, holdout=2,
-                                   target="ethos-n78")
+                                   target="ethos-n78", measure="never")
     return d, out
 
 
 def test_leakyrelu_pays_extra_qdq_on_ethos_n78(quantized):
     d, reports = quantized
-    led = {act: check(d / f"{act}_int8.onnx", "ethos-n78").extra["qdq_ledger"] for act in ("relu", "leakyrelu")}
+    led = {
+        act: check(d / f"{act}_int8.onnx", "ethos-n78", measure="never").extra["qdq_ledger"]
+        for act in ("relu", "leakyrelu")
+    }
     leaky, relu = led["leakyrelu"], led["relu"]
     assert relu["totals"]["islands"] == 0
     by_op = {g["ops"]: g for g in leaky["by_op"]}
@@ -39,3 +44,19 @@ def test_leakyrelu_pays_extra_qdq_on_ethos_n78(quantized):
     assert "LeakyRelu × 6" in reports["leakyrelu"].render("table")
     # and the quantizer itself shows why: 6 more quantized activations (the LeakyReLU outputs ReLU fuses away)
     assert reports["leakyrelu"].qdq["activations"] - reports["relu"].qdq["activations"] == 6
+
+
+def test_leakyrelu_islands_stay_on_the_npu_when_measured(quantized):
+    """Arm's Ethos-N support library compiles the LeakyReLU islands onto the NPU: measured, they cost no host
+    conversions, and the prediction's different answer is listed node by node."""
+    from npufit.envs import env_status
+
+    if not env_status("ethos-n")["installed"]:
+        pytest.skip("the Ethos-N support library env is not installed (npufit env install ethos-n)")
+    d, _ = quantized
+    rep = check(d / "leakyrelu_int8.onnx", "ethos-n78")
+    placed = rep.extra["placement"]
+    assert placed["source"] == "measured"
+    totals = rep.extra["qdq_ledger"]["totals"]
+    assert totals["islands"] == 6 and totals["host_islands"] == 0 and totals["extra_ops"] == 0
+    assert "/stem/stem.2/LeakyRelu" in {x["node"] for x in placed["disagreements"]}

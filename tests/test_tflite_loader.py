@@ -74,7 +74,7 @@ def test_cli_check_tflite(tfl, capsys):
 
 def test_int8_tflite_leaky_relu_on_each_arm_target(tfl):
     assert check(tfl, "ethos-u55-256").fully_npu  # Vela: LEAKY_RELU int8 is supported
-    n78 = check(tfl, "ethos-n78")
+    n78 = check(tfl, "ethos-n78", measure="never")  # the TVM flow's placement (the support library's differs)
     assert n78.node("LEAKY_RELU_1").verdict.value == "cpu"
     assert n78.extra["qdq_ledger"]["totals"]["island_ops"] == 3  # implicit dequantize + leaky_relu + quantize
 

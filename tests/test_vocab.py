@@ -1,6 +1,7 @@
 """One source per vocabulary and default (npufit/vocab.py) and one record per pipeline step (pipeline/stepdefs.py):
 no other module restates them, the CLI offers exactly them, the library refuses anything else in one line, and the
 pipeline's split defaults differ from the library's as stated."""
+
 from __future__ import annotations
 
 import ast
@@ -89,7 +90,9 @@ def test_the_library_refuses_a_word_outside_the_vocabulary_in_one_line(tmp_path)
     model = npu_cut_npu_onnx(tmp_path / "m.onnx")
     with pytest.raises(NpufitError, match=r"^unknown --judge 'nope' \(choose from auto, int8, float\)$"):
         npufit.check(model, "hailo8", judge="nope")
-    with pytest.raises(NpufitError, match=r"^unknown --measure judge 'x' \(choose from auto, vela-checks, compile\)$"):
+    with pytest.raises(
+        NpufitError, match=r"^unknown --measure 'x' \(choose from auto, never, required, vela-checks, compile\)$"
+    ):
         npufit.check(model, "ethos-u55-256", measure="x")
     with pytest.raises(NpufitError, match=r"^unknown split mode 'fast' \(choose from best, prefix, segments, "):
         npufit.split(model, "hailo8", tmp_path / "plan", mode="fast")

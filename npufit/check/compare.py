@@ -58,6 +58,8 @@ def model_row(report: CheckReport) -> dict[str, Any]:
         "qdq_folded": {"weights": qdq["dequantize_weights"], "model_io": folded_qdq - qdq["dequantize_weights"]},
         "islands": led["totals"]["islands"] if led else 0,
         "ledger": led["by_op"] if led else [],
+        # whose placement the row is: the compiler's where one ran, else npufit's prediction
+        "placement": (report.extra.get("placement") or {}).get("source", "predicted"),
         "status": status,
         "fully_npu": s["fully_npu"],
     }
@@ -142,6 +144,8 @@ class CompareReport(Renderable):
                 Text(r["status"], style=style),
             )
         con.print(tab)
+        sources = sorted({r["placement"] for r in self.rows})
+        con.print(Text(f"placement: {' and '.join(sources)} (per model in the JSON output)", style="dim"))
         for r in self.rows:
             for g in r["ledger"]:
                 con.print(
@@ -174,7 +178,11 @@ class CompareReport(Renderable):
 
 
 def compare(
-    models: list[str | os.PathLike | Graph], target: str, input_shapes=None, judge: str = JUDGE
+    models: list[str | os.PathLike | Graph],
+    target: str,
+    input_shapes=None,
+    judge: str = JUDGE,
+    placer=None,
 ) -> CompareReport:
     """Check every model against one target: one row per model (variants of one network side by side). Model files are
     only read.
@@ -191,6 +199,10 @@ def compare(
         Pin dynamic inputs, {"images": (1, 3, 640, 640)} or "images=1,3,640,640"; each model gets those that fit it.
     judge : str
         How a float model is judged ("auto", "int8", "float"), as in `npufit.check`.
+    placer : callable, optional
+        placer(model, target, input_shapes, judge) -> CheckReport: the placement every verb reads
+        (npufit.placement.place, which `npufit.compare` passes in: the compiler's where one runs here); None: the
+        prediction.
 
     Returns
     -------
@@ -216,7 +228,11 @@ def compare(
         # one --input-shape for every variant: it pins the models it fits (an input of that name and rank)
         graph = m if isinstance(m, Graph) else load(m, input_shapes, strict=False)
         require_shapes(graph, "compare ranks the models by their coverage")
-        rep = check_graph(graph, profile, judge)
+        rep = (
+            check_graph(graph, profile, judge)
+            if placer is None
+            else placer(graph, profile, graph.input_shapes or None, judge)
+        )
         if rep.model["file"] in names:  # same file name in two folders: keep rows distinguishable
             rep.model["file"] = str(Path(rep.model["path"]))
         names.add(rep.model["file"])

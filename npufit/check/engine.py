@@ -157,47 +157,10 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
     results = dict(zip([n.name for n in nodes], judged))  # by name; a repeated name keeps its last node's result
     _propagate_control_flow(graph, results)
     _body_macs(results)
-    # device and MACs of each running top-level node, read by partitioning, the prefix and the totals
-    device_of: dict[str, str] = {}
-    macs: dict[str, int] = {}
-    total = 0
-    runnable: list[NodeView] = []
-    dev: list[str | None] = [None] * len(graph.nodes)
-    for n in graph.top_nodes:
-        name = n.name
-        r = results[name]
-        v = r.verdict
-        if v is not _FOLDED:
-            device_of[name] = dev[n.index] = NPU if v is _NPU else HOST
-            runnable.append(n)
-            m = macs[name] = r.macs
-            total += m
-    dag = RunningDag(graph, device_of, (runnable, dev))  # shared by partitioning, boundaries and the prefix
-    parts = partition(graph, device_of, macs, dag)
-    if graph.names_unique and dag.group is not None:  # partition ids by node position, as partition() left them
-        for r, g in zip(judged, dag.group):
-            if g >= 0:
-                r.partition = g
-    else:
-        for p in parts:
-            for name in p.nodes:
-                results[name].partition = p.id
-    bounds = boundaries(graph, parts, dag)
-    prefix = npu_prefix(graph, device_of, dag)
-    prefix_macs = sum(macs.get(n, 0) for n in prefix["nodes"])
-    prefix_summary = {
-        "node_count": len(prefix["nodes"]),
-        "macs_pct": round(100.0 * prefix_macs / total, 2) if total else None,
-        "start_nodes": prefix["start_nodes"],
-        "end_nodes": prefix["end_nodes"],
-        "end_tensors": prefix["end_tensors"],
-        "covers_whole_model": len(prefix["nodes"]) == len(device_of),
-    }
+    parts, bounds, prefix_summary = _structure(graph, results, judged)
     warnings = list(graph.warnings)
     if graph.format == "onnx" and profile.input_formats and "onnx" not in profile.input_formats:
-        warnings.append(
-            f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces"
-        )
+        warnings.append(converted_warning(profile))
     # one node set for every figure: the model's own nodes are counted, partitioned and listed; body nodes are listed
     # apart (their control-flow node carries them). The loader makes names unique, so `judged` is that list.
     listed = judged if graph.names_unique else [results[n.name] for n in nodes]
@@ -220,6 +183,78 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
     from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only)
 
     attach_ledger(report, graph, profile)
+    return report
+
+
+def converted_warning(profile: Profile) -> str:
+    """What a prediction of an ONNX model for a target that compiles another format rests on (a measured placement
+    replaces it: npufit.placement)."""
+    return (
+        f"{profile.name} compiles {'/'.join(profile.input_formats)} models: verdicts for this ONNX model are predicted "
+        f"through the ONNX->{profile.input_formats[0]} op mapping a standard converter produces"
+    )
+
+
+def _structure(graph: Graph, results: dict[str, NodeResult], judged: list[NodeResult] | None = None):
+    """Partitions, boundaries and the NPU prefix from the verdicts in `results` (and each node's partition id).
+    judged: the results in graph node order, when the caller has them (the check does)."""
+    # device and MACs of each running top-level node, read by partitioning, the prefix and the totals
+    device_of: dict[str, str] = {}
+    macs: dict[str, int] = {}
+    total = 0
+    runnable: list[NodeView] = []
+    dev: list[str | None] = [None] * len(graph.nodes)
+    for n in graph.top_nodes:
+        name = n.name
+        r = results[name]
+        v = r.verdict
+        if v is not _FOLDED:
+            device_of[name] = dev[n.index] = NPU if v is _NPU else HOST
+            runnable.append(n)
+            m = macs[name] = r.macs
+            total += m
+    dag = RunningDag(graph, device_of, (runnable, dev))  # shared by partitioning, boundaries and the prefix
+    parts = partition(graph, device_of, macs, dag)
+    if (
+        judged is not None and graph.names_unique and dag.group is not None
+    ):  # partition ids by node position, as partition() left them
+        for r, g in zip(judged, dag.group):
+            if g >= 0:
+                r.partition = g
+    else:
+        for p in parts:
+            for name in p.nodes:
+                results[name].partition = p.id
+    bounds = boundaries(graph, parts, dag)
+    prefix = npu_prefix(graph, device_of, dag)
+    prefix_macs = sum(macs.get(n, 0) for n in prefix["nodes"])
+    prefix_summary = {
+        "node_count": len(prefix["nodes"]),
+        "macs_pct": round(100.0 * prefix_macs / total, 2) if total else None,
+        "start_nodes": prefix["start_nodes"],
+        "end_nodes": prefix["end_nodes"],
+        "end_tensors": prefix["end_tensors"],
+        "covers_whole_model": len(prefix["nodes"]) == len(device_of),
+    }
+    return parts, bounds, prefix_summary
+
+
+def restructure(report: CheckReport, graph: Graph, profile: Profile) -> CheckReport:
+    """Recompute what follows from the verdicts (partitions, boundaries, the NPU prefix, the Q/DQ ledger) after
+    they were changed, e.g. to a compiler's measured placement (npufit.placement): every count, partition,
+    boundary and percentage of the report then reads the same verdicts."""
+    listed = report.nodes + report.subgraph_nodes
+    results = {n.name: n for n in listed}
+    for n in listed:
+        n.partition = None
+    judged = report.nodes if not report.subgraph_nodes and len(report.nodes) == len(graph.nodes) else None
+    report.partitions, report.boundaries, report.prefix = _structure(graph, results, judged)
+    for key in ("qdq_ledger", "_terminal_sections", "_markdown_sections"):
+        report.extra.pop(key, None)  # the check attached only the ledger's sections: rebuilt below
+    from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only), as the check attaches it
+
+    with quant.check_scope(graph, report.target.get("judged_as") == "int8"):  # the form the check judged
+        attach_ledger(report, graph, profile)
     return report
 
 

@@ -52,6 +52,22 @@ class NodeResult:
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     notes: list[str] = field(default_factory=list)
+    # Where the verdict comes from: "" is npufit's prediction (its rules); "measured:<compiler> <version>" when a
+    # compiler that ran here placed the node (npufit.placement). The prediction and the compiler's words stay beside.
+    source: str = ""
+    predicted: Verdict | None = None  # npufit's own verdict when the verdict is measured
+    compiler_reason: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.source)
+
+    def source_label(self) -> str:
+        """`measured:<compiler> <version>`, or `predicted:<rule ids>` (plain `predicted` when no rule fired)."""
+        if self.source:
+            return self.source
+        ids = ",".join(dict.fromkeys(r.rule for r in self.reasons))
+        return f"predicted:{ids}" if ids else "predicted"
 
     def to_dict(self) -> dict:
         # _value_ is a plain attribute (.value is a descriptor call): this runs once per node of every report
@@ -73,6 +89,11 @@ class NodeResult:
             d["parent"] = self.parent
         if self.notes:
             d["notes"] = self.notes
+        d["source"] = self.source_label()
+        if self.source:
+            d["predicted"] = self.predicted._value_ if self.predicted is not None else None
+            if self.compiler_reason:
+                d["compiler_reason"] = self.compiler_reason
         d["inputs"], d["outputs"] = list(self.inputs), list(self.outputs)
         return d
 

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         os.environ["NPUFIT_VERBOSE"] = "1"  # read where ONNX Runtime sessions are made (verify.compare.ort_quiet)
     try:
-        from ..util.io import clean_stale_temp
+        from ..util.io import clean_stale_temp, one_run
         from ..util.limits import MEMORY_BUDGET_MB, TIME_LIMIT_S, VERIFY_TIMEOUT, verb_time_limit
 
         clean_stale_temp()  # what killed runs left in the temp folder
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 VERIFY_TIMEOUT.scoped(getattr(args, "verify_timeout", None)),
                 MEMORY_BUDGET_MB.scoped(args.memory_budget),
                 verb_time_limit(f"npufit {args.command}", seconds),
+                one_run(),
             ):
                 return int(args.func(args) or 0)
     except NpufitError as e:

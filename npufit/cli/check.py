@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from ..vocab import MEASURE_JUDGE, MEASURE_JUDGES, PAGE_FORMATS
+from ..vocab import PAGE_FORMATS
 from .common import (
     add_format_option,
     add_input_shape_option,
     add_judge_option,
+    add_measure_options,
     add_target_option,
     emit,
+    measure_mode,
     percent,
     target_of,
 )
@@ -32,15 +34,12 @@ def register(sub) -> None:
         "--all-nodes", action="store_true", help="list every node in table/markdown output, not only the failing ones"
     )
     add_judge_option(p)
+    add_measure_options(p)
     p.add_argument(
-        "--measure",
-        nargs="?",
-        const=MEASURE_JUDGE,
-        choices=MEASURE_JUDGES,
-        metavar="JUDGE",
-        help="also run the real compiler when it is installed (Vela; RKNN-Toolkit2 through its env) and show its "
-        "placement per node beside npufit's explanation, flagging every difference. JUDGE: auto (default: "
-        "Vela's operator checks for a TFLite model on Ethos-U55/U65, else a compile), vela-checks, compile",
+        "--record-disagreements",
+        metavar="FILE",
+        help="append the measured placement and every node where npufit's prediction differs to a calibration "
+        "record (JSON; created when missing)",
     )
     p.add_argument(
         "--fail-under",
@@ -66,10 +65,11 @@ def _run(args: argparse.Namespace) -> int:
     from ..targets import resolve_targets
 
     targets = resolve_targets(target_of(args))
+    mode, judge = measure_mode(args)
     graph = load(args.model, parse_input_shapes(args.input_shape))
     require_shapes(graph, "verdicts, coverage and MACs depend on it")
     if len(targets) > 1:
-        if args.measure:
+        if mode == "required" or args.record_disagreements:
             from ..errors import NpufitError
 
             raise NpufitError("--measure takes one target (a compiler runs per target): give --target NAME")
@@ -79,20 +79,18 @@ def _run(args: argparse.Namespace) -> int:
         emit(grid.render(args.format), args.output)
         worst = min(r.coverage_nodes for r in grid.reports.values())
     else:
-        if args.measure:  # the compilers package (and what it imports) only when a compiler runs
-            from ..compilers.measure import check
+        from ..placement import place
 
-            report = check(
-                graph,
-                targets[0],
-                judge=args.judge,
-                measure=args.measure,
-                input_shapes=parse_input_shapes(args.input_shape),
-            )
-        else:
-            from ..check.engine import predict
-
-            report = predict(graph, targets[0], judge=args.judge)
+        report = place(
+            graph,
+            targets[0],
+            input_shapes=parse_input_shapes(args.input_shape),
+            judge=args.judge,
+            measure=mode,
+            measure_judge=judge,
+            timeout_s=args.measure_timeout,
+            record=args.record_disagreements,
+        )
         emit(report.render(args.format, all_nodes=args.all_nodes), args.output)
         worst = report.coverage_nodes
     if args.fail_under is not None and worst < args.fail_under:

@@ -119,6 +119,58 @@ def add_judge_option(p: argparse.ArgumentParser) -> None:
     )  # older spelling
 
 
+def add_measure_options(p: argparse.ArgumentParser, scan: bool = False) -> None:
+    """Whose placement the verb reads: the installed compiler's where one runs here (the default; for scan, only
+    with --measure), or npufit's prediction (--predict)."""
+    from ..vocab import MEASURE_JUDGE, MEASURE_JUDGES, MEASURE_TIMEOUT_S
+
+    g = p.add_mutually_exclusive_group()
+    if scan:
+        g.add_argument(
+            "--measure",
+            nargs="?",
+            const=MEASURE_JUDGE,
+            choices=MEASURE_JUDGES,
+            metavar="JUDGE",
+            help="place each model with the installed compiler for the target where one runs here (Vela; the "
+            "Ethos-N support library and RKNN-Toolkit2 once their env is installed); default: npufit's prediction",
+        )
+    else:
+        g.add_argument(
+            "--predict",
+            action="store_true",
+            help="npufit's prediction only: do not run the installed compiler (by default it judges where it runs "
+            "here: Vela for Ethos-U; the Ethos-N support library and RKNN-Toolkit2 once their env is installed)",
+        )
+        g.add_argument(
+            "--measure",
+            nargs="?",
+            const=MEASURE_JUDGE,
+            choices=MEASURE_JUDGES,
+            metavar="JUDGE",
+            help="require the compiler's placement: stop with one line when none runs here. JUDGE: auto/compile "
+            "(the compile, default), vela-checks (Vela's operator checks, TFLite on Ethos-U)",
+        )
+    p.add_argument(
+        "--measure-timeout",
+        type=positive_float,
+        default=MEASURE_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"stop a compile that runs longer and show the prediction, marked as such (default {MEASURE_TIMEOUT_S:g})",
+    )
+
+
+def measure_mode(args: argparse.Namespace) -> tuple[str, str]:
+    """(measure mode, measure judge) of add_measure_options's flags."""
+    from ..vocab import MEASURE_JUDGE
+
+    if getattr(args, "predict", False):
+        return "never", MEASURE_JUDGE
+    if hasattr(args, "predict"):  # check and the verbs like it: measured unless --predict; --measure requires it
+        return ("required", args.measure) if args.measure else ("auto", MEASURE_JUDGE)
+    return ("auto", args.measure) if args.measure else ("never", MEASURE_JUDGE)  # scan: predicted unless --measure
+
+
 def add_verify_timeout_option(p: argparse.ArgumentParser, what: str = "verification run") -> None:
     from ..util.limits import VERIFY_TIMEOUT  # not verify.compare: building the parser must not import numpy
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_format_option, add_input_shape_option, add_judge_option, emit, name_arg
+from .common import (
+    add_format_option,
+    add_input_shape_option,
+    add_judge_option,
+    add_measure_options,
+    emit,
+    measure_mode,
+    name_arg,
+)
 
 
 def register(sub) -> None:
@@ -19,13 +27,23 @@ def register(sub) -> None:
     add_format_option(p)
     add_input_shape_option(p)
     add_judge_option(p)
+    add_measure_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..check.compare import compare
     from ..graph import parse_input_shapes
+    from ..placement import with_placer
 
-    report = compare(args.models, args.target, parse_input_shapes(args.input_shape), judge=args.judge)
+    mode, _ = measure_mode(args)
+    report = with_placer(compare, takes_shapes=True)(
+        args.models,
+        args.target,
+        parse_input_shapes(args.input_shape),
+        judge=args.judge,
+        measure=mode,
+        measure_timeout=args.measure_timeout,
+    )
     emit(report.render(args.format), args.output)
     return 0

@@ -40,7 +40,9 @@ def run(args: argparse.Namespace) -> int:
                 t.add_column(col, overflow="fold")
             for c in items:
                 state = Text("ok", style="green") if c.available else Text("missing", style="yellow")
-                t.add_row(c.name, state, c.version, c.enables, c.install or c.detail)
+                # plain text: an install step such as pip install 'npufit[torch]' is not rich markup
+                cells = [Text(v or "") for v in (c.name, c.version, c.enables, c.install or c.detail)]
+                t.add_row(cells[0], state, *cells[1:])
             con.print(t)
 
     emit(console_to_string(render, width=140), None)

@@ -35,6 +35,14 @@ def register(sub) -> None:
     )
     i.add_argument("--force", action="store_true", help="recreate it even if it exists")
     i.add_argument(
+        "--extra",
+        action="append",
+        default=[],
+        metavar="EXTRA",
+        help="an optional part, added to an installed env too (rknn: tflite, for TFLite models through TensorFlow "
+        "2.14, about 1.1 GB)",
+    )
+    i.add_argument(
         "--source",
         help="ethos-n: a local copy of the Arm Ethos-N driver stack (DIR) or a git URL "
         "(default: $NPUFIT_ETHOSN_SOURCE, else the public ARM-software repository, tag 25.03)",
@@ -56,8 +64,17 @@ def run(args: argparse.Namespace) -> int:
         if args.jobs is not None and args.jobs < 1:
             raise NpufitError("--jobs must be at least 1")
         m = envs.install(
-            args.name, wheel=args.wheel, force=args.force, source=args.source, jobs=args.jobs, python=args.python
+            args.name,
+            wheel=args.wheel,
+            force=args.force,
+            source=args.source,
+            jobs=args.jobs,
+            python=args.python,
+            extras=tuple(args.extra),
         )
+        if m.get("added_extras"):
+            print(f"{m['title']}: added {', '.join(m['added_extras'])} to {envs.env_dir(args.name)}")
+            return 0
         if m.get("reused"):
             print(
                 f"{m['title']}: already installed in {envs.env_dir(args.name)} (version {m['version']}, "

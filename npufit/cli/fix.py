@@ -8,6 +8,7 @@ from ..vocab import FORMAT, FORMATS
 from .common import (
     add_input_shape_option,
     add_judge_option,
+    add_measure_options,
     add_target_option,
     add_verify_timeout_option,
     positive_int,
@@ -51,20 +52,23 @@ def register(sub) -> None:
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the verification inputs (default: 0)")
     add_input_shape_option(p)
     add_judge_option(p)
+    add_measure_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import NpufitError
     from ..graph import parse_input_shapes
+    from ..placement import reads_placement
     from ..rewrite import fix
-    from .common import emit
+    from .common import emit, measure_mode
 
     if not args.output and not args.dry_run:
         raise NpufitError("give --output OUT for the rewritten model, or --dry-run to only preview")
     if args.samples < 1:
         raise NpufitError("--samples must be at least 1")
-    result = fix(
+    mode, _ = measure_mode(args)
+    result = reads_placement(fix)(
         args.model,
         target=target_of(args),
         output=args.output,
@@ -76,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         samples=args.samples,
         seed=args.seed,
         judge=args.judge,
+        measure=mode,
+        measure_timeout=args.measure_timeout,
     )
     text = result.render(args.format)
     emit(text, None)

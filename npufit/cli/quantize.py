@@ -9,12 +9,14 @@ from ..errors import NpufitError
 from ..vocab import FORMAT, FORMATS, QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD, QUANTIZE_METHODS
 from .common import (
     add_input_shape_option,
+    add_measure_options,
     add_verify_timeout_option,
     bounded_number,
     cosine,
     count_int,
     emit,
     finite_float,
+    measure_mode,
     name_arg,
     percentile,
     positive_float,
@@ -141,11 +143,13 @@ def register(sub) -> None:
     p.add_argument(
         "--min-cosine", type=cosine, metavar="C", help="exit 1 when any output's cosine is below C (CI gate)"
     )
+    add_measure_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..graph import parse_input_shapes
+    from ..placement import with_placer
     from ..quantize import ImagePreprocessing, quantize
 
     image = ImagePreprocessing(
@@ -157,7 +161,8 @@ def run(args: argparse.Namespace) -> int:
         bgr=args.bgr,
     )
     exclude = [n.strip() for spec in args.exclude for n in spec.split(",") if n.strip()]
-    report = quantize(
+    mode, _ = measure_mode(args)
+    report = with_placer(quantize, takes_shapes=False)(
         args.model,
         args.output,
         args.calibration,
@@ -175,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
         worst=args.worst,
         preprocess=not args.no_preprocess,
         target=args.target,
+        measure=mode,
+        measure_timeout=args.measure_timeout,
     )
     if args.calibration == "random":  # after the work: a refused input gets its one line and nothing else
         print(

@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 
 from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
-from .common import add_input_shape_option, add_judge_option, add_target_option, emit, input_shapes, target_of
+from .common import (
+    add_input_shape_option,
+    add_judge_option,
+    add_measure_options,
+    add_target_option,
+    emit,
+    input_shapes,
+    measure_mode,
+    target_of,
+)
 
 
 def register(sub) -> None:
@@ -53,6 +62,7 @@ def register(sub) -> None:
         "--timeout", type=float, default=300.0, metavar="S", help="per-model timeout in seconds (default: 300)"
     )
     add_judge_option(p)
+    add_measure_options(p, scan=True)
     add_input_shape_option(p)
     p.add_argument(
         "--fail-under",
@@ -68,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..scan import scan
 
+    mode, judge = measure_mode(args)
     report = scan(
         args.paths,
         target_of(args),
@@ -77,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         cache=args.cache,
         timeout=args.timeout,
         judge=args.judge,
+        measure=mode,
+        measure_judge=judge,
+        measure_timeout=args.measure_timeout,
         input_shapes=input_shapes(args),
     )
     emit(report.render(args.format), args.output)

@@ -9,9 +9,11 @@ from .common import (
     add_format_option,
     add_input_shape_option,
     add_judge_option,
+    add_measure_options,
     add_target_option,
     add_verify_timeout_option,
     emit,
+    measure_mode,
     positive_int,
     seed_int,
     target_of,
@@ -87,14 +89,17 @@ def register(sub) -> None:
     add_input_shape_option(p)
     add_format_option(p, choices=PAGE_FORMATS)
     add_judge_option(p)
+    add_measure_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..graph import parse_input_shapes
+    from ..placement import reads_placement
     from ..split import split
 
-    res = split(
+    mode, _ = measure_mode(args)
+    res = reads_placement(split)(
         args.model,
         target_of(args),
         args.output_dir,
@@ -111,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         top=args.top,
         judge=args.judge,
         max_npu_stages=args.max_npu_stages,
+        measure=mode,
+        measure_timeout=args.measure_timeout,
     )
     if args.format == "html":
         from ..report.html_verbs import render_split_html

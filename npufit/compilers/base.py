@@ -67,6 +67,7 @@ class CompileOptions:
     plan: str | None = None  # npufit split plan.json (Hailo start/end nodes)
     timeout_s: float | None = None
     activations: str = "auto"  # ONNX input to Ethos-U/N: the converter's activation type (auto, int8, int16)
+    verify: bool = True  # ONNX input to Ethos-U/N: hold the converted TFLite against ONNX Runtime (needs LiteRT)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

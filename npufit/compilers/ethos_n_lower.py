@@ -150,7 +150,13 @@ class _Lowering:
                             self.tensor(name)
                         except _Host:
                             self.tensor_lines[tid] = f"tensor {tid} int8 NHWC 1 1 1 1 0 -1 1 1.0"  # host-only tensor
-        outs = [f"output {self.ids[t.name]}" for t in g.outputs if t.name in self.ids]
+        # the model's outputs, and every tensor no node reads (a SPLIT part, a branch the converter left dead): the
+        # library refuses a network with an operation nobody consumes ("There are dangling outputs"), and these are
+        # written out, as Arm NN does with unconnected layer outputs
+        read = {t for n in g.top_nodes for t in n.present_inputs}
+        model_outs = [t.name for t in g.outputs]
+        dead = [o for n in g.top_nodes if n.name in self.out.ops_of for o in n.outputs if o and o not in read]
+        outs = [f"output {self.ids[t]}" for t in dict.fromkeys(model_outs + dead) if t in self.ids]
         self.out.request = "\n".join(["npufit-ethosn 1", *self.tensor_lines.values(), *self.lines, *outs]) + "\n"
         self.out.blob = bytes(self.blob)
         return self.out

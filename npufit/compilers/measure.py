@@ -1,33 +1,31 @@
-"""check --measure: the real compiler's placement beside npufit's prediction, node by node.
-
-`check(..., measure=...)` here is the library's `npufit.check`: check.engine.predict, then the measurement.
-It lives with the compilers, above check, so that the check package never imports a compiler.
+"""The real compiler's placement of every node, held against npufit's prediction: what npufit.placement reads.
 
 Judges (`mode`):
-  vela-checks  Vela's own operator checks through its library, no compile (TFLite on Ethos-U55/U65; the default
-               there): the semantic and supported-operator checks, with the reason text Vela prints.
-  compile      the vendor compiler itself (Vela, RKNN-Toolkit2 in its env) in a temporary folder; placement is
-               mapped back to the model's nodes by npufit.compilers.mapping.
-  auto         vela-checks where it applies, else compile.
-The compiler is optional: when it is absent the measurement says so in one line and the prediction stands alone.
-Vendor tools are imported only inside the functions, and only when a measurement is asked for.
+  compile      the vendor compiler itself (Vela, the Ethos-N support library, RKNN-Toolkit2 in its env) in a
+               temporary folder; placement is mapped back to the model's nodes by npufit.compilers.mapping.
+  vela-checks  Vela's own operator checks through its library, no compile (TFLite on Ethos-U55/U65): the legacy
+               core's checks, with the reason text Vela prints. Vela 5.2.0 compiles with its C++ core (Regor), whose
+               limits differ for some operators (TRANSPOSE), so this judge is asked for by name only.
+  auto         the compile.
+The compiler is optional: when it is absent, fails or runs past its time limit, the Measurement says why in one
+line and the prediction stands alone. Vendor tools are imported only inside the functions.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import NpufitError
+from ..errors import NpufitError, NpufitWarning
 from ..graph import Graph
 from ..targets.base import Executes, Fallback, Profile
 from ..toolchains import VELA
-from ..vocab import JUDGE, MEASURE_JUDGE, MEASURE_JUDGES
+from ..vocab import MEASURE_JUDGE, MEASURE_JUDGES, MEASURE_TIMEOUT_S
 from .compare import compare_placement
 
-SCHEMA = "npufit.check.measure/1"
 WORKER = Path(__file__).resolve().parent.parent / "envs" / "workers" / "vela_checks.py"
 
 
@@ -35,11 +33,13 @@ WORKER = Path(__file__).resolve().parent.parent / "envs" / "workers" / "vela_che
 class Measurement:
     target: str
     mode: str  # the judge that ran: vela-checks | compile | none
-    compiler: str = ""
+    compiler: str = ""  # its status name (npufit doctor): vela, rknn-toolkit2, ...
     version: str | None = None
-    message: str = ""  # one line: why nothing was measured, or what the judge was
+    message: str = ""  # one line: why nothing was measured
     comparison: Any = None  # npufit.compilers.compare.PredictionComparison
     notes: list[str] = field(default_factory=list)
+    title: str = ""  # the compiler in words (Vela, RKNN-Toolkit2, ...)
+    wall_s: float = 0.0
 
     def __repr__(self) -> str:
         return f"<Measurement {self.target} ({self.compiler or 'no compiler'}): {self.message[:80]}>"
@@ -49,144 +49,97 @@ class Measurement:
         return self.comparison is not None
 
     @property
-    def differing(self) -> list:
-        return self.comparison.disagreements if self.comparison else []
-
-    def to_dict(self) -> dict:
-        d = {
-            "schema": SCHEMA,
-            "target": self.target,
-            "judge": self.mode,
-            "compiler": self.compiler,
-            "compiler_version": self.version,
-            "message": self.message,
-            "notes": self.notes,
-        }
-        if self.comparison is not None:
-            cmp = self.comparison.to_dict()
-            d.update(
-                scores=cmp["scores"],
-                differing=[n["node"] for n in cmp["disagreements"]],
-                nodes=[_row(n) for n in self.comparison.nodes],
-            )
-        return d
-
-
-def check(
-    model,
-    target,
-    input_shapes=None,
-    judge: str = JUDGE,
-    assume_int8: bool = False,
-    measure: bool | str = False,
-):
-    """Judge every node of `model` against `target`: which runs on the NPU, which does not, why, how to fix it.
-
-    The library side of `npufit check MODEL --target T`. The model file is only read.
-
-    Parameters
-    ----------
-    model : str, os.PathLike or Graph
-        An .onnx or .tflite file (or a Graph from `npufit.load`).
-    target : str
-        A target name or alias ("hailo8", "ethos-u55-256", "rk3588", ...; `npufit.targets()` lists them).
-    input_shapes : dict or str, optional
-        Shapes for the inputs, {"images": (1, 3, 640, 640)} or "images=1,3,640,640" (a dynamic batch alone is
-        pinned to 1; other unknown dims must be given).
-    judge : str
-        How a float model is judged: "auto" (as its int8 conversion on an int8-only target, as it is elsewhere),
-        "int8" or "float".
-    assume_int8 : bool
-        The older spelling of judge="int8".
-    measure : bool or str
-        Also run the real compiler when it is installed and put its placement beside the prediction
-        (report.extra["measurement"]): True or "auto", "vela-checks", "compile".
-
-    Returns
-    -------
-    CheckReport
-        Per-node verdicts and reasons (each a sentence and a rule id; `npufit.explain(rule_id)` has the evidence),
-        partitions, NPU/host boundaries and the largest NPU prefix; `.render("table" | "json" | "markdown" |
-        "html")`, `.to_dict()`.
-
-    Example
-    -------
-    >>> import npufit
-    >>> report = npufit.check("yolov8n.onnx", "hailo8")
-    >>> report  # doctest: +SKIP
-    <CheckReport hailo8 yolov8n.onnx: 96.6% nodes, 4 NPU / 8 host>
-    >>> [(n.name, n.reasons[0].rule) for n in report.failing][:1]  # doctest: +SKIP
-    [('/model.22/Reshape', 'hailo8.shuffle.rank3')]
-    """
-    from ..check.engine import predict, resolve
-
-    graph, profile = resolve(model, target, input_shapes)
-    report = predict(graph, profile, judge=judge, assume_int8=assume_int8)
-    if measure:
-        attach_measurement(report, graph, profile, MEASURE_JUDGE if measure is True else measure, input_shapes)
-    return report
-
-
-def _row(n) -> dict:
-    why = "; ".join(
-        f"{r['text']}" + (f" ({r['detail']})" if r.get("detail") else "") + f" [{r['rule']}]" for r in n.rules
-    )
-    return {
-        "node": n.node,
-        "op": n.op,
-        "predicted": n.predicted,
-        "measured": n.actual,
-        "differs": n.kind in ("fp", "fn"),
-        "npufit_explanation": why,
-        "compiler_reason": n.compiler_reason,
-        "mapped": n.how,
-    }
+    def judge_words(self) -> str:
+        return "operator checks" if self.mode == "vela-checks" else "compile"
 
 
 def measure(
-    graph: Graph, report, profile: Profile, mode: str = MEASURE_JUDGE, input_shapes=None, timeout_s: float | None = 600
+    graph: Graph,
+    report,
+    profile: Profile,
+    mode: str = MEASURE_JUDGE,
+    input_shapes=None,
+    timeout_s: float | None = MEASURE_TIMEOUT_S,
 ) -> Measurement:
     """Measure where the real compiler puts every node of `graph` for `profile` and hold it against `report`."""
     if mode not in MEASURE_JUDGES:
         raise NpufitError(f"unknown --measure judge '{mode}' (choose from {', '.join(MEASURE_JUDGES)})")
-    from . import compiler_for
+    from ..toolchains import for_platform
+    from . import adapter
 
     target = profile.name
-    try:
-        comp = compiler_for(target)
-    except NpufitError:
-        return Measurement(target, "none", message=f"not measured: no compiler for {target} runs here")
+    chain = for_platform(target)
+    if chain is None:
+        return Measurement(target, "none", message=f"no compiler for {target} runs here")
+    comp = adapter(chain)
     st = comp.status()
+    title = compiler_title(chain)
     if not st["available"]:
-        return Measurement(
-            target, "none", st["name"], message=f"not measured: {st['name']} is not installed ({st['install']})"
-        )
-    if not profile.measure_judges:
         return Measurement(
             target,
             "none",
             st["name"],
-            message=f"not measured: {st['name']} gives no per-node placement"
-            + (" (no CPU fallback inside the compiled binary)" if profile.fallback is Fallback.NONE else ""),
+            title=title,
+            # a short install step is said here; a long one (a login-gated download) is npufit doctor's to tell
+            message=f"no compiler for {target} runs here ({title} is not installed; "
+            + (f"{st['install']})" if len(st["install"]) <= 40 else "npufit doctor says how to add it)"),
         )
-    judges = [
-        j for j in profile.measure_judges if j != "vela-checks" or graph.format == "tflite"
-    ]  # Vela's checks read TFLite
-    if mode != "auto" and mode not in judges:
+    if not profile.measure_judges:
+        why = " (no CPU fallback inside the compiled binary)" if profile.fallback is Fallback.NONE else ""
+        return Measurement(target, "none", st["name"], title=title, message=f"{title} gives no per-node placement{why}")
+    # Vela's checks read TFLite; a compiler reads the formats its toolchain takes (ONNX through npufit's converter)
+    judges = [j for j in profile.measure_judges if j != "vela-checks" or graph.format == "tflite"]
+    if mode not in ("auto", *judges):
         raise NpufitError(
             f"--measure {mode} does not judge this {graph.format} model on {target} (it judges: "
             f"{', '.join(judges) or 'none'}; vela-checks reads TFLite models)"
         )
-    if not judges:
+    judge = "compile" if mode == "auto" and "compile" in judges else (judges[0] if mode == "auto" else mode)
+    if _float_asked(graph, report, profile):
         return Measurement(
-            target, "none", st["name"], message=f"not measured: {target}'s judges read TFLite models only"
+            target,
+            "none",
+            st["name"],
+            st.get("version"),
+            f"--judge float asks about the float graph, and {title} would place the int8 model converted from it",
+            title=title,
         )
     try:
-        if (judges[0] if mode == "auto" else mode) == "vela-checks":
-            return _vela_checks(graph, report, profile, input_shapes, timeout_s, confirm=mode == "auto")
-        return _compile(graph, report, profile, input_shapes, timeout_s)
-    except (_NotMeasured, NpufitError) as e:  # e.g. RKNN is driven from ONNX only: say it, keep the prediction
-        return Measurement(target, "none", st["name"], st.get("version"), f"not measured: {e}")
+        if judge == "vela-checks":
+            return _vela_checks(graph, report, profile, timeout_s, title)
+        return _compile(graph, report, profile, input_shapes, timeout_s, title)
+    except (_NotMeasured, NpufitError) as e:  # the compiler failed or ran too long: say it, keep the prediction
+        if isinstance(e, NpufitError):  # refused before the compiler ran (a converter gap names its node first)
+            why = e.message.split("; way out")[0]
+            msg = why if why.startswith(title) else f"{title} could not be run: {why}"
+        else:
+            msg = str(e)
+        return Measurement(target, "none", st["name"], st.get("version"), one_line(msg), title=title)
+
+
+def _float_asked(graph: Graph, report, profile: Profile) -> bool:
+    """A float ONNX model judged as it is (--judge float) on an int8-only target: what the compiler would place is
+    npufit's int8 conversion of it, another model than the one asked about."""
+    from ..check.engine import is_float_model
+
+    return (
+        graph.format == "onnx"
+        and report.target.get("judged_as") == "as is"
+        and profile.executes is Executes.INT8
+        and is_float_model(graph)
+    )
+
+
+def one_line(text: str, width: int = 240) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def compiler_title(chain) -> str:
+    """The compiler in a user's words: its environment's title names the tool ("Rockchip RKNN-Toolkit2 2.5.0")."""
+    return {"rknn": "RKNN-Toolkit2", "ethos-n": "the Ethos-N support library", "hailo": "the Hailo DFC"}.get(
+        chain.name, chain.title
+    )
 
 
 class _NotMeasured(Exception):
@@ -197,7 +150,7 @@ def _by_output(graph: Graph) -> dict[str, str]:
     return {o: n.name for n in graph.top_nodes for o in n.outputs if o}
 
 
-def _checks_placement(graph: Graph, timeout_s) -> tuple[list, str | None]:
+def _vela_checks(graph: Graph, report, profile: Profile, timeout_s, title: str) -> Measurement:
     """Vela's supported-operator checks, run by a child process (envs/workers/vela_checks.py) on the TFLite file."""
     import json
 
@@ -215,7 +168,7 @@ def _checks_placement(graph: Graph, timeout_s) -> tuple[list, str | None]:
         resp = (
             json.loads(resp_path.read_text())
             if resp_path.exists()
-            else {"ok": False, "error": f"exit code {run.returncode}"}
+            else {"ok": False, "error": run.killed or f"exit code {run.returncode}"}
         )
     if not resp.get("ok"):
         raise _NotMeasured(f"Vela's operator checks failed ({resp.get('error')})")
@@ -231,149 +184,67 @@ def _checks_placement(graph: Graph, timeout_s) -> tuple[list, str | None]:
         for o in resp["ops"]
         if o["ofm"] in owner
     ]
-    return placement, resp.get("version")
-
-
-def _vela_checks(graph: Graph, report, profile: Profile, input_shapes, timeout_s, confirm: bool) -> Measurement:
-    """The library checks; with `confirm`, operators they put on the CPU are confirmed by the compile, because Vela
-    5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (measured: TRANSPOSE)."""
-    placement, version = _checks_placement(graph, timeout_s)
-    label = "judge: Vela's supported-operator checks (library call, no compile)"
-    notes = []
-    if confirm and any(p.device == "cpu" for p in placement):
-        compiled, res = _compile_placement(graph, report, profile, input_shapes, timeout_s)
-        by = {p.node: p for p in compiled}
-        for p in placement:
-            c = by.get(p.node)
-            if p.device == "cpu" and c is not None and c.device != "cpu":
-                p.device, p.reason = (
-                    c.device,
-                    f"Vela's library checks put it on the CPU ({p.reason}); the compile runs it on the NPU",
-                )
-        label = (
-            "judge: Vela's supported-operator checks (library call), their CPU verdicts confirmed by the compile "
-            f"({res.wall_s:.1f} s)"
-        )
-    elif not confirm:
-        notes.append(
-            "Vela 5.2.0 compiles with its C++ core (Regor), whose limits are wider for some operators (TRANSPOSE): "
-            "--measure auto or compile confirms these verdicts with the compile"
-        )
-    vela = VELA.status_name  # the library checks are Vela's own
-    m = Measurement(profile.name, "vela-checks", vela, version, label, compare_placement(report, placement, vela))
-    m.notes.extend(notes)
+    m = Measurement(
+        profile.name,
+        "vela-checks",
+        VELA.status_name,
+        resp.get("version"),
+        comparison=compare_placement(report, placement, VELA.status_name),
+        title=title,
+        wall_s=run.wall_s or 0.0,
+    )
+    m.notes.append(
+        "Vela 5.2.0 compiles with its C++ core (Regor), whose limits differ for some operators (TRANSPOSE): the "
+        "default judge is the compile"
+    )
     return m
 
 
-def _compile_placement(graph: Graph, report, profile: Profile, input_shapes, timeout_s):
+def _compile(graph: Graph, report, profile: Profile, input_shapes, timeout_s, title: str) -> Measurement:
+    import time
+
     from ..util.io import private_tempdir
     from . import compile_model
 
+    t0 = time.perf_counter()
     with private_tempdir("measure") as d:
         judge_int8 = report.target.get("judged_as") == "int8"
-        # a target that also builds float is asked for its int8 build (int8-only compilers take the model as given)
-        res = compile_model(
-            graph.path,
-            profile.name,
-            out_dir=d,
-            simulate=False,
-            timeout_s=timeout_s,
-            input_shapes=input_shapes,
-            quantize=judge_int8 and profile.executes is Executes.FP16_INT8,
-        )
+        # a target that also builds float is asked for its int8 build (int8-only compilers take the model as given);
+        # an ONNX model converted for Ethos-U/N is placed as its int8 form, unverified: the verification against
+        # ONNX Runtime (LiteRT) says how close the numbers are, not where a node runs
+        with warnings.catch_warnings():
+            # where the nodes run does not depend on the calibration data: the compile's own "calibrated on random
+            # data" warning is about the artifact, which a placement throws away
+            warnings.simplefilter("ignore", NpufitWarning)
+            res = compile_model(
+                graph.path,
+                profile.name,
+                out_dir=d,
+                simulate=False,
+                timeout_s=timeout_s,
+                input_shapes=input_shapes,
+                quantize=judge_int8 and profile.executes is Executes.FP16_INT8,
+                activations="int8",
+                verify=False,
+            )
     if not res.ok or not res.placement:
-        raise _NotMeasured(f"{res.compiler} did not finish ({(res.error or 'no placement').splitlines()[0][:200]})")
-    return res.placement, res  # already per node of `graph` (compilers map layers back, TFLite included)
-
-
-def _compile(graph: Graph, report, profile: Profile, input_shapes, timeout_s) -> Measurement:
-    placement, res = _compile_placement(graph, report, profile, input_shapes, timeout_s)
+        why = res.error or "no placement"
+        if "s timeout" in why:
+            raise _NotMeasured(f"{title} ran past the {timeout_s:g} s limit (--measure-timeout) and was stopped")
+        raise _NotMeasured(why if why.startswith(title) else f"{title} did not finish: {why}")
     m = Measurement(
         profile.name,
         "compile",
         res.compiler,
         res.compiler_version,
-        f"judge: {res.compiler} {res.compiler_version or ''} compile ({res.wall_s:.1f} s)".replace("  ", " "),
-        compare_placement(report, placement, res.compiler),
+        comparison=compare_placement(report, res.placement, res.compiler),
+        title=title,
+        wall_s=time.perf_counter() - t0,  # what the user waited for: conversion and compile
     )
     m.notes.extend(n for n in res.notes if "converted ONNX" in n)
-    return m
-
-
-def attach_measurement(
-    report, graph: Graph, profile: Profile, mode: str = MEASURE_JUDGE, input_shapes=None
-) -> Measurement:
-    """Measure and add the result to report.extra (JSON key "measurement", terminal and Markdown sections)."""
-    m = measure(graph, report, profile, mode, input_shapes)
-    report.extra["measurement"] = m.to_dict()
-    report.extra.setdefault("_terminal_sections", []).append(lambda con, rep: _terminal(con, m))
-    report.extra.setdefault("_markdown_sections", []).append(lambda rep: render_markdown(m))
-    return m
-
-
-def _summary_line(m: Measurement) -> str:
-    s = m.comparison.scores()
-    return (
-        f"{len(m.comparison.nodes)} nodes measured: compiler put {s['compiler_cpu_nodes']} on the CPU, npufit predicted "
-        f"{s['predicted_off_npu']} off the NPU; {len(m.differing)} differ (CPU-fallback recall "
-        f"{_pct(s['cpu_fallback_recall'])}, precision {_pct(s['cpu_fallback_precision'])})"
-    )
-
-
-def _pct(v) -> str:
-    return "n/a" if v is None else f"{v:.2f}"
-
-
-def _terminal(con, m: Measurement) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    con.print(Text(f"measured placement ({m.target}): {m.message}", style="bold"))
-    if not m.measured:
-        return
-    for note in m.notes:
-        con.print(Text(f"note: {note}", style="dim"))
-    con.print(_summary_line(m))
-    rows = [n for n in m.comparison.nodes if n.actual != "folded" or n.predicted != "folded"]
-    t = Table(show_edge=False, pad_edge=False)
-    for col in ("", "node", "op", "predicted", "measured", "npufit's explanation", "compiler's reason"):
-        t.add_column(col, overflow="fold")
-    for n in rows:
-        r = _row(n)
-        flag = "≠" if r["differs"] else ""
-        t.add_row(
-            Text(flag, style="bold red"),
-            n.node,
-            n.op,
-            n.predicted,
-            n.actual,
-            r["npufit_explanation"] or "—",
-            n.compiler_reason or "—",
-            style="red" if flag else None,
+    if graph.format == "onnx" and profile.input_formats and "onnx" not in profile.input_formats:
+        m.notes.append(
+            "the ONNX model was placed as npufit's int8 conversion of it (its numbers were not verified here: "
+            "npufit compile does that)"
         )
-    con.print(t)
-
-
-def render_markdown(m: Measurement) -> str:
-    out = ["## Measured placement", "", f"{m.target}: {m.message}"]
-    if not m.measured:
-        return "\n".join(out)
-    out += (
-        [""]
-        + [f"- note: {n}" for n in m.notes]
-        + [
-            "",
-            _summary_line(m),
-            "",
-            "| differs | node | op | predicted | measured | npufit's explanation | compiler's reason |",
-            "|---|---|---|---|---|---|---|",
-        ]
-    )
-    esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    for n in m.comparison.nodes:
-        r = _row(n)
-        out.append(
-            f"| {'≠' if r['differs'] else ''} | `{esc(n.node)}` | {n.op} | {n.predicted} | {n.actual} | "
-            f"{esc(r['npufit_explanation']) or '—'} | {esc(n.compiler_reason) or '—'} |"
-        )
-    return "\n".join(out)
+    return m

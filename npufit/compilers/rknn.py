@@ -48,14 +48,23 @@ class RknnCompiler(Adapter):
         return env_tool_status(self.toolchain)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
-        from ..envs import bridge
+        from ..envs import bridge, env_status
 
-        if model.suffix.lower() != ".onnx":
-            raise NpufitError(f"{model.name}: RKNN-Toolkit2 is driven from ONNX here; give an .onnx model")
+        tflite = model.suffix.lower() == ".tflite"
+        if not tflite and model.suffix.lower() != ".onnx":
+            raise NpufitError(
+                f"{model.name}: RKNN-Toolkit2 reads ONNX and TFLite models; give an .onnx or .tflite file"
+            )
+        if tflite and "tflite" not in env_status(self.toolchain.env_name)["extras"]:
+            raise NpufitError(
+                f"RKNN-Toolkit2 reads TFLite models through TensorFlow 2.14, which its env lacks: add it with "
+                f"'npufit env install {self.toolchain.env_name} --extra tflite' (about 1.1 GB)"
+            )
         out = default_out_dir(model, target, options.out_dir)
         src = private_copy(model, out)
         graph = load(model, options.input_shapes)
-        feeds, ref = _reference_run(src, graph, options, out)
+        # ONNX Runtime is the simulator's reference; a TFLite model has none here (and keeps its own quantization)
+        feeds, ref = ([], {}) if tflite else _reference_run(src, graph, options, out)
         tag = f"_{RANDOM_TAG}" if self.calibrates_at_random(model, options) else ""  # the name says what it knows
         request = {
             "platform": target.lower(),
@@ -63,7 +72,7 @@ class RknnCompiler(Adapter):
             "out": str(out / f"{model.stem}{tag}.rknn"),
             "quantize": options.quantize,
             "disable_rules": list(options.disable_rules),
-            "sim_inputs": [str(p) for p in feeds] if options.simulate else [],
+            "sim_inputs": [str(p) for p in feeds] if options.simulate and not tflite else [],
             "sim_prefix": str(out / "sim_out_"),
             "config": dict(options.extra.get("rknn_config", {})),
         }
@@ -120,15 +129,27 @@ class RknnCompiler(Adapter):
         known = {n.name for n in graph.nodes}
         # 'bypass_two_*' without a replacement deletes a pair that cancels out (Reshape -> Reshape back to the same shape)
         removed = {**parse_removed(text), **parse_removed(text, "bypass_two_")}
+        if tflite:  # the toolkit names a layer after the TFLite operator's output tensor ('conv1' -> 'conv1_prequant')
+            from .vela import layer_lineage, tflite_lineage
+
+            lineage = layer_lineage(layers, tflite_lineage(model)[1])
+        else:
+            lineage = origins_from_lineage(rewrites, known)
         res.placement = resolve(
             graph,
             layers,
-            origins_from_lineage(rewrites, known),
+            lineage,
             "RKNN-Toolkit2",
             removed,
             parse_removed(text, "fuse_two_"),
         )
-        res.metrics.update(_table_metrics(text, layers))
+        res.metrics.update(_table_metrics(text, layers, res.placement))
+        own = res.metrics.get("toolkit_cpu_layers")
+        if own:
+            res.notes.append(
+                f"RKNN-Toolkit2 added {len(own)} CPU layer(s) of its own ({', '.join(own[:3])}"
+                f"{', ...' if len(own) > 3 else ''}): no node of the model is placed by them"
+            )
         res.metrics["quantized"] = options.quantize
         if not options.quantize:
             res.metrics["float_dtype"] = "float16"
@@ -227,18 +248,26 @@ def _suggested_rules(log: str) -> list[str]:
     return rules
 
 
-def _table_metrics(log: str, layers: list[Layer]) -> dict:
+def _table_metrics(log: str, layers: list[Layer], placement=()) -> dict:
+    """The table's totals. cpu_layers counts the CPU layers that hold a node of the model placed on the CPU, so
+    it never contradicts the placement; CPU layers the toolkit added itself (a layout change before an output that
+    no model node maps to, or one beside an NPU node's work) are listed apart as toolkit_cpu_layers."""
     total = 0
     for lay in layers:
         try:
             total += int(lay.cycles.split("/")[-1])
         except ValueError:
             pass
+    of_cpu_nodes = {name for p in placement if p.device == "cpu" for name in p.layers}
+    cpu = [lay for lay in layers if lay.device == "cpu"]
     m: dict = {
         "layers": len(layers),
-        "cpu_layers": sum(lay.device == "cpu" for lay in layers),
+        "cpu_layers": sum(lay.name in of_cpu_nodes for lay in cpu),
         "npu_cycles_total": total,
     }
+    own = [f"{lay.op} '{lay.name}'" for lay in cpu if lay.name not in of_cpu_nodes]
+    if own:
+        m["toolkit_cpu_layers"] = own
     scale = {"B": 1 / 1024, "KB": 1, "MB": 1024, "GB": 1024 * 1024}
     for kind, val, unit in _MEM.findall(log):
         m[f"{kind.lower()}_memory_kb"] = round(float(val) * scale.get(unit, 1), 2)
@@ -303,6 +332,7 @@ def _cosines(ref: dict, sim_paths: list[str]) -> dict[str, float]:
         if a64.size != b64.size:
             out[name] = float("nan")
             continue
-        den = np.linalg.norm(a64) * np.linalg.norm(b64)
-        out[name] = round(float(a64 @ b64 / den), 6) if den else (1.0 if np.allclose(a64, b64) else 0.0)
+        with np.errstate(all="ignore"):  # an overflowing output gives inf/nan norms: its cosine is nan, said as such
+            den = np.linalg.norm(a64) * np.linalg.norm(b64)
+            out[name] = round(float(a64 @ b64 / den), 6) if den else (1.0 if np.allclose(a64, b64) else 0.0)
     return out

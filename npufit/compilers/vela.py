@@ -18,11 +18,11 @@ from .base import (
     Adapter,
     CompileOptions,
     CompileResult,
-    Placement,
     default_out_dir,
     private_copy,
     random_calibration,
     run_tool,
+    tail,
 )
 from .failure import explain, vela_cause
 from .mapping import Layer
@@ -98,13 +98,14 @@ class VelaCompiler(Adapter):
         ).resolve()  # Vela runs with cwd=out: paths must be absolute
         notes: list[str] = []
         outputs: dict[str, str] = {}
-        graph = lineage = conv = None
+        conv = None
         if model.suffix.lower() == ".tflite":
             src = private_copy(model, out)
             graph, lineage = tflite_lineage(src)
         else:
             conv = convert_onnx(model, out, options, notes, outputs, target.lower())
-            src, graph, lineage = conv.path, conv.graph, conv.lineage
+            src, lineage = conv.path, conv.lineage
+            graph = load_graph(src)
         cmd = [
             exe,
             str(src),
@@ -144,18 +145,25 @@ class VelaCompiler(Adapter):
         vdir = out / "vela"
         res.artifact = str(vdir / f"{stem}_vela.tflite")
         reasons = parse_reasons(text)
-        layers = parse_per_layer_csv(vdir / f"{stem}_per-layer.csv", reasons)
-        if Path(res.artifact).exists():
-            layers += renamed_cpu_layers(Path(res.artifact), src, reasons)
+        cycles = {lay.name: lay.cycles for lay in parse_per_layer_csv(vdir / f"{stem}_per-layer.csv", reasons)}
+        if not Path(res.artifact).exists():
+            res.ok, res.error = False, f"Vela wrote no output file: {tail(text, 3)}"
+            return res
+        layers = placed_layers(graph, Path(res.artifact), reasons, cycles)
         res.metrics.update(parse_summary_csv(next(iter(sorted(vdir.glob(f"{stem}_summary_*.csv"))), None)))
+        # counted over the operators of the TFLite file Vela compiled (for an ONNX model: the converted file)
         res.metrics["cpu_operators"] = sum(lay.device == "cpu" for lay in layers)
         res.metrics["npu_operators"] = sum(lay.device == "npu" for lay in layers)
-        if graph is not None:
-            from .mapping import resolve
+        if conv is not None:  # two counts of one placement: say which is which
+            res.notes.append(
+                "cpu_operators / npu_operators count the operators of the converted TFLite file Vela compiled; "
+                "the placement counts the ONNX model's nodes, each mapped back from its operators"
+            )
+        from .mapping import resolve
 
-            res.placement = resolve(graph, layers, layer_lineage(layers, lineage), "Vela")
-        else:
-            res.placement = [Placement(lay.name, lay.op, lay.device, lay.reason, [lay.name]) for lay in layers]
+        res.placement = resolve(
+            conv.graph if conv is not None else graph, layers, layer_lineage(layers, lineage), "Vela"
+        )
         return res
 
 
@@ -192,33 +200,61 @@ def parse_per_layer_csv(path: Path, reasons: dict[str, str]) -> list[Layer]:
     return list(layers.values())
 
 
-def renamed_cpu_layers(vela_tflite: Path, source: Path, reasons: dict[str, str]) -> list[Layer]:
-    """CPU operators of Vela's output whose output tensor Vela renamed, under their source operator's output name.
+def placed_layers(source, vela_tflite: Path, reasons: dict[str, str], cycles: dict[str, str]) -> list[Layer]:
+    """One Layer per operator of the main subgraph of the TFLite file Vela compiled (`source`, its Graph), placed
+    by what Vela's output file holds: an operator Vela left on the CPU is still there, under its own output
+    tensor; every other one runs inside the `ethos-u` custom operator (the NPU command stream).
 
-    The U85's GATHER lowering names its CPU pass-through 'indices' in the per-layer CSV and 'indices#11' in the
-    output file (roberta's GatherElements), so no name leads back to the source operator and the CPU op was lost.
-    The output file keeps every CPU operator with its inputs: the one source operator of the same type that reads
-    one of those inputs is the one Vela left on the CPU."""
+    Read from the output file rather than the per-layer CSV, which describes one subgraph only: Vela writes it per
+    subgraph, so for a model with a second subgraph (a stateful model's CALL_ONCE initialiser) the CSV holds the
+    initialiser's variables and none of the main graph's operators. Operators without outputs (ASSIGN_VARIABLE,
+    CALL_ONCE) are matched by op type and inputs; a CPU operator whose output Vela renamed (the U85's GATHER
+    lowering names its pass-through 'indices#11') by op type and a shared input."""
+    out_graph = load_graph(vela_tflite)
+    on_cpu = [n for n in out_graph.top_nodes if n.op_type != ETHOS_U_OP]
+    by_output = {o: n for n in source.top_nodes for o in n.outputs if o}
+    cpu: set[str] = set()
+    unmatched = []
+    for n in on_cpu:
+        hit = next((by_output[o] for o in n.outputs if o in by_output), None)
+        if hit is not None:
+            cpu.add(hit.name)
+        else:
+            unmatched.append(n)
+    readers: dict[tuple[str, str], list] = {}
+    for m in source.top_nodes:
+        for t in set(m.present_inputs):
+            readers.setdefault((m.op_type, t), []).append(m)
+    for n in unmatched:
+        same = [
+            m
+            for m in source.top_nodes
+            if m.name not in cpu
+            and m.op_type == n.op_type
+            and tuple(m.inputs) == tuple(n.inputs)
+            and not any(m.outputs)
+        ]
+        if not same:  # renamed output: the one source operator of this type reading one of its inputs
+            cands = {m.name: m for t in n.present_inputs for m in readers.get((n.op_type, t), ()) if m.name not in cpu}
+            same = list(cands.values()) if len(cands) == 1 else []
+        if not same and not n.inputs and not any(n.outputs):  # CALL_ONCE: nothing but its type to go by
+            same = [m for m in source.top_nodes if m.name not in cpu and m.op_type == n.op_type]
+        if same:
+            cpu.add(same[0].name)
+    layers = []
+    for i, m in enumerate(source.top_nodes):
+        # Vela names a layer by its output (OFM) tensor, an operator without outputs by its index
+        name = next((o for o in m.outputs if o), f"placeholder-for-{i}-OFM")
+        dev = "cpu" if m.name in cpu else "npu"
+        reason = reasons.get(name, "Vela: scheduled on the CPU") if dev == "cpu" else ""
+        layers.append(Layer(name, m.op_type, dev, reason, cycles.get(name, "")))
+    return layers
+
+
+def load_graph(path: Path):
     from ..graph import load
 
-    out_graph, src_graph = load(vela_tflite), load(source)
-    known = {o for n in src_graph.top_nodes for o in n.outputs}
-    readers: dict[tuple[str, str], list] = {}
-    for n in src_graph.top_nodes:
-        for t in set(n.present_inputs):
-            readers.setdefault((n.op_type, t), []).append(n)
-    layers = []
-    for n in out_graph.top_nodes:
-        if n.op_type == ETHOS_U_OP or any(o in known for o in n.outputs if o):
-            continue
-        cands = {m.name: m for t in n.present_inputs for m in readers.get((n.op_type, t), ())}
-        if len(cands) == 1:
-            (m,) = cands.values()
-            name = next((o for o in m.outputs if o), None)
-            if name is None:  # an operator without outputs (ASSIGN_VARIABLE): Vela names it by index, found already
-                continue
-            layers.append(Layer(name, n.op_type, "cpu", reasons.get(name, "Vela: scheduled on the CPU")))
-    return layers
+    return load(path)
 
 
 def parse_summary_csv(path: Path | None) -> dict:
@@ -271,6 +307,7 @@ def convert_onnx(
         qdq_twin=True,
         target=target,
         activations=activations or options.activations,
+        **({} if options.verify else {"verify": None}),
     )
     outputs.update(
         {"int8_tflite": str(conv.path), "conversion": str(conv.sidecar), "checked_model": str(conv.qdq_twin)}

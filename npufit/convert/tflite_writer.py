@@ -73,6 +73,16 @@ class TFLiteBuilder:
         self.opcodes: list[int] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
+        self.subgraphs: list[TFLiteBuilder] = []  # further subgraphs (a CALL_ONCE initialiser, control-flow bodies)
+        self.name = "main"
+
+    def subgraph(self, name: str) -> TFLiteBuilder:
+        """A further subgraph (index 1, 2, ... in the order made), with its own tensors and operators and the
+        model's buffers; CALL_ONCE's `init_subgraph_index` names it."""
+        sub = TFLiteBuilder(self.description)
+        sub.buffers, sub.name = self.buffers, name
+        self.subgraphs.append(sub)
+        return sub
 
     def tensor(
         self,
@@ -113,25 +123,11 @@ class TFLiteBuilder:
         import flatbuffers
 
         b = flatbuffers.Builder(1024)
-        codes = sorted({o.code for o in self.ops})
+        graphs = [self, *self.subgraphs]
+        codes = sorted({o.code for g in graphs for o in g.ops})
         code_index = {c: i for i, c in enumerate(codes)}
         buffers = [self._buffer(b, data) for data in self.buffers]
-        tensors = [self._tensor(b, t) for t in self.tensors]
-        ops = [self._operator(b, o, code_index[o.code]) for o in self.ops]
-        sg_name = b.CreateString("main")
-        SG = _schema("SubGraph")
-        t_vec = self._offsets(b, SG.SubGraphStartTensorsVector, tensors)
-        i_vec = self._ints(b, SG.SubGraphStartInputsVector, self.inputs)
-        o_vec = self._ints(b, SG.SubGraphStartOutputsVector, self.outputs)
-        op_vec = self._offsets(b, SG.SubGraphStartOperatorsVector, ops)
-        SG.SubGraphStart(b)
-        SG.SubGraphAddTensors(b, t_vec)
-        SG.SubGraphAddInputs(b, i_vec)
-        SG.SubGraphAddOutputs(b, o_vec)
-        SG.SubGraphAddOperators(b, op_vec)
-        SG.SubGraphAddName(b, sg_name)
-        subgraph = SG.SubGraphEnd(b)
-
+        subgraphs = [g._subgraph(b, code_index) for g in graphs]
         OC = _schema("OperatorCode")
         ops_enum = _schema("BuiltinOperator").BuiltinOperator
         versions = {getattr(ops_enum, k): v for k, v in MIN_VERSION.items()}
@@ -144,7 +140,7 @@ class TFLiteBuilder:
             oc.append(OC.OperatorCodeEnd(b))
         M = _schema("Model")
         oc_vec = self._offsets(b, M.ModelStartOperatorCodesVector, oc)
-        sg_vec = self._offsets(b, M.ModelStartSubgraphsVector, [subgraph])
+        sg_vec = self._offsets(b, M.ModelStartSubgraphsVector, subgraphs)
         buf_vec = self._offsets(b, M.ModelStartBuffersVector, buffers)
         desc = b.CreateString(self.description)
         M.ModelStart(b)
@@ -155,6 +151,23 @@ class TFLiteBuilder:
         M.ModelAddBuffers(b, buf_vec)
         b.Finish(M.ModelEnd(b), file_identifier=b"TFL3")
         return bytes(b.Output())
+
+    def _subgraph(self, b, code_index: dict[int, int]):
+        tensors = [self._tensor(b, t) for t in self.tensors]
+        ops = [self._operator(b, o, code_index[o.code]) for o in self.ops]
+        sg_name = b.CreateString(self.name)
+        SG = _schema("SubGraph")
+        t_vec = self._offsets(b, SG.SubGraphStartTensorsVector, tensors)
+        i_vec = self._ints(b, SG.SubGraphStartInputsVector, self.inputs)
+        o_vec = self._ints(b, SG.SubGraphStartOutputsVector, self.outputs)
+        op_vec = self._offsets(b, SG.SubGraphStartOperatorsVector, ops)
+        SG.SubGraphStart(b)
+        SG.SubGraphAddTensors(b, t_vec)
+        SG.SubGraphAddInputs(b, i_vec)
+        SG.SubGraphAddOutputs(b, o_vec)
+        SG.SubGraphAddOperators(b, op_vec)
+        SG.SubGraphAddName(b, sg_name)
+        return SG.SubGraphEnd(b)
 
     @staticmethod
     def _offsets(b, start, items):

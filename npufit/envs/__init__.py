@@ -70,6 +70,7 @@ def env_status(name: str) -> dict:
         "version": m.get("version") if m else None,
         "size_mb": m.get("size_mb") if m else None,
         "install_s": m.get("install_s") if m else None,
+        "extras": list(m.get("extras", [])) if m else [],
         "enables": s.enables,
         "install": f"npufit env install {s.name}"
         + (" --wheel " + s.needs_wheel.split(" ")[0] if s.needs_wheel else "")
@@ -101,13 +102,19 @@ def install(
     source: str | None = None,
     jobs: int | None = None,
     python: str | None = None,
+    extras: tuple[str, ...] = (),
 ) -> dict:
     """Create the env from scratch; returns its manifest (install time, size, tool version).
 
     wheel: vendor wheel file(s) to install after the env's own steps (the Hailo DFC's, then HailoRT's);
     python: the interpreter the virtualenv is made with (default: npufit's), for wheels that need another one.
-    An installed env is left as it is (manifest["reused"] is then True) unless force is given."""
+    An installed env is left as it is (manifest["reused"] is then True) unless force is given; `extras` (the
+    spec's optional parts, e.g. rknn's "tflite") are added to it when missing."""
     s = spec(name)
+    known = {e[0]: e for e in s.extras}
+    bad = [e for e in extras if e not in known]
+    if bad:
+        raise NpufitError(f"env {name} has no extra '{bad[0]}' (its extras: {', '.join(known) or 'none'})")
     if s.kind == "native":
         return _install_native(s, force, log, source, jobs)
     wheels = [wheel] if isinstance(wheel, str) else list(wheel or [])
@@ -117,14 +124,18 @@ def install(
         if not Path(w).is_file():
             raise NpufitError(f"{w}: no such wheel file")
     d = env_dir(name)
+    say = log or (lambda msg: print(msg, file=sys.stderr))
     if d.exists():
-        if not force and manifest(name):
-            return manifest(name)  # type: ignore[return-value]
+        m0 = manifest(name)
+        if not force and m0:
+            missing = [e for e in extras if e not in m0.get("extras", [])]
+            if not missing:
+                return m0
+            return _add_extras(name, m0, [known[e] for e in missing], say)
         shutil.rmtree(d)
     interpreter = _interpreter(python)
     for w in wheels:  # before the virtualenv exists: a wheel for another Python or machine fails in one line
         _check_wheel(Path(w), interpreter)
-    say = log or (lambda msg: print(msg, file=sys.stderr))
     t0 = time.perf_counter()
     d.parent.mkdir(parents=True, exist_ok=True)
     tmp = d  # the manifest, written last, is what marks an env installed: a half-built one never looks ready
@@ -133,7 +144,7 @@ def install(
     say(f"creating virtualenv {d} (Python {interpreter[1]})")
     _run([interpreter[0], "-m", "venv", str(tmp)])
     pip = [str(tmp / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    steps = list(s.steps) + [(str(Path(w).resolve()),) for w in wheels]
+    steps = list(s.steps) + [(str(Path(w).resolve()),) for w in wheels] + [known[e][2] for e in extras]
     for i, step in enumerate(steps, 1):
         say(f"[{i}/{len(steps)}] pip install {' '.join(step)}")
         with working(f"env {name}: step {i}/{len(steps)}"):
@@ -148,12 +159,31 @@ def install(
         "install_s": round(time.perf_counter() - t0, 1),
         "size_mb": _dir_size_mb(d),
         "steps": [list(x) for x in steps],
+        "extras": list(dict.fromkeys(extras)),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     from ..util.io import atomic_write_json
 
     atomic_write_json(d / "npufit-env.json", m)
     return m
+
+
+def _add_extras(name: str, m: dict, extras: list, say) -> dict:
+    """pip-install an installed env's missing extras into it and record them in its manifest."""
+    from ..util.io import atomic_write_json
+    from ..util.progress import working
+
+    pip = [str(env_python(name)), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    for extra, _why, step in extras:
+        say(f"adding {extra}: pip install {' '.join(step)}")
+        with working(f"env {name}: {extra}"):
+            _run(pip + list(step))
+    m = dict(m)
+    m["extras"] = list(dict.fromkeys([*m.get("extras", []), *(e[0] for e in extras)]))
+    m["steps"] = [*m.get("steps", []), *(list(e[2]) for e in extras)]
+    m["size_mb"] = _dir_size_mb(env_dir(name))
+    atomic_write_json(env_dir(name) / "npufit-env.json", m)
+    return dict(m, added_extras=[e[0] for e in extras])
 
 
 def _interpreter(python: str | None) -> tuple[str, str]:

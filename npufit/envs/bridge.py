@@ -34,6 +34,7 @@ def call(
         cwd=workdir,
         env=clean,
         timeout_s=timeout_s,
+        title=f"{spec(env).title}: {worker.replace('_', ' ')}",
     )
     from ..util.readers import read_json
 
@@ -44,7 +45,7 @@ def call(
     except NpufitError:
         response = {
             "ok": False,
-            "error": f"worker exited with code {run.returncode} without an answer",
+            "error": run.killed or f"worker exited with code {run.returncode} without an answer",
             "crashed": True,
         }
     return response, run

@@ -40,8 +40,10 @@ def run_tool(
     cwd: str | os.PathLike | None = None,
     env: dict[str, str] | None = None,
     timeout_s: float | None = None,
+    title: str | None = None,
 ) -> ToolRun:
-    """Run a compiler process, its stdout+stderr going to log_path; measure wall time and peak RSS.
+    """Run a compiler process, its stdout+stderr going to log_path; measure wall time and peak RSS. title: what the
+    progress line calls it (default: the program's name); the time limit, when there is one, is shown beside it.
 
     Peak memory is the VmHWM of the child (and its children), polled while it runs. Not rusage:
     Linux carries the forking parent's RSS high-water mark into the child's ru_maxrss across exec,
@@ -52,7 +54,9 @@ def run_tool(
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    with open(log_path, "wb") as log, working(f"running {Path(command[0]).name} (log: {log_path.name})"):
+    what = title or f"running {Path(command[0]).name}"
+    limit = f", stopped after {timeout_s:g} s" if timeout_s else ""
+    with open(log_path, "wb") as log, working(f"{what} (log: {log_path.name}{limit})"):
         try:
             proc = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, env=env

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..vocab import MEASURE_JUDGES
+from ..vocab import MEASURE_JUDGES, MEASURE_MODES
 
 Checker = Callable[[Any], "str | None"]  # value -> what was expected, or None when the value is fine
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # used in folder names
@@ -68,9 +68,11 @@ def choice(opts: Collection[str]) -> Checker:
 
 
 def measure(v) -> str | None:
-    """check --measure as a setting: off, on (the default judge), or a judge by name."""
-    ok = isinstance(v, bool) or v in MEASURE_JUDGES
-    return None if ok else f"expected false, true, {', '.join(MEASURE_JUDGES[:-1])} or {MEASURE_JUDGES[-1]}"
+    """check's placement as a setting: a mode (auto: the compiler where it runs here; never: the prediction;
+    required), true / false (auto / never), or a judge by name (required)."""
+    names = tuple(dict.fromkeys((*MEASURE_MODES, *MEASURE_JUDGES)))
+    ok = isinstance(v, bool) or v in names
+    return None if ok else f"expected false, true, {', '.join(names[:-1])} or {names[-1]}"
 
 
 def str_list(v) -> str | None:

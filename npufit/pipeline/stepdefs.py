@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from ..vocab import (
+    MEASURE_MODE,
     PIPELINE_SPLIT_MIN_NODES,
     PIPELINE_SPLIT_MODE,
     PIPELINE_SPLIT_MODES,
@@ -66,13 +67,13 @@ STEPS: tuple[Step, ...] = (
         "check",
         "target",
         steps.run_check,
-        revision=2,
+        revision=3,
         settings={
             "measure": Key(
                 measure,
-                False,
-                "also run the real compiler when installed and record its placement beside the prediction "
-                "(check --measure)",
+                MEASURE_MODE,
+                "whose placement the check reads: auto (the installed compiler where one runs here, else npufit's "
+                "prediction), never (the prediction: check --predict), required, or a judge by name",
             )
         },
     ),

@@ -166,7 +166,7 @@ def pipeline_judge(target: str) -> str:
 
 
 def run_check(ctx: StepContext) -> Outcome:
-    from ..compilers.measure import check
+    from ..placement import check
     from ..report.model_explorer import write_node_data
 
     report = check(
@@ -176,7 +176,7 @@ def run_check(ctx: StepContext) -> Outcome:
     atomic_write_json(ctx.folder / "check.json", report.to_dict())
     write_node_data(report, ctx.folder / "model_explorer.json", ctx.model_input())
     s = report.summary()
-    measured = report.extra.get("measurement")  # with measure: on, how far the prediction is from the compiler
+    placed = report.extra.get("placement") or {}  # when measured: how far the prediction is from the compiler
     result = CheckStepResult(
         coverage_nodes_pct=s["coverage_nodes_pct"],
         coverage_macs_pct=s["coverage_macs_pct"],
@@ -185,7 +185,7 @@ def run_check(ctx: StepContext) -> Outcome:
         boundaries=s["boundaries"],
         fully_npu=s["fully_npu"],
         failing=len(report.failing),
-        measured_differing=len(measured["differing"]) if measured and "differing" in measured else None,
+        measured_differing=len(placed["disagreements"]) if placed.get("source") == "measured" else None,
     )
     ops = sorted({n.op_type for n in report.failing})
     note = f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / {s['host_partitions']} host partition(s)"
@@ -198,12 +198,13 @@ def run_check(ctx: StepContext) -> Outcome:
 
 
 def run_fix(ctx: StepContext) -> Outcome:
+    from ..placement import reads_placement
     from ..rewrite import fix
 
     s, out = ctx.settings, ctx.folder / "model.onnx"
     result = call(
         "fix",
-        fix,
+        reads_placement(fix),
         str(ctx.model_input()),
         target=ctx.cell.target,
         output=str(out),
@@ -234,11 +235,11 @@ def _fix_note(result) -> str:
 
 
 def run_split(ctx: StepContext) -> Outcome:
-    from ..check import predict
+    from ..placement import place, reads_placement
     from ..split import split
 
     s, model, target = ctx.settings, ctx.model_input(), ctx.cell.target
-    report = predict(model, target, judge=pipeline_judge(target))
+    report = place(model, target, judge=pipeline_judge(target))  # the check step's placement (one per run)
     if report.fully_npu:
         shutil.copyfile(model, ctx.folder / "model.onnx")
         return Outcome(
@@ -273,13 +274,14 @@ def run_split(ctx: StepContext) -> Outcome:
     plan_dir = ctx.folder / "plan"
     result = call(
         "split",
-        split,
+        reads_placement(split),
         str(model),
         target=target,
         output_dir=str(plan_dir),
         mode=s["mode"],
         min_nodes=s["min_nodes"],
         judge=pipeline_judge(target),
+        placement=report,
         **({"max_npu_stages": s["max_npu_stages"]} if s["mode"] == "segments" and s["max_npu_stages"] else {}),
     )
     save_result(result, ctx.folder / "split.json")

@@ -170,6 +170,7 @@ def quantize(
     worst: int = 5,
     preprocess: bool = True,
     target: str | None = None,
+    placer=None,
 ) -> QuantizeReport:
     """Quantize `model` to an INT8 QDQ ONNX file at `output` and measure what it cost on held-back samples.
 
@@ -216,6 +217,9 @@ def quantize(
     target : str, optional
         Target name(s) ("ethos-n78", "hailo8,rk3588", "all"): check the output there and report what the quantized
         graph costs (float islands, extra Q/DQ ops).
+    placer : callable, optional
+        placer(model, target) -> CheckReport places the written output (npufit.placement.place, which
+        `npufit.quantize` passes in: the compiler's placement where one runs here); None: npufit's prediction.
 
     Returns
     -------
@@ -348,5 +352,5 @@ def quantize(
     if target:
         from .target_cost import target_costs
 
-        report.extra["target_cost"] = target_costs(qgraph, target)
+        report.extra["target_cost"] = target_costs(qgraph if placer is None else dst, target, placer)
     return report

@@ -13,8 +13,11 @@ from ..graph import Graph
 from ..graph.quant import QDQ_OPS
 
 
-def target_costs(qdq: str | os.PathLike | Graph, targets: str) -> list[dict[str, Any]]:
-    """One row per target: coverage, partitions and the ledger totals of the quantized model (a file or its Graph)."""
+def target_costs(qdq: str | os.PathLike | Graph, targets: str, placer=None) -> list[dict[str, Any]]:
+    """One row per target: coverage, partitions and the ledger totals of the quantized model (a file or its Graph).
+
+    placer: placer(model, target) -> CheckReport, the placement every verb reads (npufit.placement.place, passed
+    in by `npufit.quantize`: the compiler's where one runs here); None: npufit's prediction."""
     from ..check import predict
     from ..graph import load
     from ..targets import resolve_targets
@@ -22,7 +25,7 @@ def target_costs(qdq: str | os.PathLike | Graph, targets: str) -> list[dict[str,
     graph = qdq if isinstance(qdq, Graph) else load(qdq)
     rows = []
     for name in resolve_targets(targets):
-        rep = predict(graph, name)
+        rep = predict(graph, name) if placer is None else placer(qdq, name)
         led = rep.extra.get("qdq_ledger") or {}
         totals = led.get("totals", {})
         s = rep.summary()
@@ -41,6 +44,9 @@ def target_costs(qdq: str | os.PathLike | Graph, targets: str) -> list[dict[str,
                 "extra_ops": totals.get("extra_ops", 0),
                 "bytes_converted": totals.get("bytes_converted", 0),
                 "by_op": led.get("by_op", []),
+                "placement": (rep.extra.get("placement") or {}).get(
+                    "headline", "placement predicted by npufit's rules"
+                ),
             }
         )
     return rows
@@ -67,5 +73,5 @@ def describe(row: dict[str, Any]) -> str:
     return (
         f"{nodes}; {row['npu_partitions']} NPU / {row['host_partitions']} host partitions with the Q/DQ ops; "
         f"float islands on the host: {isl}; {row['extra_ops']} extra conversion ops per inference "
-        f"({row['bytes_converted']:,} bytes converted)"
+        f"({row['bytes_converted']:,} bytes converted)" + (f"; {row['placement']}" if row.get("placement") else "")
     )

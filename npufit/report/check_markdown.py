@@ -18,6 +18,9 @@ def render_markdown(report, all_nodes: bool = False) -> str:
     s, t = report.summary(), report.target
     c = s["counts"]
     out = [f"# npufit check: `{report.model['file']}` → {t['title']}", ""]
+    placed = (report.extra.get("placement") or {}).get("headline")
+    if placed:  # measured by the compiler, or predicted and why (npufit.placement)
+        out.append(f"- **{placed}**")
     out += [f"- note: {note}" for note in report.model.get("shape_notes") or ()]
     if s["shapes_needed"]:  # every figure would rest on a guess: the headline asks for the shape instead
         return "\n".join(out + [f"- **{line}**" for line in needed_lines(s["shapes_needed"])]) + "\n"

@@ -27,6 +27,9 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
     con.print(
         Text.assemble(("npufit check ", "bold"), (report.model["file"], "bold cyan"), "  →  ", (t["title"], "bold"))
     )
+    placed = report.extra.get("placement") or {}
+    if placed.get("headline"):  # measured by the compiler, or predicted and why (npufit.placement)
+        con.print(Text(placed["headline"], style="bold" if placed.get("source") == "measured" else "yellow"))
     c = s["counts"]
     for note in report.model.get("shape_notes") or ():
         con.print(Text(f"note: {note}", style="dim"))

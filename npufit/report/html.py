@@ -139,6 +139,9 @@ def check_sections(d: dict[str, Any], anchor: str = "check", heading: str = "") 
     s = d["summary"]
     c = s["counts"]
     out = [f"<h3>{esc(heading)}</h3>" if heading else ""]
+    placed = (d.get("placement") or {}).get("headline")
+    if isinstance(placed, str):  # whose placement the figures are: the compiler's, or npufit's prediction and why
+        out.append(f'<p class="placement">{esc(placed)}</p>')
     if s.get("shapes_needed"):  # every figure would rest on a guess: the headline asks for the shape instead
         return "".join(out) + "".join(
             f"<p><strong>{esc(line)}</strong></p>" for line in needed_lines(s["shapes_needed"])

@@ -43,6 +43,7 @@ def fix(
     atol: float = EXACT_ATOL,
     approx_rtol: float = 1e-2,
     judge: str = JUDGE,
+    placement=None,
 ) -> FixResult:
     """Rewrite `model` so that more of it runs on `target`'s NPU, verify every rewrite with ONNX Runtime, and write
     the result to `output` only if every kept rule verified. The input file is never modified.
@@ -75,6 +76,11 @@ def fix(
         Tolerance of approximate rules, relative to the output's largest value.
     judge : str
         How a float model is judged ("auto", "int8", "float"), as in `npufit.check`.
+    placement : CheckReport, optional
+        The placement of `model` on `target` (npufit.placement: the compiler's where one runs; `npufit.fix` passes
+        it in): the "before" figures. Each rule is weighed by npufit's prediction before and after it (a compile per
+        candidate would be too slow); the "after" of a changed model is its prediction until the caller places the
+        written file (`settle_after`).
 
     Returns
     -------
@@ -107,7 +113,8 @@ def fix(
     feeds = random_inputs(session, seed=seed, samples=samples, shapes=input_shapes or None)
     refs = [run_onnx(session, f) for f in feeds]
     int_outputs = {k for k, v in refs[0].items() if not np.issubdtype(v.dtype, np.floating)}
-    state0, report0 = _judge(proto, profile, input_shapes, judge)
+    state0, report0 = _judge(proto, profile, input_shapes, judge)  # the prediction each rule is weighed against
+    before = state_of(placement) if placement is not None else state0
     state, current = state0, proto
     outcomes = {n: RuleOutcome(n, get_rule(n).exact, "not fired", reason=_idle_reason(get_rule(n))) for n in names}
     disabled: set[str] = set()
@@ -159,12 +166,15 @@ def fix(
         if not kept_any:
             break
     final_state, final_report = (
-        _judge(current, profile, input_shapes, judge) if current is not proto else (state0, report0)
+        _judge(current, profile, input_shapes, judge)
+        if current is not proto
+        else (before, placement if placement is not None else report0)
     )
     written = output is not None and not dry_run
     remaining, advice = _remaining(
         final_report, profile.name, src, names, outcomes, Path(output) if written else None, given, judge
     )
+    n_advice = len(advice)
     if input_shapes:
         pinned = ", ".join(f"{k}={','.join(map(str, v))}" for k, v in input_shapes.items())
         advice.insert(0, f"input shapes pinned in the fixed model: {pinned}")
@@ -194,13 +204,47 @@ def fix(
         written,
         dry_run,
         [outcomes[n] for n in names],
-        state0,
+        before,
         final_state,
         verification,
         remaining,
         advice,
         (_opset(proto), _opset(current)),
+        {"before": _headline(placement), "after": _headline(placement) if current is proto else _PREDICTED},
+        shape_advice=len(advice) - n_advice,
     )
+
+
+_PREDICTED = "placement predicted by npufit's rules"
+
+
+def _headline(report) -> str:
+    return ((report.extra.get("placement") or {}).get("headline") if report is not None else None) or _PREDICTED
+
+
+def state_of(report) -> TargetState:
+    """fix's figures of a CheckReport: nodes off the NPU, partitions, coverage, nodes."""
+    return TargetState(
+        sum(n.verdict.value in ("cpu", "unsupported") for n in report.running),
+        len(report.partitions),
+        report.coverage_nodes,
+        len(report.nodes),
+    )
+
+
+def settle_after(result: FixResult, report, shapes=None, judge: str = JUDGE) -> FixResult:
+    """The "after" figures and the nodes still off the NPU from the placement of the written model (`report`);
+    shapes and judge: those the fix ran with (the split command it advises carries them)."""
+    names = [r.name for r in result.rules]
+    outcomes = {r.name: r for r in result.rules}
+    result.after = state_of(report)
+    written = Path(result.output) if result.written and result.output else None
+    result.remaining, advice = _remaining(
+        report, result.target, Path(result.model), names, outcomes, written, shapes, judge
+    )
+    result.advice = result.advice[: result.shape_advice] + advice
+    result.placement["after"] = _headline(report)
+    return result
 
 
 def _opset(proto: onnx.ModelProto) -> int:
@@ -270,14 +314,7 @@ def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = JUDGE):
     # verdicts need shapes, not weights: the copy judged is stripped as check strips a file's weights
     graph = graph_from(from_proto(proto, pin_inputs(input_shapes), strip_weights, infer, name="<fix>"))
     rep = check_graph(graph, profile, judge)
-    running = rep.running
-    state = TargetState(
-        sum(n.verdict.value in ("cpu", "unsupported") for n in running),
-        len(rep.partitions),
-        rep.coverage_nodes,
-        len(rep.nodes),
-    )
-    return state, rep
+    return state_of(rep), rep
 
 
 def _pays(new: TargetState, old: TargetState, keep_when_neutral: bool) -> bool:

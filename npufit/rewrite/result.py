@@ -91,6 +91,10 @@ class FixResult:
     remaining: list[dict[str, Any]]  # failing nodes after fix: name, op_type, verdict, reason
     advice: list[str]
     opset: tuple[int, int]  # before, after
+    # whose placement "before" and "after" are (npufit.placement's headline: measured by a compiler, or predicted)
+    placement: dict[str, str] = field(default_factory=dict)
+    # how many leading `advice` lines speak of the input shapes (they stay when the figures after are re-placed)
+    shape_advice: int = field(default=0, repr=False)
 
     @property
     def applied(self) -> list[RuleOutcome]:
@@ -122,6 +126,7 @@ class FixResult:
             "verification": self.verification,
             "remaining": self.remaining,
             "advice": self.advice,
+            "placement": self.placement,
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -192,6 +197,9 @@ def _render_text(r: FixResult, markdown: bool) -> str:
         f"{r.after.partitions}, nodes not on npu {r.before.not_npu} -> {r.after.not_npu}, "
         f"opset {r.opset[0]} -> {r.opset[1]}"
     )
+    if r.placement:  # whose placement the figures are: the compiler's, or npufit's prediction
+        b, a = r.placement.get("before", ""), r.placement.get("after", "")
+        summary += f"\n{b}" if a == b else f"\nbefore: {b}; after: {a}"
     check = verification_text(r.verification)
     groups = _remaining_groups(r.remaining)
     lines: list[str] = []

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import NpufitError
 from ..util.shapes import dims_text, parse_input_shapes
-from ..vocab import EXECUTOR, JUDGE
+from ..vocab import EXECUTOR, JUDGE, MEASURE_JUDGE, MEASURE_MODES, MEASURE_TIMEOUT_S
 from .report import ScanReport
 
 MODEL_SUFFIXES = (".onnx", ".tflite")
@@ -103,10 +103,11 @@ def content_hash(path: str, known: dict[str, Any] | None = None) -> str:
     return h.hexdigest()
 
 
-def _cache_key(sha: str, target: str, judge: str) -> str:
+def _cache_key(sha: str, target: str, judge: str, measure: str = "never") -> str:
     from .. import __version__
 
-    return f"{sha}:{target}:{judge}:{__version__}"  # a new npufit may judge differently: its own entries
+    # a new npufit may judge differently, a measured row is another answer than a predicted one: their own entries
+    return f"{sha}:{target}:{judge}:{__version__}" + ("" if measure == "never" else f":{measure}")
 
 
 def _load_cache(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -132,6 +133,9 @@ def scan(
     timeout: float = DEFAULT_TIMEOUT_S,
     judge: str = JUDGE,
     input_shapes=None,
+    measure: str = "never",
+    measure_judge: str = MEASURE_JUDGE,
+    measure_timeout: float = MEASURE_TIMEOUT_S,
 ) -> ScanReport:
     """Check every model under `paths` against each of `targets`, side by side, on a process pool or Ray.
 
@@ -150,7 +154,8 @@ def scan(
     address : str, optional
         A Ray cluster (executor="ray").
     cache : str or os.PathLike, optional
-        A JSON file of earlier rows keyed by content hash, target, judge mode, input shapes and npufit version; read
+        A JSON file of earlier rows keyed by content hash, target, judge mode, input shapes, measure mode and npufit
+        version; read
         when present, (re)written atomically after the scan.
     timeout : float
         Seconds per model and target.
@@ -159,6 +164,11 @@ def scan(
     input_shapes : dict or str, optional
         {"images": (1, 3, 640, 640)} or "images=1,3,640,640", applied to every model with such an input; a model
         whose other unknown dims are not given gets a `needs-shape` row naming the shape to give.
+    measure : str
+        "never" (default: npufit's prediction, fast over many models) or "auto": each target's installed compiler
+        places each model where one runs here (npufit.placement; `timeout` then covers the compiles).
+    measure_judge, measure_timeout
+        Which compiler run judges ("auto", "compile", "vela-checks") and how long one compile may take.
 
     Returns
     -------
@@ -183,6 +193,8 @@ def scan(
         )
     )
     require_judge(judge)
+    if measure not in MEASURE_MODES:
+        raise NpufitError(f"unknown measure mode '{measure}' (choose from {', '.join(MEASURE_MODES)})")
     shapes = {k: list(v) for k, v in parse_input_shapes(input_shapes).items()}
     mode = judge + ("|" + ";".join(f"{k}={dims_text(v)}" for k, v in sorted(shapes.items())) if shapes else "")
     if timeout <= 0:
@@ -205,13 +217,14 @@ def scan(
             for t in names:
                 rows[(m, t)] = _row(m, "", t, {"status": "error", "error": e.message}, False)
             continue
-        hits = {t: cached.get(_cache_key(shas[m], t, mode)) for t in names}
+        hits = {t: cached.get(_cache_key(shas[m], t, mode, measure)) for t in names}
         if all(hits.values()):
             for t in names:
                 rows[(m, t)] = _row(m, shas[m], t, hits[t], True)
         else:
             todo.append(m)
-    job = {"targets": names, "judge": judge, "input_shapes": shapes}
+    job = {"targets": names, "judge": judge, "input_shapes": shapes, "measure": measure}
+    job["measure_judge"], job["measure_timeout"] = measure_judge, measure_timeout
     tasks = [Task("npufit.scan.work:scan_model", {"path": m, **job}, label=m) for m in todo]
     run_info: dict[str, Any] = {"executor": executor, "jobs": None}
     if tasks:
@@ -227,7 +240,7 @@ def scan(
     elapsed = time.perf_counter() - t0
     ordered = [rows[(m, t)] for m in models for t in names]
     if cache_path is not None:
-        _save_cache(cache_path, cached, files, ordered, mode)
+        _save_cache(cache_path, cached, files, ordered, mode, measure)
     return ScanReport(
         ordered,
         names,
@@ -238,6 +251,9 @@ def scan(
             "checked": len(todo),
             "from_cache": len(models) - len(todo),
             "seconds": round(elapsed, 3),
+            "placement": "predicted by npufit's rules: scan predicts (--measure runs the installed compilers)"
+            if measure == "never"
+            else "measured by each target's installed compiler where one runs here, else predicted (per row)",
         },
     )
 
@@ -249,7 +265,9 @@ def _row(model: str, sha: str, target: str, body: dict[str, Any], from_cache: bo
     return {"model": model, "sha256": sha, "target": target, **full, "cached": from_cache}
 
 
-def _save_cache(path: Path, old: dict[str, Any], files: dict[str, Any], rows: list[dict[str, Any]], judge: str) -> None:
+def _save_cache(
+    path: Path, old: dict[str, Any], files: dict[str, Any], rows: list[dict[str, Any]], judge: str, measure: str
+) -> None:
     from ..util.io import atomic_write_text
     from ..util.jsonutil import dumps
 
@@ -257,5 +275,5 @@ def _save_cache(path: Path, old: dict[str, Any], files: dict[str, Any], rows: li
     for r in rows:
         if r["status"] == "ok" and r["sha256"]:  # errors and timeouts are tried again next time
             body = {k: v for k, v in r.items() if k not in ("model", "sha256", "target", "cached")}
-            keep[_cache_key(r["sha256"], r["target"], judge)] = body
+            keep[_cache_key(r["sha256"], r["target"], judge, measure)] = body
     atomic_write_text(path, dumps({"schema": CACHE_SCHEMA, "files": files, "rows": keep}, None) + "\n")

@@ -30,6 +30,7 @@ CSV_COLUMNS = (
     "error",
     "sha256",
     "cached",
+    "placement",
 )
 
 
@@ -168,6 +169,8 @@ class ScanReport:
                 f"{run.get('checked', 0)} checked, {run.get('from_cache', 0)} from cache, executor {run.get('executor')} "
                 f"({run.get('jobs')} workers), {run.get('seconds', 0):.1f} s"
             )
+            if run.get("placement"):
+                con.print(f"placement {run['placement']}")
 
         return console_to_string(draw)
 

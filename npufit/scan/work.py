@@ -35,6 +35,9 @@ def row_for(report) -> dict[str, Any]:
         "judged_as": report.target.get("judged_as", ""),
         "top_reasons": [{"rule": k, "nodes": v, "text": text[k]} for k, v in top],
         "error": "",
+        # whose placement the row is (npufit.placement): measured by a compiler, or predicted, and why
+        "placement": (report.extra.get("placement") or {}).get("source", "predicted"),
+        "placement_headline": (report.extra.get("placement") or {}).get("headline", ""),
     }
 
 
@@ -53,17 +56,21 @@ def failed_row(status: str, message: str) -> dict[str, Any]:
         "judged_as": "",
         "top_reasons": [],
         "error": message,
+        "placement": "",
+        "placement_headline": "",
     }
 
 
 def scan_model(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """job: {"path", "targets", "judge", "input_shapes"} -> {target: row}. The graph is loaded once for all targets.
+    """job: {"path", "targets", "judge", "input_shapes", "measure"} -> {target: row}. The graph is loaded once for
+    all targets; with measure "auto" each target's installed compiler places it where one runs here
+    (npufit.placement).
 
     A model npufit refuses (not a model, broken protobuf) is an `error` row with the one-line reason.
     """
-    from ..check.engine import check_graph
     from ..graph import load
-    from ..targets import get_profile
+    from ..placement import place
+    from ..vocab import MEASURE_JUDGE, MEASURE_TIMEOUT_S
 
     try:
         graph = load(job["path"], job.get("input_shapes"), strict=False)
@@ -77,7 +84,16 @@ def scan_model(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
     rows = {}
     for t in job["targets"]:
         try:
-            rows[t] = row_for(check_graph(graph, get_profile(t), job.get("judge", "auto")))
+            rep = place(
+                graph,
+                t,
+                graph.input_shapes or None,
+                judge=job.get("judge", "auto"),
+                measure=job.get("measure", "never"),
+                measure_judge=job.get("measure_judge", MEASURE_JUDGE),
+                timeout_s=job.get("measure_timeout", MEASURE_TIMEOUT_S),
+            )
+            rows[t] = row_for(rep)
         except NpufitError as e:
             rows[t] = failed_row("error", e.message)
     return rows

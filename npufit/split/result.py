@@ -165,6 +165,8 @@ class SplitResult:
             f"{'## ' if md else ''}npufit split {p.source['file']} -> {self.output_dir}  (target {p.target['name']}, mode {p.mode})",
             "",
         ]
+        if p.target.get("placement"):  # whose placement the cut was made from
+            lines[1:1] = [f"cut from the {p.target['placement']}"]
         rows = [["#", "stage", "device", "nodes", "MACs", "inputs", "outputs"]]
         for i, s in enumerate(p.stages):
             ins = _grouped([(t["name"], t["from"]) for t in s.inputs])

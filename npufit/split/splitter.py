@@ -51,6 +51,7 @@ def split(
     judge: str = JUDGE,
     verify_against: str | os.PathLike | None = None,
     max_npu_stages: int | None = None,
+    placement=None,
 ) -> SplitResult:
     """Cut `model` into NPU and host stages for `target`, write them with plan.json to `output_dir`, and verify that
     the chain of stages reproduces the original. The model file is only read.
@@ -94,6 +95,9 @@ def split(
     max_npu_stages : int, optional
         Cap on the NPU stages of the best mode's plan (segments mode: keep the regions with the most MACs); by
         default the target's own cap (Hailo: one NPU stage unless a second pays by a safe margin).
+    placement : CheckReport, optional
+        The placement of `model` on `target` the cut is made from (npufit.placement: the compiler's placement
+        where one runs; `npufit.split` passes it in); None: npufit's prediction.
 
     Returns
     -------
@@ -150,6 +154,7 @@ def split(
             top=top,
             judge=judge,
             max_npu_stages=max_npu_stages,
+            placement=placement,
         )
     proto, graph = load_source(model_path, input_shapes)
     require_shapes(graph, "split runs the model to prove its stages")
@@ -161,7 +166,7 @@ def split(
 
     sources = [model_path, *external_data_files(proto, model_path.parent)]
     profile = get_profile(target)
-    report = check_graph(graph, profile, judge)
+    report = check_graph(graph, profile, judge) if placement is None else _same_model(placement, graph, profile)
     cost = CostModel.for_profile(profile)
     ix = GraphIndex(graph, report, cost)
     if not ix.order:
@@ -197,7 +202,7 @@ def split(
             stages.append(_plan_stage(ix, chosen, st, facts, model_path.name, profile))
         plan = SplitPlan(
             source=_source_info(model_path, graph),
-            target={"name": profile.name, "title": profile.title},
+            target=_target_info(profile, report),
             mode=chosen.mode,
             options=_options(chosen, mode, max_npu_stages),
             stages=stages,
@@ -368,23 +373,50 @@ def _fix_hints(ix: GraphIndex, report, cut: Cut, model_path: Path, target: str, 
     ]
 
 
-def _fix_then_split(model_path: Path, target: str, output_dir, **kw) -> SplitResult:
+def _fix_then_split(model_path: Path, target: str, output_dir, placement=None, **kw) -> SplitResult:
     """--mode auto: the target's exact rewrites on a private copy, then the best cut of the fixed model; the
-    chain is verified against the ORIGINAL model, so the rewrites are proven too."""
+    chain is verified against the ORIGINAL model, so the rewrites are proven too. The placement of the original
+    holds for it when no rewrite applied; a fixed model is cut by its prediction."""
     from ..rewrite import fix
     from ..util.io import private_tempdir
 
     with private_tempdir("split-auto") as tmp:
         fixed = tmp / model_path.name
-        fx = fix(model_path, target, fixed, input_shapes=kw["input_shapes"], judge=kw["judge"])
+        fx = fix(model_path, target, fixed, input_shapes=kw["input_shapes"], judge=kw["judge"], placement=placement)
         if not fx.applied:  # nothing applied: split the original itself
             fixed = model_path
-        res = split(fixed, target, output_dir, mode="best", verify_against=model_path, **kw)
+        res = split(
+            fixed,
+            target,
+            output_dir,
+            mode="best",
+            verify_against=model_path,
+            placement=None if fx.applied else placement,
+            **kw,
+        )
     applied = [o.name for o in fx.applied]
     res.why = f"--mode auto: fix applied {', '.join(applied) if applied else 'no rule'} on a copy; " + res.why.replace(
         "chosen: ", "then ", 1
     )
     return res
+
+
+def _same_model(placement, graph, profile: Profile):
+    """The placement handed in, once it is known to be of this model on this target (same top-level nodes)."""
+    if placement.target.get("name") != profile.name or [n.name for n in placement.nodes if n.parent is None] != [
+        n.name for n in graph.top_nodes
+    ]:
+        raise NpufitError(f"the placement given to split is not of this model on {profile.name}")
+    return placement
+
+
+def _target_info(profile: Profile, report) -> dict:
+    """The plan's target, and whose placement the cut was made from (the compiler's, or npufit's prediction)."""
+    info = {"name": profile.name, "title": profile.title}
+    headline = (report.extra.get("placement") or {}).get("headline")
+    if headline:
+        info["placement"] = headline
+    return info
 
 
 def _names(v) -> list[str]:

@@ -42,6 +42,19 @@ def note_input(path: str | os.PathLike) -> None:
     _INPUTS.setdefault((st.st_dev, st.st_ino), set()).add(p)
 
 
+@contextmanager
+def one_run():
+    """The files one command reads are its own: a command run after another in the same process (the test suite,
+    a program that calls the CLI twice) may write a file the earlier one read, e.g. its own earlier output."""
+    saved = {k: set(v) for k, v in _INPUTS.items()}
+    _INPUTS.clear()
+    try:
+        yield
+    finally:
+        _INPUTS.clear()
+        _INPUTS.update(saved)
+
+
 def _is_input(st: os.stat_result) -> bool:
     """Whether `st` is a file this process read, and still is: once every path an input was read by names another
     file or nothing, its inode number is free for the file system to give to a new file (a later output in a

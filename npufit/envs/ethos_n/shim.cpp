@@ -28,20 +28,48 @@ namespace
 class Builder
 {
 public:
-    Builder(const Request& r, const std::vector<char>& caps, bool estimation)
+    // excluded: ops whose operation a previous build could not add (op id -> why); they stay out from the start,
+    // because the library has no way to remove what a failed Add*() had already put in the network (its weights and
+    // bias constants), and such orphans break Compile() ("`buffer` is not part of this graph (or is nullptr)")
+    Builder(const Request& r, const std::vector<char>& caps, bool estimation,
+            const std::map<std::string, std::string>& excluded = {})
         : m_Req(r)
         , m_Queries(caps)
+        , m_Excluded(excluded)
     {
         m_Net = estimation ? sl::CreateEstimationNetwork(caps) : sl::CreateNetwork(caps);
     }
 
     std::vector<Verdict> Build()
     {
+        // tensors read more than once by operations that may run on the NPU, a split or a concatenation among
+        // them or producing them
+        std::map<std::string, int> reads;
+        std::set<std::string> joined;
+        for (const Op& op : m_Req.ops)
+        {
+            if (op.kind == "host")
+                continue;
+            for (auto& t : op.in)
+            {
+                ++reads[t];
+                if (op.kind == "concat" || op.kind == "split")
+                    joined.insert(t);
+            }
+            if (op.kind == "split")
+                joined.insert(op.out.begin(), op.out.end());
+        }
+        for (auto& kv : reads)
+            if (kv.second > 1 && joined.count(kv.first))
+                m_Fanout.insert(kv.first);
         std::vector<Verdict> verdicts;
         for (const Op& op : m_Req.ops)
         {
             Verdict v = Query(op);
-            if (v.level == "supported")
+            auto ex   = m_Excluded.find(op.id);
+            if (v.level == "supported" && ex != m_Excluded.end())
+                v = { "unsupported", ex->second };
+            else if (v.level == "supported")
             {
                 try
                 {
@@ -51,10 +79,17 @@ public:
                 {
                     v.level  = "unsupported";
                     v.reason = std::string("network build: ") + e.what();
+                    m_Failed[op.id] = v.reason;
                 }
             }
             verdicts.push_back(v);
         }
+        // how often the NPU operations read each tensor (an operation reading it twice counts twice)
+        std::map<std::string, int> npuReads;
+        for (size_t i = 0; i < m_Req.ops.size(); ++i)
+            if (verdicts[i].level == "supported")
+                for (auto& t : m_Req.ops[i].in)
+                    ++npuReads[t];
         // Outputs: NPU tensors read by the host (model outputs, or inputs of ops that did not go to the NPU).
         std::set<std::string> hostReads = m_Req.outputs;
         for (size_t i = 0; i < m_Req.ops.size(); ++i)
@@ -66,7 +101,19 @@ public:
             auto it = m_Operands.find(t);
             if (it != m_Operands.end())
             {
-                m_Owner[sl::AddOutput(m_Net, *it->second).operationId] = "output:" + t;
+                sl::Operand* out = it->second.get();
+                if (m_Fanout.count(t) && npuReads[t] > 0)
+                {
+                    // Such a tensor that the host reads too is handed out through a copy, as a further reader (In()):
+                    // given that very operand as a network output, Compile() breaks the same way
+                    const sl::TensorInfo& x = Info(t);
+                    sl::RequantizeInfo ri(x.m_QuantizationInfo);
+                    ri.m_OutputDataType = x.m_DataType;
+                    auto copy           = sl::AddRequantize(m_Net, *out, ri);
+                    m_Owner[copy.operationId] = "copy:" + t;
+                    out                       = copy.tensor.get();
+                }
+                m_Owner[sl::AddOutput(m_Net, *out).operationId] = "output:" + t;
                 ++m_NumOutputs;
             }
         }
@@ -96,6 +143,29 @@ public:
     const std::map<uint32_t, std::string>& Owners() const
     {
         return m_Owner;
+    }
+    // the split operations added to the network whose parts feed more than one operation (see In())
+    std::vector<std::string> FannedSplits() const
+    {
+        std::vector<std::string> ids;
+        for (size_t i = 0; i < m_Req.ops.size(); ++i)
+        {
+            const Op& op = m_Req.ops[i];
+            if (op.kind != "split" || m_Excluded.count(op.id))
+                continue;
+            for (auto& t : op.out)
+                if (m_Fanout.count(t))
+                {
+                    ids.push_back(op.id);
+                    break;
+                }
+        }
+        return ids;
+    }
+    // ops whose Add*() threw in this build (op id -> the reason), to be left out of the next one
+    const std::map<std::string, std::string>& Failed() const
+    {
+        return m_Failed;
     }
 
 private:
@@ -279,7 +349,15 @@ private:
     {
         auto it = m_Operands.find(t);
         if (it != m_Operands.end())
+        {
+            // A tensor read by several operations where a split or a concatenation is involved (YOLO's C2f: a
+            // split part feeds the bottleneck, its residual add and the concatenation) gives every reader after
+            // the first an identity requantize of its own: handed the same operand, Compile() breaks on its own
+            // graph ("`consumerOp` is not a consumer of `buffer`", "`buffer` is not part of this graph")
+            if (m_Fanout.count(t) && m_Reads[t]++ > 0)
+                return Copy(t, *it->second);
             return *it->second;
+        }
         const Tensor& x = m_Req.tensors.at(t);
         std::shared_ptr<sl::Operand> op;
         if (x.isConst)
@@ -293,6 +371,17 @@ private:
         }
         m_Operands[t] = op;
         return *op;
+    }
+
+    sl::Operand& Copy(const std::string& t, sl::Operand& x)
+    {
+        const sl::TensorInfo& info = Info(t);
+        sl::RequantizeInfo ri(info.m_QuantizationInfo);
+        ri.m_OutputDataType       = info.m_DataType;
+        auto r                    = sl::AddRequantize(m_Net, x, ri);
+        m_Owner[r.operationId]    = "copy:" + t;
+        m_Copies.push_back(r.tensor);
+        return *r.tensor;
     }
 
     void Set(const Op& op, const sl::TensorAndId<sl::Operand>& r)
@@ -388,11 +477,60 @@ private:
     std::map<std::string, std::shared_ptr<sl::Operand>> m_Operands;
     std::map<uint32_t, std::string> m_Owner;
     std::vector<std::shared_ptr<sl::Operand>> m_Unused;
+    std::map<std::string, std::string> m_Excluded;
+    std::set<std::string> m_Fanout;  // tensors whose further readers read a copy (see In())
+    std::map<std::string, int> m_Reads;
+    std::vector<std::shared_ptr<sl::Operand>> m_Copies;
+    std::map<std::string, std::string> m_Failed;
     size_t m_NumInputs  = 0;
     size_t m_NumOutputs = 0;
 };
 
 }    // namespace
+
+// Compile() of a built network: the JSON members of "compile" (ok, networks, bytes, error), and the saved networks.
+std::string CompileNetwork(Builder& net, const std::string& savePrefix)
+{
+    std::ostringstream os;
+    try
+    {
+        sl::CompilationOptions opts;
+        sl::g_Logger.AddSink(&ErrorSink);
+        auto compiled = sl::Compile(*net.Net(), opts);
+        sl::g_Logger.RemoveSink(&ErrorSink);
+        size_t bytes = 0, inter = 0;
+        for (size_t i = 0; i < compiled.size(); ++i)
+        {
+            std::ostringstream ser;
+            compiled[i]->Serialize(ser);
+            bytes += ser.str().size();
+            inter += compiled[i]->GetIntermediateBufferSize();
+            if (!savePrefix.empty())
+                std::ofstream(savePrefix + std::to_string(i) + ".bin", std::ios::binary) << ser.str();
+        }
+        os << "\"ok\": " << (compiled.empty() ? "false" : "true") << ", \"networks\": " << compiled.size()
+           << ", \"serialized_bytes\": " << bytes << ", \"intermediate_bytes\": " << inter;
+        if (compiled.empty())
+        {
+            std::string why;
+            for (auto& e : LibraryErrors())
+                why += (why.empty() ? "" : "; ") + e;
+            os << ", \"error\": \"" << Esc(why.empty() ? "Compile() returned no compiled network" : why) << "\"";
+        }
+    }
+    catch (const std::exception& e)
+    {
+        sl::g_Logger.RemoveSink(&ErrorSink);
+        os << "\"ok\": false, \"error\": \"" << Esc(e.what()) << "\"";
+    }
+    return os.str();
+}
+
+bool IsGraphError(const std::string& compiled)
+{
+    return compiled.find("is not a consumer of") != std::string::npos ||
+           compiled.find("is not part of this graph") != std::string::npos;
+}
 
 int main(int argc, char** argv)
 {
@@ -427,61 +565,61 @@ int main(int argc, char** argv)
         os << ", \"variant\": \"" << Esc(req.variant) << "\"";
 
         auto t0 = std::chrono::steady_clock::now();
-        Builder net(req, caps, false);
-        auto verdicts = net.Build();
-        os << ", \"build_s\": " << Seconds(t0) << ", \"ops\": [";
-        for (size_t i = 0; i < verdicts.size(); ++i)
-            os << (i ? ",\n  " : "\n  ") << "{\"id\": \"" << Esc(req.ops[i].id) << "\", \"level\": \""
-               << verdicts[i].level << "\", \"reason\": \"" << Esc(verdicts[i].reason) << "\"}";
-        os << "], \"network\": {\"inputs\": " << net.NumInputs() << ", \"outputs\": " << net.NumOutputs() << "}";
-        std::cout << "[npufit-ethosn] network built: " << verdicts.size() << " ops, " << net.NumInputs()
-                  << " inputs, " << net.NumOutputs() << " outputs" << std::endl;
-
-        if (doCompile && net.NumOutputs() > 0)
+        // build until no operation fails to be added (each failure is left out of the next build)
+        std::map<std::string, std::string> excluded;
+        auto net      = std::make_unique<Builder>(req, caps, false, excluded);
+        auto verdicts = net->Build();
+        for (int attempt = 0; attempt < 8 && !net->Failed().empty(); ++attempt)
+        {
+            excluded.insert(net->Failed().begin(), net->Failed().end());
+            net      = std::make_unique<Builder>(req, caps, false, excluded);
+            verdicts = net->Build();
+        }
+        double buildS = Seconds(t0);
+        if (doCompile && net->NumOutputs() > 0)
         {
             os << ", \"compile\": {";
             t0 = std::chrono::steady_clock::now();
-            try
+            std::string compiled = CompileNetwork(*net, savePrefix);
+            // The library's Compile() breaks on its own graph for some splits whose parts feed several operations
+            // (its internal "`consumerOp` is not a consumer of `buffer`" / "`buffer` is not part of this graph"),
+            // where the copies In() hands out do not suffice: those splits go to the host and the rest compiles
+            std::vector<std::string> hosted;
+            if (IsGraphError(compiled))
             {
-                sl::CompilationOptions opts;
-                sl::g_Logger.AddSink(&ErrorSink);
-                auto compiled = sl::Compile(*net.Net(), opts);
-                sl::g_Logger.RemoveSink(&ErrorSink);
-                size_t bytes  = 0, inter = 0;
-                for (size_t i = 0; i < compiled.size(); ++i)
+                hosted = net->FannedSplits();
+                for (auto& id : hosted)
+                    excluded[id] = "npufit: the Ethos-N support library's Compile() fails on this split (its parts "
+                                   "feed several operations), so npufit keeps it on the host";
+                if (!hosted.empty())
                 {
-                    std::ostringstream ser;
-                    compiled[i]->Serialize(ser);
-                    bytes += ser.str().size();
-                    inter += compiled[i]->GetIntermediateBufferSize();
-                    if (!savePrefix.empty())
-                        std::ofstream(savePrefix + std::to_string(i) + ".bin", std::ios::binary) << ser.str();
-                }
-                os << "\"ok\": " << (compiled.empty() ? "false" : "true") << ", \"networks\": " << compiled.size()
-                   << ", \"serialized_bytes\": " << bytes << ", \"intermediate_bytes\": " << inter;
-                if (compiled.empty())
-                {
-                    std::string why;
-                    for (auto& e : LibraryErrors())
-                        why += (why.empty() ? "" : "; ") + e;
-                    os << ", \"error\": \"" << Esc(why.empty() ? "Compile() returned no compiled network" : why) << "\"";
+                    net      = std::make_unique<Builder>(req, caps, false, excluded);
+                    verdicts = net->Build();
+                    compiled = CompileNetwork(*net, savePrefix);
                 }
             }
-            catch (const std::exception& e)
-            {
-                os << "\"ok\": false, \"error\": \"" << Esc(e.what()) << "\"";
-            }
-            os << ", \"wall_s\": " << Seconds(t0) << "}";
+            os << compiled << ", \"hosted_splits\": [";
+            for (size_t i = 0; i < hosted.size(); ++i)
+                os << (i ? ", " : "") << "\"" << Esc(hosted[i]) << "\"";
+            os << "], \"wall_s\": " << Seconds(t0) << "}";
             std::cout << "[npufit-ethosn] Compile() done in " << Seconds(t0) << " s" << std::endl;
         }
-        if (doEstimate && net.NumOutputs() > 0)
+        os << ", \"build_s\": " << buildS << ", \"ops\": [";
+        for (size_t i = 0; i < verdicts.size(); ++i)
+            os << (i ? ",\n  " : "\n  ") << "{\"id\": \"" << Esc(req.ops[i].id) << "\", \"level\": \""
+               << verdicts[i].level << "\", \"reason\": \"" << Esc(verdicts[i].reason) << "\"}";
+        os << "], \"network\": {\"inputs\": " << net->NumInputs() << ", \"outputs\": " << net->NumOutputs() << "}";
+        std::cout << "[npufit-ethosn] network built: " << verdicts.size() << " ops, " << net->NumInputs()
+                  << " inputs, " << net->NumOutputs() << " outputs" << std::endl;
+
+        if (doEstimate && net->NumOutputs() > 0)
         {
             os << ", \"estimate\": {";
             t0 = std::chrono::steady_clock::now();
             try
             {
                 // A separate estimation network: the same supported ops, built with CreateEstimationNetwork.
-                Builder est(req, caps, true);
+                Builder est(req, caps, true, excluded);
                 est.Build();
                 sl::CompilationOptions opts;
                 auto perf = sl::EstimatePerformance(*est.Net(), opts);

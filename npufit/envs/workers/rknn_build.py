@@ -40,9 +40,12 @@ def main(req_path, resp_path):
         cfg.update(req.get("config", {}))
         step("config", lambda: rknn.config(**cfg))
         load_kw = {"model": req["model"]}
-        if req.get("inputs") and req.get("input_size_list"):
-            load_kw.update(inputs=req["inputs"], input_size_list=req["input_size_list"])
-        step("load_onnx", lambda: rknn.load_onnx(**load_kw))
+        if req["model"].lower().endswith(".tflite"):  # the toolkit reads TFLite itself (a quantized file stays so)
+            step("load_tflite", lambda: rknn.load_tflite(**load_kw))
+        else:
+            if req.get("inputs") and req.get("input_size_list"):
+                load_kw.update(inputs=req["inputs"], input_size_list=req["input_size_list"])
+            step("load_onnx", lambda: rknn.load_onnx(**load_kw))
         step("build", lambda: rknn.build(do_quantization=bool(req.get("quantize")), dataset=req.get("dataset")))
         step("export_rknn", lambda: rknn.export_rknn(req["out"]))
         resp["ok"] = True  # the .rknn exists: a simulator failure below is reported, not fatal
