@@ -91,7 +91,7 @@ def test_transpose_out_of_regor_range_is_cpu_measured_and_predicted(tmp_path):
     (node,) = rep.nodes
     assert rep.extra["placement"]["source"] == "measured" and node.verdict.value == "cpu"
     assert "has shape out of range: 400, 2, 400, 1" in node.compiler_reason
-    assert node.predicted.value == "cpu" and [r.rule for r in node.reasons] == ["ethos-u55-256.transpose.shape"]
+    assert node.predicted.value == "cpu" and [r.rule for r in node.reasons] == ["ethos-u55-256.transpose.reshuffle"]
     assert rep.extra["placement"]["disagreements"] == []
     # the edges of the rule, measured: 256*256 fits 2^16; a leading 1 with the last three axes permuted has no
     # product limit; the U85 has neither limit
@@ -110,7 +110,7 @@ def test_predicted_placement_says_so_and_why(tmp_path):
     never = check(m, "ethos-u55-256", measure="never")
     assert never.extra["placement"]["source"] == "predicted" and "--predict" in never.extra["placement"]["headline"]
     assert never.nodes[0].source == "" and never.to_dict()["nodes"][0]["source"] == (
-        "predicted:ethos-u55-256.transpose.shape"
+        "predicted:ethos-u55-256.transpose.reshuffle"
     )
     onnx = tmp_path / "m.onnx"
     _small_onnx(onnx)

@@ -73,7 +73,7 @@ def _head(r: CompileResult) -> list[str]:
         f"  placement{'' if ran else ' (predicted: the parse region, not compiled)'}: {s['npu']} npu, {s['cpu']} cpu, "
         f"{s['folded']} folded of {s['nodes']} nodes",
     ]
-    if r.error:
+    if r.error and not (r.verdict and r.error.strip() in r.verdict):  # a one-line cause is said once, in the verdict
         lines.append(f"  error: {r.error}")
     if r.next_step:
         lines.append(f"  next: {r.next_step}")
