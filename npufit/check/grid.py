@@ -163,12 +163,14 @@ class GridReport(Renderable):
         out = [
             f"# npufit check: `{self.model['file']}` on {len(self.reports)} targets",
             "",
-            "| target | coverage (nodes) | coverage (MACs) | NPU/host partitions | boundaries | extra Q/DQ ops | fully NPU |",
+            "| target | coverage (nodes) | coverage (MACs) | NPU/host partitions | boundaries | extra Q/DQ ops "
+            "| fully NPU |",
             "|---|---:|---:|---:|---:|---:|---|",
         ]
         for s in self.summaries():
             out.append(
-                f"| {s['target']} | {s['coverage_nodes_pct']:.1f}% | {s['coverage_macs_pct']:.1f}% | {s['npu_partitions']}/{s['host_partitions']} | "
+                f"| {s['target']} | {s['coverage_nodes_pct']:.1f}% | {s['coverage_macs_pct']:.1f}% "
+                f"| {s['npu_partitions']}/{s['host_partitions']} | "
                 f"{s['boundaries']} | {s['extra_qdq_ops']:,} | {'yes' if s['fully_npu'] else 'no'} |"
             )
         rows = self.rows()

@@ -140,7 +140,8 @@ def verify_tflite(
             experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
         )
         it.allocate_tensors()
-        fallback = f"LiteRT's XNNPACK delegate refused the graph ({' '.join(str(e).split())[:120]}); verified with the reference kernels"
+        reason = " ".join(str(e).split())[:120]
+        fallback = f"LiteRT's XNNPACK delegate refused the graph ({reason}); verified with the reference kernels"
     meta = _io(tfl, io)
     tin, tout = it.get_input_details(), it.get_output_details()
     in_rows = meta.get("inputs") or [{"onnx": i.name} for i in sess.get_inputs()]

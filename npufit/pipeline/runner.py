@@ -136,7 +136,8 @@ def run_pipeline(
     )
     log = (lambda s: None) if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     log(
-        f"pipeline {config.name}: {len(cells)} steps over {len(config.models)} model(s) x {len(config.targets)} target(s)"
+        f"pipeline {config.name}: {len(cells)} steps over {len(config.models)} model(s)"
+        f" x {len(config.targets)} target(s)"
         f" x {len(config.runtimes)} runtime(s) -> {config.output_dir}"
     )
     records: dict[str, CellResult] = {}
