@@ -13,6 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NpufitError
+from ..graph.onnx_prepare import pin_inputs, read_onnx
+from ..quantize.calibration import input_specs, load_calibration
+from ..util.native_log import quiet_native_info
+from ..util.readers import read_json
+from ..verify.compare import make_session, timed_run
 from .lower import TO_NCHW, TO_NHWC
 from .qparams import dequantize
 
@@ -80,8 +85,6 @@ def _io(path: Path, io: dict | None) -> dict:
         return io
     side = path.with_suffix(".json")
     if side.exists():
-        from ..util.readers import read_json
-
         try:
             d = read_json(side, "converter side file")
         except NpufitError:
@@ -106,10 +109,6 @@ def verify_tflite(
         raise NpufitError(
             "verifying a TFLite file needs the LiteRT interpreter: pip install 'ai-edge-litert>=2.3'"
         ) from None
-    from ..graph.onnx_prepare import pin_inputs, read_onnx
-    from ..quantize.calibration import input_specs, load_calibration
-    from ..util.native_log import quiet_native_info
-    from ..verify.compare import make_session, timed_run
 
     tfl, src = Path(tflite_path), Path(onnx_path)
     proto = read_onnx(src, pin_inputs(input_shapes)).model

@@ -6,8 +6,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import __version__
+from ..graph.quant import describe_qdq
 from ..report.console import Renderable
-from .accuracy import Accuracy, LayerAccuracy
+from .accuracy import Accuracy, LayerAccuracy, _db
+from .target_cost import describe
 
 SCHEMA = "npufit.quantize/1"
 TERMINAL_MAX_LAYERS = 40
@@ -49,7 +52,6 @@ class QuantizeReport(Renderable):
 
     def summary(self) -> dict[str, Any]:
         """The numbers a pipeline step line, the HTML report and a CI gate read."""
-        from .accuracy import _db
 
         acc = self.accuracy
         sq = self.min_output_sqnr_db
@@ -64,7 +66,6 @@ class QuantizeReport(Renderable):
         }
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
 
         d = {
             "schema": SCHEMA,
@@ -132,7 +133,6 @@ def _calibration_line(r: QuantizeReport) -> str:
 
 
 def _qdq_line(r: QuantizeReport) -> str:
-    from ..graph.quant import describe_qdq
 
     return f"{r.qdq['activations']} quantized activations; {describe_qdq(r.qdq)}"
 
@@ -250,8 +250,6 @@ def print_terminal(con, r: QuantizeReport) -> None:
                 layer = acc.layer(name)
                 con.print(f"  {layer.rank}. {name} [{layer.pair.op_type}] {_worst_line(layer)}: {layer.suggestion}")
     if r.extra.get("target_cost"):
-        from .target_cost import describe
-
         con.print(Text("what the quantized graph costs on the target (npufit check + Q/DQ ledger)", style="bold"))
         for row in r.extra["target_cost"]:
             con.print(f"  {row['target']}: {describe(row)}")
@@ -310,8 +308,6 @@ def render_markdown(r: QuantizeReport) -> str:
                 layer = acc.layer(name)
                 out.append(f"{layer.rank}. `{name}` ({layer.pair.op_type}): {_worst_line(layer)} — {layer.suggestion}")
     if r.extra.get("target_cost"):
-        from .target_cost import describe
-
         out += ["", "## Target cost (npufit check + Q/DQ ledger)", ""]
         out += [f"- **{row['target']}**: {describe(row)}" for row in r.extra["target_cost"]]
     if r.notes:
