@@ -9,6 +9,10 @@ import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 
+from . import __version__
+from .compilers import status as compiler_status
+from .runtimes import status as runtime_status
+
 
 @dataclass
 class Component:
@@ -38,7 +42,6 @@ class DoctorReport:
         )
 
     def to_dict(self) -> dict:
-        from . import __version__
 
         return {
             "schema": "npufit.doctor/1",
@@ -133,8 +136,6 @@ def diagnose() -> DoctorReport:
         )
     )
     rep.core.append(_pkg("matplotlib", "matplotlib", "bench plots, HTML report charts", "pip install matplotlib"))
-    from .compilers import status as compiler_status
-    from .runtimes import status as runtime_status
 
     rep.compilers = _from_status(compiler_status())
     rep.runtimes = _from_status(runtime_status())

@@ -13,6 +13,8 @@ from typing import Any
 
 from ..errors import NpufitError
 from ..util.limits import graph_within_budget
+from ..util.readers import require_regular_file
+from ..util.shapes import parse_input_shapes
 from .protocol import Protocol
 from .result import SCHEMA, BenchResult, RuntimeResult
 
@@ -30,6 +32,7 @@ _DEFAULT_BY_SUFFIX = {
 
 
 def default_runtimes(model: Path) -> list[str]:
+    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
     from ..runtimes.chain import is_plan_dir
 
     if is_plan_dir(model):
@@ -108,9 +111,16 @@ def bench(
     >>> b  # doctest: +SKIP
     <BenchResult model.onnx: ort-cpu 1.83 ms>
     """
+    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
     from ..runtimes import BOUNDARY_TEXT, parse_runtimes, runner_class
+
+    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
     from ..runtimes.chain import is_plan_dir
+
+    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
     from .environment import capture, model_identity
+
+    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
     from .runner import bench_runtime
 
     path = Path(model)
@@ -119,13 +129,12 @@ def bench(
     if path.is_dir() and not is_plan_dir(path):
         raise NpufitError(f"{path}: a folder, but not a split plan (no plan.json)")
     if not path.is_dir():
-        from ..util.readers import require_regular_file
-
         require_regular_file(path, "model file")  # hashing or loading a FIFO would block forever
     shapes, notes = _shapes(path, input_shapes, batch, inputs is not None)
     if boundary is not None and boundary not in BOUNDARY_TEXT:
         raise NpufitError(f"unknown boundary '{boundary}' (choose from {', '.join(BOUNDARY_TEXT)})")
     names = parse_runtimes(runtime) if runtime else default_runtimes(path)
+    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
     from .inputs import DEFAULT_POOL
 
     proto = Protocol(
@@ -176,11 +185,11 @@ def bench(
 def _shapes(path: Path, input_shapes, batch: int | None, data_given: bool) -> tuple[dict, list[str]]:
     """The shape policy for a benchmark (util.shapes): the shapes to feed and the notes it prints. An ONNX file is
     validated here too (the checker's one line, not ONNX Runtime's stack)."""
-    from ..util.shapes import parse_input_shapes
 
     given = parse_input_shapes(input_shapes)
     if path.is_dir() or path.suffix.lower() != ".onnx":
         return given, []
+    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
     from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
 
     prep = read_onnx(path, pin_inputs(given))
@@ -200,6 +209,7 @@ def _shapes(path: Path, input_shapes, batch: int | None, data_given: bool) -> tu
 
 def compare(files: list[str | os.PathLike], baseline: str | None = None, plot: str | os.PathLike | None = None):
     """`npufit bench --compare`: a comparison table of result files, ratios to a baseline, optional PNG."""
+    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
     from .comparison import compare_results
 
     return compare_results(files, baseline=baseline, plot=plot)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import __version__
 from ..report.console import Renderable
+from .render import render_markdown, render_text
 
 SCHEMA = "npufit.bench/1"
 LATENCY_KEYS = ("mean", "std", "min", "p50", "p90", "p95", "p99", "max")
@@ -81,7 +83,6 @@ class BenchResult(Renderable):
         return [r for r in self.results if r.ok]
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
 
         return {
             "schema": SCHEMA,
@@ -108,11 +109,9 @@ class BenchResult(Renderable):
         )
 
     def _markdown(self) -> str:
-        from .render import render_markdown
 
         return render_markdown(self)
 
     def _text(self) -> str:
-        from .render import render_text
 
         return render_text(self)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NpufitError
+from ..report.rule_explain import render_explanation_markdown, render_explanation_text
 from ..targets import available_targets, get_profile
 from ..targets.explain import RuleInfo, rule_index
 from ..vocab import FORMAT, FORMATS
@@ -29,10 +30,10 @@ class Explanation:
         if fmt not in FORMATS:
             raise NpufitError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)})")
         if fmt == "json":
+            # cost: orjson, only for --format json
             from ..util.jsonutil import dumps
 
             return dumps(self.to_dict(), 2)
-        from ..report.rule_explain import render_explanation_markdown, render_explanation_text
 
         render = render_explanation_markdown if fmt == "markdown" else render_explanation_text
         return render(self.to_dict())

@@ -9,11 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import __version__
+from ..errors import NpufitError
 from ..graph import Graph
 from ..report.console import Renderable
+from ..report.style import VERDICT_MARK, VERDICT_STYLE
+from ..targets import get_profile
 from ..targets.base import Verdict
 from ..util.progress import track
 from ..vocab import JUDGE
+from .engine import _model_info, check_graph, refuses_format
 from .result import CheckReport
 
 SCHEMA = "npufit.check_grid/1"
@@ -69,7 +74,6 @@ class GridReport(Renderable):
         return [target_summary(r) for r in self.reports.values()]
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
 
         return {
             "schema": SCHEMA,
@@ -84,8 +88,6 @@ class GridReport(Renderable):
     def _print(self, con) -> None:
         from rich.table import Table
         from rich.text import Text
-
-        from ..report.style import VERDICT_STYLE
 
         con.print(
             Text.assemble(
@@ -158,17 +160,18 @@ class GridReport(Renderable):
             con.print(Text(f"… {len(rows) - MAX_ROWS} more rows (see --format json)", style="dim"))
 
     def _markdown(self) -> str:
-        from ..report.style import VERDICT_MARK
 
         out = [
             f"# npufit check: `{self.model['file']}` on {len(self.reports)} targets",
             "",
-            "| target | coverage (nodes) | coverage (MACs) | NPU/host partitions | boundaries | extra Q/DQ ops | fully NPU |",
+            "| target | coverage (nodes) | coverage (MACs) | NPU/host partitions | boundaries | extra Q/DQ ops "
+            "| fully NPU |",
             "|---|---:|---:|---:|---:|---:|---|",
         ]
         for s in self.summaries():
             out.append(
-                f"| {s['target']} | {s['coverage_nodes_pct']:.1f}% | {s['coverage_macs_pct']:.1f}% | {s['npu_partitions']}/{s['host_partitions']} | "
+                f"| {s['target']} | {s['coverage_nodes_pct']:.1f}% | {s['coverage_macs_pct']:.1f}% "
+                f"| {s['npu_partitions']}/{s['host_partitions']} | "
                 f"{s['boundaries']} | {s['extra_qdq_ops']:,} | {'yes' if s['fully_npu'] else 'no'} |"
             )
         rows = self.rows()
@@ -192,16 +195,12 @@ class GridReport(Renderable):
 
 def _label(target: str) -> str:
     """The profile's short column label (12 targets must fit one screen)."""
-    from ..targets import get_profile
 
     return get_profile(target).short
 
 
 def check_grid(graph: Graph, targets: list[str], judge: str = JUDGE) -> GridReport:
     """Judge one loaded graph against every target in `targets` (names)."""
-    from ..errors import NpufitError
-    from ..targets import get_profile
-    from .engine import _model_info, check_graph, refuses_format
 
     grid = GridReport(model=_model_info(graph))
     for name in track(targets, "checking targets", total=len(targets)):

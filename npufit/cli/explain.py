@@ -21,6 +21,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # cost: the CLI's start-up; the rule index loads only for `npufit explain`
     from ..check.explain import explain
 
     emit(explain(args.rule_id).render(args.format), args.output)

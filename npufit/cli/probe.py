@@ -79,6 +79,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # cost: the CLI's start-up; the probe catalogue loads only for `npufit probe`
     from ..probe import probe, select
 
     if args.list:

@@ -18,6 +18,8 @@ from pathlib import Path
 from .. import toolchains
 from ..errors import BadModelError, NpufitError, NpufitWarning
 from ..toolchains import Toolchain
+from ..util.readers import require_regular_file
+from ..util.shapes import parse_input_shapes
 from .base import RANDOM_TAG, CompileOptions, Compiler, CompileResult, Placement, random_calibration_warning
 from .render import verdict_line
 
@@ -102,7 +104,6 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
     >>> r.verdict  # doctest: +SKIP
     'det.onnx on ethos-u55-256: 100% of running nodes on the NPU (31 npu, 0 cpu)'
     """
-    from ..util.readers import require_regular_file
 
     path = Path(model)
     require_regular_file(path, "model file", BadModelError)  # a FIFO would block the copy for the compiler
@@ -112,6 +113,7 @@ def compile_model(model: str | os.PathLike, target: str, compare_prediction: boo
     opts = CompileOptions(**options)
     shape_notes = _pin_shapes(path, opts)
     if opts.plan:  # schema and stage paths checked before any compiler runs
+        # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
         from ..split.plan import load_plan
 
         load_plan(opts.plan)
@@ -141,9 +143,16 @@ def _float_on_int8_only(model: Path, target: str, result: CompileResult) -> bool
     """A float TFLite given to an int8-only NPU: every operator stays on the CPU, and the one thing to say is so."""
     if model.suffix.lower() != ".tflite" or not result.placement or result.summary()["npu"]:
         return False
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from ..check.engine import is_float_model
+
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from ..graph import load
+
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from ..targets import get_profile
+
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from ..targets.base import Executes
 
     try:
@@ -156,9 +165,11 @@ def _float_on_int8_only(model: Path, target: str, result: CompileResult) -> bool
 def _pin_shapes(path: Path, opts: CompileOptions) -> list[str]:
     """The shape policy for a compile (util.shapes): an ONNX model's given shapes and its dynamic batch (pinned to
     1) become the shapes every compiler builds; other unknown dims are asked for before any compiler starts."""
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from ..graph import model_format
+
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
-    from ..util.shapes import parse_input_shapes
 
     given = parse_input_shapes(opts.input_shapes)
     if model_format(path) != "onnx":
@@ -171,9 +182,16 @@ def _pin_shapes(path: Path, opts: CompileOptions) -> list[str]:
 
 
 def attach_comparison(result: CompileResult, model: Path, target: str, opts: CompileOptions) -> None:
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from ..check import predict
+
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from ..graph import load
+
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from ..targets import get_profile
+
+    # cost: numpy/onnx; every `npufit.compilers.<adapter>` import loads this package, which stays light
     from .compare import compare_placement
 
     if not result.ok or not result.placement:

@@ -14,9 +14,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..convert.onnx_to_tflite import require_convertible
+from ..envs import env_dir, env_status
+from ..envs.ethos_n import ensure_shim
 from ..errors import NpufitError
+from ..graph import load
 from ..toolchains import ETHOS_N
 from ..toolchains import ETHOS_N78_VARIANTS as VARIANTS
+from ..util.io import atomic_write_bytes, atomic_write_text
 from .base import (
     Adapter,
     CompileOptions,
@@ -29,8 +34,10 @@ from .base import (
     run_tool,
     tail,
 )
+from .ethos_n_lower import lower, request_with
 from .failure import explain, first_line_cause
-from .mapping import Layer
+from .mapping import Layer, resolve
+from .vela import convert_onnx, layer_lineage, record_conversion
 
 DEFAULT_VARIANT = "4tops-4ple"  # seed 001's configuration (TOPS=4, PLE=4)
 _NAMED = {f"{ETHOS_N.platforms[0]}-{k}": k for k in VARIANTS}  # the target ethos-n78-<key> names variant <key>
@@ -59,20 +66,12 @@ class EthosNCompiler(Adapter):
 
     def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
         if model.suffix.lower() != ".tflite":
-            from ..convert.onnx_to_tflite import require_convertible
-
             require_convertible(model, options.input_shapes, target)
 
     def status(self) -> dict:
         return env_tool_status(self.toolchain)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
-        from ..envs import env_dir, env_status
-        from ..envs.ethos_n import ensure_shim
-        from ..graph import load
-        from ..util.io import atomic_write_bytes, atomic_write_text
-        from .ethos_n_lower import lower, request_with
-        from .vela import convert_onnx, record_conversion
 
         if options.activations == "int16":
             raise NpufitError(
@@ -203,9 +202,6 @@ def node_layers(graph, low, resp) -> tuple[list[Layer], dict[str, str]]:
 
 def placements(graph, low, layers: list[Layer], conv) -> list[Placement]:
     if conv is not None:
-        from .mapping import resolve
-        from .vela import layer_lineage
-
         return resolve(conv.graph, layers, layer_lineage(layers, conv.lineage), "Ethos-N support library")
     by_out = {lay.name: lay for lay in layers}
     out: dict[str, Placement] = {}
@@ -323,7 +319,6 @@ def summary_metrics(graph, low, resp, levels: dict[str, str], variant: str, opti
 
 def _failure(what: str, text: str, model: Path, target: str, options: CompileOptions) -> tuple[str, str | None]:
     """The library's one-line cause and the command that avoids it (compilers/failure.py)."""
-    from ..graph import load
 
     graph = load(model, options.input_shapes) if model.suffix.lower() == ".onnx" else None
     failure = explain(first_line_cause(text), model, target.lower(), graph)

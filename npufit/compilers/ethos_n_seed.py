@@ -15,7 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..check import predict
+from ..convert import onnx_to_int8_tflite
+from ..graph import load
 from ..zoo import detector
+from . import compile_model
 
 TVM_EXTRA_QDQ_PER_LEAKY = 2  # dequantize + quantize around each leaky_relu in TVM's QNN import (seed 001's relay)
 
@@ -50,7 +54,6 @@ class SeedRow:
 
 def build_models(folder: Path, size: int = 64, width: int = 16) -> dict[str, Path]:
     """Level 2/3/4 × ReLU/LeakyReLU detectors as int8 TFLite (npufit.convert, random calibration)."""
-    from ..convert import onnx_to_int8_tflite
 
     folder.mkdir(parents=True, exist_ok=True)
     out = {}
@@ -67,9 +70,6 @@ def build_models(folder: Path, size: int = 64, width: int = 16) -> dict[str, Pat
 
 
 def measure(models: dict[str, Path], out: Path, target: str = "ethos-n78") -> list[SeedRow]:
-    from ..check import predict
-    from ..graph import load
-    from . import compile_model
 
     rows = []
     for name, path in models.items():

@@ -27,9 +27,15 @@ import subprocess
 from pathlib import Path
 
 from .. import __version__
+from ..check import predict
+from ..envs import env_dir, env_status
 from ..errors import NpufitError
+from ..graph import load
+from ..split.plan import load_plan, sha256_file
+from ..targets import get_profile
 from ..toolchains import HAILO, StageParser
 from ..util.io import atomic_write_json, atomic_write_text
+from ..util.readers import read_json
 from .base import (
     Adapter,
     CompileOptions,
@@ -68,7 +74,6 @@ DFC_STEPS = ("parser", "optimize", "compiler")
 
 def install_line() -> str:
     """How to install the DFC, as the toolchain's environment record states it."""
-    from ..envs import env_status
 
     return env_status(HAILO.env_name)["install"] + " (the wheel is a download from the Hailo Developer Zone)"
 
@@ -80,7 +85,6 @@ def _tool(name: str, override: str = "") -> str | None:
     found = shutil.which(name)
     if found:
         return found
-    from ..envs import env_dir
 
     cand = env_dir(HAILO.env_name) / "bin" / name
     return str(cand) if cand.exists() else None
@@ -135,7 +139,6 @@ class HailoCompiler(Adapter):
         net = net_name(model)
         shutil.rmtree(out / LOGS, ignore_errors=True)  # a folder compiled into again: only this run's logs
         src = private_copy(model, out)
-        from ..graph import load
 
         graph = load(src, options.input_shapes)
         nodes = region(graph, start, end)
@@ -196,9 +199,6 @@ def commands(
 def read_results(folder: str | os.PathLike, model: str | os.PathLike | None = None) -> CompileResult:
     """What the emitted script (or a run here) left in `folder`: the DFC's steps, the HEF, parse-hef, as a
     CompileResult. `model`, when given, must be the model the folder was written for."""
-    from ..graph import load
-    from ..split.plan import sha256_file
-    from ..util.readers import read_json
 
     d = Path(folder)
     m = read_json(d / MANIFEST, "Hailo compile folder") if (d / MANIFEST).is_file() else None
@@ -332,8 +332,6 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
     if options.start_nodes or options.end_nodes:
         return _known_nodes(model, list(options.start_nodes), list(options.end_nodes), options, "--start/--end-nodes")
     if options.plan:
-        from ..split.plan import load_plan
-
         plan = load_plan(options.plan)
         npu = [s for s in plan.stages if s.device == "npu"]
         if not npu:
@@ -344,7 +342,6 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
         return _known_nodes(
             model, list(npu[0].start_node_names), list(npu[0].end_node_names), options, f"--plan {options.plan}"
         )
-    from ..check import predict
 
     pre = predict(model, _profile_for(target), options.input_shapes).prefix
     if pre.get("covers_whole_model"):
@@ -353,14 +350,12 @@ def _start_end(model: Path, target: str, options: CompileOptions) -> tuple[list[
 
 
 def _is_stage_file(model: Path, stage: Path) -> bool:
-    from ..split.plan import sha256_file
 
     return stage.is_file() and sha256_file(stage) == sha256_file(model)
 
 
 def _profile_for(target: str):
     """The target's profile; an architecture npufit has none for (hailo15h, ...) is cut where Hailo-8 would cut it."""
-    from ..targets import get_profile
 
     try:
         return get_profile(target)
@@ -370,7 +365,6 @@ def _profile_for(target: str):
 
 def _same_model(model: Path, src: dict, plan_path) -> None:
     """A plan names nodes of the model it was split from; another model's plan would name nodes that do not exist."""
-    from ..split.plan import sha256_file
 
     want = src.get("sha256") if isinstance(src, dict) else None
     if want and want != sha256_file(model):
@@ -381,7 +375,6 @@ def _same_model(model: Path, src: dict, plan_path) -> None:
 
 
 def _known_nodes(model: Path, start: list[str], end: list[str], options, origin: str) -> tuple[list[str], list[str]]:
-    from ..graph import load
 
     g = load(model, options.input_shapes)
     missing = [n for n in start + end if g.node(n) is None]
@@ -416,7 +409,6 @@ def _header(model: Path, target: str, net: str, calib: CalibrationFile) -> list[
 
 
 def _write_manifest(out: Path, model: Path, src: Path, target: str, net: str, start, end, calib, script, steps) -> None:
-    from ..split.plan import sha256_file
 
     atomic_write_json(
         out / MANIFEST,

@@ -117,7 +117,8 @@ def comparison_lines(c) -> list[str]:
     s = c.scores()
     out = [
         f"Prediction ({c.profile or c.target}) vs {c.compiler}:",
-        f"  compiler put {s['compiler_cpu_nodes']} node(s) on the CPU; npufit predicted {s['predicted_off_npu']} off the NPU",
+        f"  compiler put {s['compiler_cpu_nodes']} node(s) on the CPU; "
+        f"npufit predicted {s['predicted_off_npu']} off the NPU",
         f"  CPU-fallback recall {_fmt(s['cpu_fallback_recall'])}  precision {_fmt(s['cpu_fallback_precision'])}"
         f"  (tp {s['tp']}, fp {s['fp']}, fn {s['fn']}; plain agreement {_fmt(s['agreement'])} is not the score)",
     ]

@@ -13,6 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NpufitError
+from ..graph.onnx_prepare import pin_inputs, read_onnx
+from ..quantize.calibration import input_specs, load_calibration
+from ..util.native_log import quiet_native_info
+from ..util.readers import read_json
+from ..verify.compare import make_session, timed_run
 from .lower import TO_NCHW, TO_NHWC
 from .qparams import dequantize
 
@@ -80,8 +85,6 @@ def _io(path: Path, io: dict | None) -> dict:
         return io
     side = path.with_suffix(".json")
     if side.exists():
-        from ..util.readers import read_json
-
         try:
             d = read_json(side, "converter side file")
         except NpufitError:
@@ -106,10 +109,6 @@ def verify_tflite(
         raise NpufitError(
             "verifying a TFLite file needs the LiteRT interpreter: pip install 'ai-edge-litert>=2.3'"
         ) from None
-    from ..graph.onnx_prepare import pin_inputs, read_onnx
-    from ..quantize.calibration import input_specs, load_calibration
-    from ..util.native_log import quiet_native_info
-    from ..verify.compare import make_session, timed_run
 
     tfl, src = Path(tflite_path), Path(onnx_path)
     proto = read_onnx(src, pin_inputs(input_shapes)).model
@@ -140,7 +139,8 @@ def verify_tflite(
             experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
         )
         it.allocate_tensors()
-        fallback = f"LiteRT's XNNPACK delegate refused the graph ({' '.join(str(e).split())[:120]}); verified with the reference kernels"
+        reason = " ".join(str(e).split())[:120]
+        fallback = f"LiteRT's XNNPACK delegate refused the graph ({reason}); verified with the reference kernels"
     meta = _io(tfl, io)
     tin, tout = it.get_input_details(), it.get_output_details()
     in_rows = meta.get("inputs") or [{"onnx": i.name} for i in sess.get_inputs()]

@@ -67,6 +67,7 @@ def run_pipeline(
     >>> run  # doctest: +SKIP
     <PipelineRun timeseries: 85 cells (ran 85), 29.3 s>
     """
+    # cost: `npufit --help` loads this package (the step table); runner, schema and matrix pull yaml
     from .runner import run_pipeline as _run
 
     return _run(
@@ -84,6 +85,7 @@ def run_pipeline(
 
 def load_config(path, output_dir=None) -> PipelineConfig:
     """Read and validate PIPELINE.yaml (schema.load_config): raise NpufitError('file:line:col: where: what')."""
+    # cost: `npufit --help` loads this package (the step table); runner, schema and matrix pull yaml
     from .schema import load_config as _load
 
     return _load(path, output_dir)
@@ -91,6 +93,7 @@ def load_config(path, output_dir=None) -> PipelineConfig:
 
 def validate(path, output_dir=None) -> PipelineConfig:
     """`npufit pipeline validate PIPELINE.yaml`: parse, check the schema and expand the matrix (raises NpufitError)."""
+    # cost: `npufit --help` loads this package (the step table); runner, schema and matrix pull yaml
     from .matrix import expand
 
     config = load_config(path, output_dir)

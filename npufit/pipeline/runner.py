@@ -17,15 +17,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
+from ..compilers import compiler_for
 from ..errors import NpufitError
+from ..executors import Task, get_executor, resources_for_compiler
+from ..util.environment import environment
 from ..util.io import atomic_write_json, atomic_write_text, claim_dir
 from ..util.progress import track
 from ..vocab import PIPELINE_EXECUTOR
+from ..zoo.data import load_dataset
 from .cache import NO_RECORD, StepRecord, compute_key, digest_file, digest_tree, fresh
 from .context import Reject, Skip, StepContext
 from .matrix import Cell, dependencies, expand, model_source, select
 from .schema import ModelSpec, PipelineConfig, load_config
 from .stepdefs import BY_NAME, STEPS
+from .summary import render_summary
 
 MANIFEST = "pipeline.json"
 RUN_SCHEMA = "npufit.pipeline-run/1"
@@ -82,7 +88,6 @@ class PipelineRun:
         return next((r for r in self.results if r.cell.id == cell_id), None)
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
 
         root = self.config.output_dir
         return {
@@ -98,7 +103,6 @@ class PipelineRun:
         }
 
     def render(self, fmt: str = "table") -> str:
-        from .summary import render_summary
 
         return render_summary(self, fmt)
 
@@ -119,7 +123,6 @@ def run_pipeline(
     executor: "inprocess" (default) runs the cells one after the other here; "pool" or "ray" run the cells of
     one step side by side (every step but bench and report), a compile cell for a vendor env only on Ray
     nodes tagged with it. Results and records are the same either way."""
-    from ..util.environment import environment
 
     config = load_config(path, output_dir)
     cells = expand(config)
@@ -136,7 +139,8 @@ def run_pipeline(
     )
     log = (lambda s: None) if quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     log(
-        f"pipeline {config.name}: {len(cells)} steps over {len(config.models)} model(s) x {len(config.targets)} target(s)"
+        f"pipeline {config.name}: {len(cells)} steps over {len(config.models)} model(s)"
+        f" x {len(config.targets)} target(s)"
         f" x {len(config.runtimes)} runtime(s) -> {config.output_dir}"
     )
     records: dict[str, CellResult] = {}
@@ -144,13 +148,10 @@ def run_pipeline(
 
     def dataset():
         if "dataset" not in memo:
-            from ..zoo.data import load_dataset
-
             memo["dataset"] = load_dataset(config.data, config.path.parent)
         return memo["dataset"]
 
     t0 = time.perf_counter()
-    from ..executors import get_executor
 
     with get_executor(executor, jobs, address) as ex:
         for step in STEPS:
@@ -288,7 +289,6 @@ _DATASETS: dict[tuple[str, str], Any] = {}  # one dataset per worker process, lo
 
 
 def _worker_dataset(config: PipelineConfig):
-    from ..zoo.data import load_dataset
 
     k = (repr(config.data), str(config.path.parent))
     if k not in _DATASETS:
@@ -307,7 +307,6 @@ def _run_step_on(
     log,
 ) -> None:
     """The cells of one step on the executor; decided cells (cached, kept, blocked) are settled here first."""
-    from ..executors import Task
 
     jobs: list[dict[str, Any]] = []
     for cell in todo:
@@ -349,8 +348,6 @@ def _cell_resources(cell: Cell) -> dict[str, float]:
     """A compile cell needs its vendor compiler's env (a Ray resource tag); other steps run anywhere."""
     if cell.step != "compile" or not cell.target:
         return {}
-    from ..compilers import compiler_for
-    from ..executors import resources_for_compiler
 
     try:
         return resources_for_compiler(compiler_for(cell.target).name)
@@ -361,7 +358,6 @@ def _cell_resources(cell: Cell) -> dict[str, float]:
 def _key_parts(
     cell: Cell, config: PipelineConfig, spec: ModelSpec | None, settings: dict, deps: list[CellResult]
 ) -> dict:
-    from .. import __version__
 
     parts: dict[str, Any] = {
         "cell": cell.id,

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..errors import NpufitError
+from ..targets import available_targets, get_profile
 from ..util.readers import confined_file, read_text
 from ..util.shapes import parse_input_shapes
 from . import keys
@@ -341,7 +342,6 @@ def load_config(path: str | os.PathLike, output_dir: str | os.PathLike | None = 
 
 
 def _check_targets(targets: list[str], v: _Validator) -> None:
-    from ..targets import available_targets, get_profile
 
     for i, t in enumerate(targets):
         try:

@@ -15,9 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..targets import get_profile
+from ..util.io import atomic_write_json, atomic_write_text
+from ..util.readers import read_json
 from ..vocab import EXECUTOR
 from .catalogue import BY_ID, CASES, Case, select, sweep_variants
-from .report import ProbeReport
+from .measure import validate_compiler
+from .report import RECORD_SCHEMA, ProbeReport
+from .runner import run_tasks
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -83,7 +88,6 @@ def probe(
     >>> p  # doctest: +SKIP
     <ProbeReport hailo8: 14 cases (npu 13, unsupported 1)>
     """
-    from ..targets import get_profile
 
     record = None
     if replay is not None:
@@ -110,8 +114,6 @@ def probe(
     if timeout <= 0:
         raise NpufitError(f"--timeout {timeout:g}: must be a positive number of seconds")
     if compiler:
-        from .measure import validate_compiler
-
         validate_compiler(compiler, profile)
     chosen = list(cases) if cases is not None and not isinstance(cases, str) else select(cases)
     if not chosen:
@@ -136,7 +138,6 @@ def probe(
                     "out_dir": str(out_dir) if out_dir else None,
                 }
             )
-    from .runner import run_tasks
 
     t0 = time.perf_counter()
     results = run_tasks(tasks, min(jobs, len(tasks)), float(timeout), f"probe {profile.name}", executor, address)
@@ -161,7 +162,6 @@ def probe(
 def write_outputs(report: ProbeReport, out_dir: Path) -> dict[str, str]:
     """matrix.md, probe.json and drift.json under out_dir (atomically), and with a compiler the compact
     measured.json (see ProbeReport.measured_record); the case models are in out_dir/cases."""
-    from ..util.io import atomic_write_json, atomic_write_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {
@@ -190,8 +190,6 @@ def write_outputs(report: ProbeReport, out_dir: Path) -> dict[str, str]:
 
 def load_record(path: str | os.PathLike) -> dict[str, Any]:
     """A measured record (ProbeReport.measured_record) from disk, or one clear error."""
-    from ..util.readers import read_json
-    from .report import RECORD_SCHEMA
 
     data = read_json(path, "--replay record")  # regular file, size and depth budget
     if (

@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..check import predict
 from ..util.io import private_tempdir
+from ..zoo.export import export_onnx
 from .catalogue import BY_ID
-from .measure import SYMBOL
+from .measure import SYMBOL, measure
 
 
 def warm_up() -> None:
@@ -23,9 +25,6 @@ def warm_up() -> None:
 
     torch.set_num_threads(1)  # one core per worker: `--jobs` is the parallelism
     import onnx  # noqa: F401
-
-    from ..check import predict  # noqa: F401
-    from ..zoo.export import export_onnx  # noqa: F401
 
 
 def case_of(task: dict[str, Any]):
@@ -73,8 +72,6 @@ def run_case(task: dict[str, Any]) -> dict[str, Any]:
             res["model"] = str(path) if out_dir else None
             _predict(res, path, task["target"])
             if task.get("compiler"):
-                from .measure import measure
-
                 res["measured"] = measure(path, task["target"], task["compiler"], task.get("compile_options") or {})
     res["seconds"] = round(time.perf_counter() - t0, 3)
     return res
@@ -85,7 +82,6 @@ def _safe(name: str) -> str:
 
 
 def _export(case, params: dict, opset: int, path: Path) -> str | None:
-    from ..zoo.export import export_onnx
 
     try:
         module, inputs = case.build(**params)
@@ -97,7 +93,6 @@ def _export(case, params: dict, opset: int, path: Path) -> str | None:
 
 
 def _predict(res: dict, path: os.PathLike, target: str) -> None:
-    from ..check import predict
 
     # Probe cases are float torch modules; on an int8-only target (Ethos-N/U) check's default judges their int8
     # conversion, which is what its compiler receives (npufit compile converts first).

@@ -43,7 +43,8 @@ class Case:
         unknown = set(overrides) - set(self.params)
         if unknown:
             raise NpufitError(
-                f"case '{self.id}' has no parameter(s) {', '.join(sorted(unknown))} (has: {', '.join(self.params) or 'none'})"
+                f"case '{self.id}' has no parameter(s) {', '.join(sorted(unknown))} "
+                f"(has: {', '.join(self.params) or 'none'})"
             )
         return self.builder(**params)
 
@@ -907,7 +908,8 @@ CASES: tuple[Case, ...] = (
         "torch.permute (0, 2, 1, 3)",
         perm=(0, 2, 1, 3),
     ),
-    # RK3588's documented transpose limits depend on C, H and W ("falls back only above some HxW"): one case per permutation
+    # RK3588's documented transpose limits depend on C, H and W ("falls back only above some HxW"):
+    # one case per permutation
     *(
         _c(
             f"transpose_{''.join(map(str, p))}_size",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import __version__
+
 if TYPE_CHECKING:  # pragma: no cover
     from .report import ProbeReport
 
@@ -61,7 +63,6 @@ def _measured(case: dict) -> str:
 
 
 def render_markdown(report: "ProbeReport") -> str:
-    from .. import __version__
 
     base = report.base_cases
     out = [
@@ -205,6 +206,7 @@ def _drift_section(report: "ProbeReport") -> list[str]:
 
 
 def render_text(report: "ProbeReport") -> str:
+    # cost: rich; only the drift table needs it
     from ..report.console import console_to_string
 
     return console_to_string(lambda con: _print_text(report, con), width=140)

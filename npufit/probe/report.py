@@ -10,6 +10,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import __version__
+from ..util.jsonutil import json_default as _json_default
+from .render import render_markdown, render_text
 from .render import value_text as _v
 
 SCHEMA = "npufit.probe/1"
@@ -125,7 +128,6 @@ class ProbeReport:
     def measured_record(self) -> dict[str, Any]:
         """What the real compiler did, per case and node, without the prediction: small enough to keep in the
         repository as the source a profile correction cites, and to replay against later predictions."""
-        from .. import __version__
 
         measured = [c for c in self.cases if c.get("measured")]
         versions = sorted({str(c["measured"].get("version")) for c in measured if c["measured"].get("version")})
@@ -183,7 +185,6 @@ class ProbeReport:
 
     # -- output --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
 
         return {
             "schema": SCHEMA,
@@ -208,12 +209,9 @@ class ProbeReport:
     def to_json(self) -> str:
         import json
 
-        from ..util.jsonutil import json_default as _json_default
-
         return json.dumps(self.to_dict(), indent=2, default=_json_default, ensure_ascii=False)
 
     def to_markdown(self) -> str:
-        from .render import render_markdown
 
         return render_markdown(self)
 
@@ -222,6 +220,5 @@ class ProbeReport:
             return self.to_json()
         if fmt == "markdown":
             return self.to_markdown()
-        from .render import render_text
 
         return render_text(self)

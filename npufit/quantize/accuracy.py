@@ -245,13 +245,13 @@ class Accuracy:
     worst: list[str] = field(default_factory=list)  # tensor names, worst first
 
     def layer(self, name: str) -> LayerAccuracy | None:
-        return next((l for l in self.layers if l.name == name), None)
+        return next((layer for layer in self.layers if layer.name == name), None)
 
     def to_dict(self) -> dict:
         return {
             "holdout_samples": self.samples,
             "outputs": [o.to_dict() for o in self.outputs],
-            "layers": [l.to_dict() for l in self.layers],
+            "layers": [layer.to_dict() for layer in self.layers],
             "worst": self.worst,
         }
 
@@ -309,7 +309,8 @@ def evaluate(
         )
         for p in pairs
     ]
-    out_clip = {l.name: l.clipped_fraction for l in acc.layers}  # a quantized graph output is one of the pairs
+    # a quantized graph output is one of the pairs
+    out_clip = {layer.name: layer.clipped_fraction for layer in acc.layers}
     acc.outputs = [
         OutputAccuracy(n, a.cosine, a.sqnr_db, a.max_abs, a.ref_max, out_clip.get(n)) for n, a in outs.items() if a.n
     ]
@@ -335,19 +336,19 @@ def _fmt_db(x: float) -> str:
 
 def diagnose(acc: Accuracy, per_channel: bool, worst_n: int) -> None:
     """Rank by the single score (where error is born), then say what to do about the worst ones."""
-    by_name = {l.name: l for l in acc.layers}
-    ranked = sorted(acc.layers, key=lambda l: (l.single_score, l.entire_score))
-    for i, l in enumerate(ranked, 1):
-        l.rank = i
-        if l.single_score < POOR_DB:
-            l.diagnosis = "born here"
-        elif l.entire_score < POOR_DB:
-            l.diagnosis = "inherited"
+    by_name = {layer.name: layer for layer in acc.layers}
+    ranked = sorted(acc.layers, key=lambda layer: (layer.single_score, layer.entire_score))
+    for i, layer in enumerate(ranked, 1):
+        layer.rank = i
+        if layer.single_score < POOR_DB:
+            layer.diagnosis = "born here"
+        elif layer.entire_score < POOR_DB:
+            layer.diagnosis = "inherited"
         else:
-            l.diagnosis = "ok"
-    acc.worst = [l.name for l in ranked[:worst_n]]
-    for l in ranked[:worst_n]:
-        l.suggestion = _suggest(l, by_name, per_channel)
+            layer.diagnosis = "ok"
+    acc.worst = [layer.name for layer in ranked[:worst_n]]
+    for layer in ranked[:worst_n]:
+        layer.suggestion = _suggest(layer, by_name, per_channel)
 
 
 def clipping_advice(name: str, fraction: float, lo: float, hi: float, samples: int | None = None) -> str:
@@ -361,39 +362,41 @@ def clipping_advice(name: str, fraction: float, lo: float, hi: float, samples: i
     )
 
 
-def _suggest(l: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: bool) -> str:
-    p = l.pair
+def _suggest(layer: LayerAccuracy, by_name: dict[str, LayerAccuracy], per_channel: bool) -> str:
+    p = layer.pair
     node = p.qdq_node or p.node
     lo, hi = p.value_range
-    if l.single.nonfinite:
+    if layer.single.nonfinite:
         return (
             f"the quantized '{p.name}' holds non-finite values (int8 range [{lo:.3g}, {hi:.3g}]): its calibrated range "
             f"is unusable (often a -inf/float-min mask); exclude {node} (the exclude option) or keep it in float/16-bit"
         )
     if (
-        l.clipping_is_the_cause and l.single_score < GOOD_DB
+        layer.clipping_is_the_cause and layer.single_score < GOOD_DB
     ):  # saturation is born here whatever the weights do: say it first
-        return clipping_advice(p.name, l.clipped_fraction, lo, hi)
-    if l.diagnosis == "inherited":
-        ups = _ancestors(l, by_name)
+        return clipping_advice(p.name, layer.clipped_fraction, lo, hi)
+    if layer.diagnosis == "inherited":
+        ups = _ancestors(layer, by_name)
         src = min(ups, key=lambda u: u.single_score) if ups else None
         where = f"; the worst layer upstream is '{src.name}' (single {_fmt_db(src.single_score)})" if src else ""
         return (
-            f"inherited: this layer alone is fine (single {_fmt_db(l.single_score)}), the error enters upstream{where}"
+            f"inherited: this layer alone is fine (single {_fmt_db(layer.single_score)}), "
+            f"the error enters upstream{where}"
         )
-    if l.diagnosis == "ok" and l.single_score >= GOOD_DB:
+    if layer.diagnosis == "ok" and layer.single_score >= GOOD_DB:
         return "within int8 noise; nothing to do"
-    ch, spike = l.entire.channel_ratio, l.entire.spike_ratio
-    if l.single.channel_sqnr_db < l.single.sqnr_db - 6.0 and p.qdq_op == "Concat" and ch > 2.0:
+    ch, spike = layer.entire.channel_ratio, layer.entire.spike_ratio
+    if layer.single.channel_sqnr_db < layer.single.sqnr_db - 6.0 and p.qdq_op == "Concat" and ch > 2.0:
         return (
             f"the inputs of this Concat span different ranges (widest channel {ch:.0f}x the median) but share one int8 "
-            f"scale, so the narrow ones lose precision (median channel {_fmt_db(l.single.channel_sqnr_db)}): "
+            f"scale, so the narrow ones lose precision (median channel {_fmt_db(layer.single.channel_sqnr_db)}): "
             "keep it in 16-bit, or rescale the branches to similar ranges before the Concat"
         )
-    if ch > CHANNEL_RATIO and l.single.channel_sqnr_db < l.single.sqnr_db - 6.0:
+    if ch > CHANNEL_RATIO and layer.single.channel_sqnr_db < layer.single.sqnr_db - 6.0:
         return (
             f"one channel spans {ch:.0f}x the range of the median channel, so the int8 step of '{p.name}' "
-            f"(range [{lo:.3g}, {hi:.3g}]) crushes the others (median channel {_fmt_db(l.single.channel_sqnr_db)}): "
+            f"(range [{lo:.3g}, {hi:.3g}]) crushes the others "
+            f"(median channel {_fmt_db(layer.single.channel_sqnr_db)}): "
             "keep it in 16-bit, or equalize channel ranges (cross-layer equalization) before quantizing; "
             "percentile calibration does not fix a whole-channel outlier"
         )

@@ -6,8 +6,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import __version__
+from ..graph.quant import describe_qdq
 from ..report.console import Renderable
-from .accuracy import Accuracy, LayerAccuracy
+from .accuracy import Accuracy, LayerAccuracy, _db
+from .target_cost import describe
 
 SCHEMA = "npufit.quantize/1"
 TERMINAL_MAX_LAYERS = 40
@@ -49,11 +52,10 @@ class QuantizeReport(Renderable):
 
     def summary(self) -> dict[str, Any]:
         """The numbers a pipeline step line, the HTML report and a CI gate read."""
-        from .accuracy import _db
 
         acc = self.accuracy
         sq = self.min_output_sqnr_db
-        clipped = max((l.clipped_fraction for l in acc.layers), default=0.0) if acc else None
+        clipped = max((layer.clipped_fraction for layer in acc.layers), default=0.0) if acc else None
         return {
             "min_output_sqnr_db": _db(sq) if sq is not None else None,
             "min_output_cosine": round(self.min_output_cosine, 6) if acc and acc.outputs else None,
@@ -64,7 +66,6 @@ class QuantizeReport(Renderable):
         }
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
 
         d = {
             "schema": SCHEMA,
@@ -132,7 +133,6 @@ def _calibration_line(r: QuantizeReport) -> str:
 
 
 def _qdq_line(r: QuantizeReport) -> str:
-    from ..graph.quant import describe_qdq
 
     return f"{r.qdq['activations']} quantized activations; {describe_qdq(r.qdq)}"
 
@@ -151,20 +151,20 @@ def _timing_line(r: QuantizeReport) -> str:
     return s
 
 
-def _layer_cells(l: LayerAccuracy) -> list[str]:
-    p = l.pair
+def _layer_cells(layer: LayerAccuracy) -> list[str]:
+    p = layer.pair
     op = p.op_type if p.op_type == p.qdq_op or p.qdq_op == "input" else f"{p.op_type} (in {p.qdq_op})"
     return [
-        str(l.rank),
+        str(layer.rank),
         p.name,
         op,
-        db(l.entire.sqnr_db),
-        db(l.single.sqnr_db),
-        db(l.single.channel_sqnr_db),
-        f"{l.entire.cosine:.4f}",
-        f"{l.entire.channel_ratio:.0f}",
-        clip_cell(l.clipped_fraction),
-        l.diagnosis,
+        db(layer.entire.sqnr_db),
+        db(layer.single.sqnr_db),
+        db(layer.single.channel_sqnr_db),
+        f"{layer.entire.cosine:.4f}",
+        f"{layer.entire.channel_ratio:.0f}",
+        clip_cell(layer.clipped_fraction),
+        layer.diagnosis,
     ]
 
 
@@ -185,10 +185,10 @@ def output_cells(o) -> list[str]:
     ]
 
 
-def _worst_line(l: LayerAccuracy) -> str:
+def _worst_line(layer: LayerAccuracy) -> str:
     return (
-        f"entire {db_unit(l.entire.sqnr_db)}, single {db_unit(l.single.sqnr_db)} "
-        f"(median channel {db_unit(l.single.channel_sqnr_db)})"
+        f"entire {db_unit(layer.entire.sqnr_db)}, single {db_unit(layer.single.sqnr_db)} "
+        f"(median channel {db_unit(layer.single.channel_sqnr_db)})"
     )
 
 
@@ -222,7 +222,9 @@ def print_terminal(con, r: QuantizeReport) -> None:
         con.print(tab)
         layers = acc.layers
         shown = (
-            layers if len(layers) <= TERMINAL_MAX_LAYERS else sorted(layers, key=lambda l: l.rank)[:TERMINAL_MAX_LAYERS]
+            layers
+            if len(layers) <= TERMINAL_MAX_LAYERS
+            else sorted(layers, key=lambda layer: layer.rank)[:TERMINAL_MAX_LAYERS]
         )
         title = "per layer (graph order): entire = in the quantized model, single = alone with float inputs"
         if len(shown) < len(layers):
@@ -233,9 +235,9 @@ def print_terminal(con, r: QuantizeReport) -> None:
                 c, overflow="fold", min_width=24 if c == "tensor" else None, max_width=56 if c == "tensor" else None
             )
         style = {"born here": "red", "inherited": "yellow", "ok": "green"}
-        for l in shown:
-            cells = _layer_cells(l)
-            tab.add_row(*cells[:-1], Text(cells[-1], style=style.get(l.diagnosis, "")))
+        for layer in shown:
+            cells = _layer_cells(layer)
+            tab.add_row(*cells[:-1], Text(cells[-1], style=style.get(layer.diagnosis, "")))
         con.print(tab)
         if acc.worst:
             con.print(
@@ -245,11 +247,9 @@ def print_terminal(con, r: QuantizeReport) -> None:
                 )
             )
             for name in acc.worst:
-                l = acc.layer(name)
-                con.print(f"  {l.rank}. {name} [{l.pair.op_type}] {_worst_line(l)}: {l.suggestion}")
+                layer = acc.layer(name)
+                con.print(f"  {layer.rank}. {name} [{layer.pair.op_type}] {_worst_line(layer)}: {layer.suggestion}")
     if r.extra.get("target_cost"):
-        from .target_cost import describe
-
         con.print(Text("what the quantized graph costs on the target (npufit check + Q/DQ ledger)", style="bold"))
         for row in r.extra["target_cost"]:
             con.print(f"  {row['target']}: {describe(row)}")
@@ -298,18 +298,16 @@ def render_markdown(r: QuantizeReport) -> str:
             _md_row(LAYER_COLUMNS),
             _md_row(["---"] * len(LAYER_COLUMNS)),
         ]
-        for l in acc.layers:
-            cells = _layer_cells(l)
+        for layer in acc.layers:
+            cells = _layer_cells(layer)
             cells[1] = f"`{cells[1]}`"
             out.append(_md_row(cells))
         if acc.worst:
             out += ["", "## Worst layers", ""]
             for name in acc.worst:
-                l = acc.layer(name)
-                out.append(f"{l.rank}. `{name}` ({l.pair.op_type}): {_worst_line(l)} — {l.suggestion}")
+                layer = acc.layer(name)
+                out.append(f"{layer.rank}. `{name}` ({layer.pair.op_type}): {_worst_line(layer)} — {layer.suggestion}")
     if r.extra.get("target_cost"):
-        from .target_cost import describe
-
         out += ["", "## Target cost (npufit check + Q/DQ ledger)", ""]
         out += [f"- **{row['target']}**: {describe(row)}" for row in r.extra["target_cost"]]
     if r.notes:

@@ -26,6 +26,7 @@ def report(results_dir, output=None):
     >>> npufit.report("out/demo")  # doctest: +SKIP
     PosixPath('out/demo/report.html')
     """
+    # cost: every `npufit.report.*` import (style, console) loads this package; the HTML builder only for a report
     from .html_results import build_report
 
     return build_report(results_dir, output)

@@ -170,13 +170,14 @@ def _zoo_section(profile: Profile) -> list[str]:
         "`npu`. Refresh with "
         "`python -m npufit.zoo.hailo_zoo`; a test rebuilds the networks and fails when this record is stale.",
         "",
-        "| rebuild | Zoo network(s) | Zoo end nodes | end nodes in the rebuild | npu up to the end nodes | not npu up to the end "
-        "nodes | Zoo cuts after the end nodes | flagged after the end nodes |",
+        "| rebuild | Zoo network(s) | Zoo end nodes | end nodes in the rebuild | npu up to the end nodes "
+        "| not npu up to the end nodes | Zoo cuts after the end nodes | flagged after the end nodes |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rec["networks"]:
+        ends = ", ".join(f"`{e}`" if e[0] != "(" else e for e in r["end_nodes"])
         lines.append(
-            f"| {r['network']} | {_cell(r['zoo'])} | {_cell(r['zoo_end_nodes'])} | {_cell(', '.join(f'`{e}`' if e[0] != '(' else e for e in r['end_nodes']))} "
+            f"| {r['network']} | {_cell(r['zoo'])} | {_cell(r['zoo_end_nodes'])} | {_cell(ends)} "
             f"| {r['npu_to_end']}/{r['nodes_to_end']} | {_cell(', '.join(r['off_npu_to_end']) or '—')} | "
             f"{_cell(r['zoo_cuts_after'])} | {_cell(', '.join(r['flagged_after_end']) or '—')} |"
         )

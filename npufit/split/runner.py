@@ -9,8 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NpufitError
+from ..util.commands import npufit_command, output_folder
+from ..util.io import atomic_write_bytes
 from ..util.progress import track
 from ..util.shapes import parse_input_shapes
+from ..verify.compare import compare_outputs, make_session, run_onnx
 from .chain import ChainRunner
 from .plan import sha256_file
 from .result import RunResult
@@ -93,8 +96,6 @@ def run(
     if compare_original is not None:
         res.comparison = _compare(compare_original, feeds, outs, runner.plan.source.get("sha256"))
     if output is not None:
-        from ..util.io import atomic_write_bytes
-
         buf = io.BytesIO()
         np.savez(buf, **outs)
         atomic_write_bytes(output, buf.getvalue())
@@ -111,7 +112,6 @@ def _planned_shapes(plan) -> dict[str, tuple | None]:
 
 def _refuse_other_shape(plan, planned: dict, name: str, dims, what: str) -> None:
     """One line (not ONNX Runtime's cut-off shape error) when an input does not have the shape the plan takes."""
-    from ..util.commands import npufit_command, output_folder
 
     if name not in planned:
         raise NpufitError(f"{what} {name}: the plan has no input '{name}' (inputs: {', '.join(planned) or 'none'})")
@@ -152,7 +152,6 @@ def _random_feeds(plan, planned: dict, seed: int) -> dict[str, np.ndarray]:
 
 
 def _compare(model: str | os.PathLike, feeds: dict, outs: dict, plan_sha: str | None) -> dict:
-    from ..verify.compare import compare_outputs, make_session, run_onnx
 
     if not Path(model).is_file():
         raise NpufitError(f"--compare-original {model}: no such file")

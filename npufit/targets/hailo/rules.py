@@ -50,8 +50,8 @@ def graph_rules(p: str) -> tuple[Rule, ...]:
             "All model inputs must have a static shape: the Hailo parser tolerates no dynamic axis",
             static_inputs,
             (
-                "give the shape it runs at with --input-shape NAME=D0,D1,...: fix, split, quantize and compile write it "
-                "into the models they output",
+                "give the shape it runs at with --input-shape NAME=D0,D1,...: fix, split, quantize and compile "
+                "write it into the models they output",
             ),
             "H-MISC",
             gate=common.dynamic_inputs_gate,
