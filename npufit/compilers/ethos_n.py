@@ -65,14 +65,12 @@ class EthosNCompiler(Adapter):
         return model.suffix.lower() != ".tflite" and random_calibration(options)  # npufit's converter quantizes
 
     def preflight(self, model: Path, target: str, options: CompileOptions) -> None:
+        self._refuse(target, options)
         if model.suffix.lower() != ".tflite":
             require_convertible(model, options.input_shapes, target)
 
-    def status(self) -> dict:
-        return env_tool_status(self.toolchain)
-
-    def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
-
+    def _refuse(self, target: str, options: CompileOptions) -> None:
+        """What refuses the request before any work (and before the random-calibration warning)."""
         if options.activations == "int16":
             raise NpufitError(
                 f"{target}: the Ethos-N takes 8-bit tensors only (its profile's dtypes); "
@@ -83,6 +81,12 @@ class EthosNCompiler(Adapter):
                 "the Ethos-N support library is not built: run 'npufit env install ethos-n' "
                 "(--source DIR for a local copy of the driver stack)"
             )
+
+    def status(self) -> dict:
+        return env_tool_status(self.toolchain)
+
+    def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
+        self._refuse(target, options)
         variant = variant_of(target, options)
         out = default_out_dir(model, target, options.out_dir)
         notes: list[str] = []

@@ -158,6 +158,9 @@ def require_convertible(model: str | os.PathLike, input_shapes=None, target: str
     src = Path(model)
     prep = prepare(src, input_shapes)
     bad = unsupported_nodes(prep.graph)
+    for n in _work_nodes(prep.graph):
+        if all(n.name != m for items in bad.values() for m, _ in items) and it.unlowered(prep.graph, n):
+            bad.setdefault(n.key, []).append((n.name, "no lowering on integer / bool tensors"))
     if bad:
         gaps = [(op, n, w) for op, items in bad.items() for n, w in items]
         raise UnsupportedModelError(

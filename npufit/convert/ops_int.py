@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import NodeView
-from ..targets.converter_facts import argmax_of_bool, bool_cast_source
+from ..targets.converter_facts import argmax_of_bool, bool_cast_source, carried_dtype
 from .int_tensors import alias as _alias
 from .int_tensors import dtype_of, int_act
 from .int_tensors import out as _out
@@ -68,6 +68,22 @@ def claims(L: Lowering, node: NodeView) -> bool:
     if node.op_type == "Where" and not L.is_const(node.inputs[0]):
         return True
     return node.op_type in ("Add", "Sub") and _select_operand(L, node) is not None
+
+
+def unlowered(graph, node: NodeView) -> bool:
+    """What `lower` will refuse, read off the graph before any lowering (the check `compile` makes before it says
+    anything): the first case of `claims`, integers computed from run-time integers by an op with no integer
+    lowering. Forms decided only while lowering are still refused by `lower` itself."""
+    if node.op_type in INT_OPS:
+        return False
+
+    def integer(name: str) -> bool:
+        t = graph.tensors.get(name)
+        return t is not None and carried_dtype(t.dtype) is not None
+
+    return any(integer(o) for o in node.outputs if o) and any(
+        integer(i) and not graph.tensors[i].is_const for i in node.inputs if i
+    )
 
 
 def lower(L: Lowering, node: NodeView) -> None:
