@@ -170,7 +170,7 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
             "name": profile.name,
             "title": profile.title,
             "fallback": profile.fallback.value,
-            "notes": list(profile.notes),
+            "notes": profile.notes_for(graph.format),
         },
         nodes=[r for r in listed if r.parent is None],
         subgraph_nodes=[r for r in listed if r.parent is not None],

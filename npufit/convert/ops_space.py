@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import NodeView
-from ..targets.converter_facts import constant_gather_flat, even_run, power_of_two, space_blocks
+from ..targets.converter_forms import constant_gather_flat, even_run, power_of_two, space_blocks
 from .lower import NHWC_AXIS, TO_NCHW, TT, Lowering
 from .qparams import activation_q, per_channel_weights
 

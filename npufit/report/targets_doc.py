@@ -51,6 +51,8 @@ def render_profile_markdown(profile: Profile) -> str:
     ]
     for n in profile.notes:
         lines.append(f"- {n}")
+    for fmt, notes in profile.format_notes.items():
+        lines += [f"- ({'TFLite' if fmt == 'tflite' else 'ONNX'} models) {n}" for n in notes]
     lines += [
         "",
         "Verdicts: ✅ `npu` runs on the accelerator · 🟡 `cpu` the toolchain runs it on the host · "

@@ -215,6 +215,11 @@ class Profile:
     # Optional: map a NodeView to the op key used in `ops` (e.g. ONNX -> TFLite vocabulary for Ethos-U).
     op_key: Callable[[NodeView], str] | None = None
     notes: tuple[str, ...] = ()  # one plain sentence each, at the top of every report and docs page
+    # notes about one model format ("onnx", "tflite"): shown only on reports of a model in that format
+    format_notes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def notes_for(self, fmt: str) -> list[str]:
+        return [*self.notes, *self.format_notes.get(fmt, ())]
     aliases: tuple[str, ...] = ()  # other names `get_profile` accepts (vendor spellings, configurations of one NPU)
     # `check --measure` judges that give per-node placement for it, in the order "auto" tries them ("vela-checks"
     # applies to TFLite models only); () when its compiler reports no placement

@@ -124,10 +124,11 @@ def build(name: str) -> Profile:
     )
     ops["IO_QUANTIZE"] = io
     ops["IO_DEQUANTIZE"] = OpSupport("IO_DEQUANTIZE", io.status, reason=io.reason, source="CONV")
-    notes = [
+    onnx_note = (
         "ONNX models are judged as the int8 TFLite file npufit's ONNX→TFLite converter writes for Vela (QDQ pairs "
         "fuse into int8 ops; a node it cannot convert is a converter gap)"
-    ]
+    )
+    notes = []
     if u55:
         notes.append("U55 and U65 share Vela's rule set; the U65 adds an AXI interface for external memory")
     return Profile(
@@ -159,6 +160,7 @@ def build(name: str) -> Profile:
         judged_formats=("onnx", "tflite"),
         op_key=fit.op_key,
         notes=tuple(notes),
+        format_notes={"onnx": (onnx_note,)},
         # VELA: an op not in the list is left untouched for the CPU, constant inputs or not (the shipped float16
         # MediaPipe files' weight DEQUANTIZEs and sparse-weight DENSIFYs ran there)
         runs_constant_ops=("DEQUANTIZE", "DENSIFY"),

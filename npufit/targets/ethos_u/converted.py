@@ -26,21 +26,18 @@ from ..base import Limits, OpSupport, Rule, Verdict
 from ..calibration import FAMILIES, Evidence
 from ..common import reduce_axes
 from ..converter_facts import (
-    FLOAT32,
-    WRITES,
     argmax_of_bool,
     carried_dtype,
     converter_gap,
     depth_reduce_as_conv,
     gather_elements_as_gather,
-    judged_as,
     mean_as_rows,
     never_special,
     nhwc_mean_as_rows,
     where_of_never_special,
     whole_map_pool,
-    written_as,
 )
+from ..converter_forms import FLOAT32, WRITES, judged_as, written_as
 
 EVIDENCE = {
     # the converter's own decisions: nothing of them reaches Vela, so no family's record is needed to know them

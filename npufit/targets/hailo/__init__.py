@@ -387,12 +387,16 @@ def _build(name: str, title: str, summary: str) -> Profile:
         op_key=tflite_map.onnx_op,
         notes=(
             "No CPU fallback inside a HEF: every unsupported node must be cut away and run on the host.",
-            "ONNX opsets 8 and 11 are the ones Hailo supports officially.",
-            "TFLite models are judged as the Dataflow Compiler's TFLite parser reads them: each builtin as the ONNX op "
-            "it is, with the features on the last axis.",
-            "Multi-node forms (attention, LayerNorm, GELU) are recognised in ONNX graphs only, so a transformer in "
-            "TFLite is judged op by op.",
         ),
+        format_notes={
+            "onnx": ("ONNX opsets 8 and 11 are the ones Hailo supports officially.",),
+            "tflite": (
+                "TFLite models are judged as the Dataflow Compiler's TFLite parser reads them: each builtin as the "
+                "ONNX op it is, with the features on the last axis.",
+                "Multi-node forms (attention, LayerNorm, GELU) are recognised in ONNX graphs only, so a transformer "
+                "in TFLite is judged op by op.",
+            ),
+        },
         aliases=("hailo-8",) if name == "hailo8" else ("hailo-8l",),
         split_costs=split_costs(name),
     )

@@ -355,10 +355,14 @@ def build(soc: Soc) -> Profile:
         notes=(
             "CPU-kernel ops run in the RKNN runtime on the Cortex-A cores; each NPU↔CPU crossing converts layout "
             "(NC1HWC2↔NCHW) and dtype",
-            "TFLite models: RKNN-Toolkit2 reads them through TensorFlow 2.14, which its env gets with "
-            "'npufit env install rknn --extra tflite'",
         )
         + soc.notes,
+        format_notes={
+            "tflite": (
+                "RKNN-Toolkit2 reads TFLite models through TensorFlow 2.14, which its env gets with "
+                "'npufit env install rknn --extra tflite'",
+            )
+        },
     )
 
 
