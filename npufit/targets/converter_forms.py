@@ -33,7 +33,7 @@ WRITES = {
     "swish": ("MUL", "LOGISTIC"),
     # a mean over an NHWC map of batch > 1: Vela 5.2.0 runs MEAN at batch 1 only ("Batch must be 1"; the backend
     # suite's 4-D RMSNormalization and MeanVarianceNormalization cases)
-    "norm_batched": ("MEAN over a batch of several", "SUB", "MUL", "ADD", "RSQRT"),
+    "norm_batched": ("batched MEAN", "SUB", "MUL", "ADD", "RSQRT"),
     # select_last_index: ARG_MAX of the axis reversed; Vela 5.2.0 refused every such REVERSE_V2 of the backend suite
     # ("Unsupported reverse mask"), so the op is named as it refused it
     "argmax_last": ("REVERSE_V2 along an axis", "ARG_MAX", "SUB"),
