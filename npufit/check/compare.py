@@ -149,7 +149,8 @@ class CompareReport(Renderable):
         for r in self.rows:
             for g in r["ledger"]:
                 con.print(
-                    f"{r['model']}: {g['ops']} × {g['count']} = {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops "
+                    f"{r['model']}: {g['ops']} × {g['count']} = {g['count']} × {g['ops_each']} = "
+                    f"{g['total_ops']:,} ops "
                     f"(dequantize → {g['ops']} → quantize, on {g['device']})"
                 )
 
@@ -164,11 +165,13 @@ class CompareReport(Renderable):
         for r in self.rows:
             name = f"**{r['model']}**" if r["model"] == best and len(self.reports) > 1 else r["model"]
             out.append(
-                f"| {name} | {r['total_ops']} | {self._ops_cell(r)} | {r['npu_partitions']}/{r['cpu_partitions']} | {r['npu_pct']:.1f}% | "
+                f"| {name} | {r['total_ops']} | {self._ops_cell(r)} | "
+                f"{r['npu_partitions']}/{r['cpu_partitions']} | {r['npu_pct']:.1f}% | "
                 f"{r['extra_qdq_ops']:,} | {r['status']} |"
             )
         notes = [
-            f"- `{r['model']}`: {g['ops']} × {g['count']} → {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops (on {g['device']})"
+            f"- `{r['model']}`: {g['ops']} × {g['count']} → {g['count']} × {g['ops_each']} = "
+            f"{g['total_ops']:,} ops (on {g['device']})"
             for r in self.rows
             for g in r["ledger"]
         ]

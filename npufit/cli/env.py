@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if m.get("relinked"):
             print(
-                f"{m['title']}: npufit's shim linked in {m['shim_s']:.0f} s against the library already built in {envs.env_dir(args.name)}"
+                f"{m['title']}: npufit's shim linked in {m['shim_s']:.0f} s against the library already built "
+                f"in {envs.env_dir(args.name)}"
             )
             return 0
         extra = f"; library build {m['build_s']:.0f} s with -j{m['jobs']}" if "build_s" in m else ""
@@ -102,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         state = f"installed, {r['version']}, {r['size_mb']:.0f} MB" if r["installed"] else "not installed"
         print(
-            f"{r['name']:<7} {state}\n       {r['title']}\n       enables: {r['enables']}\n       install: {r['install']}"
+            f"{r['name']:<7} {state}\n       {r['title']}\n       enables: {r['enables']}\n       install: "
+            f"{r['install']}"
         )
     return 0

@@ -45,7 +45,8 @@ def register(sub) -> None:
         "--executor",
         choices=EXECUTORS,
         default=EXECUTOR,
-        help="where models are checked: this process, a local process pool (default), or Ray (pip install 'npufit[ray]')",
+        help="where models are checked: this process, a local process pool (default), or Ray (pip install "
+        "'npufit[ray]')",
     )
     p.add_argument(
         "--jobs", "-j", type=int, help="workers for pool (default: number of CPUs) or tasks in flight on Ray"
@@ -98,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         bad = report.below(args.fail_under)
         if bad:
             print(
-                f"npufit: {len(bad)} of {len(report.rows)} model x target rows are below --fail-under {args.fail_under:g}% "
+                f"npufit: {len(bad)} of {len(report.rows)} model x target rows are below --fail-under "
+                f"{args.fail_under:g}% "
                 f"or could not be checked",
                 file=sys.stderr,
             )

@@ -1,4 +1,5 @@
-"""npufit split MODEL --target T --output-dir DIR: NPU and host stage models + plan.json, proven equal to the original."""
+"""npufit split MODEL --target T --output-dir DIR: NPU and host stage models + plan.json, proven equal to the
+original."""
 
 from __future__ import annotations
 

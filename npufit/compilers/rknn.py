@@ -127,7 +127,8 @@ class RknnCompiler(Adapter):
         res.artifact = request["out"]
         layers, rewrites = parse_layer_table(text), parse_rewrites(text)
         known = {n.name for n in graph.nodes}
-        # 'bypass_two_*' without a replacement deletes a pair that cancels out (Reshape -> Reshape back to the same shape)
+        # 'bypass_two_*' without a replacement deletes a pair that cancels out (Reshape -> Reshape back to the same
+        # shape)
         removed = {**parse_removed(text), **parse_removed(text, "bypass_two_")}
         if tflite:  # the toolkit names a layer after the TFLite operator's output tensor ('conv1' -> 'conv1_prequant')
             from .vela import layer_lineage, tflite_lineage

@@ -188,7 +188,10 @@ def run_check(ctx: StepContext) -> Outcome:
         measured_differing=len(placed["disagreements"]) if placed.get("source") == "measured" else None,
     )
     ops = sorted({n.op_type for n in report.failing})
-    note = f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / {s['host_partitions']} host partition(s)"
+    note = (
+        f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / "
+        f"{s['host_partitions']} host partition(s)"
+    )
     note += " (as int8)" if assume_int8 else ""
     return Outcome(
         {"report": "check.json", "model_explorer": "model_explorer.json"},
@@ -354,7 +357,10 @@ def quantize_note(q: QuantizeStepResult, warn_db: float) -> str:
     if cos is None:
         return f"{q.calibration_samples} calibration samples; no held-back samples, no accuracy measured"
     shown = "exact" if sq is None else (f"{sq:.1f} dB" if isinstance(sq, (int, float)) else str(sq))
-    text = f"SQNR {shown}, cosine {cos:.4f} vs float on {q.holdout_samples} held-back; {q.calibration_samples} calibration samples"
+    text = (
+        f"SQNR {shown}, cosine {cos:.4f} vs float on {q.holdout_samples} held-back; "
+        f"{q.calibration_samples} calibration samples"
+    )
     if _below(sq, warn_db):
         clip = q.max_clipped_fraction or 0.0  # None only without held-back samples, returned above
         why = (
@@ -406,7 +412,8 @@ def run_compile(ctx: StepContext) -> Outcome:
     state = comp.status()
     if not state.get("available"):
         raise Skip(
-            f"{state.get('name', 'compiler')} not installed ({state.get('install') or state.get('detail') or 'see npufit doctor'})"
+            f"{state.get('name', 'compiler')} not installed "
+            f"({state.get('install') or state.get('detail') or 'see npufit doctor'})"
         )
     model = ctx.model_input()
     # the train step writes both forms: a folder of .npy samples (RKNN) and one .npz stack (the others)

@@ -81,7 +81,7 @@ def clipping_warnings(accuracy, calibration_samples: int) -> list[str]:
             lo, hi = layer.pair.value_range
             out.append("output " + clipping_advice(o.name, layer.clipped_fraction, lo, hi, calibration_samples))
     outputs = {o.name for o in accuracy.outputs}
-    inner = sorted((l for l in accuracy.layers if l.clips and l.name not in outputs), key=lambda l: -l.clipped_fraction)
+    inner = sorted((a for a in accuracy.layers if a.clips and a.name not in outputs), key=lambda a: -a.clipped_fraction)
     if inner:
         out.append(
             f"{len(inner)} inner tensor(s) saturate on held-back values past their calibrated range (worst: "

@@ -42,7 +42,10 @@ class ScanReport:
     run: dict[str, Any] = field(default_factory=dict)  # executor, jobs, models, checked, from_cache, seconds
 
     def __repr__(self) -> str:
-        return f"<ScanReport {len(self.rows)} rows: {len({r.get('model') for r in self.rows})} models x {', '.join(self.targets)}>"
+        return (
+            f"<ScanReport {len(self.rows)} rows: {len({r.get('model') for r in self.rows})} models x "
+            f"{', '.join(self.targets)}>"
+        )
 
     def summary(self) -> dict[str, Any]:
         ok = [r for r in self.rows if r["status"] == "ok"]
@@ -166,7 +169,8 @@ class ScanReport:
             con.print(t)
             run = self.run
             con.print(
-                f"{run.get('checked', 0)} checked, {run.get('from_cache', 0)} from cache, executor {run.get('executor')} "
+                f"{run.get('checked', 0)} checked, {run.get('from_cache', 0)} from cache, executor "
+                f"{run.get('executor')} "
                 f"({run.get('jobs')} workers), {run.get('seconds', 0):.1f} s"
             )
             if run.get("placement"):
