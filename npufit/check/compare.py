@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..errors import NpufitError
 from ..graph import Graph, load, require_shapes
 from ..graph.quant import QDQ_OPS
 from ..report.console import Renderable
+from ..targets import get_profile
 from ..targets.base import Verdict
 from ..util.progress import track
 from ..vocab import JUDGE
+from .engine import check_graph
 from .grid import target_summary
 from .result import CheckReport
 
@@ -94,8 +97,6 @@ class CompareReport(Renderable):
         )["model"]
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
-
         return {
             "schema": SCHEMA,
             "npufit_version": __version__,
@@ -219,9 +220,6 @@ def compare(
     >>> c  # doctest: +SKIP
     <CompareReport ethos-n78: det_relu_int8.onnx 90.6%, det_lrelu_int8.onnx 58.0%>
     """
-    from ..targets import get_profile
-    from .engine import check_graph
-
     if not models:
         raise NpufitError("compare needs at least one model")
     profile = get_profile(target)

@@ -26,6 +26,7 @@ from ..targets.base import (
 from ..targets.explain import evidence_for
 from ..util.gcpause import gc_paused
 from ..vocab import JUDGE, JUDGES
+from .ledger import attach_ledger
 from .local_memo import MARK, ONCE, VIEW_NAME, LocalMemo, value_key
 from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from .result import CheckReport, NodeResult, Reason
@@ -183,7 +184,6 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
         warnings=warnings,
         evidence=evidence_for(profile, {r.rule for n in judged if n.reasons for r in n.reasons}),
     )
-    from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only)
 
     attach_ledger(report, graph, profile)
     return report
@@ -254,7 +254,6 @@ def restructure(report: CheckReport, graph: Graph, profile: Profile) -> CheckRep
     report.partitions, report.boundaries, report.prefix = _structure(graph, results, judged)
     for key in ("qdq_ledger", "_terminal_sections", "_markdown_sections"):
         report.extra.pop(key, None)  # the check attached only the ledger's sections: rebuilt below
-    from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only), as the check attaches it
 
     with quant.check_scope(graph, report.target.get("judged_as") == "int8"):  # the form the check judged
         attach_ledger(report, graph, profile)

@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 
+from .. import envs
+from ..errors import NpufitError
 from ..toolchains import env_specs
 from ..vocab import FORMAT, STATUS_FORMATS
+from . import COMMANDS
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "env",
-        help=f"create / list / remove the environments of vendor tools ({', '.join(env_specs())})",
+        help=COMMANDS["env"].help,
         description="Vendor tools whose pins clash with npufit's (RKNN-Toolkit2: numpy<2, onnx 1.18; the "
         "Hailo DFC: its own TensorFlow) live in their own virtualenv under ~/.cache/npufit/envs "
         "(override with NPUFIT_ENVS); npufit calls them through a subprocess and JSON. "
@@ -56,9 +59,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import envs
-    from ..errors import NpufitError
-
     cmd = getattr(args, "env_cmd", None)
     if cmd == "install":
         if args.jobs is not None and args.jobs < 1:

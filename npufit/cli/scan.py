@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..scan import scan
 from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
+from . import COMMANDS
 from .common import (
     add_input_shape_option,
     add_judge_option,
@@ -20,7 +22,7 @@ from .common import (
 def register(sub) -> None:
     p = sub.add_parser(
         "scan",
-        help="check a whole model zoo against one or more targets (one row per model x target)",
+        help=COMMANDS["scan"].help,
         description="Find every .onnx/.tflite model under the given folders, globs or manifests (a text file "
         "listing paths), check each against every target and write one row per model x target: "
         "coverage, partitions, boundaries, verdict counts, top reasons, status. A model that "
@@ -76,8 +78,6 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import sys
-
-    from ..scan import scan
 
     mode, judge = measure_mode(args)
     report = scan(

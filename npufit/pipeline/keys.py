@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..vocab import MEASURE_JUDGES, MEASURE_MODES
+from ..errors import NpufitError
+from ..util.shapes import parse_input_shapes
 
 Checker = Callable[[Any], "str | None"]  # value -> what was expected, or None when the value is fine
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # used in folder names
@@ -107,9 +109,6 @@ def bounded(check: Checker, most: int, what: str) -> Checker:
 
 def input_shapes(v) -> str | None:
     """A model's input shapes, in any form util.shapes.parse_input_shapes reads (one parser for CLI, library, YAML)."""
-    from ..errors import NpufitError
-    from ..util.shapes import parse_input_shapes
-
     try:
         parse_input_shapes(v)
     except NpufitError as e:
