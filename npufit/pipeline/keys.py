@@ -11,9 +11,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..vocab import MEASURE_JUDGES, MEASURE_MODES
 from ..errors import NpufitError
 from ..util.shapes import parse_input_shapes
+from ..vocab import MEASURE_JUDGES, MEASURE_MODES
 
 Checker = Callable[[Any], "str | None"]  # value -> what was expected, or None when the value is fine
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")  # used in folder names
