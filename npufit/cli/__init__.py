@@ -23,7 +23,7 @@ from .common import PENDING_NOTES, positive_float
 
 
 class Verb(NamedTuple):
-    module: str  # has register(subparsers) and run(args) -> int, and imports its library at module top
+    module: str  # has register(subparsers, help) and run(args) -> int, and imports its library at module top
     help: str  # its line in `npufit --help`: the module is loaded only for the verb a command runs
 
 
@@ -112,7 +112,7 @@ def build_parser(verbs: Collection[str] | None = None) -> argparse.ArgumentParse
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, verb in COMMANDS.items():
         if verbs is None or name in verbs:
-            importlib.import_module(verb.module).register(sub)
+            importlib.import_module(verb.module).register(sub, verb.help)
         else:
             sub.add_parser(name, help=verb.help)
     return parser

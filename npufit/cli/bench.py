@@ -10,7 +10,6 @@ from ..errors import NpufitError
 from ..report.html_verbs import render_bench_html
 from ..util.io import atomic_write_text
 from ..vocab import FORMAT, PAGE_FORMATS
-from . import COMMANDS
 from .common import (
     add_input_shape_option,
     add_verify_timeout_option,
@@ -24,10 +23,10 @@ from .common import (
 RUNTIME_NAMES = "ort-cpu,ort-cuda,ort-trt,tensorrt,openvino,hailort,chain"
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "bench",
-        help=COMMANDS["bench"].help,
+        help=help,
         description="Time one synchronous inference call per iteration on each runtime with the same protocol "
         "(warm-up, iterations or duration, same inputs), and state what the clock includes (the "
         "boundary). Reports mean/std/min/p50/p90/p95/p99/max latency, throughput, cold first call, "

@@ -11,7 +11,6 @@ from ..placement import place
 from ..targets import resolve_targets
 from ..util.gcpause import gc_paused
 from ..vocab import PAGE_FORMATS
-from . import COMMANDS
 from .common import (
     add_format_option,
     add_input_shape_option,
@@ -25,10 +24,10 @@ from .common import (
 )
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "check",
-        help=COMMANDS["check"].help,
+        help=help,
         description="Judge every node of an ONNX or TFLite model against a target profile: verdict "
         "(npu / cpu / unsupported / folded), the rule broken, how to fix it; coverage, "
         "partitions, NPU<->host boundaries and the largest NPU-runnable prefix.",

@@ -7,7 +7,6 @@ import argparse
 from ..check.compare import compare
 from ..graph import parse_input_shapes
 from ..placement import with_placer
-from . import COMMANDS
 from .common import (
     add_format_option,
     add_input_shape_option,
@@ -19,10 +18,10 @@ from .common import (
 )
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "compare",
-        help=COMMANDS["compare"].help,
+        help=help,
         description="Check several models (e.g. ReLU vs LeakyReLU variants) against one target and print one row "
         "per model: total ops, ops by type, NPU/CPU partitions, NPU %, extra quantize/dequantize ops, status.",
     )

@@ -13,14 +13,13 @@ from ..graph import parse_input_shapes
 from ..util.jsonutil import dumps
 from ..util.limits import DEFAULT_MAX_TOOL_MEMORY_MB, tool_memory_limit
 from ..vocab import EXECUTOR, EXECUTORS
-from . import COMMANDS
 from .common import add_format_option, add_input_shape_option, emit, name_arg, positive_float
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "compile",
-        help=COMMANDS["compile"].help,
+        help=help,
         description="Run Vela (ethos-u55/u65/u85-*), RKNN-Toolkit2 (rk3588, ...; its env comes from "
         "'npufit env install rknn') or the Hailo DFC (hailo8/hailo8l; --emit-script without it). "
         "Reports where each node went (npu/cpu), why, the compiler's log, version, command, "

@@ -8,14 +8,13 @@ import json
 from ..doctor import diagnose
 from ..report.console import console_to_string
 from ..vocab import FORMAT, STATUS_FORMATS
-from . import COMMANDS
 from .common import emit
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "doctor",
-        help=COMMANDS["doctor"].help,
+        help=help,
         description="Versions of Python, onnx, onnxruntime, torch; which optional compilers and runtimes "
         "(Vela, RKNN-Toolkit2 env, Hailo DFC/HailoRT, OpenVINO, TensorRT, CUDA) are present, "
         "what each enables, and the exact install step for the missing ones.",

@@ -9,13 +9,12 @@ from .. import envs
 from ..errors import NpufitError
 from ..toolchains import env_specs
 from ..vocab import FORMAT, STATUS_FORMATS
-from . import COMMANDS
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "env",
-        help=COMMANDS["env"].help,
+        help=help,
         description="Vendor tools whose pins clash with npufit's (RKNN-Toolkit2: numpy<2, onnx 1.18; the "
         "Hailo DFC: its own TensorFlow) live in their own virtualenv under ~/.cache/npufit/envs "
         "(override with NPUFIT_ENVS); npufit calls them through a subprocess and JSON. "

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 
 from ..check.explain import explain
-from . import COMMANDS
 from .common import add_format_option, emit, name_arg
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "explain",
-        help=COMMANDS["explain"].help,
+        help=help,
         description="Explain the rule RULE_ID (printed in brackets beside every reason of a report, e.g. "
         "hailo8.shuffle.rank3): its sentence, the limits it reads, its fix hints, and the evidence and sources "
         "behind it, in plain words.",

@@ -9,7 +9,6 @@ from ..graph import parse_input_shapes
 from ..placement import reads_placement
 from ..rewrite import fix
 from ..vocab import FORMAT, FORMATS
-from . import COMMANDS
 from .common import (
     add_input_shape_option,
     add_judge_option,
@@ -28,10 +27,10 @@ def _names(value: str | None) -> list[str] | None:
     return None if value is None else [s.strip() for s in value.split(",") if s.strip()]
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "fix",
-        help=COMMANDS["fix"].help,
+        help=help,
         description="Apply the target's rewrite rules (Conv1d->Conv2d, mean->GlobalAveragePool, TopK k=1->"
         "ArgMax, ...) to a fixed point. Every rule is checked against the original with "
         "ONNX Runtime CPU on seeded inputs and rolled back if the outputs differ; the model "

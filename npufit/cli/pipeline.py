@@ -10,14 +10,13 @@ from ..pipeline import run_pipeline, validate
 from ..pipeline.matrix import expand
 from ..pipeline.stepdefs import STEP_NAMES
 from ..vocab import EXECUTORS, FORMAT, FORMATS, PIPELINE_EXECUTOR
-from . import COMMANDS
 from .common import emit
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "pipeline",
-        help=COMMANDS["pipeline"].help,
+        help=help,
         description="Run the steps a PIPELINE.yaml declares over its models x targets x runtimes. Each step's "
         "outputs are cached under a hash of its inputs and settings: a re-run skips what has not "
         "changed. A failing step stops only its own branch. Schema: docs/pipeline.md.",

@@ -7,14 +7,13 @@ import argparse
 from .. import toolchains
 from ..probe import probe, select
 from ..vocab import DEFAULT_TARGET, EXECUTOR, EXECUTORS, FORMAT, FORMATS
-from . import COMMANDS
 from .common import emit, name_arg, positive_float, positive_int, target_of
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "probe",
-        help=COMMANDS["probe"].help,
+        help=help,
         description="Export one small PyTorch model per operation (a catalogue that holds a user's Hailo-8 op "
         "test), judge each with the target profile and, with --compiler, compile it with the real vendor "
         "compiler; write a ✅/❌ matrix with problems and workarounds, JSON, and a drift table.",

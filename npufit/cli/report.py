@@ -6,13 +6,12 @@ import argparse
 import sys
 
 from ..report.html_results import build_report
-from . import COMMANDS
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "report",
-        help=COMMANDS["report"].help,
+        help=help,
         description="Read the results folder `npufit pipeline run` wrote and render one HTML file with no "
         "external resources: per model and target the coverage, partitions and graph (coloured by "
         "verdict, cut points marked), reasons and fixes, split verification, quantization error, "

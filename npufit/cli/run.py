@@ -6,14 +6,13 @@ import argparse
 
 from ..split import run as run_plan
 from ..vocab import FORMAT, FORMATS
-from . import COMMANDS
 from .common import add_input_shape_option, add_verify_timeout_option, input_shapes, positive_int, seed_int
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "run",
-        help=COMMANDS["run"].help,
+        help=help,
         description="Execute the stages of a plan folder written by 'npufit split': host stages on "
         "ONNX Runtime CPU, NPU stages on the vendor runtime when it is installed (else on "
         "ONNX Runtime CPU, and the output says so), with per-stage latency.",

@@ -6,7 +6,6 @@ import argparse
 
 from ..scan import scan
 from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
-from . import COMMANDS
 from .common import (
     add_input_shape_option,
     add_judge_option,
@@ -19,10 +18,10 @@ from .common import (
 )
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "scan",
-        help=COMMANDS["scan"].help,
+        help=help,
         description="Find every .onnx/.tflite model under the given folders, globs or manifests (a text file "
         "listing paths), check each against every target and write one row per model x target: "
         "coverage, partitions, boundaries, verdict counts, top reasons, status. A model that "

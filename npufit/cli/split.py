@@ -10,7 +10,6 @@ from ..placement import reads_placement
 from ..report.html_verbs import render_split_html
 from ..split import split
 from ..vocab import PAGE_FORMATS, SPLIT_MIN_NODES, SPLIT_MODES
-from . import COMMANDS
 from .common import (
     add_format_option,
     add_input_shape_option,
@@ -26,10 +25,10 @@ from .common import (
 )
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "split",
-        help=COMMANDS["split"].help,
+        help=help,
         description="Cut an ONNX model into NPU and host stages from the check verdicts, write one "
         "standalone ONNX per stage and plan.json (execution order, where each input comes "
         "from, bytes crossing, Hailo-style start/end node names), and verify with ONNX "

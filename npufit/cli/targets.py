@@ -10,14 +10,13 @@ from ..report.console import console_to_string
 from ..report.targets_doc import render_profile_markdown
 from ..targets import available_targets, get_profile
 from ..vocab import FORMAT, TARGETS_FORMATS
-from . import COMMANDS
 from .common import emit
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "targets",
-        help=COMMANDS["targets"].help,
+        help=help,
         description="List the NPU targets npufit knows, show one target's support matrix "
         "(rendered from its profile), or regenerate docs/targets/*.md.",
     )
