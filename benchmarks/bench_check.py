@@ -125,7 +125,8 @@ def _env() -> dict[str, str]:
 
 
 def compare(path: Path, targets: list[str], repeats: int) -> dict[str, dict]:
-    """Per target: best wall and CPU of check and of the baseline, the runs interleaved (base, check T1, check T2...)."""
+    """Per target: best wall and CPU of check and of the baseline, the runs interleaved (base, check T1, check T2,
+    ...)."""
     checks = {
         # --predict: the prediction's speed (by default check runs the installed compiler where one runs here)
         t: [sys.executable, "-m", "npufit", "check", str(path), "--target", t, "--predict", "--format", "json"]
@@ -183,7 +184,8 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     width = 28 + (max(len(t) for t in targets) + 1 if len(targets) > 1 else 0)
     print(
-        f"{'case':{width}} {'load+infer s':>12} {'check s':>9} {'ratio':>6}  {'load+infer cpu':>14} {'check cpu':>9} {'ratio':>6}  goal"
+        f"{'case':{width}} {'load+infer s':>12} {'check s':>9} {'ratio':>6}  {'load+infer cpu':>14} "
+        f"{'check cpu':>9} {'ratio':>6}  goal"
     )
     for n in (2_000, 100_000):
         p = root / f"chain{n}.onnx"
@@ -192,7 +194,8 @@ def main() -> None:
         for t, r in compare(p, targets, args.repeats).items():
             name = f"{n:,} nodes ({p.stat().st_size / 1e6:.1f} MB)" + (f" {t}" if len(targets) > 1 else "")
             print(
-                f"{name:{width}} {r['base_wall']:>12.2f} {r['check_wall']:>9.2f} {r['ratio_wall']:>5.2f}x  {r['base_cpu']:>14.2f} "
+                f"{name:{width}} {r['base_wall']:>12.2f} {r['check_wall']:>9.2f} {r['ratio_wall']:>5.2f}x  "
+                f"{r['base_cpu']:>14.2f} "
                 f"{r['check_cpu']:>9.2f} {r['ratio_cpu']:>5.2f}x  <= 2x",
                 flush=True,
             )

@@ -117,19 +117,17 @@ def test_the_pipeline_split_defaults_differ_from_the_library_as_stated():
 
 def test_the_split_step_passes_its_own_defaults_to_the_library(tmp_path, monkeypatch):
     """The library's defaults never leak into a pipeline: the step names mode and min_nodes on every call."""
-    import sys
-
-    from npufit.pipeline import run_pipeline
+    from npufit.pipeline import run_pipeline, steps
 
     calls = []
-    real = sys.modules["npufit.split"].split
+    real = steps.split  # the library's split, as the step imports it
 
     @functools.wraps(real)  # the step reads the options it may pass from the signature
     def recording(*args, **kwargs):
         calls.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sys.modules["npufit.split"], "split", recording)
+    monkeypatch.setattr(steps, "split", recording)
     npu_cut_npu_onnx(tmp_path / "m.onnx")
     (tmp_path / "p.yaml").write_text(
         "version: 1\nmodels:\n  - {name: m, onnx: m.onnx}\ntargets: [hailo8]\nsteps:\n  export: {}\n  split: {}\n"

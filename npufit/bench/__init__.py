@@ -12,11 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NpufitError
+from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
+from ..runtimes import BOUNDARY_TEXT, parse_runtimes, runner_class
+from ..runtimes.chain import is_plan_dir
 from ..util.limits import graph_within_budget
 from ..util.readers import require_regular_file
 from ..util.shapes import parse_input_shapes
+from .comparison import compare_results
+from .environment import capture, model_identity
+from .inputs import DEFAULT_POOL
 from .protocol import Protocol
 from .result import SCHEMA, BenchResult, RuntimeResult
+from .runner import bench_runtime
 
 __all__ = ["bench", "compare", "Protocol", "BenchResult", "RuntimeResult", "SCHEMA", "default_runtimes"]
 
@@ -32,8 +39,6 @@ _DEFAULT_BY_SUFFIX = {
 
 
 def default_runtimes(model: Path) -> list[str]:
-    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
-    from ..runtimes.chain import is_plan_dir
 
     if is_plan_dir(model):
         return ["chain"]
@@ -111,17 +116,6 @@ def bench(
     >>> b  # doctest: +SKIP
     <BenchResult model.onnx: ort-cpu 1.83 ms>
     """
-    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
-    from ..runtimes import BOUNDARY_TEXT, parse_runtimes, runner_class
-
-    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
-    from ..runtimes.chain import is_plan_dir
-
-    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
-    from .environment import capture, model_identity
-
-    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
-    from .runner import bench_runtime
 
     path = Path(model)
     if not path.exists():
@@ -134,8 +128,6 @@ def bench(
     if boundary is not None and boundary not in BOUNDARY_TEXT:
         raise NpufitError(f"unknown boundary '{boundary}' (choose from {', '.join(BOUNDARY_TEXT)})")
     names = parse_runtimes(runtime) if runtime else default_runtimes(path)
-    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
-    from .inputs import DEFAULT_POOL
 
     proto = Protocol(
         warmup=warmup,
@@ -189,8 +181,6 @@ def _shapes(path: Path, input_shapes, batch: int | None, data_given: bool) -> tu
     given = parse_input_shapes(input_shapes)
     if path.is_dir() or path.suffix.lower() != ".onnx":
         return given, []
-    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
-    from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
 
     prep = read_onnx(path, pin_inputs(given))
     graph_within_budget("bench", len(prep.model.graph.node))  # the graph's working memory, before any run
@@ -209,7 +199,5 @@ def _shapes(path: Path, input_shapes, batch: int | None, data_given: bool) -> tu
 
 def compare(files: list[str | os.PathLike], baseline: str | None = None, plot: str | os.PathLike | None = None):
     """`npufit bench --compare`: a comparison table of result files, ratios to a baseline, optional PNG."""
-    # cost: onnx; `npufit.bench` and its modules load without it until a benchmark runs
-    from .comparison import compare_results
 
     return compare_results(files, baseline=baseline, plot=plot)

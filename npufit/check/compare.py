@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..errors import NpufitError
 from ..graph import Graph, load, require_shapes
 from ..graph.quant import QDQ_OPS
 from ..report.console import Renderable
+from ..targets import get_profile
 from ..targets.base import Verdict
 from ..util.progress import track
 from ..vocab import JUDGE
+from .engine import check_graph
 from .grid import target_summary
 from .result import CheckReport
 
@@ -94,8 +97,6 @@ class CompareReport(Renderable):
         )["model"]
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
-
         return {
             "schema": SCHEMA,
             "npufit_version": __version__,
@@ -149,7 +150,8 @@ class CompareReport(Renderable):
         for r in self.rows:
             for g in r["ledger"]:
                 con.print(
-                    f"{r['model']}: {g['ops']} × {g['count']} = {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops "
+                    f"{r['model']}: {g['ops']} × {g['count']} = {g['count']} × {g['ops_each']} = "
+                    f"{g['total_ops']:,} ops "
                     f"(dequantize → {g['ops']} → quantize, on {g['device']})"
                 )
 
@@ -164,11 +166,13 @@ class CompareReport(Renderable):
         for r in self.rows:
             name = f"**{r['model']}**" if r["model"] == best and len(self.reports) > 1 else r["model"]
             out.append(
-                f"| {name} | {r['total_ops']} | {self._ops_cell(r)} | {r['npu_partitions']}/{r['cpu_partitions']} | {r['npu_pct']:.1f}% | "
+                f"| {name} | {r['total_ops']} | {self._ops_cell(r)} | "
+                f"{r['npu_partitions']}/{r['cpu_partitions']} | {r['npu_pct']:.1f}% | "
                 f"{r['extra_qdq_ops']:,} | {r['status']} |"
             )
         notes = [
-            f"- `{r['model']}`: {g['ops']} × {g['count']} → {g['count']} × {g['ops_each']} = {g['total_ops']:,} ops (on {g['device']})"
+            f"- `{r['model']}`: {g['ops']} × {g['count']} → {g['count']} × {g['ops_each']} = "
+            f"{g['total_ops']:,} ops (on {g['device']})"
             for r in self.rows
             for g in r["ledger"]
         ]
@@ -216,9 +220,6 @@ def compare(
     >>> c  # doctest: +SKIP
     <CompareReport ethos-n78: det_relu_int8.onnx 90.6%, det_lrelu_int8.onnx 58.0%>
     """
-    from ..targets import get_profile
-    from .engine import check_graph
-
     if not models:
         raise NpufitError("compare needs at least one model")
     profile = get_profile(target)

@@ -26,6 +26,7 @@ from ..targets.base import (
 from ..targets.explain import evidence_for
 from ..util.gcpause import gc_paused
 from ..vocab import JUDGE, JUDGES
+from .ledger import attach_ledger
 from .local_memo import MARK, ONCE, VIEW_NAME, LocalMemo, value_key
 from .partitions import HOST, NPU, RunningDag, boundaries, npu_prefix, partition
 from .result import CheckReport, NodeResult, Reason
@@ -130,16 +131,19 @@ def _judge_warnings(graph: Graph, profile: Profile, judge: str, as_int8: bool, f
         return []
     if as_int8 and judge == "auto":
         return [
-            f"judged as int8: {profile.name} runs int8 only, so this float model is judged as the int8 model a converter "
+            f"judged as int8: {profile.name} runs int8 only, so this float model is judged as the int8 model "
+            "a converter "
             "produces (npufit quantize or npufit compile make it; judge 'float' judges the float graph)"
         ]
     if as_int8:
         return [
-            f"judge 'int8': float activations were judged as the int8 tensors a converter would produce on {profile.name}"
+            "judge 'int8': float activations were judged as the int8 tensors a converter would produce on "
+            f"{profile.name}"
         ]
     if profile.executes is Executes.INT8:
         return [
-            f"judge 'float': the float graph is judged as it is; {profile.name} runs int8 only, so float ops are off the "
+            f"judge 'float': the float graph is judged as it is; {profile.name} runs int8 only, so float ops "
+            "are off the "
             "NPU (the default judge, 'auto', judges its int8 conversion)"
         ]
     return []
@@ -180,7 +184,6 @@ def _check_graph(graph: Graph, profile: Profile, local_memo: bool) -> CheckRepor
         warnings=warnings,
         evidence=evidence_for(profile, {r.rule for n in judged if n.reasons for r in n.reasons}),
     )
-    from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only)
 
     attach_ledger(report, graph, profile)
     return report
@@ -251,7 +254,6 @@ def restructure(report: CheckReport, graph: Graph, profile: Profile) -> CheckRep
     report.partitions, report.boundaries, report.prefix = _structure(graph, results, judged)
     for key in ("qdq_ledger", "_terminal_sections", "_markdown_sections"):
         report.extra.pop(key, None)  # the check attached only the ledger's sections: rebuilt below
-    from .ledger import attach_ledger  # Q/DQ overhead ledger (quantized models only), as the check attaches it
 
     with quant.check_scope(graph, report.target.get("judged_as") == "int8"):  # the form the check judged
         attach_ledger(report, graph, profile)
@@ -304,8 +306,8 @@ def _match_composites(graph: Graph, profile: Profile) -> dict[str, tuple[Composi
 
 
 # Judging through the local memo costs ~4 us a node (its signature, a lookup, a copy of the result: 100k-node chain,
-# 2-core machine); an op table entry with fewer rules than this runs its rules faster (an op_key profile always memoizes:
-# its op key is itself a derivation per node)
+# 2-core machine); an op table entry with fewer rules than this runs its rules faster (an op_key profile always
+# memoizes: its op key is itself a derivation per node)
 MEMO_MIN_RULES = 2
 # Below this many nodes a check takes milliseconds and few signatures repeat: the memo's signatures cost more than
 # they save (measured on the calibration corpus's DETR / UPerNet exports, 250-1,000 nodes: 3-8 ms plain, 5-11 ms memo)
@@ -331,7 +333,8 @@ class _Judge:
         self.gates: dict[Callable, bool] = {}  # Rule.gate -> its answer for this graph
         self.graph_rules = self._checks(profile.graph_rules)
         self.by_op: dict = {}  # (domain, op_type) -> (status, op reason fields or None, (check, rule) pairs)
-        # for profiles with an op_key mapping: (id(OpSupport), domain, op_type) -> that tuple (the op reason names the op type)
+        # for profiles with an op_key mapping: (id(OpSupport), domain, op_type) -> that tuple (the op reason names
+        # the op type)
         self.by_support: dict[tuple, tuple] = {}
         self.memo = LocalMemo(graph) if memo else None
 
@@ -446,10 +449,10 @@ class _Judge:
                     entry = self.by_op[key] = self._entry(node, profile.support_for(node))
             else:
                 support = profile.support_for(node)
-                key = (id(support), node.domain, op)
-                entry = self.by_support.get(key)
+                support_key = (id(support), node.domain, op)
+                entry = self.by_support.get(support_key)
                 if entry is None or entry[3] is not support:
-                    entry = self.by_support[key] = self._entry(node, support)
+                    entry = self.by_support[support_key] = self._entry(node, support)
             status, reason, checks, _ = entry
             res.verdict = status
             if reason is not None:
@@ -547,7 +550,10 @@ def _fail(res: NodeResult, profile: Profile, rule: Rule, detail, node: NodeView)
 
 def _finish(res: NodeResult, profile: Profile) -> NodeResult:
     if res.verdict == Verdict.UNSUPPORTED and profile.fallback is Fallback.NONE and res.reasons:
-        hint = f"{profile.title.split(' (')[0]} has no CPU fallback inside the compiled binary: cut this node away (npufit split --target {profile.name}) or rewrite it"
+        hint = (
+            f"{profile.title.split(' (')[0]} has no CPU fallback inside the compiled binary: cut this node "
+            f"away (npufit split --target {profile.name}) or rewrite it"
+        )
         first = res.reasons[0]
         if hint not in first.fix:
             res.reasons[0] = Reason(

@@ -11,6 +11,7 @@ from ..errors import NpufitError
 from ..report.rule_explain import render_explanation_markdown, render_explanation_text
 from ..targets import available_targets, get_profile
 from ..targets.explain import RuleInfo, rule_index
+from ..util.jsonutil import dumps
 from ..vocab import FORMAT, FORMATS
 
 SCHEMA = "npufit.explain/1"
@@ -30,9 +31,6 @@ class Explanation:
         if fmt not in FORMATS:
             raise NpufitError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)})")
         if fmt == "json":
-            # cost: orjson, only for --format json
-            from ..util.jsonutil import dumps
-
             return dumps(self.to_dict(), 2)
 
         render = render_explanation_markdown if fmt == "markdown" else render_explanation_text

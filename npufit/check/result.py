@@ -6,7 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import __version__
 from ..targets.base import Verdict
+from ..util.gcpause import gc_paused
+from ..util.jsonutil import dumps
 from .partitions import Boundary, Partition
 
 SCHEMA = "npufit.check/2"  # /2: `nodes` lists the counted (top-level) nodes; bodies moved to `subgraph_nodes`
@@ -244,8 +247,6 @@ class CheckReport:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
-
         d = {
             "schema": SCHEMA,
             "npufit_version": __version__,
@@ -267,13 +268,11 @@ class CheckReport:
     # -- rendering (thin wrappers; renderers live in npufit.report) --------------------
     def to_json(self, indent: int | None = None) -> str:
         """Compact by default (machine output); indent=2 for people."""
-        from ..util.gcpause import gc_paused
-        from ..util.jsonutil import dumps
-
         with gc_paused():
             return dumps(self.to_dict(), indent)
 
     def to_markdown(self, all_nodes: bool = False) -> str:
+        # cost: the report renderers load rich; a library caller that reads the result as data never pays it
         from ..report.check_markdown import render_markdown
 
         return render_markdown(self, all_nodes=all_nodes)
@@ -284,9 +283,9 @@ class CheckReport:
         if fmt == "markdown":
             return self.to_markdown(all_nodes)
         if fmt == "html":
-            from ..report.html import render_check_html  # provided by the report work
+            from ..report.html import render_check_html  # cost: as to_markdown's renderer
 
             return render_check_html(self)
-        from ..report.check_terminal import render_text
+        from ..report.check_terminal import render_text  # cost: rich, as to_markdown's renderer
 
         return render_text(self, all_nodes=all_nodes)

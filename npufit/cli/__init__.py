@@ -9,29 +9,51 @@ import signal
 import sys
 import threading
 import warnings
+from collections.abc import Collection
+from typing import NamedTuple
 
 from .. import __version__
 from ..errors import NpufitError, NpufitWarning, TimeLimitReached
+from ..toolchains import env_specs
+from ..util.io import clean_stale_temp, one_run
+from ..util.limits import MEMORY_BUDGET_MB, TIME_LIMIT_S, VERIFY_TIMEOUT, verb_time_limit
+from ..util.shapes import ShapeNeeded
 from ..util.term import EscapingStream, esc_line
+from .common import PENDING_NOTES, positive_float
 
-# verb -> module (each module has register(subparsers) and run(args) -> int)
+
+class Verb(NamedTuple):
+    module: str  # has register(subparsers, help) and run(args) -> int, and imports its library at module top
+    help: str  # its line in `npufit --help`: the module is loaded only for the verb a command runs
+
+
 COMMANDS = {
-    "check": "npufit.cli.check",
-    "scan": "npufit.cli.scan",
-    "targets": "npufit.cli.targets",
-    "explain": "npufit.cli.explain",
-    "compare": "npufit.cli.compare",
-    "fix": "npufit.cli.fix",
-    "split": "npufit.cli.split",
-    "run": "npufit.cli.run",
-    "quantize": "npufit.cli.quantize",
-    "compile": "npufit.cli.compile",
-    "env": "npufit.cli.env",
-    "probe": "npufit.cli.probe",
-    "bench": "npufit.cli.bench",
-    "pipeline": "npufit.cli.pipeline",
-    "report": "npufit.cli.report",
-    "doctor": "npufit.cli.doctor",
+    "check": Verb("npufit.cli.check", "judge every node of a model against a target NPU"),
+    "scan": Verb("npufit.cli.scan", "check a whole model zoo against one or more targets (one row per model x target)"),
+    "targets": Verb("npufit.cli.targets", "list targets, or show one target's support matrix"),
+    "explain": Verb(
+        "npufit.cli.explain", "explain a rule id from a report: what it checks, how to fix it, the evidence behind it"
+    ),
+    "compare": Verb(
+        "npufit.cli.compare", "compare model variants on one target (ops, partitions, NPU %%, Q/DQ overhead)"
+    ),
+    "fix": Verb("npufit.cli.fix", "rewrite a model so more of it runs on the target NPU (verified numerically)"),
+    "split": Verb("npufit.cli.split", "cut a model into NPU and host stages and prove the chain equals the original"),
+    "run": Verb("npufit.cli.run", "execute the stage chain of a split plan"),
+    "quantize": Verb("npufit.cli.quantize", "INT8 post-training quantization (QDQ) with a per-layer accuracy report"),
+    "compile": Verb("npufit.cli.compile", "compile with the real vendor compiler and read back per-node placement"),
+    "env": Verb(
+        "npufit.cli.env", f"create / list / remove the environments of vendor tools ({', '.join(env_specs())})"
+    ),
+    "probe": Verb(
+        "npufit.cli.probe", "build a support matrix from one tiny model per op (predicted, and measured by a compiler)"
+    ),
+    "bench": Verb("npufit.cli.bench", "benchmark a model or split plan on several runtimes under one protocol"),
+    "pipeline": Verb(
+        "npufit.cli.pipeline", "run a declared train/export/check/fix/split/quantize/compile/bench/report pipeline"
+    ),
+    "report": Verb("npufit.cli.report", "render a pipeline results folder as one self-contained HTML report"),
+    "doctor": Verb("npufit.cli.doctor", "show versions and which optional compilers/runtimes are installed"),
 }
 
 
@@ -48,7 +70,9 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"npufit: error: {verb + ': ' if verb else ''}{esc_line(message)} (see {hint})\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verbs: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The `npufit` parser. `verbs`: the verbs whose options it knows (None: all); every other verb is there with its
+    help line only, so a command loads the one verb module it runs (and that module's library), not all sixteen."""
     parser = Parser(
         prog="npufit",
         description="Will this network run on the NPU? Check, fix, split, quantize, compile and benchmark models "
@@ -70,8 +94,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also show ONNX Runtime's own log lines and Python warnings (hidden by default)",
     )
-    from ..util.limits import MEMORY_BUDGET_MB, TIME_LIMIT_S
-    from .common import positive_float
 
     parser.add_argument(
         MEMORY_BUDGET_MB.option,
@@ -88,13 +110,29 @@ def build_parser() -> argparse.ArgumentParser:
         f"{TIME_LIMIT_S.env}; none for {', '.join(sorted(UNTIMED))} unless given)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for modname in COMMANDS.values():
-        importlib.import_module(modname).register(sub)
+    for name, verb in COMMANDS.items():
+        if verbs is None or name in verbs:
+            importlib.import_module(verb.module).register(sub, verb.help)
+        else:
+            sub.add_parser(name, help=verb.help)
     return parser
 
 
+def _verbs_run(argv: list[str]) -> list[str] | None:
+    """build_parser's `verbs` for a command line: the verb it names, none (--help, --version), or all (None) where
+    the words before the verb are not plain (an abbreviated option): argparse then reads it as before."""
+    takes_value = {MEMORY_BUDGET_MB.option, TIME_LIMIT_S.option}
+    words = iter(argv)
+    for word in words:
+        if word in takes_value:
+            next(words, None)
+        elif word == "--" or not word.startswith("-"):
+            return [word] if word in COMMANDS else None
+    return []
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_verbs_run(sys.argv[1:] if argv is None else argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, or a usage error already printed as one line: a return code
@@ -102,8 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    from .common import PENDING_NOTES
-
     PENDING_NOTES.clear()  # main() may run several times in one process (tests)
     if args.global_quiet:
         os.environ["NPUFIT_NO_PROGRESS"] = "1"
@@ -114,9 +150,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.verbose:
         os.environ["NPUFIT_VERBOSE"] = "1"  # read where ONNX Runtime sessions are made (verify.compare.ort_quiet)
     try:
-        from ..util.io import clean_stale_temp, one_run
-        from ..util.limits import MEMORY_BUDGET_MB, TIME_LIMIT_S, VERIFY_TIMEOUT, verb_time_limit
-
         clean_stale_temp()  # what killed runs left in the temp folder
         seconds = args.time_limit
         if seconds is None and (args.command not in UNTIMED or os.environ.get(TIME_LIMIT_S.env or "")):
@@ -135,8 +168,6 @@ def main(argv: list[str] | None = None) -> int:
             ):
                 return int(args.func(args) or 0)
     except NpufitError as e:
-        from ..util.shapes import ShapeNeeded
-
         # a missing input shape: the user's own command back, with the flag it needs
         msg = e.cli_message(sys.argv[1:] if argv is None else argv) if isinstance(e, ShapeNeeded) else e.message
         print(f"npufit: error: {esc_line(msg)}", file=sys.stderr)

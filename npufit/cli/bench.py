@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..bench import bench, compare
 from ..errors import NpufitError
+from ..report.html_verbs import render_bench_html
 from ..util.io import atomic_write_text
 from ..vocab import FORMAT, PAGE_FORMATS
 from .common import (
@@ -21,10 +23,10 @@ from .common import (
 RUNTIME_NAMES = "ort-cpu,ort-cuda,ort-trt,tensorrt,openvino,hailort,chain"
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "bench",
-        help="benchmark a model or split plan on several runtimes under one protocol",
+        help=help,
         description="Time one synchronous inference call per iteration on each runtime with the same protocol "
         "(warm-up, iterations or duration, same inputs), and state what the clock includes (the "
         "boundary). Reports mean/std/min/p50/p90/p95/p99/max latency, throughput, cold first call, "
@@ -107,7 +109,6 @@ def run(args: argparse.Namespace) -> int:
     if args.compare:
         if args.model:
             raise NpufitError("give either a MODEL to measure or --compare result files, not both")
-        from ..bench import compare  # lazy: CLI start-up (loads when the verb runs)
 
         result = compare(args.compare, baseline=args.baseline, plot=args.plot)
     else:
@@ -115,7 +116,6 @@ def run(args: argparse.Namespace) -> int:
             raise NpufitError("give a MODEL (or PLAN_DIR) to measure, or --compare RESULT.json ...")
         if args.baseline or args.plot:
             raise NpufitError("--baseline and --plot go with --compare")
-        from ..bench import bench  # lazy: CLI start-up (loads when the verb runs)
 
         result = bench(
             args.model,
@@ -135,8 +135,6 @@ def run(args: argparse.Namespace) -> int:
             input_shapes=input_shapes(args),
         )
     if args.format == "html" and not args.compare:
-        from ..report.html_verbs import render_bench_html  # lazy: CLI start-up (loads when the verb runs)
-
         text = render_bench_html(result.to_dict())
     else:
         text = result.render("table" if args.format == "html" else args.format)

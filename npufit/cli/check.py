@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from ..check.grid import check_grid
+from ..errors import NpufitError
+from ..graph import load, parse_input_shapes, require_shapes
+from ..placement import place
+from ..targets import resolve_targets
+from ..util.gcpause import gc_paused
 from ..vocab import PAGE_FORMATS
 from .common import (
     add_format_option,
@@ -18,10 +24,10 @@ from .common import (
 )
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "check",
-        help="judge every node of a model against a target NPU",
+        help=help,
         description="Judge every node of an ONNX or TFLite model against a target profile: verdict "
         "(npu / cpu / unsupported / folded), the rule broken, how to fix it; coverage, "
         "partitions, NPU<->host boundaries and the largest NPU-runnable prefix.",
@@ -51,8 +57,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..util.gcpause import gc_paused
-
     # The graph and the report live to the end of the verb: the cyclic collector would only walk them again
     # and again (a third of a 100k-node check), and once more when it is switched back on right before the
     # process exits; freeze=True spares that last walk. Reference counting still frees as usual.
@@ -61,26 +65,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..graph import load, parse_input_shapes, require_shapes
-    from ..targets import resolve_targets
-
     targets = resolve_targets(target_of(args))
     mode, judge = measure_mode(args)
     graph = load(args.model, parse_input_shapes(args.input_shape))
     require_shapes(graph, "verdicts, coverage and MACs depend on it")
     if len(targets) > 1:
         if mode == "required" or args.record_disagreements:
-            from ..errors import NpufitError
-
             raise NpufitError("--measure takes one target (a compiler runs per target): give --target NAME")
-        from ..check.grid import check_grid  # multi-target grid (targets work)
 
         grid = check_grid(graph, targets, args.judge)
         emit(grid.render(args.format), args.output)
         worst = min(r.coverage_nodes for r in grid.reports.values())
     else:
-        from ..placement import place
-
         report = place(
             graph,
             targets[0],

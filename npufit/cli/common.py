@@ -8,7 +8,9 @@ import sys
 
 from ..errors import NpufitError
 from ..util.io import atomic_write_text
-from ..vocab import DEFAULT_TARGET, FORMAT, FORMATS, JUDGE, JUDGES
+from ..util.limits import VERIFY_TIMEOUT
+from ..util.shapes import parse_input_shapes
+from ..vocab import DEFAULT_TARGET, FORMAT, FORMATS, JUDGE, JUDGES, MEASURE_JUDGE, MEASURE_JUDGES, MEASURE_TIMEOUT_S
 
 
 # -- numbers and names on the command line: refused by argparse (one line, exit 2) before any work -------------
@@ -50,8 +52,6 @@ def name_arg(text: str) -> str:
 
 def input_shape_arg(text: str) -> str:
     """NAME=D0,D1,..: read by the one parser every verb and the library use (util.shapes), refused here when bad."""
-    from ..util.shapes import parse_input_shapes
-
     try:
         parse_input_shapes([text])
     except NpufitError as e:
@@ -85,8 +85,6 @@ def target_of(args: argparse.Namespace) -> str:
 
 def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     """The --input-shape options of a parsed command line, as {name: dims}."""
-    from ..util.shapes import parse_input_shapes
-
     return parse_input_shapes(getattr(args, "input_shape", None))
 
 
@@ -122,8 +120,6 @@ def add_judge_option(p: argparse.ArgumentParser) -> None:
 def add_measure_options(p: argparse.ArgumentParser, scan: bool = False) -> None:
     """Whose placement the verb reads: the installed compiler's where one runs here (the default; for scan, only
     with --measure), or npufit's prediction (--predict)."""
-    from ..vocab import MEASURE_JUDGE, MEASURE_JUDGES, MEASURE_TIMEOUT_S
-
     g = p.add_mutually_exclusive_group()
     if scan:
         g.add_argument(
@@ -162,8 +158,6 @@ def add_measure_options(p: argparse.ArgumentParser, scan: bool = False) -> None:
 
 def measure_mode(args: argparse.Namespace) -> tuple[str, str]:
     """(measure mode, measure judge) of add_measure_options's flags."""
-    from ..vocab import MEASURE_JUDGE
-
     if getattr(args, "predict", False):
         return "never", MEASURE_JUDGE
     if hasattr(args, "predict"):  # check and the verbs like it: measured unless --predict; --measure requires it
@@ -172,8 +166,6 @@ def measure_mode(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def add_verify_timeout_option(p: argparse.ArgumentParser, what: str = "verification run") -> None:
-    from ..util.limits import VERIFY_TIMEOUT  # not verify.compare: building the parser must not import numpy
-
     p.add_argument(
         "--verify-timeout",
         type=positive_float,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..check.compare import compare
+from ..graph import parse_input_shapes
+from ..placement import with_placer
 from .common import (
     add_format_option,
     add_input_shape_option,
@@ -15,10 +18,10 @@ from .common import (
 )
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "compare",
-        help="compare model variants on one target (ops, partitions, NPU %%, Q/DQ overhead)",
+        help=help,
         description="Check several models (e.g. ReLU vs LeakyReLU variants) against one target and print one row "
         "per model: total ops, ops by type, NPU/CPU partitions, NPU %, extra quantize/dequantize ops, status.",
     )
@@ -32,10 +35,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..check.compare import compare
-    from ..graph import parse_input_shapes
-    from ..placement import with_placer
-
     mode, _ = measure_mode(args)
     report = with_placer(compare, takes_shapes=True)(
         args.models,

@@ -5,16 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..bench.hailortcli import read_hailo_results
+from ..compilers import compile_model
+from ..compilers.batch import compile_many
 from ..errors import NpufitError
+from ..graph import parse_input_shapes
+from ..util.jsonutil import dumps
 from ..util.limits import DEFAULT_MAX_TOOL_MEMORY_MB, tool_memory_limit
 from ..vocab import EXECUTOR, EXECUTORS
 from .common import add_format_option, add_input_shape_option, emit, name_arg, positive_float
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "compile",
-        help="compile with the real vendor compiler and read back per-node placement",
+        help=help,
         description="Run Vela (ethos-u55/u65/u85-*), RKNN-Toolkit2 (rk3588, ...; its env comes from "
         "'npufit env install rknn') or the Hailo DFC (hailo8/hailo8l; --emit-script without it). "
         "Reports where each node went (npu/cpu), why, the compiler's log, version, command, "
@@ -109,13 +114,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..compilers import compile_model  # lazy: CLI start-up (loads when the verb runs)
-    from ..graph import parse_input_shapes  # lazy: CLI start-up (loads when the verb runs)
-
     if args.results:
         if len(args.model) > 1:
             raise NpufitError("--results reads one compile folder: give at most the one model it was written for")
-        from ..bench.hailortcli import read_hailo_results  # lazy: CLI start-up (loads when the verb runs)
 
         res = read_hailo_results(args.results, args.model[0] if args.model else None)
         emit(res.render(args.format, all_nodes=args.all_nodes), args.output)
@@ -150,9 +151,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_many(args: argparse.Namespace, options: dict) -> int:
-    from ..compilers.batch import compile_many  # lazy: CLI start-up (loads when the verb runs)
-    from ..util.jsonutil import dumps  # lazy: CLI start-up (loads when the verb runs)
-
     results = compile_many(
         args.model,
         args.target,

@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..doctor import diagnose
+from ..report.console import console_to_string
 from ..vocab import FORMAT, STATUS_FORMATS
 from .common import emit
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "doctor",
-        help="show versions and which optional compilers/runtimes are installed",
+        help=help,
         description="Versions of Python, onnx, onnxruntime, torch; which optional compilers and runtimes "
         "(Vela, RKNN-Toolkit2 env, Hailo DFC/HailoRT, OpenVINO, TensorRT, CUDA) are present, "
         "what each enables, and the exact install step for the missing ones.",
@@ -22,16 +24,12 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..doctor import diagnose
-
     rep = diagnose()
     if args.format == "json":
         emit(json.dumps(rep.to_dict(), indent=2), None)
         return 0
     from rich.table import Table
     from rich.text import Text
-
-    from ..report.console import console_to_string
 
     def render(con):
         for title, items in (("core", rep.core), ("compilers", rep.compilers), ("runtimes", rep.runtimes)):

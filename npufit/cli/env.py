@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 
+from .. import envs
+from ..errors import NpufitError
 from ..toolchains import env_specs
 from ..vocab import FORMAT, STATUS_FORMATS
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "env",
-        help=f"create / list / remove the environments of vendor tools ({', '.join(env_specs())})",
+        help=help,
         description="Vendor tools whose pins clash with npufit's (RKNN-Toolkit2: numpy<2, onnx 1.18; the "
         "Hailo DFC: its own TensorFlow) live in their own virtualenv under ~/.cache/npufit/envs "
         "(override with NPUFIT_ENVS); npufit calls them through a subprocess and JSON. "
@@ -56,9 +58,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import envs
-    from ..errors import NpufitError
-
     cmd = getattr(args, "env_cmd", None)
     if cmd == "install":
         if args.jobs is not None and args.jobs < 1:
@@ -83,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if m.get("relinked"):
             print(
-                f"{m['title']}: npufit's shim linked in {m['shim_s']:.0f} s against the library already built in {envs.env_dir(args.name)}"
+                f"{m['title']}: npufit's shim linked in {m['shim_s']:.0f} s against the library already built "
+                f"in {envs.env_dir(args.name)}"
             )
             return 0
         extra = f"; library build {m['build_s']:.0f} s with -j{m['jobs']}" if "build_s" in m else ""
@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         state = f"installed, {r['version']}, {r['size_mb']:.0f} MB" if r["installed"] else "not installed"
         print(
-            f"{r['name']:<7} {state}\n       {r['title']}\n       enables: {r['enables']}\n       install: {r['install']}"
+            f"{r['name']:<7} {state}\n       {r['title']}\n       enables: {r['enables']}\n       install: "
+            f"{r['install']}"
         )
     return 0

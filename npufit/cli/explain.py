@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from ..check.explain import explain
 from .common import add_format_option, emit, name_arg
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "explain",
-        help="explain a rule id from a report: what it checks, how to fix it, the evidence behind it",
+        help=help,
         description="Explain the rule RULE_ID (printed in brackets beside every reason of a report, e.g. "
         "hailo8.shuffle.rank3): its sentence, the limits it reads, its fix hints, and the evidence and sources "
         "behind it, in plain words.",
@@ -21,8 +22,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # cost: the CLI's start-up; the rule index loads only for `npufit explain`
-    from ..check.explain import explain
 
     emit(explain(args.rule_id).render(args.format), args.output)
     return 0

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import NpufitError
+from ..graph import parse_input_shapes
+from ..placement import reads_placement
+from ..rewrite import fix
 from ..vocab import FORMAT, FORMATS
 from .common import (
     add_input_shape_option,
@@ -11,6 +15,8 @@ from .common import (
     add_measure_options,
     add_target_option,
     add_verify_timeout_option,
+    emit,
+    measure_mode,
     positive_int,
     seed_int,
     target_of,
@@ -21,10 +27,10 @@ def _names(value: str | None) -> list[str] | None:
     return None if value is None else [s.strip() for s in value.split(",") if s.strip()]
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "fix",
-        help="rewrite a model so more of it runs on the target NPU (verified numerically)",
+        help=help,
         description="Apply the target's rewrite rules (Conv1d->Conv2d, mean->GlobalAveragePool, TopK k=1->"
         "ArgMax, ...) to a fixed point. Every rule is checked against the original with "
         "ONNX Runtime CPU on seeded inputs and rolled back if the outputs differ; the model "
@@ -57,12 +63,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import NpufitError
-    from ..graph import parse_input_shapes
-    from ..placement import reads_placement
-    from ..rewrite import fix
-    from .common import emit, measure_mode
-
     if not args.output and not args.dry_run:
         raise NpufitError("give --output OUT for the rewritten model, or --dry-run to only preview")
     if args.samples < 1:

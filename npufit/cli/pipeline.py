@@ -6,15 +6,17 @@ import argparse
 import sys
 
 from ..errors import NpufitError
+from ..pipeline import run_pipeline, validate
+from ..pipeline.matrix import expand
 from ..pipeline.stepdefs import STEP_NAMES
 from ..vocab import EXECUTORS, FORMAT, FORMATS, PIPELINE_EXECUTOR
 from .common import emit
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "pipeline",
-        help="run a declared train/export/check/fix/split/quantize/compile/bench/report pipeline",
+        help=help,
         description="Run the steps a PIPELINE.yaml declares over its models x targets x runtimes. Each step's "
         "outputs are cached under a hash of its inputs and settings: a re-run skips what has not "
         "changed. A failing step stops only its own branch. Schema: docs/pipeline.md.",
@@ -55,8 +57,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..pipeline import run_pipeline  # lazy: CLI start-up (loads when the verb runs)
-
     if args.from_step and args.only:
         raise NpufitError("give --from or --only, not both")
     result = run_pipeline(
@@ -82,9 +82,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from ..pipeline import validate  # lazy: CLI start-up (loads when the verb runs)
-    from ..pipeline.matrix import expand  # lazy: CLI start-up (loads when the verb runs)
-
     config = validate(args.pipeline, args.output_dir)
     cells = expand(config)
     by_step: dict[str, int] = {}

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 
 from .. import toolchains
+from ..probe import probe, select
 from ..vocab import DEFAULT_TARGET, EXECUTOR, EXECUTORS, FORMAT, FORMATS
 from .common import emit, name_arg, positive_float, positive_int, target_of
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "probe",
-        help="build a support matrix from one tiny model per op (predicted, and measured by a compiler)",
+        help=help,
         description="Export one small PyTorch model per operation (a catalogue that holds a user's Hailo-8 op "
         "test), judge each with the target profile and, with --compiler, compile it with the real vendor "
         "compiler; write a ✅/❌ matrix with problems and workarounds, JSON, and a drift table.",
@@ -79,8 +80,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # cost: the CLI's start-up; the probe catalogue loads only for `npufit probe`
-    from ..probe import probe, select
 
     if args.list:
         lines = ["| case | family | reported by | ops | sweepable |", "|---|---|---|---|---|"]

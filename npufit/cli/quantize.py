@@ -6,6 +6,9 @@ import argparse
 import sys
 
 from ..errors import NpufitError
+from ..graph import parse_input_shapes
+from ..placement import with_placer
+from ..quantize import ImagePreprocessing, quantize
 from ..vocab import FORMAT, FORMATS, QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD, QUANTIZE_METHODS
 from .common import (
     add_input_shape_option,
@@ -50,10 +53,10 @@ def _size(text: str | None) -> tuple[int, int] | None:
 calibration_samples = bounded_number(int, 1, 100_000, what="an integer in [1, 100000]")
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "quantize",
-        help="INT8 post-training quantization (QDQ) with a per-layer accuracy report",
+        help=help,
         description="Quantize an ONNX model to INT8 (ONNX Runtime static quantizer, QDQ format) from calibration "
         "data, then compare float vs quantized on held-back samples: per output (cosine, SQNR, max abs "
         "error) and per quantized activation, 'entire' (in the quantized model) vs 'single' (the layer "
@@ -148,10 +151,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..graph import parse_input_shapes
-    from ..placement import with_placer
-    from ..quantize import ImagePreprocessing, quantize
-
     image = ImagePreprocessing(
         size=_size(args.image_size),
         mean=_floats(args.mean, "--mean"),

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..report.html_results import build_report
 
-def register(sub) -> None:
+
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "report",
-        help="render a pipeline results folder as one self-contained HTML report",
+        help=help,
         description="Read the results folder `npufit pipeline run` wrote and render one HTML file with no "
         "external resources: per model and target the coverage, partitions and graph (coloured by "
         "verdict, cut points marked), reasons and fixes, split verification, quantization error, "
@@ -21,8 +23,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.html_results import build_report  # lazy: CLI start-up (loads when the verb runs)
-
     out = build_report(args.results_dir, args.output)
     print(f"wrote {out} ({out.stat().st_size // 1024} KiB)", file=sys.stderr)
     return 0

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from ..split import run as run_plan
 from ..vocab import FORMAT, FORMATS
 from .common import add_input_shape_option, add_verify_timeout_option, input_shapes, positive_int, seed_int
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "run",
-        help="execute the stage chain of a split plan",
+        help=help,
         description="Execute the stages of a plan folder written by 'npufit split': host stages on "
         "ONNX Runtime CPU, NPU stages on the vendor runtime when it is installed (else on "
         "ONNX Runtime CPU, and the output says so), with per-stage latency.",
@@ -57,8 +58,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..split import run as run_plan  # lazy: CLI start-up (loads when the verb runs)
-
     res = run_plan(
         args.plan_dir,
         args.inputs,

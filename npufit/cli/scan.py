@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..scan import scan
 from ..vocab import EXECUTOR, EXECUTORS, FORMAT, SCAN_FORMATS
 from .common import (
     add_input_shape_option,
@@ -17,10 +18,10 @@ from .common import (
 )
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "scan",
-        help="check a whole model zoo against one or more targets (one row per model x target)",
+        help=help,
         description="Find every .onnx/.tflite model under the given folders, globs or manifests (a text file "
         "listing paths), check each against every target and write one row per model x target: "
         "coverage, partitions, boundaries, verdict counts, top reasons, status. A model that "
@@ -45,7 +46,8 @@ def register(sub) -> None:
         "--executor",
         choices=EXECUTORS,
         default=EXECUTOR,
-        help="where models are checked: this process, a local process pool (default), or Ray (pip install 'npufit[ray]')",
+        help="where models are checked: this process, a local process pool (default), or Ray (pip install "
+        "'npufit[ray]')",
     )
     p.add_argument(
         "--jobs", "-j", type=int, help="workers for pool (default: number of CPUs) or tasks in flight on Ray"
@@ -76,8 +78,6 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from ..scan import scan
-
     mode, judge = measure_mode(args)
     report = scan(
         args.paths,
@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         bad = report.below(args.fail_under)
         if bad:
             print(
-                f"npufit: {len(bad)} of {len(report.rows)} model x target rows are below --fail-under {args.fail_under:g}% "
+                f"npufit: {len(bad)} of {len(report.rows)} model x target rows are below --fail-under "
+                f"{args.fail_under:g}% "
                 f"or could not be checked",
                 file=sys.stderr,
             )

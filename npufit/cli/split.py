@@ -1,9 +1,14 @@
-"""npufit split MODEL --target T --output-dir DIR: NPU and host stage models + plan.json, proven equal to the original."""
+"""npufit split MODEL --target T --output-dir DIR: NPU and host stage models + plan.json, proven equal to the
+original."""
 
 from __future__ import annotations
 
 import argparse
 
+from ..graph import parse_input_shapes
+from ..placement import reads_placement
+from ..report.html_verbs import render_split_html
+from ..split import split
 from ..vocab import PAGE_FORMATS, SPLIT_MIN_NODES, SPLIT_MODES
 from .common import (
     add_format_option,
@@ -20,10 +25,10 @@ from .common import (
 )
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "split",
-        help="cut a model into NPU and host stages and prove the chain equals the original",
+        help=help,
         description="Cut an ONNX model into NPU and host stages from the check verdicts, write one "
         "standalone ONNX per stage and plan.json (execution order, where each input comes "
         "from, bytes crossing, Hailo-style start/end node names), and verify with ONNX "
@@ -94,10 +99,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..graph import parse_input_shapes
-    from ..placement import reads_placement
-    from ..split import split
-
     mode, _ = measure_mode(args)
     res = reads_placement(split)(
         args.model,
@@ -120,8 +121,6 @@ def run(args: argparse.Namespace) -> int:
         measure_timeout=args.measure_timeout,
     )
     if args.format == "html":
-        from ..report.html_verbs import render_split_html
-
         emit(
             render_split_html(res.to_dict(), res.stage_view(), res.verification_view(), res.select_view()), args.output
         )

@@ -6,14 +6,17 @@ import argparse
 from pathlib import Path
 
 from ..errors import NpufitError
+from ..report.console import console_to_string
+from ..report.targets_doc import render_profile_markdown
+from ..targets import available_targets, get_profile
 from ..vocab import FORMAT, TARGETS_FORMATS
 from .common import emit
 
 
-def register(sub) -> None:
+def register(sub, help: str) -> None:
     p = sub.add_parser(
         "targets",
-        help="list targets, or show one target's support matrix",
+        help=help,
         description="List the NPU targets npufit knows, show one target's support matrix "
         "(rendered from its profile), or regenerate docs/targets/*.md.",
     )
@@ -28,9 +31,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.targets_doc import render_profile_markdown  # lazy: CLI start-up (loads when the verb runs)
-    from ..targets import available_targets, get_profile  # lazy: CLI start-up (loads when the verb runs)
-
     if args.write_docs:
         for name in available_targets():
             emit(render_profile_markdown(get_profile(name)), str(Path(args.write_docs) / f"{name}.md"))
@@ -44,13 +44,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             from rich.markdown import Markdown
 
-            from ..report.console import console_to_string  # lazy: CLI start-up (loads when the verb runs)
-
             emit(console_to_string(lambda con: con.print(Markdown(render_profile_markdown(prof))), width=160), None)
         return 0
     from rich.table import Table
-
-    from ..report.console import console_to_string  # lazy: CLI start-up (loads when the verb runs)
 
     def table(con):
         t = Table(title="npufit targets", title_justify="left")

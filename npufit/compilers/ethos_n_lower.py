@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import NpufitError
 from ..graph import Graph, NodeView
+from ..util.readers import read_bytes_capped
 
 INT_TYPES = ("int8", "uint8")
 ACT_BOUNDS = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
@@ -578,8 +579,6 @@ def _pad_hw(n: NodeView) -> list[int] | None:
 def read_buffers(graph: Graph, path: str | Path) -> dict[str, np.ndarray]:
     """Constant tensors of a TFLite file, full size (npufit's Graph keeps only small values)."""
     import tflite
-
-    from ..util.readers import read_bytes_capped
 
     data = read_bytes_capped(path, 2**31, "TFLite model")
     model = tflite.Model.GetRootAsModel(data, 0)

@@ -19,11 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..check.engine import is_float_model
 from ..errors import NpufitError, NpufitWarning
 from ..graph import Graph
 from ..targets.base import Executes, Fallback, Profile
-from ..toolchains import VELA
+from ..toolchains import VELA, for_platform
+from ..util.io import private_tempdir
 from ..vocab import MEASURE_JUDGE, MEASURE_JUDGES, MEASURE_TIMEOUT_S
+from . import adapter, compile_model
+from .base import Placement, run_tool
 from .compare import compare_placement
 
 WORKER = Path(__file__).resolve().parent.parent / "envs" / "workers" / "vela_checks.py"
@@ -64,8 +68,6 @@ def measure(
     """Measure where the real compiler puts every node of `graph` for `profile` and hold it against `report`."""
     if mode not in MEASURE_JUDGES:
         raise NpufitError(f"unknown --measure judge '{mode}' (choose from {', '.join(MEASURE_JUDGES)})")
-    from ..toolchains import for_platform
-    from . import adapter
 
     target = profile.name
     chain = for_platform(target)
@@ -120,8 +122,6 @@ def measure(
 def _float_asked(graph: Graph, report, profile: Profile) -> bool:
     """A float ONNX model judged as it is (--judge float) on an int8-only target: what the compiler would place is
     npufit's int8 conversion of it, another model than the one asked about."""
-    from ..check.engine import is_float_model
-
     return (
         graph.format == "onnx"
         and report.target.get("judged_as") == "as is"
@@ -153,9 +153,6 @@ def _by_output(graph: Graph) -> dict[str, str]:
 def _vela_checks(graph: Graph, report, profile: Profile, timeout_s, title: str) -> Measurement:
     """Vela's supported-operator checks, run by a child process (envs/workers/vela_checks.py) on the TFLite file."""
     import json
-
-    from ..util.io import private_tempdir
-    from .base import Placement, run_tool
 
     with private_tempdir("measure") as d:
         resp_path = Path(d) / "vela_checks.json"
@@ -202,9 +199,6 @@ def _vela_checks(graph: Graph, report, profile: Profile, timeout_s, title: str) 
 
 def _compile(graph: Graph, report, profile: Profile, input_shapes, timeout_s, title: str) -> Measurement:
     import time
-
-    from ..util.io import private_tempdir
-    from . import compile_model
 
     t0 = time.perf_counter()
     with private_tempdir("measure") as d:

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..envs import bridge, env_status
 from ..errors import NpufitError
 from ..graph import Graph, load
 from ..util.readers import ArrayFile
+from ..verify.compare import make_session, random_inputs, run_onnx
 from .base import (
     RANDOM_TAG,
     Adapter,
@@ -27,6 +29,7 @@ from .base import (
 )
 from .failure import explain, rknn_cause
 from .mapping import Layer, origins_from_lineage, resolve
+from .vela import layer_lineage, tflite_lineage
 
 MAX_RULE_RETRIES = 4
 
@@ -48,8 +51,6 @@ class RknnCompiler(Adapter):
         return env_tool_status(self.toolchain)
 
     def compile(self, model: Path, target: str, options: CompileOptions) -> CompileResult:
-        from ..envs import bridge, env_status
-
         tflite = model.suffix.lower() == ".tflite"
         if not tflite and model.suffix.lower() != ".onnx":
             raise NpufitError(
@@ -127,11 +128,10 @@ class RknnCompiler(Adapter):
         res.artifact = request["out"]
         layers, rewrites = parse_layer_table(text), parse_rewrites(text)
         known = {n.name for n in graph.nodes}
-        # 'bypass_two_*' without a replacement deletes a pair that cancels out (Reshape -> Reshape back to the same shape)
+        # 'bypass_two_*' without a replacement deletes a pair that cancels out (Reshape -> Reshape back to the same
+        # shape)
         removed = {**parse_removed(text), **parse_removed(text, "bypass_two_")}
         if tflite:  # the toolkit names a layer after the TFLite operator's output tensor ('conv1' -> 'conv1_prequant')
-            from .vela import layer_lineage, tflite_lineage
-
             lineage = layer_lineage(layers, tflite_lineage(model)[1])
         else:
             lineage = origins_from_lineage(rewrites, known)
@@ -278,8 +278,6 @@ def _table_metrics(log: str, layers: list[Layer], placement=()) -> dict:
 
 
 def _reference_run(src: Path, graph: Graph, options: CompileOptions, out: Path) -> tuple[list[Path], dict]:
-    from ..verify.compare import make_session, random_inputs, run_onnx
-
     sess = make_session(src)
     feeds = random_inputs(sess, seed=0, shapes=options.input_shapes)[0]
     ref = run_onnx(sess, feeds)

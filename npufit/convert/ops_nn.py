@@ -145,7 +145,7 @@ def conv(L: Lowering, node: NodeView) -> None:
     if bn is not None:
         w, b = w * bn[0].reshape(-1, 1, 1, 1), b * bn[0] + bn[1]
     x = L.act(node.inputs[0], "nhwc")
-    O, Ig, kh, kw = w.shape
+    cout, Ig, kh, kw = w.shape
     C, group = x.shape[3], int(node.attr("group", 1))
     strides, dil = _pairs(node)
     oshape = onnx_to_tfl_shape(L.shape(out), "nhwc")
@@ -169,14 +169,14 @@ def conv(L: Lowering, node: NodeView) -> None:
     if group == 1:
         _conv2d(L, x, w, b, y, opts)
     elif group == C and Ig == 1:
-        wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=3)  # [1, kh, kw, O]
+        wq, ws = per_channel_weights(w.transpose(1, 2, 3, 0), axis=3)  # [1, kh, kw, cout]
         wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
         bt = L.bias(y, b, x, ws)
-        L.emit("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions", depth_multiplier=O // C, **opts)
+        L.emit("DEPTHWISE_CONV_2D", [x, wt, bt], [y], "DepthwiseConv2DOptions", depth_multiplier=cout // C, **opts)
     else:  # grouped: SPLIT along channels, one CONV_2D per group, CONCATENATION (Vela has no grouped conv)
         parts = [L.new(f"{y.name}/in{g}", x.shape[:3] + (C // group,), x.q, "nhwc") for g in range(group)]
         L.emit("SPLIT", [L.int32(f"{y.name}/axis", 3), x], parts, "SplitOptions", num_splits=group)
-        og, outs = O // group, []
+        og, outs = cout // group, []
         for g in range(group):
             yg = L.new(f"{y.name}/g{g}", y.shape[:3] + (og,), y.q, "nhwc")
             _conv2d(L, parts[g], w[g * og : (g + 1) * og], b[g * og : (g + 1) * og], yg, opts)
@@ -421,8 +421,8 @@ def reduce(L: Lowering, node: NodeView) -> None:
 
 
 def _rows_reduce(L: Lowering, x: TT, out: str, op: str, n_axes: int) -> None:
-    """A reduction over the last `n_axes` axes of a plain tensor as [rows, 1, reduced]: see converter_facts.mean_as_rows.
-    Both reshapes keep the memory order, so Vela writes no copy for them."""
+    """A reduction over the last `n_axes` axes of a plain tensor as [rows, 1, reduced]: see
+    converter_facts.mean_as_rows. Both reshapes keep the memory order, so Vela writes no copy for them."""
     lead = x.shape[: len(x.shape) - n_axes]
     rows, n = int(np.prod(lead, dtype=np.int64)), int(np.prod(x.shape[len(lead) :], dtype=np.int64))
     xr = L.new(f"{out}/rows", (rows, 1, n), x.q, "plain")

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..graph import NodeView
 from .lower import NHWC_AXIS, TO_NHWC, TT, Lowering
+from .ops_math import mul, scalar_const
 from .ops_nn import gemm
 from .qparams import FIXED, Q, activation_q, const_q, quantize
 from .where_q import fill_q
@@ -136,8 +137,6 @@ def argmax(L: Lowering, node: NodeView) -> None:
     """ArgMax / ArgMin -> ARG_MAX (int32 indices; along depth Vela runs it on the NPU, and it lists no ARG_MIN):
     ArgMin is the ArgMax of -x (a MUL by -1 into the mirrored range); select_last_index takes the ArgMax of the
     axis reversed (REVERSE_V2) and maps the index back, n - 1 - i."""
-    from .ops_math import mul, scalar_const
-
     x = L.act(node.inputs[0])
     rank = len(x.shape)
     axis = int(node.attr("axis", 0)) % rank

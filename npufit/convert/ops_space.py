@@ -12,7 +12,12 @@ import numpy as np
 
 from ..graph import NodeView
 from ..targets.converter_forms import constant_gather_flat, even_run, power_of_two, space_blocks
+from ..verify.compare import make_session
+from . import ops_int as it
+from .int_tensors import dtype_of, int_act
 from .lower import NHWC_AXIS, TO_NCHW, TT, Lowering
+from .ops_lookup import gather_nd
+from .ops_math import mul, scalar_const
 from .qparams import activation_q, per_channel_weights
 
 MAX_GRID_WEIGHTS = 1 << 24  # positions out x positions in of a constant-grid GridSample (64 MB of float weights)
@@ -128,8 +133,6 @@ def grid_matrix(node: NodeView, x_shape, grid: np.ndarray) -> np.ndarray:
     every mode, padding mode and align_corners means what ONNX Runtime makes of it."""
     from onnx import TensorProto, helper
 
-    from ..verify.compare import make_session
-
     N, _, H, W = (int(d) for d in x_shape)
     Ho, Wo = grid.shape[1:3]
     if H * W * Ho * Wo > MAX_GRID_WEIGHTS:
@@ -244,10 +247,6 @@ def take(L: Lowering, x: TT, flat: np.ndarray, out: str, y: TT | None = None) ->
 def gather_const(L: Lowering, node: NodeView) -> None:
     """GatherElements / GatherND with constant indices: the data flattened to positions (GatherElements) or to
     [rows, inner] (GatherND), then `take` of the constant positions (converter_facts.constant_gather_flat)."""
-    from . import ops_int as it
-    from .int_tensors import dtype_of, int_act
-    from .ops_lookup import gather_nd
-
     if not L.is_const(node.inputs[1]):
         return (gather_nd if node.op_type == "GatherND" else it.lower)(L, node)
     flat = constant_gather_flat(_Const(L, node))
@@ -290,8 +289,6 @@ def topk(L: Lowering, node: NodeView) -> None:
     """TopK (k constant) -> TOPK_V2 along the innermost axis: over a map's channels in NHWC as it is, any other axis
     moved there and back with TRANSPOSEs in ONNX order. Values keep the input's parameters, indices are int32; the
     k smallest are the k largest of -x (a MUL by -1 into the mirrored range), negated back."""
-    from .ops_math import mul, scalar_const
-
     kv = L.const(node.inputs[1])
     if kv is None:
         raise L.fail(node, "k computed at run time")

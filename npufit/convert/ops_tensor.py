@@ -10,7 +10,9 @@ import numpy as np
 from ..graph import NodeView
 from ..targets.converter_facts import resize_flags
 from .lower import NHWC_AXIS, TO_NCHW, TO_NHWC, TT, Lowering, memory_trivial, onnx_to_tfl_shape
+from .ops_math import div, gelu, gelu_pattern
 from .ops_nn import absorb_tail, clip_bounds, fused_activation, int8_scalar
+from .ops_shape import edge_pad
 from .qparams import activation_q, quantize
 
 UNARY = {
@@ -140,8 +142,6 @@ def binary(L: Lowering, node: NodeView) -> None:
     if node.op_type in ("Max", "Min"):
         return min_max(L, node)
     if node.op_type in ("Div", "Mul"):
-        from .ops_math import gelu, gelu_pattern
-
         chain = gelu_pattern(L, node)
         if chain is not None:
             L.current = list(dict.fromkeys(L.prep.source_node(n.name) for n in chain))
@@ -151,8 +151,6 @@ def binary(L: Lowering, node: NodeView) -> None:
     tfl = BINARY[node.op_type]
     if node.op_type == "Div":
         if cb is None:  # MUL by a reciprocal built from RSQRT (int8 DIV has no Vela kernel)
-            from .ops_math import div
-
             return div(L, node)
         cb = 1.0 / np.asarray(cb, np.float64)
     out, act, _ = absorb_tail(L, node) if tfl in ("ADD", "SUB", "MUL") else (node.outputs[0], "NONE", None)
@@ -287,8 +285,6 @@ def pad(L: Lowering, node: NodeView) -> None:
             raise L.fail(node, "pad value computed at run time")
         value = float(np.asarray(v).reshape(-1)[0]) if np.asarray(v).size else 0.0
     if mode == "edge":
-        from .ops_shape import edge_pad
-
         return edge_pad(L, x, full, node.outputs[0])
     y = L.output(node.outputs[0], x.layout, q=x.q)
     paddings = L.int32(f"{y.name}/paddings", full)

@@ -23,10 +23,14 @@ import onnx
 from onnx import numpy_helper
 
 from ..graph.onnx_prepare import infer_shapes
+from ..rewrite import RuleContext, get_rule
 from ..targets.converter_facts import DECOMPOSED, RNNS
 from .prepass_build import Builder as _Builder
 from .prepass_build import attr as _attr
 from .prepass_build import default_opset
+from .prepass_conv1d import conv1d_to_conv2d
+from .prepass_if import inline_static_ifs, run_on_zeros
+from .prepass_rnn import unroll
 
 CONVERT_RULES = ("topk1_to_argmax",)  # exact rules only: the converter never approximates
 
@@ -36,9 +40,6 @@ def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dic
 
     conv1d_to_conv2d runs as the converter's own linear pass (prepass_conv1d); the others through npufit/rewrite,
     imported only when their op occurs (onnx-ir and the pattern matcher cost seconds)."""
-    from .prepass_conv1d import conv1d_to_conv2d
-    from .prepass_if import inline_static_ifs
-
     inlined, origin = inline_static_ifs(model) if any(n.op_type == "If" for n in model.graph.node) else (0, {})
     fired, more = conv1d_to_conv2d(model)
     origin.update({k: origin.get(v, v) for k, v in more.items()})
@@ -49,8 +50,6 @@ def apply_rules(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str], dic
         return model, applied0, origin
     before = [(n.name, n.op_type) for n in model.graph.node if n.op_type != "Constant"]
     import onnx_ir as ir
-
-    from ..rewrite import RuleContext, get_rule
 
     applied = []
     for name in CONVERT_RULES:
@@ -305,8 +304,6 @@ def _einsum(b: _Builder, n: onnx.NodeProto, shapes: dict) -> bool:
 
 def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
     """Decompose the ops above in place (the converter's own copy); -> (new node -> original node, notes)."""
-    from .prepass_rnn import unroll
-
     wanted = set(DECOMPOSED)
     convs = {n.output[0] for n in model.graph.node if n.op_type in ("Conv", "ConvTranspose")}
     if any(n.op_type == "BatchNormalization" and n.input[0] not in convs for n in model.graph.node):
@@ -326,8 +323,6 @@ def decompose(model: onnx.ModelProto) -> tuple[dict[str, str], list[str]]:
             shapes[vi.name] = tuple(int(d.dim_value) for d in dims)
     unknown = [i for n in model.graph.node if n.op_type == "Einsum" for i in n.input if i and i not in shapes]
     if unknown:  # shapes ONNX shape inference does not propagate (Range / Gather chains): from a run on zeros
-        from .prepass_if import run_on_zeros
-
         shapes.update({k: tuple(v.shape) for k, v in (run_on_zeros(model, list(dict.fromkeys(unknown))) or {}).items()})
     consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for n in model.graph.node:

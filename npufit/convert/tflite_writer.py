@@ -229,7 +229,7 @@ class TFLiteBuilder:
         return T.TensorEnd(b)
 
     def _operator(self, b, o: _Op, opcode_index: int):
-        O = _schema("Operator")
+        Op = _schema("Operator")
         opts = None
         if o.options_type:
             mod = _schema(o.options_type)
@@ -246,13 +246,13 @@ class TFLiteBuilder:
                     v = PADDING.get(v, ACTIVATION.get(v, v))
                 getattr(mod, f"{o.options_type}Add{_camel(k)}")(b, vals.get(k, v))
             opts = getattr(mod, f"{o.options_type}End")(b)
-        in_vec = self._ints(b, O.OperatorStartInputsVector, o.inputs)
-        out_vec = self._ints(b, O.OperatorStartOutputsVector, o.outputs)
-        O.OperatorStart(b)
-        O.OperatorAddOpcodeIndex(b, opcode_index)
-        O.OperatorAddInputs(b, in_vec)
-        O.OperatorAddOutputs(b, out_vec)
+        in_vec = self._ints(b, Op.OperatorStartInputsVector, o.inputs)
+        out_vec = self._ints(b, Op.OperatorStartOutputsVector, o.outputs)
+        Op.OperatorStart(b)
+        Op.OperatorAddOpcodeIndex(b, opcode_index)
+        Op.OperatorAddInputs(b, in_vec)
+        Op.OperatorAddOutputs(b, out_vec)
         if opts is not None:
-            O.OperatorAddBuiltinOptionsType(b, getattr(_schema("BuiltinOptions").BuiltinOptions, o.options_type))
-            O.OperatorAddBuiltinOptions(b, opts)
-        return O.OperatorEnd(b)
+            Op.OperatorAddBuiltinOptionsType(b, getattr(_schema("BuiltinOptions").BuiltinOptions, o.options_type))
+            Op.OperatorAddBuiltinOptions(b, opts)
+        return Op.OperatorEnd(b)

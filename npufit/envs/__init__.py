@@ -15,6 +15,10 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..toolchains import EnvSpec, env_specs
+from ..util.io import atomic_write_json
+from ..util.progress import working
+from ..util.readers import read_json
+from . import ethos_n
 
 SCHEMA = "npufit.env/1"
 
@@ -42,15 +46,11 @@ def env_python(name: str) -> Path:
 def env_ready_path(name: str) -> Path:
     """The file whose presence (with the manifest) means the env works: its Python, or a native tool."""
     if spec(name).kind == "native":
-        from . import ethos_n
-
         return ethos_n.library_path(env_dir(name))
     return env_python(name)
 
 
 def manifest(name: str) -> dict | None:
-    from ..util.readers import read_json
-
     try:
         m = read_json(env_dir(name) / "npufit-env.json", "environment metadata")
     except NpufitError:  # absent or unreadable: the environment counts as not installed
@@ -139,7 +139,6 @@ def install(
     t0 = time.perf_counter()
     d.parent.mkdir(parents=True, exist_ok=True)
     tmp = d  # the manifest, written last, is what marks an env installed: a half-built one never looks ready
-    from ..util.progress import working
 
     say(f"creating virtualenv {d} (Python {interpreter[1]})")
     _run([interpreter[0], "-m", "venv", str(tmp)])
@@ -162,7 +161,6 @@ def install(
         "extras": list(dict.fromkeys(extras)),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
-    from ..util.io import atomic_write_json
 
     atomic_write_json(d / "npufit-env.json", m)
     return m
@@ -170,9 +168,6 @@ def install(
 
 def _add_extras(name: str, m: dict, extras: list, say) -> dict:
     """pip-install an installed env's missing extras into it and record them in its manifest."""
-    from ..util.io import atomic_write_json
-    from ..util.progress import working
-
     pip = [str(env_python(name)), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
     for extra, _why, step in extras:
         say(f"adding {extra}: pip install {' '.join(step)}")
@@ -242,8 +237,6 @@ def _check_wheel(wheel: Path, interpreter: tuple[str, str]) -> None:
 
 
 def _install_native(s: EnvSpec, force: bool, log, source: str | None, jobs: int | None) -> dict:
-    from . import ethos_n
-
     d = env_dir(s.name)
     say = log or (lambda msg: print(msg, file=sys.stderr))
     m = manifest(s.name)
@@ -263,7 +256,6 @@ def _install_native(s: EnvSpec, force: bool, log, source: str | None, jobs: int 
         m["install_s"] = round(time.perf_counter() - t0, 1)
         m["created"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     m["size_mb"] = _dir_size_mb(d)
-    from ..util.io import atomic_write_json
 
     atomic_write_json(d / "npufit-env.json", m)
     return dict(m, reused=False, relinked=relinked)

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from ..errors import NpufitError
+from ..util.readers import read_json
 from . import env_python, env_status, spec
 from .process import ToolRun, run_tool
 
@@ -36,7 +37,6 @@ def call(
         timeout_s=timeout_s,
         title=f"{spec(env).title}: {worker.replace('_', ' ')}",
     )
-    from ..util.readers import read_json
 
     try:
         response = read_json(resp, "worker response")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import NpufitError
 from ..util.limits import max_tool_memory_mb
+from ..util.progress import working
 
 
 @dataclass
@@ -49,8 +50,6 @@ def run_tool(
     Linux carries the forking parent's RSS high-water mark into the child's ru_maxrss across exec,
     so a 500 MB npufit process would report 500 MB for any compiler it starts. A tree above the memory limit
     (`tool_memory_limit`) is killed like one past its timeout, and the log says why."""
-    from ..util.progress import working
-
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -2,8 +2,6 @@
 over models x targets x runtimes, each cell cached under the hash of its inputs. See docs/pipeline.md.
 
 `npufit.pipeline(path)` is `npufit pipeline run`, `npufit.validate_pipeline(path)` is `npufit pipeline validate`.
-The package imports nothing when it is imported: the CLI reads the step records (stepdefs.py) while it builds its
-parser, and the YAML reader and the runner come with the first call.
 """
 
 from __future__ import annotations
@@ -11,6 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..vocab import PIPELINE_EXECUTOR
+from .matrix import expand
+from .runner import run_pipeline as _run
+from .schema import load_config as _load
 
 if TYPE_CHECKING:
     from .runner import PipelineRun
@@ -67,8 +68,6 @@ def run_pipeline(
     >>> run  # doctest: +SKIP
     <PipelineRun timeseries: 85 cells (ran 85), 29.3 s>
     """
-    # cost: `npufit --help` loads this package (the step table); runner, schema and matrix pull yaml
-    from .runner import run_pipeline as _run
 
     return _run(
         path,
@@ -85,16 +84,12 @@ def run_pipeline(
 
 def load_config(path, output_dir=None) -> PipelineConfig:
     """Read and validate PIPELINE.yaml (schema.load_config): raise NpufitError('file:line:col: where: what')."""
-    # cost: `npufit --help` loads this package (the step table); runner, schema and matrix pull yaml
-    from .schema import load_config as _load
 
     return _load(path, output_dir)
 
 
 def validate(path, output_dir=None) -> PipelineConfig:
     """`npufit pipeline validate PIPELINE.yaml`: parse, check the schema and expand the matrix (raises NpufitError)."""
-    # cost: `npufit --help` loads this package (the step table); runner, schema and matrix pull yaml
-    from .matrix import expand
 
     config = load_config(path, output_dir)
     expand(config)

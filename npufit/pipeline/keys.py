@@ -11,6 +11,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import NpufitError
+from ..util.shapes import parse_input_shapes
 from ..vocab import MEASURE_JUDGES, MEASURE_MODES
 
 Checker = Callable[[Any], "str | None"]  # value -> what was expected, or None when the value is fine
@@ -107,9 +109,6 @@ def bounded(check: Checker, most: int, what: str) -> Checker:
 
 def input_shapes(v) -> str | None:
     """A model's input shapes, in any form util.shapes.parse_input_shapes reads (one parser for CLI, library, YAML)."""
-    from ..errors import NpufitError
-    from ..util.shapes import parse_input_shapes
-
     try:
         parse_input_shapes(v)
     except NpufitError as e:

@@ -1,21 +1,37 @@
 """The nine steps. Each calls the same library function as its CLI verb and writes into its cell folder.
 
-A vendor tool or runtime that is not installed skips the cell with the reason (retried next run). Each step
-imports its verb inside its function: the CLI reads the step records (stepdefs.py) while it builds its parser,
-which must not cost numpy or onnx.
+A vendor tool or runtime that is not installed skips the cell with the reason (retried next run). The verbs are
+imported at the top: the CLI reads the step names (stepdefs.py) only when --from/--only is checked.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import shutil
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from ..bench import bench
+from ..compilers import OPTION_NAMES, compile_model, compiler_for, compiler_names, unknown_options
 from ..errors import NpufitError, UnsupportedModelError
-from ..util.io import atomic_write_bytes, atomic_write_json
+from ..graph.onnx_prepare import pin_inputs, read_onnx
+from ..placement import check, place, reads_placement
+from ..quantize import quantize
+from ..report.model_explorer import write_node_data
+from ..rewrite import fix
+from ..split import split
+from ..split.plan import PLAN_FILE, load_plan
+from ..targets import get_profile
+from ..targets.base import Executes, Fallback
+from ..util.io import atomic_save_onnx, atomic_write_bytes, atomic_write_json, private_tempdir
+from ..util.readers import confined, read_bytes_capped
+from ..util.shapes import dims_text
+from ..zoo.timeseries import export
+from ..zoo.train import build_for, load_trained, save_weights, train
 from .context import Outcome, Reject, Skip, StepContext
+from .measure import measure
 from .results import (
     BenchStepResult,
     CheckStepResult,
@@ -54,8 +70,6 @@ def save_result(result: Any, path: Path) -> None:
 
 # -- train / export -----------------------------------------------------------------------------------
 def run_train(ctx: StepContext) -> Outcome:
-    from ..zoo.train import save_weights, train
-
     s, spec, ds = ctx.settings, ctx.spec, ctx.dataset()
     module, res = train(
         spec.arch,
@@ -105,20 +119,12 @@ def run_export(ctx: StepContext) -> Outcome:
         # the user's file is only read: the copy later steps read is written with the pinned shapes, or as it is
         m, pinned = _pin_shapes(spec.onnx, spec)  # a broken file fails here, with the loader's clear message
         if pinned:
-            from ..util.io import atomic_save_onnx
-
             atomic_save_onnx(m, out)
         else:
-            from ..util.readers import read_bytes_capped
-
             # a copy: later steps never touch the user's file (a regular file, within protobuf's 2 GiB)
             atomic_write_bytes(out, read_bytes_capped(spec.onnx, 2048 * 1024 * 1024, "ONNX file"))
         note = f"copied {spec.onnx.name}"
     else:
-        from ..util.io import atomic_save_onnx, private_tempdir
-        from ..zoo.timeseries import export
-        from ..zoo.train import build_for, load_trained
-
         ds = ctx.dataset()
         weights = ctx.input("train", "weights")
         module = (
@@ -141,9 +147,6 @@ def _pin_shapes(src: Path, spec):
     """The shape policy on the model every later step reads (util.shapes): the entry's input_shapes and a dynamic
     batch (pinned to 1) are written into it; other unknown dims fail the step, naming the key to set.
     -> (the model, a note of what was pinned or "")."""
-    from ..graph.onnx_prepare import pin_inputs, read_onnx
-    from ..util.shapes import dims_text
-
     prep = read_onnx(src, pin_inputs(spec.input_shapes), external_data="loaded")
     if prep.shapes.needed:
         n = prep.shapes.needed[0]
@@ -159,16 +162,10 @@ def _pin_shapes(src: Path, spec):
 def pipeline_judge(target: str) -> str:
     """How the pipeline judges a float model on `target`, the same in its check, fix and split steps: its
     compile step builds int8 wherever the target runs int8 (Ethos-U/N, RK3588); Hailo's DFC quantizes itself."""
-    from ..targets import get_profile
-    from ..targets.base import Executes
-
     return "int8" if get_profile(target).executes in (Executes.INT8, Executes.FP16_INT8) else "auto"
 
 
 def run_check(ctx: StepContext) -> Outcome:
-    from ..placement import check
-    from ..report.model_explorer import write_node_data
-
     report = check(
         ctx.model_input(), ctx.cell.target, judge=pipeline_judge(ctx.cell.target), measure=ctx.settings["measure"]
     )
@@ -188,7 +185,10 @@ def run_check(ctx: StepContext) -> Outcome:
         measured_differing=len(placed["disagreements"]) if placed.get("source") == "measured" else None,
     )
     ops = sorted({n.op_type for n in report.failing})
-    note = f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / {s['host_partitions']} host partition(s)"
+    note = (
+        f"{s['coverage_nodes_pct']:.0f}% of nodes on the NPU, {s['npu_partitions']} NPU / "
+        f"{s['host_partitions']} host partition(s)"
+    )
     note += " (as int8)" if assume_int8 else ""
     return Outcome(
         {"report": "check.json", "model_explorer": "model_explorer.json"},
@@ -198,9 +198,6 @@ def run_check(ctx: StepContext) -> Outcome:
 
 
 def run_fix(ctx: StepContext) -> Outcome:
-    from ..placement import reads_placement
-    from ..rewrite import fix
-
     s, out = ctx.settings, ctx.folder / "model.onnx"
     result = call(
         "fix",
@@ -235,9 +232,6 @@ def _fix_note(result) -> str:
 
 
 def run_split(ctx: StepContext) -> Outcome:
-    from ..placement import place, reads_placement
-    from ..split import split
-
     s, model, target = ctx.settings, ctx.model_input(), ctx.cell.target
     report = place(model, target, judge=pipeline_judge(target))  # the check step's placement (one per run)
     if report.fully_npu:
@@ -247,8 +241,6 @@ def run_split(ctx: StepContext) -> Outcome:
             SplitStepResult(needed=False, stages=1, npu_macs_pct=100.0, split_s=None),
             "not needed: the whole model runs on the NPU",
         )
-    from ..targets import get_profile
-    from ..targets.base import Fallback
 
     fallback = get_profile(target).fallback
     if fallback is not Fallback.NONE and not s["always"]:
@@ -300,8 +292,6 @@ def run_split(ctx: StepContext) -> Outcome:
 
 
 def _npu_stage(plan_dir: Path) -> Path | None:
-    from ..split.plan import PLAN_FILE, load_plan
-
     if not (plan_dir / PLAN_FILE).is_file():
         return None
     for st in load_plan(plan_dir).stages:  # schema-checked, stage files inside the plan folder
@@ -312,8 +302,6 @@ def _npu_stage(plan_dir: Path) -> Path | None:
 
 # -- quantize / compile ------------------------------------------------------------------------------------
 def run_quantize(ctx: StepContext) -> Outcome:
-    from ..quantize import quantize
-
     s, out = ctx.settings, ctx.folder / "model.int8.onnx"
     calib, held = ctx.input("train", "calibration"), ctx.input("train", "holdout")
     result = call(
@@ -354,7 +342,10 @@ def quantize_note(q: QuantizeStepResult, warn_db: float) -> str:
     if cos is None:
         return f"{q.calibration_samples} calibration samples; no held-back samples, no accuracy measured"
     shown = "exact" if sq is None else (f"{sq:.1f} dB" if isinstance(sq, (int, float)) else str(sq))
-    text = f"SQNR {shown}, cosine {cos:.4f} vs float on {q.holdout_samples} held-back; {q.calibration_samples} calibration samples"
+    text = (
+        f"SQNR {shown}, cosine {cos:.4f} vs float on {q.holdout_samples} held-back; "
+        f"{q.calibration_samples} calibration samples"
+    )
     if _below(sq, warn_db):
         clip = q.max_clipped_fraction or 0.0  # None only without held-back samples, returned above
         why = (
@@ -368,8 +359,6 @@ def quantize_note(q: QuantizeStepResult, warn_db: float) -> str:
 
 def _compile_settings(s: dict[str, Any], comp) -> None:
     """steps.compile.compilers names compilers npufit has; steps.compile.options are options this compiler reads."""
-    from ..compilers import compiler_names, unknown_options
-
     bad = [c for c in s["compilers"] or () if c not in compiler_names()]
     if bad:
         raise NpufitError(
@@ -389,10 +378,6 @@ CALIBRATION_INPUT = {"npy-folder": "calibration_npy", "npz": "calibration"}
 
 
 def run_compile(ctx: StepContext) -> Outcome:
-    from ..compilers import OPTION_NAMES, compile_model, compiler_for
-    from ..split.plan import PLAN_FILE
-    from .measure import measure
-
     try:
         comp = compiler_for(ctx.cell.target)
     except NpufitError as e:
@@ -406,7 +391,8 @@ def run_compile(ctx: StepContext) -> Outcome:
     state = comp.status()
     if not state.get("available"):
         raise Skip(
-            f"{state.get('name', 'compiler')} not installed ({state.get('install') or state.get('detail') or 'see npufit doctor'})"
+            f"{state.get('name', 'compiler')} not installed "
+            f"({state.get('install') or state.get('detail') or 'see npufit doctor'})"
         )
     model = ctx.model_input()
     # the train step writes both forms: a folder of .npy samples (RKNN) and one .npz stack (the others)
@@ -457,8 +443,6 @@ def run_compile(ctx: StepContext) -> Outcome:
 
 # -- bench / report ------------------------------------------------------------------------------------------
 def run_bench(ctx: StepContext) -> Outcome:
-    from ..bench import bench
-
     s = ctx.settings
     inputs = ctx.input("train", "validation")
     result = call(
@@ -497,10 +481,8 @@ def run_bench(ctx: StepContext) -> Outcome:
 
 
 def run_report(ctx: StepContext) -> Outcome:
-    import os
-
+    # cycle: report.html_results reads npufit.pipeline.results, whose package imports this module (runner)
     from ..report.html_results import build_report
-    from ..util.readers import confined
 
     # at the top of the results folder, where people look for it (`npufit report` writes the same file)
     out = confined(ctx.config.output_dir, ctx.settings["output"], "steps.report.output")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
+from ..report.console import console_to_string
 
 if TYPE_CHECKING:  # pragma: no cover
     from .report import ProbeReport
@@ -206,8 +207,6 @@ def _drift_section(report: "ProbeReport") -> list[str]:
 
 
 def render_text(report: "ProbeReport") -> str:
-    # cost: rich; only the drift table needs it
-    from ..report.console import console_to_string
 
     return console_to_string(lambda con: _print_text(report, con), width=140)
 

@@ -11,13 +11,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import NpufitError
-from ..util.io import private_tempdir
+from ..graph.onnx_loader import graph_from
+from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, require_shapes, strip_weights
+from ..graph.quant import qdq_counts
+from ..util.io import atomic_save_onnx, private_tempdir
 from ..util.limits import graph_within_budget
 from ..util.shapes import parse_input_shapes
 from ..vocab import QUANTIZE_ACTIVATIONS, QUANTIZE_METHOD
+from .accuracy import clipping_advice, evaluate
 from .calibration import CalibrationSet, ImagePreprocessing, input_specs, load_calibration, spread
+from .qdq import find_pairs, write_float_probe, write_probes
 from .quantizer import BIG_MODEL_BYTES, QuantizeSettings, quantize_static_qdq
 from .report import SCHEMA, QuantizeReport
+from .target_cost import target_costs
 
 __all__ = ["quantize", "QuantizeReport", "ImagePreprocessing", "SCHEMA"]
 
@@ -72,8 +78,6 @@ def split_samples(total: int, samples: int, holdout: int | None, warnings: list[
 
 def clipping_warnings(accuracy, calibration_samples: int) -> list[str]:
     """One warning per model output whose held-back values saturate past the calibrated range."""
-    from .accuracy import clipping_advice
-
     out = []
     for o in accuracy.outputs:
         layer = accuracy.layer(o.name)
@@ -81,7 +85,7 @@ def clipping_warnings(accuracy, calibration_samples: int) -> list[str]:
             lo, hi = layer.pair.value_range
             out.append("output " + clipping_advice(o.name, layer.clipped_fraction, lo, hi, calibration_samples))
     outputs = {o.name for o in accuracy.outputs}
-    inner = sorted((l for l in accuracy.layers if l.clips and l.name not in outputs), key=lambda l: -l.clipped_fraction)
+    inner = sorted((a for a in accuracy.layers if a.clips and a.name not in outputs), key=lambda a: -a.clipped_fraction)
     if inner:
         out.append(
             f"{len(inner)} inner tensor(s) saturate on held-back values past their calibrated range (worst: "
@@ -90,27 +94,9 @@ def clipping_warnings(accuracy, calibration_samples: int) -> list[str]:
     return out
 
 
-def _refuse_huge_inputs(specs, input_shapes) -> None:
-    """Calibration holds samples of every input: a hostile 2^40-element input is refused before any is made."""
-    import math
-
-    from ..verify.compare import MAX_SAMPLE_BYTES
-
-    for s in specs:
-        dims = (input_shapes or {}).get(s.name) or [d or 1 for d in s.shape]
-        nbytes = math.prod(dims) * s.dtype.itemsize
-        if nbytes > MAX_SAMPLE_BYTES:
-            raise NpufitError(
-                f"input '{s.name}' of shape {list(dims)} would take {nbytes / (1 << 30):.1f} GiB per "
-                f"sample, more than the {MAX_SAMPLE_BYTES >> 20} MiB npufit allocates for one input sample"
-            )
-
-
 def _read_model(path: Path, input_shapes):
     """The float model with its input shapes pinned by the shape policy (the quantized model is written with them:
     a model still dynamic after quantize would not compile), and the policy's answer."""
-    from ..graph.onnx_prepare import pin_inputs, read_onnx, require_shapes
-
     # validated, external data inside the model's folder, there and loaded: quantizing runs the model
     prep = read_onnx(path, pin_inputs(input_shapes), external_data="loaded")
     require_shapes(prep, "quantize runs the model on its calibration samples")
@@ -236,8 +222,6 @@ def quantize(
     """
     import onnx
 
-    from ..util.io import atomic_save_onnx
-
     src, dst = Path(model), Path(output)
     if dst.suffix.lower() != ".onnx":
         raise NpufitError(f"--output {dst}: the quantized model is an ONNX file; name it *.onnx")
@@ -301,10 +285,6 @@ def quantize(
             onnx.checker.check_model(str(qm.qdq_path))
         except Exception as e:
             raise NpufitError(f"the quantized model fails onnx.checker: {str(e).splitlines()[0][:200]}") from None
-        from ..graph.onnx_loader import graph_from
-        from ..graph.onnx_prepare import from_proto, infer, strip_weights
-        from ..graph.quant import qdq_counts
-        from .qdq import find_pairs, write_float_probe, write_probes
 
         pairs, pair_notes = find_pairs(onnx.load(str(qm.float_path)), qdq)
         # the graph `check` reads from the written file, built in memory (the output is never read back): the
@@ -314,8 +294,6 @@ def quantize(
         atomic_save_onnx(qdq, dst)
         accuracy, eval_s = None, None
         if n_hold:
-            from .accuracy import evaluate
-
             t0 = time.perf_counter()
             float_probe = write_float_probe(onnx.load(str(qm.float_path)), pairs, folder / "probe_float.onnx")
             entire, single = write_probes(qdq, pairs, folder)
@@ -350,7 +328,5 @@ def quantize(
         notes=opset_notes + qm.notes + pair_notes,
     )
     if target:
-        from .target_cost import target_costs
-
         report.extra["target_cost"] = target_costs(qgraph if placer is None else dst, target, placer)
     return report

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..graph import Graph
+from ..check import predict
+from ..graph import Graph, load
 from ..graph.quant import QDQ_OPS
+from ..targets import resolve_targets
 
 
 def target_costs(qdq: str | os.PathLike | Graph, targets: str, placer=None) -> list[dict[str, Any]]:
@@ -18,10 +20,6 @@ def target_costs(qdq: str | os.PathLike | Graph, targets: str, placer=None) -> l
 
     placer: placer(model, target) -> CheckReport, the placement every verb reads (npufit.placement.place, passed
     in by `npufit.quantize`: the compiler's where one runs here); None: npufit's prediction."""
-    from ..check import predict
-    from ..graph import load
-    from ..targets import resolve_targets
-
     graph = qdq if isinstance(qdq, Graph) else load(qdq)
     rows = []
     for name in resolve_targets(targets):

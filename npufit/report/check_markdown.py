@@ -52,7 +52,8 @@ def render_markdown(report, all_nodes: bool = False) -> str:
             rules = "<br>".join(f"`{r.rule}`" for r in n.reasons)
             fix = "<br>".join(_cell(f) for f in dict.fromkeys(f for r in n.reasons for f in r.fix))
             out.append(
-                f"| `{_cell(n.name)}` | {n.op_type} | {VERDICT_MARK[n.verdict.value]} {n.verdict.value} | {why} | {rules} | {fix} |"
+                f"| `{_cell(n.name)}` | {n.op_type} | {VERDICT_MARK[n.verdict.value]} {n.verdict.value} | "
+                f"{why} | {rules} | {fix} |"
             )
         hint = explain_hint(report)
         if hint:
@@ -63,7 +64,8 @@ def render_markdown(report, all_nodes: bool = False) -> str:
         out += ["", "## Partitions", "", "| # | device | nodes | MACs | first → last |", "|---|---|---:|---:|---|"]
         for p in report.partitions:
             out.append(
-                f"| {p.id} | {p.device} | {len(p.nodes)} | {human_count(p.macs)} | `{_cell(p.nodes[0])}` → `{_cell(p.nodes[-1])}` |"
+                f"| {p.id} | {p.device} | {len(p.nodes)} | {human_count(p.macs)} | `{_cell(p.nodes[0])}` → "
+                f"`{_cell(p.nodes[-1])}` |"
             )
     if report.boundaries:
         out += [
@@ -75,7 +77,8 @@ def render_markdown(report, all_nodes: bool = False) -> str:
         ]
         for b in report.boundaries:
             out.append(
-                f"| `{_cell(b.tensor)}` | {b.direction} | {b.src} → {b.dst} | {shape_str(b.shape)} | {b.dtype} | {b.bytes if b.bytes is not None else '?'} |"
+                f"| `{_cell(b.tensor)}` | {b.direction} | {b.src} → {b.dst} | {shape_str(b.shape)} | "
+                f"{b.dtype} | {b.bytes if b.bytes is not None else '?'} |"
             )
     p = report.prefix
     out += ["", "## Largest NPU-runnable prefix", ""]

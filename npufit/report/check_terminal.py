@@ -66,7 +66,8 @@ def print_report(con: Console, report, all_nodes: bool = False) -> None:
     if sum(b.values()):
         con.print(
             Text(
-                f"inside If/Loop/Scan bodies (carried by their control-flow node above): npu {b['npu']}, cpu {b['cpu']}, "
+                f"inside If/Loop/Scan bodies (carried by their control-flow node above): npu {b['npu']}, cpu "
+                f"{b['cpu']}, "
                 f"unsupported {b['unsupported']}, folded {b['folded']}",
                 style="dim",
             )

@@ -11,17 +11,28 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from ..check import check_graph
 from ..errors import NpufitError
+from ..graph.onnx_loader import graph_from
 from ..graph.onnx_prepare import from_proto, infer, pin_inputs, read_onnx, require_shapes, strip_weights
 from ..targets import get_profile
 from ..util.commands import npufit_command, output_folder
-from ..util.io import private_tempdir
+from ..util.io import atomic_save_onnx, private_tempdir
 from ..util.limits import graph_within_budget
 from ..util.progress import track
-from ..verify.compare import EXACT_ATOL, EXACT_RTOL, exact_mismatch, exact_tolerance
+from ..verify.compare import (
+    EXACT_ATOL,
+    EXACT_RTOL,
+    compare_outputs,
+    exact_mismatch,
+    exact_tolerance,
+    make_session,
+    random_inputs,
+    run_onnx,
+)
 from ..vocab import JUDGE
 from .base import RuleContext, RuleNotApplicable
-from .registry import get_rule, rule_options, rules_for_target
+from .registry import RULE_NAMES, get_rule, rule_options, rules_for_target
 from .result import FixResult, RuleOutcome, TargetState
 
 MAX_ROUNDS = 4  # rounds over the whole rule list; a round in which nothing is kept ends the loop
@@ -108,7 +119,6 @@ def fix(
     profile = get_profile(target)
     names = _select(profile, rules, skip_rules)
     session = _session(proto, "the original model")
-    from ..verify.compare import random_inputs, run_onnx
 
     feeds = random_inputs(session, seed=seed, samples=samples, shapes=input_shapes or None)
     refs = [run_onnx(session, f) for f in feeds]
@@ -180,8 +190,6 @@ def fix(
         advice.insert(0, f"input shapes pinned in the fixed model: {pinned}")
     advice[:0] = prep.shapes.notes
     if written:
-        from ..util.io import atomic_save_onnx
-
         atomic_save_onnx(current, output)
     tol = f"exact rules: {exact_tolerance(rtol, atol)}" + (
         f"; approximate rules: rel {approx_rtol:g}" if allow_approx else ""
@@ -255,8 +263,6 @@ def _opset(proto: onnx.ModelProto) -> int:
 
 
 def _select(profile, rules, skip_rules) -> list[str]:
-    from .registry import RULE_NAMES
-
     chosen = list(rules) if rules else rules_for_target(profile)
     for n in list(chosen) + list(skip_rules or ()):
         get_rule(n)  # unknown names -> one clear error
@@ -269,8 +275,6 @@ def _idle_reason(rule) -> str:
 
 
 def _session(proto: onnx.ModelProto, what: str):
-    from ..verify.compare import make_session
-
     try:
         if proto.ByteSize() < 1_800_000_000:
             return make_session(proto.SerializeToString())
@@ -285,8 +289,6 @@ def _session(proto: onnx.ModelProto, what: str):
 def _verify(cand: onnx.ModelProto, feeds, refs, rtol, atol):
     """(max_abs, max_rel, max_abs / the output's largest |value|) when every output matches on every sample, else
     the reason (str)."""
-    from ..verify.compare import compare_outputs, run_onnx
-
     try:
         sess = _session(cand, "the rewritten model")
         got = [run_onnx(sess, f) for f in feeds]
@@ -308,9 +310,6 @@ def _verify(cand: onnx.ModelProto, feeds, refs, rtol, atol):
 
 
 def _judge(proto: onnx.ModelProto, profile, input_shapes, judge: str = JUDGE):
-    from ..check import check_graph
-    from ..graph.onnx_loader import graph_from
-
     # verdicts need shapes, not weights: the copy judged is stripped as check strips a file's weights
     graph = graph_from(from_proto(proto, pin_inputs(input_shapes), strip_weights, infer, name="<fix>"))
     rep = check_graph(graph, profile, judge)

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
+from ..util.jsonutil import json_default as _json_default
+
 SCHEMA = "npufit.fix/1"
 
 
@@ -109,8 +112,6 @@ class FixResult:
         )
 
     def to_dict(self) -> dict:
-        from .. import __version__
-
         return {
             "schema": SCHEMA,
             "npufit_version": __version__,
@@ -130,8 +131,6 @@ class FixResult:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        from ..util.jsonutil import json_default as _json_default
-
         return json.dumps(self.to_dict(), indent=indent, default=_json_default)
 
     def render(self, fmt: str = "table") -> str:

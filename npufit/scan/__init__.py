@@ -16,10 +16,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
+from ..check.engine import require_judge
 from ..errors import NpufitError
+from ..executors import Task, get_executor
+from ..targets import get_profile, resolve_targets
+from ..util.io import atomic_write_text
+from ..util.jsonutil import dumps
+from ..util.readers import read_bytes_capped, read_json, require_regular_file
 from ..util.shapes import dims_text, parse_input_shapes
 from ..vocab import EXECUTOR, JUDGE, MEASURE_JUDGE, MEASURE_MODES, MEASURE_TIMEOUT_S
 from .report import ScanReport
+from .work import failed_row
 
 MODEL_SUFFIXES = (".onnx", ".tflite")
 MANIFEST_SUFFIXES = (".txt", ".lst", ".list")
@@ -67,8 +75,6 @@ def _expand(spec: str, depth: int) -> list[str]:
 
 
 def _manifest(path: Path, depth: int) -> list[str]:
-    from ..util.readers import read_bytes_capped
-
     if depth > 4:
         raise NpufitError(f"{path}: manifests nest more than 4 deep")
     text = read_bytes_capped(path, MANIFEST_MAX_BYTES, "manifest").decode("utf-8", "replace")
@@ -86,8 +92,6 @@ def content_hash(path: str, known: dict[str, Any] | None = None) -> str:
 
     known: {path: [size, mtime_ns, sha256]} from the cache; a file whose size and mtime are unchanged is not
     read again (a zoo on shared storage is hashed once, not on every scan)."""
-    from ..util.readers import require_regular_file
-
     st = require_regular_file(path, "model file")
     seen = (known or {}).get(path)
     if isinstance(seen, list) and len(seen) == 3 and seen[:2] == [st.st_size, st.st_mtime_ns]:
@@ -104,8 +108,6 @@ def content_hash(path: str, known: dict[str, Any] | None = None) -> str:
 
 
 def _cache_key(sha: str, target: str, judge: str, measure: str = "never") -> str:
-    from .. import __version__
-
     # a new npufit may judge differently, a measured row is another answer than a predicted one: their own entries
     return f"{sha}:{target}:{judge}:{__version__}" + ("" if measure == "never" else f":{measure}")
 
@@ -114,7 +116,6 @@ def _load_cache(path: Path | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(rows by key, files by path) of an earlier scan's cache."""
     if path is None or not path.exists():
         return {}, {}
-    from ..util.readers import read_json
 
     d = read_json(path, "scan cache", max_bytes=CACHE_MAX_BYTES)
     if not isinstance(d, dict) or d.get("schema") != CACHE_SCHEMA or not isinstance(d.get("rows"), dict):
@@ -183,10 +184,6 @@ def scan(
     >>> s  # doctest: +SKIP
     <ScanReport 80 rows: 40 models x hailo8, rk3588>
     """
-    from ..check.engine import require_judge
-    from ..executors import Task, get_executor
-    from ..targets import get_profile, resolve_targets
-
     names = list(
         dict.fromkeys(
             get_profile(t).name for t in resolve_targets(targets if isinstance(targets, str) else ",".join(targets))
@@ -231,7 +228,6 @@ def scan(
         with get_executor(executor, jobs, address) as ex:
             run_info = ex.describe()
             outcomes = ex.map(tasks, timeout, description=f"scan ({ex.name})")
-        from .work import failed_row
 
         for m, o in zip(todo, outcomes):
             per_target = o.value if o.ok else {t: failed_row(o.status, o.error) for t in names}
@@ -259,8 +255,6 @@ def scan(
 
 
 def _row(model: str, sha: str, target: str, body: dict[str, Any], from_cache: bool) -> dict[str, Any]:
-    from .work import failed_row
-
     full = failed_row(body.get("status", "error"), body.get("error", "")) if body.get("status") != "ok" else dict(body)
     return {"model": model, "sha256": sha, "target": target, **full, "cached": from_cache}
 
@@ -268,9 +262,6 @@ def _row(model: str, sha: str, target: str, body: dict[str, Any], from_cache: bo
 def _save_cache(
     path: Path, old: dict[str, Any], files: dict[str, Any], rows: list[dict[str, Any]], judge: str, measure: str
 ) -> None:
-    from ..util.io import atomic_write_text
-    from ..util.jsonutil import dumps
-
     keep = dict(old)
     for r in rows:
         if r["status"] == "ok" and r["sha256"]:  # errors and timeouts are tried again next time

@@ -7,6 +7,11 @@ import io
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import __version__
+from ..report.console import console_to_string
+from ..report.html import badge, cards, esc, page, table
+from ..report.html_reasons import more
+from ..util.jsonutil import dumps
 from ..vocab import JUDGE
 
 SCHEMA = "npufit.scan/1"
@@ -42,7 +47,10 @@ class ScanReport:
     run: dict[str, Any] = field(default_factory=dict)  # executor, jobs, models, checked, from_cache, seconds
 
     def __repr__(self) -> str:
-        return f"<ScanReport {len(self.rows)} rows: {len({r.get('model') for r in self.rows})} models x {', '.join(self.targets)}>"
+        return (
+            f"<ScanReport {len(self.rows)} rows: {len({r.get('model') for r in self.rows})} models x "
+            f"{', '.join(self.targets)}>"
+        )
 
     def summary(self) -> dict[str, Any]:
         ok = [r for r in self.rows if r["status"] == "ok"]
@@ -75,8 +83,6 @@ class ScanReport:
         return [r for r in self.rows if r["status"] != "ok" or r["coverage_nodes_pct"] < pct]
 
     def to_dict(self) -> dict[str, Any]:
-        from .. import __version__
-
         return {
             "schema": SCHEMA,
             "npufit_version": __version__,
@@ -88,8 +94,6 @@ class ScanReport:
 
     # -- rendering ----------------------------------------------------------------------------------
     def render(self, fmt: str = "table") -> str:
-        from ..util.jsonutil import dumps
-
         if fmt == "json":
             return dumps(self.to_dict(), None)
         if fmt == "jsonl":
@@ -149,8 +153,6 @@ class ScanReport:
     def _text(self) -> str:
         from rich.table import Table
 
-        from ..report.console import console_to_string
-
         def draw(con) -> None:
             t = Table(
                 title=f"npufit scan: {self.run.get('models', 0)} models x {len(self.targets)} targets", show_lines=False
@@ -166,7 +168,8 @@ class ScanReport:
             con.print(t)
             run = self.run
             con.print(
-                f"{run.get('checked', 0)} checked, {run.get('from_cache', 0)} from cache, executor {run.get('executor')} "
+                f"{run.get('checked', 0)} checked, {run.get('from_cache', 0)} from cache, executor "
+                f"{run.get('executor')} "
                 f"({run.get('jobs')} workers), {run.get('seconds', 0):.1f} s"
             )
             if run.get("placement"):
@@ -175,9 +178,6 @@ class ScanReport:
         return console_to_string(draw)
 
     def _html(self) -> str:
-        from ..report.html import badge, cards, esc, page, table
-        from ..report.html_reasons import more
-
         s = self.summary()
         body = cards(
             [

@@ -6,6 +6,10 @@ from collections import Counter
 from typing import Any
 
 from ..errors import NpufitError
+from ..graph import load
+from ..placement import place
+from ..util.shapes import needed_lines
+from ..vocab import MEASURE_JUDGE, MEASURE_TIMEOUT_S
 
 TOP_REASONS = 3
 NEEDS_SHAPE = "needs-shape"  # a row's status: an input's unknown dims leave no figure to report
@@ -68,17 +72,11 @@ def scan_model(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
     A model npufit refuses (not a model, broken protobuf) is an `error` row with the one-line reason.
     """
-    from ..graph import load
-    from ..placement import place
-    from ..vocab import MEASURE_JUDGE, MEASURE_TIMEOUT_S
-
     try:
         graph = load(job["path"], job.get("input_shapes"), strict=False)
     except NpufitError as e:
         return {t: failed_row("error", e.message) for t in job["targets"]}
     if graph.shapes_needed:  # no figure rests on a guessed size: the row says which shape to give
-        from ..util.shapes import needed_lines
-
         why = "; ".join(needed_lines([n.to_dict() for n in graph.shapes_needed]))
         return {t: failed_row(NEEDS_SHAPE, why) for t in job["targets"]}
     rows = {}

@@ -162,7 +162,8 @@ class SplitResult:
         md = fmt == "markdown"
         p = self.plan
         lines = [
-            f"{'## ' if md else ''}npufit split {p.source['file']} -> {self.output_dir}  (target {p.target['name']}, mode {p.mode})",
+            f"{'## ' if md else ''}npufit split {p.source['file']} -> {self.output_dir}  (target "
+            f"{p.target['name']}, mode {p.mode})",
             "",
         ]
         if p.target.get("placement"):  # whose placement the cut was made from
@@ -186,7 +187,8 @@ class SplitResult:
         for s in p.stages:
             if s.device == "npu":
                 lines.append(
-                    f"{s.name}: start nodes {', '.join(s.start_node_names) or '-'}; end nodes {', '.join(s.end_node_names) or '-'}"
+                    f"{s.name}: start nodes {', '.join(s.start_node_names) or '-'}; end nodes "
+                    f"{', '.join(s.end_node_names) or '-'}"
                 )
                 for cmds in s.vendor.values():  # the compiler's own commands for this stage (Hailo's parser)
                     lines.append(f"  {'`' if md else ''}{cmds['parse_original']}{'`' if md else ''}")
@@ -242,7 +244,10 @@ class RunResult:
     def __repr__(self) -> str:
         cmp = self.comparison or {}
         same = f", max abs diff vs original {cmp['max_abs']:.2e}" if isinstance(cmp.get("max_abs"), float) else ""
-        return f"<RunResult {Path(self.plan_dir).name}: {len(self.stage_seconds)} stages, {len(self.outputs)} outputs{same}>"
+        return (
+            f"<RunResult {Path(self.plan_dir).name}: {len(self.stage_seconds)} stages, {len(self.outputs)} "
+            f"outputs{same}>"
+        )
 
     def stage_median(self) -> list[tuple[str, float]]:
         return [(n, float(np.median(ts))) for n, ts in self.stage_seconds]
@@ -287,7 +292,8 @@ class RunResult:
             lines.append(f"compare-original: {state}; max abs/rel per output: {per}")
             if c.get("sha256_matches") is False:
                 lines.append(
-                    "warning: the model given to --compare-original is not the file this plan was split from (sha256 differs)"
+                    "warning: the model given to --compare-original is not the file this plan was split from "
+                    "(sha256 differs)"
                 )
         if self.output_file:
             lines.append(f"wrote {self.output_file}")

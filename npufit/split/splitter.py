@@ -8,15 +8,19 @@ import time
 from pathlib import Path
 
 from .. import toolchains
+from ..check import check_graph
 from ..errors import NpufitError
 from ..graph import require_shapes
+from ..graph.validate import external_data_files
+from ..rewrite import fix as fix_model
+from ..targets import get_profile
 from ..targets.base import Profile, Verdict
 from ..toolchains import StageParser
 from ..util.commands import fix_command
-from ..util.io import atomic_dir, check_output_dir
+from ..util.io import atomic_dir, atomic_write_json, check_output_dir, private_tempdir
 from ..vocab import JUDGE, SPLIT_MIN_NODES, SPLIT_MODE, SPLIT_MODES
 from .chain import ORT_CPU, ChainRunner
-from .cost import CostModel
+from .cost import CostModel, switches
 from .extract import Extractor, load_source
 from .plan import PLAN_FILE, PlanStage, SplitPlan, legacy_plan_entries, sha256_file
 from .planner import (
@@ -29,7 +33,7 @@ from .planner import (
     stage_node_names,
     transfers,
 )
-from .result import SplitResult
+from .result import SplitResult, how_to_select
 from .verify import verify_chain
 
 
@@ -113,9 +117,6 @@ def split(
     <SplitResult hailo8 yolov8n.onnx: best, 1 NPU / 1 host stages -> plan>
     >>> out = npufit.run("plan/", {"images": x})  # doctest: +SKIP
     """
-    from ..check import check_graph
-    from ..targets import get_profile
-
     t_start = time.perf_counter()
     start_nodes, end_nodes = _names(start_nodes), _names(end_nodes)
     mode = mode or ("explicit" if (start_nodes or end_nodes) else SPLIT_MODE)
@@ -162,7 +163,6 @@ def split(
         input_shapes,
         graph.input_shapes,
     )  # the shapes the stages are written with: given, or a dynamic batch of 1
-    from ..graph.validate import external_data_files
 
     sources = [model_path, *external_data_files(proto, model_path.parent)]
     profile = get_profile(target)
@@ -228,7 +228,6 @@ def split(
                 )
         elif inputs:
             raise NpufitError("--inputs is used for verification; it cannot be combined with --no-verify")
-        from ..util.io import atomic_write_json
 
         atomic_write_json(tmp / PLAN_FILE, plan.to_dict())
     t_end = time.perf_counter()
@@ -342,14 +341,10 @@ def choose(ranked: list[Cut], cost: CostModel, max_npu_stages: int | None) -> tu
 
 def _with_switch_cost(cut: Cut, switch_ms: float) -> float:
     """The cut's estimate with each switch between its NPU stages costing twice `switch_ms`."""
-    from .cost import switches
-
     return cut.cost["est_ms"] + switch_ms * switches(cut.npu_stages)
 
 
 def _select(c: Cut) -> str:
-    from .result import how_to_select
-
     return how_to_select(c)
 
 
@@ -377,12 +372,11 @@ def _fix_then_split(model_path: Path, target: str, output_dir, placement=None, *
     """--mode auto: the target's exact rewrites on a private copy, then the best cut of the fixed model; the
     chain is verified against the ORIGINAL model, so the rewrites are proven too. The placement of the original
     holds for it when no rewrite applied; a fixed model is cut by its prediction."""
-    from ..rewrite import fix
-    from ..util.io import private_tempdir
-
     with private_tempdir("split-auto") as tmp:
         fixed = tmp / model_path.name
-        fx = fix(model_path, target, fixed, input_shapes=kw["input_shapes"], judge=kw["judge"], placement=placement)
+        fx = fix_model(
+            model_path, target, fixed, input_shapes=kw["input_shapes"], judge=kw["judge"], placement=placement
+        )
         if not fx.applied:  # nothing applied: split the original itself
             fixed = model_path
         res = split(

@@ -330,8 +330,8 @@ def _build(name: str, title: str, summary: str) -> Profile:
     for names, note, source in _NPU_OPS:
         for op in names:
             ops[op] = OpSupport(op, NPU, rules.get(op, ()), source=source, note=note)
-    for names, reason, fix, source, fix_rules, *evidence in _UNSUPPORTED:
-        for op in names:
+    for unsupported, reason, fix, source, fix_rules, *evidence in _UNSUPPORTED:
+        for op in unsupported:
             ops[op] = OpSupport(
                 op,
                 UNSUP,
