@@ -94,3 +94,10 @@ def test_use_it_on_your_own_model_walkthrough_on_a_fresh_clone(tmp_path):
     assert "rk3588" in out.lower() or "RK3588" in out, out[-2000:]
     assert re.search(r"(measured|predicted)", out), "check says whether the placement was measured or predicted"
     assert "Traceback" not in out
+    # a plain install measures where its compiler comes with it: Vela judges an ONNX model for Ethos-U (through
+    # npufit's converter), with no optional extra installed
+    npufit_bin = home / "npufit-venv" / "bin" / "npufit"
+    r = subprocess.run([str(npufit_bin), "check", str(model), "--target", "ethos-u55-256", "--input-shape",
+                        "images=1,3,32,32"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "placement measured by Vela" in r.stdout, r.stdout[:2000]

@@ -12,8 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from .. import __version__
+from ..envs import env_status
 from ..envs.process import ToolRun, run_tool  # noqa: F401  (re-exported for vendor modules)
 from ..toolchains import Toolchain
+from ..util.jsonutil import json_default as _json_default
+from .render import render_markdown, render_text
 
 SCHEMA = "npufit.compile/1"
 DEVICES = ("npu", "cpu", "folded")
@@ -123,7 +127,6 @@ class CompileResult:
         return {"nodes": len(self.placement), **counts}
 
     def to_dict(self) -> dict:
-        from .. import __version__
 
         d = {
             "schema": SCHEMA,
@@ -156,12 +159,9 @@ class CompileResult:
         return d
 
     def render(self, fmt: str = "table", all_nodes: bool = False) -> str:
-        from .render import render_markdown, render_text
 
         if fmt == "json":
             import json
-
-            from ..util.jsonutil import json_default as _json_default
 
             return json.dumps(self.to_dict(), indent=2, default=_json_default)
         if fmt == "markdown":
@@ -237,7 +237,6 @@ def tail(text: str, lines: int = 12) -> str:
 
 def env_tool_status(toolchain: Toolchain) -> dict:
     """status() of a compiler that lives in one of npufit's own environments (`npufit env install ENV`)."""
-    from ..envs import env_status
 
     s = env_status(toolchain.env_name)
     return {

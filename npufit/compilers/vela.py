@@ -11,6 +11,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..convert import onnx_to_int8_tflite
+from ..convert.onnx_to_tflite import CONVERTER, require_convertible
 from ..errors import NpufitError
 from ..graph import load
 from .base import (
@@ -25,7 +27,7 @@ from .base import (
     tail,
 )
 from .failure import explain, vela_cause
-from .mapping import Layer
+from .mapping import Layer, resolve
 
 ETHOS_U_OP = "ethos-u"  # the custom operator Vela's output file runs the NPU command stream with
 _WARN = re.compile(
@@ -73,8 +75,6 @@ class VelaCompiler(Adapter):
         if not _vela_exe():
             raise NpufitError("Vela is not installed: pip install 'ethos-u-vela==5.2.0'")
         if model.suffix.lower() != ".tflite":
-            from ..convert.onnx_to_tflite import require_convertible
-
             require_convertible(model, options.input_shapes, target)
 
     def status(self) -> dict:
@@ -84,7 +84,8 @@ class VelaCompiler(Adapter):
             "name": self.toolchain.status_name,
             "available": bool(v and exe),
             "version": v,
-            "enables": "npufit compile --target ethos-u55-*/u65-*/u85-*: Vela placement, cycles, SRAM/flash, inference time",
+            "enables": "npufit compile --target ethos-u55-*/u65-*/u85-*: Vela placement, cycles, SRAM/flash, "
+            "inference time",
             "install": "pip install 'ethos-u-vela==5.2.0'",
             "detail": exe or "vela executable not found",
         }
@@ -159,7 +160,6 @@ class VelaCompiler(Adapter):
                 "cpu_operators / npu_operators count the operators of the converted TFLite file Vela compiled; "
                 "the placement counts the ONNX model's nodes, each mapped back from its operators"
             )
-        from .mapping import resolve
 
         res.placement = resolve(
             conv.graph if conv is not None else graph, layers, layer_lineage(layers, lineage), "Vela"
@@ -252,7 +252,6 @@ def placed_layers(source, vela_tflite: Path, reasons: dict[str, str], cycles: di
 
 
 def load_graph(path: Path):
-    from ..graph import load
 
     return load(path)
 
@@ -296,7 +295,6 @@ def convert_onnx(
     """A node the converter cannot lower stops here with npufit's gap message (naming the node and the split
     command that avoids it); the exact rewrites it applied first are listed in the notes. `activations` overrides
     options.activations (a compiler that takes 8-bit tensors only)."""
-    from ..convert import onnx_to_int8_tflite
 
     tag = f"_{RANDOM_TAG}" if random_calibration(options) else ""  # the file's name says what it was calibrated on
     conv = onnx_to_int8_tflite(
@@ -320,7 +318,6 @@ def convert_onnx(
 
 def record_conversion(res: CompileResult, conv) -> None:
     """Converter name, time and verification in the result and at the end of the compile log."""
-    from ..convert.onnx_to_tflite import CONVERTER
 
     v = conv.verification
     res.timings["convert"] = conv.timings.get("total_s", 0.0)
@@ -340,7 +337,6 @@ def record_conversion(res: CompileResult, conv) -> None:
 def tflite_lineage(path: Path):
     """A TFLite model's graph and output tensor -> operator: Vela names each layer by its output (OFM) tensor while
     npufit names TFLite operators by op type and index, so placement is matched through the tensor."""
-    from ..graph import load
 
     graph = load(path)
     lineage: dict[str, list[str]] = {}

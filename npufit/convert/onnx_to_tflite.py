@@ -17,13 +17,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..check.advice import split_before
 from ..errors import NpufitError, UnsupportedModelError
+from ..graph import load
+from ..quantize.calibration import input_specs, load_calibration
 from ..targets.converter_facts import LOWERED, converter_gap
 from ..util.io import atomic_write_bytes, atomic_write_json
 from . import ops_int as it
 from .int_tensors import graph_input, tfl_dtype
+from .lower import Lowering, Unsupported
+from .onnx_prep import prepare
+from .qdq_twin import write_qdq_twin
+from .ranges import collect, merge_groups
 from .registry import OPS, PASS_THROUGH
+from .row_scale import layernorms, rescale_rows
+from .verify import verify_tflite
 
 SCHEMA = "npufit.convert/1"
 CONVERTER = "npufit.convert.onnx_to_tflite"
@@ -58,13 +67,13 @@ class ConversionResult:
         return dict(Counter(o["op"] for o in self.ops).most_common())
 
     def summary(self) -> str:
-        s = f"{len(self.ops)} {'int16 (16x8)' if self.activations == 'int16' else 'int8'} TFLite ops in {self.timings.get('total_s', 0):.2f} s"
+        kind = "int16 (16x8)" if self.activations == "int16" else "int8"
+        s = f"{len(self.ops)} {kind} TFLite ops in {self.timings.get('total_s', 0):.2f} s"
         if self.verification is not None:
             s += f"; {self.verification.summary()}"
         return s
 
     def to_dict(self) -> dict:
-        from .. import __version__
 
         return {
             "schema": SCHEMA,
@@ -153,7 +162,6 @@ def gap_message(
 def require_convertible(model: str | os.PathLike, input_shapes=None, target: str | None = None):
     """The prepared model, or UnsupportedModelError naming the op types the converter has no lowering for (with
     the split command that avoids them): what `convert` refuses first, checkable before a compile says anything."""
-    from .onnx_prep import prepare
 
     src = Path(model)
     prep = prepare(src, input_shapes)
@@ -190,9 +198,6 @@ def convert(
     activations: 'int8'; 'int16' (16x8: int16 activations, int8 weights, int64 biases); 'auto' (default): int8,
     and int16 where the int8 file's min cosine vs ONNX Runtime on the calibration samples is below WIDE_BELOW
     and the int16 one does better (said in the notes)."""
-    from ..quantize.calibration import input_specs, load_calibration
-    from .ranges import merge_groups
-    from .row_scale import layernorms, rescale_rows
 
     src, out = Path(model), Path(out_path)
     if activations not in ("int8", "int16", "auto"):
@@ -256,12 +261,8 @@ def convert(
         res.notes.append(wide[1])
         res.timings["widen_s"] = wide[2]
     if qdq_twin:
-        from .qdq_twin import write_qdq_twin
-
         res.qdq_twin = write_qdq_twin(L, work, out.with_name(out.stem + "_qdq.onnx"))
     if verify:
-        from .verify import verify_tflite
-
         tv = time.perf_counter()
         res.verification = verify_tflite(
             out, src, samples=verify, input_shapes=input_shapes, seed=seed + 1000, io=res.io
@@ -274,7 +275,6 @@ def convert(
 
 def _lower(prep, work, ranges, src, target, bits: int):
     """Lower every node at activation width `bits` -> (Lowering, .tflite bytes, io rows)."""
-    from .lower import Lowering, Unsupported
 
     L = Lowering(prep, ranges, bits)
     for name in prep.graph.input_names:
@@ -338,7 +338,6 @@ def _widen_if_needed(prep, work, ranges, src, target, out: Path, data: bytes, io
     """'auto' activations: -> ((Lowering, bytes, io) of the 16x8 form or None, note, seconds). The int8 file at
     `out` is checked on the calibration feeds; below WIDE_BELOW the int16 form is built, checked and kept (written
     to `out`) when its min cosine is higher."""
-    from .verify import verify_tflite
 
     t0 = time.perf_counter()
     c8 = verify_tflite(out, src, feeds, input_shapes=input_shapes, io=io).min_cosine
@@ -349,7 +348,8 @@ def _widen_if_needed(prep, work, ranges, src, target, out: Path, data: bytes, io
     except NpufitError as e:
         return (
             None,
-            f"int8 min cosine {c8:.5f} on the calibration samples; the int16 form failed ({e.message[:100]}): kept int8",
+            f"int8 min cosine {c8:.5f} on the calibration samples; the int16 form failed ({e.message[:100]}): "
+            "kept int8",
             round(time.perf_counter() - t0, 4),
         )
     atomic_write_bytes(out, data16)
@@ -378,8 +378,8 @@ def _widen_if_needed(prep, work, ranges, src, target, out: Path, data: bytes, io
 
 def _calibrate(prep, work, feeds, lns):
     """ONNX Runtime over the calibration feeds: ranges of every tensor the lowering quantizes (and the row maxima
-    of its 3-D tensors where there are LayerNorms `lns` to row-scale); tensors only the run can value become constants."""
-    from .ranges import collect
+    of its 3-D tensors where there are LayerNorms `lns` to row-scale); tensors only the run can value become
+    constants."""
 
     unvalued = {
         t
@@ -398,7 +398,6 @@ def _calibrate(prep, work, feeds, lns):
 
 def onnx_to_int8_tflite(model, out_path, calibration=None, input_shapes=None, **kw) -> ConversionResult:
     """What `npufit compile --target ethos-u*` calls on an ONNX model; attaches the source Graph for mapping."""
-    from ..graph import load
 
     res = convert(model, out_path, calibration=calibration, input_shapes=input_shapes, **kw)
     res.graph = load(model, input_shapes)

@@ -20,6 +20,7 @@ from .int_tensors import dtype_of, int_act
 from .int_tensors import out as _out
 from .lower import TT, Lowering
 from .ops_lookup import gather, gather_elements, gather_nd
+from .ops_shape import argmax as argmax_int8
 from .ops_tensor import slice_bounds
 from .qparams import Q, quantize
 from .where_q import branch as _branch
@@ -127,7 +128,6 @@ def _bool_source(L: Lowering, name: str) -> str | None:
 def argmax(L: Lowering, node: NodeView) -> None:
     """ArgMax of a 0/1 vector cast from bool (CLIP's first end-of-text position): the bools cast to int8 with
     scale 1 (exact), since Vela accepts ARG_MAX only on an 8-bit input."""
-    from .ops_shape import argmax as argmax_int8
 
     src = int_act(L, _bool_source(L, node.inputs[0]), "bool")
     t = L.new(f"{node.inputs[0]}/int8", src.shape, Q(1.0, 0), "plain")
