@@ -19,8 +19,9 @@ import numpy as np
 from ..graph import NodeView
 from .lower import TT, Lowering
 from .ops_math import mul, scalar_const
+from .ops_nn import channel_affine
 from .ops_tensor import alias, operands, unary
-from .qparams import FIXED, activation_q, per_channel_weights, quantize
+from .qparams import FIXED, activation_q, quantize
 
 NONE = {"fused_activation_function": "NONE"}
 FLOAT_KERNEL = {"Sin": "SIN", "Cos": "COS", "Floor": "FLOOR", "Ceil": "CEIL", "Round": "ROUND", "Sign": "SIGN"}
@@ -79,22 +80,7 @@ def affine(L: Lowering, x: TT, scale: float, shift: float, dst: TT) -> None:
         L.emit_reshape(x, src)
         out = L.new(f"{dst.name}/map_out", shape, dst.q, "plain")
     C = shape[3]
-    wq, ws = per_channel_weights(np.full((1, 1, 1, C), scale, np.float64), axis=3)
-    wt = L.new(f"{out.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
-    bt = L.bias(out, np.full(C, shift, np.float64), src, ws)
-    L.emit(
-        "DEPTHWISE_CONV_2D",
-        [src, wt, bt],
-        [out],
-        "DepthwiseConv2DOptions",
-        padding="VALID",
-        stride_w=1,
-        stride_h=1,
-        depth_multiplier=1,
-        dilation_w_factor=1,
-        dilation_h_factor=1,
-        **NONE,
-    )
+    channel_affine(L, src, np.full(C, scale, np.float64), np.full(C, shift, np.float64), out)
     if not four:
         L.emit_reshape(out, dst)
 

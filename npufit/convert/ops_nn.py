@@ -259,22 +259,7 @@ def batchnorm(L: Lowering, node: NodeView) -> None:
     else:
         x = L.act(node.inputs[0], "nhwc")
         y = L.output(out, "nhwc")
-    wq, ws = per_channel_weights(scale.reshape(1, 1, 1, -1), axis=3)
-    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
-    bt = L.bias(y, beta - mean * scale, x, ws)
-    L.emit(
-        "DEPTHWISE_CONV_2D",
-        [x, wt, bt],
-        [y],
-        "DepthwiseConv2DOptions",
-        padding="VALID",
-        stride_w=1,
-        stride_h=1,
-        depth_multiplier=1,
-        dilation_w_factor=1,
-        dilation_h_factor=1,
-        fused_activation_function=act,
-    )
+    channel_affine(L, x, scale, beta - mean * scale, y, act)
     if rank == 2:
         z = L.output(out, "plain", q=y.q)
         L.emit_reshape(y, z)
@@ -515,3 +500,24 @@ def conv_transpose(L: Lowering, node: NodeView) -> None:
             [y],
             "StridedSliceOptions",
         )
+
+
+def channel_affine(L: Lowering, x: TT, scale, shift, y: TT, act: str = "NONE") -> None:
+    """y = scale * x + shift per channel of an NHWC map, as one 1x1 DEPTHWISE_CONV_2D (per-channel int8 weights,
+    the bias in y's scale): BatchNormalization without a conv to fold into, and the converter's affine forms."""
+    wq, ws = per_channel_weights(np.asarray(scale, np.float64).reshape(1, 1, 1, -1), axis=3)
+    wt = L.new(f"{y.name}/weights", wq.shape, None, "plain", data=wq, per_channel=(ws, 3))
+    bt = L.bias(y, np.asarray(shift, np.float64), x, ws)
+    L.emit(
+        "DEPTHWISE_CONV_2D",
+        [x, wt, bt],
+        [y],
+        "DepthwiseConv2DOptions",
+        padding="VALID",
+        stride_w=1,
+        stride_h=1,
+        depth_multiplier=1,
+        dilation_w_factor=1,
+        dilation_h_factor=1,
+        fused_activation_function=act,
+    )
