@@ -218,6 +218,36 @@ def concat_rows(anchors: int, parts=(4, 80)):
     return _graph(c, (1, anchors), body, [1, c, 1, anchors])
 
 
+def head_parts(c: int, k: int, sizes, tail: str = "split", cin: int = 16):
+    """A multi-scale head's rows: per scale a model input [1, cin, H, W] -> 1x1 conv to C channels -> Reshape to
+    [1, C, H*W], the scales concatenated on the anchor axis (one scale: no Concat), then the rows split into
+    [1, k, C / k, A] (a pose head's keypoints [1, 51, A] -> [1, 17, 3, A], YOLOv8's DFL [1, 64, A] -> [1, 4, 16, A])
+    for a 1x1 conv ("split"), or transposed first as YOLOv8's DFL does ("transpose")."""
+    from onnx import TensorProto, helper
+
+    nodes, inits, inputs, flats = [], [], [], []
+    sizes = [(s, s) if isinstance(s, int) else tuple(s) for s in sizes]
+    a = sum(h * w for h, w in sizes)
+    for i, (h, w) in enumerate(sizes):
+        inputs.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, cin, h, w]))
+        cw = _init(inits, f"c{i}_w", _weights((c, cin, 1, 1), 40 + i))
+        t = _node(nodes, "Conv", [f"x{i}", cw], [f"c{i}"], f"conv{i}", kernel_shape=[1, 1])
+        flats.append(
+            _node(nodes, "Reshape", [t, _init(inits, f"f{i}_s", [1, c, h * w], np.int64)], [f"f{i}"], f"flat{i}")
+        )
+    t = _node(nodes, "Concat", flats, ["cat"], "concat", axis=2) if len(flats) > 1 else flats[0]
+    t = _node(nodes, "Reshape", [t, _init(inits, "split_s", [1, k, c // k, a], np.int64)], ["split"], "split")
+    ch = k
+    if tail == "transpose":
+        t, ch = _node(nodes, "Transpose", [t], ["tr"], "transpose", perm=[0, 2, 1, 3]), c // k
+    pw = _init(inits, "post_w", _weights((8, ch, 1, 1), 49))
+    _node(nodes, "Conv", [t, pw], ["y"], "post", kernel_shape=[1, 1])
+    g = helper.make_graph(nodes, "case", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="npufit-sweep")
+    m.ir_version = 8
+    return m
+
+
 def tfl_transpose(shape, perm):
     """An int8 TFLite TRANSPOSE written directly (not through npufit's converter): the permutations and shapes a
     TFLite exporter writes (a non-unit leading axis moved, as the attention of an int8 YOLO TFLite file), which npufit's
@@ -415,6 +445,45 @@ def _families() -> dict[str, dict]:
         f"tfl-transpose-{'x'.join(map(str, sh))}-perm{''.join(map(str, pm))}": (tfl_transpose, (sh, pm))
         for sh, pm in tt
     }
+    # a multi-scale head's flattened scales concatenated and split into a map, by the scale sizes (one scale; the three
+    # of a 640 / 320 / 160 input; a last scale whose H*W is or is not a multiple of 8 or 16) and the channel count
+    # (a pose head's 51, a multiple of 8 beside it); a DFL's split read by a Transpose; int8 builds of some
+    parts = {}
+    for name, sizes in (
+        ("5", (5,)),
+        ("8", (8,)),
+        ("9", (9,)),
+        ("10", (10,)),
+        ("12", (12,)),
+        ("16", (16,)),
+        ("20", (20,)),
+        ("6x4", ((6, 4),)),
+        ("2x10", ((2, 10),)),
+        ("3x14", ((3, 14),)),
+        ("4x6", ((4, 6),)),
+        ("80-40-20", (80, 40, 20)),
+        ("40-20-10", (40, 20, 10)),
+        ("20-10-5", (20, 10, 5)),
+        ("40-20-12", (40, 20, 12)),
+        ("40-20-8", (40, 20, 8)),
+        ("40-20-9", (40, 20, 9)),
+        ("40-20-14", (40, 20, 14)),
+        ("60-30-15", (60, 30, 15)),
+        ("40-20-5", (40, 20, 5)),
+        ("40-20-2x4", (40, 20, (2, 4))),
+        ("40-20-2x6", (40, 20, (2, 6))),
+    ):
+        parts[f"parts-c51-{name}"] = (head_parts, (51, 17, sizes))
+    for c, k in ((64, 4), (48, 16), (24, 8), (52, 13), (1, 1)):
+        parts[f"parts-c{c}-40-20-10"] = (head_parts, (c, k, (40, 20, 10)))
+    for c, k, name, sizes in (
+        (64, 4, "40-20-10", (40, 20, 10)),
+        (64, 4, "20-10-5", (20, 10, 5)),
+        (51, 17, "40-20-10", (40, 20, 10)),
+    ):
+        parts[f"parts-c{c}-{name}-transpose"] = (head_parts, (c, k, sizes, "transpose"))
+    int8 = ("80-40-20", "40-20-10", "20-10-5", "40-20-2x4", "40-20-12", "8", "16", "4x6", "10")
+    f["head_parts"] = {**parts, **{f"int8-parts-c51-{n}": parts[f"parts-c51-{n}"] for n in int8}}
     f["head"] = {f"head-dfl-a{a}": (dfl, (a,)) for a in (8400, 2100, 525)}
     f["head"].update({f"head-concat-c{c}-{h}": (head_concat, (c, (h, h))) for c, h in ((64, 80), (144, 40), (84, 80))})
     # YOLOX's 85-channel outputs at 416 and 640, a pose head's keypoints and a 1-channel score at 320
