@@ -248,6 +248,37 @@ def head_parts(c: int, k: int, sizes, tail: str = "split", cin: int = 16):
     return m
 
 
+def merge_parts(anchors: int, k: int = 17, d: int = 3):
+    """A pose head's keypoint decode: a conv's [1, k*d, 1, A] output split into [1, k, d, A], the first d - 1 rows of
+    each keypoint scaled and the last through a Sigmoid, joined again on that axis (a Concat) and merged back into the
+    rows [1, k*d, A], which the model writes out (Ultralytics' pose head, before its last Concat)."""
+    from onnx import TensorProto, helper
+
+    nodes, inits = [], []
+    w = _init(inits, "c_w", _weights((k * d, 16, 1, 1), 50))
+    t = _node(nodes, "Conv", ["x", w], ["c"], "conv", kernel_shape=[1, 1])
+    t = _node(nodes, "Reshape", [t, _init(inits, "split_s", [1, k, d, anchors], np.int64)], ["split"], "split")
+
+    def rows(name, lo, hi):
+        ins = [t] + [_init(inits, f"{name}_{i}", [v], np.int64) for i, v in enumerate((lo, hi, 2))]
+        return _node(nodes, "Slice", ins, [name], name)
+
+    a = _node(nodes, "Mul", [rows("xy", 0, d - 1), _init(inits, "two", 2.0)], ["xy2"], "scale")
+    b = _node(nodes, "Sigmoid", [rows("vis", d - 1, d)], ["vis_s"], "sigmoid")
+    t = _node(nodes, "Concat", [a, b], ["kp"], "concat", axis=2)
+    _node(nodes, "Reshape", [t, _init(inits, "merge_s", [1, k * d, anchors], np.int64)], ["y"], "merge")
+    g = helper.make_graph(
+        nodes,
+        "case",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 1, anchors])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, k * d, anchors])],
+        inits,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="npufit-sweep")
+    m.ir_version = 8
+    return m
+
+
 def tfl_transpose(shape, perm):
     """An int8 TFLite TRANSPOSE written directly (not through npufit's converter): the permutations and shapes a
     TFLite exporter writes (a non-unit leading axis moved, as the attention of an int8 YOLO TFLite file), which npufit's
@@ -484,6 +515,12 @@ def _families() -> dict[str, dict]:
         parts[f"parts-c{c}-{name}-transpose"] = (head_parts, (c, k, sizes, "transpose"))
     int8 = ("80-40-20", "40-20-10", "20-10-5", "40-20-2x4", "40-20-12", "8", "16", "4x6", "10")
     f["head_parts"] = {**parts, **{f"int8-parts-c51-{n}": parts[f"parts-c51-{n}"] for n in int8}}
+    # the keypoint decode's merge back into rows, by anchors: int8 builds from a 160 to a 704 input's count, float16
+    # at 640 and twice it
+    f["merge_parts"] = {
+        **{f"int8-merge-parts-a{a}": (merge_parts, (a,)) for a in (2100, 4200, 5376, 6400, 7168, 8000, 8400, 12096)},
+        **{f"merge-parts-a{a}": (merge_parts, (a,)) for a in (8400, 16800)},
+    }
     f["head"] = {f"head-dfl-a{a}": (dfl, (a,)) for a in (8400, 2100, 525)}
     f["head"].update({f"head-concat-c{c}-{h}": (head_concat, (c, (h, h))) for c, h in ((64, 80), (144, 40), (84, 80))})
     # YOLOX's 85-channel outputs at 416 and 640, a pose head's keypoints and a 1-channel score at 320
