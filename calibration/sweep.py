@@ -14,6 +14,10 @@ Families (FAMILIES), each a product over its axes:
 - focus: strided slices as in YOLOX's Focus stem (four step-2 slices + Concat) and single step-2 slices;
 - head: YOLOv8's DFL (Reshape [1, 4, 16, A] -> Transpose -> Softmax -> 1x1 Conv -> Reshape) for A = 8400 / 2100 / 525,
   and the multi-scale Reshape + Concat of detection heads;
+- head_parts: a multi-scale head's maps flattened to rows, joined on the anchor axis and split into a map (a pose
+  head's [1, 51, A] -> [1, 17, 3, A], YOLOv8's DFL), one to three scales of 640 / 320 / 160 inputs and beside them,
+  51 channels beside multiples of 8, a split read by a conv or a Transpose, float16 and int8 builds;
+- merge_parts: a pose head's keypoint decode (split, scale and Sigmoid, Concat) merged back into rows, by anchors;
 - arity: Sum / Mean / Max / Min of 2, 3 and 4 inputs;
 - cast: float -> int32 / int64 / int8 / uint8 / float16 / bool -> float round trips, and integer Add paths;
 - attention: batch-1 multi-head attention in the sequence-first layout torch's nn.MultiheadAttention exports and in the
@@ -237,12 +241,13 @@ def head_parts(c: int, k: int, sizes, tail: str = "split", cin: int = 16):
         )
     t = _node(nodes, "Concat", flats, ["cat"], "concat", axis=2) if len(flats) > 1 else flats[0]
     t = _node(nodes, "Reshape", [t, _init(inits, "split_s", [1, k, c // k, a], np.int64)], ["split"], "split")
-    ch = k
+    ch, rows = k, c // k
     if tail == "transpose":
-        t, ch = _node(nodes, "Transpose", [t], ["tr"], "transpose", perm=[0, 2, 1, 3]), c // k
+        t, ch, rows = _node(nodes, "Transpose", [t], ["tr"], "transpose", perm=[0, 2, 1, 3]), c // k, k
     pw = _init(inits, "post_w", _weights((8, ch, 1, 1), 49))
     _node(nodes, "Conv", [t, pw], ["y"], "post", kernel_shape=[1, 1])
-    g = helper.make_graph(nodes, "case", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, rows, a])
+    g = helper.make_graph(nodes, "case", inputs, [out], inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="npufit-sweep")
     m.ir_version = 8
     return m
