@@ -335,9 +335,8 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
             ),
             r(
                 "reshape.head_rows",
-                "Reshapes that flatten a detection head's maps into rows for a Concat, or split the joined rows into "
-                "a map, run on the NPU when the rows are a multiple of {head_row_bytes} bytes, or, for a flatten or a "
-                "split read by a Transpose, when the channels are.",
+                "A detection head's Reshape between maps and rows runs on the NPU when its rows, or the channels of a "
+                "flatten or of a split read by a Transpose, are a multiple of {head_row_bytes} bytes",
                 bd.head_rows_cpu,
                 (
                     "export at an image size whose every head map has a multiple of 8 cells (640 does; 320 and 160 "
