@@ -318,9 +318,10 @@ def head_rows(rec, nodes, failed) -> dict:
     return {
         "value": b,
         "cases": sorted({i[4] for i in items}),
-        "how": f"every head Reshape whose rows are a multiple of {b} bytes ran on the NPU ({len(on)} measured); of the "
-        f"{len(odd)} whose rows are not, {sum(1 for i in odd if i[3] == 'cpu')} ran on the CPU, at least one in each "
-        f"of the {len(heads)} heads with such rows",
+        "how": f"every head Reshape whose rows (or, for a flatten or a Transpose-read split, channels) are a multiple "
+        f"of {b} bytes ran on the NPU ({len(on)} measured); of the {len(odd)} others, "
+        f"{sum(1 for i in odd if i[3] == 'cpu')} ran on the CPU, at least one in each of the {len(heads)} heads "
+        "with such rows",
     }
 
 
