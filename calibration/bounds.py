@@ -289,6 +289,42 @@ def split_rows(rec, nodes, failed) -> dict:
     }
 
 
+def head_rows(rec, nodes, failed) -> dict:
+    """A multi-scale head's Reshapes between maps and rows (calibration/sweep.py's head_parts): the row alignment in
+    bytes, the smallest power of two such that every such Reshape whose rows (H*W of a flatten, A of a split) are a
+    multiple of it ran on the NPU, as did every flatten and Transpose-read split whose channels are."""
+    from npufit.targets.layout import head_rows as key
+
+    items = []
+    for p in nodes:
+        got = key(p.node)
+        if got is not None:
+            e = 1 if p.case.startswith("int8-") else 2
+            items.append((got[0], got[1] * e, got[2] * e, p.placed, p.case))
+    cpu = [i for i in items if i[3] == "cpu"]
+    if not cpu:
+        raise Derivation("head rows: none ran on the CPU")
+    for b in (2, 4, 8, 16, 32, 64):
+        on = [i for i in items if i[2] % b == 0 or (i[0] != "split" and i[1] % b == 0)]
+        if all(i[3] != "cpu" for i in on):
+            break
+    else:
+        raise Derivation("head rows: aligned rows ran on the CPU at every alignment tried")
+    odd = [i for i in items if i not in on]
+    heads = {i[4] for i in odd}
+    missed = sorted(h for h in heads if not any(i[4] == h for i in cpu))
+    if missed:
+        raise Derivation(f"head rows: heads with unaligned rows ran wholly on the NPU: {missed}")
+    return {
+        "value": b,
+        "cases": sorted({i[4] for i in items}),
+        "how": f"every head Reshape whose rows (or, for a flatten or a Transpose-read split, channels) are a multiple "
+        f"of {b} bytes ran on the NPU ({len(on)} measured); of the {len(odd)} others, "
+        f"{sum(1 for i in odd if i[3] == 'cpu')} ran on the CPU, at least one in each of the {len(heads)} heads "
+        "with such rows",
+    }
+
+
 # target -> bound name -> (case filter, derivation)
 BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
     "rk3588": {
@@ -301,6 +337,7 @@ BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
         "cast_pairs": (_prefix("cast-"), cast_pairs),
         "focus_chain": (_prefix("focus-"), focus_chain),
         "split_rows": (_prefix("split-rows-", "rows-", "head-dfl-"), split_rows),
+        "head_rows": (_prefix("parts-", "int8-parts-"), head_rows),
     },
     "ethos-n78": {
         "transpose_bricks": (_prefix("transpose-", "head-dfl-"), transpose_bricks),

@@ -14,6 +14,10 @@ Families (FAMILIES), each a product over its axes:
 - focus: strided slices as in YOLOX's Focus stem (four step-2 slices + Concat) and single step-2 slices;
 - head: YOLOv8's DFL (Reshape [1, 4, 16, A] -> Transpose -> Softmax -> 1x1 Conv -> Reshape) for A = 8400 / 2100 / 525,
   and the multi-scale Reshape + Concat of detection heads;
+- head_parts: a multi-scale head's maps flattened to rows, joined on the anchor axis and split into a map (a pose
+  head's [1, 51, A] -> [1, 17, 3, A], YOLOv8's DFL), one to three scales of 640 / 320 / 160 inputs and beside them,
+  51 channels beside multiples of 8, a split read by a conv or a Transpose, float16 and int8 builds;
+- merge_parts: a pose head's keypoint decode (split, scale and Sigmoid, Concat) merged back into rows, by anchors;
 - arity: Sum / Mean / Max / Min of 2, 3 and 4 inputs;
 - cast: float -> int32 / int64 / int8 / uint8 / float16 / bool -> float round trips, and integer Add paths;
 - attention: batch-1 multi-head attention in the sequence-first layout torch's nn.MultiheadAttention exports and in the
@@ -218,6 +222,68 @@ def concat_rows(anchors: int, parts=(4, 80)):
     return _graph(c, (1, anchors), body, [1, c, 1, anchors])
 
 
+def head_parts(c: int, k: int, sizes, tail: str = "split", cin: int = 16):
+    """A multi-scale head's rows: per scale a model input [1, cin, H, W] -> 1x1 conv to C channels -> Reshape to
+    [1, C, H*W], the scales concatenated on the anchor axis (one scale: no Concat), then the rows split into
+    [1, k, C / k, A] (a pose head's keypoints [1, 51, A] -> [1, 17, 3, A], YOLOv8's DFL [1, 64, A] -> [1, 4, 16, A])
+    for a 1x1 conv ("split"), or transposed first as YOLOv8's DFL does ("transpose")."""
+    from onnx import TensorProto, helper
+
+    nodes, inits, inputs, flats = [], [], [], []
+    sizes = [(s, s) if isinstance(s, int) else tuple(s) for s in sizes]
+    a = sum(h * w for h, w in sizes)
+    for i, (h, w) in enumerate(sizes):
+        inputs.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, cin, h, w]))
+        cw = _init(inits, f"c{i}_w", _weights((c, cin, 1, 1), 40 + i))
+        t = _node(nodes, "Conv", [f"x{i}", cw], [f"c{i}"], f"conv{i}", kernel_shape=[1, 1])
+        flats.append(
+            _node(nodes, "Reshape", [t, _init(inits, f"f{i}_s", [1, c, h * w], np.int64)], [f"f{i}"], f"flat{i}")
+        )
+    t = _node(nodes, "Concat", flats, ["cat"], "concat", axis=2) if len(flats) > 1 else flats[0]
+    t = _node(nodes, "Reshape", [t, _init(inits, "split_s", [1, k, c // k, a], np.int64)], ["split"], "split")
+    ch, rows = k, c // k
+    if tail == "transpose":
+        t, ch, rows = _node(nodes, "Transpose", [t], ["tr"], "transpose", perm=[0, 2, 1, 3]), c // k, k
+    pw = _init(inits, "post_w", _weights((8, ch, 1, 1), 49))
+    _node(nodes, "Conv", [t, pw], ["y"], "post", kernel_shape=[1, 1])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, rows, a])
+    g = helper.make_graph(nodes, "case", inputs, [out], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="npufit-sweep")
+    m.ir_version = 8
+    return m
+
+
+def merge_parts(anchors: int, k: int = 17, d: int = 3):
+    """A pose head's keypoint decode: a conv's [1, k*d, 1, A] output split into [1, k, d, A], the first d - 1 rows of
+    each keypoint scaled and the last through a Sigmoid, joined again on that axis (a Concat) and merged back into the
+    rows [1, k*d, A], which the model writes out (Ultralytics' pose head, before its last Concat)."""
+    from onnx import TensorProto, helper
+
+    nodes, inits = [], []
+    w = _init(inits, "c_w", _weights((k * d, 16, 1, 1), 50))
+    t = _node(nodes, "Conv", ["x", w], ["c"], "conv", kernel_shape=[1, 1])
+    t = _node(nodes, "Reshape", [t, _init(inits, "split_s", [1, k, d, anchors], np.int64)], ["split"], "split")
+
+    def rows(name, lo, hi):
+        ins = [t] + [_init(inits, f"{name}_{i}", [v], np.int64) for i, v in enumerate((lo, hi, 2))]
+        return _node(nodes, "Slice", ins, [name], name)
+
+    a = _node(nodes, "Mul", [rows("xy", 0, d - 1), _init(inits, "two", 2.0)], ["xy2"], "scale")
+    b = _node(nodes, "Sigmoid", [rows("vis", d - 1, d)], ["vis_s"], "sigmoid")
+    t = _node(nodes, "Concat", [a, b], ["kp"], "concat", axis=2)
+    _node(nodes, "Reshape", [t, _init(inits, "merge_s", [1, k * d, anchors], np.int64)], ["y"], "merge")
+    g = helper.make_graph(
+        nodes,
+        "case",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 1, anchors])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, k * d, anchors])],
+        inits,
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="npufit-sweep")
+    m.ir_version = 8
+    return m
+
+
 def tfl_transpose(shape, perm):
     """An int8 TFLite TRANSPOSE written directly (not through npufit's converter): the permutations and shapes a
     TFLite exporter writes (a non-unit leading axis moved, as the attention of an int8 YOLO TFLite file), which npufit's
@@ -414,6 +480,51 @@ def _families() -> dict[str, dict]:
     f["tfl_transpose"] = {
         f"tfl-transpose-{'x'.join(map(str, sh))}-perm{''.join(map(str, pm))}": (tfl_transpose, (sh, pm))
         for sh, pm in tt
+    }
+    # a multi-scale head's flattened scales concatenated and split into a map, by the scale sizes (one scale; the three
+    # of a 640 / 320 / 160 input; a last scale whose H*W is or is not a multiple of 8 or 16) and the channel count
+    # (a pose head's 51, a multiple of 8 beside it); a DFL's split read by a Transpose; int8 builds of some
+    parts = {}
+    for name, sizes in (
+        ("5", (5,)),
+        ("8", (8,)),
+        ("9", (9,)),
+        ("10", (10,)),
+        ("12", (12,)),
+        ("16", (16,)),
+        ("20", (20,)),
+        ("6x4", ((6, 4),)),
+        ("2x10", ((2, 10),)),
+        ("3x14", ((3, 14),)),
+        ("4x6", ((4, 6),)),
+        ("80-40-20", (80, 40, 20)),
+        ("40-20-10", (40, 20, 10)),
+        ("20-10-5", (20, 10, 5)),
+        ("40-20-12", (40, 20, 12)),
+        ("40-20-8", (40, 20, 8)),
+        ("40-20-9", (40, 20, 9)),
+        ("40-20-14", (40, 20, 14)),
+        ("60-30-15", (60, 30, 15)),
+        ("40-20-5", (40, 20, 5)),
+        ("40-20-2x4", (40, 20, (2, 4))),
+        ("40-20-2x6", (40, 20, (2, 6))),
+    ):
+        parts[f"parts-c51-{name}"] = (head_parts, (51, 17, sizes))
+    for c, k in ((64, 4), (48, 16), (24, 8), (52, 13), (1, 1)):
+        parts[f"parts-c{c}-40-20-10"] = (head_parts, (c, k, (40, 20, 10)))
+    for c, k, name, sizes in (
+        (64, 4, "40-20-10", (40, 20, 10)),
+        (64, 4, "20-10-5", (20, 10, 5)),
+        (51, 17, "40-20-10", (40, 20, 10)),
+    ):
+        parts[f"parts-c{c}-{name}-transpose"] = (head_parts, (c, k, sizes, "transpose"))
+    int8 = ("80-40-20", "40-20-10", "20-10-5", "40-20-2x4", "40-20-12", "8", "16", "4x6", "10")
+    f["head_parts"] = {**parts, **{f"int8-parts-c51-{n}": parts[f"parts-c51-{n}"] for n in int8}}
+    # the keypoint decode's merge back into rows, by anchors: int8 builds from a 160 to a 704 input's count, float16
+    # at 640 and twice it
+    f["merge_parts"] = {
+        **{f"int8-merge-parts-a{a}": (merge_parts, (a,)) for a in (2100, 4200, 5376, 6400, 7168, 8000, 8400, 12096)},
+        **{f"merge-parts-a{a}": (merge_parts, (a,)) for a in (8400, 16800)},
     }
     f["head"] = {f"head-dfl-a{a}": (dfl, (a,)) for a in (8400, 2100, 525)}
     f["head"].update({f"head-concat-c{c}-{h}": (head_concat, (c, (h, h))) for c, h in ((64, 80), (144, 40), (84, 80))})

@@ -121,8 +121,8 @@ def test_every_sweep_graph_is_valid_and_runs(tmp_path):
             continue
         onnx.checker.check_model(onnx.load(p), full_check=True)
         sess = ort.InferenceSession(str(p))
-        x = sess.get_inputs()[0]
-        (y,) = sess.run(None, {x.name: np.random.default_rng(0).random(x.shape, dtype=np.float32)})
+        feed = {x.name: np.random.default_rng(0).random(x.shape, dtype=np.float32) for x in sess.get_inputs()}
+        (y,) = sess.run(None, feed)
         assert np.isfinite(y).all(), name
 
 

@@ -158,6 +158,47 @@ def test_yolov8_dfl_rows_split_for_a_convolution_run_on_the_rk3588_cpu_above_the
     assert _onnx(_dfl(8400), "rk3588", **NO_SWEEP) == "npu"
 
 
+def _pose_head(sizes, c=51, k=17, tail="Conv"):
+    """A multi-scale head's rows: per scale a 1x1 conv to C channels flattened to [1, C, H*W], the scales joined on the
+    anchor axis and split into [1, k, C / k, A] for a 1x1 conv (a pose head's keypoints, C = 51) or for a Transpose
+    (YOLOv8's DFL, C = 64). sizes: (H, W) per scale."""
+    nodes, inits, ins, flats = [], [], [], []
+    for i, (h, w) in enumerate(sizes):
+        ins.append(vi(f"x{i}", [1, 16, h, w]))
+        inits += [_w(f"w{i}", (c, 16, 1, 1), i), numpy_helper.from_array(np.array([1, c, h * w], np.int64), f"s{i}")]
+        nodes.append(helper.make_node("Conv", [f"x{i}", f"w{i}"], [f"c{i}"], name=f"conv{i}", kernel_shape=[1, 1]))
+        nodes.append(helper.make_node("Reshape", [f"c{i}", f"s{i}"], [f"f{i}"], name=f"flat{i}"))
+        flats.append(f"f{i}")
+    a = sum(h * w for h, w in sizes)
+    nodes.append(helper.make_node("Concat", flats, ["cat"], name="concat", axis=2))
+    inits.append(numpy_helper.from_array(np.array([1, k, c // k, a], np.int64), "split_s"))
+    nodes.append(helper.make_node("Reshape", ["cat", "split_s"], ["sp"], name="split"))
+    ch, t = k, "sp"
+    if tail == "Transpose":
+        nodes.append(helper.make_node("Transpose", ["sp"], ["tr"], name="transpose", perm=[0, 2, 1, 3]))
+        ch, t = c // k, "tr"
+    inits.append(_w("pw", (8, ch, 1, 1), 9))
+    nodes.append(helper.make_node("Conv", [t, "pw"], ["y"], name="post", kernel_shape=[1, 1]))
+    return model(nodes, ins, [vi("y", None)], inits)
+
+
+def test_pose_head_reshapes_run_on_the_rk3588_cpu_when_rows_miss_16_bytes():
+    """The sweep's pose heads: at a 320 input (maps 40, 20, 10) the 10x10 map's flatten (100 cells, 51 channels) and
+    the split of the joined [1, 51, 2100] rows ran on the CPU; at 640 (8400 anchors) every Reshape on the NPU; a
+    DFL's 64 channels split for a Transpose on the NPU; 2008 anchors are 16 bytes in float16, not in int8."""
+    at320 = _pose_head([(40, 40), (20, 20), (10, 10)])
+    got = [_onnx(at320, "rk3588", node=n) for n in ("flat0", "flat1", "flat2", "split")]
+    assert got == ["npu", "npu", "cpu", "cpu"]
+    assert [_onnx(at320, "rk3588", node=n, **NO_SWEEP) for n in ("flat2", "split")] == ["npu", "npu"]
+    at640 = _pose_head([(80, 80), (40, 40), (20, 20)])
+    assert {_onnx(at640, "rk3588", node=n) for n in ("flat0", "flat1", "flat2", "split")} == {"npu"}
+    dfl = _pose_head([(40, 40), (20, 20), (10, 10)], c=64, k=4, tail="Transpose")
+    assert [_onnx(dfl, "rk3588", node=n) for n in ("flat2", "split")] == ["npu", "npu"]
+    odd = _pose_head([(40, 40), (20, 20), (2, 4)])
+    assert _onnx(odd, "rk3588", node="split") == "npu"
+    assert _onnx(odd, "rk3588", node="split", judge="int8") == "cpu"
+
+
 def _minmax(op: str, const: bool = False):
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Relu", ["x"], ["s"], name="relu2")]
     nodes.append(helper.make_node(op, ["r", "c" if const else "s"], ["y"], name="op"))

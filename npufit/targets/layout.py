@@ -99,3 +99,55 @@ def split_rows(node: NodeView) -> int | None:
     n, c, h, w = y
     rows = [d for d in x if d != 1]
     return h * w if n == 1 and c > 1 and h > 1 and x[0] == 1 and rows == [c * h, w] else None
+
+
+def _ints(shape) -> list[int] | None:
+    return list(shape) if shape and all(isinstance(d, int) for d in shape) else None
+
+
+def _flattens_map(node: NodeView | None) -> tuple[int, int] | None:
+    """(C, H*W) for a Reshape of a [1, C, H, W] map (H and W above 1) into the rows [1, C, H*W]."""
+    if node is None or node.op_type != "Reshape":
+        return None
+    x, y = _ints(node.input_shape(0)), _ints(node.output_shape(0))
+    if not x or not y or len(x) != 4 or x[0] != 1 or min(x[2:]) < 2 or y != [1, x[1], x[2] * x[3]]:
+        return None
+    return x[1], x[2] * x[3]
+
+
+def _splits_rows(node: NodeView | None) -> tuple[int, int] | None:
+    """(C, A) for a Reshape of the rows [1, C, A] into a [1, k, C / k, A] map (k and C / k above 1)."""
+    if node is None or node.op_type != "Reshape":
+        return None
+    x, y = _ints(node.input_shape(0)), _ints(node.output_shape(0))
+    if not x or not y or len(x) != 3 or len(y) != 4 or x[0] != 1 or y[0] != 1 or y[3] != x[2]:
+        return None
+    return (x[1], x[2]) if y[1] > 1 and y[2] > 1 and y[1] * y[2] == x[1] else None
+
+
+def _concat_rows(node: NodeView | None) -> bool:
+    """A Concat of 3-D rows on the row axis (a detection head's scales joined into [1, C, A])."""
+    if node is None or node.op_type != "Concat":
+        return False
+    x = node.output_shape(0)
+    return bool(x) and len(x) == 3 and common.norm_axis(int(node.attr("axis", 0)), 3) == 2
+
+
+def head_rows(node: NodeView) -> tuple[str, int, int] | None:
+    """A multi-scale head's Reshape between maps and rows (calibration/sweep.py's head_parts): ("flatten", C, H*W) for a
+    map flattened into rows that a Concat joins or a split reads; ("split", C, A) for rows that a Concat or such a
+    flatten made, split into a [1, k, C / k, A] map ("split_t" when only Transposes read the map: YOLOv8's DFL);
+    None for any other node."""
+    g = node.graph
+    if (f := _flattens_map(node)) is not None:
+        cons = g.consumers(node.outputs[0])
+        if cons and all(_concat_rows(c) or _splits_rows(c) is not None for c in cons):
+            return ("flatten", *f)
+        return None
+    if (s := _splits_rows(node)) is not None:
+        src = g.producer(node.inputs[0])
+        if not (_concat_rows(src) or _flattens_map(src) is not None):
+            return None
+        cons = g.consumers(node.outputs[0])
+        return ("split_t" if cons and all(c.op_type == "Transpose" for c in cons) else "split", *s)
+    return None

@@ -7,12 +7,12 @@ them from the sweep), so the sentences quote the same numbers the checks use."""
 
 from __future__ import annotations
 
-from ...graph import NodeView
+from ...graph import NodeView, quant
 from .. import calibration as cal
 from .. import sweeps
 from .. import tflite_map as tm
 from ..base import Limits
-from ..layout import split_rows, unshared_chain
+from ..layout import head_rows, split_rows, unshared_chain
 
 T = "rk3588"  # the SoC the sweep was recorded on; the other SoCs inherit its conditions (rockchip/socs.py)
 
@@ -70,6 +70,24 @@ def split_rows_map(node: NodeView, lim: Limits) -> str | None:
     return f"a {hw}-element map"
 
 
+def head_rows_cpu(node: NodeView, lim: Limits) -> str | None:
+    """A multi-scale head's Reshape between maps and rows (a map flattened for the Concat of the scales, or the joined
+    rows split into a map): the CPU when its rows are not a multiple of the sweep's row alignment in bytes, unless its
+    channels are (a flatten, or a split only Transposes read, as YOLOv8's DFL). In the sweep every Reshape with aligned
+    rows ran on the NPU, and every head with unaligned rows had one on the CPU, though not always each of them (a
+    pose head at 320: the 10x10 scale's flatten and the [1, 51, 2100] split; at 160 the 5x5 scale's flatten ran on the
+    NPU)."""
+    got = head_rows(node)
+    if got is None or not _swept(lim, "head_rows"):
+        return None
+    kind, c, n = got
+    e = 1 if quant.exec_dtype(node) in ("int8", "uint8") else 2
+    b = lim["head_row_bytes"]
+    if (n * e) % b == 0 or (kind != "split" and (c * e) % b == 0):
+        return None
+    return f"rows of {n} elements ({n * e} bytes) with {c} channels"
+
+
 def _runtime_inputs(node: NodeView) -> int:
     return sum(1 for i, t in enumerate(node.inputs) if t and not node.is_const(i))
 
@@ -103,4 +121,5 @@ def limits(target: str = T) -> dict:
         "cast_npu_pairs": pairs,
         "focus_chain_cpu": sweeps.value(target, "focus_chain"),
         "split_rows_hw": sweeps.value(target, "split_rows"),
+        "head_row_bytes": sweeps.value(target, "head_rows"),
     }

@@ -333,6 +333,19 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 ("transpose the split rows before the convolution, or split them on the host",),
                 "SWEEP",
             ),
+            r(
+                "reshape.head_rows",
+                "A detection head's Reshape between maps and rows runs on the NPU when its rows, or the channels of a "
+                "flatten or of a split read by a Transpose, are a multiple of {head_row_bytes} bytes",
+                bd.head_rows_cpu,
+                (
+                    "export at an image size whose every head map has a multiple of 8 cells (640 does; 320 and 160 "
+                    "leave a 10x10 map), or do the head's reshapes on the host",
+                ),
+                "SWEEP",
+                evidence="The multi-scale head sweep: scales flattened, joined and split as pose and DFL heads do, "
+                "one to three scales, 51 channels beside multiples of 8, float16 and int8 builds.",
+            ),
         ),
         "ScatterND": (
             r(
