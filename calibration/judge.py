@@ -38,7 +38,8 @@ def top_verdicts(graph, profile, build: str) -> dict:
     """npufit's verdict node (check's report) per top-level node name of `graph`."""
     from npufit import check
 
-    rep = check(graph, profile, judge=judge_of(build, graph.format))
+    # the prediction is what calibration scores: never the installed compiler (that would score it against itself)
+    rep = check(graph, profile, judge=judge_of(build, graph.format), measure="never")
     return {n.name: n for n in rep.nodes if n.parent is None}
 
 

@@ -48,7 +48,7 @@ def case_name(hw, mode, align) -> str:
 def predict(onnx: Path, target: str) -> str:
     from npufit import check
 
-    return next(n.verdict.value for n in check(str(onnx), target).nodes if n.op_type == "Resize")
+    return next(n.verdict.value for n in check(str(onnx), target, measure="never").nodes if n.op_type == "Resize")
 
 
 def main(argv=None) -> None:
