@@ -34,8 +34,10 @@ from .check.engine import check_graph, converted_warning, resolve, restructure
 from .check.result import CheckReport, Reason
 from .errors import NpufitError
 from .graph import Graph
+from .graph.onnx_prepare import read_onnx
 from .targets import get_profile
 from .targets.base import Profile, Verdict
+from .util.limits import NODE_BYTES, graph_within_budget
 from .util.shapes import parse_input_shapes
 from .vocab import JUDGE, MEASURE_JUDGE, MEASURE_JUDGES, MEASURE_MODE, MEASURE_MODES, MEASURE_TIMEOUT_S
 
@@ -175,6 +177,7 @@ def reads_placement(verb):
         bound.apply_defaults()
         a = bound.arguments
         if a.get("placement") is None:
+            _within_budget(verb.__name__, a["model"])  # before the placement builds the graph the verb refuses
             a["placement"] = place(
                 a["model"],
                 a["target"],
@@ -201,6 +204,14 @@ def reads_placement(verb):
 
     placed.__doc__ = (verb.__doc__ or "").rstrip() + "\n" + _MEASURE_DOC
     return placed
+
+
+def _within_budget(verb: str, model) -> None:
+    """The verb's memory-budget refusal (util.limits.graph_within_budget), made on the bare protobuf before the
+    placement loads the graph for it: a graph too large for the verb is refused in one line, within the budget."""
+    if verb not in NODE_BYTES or not isinstance(model, (str, os.PathLike)) or Path(model).suffix.lower() != ".onnx":
+        return
+    graph_within_budget(verb, len(read_onnx(Path(model)).model.graph.node))
 
 
 def with_placer(verb, takes_shapes: bool):

@@ -7,7 +7,7 @@ import math
 import sys
 
 from ..errors import NpufitError
-from ..util.io import atomic_write_text
+from ..util.io import atomic_write_text, check_output_file
 from ..util.limits import VERIFY_TIMEOUT
 from ..util.shapes import parse_input_shapes
 from ..vocab import DEFAULT_TARGET, FORMAT, FORMATS, JUDGE, JUDGES, MEASURE_JUDGE, MEASURE_JUDGES, MEASURE_TIMEOUT_S
@@ -178,6 +178,8 @@ def add_verify_timeout_option(p: argparse.ArgumentParser, what: str = "verificat
 
 def emit(text: str, output: str | None) -> None:
     """Print to stdout, or write atomically to --output (after the notes that belong before it)."""
+    if output:
+        check_output_file(output)  # a refused output stays one line: before the notes
     while PENDING_NOTES:
         print(PENDING_NOTES.pop(0), file=sys.stderr, flush=True)
     if output:

@@ -132,14 +132,17 @@ def test_an_input_read_earlier_in_the_process_and_gone_since_frees_its_inode(tmp
     inode number on the refusal list; the file system gave that number to a new file (pipeline.json), whose next
     write was refused as 'an input of this run'. A hard link left behind when the read path is removed plays the new
     file here: the same inode number under another path, which the file system may reuse at any time."""
+    from npufit.util.io import note_input, one_run
+
     model = _model(tmp_path / "m.onnx")
-    assert _cli(capsys, "check", model, "-t", "hailo8")[0] in (0, 1)  # reads m.onnx: its inode is an input now
     other = tmp_path / "pipeline.json"
-    os.link(model, other)
-    with pytest.raises(NpufitError, match="is an input of this run"):
-        check_output_file(other)  # still readable as m.onnx: it stays an input under any name
-    model.unlink()  # the input is gone: its inode number belongs to `other` only
-    assert check_output_file(other) == other
+    with one_run():  # a long run (a pipeline) that read m.onnx earlier
+        note_input(model)
+        os.link(model, other)
+        with pytest.raises(NpufitError, match="is an input of this run"):
+            check_output_file(other)  # still readable as m.onnx: it stays an input under any name
+        model.unlink()  # the input is gone: its inode number belongs to `other` only
+        assert check_output_file(other) == other
 
 
 def test_fix_output_onto_external_data_of_the_input_is_refused(tmp_path, capsys):
