@@ -35,7 +35,7 @@ def _if_model(path):
 
 
 def test_if_bodies_have_unique_names_carry_macs_and_headline_counts_match_coverage(tmp_path, capsys):
-    rep = check(_if_model(tmp_path / "if.onnx"), "rk3588")
+    rep = check(_if_model(tmp_path / "if.onnx"), "rk3588", measure="never")
     names = [n.name for n in rep.nodes + rep.subgraph_nodes]
     assert len(names) == len(set(names))  # was: 'branch/Constant_0' twice
     assert rep.node("branch").macs == 2 * 64  # both branches' MatMul (an upper bound), not 0

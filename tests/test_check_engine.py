@@ -101,15 +101,15 @@ def test_float_model_on_int8_target_is_judged_as_its_int8_conversion(tmp_path):
     p = tmp_path / "det.onnx"
     detector.export("leakyrelu", p)
     graph = load(p)
-    default = check(graph, "ethos-u55-256")
+    default = check(graph, "ethos-u55-256", measure="never")
     assert default.fully_npu and default.target["judged_as"] == "int8"
     assert sum("judged as int8" in w for w in default.warnings) == 1
-    as_float = check(graph, "ethos-u55-256", judge="float")
+    as_float = check(graph, "ethos-u55-256", judge="float", measure="never")
     assert as_float.counts["npu"] == 0 and as_float.target["judged_as"] == "as is"
     assert any("judge 'float'" in w for w in as_float.warnings)
-    assert check(graph, "ethos-u55-256").fully_npu  # no flag sticks to the graph between calls
+    assert check(graph, "ethos-u55-256", measure="never").fully_npu  # no flag sticks to the graph between calls
     assert "assume_int8" not in graph.meta
-    assert check(p, "ethos-u55-256", assume_int8=True).counts["npu"] == as_float.counts["cpu"]
+    assert check(p, "ethos-u55-256", assume_int8=True, measure="never").counts["npu"] == as_float.counts["cpu"]
     assert check(graph, "hailo8").target["judged_as"] == "as is"  # the DFC quantizes itself
 
 
@@ -130,8 +130,8 @@ def test_check_twice_on_one_graph_with_different_options(tmp_path):
                     [vi("x", [1, 8, 16, 16])], [vi("y", [1, 8, 16, 16])], [conv_weight("w", 8, 8)]), p)
     graph = load(p)
     meta = copy.deepcopy(graph.meta)
-    runs = [check(graph, "ethos-n78", judge="int8"), check(graph, "ethos-n78", judge="float"),
-            check(graph, "ethos-n78", assume_int8=True), check(graph, "ethos-n78", judge="float")]
+    runs = [check(graph, "ethos-n78", judge="int8", measure="never"), check(graph, "ethos-n78", judge="float", measure="never"),
+            check(graph, "ethos-n78", assume_int8=True, measure="never"), check(graph, "ethos-n78", judge="float", measure="never")]
     assert [r.node("conv").verdict.value for r in runs] == ["npu", "cpu", "npu", "cpu"]
     assert [r.target["judged_as"] for r in runs] == ["int8", "as is", "int8", "as is"]
     # the Q/DQ ledger follows each call's judgment (int8: the conversion's ledger; float: none), not the first call's

@@ -83,7 +83,7 @@ def test_scalar_reshapes_are_judged_on_every_target(tmp_path, build):
     """Was: `check --target hailo8` IndexError (tuple index out of range) on both real models."""
     path = build(tmp_path / "m.onnx")
     for target in available_targets():
-        rep = check(path, target)
+        rep = check(path, target, measure="never")
         assert sum(rep.summary()["counts"].values()) == len(rep.nodes) > 0, target
 
 
