@@ -53,9 +53,7 @@ def claims(L: Lowering, node: NodeView) -> bool:
     (a lookup by run-time indices, a selection by a run-time condition, an Add of such a selection)."""
     if node.op_type not in INT_OPS:  # ops with int outputs of their own (IsNaN, TopK ...) keep their lowerings;
         # integers computed from run-time integers by any other op: lower() says it has no lowering for them
-        return any(dtype_of(L, o) for o in node.outputs if o) and any(
-            dtype_of(L, i) for i in node.inputs if i and not L.is_const(i)
-        )
+        return _runtime_integers(node, lambda n: dtype_of(L, n) is not None, L.is_const)
     if node.op_type in ("GatherElements", "GatherND") and L.is_const(node.inputs[1]):
         return False  # constant indices, on any data: ops_space.gather_const
     if node.op_type == "ArgMax":  # only where the cast's sole reader is this ArgMax (its int8 twin replaces it)
@@ -82,9 +80,12 @@ def unlowered(graph, node: NodeView) -> bool:
         t = graph.tensors.get(name)
         return t is not None and carried_dtype(t.dtype) is not None
 
-    return any(integer(o) for o in node.outputs if o) and any(
-        integer(i) and not graph.tensors[i].is_const for i in node.inputs if i
-    )
+    return _runtime_integers(node, integer, lambda name: graph.tensors[name].is_const)
+
+
+def _runtime_integers(node: NodeView, integer, const) -> bool:
+    """Integers computed from run-time integers: an integer output and a non-constant integer input."""
+    return any(integer(o) for o in node.outputs if o) and any(integer(i) and not const(i) for i in node.inputs if i)
 
 
 def lower(L: Lowering, node: NodeView) -> None:
