@@ -13,7 +13,7 @@ cached under ~/.cache/npufit/deimv2 (or $NPUFIT_DEIMV2_CACHE), keyed by source, 
 The benchmark prints per variant: stages of the default `split --target hailo8`, the NPU share of MACs, the NPU share
 of the user's own cut (backbone + encoder on the NPU, the decoder and post-processing on the host), the chain's
 verification, `run --compare-original`, the `hailo parser` command, and the split's wall time and peak RSS (each split
-runs in its own process: `os.wait4` gives that process's CPU time and peak RSS).
+runs in its own process: `os.wait4` gives its CPU time, its own VmHWM at exit its peak RSS).
 
 The DEIMv2 code needs torchvision, whose only wheel in the registry is a CUDA build: it is installed with --no-deps
 into a private folder (~/.cache/npufit/deimv2/site), never into the project's environment, and torchvision's two C++
@@ -227,8 +227,12 @@ def user_cut_end_nodes(model: Path, target: str) -> list[str]:
 
 
 def _measure_split(model: Path, target: str, out: Path, extra: list[str]) -> tuple[dict, float, float, float]:
-    """`npufit split` in its own process: (its JSON, wall seconds, CPU seconds, peak RSS in MiB of that process)."""
-    cmd = [sys.executable, "-m", "npufit", "split", str(model), "-t", target, "-d", str(out), "--format", "json"]
+    """`npufit split` in its own process: (its JSON, wall seconds, CPU seconds, peak RSS in MiB of that process).
+    The peak is the process's own VmHWM, printed by the wrapper as it exits: ru_maxrss would carry this builder's
+    high-water mark (torch and the exported model) into the child across fork and exec."""
+    from benchmarks.bench_check import RSS_WRAPPER
+
+    cmd = [sys.executable, "-c", RSS_WRAPPER, "split", str(model), "-t", target, "-d", str(out), "--format", "json"]
     with tempfile.TemporaryFile("w+") as stdout:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd + extra, stdout=stdout, stderr=subprocess.PIPE, text=True,
@@ -241,7 +245,7 @@ def _measure_split(model: Path, target: str, out: Path, extra: list[str]) -> tup
             raise RuntimeError(f"split failed: {err.strip()[-500:]}")
         stdout.seek(0)
         res = json.load(stdout)
-    return res, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return res, wall, usage.ru_utime + usage.ru_stime, float(err.strip().splitlines()[-1])
 
 
 def _run_equal(plan_dir: Path, model: Path) -> str:

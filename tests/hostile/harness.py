@@ -45,20 +45,7 @@ class Outcome:
                 f"stdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-2000:]}")
 
 
-class _Popen(subprocess.Popen):
-    """Popen that reaps its child with wait4, keeping that run's own peak RSS (the child's and what it waited
-    for: Vela, verification workers), not the largest of every earlier run."""
-
-    rusage = None
-
-    def _try_wait(self, wait_flags):
-        try:
-            pid, sts, ru = os.wait4(self.pid, wait_flags)
-        except ChildProcessError:
-            return self.pid, 0
-        if pid == self.pid:
-            self.rusage = ru
-        return pid, sts
+LAUNCH = Path(__file__).with_name("launch.py")
 
 
 CAP_DAC = (1, 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH: what lets root read a chmod-0 file
@@ -144,7 +131,10 @@ def run_verb(argv: list[str | os.PathLike], cwd: Path, *, time_cap: float = TIME
     run_env.pop("ORT_DISABLE_TELEMETRY", None)  # npufit itself must turn it off
     if env:
         run_env.update(env)
-    proc = _Popen([sys.executable, "-m", "npufit", *args], cwd=cwd, env=run_env,
+    report = scratch / "peak-kib"
+    # through a small launcher: the run's own peak, not this test process's (see launch.py)
+    proc = subprocess.Popen([sys.executable, "-I", "-S", str(LAUNCH), str(report), sys.executable, "-m", "npufit",
+                             *args], cwd=cwd, env=run_env,
                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                   preexec_fn=_limits(mem_mb, unprivileged), text=True, errors="replace")
     watch = _RssWatch(proc.pid, rss_cap_mb) if rss_cap_mb else None
@@ -159,8 +149,11 @@ def run_verb(argv: list[str | os.PathLike], cwd: Path, *, time_cap: float = TIME
         watch.stop()
         if watch.killed:
             rc = None
-    ru = proc.rusage or resource.getrusage(resource.RUSAGE_CHILDREN)  # fallback: an upper bound
-    peak = max(ru.ru_maxrss / 1024.0, watch.peak if watch else 0.0)
+    try:
+        own_kib = int(report.read_text())
+    except (OSError, ValueError):  # the launcher was killed with the run (time cap, watchdog)
+        own_kib = 0
+    peak = max(own_kib / 1024.0, watch.peak if watch else 0.0)
     try:  # a killed run's own workers may outlive it for a moment
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:

@@ -15,7 +15,7 @@ import pytest
 from . import model_cases as mc
 from .harness import assert_sane, assert_untouched, run_verb, snapshot
 
-PEAK_MB = 1024  # the goal for every hostile case (an upper bound: the child inherits the fork's mark)
+PEAK_MB = 1024  # the goal for every hostile case
 VT = ["--verify-timeout", "3"]  # the Loop cases reach it; every other run finishes far below it
 
 VERBS = {
