@@ -325,6 +325,39 @@ def head_rows(rec, nodes, failed) -> dict:
     }
 
 
+def int8_cpu_functions(rec, nodes, failed) -> dict:
+    """The element-wise functions of one tensor (calibration/sweep.py's unary cases) that every int8 build ran on the
+    CPU while every float16 build of the same graph kept them on the NPU, outside a normalization's denominator (a
+    Sqrt there ran on the NPU in both builds: the converter fuses the normalization; checked here). An op placed both
+    ways within one build is left out (no condition of its own was swept), and so is one the float16 build also ran
+    on the CPU (the op's own rule covers it)."""
+    from npufit.targets.patterns import norm_denominator
+
+    by_op: dict[str, dict[str, set]] = {}
+    cases: set[str] = set()
+    for p in nodes:
+        op = p.node.op_type
+        if op not in sweep.UNARY_OPS or norm_denominator(p.node):  # measured apart: the normalization cases
+            continue
+        build = "int8" if p.case.startswith("int8-") else "fp16"
+        by_op.setdefault(op, {"int8": set(), "fp16": set()})[build].add(p.placed)
+        cases.add(p.case)
+    if not by_op:
+        raise Derivation("no unary case measured")
+    norms = {p.placed for p in nodes if norm_denominator(p.node)}
+    cases |= {p.case for p in nodes if norm_denominator(p.node)}
+    if norms != {"npu"}:
+        raise Derivation(f"a normalization's Sqrt ran on {sorted(norms) or 'nothing measured'}, not on the NPU")
+    cpu = sorted(op for op, b in by_op.items() if b["int8"] == {"cpu"} and b["fp16"] == {"npu"})
+    mixed = sorted(op for op, b in by_op.items() if len(b["int8"]) > 1)
+    return {
+        "value": cpu,
+        "cases": sorted(cases),
+        "how": f"of {len(by_op)} functions measured in both builds, these ran on the CPU in every int8 build and on "
+        "the NPU in every float16 build" + (f"; placed both ways in int8: {', '.join(mixed)}" if mixed else ""),
+    }
+
+
 # target -> bound name -> (case filter, derivation)
 BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
     "rk3588": {
@@ -338,6 +371,7 @@ BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
         "focus_chain": (_prefix("focus-"), focus_chain),
         "split_rows": (_prefix("split-rows-", "rows-", "head-dfl-"), split_rows),
         "head_rows": (_prefix("parts-", "int8-parts-"), head_rows),
+        "int8_cpu_functions": (_prefix("unary-", "int8-unary-"), int8_cpu_functions),
     },
     "ethos-n78": {
         "transpose_bricks": (_prefix("transpose-", "head-dfl-"), transpose_bricks),

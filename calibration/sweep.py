@@ -21,7 +21,10 @@ Families (FAMILIES), each a product over its axes:
 - arity: Sum / Mean / Max / Min of 2, 3 and 4 inputs;
 - cast: float -> int32 / int64 / int8 / uint8 / float16 / bool -> float round trips, and integer Add paths;
 - attention: batch-1 multi-head attention in the sequence-first layout torch's nn.MultiheadAttention exports and in the
-  batch-first one, 1 / 4 heads, 16 / 64 / 400 tokens.
+  batch-first one, 1 / 4 heads, 16 / 64 / 400 tokens;
+- unary: element-wise functions of one tensor (Sqrt, Exp, Log, ... UNARY_OPS) on a map and on [1, C, T] rows, and an
+  STFT magnitude (halves squared, added, Sqrt), LayerNorm and RMSNorm as exporters decompose them (a Sqrt in the
+  denominator), float16 and int8 builds.
 The earlier hand-written sweeps (rknn_sweep.py: Resize, pooling, Reshape, Slice; rknn_sweep2.py: integer arithmetic,
 GELU forms, Gather, Pad, window attention) are families "rknn_sweep" and "rknn_sweep2" here: run through any compiler
 with --families (their rk3588 records stay in rk3588-cases.json, made by rknn_cases.py).
@@ -399,6 +402,65 @@ def attention(layout: str, heads: int, hw=(4, 4), c: int = 16):
     return _graph(c, hw, body, [1, c, n])
 
 
+def unary(op: str, rank: int = 4, c: int = 16, t: int = 64):
+    """`op` on one run-time tensor: the pre-conv's [1, C, 8, T / 8] output (rank 4), or that output viewed as the
+    [1, C, T] rows of an audio front end (rank 3). Sqrt, Log and Reciprocal read x * x + 0.001, as a power or a
+    variance is (on negative numbers an int8 build fails: its calibration meets NaN)."""
+    hw = (8, t // 8) if rank == 4 else (1, t)
+
+    def body(x, nodes, inits):
+        if rank == 3:
+            x = _node(nodes, "Reshape", [x, _init(inits, "rows_shape", [1, c, t], np.int64)], ["rows"], "to_rows")
+        if op in ("Sqrt", "Log", "Reciprocal"):
+            x = _node(nodes, "Mul", [x, x], ["sq"], "square")
+            x = _node(nodes, "Add", [x, _init(inits, "eps", 0.001)], ["pos"], "positive")
+        return _node(nodes, op, [x], ["u"], op.lower())
+
+    return _graph(c, hw, body, [1, c, *hw] if rank == 4 else [1, c, t])
+
+
+def magnitude(rank: int = 3, c: int = 129, t: int = 4):
+    """An STFT's magnitude: the pre-conv's 2C channels split into real and imaginary halves, squared, added, Sqrt
+    (a voice-activity detector's front end on [1, C, T] frames; rank 4 keeps the map)."""
+    hw = (1, t)
+
+    def body(x, nodes, inits):
+        if rank == 3:
+            x = _node(nodes, "Reshape", [x, _init(inits, "rows_shape", [1, 2 * c, t], np.int64)], ["rows"], "to_rows")
+        parts = []
+        for i, (a, b) in enumerate(((0, c), (c, 2 * c))):
+            ins = [x, _init(inits, f"s{i}", [a], np.int64), _init(inits, f"e{i}", [b], np.int64),
+                   _init(inits, f"ax{i}", [1], np.int64)]  # fmt: skip
+            h = _node(nodes, "Slice", ins, [f"h{i}"], f"half{i}")
+            parts.append(_node(nodes, "Mul", [h, h], [f"sq{i}"], f"square{i}"))
+        s = _node(nodes, "Add", parts, ["pw"], "power")
+        return _node(nodes, "Sqrt", [s], ["mag"], "sqrt")
+
+    return _graph(2 * c, hw, body, [1, c, t] if rank == 3 else [1, c, *hw])
+
+
+def norm(kind: str, c: int = 64, t: int = 40):
+    """A normalization over the last axis of [1, T, C] tokens (the pre-conv's map viewed as rows and transposed), as
+    exporters decompose it: LayerNorm (mean, subtract, square, mean, + eps, Sqrt, divide) or RMSNorm (square, mean,
+    + eps, Sqrt, divide): where the int8 build puts the Sqrt of a normalization's denominator."""
+
+    def body(x, nodes, inits):
+        x = _node(nodes, "Reshape", [x, _init(inits, "rows_shape", [1, c, t], np.int64)], ["rows"], "to_rows")
+        x = _node(nodes, "Transpose", [x], ["tok"], "to_tokens", perm=[0, 2, 1])
+        d = x
+        if kind == "layernorm":
+            m = _node(nodes, "ReduceMean", [x], ["mu"], "mean", axes=[-1], keepdims=1)
+            d = _node(nodes, "Sub", [x, m], ["d"], "centre")
+        sq = _node(nodes, "Pow", [d, _init(inits, "two", 2.0)], ["sq"], "square")
+        v = _node(nodes, "ReduceMean", [sq], ["var"], "variance", axes=[-1], keepdims=1)
+        v = _node(nodes, "Add", [v, _init(inits, "eps", 1e-5)], ["ve"], "eps")
+        r = _node(nodes, "Sqrt", [v], ["std"], "sqrt")
+        y = _node(nodes, "Div", [d, r], ["n"], "normalize")
+        return _node(nodes, "Transpose", [y], ["back"], "to_rows_again", perm=[0, 2, 1])
+
+    return _graph(c, (1, t), body, [1, c, t])
+
+
 # -- the axes ----------------------------------------------------------------------------------------------------------
 
 
@@ -540,9 +602,21 @@ def _families() -> dict[str, dict]:
         f"attention-{lay}-h{h}-n{s * s}": (attention, (lay, h, (s, s)))
         for lay, h, s in itertools.product(("seq", "batch"), (1, 4), (4, 8, 20))
     }
+    # element-wise functions of one tensor, on a map and on [1, C, T] rows, float16 and int8 builds (an int8 build
+    # may take a function to the CPU that a float16 build keeps)
+    un = {
+        f"unary-{op.lower()}-r{r}": (unary, (op, r))
+        for op in UNARY_OPS
+        for r in (4, 3)
+    }
+    un.update({f"unary-magnitude-r{r}": (magnitude, (r,)) for r in (3, 4)})
+    un.update({f"unary-{k}": (norm, (k,)) for k in ("layernorm", "rmsnorm")})
+    f["unary"] = {**un, **{f"int8-{n}": v for n, v in un.items()}}
     return f
 
 
+UNARY_OPS = ("Sqrt", "Exp", "Log", "Reciprocal", "Abs", "Neg", "Sin", "Cos", "Tanh", "Sigmoid", "Floor", "Ceil",
+             "Round", "Softplus", "Elu", "Sign", "HardSigmoid", "HardSwish", "Softsign")  # fmt: skip
 FAMILIES = _families()
 DEFAULT = tuple(FAMILIES)  # what `run` sweeps without --families (the hand-written catalogues are opt-in)
 

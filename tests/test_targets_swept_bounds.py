@@ -66,6 +66,40 @@ def test_a_long_1d_stft_convolution_runs_on_the_rk3588_npu():
     assert _onnx(_stft(), "rk3588", **NO_SWEEP) == "cpu"  # the 2.3.2 bounds alone call it CPU
 
 
+def _magnitude(c: int = 129, t: int = 4):
+    """A VAD's STFT magnitude on [1, C, T] frames: real and imaginary halves squared, added, Sqrt."""
+    nodes, inits = [], []
+    for i, (a, b) in enumerate(((0, c), (c, 2 * c))):
+        for nm, v in ((f"s{i}", [a]), (f"e{i}", [b]), (f"a{i}", [1])):
+            inits.append(numpy_helper.from_array(np.array(v, np.int64), nm))
+        nodes.append(helper.make_node("Slice", ["x", f"s{i}", f"e{i}", f"a{i}"], [f"h{i}"], name=f"half{i}"))
+        nodes.append(helper.make_node("Mul", [f"h{i}", f"h{i}"], [f"q{i}"], name=f"square{i}"))
+    nodes += [helper.make_node("Add", ["q0", "q1"], ["p"], name="power"), helper.make_node("Sqrt", ["p"], ["y"], name="op")]
+    return model(nodes, [vi("x", [1, 2 * c, t])], [vi("y", [1, c, t])], inits)
+
+
+def _rmsnorm(c: int = 64, t: int = 40):
+    """RMSNorm over the last axis of [1, T, C] tokens, as exporters decompose it: x / sqrt(mean(x^2) + eps)."""
+    inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("two", 2.0), ("eps", 1e-5))]
+    nodes = [
+        helper.make_node("Pow", ["x", "two"], ["sq"], name="square"),
+        helper.make_node("ReduceMean", ["sq"], ["ms"], name="mean", axes=[-1], keepdims=1),
+        helper.make_node("Add", ["ms", "eps"], ["v"], name="eps_add"),
+        helper.make_node("Sqrt", ["v"], ["r"], name="op"),
+        helper.make_node("Div", ["x", "r"], ["y"], name="div"),
+    ]
+    return model(nodes, [vi("x", [1, t, c])], [vi("y", [1, t, c])], inits)
+
+
+def test_an_int8_sqrt_runs_on_the_rk3588_cpu_except_in_a_normalization():
+    """The element-wise function sweep: Sqrt ran on the CPU in every int8 build and on the NPU in every float16 one,
+    except a normalization's Sqrt, which the converter fuses (on the NPU in both)."""
+    assert _onnx(_magnitude(), "rk3588", judge="int8") == "cpu"
+    assert _onnx(_magnitude(), "rk3588") == "npu"  # the float16 build
+    assert _onnx(_rmsnorm(), "rk3588", judge="int8") == "npu"
+    assert _onnx(_magnitude(), "rk3588", judge="int8", **NO_SWEEP) == "npu"  # without the sweep's evidence
+
+
 def _focus(shared: bool):
     """YOLOX's Focus stem on the image: x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]
     concatenated on channels; torch writes each as a step-2 Slice of H then one of W (8 slices), or, with the H

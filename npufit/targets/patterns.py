@@ -161,6 +161,23 @@ def _cube_of(graph: Graph, t: str, x: str) -> list[NodeView] | None:
     return None
 
 
+def norm_denominator(node: NodeView) -> bool:
+    """A Sqrt that is a normalization's denominator: the mean of squares (a variance, or RMSNorm's mean square) plus
+    a constant epsilon, and whose result only divides (LayerNorm, RMSNorm, InstanceNorm as exporters decompose them).
+    Compilers that fuse the normalization compute it inside the fused layer."""
+    g = node.graph
+    if node.op_type != "Sqrt":
+        return False
+    eps = g.producer(node.inputs[0])
+    if eps is None or eps.op_type != "Add":
+        return False
+    var = next((g.producer(t) for t in eps.inputs if g.producer(t) is not None), None)
+    if var is None or var.op_type != "ReduceMean" or scalar_operand(eps, var.outputs[0]) is None:
+        return False
+    cons = g.consumers(node.outputs[0])
+    return bool(cons) and all(c.op_type == "Div" and c.inputs[1] == node.outputs[0] for c in cons)
+
+
 def match_layernorm(graph: Graph) -> list[CompositeMatch]:
     """ReduceMean -> Sub -> Pow 2 (or Mul d*d) -> ReduceMean -> Add eps -> Sqrt -> Div [-> Mul gamma -> Add beta]."""
     out = []

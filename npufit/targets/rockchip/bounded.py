@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from ...graph import NodeView, quant
 from .. import calibration as cal
-from .. import sweeps
+from .. import common, sweeps
 from .. import tflite_map as tm
 from ..base import Limits
 from ..layout import head_rows, split_rows, unshared_chain
+from ..patterns import norm_denominator
 
 T = "rk3588"  # the SoC the sweep was recorded on; the other SoCs inherit its conditions (rockchip/socs.py)
 
@@ -88,6 +89,17 @@ def head_rows_cpu(node: NodeView, lim: Limits) -> str | None:
     return f"rows of {n} elements ({n * e} bytes) with {c} channels"
 
 
+def int8_cpu_function(node: NodeView, lim: Limits) -> str | None:
+    """An element-wise function of one tensor that the sweep's int8 builds ran on the CPU while its float16 builds kept
+    it on the NPU (Sqrt: an STFT magnitude in a voice-activity detector went to the CPU in the int8 build only), except
+    a normalization's denominator, which the converter fuses with the normalization (measured on the NPU)."""
+    if node.op_type not in lim["int8_cpu_functions"] or not _swept(lim, "int8_cpu_functions"):
+        return None
+    if quant.exec_dtype(node) not in ("int8", "uint8") or norm_denominator(node):
+        return None
+    return f"{node.op_type} in an int8 build"
+
+
 def _runtime_inputs(node: NodeView) -> int:
     return sum(1 for i, t in enumerate(node.inputs) if t and not node.is_const(i))
 
@@ -122,4 +134,5 @@ def limits(target: str = T) -> dict:
         "focus_chain_cpu": sweeps.value(target, "focus_chain"),
         "split_rows_hw": sweeps.value(target, "split_rows"),
         "head_row_bytes": sweeps.value(target, "head_rows"),
+        "int8_cpu_functions": common.Choices(tuple(sweeps.value(target, "int8_cpu_functions"))),
     }

@@ -79,6 +79,17 @@ def graph_rules(p: str, lim: Limits, executes: Executes) -> tuple[Rule, ...]:
             "architectures: layout ops, 5-D ops and 5-D/6-D splits on tensors an NPU op produced, and 6-D "
             "transposes that keep the innermost axis and move no odd-sized axis back stay on the NPU.",
         ),
+        r(
+            "int8.functions",
+            "In an int8 build these element-wise functions run on the CPU (on the NPU in a float16 build; the Sqrt "
+            "of a normalization stays on the NPU): {int8_cpu_functions}",
+            bd.int8_cpu_function,
+            ("build this part in float16 (a mixed-precision build), or compute the function on the host",),
+            "SWEEP",
+            evidence="The element-wise function sweep: each function of one tensor on a map and on [1, C, T] rows, "
+            "an STFT magnitude (halves squared, added, Sqrt), and LayerNorm and RMSNorm as exporters decompose "
+            "them, in float16 and int8 builds.",
+        ),
     )
     if lim["output_reshape_npu"]:  # the SoC ran those reshapes on the NPU: no output_layout rule
         return rules
