@@ -88,9 +88,10 @@ def test_verification_states_both_ort_settings(tmp_path, capsys):
     assert set(v["optimized"]["per_output"]) == {"y"}
 
 
-def test_boundary_tensor_of_unknown_rank_gets_its_measured_rank(tmp_path):
-    # Squeeze without axes on dims only a run knows (a Reshape to a shape computed from the data): shape inference
-    # cannot tell the rank of 's' and 'r'
+def _unknown_rank_model(path, side: int = 0):
+    """Squeeze without axes on dims only a run knows (a Reshape to a shape computed from the data): shape inference
+    cannot tell the rank of 's' and 'r'. side > 0 adds a second input [1, 16, 512, 512] (16 MiB) through `side` Relus
+    to a second output: intermediates that a normal run frees but that add up when all are kept."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "k"])
     target = helper.make_tensor("target", TensorProto.FLOAT, [4], [1, 1, 8, 8])
@@ -102,11 +103,43 @@ def test_boundary_tensor_of_unknown_rank_gets_its_measured_rank(tmp_path):
              helper.make_node("Reshape", ["x", "shp"], ["xr"], name="reshape"),
              helper.make_node("Squeeze", ["xr"], ["s"], name="squeeze"), helper.make_node("Relu", ["s"], ["r"], name="relu"),
              helper.make_node("Flatten", ["r"], ["y"], name="flatten", axis=0)]
-    m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [target, zero]),
+    inputs, outputs = [x], [y]
+    inits = [target, zero]
+    if side:  # reshaped to a shape computed from the data and squeezed: shape inference knows no rank on the side
+        inputs.append(helper.make_tensor_value_info("x2", TensorProto.FLOAT, [1, 16, 512, 512]))
+        outputs.append(helper.make_tensor_value_info(f"b{side}", TensorProto.FLOAT, ["a", "b", "c"]))
+        inits.append(helper.make_tensor("target2", TensorProto.FLOAT, [4], [1, 16, 512, 512]))
+        nodes += [helper.make_node("Add", ["z", "target2"], ["tf2"], name="shape2_f"),
+                  helper.make_node("Cast", ["tf2"], ["shp2"], name="shape2", to=TensorProto.INT64),
+                  helper.make_node("Reshape", ["x2", "shp2"], ["x2r"], name="reshape2"),
+                  helper.make_node("Squeeze", ["x2r"], ["b0"], name="squeeze2")]
+        nodes += [helper.make_node("Relu", [f"b{i}"], [f"b{i + 1}"], name=f"side{i}") for i in range(side)]
+    m = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, inits),
                           opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(m, full_check=True)
-    path = tmp_path / "m.onnx"
     onnx.save(m, str(path))
+    return path
+
+
+def test_the_rank_probe_fetches_only_boundary_tensors(tmp_path):
+    """A big model's split failed with "rank is unknown even after running the model": the probe kept every
+    intermediate alive at once and the memory budget refused the run. Here 12 x 16 MiB of side intermediates under a
+    96 MiB budget: a normal run fits, keeping them all would not."""
+    import subprocess
+    import sys
+
+    path = _unknown_rank_model(tmp_path / "m.onnx", side=12)
+    r = subprocess.run([sys.executable, "-m", "npufit", "--memory-budget", "96", "split", str(path), "-t", "hailo8",
+                        "-d", str(tmp_path / "plan"), "--mode", "explicit", "--start-nodes", "relu", "--end-nodes",
+                        "relu", "--samples", "1"], capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    npu = next(s for s in load_plan(tmp_path / "plan").stages if s.device == "npu")
+    stage = onnx.load(str(tmp_path / "plan" / npu.file))
+    assert len(stage.graph.input[0].type.tensor_type.shape.dim) == 2
+
+
+def test_boundary_tensor_of_unknown_rank_gets_its_measured_rank(tmp_path):
+    path = _unknown_rank_model(tmp_path / "m.onnx")
     res = npufit.split(path, "hailo8", tmp_path / "plan", start_nodes=["relu"], end_nodes=["relu"])
     assert res.plan.verification["equivalent"]
     plan = load_plan(tmp_path / "plan")

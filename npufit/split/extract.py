@@ -9,6 +9,7 @@ external data are streamed into the stage's own .data file one chunk at a time, 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -63,8 +64,10 @@ def _restore_weights(model: onnx.ModelProto, source: onnx.ModelProto) -> None:
 
 
 class Extractor:
-    def __init__(self, model: onnx.ModelProto, ix: GraphIndex, src_dir: Path):
+    def __init__(self, model: onnx.ModelProto, ix: GraphIndex, src_dir: Path, boundary: Iterable[str] = ()):
+        """boundary: the tensors any stage reads or writes (the only ones whose rank a stage file must state)."""
         self.model = model
+        self.boundary = list(dict.fromkeys(boundary))
         self.ix = ix
         self.graph = ix.graph
         self.src_dir = src_dir
@@ -169,9 +172,10 @@ class Extractor:
             # it (e.g. Squeeze without axes on a dynamic dim): the original model, run once, tells the rank.
             rank = self._measured_ranks().get(name)
             if rank is None:
+                why = f" ({self._rank_error})" if self._rank_error else ""
                 raise NpufitError(
                     f"tensor '{name}' crosses a stage boundary and its rank is unknown even after running "
-                    "the model; pin dynamic inputs with --input-shape"
+                    f"the model{why}; pin dynamic inputs with --input-shape"
                 )
             shape = out.type.tensor_type.shape
             shape.SetInParent()  # a scalar's shape is present and empty: the checker requires the field on every rank
@@ -179,17 +183,22 @@ class Extractor:
                 shape.dim.add().dim_param = f"{name}_dim{k}"
         return out
 
+    _ranks: dict[str, int] | None = None
+    _rank_error = ""
+
     def _measured_ranks(self) -> dict[str, int]:
-        """Ranks of every tensor whose rank inference left unknown, from one seeded ONNX Runtime run of the
-        original (weights read where they lie); computed once per split."""
-        if getattr(self, "_ranks", None) is not None:
+        """Ranks of the boundary tensors whose rank inference left unknown, from one seeded ONNX Runtime run of the
+        original (weights read where they lie); computed once per split. Only those tensors are fetched: every
+        intermediate of a large model kept alive at once outgrew the memory budget."""
+        if self._ranks is not None:
             return self._ranks
 
         g = self.model.graph
         known = {
             v.name for v in list(g.input) + list(g.output) + list(g.value_info) if v.type.tensor_type.HasField("shape")
         }
-        wanted = [o for n in g.node for o in n.output if o and o not in known]
+        produced = {o for n in g.node for o in n.output if o}
+        wanted = [t for t in self.boundary if t in produced and t not in known]
         probe = onnx.ModelProto()
         probe.CopyFrom(self.model)
         del probe.graph.output[:]
@@ -200,8 +209,10 @@ class Extractor:
             feeds = random_inputs(sess, seed=0)[0]
             vals = timed_run(sess, wanted, feeds)
             self._ranks = {t: np.asarray(v).ndim for t, v in zip(wanted, vals)}
-        except Exception:  # the caller reports the unknown rank as one line
-            pass
+        except NpufitError as e:  # the caller reports the unknown rank as one line, with this reason
+            self._rank_error = str(e)
+        except Exception as e:
+            self._rank_error = f"ONNX Runtime could not run it: {str(e).splitlines()[0][:200]}"
         return self._ranks
 
     def _functions(self, protos) -> list[onnx.FunctionProto]:

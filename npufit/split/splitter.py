@@ -194,7 +194,7 @@ def split(
         + ([] if verify_against is not None else _fix_hints(ix, report, chosen, model_path, profile.name, given_shapes))
     )
     src_dir = model_path.resolve().parent
-    extractor = Extractor(proto, ix, src_dir)
+    extractor = Extractor(proto, ix, src_dir, [t for st in chosen.stages for t in (*st.inputs, *st.outputs)])
     with atomic_dir(output_dir, "split-plan", "--output-dir", sources, legacy_plan_entries) as tmp:
         stages = []
         for st in chosen.stages:
