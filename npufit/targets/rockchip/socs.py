@@ -186,7 +186,11 @@ SOCS: tuple[Soc, ...] = (
         # reshape ([1, 8, 16, 16] -> [1, 8, 32, 8]) and flatten_rank3 (-> [1, 8, 256]) read a model input and give a
         # model
         # output: CPU here, NPU on RK3588 (input_reshape_npu)
-        notes=("RK3566 and RK3568 share one NPU and one target_platform (rk3566); the probe record is rk3566's",),
+        notes=(
+            "RK3566 and RK3568 share one NPU and one target_platform (rk3566); the probe record is rk3566's",
+            "On real YOLO models this NPU ran more of the detection head on the CPU than npufit predicts; with "
+            "RKNN-Toolkit2 installed (npufit env install rknn) the placement is measured",
+        ),
     ),
     Soc(
         "rv1106",
@@ -276,6 +280,8 @@ SOCS: tuple[Soc, ...] = (
             "preprocessing in the model",
             "Rockchip's operator list names 11 CPU kernels for the RV1106 runtime; builds place other ops on the CPU "
             "too, and whether the device runs those was not measured",
+            "On real YOLO models this NPU ran more of the detection head on the CPU than npufit predicts; with "
+            "RKNN-Toolkit2 installed (npufit env install rknn) the placement is measured",
         ),
     ),
 )
