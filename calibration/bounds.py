@@ -358,6 +358,36 @@ def int8_cpu_functions(rec, nodes, failed) -> dict:
     }
 
 
+def softmax_npu_axes(rec, nodes, failed) -> dict:
+    """The Softmax axes (as numbered in the tensor's own rank) that ran on the NPU in every case measured
+    (calibration/sweep.py's softmax cases); an axis placed both ways is not a bound."""
+    from npufit.targets import common
+
+    by_axis: dict[int, set] = {}
+    cases: set[str] = set()
+    for p in nodes:
+        n = p.node
+        if n.op_type != "Softmax":
+            continue
+        r = common.rank(n)
+        a = common.norm_axis(int(n.attr("axis", -1)), r)
+        by_axis.setdefault(a, set()).add(p.placed)
+        cases.add(p.case)
+    if not by_axis:
+        raise Derivation("Softmax: no case measured it")
+    mixed = {a: sorted(v) for a, v in by_axis.items() if len(v) > 1}
+    if mixed:
+        raise Derivation(f"Softmax: axes placed two ways: {mixed}")
+    npu = sorted(a for a, v in by_axis.items() if v == {"npu"})
+    return {
+        "value": npu,
+        "cases": sorted(cases),
+        "how": "the Softmax axes that ran on the NPU in every case measured (axes "
+        + ", ".join(f"{a}: {next(iter(v))}" for a, v in sorted(by_axis.items()))
+        + ")",
+    }
+
+
 # target -> bound name -> (case filter, derivation)
 BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
     "rk3588": {
@@ -373,6 +403,7 @@ BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
         "head_rows": (_prefix("parts-", "int8-parts-"), head_rows),
         "int8_cpu_functions": (_prefix("unary-", "int8-unary-"), int8_cpu_functions),
     },
+    "rk3566": {"softmax_npu_axes": (_prefix("softmax-"), softmax_npu_axes)},
     "ethos-n78": {
         "transpose_bricks": (_prefix("transpose-", "head-dfl-"), transpose_bricks),
         "depthwise_square": (_prefix("conv2d-", "conv1d-"), depthwise_square),

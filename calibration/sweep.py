@@ -24,7 +24,9 @@ Families (FAMILIES), each a product over its axes:
   batch-first one, 1 / 4 heads, 16 / 64 / 400 tokens;
 - unary: element-wise functions of one tensor (Sqrt, Exp, Log, ... UNARY_OPS) on a map and on [1, C, T] rows, and an
   STFT magnitude (halves squared, added, Sqrt), LayerNorm and RMSNorm as exporters decompose them (a Sqrt in the
-  denominator), float16 and int8 builds.
+  denominator), float16 and int8 builds;
+- softmax: Softmax by rank, axis and size (a DFL head's bins, a map's channels, an attention map's last axis, a
+  classifier's [1, C]).
 The earlier hand-written sweeps (rknn_sweep.py: Resize, pooling, Reshape, Slice; rknn_sweep2.py: integer arithmetic,
 GELU forms, Gather, Pad, window attention) are families "rknn_sweep" and "rknn_sweep2" here: run through any compiler
 with --families (their rk3588 records stay in rk3588-cases.json, made by rknn_cases.py).
@@ -461,6 +463,21 @@ def norm(kind: str, c: int = 64, t: int = 40):
     return _graph(c, (1, t), body, [1, c, t])
 
 
+def softmax(shape, axis: int):
+    """Softmax over `axis` of the pre-conv's output viewed as `shape` (a DFL head's [1, 16, 4, A] over its bins, an
+    attention map's last axis, a classifier's [1, C])."""
+    c = shape[1]
+    rest = math.prod(shape[2:]) if len(shape) > 2 else 1
+    h = max(d for d in range(1, math.isqrt(rest) + 1) if rest % d == 0)
+
+    def body(x, nodes, inits):
+        if len(shape) != 4 or list(shape[2:]) != [h, rest // h]:
+            x = _node(nodes, "Reshape", [x, _init(inits, "view_shape", list(shape), np.int64)], ["view"], "to_view")
+        return _node(nodes, "Softmax", [x], ["p"], "softmax", axis=axis)
+
+    return _graph(c, (h, rest // h), body, list(shape))
+
+
 # -- the axes ----------------------------------------------------------------------------------------------------------
 
 
@@ -612,6 +629,11 @@ def _families() -> dict[str, dict]:
     un.update({f"unary-magnitude-r{r}": (magnitude, (r,)) for r in (3, 4)})
     un.update({f"unary-{k}": (norm, (k,)) for k in ("layernorm", "rmsnorm")})
     f["unary"] = {**un, **{f"int8-{n}": v for n, v in un.items()}}
+    # Softmax by rank, axis and size: a DFL head's bins ([1, 16, 4, A] over axis 1), a map over its channels, an
+    # attention map's last axis, a classifier's [1, C]
+    sm = (((1, 16, 4, 8400), 1), ((1, 16, 4, 525), 1), ((1, 16, 8, 8), 1), ((1, 16, 8, 8), 3), ((1, 4, 64, 64), 3),
+          ((1, 64, 40), 2), ((1, 64, 40), 1), ((1, 2), 1), ((1, 1000), 1))  # fmt: skip
+    f["softmax"] = {f"softmax-{'x'.join(map(str, sh))}-ax{a}": (softmax, (sh, a)) for sh, a in sm}
     return f
 
 

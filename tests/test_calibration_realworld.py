@@ -27,16 +27,18 @@ FLOORS: dict[str, tuple[float, float, int]] = {
     "ethos-u55-256-int8": (1.0, 1.0, 0),
     "ethos-u85-256-int8": (1.0, 1.0, 0),
     "rk3576-fp16": (1.0, 1.0, 0),
-    # rk3566 / rv1106 (9 models each): they inherit the rk3588 conditions and miss the YOLO-head nodes their older NPUs
-    # run on the CPU (no sweep of their own yet); every disagreement is a miss
-    "rk3566-fp16": (0.29, 0.29, 24),
+    # rk3566 / rv1106 (9 models each): they inherit the rk3588 conditions and miss YOLO-head nodes their older NPUs run
+    # on the CPU (rk3566: the Softmax bound read from its own sweep, the head reshapes not yet); every disagreement is
+    # a miss
+    "rk3566-fp16": (0.55, 0.55, 18),
     "rv1106-int8": (0.87, 0.87, 13),
     "rk3588-fp16": (0.9, 0.9, 3),
     "rk3588-int8": (0.86, 0.86, 5),
 }
-# Sweep records: the fewest cases that must agree node for node, measured likewise (of 116, 184, 184 and 292; the
+# Sweep records: the fewest cases that must agree node for node, measured likewise (of 116, 184, 184, 292; the
 # Ethos-U Sum / Mean cases re-recorded once the converter lowered them).
-SWEEP_FLOORS: dict[str, int] = {"ethos-n78": 98, "ethos-u55-256": 184, "ethos-u85-256": 177, "rk3588": 269}
+SWEEP_FLOORS: dict[str, int] = {"ethos-n78": 98, "ethos-u55-256": 184, "ethos-u85-256": 177, "rk3588": 269,
+                                 "rk3566": 71}  # rk3566 (of 133): its head reshapes and transposes are not modelled
 
 RW = realworld.all_records()
 SW = sorted(sweep.FOLDER.glob("*.json"))

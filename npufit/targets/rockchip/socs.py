@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...graph import Graph
-from .. import common, patterns
+from .. import common, patterns, sweeps
 from ..base import Composite, CompositeMatch, Executes, OpSupport, Rule, RuleMaker, Verdict
 from .checks import const_divisor, softmax_npu_axes
 from .swept import ceil_pool
@@ -70,6 +70,8 @@ def _cal_src(soc: str, build: str) -> str:
         f"swept Resize, AveragePool, Slice and Reshape cases (docs/calibration/{soc}-*.json)"
     )
 
+
+_SOFTMAX_AXES = common.Choices(tuple(sweeps.value("rk3566", "softmax_npu_axes")))
 
 # the second sweep round's conditions (swept.py: 2-D Gather indices, integer ops on the NPU), measured on RK3588
 # only
@@ -155,15 +157,16 @@ SOCS: tuple[Soc, ...] = (
         _probe_src("rk3566", "float16"),
         _cal_src("rk3566", "fp16"),
         aliases=("rk3568",),
-        # probe softmax, softmax_npu_axes: axis 3 of a 4-D tensor ran on the CPU (RK3588: NPU); axis 1 was not measured.
-        # Corpus
-        # (CAL-SOC): all 82 last-axis softmaxes (3-D, 4-D and 5-D attention) ran on the CPU.
+        # softmax_npu_axes is read from rk3566's Softmax sweep (calibration/bounds.py): every Softmax it measured, 2-D
+        # to 4-D on every axis (a DFL head's bins, attention, a classifier), ran on the CPU, as did all 82 last-axis
+        # softmaxes of the corpus (CAL-SOC).
         # Transpose stays RK3588's: the probe's 8x16x16 permutes all ran on the CPU, but 470 of the corpus's data-moving
         # transposes ran on the NPU (about 60 on the CPU): no condition separating them is fitted yet
         # slice_matmul_grid_npu: measured on RK3588 only
         limits={
             "chip": "RK3566",
-            "softmax_npu_axes": common.Choices((1,)),
+            "softmax_npu_axes": _SOFTMAX_AXES,
+            "softmax_npu_axes_text": ", ".join(map(str, _SOFTMAX_AXES)) or "none",
             "input_reshape_npu": False,
             "slice_matmul_grid_npu": False,
             **_RK3588_ONLY,
@@ -175,9 +178,13 @@ SOCS: tuple[Soc, ...] = (
                 (
                     RuleMaker("rk3566", Verdict.CPU, TAG)(
                         "softmax.npu_axes",
-                        "Softmax runs on the NPU along axis {softmax_npu_axes} only (axis 3 ran on the CPU)",
+                        "Softmax axes that ran on the NPU in this SoC's sweep: {softmax_npu_axes_text}; any other "
+                        "Softmax runs on the CPU",
                         softmax_npu_axes,
-                        ("transpose so the softmax axis is the channel axis",),
+                        ("compute the softmax on the host, after the NPU part",),
+                        evidence="The Softmax sweep on this SoC (docs/calibration/sweep/rk3566.json): a DFL head's "
+                        "bins, a map's channels and last axis, an attention map's last axis and a classifier's "
+                        "[1, C], each compiled on its own.",
                     ),
                 ),
                 source=TAG,
