@@ -78,13 +78,20 @@ def _magnitude(c: int = 129, t: int = 4):
     return model(nodes, [vi("x", [1, 2 * c, t])], [vi("y", [1, c, t])], inits)
 
 
-def _rmsnorm(c: int = 64, t: int = 40):
-    """RMSNorm over the last axis of [1, T, C] tokens, as exporters decompose it: x / sqrt(mean(x^2) + eps)."""
+def _rmsnorm(c: int = 64, t: int = 40, eps_node: bool = False):
+    """RMSNorm over the last axis of [1, T, C] tokens, as exporters decompose it: x / sqrt(mean(x^2) + eps);
+    eps_node: epsilon from a Constant node written before the Add's other input (as TorchScript often writes it)."""
     inits = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("two", 2.0), ("eps", 1e-5))]
     nodes = [
         helper.make_node("Pow", ["x", "two"], ["sq"], name="square"),
         helper.make_node("ReduceMean", ["sq"], ["ms"], name="mean", axes=[-1], keepdims=1),
-        helper.make_node("Add", ["ms", "eps"], ["v"], name="eps_add"),
+    ]
+    if eps_node:
+        inits = inits[:1]
+        nodes.append(helper.make_node("Constant", [], ["eps"], name="eps_const",
+                                      value=numpy_helper.from_array(np.array(1e-5, np.float32))))
+    nodes += [
+        helper.make_node("Add", ["eps", "ms"] if eps_node else ["ms", "eps"], ["v"], name="eps_add"),
         helper.make_node("Sqrt", ["v"], ["r"], name="op"),
         helper.make_node("Div", ["x", "r"], ["y"], name="div"),
     ]
@@ -97,6 +104,7 @@ def test_an_int8_sqrt_runs_on_the_rk3588_cpu_except_in_a_normalization():
     assert _onnx(_magnitude(), "rk3588", judge="int8") == "cpu"
     assert _onnx(_magnitude(), "rk3588") == "npu"  # the float16 build
     assert _onnx(_rmsnorm(), "rk3588", judge="int8") == "npu"
+    assert _onnx(_rmsnorm(eps_node=True), "rk3588", judge="int8") == "npu"
     assert _onnx(_magnitude(), "rk3588", judge="int8", **NO_SWEEP) == "npu"  # without the sweep's evidence
 
 

@@ -171,8 +171,8 @@ def norm_denominator(node: NodeView) -> bool:
     eps = g.producer(node.inputs[0])
     if eps is None or eps.op_type != "Add":
         return False
-    var = next((g.producer(t) for t in eps.inputs if g.producer(t) is not None), None)
-    if var is None or var.op_type != "ReduceMean" or scalar_operand(eps, var.outputs[0]) is None:
+    var = next((p for t in eps.inputs if (p := g.producer(t)) is not None and p.op_type == "ReduceMean"), None)
+    if var is None or scalar_operand(eps, var.outputs[0]) is None:
         return False
     cons = g.consumers(node.outputs[0])
     return bool(cons) and all(c.op_type == "Div" and c.inputs[1] == node.outputs[0] for c in cons)
