@@ -21,7 +21,7 @@ demo: $(STAMP)
 	@# the demo's rk3588 compile cells would be skipped
 	@$(BIN)/npufit env install rknn || echo "demo: the RKNN env could not be installed; rk3588 compile cells will be skipped"
 	$(BIN)/npufit pipeline run examples/timeseries.yaml --output-dir $(DEMO_OUT)
-	@echo; echo "== one check report in full: the seed-003 LSTM regressor on Hailo-8 =="
+	@echo; echo "== one check report in full: the LSTM regressor on Hailo-8 =="
 	$(BIN)/npufit check $(DEMO_OUT)/lstm/export/model.onnx --target hailo8
 	@echo "report: $(DEMO_OUT)/report.html"
 

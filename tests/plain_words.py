@@ -14,8 +14,8 @@ from npufit.targets import available_targets, get_profile
 from npufit.targets.base import Hint
 
 JARGON = (
-    r"\bseeds?[\s/_-]*0\d\d\b",  # seed 000, seeds/002, seed-000 (the user documents; "seed 0" is a random seed)
-    r"\bseed-?\d{3}\b",  # seed000 (a probe case family)
+    r"(?i:\bseeds?[\s/_-]*0\d\d\b)",  # seed 000, Seed 001, seeds/002 (the user documents; "seed 0": a random seed)
+    r"(?i:\bseed-?\d{3}\b)",  # seed000 (a probe case family)
     r"\bthis stop\b",
     r"\b(?:H|H10|N|CAL|PROBE|RKNN)-[A-Z][A-Z0-9]*\b",  # source codes: H-I98, H10-A, N-LIB, CAL-V, PROBE-R, RKNN-C
     r"\bR-(?:OP|PDF)\b",
