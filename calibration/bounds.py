@@ -334,18 +334,20 @@ def int8_cpu_functions(rec, nodes, failed) -> dict:
     from npufit.targets.patterns import norm_denominator
 
     by_op: dict[str, dict[str, set]] = {}
+    norms: set[str] = set()
     cases: set[str] = set()
     for p in nodes:
         op = p.node.op_type
-        if op not in sweep.UNARY_OPS or norm_denominator(p.node):  # measured apart: the normalization cases
+        if norm_denominator(p.node):  # measured apart: the normalization cases
+            norms.add(p.placed)
+        elif op in sweep.UNARY_OPS:
+            build = "int8" if p.case.startswith("int8-") else "fp16"
+            by_op.setdefault(op, {"int8": set(), "fp16": set()})[build].add(p.placed)
+        else:
             continue
-        build = "int8" if p.case.startswith("int8-") else "fp16"
-        by_op.setdefault(op, {"int8": set(), "fp16": set()})[build].add(p.placed)
         cases.add(p.case)
     if not by_op:
         raise Derivation("no unary case measured")
-    norms = {p.placed for p in nodes if norm_denominator(p.node)}
-    cases |= {p.case for p in nodes if norm_denominator(p.node)}
     if norms != {"npu"}:
         raise Derivation(f"a normalization's Sqrt ran on {sorted(norms) or 'nothing measured'}, not on the NPU")
     cpu = sorted(op for op, b in by_op.items() if b["int8"] == {"cpu"} and b["fp16"] == {"npu"})

@@ -72,6 +72,11 @@ def _node(nodes: list, op: str, ins, outs, name: str, **attrs) -> str:
     return outs[0]
 
 
+def _view(nodes: list, inits: list, x: str, shape, out: str = "rows") -> str:
+    """`x` reshaped to `shape` (the pre-conv's map read as rows, tokens or another view)."""
+    return _node(nodes, "Reshape", [x, _init(inits, f"{out}_shape", list(shape), np.int64)], [out], f"to_{out}")
+
+
 def _weights(shape, seed: int) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(shape) / math.sqrt(max(1, math.prod(shape[1:])))).astype(
         np.float32
@@ -412,7 +417,7 @@ def unary(op: str, rank: int = 4, c: int = 16, t: int = 64):
 
     def body(x, nodes, inits):
         if rank == 3:
-            x = _node(nodes, "Reshape", [x, _init(inits, "rows_shape", [1, c, t], np.int64)], ["rows"], "to_rows")
+            x = _view(nodes, inits, x, [1, c, t])
         if op in ("Sqrt", "Log", "Reciprocal"):
             x = _node(nodes, "Mul", [x, x], ["sq"], "square")
             x = _node(nodes, "Add", [x, _init(inits, "eps", 0.001)], ["pos"], "positive")
@@ -428,7 +433,7 @@ def magnitude(rank: int = 3, c: int = 129, t: int = 4):
 
     def body(x, nodes, inits):
         if rank == 3:
-            x = _node(nodes, "Reshape", [x, _init(inits, "rows_shape", [1, 2 * c, t], np.int64)], ["rows"], "to_rows")
+            x = _view(nodes, inits, x, [1, 2 * c, t])
         parts = []
         for i, (a, b) in enumerate(((0, c), (c, 2 * c))):
             ins = [x, _init(inits, f"s{i}", [a], np.int64), _init(inits, f"e{i}", [b], np.int64),
@@ -447,7 +452,7 @@ def norm(kind: str, c: int = 64, t: int = 40):
     + eps, Sqrt, divide): where the int8 build puts the Sqrt of a normalization's denominator."""
 
     def body(x, nodes, inits):
-        x = _node(nodes, "Reshape", [x, _init(inits, "rows_shape", [1, c, t], np.int64)], ["rows"], "to_rows")
+        x = _view(nodes, inits, x, [1, c, t])
         x = _node(nodes, "Transpose", [x], ["tok"], "to_tokens", perm=[0, 2, 1])
         d = x
         if kind == "layernorm":
@@ -472,7 +477,7 @@ def softmax(shape, axis: int):
 
     def body(x, nodes, inits):
         if len(shape) != 4 or list(shape[2:]) != [h, rest // h]:
-            x = _node(nodes, "Reshape", [x, _init(inits, "view_shape", list(shape), np.int64)], ["view"], "to_view")
+            x = _view(nodes, inits, x, shape, "view")
         return _node(nodes, "Softmax", [x], ["p"], "softmax", axis=axis)
 
     return _graph(c, (h, rest // h), body, list(shape))

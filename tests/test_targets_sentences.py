@@ -87,8 +87,8 @@ def _changed(value):
         return not value
     if isinstance(value, (int, float)):
         return value * 7 + 1
-    if isinstance(value, Choices):
-        return Choices(tuple(_changed(v) for v in value))
+    if isinstance(value, Choices):  # an empty one (read as "none") gains a value
+        return Choices(tuple(_changed(v) for v in value) or (1,))
     if isinstance(value, str):
         return value + "9"
     if isinstance(value, dict):
@@ -120,6 +120,7 @@ def test_choices_read_in_the_sentences_own_words():
     assert "{k:#x#|/}".format(k=kernels) == "1x1/2x2/3x3"
     assert "{s:#|or}".format(s=Choices((1, 3))) == "1 or 3"
     assert "{s:..}".format(s=Choices((2, 3, 8))) == "2..8"
+    assert f"{Choices(())}" == "none"  # an empty limit reads as a word in a sentence and a docs table
 
 
 def test_a_literal_in_a_rule_would_fail_the_scan():

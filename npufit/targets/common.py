@@ -272,13 +272,13 @@ def graph_output(node: NodeView) -> list[str]:
 
 
 class Choices(tuple):
-    """A tuple of allowed values that reads as 'a, b, c' in rule sentences (limits stay data).
+    """A tuple of allowed values that reads as 'a, b, c' in rule sentences, or 'none' when empty (limits stay data).
 
     A format spec spells each value through a pattern and joins them, so a sentence can quote a limit in its own
     words: "{scales:#x|or}" -> "2x, 4x or 8x", "{kernels:#x#|/}" -> "1x1/2x2/3x3", "{scales:..}" -> "2..8"."""
 
     def __str__(self) -> str:
-        return ", ".join(str(x) for x in self)
+        return ", ".join(str(x) for x in self) or "none"
 
     def __format__(self, spec: str) -> str:
         if spec == "..":

@@ -71,8 +71,6 @@ def _cal_src(soc: str, build: str) -> str:
     )
 
 
-_SOFTMAX_AXES = common.Choices(tuple(sweeps.value("rk3566", "softmax_npu_axes")))
-
 # the second sweep round's conditions (swept.py: 2-D Gather indices, integer ops on the NPU), measured on RK3588
 # only
 _RK3588_ONLY = {
@@ -165,8 +163,7 @@ SOCS: tuple[Soc, ...] = (
         # slice_matmul_grid_npu: measured on RK3588 only
         limits={
             "chip": "RK3566",
-            "softmax_npu_axes": _SOFTMAX_AXES,
-            "softmax_npu_axes_text": ", ".join(map(str, _SOFTMAX_AXES)) or "none",
+            "softmax_npu_axes": common.Choices(tuple(sweeps.value("rk3566", "softmax_npu_axes"))),
             "input_reshape_npu": False,
             "slice_matmul_grid_npu": False,
             **_RK3588_ONLY,
@@ -178,7 +175,7 @@ SOCS: tuple[Soc, ...] = (
                 (
                     RuleMaker("rk3566", Verdict.CPU, TAG)(
                         "softmax.npu_axes",
-                        "Softmax axes that ran on the NPU in this SoC's sweep: {softmax_npu_axes_text}; any other "
+                        "Softmax axes that ran on the NPU in this SoC's sweep: {softmax_npu_axes}; any other "
                         "Softmax runs on the CPU",
                         softmax_npu_axes,
                         ("compute the softmax on the host, after the NPU part",),
