@@ -325,6 +325,37 @@ def head_rows(rec, nodes, failed) -> dict:
     }
 
 
+def head_joined_cells(rec, nodes, failed) -> dict:
+    """The cells (H*W) of a head's map flattened into rows that only a Concat reads, up to which every such flatten
+    with unaligned rows and channels (by head_rows' alignment) ran on the NPU: the largest measured below the smallest
+    that ran on the CPU (a flatten a split reads is not one: at 5x5 alone it ran on the CPU)."""
+    from npufit.targets.layout import head_rows as key
+    from npufit.targets.layout import joined_flatten
+
+    b = head_rows(rec, nodes, failed)["value"]
+    items = []
+    for p in nodes:
+        cells, got = joined_flatten(p.node), key(p.node)
+        if cells is None or got is None:
+            continue
+        e = 1 if p.case.startswith("int8-") else 2
+        if (got[2] * e) % b and (got[1] * e) % b:
+            items.append((cells, p.placed, p.case))
+    cpu = sorted(i[0] for i in items if i[1] == "cpu")
+    if not cpu:
+        raise Derivation("joined flattens: none with unaligned rows ran on the CPU")
+    below = sorted({i[0] for i in items if i[0] < cpu[0]})
+    if not below:
+        raise Derivation(f"joined flattens: none measured below {cpu[0]} cells")
+    return {
+        "value": below[-1],
+        "cpu_from": cpu[0],
+        "cases": sorted({i[2] for i in items}),
+        "how": f"flattened maps of {', '.join(map(str, below))} cells with unaligned rows, joined by a Concat, ran on "
+        f"the NPU; from {cpu[0]} cells {len(cpu)} of {sum(1 for i in items if i[0] >= cpu[0])} ran on the CPU",
+    }
+
+
 def int8_cpu_functions(rec, nodes, failed) -> dict:
     """The element-wise functions of one tensor (calibration/sweep.py's unary cases) that every int8 build ran on the
     CPU while every float16 build of the same graph kept them on the NPU, outside a normalization's denominator (a
@@ -403,6 +434,7 @@ BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
         "focus_chain": (_prefix("focus-"), focus_chain),
         "split_rows": (_prefix("split-rows-", "rows-", "head-dfl-"), split_rows),
         "head_rows": (_prefix("parts-", "int8-parts-"), head_rows),
+        "head_joined_cells": (_prefix("parts-", "int8-parts-"), head_joined_cells),
         "int8_cpu_functions": (_prefix("unary-", "int8-unary-"), int8_cpu_functions),
     },
     "rk3566": {"softmax_npu_axes": (_prefix("softmax-"), softmax_npu_axes)},

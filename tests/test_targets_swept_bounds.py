@@ -241,6 +241,17 @@ def test_pose_head_reshapes_run_on_the_rk3588_cpu_when_rows_miss_16_bytes():
     assert _onnx(odd, "rk3588", node="split", judge="int8") == "cpu"
 
 
+def test_a_small_map_flattened_for_the_head_concat_runs_on_the_rk3588_npu():
+    """A pose head at a 160 input (maps 20, 10, 5): the 5x5 map's flatten (25 cells, 50 bytes) joined by the Concat ran
+    on the NPU in the sweep and in the real 160 exports, where the 10x10 one (100 cells) and the split ran on the CPU;
+    with no joined map allowed (limit 0) the 5x5 flatten reads CPU as its unaligned rows say."""
+    at160 = _pose_head([(20, 20), (10, 10), (5, 5)])
+    got = [_onnx(at160, "rk3588", node=n) for n in ("flat0", "flat1", "flat2", "split")]
+    assert got == ["npu", "cpu", "npu", "cpu"]
+    assert _onnx(at160, "rk3588", node="flat2", judge="int8") == "npu"
+    assert _onnx(at160, "rk3588", node="flat2", head_joined_cells=0) == "cpu"
+
+
 def _minmax(op: str, const: bool = False):
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Relu", ["x"], ["s"], name="relu2")]
     nodes.append(helper.make_node(op, ["r", "c" if const else "s"], ["y"], name="op"))

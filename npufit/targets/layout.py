@@ -125,6 +125,14 @@ def _splits_rows(node: NodeView | None) -> tuple[int, int] | None:
     return (x[1], x[2]) if y[1] > 1 and y[2] > 1 and y[1] * y[2] == x[1] else None
 
 
+def joined_flatten(node: NodeView) -> int | None:
+    """H*W of a map flattened into rows that only Concats of rows read (a head's scale joined with the others);
+    None for any other node, a flatten a split reads included."""
+    f = _flattens_map(node)
+    cons = node.graph.consumers(node.outputs[0]) if f is not None else []
+    return f[1] if f is not None and cons and all(_concat_rows(c) for c in cons) else None
+
+
 def _concat_rows(node: NodeView | None) -> bool:
     """A Concat of 3-D rows on the row axis (a detection head's scales joined into [1, C, A])."""
     if node is None or node.op_type != "Concat":

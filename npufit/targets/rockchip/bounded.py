@@ -12,7 +12,7 @@ from .. import calibration as cal
 from .. import common, sweeps
 from .. import tflite_map as tm
 from ..base import Limits
-from ..layout import head_rows, split_rows, unshared_chain
+from ..layout import head_rows, joined_flatten, split_rows, unshared_chain
 from ..patterns import norm_denominator
 
 T = "rk3588"  # the SoC the sweep was recorded on; the other SoCs inherit its conditions (rockchip/socs.py)
@@ -77,7 +77,8 @@ def head_rows_cpu(node: NodeView, lim: Limits) -> str | None:
     channels are (a flatten, or a split only Transposes read, as YOLOv8's DFL). In the sweep every Reshape with aligned
     rows ran on the NPU, and every head with unaligned rows had one on the CPU, though not always each of them (a
     pose head at 320: the 10x10 scale's flatten and the [1, 51, 2100] split; at 160 the 5x5 scale's flatten ran on the
-    NPU)."""
+    NPU). A small map flattened for the Concat alone is the NPU whatever its alignment, up to the sweep's largest
+    such map (the 5x5 scale at 160: alone, flattened and split, it ran on the CPU)."""
     got = head_rows(node)
     if got is None or not _swept(lim, "head_rows"):
         return None
@@ -85,6 +86,9 @@ def head_rows_cpu(node: NodeView, lim: Limits) -> str | None:
     e = 1 if quant.exec_dtype(node) in ("int8", "uint8") else 2
     b = lim["head_row_bytes"]
     if (n * e) % b == 0 or (kind != "split" and (c * e) % b == 0):
+        return None
+    cells = joined_flatten(node)
+    if cells is not None and cells <= lim["head_joined_cells"] and _swept(lim, "head_joined_cells"):
         return None
     return f"rows of {n} elements ({n * e} bytes) with {c} channels"
 
@@ -134,5 +138,6 @@ def limits(target: str = T) -> dict:
         "focus_chain_cpu": sweeps.value(target, "focus_chain"),
         "split_rows_hw": sweeps.value(target, "split_rows"),
         "head_row_bytes": sweeps.value(target, "head_rows"),
+        "head_joined_cells": sweeps.value(target, "head_joined_cells"),
         "int8_cpu_functions": common.Choices(tuple(sweeps.value(target, "int8_cpu_functions"))),
     }

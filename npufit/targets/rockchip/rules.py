@@ -347,7 +347,8 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
             r(
                 "reshape.head_rows",
                 "A detection head's Reshape between maps and rows runs on the NPU when its rows, or the channels of a "
-                "flatten or of a split read by a Transpose, are a multiple of {head_row_bytes} bytes",
+                "flatten or of a split read by a Transpose, are a multiple of {head_row_bytes} bytes, or when it "
+                "flattens a map of at most {head_joined_cells} cells for a Concat",
                 bd.head_rows_cpu,
                 (
                     "export at an image size whose every head map has a multiple of 8 cells (640 does; 320 and 160 "
