@@ -325,34 +325,61 @@ def head_rows(rec, nodes, failed) -> dict:
     }
 
 
-def head_joined_cells(rec, nodes, failed) -> dict:
-    """The cells (H*W) of a head's map flattened into rows that only a Concat reads, up to which every such flatten
-    with unaligned rows and channels (by head_rows' alignment) ran on the NPU: the largest measured below the smallest
-    that ran on the CPU (a flatten a split reads is not one: at 5x5 alone it ran on the CPU)."""
+def head_joined_residues(rec, nodes, failed) -> dict:
+    """The residues of H*W modulo layout.JOIN_MODULUS for which most of a head's maps flattened into rows that only a
+    Concat reads ran on the NPU, among those whose rows and channels are unaligned by head_rows' bound (a flatten a
+    split reads is not one: at 5x5 alone it ran on the CPU). Maps of a residue not measured stay with the alignment
+    rule."""
+    from npufit.targets.layout import JOIN_MODULUS, joined_flatten
     from npufit.targets.layout import head_rows as key
-    from npufit.targets.layout import joined_flatten
 
     b = head_rows(rec, nodes, failed)["value"]
-    items = []
+    by: dict[int, list[tuple[int, str]]] = {}
+    cases = set()
     for p in nodes:
         cells, got = joined_flatten(p.node), key(p.node)
         if cells is None or got is None:
             continue
         e = 1 if p.case.startswith("int8-") else 2
         if (got[2] * e) % b and (got[1] * e) % b:
-            items.append((cells, p.placed, p.case))
-    cpu = sorted(i[0] for i in items if i[1] == "cpu")
-    if not cpu:
+            by.setdefault(cells % JOIN_MODULUS, []).append((cells, p.placed))
+            cases.add(p.case)
+    if not any(w == "cpu" for v in by.values() for _, w in v):
         raise Derivation("joined flattens: none with unaligned rows ran on the CPU")
-    below = sorted({i[0] for i in items if i[0] < cpu[0]})
-    if not below:
-        raise Derivation(f"joined flattens: none measured below {cpu[0]} cells")
+    npu = sorted(r for r, v in by.items() if 2 * sum(w == "npu" for _, w in v) > len(v))
+    if not npu:
+        raise Derivation("joined flattens: most ran on the CPU at every residue measured")
+
+    def count(r):
+        v = by[r]
+        n = sum(w == "npu" for _, w in v)
+        return f"{r}: {n} of {len(v)} on the NPU ({', '.join(str(c) for c in sorted({c for c, _ in v}))} cells)"
+
     return {
-        "value": below[-1],
-        "cpu_from": cpu[0],
-        "cases": sorted({i[2] for i in items}),
-        "how": f"flattened maps of {', '.join(map(str, below))} cells with unaligned rows, joined by a Concat, ran on "
-        f"the NPU; from {cpu[0]} cells {len(cpu)} of {sum(1 for i in items if i[0] >= cpu[0])} ran on the CPU",
+        "value": npu,
+        "cases": sorted(cases),
+        "how": f"flattened maps with unaligned rows joined by a Concat, by H*W modulo {JOIN_MODULUS}: "
+        + "; ".join(count(r) for r in sorted(by)),
+    }
+
+
+def head_output_transpose(rec, nodes, failed) -> dict:
+    """The most anchors A for which the Transpose of a head's joined rows [1, C, A] into the model output [1, A, C] ran
+    on the NPU (calibration/sweep.py's yolox cases); every larger A measured ran on the CPU. The same Transpose read
+    by a linear layer, and one of rows a single flatten made, ran on the NPU at every A measured (not this pattern)."""
+    from npufit.targets.layout import head_output_transpose as key
+
+    npu, cpu = _split(nodes, key)
+    top, cases = _upper(npu, cpu, "head output transpose")
+    if not cpu:
+        raise Derivation("head output transpose: none ran on the CPU")
+    low = min(v for v, _ in cpu)
+    return {
+        "value": top,
+        "cpu_from": low,
+        "cases": cases,
+        "how": f"the Transpose of a head's joined rows into the model output ran on the NPU up to {top} anchors "
+        f"({len(npu)} measured) and on the CPU from {low} ({len(cpu)} measured)",
     }
 
 
@@ -421,6 +448,78 @@ def softmax_npu_axes(rec, nodes, failed) -> dict:
     }
 
 
+def _head_cut(nodes: list[Placed]) -> set[str]:
+    """The cases whose head the converter cut at a flatten (a map flattened into rows ran on the CPU): the split or
+    merge after it does not decide where that head crosses to the CPU, so the head bounds leave those cases out."""
+    from npufit.targets.layout import head_rows
+
+    return {p.case for p in nodes if p.placed == "cpu" and (h := head_rows(p.node)) is not None and h[0] == "flatten"}
+
+
+def _head_kind(kind: str):
+    def key(n) -> int | None:
+        from npufit.targets.layout import head_map
+
+        got = head_map(n)
+        return got[1] if got is not None and got[0] == kind else None
+
+    return key
+
+
+def _dfl_split(n) -> int | None:
+    from npufit.targets.layout import dfl_split
+
+    return dfl_split(n)
+
+
+def map_hw(key, what: str):
+    """Reshapes between rows and a map that key(node) -> H x W picks (npufit's layout.head_map by kind: "split",
+    "split_t" read by Transposes only, "merge"; layout.dfl_split): the largest map H x W that ran on the NPU (0 when
+    none did); every larger one measured ran on the CPU. Heads the converter cut at a flatten are left out
+    (_head_cut)."""
+
+    def derive(rec, nodes, failed) -> dict:
+        cut = _head_cut(nodes)
+        items = [(v, p) for p in nodes if (v := key(p.node)) is not None]
+        kept = [(v, p.case, p.placed) for v, p in items if p.case not in cut]
+        npu = [(v, c) for v, c, w in kept if w != "cpu"]
+        cpu = [(v, c) for v, c, w in kept if w == "cpu"]
+        if not cpu:
+            raise Derivation(f"{what}: none ran on the CPU")
+        top = max((v for v, _ in npu), default=0)
+        low = sorted(v for v, _ in cpu if v <= top)
+        if low:
+            raise Derivation(f"{what}: a {low[0]}-cell map ran on the CPU, under {top} on the NPU")
+        bottom = min(v for v, _ in cpu)
+        return {
+            "value": top,
+            "cpu_from": bottom,
+            "cases": sorted({p.case for _, p in items}),
+            "how": (f"maps of up to {top} cells ran on the NPU ({len(npu)} measured); " if npu else "none ran on the "
+                    "NPU; ") + f"the {len(cpu)} from {bottom} cells ran on the CPU"
+            + (f"; {len(items) - len(kept)} in heads the converter cut at a flatten left out" if len(kept) < len(items)
+               else ""),
+        }  # fmt: skip
+
+    return derive
+
+
+def head_split_transpose(rec, nodes, failed) -> dict:
+    """Transposes of the map a detection head's rows were split into (npufit's layout.reads_head_split): whether every
+    one measured ran on the CPU."""
+    from npufit.targets.layout import reads_head_split
+
+    got = [p for p in nodes if reads_head_split(p.node)]
+    if not got:
+        raise Derivation("head split Transposes: no case measured one")
+    on = sorted({p.placed for p in got})
+    return {
+        "value": on == ["cpu"],
+        "cases": sorted({p.case for p in got}),
+        "how": f"the Transposes reading a head's split rows ({len(got)} measured) ran on " + " / ".join(on),
+    }
+
+
 # target -> bound name -> (case filter, derivation)
 BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
     "rk3588": {
@@ -433,11 +532,26 @@ BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
         "cast_pairs": (_prefix("cast-"), cast_pairs),
         "focus_chain": (_prefix("focus-"), focus_chain),
         "split_rows": (_prefix("split-rows-", "rows-", "head-dfl-"), split_rows),
-        "head_rows": (_prefix("parts-", "int8-parts-"), head_rows),
-        "head_joined_cells": (_prefix("parts-", "int8-parts-"), head_joined_cells),
+        "head_rows": (_prefix("parts-", "int8-parts-", "yolox-", "int8-yolox-"), head_rows),
+        "head_joined_residues": (_prefix("parts-", "int8-parts-", "yolox-", "int8-yolox-"), head_joined_residues),
+        "head_output_transpose": (_prefix("yolox-", "int8-yolox-"), head_output_transpose),
         "int8_cpu_functions": (_prefix("unary-", "int8-unary-"), int8_cpu_functions),
     },
-    "rk3566": {"softmax_npu_axes": (_prefix("softmax-"), softmax_npu_axes)},
+    "rk3566": {
+        "softmax_npu_axes": (_prefix("softmax-"), softmax_npu_axes),
+        "head_split": (_prefix("parts-"), map_hw(_head_kind("split"), "head split")),
+        "head_split_t": (_prefix("parts-"), map_hw(_head_kind("split_t"), "head split read by Transposes")),
+        "head_merge": (_prefix("merge-parts-"), map_hw(_head_kind("merge"), "head merge")),
+        "dfl_split": (_prefix("head-dfl-"), map_hw(_dfl_split, "DFL split")),
+        "head_split_transpose": (_prefix("parts-"), head_split_transpose),
+    },
+    # rv1106's splits read by Transposes alone ran on the NPU at every size measured (no head_split_t bound)
+    "rv1106": {
+        "head_split": (_prefix("parts-"), map_hw(_head_kind("split"), "head split")),
+        "head_merge": (_prefix("merge-parts-"), map_hw(_head_kind("merge"), "head merge")),
+        "dfl_split": (_prefix("head-dfl-"), map_hw(_dfl_split, "DFL split")),
+        "head_split_transpose": (_prefix("parts-"), head_split_transpose),
+    },
     "ethos-n78": {
         "transpose_bricks": (_prefix("transpose-", "head-dfl-"), transpose_bricks),
         "depthwise_square": (_prefix("conv2d-", "conv1d-"), depthwise_square),

@@ -18,6 +18,9 @@ Families (FAMILIES), each a product over its axes:
   head's [1, 51, A] -> [1, 17, 3, A], YOLOv8's DFL), one to three scales of 640 / 320 / 160 inputs and beside them,
   51 channels beside multiples of 8, a split read by a conv or a Transpose, float16 and int8 builds;
 - merge_parts: a pose head's keypoint decode (split, scale and Sigmoid, Concat) merged back into rows, by anchors;
+- yolox: YOLOX's exported head (box, objectness and class convs joined per scale, flattened, joined on the anchor axis,
+  transposed to [1, A, 5 + classes]) at 320 to 768 inputs, 80 classes and one, float16 and int8 builds;
+- rows_transpose: rows [1, C, A] transposed to [1, A, C] by A, as a model output and read by a linear layer;
 - arity: Sum / Mean / Max / Min of 2, 3 and 4 inputs;
 - cast: float -> int32 / int64 / int8 / uint8 / float16 / bool -> float round trips, and integer Add paths;
 - attention: batch-1 multi-head attention in the sequence-first layout torch's nn.MultiheadAttention exports and in the
@@ -26,7 +29,9 @@ Families (FAMILIES), each a product over its axes:
   STFT magnitude (halves squared, added, Sqrt), LayerNorm and RMSNorm as exporters decompose them (a Sqrt in the
   denominator), float16 and int8 builds;
 - softmax: Softmax by rank, axis and size (a DFL head's bins, a map's channels, an attention map's last axis, a
-  classifier's [1, C]).
+  classifier's [1, C]);
+- token_matmul: a projection of [1, T, C] tokens (MatMul with a constant [C, K] weight) after a LayerNorm as exporters
+  decompose it, after one LayerNormalization op, and after none, by C and K.
 The earlier hand-written sweeps (rknn_sweep.py: Resize, pooling, Reshape, Slice; rknn_sweep2.py: integer arithmetic,
 GELU forms, Gather, Pad, window attention) are families "rknn_sweep" and "rknn_sweep2" here: run through any compiler
 with --families (their rk3588 records stay in rk3588-cases.json, made by rknn_cases.py).
@@ -263,6 +268,64 @@ def head_parts(c: int, k: int, sizes, tail: str = "split", cin: int = 16):
     return m
 
 
+def yolox_head(nc: int, sizes, cin: int = 16, join: bool = True, tail: str = "output"):
+    """YOLOX's head as its ONNX export writes it (no decode): per scale a model input [1, cin, H, W] through three 1x1
+    convs, box (4), objectness (1, Sigmoid) and classes (nc, Sigmoid), joined on the channel axis (join=False: one
+    conv to 5 + nc channels), flattened to [1, 5 + nc, H*W]; the scales joined on the anchor axis and transposed to
+    the output [1, A, 5 + nc] (tail "matmul": read by a linear layer instead)."""
+    from onnx import TensorProto, helper
+
+    nodes, inits, inputs, flats = [], [], [], []
+    c = 5 + nc
+    for i, (h, w) in enumerate((s, s) if isinstance(s, int) else tuple(s) for s in sizes):
+        inputs.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, cin, h, w]))
+        parts = []
+        for j, (what, n) in enumerate((("box", 4), ("obj", 1), ("cls", nc)) if join else (("box", c),)):
+            wt = _init(inits, f"{what}{i}_w", _weights((n, cin, 1, 1), 60 + 3 * i + j))
+            t = _node(nodes, "Conv", [f"x{i}", wt], [f"{what}{i}"], f"{what}{i}", kernel_shape=[1, 1])
+            parts.append(t if what == "box" else _node(nodes, "Sigmoid", [t], [f"{what}{i}_s"], f"{what}{i}_sigmoid"))
+        t = _node(nodes, "Concat", parts, [f"out{i}"], f"join{i}", axis=1) if join else parts[0]
+        flats.append(
+            _node(nodes, "Reshape", [t, _init(inits, f"f{i}_s", [1, c, h * w], np.int64)], [f"f{i}"], f"flat{i}")
+        )
+    a = sum(h * w for h, w in ((s, s) if isinstance(s, int) else tuple(s) for s in sizes))
+    t = _node(nodes, "Concat", flats, ["cat"], "concat", axis=2)
+    t = _node(nodes, "Transpose", [t], ["tr" if tail == "matmul" else "y"], "transpose", perm=[0, 2, 1])
+    shape = [1, a, c]
+    if tail == "matmul":
+        _node(nodes, "MatMul", [t, _init(inits, "m_w", _weights((c, 8), 69))], ["y"], "linear")
+        shape = [1, a, 8]
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    g = helper.make_graph(nodes, "case", inputs, [out], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="npufit-sweep")
+    m.ir_version = 8
+    return m
+
+
+def rows_transpose(c: int, hw, tail: str = "output"):
+    """Rows [1, C, A] transposed to [1, A, C] (a head's joined scales read anchor by anchor, a text recognizer's
+    sequence): a model input [1, 16, H, W] through a 1x1 conv to C channels, flattened to the rows (A = H*W),
+    transposed, and written out as the model's output ("output", YOLOX's last node) or read by a linear layer
+    ("matmul")."""
+    from onnx import TensorProto, helper
+
+    h, w = hw
+    nodes, inits = [], []
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, h, w])
+    cw = _init(inits, "c_w", _weights((c, 16, 1, 1), 70))
+    t = _node(nodes, "Conv", ["x", cw], ["c"], "conv", kernel_shape=[1, 1])
+    t = _node(nodes, "Reshape", [t, _init(inits, "f_s", [1, c, h * w], np.int64)], ["rows"], "flatten")
+    t = _node(nodes, "Transpose", [t], ["tr" if tail == "matmul" else "y"], "transpose", perm=[0, 2, 1])
+    shape = [1, h * w, c]
+    if tail == "matmul":
+        t = _node(nodes, "MatMul", [t, _init(inits, "m_w", _weights((c, 8), 71))], ["y"], "linear")
+        shape = [1, h * w, 8]
+    g = helper.make_graph(nodes, "case", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="npufit-sweep")
+    m.ir_version = 8
+    return m
+
+
 def merge_parts(anchors: int, k: int = 17, d: int = 3):
     """A pose head's keypoint decode: a conv's [1, k*d, 1, A] output split into [1, k, d, A], the first d - 1 rows of
     each keypoint scaled and the last through a Sigmoid, joined again on that axis (a Concat) and merged back into the
@@ -468,6 +531,36 @@ def norm(kind: str, c: int = 64, t: int = 40):
     return _graph(c, (1, t), body, [1, c, t])
 
 
+def token_matmul(c: int, k: int, norm_: str = "layernorm", t: int = 40):
+    """A projection of tokens: the pre-conv's map viewed as rows [1, C, T] and transposed to tokens [1, T, C] (a
+    recognizer's encoder reads its conv stem this way), a normalization over C ("layernorm": as exporters decompose it,
+    mean, subtract, square, mean, + eps, Sqrt, divide, scale, shift; "lnop": one LayerNormalization; "none"), then a
+    MatMul with a constant [C, K] weight plus a bias, transposed back to rows [1, K, T]."""
+
+    def body(x, nodes, inits):
+        x = _view(nodes, inits, x, [1, c, t])
+        x = _node(nodes, "Transpose", [x], ["tok"], "to_tokens", perm=[0, 2, 1])
+        gamma, beta = _init(inits, "gamma", np.ones(c)), _init(inits, "beta", np.zeros(c))
+        if norm_ == "lnop":
+            x = _node(nodes, "LayerNormalization", [x, gamma, beta], ["ln"], "layernorm", axis=-1)
+        elif norm_ == "layernorm":
+            m = _node(nodes, "ReduceMean", [x], ["mu"], "mean", axes=[-1], keepdims=1)
+            d = _node(nodes, "Sub", [x, m], ["d"], "centre")
+            sq = _node(nodes, "Pow", [d, _init(inits, "two", 2.0)], ["sq"], "square")
+            v = _node(nodes, "ReduceMean", [sq], ["var"], "variance", axes=[-1], keepdims=1)
+            v = _node(nodes, "Add", [v, _init(inits, "eps", 1e-5)], ["ve"], "eps")
+            r = _node(nodes, "Sqrt", [v], ["std"], "sqrt")
+            y = _node(nodes, "Div", [d, r], ["n"], "normalize")
+            y = _node(nodes, "Mul", [y, gamma], ["ns"], "scale")
+            x = _node(nodes, "Add", [y, beta], ["ln"], "shift")
+        w = _init(inits, "proj_w", _weights((c, k), 60))
+        x = _node(nodes, "MatMul", [x, w], ["proj"], "projection")
+        x = _node(nodes, "Add", [x, _init(inits, "proj_b", np.zeros(k))], ["biased"], "bias")
+        return _node(nodes, "Transpose", [x], ["back"], "to_rows_back", perm=[0, 2, 1])
+
+    return _graph(c, (1, t), body, [1, k, t])
+
+
 def softmax(shape, axis: int):
     """Softmax over `axis` of the pre-conv's output viewed as `shape` (a DFL head's [1, 16, 4, A] over its bins, an
     attention map's last axis, a classifier's [1, C])."""
@@ -596,7 +689,9 @@ def _families() -> dict[str, dict]:
         parts[f"parts-c51-{name}"] = (head_parts, (51, 17, sizes))
     for c, k in ((64, 4), (48, 16), (24, 8), (52, 13), (1, 1)):
         parts[f"parts-c{c}-40-20-10"] = (head_parts, (c, k, (40, 20, 10)))
+    parts["parts-c64-80-40-20"] = (head_parts, (64, 4, (80, 40, 20)))  # a DFL's rows at a 640 input
     for c, k, name, sizes in (
+        (64, 4, "80-40-20", (80, 40, 20)),
         (64, 4, "40-20-10", (40, 20, 10)),
         (64, 4, "20-10-5", (20, 10, 5)),
         (51, 17, "40-20-10", (40, 20, 10)),
@@ -609,6 +704,32 @@ def _families() -> dict[str, dict]:
     f["merge_parts"] = {
         **{f"int8-merge-parts-a{a}": (merge_parts, (a,)) for a in (2100, 4200, 5376, 6400, 7168, 8000, 8400, 12096)},
         **{f"merge-parts-a{a}": (merge_parts, (a,)) for a in (8400, 16800)},
+    }
+    # YOLOX's exported head at its 416 (nano, tiny) and 640 inputs, 80 classes and one (a person or face detector),
+    # float16 and int8 builds
+    yx = {
+        f"yolox-c{5 + nc}-{s[0]}": (yolox_head, (nc, s)) for nc in (80, 1) for s in ((52, 26, 13), (80, 40, 20))
+    }
+    yx.update({f"int8-{n}": v for n, v in yx.items()})
+    # what puts the 640 head's output Transpose on the CPU: the input size (320 to 768), one conv per scale, a reader
+    yx.update(
+        {
+            f"yolox-c85-{s[0]}": (yolox_head, (80, s))
+            for s in ((40, 20, 10), (64, 32, 16), (72, 36, 18), (76, 38, 19), (88, 44, 22), (96, 48, 24))
+        }
+    )
+    yx["yolox-c85-80-oneconv"] = (yolox_head, (80, (80, 40, 20), 16, False))
+    yx["yolox-c85-52-oneconv"] = (yolox_head, (80, (52, 26, 13), 16, False))
+    yx["yolox-c85-80-matmul"] = (yolox_head, (80, (80, 40, 20), 16, True, "matmul"))
+    f["yolox"] = yx
+    # rows [1, C, A] transposed to [1, A, C], by A (a 416 and a 640 head's anchors, powers of two around them), as the
+    # model's output and read by a linear layer
+    hws = ((42, 50), (39, 91), (64, 64), (60, 70), (80, 80), (64, 128), (80, 105), (120, 140))
+    f["rows_transpose"] = {
+        f"rows-transpose-c{c}-a{h * w}-{tail}": (rows_transpose, (c, (h, w), tail))
+        for c, tails in ((85, ("output", "matmul")), (6, ("output",)))
+        for h, w in hws
+        for tail in tails
     }
     f["head"] = {f"head-dfl-a{a}": (dfl, (a,)) for a in (8400, 2100, 525)}
     f["head"].update({f"head-concat-c{c}-{h}": (head_concat, (c, (h, h))) for c, h in ((64, 80), (144, 40), (84, 80))})
@@ -639,6 +760,12 @@ def _families() -> dict[str, dict]:
     sm = (((1, 16, 4, 8400), 1), ((1, 16, 4, 525), 1), ((1, 16, 8, 8), 1), ((1, 16, 8, 8), 3), ((1, 4, 64, 64), 3),
           ((1, 64, 40), 2), ((1, 64, 40), 1), ((1, 2), 1), ((1, 1000), 1))  # fmt: skip
     f["softmax"] = {f"softmax-{'x'.join(map(str, sh))}-ax{a}": (softmax, (sh, a)) for sh, a in sm}
+    # a projection of tokens after a normalization (decomposed, one LayerNormalization, none), by channels C (a
+    # recognizer's 120, multiples of 32 and 16 beside it) and outputs K (C, 2C, 3C: the projections and an MLP's first)
+    f["token_matmul"] = {
+        f"token-matmul-{nm}-c{c}-k{k * c}": (token_matmul, (c, k * c, nm))
+        for nm, c, k in itertools.product(("layernorm", "lnop", "none"), (120, 128, 64), (1, 2, 3))
+    }
     return f
 
 

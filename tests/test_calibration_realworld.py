@@ -27,18 +27,19 @@ FLOORS: dict[str, tuple[float, float, int]] = {
     "ethos-u55-256-int8": (1.0, 1.0, 0),
     "ethos-u85-256-int8": (1.0, 1.0, 0),
     "rk3576-fp16": (1.0, 1.0, 0),
-    # rk3566 / rv1106 (9 models each): they inherit the rk3588 conditions and miss YOLO-head nodes their older NPUs run
-    # on the CPU (rk3566: the Softmax bound read from its own sweep, the head reshapes not yet); every disagreement is
-    # a miss
-    "rk3566-fp16": (0.55, 0.55, 18),
-    "rv1106-int8": (0.87, 0.87, 13),
+    # rk3566 / rv1106 (9 models each): the head reshape / transpose bounds and rk3566's Softmax bound read from their
+    # own sweeps, the rest inherited from rk3588 (F1 0.885 / 0.946). Every disagreement is a miss their sweeps do not
+    # show: PP-OCRv4's attention transposes (rk3566) and its projections after a LayerNorm (rv1106), the seg head's
+    # three-part Concat, an Identity
+    "rk3566-fp16": (0.88, 0.88, 6),
+    "rv1106-int8": (0.94, 0.94, 6),
     "rk3588-fp16": (1.0, 1.0, 0),
     "rk3588-int8": (0.94, 0.94, 2),
 }
-# Sweep records: the fewest cases that must agree node for node, measured likewise (of 116, 184, 184, 292; the
+# Sweep records: the fewest cases that must agree node for node, measured likewise (of 116, 184, 184, 333; the
 # Ethos-U Sum / Mean cases re-recorded once the converter lowered them).
-SWEEP_FLOORS: dict[str, int] = {"ethos-n78": 98, "ethos-u55-256": 184, "ethos-u85-256": 177, "rk3588": 274,
-                                 "rk3566": 71}  # rk3566 (of 133): its head reshapes and transposes are not modelled
+SWEEP_FLOORS: dict[str, int] = {"ethos-n78": 98, "ethos-u55-256": 184, "ethos-u85-256": 177, "rk3588": 315,
+                                 "rk3566": 91, "rv1106": 148}  # of 147 and 174: map transposes are not modelled
 
 RW = realworld.all_records()
 SW = sorted(sweep.FOLDER.glob("*.json"))
@@ -105,6 +106,7 @@ def test_the_sweep_generator_covers_the_patterns_real_models_showed():
         "transpose-1x400x2x400-perm0312",  # the shape range Vela leaves a TRANSPOSE on the CPU for
         "focus-stem-640",  # YOLOX's Focus stem
         "head-dfl-a8400",  # YOLOv8's DFL head
+        "yolox-c85-52",  # YOLOX's head at 416
         "arity-sum-3",
         "arity-mean-4",
         "cast-int64-add",

@@ -13,7 +13,7 @@ from npufit.check import check_graph
 from npufit.convert.tflite_writer import TFLiteBuilder
 from npufit.graph import load
 from npufit.graph.onnx_loader import build_graph
-from npufit.targets import get_profile
+from npufit.targets import common, get_profile
 
 from .onnx_builders import model, vi
 
@@ -155,6 +155,80 @@ def test_yolox_focus_slices_run_on_the_rk3588_cpu():
     assert _onnx(_focus(False), "rk3588", node="sw0", **NO_SWEEP) == "npu"
 
 
+def _yolox_nano():
+    """A YOLOX detector at 416 as its export writes it: the Focus stem's 8 strided slices on the image, a 3x3 conv,
+    stride-2 convs down to the 52, 26 and 13 maps, and per scale box (4), objectness and class (80) convs, the last two
+    through a Sigmoid, joined, flattened, the scales joined on the anchor axis and transposed to [1, 3549, 85]."""
+    m = _focus(False)
+    g = m.graph
+    prev, c = "y", 16
+    for i, (name, s) in enumerate((("map0", 4), ("map1", 2), ("map2", 2))):
+        g.initializer.append(_w(f"d{i}", (16, c, s, s), 20 + i))
+        g.node.append(helper.make_node("Conv", [prev, f"d{i}"], [name], name=f"down{i}", kernel_shape=[s, s],
+                                       strides=[s, s]))
+        prev = name
+    flats = []
+    for i, size in enumerate((52, 26, 13)):
+        parts = []
+        for j, (what, n) in enumerate((("box", 4), ("obj", 1), ("cls", 80))):
+            g.initializer.append(_w(f"{what}{i}_w", (n, 16, 1, 1), 30 + 3 * i + j))
+            g.node.append(helper.make_node("Conv", [f"map{i}", f"{what}{i}_w"], [f"{what}{i}"], name=f"{what}{i}",
+                                           kernel_shape=[1, 1]))
+            if what != "box":
+                g.node.append(helper.make_node("Sigmoid", [f"{what}{i}"], [f"{what}{i}s"], name=f"{what}{i}_sig"))
+            parts.append(f"{what}{i}" if what == "box" else f"{what}{i}s")
+        g.node.append(helper.make_node("Concat", parts, [f"out{i}"], name=f"join{i}", axis=1))
+        g.initializer.append(numpy_helper.from_array(np.array([1, 85, size * size], np.int64), f"fs{i}"))
+        g.node.append(helper.make_node("Reshape", [f"out{i}", f"fs{i}"], [f"f{i}"], name=f"flat{i}"))
+        flats.append(f"f{i}")
+    g.node.append(helper.make_node("Concat", flats, ["rows"], name="anchors", axis=2))
+    g.node.append(helper.make_node("Transpose", ["rows"], ["det"], name="transpose", perm=[0, 2, 1]))
+    del g.output[:]
+    g.output.append(vi("det", None))
+    return m
+
+
+def test_a_yolox_nano_export_has_the_nine_cpu_layers_rknn_gave_it():
+    """The YOLOX detector RKNN-Toolkit2 compiled with 9 CPU layers: the Focus stem's 8 strided slices and one head
+    Reshape, the 26x26 map's flatten (676 cells: its rows miss 16 bytes and leave 4 over in eights); the 52x52 one is
+    aligned, and the 13x13 one ran on the NPU in the head sweep as the 5x5 of a pose head at 160 did."""
+    import onnx
+
+    m = onnx.shape_inference.infer_shapes(_yolox_nano())
+    g = build_graph(m, "test.onnx", {"ai.onnx": m.opset_import[0].version}, [])
+    rep = check_graph(g, _profile("rk3588"), judge="auto")
+    cpu = sorted(n.name for n in rep.nodes if n.verdict.value != "npu")
+    assert cpu == sorted([f"s{k}{i}" for k in "hw" for i in range(4)] + ["flat1"])
+
+
+def _yolox_head(sizes, tail="output"):
+    """YOLOX's head alone: per scale an 85-channel map flattened to rows, the scales joined on the anchor axis and
+    transposed to [1, A, 85], written out (or read by a linear layer)."""
+    nodes, inits, ins, flats = [], [], [], []
+    for i, s in enumerate(sizes):
+        ins.append(vi(f"x{i}", [1, 16, s, s]))
+        inits += [_w(f"w{i}", (85, 16, 1, 1), i), numpy_helper.from_array(np.array([1, 85, s * s], np.int64), f"s{i}")]
+        nodes.append(helper.make_node("Conv", [f"x{i}", f"w{i}"], [f"c{i}"], name=f"conv{i}", kernel_shape=[1, 1]))
+        nodes.append(helper.make_node("Reshape", [f"c{i}", f"s{i}"], [f"f{i}"], name=f"flat{i}"))
+        flats.append(f"f{i}")
+    nodes.append(helper.make_node("Concat", flats, ["cat"], name="concat", axis=2))
+    out = "y" if tail == "output" else "t"
+    nodes.append(helper.make_node("Transpose", ["cat"], [out], name="transpose", perm=[0, 2, 1]))
+    if tail != "output":
+        inits.append(_w("lw", (85, 8), 7))
+        nodes.append(helper.make_node("MatMul", ["t", "lw"], ["y"], name="linear"))
+    return model(nodes, ins, [vi("y", None)], inits)
+
+
+def test_a_640_yolox_heads_output_transpose_runs_on_the_rk3588_cpu():
+    """The head sweep: the Transpose of the joined rows into the model output ran on the CPU at 8400 anchors and more
+    (640, 704, 768 inputs), on the NPU up to 7581 (608); read by a linear layer it stayed on the NPU."""
+    assert _onnx(_yolox_head((80, 40, 20)), "rk3588", node="transpose") == "cpu"
+    assert _onnx(_yolox_head((76, 38, 19)), "rk3588", node="transpose") == "npu"
+    assert _onnx(_yolox_head((80, 40, 20), "matmul"), "rk3588", node="transpose") == "npu"
+    assert _onnx(_yolox_head((80, 40, 20)), "rk3588", node="transpose", **NO_SWEEP) == "npu"
+
+
 def _sum(n: int):
     nodes = [helper.make_node("Relu", [f"x{i}"], [f"r{i}"], name=f"relu{i}") for i in range(n)]
     nodes.append(helper.make_node("Sum", [f"r{i}" for i in range(n)], ["y"], name="op"))
@@ -244,12 +318,15 @@ def test_pose_head_reshapes_run_on_the_rk3588_cpu_when_rows_miss_16_bytes():
 def test_a_small_map_flattened_for_the_head_concat_runs_on_the_rk3588_npu():
     """A pose head at a 160 input (maps 20, 10, 5): the 5x5 map's flatten (25 cells, 50 bytes) joined by the Concat ran
     on the NPU in the sweep and in the real 160 exports, where the 10x10 one (100 cells) and the split ran on the CPU;
-    with no joined map allowed (limit 0) the 5x5 flatten reads CPU as its unaligned rows say."""
+    a YOLOX head at 416 (maps 52, 26, 13): the 26x26 flatten on the CPU, the 13x13 on the NPU. With no residue
+    exempted the 5x5 flatten reads CPU as its unaligned rows say."""
     at160 = _pose_head([(20, 20), (10, 10), (5, 5)])
     got = [_onnx(at160, "rk3588", node=n) for n in ("flat0", "flat1", "flat2", "split")]
     assert got == ["npu", "cpu", "npu", "cpu"]
     assert _onnx(at160, "rk3588", node="flat2", judge="int8") == "npu"
-    assert _onnx(at160, "rk3588", node="flat2", head_joined_cells=0) == "cpu"
+    assert _onnx(at160, "rk3588", node="flat2", head_joined_residues=common.Choices()) == "cpu"
+    at416 = _pose_head([(52, 52), (26, 26), (13, 13)], c=85, k=5)
+    assert [_onnx(at416, "rk3588", node=n) for n in ("flat0", "flat1", "flat2")] == ["npu", "cpu", "npu"]
 
 
 def _minmax(op: str, const: bool = False):

@@ -125,12 +125,26 @@ def _splits_rows(node: NodeView | None) -> tuple[int, int] | None:
     return (x[1], x[2]) if y[1] > 1 and y[2] > 1 and y[1] * y[2] == x[1] else None
 
 
+JOIN_MODULUS = 8  # the head sweep reads a joined map's cell count modulo this (calibration/bounds.py)
+
+
 def joined_flatten(node: NodeView) -> int | None:
     """H*W of a map flattened into rows that only Concats of rows read (a head's scale joined with the others);
     None for any other node, a flatten a split reads included."""
     f = _flattens_map(node)
     cons = node.graph.consumers(node.outputs[0]) if f is not None else []
     return f[1] if f is not None and cons and all(_concat_rows(c) for c in cons) else None
+
+
+def head_output_transpose(node: NodeView) -> int | None:
+    """A for a Transpose of a head's joined rows [1, C, A] (a Concat on the anchor axis) into the model output
+    [1, A, C], as YOLOX's export ends; None for any other node."""
+    if node.op_type != "Transpose" or list(node.attr("perm", []) or []) != [0, 2, 1]:
+        return None
+    if not _concat_rows(node.graph.producer(node.inputs[0])) or not common.graph_output(node):
+        return None
+    x = _ints(node.input_shape(0))
+    return x[2] if x and len(x) == 3 else None
 
 
 def _concat_rows(node: NodeView | None) -> bool:
@@ -159,3 +173,48 @@ def head_rows(node: NodeView) -> tuple[str, int, int] | None:
         cons = g.consumers(node.outputs[0])
         return ("split_t" if cons and all(c.op_type == "Transpose" for c in cons) else "split", *s)
     return None
+
+
+def head_map(node: NodeView) -> tuple[str, int] | None:
+    """A detection head's Reshape that makes a map of its rows or rows of a map, with the map's H x W: ("split", H*A)
+    for joined or flattened rows split into a [1, k, H, A] map (head_rows' split; "split_t" when only Transposes read
+    the map, as YOLOv8's DFL does), ("merge", H*A) for a [1, k, H, A] map that a Concat on H joined, merged back into
+    rows [1, k*H, A] (a pose head's keypoint decode writes its keypoints out this way); None for any other node."""
+    got = head_rows(node)
+    y = _ints(node.output_shape(0))
+    if got is not None:
+        return (got[0], y[2] * y[3]) if got[0] != "flatten" and y and len(y) == 4 else None
+    x = _ints(node.input_shape(0))
+    if node.op_type != "Reshape" or not x or not y or len(x) != 4 or x[0] != 1 or min(x[1:3]) < 2:
+        return None
+    src = node.graph.producer(node.inputs[0])
+    if y != [1, x[1] * x[2], x[3]] or src is None or src.op_type != "Concat":
+        return None
+    return ("merge", x[2] * x[3]) if common.norm_axis(int(src.attr("axis", 0)), 4) == 2 else None
+
+
+def reads_head_split(node: NodeView) -> bool:
+    """A Transpose of the map a detection head's rows were split into (YOLOv8's DFL reads its bins this way)."""
+    src = node.graph.producer(node.inputs[0]) if node.op_type == "Transpose" and node.inputs else None
+    got = head_map(src) if src is not None else None
+    return got is not None and got[0] in ("split", "split_t")
+
+
+def dfl_split(node: NodeView) -> int | None:
+    """H x W of the [1, C, H, W] map a run of Reshapes makes of rows ([1, C*H, W] or [1, C*H, 1, W], C and H above 1)
+    when only Transposes that only Softmaxes read take the map (YOLOv8's DFL: [1, 64, A] -> [1, 4, 16, A], transposed,
+    a Softmax over the bins); None for any other node."""
+    run = _reshape_run(node)
+    if run is None:
+        return None
+    g = node.graph
+    x, y = _ints(run[0].input_shape(0)), _ints(run[1].output_shape(0))
+    cons = g.consumers(run[1].outputs[0])
+    if not x or not y or len(y) != 4 or x[0] != 1 or y[0] != 1 or min(y[1:3]) < 2:
+        return None
+    if [d for d in x if d != 1] != [y[1] * y[2], y[3]] or not cons:
+        return None
+    if not all(c.op_type == "Transpose" and (r := g.consumers(c.outputs[0])) and all(
+            s.op_type == "Softmax" for s in r) for c in cons):  # fmt: skip
+        return None
+    return y[2] * y[3]

@@ -29,6 +29,16 @@ def bound(target: str, name: str) -> dict[str, Any]:
     return _bounds()[target][name]
 
 
+def recorded(target: str) -> bool:
+    """Whether a sweep record of the target gives any bound."""
+    return bool(_bounds().get(target))
+
+
+def has(target: str, name: str) -> bool:
+    """Whether the target's own sweep record gives this bound."""
+    return name in _bounds().get(target, {})
+
+
 def value(target: str, name: str) -> Any:
     return bound(target, name)["value"]
 

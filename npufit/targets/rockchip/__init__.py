@@ -19,7 +19,7 @@ from ..base import Composite, Fallback, Hint, Limits, OpSupport, Profile, Verdic
 from . import bounded
 from . import swept as sw
 from .rules import graph_rules, op_rules
-from .socs import CAL, SOCS, TAG, Soc
+from .socs import CAL, SOCS, SWEEP_SOC, TAG, Soc
 
 NPU, CPU, UNSUP = Verdict.NPU, Verdict.CPU, Verdict.UNSUPPORTED
 
@@ -319,7 +319,9 @@ def op_key(node: NodeView) -> str:
 
 def build(soc: Soc) -> Profile:
     """`soc`'s profile: RK3588's limits, op tables and rules under the SoC's name, with its measured differences."""
-    lim = {**LIMITS, **soc.limits}
+    # each SoC reads the bounds its own sweep record derives (docs/calibration/sweep/<soc>.json) and inherits RK3588's
+    # for the patterns its sweep did not measure (bounded.at)
+    lim = {**LIMITS, **bounded.limits(soc.name), **soc.limits}
     ops = _ops(soc.name, lim)
     ops.update(soc.ops)
     for op, rules in soc.extra_rules.items():
@@ -328,6 +330,7 @@ def build(soc: Soc) -> Profile:
         **SOURCES,
         **({TAG: soc.probe} if soc.probe else {}),
         **({CAL: soc.calibration} if soc.calibration else {}),
+        **({SWEEP_SOC: sweeps.source(soc.name)} if soc.name != "rk3588" and sweeps.recorded(soc.name) else {}),
     }
     return Profile(
         name=soc.name,

@@ -12,14 +12,30 @@ from .. import calibration as cal
 from .. import common, sweeps
 from .. import tflite_map as tm
 from ..base import Limits
-from ..layout import head_rows, joined_flatten, split_rows, unshared_chain
+from ..layout import (
+    JOIN_MODULUS,
+    dfl_split,
+    head_map,
+    head_output_transpose,
+    head_rows,
+    joined_flatten,
+    reads_head_split,
+    split_rows,
+    unshared_chain,
+)
 from ..patterns import norm_denominator
 
 T = "rk3588"  # the SoC the sweep was recorded on; the other SoCs inherit its conditions (rockchip/socs.py)
 
 
+def at(target: str, name: str) -> str:
+    """The SoC whose sweep gives bound `name` to `target`: its own where its record derives the bound, else RK3588's
+    (a SoC whose sweep did not measure a pattern inherits RK3588's measured condition)."""
+    return target if sweeps.has(target, name) else T
+
+
 def _swept(lim: Limits, name: str) -> bool:
-    return cal.fitted(lim, sweeps.evidence(T, name))
+    return cal.fitted(lim, sweeps.evidence(at(str(lim["chip"]).lower(), name), name))
 
 
 def conv1d(node: NodeView) -> bool:
@@ -77,8 +93,9 @@ def head_rows_cpu(node: NodeView, lim: Limits) -> str | None:
     channels are (a flatten, or a split only Transposes read, as YOLOv8's DFL). In the sweep every Reshape with aligned
     rows ran on the NPU, and every head with unaligned rows had one on the CPU, though not always each of them (a
     pose head at 320: the 10x10 scale's flatten and the [1, 51, 2100] split; at 160 the 5x5 scale's flatten ran on the
-    NPU). A small map flattened for the Concat alone is the NPU whatever its alignment, up to the sweep's largest
-    such map (the 5x5 scale at 160: alone, flattened and split, it ran on the CPU)."""
+    NPU). A map flattened for the Concat alone follows its cell count modulo 8 where the sweep measured it: 5x5, 13x13
+    and 15x15 (one left over) ran on the NPU, 10x10, 26x26 and 30x30 (four left over) on the CPU; alone, flattened and
+    split, the 5x5 ran on the CPU."""
     got = head_rows(node)
     if got is None or not _swept(lim, "head_rows"):
         return None
@@ -88,9 +105,20 @@ def head_rows_cpu(node: NodeView, lim: Limits) -> str | None:
     if (n * e) % b == 0 or (kind != "split" and (c * e) % b == 0):
         return None
     cells = joined_flatten(node)
-    if cells is not None and cells <= lim["head_joined_cells"] and _swept(lim, "head_joined_cells"):
+    joined = cells is not None and cells % lim["head_joined_modulus"] in lim["head_joined_residues"]
+    if joined and _swept(lim, "head_joined_residues"):
         return None
     return f"rows of {n} elements ({n * e} bytes) with {c} channels"
+
+
+def head_output_transpose_cpu(node: NodeView, lim: Limits) -> str | None:
+    """The Transpose of a head's joined rows [1, C, A] into the model output [1, A, C] (YOLOX's last node): the CPU
+    above the sweep's bound on A (7581 anchors on the NPU, 8400 and more on the CPU: a 640 YOLOX). Read by a layer
+    instead of written out, or made by one flatten, it ran on the NPU at every A measured."""
+    a = head_output_transpose(node)
+    if a is None or a <= lim["head_output_anchors"] or not _swept(lim, "head_output_transpose"):
+        return None
+    return f"{a} anchors"
 
 
 def int8_cpu_function(node: NodeView, lim: Limits) -> str | None:
@@ -124,20 +152,88 @@ def cast_swept(node: NodeView, lim: Limits) -> bool:
     return (node.input_dtype(0), node.output_dtype(0)) in lim["cast_npu_pairs"]
 
 
+# a SoC's own detection-head bounds (calibration/bounds.py: rk3566, rv1106) -> the limit each sets
+HEAD_LIMITS = {
+    "head_split": "head_split_hw",
+    "head_split_t": "head_split_t_hw",
+    "head_merge": "head_merge_hw",
+    "dfl_split": "dfl_split_hw",
+    "head_split_transpose": "head_split_transpose_cpu",
+}
+_HEAD_KIND = {"split": "head_split", "split_t": "head_split_t", "merge": "head_merge"}
+
+
+def head_limits(target: str) -> dict:
+    """The limits of the detection-head bounds `target`'s own sweep record derives (none are inherited: RK3588's
+    sweep bounds its heads by row alignment instead, head_rows_cpu)."""
+    return {lim: sweeps.value(target, b) for b, lim in HEAD_LIMITS.items() if sweeps.has(target, b)}
+
+
+def _head_map_cpu(node: NodeView, lim: Limits, kind: str) -> str | None:
+    """A detection head's Reshape of one kind between rows and a map (layout.head_map: "split" of its joined rows,
+    "split_t" read by Transposes alone, "merge" of a pose head's keypoints back into rows): the CPU when the map has
+    more cells than the largest of that kind the SoC's sweep ran on the NPU."""
+    name = _HEAD_KIND[kind]
+    got = head_map(node)
+    if got is None or got[0] != kind or HEAD_LIMITS[name] not in lim:
+        return None
+    if got[1] <= lim[HEAD_LIMITS[name]] or not _swept(lim, name):
+        return None
+    return f"a {got[1]}-cell map"
+
+
+def head_split_cpu(node: NodeView, lim: Limits) -> str | None:
+    return _head_map_cpu(node, lim, "split")
+
+
+def head_split_t_cpu(node: NodeView, lim: Limits) -> str | None:
+    return _head_map_cpu(node, lim, "split_t")
+
+
+def head_merge_cpu(node: NodeView, lim: Limits) -> str | None:
+    return _head_map_cpu(node, lim, "merge")
+
+
+def dfl_split_cpu(node: NodeView, lim: Limits) -> str | None:
+    """Rows split into a map that Transposes hand to a Softmax (YOLOv8's DFL): the CPU above the SoC's sweep bound."""
+    hw = dfl_split(node)
+    if hw is None or "dfl_split_hw" not in lim or hw <= lim["dfl_split_hw"] or not _swept(lim, "dfl_split"):
+        return None
+    return f"a {hw}-cell map"
+
+
+def head_split_transpose_cpu(node: NodeView, lim: Limits) -> str | None:
+    """A Transpose of a detection head's split rows: the CPU where every one the SoC's sweep measured ran there."""
+    if not lim.get("head_split_transpose_cpu") or not reads_head_split(node):
+        return None
+    return "a Transpose of a head's split rows" if _swept(lim, "head_split_transpose") else None
+
+
+def _bound(target: str, name: str) -> dict:
+    return sweeps.bound(at(target, name), name)
+
+
+def _value(target: str, name: str):
+    return _bound(target, name)["value"]
+
+
 def limits(target: str = T) -> dict:
-    """The profile limits read from the sweep record."""
-    pairs = tuple((a, b) for a, b, where in sweeps.value(target, "cast_pairs") if where != "cpu")
+    """The profile limits read from the sweep records: `target`'s own bound where its record derives one, else
+    RK3588's."""
+    pairs = tuple((a, b) for a, b, where in _value(target, "cast_pairs") if where != "cpu")
     return {
-        "conv1d_kernel": sweeps.value(target, "conv1d_kernel"),
-        "conv1d_stride": sweeps.value(target, "conv1d_stride"),
-        "sum_inputs": sweeps.value(target, "sum_inputs"),
-        "sum_fails_from": sweeps.bound(target, "sum_inputs")["fails_from"],
-        "mean_cpu": sweeps.value(target, "mean_cpu"),
-        "min_runtime_cpu": sweeps.value(target, "min_cpu"),
+        "conv1d_kernel": _value(target, "conv1d_kernel"),
+        "conv1d_stride": _value(target, "conv1d_stride"),
+        "sum_inputs": _value(target, "sum_inputs"),
+        "sum_fails_from": _bound(target, "sum_inputs")["fails_from"],
+        "mean_cpu": _value(target, "mean_cpu"),
+        "min_runtime_cpu": _value(target, "min_cpu"),
         "cast_npu_pairs": pairs,
-        "focus_chain_cpu": sweeps.value(target, "focus_chain"),
-        "split_rows_hw": sweeps.value(target, "split_rows"),
-        "head_row_bytes": sweeps.value(target, "head_rows"),
-        "head_joined_cells": sweeps.value(target, "head_joined_cells"),
-        "int8_cpu_functions": common.Choices(tuple(sweeps.value(target, "int8_cpu_functions"))),
+        "focus_chain_cpu": _value(target, "focus_chain"),
+        "split_rows_hw": _value(target, "split_rows"),
+        "head_row_bytes": _value(target, "head_rows"),
+        "head_joined_modulus": JOIN_MODULUS,
+        "head_output_anchors": _value(target, "head_output_transpose"),
+        "head_joined_residues": common.Choices(tuple(_value(target, "head_joined_residues"))),
+        "int8_cpu_functions": common.Choices(tuple(_value(target, "int8_cpu_functions"))),
     }

@@ -326,6 +326,20 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
                 "cases).",
             ),
         ),
+        "Transpose": (
+            r(
+                "transpose.head_output",
+                "The Transpose of a detection head's joined rows into the model output runs on the NPU up to "
+                "{head_output_anchors} anchors",
+                bd.head_output_transpose_cpu,
+                ("write the joined [1, C, A] rows out and transpose them on the host",),
+                "SWEEP",
+                evidence="The YOLOX head sweep: box, objectness and class convs joined per scale, flattened, joined "
+                "on the anchor axis and transposed to the output, at 320 to 768 inputs, 80 classes and one, float16 "
+                "and int8 builds; the same Transpose read by a linear layer, and rows a single flatten made, as "
+                "controls.",
+            ),
+        ),
         "Reshape": (
             r(
                 "reshape.split_innermost",
@@ -346,9 +360,9 @@ def op_rules(p: str) -> dict[str, tuple[Rule, ...]]:
             ),
             r(
                 "reshape.head_rows",
-                "A detection head's Reshape between maps and rows runs on the NPU when its rows, or the channels of a "
-                "flatten or of a split read by a Transpose, are a multiple of {head_row_bytes} bytes, or when it "
-                "flattens a map of at most {head_joined_cells} cells for a Concat",
+                "A detection head's Reshape between maps and rows runs on the NPU when its rows (or a flatten's "
+                "channels) are a multiple of {head_row_bytes} bytes, or it flattens a map whose cells leave "
+                "{head_joined_residues:#|or} over in groups of {head_joined_modulus}",
                 bd.head_rows_cpu,
                 (
                     "export at an image size whose every head map has a multiple of 8 cells (640 does; 320 and 160 "

@@ -16,11 +16,58 @@ from typing import Any
 from ...graph import Graph
 from .. import common, patterns, sweeps
 from ..base import Composite, CompositeMatch, Executes, OpSupport, Rule, RuleMaker, Verdict
+from . import bounded as bd
 from .checks import const_divisor, softmax_npu_axes
 from .swept import ceil_pool
 
 TAG = "PROBE-SOC"  # the source tag of a SoC's own probe record
 CAL = "CAL-SOC"  # ... and of its calibration-corpus record, where it has one
+SWEEP_SOC = "SWEEP-SOC"  # ... and of its own compiler sweep (docs/calibration/sweep/<soc>.json), where it has one
+
+
+def _head_rules(soc: str) -> dict[str, tuple[Rule, ...]]:
+    """The detection-head rules whose bounds the SoC's own sweep record derives (bounded.head_limits): Reshapes
+    between a head's rows and maps, and Transposes of its split rows. A bound the record does not give has no rule."""
+    lim = bd.head_limits(soc)
+    r = RuleMaker(soc, Verdict.CPU, SWEEP_SOC)
+    ev = (
+        f"The detection-head sweep on this SoC (docs/calibration/sweep/{soc}.json): a head's scales flattened, joined "
+        "and split into a map read by a convolution or by Transposes, a pose head's keypoints merged back into rows, "
+        "and YOLOv8's DFL, at the anchor counts of 160 to 640 inputs; each limit is the largest map that ran on the "
+        "NPU there (0: none did), and every larger one measured ran on the CPU."
+    )
+    fix = ("do the head's reshapes and its decode on the host, after the NPU part",)
+    reshape = (
+        ("head_split_hw", "reshape.head_split", bd.head_split_cpu, "A detection head's Reshape that splits its joined "
+         "rows into a map runs on the CPU"),
+        ("head_split_t_hw", "reshape.head_split_t", bd.head_split_t_cpu, "A detection head's Reshape that splits its "
+         "joined rows into a map only Transposes read runs on the CPU"),
+        ("head_merge_hw", "reshape.head_merge", bd.head_merge_cpu, "A Reshape that merges a detection head's joined "
+         "keypoint map back into rows runs on the CPU"),
+        ("dfl_split_hw", "reshape.dfl_split", bd.dfl_split_cpu, "A Reshape that splits rows into a map for a "
+         "Transpose and a Softmax (a DFL head) runs on the CPU"),
+    )  # fmt: skip
+
+    def text(key: str, head: str) -> str:  # a bound of 0 (none ran on the NPU) needs no number
+        return head + (f" above {{{key}}} cells." if lim[key] else ".")
+
+    rules = [
+        r(rid, text(key, head), check, fix, evidence=ev)
+        for key, rid, check, head in reshape
+        if key in lim
+    ]
+    out: dict[str, tuple[Rule, ...]] = {"Reshape": tuple(rules)}
+    if lim.get("head_split_transpose_cpu"):
+        out["Transpose"] = (
+            r(
+                "transpose.head_split",
+                "A Transpose of a detection head's split rows runs on the CPU.",
+                bd.head_split_transpose_cpu,
+                fix,
+                evidence=ev,
+            ),
+        )
+    return out
 
 
 def _cpu(op: str, why: str, src: str = TAG) -> OpSupport:
@@ -159,7 +206,8 @@ SOCS: tuple[Soc, ...] = (
         # to 4-D on every axis (a DFL head's bins, attention, a classifier), ran on the CPU, as did all 82 last-axis
         # softmaxes of the corpus (CAL-SOC).
         # Transpose stays RK3588's: the probe's 8x16x16 permutes all ran on the CPU, but 470 of the corpus's data-moving
-        # transposes ran on the NPU (about 60 on the CPU): no condition separating them is fitted yet
+        # transposes ran on the NPU (about 60 on the CPU): only the Transposes of a detection head's split rows, which
+        # its head sweep ran on the CPU, are a rule of its own (_head_rules)
         # slice_matmul_grid_npu: measured on RK3588 only
         limits={
             "chip": "RK3566",
@@ -167,7 +215,9 @@ SOCS: tuple[Soc, ...] = (
             "input_reshape_npu": False,
             "slice_matmul_grid_npu": False,
             **_RK3588_ONLY,
+            **bd.head_limits("rk3566"),
         },
+        extra_rules=_head_rules("rk3566"),
         ops={
             "Softmax": OpSupport(
                 "Softmax",
@@ -192,8 +242,8 @@ SOCS: tuple[Soc, ...] = (
         # output: CPU here, NPU on RK3588 (input_reshape_npu)
         notes=(
             "RK3566 and RK3568 share one NPU and one target_platform (rk3566); the probe record is rk3566's",
-            "On real YOLO models this NPU ran more of the detection head on the CPU than npufit predicts; with "
-            "RKNN-Toolkit2 installed (npufit env install rknn) the placement is measured",
+            "The detection-head rules come from compiler tests on this SoC; for other layers it follows the RK3588's, "
+            "so install RKNN-Toolkit2 (npufit env install rknn) to measure a model's placement",
         ),
     ),
     Soc(
@@ -222,7 +272,9 @@ SOCS: tuple[Soc, ...] = (
             "output_reshape_npu": True,
             "slice_matmul_grid_npu": False,
             **_RK3588_ONLY,
+            **bd.head_limits("rv1106"),
         },
+        extra_rules=_head_rules("rv1106"),
         ops={
             # R-PDF §4.1 lists Div among RV1106's CPU kernels (the NPU Div is float16 only). Probe case div (x / y):
             # CPU.
@@ -284,8 +336,8 @@ SOCS: tuple[Soc, ...] = (
             "preprocessing in the model",
             "Rockchip's operator list names 11 CPU kernels for the RV1106 runtime; builds place other ops on the CPU "
             "too, and whether the device runs those was not measured",
-            "On real YOLO models this NPU ran more of the detection head on the CPU than npufit predicts; with "
-            "RKNN-Toolkit2 installed (npufit env install rknn) the placement is measured",
+            "The detection-head rules come from compiler tests on this SoC; for other layers it follows the RK3588's, "
+            "so install RKNN-Toolkit2 (npufit env install rknn) to measure a model's placement",
         ),
     ),
 )
