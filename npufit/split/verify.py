@@ -233,8 +233,12 @@ def verify_chain(
                 feeds, refs = bounded, bounded_refs
                 overflow.update(fallback=overflow["tried"], still=[])
     result = ChainCheck(len(feeds), seed if source == "random" else None, source, overflow=overflow)
+    # the original's outputs are kept, its session is not: the chain's sessions run without it beside them (a big
+    # model's session holds its weights and activations)
+    del sess
     also = make_session(source_model) if source_model is not None else None
     also_refs = _reference(also, feeds, source) if also is not None else None
+    del also
     total, vs_source = _compare(refs, runner, feeds, source, "verifying chain", also_refs)
     result.per_output, result.missing = dict(total.per_output), list(total.missing)
     if vs_source is not None and source_model is not None:
@@ -248,13 +252,12 @@ def verify_chain(
             "tolerance": exact_tolerance(),
         }
     # one setting's sessions at a time: a big model's sessions each hold its activations
-    del sess, also
     _release(runner)
     if optimized_runner is not None:
         opt_sess = make_session(original, optimized=True)
-        opt, _ = _compare(
-            _reference(opt_sess, feeds, source), optimized_runner, feeds, source, "verifying chain (optimized)"
-        )
+        opt_refs = _reference(opt_sess, feeds, source)
+        del opt_sess
+        opt, _ = _compare(opt_refs, optimized_runner, feeds, source, "verifying chain (optimized)")
         result.optimized = {
             "settings": ORT_SETTINGS[True],
             "max_abs": opt.max_abs,
