@@ -222,3 +222,26 @@ def test_pooled_agreement_on_five_real_models(tmp_path):
     assert comps["rtdetr"].counts()["tp"] > 0 and comps["bert"].counts()["tp"] > 0, detail
     assert pooled["cpu_fallback_recall"] >= 0.9, detail
     assert pooled["cpu_fallback_precision"] >= 0.9, detail
+
+
+@needs_rknn
+def test_a_yolox_export_compiles_with_the_cpu_layers_npufit_predicts(tmp_path):
+    """The YOLOX case the prediction missed (a Focus stem's 8 strided slices and a head Reshape, 9 CPU layers at a
+    416 input), built small, and YOLOX's head at 640 (its output Transpose on the CPU): the real toolkit's placement
+    equals the prediction node for node."""
+    import onnx
+
+    from npufit.compilers import compile_model
+
+    from .test_targets_swept_bounds import _yolox_head, _yolox_nano
+
+    for name, m, cpu in (
+        ("nano416", _yolox_nano(), 9),
+        ("head640", _yolox_head((80, 40, 20)), 1),
+    ):
+        path = tmp_path / f"{name}.onnx"
+        onnx.save(m, path)
+        r = compile_model(path, T, compare_prediction=True, out_dir=tmp_path / name, simulate=False)
+        assert r.ok and r.comparison is not None, (name, r.error)
+        c = r.comparison.counts()
+        assert (c["tp"], c["fp"], c["fn"]) == (cpu, 0, 0), (name, c, r.comparison.disagreements)
