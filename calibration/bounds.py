@@ -383,6 +383,30 @@ def head_output_transpose(rec, nodes, failed) -> dict:
     }
 
 
+def qkv_view_align(rec, nodes, failed) -> dict:
+    """The alignment of the head width d that the Transpose of a q/k/v projection's 5-D view [1, N, 3, heads, d] needs
+    to run on the NPU (calibration/sweep.py's qkv5d cases): the greatest common divisor of the widths that ran there,
+    provided no width that ran on the CPU is a multiple of it."""
+    from math import gcd
+
+    from npufit.targets.layout import qkv_view_transpose as key
+
+    npu, cpu = _split(nodes, key)
+    if not npu or not cpu:
+        raise Derivation(f"q/k/v view: {'no' if not npu else 'every'} width measured ran on the NPU")
+    a = 0
+    for v, _ in npu:
+        a = gcd(a, v)
+    if a == 1 or any(v % a == 0 for v, _ in cpu):
+        raise Derivation(f"q/k/v view: widths on the CPU ({sorted({v for v, _ in cpu})}) are multiples of {a}")
+    return {
+        "value": a,
+        "cases": sorted({c for _, c in npu + cpu}),
+        "how": f"head widths {', '.join(map(str, sorted({v for v, _ in npu})))} ran on the NPU, "
+        f"{', '.join(map(str, sorted({v for v, _ in cpu})))} on the CPU: the NPU's are multiples of {a}",
+    }
+
+
 def int8_cpu_functions(rec, nodes, failed) -> dict:
     """The element-wise functions of one tensor (calibration/sweep.py's unary cases) that every int8 build ran on the
     CPU while every float16 build of the same graph kept them on the NPU, outside a normalization's denominator (a
@@ -544,6 +568,8 @@ BOUNDS: dict[str, dict[str, tuple[Callable[[str], bool], Callable]]] = {
         "head_merge": (_prefix("merge-parts-"), map_hw(_head_kind("merge"), "head merge")),
         "dfl_split": (_prefix("head-dfl-"), map_hw(_dfl_split, "DFL split")),
         "head_split_transpose": (_prefix("parts-"), head_split_transpose),
+        # rk3588 and rv1106 ran every q/k/v view transpose measured on the NPU: no bound there
+        "qkv_view_align": (_prefix("qkv5d-"), qkv_view_align),
     },
     # rv1106's splits read by Transposes alone ran on the NPU at every size measured (no head_split_t bound)
     "rv1106": {

@@ -21,6 +21,8 @@ Families (FAMILIES), each a product over its axes:
 - yolox: YOLOX's exported head (box, objectness and class convs joined per scale, flattened, joined on the anchor axis,
   transposed to [1, A, 5 + classes]) at 320 to 768 inputs, 80 classes and one, float16 and int8 builds;
 - rows_transpose: rows [1, C, A] transposed to [1, A, C] by A, as a model output and read by a linear layer;
+- qkv5d: batch-1 self-attention whose fused q/k/v projection is split through a 5-D view, as timm's ViT and PP-OCRv4
+  (transposed, then sliced) and DINOv3 (sliced, then transposed) write it;
 - arity: Sum / Mean / Max / Min of 2, 3 and 4 inputs;
 - cast: float -> int32 / int64 / int8 / uint8 / float16 / bool -> float round trips, and integer Add paths;
 - attention: batch-1 multi-head attention in the sequence-first layout torch's nn.MultiheadAttention exports and in the
@@ -472,6 +474,40 @@ def attention(layout: str, heads: int, hw=(4, 4), c: int = 16):
     return _graph(c, hw, body, [1, c, n])
 
 
+def qkv5d(layout: str, heads: int, d: int, hw=(5, 8)):
+    """Batch-1 self-attention whose fused q/k/v projection is split through a 5-D [1, N, 3, heads, d] view, as ViT
+    exports write it: "timm" transposes the view to [3, 1, heads, N, d] and slices q, k, v off axis 0 (PP-OCRv4's
+    recognizer, timm's ViT); "dinov3" slices them off axis 2 first and transposes each [1, N, heads, d] to
+    [1, heads, N, d] (DINOv3's attention). The heads are merged back into [1, N, C] rows."""
+    c, n = heads * d, hw[0] * hw[1]
+
+    def body(x, nodes, inits):
+        t = _node(nodes, "Reshape", [x, _init(inits, "flat", [1, c, n], np.int64)], ["fl"], "flatten")
+        t = _node(nodes, "Transpose", [t], ["tok"], "to_tokens", perm=[0, 2, 1])
+        t = _node(nodes, "MatMul", [t, _init(inits, "qkv_w", _weights((c, 3 * c), 30))], ["qkv"], "qkv_proj")
+        t = _node(nodes, "Reshape", [t, _init(inits, "qkv_s", [1, n, 3, heads, d], np.int64)], ["v5"], "qkv_5d")
+        if layout == "timm":
+            t = _node(nodes, "Transpose", [t], ["t5"], "qkv_transpose", perm=[2, 0, 3, 1, 4])
+        parts = []
+        for i, nm in enumerate("qkv"):
+            axis = 0 if layout == "timm" else 2
+            ins = [t] + [_init(inits, f"{nm}_{k}", [v], np.int64) for k, v in (("b", i), ("e", i + 1), ("a", axis))]
+            s = _node(nodes, "Slice", ins, [f"{nm}_sl"], f"{nm}_slice")
+            s = _node(nodes, "Squeeze", [s, _init(inits, f"{nm}_ax", [axis], np.int64)], [f"{nm}_sq"], f"{nm}_squeeze")
+            if layout == "dinov3":
+                s = _node(nodes, "Transpose", [s], [f"{nm}_t"], f"{nm}_transpose", perm=[0, 2, 1, 3])
+            parts.append(s)
+        kt = _node(nodes, "Transpose", [parts[1]], ["kt"], "k_t", perm=[0, 1, 3, 2])
+        s = _node(nodes, "MatMul", [parts[0], kt], ["scores"], "qk")
+        s = _node(nodes, "Softmax", [s], ["attn"], "softmax", axis=-1)
+        o = _node(nodes, "MatMul", [s, parts[2]], ["ctx"], "av")
+        o = _node(nodes, "Transpose", [o], ["ctx_t"], "merge_t", perm=[0, 2, 1, 3])
+        o = _node(nodes, "Reshape", [o, _init(inits, "merged", [1, n, c], np.int64)], ["m"], "merge")
+        return _node(nodes, "Transpose", [o], ["back"], "to_channels", perm=[0, 2, 1])
+
+    return _graph(c, hw, body, [1, c, n])
+
+
 def unary(op: str, rank: int = 4, c: int = 16, t: int = 64):
     """`op` on one run-time tensor: the pre-conv's [1, C, 8, T / 8] output (rank 4), or that output viewed as the
     [1, C, T] rows of an audio front end (rank 3). Sqrt, Log and Reciprocal read x * x + 0.001, as a power or a
@@ -739,6 +775,19 @@ def _families() -> dict[str, dict]:
     f["arity"] = {
         f"arity-{op.lower()}-{n}": (arity, (op, n)) for op in ("Sum", "Mean", "Max", "Min") for n in (2, 3, 4)
     }
+    # q/k/v split through a 5-D view: PP-OCRv4's 40 tokens of 8 heads x 15, 64 tokens of 4 x 16, a ViT's 400 of 6 x 64
+    f["qkv5d"] = {
+        f"qkv5d-{lay}-n{h * w}-h{heads}x{d}": (qkv5d, (lay, heads, d, (h, w)))
+        for lay in ("timm", "dinov3")
+        for (h, w), heads, d in (((5, 8), 8, 15), ((8, 8), 4, 16), ((20, 20), 6, 64))
+    }
+    # which of PP-OCRv4's sizes moves the 5-D split: the head width d (15, 8, 12, 16), the heads, the tokens
+    f["qkv5d"].update(
+        {
+            f"qkv5d-timm-n{h * w}-h{heads}x{d}": (qkv5d, ("timm", heads, d, (h, w)))
+            for (h, w), heads, d in (((5, 8), 8, 16), ((5, 8), 8, 12), ((5, 8), 8, 8), ((8, 8), 4, 15), ((8, 8), 8, 15))
+        }
+    )
     f["cast"] = {f"cast-{t}": (cast, (t,)) for t in _INT}
     f["cast"].update({f"cast-{t}-add": (cast, (t, True)) for t in ("int32", "int64")})
     f["attention"] = {

@@ -131,3 +131,20 @@ def test_a_pose_heads_split_and_merge_follow_each_socs_map_bound():
     # a split a conv reads, at 640: the CPU on both
     conv = _head(51, 17, (80, 40, 20), "conv")
     assert judge(conv, "rv1106", "split")[0] == "cpu" and judge(conv, "rk3566", "split")[0] == "cpu"
+
+
+def test_rk3566_runs_a_5d_qkv_split_on_the_cpu_when_the_head_width_is_unaligned():
+    # PP-OCRv4's recognizer: [1, 40, 360] -> [1, 40, 3, 8, 15] -> Transpose(2, 0, 3, 1, 4); rk3566's attention sweep
+    # ran that Transpose on the CPU at a head width of 15 and on the NPU at 8, 12, 16 and 64; rk3588 and rv1106 ran
+    # every width on the NPU
+    from calibration.sweep import qkv5d
+
+    ocr, vit = qkv5d("timm", 8, 15), qkv5d("timm", 4, 16, (8, 8))
+    v, why = judge(ocr, "rk3566", "qkv_transpose")
+    assert v == "cpu" and "rk3566.transpose.qkv_view" in why, why
+    assert judge(vit, "rk3566", "qkv_transpose")[0] == "npu"
+    assert judge(ocr, "rk3588", "qkv_transpose")[0] == "npu" and judge(ocr, "rv1106", "qkv_transpose")[0] == "npu"
+    m = onnx.shape_inference.infer_shapes(ocr)
+    prof = copy.copy(get_profile("rk3566"))
+    prof.limits = {**prof.limits, **NO_SWEEP}
+    assert check_graph(build_graph(m, "t.onnx", {"ai.onnx": 17}, []), prof).node("qkv_transpose").verdict.value == "npu"

@@ -147,6 +147,18 @@ def head_output_transpose(node: NodeView) -> int | None:
     return x[2] if x and len(x) == 3 else None
 
 
+def qkv_view_transpose(node: NodeView) -> int | None:
+    """The head width d for a Transpose of a fused q/k/v projection's 5-D view [1, N, 3, heads, d] (as timm's ViT and
+    PP-OCRv4's recognizer split q, k and v); None for any other node."""
+    if node.op_type != "Transpose":
+        return None
+    x = _ints(node.input_shape(0))
+    if not x or len(x) != 5 or x[0] != 1 or x[2] != 3:
+        return None
+    src = node.graph.producer(node.inputs[0])
+    return x[4] if src is not None and src.op_type == "Reshape" else None
+
+
 def _concat_rows(node: NodeView | None) -> bool:
     """A Concat of 3-D rows on the row axis (a detection head's scales joined into [1, C, A])."""
     if node is None or node.op_type != "Concat":

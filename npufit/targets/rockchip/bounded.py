@@ -19,6 +19,7 @@ from ..layout import (
     head_output_transpose,
     head_rows,
     joined_flatten,
+    qkv_view_transpose,
     reads_head_split,
     split_rows,
     unshared_chain,
@@ -152,8 +153,9 @@ def cast_swept(node: NodeView, lim: Limits) -> bool:
     return (node.input_dtype(0), node.output_dtype(0)) in lim["cast_npu_pairs"]
 
 
-# a SoC's own detection-head bounds (calibration/bounds.py: rk3566, rv1106) -> the limit each sets
+# a SoC's own bounds (calibration/bounds.py: rk3566, rv1106) -> the limit each sets
 HEAD_LIMITS = {
+    "qkv_view_align": "qkv_view_align",
     "head_split": "head_split_hw",
     "head_split_t": "head_split_t_hw",
     "head_merge": "head_merge_hw",
@@ -164,8 +166,9 @@ _HEAD_KIND = {"split": "head_split", "split_t": "head_split_t", "merge": "head_m
 
 
 def head_limits(target: str) -> dict:
-    """The limits of the detection-head bounds `target`'s own sweep record derives (none are inherited: RK3588's
-    sweep bounds its heads by row alignment instead, head_rows_cpu)."""
+    """The limits of the detection-head (and q/k/v view) bounds `target`'s own sweep record derives (none are
+    inherited: RK3588's sweep bounds its heads by row alignment instead, head_rows_cpu, and ran every q/k/v view on
+    the NPU)."""
     return {lim: sweeps.value(target, b) for b, lim in HEAD_LIMITS.items() if sweeps.has(target, b)}
 
 
@@ -192,6 +195,15 @@ def head_split_t_cpu(node: NodeView, lim: Limits) -> str | None:
 
 def head_merge_cpu(node: NodeView, lim: Limits) -> str | None:
     return _head_map_cpu(node, lim, "merge")
+
+
+def qkv_view_transpose_cpu(node: NodeView, lim: Limits) -> str | None:
+    """The Transpose of a q/k/v projection's 5-D view [1, N, 3, heads, d]: the CPU when the head width d is not a
+    multiple of the SoC's sweep bound (PP-OCRv4's recognizer: d = 15)."""
+    d, a = qkv_view_transpose(node), lim.get("qkv_view_align")
+    if d is None or not a or d % a == 0 or not _swept(lim, "qkv_view_align"):
+        return None
+    return f"a head width of {d}"
 
 
 def dfl_split_cpu(node: NodeView, lim: Limits) -> str | None:

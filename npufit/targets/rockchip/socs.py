@@ -56,17 +56,33 @@ def _head_rules(soc: str) -> dict[str, tuple[Rule, ...]]:
         for key, rid, check, head in reshape
         if key in lim
     ]
-    out: dict[str, tuple[Rule, ...]] = {"Reshape": tuple(rules)}
+    transposes = []
     if lim.get("head_split_transpose_cpu"):
-        out["Transpose"] = (
+        transposes.append(
             r(
                 "transpose.head_split",
                 "A Transpose of a detection head's split rows runs on the CPU.",
                 bd.head_split_transpose_cpu,
                 fix,
                 evidence=ev,
-            ),
+            )
         )
+    if "qkv_view_align" in lim:
+        transposes.append(
+            r(
+                "transpose.qkv_view",
+                "The Transpose that splits an attention layer's fused q/k/v projection along an axis of its own runs "
+                "on the NPU when the head width is a multiple of {qkv_view_align}.",
+                bd.qkv_view_transpose_cpu,
+                ("split q, k and v with three Reshapes of the projection's slices, or use an aligned head width",),
+                evidence=f"The attention sweep on this SoC (docs/calibration/sweep/{soc}.json): self-attention whose "
+                "fused q/k/v projection is viewed as [1, N, 3, heads, d] and transposed to [3, 1, heads, N, d], "
+                "as timm's ViT and PP-OCRv4's recognizer export it, by head width, heads and tokens.",
+            )
+        )
+    out: dict[str, tuple[Rule, ...]] = {"Reshape": tuple(rules)}
+    if transposes:
+        out["Transpose"] = tuple(transposes)
     return out
 
 
