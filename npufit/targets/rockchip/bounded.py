@@ -218,7 +218,7 @@ def head_split_transpose_cpu(node: NodeView, lim: Limits) -> str | None:
     """A Transpose of a detection head's split rows: the CPU where every one the SoC's sweep measured ran there."""
     if not lim.get("head_split_transpose_cpu") or not reads_head_split(node):
         return None
-    return "a Transpose of a head's split rows" if _swept(lim, "head_split_transpose") else None
+    return f"perm {list(node.attr('perm', []) or [])}" if _swept(lim, "head_split_transpose") else None
 
 
 def _bound(target: str, name: str) -> dict:

@@ -49,7 +49,7 @@ def _head_rules(soc: str) -> dict[str, tuple[Rule, ...]]:
     )  # fmt: skip
 
     def text(key: str, head: str) -> str:  # a bound of 0 (none ran on the NPU) needs no number
-        return head + (f" above {{{key}}} cells." if lim[key] else ".")
+        return head + (f" above {{{key}}} cells" if lim[key] else "")
 
     rules = [
         r(rid, text(key, head), check, fix, evidence=ev)
@@ -61,7 +61,7 @@ def _head_rules(soc: str) -> dict[str, tuple[Rule, ...]]:
         transposes.append(
             r(
                 "transpose.head_split",
-                "A Transpose of a detection head's split rows runs on the CPU.",
+                "A Transpose of a detection head's split rows runs on the CPU",
                 bd.head_split_transpose_cpu,
                 fix,
                 evidence=ev,
@@ -72,7 +72,7 @@ def _head_rules(soc: str) -> dict[str, tuple[Rule, ...]]:
             r(
                 "transpose.qkv_view",
                 "The Transpose that splits an attention layer's fused q/k/v projection along an axis of its own runs "
-                "on the NPU when the head width is a multiple of {qkv_view_align}.",
+                "on the NPU when the head width is a multiple of {qkv_view_align}",
                 bd.qkv_view_transpose_cpu,
                 ("split q, k and v with three Reshapes of the projection's slices, or use an aligned head width",),
                 evidence=f"The attention sweep on this SoC (docs/calibration/sweep/{soc}.json): self-attention whose "
@@ -241,8 +241,8 @@ SOCS: tuple[Soc, ...] = (
                 (
                     RuleMaker("rk3566", Verdict.CPU, TAG)(
                         "softmax.npu_axes",
-                        "Softmax axes that ran on the NPU in this SoC's sweep: {softmax_npu_axes}; any other "
-                        "Softmax runs on the CPU",
+                        "Softmax runs on the CPU on this SoC except on the axes its compiler tests ran on the NPU: "
+                        "{softmax_npu_axes}",
                         softmax_npu_axes,
                         ("compute the softmax on the host, after the NPU part",),
                         evidence="The Softmax sweep on this SoC (docs/calibration/sweep/rk3566.json): a DFL head's "
