@@ -81,6 +81,14 @@ def _upper(npu, cpu, what: str) -> tuple[int, list[str]]:
     return top, sorted({c for _, c in npu + cpu})
 
 
+def _between(npu, cpu, what: str) -> tuple[int, int, list[str]]:
+    """_upper, and the smallest value measured on the CPU: a bound with both sides measured."""
+    top, cases = _upper(npu, cpu, what)
+    if not cpu:
+        raise Derivation(f"{what}: none ran on the CPU")
+    return top, min(v for v, _ in cpu), cases
+
+
 # -- the bounds ------------------------------------------------------------------------------------------------------
 
 
@@ -237,8 +245,7 @@ def transpose_bricks(rec, nodes, failed) -> dict:
     """The Ethos-N transposes: the largest input (in bricks) that ran on the NPU and the smallest that did not (the
     support library's SRAM size, the profile's transpose_sram_bytes, must lie between: test_calibration_bounds.py)."""
     npu, cpu = _split(nodes, _moving_transpose)
-    top, cases = _upper(npu, cpu, "transpose bricks")
-    low = min(v for v, _ in cpu)
+    top, low, cases = _between(npu, cpu, "transpose bricks")
     return {
         "value": top,
         "cpu_from": low,
@@ -276,10 +283,7 @@ def split_rows(rec, nodes, failed) -> dict:
     from npufit.targets.layout import split_rows as hw
 
     npu, cpu = _split(nodes, hw)
-    top, cases = _upper(npu, cpu, "split rows")
-    if not cpu:
-        raise Derivation("split rows: none ran on the CPU")
-    low = min(v for v, _ in cpu)
+    top, low, cases = _between(npu, cpu, "split rows")
     return {
         "value": top,
         "cpu_from": low,
@@ -370,10 +374,7 @@ def head_output_transpose(rec, nodes, failed) -> dict:
     from npufit.targets.layout import head_output_transpose as key
 
     npu, cpu = _split(nodes, key)
-    top, cases = _upper(npu, cpu, "head output transpose")
-    if not cpu:
-        raise Derivation("head output transpose: none ran on the CPU")
-    low = min(v for v, _ in cpu)
+    top, low, cases = _between(npu, cpu, "head output transpose")
     return {
         "value": top,
         "cpu_from": low,

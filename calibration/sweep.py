@@ -545,6 +545,20 @@ def magnitude(rank: int = 3, c: int = 129, t: int = 4):
     return _graph(2 * c, hw, body, [1, c, t] if rank == 3 else [1, c, *hw])
 
 
+def _normalized(nodes: list, inits: list, x: str, centred: bool) -> str:
+    """`x` normalized over its last axis as exporters decompose LayerNorm (centred: mean, subtract first) and RMSNorm:
+    square, mean, + eps, Sqrt, divide (no scale or shift)."""
+    d = x
+    if centred:
+        m = _node(nodes, "ReduceMean", [x], ["mu"], "mean", axes=[-1], keepdims=1)
+        d = _node(nodes, "Sub", [x, m], ["d"], "centre")
+    sq = _node(nodes, "Pow", [d, _init(inits, "two", 2.0)], ["sq"], "square")
+    v = _node(nodes, "ReduceMean", [sq], ["var"], "variance", axes=[-1], keepdims=1)
+    v = _node(nodes, "Add", [v, _init(inits, "eps", 1e-5)], ["ve"], "eps")
+    r = _node(nodes, "Sqrt", [v], ["std"], "sqrt")
+    return _node(nodes, "Div", [d, r], ["n"], "normalize")
+
+
 def norm(kind: str, c: int = 64, t: int = 40):
     """A normalization over the last axis of [1, T, C] tokens (the pre-conv's map viewed as rows and transposed), as
     exporters decompose it: LayerNorm (mean, subtract, square, mean, + eps, Sqrt, divide) or RMSNorm (square, mean,
@@ -553,15 +567,7 @@ def norm(kind: str, c: int = 64, t: int = 40):
     def body(x, nodes, inits):
         x = _view(nodes, inits, x, [1, c, t])
         x = _node(nodes, "Transpose", [x], ["tok"], "to_tokens", perm=[0, 2, 1])
-        d = x
-        if kind == "layernorm":
-            m = _node(nodes, "ReduceMean", [x], ["mu"], "mean", axes=[-1], keepdims=1)
-            d = _node(nodes, "Sub", [x, m], ["d"], "centre")
-        sq = _node(nodes, "Pow", [d, _init(inits, "two", 2.0)], ["sq"], "square")
-        v = _node(nodes, "ReduceMean", [sq], ["var"], "variance", axes=[-1], keepdims=1)
-        v = _node(nodes, "Add", [v, _init(inits, "eps", 1e-5)], ["ve"], "eps")
-        r = _node(nodes, "Sqrt", [v], ["std"], "sqrt")
-        y = _node(nodes, "Div", [d, r], ["n"], "normalize")
+        y = _normalized(nodes, inits, x, kind == "layernorm")
         return _node(nodes, "Transpose", [y], ["back"], "to_rows_again", perm=[0, 2, 1])
 
     return _graph(c, (1, t), body, [1, c, t])
@@ -580,14 +586,7 @@ def token_matmul(c: int, k: int, norm_: str = "layernorm", t: int = 40):
         if norm_ == "lnop":
             x = _node(nodes, "LayerNormalization", [x, gamma, beta], ["ln"], "layernorm", axis=-1)
         elif norm_ == "layernorm":
-            m = _node(nodes, "ReduceMean", [x], ["mu"], "mean", axes=[-1], keepdims=1)
-            d = _node(nodes, "Sub", [x, m], ["d"], "centre")
-            sq = _node(nodes, "Pow", [d, _init(inits, "two", 2.0)], ["sq"], "square")
-            v = _node(nodes, "ReduceMean", [sq], ["var"], "variance", axes=[-1], keepdims=1)
-            v = _node(nodes, "Add", [v, _init(inits, "eps", 1e-5)], ["ve"], "eps")
-            r = _node(nodes, "Sqrt", [v], ["std"], "sqrt")
-            y = _node(nodes, "Div", [d, r], ["n"], "normalize")
-            y = _node(nodes, "Mul", [y, gamma], ["ns"], "scale")
+            y = _node(nodes, "Mul", [_normalized(nodes, inits, x, True), gamma], ["ns"], "scale")
             x = _node(nodes, "Add", [y, beta], ["ln"], "shift")
         w = _init(inits, "proj_w", _weights((c, k), 60))
         x = _node(nodes, "MatMul", [x, w], ["proj"], "projection")
