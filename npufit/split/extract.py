@@ -199,13 +199,20 @@ class Extractor:
         }
         produced = {o for n in g.node for o in n.output if o}
         wanted = [t for t in self.boundary if t in produced and t not in known]
-        probe = onnx.ModelProto()
-        probe.CopyFrom(self.model)
-        del probe.graph.output[:]
-        probe.graph.output.extend(onnx.ValueInfoProto(name=t) for t in wanted)
+        # the model itself, its outputs swapped for the wanted tensors while it is serialized: a copy of a big
+        # model's proto, and its bytes kept beside the session, were the split's memory peak
+        outputs = list(g.output)
+        del g.output[:]
+        g.output.extend(onnx.ValueInfoProto(name=t) for t in wanted)
+        try:
+            data = self.model.SerializeToString()
+        finally:
+            del g.output[:]
+            g.output.extend(outputs)
         self._ranks = {}
         try:
-            sess = make_session(probe.SerializeToString(), external_dir=str(self.src_dir))
+            sess = make_session(data, external_dir=str(self.src_dir))
+            del data
             feeds = random_inputs(sess, seed=0)[0]
             vals = timed_run(sess, wanted, feeds)
             self._ranks = {t: np.asarray(v).ndim for t, v in zip(wanted, vals)}
