@@ -87,9 +87,9 @@ def test_each_soc_reads_its_own_sweep_bounds_and_inherits_rk3588s_others():
     assert bounded.at("rk3566", "split_rows") == "rk3588" and bounded.at("rk3588", "split_rows") == "rk3588"
     own = bounded.limits("rk3566")
     assert own == bounded.limits("rk3588")  # rk3566's record derives none of RK3588's bounds (yet)
-    assert bounded.head_limits("rk3588") == {}  # RK3588's heads are bounded by row alignment instead
-    assert bounded.head_limits("rv1106")["head_split_hw"] == sweeps.value("rv1106", "head_split")
-    assert "head_split_t_hw" not in bounded.head_limits("rv1106")  # its Transpose-read splits never ran on the CPU
+    assert bounded.soc_limits("rk3588") == {}  # RK3588's heads are bounded by row alignment instead
+    assert bounded.soc_limits("rv1106")["head_split_hw"] == sweeps.value("rv1106", "head_split")
+    assert "head_split_t_hw" not in bounded.soc_limits("rv1106")  # its Transpose-read splits never ran on the CPU
 
 
 def test_the_dfl_split_and_its_transpose_run_on_the_cpu_on_rk3566_and_the_npu_on_rk3588():

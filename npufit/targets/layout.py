@@ -83,22 +83,24 @@ def _reshape_run(node: NodeView) -> tuple[NodeView, NodeView] | None:
     return first, last
 
 
-def split_rows(node: NodeView) -> int | None:
-    """H x W of the [1, C, H, W] map a run of Reshapes makes of channel rows ([1, C*H, W] or [1, C*H, 1, W], C and H
-    above 1) for a convolution to read (a DFL head's [1, 64, A] -> [1, 4, 16, A], a pose head's [1, 51, A] ->
-    [1, 17, 3, A]); None for any other node."""
+def _rows_to_map(node: NodeView) -> tuple[int, list[NodeView]] | None:
+    """(H x W, its readers) of the [1, C, H, W] map a run of Reshapes makes of channel rows ([1, C*H, W] or
+    [1, C*H, 1, W], C and H above 1); None for any other node."""
     run = _reshape_run(node)
     if run is None:
         return None
-    x, y = run[0].input_shape(0), run[1].output_shape(0)
+    x, y = _ints(run[0].input_shape(0)), _ints(run[1].output_shape(0))
     cons = node.graph.consumers(run[1].outputs[0])
-    if not x or not y or len(y) != 4 or not all(isinstance(d, int) for d in list(x) + list(y)):
+    if not x or not y or len(y) != 4 or x[0] != 1 or y[0] != 1 or min(y[1:3]) < 2 or not cons:
         return None
-    if not cons or any(c.op_type != "Conv" for c in cons):
-        return None
-    n, c, h, w = y
-    rows = [d for d in x if d != 1]
-    return h * w if n == 1 and c > 1 and h > 1 and x[0] == 1 and rows == [c * h, w] else None
+    return (y[2] * y[3], cons) if [d for d in x if d != 1] == [y[1] * y[2], y[3]] else None
+
+
+def split_rows(node: NodeView) -> int | None:
+    """H x W of the map a run of Reshapes makes of channel rows (_rows_to_map) for a convolution to read (a DFL head's
+    [1, 64, A] -> [1, 4, 16, A], a pose head's [1, 51, A] -> [1, 17, 3, A]); None for any other node."""
+    got = _rows_to_map(node)
+    return got[0] if got is not None and all(c.op_type == "Conv" for c in got[1]) else None
 
 
 def _ints(shape) -> list[int] | None:
@@ -213,20 +215,13 @@ def reads_head_split(node: NodeView) -> bool:
 
 
 def dfl_split(node: NodeView) -> int | None:
-    """H x W of the [1, C, H, W] map a run of Reshapes makes of rows ([1, C*H, W] or [1, C*H, 1, W], C and H above 1)
-    when only Transposes that only Softmaxes read take the map (YOLOv8's DFL: [1, 64, A] -> [1, 4, 16, A], transposed,
-    a Softmax over the bins); None for any other node."""
-    run = _reshape_run(node)
-    if run is None:
+    """H x W of the map a run of Reshapes makes of channel rows (_rows_to_map) when only Transposes that only
+    Softmaxes read take it (YOLOv8's DFL: [1, 64, A] -> [1, 4, 16, A], transposed, a Softmax over the bins); None for
+    any other node."""
+    got = _rows_to_map(node)
+    if got is None:
         return None
     g = node.graph
-    x, y = _ints(run[0].input_shape(0)), _ints(run[1].output_shape(0))
-    cons = g.consumers(run[1].outputs[0])
-    if not x or not y or len(y) != 4 or x[0] != 1 or y[0] != 1 or min(y[1:3]) < 2:
-        return None
-    if [d for d in x if d != 1] != [y[1] * y[2], y[3]] or not cons:
-        return None
-    if not all(c.op_type == "Transpose" and (r := g.consumers(c.outputs[0])) and all(
-            s.op_type == "Softmax" for s in r) for c in cons):  # fmt: skip
-        return None
-    return y[2] * y[3]
+    softmax = [c.op_type == "Transpose" and (r := g.consumers(c.outputs[0])) and all(s.op_type == "Softmax" for s in r)
+               for c in got[1]]  # fmt: skip
+    return got[0] if all(softmax) else None

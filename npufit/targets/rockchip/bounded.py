@@ -154,7 +154,7 @@ def cast_swept(node: NodeView, lim: Limits) -> bool:
 
 
 # a SoC's own bounds (calibration/bounds.py: rk3566, rv1106) -> the limit each sets
-HEAD_LIMITS = {
+SOC_LIMITS = {
     "qkv_view_align": "qkv_view_align",
     "head_split": "head_split_hw",
     "head_split_t": "head_split_t_hw",
@@ -162,25 +162,25 @@ HEAD_LIMITS = {
     "dfl_split": "dfl_split_hw",
     "head_split_transpose": "head_split_transpose_cpu",
 }
-_HEAD_KIND = {"split": "head_split", "split_t": "head_split_t", "merge": "head_merge"}
+_MAP_BOUND = {"split": "head_split", "split_t": "head_split_t", "merge": "head_merge"}
 
 
-def head_limits(target: str) -> dict:
+def soc_limits(target: str) -> dict:
     """The limits of the detection-head (and q/k/v view) bounds `target`'s own sweep record derives (none are
     inherited: RK3588's sweep bounds its heads by row alignment instead, head_rows_cpu, and ran every q/k/v view on
     the NPU)."""
-    return {lim: sweeps.value(target, b) for b, lim in HEAD_LIMITS.items() if sweeps.has(target, b)}
+    return {lim: sweeps.value(target, b) for b, lim in SOC_LIMITS.items() if sweeps.has(target, b)}
 
 
 def _head_map_cpu(node: NodeView, lim: Limits, kind: str) -> str | None:
     """A detection head's Reshape of one kind between rows and a map (layout.head_map: "split" of its joined rows,
     "split_t" read by Transposes alone, "merge" of a pose head's keypoints back into rows): the CPU when the map has
     more cells than the largest of that kind the SoC's sweep ran on the NPU."""
-    name = _HEAD_KIND[kind]
+    name = _MAP_BOUND[kind]
     got = head_map(node)
-    if got is None or got[0] != kind or HEAD_LIMITS[name] not in lim:
+    if got is None or got[0] != kind or SOC_LIMITS[name] not in lim:
         return None
-    if got[1] <= lim[HEAD_LIMITS[name]] or not _swept(lim, name):
+    if got[1] <= lim[SOC_LIMITS[name]] or not _swept(lim, name):
         return None
     return f"a {got[1]}-cell map"
 

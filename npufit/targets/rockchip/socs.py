@@ -25,10 +25,11 @@ CAL = "CAL-SOC"  # ... and of its calibration-corpus record, where it has one
 SWEEP_SOC = "SWEEP-SOC"  # ... and of its own compiler sweep (docs/calibration/sweep/<soc>.json), where it has one
 
 
-def _head_rules(soc: str) -> dict[str, tuple[Rule, ...]]:
-    """The detection-head rules whose bounds the SoC's own sweep record derives (bounded.head_limits): Reshapes
-    between a head's rows and maps, and Transposes of its split rows. A bound the record does not give has no rule."""
-    lim = bd.head_limits(soc)
+def _sweep_rules(soc: str) -> dict[str, tuple[Rule, ...]]:
+    """The rules whose bounds the SoC's own sweep record derives (bounded.soc_limits): Reshapes between a detection
+    head's rows and maps, Transposes of its split rows, and the Transpose of an attention layer's 5-D q/k/v view. A
+    bound the record does not give has no rule."""
+    lim = bd.soc_limits(soc)
     r = RuleMaker(soc, Verdict.CPU, SWEEP_SOC)
     ev = (
         f"The detection-head sweep on this SoC (docs/calibration/sweep/{soc}.json): a head's scales flattened, joined "
@@ -223,7 +224,7 @@ SOCS: tuple[Soc, ...] = (
         # softmaxes of the corpus (CAL-SOC).
         # Transpose stays RK3588's: the probe's 8x16x16 permutes all ran on the CPU, but 470 of the corpus's data-moving
         # transposes ran on the NPU (about 60 on the CPU): only the Transposes of a detection head's split rows, which
-        # its head sweep ran on the CPU, are a rule of its own (_head_rules)
+        # its head sweep ran on the CPU, are a rule of its own (_sweep_rules)
         # slice_matmul_grid_npu: measured on RK3588 only
         limits={
             "chip": "RK3566",
@@ -231,9 +232,9 @@ SOCS: tuple[Soc, ...] = (
             "input_reshape_npu": False,
             "slice_matmul_grid_npu": False,
             **_RK3588_ONLY,
-            **bd.head_limits("rk3566"),
+            **bd.soc_limits("rk3566"),
         },
-        extra_rules=_head_rules("rk3566"),
+        extra_rules=_sweep_rules("rk3566"),
         ops={
             "Softmax": OpSupport(
                 "Softmax",
@@ -288,9 +289,9 @@ SOCS: tuple[Soc, ...] = (
             "output_reshape_npu": True,
             "slice_matmul_grid_npu": False,
             **_RK3588_ONLY,
-            **bd.head_limits("rv1106"),
+            **bd.soc_limits("rv1106"),
         },
-        extra_rules=_head_rules("rv1106"),
+        extra_rules=_sweep_rules("rv1106"),
         ops={
             # R-PDF §4.1 lists Div among RV1106's CPU kernels (the NPU Div is float16 only). Probe case div (x / y):
             # CPU.
